@@ -1,0 +1,59 @@
+# Eager to Compiled: every target sets itself up first, so two commands do everything on a fresh machine:
+#   make course   and   make test
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+STAMP := $(VENV)/.course-installed
+KERNEL := eager-to-compiled
+NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.py))
+
+.DEFAULT_GOAL := help
+.PHONY: help setup lab course test lint sync execute bench clean
+
+help: ## list the targets
+	@grep -E '^[a-z.]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
+
+setup: $(STAMP) ## create .venv with the pinned stack, course_utils (editable) and the course kernel
+
+$(STAMP): requirements.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || \
+		{ echo "Python >= 3.10 is needed; found $$($(PYTHON) --version). Set PYTHON=python3.11"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check pip==26.3
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	$(PY) -m pip check
+	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python 3 (Eager to Compiled)" >/dev/null
+	touch $(STAMP)
+
+lab: setup ## open JupyterLab on notebooks/ with the course kernel
+	$(BIN)/jupyter lab notebooks/
+
+course: setup ## execute every notebook headless into build/ (notebooks, figures, measured summary)
+	$(PY) tools/run_course.py --kernel $(KERNEL) --out build
+
+test: export COURSE_SIZE ?= ci
+test: setup lint ## lint, unit tests, every notebook under nbval (ci size), budgets and pairing checks
+	$(PY) -m pytest tests notebooks --nbval-lax --nbval-current-env \
+		--nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 600 --require-notebooks
+
+lint: setup ## ruff on course_utils, tests, tools, benchmarks and the notebook sources
+	$(BIN)/ruff check course_utils tests tools benchmarks notebooks
+
+sync: setup ## jupytext: bring every .py/.ipynb pair in line (newest side wins)
+	$(BIN)/jupytext --sync $(NOTEBOOKS)
+
+execute: export COURSE_SIZE ?= ci
+execute: setup ## re-run the notebooks in place (ci size) to refresh the outputs nbval compares with
+	$(PY) tools/run_course.py --kernel $(KERNEL) --in-place $(NB)
+
+bench: setup ## run benchmarks/*.py and write build/bench.json
+	$(PY) benchmarks/run_all.py --out build/bench.json
+
+environment.yml: requirements.txt tools/write_environment_yml.py ## regenerate environment.yml from requirements.txt
+	$(PYTHON) tools/write_environment_yml.py
+
+clean: ## remove build/ (keeps .venv)
+	rm -rf build

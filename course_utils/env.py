@@ -1,0 +1,361 @@
+"""Where am I running? Hardware and framework report, accelerator detection, problem sizes, seeds.
+
+Every number in the course depends on the machine, so every notebook starts with ``report()`` and
+chooses its problem sizes with ``pick()``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib.metadata
+import os
+import platform
+import random
+import subprocess
+import sys
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from html import escape
+from pathlib import Path
+from types import ModuleType
+from typing import TypeVar
+
+T = TypeVar("T")
+
+SIZES = ("ci", "cpu", "gpu", "tpu")
+ACCELERATORS = ("cpu", "gpu", "tpu")
+FRAMEWORKS = {"torch": "torch", "jax": "jax", "tensorflow": "tensorflow"}
+_SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile", "neon", "asimd")
+# Where a size is missing, fall back along this chain (a GPU run without a gpu= size uses cpu=).
+_FALLBACK = {"ci": ("ci", "cpu"), "cpu": ("cpu",), "gpu": ("gpu", "cpu"), "tpu": ("tpu", "gpu", "cpu")}
+
+
+def in_colab() -> bool:
+    """True inside a Google Colab runtime (the ``google.colab`` module is loaded there)."""
+    return "google.colab" in sys.modules
+
+
+@functools.cache
+def accelerator() -> str:
+    """Return "tpu", "gpu" or "cpu": the accelerator this machine offers, found without importing a framework.
+
+    ``COURSE_ACCELERATOR`` overrides the detection (useful to rehearse a GPU path's sizes on a laptop).
+    """
+    forced = os.environ.get("COURSE_ACCELERATOR", "").strip().lower()
+    if forced:
+        if forced not in ACCELERATORS:
+            raise ValueError(f"COURSE_ACCELERATOR must be one of {ACCELERATORS}; got {forced!r}")
+        return forced
+    if _has_tpu():
+        return "tpu"
+    if _has_cuda_gpu():
+        return "gpu"
+    return "cpu"
+
+
+def _has_tpu() -> bool:
+    if os.environ.get("COLAB_TPU_ADDR") or os.environ.get("TPU_ACCELERATOR_TYPE") or os.environ.get("TPU_NAME"):
+        return True
+    return any(Path("/dev").glob("accel[0-9]*")) or any(Path("/dev").glob("vfio/[0-9]*"))
+
+
+def _has_cuda_gpu() -> bool:
+    return Path("/dev/nvidia0").exists() or Path("/dev/kfd").exists() or Path("/proc/driver/nvidia/gpus").is_dir()
+
+
+def size_name() -> str:
+    """Return the active size: ``COURSE_SIZE`` if set (ci, cpu, gpu, tpu), else the accelerator's name."""
+    requested = os.environ.get("COURSE_SIZE", "").strip().lower()
+    if not requested or requested == "auto":
+        return accelerator()
+    if requested not in SIZES:
+        raise ValueError(f"COURSE_SIZE must be one of {SIZES} or 'auto'; got {requested!r}")
+    return requested
+
+
+def pick(*, ci: T | None = None, cpu: T | None = None, gpu: T | None = None, tpu: T | None = None) -> T:
+    """Return the value for the active size (see ``size_name``), falling back tpu -> gpu -> cpu and ci -> cpu.
+
+    Example: ``n = pick(ci=2**16, cpu=2**22, gpu=2**26)`` keeps CI fast and makes effects visible on a GPU.
+    """
+    options = {"ci": ci, "cpu": cpu, "gpu": gpu, "tpu": tpu}
+    if all(v is None for v in options.values()):
+        raise ValueError("pick() needs at least one of ci=, cpu=, gpu=, tpu=")
+    if cpu is None:
+        raise ValueError("pick() needs cpu= (the fallback for every other size)")
+    for name in _FALLBACK[size_name()]:
+        if options[name] is not None:
+            return options[name]
+    raise AssertionError("unreachable: cpu= is always set")
+
+
+def seed_everything(seed: int = 0) -> list[str]:
+    """Seed Python's ``random``, NumPy and whichever of torch / TensorFlow are already imported.
+
+    Returns the names seeded. JAX has no global seed: its randomness is explicit
+    (``jax.random.key(seed)``), which is why JAX code in this course passes keys around.
+    Frameworks not yet imported are left alone (importing TensorFlow costs seconds): seed after importing.
+    """
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int; got {seed!r}")
+    import numpy as np
+
+    random.seed(seed)
+    np.random.seed(seed)
+    seeded = ["random", "numpy"]
+    if "torch" in sys.modules:
+        sys.modules["torch"].manual_seed(seed)
+        seeded.append("torch")
+    if "tensorflow" in sys.modules:
+        sys.modules["tensorflow"].random.set_seed(seed)
+        seeded.append("tensorflow")
+    return seeded
+
+
+def quiet_tensorflow() -> None:
+    """Silence TensorFlow/absl/XLA start-up logging (C++ INFO lines, oneDNN banners) without hiding warnings.
+
+    Only the C++ log level and absl's INFO messages are lowered; Python warnings raised by the learner's
+    own code still show. Call before ``import tensorflow`` for full effect.
+    """
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if "absl.logging" in sys.modules:
+        sys.modules["absl.logging"].set_verbosity("warning")
+
+
+def import_tensorflow() -> ModuleType:
+    """Import TensorFlow without its start-up banner; return the module (later imports are free and quiet).
+
+    TensorFlow's C++ layer writes INFO lines (the oneDNN notice) straight to file descriptor 2 before its
+    logging is configured, where ``TF_CPP_MIN_LOG_LEVEL`` cannot reach them; they are dropped during the
+    import only. Python exceptions still raise, and later warnings still show.
+    """
+    quiet_tensorflow()
+    if "tensorflow" not in sys.modules:
+        with _stderr_fd_silenced():
+            import tensorflow  # noqa: F401
+    return sys.modules["tensorflow"]
+
+
+@contextlib.contextmanager
+def _stderr_fd_silenced() -> Iterator[None]:
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(devnull)
+        os.close(saved)
+
+
+def fail_on_deprecations(module: str = r"__main__|course_utils(\..*)?") -> None:
+    """Turn DeprecationWarning/FutureWarning raised from the notebook's own code into errors.
+
+    Courses rot when they teach deprecated APIs; under nbval a deprecated call then fails the notebook.
+    Warnings that libraries raise about their own internals are left as they are.
+    """
+    for category in (DeprecationWarning, FutureWarning):
+        warnings.filterwarnings("error", category=category, module=module)
+
+
+def setup_notebook(seed: int = 0) -> EnvReport:
+    """The one call at the top of each notebook: quiet start, strict deprecations, house plot style, seeds.
+
+    Returns the environment report so that the cell displays it.
+    """
+    quiet_tensorflow()
+    fail_on_deprecations()
+    from course_utils import plotting
+
+    plotting.use_style()
+    seed_everything(seed)
+    return report()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The report
+
+
+@dataclass(frozen=True)
+class FrameworkInfo:
+    """One framework's version and the devices it sees (or why it could not say)."""
+
+    name: str
+    version: str
+    devices: tuple[str, ...] = ()
+
+    @property
+    def installed(self) -> bool:
+        return self.version != "not installed"
+
+
+@dataclass(frozen=True)
+class EnvReport:
+    """The machine and software that produced a notebook's numbers; a table in Jupyter, text in a terminal."""
+
+    python: str
+    os: str
+    cpu: str
+    cores_logical: int
+    cores_physical: int | None
+    simd: tuple[str, ...]
+    ram_gib: float
+    accelerator: str
+    size: str
+    colab: bool
+    frameworks: tuple[FrameworkInfo, ...] = field(default_factory=tuple)
+
+    def rows(self) -> list[tuple[str, str]]:
+        """(key, value) pairs in display order."""
+        cores = f"{self.cores_logical} logical" + (
+            f", {self.cores_physical} physical" if self.cores_physical else ""
+        )
+        rows = [
+            ("Python", self.python),
+            ("OS", self.os),
+            ("CPU", self.cpu),
+            ("Cores", cores),
+            ("SIMD", ", ".join(self.simd) or "none detected"),
+            ("RAM", f"{self.ram_gib:.1f} GiB"),
+            ("Accelerator", self.accelerator),
+            ("COURSE_SIZE", self.size),
+            ("Colab", "yes" if self.colab else "no"),
+        ]
+        for fw in self.frameworks:
+            value = fw.version if not fw.devices else f"{fw.version}  [{', '.join(fw.devices)}]"
+            rows.append((fw.name, value))
+        return rows
+
+    def framework(self, name: str) -> FrameworkInfo:
+        """The entry for one framework ("torch", "jax" or "tensorflow")."""
+        for fw in self.frameworks:
+            if fw.name == name:
+                return fw
+        raise ValueError(f"framework must be one of {tuple(f.name for f in self.frameworks)}; got {name!r}")
+
+    def __str__(self) -> str:
+        width = max(len(k) for k, _ in self.rows())
+        return "\n".join(f"{k:<{width}}  {v}" for k, v in self.rows())
+
+    def _repr_html_(self) -> str:
+        cells = "".join(
+            f"<tr><th style='text-align:left'>{escape(k)}</th><td style='text-align:left'>{escape(v)}</td></tr>"
+            for k, v in self.rows()
+        )
+        return f"<table>{cells}</table>"
+
+
+def report(devices: bool = True) -> EnvReport:
+    """Describe this machine and the installed frameworks; absent frameworks say "not installed".
+
+    ``devices=True`` imports each installed framework to list its devices (seconds for TensorFlow).
+    """
+    import psutil
+
+    frameworks = tuple(_framework_info(name, devices) for name in FRAMEWORKS)
+    return EnvReport(
+        python=platform.python_version(),
+        os=f"{platform.system()} {platform.release()} ({platform.machine()})",
+        cpu=cpu_model(),
+        cores_logical=os.cpu_count() or 1,
+        cores_physical=psutil.cpu_count(logical=False),
+        simd=simd_flags(),
+        ram_gib=psutil.virtual_memory().total / 2**30,
+        accelerator=accelerator(),
+        size=size_name(),
+        colab=in_colab(),
+        frameworks=frameworks,
+    )
+
+
+def installed_frameworks() -> list[str]:
+    """The frameworks among torch, jax and tensorflow installed here, without importing them."""
+    return [name for name in FRAMEWORKS if _installed_version(name) is not None]
+
+
+def _installed_version(name: str) -> str | None:
+    dists = {"tensorflow": ("tensorflow", "tensorflow-cpu", "tf-nightly"), "jax": ("jax",), "torch": ("torch",)}
+    for dist in dists.get(name, (name,)):
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def _framework_info(name: str, with_devices: bool) -> FrameworkInfo:
+    version = _installed_version(name)
+    if version is None:
+        return FrameworkInfo(name, "not installed")
+    if not with_devices:
+        return FrameworkInfo(name, version)
+    try:
+        return FrameworkInfo(name, version, _devices(name))
+    except Exception as exc:  # a broken install is reported, never raised: the notebook goes on
+        return FrameworkInfo(name, version, (f"error: {type(exc).__name__}: {exc}"[:120],))
+
+
+def _devices(name: str) -> tuple[str, ...]:
+    if name == "torch":
+        import torch
+
+        found = ["cpu"]
+        if torch.cuda.is_available():
+            found += [f"cuda:{i} {torch.cuda.get_device_name(i)}" for i in range(torch.cuda.device_count())]
+        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+            found.append("mps")
+        return tuple(found)
+    if name == "jax":
+        import jax
+
+        return tuple(f"{d.platform}:{d.id} {getattr(d, 'device_kind', '')}".strip() for d in jax.devices())
+    if name == "tensorflow":
+        tf = import_tensorflow()
+        return tuple(d.name.replace("/physical_device:", "") for d in tf.config.list_physical_devices())
+    raise ValueError(f"framework must be one of {tuple(FRAMEWORKS)}; got {name!r}")
+
+
+@functools.cache
+def cpu_model() -> str:
+    """The CPU's marketing name, e.g. 'AMD EPYC 7B13' (falls back to platform.processor())."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            if line.lower().startswith(("model name", "hardware")):
+                return line.split(":", 1)[1].strip()
+    if platform.system() == "Darwin":
+        try:
+            out = subprocess.run(
+                ["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True, timeout=5
+            )
+            if out.stdout.strip():
+                return out.stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+@functools.cache
+def simd_flags() -> tuple[str, ...]:
+    """The vector-unit flags that decide fp32/bf16 speed on this CPU (avx2, avx512f, amx_bf16, neon, ...)."""
+    cpuinfo = Path("/proc/cpuinfo")
+    found: set[str] = set()
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            if line.lower().startswith(("flags", "features")):
+                found.update(line.split(":", 1)[1].split())
+                break
+    elif platform.machine() in ("arm64", "aarch64"):
+        found.add("neon")
+    return tuple(flag for flag in _SIMD_FLAGS if flag in found)
+
+
+def has_native_bf16() -> bool:
+    """True where the CPU has bf16 arithmetic units (AVX512-BF16 or AMX); on others bf16 is emulated and slow."""
+    return bool({"avx512_bf16", "amx_bf16"} & set(simd_flags()))
+

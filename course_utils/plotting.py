@@ -1,0 +1,171 @@
+"""One house style for every figure in the course; each function returns its matplotlib Figure.
+
+Figures are drawn on a white card with a colour-blind-safe palette (Okabe-Ito), so they read the same in
+light and dark JupyterLab themes and on slides. A framework keeps its colour in every notebook.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from course_utils.roofline import Machine, Point
+    from course_utils.timing import Comparison, Measurement
+
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+FRAMEWORK_COLORS = {"torch": "#D55E00", "jax": "#0072B2", "tensorflow": "#E69F00", "tf": "#E69F00", "numpy": "#009E73"}
+_STYLE = {
+    "figure.facecolor": "white",
+    "savefig.facecolor": "white",
+    "axes.facecolor": "white",
+    "axes.edgecolor": "#333333",
+    "axes.labelcolor": "#222222",
+    "text.color": "#222222",
+    "xtick.color": "#333333",
+    "ytick.color": "#333333",
+    "axes.grid": True,
+    "grid.color": "#dddddd",
+    "grid.linewidth": 0.6,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "font.size": 10,
+    "axes.titlesize": 11,
+    "axes.titleweight": "bold",
+    "legend.frameon": False,
+    "figure.dpi": 100,
+    "figure.constrained_layout.use": True,
+}
+
+
+def use_style() -> None:
+    """Apply the house style to matplotlib (rcParams) and use the palette as the colour cycle."""
+    import matplotlib as mpl
+    from cycler import cycler
+
+    mpl.rcParams.update(_STYLE)
+    mpl.rcParams["axes.prop_cycle"] = cycler(color=PALETTE)
+    _show_figures_in_notebook()
+
+
+def _show_figures_in_notebook() -> None:
+    """Let IPython render a returned Figure as PNG (our figures are not pyplot's, so it would not by default)."""
+    try:
+        from IPython import get_ipython
+        from IPython.core.pylabtools import select_figure_formats
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None:
+        select_figure_formats(shell, {"png"}, bbox_inches="tight")
+
+
+def color_for(label: str, index: int = 0) -> str:
+    """The framework's colour when ``label`` names one (e.g. 'jax jit'), else the palette's ``index``-th."""
+    lowered = label.lower()
+    for name, color in FRAMEWORK_COLORS.items():
+        if lowered.startswith(name) or f" {name}" in lowered or f"({name}" in lowered:
+            return color
+    return PALETTE[index % len(PALETTE)]
+
+
+def figure(ncols: int = 1, nrows: int = 1, *, width: float = 6.4, height: float = 3.6) -> tuple[Figure, list[Axes]]:
+    """A new Figure (not registered with pyplot, so a notebook shows it once) and its axes as a flat list."""
+    from matplotlib.figure import Figure
+
+    use_style()
+    fig = Figure(figsize=(width, height))
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    return fig, [ax for row in axes for ax in row]
+
+
+def speedup_bars(table: Comparison, *, title: str | None = None) -> Figure:
+    """Horizontal bars of each row's speed-up over the table's baseline, whiskers from the quartiles."""
+    rows = list(table.rows)
+    fig, (ax,) = figure(height=0.5 + 0.45 * len(rows))
+    names = [r.name for r in rows]
+    values = [r.speedup for r in rows]
+    errors = [[r.speedup - r.speedup_low for r in rows], [r.speedup_high - r.speedup for r in rows]]
+    colors = [color_for(n, i) for i, n in enumerate(names)]
+    ax.barh(names, values, xerr=errors, color=colors, capsize=3)
+    ax.axvline(1.0, color="#333333", linewidth=1, linestyle="--")
+    for y, value in enumerate(values):
+        ax.text(value, y, f" {value:.2f}x", va="center", ha="left")
+    ax.invert_yaxis()
+    ax.set_xlabel(f"speed-up over {table.baseline} (median; whiskers: quartile range)")
+    ax.set_title(title or "Speed-up")
+    ax.set_xlim(0, max(max(values), max(r.speedup_high for r in rows)) * 1.25)
+    return fig
+
+
+def time_bars(
+    measurements: Mapping[str, Measurement] | Sequence[Measurement],
+    *,
+    title: str | None = None,
+    log: bool = False,
+    show_first_call: bool = False,
+) -> Figure:
+    """Median time per call with quartile whiskers; optionally the first call (compile/trace) beside it."""
+    items = list(measurements.items()) if isinstance(measurements, Mapping) else [(m.label, m) for m in measurements]
+    if not items:
+        raise ValueError("measurements must not be empty")
+    scale, unit = _time_unit(min(m.median for _, m in items))
+    fig, (ax,) = figure(height=0.6 + 0.5 * len(items))
+    names = [name for name, _ in items]
+    medians = [m.median / scale for _, m in items]
+    errors = [[(m.median - m.p25) / scale for _, m in items], [(m.p75 - m.median) / scale for _, m in items]]
+    ax.barh(names, medians, xerr=errors, color=[color_for(n, i) for i, n in enumerate(names)], capsize=3,
+            label="steady state (median)")
+    if show_first_call:
+        firsts = [(m.first_call or 0.0) / scale for _, m in items]
+        ax.scatter(firsts, names, marker="D", color="#333333", zorder=3, label="first call")
+        ax.legend(loc="lower right")
+    ax.invert_yaxis()
+    if log:
+        ax.set_xscale("log")
+    ax.set_xlabel(f"time per call ({unit})")
+    ax.set_title(title or "Time per call")
+    return fig
+
+
+def _time_unit(seconds: float) -> tuple[float, str]:
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if seconds >= scale:
+            return scale, unit
+    return 1e-9, "ns"
+
+
+def roofline_plot(machine: Machine, points: Iterable[Point] = (), *, title: str | None = None) -> Figure:
+    """Log-log roofline of ``machine`` (each bandwidth probe dashed, the best solid) with labelled points."""
+    import numpy as np
+
+    points = list(points)
+    fig, (ax,) = figure(width=7.0, height=4.4)
+    intensities = [p.intensity for p in points if p.flops > 0]
+    low = min([machine.ridge_intensity / 1000, *(i / 3 for i in intensities)])
+    high = max([machine.ridge_intensity * 30, *(i * 3 for i in intensities)])
+    x = np.logspace(np.log10(low), np.log10(high), 200)
+    for name, bw in machine.bandwidth_probes.items():
+        ax.plot(x, np.minimum(machine.peak_flops, x * bw) / 1e9, linestyle=":", linewidth=1, color="#888888")
+        ax.annotate(f"{name} {bw / 1e9:.0f} GB/s", (x[8], x[8] * bw / 1e9), fontsize=8, color="#666666",
+                    rotation=0, va="bottom")
+    ax.plot(x, np.minimum(machine.peak_flops, x * machine.bandwidth) / 1e9, color="#222222", linewidth=2,
+            label=f"roof: {machine.bandwidth / 1e9:.0f} GB/s, {machine.peak_flops / 1e9:.0f} GFLOP/s")
+    ax.axvline(machine.ridge_intensity, color="#bbbbbb", linewidth=1)
+    for i, p in enumerate(points):
+        if p.flops <= 0:
+            continue
+        color = color_for(p.label, i)
+        ax.scatter([p.intensity], [p.achieved_flops / 1e9], color=color, s=40, zorder=3)
+        ax.annotate(p.label, (p.intensity, p.achieved_flops / 1e9), textcoords="offset points", xytext=(5, 4),
+                    fontsize=8, color=color)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP / byte)")
+    ax.set_ylabel("GFLOP/s")
+    ax.set_title(title or f"Roofline of this machine ({machine.framework}, {machine.device})")
+    ax.legend(loc="lower right")
+    return fig

@@ -1,0 +1,411 @@
+"""Timing that does not fool you, for PyTorch, JAX and TensorFlow alike.
+
+The rules (DESIGN.md section 5): time the first call apart (it includes compilation or tracing), warm up,
+wait for the device before reading the clock (``sync``), repeat until a minimum time has passed, and
+report the median with its spread. ``benchmark`` does all of that; ``compare`` turns several benchmarks
+into a speed-up table with uncertainty.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from html import escape
+from typing import Any
+
+_BLOCK_FRACTION = 0.05  # a block of calls lasts at least this share of min_time (timer cost stays negligible)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Synchronisation
+
+
+def sync(value: Any) -> Any:
+    """Block until every array in ``value`` (any nesting of lists, tuples, dicts) is computed; return it.
+
+    JAX arrays: ``block_until_ready``. torch CUDA/MPS tensors: the device is synchronised. TensorFlow
+    tensors: one element is copied to the host (TF has no public "wait" for a tensor). NumPy arrays and
+    torch CPU tensors are already computed. ``None`` (an in-place op) synchronises torch's current CUDA
+    device when CUDA is in use, since there is no output to wait on.
+    """
+    torch = sys.modules.get("torch")
+    tf = sys.modules.get("tensorflow")
+    synced_torch_devices: set[Any] = set()
+    leaves = list(_leaves(value))
+    if value is None and torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+    for leaf in leaves:
+        if hasattr(leaf, "block_until_ready"):  # jax.Array
+            leaf.block_until_ready()
+        elif torch is not None and isinstance(leaf, torch.Tensor):
+            device = leaf.device
+            if device.type in ("cpu", "meta") or device in synced_torch_devices:
+                continue
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            elif device.type == "mps":
+                torch.mps.synchronize()
+            synced_torch_devices.add(device)
+        elif tf is not None and isinstance(leaf, (tf.Tensor, tf.Variable)):
+            _sync_tensorflow(tf, leaf)
+    return value
+
+
+_wait_for = sync  # benchmark() has a parameter named sync
+
+
+def _leaves(value: Any) -> Iterable[Any]:
+    if isinstance(value, Mapping):
+        for item in value.values():
+            yield from _leaves(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _leaves(item)
+    elif value is not None:
+        yield value
+
+
+def _sync_tensorflow(tf: Any, leaf: Any) -> None:
+    tensor = leaf.value() if isinstance(leaf, tf.Variable) else leaf
+    if not hasattr(tensor, "numpy"):  # a symbolic tensor inside a graph: nothing to wait for
+        return
+    if "CPU" in tensor.device or tensor.shape.num_elements() in (0, 1):
+        tensor.numpy()  # zero-copy on the CPU
+    else:
+        tf.reshape(tensor, [-1])[:1].numpy()  # waits for the producer, copies one element
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Measurement
+
+
+def format_time(seconds: float) -> str:
+    """Human units with three significant digits: '812 ns', '12.3 µs', '4.56 ms', '1.23 s'."""
+    if not isinstance(seconds, (int, float)) or math.isnan(seconds):
+        raise TypeError(f"seconds must be a number; got {seconds!r}")
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if abs(seconds) >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Per-call times of one workload: ``times`` holds one value per block of ``number`` calls (seconds)."""
+
+    label: str
+    times: tuple[float, ...]
+    number: int = 1
+    first_call: float | None = None
+    total: float = 0.0
+    synced: bool = True
+    metadata: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.times:
+            raise ValueError("times must hold at least one value")
+        if any(t < 0 or math.isnan(t) for t in self.times):
+            raise ValueError(f"times must be non-negative numbers; got {self.times!r}")
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.times)
+
+    @property
+    def p25(self) -> float:
+        return _quantile(self.times, 0.25)
+
+    @property
+    def p75(self) -> float:
+        return _quantile(self.times, 0.75)
+
+    @property
+    def iqr(self) -> float:
+        return self.p75 - self.p25
+
+    @property
+    def min(self) -> float:
+        return min(self.times)
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.times)
+
+    @property
+    def n(self) -> int:
+        """Number of timed blocks."""
+        return len(self.times)
+
+    @property
+    def calls(self) -> int:
+        """Number of timed calls (blocks x calls per block)."""
+        return self.n * self.number
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain numbers (seconds) for JSON: median, p25, p75, min, n, number, first_call, total."""
+        return {
+            "label": self.label,
+            "median": self.median,
+            "p25": self.p25,
+            "p75": self.p75,
+            "min": self.min,
+            "n": self.n,
+            "number": self.number,
+            "first_call": self.first_call,
+            "total": self.total,
+            "synced": self.synced,
+        }
+
+    def summary(self) -> str:
+        """One line: median, IQR, min, repeats, first call."""
+        text = (
+            f"{self.label}: median {format_time(self.median)} "
+            f"(IQR {format_time(self.p25)} to {format_time(self.p75)}, min {format_time(self.min)}, "
+            f"{self.n} x {self.number} calls)"
+        )
+        if self.first_call is not None:
+            text += f", first call {format_time(self.first_call)}"
+        if not self.synced:
+            text += ", NOT synchronised"
+        return text
+
+    def __repr__(self) -> str:
+        return f"<Measurement {self.summary()}>"
+
+    def _repr_html_(self) -> str:
+        first = format_time(self.first_call) if self.first_call is not None else "not measured"
+        cells = [
+            ("median", format_time(self.median)),
+            ("IQR", f"{format_time(self.p25)} to {format_time(self.p75)}"),
+            ("min", format_time(self.min)),
+            ("repeats", f"{self.n} blocks x {self.number} calls"),
+            ("first call", first),
+            ("synchronised", "yes" if self.synced else "no"),
+        ]
+        body = "".join(f"<tr><th style='text-align:left'>{k}</th><td>{escape(v)}</td></tr>" for k, v in cells)
+        return f"<table><caption style='text-align:left'><b>{escape(self.label)}</b></caption>{body}</table>"
+
+
+def _quantile(values: Iterable[float], q: float) -> float:
+    ordered = sorted(values)
+    if len(ordered) == 1:
+        return ordered[0]
+    position = q * (len(ordered) - 1)
+    low, high = math.floor(position), math.ceil(position)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def _check_positive(name: str, value: Any, *, integer: bool = False, allow_zero: bool = False) -> None:
+    kind = int if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise TypeError(f"{name} must be {'an int' if integer else 'a number'}; got {value!r}")
+    if value < 0 or (value == 0 and not allow_zero) or (isinstance(value, float) and math.isnan(value)):
+        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}; got {value!r}")
+
+
+def benchmark(
+    fn: Callable[..., Any],
+    *args: Any,
+    warmup: int = 1,
+    min_time: float = 0.2,
+    max_repeats: int = 200,
+    min_repeats: int = 5,
+    sync: bool | str = "auto",
+    label: str | None = None,
+    **kwargs: Any,
+) -> Measurement:
+    """Time ``fn(*args, **kwargs)``: first call apart, ``warmup`` more calls, then blocks of calls.
+
+    Calls are grouped into blocks long enough (>= 5% of ``min_time``) that reading the clock costs
+    nothing measurable; each block ends with a synchronisation, so the per-call time is the throughput
+    of back-to-back calls, as in ``torch.utils.benchmark`` and ``timeit``. Blocks repeat until
+    ``min_time`` seconds and ``min_repeats`` blocks have passed, or ``max_repeats`` blocks.
+    ``sync="auto"`` (or True) waits on the returned arrays; ``sync=False`` does not (only to show why
+    you must).
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable; got {type(fn).__name__}")
+    _check_positive("warmup", warmup, integer=True, allow_zero=True)
+    _check_positive("min_time", min_time)
+    _check_positive("max_repeats", max_repeats, integer=True)
+    _check_positive("min_repeats", min_repeats, integer=True)
+    if sync not in ("auto", True, False):
+        raise ValueError(f"sync must be 'auto', True or False; got {sync!r}")
+    wait = _wait_for if sync else _no_sync
+    label = label if label is not None else getattr(fn, "__name__", "fn")
+    call = (lambda: fn(*args, **kwargs)) if kwargs else (lambda: fn(*args))
+    clock = time.perf_counter
+
+    start = clock()
+    wait(call())
+    first_call = clock() - start
+    for _ in range(warmup):
+        wait(call())
+
+    number = _calls_per_block(call, wait, target=min_time * _BLOCK_FRACTION)
+    times: list[float] = []
+    started = clock()
+    while len(times) < max_repeats and (len(times) < min_repeats or clock() - started < min_time):
+        block_start = clock()
+        for _ in range(number):
+            out = call()
+        wait(out)
+        times.append((clock() - block_start) / number)
+    return Measurement(
+        label=label,
+        times=tuple(times),
+        number=number,
+        first_call=first_call,
+        total=clock() - started,
+        synced=bool(sync),
+    )
+
+
+def _no_sync(value: Any) -> Any:
+    return value
+
+
+def _calls_per_block(call: Callable[[], Any], wait: Callable[[Any], Any], target: float) -> int:
+    """Smallest of 1, 2, 5, 10, 20, 50, ... calls that lasts at least ``target`` seconds (like timeit)."""
+    number, factors = 1, (2, 2.5, 2)
+    step = 0
+    while True:
+        start = time.perf_counter()
+        for _ in range(number):
+            out = call()
+        wait(out)
+        if time.perf_counter() - start >= target or number >= 10**7:
+            return number
+        number = int(number * factors[step % 3])
+        step += 1
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Comparison
+
+
+@dataclass(frozen=True)
+class ComparisonRow:
+    """One candidate of a comparison, with its speed-up over the baseline and the range of that speed-up."""
+
+    name: str
+    measurement: Measurement
+    speedup: float
+    speedup_low: float
+    speedup_high: float
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A table of measurements against a baseline; renders as HTML in Jupyter and as text elsewhere."""
+
+    baseline: str
+    rows: tuple[ComparisonRow, ...]
+
+    def __getitem__(self, name: str) -> ComparisonRow:
+        for row in self.rows:
+            if row.name == name:
+                return row
+        raise KeyError(f"no row named {name!r}; rows are {[r.name for r in self.rows]}")
+
+    @property
+    def measurements(self) -> dict[str, Measurement]:
+        return {row.name: row.measurement for row in self.rows}
+
+    def speedup(self, name: str) -> float:
+        """Median time of the baseline divided by the median time of ``name``."""
+        return self[name].speedup
+
+    def _table(self) -> list[list[str]]:
+        header = ["", "median", "IQR", "first call", f"speed-up vs {self.baseline}"]
+        lines = [header]
+        for row in self.rows:
+            m = row.measurement
+            first = format_time(m.first_call) if m.first_call is not None else "-"
+            lines.append(
+                [
+                    row.name,
+                    format_time(m.median),
+                    f"{format_time(m.p25)} to {format_time(m.p75)}",
+                    first,
+                    f"{row.speedup:.2f}x ({row.speedup_low:.2f} to {row.speedup_high:.2f})",
+                ]
+            )
+        return lines
+
+    def __repr__(self) -> str:
+        table = self._table()
+        widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
+        return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in table)
+
+    def _repr_html_(self) -> str:
+        header, *body = self._table()
+        head = "".join(f"<th>{escape(c)}</th>" for c in header)
+        rows = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in line) + "</tr>" for line in body)
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+
+
+def compare(
+    candidates: Mapping[str, Callable[..., Any] | Measurement],
+    *args: Any,
+    baseline: str | None = None,
+    **benchmark_kwargs: Any,
+) -> Comparison:
+    """Benchmark each callable (or take a ready ``Measurement``) and tabulate speed-ups over ``baseline``.
+
+    ``baseline`` defaults to the first entry. The speed-up range divides the baseline's quartiles by the
+    candidate's opposite quartiles: a range that contains 1.0 means "no measurable difference".
+    """
+    if not isinstance(candidates, Mapping) or not candidates:
+        raise TypeError("candidates must be a non-empty mapping of name -> callable or Measurement")
+    baseline = next(iter(candidates)) if baseline is None else baseline
+    if baseline not in candidates:
+        raise ValueError(f"baseline must be one of {list(candidates)}; got {baseline!r}")
+    measured: dict[str, Measurement] = {}
+    for name, candidate in candidates.items():
+        if isinstance(candidate, Measurement):
+            measured[name] = candidate
+        elif callable(candidate):
+            measured[name] = benchmark(candidate, *args, label=name, **benchmark_kwargs)
+        else:
+            raise TypeError(f"candidates[{name!r}] must be callable or a Measurement; got {type(candidate).__name__}")
+    base = measured[baseline]
+    rows = tuple(
+        ComparisonRow(
+            name=name,
+            measurement=m,
+            speedup=base.median / m.median,
+            speedup_low=base.p25 / m.p75,
+            speedup_high=base.p75 / m.p25,
+        )
+        for name, m in measured.items()
+    )
+    return Comparison(baseline=baseline, rows=rows)
+
+
+class Timer:
+    """Wall-clock time of a coarse section: ``with Timer("load") as t: ...`` then ``t.elapsed`` (seconds).
+
+    Call ``sync(result)`` inside the block when it launches asynchronous work.
+    """
+
+    def __init__(self, label: str = "section") -> None:
+        self.label = label
+        self.elapsed: float | None = None
+        self._start: float | None = None
+
+    def __enter__(self) -> Timer:
+        self._start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._start is not None
+        self.elapsed = time.perf_counter() - self._start
+
+    def __repr__(self) -> str:
+        shown = "running" if self.elapsed is None else format_time(self.elapsed)
+        return f"<Timer {self.label}: {shown}>"

@@ -1,0 +1,98 @@
+"""The notebooks as files: pairs in sync, executed outputs present where nbval checks them, budgets kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jupytext
+import pytest
+from conftest import ALL_NOTEBOOKS, COURSE_NOTEBOOKS, ROOT, read_notebook
+
+from course_utils import colab
+
+PAIRED_METADATA = ("slideshow", "jupyter", "tags")
+
+
+def _ids(paths: list[Path]) -> list[str]:
+    return [p.stem for p in paths]
+
+
+def _cells(path: Path) -> list[tuple[str, str, dict]]:
+    nb = jupytext.read(path)
+    return [
+        (c.cell_type, c.source.strip(), {k: c.metadata[k] for k in PAIRED_METADATA if k in c.metadata})
+        for c in nb.cells
+    ]
+
+
+def _code_cells(path: Path) -> list[dict]:
+    return [c for c in read_notebook(path)["cells"] if c["cell_type"] == "code"]
+
+
+def _source(cell: dict) -> str:
+    return "".join(cell["source"])
+
+
+def test_there_are_notebooks_to_check() -> None:
+    assert (ROOT / "tests" / "smoke_frameworks.ipynb").exists()
+
+
+@pytest.mark.parametrize("ipynb", ALL_NOTEBOOKS, ids=_ids(ALL_NOTEBOOKS))
+def test_jupytext_pair_in_sync(ipynb: Path) -> None:
+    source = ipynb.with_suffix(".py")
+    assert source.exists(), f"{source.name} is missing: every notebook is a jupytext pair (make sync)"
+    assert _cells(source) == _cells(ipynb), f"{source.name} and {ipynb.name} differ: run make sync"
+
+
+@pytest.mark.parametrize("ipynb", ALL_NOTEBOOKS, ids=_ids(ALL_NOTEBOOKS))
+def test_notebook_was_executed_and_checked_cells_have_outputs(ipynb: Path) -> None:
+    cells = _code_cells(ipynb)
+    checked = [c for c in cells if "NBVAL_CHECK_OUTPUT" in _source(c)]
+    assert checked, f"{ipynb.name} has no '# NBVAL_CHECK_OUTPUT' cell: nbval would check nothing in it"
+    not_run = [i for i, c in enumerate(cells) if _source(c).strip() and c.get("execution_count") is None]
+    assert not not_run, f"{ipynb.name}: code cells {not_run} were never executed (make execute NB={ipynb.name})"
+    empty = [_source(c).splitlines()[1:2] for c in checked if not c.get("outputs")]
+    assert not empty, f"{ipynb.name}: checked cells without stored output (nbval would skip them): {empty}"
+
+
+@pytest.mark.parametrize("ipynb", ALL_NOTEBOOKS, ids=_ids(ALL_NOTEBOOKS))
+def test_no_cell_hides_from_nbval(ipynb: Path) -> None:
+    hidden = [_source(c).splitlines()[:2] for c in _code_cells(ipynb) if "NBVAL_SKIP" in _source(c)]
+    assert not hidden, f"{ipynb.name}: NBVAL_SKIP hides a cell from the tests: {hidden}"
+
+
+@pytest.mark.parametrize("ipynb", ALL_NOTEBOOKS, ids=_ids(ALL_NOTEBOOKS))
+def test_minutes_budget_in_metadata(ipynb: Path) -> None:
+    minutes = read_notebook(ipynb)["metadata"].get("course", {}).get("minutes", {})
+    for key in ("ci", "laptop", "workshop"):
+        assert isinstance(minutes.get(key), (int, float)), f"{ipynb.name}: metadata course.minutes.{key} missing"
+    assert 0 < minutes["ci"] <= 3, f"{ipynb.name}: a notebook must run in ci size within 3 minutes"
+    assert 0 < minutes["laptop"] <= 6, f"{ipynb.name}: a notebook must run at default size within 6 minutes"
+
+
+@pytest.mark.parametrize("ipynb", COURSE_NOTEBOOKS, ids=_ids(COURSE_NOTEBOOKS))
+def test_first_code_cell_is_the_colab_install_cell(ipynb: Path) -> None:
+    assert _source(_code_cells(ipynb)[0]) == colab.install_cell()
+
+
+@pytest.mark.parametrize("ipynb", COURSE_NOTEBOOKS, ids=_ids(COURSE_NOTEBOOKS))
+def test_title_cell_has_colab_badge(ipynb: Path) -> None:
+    first = read_notebook(ipynb)["cells"][0]
+    assert first["cell_type"] == "markdown" and colab.badge(ipynb.name) in _source(first)
+
+
+def test_course_notebooks_fit_the_whole_course_budget() -> None:
+    total = sum(read_notebook(p)["metadata"]["course"]["minutes"]["ci"] for p in COURSE_NOTEBOOKS)
+    assert total <= 15, f"the ci-size course must run within 15 minutes; budgets add up to {total}"
+
+
+@pytest.mark.run_last
+def test_every_notebook_ran_under_nbval_within_budget(request: pytest.FixtureRequest, notebook_runs) -> None:
+    if not request.config.getoption("--require-notebooks"):
+        pytest.skip("checks the nbval run of this session: pass --require-notebooks (make test does)")
+    seconds, passed = notebook_runs
+    for ipynb in ALL_NOTEBOOKS:
+        path = ipynb.resolve()
+        assert passed.get(path, 0) > 0, f"nbval executed no cell of {ipynb.name}: was it collected?"
+        budget = read_notebook(ipynb)["metadata"]["course"]["minutes"]["ci"] * 60
+        assert seconds[path] <= budget, f"{ipynb.name} took {seconds[path]:.0f} s, over its {budget:.0f} s budget"

@@ -1,0 +1,40 @@
+"""The repository's promises about itself: one source of versions, loose package requirements, one URL."""
+
+from __future__ import annotations
+
+import tomllib
+import yaml
+from conftest import ROOT
+
+from course_utils import colab
+
+
+def _pins(lines: list[str]) -> list[str]:
+    return sorted(line.strip() for line in lines if line.strip() and not line.strip().startswith("#"))
+
+
+def test_environment_yml_mirrors_requirements_txt() -> None:
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
+    requirements = _pins((ROOT / "requirements.txt").read_text().splitlines())
+    assert sorted(pip_section) == requirements, "environment.yml differs from requirements.txt: make environment.yml"
+
+
+def test_requirements_are_exact_pins() -> None:
+    for line in _pins((ROOT / "requirements.txt").read_text().splitlines()):
+        assert "==" in line and not any(op in line.split(";")[0] for op in (">", "<", "~", "*")), line
+    assert "torch==2.13.0" in _pins((ROOT / "requirements.txt").read_text().splitlines())
+
+
+def test_package_requirements_are_loose_and_frameworks_are_extras() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert not any("==" in dep for dep in project["dependencies"])
+    assert not any(dep.split(">")[0].strip() in ("torch", "jax", "tensorflow") for dep in project["dependencies"])
+    assert set(project["optional-dependencies"]) >= {"torch", "jax", "tf", "all"}
+
+
+def test_repository_url_is_in_one_place() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["urls"]["Repository"] == colab.REPO_URL
+    readme = (ROOT / "README.md").read_text()
+    assert colab.REPO_URL in readme

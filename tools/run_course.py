@@ -1,0 +1,113 @@
+"""Execute the course notebooks headless: into build/ (make course) or in place (make execute).
+
+build/notebooks/   the executed notebooks
+build/figures/     every image output, as PNG, one folder per notebook
+build/summary.md   per notebook: status, minutes against its budget, and the numbers it measured
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+
+
+def course_notebooks() -> list[Path]:
+    """The course notebooks in order: notebooks/NN_name.ipynb."""
+    return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+
+
+def execute(path: Path, kernel: str, timeout: int) -> tuple[nbformat.NotebookNode, float, str | None]:
+    """Run one notebook top to bottom in its own folder; return it, the seconds it took and any error."""
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, kernel_name=kernel, timeout=timeout, resources={"metadata": {"path": str(path.parent)}})
+    start = time.perf_counter()
+    error = None
+    try:
+        client.execute()
+    except CellExecutionError as exc:
+        error = str(exc).strip().splitlines()[-1] if str(exc).strip() else repr(exc)
+    return nb, time.perf_counter() - start, error
+
+
+def save_figures(nb: nbformat.NotebookNode, folder: Path) -> int:
+    """Write each PNG output of ``nb`` to ``folder``; return how many."""
+    folder.mkdir(parents=True, exist_ok=True)
+    count = 0
+    for index, cell in enumerate(nb.cells):
+        for output in cell.get("outputs", []):
+            png = output.get("data", {}).get("image/png")
+            if png:
+                count += 1
+                (folder / f"cell{index:03d}_{count:02d}.png").write_bytes(base64.b64decode(png))
+    return count
+
+
+def budget_minutes(nb: nbformat.NotebookNode, size: str) -> float | None:
+    minutes = nb.metadata.get("course", {}).get("minutes", {})
+    return minutes.get("ci" if size == "ci" else "laptop")
+
+
+def write_summary(out: Path, results: list[dict]) -> None:
+    lines = ["# Measured in this run", ""]
+    lines += ["| notebook | status | minutes | budget |", "|---|---|---|---|"]
+    for r in results:
+        budget = "-" if r["budget_minutes"] is None else f"{r['budget_minutes']:g}"
+        lines.append(f"| {r['notebook']} | {r['status']} | {r['minutes']:.1f} | {budget} |")
+    for r in results:
+        summary_file = out / "summary" / f"{r['notebook']}.json"
+        if summary_file.exists():
+            data = json.loads(summary_file.read_text())
+            r["measured"] = data["rows"]
+            lines += ["", f"## {r['notebook']}", "", "| quantity | measured | unit | note |", "|---|---|---|---|"]
+            lines += [
+                f"| {row['quantity']} | {row['value']:.4g} | {row['unit']} | {row['note']} |" for row in data["rows"]
+            ]
+    (out / "summary.md").write_text("\n".join(lines) + "\n")
+    (out / "summary.json").write_text(json.dumps(results, indent=2))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("notebooks", nargs="*", type=Path, help="notebooks to run (default: all course notebooks)")
+    parser.add_argument("--kernel", default="python3", help="Jupyter kernel name")
+    parser.add_argument("--out", type=Path, default=ROOT / "build", help="output folder")
+    parser.add_argument("--in-place", action="store_true", help="write outputs back into notebooks/ instead")
+    parser.add_argument("--timeout", type=int, default=1800, help="seconds allowed per cell")
+    args = parser.parse_args()
+
+    paths = [p.resolve().with_suffix(".ipynb") for p in args.notebooks] or course_notebooks()
+    out = args.out.resolve()
+    os.environ["COURSE_SUMMARY_DIR"] = str(out / "summary")
+    size = os.environ.get("COURSE_SIZE", "auto")
+    results = []
+    for path in paths:
+        print(f"running {path.relative_to(ROOT)} (COURSE_SIZE={size}) ...", flush=True)
+        nb, seconds, error = execute(path, args.kernel, args.timeout)
+        target = path if args.in_place else out / "notebooks" / path.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, target)
+        figures = save_figures(nb, out / "figures" / path.stem)
+        status = "ok" if error is None else f"FAILED: {error}"
+        results.append({"notebook": path.stem, "status": status, "minutes": seconds / 60,
+                        "budget_minutes": budget_minutes(nb, size), "figures": figures})
+        print(f"  {status} in {seconds:.0f} s, {figures} figures -> {target.relative_to(ROOT)}", flush=True)
+    if not args.in_place:
+        write_summary(out, results)
+        print(f"\nExecuted notebooks: {out / 'notebooks'}\nFigures: {out / 'figures'}\nSummary: {out / 'summary.md'}")
+    return 0 if all(r["status"] == "ok" for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
