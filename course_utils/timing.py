@@ -210,7 +210,7 @@ def _check_positive(name: str, value: Any, *, integer: bool = False, allow_zero:
 def benchmark(
     fn: Callable[..., Any],
     *args: Any,
-    warmup: int = 1,
+    warmup: int = 0,
     min_time: float = 0.2,
     max_repeats: int = 200,
     min_repeats: int = 5,
@@ -218,14 +218,15 @@ def benchmark(
     label: str | None = None,
     **kwargs: Any,
 ) -> Measurement:
-    """Time ``fn(*args, **kwargs)``: first call apart, ``warmup`` more calls, then blocks of calls.
+    """Time ``fn(*args, **kwargs)``: first call apart, ``warmup`` more untimed calls, then blocks of calls.
 
     Calls are grouped into blocks long enough (>= 5% of ``min_time``) that reading the clock costs
     nothing measurable; each block ends with a synchronisation, so the per-call time is the throughput
     of back-to-back calls, as in ``torch.utils.benchmark`` and ``timeit``. Blocks repeat until
     ``min_time`` seconds and ``min_repeats`` blocks have passed, or ``max_repeats`` blocks.
     ``sync="auto"`` (or True) waits on the returned arrays; ``sync=False`` does not (only to show why
-    you must).
+    you must). The first call (compile, trace, caches) and the calibration of the block size warm up;
+    pass ``warmup`` for workloads that need more calls before they settle.
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable; got {type(fn).__name__}")
@@ -246,8 +247,8 @@ def benchmark(
     for _ in range(warmup):
         wait(call())
 
-    number = _calls_per_block(call, wait, target=min_time * _BLOCK_FRACTION)
-    times: list[float] = []
+    target = min_time * _BLOCK_FRACTION
+    number, times = _calibrate(call, wait, target)
     started = clock()
     while len(times) < max_repeats and (len(times) < min_repeats or clock() - started < min_time):
         block_start = clock()
@@ -269,19 +270,36 @@ def _no_sync(value: Any) -> Any:
     return value
 
 
-def _calls_per_block(call: Callable[[], Any], wait: Callable[[Any], Any], target: float) -> int:
-    """Smallest of 1, 2, 5, 10, 20, 50, ... calls that lasts at least ``target`` seconds (like timeit)."""
-    number, factors = 1, (2, 2.5, 2)
-    step = 0
+def _calibrate(call: Callable[[], Any], wait: Callable[[Any], Any], target: float) -> tuple[int, list[float]]:
+    """Calls per block so that a block lasts >= ``target`` s (1, 2, 5, 10, 20, ... as in timeit).
+
+    A calibration block that is already long enough is a valid first measurement and is kept, so a slow
+    workload costs no extra call (the first call and this one are its warm-up).
+    """
+    number = 1
     while True:
         start = time.perf_counter()
         for _ in range(number):
             out = call()
         wait(out)
-        if time.perf_counter() - start >= target or number >= 10**7:
-            return number
-        number = int(number * factors[step % 3])
-        step += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= target:
+            return number, [elapsed / number]
+        if number >= 10**7:
+            return number, []
+        per_call = elapsed / number
+        wanted = target / per_call if per_call > 0 else number * 10
+        number = _round_up_125(max(wanted, number * 2))
+
+
+def _round_up_125(value: float) -> int:
+    """Smallest number of the 1-2-5 series (1, 2, 5, 10, 20, 50, ...) that is >= value."""
+    decade = 1
+    while True:
+        for step in (1, 2, 5):
+            if step * decade >= value:
+                return step * decade
+        decade *= 10
 
 
 # ---------------------------------------------------------------------------------------------------------

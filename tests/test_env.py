@@ -1,0 +1,125 @@
+"""course_utils.env: sizes, accelerator detection, the report, seeds and the quiet start."""
+
+from __future__ import annotations
+
+import random
+import warnings
+
+import numpy as np
+import pytest
+
+from course_utils import env
+
+
+@pytest.fixture(autouse=True)
+def _fresh_detection(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("COURSE_ACCELERATOR", raising=False)
+    monkeypatch.delenv("COURSE_SIZE", raising=False)
+    env.accelerator.cache_clear()
+    yield
+    env.accelerator.cache_clear()
+
+
+@pytest.mark.parametrize(
+    ("size", "accel", "expected"),
+    [("ci", "cpu", 1), ("cpu", "cpu", 2), ("", "gpu", 3), ("auto", "tpu", 4), ("gpu", "cpu", 3)],
+)
+def test_pick_follows_course_size_then_accelerator(monkeypatch, size, accel, expected) -> None:
+    monkeypatch.setenv("COURSE_SIZE", size)
+    monkeypatch.setenv("COURSE_ACCELERATOR", accel)
+    assert env.pick(ci=1, cpu=2, gpu=3, tpu=4) == expected
+
+
+def test_pick_falls_back_to_cpu_and_tpu_to_gpu(monkeypatch) -> None:
+    monkeypatch.setenv("COURSE_SIZE", "ci")
+    assert env.pick(cpu=2) == 2
+    monkeypatch.setenv("COURSE_SIZE", "tpu")
+    assert env.pick(cpu=2, gpu=3) == 3
+    monkeypatch.setenv("COURSE_SIZE", "gpu")
+    assert env.pick(cpu=2) == 2
+
+
+def test_pick_rejects_bad_input(monkeypatch) -> None:
+    with pytest.raises(ValueError, match="cpu="):
+        env.pick(ci=1)
+    with pytest.raises(ValueError, match="at least one"):
+        env.pick()
+    monkeypatch.setenv("COURSE_SIZE", "big")
+    with pytest.raises(ValueError, match="COURSE_SIZE"):
+        env.pick(cpu=1)
+
+
+def test_accelerator_detection_and_override(monkeypatch) -> None:
+    assert env.accelerator() in env.ACCELERATORS
+    env.accelerator.cache_clear()
+    monkeypatch.setenv("COURSE_ACCELERATOR", "tpu")
+    assert env.accelerator() == "tpu"
+    env.accelerator.cache_clear()
+    monkeypatch.setenv("COURSE_ACCELERATOR", "quantum")
+    with pytest.raises(ValueError, match="COURSE_ACCELERATOR"):
+        env.accelerator()
+
+
+def test_in_colab_is_false_here() -> None:
+    assert env.in_colab() is False
+
+
+def test_report_renders_as_text_and_html() -> None:
+    report = env.report()
+    text, html = str(report), report._repr_html_()
+    for key in ("Python", "CPU", "Cores", "SIMD", "RAM", "Accelerator", "torch", "jax", "tensorflow"):
+        assert key in text and key in html
+    assert report.cores_logical >= 1 and report.ram_gib > 0
+    assert report.framework("torch").installed and "cpu" in report.framework("torch").devices
+    with pytest.raises(ValueError, match="framework"):
+        report.framework("mxnet")
+
+
+def test_missing_framework_says_not_installed(monkeypatch) -> None:
+    monkeypatch.setattr(env, "_installed_version", lambda name: None)
+    report = env.report()
+    assert all(fw.version == "not installed" and not fw.installed for fw in report.frameworks)
+    assert env.installed_frameworks() == []
+
+
+def test_broken_framework_is_reported_not_raised(monkeypatch) -> None:
+    def broken(name: str):
+        raise RuntimeError("driver mismatch")
+
+    monkeypatch.setattr(env, "_devices", broken)
+    info = env.report().framework("jax")
+    assert info.devices and "driver mismatch" in info.devices[0]
+
+
+def test_seed_everything_makes_numpy_and_random_repeat() -> None:
+    env.seed_everything(3)
+    first = (random.random(), np.random.rand())
+    seeded = env.seed_everything(3)
+    assert (random.random(), np.random.rand()) == first
+    assert seeded[:2] == ["random", "numpy"]
+    with pytest.raises(ValueError, match="seed"):
+        env.seed_everything(-1)
+
+
+def test_seed_everything_seeds_imported_torch() -> None:
+    torch = pytest.importorskip("torch")
+    env.seed_everything(5)
+    a = torch.rand(3)
+    assert "torch" in env.seed_everything(5)
+    assert torch.equal(a, torch.rand(3))
+
+
+def test_simd_flags_are_known_names() -> None:
+    assert set(env.simd_flags()) <= set(env._SIMD_FLAGS)
+    assert isinstance(env.has_native_bf16(), bool)
+    assert env.cpu_model()
+
+
+def test_fail_on_deprecations_turns_our_own_deprecations_into_errors() -> None:
+    with warnings.catch_warnings():
+        env.fail_on_deprecations(module="test_env")
+        with pytest.raises(DeprecationWarning):
+            warnings.warn("old API", DeprecationWarning, stacklevel=1)
+        with warnings.catch_warnings(record=True):
+            warnings.simplefilter("always", UserWarning)
+            warnings.warn("a real warning", UserWarning, stacklevel=1)  # still only a warning

@@ -1,0 +1,47 @@
+"""course_utils.plotting: every function returns a Figure with the expected content."""
+
+from __future__ import annotations
+
+import pytest
+from matplotlib.figure import Figure
+
+from course_utils import plotting, roofline, timing
+
+MACHINE = roofline.Machine("torch", "cpu", {"copy": 10e9, "triad": 20e9}, {"matmul fp32": 100e9})
+
+
+def test_color_for_keeps_framework_colours() -> None:
+    assert plotting.color_for("torch eager") == plotting.FRAMEWORK_COLORS["torch"]
+    assert plotting.color_for("jax jit") == plotting.FRAMEWORK_COLORS["jax"]
+    assert plotting.color_for("fused (tensorflow)") == plotting.FRAMEWORK_COLORS["tensorflow"]
+    assert plotting.color_for("something else", 1) == plotting.PALETTE[1]
+
+
+def test_figure_gives_a_flat_list_of_axes() -> None:
+    fig, axes = plotting.figure(2, 2)
+    assert isinstance(fig, Figure) and len(axes) == 4
+
+
+def test_speedup_bars() -> None:
+    table = timing.compare({"eager": timing.Measurement("e", (2.0, 2.1)), "jit": timing.Measurement("j", (1.0, 1.1))})
+    fig = plotting.speedup_bars(table, title="t")
+    ax = fig.axes[0]
+    assert ax.get_title() == "t" and len(ax.patches) == 2 and "eager" in ax.get_xlabel()
+
+
+def test_time_bars_with_first_call() -> None:
+    ms = [timing.Measurement("a", (1e-3,), first_call=1.0), timing.Measurement("b", (2e-3,), first_call=0.5)]
+    fig = plotting.time_bars(ms, show_first_call=True, log=True)
+    ax = fig.axes[0]
+    assert "ms" in ax.get_xlabel() and ax.get_xscale() == "log" and len(ax.patches) == 2
+    with pytest.raises(ValueError, match="measurements"):
+        plotting.time_bars([])
+
+
+def test_roofline_plot_places_points() -> None:
+    points = [roofline.Point("torch eager", 1e9, 8e9, 1.0), roofline.Point("copy", 0.0, 8e9, 1.0)]
+    fig = plotting.roofline_plot(MACHINE, points)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    labels = [t.get_text() for t in ax.texts]
+    assert "torch eager" in labels and "copy" not in labels  # zero-FLOP kernels have no place on a log roofline

@@ -1,0 +1,144 @@
+"""course_utils.timing: measurements, synchronisation, comparison, and the bad inputs."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from course_utils import timing
+
+
+def _sleep_1ms() -> None:
+    time.sleep(1e-3)
+
+
+def test_benchmark_measures_a_known_duration() -> None:
+    m = timing.benchmark(_sleep_1ms, min_time=0.05, label="sleep")
+    assert 0.9e-3 < m.median < 5e-3
+    assert m.label == "sleep" and m.n >= 5 and m.first_call is not None
+    assert m.p25 <= m.median <= m.p75 and m.min <= m.median
+    assert m.calls == m.n * m.number
+
+
+def test_first_call_is_timed_apart_from_the_steady_state() -> None:
+    calls = []
+
+    def slow_first() -> None:
+        calls.append(1)
+        time.sleep(0.05 if len(calls) == 1 else 0.0)
+
+    m = timing.benchmark(slow_first, min_time=0.02)
+    assert m.first_call >= 0.05 > 10 * m.median
+
+
+def test_fast_calls_are_grouped_into_blocks() -> None:
+    m = timing.benchmark(lambda: None, min_time=0.02)
+    assert m.number > 100  # a 100 ns call timed one by one would measure the clock
+
+
+def test_arguments_are_passed_through() -> None:
+    seen = []
+    timing.benchmark(lambda a, b=0: seen.append((a, b)), 3, b=4, min_time=0.01, warmup=0)
+    assert set(seen) == {(3, 4)}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"fn": 3}, TypeError),
+        ({"min_time": 0}, ValueError),
+        ({"min_time": -1.0}, ValueError),
+        ({"warmup": -1}, ValueError),
+        ({"warmup": 1.5}, TypeError),
+        ({"max_repeats": 0}, ValueError),
+        ({"sync": "always"}, ValueError),
+    ],
+)
+def test_benchmark_rejects_bad_input(kwargs: dict, error: type) -> None:
+    fn = kwargs.pop("fn", _sleep_1ms)
+    with pytest.raises(error) as excinfo:
+        timing.benchmark(fn, **kwargs)
+    name = "fn" if fn == 3 else next(iter(kwargs))
+    assert name in str(excinfo.value)
+
+
+def test_measurement_statistics_and_repr() -> None:
+    m = timing.Measurement("x", (1.0, 2.0, 3.0, 4.0, 100.0), number=2, first_call=7.0)
+    assert m.median == 3.0 and m.p25 == 2.0 and m.p75 == 4.0 and m.iqr == 2.0 and m.min == 1.0
+    assert "median 3 s" in repr(m) and "first call 7 s" in repr(m)
+    assert "<table>" in m._repr_html_()
+    assert m.to_dict()["median"] == 3.0
+    with pytest.raises(ValueError, match="times"):
+        timing.Measurement("empty", ())
+
+
+def test_format_time_units() -> None:
+    assert timing.format_time(1.5) == "1.5 s"
+    assert timing.format_time(0.0123) == "12.3 ms"
+    assert timing.format_time(4.56e-6) == "4.56 µs"
+    assert timing.format_time(8e-9) == "8 ns"
+    with pytest.raises(TypeError, match="seconds"):
+        timing.format_time("1 s")
+
+
+def test_compare_computes_speedups_against_the_baseline() -> None:
+    slow = timing.Measurement("slow", (4.0, 4.0, 4.0))
+    fast = timing.Measurement("fast", (1.0, 1.0, 1.0))
+    table = timing.compare({"slow": slow, "fast": fast})
+    assert table.baseline == "slow"
+    assert table.speedup("fast") == 4.0 and table.speedup("slow") == 1.0
+    assert table["fast"].speedup_low == table["fast"].speedup_high == 4.0
+    assert "4.00x" in repr(table) and "<table>" in table._repr_html_()
+
+
+def test_compare_runs_callables_and_checks_input() -> None:
+    table = timing.compare({"a": lambda: None, "b": lambda: None}, baseline="b", min_time=0.01)
+    assert table.baseline == "b" and set(table.measurements) == {"a", "b"}
+    with pytest.raises(ValueError, match="baseline"):
+        timing.compare({"a": lambda: None}, baseline="z", min_time=0.01)
+    with pytest.raises(TypeError, match="candidates"):
+        timing.compare({})
+    with pytest.raises(TypeError, match="candidates"):
+        timing.compare({"a": 42})
+
+
+def test_timer_measures_a_section() -> None:
+    with timing.Timer("nap") as t:
+        time.sleep(0.01)
+    assert 0.01 <= t.elapsed < 0.5 and "nap" in repr(t)
+
+
+def test_sync_returns_its_argument_for_plain_values() -> None:
+    value = {"a": [1, 2], "b": None}
+    assert timing.sync(value) is value
+
+
+def test_sync_waits_for_jax_async_dispatch() -> None:
+    """JAX returns before a large matmul is computed; only a synchronised timing sees the work."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    x = jnp.ones((1500, 1500), jnp.float32)
+    matmul = jax.jit(lambda a: (a @ a) @ a)
+    timing.sync(matmul(x))  # compile
+
+    start = time.perf_counter()
+    out = matmul(x)
+    unsynced = time.perf_counter() - start
+    timing.sync([out])
+    synced = time.perf_counter() - start
+    assert synced > 5 * unsynced
+
+
+def test_sync_handles_torch_and_tensorflow_values() -> None:
+    torch = pytest.importorskip("torch")
+    from course_utils import env
+
+    tf = env.import_tensorflow()
+    values = (torch.ones(3), {"tf": tf.ones((4, 4)), "var": tf.Variable([1.0, 2.0])})
+    assert timing.sync(values) is values
+
+
+def test_block_sizes_follow_the_1_2_5_series() -> None:
+    assert [timing._round_up_125(v) for v in (0.5, 1, 1.5, 3, 7, 11, 4000)] == [1, 1, 2, 5, 10, 20, 5000]
