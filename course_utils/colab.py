@@ -19,10 +19,11 @@ def install_cell() -> str:
     """Source of every notebook's first code cell (a test checks that each notebook starts with it)."""
     return (
         "# Colab only: install the course helpers. Colab's own torch, jax and tensorflow are left as they are.\n"
+        "import subprocess\n"
         "import sys\n"
         "\n"
         'if "google.colab" in sys.modules:\n'
-        f'    %pip install --quiet "{install_spec()}"'
+        f'    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "{install_spec()}"], check=True)'
     )
 
 

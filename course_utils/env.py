@@ -194,7 +194,7 @@ class FrameworkInfo:
         return self.version != "not installed"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class EnvReport:
     """The machine and software that produced a notebook's numbers; a table in Jupyter, text in a terminal."""
 
@@ -238,7 +238,7 @@ class EnvReport:
                 return fw
         raise ValueError(f"framework must be one of {tuple(f.name for f in self.frameworks)}; got {name!r}")
 
-    def __str__(self) -> str:
+    def __repr__(self) -> str:
         width = max(len(k) for k, _ in self.rows())
         return "\n".join(f"{k:<{width}}  {v}" for k, v in self.rows())
 

@@ -122,7 +122,7 @@ def time_bars(
     if show_first_call:
         firsts = [(m.first_call or 0.0) / scale for _, m in items]
         ax.scatter(firsts, names, marker="D", color="#333333", zorder=3, label="first call")
-        ax.legend(loc="lower right")
+        fig.legend(loc="outside lower center", ncols=2)
     ax.invert_yaxis()
     if log:
         ax.set_xscale("log")
@@ -138,6 +138,41 @@ def _time_unit(seconds: float) -> tuple[float, str]:
     return 1e-9, "ns"
 
 
+def sweep_plot(
+    sizes: Sequence[float],
+    series: Mapping[str, Sequence[Measurement]],
+    *,
+    xlabel: str = "elements",
+    title: str | None = None,
+    per_element: bool = False,
+) -> Figure:
+    """Log-log time (or time per element) against problem size, one line per label, quartile band shaded.
+
+    Flat lines are the overhead regime (size does not matter), slope-1 lines the bandwidth or compute regime.
+    """
+    import numpy as np
+
+    if not sizes or not series:
+        raise ValueError("sizes and series must not be empty")
+    for label, ms in series.items():
+        if len(ms) != len(sizes):
+            raise ValueError(f"series[{label!r}] has {len(ms)} measurements for {len(sizes)} sizes")
+    fig, (ax,) = figure(width=6.4, height=4.0)
+    x = np.asarray(sizes, dtype=float)
+    norm = x if per_element else np.ones_like(x)
+    for i, (label, ms) in enumerate(series.items()):
+        color = color_for(label, i)
+        ax.plot(x, [m.median for m in ms] / norm, marker="o", markersize=3, color=color, label=label)
+        ax.fill_between(x, [m.p25 for m in ms] / norm, [m.p75 for m in ms] / norm, color=color, alpha=0.2)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("seconds per element" if per_element else "seconds per call")
+    ax.set_title(title or "Time against size")
+    ax.legend()
+    return fig
+
+
 def roofline_plot(machine: Machine, points: Iterable[Point] = (), *, title: str | None = None) -> Figure:
     """Log-log roofline of ``machine`` (each bandwidth probe dashed, the best solid) with labelled points."""
     import numpy as np
@@ -146,14 +181,14 @@ def roofline_plot(machine: Machine, points: Iterable[Point] = (), *, title: str 
     fig, (ax,) = figure(width=7.0, height=4.4)
     intensities = [p.intensity for p in points if p.flops > 0]
     low = min([machine.ridge_intensity / 1000, *(i / 3 for i in intensities)])
-    high = max([machine.ridge_intensity * 30, *(i * 3 for i in intensities)])
+    high = max([machine.ridge_intensity * 30, *(i * 20 for i in intensities)])
     x = np.logspace(np.log10(low), np.log10(high), 200)
-    for name, bw in machine.bandwidth_probes.items():
-        ax.plot(x, np.minimum(machine.peak_flops, x * bw) / 1e9, linestyle=":", linewidth=1, color="#888888")
-        ax.annotate(f"{name} {bw / 1e9:.0f} GB/s", (x[8], x[8] * bw / 1e9), fontsize=8, color="#666666",
-                    rotation=0, va="bottom")
+    for bw in machine.bandwidth_probes.values():  # the weaker probes, for scale; the roof is the best one
+        ax.plot(x, np.minimum(machine.peak_flops, x * bw) / 1e9, linestyle=":", linewidth=1, color="#999999")
+    probes = ", ".join(f"{k} {v / 1e9:.0f}" for k, v in machine.bandwidth_probes.items())
     ax.plot(x, np.minimum(machine.peak_flops, x * machine.bandwidth) / 1e9, color="#222222", linewidth=2,
-            label=f"roof: {machine.bandwidth / 1e9:.0f} GB/s, {machine.peak_flops / 1e9:.0f} GFLOP/s")
+            label=f"roof: {machine.bandwidth / 1e9:.0f} GB/s, {machine.peak_flops / 1e9:.0f} GFLOP/s "
+                  f"(dotted: probes {probes} GB/s)")
     ax.axvline(machine.ridge_intensity, color="#bbbbbb", linewidth=1)
     for i, p in enumerate(points):
         if p.flops <= 0:
@@ -167,5 +202,5 @@ def roofline_plot(machine: Machine, points: Iterable[Point] = (), *, title: str 
     ax.set_xlabel("arithmetic intensity (FLOP / byte)")
     ax.set_ylabel("GFLOP/s")
     ax.set_title(title or f"Roofline of this machine ({machine.framework}, {machine.device})")
-    ax.legend(loc="lower right")
+    fig.legend(loc="outside lower center")
     return fig

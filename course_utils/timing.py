@@ -266,6 +266,26 @@ def benchmark(
     )
 
 
+def dispatch_only(fn: Callable[..., Any], *args: Any, repeats: int = 20, label: str | None = None) -> Measurement:
+    """What a naive timer sees: the time until ``fn`` *returns*, not until its result is ready.
+
+    Each call is timed without synchronising, then synchronised outside the clock so that calls do not
+    queue up behind each other. Only for showing the async-dispatch trap; measure with ``benchmark``.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable; got {type(fn).__name__}")
+    _check_positive("repeats", repeats, integer=True)
+    _wait_for(fn(*args))
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        out = fn(*args)
+        times.append(time.perf_counter() - start)
+        _wait_for(out)
+    label = label if label is not None else getattr(fn, "__name__", "fn")
+    return Measurement(label=label, times=tuple(times), total=sum(times), synced=False)
+
+
 def _no_sync(value: Any) -> Any:
     return value
 

@@ -45,3 +45,12 @@ def test_roofline_plot_places_points() -> None:
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
     labels = [t.get_text() for t in ax.texts]
     assert "torch eager" in labels and "copy" not in labels  # zero-FLOP kernels have no place on a log roofline
+
+
+def test_sweep_plot_draws_one_line_per_series() -> None:
+    ms = [timing.Measurement("a", (1e-6 * n,)) for n in (1, 10, 100)]
+    fig = plotting.sweep_plot([1, 10, 100], {"torch eager": ms, "jax jit": ms}, per_element=True)
+    ax = fig.axes[0]
+    assert len(ax.lines) == 2 and ax.get_xscale() == "log" and "per element" in ax.get_ylabel()
+    with pytest.raises(ValueError, match="series"):
+        plotting.sweep_plot([1, 2], {"a": ms})

@@ -131,6 +131,20 @@ def test_sync_waits_for_jax_async_dispatch() -> None:
     assert synced > 5 * unsynced
 
 
+def test_dispatch_only_misses_the_work_that_benchmark_sees() -> None:
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    x = jnp.ones((1500, 1500), jnp.float32)
+    matmul = jax.jit(lambda a: (a @ a) @ a)
+    naive = timing.dispatch_only(matmul, x, repeats=5, label="naive")
+    honest = timing.benchmark(matmul, x, min_time=0.05)
+    assert not naive.synced and naive.n == 5 and naive.label == "naive"
+    assert honest.median > 5 * naive.median
+    with pytest.raises(ValueError, match="repeats"):
+        timing.dispatch_only(matmul, x, repeats=0)
+
+
 def test_sync_handles_torch_and_tensorflow_values() -> None:
     torch = pytest.importorskip("torch")
     from course_utils import env
