@@ -49,3 +49,26 @@ def test_mlp_weights_validation() -> None:
     assert [w.shape for w, _ in models.mlp_weights((4, 3, 2))] == [(4, 3), (3, 2)]
     with pytest.raises(ValueError, match="sizes"):
         models.mlp_weights((4,))
+
+
+def test_image_patches_are_seeded_and_labelled() -> None:
+    x, y = data.image_patches(16, size=16, seed=2)
+    assert x.shape == (16, 16, 16, 3) and x.dtype == np.float32 and set(y) <= {0, 1}
+    assert np.array_equal(x, data.image_patches(16, size=16, seed=2)[0])
+    bright = x[y == 1].mean() > x[y == 0].mean()
+    assert bright  # the "lesion" blob makes positive patches brighter on average
+    with pytest.raises(ValueError, match="size"):
+        data.image_patches(4, size=4)
+
+
+def test_cnn_forward_agrees_in_all_frameworks() -> None:
+    torch = pytest.importorskip("torch")
+    import jax.numpy as jnp
+
+    x, _ = data.image_patches(4, size=16)
+    reference = models.torch_cnn()(torch.from_numpy(x.transpose(0, 3, 1, 2).copy())).detach().numpy()
+    np.testing.assert_allclose(np.asarray(models.jax_cnn_apply(models.jax_cnn_params(), jnp.asarray(x))),
+                               reference, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(models.keras_cnn(size=16)(x)), reference, atol=1e-5)
+    with pytest.raises(ValueError, match="channels"):
+        models.cnn_weights(channels=(8, 8))
