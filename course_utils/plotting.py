@@ -173,6 +173,32 @@ def sweep_plot(
     return fig
 
 
+def waterfall(steps: Sequence[tuple[str, float]], *, unit: str = "ms", title: str | None = None) -> Figure:
+    """Step time rung by rung: the first bar is the baseline, each next bar shows what one change saved
+    (green) or cost (red), ending on the final time. ``steps`` are (label, seconds) in ladder order.
+    """
+    scales = {"s": 1.0, "ms": 1e-3, "µs": 1e-6}
+    if unit not in scales:
+        raise ValueError(f"unit must be one of {tuple(scales)}; got {unit!r}")
+    if len(steps) < 2:
+        raise ValueError("steps needs a baseline and at least one more rung")
+    values = [seconds / scales[unit] for _, seconds in steps]
+    fig, (ax,) = figure(width=max(6.4, 1.3 * len(steps)), height=3.8)
+    ax.bar(0, values[0], color="#555555")
+    ax.text(0, values[0], f"{values[0]:.3g}", ha="center", va="bottom")
+    for i in range(1, len(values)):
+        low, high = sorted((values[i - 1], values[i]))
+        saved = values[i] < values[i - 1]
+        ax.bar(i, high - low, bottom=low, color="#009E73" if saved else "#D55E00")
+        ax.text(i, high, f"{values[i]:.3g}\n({values[i] / values[i - 1] - 1:+.0%})", ha="center", va="bottom",
+                fontsize=8)
+    ax.set_xticks(range(len(steps)), [label for label, _ in steps], rotation=20, ha="right")
+    ax.set_ylabel(f"step time ({unit})")
+    ax.set_ylim(0, max(values) * 1.25)
+    ax.set_title(title or "Step time, one change at a time")
+    return fig
+
+
 def roofline_plot(machine: Machine, points: Iterable[Point] = (), *, title: str | None = None) -> Figure:
     """Log-log roofline of ``machine`` (each bandwidth probe dashed, the best solid) with labelled points."""
     import numpy as np

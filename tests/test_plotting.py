@@ -54,3 +54,14 @@ def test_sweep_plot_draws_one_line_per_series() -> None:
     assert len(ax.lines) == 2 and ax.get_xscale() == "log" and "per element" in ax.get_ylabel()
     with pytest.raises(ValueError, match="series"):
         plotting.sweep_plot([1, 2], {"a": ms})
+
+
+def test_waterfall_draws_one_bar_per_rung() -> None:
+    fig = plotting.waterfall([("eager", 0.010), ("compiled", 0.006), ("+ amp", 0.007)])
+    ax = fig.axes[0]
+    assert len(ax.patches) == 3 and "ms" in ax.get_ylabel()
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["eager", "compiled", "+ amp"]
+    with pytest.raises(ValueError, match="baseline"):
+        plotting.waterfall([("eager", 1.0)])
+    with pytest.raises(ValueError, match="unit"):
+        plotting.waterfall([("a", 1.0), ("b", 0.5)], unit="h")
