@@ -57,7 +57,7 @@ class CostEstimate:
         return [m * self.monthly_saving - self.migration_cost_with_buffer for m in range(self.horizon_months + 1)]
 
     def rows(self) -> list[tuple[str, str]]:
-        months = "never" if math.isinf(self.break_even_months) else f"{self.break_even_months:.1f}"
+        months = "never" if math.isinf(self.break_even_months) else f"{self.break_even_months:.1f} months"
         return [
             ("monthly accelerator spend", f"{self.monthly_spend:,.0f}"),
             ("measured speed-up", f"{self.speedup:.2f}x (saves {self.compute_saved:.0%} of compute)"),
@@ -65,7 +65,7 @@ class CostEstimate:
             ("migration cost (+ risk buffer)", f"{self.migration_cost:,.0f} (+{self.risk_buffer:.0%}) = "
                                                f"{self.migration_cost_with_buffer:,.0f}"),
             ("monthly saving", f"{self.monthly_saving:,.0f}"),
-            ("break-even", f"{months} months"),
+            ("break-even", months),
             (f"net after {self.horizon_months} months", f"{self.net:,.0f}"),
         ]
 

@@ -1,8 +1,8 @@
 """The recurring workloads, identical in PyTorch, JAX and TensorFlow, so that numbers compare across notebooks.
 
-- ``gelu_chain``: bias + GELU (tanh form) + residual, nine elementwise ops: the fusion workload.
+- ``gelu_chain``: bias + GELU (tanh form) + residual, eleven elementwise ops: the fusion workload.
 - a small MLP: the same layer sizes and the same initial weights (drawn once with NumPy) in each framework.
-- a small CNN for image patches (``data.image_patches``): three 3x3 convolutions (the last two with stride
+- a small CNN for image patches (e.g. ``pipeline.SyntheticImages``): three 3x3 convolutions (the last two with stride
   2), global average pooling and a linear head; NHWC in JAX and Keras, NCHW in PyTorch, same weights.
 """
 
@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 
 DEFAULT_SIZES = (32, 64, 64, 10)
-GELU_CHAIN_OPS = 9  # elementwise ops in gelu_chain, each a full pass over memory when run eagerly
+GELU_CHAIN_OPS = 11  # elementwise ops in gelu_chain, each a full pass over memory when run eagerly
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
 def gelu_chain(x: Any, bias: Any, tanh: Callable[[Any], Any]) -> Any:
-    """x + GELU_tanh(x + bias): nine elementwise ops written with operators, so any framework runs it.
+    """x + GELU_tanh(x + bias): eleven elementwise ops written with operators, so any framework runs it.
 
     Pass the framework's tanh (``torch.tanh``, ``jnp.tanh``, ``tf.tanh``); ``chain_for`` does that.
     """

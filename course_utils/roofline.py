@@ -201,8 +201,9 @@ def _jax_probes(n: int, m: int) -> _Probes:
     import jax.numpy as jnp
 
     # donate_argnums=0: the output reuses the first argument's buffer, so no fresh allocation per call.
-    scale = jax.jit(lambda a, b: b * 1.5, donate_argnums=0)
-    triad = jax.jit(lambda a, b, c: b + 1.5 * c, donate_argnums=0)
+    # keep_unused=True: jit drops arguments the function never reads, and a dropped one is not donated.
+    scale = jax.jit(lambda a, b: b * 1.5, donate_argnums=0, keep_unused=True)
+    triad = jax.jit(lambda a, b, c: b + 1.5 * c, donate_argnums=0, keep_unused=True)
     matmul = jax.jit(jnp.matmul)
     state = {"a": jnp.ones(n, jnp.float32)}
     b, c = jnp.full(n, 2.0, jnp.float32), jnp.full(n, 3.0, jnp.float32)

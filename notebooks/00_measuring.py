@@ -115,7 +115,7 @@ Markdown(
 #
 # **Prediction.** `torch.compile` (Inductor writes and compiles C++ here) costs seconds on its first call;
 # `jax.jit` and `tf.function` cost a fraction of a second; afterwards each compiled version beats its eager
-# one on this memory-bound chain of nine elementwise ops (`cu.models.gelu_chain`).
+# one on this memory-bound chain of elementwise ops (`cu.models.gelu_chain`, bias + GELU + residual).
 
 # %%
 size = cu.env.pick(ci=2**20, cpu=2**23, gpu=2**26, tpu=2**26)
@@ -199,13 +199,14 @@ Markdown(
 # Each framework reaches its own bandwidth: JAX and TensorFlow elementwise kernels may use fewer threads
 # than PyTorch's on a CPU, so the roof drawn below is that of the framework that reached the most.
 #
-# The roofline puts every kernel on one picture. The chain does about 16 FLOP per element (our count of
-# its multiplies, adds and the tanh as one) and, eagerly, each of its nine ops reads and writes the whole
-# array; compiled, it reads once and writes once. A tiny op sits far below both roofs: overhead.
+# The roofline puts every kernel on one picture. `cu.fusion.trace_traffic` counts the chain's work and
+# bytes from its shapes: eagerly, each op reads and writes whole arrays; fused, the chain reads its input
+# once and writes once. A tiny op sits far below both roofs: overhead.
 
 # %%
 machine = max(machines.values(), key=lambda m: m.bandwidth)
-flops_chain, bytes_eager, bytes_fused = 16 * size, 9 * 2 * 4 * size, 2 * 4 * size
+traffic = cu.fusion.trace_traffic(eager["torch"], *inputs["torch"])
+flops_chain, bytes_eager, bytes_fused = traffic.flops, traffic.unfused_bytes, traffic.fused_bytes
 tiny = benchmark(torch.add, torch.ones(4), 1, min_time=0.05)
 points = [
     cu.roofline.Point("torch eager chain", flops_chain, bytes_eager, runs["torch eager"].median),
