@@ -1,0 +1,131 @@
+"""Input pipeline: utilisation and steady step time before/after, per framework, plus worker start-up costs.
+
+Before: batches made in the training loop. After: DataLoader workers (torch), tf.data parallel map + prefetch
+(TensorFlow), a prefetching thread (JAX). Every variant must yield the same batches (checked here too).
+Run alone: ``python benchmarks/run_all.py --only pipeline``.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+
+from course_utils import env, pipeline
+
+STEPS, BATCH, SIZE, HIDDEN = 32, 32, 64, 512
+
+
+def _torch(data: pipeline.SyntheticImages, step) -> dict:
+    from torch.utils.data import DataLoader
+
+    context = pipeline.worker_context()
+    forkserver = pipeline.start_forkserver()
+    runs = {}
+    for workers in pipeline.worker_counts():
+        kwargs = {"num_workers": workers, "multiprocessing_context": context} if workers else {}
+        runs[workers] = pipeline.run_loop(DataLoader(data, batch_size=BATCH, **kwargs), step,
+                                          label=f"torch {workers} workers")
+    spawn = pipeline.run_loop(DataLoader(data, batch_size=BATCH, num_workers=1,
+                                         multiprocessing_context=multiprocessing.get_context("spawn")),
+                              step, label="torch 1 worker spawn")
+    best = min(runs, key=lambda w: runs[w].step_time)
+    return {
+        "before": runs[0], "after": runs[best],
+        "extra": {
+            "best_num_workers": best,
+            "step_time_per_workers": {str(w): t.step_time for w, t in runs.items()},
+            "utilisation_per_workers": {str(w): t.utilisation for w, t in runs.items()},
+            "forkserver_start_seconds": forkserver,
+            "forkserver_worker_startup_seconds": runs[1].startups[0],
+            "spawn_worker_startup_seconds": spawn.startups[0],
+            "leftover_workers": len(pipeline.worker_processes()),
+        },
+        "checked": [*runs.values(), spawn],
+    }
+
+
+def _tensorflow(data: pipeline.SyntheticImages, step) -> dict:
+    tf = env.import_tensorflow()
+    decode, augment = pipeline.tf_decode(data), pipeline.tf_augment(data)
+    options = tf.data.Options()
+    options.experimental_optimization.apply_default_optimizations = False
+
+    def build(tuned: bool):
+        calls = tf.data.AUTOTUNE if tuned else None
+        ds = (tf.data.Dataset.range(len(data)).map(decode, num_parallel_calls=calls)
+              .map(augment, num_parallel_calls=calls).batch(BATCH, drop_remainder=True))
+        return (ds.prefetch(tf.data.AUTOTUNE) if tuned else ds).with_options(options)
+
+    before = pipeline.run_loop(build(False), step, label="tensorflow plain")
+    after = pipeline.run_loop(build(True), step, label="tensorflow map(AUTOTUNE) + prefetch")
+    return {"before": before, "after": after, "extra": {}, "checked": [before, after]}
+
+
+def _jax(data: pipeline.SyntheticImages, step) -> dict:
+    source = pipeline.NumpyBatches(data, BATCH)
+    before = pipeline.run_loop(pipeline.Prefetch(source, size=0), step, label="jax device_put in loop")
+    after = pipeline.run_loop(pipeline.Prefetch(source, size=2), step, label="jax Prefetch(2)")
+    return {"before": before, "after": after, "extra": {}, "checked": [before, after]}
+
+
+def run() -> dict:
+    """Utilisation and step time before/after for each installed framework (seconds, fractions)."""
+    import numpy as np
+
+    try:  # no-op on GPU/TPU; on CPU the model gets one core, data the rest
+        limited = pipeline.limit_compute_threads(1)
+    except RuntimeError:  # JAX was started by an earlier benchmark in this process: its threads stay as they are
+        limited = {}
+    data = pipeline.SyntheticImages(STEPS * BATCH, size=SIZE, work=4, seed=0)
+    reference = [pipeline.fingerprint(b) for b in pipeline.NumpyBatches(data, BATCH)]
+    first = data.batch(range(BATCH))
+    result: dict = {"cores": os.cpu_count(), "batch": BATCH, "steps": STEPS, "image_size": SIZE, "hidden": HIDDEN,
+                    "compute_threads": limited, "sample_seconds": None}
+    import time
+
+    start = time.perf_counter()
+    for i in range(64):
+        data[i]
+    result["sample_seconds"] = (time.perf_counter() - start) / 64
+    runners = {"torch": _torch, "tensorflow": _tensorflow, "jax": _jax}
+    for framework in env.installed_frameworks():
+        step = pipeline.make_train_step(framework, (data.features, HIDDEN, data.classes))
+        if framework == "torch":
+            import torch
+
+            step(tuple(torch.from_numpy(a) for a in first))
+        elif framework == "tensorflow":
+            tf = env.import_tensorflow()
+            step(tuple(tf.constant(a) for a in first))
+        else:
+            import jax
+
+            step(jax.device_put(first))
+        out = runners[framework](data, step)
+        identical = all(list(t.fingerprints) == reference for t in out["checked"])
+        before, after = out["before"], out["after"]
+        result[framework] = {
+            "before": before.to_dict(), "after": after.to_dict(),
+            "utilisation_before": before.utilisation, "utilisation_after": after.utilisation,
+            "speedup": before.step_time / after.step_time, "identical_data": identical, **out["extra"],
+        }
+    result["utilisation_gain"] = {fw: result[fw]["utilisation_after"] - result[fw]["utilisation_before"]
+                                  for fw in runners if fw in result}
+    return json_ready(result, np)
+
+
+def json_ready(value, np):
+    """Plain Python numbers all the way down."""
+    if isinstance(value, dict):
+        return {str(k): json_ready(v, np) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(v, np) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+if __name__ == "__main__":
+    import json
+
+    print(json.dumps(run(), indent=2))
