@@ -10,7 +10,7 @@ KERNEL := eager-to-compiled
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.py))
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab course test lint sync execute bench clean
+.PHONY: help setup lab course test lint sync execute bench clean slides browser
 
 help: ## list the targets
 	@grep -E '^[a-z.]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -35,7 +35,7 @@ course: setup ## execute every notebook headless into build/ (notebooks, figures
 	$(PY) tools/run_course.py --kernel $(KERNEL) --out build
 
 test: export COURSE_SIZE ?= ci
-test: setup lint ## lint, unit tests, every notebook under nbval (ci size), budgets and pairing checks
+test: setup lint browser ## lint, unit tests, every notebook under nbval (ci size), budgets and pairing checks
 	$(PY) -m pytest tests notebooks --nbval-lax --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 600 --require-notebooks
 
@@ -51,6 +51,15 @@ execute: setup ## re-run the notebooks in place (ci size) to refresh the outputs
 
 bench: setup ## run benchmarks/*.py and write build/bench.json
 	$(PY) benchmarks/run_all.py --out build/bench.json
+
+slides: setup ## one offline reveal.js deck per notebook into build/slides (reveal.js from npm, exact version)
+	$(PY) tools/build_slides.py --out build/slides
+
+browser: ## install Debian's Chromium for the browser tests when it is missing (needs root and apt-get)
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
+	else echo "make browser: Chromium is missing and cannot be installed here (needs root and apt-get): the browser tests will skip"; fi
 
 environment.yml: requirements.txt tools/write_environment_yml.py ## regenerate environment.yml from requirements.txt
 	$(PYTHON) tools/write_environment_yml.py

@@ -1,0 +1,82 @@
+"""The Colab install cell must never replace the runtime's torch, jax or tensorflow.
+
+Colab ships its own builds of the frameworks (CUDA or TPU); reinstalling one from PyPI breaks the runtime.
+The first code cell of every notebook (tests/test_notebooks.py checks that it is this cell) installs
+course_utils only on Colab, and course_utils declares no framework outside its extras. Checked three
+ways: the cell's text and behaviour, the package's declared requirements, and what pip would really
+install for the package into this venv (which, like Colab, has the frameworks already).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import tomllib
+from conftest import ROOT
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from course_utils import colab
+
+FRAMEWORKS = {
+    canonicalize_name(name)
+    for name in (
+        "torch", "torchvision", "torchaudio", "triton", "jax", "jaxlib", "libtpu", "tensorflow",
+        "tensorflow-cpu", "tf-nightly", "keras", "tf-keras", "flax", "optax",
+    )
+}
+FRAMEWORK_PREFIXES = ("nvidia-", "jax-cuda", "tensorflow-")
+
+
+def _is_framework(name: str) -> bool:
+    name = canonicalize_name(name)
+    return name in FRAMEWORKS or name.startswith(FRAMEWORK_PREFIXES)
+
+
+def test_declared_requirements_name_no_framework_outside_the_extras() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    required = [Requirement(dep) for dep in project["dependencies"]]
+    assert not [str(r) for r in required if _is_framework(r.name)], "a framework in [project] dependencies"
+    assert not [str(r) for r in required if any(s.operator in ("==", "===", "<", "<=", "~=") for s in r.specifier)], (
+        "course_utils' own requirements must be lower bounds only, or Colab's versions get replaced"
+    )
+    extras = {name: [Requirement(d) for d in deps] for name, deps in project["optional-dependencies"].items()}
+    assert {canonicalize_name(r.name) for deps in extras.values() for r in deps} <= FRAMEWORKS
+
+
+def test_install_cell_installs_only_course_utils_and_only_on_colab(monkeypatch: pytest.MonkeyPatch) -> None:
+    cell = colab.install_cell()
+    assert 'if "google.colab" in sys.modules:' in cell
+    assert colab.install_spec() in cell and colab.install_spec().startswith("course_utils @ git+")
+    for flag in ("--upgrade", " -U", "--force-reinstall", "--ignore-installed", "[all]", "[torch]", "[jax]", "[tf]"):
+        assert flag not in cell, f"the install cell must not use {flag!r}"
+    # Outside Colab the cell does nothing.
+    monkeypatch.delitem(sys.modules, "google.colab", raising=False)
+    calls = []
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: calls.append(a))
+    exec(compile(cell, "<install cell>", "exec"), {})
+    assert calls == []
+    # On Colab it runs exactly one pip install of course_utils.
+    monkeypatch.setitem(sys.modules, "google.colab", object())
+    exec(compile(cell, "<install cell>", "exec"), {})
+    assert len(calls) == 1 and calls[0][0][-1] == colab.install_spec()
+    args = calls[0][0]
+    assert args[1:4] == ["-m", "pip", "install"] and not [a for a in args if _is_framework(a.split()[0].strip("[]"))]
+
+
+@pytest.mark.slow
+def test_pip_would_install_no_framework_for_the_package(tmp_path) -> None:
+    """Resolve `pip install .` against this venv (torch, jax and TF present, as on Colab): dry run, no index."""
+    report = tmp_path / "report.json"
+    cmd = [
+        sys.executable, "-m", "pip", "install", "--dry-run", "--no-index", "--no-build-isolation",
+        "--disable-pip-version-check", "--quiet", "--report", str(report), str(ROOT),
+    ]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, f"pip could not resolve course_utils from what is installed:\n{result.stderr}"
+    would_install = [item["metadata"]["name"] for item in json.loads(report.read_text())["install"]]
+    assert not [name for name in would_install if _is_framework(name)]
+    assert {canonicalize_name(n) for n in would_install} <= {"course-utils"}, would_install

@@ -1,0 +1,558 @@
+"""Build one reveal.js deck per course notebook, working offline (make slides).
+
+Source of each deck: build/notebooks/NN_name.ipynb when `make course` has executed it, else
+notebooks/NN_name.ipynb (which stores ci-size outputs). The decks, an index page and the instructor
+guide as HTML are written to build/slides/; reveal.js (and MathJax, only where a slide has math) are
+copied next to them from the exact versions of slides/package.json, installed with `npm ci` into
+build/vendor/. No page loads anything from the network.
+
+Slides come from the cells' slide metadata (slide / subslide / fragment / skip / notes). The deck
+configuration (theme, title slide, order, agendas) is slides/deck.toml. Exercise solutions (code cells
+hidden in the notebook) become speaker notes, and the title slide's speaker notes are the notebook's
+section of slides/instructor_guide.md.
+
+    python tools/build_slides.py                 # all decks into build/slides
+    python tools/build_slides.py --update-guide  # rewrite the agendas in slides/instructor_guide.md
+    python tools/build_slides.py --readme        # rewrite slides/README_sections.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import html
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+SLIDES = ROOT / "slides"
+CONFIG = SLIDES / "deck.toml"
+GUIDE = SLIDES / "instructor_guide.md"
+TEMPLATES = SLIDES / "templates"
+TEMPLATE = "course_reveal"
+VENDOR = ROOT / "build" / "vendor"
+OUT = ROOT / "build" / "slides"
+STATIC = "_static"  # folder next to the decks, referenced by relative paths only
+MANIFEST = "manifest.json"
+
+AGENDA_BEGIN = "<!-- BEGIN generated agendas: python tools/build_slides.py --update-guide -->"
+AGENDA_END = "<!-- END generated agendas -->"
+
+_REMOTE_MD_IMAGE = re.compile(r"!\[([^\]]*)\]\((https?://[^)\s]+)(?:\s+\"[^\"]*\")?\)")
+_REMOTE_HTML_IMAGE = re.compile(r"<img\b[^>]*\bsrc=[\"'](https?://[^\"']+)[\"'][^>]*>", re.IGNORECASE)
+_BADGE = re.compile(r"\[!\[[^\]]*\]\(https://colab\.research\.google\.com/assets/colab-badge\.svg\)\]\(([^)\s]+)\)")
+_MATH = re.compile(r"\$\$.+?\$\$|(?<![\\$])\$[^\s$][^$\n]*\$|\\\(.+?\\\)|\\\[.+?\\\]", re.DOTALL)
+_REMOTE_REF = re.compile(
+    r"<(?:script|img|iframe|source|video|audio|embed)\b[^>]*\bsrc=[\"'](?:https?:)?//[^\"']*[\"']"
+    r"|<link\b[^>]*\bhref=[\"'](?:https?:)?//[^\"']*[\"']"
+    r"|@import\s+(?:url\()?[\"']?(?:https?:)?//"
+    r"|\bimport\s[^;]*from\s+[\"'](?:https?:)?//",
+    re.IGNORECASE,
+)
+
+
+# --- configuration and notebooks -------------------------------------------------------------------
+def load_config(path: Path = CONFIG) -> dict:
+    """The deck configuration (slides/deck.toml) as a dict."""
+    config = tomllib.loads(path.read_text())
+    solutions = config.get("deck", {}).get("solutions", "notes")
+    if solutions not in ("notes", "show"):
+        raise ValueError(f"[deck] solutions must be 'notes' or 'show'; got {solutions!r}")
+    return config
+
+
+def course_notebooks() -> list[Path]:
+    """The course notebooks that exist: notebooks/NN_name.ipynb, sorted."""
+    return sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def planned(config: dict) -> dict[str, dict]:
+    """name -> the [[notebook]] entry of deck.toml (question, planned minutes, accelerators)."""
+    return {entry["name"]: entry for entry in config.get("notebook", [])}
+
+
+def deck_order(config: dict, names: list[str]) -> list[str]:
+    """``names`` in the configured order; notebooks missing from the configuration follow, sorted."""
+    listed = [name for name in planned(config) if name in names]
+    return listed + sorted(name for name in names if name not in listed)
+
+
+def source_for(name: str) -> Path:
+    """The executed notebook in build/notebooks/ when there is one, else the stored one in notebooks/."""
+    executed = ROOT / "build" / "notebooks" / f"{name}.ipynb"
+    return executed if executed.exists() else ROOT / "notebooks" / f"{name}.ipynb"
+
+
+def slide_type(cell: dict) -> str:
+    """The cell's slideshow slide_type ('-' when it has none)."""
+    return (cell.get("metadata", {}).get("slideshow") or {}).get("slide_type", "-") or "-"
+
+
+def is_solution(cell: dict) -> bool:
+    """True for an exercise solution: a code cell whose source is hidden in the notebook."""
+    return cell.get("cell_type") == "code" and bool(cell.get("metadata", {}).get("jupyter", {}).get("source_hidden"))
+
+
+def workshop_minutes(nb: dict) -> int | None:
+    """The notebook's metadata course.minutes.workshop, or None."""
+    value = nb.get("metadata", {}).get("course", {}).get("minutes", {}).get("workshop")
+    return int(value) if isinstance(value, (int, float)) else None
+
+
+def title_of(nb: dict, fallback: str) -> str:
+    """The first Markdown heading of the notebook."""
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") == "markdown":
+            match = re.search(r"^#{1,6}\s+(.+?)\s*$", "".join(cell.get("source", "")), re.MULTILINE)
+            if match:
+                return match.group(1).strip()
+    return fallback
+
+
+def accelerators_of(nb: dict) -> str | None:
+    """The text of the title cell's "Accelerators" paragraph (first sentence), or None."""
+    for cell in nb.get("cells", [])[:3]:
+        text = "".join(cell.get("source", "")) if cell.get("cell_type") == "markdown" else ""
+        match = re.search(r"\*\*Accelerators:?\*\*:?\s*(.+?)(?:\n\s*\n|\*\*[A-Z]|\Z)", text, re.DOTALL)
+        if match:
+            return " ".join(match.group(1).split())
+    return None
+
+
+def expected_slides(nb: dict, solutions: str = "notes", title_slide: bool = True) -> int:
+    """How many slides reveal.js should count for ``nb``: one per slide/subslide start, plus the title."""
+    types = ["notes" if solutions == "notes" and is_solution(c) else slide_type(c) for c in nb["cells"]]
+    visible = [i for i, t in enumerate(types) if t not in ("skip", "notes")]
+    count = 0 if not visible else 1 + sum(t in ("slide", "subslide") for t in types[visible[0] + 1 :])
+    return count + int(title_slide)
+
+
+# --- preparing a notebook for the deck -----------------------------------------------------------
+def _offline_markdown(text: str) -> str:
+    """Markdown with the Colab badge pointing at the local badge and other remote images made links."""
+    badge = f'<img class="course-badge" src="{STATIC}/assets/open-in-colab.svg" alt="Open in Colab">'
+    text = _BADGE.sub(lambda m: f'<a href="{m.group(1)}">{badge}</a>', text)
+    text = _REMOTE_MD_IMAGE.sub(lambda m: f"[{m.group(1) or 'image'}]({m.group(2)})", text)
+    return _REMOTE_HTML_IMAGE.sub(lambda m: f'<a href="{m.group(1)}">{m.group(1)}</a>', text)
+
+
+def has_math(nb: dict) -> bool:
+    """True when a visible Markdown cell or a LaTeX output holds math for MathJax."""
+    for cell in nb["cells"]:
+        if slide_type(cell) == "skip":
+            continue
+        if cell["cell_type"] == "markdown" and _MATH.search("".join(cell["source"])):
+            return True
+        if any("text/latex" in out.get("data", {}) for out in cell.get("outputs", [])):
+            return True
+    return False
+
+
+def prepare(nb: nbformat.NotebookNode, solutions: str = "notes") -> nbformat.NotebookNode:
+    """A copy of ``nb`` ready for the deck: solutions as notes (if asked), no remote images."""
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = _offline_markdown(cell.source)
+        if solutions == "notes" and is_solution(cell):
+            cell.metadata.setdefault("slideshow", {})["slide_type"] = "notes"
+            cell.metadata.jupyter["source_hidden"] = False  # the instructor sees the code in the notes
+    return nb
+
+
+# --- instructor guide ---------------------------------------------------------------------------
+def guide_section(name: str, guide: Path = GUIDE) -> str:
+    """The Markdown of the guide's level-2 section whose heading names ``name`` in backticks."""
+    if not guide.exists():
+        return ""
+    lines = guide.read_text().splitlines()
+    out: list[str] = []
+    inside = False
+    for line in lines:
+        if line.startswith("## "):
+            inside = f"`{name}`" in line
+            continue
+        if inside:
+            out.append(line)
+    return "\n".join(out).strip()
+
+
+def _session_minutes(config: dict, name: str, nb: dict | None, day: dict) -> tuple[int, str]:
+    """Minutes of one agenda session and where the number comes from."""
+    if name in day.get("minutes", {}):
+        full = workshop_minutes(nb) if nb is not None else planned(config).get(name, {}).get("minutes")
+        return int(day["minutes"][name]), f"shortened (full session: {full})"
+    if nb is not None and workshop_minutes(nb) is not None:
+        return workshop_minutes(nb), "notebook metadata"
+    return int(planned(config).get(name, {}).get("minutes", 0)), "planned: notebook not written yet"
+
+
+def _clock(start: str, minutes: int) -> str:
+    hours, mins = (int(x) for x in start.split(":"))
+    total = hours * 60 + mins + minutes
+    return f"{total // 60:02d}:{total % 60:02d}"
+
+
+def agenda_markdown(config: dict) -> str:
+    """The full-day and half-day agenda tables, minutes from each notebook's metadata where it exists."""
+    notebooks = {p.stem: nbformat.read(p, as_version=4) for p in course_notebooks()}
+    info = planned(config)
+    parts = [AGENDA_BEGIN]
+    for key, label in (("full_day", "Full day"), ("half_day", "Half day")):
+        day = config.get("agenda", {}).get(key)
+        if not day:
+            continue
+        sessions: list[tuple[int, str, str]] = []
+        if "opening" in day:
+            sessions.append((int(day["opening"][0]), day["opening"][1], "-"))
+        for name in day["notebooks"]:
+            nb = notebooks.get(name)
+            minutes, source = _session_minutes(config, name, nb, day)
+            title = title_of(nb, name) if nb is not None else info.get(name, {}).get("question", name)
+            sessions.append((minutes, f"`{name}`: {title}", source))
+            if name in day.get("breaks", {}):
+                brk = day["breaks"][name]
+                sessions.append((int(brk[0]), f"*{brk[1]}*", "-"))
+        if "closing" in day:
+            sessions.append((int(day["closing"][0]), day["closing"][1], "-"))
+        elapsed = 0
+        rows = []
+        for minutes, what, source in sessions:
+            rows.append(f"| {_clock(day['start'], elapsed)} | {what} | {minutes} | {source} |")
+            elapsed += minutes
+        end = _clock(day["start"], elapsed)
+        parts += [
+            "",
+            f"### {label}: {day['start']} to {end} ({elapsed // 60} h {elapsed % 60:02d} min)",
+            "",
+            "| start | session | minutes | minutes from |",
+            "|---|---|---|---|",
+            *rows,
+        ]
+    parts += ["", AGENDA_END]
+    return "\n".join(parts)
+
+
+def guide_with_agenda(config: dict, text: str) -> str:
+    """``text`` (the guide) with its generated agenda block replaced by the current one."""
+    begin, end = text.find(AGENDA_BEGIN), text.find(AGENDA_END)
+    if begin < 0 or end < begin:
+        raise ValueError(f"{GUIDE.name} lacks the agenda markers {AGENDA_BEGIN!r} ... {AGENDA_END!r}")
+    return text[:begin] + agenda_markdown(config) + text[end + len(AGENDA_END) :]
+
+
+# --- README sections ------------------------------------------------------------------------------
+def course_map(config: dict) -> str:
+    """The README's course map: notebook, question, minutes, Colab badge, accelerators."""
+    from course_utils import colab
+
+    rows = ["| # | notebook | the question | minutes (laptop run / workshop) | Colab | accelerators |",
+            "|---|---|---|---|---|---|"]
+    existing = {p.stem: p for p in course_notebooks()}
+    for name in deck_order(config, sorted(set(planned(config)) | set(existing))):
+        entry = planned(config).get(name, {})
+        if name in existing:
+            nb = nbformat.read(existing[name], as_version=4)
+            minutes = nb.metadata.get("course", {}).get("minutes", {})
+            when = f"{minutes.get('laptop', '?')} / {minutes.get('workshop', '?')}"
+            accel = entry.get("accelerators") or accelerators_of(nb) or "CPU"
+            link = f"[`{name}.ipynb`](notebooks/{name}.ipynb)"
+            badge = colab.badge(f"{name}.ipynb")
+        else:
+            when = f"- / {entry.get('minutes', '?')} (planned)"
+            accel = entry.get("accelerators", "")
+            link = f"`{name}.ipynb` (in preparation)"
+            badge = "-"
+        rows.append(f"| {name[:2]} | {link} | {entry.get('question', '')} | {when} | {badge} | {accel} |")
+    rows += ["", "Which sections use which accelerator, in each notebook's own words (its title cell):", "",
+             "| notebook | CPU, GPU and TPU runtimes |", "|---|---|"]
+    for name in deck_order(config, sorted(existing)):
+        text = accelerators_of(nbformat.read(existing[name], as_version=4)) or "CPU only"
+        rows.append(f"| `{name}` | {text} |")
+    return "\n".join(rows)
+
+
+# --- building -------------------------------------------------------------------------------------
+def _locked_versions() -> dict[str, str]:
+    lock = json.loads((SLIDES / "package-lock.json").read_text())
+    return {key.split("node_modules/")[-1]: value["version"] for key, value in lock["packages"].items() if key}
+
+
+def ensure_vendor(vendor: Path = VENDOR) -> Path:
+    """build/vendor/node_modules with the exact reveal.js and MathJax of slides/package-lock.json."""
+    modules = vendor / "node_modules"
+    wanted = _locked_versions()
+
+    def installed(name: str) -> str | None:
+        package = modules / name / "package.json"
+        return json.loads(package.read_text())["version"] if package.exists() else None
+
+    if all(installed(name) == version for name, version in wanted.items()):
+        return modules
+    npm = shutil.which("npm")
+    if npm is None:
+        raise RuntimeError("npm is needed once to install reveal.js into build/vendor (Debian: apt-get install npm)")
+    vendor.mkdir(parents=True, exist_ok=True)
+    for name in ("package.json", "package-lock.json"):
+        shutil.copyfile(SLIDES / name, vendor / name)
+    cmd = [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"]
+    result = subprocess.run(cmd, cwd=vendor, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"npm ci in {vendor} failed:\n{result.stdout}\n{result.stderr}")
+    missing = {name: installed(name) for name, version in wanted.items() if installed(name) != version}
+    if missing:
+        raise RuntimeError(f"npm ci did not install the locked versions: {missing} (wanted {wanted})")
+    return modules
+
+
+def install_static(out: Path, theme: str, math: bool, modules: Path) -> None:
+    """Copy reveal.js (dist), the badge and, if ``math``, MathJax into out/_static."""
+    static = out / STATIC
+    reveal = static / "reveal.js"
+    if reveal.exists():
+        shutil.rmtree(reveal)
+    src = modules / "reveal.js"
+    theme_css = src / "dist" / "theme" / f"{theme}.css"
+    if not theme_css.exists():
+        raise ValueError(f"[reveal] theme {theme!r} is not a reveal.js theme ({theme_css} is missing)")
+    if "@import" in theme_css.read_text():
+        raise ValueError(f"[reveal] theme {theme!r} imports web fonts; choose one that works offline")
+    (reveal / "dist" / "theme").mkdir(parents=True)
+    (reveal / "dist" / "plugin").mkdir(parents=True)
+    for name in ("reveal.js", "reveal.css", "reset.css"):
+        shutil.copyfile(src / "dist" / name, reveal / "dist" / name)
+    shutil.copyfile(theme_css, reveal / "dist" / "theme" / theme_css.name)
+    shutil.copyfile(src / "dist" / "plugin" / "notes.js", reveal / "dist" / "plugin" / "notes.js")
+    shutil.copyfile(src / "LICENSE", reveal / "LICENSE")
+    shutil.copytree(SLIDES / "assets", static / "assets", dirs_exist_ok=True)
+    mathjax = static / "mathjax"
+    if mathjax.exists():
+        shutil.rmtree(mathjax)
+    if math:
+        es5 = modules / "mathjax" / "es5"
+        (mathjax / "output" / "chtml").mkdir(parents=True)
+        shutil.copyfile(es5 / "tex-chtml-full.js", mathjax / "tex-chtml-full.js")
+        shutil.copytree(es5 / "output" / "chtml" / "fonts", mathjax / "output" / "chtml" / "fonts")
+        shutil.copyfile(modules / "mathjax" / "LICENSE", mathjax / "LICENSE")
+
+
+def remote_references(text: str) -> list[str]:
+    """Every tag or import in ``text`` that would load something from the network."""
+    return [m.group(0)[:160] for m in _REMOTE_REF.finditer(text)]
+
+
+def _exporter(config: dict):
+    from nbconvert import SlidesExporter
+    from traitlets.config import Config
+
+    reveal = config.get("reveal", {})
+    c = Config()
+    c.SlidesExporter.reveal_url_prefix = f"{STATIC}/reveal.js"
+    c.SlidesExporter.reveal_theme = reveal.get("theme", "white")
+    c.SlidesExporter.reveal_transition = reveal.get("transition", "slide")
+    c.SlidesExporter.reveal_number = reveal.get("slide_number", "c/t")
+    c.SlidesExporter.reveal_width = str(reveal.get("width", 1280))
+    c.SlidesExporter.reveal_height = str(reveal.get("height", 800))
+    # Nothing from a CDN: the template loads no jQuery/RequireJS/Mermaid/widgets; empty them anyway.
+    for trait in ("require_js_url", "jquery_url", "mermaid_js_url", "mathjax_url", "widget_renderer_url"):
+        setattr(c.SlidesExporter, trait, "")
+    c.SlidesExporter.exclude_input_prompt = True
+    c.SlidesExporter.exclude_output_prompt = True
+    return SlidesExporter(config=c, template_name=TEMPLATE, extra_template_basedirs=[str(TEMPLATES)])
+
+
+def render_deck(name: str, config: dict, part: int, parts: int, exporter=None, source: Path | None = None) -> dict:
+    """Render one notebook's deck; return {'html', 'math', 'expected_slides', ...} (html not written)."""
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+
+    source = source or source_for(name)
+    nb = nbformat.read(source, as_version=4)
+    deck = config.get("deck", {})
+    solutions = deck.get("solutions", "notes")
+    prepared = prepare(nb, solutions)
+    math = has_math(prepared)
+    course = config.get("course", {})
+    title = title_of(nb, name)
+    title_slide = None
+    if deck.get("title_slide", True):
+        notes = guide_section(name)
+        title_slide = {
+            "course": course.get("title", ""),
+            "subtitle": course.get("subtitle", ""),
+            "presenter": course.get("presenter", ""),
+            "title": title,
+            "question": planned(config).get(name, {}).get("question", ""),
+            "minutes": workshop_minutes(nb),
+            "part": part,
+            "parts": parts,
+            "notes_html": markdown2html_mistune(notes) if notes else "",
+        }
+    resources = {
+        "metadata": {"name": title},
+        "course": {"static": STATIC, "math": math, "title_slide": title_slide, "reveal": {
+            "transition": config.get("reveal", {}).get("transition", "slide"),
+            "slide_number": config.get("reveal", {}).get("slide_number", "c/t"),
+            "width": config.get("reveal", {}).get("width", 1280),
+            "height": config.get("reveal", {}).get("height", 800),
+        }},
+    }
+    body, _ = (exporter or _exporter(config)).from_notebook_node(prepared, resources=resources)
+    remote = remote_references(body)
+    if remote:
+        raise RuntimeError(f"{name}: the deck would load from the network: {remote}")
+    pngs = sum(
+        "image/png" in out.get("data", {})
+        for cell in nb.cells if slide_type(cell) != "skip"
+        for out in cell.get("outputs", [])
+    )
+    return {
+        "name": name,
+        "title": title,
+        "html": body,
+        "source": str(source.relative_to(ROOT)) if source.is_relative_to(ROOT) else str(source),
+        "math": math,
+        "expected_slides": expected_slides(nb, solutions, bool(title_slide)),
+        "png_outputs": pngs,
+        "workshop_minutes": workshop_minutes(nb),
+    }
+
+
+def _index_html(config: dict, decks: list[dict]) -> str:
+    course = config.get("course", {})
+    items = "\n".join(
+        f'<li><a href="{d["file"]}">{html.escape(d["title"])}</a> '
+        f'<small>({d["expected_slides"]} slides, {d["workshop_minutes"] or "?"} min)</small></li>'
+        for d in decks
+    )
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(course.get("title", "Slides"))}: slides</title>
+<style>body {{ font-family: sans-serif; max-width: 46em; margin: 3em auto; line-height: 1.5; }}</style></head>
+<body><h1>{html.escape(course.get("title", ""))}</h1><p>{html.escape(course.get("subtitle", ""))}</p>
+<ol start="0">
+{items}
+</ol>
+<p><a href="instructor_guide.html">Instructor guide</a> &middot; in a deck: <kbd>S</kbd> speaker notes,
+<kbd>Esc</kbd> overview, <kbd>F</kbd> full screen.</p>
+</body></html>
+"""
+
+
+def _guide_html(config: dict) -> str:
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+
+    text = GUIDE.read_text() if GUIDE.exists() else "# Instructor guide\n\n(missing)"
+    if AGENDA_BEGIN in text:
+        text = guide_with_agenda(config, text)
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Instructor guide</title>\n'
+        "<style>body { font-family: sans-serif; max-width: 60em; margin: 2em auto; line-height: 1.5; }"
+        " table { border-collapse: collapse; } td, th { border: 1px solid #ccc; padding: 0.2em 0.5em; }"
+        " pre { background: #f5f5f5; padding: 0.5em; overflow-x: auto; }</style></head><body>\n"
+        + markdown2html_mistune(text)
+        + "\n</body></html>\n"
+    )
+
+
+def _inputs(names: list[str]) -> list[Path]:
+    fixed = [CONFIG, GUIDE, SLIDES / "package-lock.json", Path(__file__).resolve()]
+    fixed += [p for p in TEMPLATES.rglob("*") if p.is_file()] + [p for p in (SLIDES / "assets").glob("*")]
+    return [p for p in fixed if p.exists()] + [source_for(name) for name in names]
+
+
+def build(out: Path = OUT, names: list[str] | None = None, quiet: bool = False) -> dict:
+    """Build the decks of ``names`` (default: every course notebook) into ``out``; return the manifest."""
+    start = time.perf_counter()
+    config = load_config()
+    existing = [p.stem for p in course_notebooks()]
+    order = deck_order(config, existing)
+    course_order = deck_order(config, sorted(set(existing) | set(planned(config))))  # "part N of M"
+    names = order if names is None else [n for n in order if n in names] + [n for n in names if n not in order]
+    missing = [n for n in names if not source_for(n).exists()]
+    if missing:
+        raise FileNotFoundError(f"no notebook for {missing}; course notebooks: {existing}")
+    if not names:
+        raise FileNotFoundError("no course notebooks in notebooks/")
+    modules = ensure_vendor()
+    out.mkdir(parents=True, exist_ok=True)
+    exporter = _exporter(config)
+    decks = []
+    for name in names:
+        t0 = time.perf_counter()
+        part = course_order.index(name) + 1 if name in course_order else 0
+        deck = render_deck(name, config, part, len(course_order), exporter)
+        deck["file"] = f"{name}.slides.html"
+        (out / deck["file"]).write_text(deck.pop("html"))
+        deck["seconds"] = round(time.perf_counter() - t0, 2)
+        decks.append(deck)
+        if not quiet:
+            print(f"  {deck['file']}: {deck['expected_slides']} slides, {deck['png_outputs']} plots "
+                  f"from {deck['source']} ({deck['seconds']:.1f} s)", flush=True)
+    install_static(out, config.get("reveal", {}).get("theme", "white"), any(d["math"] for d in decks), modules)
+    (out / "index.html").write_text(_index_html(config, decks))
+    (out / "instructor_guide.html").write_text(_guide_html(config))
+    manifest = {
+        "decks": decks,
+        "reveal.js": _locked_versions().get("reveal.js"),
+        "seconds": round(time.perf_counter() - start, 2),
+        "inputs": [str(p) for p in _inputs(names)],
+    }
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    return manifest
+
+
+def ensure_built(out: Path = OUT) -> dict:
+    """The manifest of an up-to-date build of every course notebook's deck, rebuilding when stale."""
+    manifest_file = out / MANIFEST
+    names = deck_order(load_config(), [p.stem for p in course_notebooks()])
+    if manifest_file.exists():
+        manifest = json.loads(manifest_file.read_text())
+        built = manifest_file.stat().st_mtime
+        same = [d["name"] for d in manifest["decks"]] == names and all(
+            d["source"] == str(source_for(d["name"]).relative_to(ROOT)) for d in manifest["decks"]
+        )
+        fresh = all(p.stat().st_mtime <= built for p in _inputs(names))
+        decks_there = all((out / d["file"]).exists() for d in manifest["decks"])
+        if same and fresh and decks_there and (out / STATIC / "reveal.js").exists():
+            return manifest
+    return build(out, quiet=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("notebooks", nargs="*", help="notebook names or paths (default: every course notebook)")
+    parser.add_argument("--out", type=Path, default=OUT, help="output folder (default build/slides)")
+    parser.add_argument("--update-guide", action="store_true", help="rewrite the agendas in the instructor guide")
+    parser.add_argument("--readme", action="store_true", help="rewrite slides/README_sections.md's course map")
+    args = parser.parse_args()
+    config = load_config()
+    if args.update_guide:
+        GUIDE.write_text(guide_with_agenda(config, GUIDE.read_text()))
+        print(f"updated the agendas in {GUIDE.relative_to(ROOT)}")
+    if args.readme:
+        path = SLIDES / "README_sections.md"
+        text = path.read_text()
+        begin, end = "<!-- BEGIN course map -->", "<!-- END course map -->"
+        i, j = text.index(begin) + len(begin), text.index(end)
+        path.write_text(text[:i] + "\n" + course_map(config) + "\n" + text[j:])
+        print(f"updated the course map in {path.relative_to(ROOT)}")
+    if args.update_guide or args.readme:
+        return 0
+    names = [Path(n).stem.removesuffix(".slides") for n in args.notebooks] or None
+    start = time.perf_counter()
+    print(f"building decks into {args.out} ...", flush=True)
+    manifest = build(args.out.resolve(), names)
+    print(f"{len(manifest['decks'])} decks, reveal.js {manifest['reveal.js']}, in {time.perf_counter() - start:.1f} s: "
+          f"open {args.out / 'index.html'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
