@@ -233,8 +233,8 @@ def test_guide_agendas_take_minutes_from_the_notebooks(config: dict) -> None:
         assert all(f"| {minutes} |" in row for row in rows)
 
 
-def test_readme_sections() -> None:
-    text = (ROOT / "slides" / "README_sections.md").read_text()
+def test_readme_course_map_and_workshop_section() -> None:
+    text = (ROOT / "README.md").read_text()
     for name in DESIGN_NOTEBOOKS:
         assert f"| {name[:2]} |" in text
     for path in COURSE_NOTEBOOKS:

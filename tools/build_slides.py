@@ -13,7 +13,7 @@ section of slides/instructor_guide.md.
 
     python tools/build_slides.py                 # all decks into build/slides
     python tools/build_slides.py --update-guide  # rewrite the agendas in slides/instructor_guide.md
-    python tools/build_slides.py --readme        # rewrite slides/README_sections.md
+    python tools/build_slides.py --readme        # rewrite the course map in README.md
 """
 
 from __future__ import annotations
@@ -530,14 +530,14 @@ def main() -> int:
     parser.add_argument("notebooks", nargs="*", help="notebook names or paths (default: every course notebook)")
     parser.add_argument("--out", type=Path, default=OUT, help="output folder (default build/slides)")
     parser.add_argument("--update-guide", action="store_true", help="rewrite the agendas in the instructor guide")
-    parser.add_argument("--readme", action="store_true", help="rewrite slides/README_sections.md's course map")
+    parser.add_argument("--readme", action="store_true", help="rewrite the course map in README.md")
     args = parser.parse_args()
     config = load_config()
     if args.update_guide:
         GUIDE.write_text(guide_with_agenda(config, GUIDE.read_text()))
         print(f"updated the agendas in {GUIDE.relative_to(ROOT)}")
     if args.readme:
-        path = SLIDES / "README_sections.md"
+        path = ROOT / "README.md"
         text = path.read_text()
         begin, end = "<!-- BEGIN course map -->", "<!-- END course map -->"
         i, j = text.index(begin) + len(begin), text.index(end)
