@@ -209,6 +209,7 @@ class EnvReport:
     size: str
     colab: bool
     frameworks: tuple[FrameworkInfo, ...] = field(default_factory=tuple)
+    load_average: tuple[float, float, float] | None = None
 
     def rows(self) -> list[tuple[str, str]]:
         """(key, value) pairs in display order."""
@@ -226,6 +227,9 @@ class EnvReport:
             ("COURSE_SIZE", self.size),
             ("Colab", "yes" if self.colab else "no"),
         ]
+        if self.load_average is not None:
+            busy = " (busy: timings will be noisy)" if self.load_average[0] > self.cores_logical else ""
+            rows.append(("Load average", " ".join(f"{v:.1f}" for v in self.load_average) + busy))
         for fw in self.frameworks:
             value = fw.version if not fw.devices else f"{fw.version}  [{', '.join(fw.devices)}]"
             rows.append((fw.name, value))
@@ -270,6 +274,7 @@ def report(devices: bool = True) -> EnvReport:
         size=size_name(),
         colab=in_colab(),
         frameworks=frameworks,
+        load_average=os.getloadavg() if hasattr(os, "getloadavg") else None,
     )
 
 

@@ -106,14 +106,6 @@ def _mb(nbytes: float) -> str:
     return f"{nbytes / 1e6:.1f} MB"
 
 
-def format_bytes(nbytes: float) -> str:
-    """Binary units with three significant digits: '48 KiB', '2 MiB', '480 MiB'."""
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if nbytes >= scale:
-            return f"{nbytes / scale:.3g} {unit}"
-    return f"{nbytes:.0f} B"
-
-
 def _meta_tensor(spec: Any) -> Any:
     import torch
 
@@ -281,31 +273,6 @@ def prediction_plot(table: PredictionTable, *, title: str | None = None) -> Figu
     ax.set_xlabel(f"time per call ({unit}, log scale)")
     ax.set_title(title or "Predicted from bytes moved vs measured")
     ax.legend(loc="lower right", fontsize=8)
-    return fig
-
-
-def roofline_plot(machine: roofline.Machine, points: Sequence[roofline.Point], *, title: str | None = None) -> Figure:
-    """``cu.plotting.roofline_plot`` with point labels stacked apart where points share an intensity.
-
-    Fused variants of one chain all sit at the same intensity; their labels would print on top of each other.
-    """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.text import Annotation
-
-    fig = plotting.roofline_plot(machine, points, title=title)
-    ax = fig.axes[0]
-    FigureCanvasAgg(fig).draw()  # fixes the layout, so data -> display transforms are final
-    labels = sorted((t for t in ax.texts if isinstance(t, Annotation)), key=lambda t: (t.xy[0], t.xy[1]))
-    to_points = 72.0 / fig.dpi
-    placed: list[tuple[float, float]] = []  # (x, y) in display points of labels already placed
-    for label in labels:
-        x, y = (v * to_points for v in ax.transData.transform(label.xy))
-        target = y + 4
-        for px, py in placed:
-            if abs(px - x) < 60 and abs(py - target) < 10:
-                target = py + 10
-        placed.append((x, target))
-        label.xyann = (5, target - y)
     return fig
 
 

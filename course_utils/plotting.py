@@ -149,6 +149,7 @@ def sweep_plot(
     """Log-log time (or time per element) against problem size, one line per label, quartile band shaded.
 
     Flat lines are the overhead regime (size does not matter), slope-1 lines the bandwidth or compute regime.
+    Series named '... eager' or '... op-by-op' are dashed, so each eager/compiled pair reads apart.
     """
     import numpy as np
 
@@ -162,14 +163,16 @@ def sweep_plot(
     norm = x if per_element else np.ones_like(x)
     for i, (label, ms) in enumerate(series.items()):
         color = color_for(label, i)
-        ax.plot(x, [m.median for m in ms] / norm, marker="o", markersize=3, color=color, label=label)
+        dashed = "eager" in label or "op-by-op" in label
+        ax.plot(x, [m.median for m in ms] / norm, marker="o", markersize=3, color=color, label=label,
+                linestyle="--" if dashed else "-")
         ax.fill_between(x, [m.p25 for m in ms] / norm, [m.p75 for m in ms] / norm, color=color, alpha=0.2)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel("seconds per element" if per_element else "seconds per call")
     ax.set_title(title or "Time against size")
-    ax.legend()
+    ax.legend(fontsize=8, ncols=min(3, len(series)), loc="upper left")
     return fig
 
 
@@ -229,4 +232,24 @@ def roofline_plot(machine: Machine, points: Iterable[Point] = (), *, title: str 
     ax.set_ylabel("GFLOP/s")
     ax.set_title(title or f"Roofline of this machine ({machine.framework}, {machine.device})")
     fig.legend(loc="outside lower center")
+    _stack_labels_apart(fig, ax)
     return fig
+
+
+def _stack_labels_apart(fig: Figure, ax: Axes) -> None:
+    """Move point labels up where they would print on each other (variants of one kernel share an intensity)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Annotation
+
+    FigureCanvasAgg(fig).draw()  # fixes the layout, so data -> display transforms are final
+    labels = sorted((t for t in ax.texts if isinstance(t, Annotation)), key=lambda t: (t.xy[0], t.xy[1]))
+    to_points = 72.0 / fig.dpi
+    placed: list[tuple[float, float]] = []  # (x, y) in display points of labels already placed
+    for label in labels:
+        x, y = (v * to_points for v in ax.transData.transform(label.xy))
+        target = y + 4
+        for px, py in placed:
+            if abs(px - x) < 60 and abs(py - target) < 10:
+                target = py + 10
+        placed.append((x, target))
+        label.xyann = (5, target - y)

@@ -201,8 +201,8 @@ Markdown(
     + "Sections 3 and 5 find what stands between each kernel and its roof."
     + (f" A variant above 100% ({', '.join(r.name for r in table.rows if r.fraction_of_bandwidth > 1)}) beat the "
        "roof: either the machine was busier while the roof was measured, or the data stayed in a cache (this "
-       f"CPU's last-level cache holds {cu.fusion.format_bytes(max(cu.fusion.cache_sizes().values(), default=0))}, "
-       f"the input {cu.fusion.format_bytes(x_t.nbytes)}): bandwidth is not a single number."
+       f"CPU's last-level cache holds {cu.units.format_bytes(max(cu.fusion.cache_sizes().values(), default=0))}, "
+       f"the input {cu.units.format_bytes(x_t.nbytes)}): bandwidth is not a single number."
        if any(r.fraction_of_bandwidth > 1 for r in table.rows) else "")
 )
 
@@ -352,7 +352,7 @@ extra = cu.fusion.compare_to_prediction(
     fused={"torch.compile, out=": alloc_runs["torch.compile, out= buffer"],
            "jax.jit, donated": alloc_runs["jax.jit, donated buffer"], **no_tanh_runs},
 )
-cu.fusion.roofline_plot(machine, table.points() + extra.points(), title="The chain's variants on the roofline")
+cu.plotting.roofline_plot(machine, table.points() + extra.points(), title="The chain's variants on the roofline")
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -458,13 +458,13 @@ Markdown(
     f"{8 * N * N / 1e6:.0f} MB, predicted {cu.timing.format_time(8 * N * N / machine.bandwidth)}). "
     + ("Fusing the epilogue saved the round trips. "
        if _fused_extra < _eager_extra else
-       f"Here fusion did not pay: the {cu.fusion.format_bytes(4 * N * N)} output fits in this CPU's cache, so the "
+       f"Here fusion did not pay: the {cu.units.format_bytes(4 * N * N)} output fits in this CPU's cache, so the "
        "eager round trips are cheap, while the fused kernel pays the arithmetic limit of section 5. ")
     + "Either way the matmul itself is untouched: fusion is a lever for memory-bound work only."
 )
 
 # %%
-cu.fusion.roofline_plot(machine, mm_points + [table["torch.compile"].point(), table["torch eager"].point()],
+cu.plotting.roofline_plot(machine, mm_points + [table["torch.compile"].point(), table["torch eager"].point()],
                           title="Memory-bound chain vs compute-bound matmul")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -510,13 +510,13 @@ _lost = [fw for fw, v in _smallest.items() if v < 1]
 Markdown(
     "Speed-up of fused over op-by-op, smallest to largest tensor: "
     + "; ".join(f"{fw} " + " → ".join(f"{v:.2g}x" for v in values) for fw, values in sweep.items())
-    + f". At {cu.fusion.format_bytes(sizes[0])} the eager chain is mostly dispatch overhead ({traffic.n_ops} "
+    + f". At {cu.units.format_bytes(sizes[0])} the eager chain is mostly dispatch overhead ({traffic.n_ops} "
     "launches of microseconds each) and the fused one a single launch: "
     + (f"{' and '.join(_beat)} beat the {traffic.ratio:.1f}x bytes ratio there. " if _beat
        else f"no framework beat the {traffic.ratio:.1f}x bytes ratio there. ")
     + (f"{' and '.join(_lost)} ran slower fused at that size: a compiled call has fixed costs of its own (guard "
        "checks, waking worker threads), and a busy machine makes them worse. " if _lost else "")
-    + (f"This CPU's caches ({', '.join(f'{k} {cu.fusion.format_bytes(v)}' for k, v in _caches.items())}) hold "
+    + (f"This CPU's caches ({', '.join(f'{k} {cu.units.format_bytes(v)}' for k, v in _caches.items())}) hold "
        "the mid-sized tensors, so eager intermediates need not go to memory there; " if _caches else "")
     + "the largest size is the bandwidth (or compute) regime of sections 2 and 5. On a GPU or TPU the bandwidth "
     "is far higher while each launch keeps a fixed cost, so the overhead regime reaches larger tensors."

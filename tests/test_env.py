@@ -70,6 +70,7 @@ def test_report_renders_as_text_and_html() -> None:
     for key in ("Python", "CPU", "Cores", "SIMD", "RAM", "Accelerator", "torch", "jax", "tensorflow"):
         assert key in text and key in html
     assert report.cores_logical >= 1 and report.ram_gib > 0
+    assert report.load_average is not None and "Load average" in text
     assert report.framework("torch").installed and "cpu" in report.framework("torch").devices
     with pytest.raises(ValueError, match="framework"):
         report.framework("mxnet")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from course_utils import fusion, models, roofline
+from course_utils import fusion, models, plotting, roofline, units
 from course_utils.timing import Measurement
 
 torch = pytest.importorskip("torch")
@@ -259,13 +259,13 @@ def test_compile_error_names_the_exception() -> None:
 def test_cache_sizes_and_format_bytes() -> None:
     sizes = fusion.cache_sizes()
     assert all(isinstance(v, int) and v > 0 for v in sizes.values())
-    assert fusion.format_bytes(48 * 2**10) == "48 KiB"
-    assert fusion.format_bytes(480 * 2**20) == "480 MiB"
-    assert fusion.format_bytes(100) == "100 B"
+    assert units.format_bytes(48 * 2**10) == "48 KiB"
+    assert units.format_bytes(480 * 2**20) == "480 MiB"
+    assert units.format_bytes(100) == "100 B"
 
 
 def test_roofline_plot_stacks_labels_of_points_at_one_intensity() -> None:
     points = [roofline.Point(name, 1e9, 1e9, t) for name, t in (("a", 1.0), ("b", 1.01), ("c", 1.02))]
-    fig = fusion.roofline_plot(_machine(), points)
+    fig = plotting.roofline_plot(_machine(), points)
     offsets = sorted(t.xyann[1] for t in fig.axes[0].texts if hasattr(t, "xyann"))
     assert len(offsets) == 3 and offsets[1] - offsets[0] > 5 and offsets[2] - offsets[1] > 5

@@ -52,6 +52,7 @@ def test_sweep_plot_draws_one_line_per_series() -> None:
     fig = plotting.sweep_plot([1, 10, 100], {"torch eager": ms, "jax jit": ms}, per_element=True)
     ax = fig.axes[0]
     assert len(ax.lines) == 2 and ax.get_xscale() == "log" and "per element" in ax.get_ylabel()
+    assert [line.get_linestyle() for line in ax.lines] == ["--", "-"]  # eager dashed
     with pytest.raises(ValueError, match="series"):
         plotting.sweep_plot([1, 2], {"a": ms})
 

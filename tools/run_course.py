@@ -93,7 +93,7 @@ def main() -> int:
     size = os.environ.get("COURSE_SIZE", "auto")
     results = []
     for path in paths:
-        print(f"running {path.relative_to(ROOT)} (COURSE_SIZE={size}) ...", flush=True)
+        print(f"running {path.name} (COURSE_SIZE={size}) ...", flush=True)
         nb, seconds, error = execute(path, args.kernel, args.timeout)
         target = path if args.in_place else out / "notebooks" / path.name
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -102,7 +102,7 @@ def main() -> int:
         status = "ok" if error is None else f"FAILED: {error}"
         results.append({"notebook": path.stem, "status": status, "minutes": seconds / 60,
                         "budget_minutes": budget_minutes(nb, size), "figures": figures})
-        print(f"  {status} in {seconds:.0f} s, {figures} figures -> {target.relative_to(ROOT)}", flush=True)
+        print(f"  {status} in {seconds:.0f} s, {figures} figures -> {target}", flush=True)
     if not args.in_place:
         write_summary(out, results)
         print(f"\nExecuted notebooks: {out / 'notebooks'}\nFigures: {out / 'figures'}\nSummary: {out / 'summary.md'}")
