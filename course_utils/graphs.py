@@ -424,6 +424,34 @@ def break_even(eager: Measurement, compiled: Measurement) -> float:
                             eager_first_call=eager.first_call)
 
 
+def compile_cache_times(elements: int = 2**16, *, timeout: float = 300.0) -> dict[str, float]:
+    """torch.compile's first call in a fresh process, against an empty Inductor cache and then a warm one.
+
+    Runs ``workers/compile_cache_probe.py`` twice with one new ``TORCHINDUCTOR_CACHE_DIR``; returns
+    ``{"cold": seconds, "warm": seconds}`` (process start and imports excluded).
+    """
+    import json
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    if isinstance(elements, bool) or not isinstance(elements, int) or elements < 1:
+        raise ValueError(f"elements must be a positive int; got {elements!r}")
+    probe = Path(__file__).parent / "workers" / "compile_cache_probe.py"
+    times = {}
+    with tempfile.TemporaryDirectory(prefix="inductor-cache-") as cache:
+        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
+        for kind in ("cold", "warm"):
+            done = subprocess.run([sys.executable, str(probe), str(elements)], env=env, capture_output=True,
+                                  text=True, timeout=timeout, check=False)
+            if done.returncode != 0:
+                raise RuntimeError(f"the {kind} compile probe failed:\n{done.stderr[-2000:]}")
+            times[kind] = json.loads(done.stdout.strip().splitlines()[-1])["first_call_s"]
+    return times
+
+
 def cumulative_time(first_call: float, per_call: float, calls: np.ndarray) -> np.ndarray:
     """Total seconds after each number of calls in ``calls``: first call plus the steady-state ones."""
     calls = np.asarray(calls, dtype=float)

@@ -260,3 +260,11 @@ def test_compile_count_bars() -> None:
     assert len(ax.patches) == 3 and [t.get_text() for t in ax.get_yticklabels()][0] == "torch: static"
     with pytest.raises(TypeError):
         graphs.compile_count_bars({"torch": {}})
+
+
+def test_compile_cache_times_cold_then_warm() -> None:
+    pytest.importorskip("torch")
+    times = graphs.compile_cache_times(2**8)
+    assert set(times) == {"cold", "warm"} and times["warm"] < times["cold"]
+    with pytest.raises(ValueError, match="elements"):
+        graphs.compile_cache_times(0)
