@@ -1,0 +1,60 @@
+"""Data parallelism: DDP step time on 1 vs 2 torchrun processes, and the fitted ring all-reduce model.
+
+Both launches run ``course_utils/workers/ddp_train.py`` (gloo on CPU, NCCL where every rank has a GPU) through
+``cu.distributed.launch``. Run alone: ``python benchmarks/run_all.py --only ddp``.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from course_utils import distributed
+
+ARGS = ["--repeats", 20, "--wide-batch", 512, "--max-bytes", 2**24]
+ONE_THREAD = {"OMP_NUM_THREADS": "1"}  # a "device" is one core, in both runs (OpenMP spinning under load distorts)
+
+
+def _timing(result: distributed.LaunchResult) -> dict:
+    out = {}
+    for name in ("tiny", "wide"):
+        r = result.record(f"timing_{name}")
+        out[name] = {
+            "params": r["params"],
+            "global_batch": r["global_batch"],
+            "ddp_step_seconds": statistics.median(r["ddp"]),
+            "compute_only_seconds": statistics.median(r["compute"]),
+            "allreduce_seconds": statistics.median(r["allreduce"]),
+            "single_process_seconds": statistics.median(r["single"]),
+        }
+    return out
+
+
+def run() -> dict:
+    one = distributed.launch("ddp_train.py", 1, timeout=300, args=["--phases", "timing", *ARGS],
+                             env=ONE_THREAD, echo=False, progress=False)
+    two = distributed.launch("ddp_train.py", 2, timeout=600, args=["--phases", "timing,allreduce", *ARGS],
+                             env=ONE_THREAD, echo=False, progress=False)
+    t1, t2 = _timing(one), _timing(two)
+    sweep = [r for r in two.records[0] if r["kind"] == "allreduce"]
+    sizes = [r["nbytes"] for r in sweep]
+    quartile = [sorted(r["times"])[len(r["times"]) // 4] for r in sweep]
+    fit = distributed.fit_allreduce(sizes, quartile, n=2)
+    return {
+        "ddp_step_seconds_1_process": {k: v["ddp_step_seconds"] for k, v in t1.items()},
+        "ddp_step_seconds_2_processes": {k: v["ddp_step_seconds"] for k, v in t2.items()},
+        "speedup_2_over_1": {k: t1[k]["ddp_step_seconds"] / t2[k]["ddp_step_seconds"] for k in t1},
+        "communication_share_2_processes": {
+            k: max(v["ddp_step_seconds"] - v["compute_only_seconds"], 0.0) / v["ddp_step_seconds"]
+            for k, v in t2.items()
+        },
+        "allreduce_fit": {"bandwidth_bytes_per_second": fit.bandwidth, "latency_seconds": fit.latency, "nprocs": 2},
+        "allreduce_sweep": {"nbytes": sizes, "lower_quartile_seconds": quartile},
+        "launch_seconds": {"1_process": one.seconds, "2_processes": two.seconds},
+        "details": {"1_process": t1, "2_processes": t2},
+    }
+
+
+if __name__ == "__main__":
+    import json
+
+    print(json.dumps(run(), indent=2))

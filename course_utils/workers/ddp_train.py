@@ -1,0 +1,222 @@
+"""Data-parallel training with PyTorch DDP, one process per rank, started by torchrun.
+
+Launched from the notebook with ``cu.distributed.launch("ddp_train.py", nprocs=2, args=[...])``. Each phase
+records its numbers with ``cu.distributed.emit`` (JSON) or ``cu.distributed.save`` (arrays):
+
+proof    20 SGD steps of the course MLP; every rank saves its weights at each checkpoint.
+accum    gradient accumulation over K micro-batches, syncing every micro-batch vs ``no_sync()``;
+         all-reduce calls counted with a DDP communication hook; the accumulated gradient is saved.
+timing   per-step time of a tiny and a wide model: DDP step, the same step without all-reduce
+         (``no_sync``), the all-reduce alone, and one process computing the whole batch (the baseline).
+buckets  DDP step time and bucket count of a deeper MLP for several ``bucket_cap_mb`` values.
+allreduce  all-reduce time against message size (for the cost model).
+Every rank runs the same number of steps in every phase: collective calls must match across ranks.
+"""
+
+import argparse
+import gc
+import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from course_utils import data, distributed, models
+
+TINY, WIDE = (32, 64, 64, 10), (32, 1024, 1024, 10)
+DEEP = (32, *[256] * 9, 10)  # many same-sized layers: bucket boundaries fall between them
+
+
+def setup() -> tuple[int, int, torch.device]:
+    """Join the process group: NCCL when every rank has its own GPU, gloo on CPU."""
+    dist.init_process_group("gloo")  # env:// rendezvous: torchrun set MASTER_ADDR/PORT, RANK, WORLD_SIZE
+    rank, world = dist.get_rank(), dist.get_world_size()
+    if torch.cuda.is_available() and torch.cuda.device_count() >= world:
+        dist.destroy_process_group()
+        dist.init_process_group("nccl")
+        torch.cuda.set_device(rank)
+        return rank, world, torch.device("cuda", rank)
+    return rank, world, torch.device("cpu")
+
+
+def wait(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def shard(x: np.ndarray, rank: int, world: int, device: torch.device) -> torch.Tensor:
+    """This rank's contiguous slice of a global batch."""
+    per = len(x) // world
+    return torch.from_numpy(x[rank * per:(rank + 1) * per]).to(device)
+
+
+def counting_allreduce_hook(counter: dict, bucket):
+    """A DDP communication hook: all-reduce as usual, and count the calls (one per gradient bucket)."""
+    counter["calls"] += 1
+    return allreduce_hook(None, bucket)  # None: the default process group
+
+
+def ddp_model(sizes, device, count: bool = True, **kwargs) -> tuple[DDP, dict]:
+    """The course MLP wrapped in DDP; with ``count`` a hook counts the all-reduce calls (Python, slower)."""
+    model = DDP(models.torch_mlp(sizes).to(device), **kwargs)
+    counter = {"calls": 0}
+    if count:
+        model.register_comm_hook(counter, counting_allreduce_hook)
+    return model, counter
+
+
+def step(model, x, y, lr: float = 0.1) -> None:
+    model.zero_grad(set_to_none=True)
+    F.cross_entropy(model(x), y).backward()  # DDP all-reduces (averages) the gradients during backward
+    with torch.no_grad():
+        for p in model.parameters():
+            p -= lr * p.grad
+
+
+def timed(repeats: int, device: torch.device, fn, *args, together: bool = True) -> list[float]:
+    """Seconds of each of ``repeats`` calls ``fn(*args)`` after one warm-up call (ranks start each together)."""
+    fn(*args)
+    times = []
+    for _ in range(repeats):
+        if together:
+            dist.barrier()
+        wait(device)
+        start = time.perf_counter()
+        fn(*args)
+        wait(device)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def compute_only(model, x, y) -> None:
+    """The same step without communication: under ``no_sync`` DDP skips the all-reduce."""
+    with model.no_sync():
+        step(model, x, y)
+
+
+def flat_grad(model) -> np.ndarray:
+    return torch.cat([p.grad.flatten() for p in model.parameters()]).cpu().numpy()
+
+
+def proof(rank, world, device, steps: int, batch: int, every: int) -> None:
+    x_all, y_all = data.classification(steps * batch, seed=0)
+    model, _ = ddp_model(models.DEFAULT_SIZES, device)
+    snapshots = {}
+    for s in range(steps):
+        x, y = x_all[s * batch:(s + 1) * batch], y_all[s * batch:(s + 1) * batch]
+        step(model, shard(x, rank, world, device), shard(y, rank, world, device))
+        if (s + 1) % every == 0:
+            snapshots[f"step{s + 1}"] = torch.cat([p.detach().flatten() for p in model.parameters()]).cpu()
+    distributed.save("proof", **snapshots)
+
+
+def accum(rank, world, device, k: int, micro: int, repeats: int) -> None:
+    x_all, y_all = data.classification(k * world * micro, seed=1)
+    model, counter = ddp_model(models.DEFAULT_SIZES, device)
+    xs = [shard(x_all[i * world * micro:(i + 1) * world * micro], rank, world, device) for i in range(k)]
+    ys = [shard(y_all[i * world * micro:(i + 1) * world * micro], rank, world, device) for i in range(k)]
+
+    def every_micro_batch() -> None:
+        model.zero_grad(set_to_none=True)
+        for x, y in zip(xs, ys):
+            (F.cross_entropy(model(x), y) / k).backward()  # all-reduce after every micro-batch
+
+    def with_no_sync() -> None:
+        model.zero_grad(set_to_none=True)
+        with model.no_sync():  # gradients accumulate locally, no communication
+            for x, y in zip(xs[:-1], ys[:-1]):
+                (F.cross_entropy(model(x), y) / k).backward()
+        (F.cross_entropy(model(xs[-1]), ys[-1]) / k).backward()  # one all-reduce of the accumulated sum
+
+    result = {}
+    for name, fn in (("every_micro_batch", every_micro_batch), ("no_sync", with_no_sync)):
+        counter["calls"] = 0
+        fn()
+        calls = counter["calls"]
+        result[name] = flat_grad(model)
+        distributed.emit(kind=f"accum_{name}", allreduce_calls=calls, times=timed(repeats, device, fn))
+    distributed.save("accum", **result)
+
+
+def timing(rank, world, device, workloads: dict, repeats: int) -> None:
+    for name, (sizes, batch) in workloads.items():
+        x_all, y_all = data.classification(batch, seed=2)
+        x, y = shard(x_all, rank, world, device), shard(y_all, rank, world, device)
+        model, _ = ddp_model(sizes, device, count=False)  # DDP's own C++ all-reduce, as in real training
+        nparams = sum(p.numel() for p in model.parameters())
+        ddp = timed(repeats, device, step, model, x, y)
+        compute = timed(repeats, device, compute_only, model, x, y)
+        comm = timed(repeats, device, dist.all_reduce, torch.zeros(nparams, device=device))
+        single = []  # the baseline: one process computes the whole global batch without DDP; the others wait
+        if rank == 0:
+            plain = models.torch_mlp(sizes).to(device)
+            xb, yb = torch.from_numpy(x_all).to(device), torch.from_numpy(y_all).to(device)
+            single = timed(repeats, device, step, plain, xb, yb, together=False)
+        dist.barrier()
+        distributed.emit(kind=f"timing_{name}", params=nparams, global_batch=batch, ddp=ddp, compute=compute,
+                         allreduce=comm, single=single)
+
+
+def buckets(rank, world, device, caps: list[float], batch: int, repeats: int) -> None:
+    x_all, y_all = data.classification(batch, seed=3)
+    x, y = shard(x_all, rank, world, device), shard(y_all, rank, world, device)
+    for cap in caps:
+        model, counter = ddp_model(DEEP, device, bucket_cap_mb=cap)
+        step(model, x, y)  # DDP rebuilds its buckets after the first iteration, in the order gradients arrive
+        counter["calls"] = 0
+        step(model, x, y)
+        calls = counter["calls"]
+        model, _ = ddp_model(DEEP, device, count=False, bucket_cap_mb=cap)  # timed without the Python hook
+        distributed.emit(kind="bucket", cap_mb=cap, buckets=calls, times=timed(repeats, device, step, model, x, y))
+
+
+def allreduce(rank, world, device, sizes_bytes: list[int], repeats: int) -> None:
+    for nbytes in sizes_bytes:
+        buffer = torch.zeros(nbytes // 4, device=device)
+        distributed.emit(kind="allreduce", nbytes=nbytes, times=timed(repeats, device, dist.all_reduce, buffer))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--phases", default="proof,accum,timing,buckets,allreduce")
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--batch", type=int, default=64, help="global batch (all ranks together)")
+    parser.add_argument("--every", type=int, default=5, help="checkpoint every N steps")
+    parser.add_argument("--accum", type=int, default=4, help="micro-batches per optimizer step")
+    parser.add_argument("--wide-batch", type=int, default=512, help="global batch of the wide model")
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--caps", default="0.1,0.3,1,25", help="bucket_cap_mb values")
+    parser.add_argument("--max-bytes", type=int, default=2**24)
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    rank, world, device = setup()
+    phases = args.phases.split(",")
+    for i, phase in enumerate(phases):
+        if rank == 0:
+            distributed.progress(i, len(phases))
+            print(f"phase {phase} on {world} ranks ({dist.get_backend()}, {device})")
+        if phase == "proof":
+            proof(rank, world, device, args.steps, args.batch, args.every)
+        elif phase == "accum":
+            accum(rank, world, device, args.accum, args.batch // world, args.repeats)
+        elif phase == "timing":
+            timing(rank, world, device, {"tiny": (TINY, args.batch), "wide": (WIDE, args.wide_batch)}, args.repeats)
+        elif phase == "buckets":
+            buckets(rank, world, device, [float(c) for c in args.caps.split(",")], args.wide_batch, args.repeats)
+        elif phase == "allreduce":
+            sizes = [2**p for p in range(10, args.max_bytes.bit_length(), 2)]
+            allreduce(rank, world, device, sizes, 2 * args.repeats)
+        else:
+            raise ValueError(f"--phases must name proof, accum, timing, buckets, allreduce; got {phase!r}")
+        gc.collect()  # free this phase's DDP objects (they hold reference cycles) while the group still exists
+    if rank == 0:
+        distributed.progress(len(phases), len(phases))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
