@@ -8,6 +8,7 @@ into a speed-up table with uncertainty.
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 import sys
@@ -221,8 +222,9 @@ def benchmark(
     """Time ``fn(*args, **kwargs)``: first call apart, ``warmup`` more untimed calls, then blocks of calls.
 
     Calls are grouped into blocks long enough (>= 5% of ``min_time``) that reading the clock costs
-    nothing measurable; each block ends with a synchronisation, so the per-call time is the throughput
-    of back-to-back calls, as in ``torch.utils.benchmark`` and ``timeit``. Blocks repeat until
+    nothing measurable; each block ends with a synchronisation on its last result, so the per-call time is
+    the throughput of back-to-back calls, as in ``torch.utils.benchmark`` and ``timeit``. Results are
+    dropped as soon as they are made: keeping one alive changes how the allocator recycles memory. Blocks repeat until
     ``min_time`` seconds and ``min_repeats`` blocks have passed, or ``max_repeats`` blocks.
     ``sync="auto"`` (or True) waits on the returned arrays; ``sync=False`` does not (only to show why
     you must). The first call (compile, trace, caches) and the calibration of the block size warm up;
@@ -238,23 +240,24 @@ def benchmark(
         raise ValueError(f"sync must be 'auto', True or False; got {sync!r}")
     wait = _wait_for if sync else _no_sync
     label = label if label is not None else getattr(fn, "__name__", "fn")
-    call = (lambda: fn(*args, **kwargs)) if kwargs else (lambda: fn(*args))
+    if kwargs:  # bind them once: the timed loop then costs what a plain call costs
+        fn, args = functools.partial(fn, **kwargs), args
     clock = time.perf_counter
 
     start = clock()
-    wait(call())
+    wait(fn(*args))
     first_call = clock() - start
     for _ in range(warmup):
-        wait(call())
+        wait(fn(*args))
 
     target = min_time * _BLOCK_FRACTION
-    number, times = _calibrate(call, wait, target)
+    number, times = _calibrate(fn, args, wait, target)
     started = clock()
     while len(times) < max_repeats and (len(times) < min_repeats or clock() - started < min_time):
         block_start = clock()
-        for _ in range(number):
-            out = call()
-        wait(out)
+        for _ in range(number - 1):
+            fn(*args)  # results are dropped at once, as in a training loop; the last one is waited for
+        wait(fn(*args))
         times.append((clock() - block_start) / number)
     return Measurement(
         label=label,
@@ -290,23 +293,23 @@ def _no_sync(value: Any) -> Any:
     return value
 
 
-def _calibrate(call: Callable[[], Any], wait: Callable[[Any], Any], target: float) -> tuple[int, list[float]]:
-    """Calls per block so that a block lasts >= ``target`` s (1, 2, 5, 10, 20, ... as in timeit).
+def _calibrate(
+    fn: Callable[..., Any], args: tuple[Any, ...], wait: Callable[[Any], Any], target: float
+) -> tuple[int, list[float]]:
+    """Calls per block so that a block lasts about ``target`` s or more (1, 2, 5, 10, 20, ... as in timeit).
 
-    A calibration block that is already long enough is a valid first measurement and is kept, so a slow
-    workload costs no extra call (the first call and this one are its warm-up).
+    The calibration block that reaches at least half the target fixes the block size and is kept as the
+    first measurement, so calibrating costs little (a slow workload pays no extra call at all).
     """
     number = 1
     while True:
         start = time.perf_counter()
-        for _ in range(number):
-            out = call()
-        wait(out)
+        for _ in range(number - 1):
+            fn(*args)
+        wait(fn(*args))
         elapsed = time.perf_counter() - start
-        if elapsed >= target:
+        if elapsed >= target / 2 or number >= 10**7:
             return number, [elapsed / number]
-        if number >= 10**7:
-            return number, []
         per_call = elapsed / number
         wanted = target / per_call if per_call > 0 else number * 10
         number = _round_up_125(max(wanted, number * 2))
