@@ -18,6 +18,20 @@ _NOTEBOOK_SECONDS: dict[Path, float] = defaultdict(float)
 _NOTEBOOK_CELLS_PASSED: dict[Path, int] = defaultdict(int)
 
 
+class _NotebookClock:
+    """Registered as a global plugin: a hook defined in this conftest would only see reports from tests/."""
+
+    @staticmethod
+    def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+        path = Path(report.location[0])
+        if path.suffix != ".ipynb":
+            return
+        path = (ROOT / path).resolve()
+        _NOTEBOOK_SECONDS[path] += report.duration
+        if report.when == "call" and report.passed:
+            _NOTEBOOK_CELLS_PASSED[path] += 1
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--require-notebooks",
@@ -28,21 +42,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "run_last: run after everything else (the notebook budget check)")
+    config.pluginmanager.register(_NotebookClock(), "course-notebook-clock")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     last = [item for item in items if item.get_closest_marker("run_last")]
     items[:] = [item for item in items if not item.get_closest_marker("run_last")] + last
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    path = Path(report.location[0])
-    if path.suffix != ".ipynb":
-        return
-    path = (ROOT / path).resolve()
-    _NOTEBOOK_SECONDS[path] += report.duration
-    if report.when == "call" and report.passed:
-        _NOTEBOOK_CELLS_PASSED[path] += 1
 
 
 @pytest.fixture
