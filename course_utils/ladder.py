@@ -103,6 +103,73 @@ def ladder(rungs: Sequence[Rung]) -> Ladder:
     return Ladder(tuple(rungs))
 
 
+def torch_train_step(model: Any, amp_dtype: Any = None, *, lr: float = 0.05) -> Callable[[Any], Any]:
+    """One SGD step of ``model`` on an (x, y) batch: forward, cross-entropy, backward, update; under autocast
+    when ``amp_dtype`` is given. Returns ``step(batch) -> loss``; the batch moves to the model's device.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    device = next(model.parameters()).device
+
+    def step(batch: Any) -> Any:
+        x, y = (t.to(device, non_blocking=True) for t in batch)
+        with torch.autocast(device.type, dtype=amp_dtype or torch.float32, enabled=amp_dtype is not None):
+            loss = F.cross_entropy(model(x), y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    return step
+
+
+def autocast_dtype(device: Any) -> Any:
+    """The mixed-precision dtype worth using on ``device``: bf16 on CPUs with bf16 units and on GPUs that
+    support it, fp16 on older GPUs, None (skip the rung) on CPUs that would emulate bf16 slowly."""
+    import torch
+
+    from course_utils import env
+
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    return torch.bfloat16 if env.has_native_bf16() else None
+
+
+def torch_ladder(
+    dataset: Any, batch_size: int, make_model: Callable[[], Any], *, workers: int = 2, epochs: int = 1
+) -> tuple[Ladder, Any]:
+    """The PyTorch rungs of notebook 06 and ``make bench``: eager fp32 with an in-process loader, then
+    torch.compile, then autocast (where ``autocast_dtype`` says it pays), then ``workers`` loader workers.
+
+    Returns the ladder and the compiled model. Peak memory: CUDA's allocator on a GPU, else process RSS.
+    """
+    import torch
+
+    from course_utils import pipeline, precision
+
+    def loader(n_workers: int = 0) -> Any:
+        return torch.utils.data.DataLoader(
+            dataset, batch_size=batch_size, num_workers=n_workers, persistent_workers=n_workers > 0,
+            multiprocessing_context=pipeline.worker_context() if n_workers else None,
+            pin_memory=torch.cuda.is_available())
+
+    device = next(make_model().parameters()).device
+    peak = precision.torch_peak_bytes if device.type == "cuda" else precision.peak_rss_delta
+    amp = autocast_dtype(device)
+    compiled = torch.compile(make_model())
+    rungs = [measure_rung("eager fp32", loader(), torch_train_step(make_model()), epochs=epochs, peak_memory=peak),
+             measure_rung("+ torch.compile", loader(), torch_train_step(compiled), epochs=epochs, peak_memory=peak)]
+    if amp is not None:
+        rungs.append(measure_rung(f"+ autocast {str(amp).split('.')[-1]}", loader(), torch_train_step(compiled, amp),
+                                  epochs=epochs, peak_memory=peak))
+    rungs.append(measure_rung(f"+ {workers} loader workers", loader(workers), torch_train_step(compiled, amp),
+                              epochs=epochs, peak_memory=peak))
+    return ladder(rungs), compiled
+
+
 def lines_changed(before: Callable[..., Any] | str, after: Callable[..., Any] | str) -> int:
     """Lines added plus lines removed to turn ``before`` into ``after`` (functions or source text)."""
     def text(obj: Callable[..., Any] | str) -> list[str]:

@@ -46,13 +46,14 @@ import course_utils as cu
 cu.env.setup_notebook()
 
 # %% slideshow={"slide_type": "skip"}
+import inspect
+
 import jax
 import jax.numpy as jnp
 import keras
 import numpy as np
 import tensorflow as tf
 import torch
-import torch.nn.functional as F
 from IPython.display import Markdown, display
 
 from course_utils.timing import benchmark, format_time
@@ -101,55 +102,27 @@ assert same
 # already optimised kernels), and the loader rung to matter as much as any compiler.
 
 # %%
-def torch_step_for(model, amp_dtype=None):
-    """One SGD step (forward, loss, backward, update) of ``model``, optionally under autocast."""
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-
-    def step(batch):
-        x, y = (t.to(device, non_blocking=True) for t in batch)
-        with torch.autocast(device.type, dtype=amp_dtype or torch.float32, enabled=amp_dtype is not None):
-            loss = F.cross_entropy(model(x), y)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        return loss
-
-    return step
-
-
-def loader(workers=0):
-    context = cu.pipeline.worker_context() if workers else None
-    return torch.utils.data.DataLoader(dataset, batch_size=batch_size, num_workers=workers,
-                                       persistent_workers=workers > 0, multiprocessing_context=context,
-                                       pin_memory=device.type == "cuda")
-
-
 def fresh_model():
     return cu.models.torch_cnn(classes=10).to(device)
 
 
-amp_dtype = (torch.bfloat16 if device.type == "cpu" and cu.env.has_native_bf16()
-             else torch.float16 if device.type == "cuda" and not torch.cuda.is_bf16_supported()
-             else torch.bfloat16 if device.type == "cuda" else None)
+torch_step_for = cu.ladder.torch_train_step  # forward, loss, backward, SGD update (source below)
+amp_dtype = cu.ladder.autocast_dtype(device)
 workers = min(2, cu.env.report(devices=False).cores_logical)
-epochs = cu.env.pick(ci=1, cpu=2)
-peak = cu.precision.torch_peak_bytes if device.type == "cuda" else cu.precision.peak_rss_delta
-print(f"device {device}, autocast dtype {amp_dtype}, loader workers for rung 4: {workers}")
-
-# %%
-compiled_model = torch.compile(fresh_model())
-rungs = [cu.ladder.measure_rung("eager fp32", loader(), torch_step_for(fresh_model()), epochs=epochs,
-                                peak_memory=peak),
-         cu.ladder.measure_rung("+ torch.compile", loader(), torch_step_for(compiled_model), epochs=epochs,
-                                peak_memory=peak)]
-if amp_dtype is not None:
-    rungs.append(cu.ladder.measure_rung(f"+ autocast {str(amp_dtype).split('.')[-1]}", loader(),
-                                        torch_step_for(compiled_model, amp_dtype), epochs=epochs, peak_memory=peak))
-best_step = torch_step_for(compiled_model, amp_dtype)
-rungs.append(cu.ladder.measure_rung(f"+ {workers} loader workers", loader(workers), best_step, epochs=epochs,
-                                    peak_memory=peak))
-torch_ladder = cu.ladder.ladder(rungs)
+torch_ladder, compiled_model = cu.ladder.torch_ladder(dataset, batch_size, fresh_model, workers=workers,
+                                                      epochs=cu.env.pick(ci=1, cpu=2))
+rungs = list(torch_ladder.rungs)
+print(f"device {device}, autocast dtype {amp_dtype}, loader workers for the last rung: {workers}")
 torch_ladder
+
+# %% [markdown] slideshow={"slide_type": "skip"}
+# The training step and the ladder, as `course_utils.ladder` runs them:
+
+# %% slideshow={"slide_type": "skip"}
+from IPython.display import Code
+
+Code(inspect.getsource(cu.ladder.torch_train_step) + "\n\n" + inspect.getsource(cu.ladder.torch_ladder),
+     language="python")
 
 # %%
 cu.plotting.waterfall(torch_ladder.waterfall_steps(), title="PyTorch: step time, one change at a time")

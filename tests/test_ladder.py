@@ -48,3 +48,16 @@ def test_lines_changed_counts_added_and_removed_lines() -> None:
     assert ladder.lines_changed(before, before) == 0
     assert ladder.lines_changed(before, after) == 2  # one line removed, one added
     assert ladder.lines_changed(_slow_step, _fast_step) >= 2
+
+
+def test_torch_train_step_learns_and_autocast_dtype_is_sensible() -> None:
+    torch = pytest.importorskip("torch")
+    from course_utils import models
+
+    torch.manual_seed(0)
+    model = models.torch_mlp((8, 16, 3))
+    step = ladder.torch_train_step(model, lr=0.1)
+    batch = (torch.randn(64, 8), torch.randint(0, 3, (64,)))
+    losses = [step(batch).item() for _ in range(20)]
+    assert losses[-1] < losses[0]
+    assert ladder.autocast_dtype("cpu") in (None, torch.bfloat16)
