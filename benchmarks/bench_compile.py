@@ -1,9 +1,10 @@
 """What does compiling the recurring workload cost, and what does it save, in each framework?
 
-For the gelu chain (``course_utils.models.chain_for``) at a few sizes and the tiny MLP's training step, per
-framework: warm-up (the compiled function's first call, trace + compile), steady-state time per call eager
+For the gelu chain (``course_utils.models.chain_for``) at a few sizes, per framework: warm-up (the
+compiled function's first call, trace + compile), steady-state time per call eager
 and compiled, the speed-up, and the break-even number of calls (``course_utils.graphs.break_even``).
 PyTorch's first compile in a process also loads Inductor; it is recorded separately as ``torch_first_compile``.
+Whole training steps are benchmarked rung by rung in ``bench_ladder``.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ import numpy as np
 
 MIN_TIME = 0.3
 CHAIN_SIZES = (2**8, 2**16, 2**20)
-BATCH = 1024
-LR = 0.1
 
 
 def _pair(eager_fn, compiled_fn, args) -> dict:
@@ -47,77 +46,8 @@ def _compilers():
     }
 
 
-def _train_steps(framework: str):
-    """(eager step, compiled step, args) of the tiny MLP on one fixed batch; each step returns the loss."""
-    from course_utils import data, graphs, models
-
-    x_np, y_np = data.classification(BATCH)
-    x, y = graphs.to_framework(framework, x_np), graphs.to_framework(framework, y_np)
-    if framework == "torch":
-        import torch
-
-        def make(compiled: bool):
-            model = models.torch_mlp().to(x.device)
-            params = {k: v.detach() for k, v in model.named_parameters()}
-
-            def loss_fn(p, x, y):
-                return torch.nn.functional.cross_entropy(torch.func.functional_call(model, p, (x,)), y)
-
-            def update(p, x, y):
-                grads, loss = torch.func.grad_and_value(loss_fn)(p, x, y)
-                return {k: v - LR * grads[k] for k, v in p.items()}, loss
-
-            update = torch.compile(update) if compiled else update
-
-            def step(x, y):
-                new, loss = update(params, x, y)
-                params.update(new)
-                return loss
-            return step
-        return make(False), make(True), (x, y)
-    if framework == "jax":
-        import jax
-        import jax.numpy as jnp
-
-        def loss_fn(p, x, y):
-            logp = jax.nn.log_softmax(models.jax_mlp_apply(p, x))
-            return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
-
-        def update(p, x, y):
-            loss, grads = jax.value_and_grad(loss_fn)(p, x, y)
-            return jax.tree.map(lambda a, g: a - LR * g, p, grads), loss
-
-        def make(compiled: bool):
-            state = {"p": models.jax_mlp_params()}
-            fn = jax.jit(update) if compiled else update
-
-            def step(x, y):
-                state["p"], loss = fn(state["p"], x, y)
-                return loss
-            return step
-        return make(False), make(True), (x, y)
-    import keras
-
-    from course_utils import env
-
-    tf = env.import_tensorflow()
-
-    def make(compiled: bool):
-        model, opt = models.keras_mlp(), keras.optimizers.SGD(LR)
-        loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-
-        def step(x, y):
-            with tf.GradientTape() as tape:
-                loss = loss_fn(y, model(x, training=True))
-            grads = tape.gradient(loss, model.trainable_variables)
-            opt.apply_gradients(zip(grads, model.trainable_variables))
-            return loss
-        return tf.function(step, jit_compile=True) if compiled else step
-    return make(False), make(True), (x, y)
-
-
 def run() -> dict:
-    """Warm-up, steady-state speed-up and break-even calls per framework (gelu chain sizes, train step)."""
+    """Warm-up, steady-state speed-up and break-even calls per framework, for each gelu chain size."""
     import torch
 
     from course_utils import graphs, models
@@ -135,8 +65,7 @@ def run() -> dict:
             args = tuple(graphs.to_framework(framework, rng.standard_normal(n, dtype=np.float32)) for _ in range(2))
             # a fresh wrapper per size, so that every warm-up is a real compilation
             per_size[str(n)] = _pair(chain, compile_fn(graphs.fresh_function(chain)), args)
-        eager_step, compiled_step, args = _train_steps(framework)
-        results[framework] = {"gelu_chain": per_size, "train_step": _pair(eager_step, compiled_step, args)}
+        results[framework] = {"gelu_chain": per_size}
     return results
 
 

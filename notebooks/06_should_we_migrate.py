@@ -142,14 +142,11 @@ weights_equal = all(torch.allclose(a, b, atol=1e-4) for a, b in
                     zip(eager_model.parameters(), compiled_check.parameters()))
 print("compiled step == eager step (loss within 1e-4, weights within 1e-4):",
       abs(loss_eager - loss_compiled) < 1e-4 and weights_equal)
-if amp_dtype is not None:
-    loss_amp = torch_step_for(fresh_model(), amp_dtype)(batch).item()
-    print("mixed-precision loss within 2% of fp32:", abs(loss_amp - loss_eager) / loss_eager < 0.02)
-else:
-    print("mixed-precision loss within 2% of fp32: True (rung skipped here)")
+amp_close = amp_dtype is None or abs(torch_step_for(fresh_model(), amp_dtype)(batch).item() - loss_eager) < 0.02 * loss_eager
+print("mixed-precision loss within 2% of fp32, wherever the rung runs:", amp_close)
 same_batches = rungs[0].timeline.fingerprints == rungs[-1].timeline.fingerprints
 print("worker loader yields identical batches:", same_batches)
-assert abs(loss_eager - loss_compiled) < 1e-4 and weights_equal and same_batches
+assert abs(loss_eager - loss_compiled) < 1e-4 and weights_equal and amp_close and same_batches
 
 # %%
 skipped = [] if amp_dtype is not None else [
