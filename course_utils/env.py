@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib.metadata
+import importlib.util
 import os
 import platform
 import random
@@ -17,16 +18,17 @@ import sys
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from html import escape
 from pathlib import Path
 from types import ModuleType
 from typing import TypeVar
+
+from course_utils import display, validate
+from course_utils.validate import FRAMEWORKS
 
 T = TypeVar("T")
 
 SIZES = ("ci", "cpu", "gpu", "tpu")
 ACCELERATORS = ("cpu", "gpu", "tpu")
-FRAMEWORKS = {"torch": "torch", "jax": "jax", "tensorflow": "tensorflow"}
 _SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile", "neon", "asimd")
 # Where a size is missing, fall back along this chain (a GPU run without a gpu= size uses cpu=).
 _FALLBACK = {"ci": ("ci", "cpu"), "cpu": ("cpu",), "gpu": ("gpu", "cpu"), "tpu": ("tpu", "gpu", "cpu")}
@@ -163,20 +165,6 @@ def fail_on_deprecations(module: str = r"__main__|course_utils(\..*)?") -> None:
         warnings.filterwarnings("error", category=category, module=module)
 
 
-def setup_notebook(seed: int = 0) -> EnvReport:
-    """The one call at the top of each notebook: quiet start, strict deprecations, house plot style, seeds.
-
-    Returns the environment report so that the cell displays it.
-    """
-    quiet_tensorflow()
-    fail_on_deprecations()
-    from course_utils import plotting
-
-    plotting.use_style()
-    seed_everything(seed)
-    return report()
-
-
 # ---------------------------------------------------------------------------------------------------------
 # The report
 
@@ -237,21 +225,20 @@ class EnvReport:
 
     def framework(self, name: str) -> FrameworkInfo:
         """The entry for one framework ("torch", "jax" or "tensorflow")."""
+        name = validate.framework(name, "name")
         for fw in self.frameworks:
             if fw.name == name:
                 return fw
         raise ValueError(f"framework must be one of {tuple(f.name for f in self.frameworks)}; got {name!r}")
 
+    def table(self) -> display.Table:
+        return display.table(["", "this machine"], self.rows(), title="Environment")
+
     def __repr__(self) -> str:
-        width = max(len(k) for k, _ in self.rows())
-        return "\n".join(f"{k:<{width}}  {v}" for k, v in self.rows())
+        return repr(self.table())
 
     def _repr_html_(self) -> str:
-        cells = "".join(
-            f"<tr><th style='text-align:left'>{escape(k)}</th><td style='text-align:left'>{escape(v)}</td></tr>"
-            for k, v in self.rows()
-        )
-        return f"<table>{cells}</table>"
+        return self.table()._repr_html_()
 
 
 def report(devices: bool = True) -> EnvReport:
@@ -280,10 +267,25 @@ def report(devices: bool = True) -> EnvReport:
 
 def installed_frameworks() -> list[str]:
     """The frameworks among torch, jax and tensorflow installed here, without importing them."""
-    return [name for name in FRAMEWORKS if _installed_version(name) is not None]
+    return [name for name in FRAMEWORKS if available(name)]
+
+
+def available(framework: str) -> bool:
+    """True when ``framework`` ('torch', 'jax', 'tensorflow'/'tf') can be imported here; nothing is imported.
+
+    A runtime without it (Colab TPU runtimes ship no TensorFlow) and the course's ``COURSE_BLOCK`` shim,
+    which rehearses such a runtime, both answer False.
+    """
+    name = validate.framework(framework)
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _installed_version(name: str) -> str | None:
+    if not available(name):
+        return None
     dists = {"tensorflow": ("tensorflow", "tensorflow-cpu", "tf-nightly"), "jax": ("jax",), "torch": ("torch",)}
     for dist in dists.get(name, (name,)):
         try:
@@ -322,7 +324,7 @@ def _devices(name: str) -> tuple[str, ...]:
     if name == "tensorflow":
         tf = import_tensorflow()
         return tuple(d.name.replace("/physical_device:", "") for d in tf.config.list_physical_devices())
-    raise ValueError(f"framework must be one of {tuple(FRAMEWORKS)}; got {name!r}")
+    raise ValueError(f"framework must be one of {FRAMEWORKS}; got {name!r}")
 
 
 @functools.cache
@@ -364,3 +366,39 @@ def has_native_bf16() -> bool:
     """True where the CPU has bf16 arithmetic units (AVX512-BF16 or AMX); on others bf16 is emulated and slow."""
     return bool({"avx512_bf16", "amx_bf16"} & set(simd_flags()))
 
+
+
+@functools.cache
+def cache_sizes() -> dict[str, int]:
+    """Bytes per cache level of CPU 0 as the OS reports them: {'L1d': ..., 'L2': ..., 'L3': ...}.
+
+    Probes that must measure DRAM, not cache, size their arrays from the largest level; a level the OS does
+    not report is absent (an empty dict where /sys is not available, e.g. macOS).
+    """
+    sizes: dict[str, int] = {}
+    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index[0-9]*")):
+        try:
+            level = (index / "level").read_text().strip()
+            kind = (index / "type").read_text().strip()
+            size = (index / "size").read_text().strip()
+        except OSError:
+            continue
+        if kind == "Instruction":
+            continue
+        name = f"L{level}" + ("d" if kind == "Data" else "")
+        units = {"K": 2**10, "M": 2**20, "G": 2**30}
+        sizes[name] = int(size[:-1]) * units[size[-1]] if size[-1] in units else int(size)
+    return sizes
+
+
+def last_level_cache_bytes(default: int = 32 * 2**20) -> int:
+    """The largest cache's size in bytes, or ``default`` where the OS does not say."""
+    validate.positive("default", default, integer=True)
+    return max(cache_sizes().values(), default=default)
+
+
+def setup_notebook(seed: int = 0) -> EnvReport:
+    """Deprecated name of ``course_utils.notebook.setup`` (kept while the notebooks move over)."""
+    from course_utils import notebook
+
+    return notebook.setup(seed)

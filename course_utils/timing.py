@@ -15,10 +15,14 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from html import escape
 from typing import Any
 
+from course_utils import display, validate
+from course_utils.display import format_time
+
 _BLOCK_FRACTION = 0.05  # a block of calls lasts at least this share of min_time (timer cost stays negligible)
+_MAX_MIN_TIME = 600.0  # seconds: a longer min_time is a typo, and a benchmark must end
+_MAX_CALLS_PER_BLOCK = 10**7
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -29,8 +33,10 @@ def sync(value: Any) -> Any:
     """Block until every array in ``value`` (any nesting of lists, tuples, dicts) is computed; return it.
 
     JAX arrays: ``block_until_ready``. torch CUDA/MPS tensors: the device is synchronised. TensorFlow
-    tensors: one element is copied to the host (TF has no public "wait" for a tensor). NumPy arrays and
-    torch CPU tensors are already computed. ``None`` (an in-place op) synchronises torch's current CUDA
+    tensors on an accelerator: ``tf.test.experimental.sync_devices()``, TF's public wait for every device (it
+    copies nothing to the host); on the CPU, TF's eager runtime is synchronous (the op has finished when it
+    returns), so there is nothing to wait for. NumPy arrays and torch CPU tensors are already computed.
+    ``None`` (an in-place op) synchronises torch's current CUDA
     device when CUDA is in use, since there is no output to wait on.
     """
     torch = sys.modules.get("torch")
@@ -74,24 +80,12 @@ def _sync_tensorflow(tf: Any, leaf: Any) -> None:
     tensor = leaf.value() if isinstance(leaf, tf.Variable) else leaf
     if not hasattr(tensor, "numpy"):  # a symbolic tensor inside a graph: nothing to wait for
         return
-    if "CPU" in tensor.device or tensor.shape.num_elements() in (0, 1):
-        tensor.numpy()  # zero-copy on the CPU
-    else:
-        tf.reshape(tensor, [-1])[:1].numpy()  # waits for the producer, copies one element
+    if "CPU" not in tensor.device or not tf.config.experimental.get_synchronous_execution():
+        tf.test.experimental.sync_devices()
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Measurement
-
-
-def format_time(seconds: float) -> str:
-    """Human units with three significant digits: '812 ns', '12.3 µs', '4.56 ms', '1.23 s'."""
-    if not isinstance(seconds, (int, float)) or math.isnan(seconds):
-        raise TypeError(f"seconds must be a number; got {seconds!r}")
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if abs(seconds) >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
 
 
 @dataclass(frozen=True)
@@ -107,10 +101,17 @@ class Measurement:
     metadata: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
-        if not self.times:
-            raise ValueError("times must hold at least one value")
-        if any(t < 0 or math.isnan(t) for t in self.times):
-            raise ValueError(f"times must be non-negative numbers; got {self.times!r}")
+        validate.instance("label", self.label, str)
+        validate.non_empty("times", self.times)
+        for t in self.times:
+            validate.non_negative("times", t)
+        validate.positive("number", self.number, integer=True)
+
+    @classmethod
+    def from_times(cls, label: str, times: Iterable[float], **metadata: Any) -> Measurement:
+        """A Measurement of one-call blocks from seconds measured elsewhere (a worker process, a loop)."""
+        values = tuple(float(t) for t in validate.non_empty("times", list(times)))
+        return cls(label=label, times=values, number=1, total=sum(values), metadata=metadata)
 
     @property
     def median(self) -> float:
@@ -177,18 +178,19 @@ class Measurement:
     def __repr__(self) -> str:
         return f"<Measurement {self.summary()}>"
 
-    def _repr_html_(self) -> str:
+    def table(self) -> display.Table:
         first = format_time(self.first_call) if self.first_call is not None else "not measured"
-        cells = [
+        return display.table(["", self.label], [
             ("median", format_time(self.median)),
             ("IQR", f"{format_time(self.p25)} to {format_time(self.p75)}"),
             ("min", format_time(self.min)),
             ("repeats", f"{self.n} blocks x {self.number} calls"),
             ("first call", first),
             ("synchronised", "yes" if self.synced else "no"),
-        ]
-        body = "".join(f"<tr><th style='text-align:left'>{k}</th><td>{escape(v)}</td></tr>" for k, v in cells)
-        return f"<table><caption style='text-align:left'><b>{escape(self.label)}</b></caption>{body}</table>"
+        ])
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
 
 
 def _quantile(values: Iterable[float], q: float) -> float:
@@ -198,14 +200,6 @@ def _quantile(values: Iterable[float], q: float) -> float:
     position = q * (len(ordered) - 1)
     low, high = math.floor(position), math.ceil(position)
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
-def _check_positive(name: str, value: Any, *, integer: bool = False, allow_zero: bool = False) -> None:
-    kind = int if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kind):
-        raise TypeError(f"{name} must be {'an int' if integer else 'a number'}; got {value!r}")
-    if value < 0 or (value == 0 and not allow_zero) or (isinstance(value, float) and math.isnan(value)):
-        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}; got {value!r}")
 
 
 def benchmark(
@@ -230,14 +224,14 @@ def benchmark(
     you must). The first call (compile, trace, caches) and the calibration of the block size warm up;
     pass ``warmup`` for workloads that need more calls before they settle.
     """
-    if not callable(fn):
-        raise TypeError(f"fn must be callable; got {type(fn).__name__}")
-    _check_positive("warmup", warmup, integer=True, allow_zero=True)
-    _check_positive("min_time", min_time)
-    _check_positive("max_repeats", max_repeats, integer=True)
-    _check_positive("min_repeats", min_repeats, integer=True)
-    if sync not in ("auto", True, False):
-        raise ValueError(f"sync must be 'auto', True or False; got {sync!r}")
+    validate.function("fn", fn)
+    validate.number("warmup", warmup, low=0, high=10_000, integer=True)
+    validate.number("min_time", min_time, low=0, high=_MAX_MIN_TIME, low_open=True)
+    validate.number("max_repeats", max_repeats, low=1, high=100_000, integer=True)
+    validate.number("min_repeats", min_repeats, low=1, high=max_repeats, integer=True)
+    validate.choice("sync", sync, ("auto", True, False))
+    if label is not None:
+        validate.instance("label", label, str)
     wait = _wait_for if sync else _no_sync
     label = label if label is not None else getattr(fn, "__name__", "fn")
     if kwargs:  # bind them once: the timed loop then costs what a plain call costs
@@ -275,9 +269,8 @@ def dispatch_only(fn: Callable[..., Any], *args: Any, repeats: int = 20, label: 
     Each call is timed without synchronising, then synchronised outside the clock so that calls do not
     queue up behind each other. Only for showing the async-dispatch trap; measure with ``benchmark``.
     """
-    if not callable(fn):
-        raise TypeError(f"fn must be callable; got {type(fn).__name__}")
-    _check_positive("repeats", repeats, integer=True)
+    validate.function("fn", fn)
+    validate.number("repeats", repeats, low=1, high=100_000, integer=True)
     _wait_for(fn(*args))
     times = []
     for _ in range(repeats):
@@ -308,11 +301,11 @@ def _calibrate(
             fn(*args)
         wait(fn(*args))
         elapsed = time.perf_counter() - start
-        if elapsed >= target / 2 or number >= 10**7:
+        if elapsed >= target / 2 or number >= _MAX_CALLS_PER_BLOCK:
             return number, [elapsed / number]
         per_call = elapsed / number
         wanted = target / per_call if per_call > 0 else number * 10
-        number = _round_up_125(max(wanted, number * 2))
+        number = min(_round_up_125(max(wanted, number * 2)), _MAX_CALLS_PER_BLOCK)
 
 
 def _round_up_125(value: float) -> int:
@@ -361,33 +354,20 @@ class Comparison:
         """Median time of the baseline divided by the median time of ``name``."""
         return self[name].speedup
 
-    def _table(self) -> list[list[str]]:
-        header = ["", "median", "IQR", "first call", f"speed-up vs {self.baseline}"]
-        lines = [header]
+    def table(self) -> display.Table:
+        rows = []
         for row in self.rows:
             m = row.measurement
             first = format_time(m.first_call) if m.first_call is not None else "-"
-            lines.append(
-                [
-                    row.name,
-                    format_time(m.median),
-                    f"{format_time(m.p25)} to {format_time(m.p75)}",
-                    first,
-                    f"{row.speedup:.2f}x ({row.speedup_low:.2f} to {row.speedup_high:.2f})",
-                ]
-            )
-        return lines
+            rows.append([row.name, format_time(m.median), f"{format_time(m.p25)} to {format_time(m.p75)}", first,
+                         f"{row.speedup:.2f}x ({row.speedup_low:.2f} to {row.speedup_high:.2f})"])
+        return display.table(["", "median", "IQR", "first call", f"speed-up vs {self.baseline}"], rows)
 
     def __repr__(self) -> str:
-        table = self._table()
-        widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
-        return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in table)
+        return repr(self.table())
 
     def _repr_html_(self) -> str:
-        header, *body = self._table()
-        head = "".join(f"<th>{escape(c)}</th>" for c in header)
-        rows = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in line) + "</tr>" for line in body)
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+        return self.table()._repr_html_()
 
 
 def compare(
@@ -401,11 +381,9 @@ def compare(
     ``baseline`` defaults to the first entry. The speed-up range divides the baseline's quartiles by the
     candidate's opposite quartiles: a range that contains 1.0 means "no measurable difference".
     """
-    if not isinstance(candidates, Mapping) or not candidates:
-        raise TypeError("candidates must be a non-empty mapping of name -> callable or Measurement")
-    baseline = next(iter(candidates)) if baseline is None else baseline
-    if baseline not in candidates:
-        raise ValueError(f"baseline must be one of {list(candidates)}; got {baseline!r}")
+    validate.instance("candidates", candidates, Mapping)
+    validate.non_empty("candidates", candidates)
+    baseline = next(iter(candidates)) if baseline is None else validate.choice("baseline", baseline, list(candidates))
     measured: dict[str, Measurement] = {}
     for name, candidate in candidates.items():
         if isinstance(candidate, Measurement):
@@ -435,7 +413,7 @@ class Timer:
     """
 
     def __init__(self, label: str = "section") -> None:
-        self.label = label
+        self.label = validate.instance("label", label, str)
         self.elapsed: float | None = None
         self._start: float | None = None
 
@@ -444,7 +422,8 @@ class Timer:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        assert self._start is not None
+        if self._start is None:
+            raise RuntimeError("Timer left before it was entered")
         self.elapsed = time.perf_counter() - self._start
 
     def __repr__(self) -> str:

@@ -15,7 +15,7 @@ def _sleep_1ms() -> None:
 
 def test_benchmark_measures_a_known_duration() -> None:
     m = timing.benchmark(_sleep_1ms, min_time=0.05, label="sleep")
-    assert 0.9e-3 < m.median < 5e-3
+    assert m.min >= 1e-3  # sleep never returns early; no upper bound: a busy machine may be slow
     assert m.label == "sleep" and m.n >= 5 and m.first_call is not None
     assert m.p25 <= m.median <= m.p75 and m.min <= m.median
     assert m.calls == m.n * m.number
@@ -29,7 +29,8 @@ def test_first_call_is_timed_apart_from_the_steady_state() -> None:
         time.sleep(0.05 if len(calls) == 1 else 0.0)
 
     m = timing.benchmark(slow_first, min_time=0.02)
-    assert m.first_call >= 0.05 > 10 * m.median
+    assert m.first_call >= 0.05
+    assert m.calls < len(calls)  # the first call is not among the timed ones
 
 
 def test_fast_calls_are_grouped_into_blocks() -> None:
@@ -97,7 +98,7 @@ def test_compare_runs_callables_and_checks_input() -> None:
     assert table.baseline == "b" and set(table.measurements) == {"a", "b"}
     with pytest.raises(ValueError, match="baseline"):
         timing.compare({"a": lambda: None}, baseline="z", min_time=0.01)
-    with pytest.raises(TypeError, match="candidates"):
+    with pytest.raises(ValueError, match="candidates"):
         timing.compare({})
     with pytest.raises(TypeError, match="candidates"):
         timing.compare({"a": 42})
@@ -106,7 +107,7 @@ def test_compare_runs_callables_and_checks_input() -> None:
 def test_timer_measures_a_section() -> None:
     with timing.Timer("nap") as t:
         time.sleep(0.01)
-    assert 0.01 <= t.elapsed < 0.5 and "nap" in repr(t)
+    assert t.elapsed >= 0.01 and "nap" in repr(t)
 
 
 def test_sync_returns_its_argument_for_plain_values() -> None:
@@ -114,35 +115,60 @@ def test_sync_returns_its_argument_for_plain_values() -> None:
     assert timing.sync(value) is value
 
 
-def test_sync_waits_for_jax_async_dispatch() -> None:
-    """JAX returns before a large matmul is computed; only a synchronised timing sees the work."""
+def test_sync_returns_only_after_a_jax_result_is_ready() -> None:
+    """JAX returns before a large matmul is computed; sync returns only once the result is ready."""
     jax = pytest.importorskip("jax")
     import jax.numpy as jnp
 
     x = jnp.ones((1500, 1500), jnp.float32)
     matmul = jax.jit(lambda a: (a @ a) @ a)
-    timing.sync(matmul(x))  # compile
-
-    start = time.perf_counter()
-    out = matmul(x)
-    unsynced = time.perf_counter() - start
-    timing.sync([out])
-    synced = time.perf_counter() - start
-    assert synced > 5 * unsynced
+    out = timing.sync([matmul(x)])
+    assert out[0].is_ready()
 
 
-def test_dispatch_only_misses_the_work_that_benchmark_sees() -> None:
-    jax = pytest.importorskip("jax")
-    import jax.numpy as jnp
+class _Async:
+    """A fake asynchronous result that logs when it is waited for."""
 
-    x = jnp.ones((1500, 1500), jnp.float32)
-    matmul = jax.jit(lambda a: (a @ a) @ a)
-    naive = timing.dispatch_only(matmul, x, repeats=5, label="naive")
-    honest = timing.benchmark(matmul, x, min_time=0.05)
-    assert not naive.synced and naive.n == 5 and naive.label == "naive"
-    assert honest.median > 5 * naive.median
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+
+    def block_until_ready(self) -> "_Async":
+        self.events.append("wait")
+        return self
+
+
+def _logged(monkeypatch, events: list[str]):
+    real = timing.time.perf_counter
+
+    def clock() -> float:
+        events.append("clock")
+        return real()
+
+    monkeypatch.setattr(timing.time, "perf_counter", clock)
+
+    def fn() -> _Async:
+        events.append("call")
+        return _Async(events)
+
+    return fn
+
+
+def test_dispatch_only_reads_the_clock_before_waiting(monkeypatch) -> None:
+    events: list[str] = []
+    fn = _logged(monkeypatch, events)
+    naive = timing.dispatch_only(fn, repeats=3, label="naive")
+    assert not naive.synced and naive.n == 3 and naive.label == "naive"
+    assert events[-4:] == ["clock", "call", "clock", "wait"]  # the clock stops before the result is ready
     with pytest.raises(ValueError, match="repeats"):
-        timing.dispatch_only(matmul, x, repeats=0)
+        timing.dispatch_only(fn, repeats=0)
+
+
+def test_benchmark_waits_before_reading_the_clock(monkeypatch) -> None:
+    events: list[str] = []
+    m = timing.benchmark(_logged(monkeypatch, events), min_time=0.001, max_repeats=5)
+    assert m.synced
+    last_wait = len(events) - 1 - events[::-1].index("wait")
+    assert events[last_wait - 1: last_wait + 2] == ["call", "wait", "clock"]  # wait first, then read the clock
 
 
 def test_sync_handles_torch_and_tensorflow_values() -> None:

@@ -1,0 +1,145 @@
+"""What a notebook shows: one Table (text and HTML), the time, byte and rate formatters, and the verdict line
+that scores a prediction. Every object that a notebook displays as a table renders through ``Table``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from html import escape
+from typing import Any
+
+from course_utils import validate
+
+
+@dataclass(frozen=True, repr=False)
+class Table:
+    """A titled grid of strings: aligned text in a terminal, an HTML table in Jupyter."""
+
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    title: str | None = None
+    note: str | None = None
+
+    def __post_init__(self) -> None:
+        for i, row in enumerate(self.rows):
+            if len(row) != len(self.header):
+                raise ValueError(f"rows[{i}] has {len(row)} cells; the header has {len(self.header)}")
+
+    def column(self, name: str) -> list[str]:
+        """The cells of the column headed ``name``."""
+        index = self.header.index(validate.choice("name", name, self.header))
+        return [row[index] for row in self.rows]
+
+    def __repr__(self) -> str:
+        widths = [max(len(c) for c in column) for column in zip(self.header, *self.rows)]
+        def line(cells: Sequence[str]) -> str:
+            return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
+        lines = [self.title] if self.title else []
+        lines += [line(self.header), line(["-" * w for w in widths]), *(line(r) for r in self.rows)]
+        if self.note:
+            lines.append(self.note)
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        caption = f"<caption style='text-align:left'>{escape(self.title)}</caption>" if self.title else ""
+        head = "".join(f"<th>{escape(h)}</th>" for h in self.header)
+        body = "".join(
+            "<tr>" + "".join(f"<td style='text-align:{_align(c)}'>{escape(c)}</td>" for c in row) + "</tr>"
+            for row in self.rows
+        )
+        note = f"<p style='font-size:smaller'>{escape(self.note)}</p>" if self.note else ""
+        return f"<table>{caption}<tr>{head}</tr>{body}</table>{note}"
+
+
+def _align(cell: str) -> str:
+    """Numbers right, words left: a cell that starts like a number is right-aligned."""
+    stripped = cell.lstrip("~<>+-−≈ ")
+    return "right" if stripped[:1].isdigit() else "left"
+
+
+def table(header: Iterable[Any], rows: Iterable[Iterable[Any]], *, title: str | None = None,
+          note: str | None = None) -> Table:
+    """Build a Table; cells are turned into text with ``str`` (format numbers before passing them)."""
+    head = tuple(str(h) for h in validate.non_empty("header", list(header)))
+    return Table(head, tuple(tuple(str(c) for c in row) for row in rows), title, note)
+
+
+def format_time(seconds: float) -> str:
+    """Time with three significant digits: '812 ns', '12.3 µs', '4.56 ms', '1.23 s'."""
+    seconds = validate.number("seconds", seconds)
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if abs(seconds) >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def format_bytes(nbytes: float) -> str:
+    """Bytes in binary units with three significant digits: '812 B', '12.3 KiB', '4.56 MiB', '1.23 GiB'."""
+    nbytes = validate.number("nbytes", nbytes)
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(nbytes) >= scale:
+            return f"{nbytes / scale:.3g} {unit}"
+    return f"{nbytes:.0f} B"
+
+
+def format_rate(bytes_per_second: float) -> str:
+    """Bandwidth in decimal GB/s (10^9 bytes per second), the unit that hardware data sheets quote."""
+    return f"{validate.non_negative('bytes_per_second', bytes_per_second) / 1e9:.3g} GB/s"
+
+
+def format_flops(flops_per_second: float) -> str:
+    """Compute throughput in decimal GFLOP/s or TFLOP/s, as data sheets quote it."""
+    rate = validate.non_negative("flops_per_second", flops_per_second)
+    return f"{rate / 1e12:.3g} TFLOP/s" if rate >= 1e12 else f"{rate / 1e9:.3g} GFLOP/s"
+
+
+@dataclass(frozen=True, repr=False)
+class Verdict:
+    """A prediction scored by code: ``held`` for the explanation that follows, one line to show."""
+
+    held: bool
+    numbers: str
+    why: str = ""
+
+    def __str__(self) -> str:
+        if self.held:
+            return f"Prediction held: {self.numbers}"
+        return f"Prediction failed: {self.numbers}; {self.why}"
+
+    __repr__ = __str__
+
+    def __bool__(self) -> bool:
+        return self.held
+
+    def _repr_html_(self) -> str:
+        colour = "#009E73" if self.held else "#D55E00"
+        return f"<p style='color:{colour}'><b>{escape(str(self))}</b></p>"
+
+
+def verdict(held: Any, numbers: str, why: str = "") -> Verdict:
+    """Score a prediction: 'Prediction held: <numbers>' or 'Prediction failed: <numbers>; <why>'.
+
+    ``held`` is the comparison computed from the run (numpy booleans accepted); ``why`` is required when it
+    failed, so that a notebook cannot fail a prediction without saying what happened instead.
+    """
+    if not isinstance(held, bool):
+        if type(held).__name__ != "bool_":
+            raise TypeError(f"held must be a bool computed from the run; got {type(held).__name__} {held!r}")
+        held = bool(held)
+    validate.text("numbers", numbers)
+    validate.instance("why", why, str)
+    if not held and not why.strip():
+        raise ValueError("why must say what happened instead when a prediction failed")
+    return Verdict(held, numbers, why)
+
+
+def percent(value: float, digits: int = 0) -> str:
+    """A share as a percentage: 0.426 -> '43%'; NaN is refused rather than printed."""
+    value = validate.number("value", value)
+    return f"{value:.{digits}%}"
+
+
+def ratio(value: float) -> str:
+    """A speed-up or ratio: 2.345 -> '2.35x' (three significant digits)."""
+    return f"{validate.number('value', value):.3g}x"

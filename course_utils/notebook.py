@@ -1,0 +1,174 @@
+"""The frame of every notebook: the set-up call, the Colab cell and badge, the one-sentence skip of a section
+whose framework is missing, the closing summary table and the 'last verified' line.
+
+Rows of the summary hold numbers (not text) so that ``tools/run_course.py`` can gather every notebook's
+summary into ``build/summary.md`` and ``build/summary.json`` when it sets ``COURSE_SUMMARY_DIR``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from course_utils import display, env, plotting, validate
+
+REPO_URL = "https://github.com/eager-to-compiled/course"
+RELEASE = "v0.2.0"  # the tag Colab installs course_utils from; one place, checked by tests/test_notebook.py
+
+_INSTALL_HINT = {
+    "torch": "pip install torch (PyTorch is required by every notebook)",
+    "jax": "pip install jax",
+    "tensorflow": "pip install tensorflow-cpu (or tensorflow on a GPU machine)",
+}
+_NAMES = {"torch": "PyTorch", "jax": "JAX", "tensorflow": "TensorFlow"}
+
+
+def setup(seed: int = 0) -> env.EnvReport:
+    """The one call at the top of each notebook: quiet start, strict deprecations, house plot style, seeds.
+
+    Returns the environment report so that the cell displays it. Without PyTorch it says so first: every
+    notebook needs it, while JAX and TensorFlow sections are skipped with a sentence when they are missing.
+    """
+    validate.non_negative("seed", seed, integer=True)
+    if not env.available("torch"):
+        print(f"PyTorch is not installed: this course needs it ({_INSTALL_HINT['torch']}).")
+    env.quiet_tensorflow()
+    env.fail_on_deprecations()
+    plotting.use_style()
+    env.seed_everything(seed)
+    return env.report()
+
+
+def needs(*frameworks: str) -> bool:
+    """True when every framework named can be imported; otherwise print one sentence and return False.
+
+    Use it as ``if cu.notebook.needs("tensorflow"):`` around a framework's part of a notebook, so that a
+    runtime without it (Colab TPU runtimes ship no TensorFlow) skips that part and goes on.
+    """
+    validate.non_empty("frameworks", frameworks)
+    missing = [name for name in (validate.framework(f) for f in frameworks) if not env.available(name)]
+    if not missing:
+        return True
+    names = " and ".join(_NAMES[m] for m in missing)
+    colab = " (Colab TPU runtimes ship none)" if "tensorflow" in missing else ""
+    hints = "; ".join(_INSTALL_HINT[m] for m in missing)
+    verb = "is" if len(missing) == 1 else "are"
+    print(f"{names} {verb} not installed in this runtime{colab}: this part is skipped. To run it: {hints}.")
+    return False
+
+
+def present(frameworks: Iterable[str] = validate.FRAMEWORKS) -> list[str]:
+    """The canonical names among ``frameworks`` that can be imported here, in the order given."""
+    return [name for name in (validate.framework(f) for f in frameworks) if env.available(name)]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Colab
+
+
+def install_spec() -> str:
+    """The pip requirement that installs course_utils from the repository, at the pinned release tag."""
+    return f"course_utils @ git+{REPO_URL}@{RELEASE}"
+
+
+def install_cell() -> str:
+    """Source of every notebook's first code cell (a test checks that each notebook starts with it)."""
+    return (
+        "# Colab only: install the course helpers. Colab's own torch, jax and tensorflow are left as they are.\n"
+        "import subprocess\n"
+        "import sys\n"
+        "\n"
+        'if "google.colab" in sys.modules:\n'
+        f'    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "{install_spec()}"], check=True)'
+    )
+
+
+def badge(notebook: str) -> str:
+    """Markdown for an 'Open in Colab' badge of ``notebook`` (e.g. '00_measuring.ipynb')."""
+    validate.text("notebook", notebook)
+    if not notebook.endswith(".ipynb"):
+        raise ValueError(f"notebook must name an .ipynb file; got {notebook!r}")
+    path = REPO_URL.replace("https://github.com/", "")
+    url = f"https://colab.research.google.com/github/{path}/blob/{RELEASE}/notebooks/{notebook}"
+    return f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({url})"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The closing summary
+
+
+@dataclass(frozen=True)
+class Row:
+    """One measured quantity: its name, value, unit and a short note (e.g. the article's claim)."""
+
+    quantity: str
+    value: float
+    unit: str = ""
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        validate.text("quantity", self.quantity)
+        if isinstance(self.value, bool) or not isinstance(self.value, (int, float)):
+            raise TypeError(f"value of {self.quantity!r} must be a number; got {type(self.value).__name__} "
+                            f"{self.value!r}")
+        validate.instance("unit", self.unit, str)
+        validate.instance("note", self.note, str)
+
+    def formatted(self) -> str:
+        if isinstance(self.value, int):
+            return f"{self.value:,}"
+        return f"{self.value:.3g}" if math.isfinite(self.value) else str(self.value)
+
+
+@dataclass(frozen=True, repr=False)
+class SummaryTable:
+    """What this run measured, in one table; ``rows`` keep the numbers for the build summary."""
+
+    notebook: str
+    rows: tuple[Row, ...]
+
+    def table(self) -> display.Table:
+        return display.table(["quantity", "measured", "unit", "note"],
+                             [(r.quantity, r.formatted(), r.unit, r.note) for r in self.rows],
+                             title=f"Measured in this run ({self.notebook})")
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "notebook": self.notebook,
+            "environment": [list(r) for r in env.report(devices=False).rows()],
+            "rows": [asdict(r) for r in self.rows],
+        }
+
+    def __repr__(self) -> str:
+        return repr(self.table())
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
+
+
+def summary_table(notebook: str, rows: Iterable[Row | tuple]) -> SummaryTable:
+    """Build the notebook's summary; also write it to ``$COURSE_SUMMARY_DIR/<notebook>.json`` when set."""
+    validate.text("notebook", notebook)
+    built = tuple(r if isinstance(r, Row) else Row(*r) for r in validate.non_empty("rows", list(rows)))
+    summary = SummaryTable(notebook, built)
+    target = os.environ.get("COURSE_SUMMARY_DIR")
+    if target:
+        path = Path(target) / f"{notebook}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(summary.to_dict(), indent=2))
+    return summary
+
+
+def last_verified() -> str:
+    """One line for a notebook's last cell: date, machine and framework versions of this run."""
+    report = env.report(devices=False)
+    versions = ", ".join(f"{fw.name} {fw.version}" for fw in report.frameworks)
+    return (
+        f"Last verified {datetime.date.today().isoformat()} on {report.cpu} ({report.cores_logical} cores, "
+        f"accelerator: {report.accelerator}, size: {report.size}); Python {report.python}; {versions}."
+    )

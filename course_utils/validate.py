@@ -1,0 +1,126 @@
+"""The one set of argument checks: a wrong kind raises TypeError, a wrong value ValueError, and every message
+names the argument and what it accepts, so a learner's typo fails at the call, not deep inside numpy.
+
+Each check returns the value it accepted (normalised where that helps), so a function can write
+``repeats = validate.positive("repeats", repeats, integer=True)``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Iterable, Sized
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+FRAMEWORKS = ("torch", "jax", "tensorflow")
+_FRAMEWORK_ALIASES = {"torch": "torch", "pytorch": "torch", "jax": "jax",
+                      "tensorflow": "tensorflow", "tf": "tensorflow"}
+
+
+def number(
+    name: str,
+    value: Any,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+    integer: bool = False,
+) -> Any:
+    """Return ``value`` if it is a finite real number (an integer when asked) within [low, high].
+
+    ``low_open``/``high_open`` exclude the bound itself. bool is refused: ``True`` is not a count.
+    """
+    kind = "an integer" if integer else "a number"
+    wanted = numbers.Integral if integer else numbers.Real
+    if isinstance(value, bool) or not isinstance(value, wanted):
+        raise TypeError(f"{name} must be {kind}; got {type(value).__name__} {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number; got {value!r}")
+    too_low = low is not None and (value <= low if low_open else value < low)
+    too_high = high is not None and (value >= high if high_open else value > high)
+    if too_low or too_high:
+        raise ValueError(f"{name} must be {_range_text(low, high, low_open, high_open)}; got {value!r}")
+    return value
+
+
+def _range_text(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
+    if high is None:
+        return f"{'>' if low_open else '>='} {low:g}"
+    if low is None:
+        return f"{'<' if high_open else '<='} {high:g}"
+    return f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+
+
+def positive(name: str, value: Any, *, integer: bool = False) -> Any:
+    """Return ``value`` if it is a finite number > 0 (an integer >= 1 when ``integer``)."""
+    return number(name, value, low=0, low_open=True, integer=integer)
+
+
+def non_negative(name: str, value: Any, *, integer: bool = False) -> Any:
+    """Return ``value`` if it is a finite number >= 0."""
+    return number(name, value, low=0, integer=integer)
+
+
+def fraction(name: str, value: Any) -> Any:
+    """Return ``value`` if it is a number in [0, 1] (a share, a probability)."""
+    return number(name, value, low=0, high=1)
+
+
+def choice(name: str, value: Any, choices: Iterable[T]) -> T:
+    """Return ``value`` if it is one of ``choices``; the error lists them."""
+    options = tuple(choices)
+    try:
+        ok = value in options
+    except TypeError:  # an unhashable value against a set-like container
+        ok = False
+    if not ok:
+        listed = ", ".join(repr(c) for c in options)
+        raise ValueError(f"{name} must be one of {listed}; got {value!r}")
+    return value
+
+
+def function(name: str, value: Any) -> Callable[..., Any]:
+    """Return ``value`` if it can be called."""
+    if not callable(value):
+        raise TypeError(f"{name} must be callable; got {type(value).__name__} {value!r}")
+    return value
+
+
+def instance(name: str, value: Any, types: type | tuple[type, ...]) -> Any:
+    """Return ``value`` if it is an instance of ``types``; the error names the accepted types."""
+    if not isinstance(value, types):
+        accepted = types if isinstance(types, tuple) else (types,)
+        names = " or ".join(t.__name__ for t in accepted)
+        raise TypeError(f"{name} must be {names}; got {type(value).__name__} {value!r}")
+    return value
+
+
+def text(name: str, value: Any) -> str:
+    """Return ``value`` if it is a non-empty string."""
+    instance(name, value, str)
+    if not value.strip():
+        raise ValueError(f"{name} must be a non-empty string; got {value!r}")
+    return value
+
+
+def non_empty(name: str, value: Any) -> Any:
+    """Return ``value`` if it is a sized container with at least one element (not a string)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sized):
+        raise TypeError(f"{name} must be a list, tuple or other container; got {type(value).__name__} {value!r}")
+    if len(value) == 0:
+        raise ValueError(f"{name} must not be empty")
+    return value
+
+
+def framework(value: Any, name: str = "framework") -> str:
+    """The canonical framework name: 'torch' (or 'pytorch'), 'jax', 'tensorflow' (or 'tf'), any case."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, one of {', '.join(FRAMEWORKS)}; "
+                        f"got {type(value).__name__} {value!r}")
+    canonical = _FRAMEWORK_ALIASES.get(value.strip().lower())
+    if canonical is None:
+        raise ValueError(f"{name} must be one of 'torch' ('pytorch'), 'jax', 'tensorflow' ('tf'); got {value!r}")
+    return canonical
