@@ -10,7 +10,7 @@ KERNEL := eager-to-compiled
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.py))
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab course test lint sync execute bench clean slides browser
+.PHONY: help setup lab course test test-unit lint sync execute bench clean slides browser
 
 help: ## list the targets
 	@grep -E '^[a-z.]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -18,8 +18,8 @@ help: ## list the targets
 setup: $(STAMP) ## create .venv with the pinned stack, course_utils (editable) and the course kernel
 
 $(STAMP): requirements.txt pyproject.toml
-	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || \
-		{ echo "Python >= 3.10 is needed; found $$($(PYTHON) --version). Set PYTHON=python3.11"; exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+		{ echo "Python >= 3.11 is needed (jax 0.10, numpy 2.4); found $$($(PYTHON) --version). Set PYTHON=python3.11"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check pip==26.3
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
@@ -38,6 +38,9 @@ test: export COURSE_SIZE ?= ci
 test: setup lint browser ## lint, unit tests, every notebook under nbval (ci size), budgets and pairing checks
 	$(PY) -m pytest tests notebooks --nbval-lax --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 600 --require-notebooks
+
+test-unit: setup ## the unit tests of course_utils only (no notebooks, browsers or builds): the fast lane
+	$(PY) -m pytest tests -m "not integration" -q
 
 lint: setup ## ruff on course_utils, tests, tools, benchmarks and the notebook sources
 	$(BIN)/ruff check course_utils tests tools benchmarks notebooks

@@ -11,7 +11,7 @@ import importlib.util
 import pkgutil
 from types import ModuleType
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def __getattr__(name: str) -> ModuleType:

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from course_utils import env, validate
+
 DEFAULT_SIZES = (32, 64, 64, 10)
 GELU_CHAIN_OPS = 11  # elementwise ops in gelu_chain, each a full pass over memory when run eagerly
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -31,6 +33,7 @@ def gelu_chain(x: Any, bias: Any, tanh: Callable[[Any], Any]) -> Any:
 
 def chain_for(framework: str) -> Callable[[Any, Any], Any]:
     """``gelu_chain`` bound to the framework's tanh: ``f(x, bias)``."""
+    framework = "numpy" if framework == "numpy" else validate.framework(framework)
     if framework == "torch":
         import torch
 
@@ -39,14 +42,10 @@ def chain_for(framework: str) -> Callable[[Any, Any], Any]:
         import jax.numpy as jnp
 
         tanh = jnp.tanh
-    elif framework in ("tensorflow", "tf"):
-        from course_utils import env
-
+    elif framework == "tensorflow":
         tanh = env.import_tensorflow().tanh
-    elif framework == "numpy":
-        tanh = np.tanh
     else:
-        raise ValueError(f"framework must be one of 'torch', 'jax', 'tensorflow', 'numpy'; got {framework!r}")
+        tanh = np.tanh
 
     def chain(x: Any, bias: Any) -> Any:
         return gelu_chain(x, bias, tanh)
@@ -57,8 +56,12 @@ def chain_for(framework: str) -> Callable[[Any, Any], Any]:
 
 def mlp_weights(sizes: Sequence[int] = DEFAULT_SIZES, *, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     """He-uniform weights (in, out) and zero biases, float32, for each layer; shared by all three frameworks."""
-    if len(sizes) < 2 or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in sizes):
-        raise ValueError(f"sizes must be at least two positive ints; got {sizes!r}")
+    validate.instance("sizes", sizes, (list, tuple))
+    if len(sizes) < 2:
+        raise ValueError(f"sizes must hold at least two layer widths (input, output); got {sizes!r}")
+    for width in sizes:
+        validate.positive("sizes", width, integer=True)
+    validate.non_negative("seed", seed, integer=True)
     rng = np.random.default_rng(seed)
     layers = []
     for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
@@ -100,8 +103,6 @@ def jax_mlp_apply(params: Sequence[dict[str, Any]], x: Any) -> Any:
 
 def keras_mlp(sizes: Sequence[int] = DEFAULT_SIZES, *, seed: int = 0) -> Any:
     """A built ``keras.Sequential`` of Dense layers holding ``mlp_weights(sizes, seed)``."""
-    from course_utils import env
-
     env.import_tensorflow()
     import keras
 
@@ -122,8 +123,14 @@ _CNN_STRIDES = (1, 2, 2)
 def cnn_weights(in_channels: int = 3, classes: int = 2, *, channels: Sequence[int] = CNN_CHANNELS,
                 seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     """He-uniform conv kernels in HWIO layout (3, 3, in, out) plus the head (in, classes); zero biases."""
+    validate.positive("in_channels", in_channels, integer=True)
+    validate.positive("classes", classes, integer=True)
+    validate.non_negative("seed", seed, integer=True)
+    validate.instance("channels", channels, (list, tuple))
     if len(channels) != len(_CNN_STRIDES):
         raise ValueError(f"channels must have {len(_CNN_STRIDES)} entries; got {channels!r}")
+    for width in channels:
+        validate.positive("channels", width, integer=True)
     rng = np.random.default_rng(seed)
     layers, fan_in = [], in_channels
     for out in channels:
@@ -174,8 +181,6 @@ def jax_cnn_apply(params: Sequence[dict[str, Any]], x: Any) -> Any:
 
 def keras_cnn(in_channels: int = 3, classes: int = 2, *, size: int = 32, seed: int = 0) -> Any:
     """The CNN as a built ``keras.Sequential`` on NHWC input holding ``cnn_weights``."""
-    from course_utils import env
-
     env.import_tensorflow()
     import keras
 
@@ -189,3 +194,96 @@ def keras_cnn(in_channels: int = 3, classes: int = 2, *, size: int = 32, seed: i
     for layer, (w, b) in zip(trainable, weights):
         layer.set_weights([w, b])
     return model
+
+
+# ---------------------------------------------------------------------------------------------------------
+# One SGD training step per framework, used by every lesson and the DDP worker: cross-entropy on an (x, y)
+# batch, plain SGD (optionally with momentum) so that the three frameworks compute the same update.
+
+
+def torch_sgd_step(model: Any, *, lr: float = 0.05, momentum: float = 0.0, amp_dtype: Any = None,
+                   device: Any = None, flatten: bool = False) -> Callable[[Any], Any]:
+    """``step((x, y)) -> loss`` for ``model``: forward under autocast when ``amp_dtype`` is given, backward, update.
+
+    The batch moves to ``device`` (default: the model's). fp16 gets a ``torch.amp.GradScaler`` (bf16 needs
+    none: it has fp32's range). ``flatten`` turns images into vectors for the MLP. The loss is returned
+    without waiting for it (``timing.sync`` waits).
+    """
+    import torch
+    import torch.nn.functional as F
+
+    validate.positive("lr", lr)
+    validate.number("momentum", momentum, low=0, high=1, high_open=True)
+    device = torch.device(device) if device is not None else next(model.parameters()).device
+    if amp_dtype is not None and amp_dtype not in (torch.float16, torch.bfloat16):
+        raise ValueError(f"amp_dtype must be None, torch.float16 or torch.bfloat16; got {amp_dtype!r}")
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
+    scaler = torch.amp.GradScaler(device.type, enabled=amp_dtype is torch.float16)
+
+    def step(batch: Any) -> Any:
+        x, y = (t.to(device, non_blocking=True) for t in batch)
+        if flatten:
+            x = x.flatten(1)
+        with torch.autocast(device.type, dtype=amp_dtype or torch.float32, enabled=amp_dtype is not None):
+            loss = F.cross_entropy(model(x), y)
+        optimizer.zero_grad(set_to_none=True)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        return loss.detach()
+
+    step.optimizer = optimizer  # type: ignore[attr-defined]
+    return step
+
+
+def jax_sgd_step(params: Any, apply: Callable[[Any, Any], Any], *, lr: float = 0.05,
+                 flatten: bool = False) -> Callable[[Any], Any]:
+    """``step((x, y)) -> loss`` for ``apply(params, x)``: one jit-compiled SGD update; ``step.state['params']``
+    holds the current parameters (JAX arrays are immutable, so the step keeps them between calls)."""
+    import jax
+    import jax.numpy as jnp
+
+    validate.positive("lr", lr)
+    validate.function("apply", apply)
+
+    def loss_fn(p: Any, x: Any, y: Any) -> Any:
+        if flatten:
+            x = x.reshape(x.shape[0], -1)
+        logits = apply(p, x)
+        return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], axis=1))
+
+    @jax.jit
+    def update(p: Any, x: Any, y: Any) -> tuple[Any, Any]:
+        loss, grads = jax.value_and_grad(loss_fn)(p, x, y)
+        return jax.tree.map(lambda w, g: w - lr * g, p, grads), loss
+
+    state = {"params": params}
+
+    def step(batch: Any) -> Any:
+        state["params"], loss = update(state["params"], *batch)
+        return loss
+
+    step.state = state  # type: ignore[attr-defined]
+    return step
+
+
+def keras_sgd_step(model: Any, *, lr: float = 0.05, flatten: bool = False,
+                   jit_compile: bool = False) -> Callable[[Any], Any]:
+    """``step((x, y)) -> loss`` for a Keras model: a ``tf.function`` (XLA when ``jit_compile``) with a
+    GradientTape and plain SGD on its trainable variables."""
+    tf = env.import_tensorflow()
+    validate.positive("lr", lr)
+    variables = model.trainable_variables
+
+    @tf.function(jit_compile=jit_compile, reduce_retracing=True)
+    def tf_step(x: Any, y: Any) -> Any:
+        if flatten:
+            x = tf.reshape(x, (tf.shape(x)[0], -1))
+        with tf.GradientTape() as tape:
+            logits = model(x, training=True)
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+        for v, g in zip(variables, tape.gradient(loss, variables)):
+            v.assign_sub(lr * g)
+        return loss
+
+    return lambda batch: tf_step(*batch)

@@ -70,3 +70,37 @@ def test_cnn_forward_agrees_in_all_frameworks() -> None:
     np.testing.assert_allclose(np.asarray(models.keras_cnn(size=16)(x)), reference, atol=1e-5)
     with pytest.raises(ValueError, match="channels"):
         models.cnn_weights(channels=(8, 8))
+
+
+def test_the_three_sgd_steps_compute_the_same_update() -> None:
+    """One train step per framework: same weights, same batch, same losses over three steps."""
+    import torch
+
+    pytest.importorskip("jax")
+    pytest.importorskip("tensorflow")
+    sizes = (12, 16, 4)
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(8, 3, 2, 2)).astype(np.float32)  # flattened to 12 features by the steps
+    y = rng.integers(0, 4, size=8)
+    steps = {
+        "torch": models.torch_sgd_step(models.torch_mlp(sizes), lr=0.1, flatten=True),
+        "jax": models.jax_sgd_step(models.jax_mlp_params(sizes), models.jax_mlp_apply, lr=0.1, flatten=True),
+        "tensorflow": models.keras_sgd_step(models.keras_mlp(sizes), lr=0.1, flatten=True),
+    }
+    batches = {"torch": (torch.from_numpy(x), torch.from_numpy(y)), "jax": (x, y), "tensorflow": (x, y.astype(np.int32))}
+    losses = {name: [float(step(batches[name])) for _ in range(3)] for name, step in steps.items()}
+    assert losses["torch"][2] < losses["torch"][0]  # it learns
+    np.testing.assert_allclose(losses["jax"], losses["torch"], rtol=1e-4)
+    np.testing.assert_allclose(losses["tensorflow"], losses["torch"], rtol=1e-4)
+
+
+def test_sgd_steps_refuse_bad_arguments() -> None:
+    from badinput import rejects
+
+    model = models.torch_mlp((4, 2))
+    rejects(lambda: models.torch_sgd_step(model, lr=float("nan")), "lr")
+    rejects(lambda: models.torch_sgd_step(model, momentum=1.5), "momentum")
+    rejects(lambda: models.torch_sgd_step(model, amp_dtype="half"), "amp_dtype")
+    rejects(lambda: models.jax_sgd_step([], None), "apply")
+    rejects(lambda: models.mlp_weights((4,)), "sizes")
+    rejects(lambda: models.cnn_weights(in_channels=0), "in_channels")

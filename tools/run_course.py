@@ -3,6 +3,8 @@
 build/notebooks/   the executed notebooks
 build/figures/     every image output, as PNG, one folder per notebook
 build/summary.md   per notebook: status, minutes against its budget, and the numbers it measured
+
+COURSE_BLOCK=tensorflow (or jax) runs the notebooks as in a runtime without that framework (tools/blocker).
 """
 
 from __future__ import annotations
@@ -59,6 +61,12 @@ def budget_minutes(nb: nbformat.NotebookNode, size: str) -> float | None:
     return minutes.get("ci" if size == "ci" else "laptop")
 
 
+def block_frameworks() -> None:
+    """Make the kernels started from here import tools/blocker/sitecustomize.py (it reads COURSE_BLOCK)."""
+    blocker = str(ROOT / "tools" / "blocker")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (blocker, os.environ.get("PYTHONPATH", "")) if p)
+
+
 def write_summary(out: Path, results: list[dict]) -> None:
     lines = ["# Measured in this run", ""]
     lines += ["| notebook | status | minutes | budget |", "|---|---|---|---|"]
@@ -88,6 +96,10 @@ def main() -> int:
     args = parser.parse_args()
 
     paths = [p.resolve().with_suffix(".ipynb") for p in args.notebooks] or course_notebooks()
+    if os.environ.get("COURSE_BLOCK"):
+        if args.in_place:
+            parser.error("COURSE_BLOCK rehearses a runtime without some frameworks: write to --out, not --in-place")
+        block_frameworks()
     out = args.out.resolve()
     os.environ["COURSE_SUMMARY_DIR"] = str(out / "summary")
     size = os.environ.get("COURSE_SIZE", "auto")
