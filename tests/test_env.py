@@ -76,6 +76,26 @@ def test_report_renders_as_text_and_html() -> None:
         report.framework("mxnet")
 
 
+def test_available_normalises_names_and_refuses_unknown_ones() -> None:
+    assert env.available("tf") == env.available("tensorflow")
+    with pytest.raises(ValueError, match="framework"):
+        env.available("mxnet")
+
+
+def test_blocked_framework_is_not_available_in_a_fresh_process() -> None:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    blocker = Path(__file__).resolve().parents[1] / "tools" / "blocker"
+    code = ("import course_utils as cu\nprint(cu.env.available('tensorflow'), cu.env.available('torch'))\n"
+            "try:\n    import tensorflow\nexcept ModuleNotFoundError:\n    print('refused')")
+    environ = {**os.environ, "COURSE_BLOCK": "tensorflow", "PYTHONPATH": str(blocker)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environ, timeout=120)
+    assert out.stdout.split() == ["False", "True", "refused"], out.stderr
+
+
 def test_missing_framework_says_not_installed(monkeypatch) -> None:
     monkeypatch.setattr(env, "available", lambda name: False)
     report = env.report()
@@ -108,12 +128,6 @@ def test_seed_everything_seeds_imported_torch() -> None:
     a = torch.rand(3)
     assert "torch" in env.seed_everything(5)
     assert torch.equal(a, torch.rand(3))
-
-
-def test_simd_flags_are_known_names() -> None:
-    assert set(env.simd_flags()) <= set(env._SIMD_FLAGS)
-    assert isinstance(env.has_native_bf16(), bool)
-    assert env.cpu_model()
 
 
 def test_fail_on_deprecations_turns_our_own_deprecations_into_errors() -> None:

@@ -87,7 +87,8 @@ def test_the_three_sgd_steps_compute_the_same_update() -> None:
         "jax": models.jax_sgd_step(models.jax_mlp_params(sizes), models.jax_mlp_apply, lr=0.1, flatten=True),
         "tensorflow": models.keras_sgd_step(models.keras_mlp(sizes), lr=0.1, flatten=True),
     }
-    batches = {"torch": (torch.from_numpy(x), torch.from_numpy(y)), "jax": (x, y), "tensorflow": (x, y.astype(np.int32))}
+    batches = {"torch": (torch.from_numpy(x), torch.from_numpy(y)), "jax": (x, y),
+               "tensorflow": (x, y.astype(np.int32))}
     losses = {name: [float(step(batches[name])) for _ in range(3)] for name, step in steps.items()}
     assert losses["torch"][2] < losses["torch"][0]  # it learns
     np.testing.assert_allclose(losses["jax"], losses["torch"], rtol=1e-4)

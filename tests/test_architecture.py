@@ -1,0 +1,127 @@
+"""The shape of course_utils, checked from its source: core modules at the top, one package per lesson, arrows
+only downward (notebooks -> lesson packages -> core -> frameworks), no circles, no framework at import time.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "course_utils"
+FRAMEWORKS = ("torch", "jax", "jaxlib", "tensorflow", "keras")
+MAX_LINES = 400
+EXEMPT = {"timing.py": 460}  # issue 13: timing may stay one file while it does one job (measure, compare)
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _sources() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py")) if "workers" not in p.parts}
+
+
+def _imported(module: str, path: Path) -> list[tuple[str, bool]]:
+    """(course_utils module imported, at module top?) for each import in ``path``."""
+    tree = ast.parse(path.read_text())
+    top = {id(node) for node in tree.body}
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            if base.split(".")[0] != "course_utils":
+                continue
+            for alias in node.names:
+                candidate = f"{base}.{alias.name}"
+                target = candidate if (PACKAGE.parent / (candidate.replace(".", "/") + ".py")).exists() or (
+                    PACKAGE.parent / candidate.replace(".", "/")).is_dir() else base
+                found.append((target, id(node) in top))
+        elif isinstance(node, ast.Import):
+            found += [(a.name, id(node) in top) for a in node.names if a.name.split(".")[0] == "course_utils"]
+    return [(target, at_top) for target, at_top in found if target != module]
+
+
+def _layer(module: str) -> str:
+    """'core' for course_utils.X where X is a file, else the lesson package's name."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "facade"
+    return "core" if (PACKAGE / f"{parts[1]}.py").exists() else parts[1]
+
+
+def _graph() -> dict[str, set[str]]:
+    sources = _sources()
+    return {m: {t for t, _ in _imported(m, p) if t in sources and t != "course_utils"} for m, p in sources.items()}
+
+
+def test_core_never_imports_a_lesson_package() -> None:
+    wrong = [(m, t) for m, targets in _graph().items() if _layer(m) == "core"
+             for t in targets if _layer(t) not in ("core",)]
+    assert not wrong, f"core modules importing lesson packages (arrows must point down): {wrong}"
+
+
+def test_the_import_graph_has_no_circle() -> None:
+    graph = _graph()
+    # modules of one package import their own __init__ only through siblings; collapse each package's
+    # __init__ edges to its files to avoid counting 'package re-exports its own files' as a circle
+    def edges(m: str) -> set[str]:
+        return {t for t in graph[m] if not (m.startswith(t + ".") and t.count(".") == 1)}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        stack.append(m)
+        for t in edges(m):
+            if state.get(t) == 1:
+                cycle = stack[stack.index(t):] + [t]
+                raise AssertionError(f"import circle: {' -> '.join(cycle)}")
+            if t not in state:
+                visit(t)
+        stack.pop()
+        state[m] = 2
+
+    for module in graph:
+        if module not in state:
+            visit(module)
+
+
+def test_course_utils_modules_are_imported_at_module_top() -> None:
+    """Sibling imports inside functions hide the arrows; only frameworks are imported lazily."""
+    hidden = [(m, t) for m, p in _sources().items() for t, at_top in _imported(m, p) if not at_top]
+    assert not hidden, f"course_utils imports inside functions (move them to the module top): {hidden}"
+
+
+def test_no_file_is_over_the_size_limit() -> None:
+    big = {}
+    for path in PACKAGE.rglob("*.py"):
+        name, lines = str(path.relative_to(PACKAGE)), len(path.read_text().splitlines())
+        if lines > EXEMPT.get(name, MAX_LINES):
+            big[name] = lines
+    assert not big, f"files over {MAX_LINES} lines (one job per file): {big}"
+
+
+def test_each_lesson_package_names_its_notebook() -> None:
+    for init in sorted(PACKAGE.glob("*/__init__.py")):
+        if init.parent.name == "workers":
+            continue
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        assert "notebook" in doc.lower(), f"{init}: the docstring must say which notebook the package serves"
+
+
+@pytest.mark.parametrize("modules", [["course_utils"], sorted(m for m in _sources() if m != "course_utils")])
+def test_importing_course_utils_imports_no_framework(modules: list[str]) -> None:
+    code = ("import importlib, sys\n"
+            f"for m in {modules!r}: importlib.import_module(m)\n"
+            f"print(sorted(f for f in {FRAMEWORKS!r} if f in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "[]", f"frameworks imported at import time: {out.stdout}"
