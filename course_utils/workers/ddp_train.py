@@ -1,14 +1,14 @@
 """Data-parallel training with PyTorch DDP, one process per rank, started by torchrun.
 
 Launched from the notebook with ``cu.distributed.launch("ddp_train.py", nprocs=2, args=[...])``. Each phase
-records its numbers with ``cu.distributed.emit`` (JSON) or ``cu.distributed.save`` (arrays):
+records its numbers with ``worker.emit`` (JSON) or ``worker.save`` (arrays):
 
-proof    20 SGD steps of the course MLP; every rank saves its weights at each checkpoint.
-accum    gradient accumulation over K micro-batches, syncing every micro-batch vs ``no_sync()``;
-         all-reduce calls counted with a DDP communication hook; the accumulated gradient is saved.
-timing   per-step time of a tiny and a wide model: DDP step, the same step without all-reduce
-         (``no_sync``), the all-reduce alone, and one process computing the whole batch (the baseline).
-buckets  DDP step time and bucket count of a deeper MLP for several ``bucket_cap_mb`` values.
+proof      20 SGD steps of the course MLP; every rank saves its weights at each checkpoint.
+accum      gradient accumulation over K micro-batches, syncing every micro-batch vs ``no_sync()``:
+           all-reduce calls counted with a DDP communication hook, times taken on a model without the hook.
+timing     per-step time of a tiny and a wide model: DDP step, the same step without all-reduce
+           (``no_sync``), the all-reduce alone, and rank 0 alone on the whole and on half the batch.
+buckets    DDP step time and bucket count of a deeper MLP for several ``bucket_cap_mb`` values.
 allreduce  all-reduce time against message size (for the cost model).
 Every rank runs the same number of steps in every phase: collective calls must match across ranks.
 """
@@ -18,33 +18,30 @@ import gc
 import time
 
 import numpy as np
+import psutil
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from course_utils import data, distributed, models
+from course_utils import data, models
+from course_utils.distributed import worker
 
 TINY, WIDE = (32, 64, 64, 10), (32, 1024, 1024, 10)
 DEEP = (32, *[256] * 9, 10)  # many same-sized layers: bucket boundaries fall between them
 
 
 def setup() -> tuple[int, int, torch.device]:
-    """Join the process group: NCCL when every rank has its own GPU, gloo on CPU."""
-    dist.init_process_group("gloo")  # env:// rendezvous: torchrun set MASTER_ADDR/PORT, RANK, WORLD_SIZE
-    rank, world = dist.get_rank(), dist.get_world_size()
-    if torch.cuda.is_available() and torch.cuda.device_count() >= world:
-        dist.destroy_process_group()
-        dist.init_process_group("nccl")
-        torch.cuda.set_device(rank)
-        return rank, world, torch.device("cuda", rank)
-    return rank, world, torch.device("cpu")
-
-
-def wait(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+    """Join the process group: NCCL on GPUs (one per local rank), gloo on CPU."""
+    local_rank = worker.local_rank()  # torchrun sets LOCAL_RANK: the GPU index on this machine
+    if torch.cuda.is_available():
+        device = torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+    else:
+        device = torch.device("cpu")
+    dist.init_process_group("nccl" if device.type == "cuda" else "gloo")  # MASTER_ADDR/PORT from torchrun
+    return dist.get_rank(), dist.get_world_size(), device
 
 
 def shard(x: np.ndarray, rank: int, world: int, device: torch.device) -> torch.Tensor:
@@ -53,27 +50,48 @@ def shard(x: np.ndarray, rank: int, world: int, device: torch.device) -> torch.T
     return torch.from_numpy(x[rank * per:(rank + 1) * per]).to(device)
 
 
-def counting_allreduce_hook(counter: dict, bucket):
-    """A DDP communication hook: all-reduce as usual, and count the calls (one per gradient bucket)."""
-    counter["calls"] += 1
-    return allreduce_hook(None, bucket)  # None: the default process group
-
-
-def ddp_model(sizes, device, count: bool = True, **kwargs) -> tuple[DDP, dict]:
-    """The course MLP wrapped in DDP; with ``count`` a hook counts the all-reduce calls (Python, slower)."""
-    model = DDP(models.torch_mlp(sizes).to(device), **kwargs)
-    counter = {"calls": 0}
-    if count:
-        model.register_comm_hook(counter, counting_allreduce_hook)
-    return model, counter
-
-
 def step(model, x, y, lr: float = 0.1) -> None:
     model.zero_grad(set_to_none=True)
     F.cross_entropy(model(x), y).backward()  # DDP all-reduces (averages) the gradients during backward
     with torch.no_grad():
         for p in model.parameters():
             p -= lr * p.grad
+
+
+def proof(rank, world, device, steps: int, batch: int, every: int) -> None:
+    x_all, y_all = data.classification(steps * batch, seed=0)
+    model = DDP(models.torch_mlp(models.DEFAULT_SIZES).to(device))
+    snapshots = {}
+    for s in range(steps):
+        x, y = x_all[s * batch:(s + 1) * batch], y_all[s * batch:(s + 1) * batch]
+        step(model, shard(x, rank, world, device), shard(y, rank, world, device))
+        if (s + 1) % every == 0:
+            snapshots[f"step{s + 1}"] = torch.cat([p.detach().flatten() for p in model.parameters()]).cpu()
+    worker.save("proof", **snapshots)
+
+
+# --- measurement plumbing below: timing loops and counters, not part of the lesson's listing ---------------
+
+
+def wait(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def counting_hook(counter: dict, bucket):
+    """A DDP communication hook: all-reduce as usual, and count the calls (one per gradient bucket)."""
+    counter["calls"] += 1
+    return allreduce_hook(None, bucket)  # None: the default process group
+
+
+def ddp_model(sizes, device, count: bool = False, **kwargs) -> tuple[DDP, dict]:
+    """The course MLP in DDP; with ``count`` a Python hook counts all-reduce calls (used for counting, not timing)."""
+    torch.manual_seed(0)
+    model = DDP(models.torch_mlp(sizes).to(device), **kwargs)
+    counter = {"calls": 0}
+    if count:
+        model.register_comm_hook(counter, counting_hook)
+    return model, counter
 
 
 def timed(repeats: int, device: torch.device, fn, *args, together: bool = True) -> list[float]:
@@ -101,82 +119,74 @@ def flat_grad(model) -> np.ndarray:
     return torch.cat([p.grad.flatten() for p in model.parameters()]).cpu().numpy()
 
 
-def proof(rank, world, device, steps: int, batch: int, every: int) -> None:
-    x_all, y_all = data.classification(steps * batch, seed=0)
-    model, _ = ddp_model(models.DEFAULT_SIZES, device)
-    snapshots = {}
-    for s in range(steps):
-        x, y = x_all[s * batch:(s + 1) * batch], y_all[s * batch:(s + 1) * batch]
-        step(model, shard(x, rank, world, device), shard(y, rank, world, device))
-        if (s + 1) % every == 0:
-            snapshots[f"step{s + 1}"] = torch.cat([p.detach().flatten() for p in model.parameters()]).cpu()
-    distributed.save("proof", **snapshots)
+def accumulate(model, xs, ys, use_no_sync: bool) -> None:
+    """One optimizer step's gradient over K micro-batches: sync after each, or once with ``no_sync``."""
+    k = len(xs)
+    model.zero_grad(set_to_none=True)
+    for i, (x, y) in enumerate(zip(xs, ys)):
+        last = i == k - 1
+        if use_no_sync and not last:
+            with model.no_sync():  # gradients accumulate locally, no communication
+                (F.cross_entropy(model(x), y) / k).backward()
+        else:
+            (F.cross_entropy(model(x), y) / k).backward()  # an all-reduce of the (accumulated) gradient
 
 
 def accum(rank, world, device, k: int, micro: int, repeats: int) -> None:
     x_all, y_all = data.classification(k * world * micro, seed=1)
-    model, counter = ddp_model(models.DEFAULT_SIZES, device)
     xs = [shard(x_all[i * world * micro:(i + 1) * world * micro], rank, world, device) for i in range(k)]
     ys = [shard(y_all[i * world * micro:(i + 1) * world * micro], rank, world, device) for i in range(k)]
-
-    def every_micro_batch() -> None:
-        model.zero_grad(set_to_none=True)
-        for x, y in zip(xs, ys):
-            (F.cross_entropy(model(x), y) / k).backward()  # all-reduce after every micro-batch
-
-    def with_no_sync() -> None:
-        model.zero_grad(set_to_none=True)
-        with model.no_sync():  # gradients accumulate locally, no communication
-            for x, y in zip(xs[:-1], ys[:-1]):
-                (F.cross_entropy(model(x), y) / k).backward()
-        (F.cross_entropy(model(xs[-1]), ys[-1]) / k).backward()  # one all-reduce of the accumulated sum
-
+    counted, counter = ddp_model(models.DEFAULT_SIZES, device, count=True)
+    plain, _ = ddp_model(models.DEFAULT_SIZES, device)  # timed without the Python hook
     result = {}
-    for name, fn in (("every_micro_batch", every_micro_batch), ("no_sync", with_no_sync)):
+    for name, use_no_sync in (("every_micro_batch", False), ("no_sync", True)):
         counter["calls"] = 0
-        fn()
+        accumulate(counted, xs, ys, use_no_sync)
         calls = counter["calls"]
-        result[name] = flat_grad(model)
-        distributed.emit(kind=f"accum_{name}", allreduce_calls=calls, times=timed(repeats, device, fn))
-    distributed.save("accum", **result)
+        result[name] = flat_grad(counted)
+        times = timed(repeats, device, accumulate, plain, xs, ys, use_no_sync)
+        worker.emit(kind=f"accum_{name}", allreduce_calls=calls, times=times)
+    worker.save("accum", **result)
 
 
 def timing(rank, world, device, workloads: dict, repeats: int) -> None:
     for name, (sizes, batch) in workloads.items():
         x_all, y_all = data.classification(batch, seed=2)
         x, y = shard(x_all, rank, world, device), shard(y_all, rank, world, device)
-        model, _ = ddp_model(sizes, device, count=False)  # DDP's own C++ all-reduce, as in real training
+        model, _ = ddp_model(sizes, device)  # DDP's own C++ all-reduce, as in real training
         nparams = sum(p.numel() for p in model.parameters())
         ddp = timed(repeats, device, step, model, x, y)
         compute = timed(repeats, device, compute_only, model, x, y)
         comm = timed(repeats, device, dist.all_reduce, torch.zeros(nparams, device=device))
-        single = []  # the baseline: one process computes the whole global batch without DDP; the others wait
+        single, single_half = [], []  # rank 0 alone without DDP (the others wait): whole batch, half batch
         if rank == 0:
             plain = models.torch_mlp(sizes).to(device)
             xb, yb = torch.from_numpy(x_all).to(device), torch.from_numpy(y_all).to(device)
             single = timed(repeats, device, step, plain, xb, yb, together=False)
+            half = len(xb) // 2
+            single_half = timed(repeats, device, step, plain, xb[:half], yb[:half], together=False)
         dist.barrier()
-        distributed.emit(kind=f"timing_{name}", params=nparams, global_batch=batch, ddp=ddp, compute=compute,
-                         allreduce=comm, single=single)
+        worker.emit(kind=f"timing_{name}", params=nparams, global_batch=batch, ddp=ddp, compute=compute,
+                    allreduce=comm, single=single, single_half=single_half, threads=torch.get_num_threads())
 
 
 def buckets(rank, world, device, caps: list[float], batch: int, repeats: int) -> None:
     x_all, y_all = data.classification(batch, seed=3)
     x, y = shard(x_all, rank, world, device), shard(y_all, rank, world, device)
     for cap in caps:
-        model, counter = ddp_model(DEEP, device, bucket_cap_mb=cap)
+        model, counter = ddp_model(DEEP, device, count=True, bucket_cap_mb=cap)
         step(model, x, y)  # DDP rebuilds its buckets after the first iteration, in the order gradients arrive
         counter["calls"] = 0
         step(model, x, y)
         calls = counter["calls"]
-        model, _ = ddp_model(DEEP, device, count=False, bucket_cap_mb=cap)  # timed without the Python hook
-        distributed.emit(kind="bucket", cap_mb=cap, buckets=calls, times=timed(repeats, device, step, model, x, y))
+        model, _ = ddp_model(DEEP, device, bucket_cap_mb=cap)  # timed without the Python hook
+        worker.emit(kind="bucket", cap_mb=cap, buckets=calls, times=timed(repeats, device, step, model, x, y))
 
 
 def allreduce(rank, world, device, sizes_bytes: list[int], repeats: int) -> None:
     for nbytes in sizes_bytes:
         buffer = torch.zeros(nbytes // 4, device=device)
-        distributed.emit(kind="allreduce", nbytes=nbytes, times=timed(repeats, device, dist.all_reduce, buffer))
+        worker.emit(kind="allreduce", nbytes=nbytes, times=timed(repeats, device, dist.all_reduce, buffer))
 
 
 def main() -> None:
@@ -189,15 +199,20 @@ def main() -> None:
     parser.add_argument("--wide-batch", type=int, default=512, help="global batch of the wide model")
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--caps", default="0.1,0.3,1,25", help="bucket_cap_mb values")
+    parser.add_argument("--min-bytes", type=int, default=2**10)
     parser.add_argument("--max-bytes", type=int, default=2**24)
     args = parser.parse_args()
     torch.manual_seed(0)
     rank, world, device = setup()
+    joined = time.time()
+    worker.emit(kind="startup", seconds=joined - psutil.Process().create_time())  # process start -> group joined
     phases = args.phases.split(",")
+    seconds = {}
     for i, phase in enumerate(phases):
         if rank == 0:
-            distributed.progress(i, len(phases))
+            worker.progress(i, len(phases))
             print(f"phase {phase} on {world} ranks ({dist.get_backend()}, {device})")
+        start = time.time()
         if phase == "proof":
             proof(rank, world, device, args.steps, args.batch, args.every)
         elif phase == "accum":
@@ -207,15 +222,17 @@ def main() -> None:
         elif phase == "buckets":
             buckets(rank, world, device, [float(c) for c in args.caps.split(",")], args.wide_batch, args.repeats)
         elif phase == "allreduce":
-            sizes = [2**p for p in range(10, args.max_bytes.bit_length(), 2)]
+            sizes = [2**p for p in range(args.min_bytes.bit_length() - 1, args.max_bytes.bit_length(), 2)]
             allreduce(rank, world, device, sizes, 2 * args.repeats)
         else:
             raise ValueError(f"--phases must name proof, accum, timing, buckets, allreduce; got {phase!r}")
         gc.collect()  # free this phase's DDP objects (they hold reference cycles) while the group still exists
+        seconds[phase] = time.time() - start
     if rank == 0:
-        distributed.progress(len(phases), len(phases))
+        worker.progress(len(phases), len(phases))
     dist.barrier()
     dist.destroy_process_group()
+    worker.emit(kind="phases", seconds=seconds, end=time.time())
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """A job in which one rank fails: rank 1 raises, the other ranks would wait forever.
 
-Run it with ``cu.distributed.launch("fail_demo.py", 2)`` to see what a clear launch error looks like and that
-no process is left behind. It imports no framework, so it starts in about the time torchrun itself needs.
+Run it with ``cu.distributed.launch("fail_demo.py", 2, timeout=60)`` to see what a clear launch error looks
+like and that no process is left behind. It imports no framework, so it starts in about the time torchrun itself needs.
 """
 
 import os

@@ -1,0 +1,381 @@
+"""The notebook side of a launch: run the real ``torchrun`` on 127.0.0.1, stream the ranks' lines into the
+cell with a progress bar, collect what the workers recorded, and leave no process behind.
+
+``launch(script, nprocs, timeout=...)`` returns a ``LaunchResult``; a failing rank raises ``LaunchError``
+with that rank's traceback, a job past its timeout ``LaunchTimeout``. Whatever happens (success, error,
+timeout, Ctrl-C) every process the launch started is gone when it returns. Every address is the loopback
+address 127.0.0.1, so that no host name is ever resolved (offline machines, strict sandboxes).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import queue
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from course_utils import display, validate
+from course_utils.distributed import worker
+
+WORKERS = Path(__file__).resolve().parent.parent / "workers"
+LOOPBACK = "127.0.0.1"
+_RANK_LINE = re.compile(r"^\[[A-Za-z_]*?(\d+)\]:(?:\[rank\d+\]: ?)?(.*)$")  # "[default0]:", torch adds "[rank0]: "
+_PROGRESS = re.compile(rf"^{worker.PROGRESS_PREFIX} (\d+) (\d+)\s*$")
+_MAX_PROCS = 256
+
+
+class LaunchError(RuntimeError):
+    """A rank failed: ``rank``, ``exitcode``, the rank's ``traceback`` and the whole raw ``output``."""
+
+    def __init__(self, message: str, *, rank: int | None = None, exitcode: int | None = None,
+                 traceback: str = "", output: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.rank, self.exitcode, self.traceback, self.output = rank, exitcode, traceback, list(output)
+
+
+class LaunchTimeout(LaunchError, TimeoutError):
+    """The job ran past ``timeout`` seconds; every process was killed."""
+
+
+@dataclass
+class LaunchResult:
+    """What a finished launch left: per-rank ``records`` (emit), ``arrays`` (save), the output and timings.
+
+    ``output`` is torchrun's raw output; ``lines`` the learner's lines as (rank, text).
+    """
+
+    script: str
+    nprocs: int
+    command: list[str]
+    seconds: float
+    output: list[str]
+    records: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    arrays: dict[str, dict[int, dict[str, np.ndarray]]] = field(default_factory=dict)
+    pids: list[int] = field(default_factory=list)
+
+    @property
+    def lines(self) -> list[tuple[int, str]]:
+        """The ranks' own non-empty lines, without torchrun's prefixes and the progress-bar lines."""
+        return learner_lines(self.output)
+
+    def record(self, kind: str, rank: int = 0) -> dict[str, Any]:
+        """The last record of rank ``rank`` whose "kind" is ``kind``."""
+        validate.text("kind", kind)
+        rank = validate.choice("rank", rank, sorted(self.records)) if self.records else rank
+        found = [r for r in self.records.get(rank, []) if r.get("kind") == kind]
+        if not found:
+            kinds = sorted({r.get("kind") for r in self.records.get(rank, [])}, key=str)
+            raise KeyError(f"rank {rank} emitted no record with kind={kind!r}; it emitted {kinds}")
+        return found[-1]
+
+    def table(self) -> display.Table:
+        """One row per rank: how many records and arrays it left."""
+        ranks = sorted(set(self.records) | {r for per in self.arrays.values() for r in per})
+        rows = [(str(r), str(len(self.records.get(r, []))),
+                 ", ".join(n for n, per in sorted(self.arrays.items()) if r in per) or "-") for r in ranks]
+        return display.Table(("rank", "records", "arrays saved"), tuple(rows),
+                             title=f"{self.script} x {self.nprocs} processes: {self.seconds:.1f} s wall "
+                                   "(torchrun start-up included)")
+
+    def __repr__(self) -> str:
+        return repr(self.table())
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
+
+
+def learner_lines(output: Sequence[str]) -> list[tuple[int, str]]:
+    """(rank, text) of each line a rank printed: prefixes stripped, progress and empty lines dropped."""
+    found = []
+    for line in output:
+        match = _RANK_LINE.match(line.rstrip("\n"))
+        if match and match.group(2).strip() and not _PROGRESS.match(match.group(2)):
+            found.append((int(match.group(1)), match.group(2)))
+    return found
+
+
+def worker_path(script: str | os.PathLike) -> Path:
+    """A worker script: a path that exists, or the name of one in ``course_utils/workers``."""
+    validate.instance("script", script, (str, os.PathLike))
+    path = Path(script)
+    if path.is_file():
+        return path.resolve()
+    if (WORKERS / path.name).is_file():
+        return WORKERS / path.name
+    known = sorted(p.name for p in WORKERS.glob("*.py") if not p.name.startswith("_"))
+    raise FileNotFoundError(f"script must be an existing file or one of {known}; got {str(script)!r}")
+
+
+def worker_source(script: str | os.PathLike, only: Sequence[str] | None = None) -> str:
+    """The worker's source, or only the top-level functions named in ``only`` (in file order)."""
+    source = worker_path(script).read_text()
+    if only is None:
+        return source
+    wanted = set(validate.non_empty("only", list(only)))
+    tree = ast.parse(source)
+    defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    for name in wanted:
+        validate.choice("only", name, sorted(defs))
+    lines = source.splitlines()
+    parts = []
+    for node in tree.body:
+        if getattr(node, "name", None) in wanted:
+            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            parts.append("\n".join(lines[start - 1:node.end_lineno]))
+    return "\n\n\n".join(parts)
+
+
+def show_worker(script: str | os.PathLike, only: Sequence[str] | None = None) -> Any:
+    """The worker's source (or the functions in ``only``), syntax-highlighted in a notebook (IPython Code)."""
+    from IPython.display import Code
+
+    return Code(worker_source(script, only), language="python")
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((LOOPBACK, 0))
+        return s.getsockname()[1]
+
+
+def loopback_env() -> dict[str, str]:
+    """Environment that keeps gloo and NCCL on the loopback interface, so that no host name is resolved.
+
+    Without it gloo looks up this machine's host name to pick an address (a DNS query on an offline machine).
+    """
+    import psutil
+
+    names = [name for name, addrs in psutil.net_if_addrs().items()
+             if any(a.family == socket.AF_INET and a.address == LOOPBACK for a in addrs)]
+    return {"GLOO_SOCKET_IFNAME": names[0], "NCCL_SOCKET_IFNAME": names[0]} if names else {}
+
+
+def torchrun_command(script: str | os.PathLike, nprocs: int, args: Sequence[Any], port: int,
+                     log_dir: str | os.PathLike) -> list[str]:
+    """The torchrun command line: one node on 127.0.0.1, no restarts, ranks' output teed with a prefix."""
+    nprocs = validate.number("nprocs", nprocs, low=1, high=_MAX_PROCS, integer=True)
+    port = validate.number("port", port, low=1, high=65535, integer=True)
+    validate.instance("args", args, (list, tuple))
+    exe = Path(sys.executable).with_name("torchrun")
+    launcher = [str(exe)] if exe.exists() else [sys.executable, "-m", "torch.distributed.run"]
+    return [*launcher, "--nnodes=1", f"--nproc-per-node={nprocs}", f"--master-addr={LOOPBACK}",
+            f"--master-port={port}", f"--local-addr={LOOPBACK}", "--max-restarts=0", "--monitor-interval=0.1",
+            "--tee=3", f"--log-dir={log_dir}", str(script), *map(str, args)]
+
+
+def launch(script: str | os.PathLike, nprocs: int = 2, timeout: float = 120.0, args: Sequence[Any] = (), *,
+           env: dict[str, str] | None = None, echo: bool = True, progress: bool = True,
+           on_line: Callable[[int | None, str], None] | None = None) -> LaunchResult:
+    """Run ``torchrun --nproc-per-node=nprocs script *args`` on 127.0.0.1 and return what the ranks recorded.
+
+    Lines of rank r are printed as ``[rank r] ...`` (``echo``); ``progress(step, total)`` calls in the
+    workers drive a progress bar; ``on_line(rank, text)`` sees every line (an exception in it stops the job).
+    Each process gets ``OMP_NUM_THREADS = cores // nprocs`` unless ``env`` says otherwise. A failing rank
+    raises ``LaunchError`` with its traceback; past ``timeout`` seconds ``LaunchTimeout``.
+    """
+    path = worker_path(script)
+    nprocs = validate.number("nprocs", nprocs, low=1, high=_MAX_PROCS, integer=True)
+    timeout = validate.positive("timeout", timeout)
+    validate.instance("args", args, (list, tuple))
+    for name, value in {"echo": echo, "progress": progress}.items():
+        validate.instance(name, value, bool)
+    if on_line is not None:
+        validate.function("on_line", on_line)
+    extra = dict(validate.instance("env", env, dict)) if env is not None else {}
+    for key, value in extra.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise TypeError(f"env must map str to str; got {key!r}: {value!r}")
+    launch_id = uuid.uuid4().hex
+    with tempfile.TemporaryDirectory(prefix="course_launch_") as tmp:
+        out = Path(tmp)
+        (out / "logs").mkdir()
+        command = torchrun_command(path, nprocs, [str(a) for a in args], free_port(), out / "logs")
+        child_env = {**os.environ, "PYTHONUNBUFFERED": "1", worker.OUT_ENV: str(out), worker.ID_ENV: launch_id,
+                     "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // nprocs)), **loopback_env(), **extra}
+        job = _Job(command, child_env, launch_id)
+        try:
+            lines = job.stream(timeout, path.name, nprocs, echo, progress, on_line)
+            seconds = time.perf_counter() - job.start
+            if job.proc.returncode != 0:
+                raise _failure(path.name, nprocs, job.proc.returncode, lines)
+            records, arrays = _collect(out)
+            return LaunchResult(path.name, nprocs, command, seconds, lines, records, arrays, sorted(job.tracked))
+        finally:
+            job.close()
+
+
+class _Job:
+    """One torchrun process tree: its output pumped through a queue, its processes tracked for the kill."""
+
+    def __init__(self, command: list[str], env: dict[str, str], launch_id: str) -> None:
+        self.launch_id, self.tracked, self.bar = launch_id, {}, None
+        self.start = time.perf_counter()
+        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     env=env, start_new_session=True, bufsize=1)
+        self.lines_q: queue.Queue[str | None] = queue.Queue()
+        self.pump = threading.Thread(target=_pump, args=(self.proc.stdout, self.lines_q), daemon=True)
+        self.pump.start()
+
+    def stream(self, timeout: float, name: str, nprocs: int, echo: bool, progress: bool,
+               on_line: Callable[[int | None, str], None] | None) -> list[str]:
+        lines: list[str] = []
+        next_scan = 0.0
+        while True:
+            now = time.perf_counter()
+            if now > next_scan:
+                _track(self.proc.pid, self.tracked)
+                next_scan = now + 0.2
+            if now - self.start > timeout:
+                shown = [f"[rank {r}] {t}" for r, t in learner_lines(lines)[-10:]] or ["(no rank printed anything)"]
+                raise LaunchTimeout(f"{name} x {nprocs} did not finish within {timeout:g} s; all its processes "
+                                    "were killed. Last lines of the ranks:\n" + "\n".join(shown), output=lines)
+            try:
+                line = self.lines_q.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            if line is None:
+                self.proc.wait()
+                return lines
+            line = line.rstrip("\n")
+            lines.append(line)
+            match = _RANK_LINE.match(line)
+            rank_, text = (int(match.group(1)), match.group(2)) if match else (None, line)
+            tick = _PROGRESS.match(text)
+            if tick:
+                self.bar = _advance(self.bar, int(tick.group(1)), int(tick.group(2)), name, nprocs, progress)
+                continue
+            if on_line is not None:
+                on_line(rank_, text)
+            if echo and rank_ is not None and text.strip():
+                print(f"[rank {rank_}] {text}", flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        _kill(self.proc, self.tracked, self.launch_id)
+        self.pump.join(timeout=5)  # the pipe reaches EOF once every process holding it is gone
+        if not self.pump.is_alive() and self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+def _pump(stream: Any, lines_q: queue.Queue) -> None:
+    for line in stream:
+        lines_q.put(line)
+    lines_q.put(None)
+
+
+def _advance(bar: Any, step: int, total: int, name: str, nprocs: int, enabled: bool) -> Any:
+    if not enabled:
+        return None
+    if bar is None:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=total, desc=f"{name} x {nprocs}", unit="phase", leave=False)
+    bar.n = min(step, total)
+    bar.refresh()
+    return bar
+
+
+def _track(pid: int, tracked: dict[int, Any]) -> None:
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        for p in [root, *root.children(recursive=True)]:
+            tracked.setdefault(p.pid, p)
+    except psutil.Error:
+        pass
+
+
+def _kill(proc: subprocess.Popen, tracked: dict[int, Any], launch_id: str) -> None:
+    """Terminate torchrun, its workers and anything that carries this launch's id; KILL what remains."""
+    import psutil
+
+    _track(proc.pid, tracked)
+    victims = {p for p in tracked.values() if _alive(p)}
+    for p in psutil.process_iter():
+        try:
+            if p.pid != os.getpid() and p.environ().get(worker.ID_ENV) == launch_id:
+                victims.add(p)
+        except psutil.Error:
+            continue
+    for p in list(victims):
+        try:
+            victims.update(p.children(recursive=True))
+        except psutil.Error:
+            pass
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for p in victims:
+            try:
+                p.send_signal(sig)
+            except psutil.Error:
+                pass
+        _, victims = psutil.wait_procs(victims, timeout=3)
+        if not victims:
+            break
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def _alive(p: Any) -> bool:
+    import psutil
+
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _failure(name: str, nprocs: int, returncode: int, lines: list[str]) -> LaunchError:
+    per_rank: dict[int, list[str]] = {}
+    for r, text in learner_lines(lines):
+        per_rank.setdefault(r, []).append(text)
+    root = "\n".join(lines)
+    cause = root.split("Root Cause", 1)[1] if "Root Cause" in root else ""
+    found_rank = re.search(r"rank\s*:\s*(\d+)", cause)
+    found_code = re.search(r"exitcode\s*:\s*(-?\d+)", cause)
+    failing = int(found_rank.group(1)) if found_rank else None
+    if failing is None or not any("Traceback" in t for t in per_rank.get(failing, [])):
+        with_tb = [r for r, ts in sorted(per_rank.items()) if any("Traceback" in t for t in ts)]
+        failing = with_tb[0] if with_tb else failing
+    tb = ""
+    if failing is not None:
+        own = per_rank.get(failing, [])
+        starts = [i for i, t in enumerate(own) if t.startswith("Traceback (most recent call last)")]
+        tb = "\n".join(own[starts[-1]:]) if starts else "\n".join(own[-15:])
+    code = int(found_code.group(1)) if found_code else returncode
+    who = f"rank {failing}" if failing is not None else "a rank (which one torchrun did not say)"
+    message = f"{name} x {nprocs}: {who} failed with exit code {code}; every process was stopped."
+    if tb:
+        message += f"\n--- traceback of rank {failing} ---\n{tb}"
+    return LaunchError(message, rank=failing, exitcode=code, traceback=tb, output=lines)
+
+
+def _collect(out: Path) -> tuple[dict[int, list[dict[str, Any]]], dict[str, dict[int, dict[str, np.ndarray]]]]:
+    records: dict[int, list[dict[str, Any]]] = {}
+    for f in sorted(out.glob("rank*.jsonl")):
+        records[int(f.stem[4:])] = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+    arrays: dict[str, dict[int, dict[str, np.ndarray]]] = {}
+    for f in sorted(out.glob("*.rank*.npz")):
+        name, rank_ = f.name[: -len(".npz")].rsplit(".rank", 1)
+        with np.load(f) as data:
+            arrays.setdefault(name, {})[int(rank_)] = {k: data[k] for k in data.files}
+    return records, arrays

@@ -1,0 +1,107 @@
+"""Bad calls against course_utils.distributed's public API: each raises TypeError/ValueError naming the argument."""
+
+from __future__ import annotations
+
+import pytest
+from badinput import rejects
+
+from course_utils import distributed as dist
+
+NAN, INF = float("nan"), float("inf")
+MODEL = dist.AllReduceModel(1e9, 1e-5)
+
+BAD_CALLS = [
+    # launch: nothing starts, whatever the timeout or count
+    ("timeout", lambda: dist.launch("fail_demo.py", 2, timeout=NAN)),
+    ("timeout", lambda: dist.launch("fail_demo.py", 2, timeout=INF)),
+    ("timeout", lambda: dist.launch("fail_demo.py", 2, timeout=-1)),
+    ("timeout", lambda: dist.launch("fail_demo.py", 2, timeout=0)),
+    ("timeout", lambda: dist.launch("fail_demo.py", 2, timeout="60")),
+    ("nprocs", lambda: dist.launch("fail_demo.py", 0)),
+    ("nprocs", lambda: dist.launch("fail_demo.py", 2.0)),
+    ("nprocs", lambda: dist.launch("fail_demo.py", True)),
+    ("nprocs", lambda: dist.launch("fail_demo.py", 10_000)),
+    ("args", lambda: dist.launch("fail_demo.py", 2, args="--steps 3")),
+    ("env", lambda: dist.launch("fail_demo.py", 2, env={"X": 1})),
+    ("env", lambda: dist.launch("fail_demo.py", 2, env=["X=1"])),
+    ("echo", lambda: dist.launch("fail_demo.py", 2, echo="yes")),
+    ("on_line", lambda: dist.launch("fail_demo.py", 2, on_line="print")),
+    ("script", lambda: dist.launch(None, 2)),
+    ("script", lambda: dist.worker_path(3)),
+    ("only", lambda: dist.worker_source("ddp_train.py", only=[])),
+    ("only", lambda: dist.worker_source("ddp_train.py", only=["nope"])),
+    ("port", lambda: dist.torchrun_command("w.py", 2, [], 0, "logs")),
+    ("nprocs", lambda: dist.torchrun_command("w.py", -2, [], 29500, "logs")),
+    # the ring model
+    ("nbytes", lambda: dist.ring_allreduce_time(-1e6, 2, 1e9, 1e-6)),
+    ("nbytes", lambda: dist.ring_allreduce_time(NAN, 2, 1e9, 1e-6)),
+    ("nbytes", lambda: dist.ring_allreduce_time("1e6", 2, 1e9, 1e-6)),
+    ("nbytes", lambda: dist.ring_allreduce_time(None, 2, 1e9, 1e-6)),
+    ("n", lambda: dist.ring_allreduce_time(1e6, 0, 1e9, 1e-6)),
+    ("n", lambda: dist.ring_allreduce_time(1e6, 2.5, 1e9, 1e-6)),
+    ("n", lambda: dist.ring_allreduce_time(1e6, [], 1e9, 1e-6)),
+    ("bandwidth", lambda: dist.ring_allreduce_time(1e6, 2, "x", 1e-6)),
+    ("bandwidth", lambda: dist.ring_allreduce_time(1e6, 2, 0, 1e-6)),
+    ("bandwidth", lambda: dist.ring_allreduce_time(1e6, 2, INF, 1e-6)),
+    ("latency", lambda: dist.ring_allreduce_time(1e6, 2, 1e9, -1e-6)),
+    ("latency", lambda: dist.ring_allreduce_time(1e6, 2, 1e9, NAN)),
+    ("seconds", lambda: dist.fit_allreduce([1e3, 1e6], [1e-4, 0.0], n=2)),
+    ("seconds", lambda: dist.fit_allreduce([1e3, 1e6], [1e-4, NAN], n=2)),
+    ("nbytes", lambda: dist.fit_allreduce([1e3, -1e6], [1e-4, 1e-3], n=2)),
+    ("nbytes", lambda: dist.fit_allreduce([1e3, 1e6], [1e-3], n=2)),
+    ("nbytes", lambda: dist.fit_allreduce([1e3, 1e3], [1e-4, 1e-3], n=2)),
+    ("n", lambda: dist.fit_allreduce([1e3, 1e6], [1e-4, 1e-3], n=1)),
+    ("n", lambda: dist.fit_allreduce([1e3, 1e6], [1e-4, 1e-3], n="2")),
+    ("model", lambda: dist.score("model", [1e3], [1e-4], 2)),
+    ("n", lambda: dist.score(MODEL, [1e3], [1e-4], 0)),
+    ("bandwidth", lambda: dist.AllReduceModel(-1e9, 1e-5)),
+    ("latency", lambda: dist.AllReduceModel(1e9, NAN)),
+    ("stage", lambda: dist.zero_traffic(1e9, 8, 4)),
+    ("nbytes", lambda: dist.zero_traffic(-1, 8, 0)),
+    # ZeRO memory
+    ("params", lambda: dist.memory_per_device(-1e9, 2)),
+    ("params", lambda: dist.memory_per_device(NAN, 2)),
+    ("params", lambda: dist.memory_per_device("7e9", 2)),
+    ("n", lambda: dist.memory_per_device(1e9, "2")),
+    ("n", lambda: dist.memory_per_device(1e9, 0)),
+    ("n", lambda: dist.memory_per_device(1e9, 2.5)),
+    ("stage", lambda: dist.memory_per_device(1e9, 2, 4)),
+    ("stage", lambda: dist.memory_per_device(1e9, 2, True)),
+    ("optimizer_bytes", lambda: dist.memory_per_device(1e9, 2, optimizer_bytes=-12)),
+    ("device_bytes", lambda: dist.largest_model(0, 8, 3)),
+    # devices
+    ("n", lambda: dist.simulate_devices(0)),
+    ("n", lambda: dist.simulate_devices("4")),
+    ("n", lambda: dist.simulate_devices(2.0)),
+    ("n", lambda: dist.tf_logical_cpus(-1)),
+    ("n", lambda: dist.tf_logical_cpus(True)),
+    # worker side
+    ("step", lambda: dist.progress(-1, 3)),
+    ("total", lambda: dist.progress(1, 0)),
+    ("name", lambda: dist.save("a.b", x=[1])),
+    ("arrays", lambda: dist.save("weights")),
+    ("record", lambda: dist.emit()),
+    # figures
+    ("compute_seconds", lambda: dist.scaling_plot(4e6, -1, {"link": (1e10, 5e-6)})),
+    ("links", lambda: dist.scaling_plot(4e6, 0.03, {})),
+    ("groups", lambda: dist.breakdown_plot({})),
+    ("sweeps", lambda: dist.allreduce_fit_plot({}, MODEL)),
+    ("model", lambda: dist.allreduce_fit_plot({2: ([1e3], [1e-4])}, None)),
+]
+
+
+@pytest.mark.parametrize(("argument", "call"), BAD_CALLS, ids=[f"{i}-{a}" for i, (a, _) in enumerate(BAD_CALLS)])
+def test_bad_call_is_refused_naming_the_argument(argument: str, call) -> None:
+    rejects(call, argument)
+
+
+def test_a_bad_timeout_starts_nothing(monkeypatch) -> None:
+    import subprocess
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("launch started a process for a refused timeout")
+
+    monkeypatch.setattr(subprocess, "Popen", forbidden)
+    for timeout in (float("nan"), float("inf"), -5.0):
+        with pytest.raises(ValueError, match="timeout"):
+            dist.launch("fail_demo.py", 2, timeout=timeout)

@@ -1,0 +1,58 @@
+"""course_utils.distributed.devices: simulated JAX devices through jax.config, and a clear error when too late."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+
+def _python(code: str, **env: str) -> subprocess.CompletedProcess:
+    full_env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"} | env
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          env=full_env, timeout=120)
+
+
+@pytest.mark.slow
+def test_simulate_devices_after_import_before_first_computation_gives_n_devices() -> None:
+    out = _python("""
+        import jax
+        from course_utils import distributed as d
+        print(d.simulate_devices(3), len(jax.devices("cpu")))
+    """)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["3", "3"]
+
+
+@pytest.mark.slow
+def test_simulate_devices_after_jax_started_is_a_clear_error() -> None:
+    out = _python("""
+        import jax
+        jax.devices()
+        from course_utils import distributed as d
+        try:
+            d.simulate_devices(4)
+        except RuntimeError as e:
+            print("RuntimeError:", e)
+        print("ok with fewer:", d.simulate_devices(1))
+    """)
+    assert out.returncode == 0, out.stderr
+    assert "RuntimeError: JAX already started with 1 CPU device(s)" in out.stdout
+    assert "restart the kernel" in out.stdout
+    assert "ok with fewer: 1" in out.stdout
+
+
+@pytest.mark.slow
+def test_without_jax_or_tensorflow_there_are_no_devices() -> None:
+    blocker = os.path.join(os.path.dirname(__file__), "..", "..", "tools", "blocker")
+    if not os.path.isdir(blocker):
+        pytest.skip("tools/blocker (the COURSE_BLOCK shim) is not here")
+    out = _python("""
+        from course_utils import distributed as d
+        print(d.simulate_devices(2), d.tf_logical_cpus(2))
+    """, COURSE_BLOCK="tensorflow,jax", PYTHONPATH=os.path.abspath(blocker))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["0", "[]"]

@@ -1,0 +1,220 @@
+"""course_utils.distributed.launch: real torchrun on 127.0.0.1, clear errors, only the learner's lines, no orphans."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+
+from course_utils import distributed as dist
+
+launcher = importlib.import_module("course_utils.distributed.launch")  # the module (dist.launch is the function)
+
+
+def _write(tmp_path: Path, body: str) -> Path:
+    script = tmp_path / "worker_under_test.py"
+    script.write_text(textwrap.dedent(body))
+    return script
+
+
+def _survivors(marker: str) -> list[psutil.Process]:
+    """Live processes whose command line mentions ``marker`` (the test's unique script path)."""
+    found = []
+    for p in psutil.process_iter(["cmdline", "status"]):
+        try:
+            if marker in " ".join(p.info["cmdline"] or []) and p.info["status"] != psutil.STATUS_ZOMBIE:
+                found.append(p)
+        except psutil.Error:
+            continue
+    return found
+
+
+def _assert_no_orphans(script: Path, pids: list[int] = ()) -> None:
+    deadline = time.time() + 5  # signals are delivered asynchronously; give the kernel a moment
+    while _survivors(str(script)) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not _survivors(str(script)), [p.info["cmdline"] for p in _survivors(str(script))]
+    for pid in pids:
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_command_is_real_torchrun_on_loopback_addresses(tmp_path: Path) -> None:
+    cmd = dist.torchrun_command(tmp_path / "w.py", 3, ["--x", "1"], 12345, tmp_path / "logs")
+    assert Path(cmd[0]).name == "torchrun" or cmd[1:3] == ["-m", "torch.distributed.run"]
+    assert "--master-addr=127.0.0.1" in cmd and "--local-addr=127.0.0.1" in cmd
+    assert "--master-port=12345" in cmd and "--nproc-per-node=3" in cmd
+    assert "--max-restarts=0" in cmd and cmd[-3:] == [str(tmp_path / "w.py"), "--x", "1"]
+
+
+def test_loopback_env_names_the_interface_that_holds_127_0_0_1() -> None:
+    env = dist.loopback_env()
+    if env:  # a machine without an IPv4 loopback gets nothing rather than a wrong name
+        addrs = psutil.net_if_addrs()[env["GLOO_SOCKET_IFNAME"]]
+        assert any(a.family == socket.AF_INET and a.address == "127.0.0.1" for a in addrs)
+
+
+def test_free_port_can_be_bound() -> None:
+    port = dist.free_port()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", port))
+
+
+def test_shipped_workers_exist_and_show() -> None:
+    for name in ("ddp_train.py", "fail_demo.py"):
+        assert dist.worker_path(name).is_file()
+    assert "init_process_group" in dist.show_worker("ddp_train.py").data
+
+
+def test_worker_source_keeps_only_the_named_functions_in_file_order() -> None:
+    text = dist.worker_source("ddp_train.py", only=["step", "setup"])
+    assert text.index("def setup") < text.index("def step")
+    assert "def timed" not in text and "argparse" not in text
+    with pytest.raises(ValueError, match="only"):
+        dist.worker_source("ddp_train.py", only=["no_such_function"])
+
+
+def test_learner_lines_drop_prefixes_progress_and_empty_lines() -> None:
+    raw = ["[default0]:hello", "[default1]:[rank1]: Traceback (most recent call last):", "[default1]:[rank1]: ",
+           "[default0]:@@progress 1 3", "W1202 torchrun warning", "[default1]:"]
+    assert dist.learner_lines(raw) == [(0, "hello"), (1, "Traceback (most recent call last):")]
+
+
+def test_failure_parsing_prefers_torchruns_root_cause() -> None:
+    lines = ["[default0]:[rank0]: Traceback (most recent call last):", "[default0]:[rank0]: RuntimeError: gloo closed",
+             "[default1]:Traceback (most recent call last):", '[default1]:  File "w.py", line 3',
+             "[default1]:KeyError: 'x'", "[default1]:", "Root Cause (first observed failure):", "[0]:",
+             "  rank      : 1 (local_rank: 1)", "  exitcode  : 1 (pid: 42)"]
+    error = launcher._failure("w.py", 2, 1, lines)
+    assert error.rank == 1 and error.traceback.endswith("KeyError: 'x'") and "gloo" not in error.traceback
+
+
+def test_result_renders_as_a_table() -> None:
+    result = dist.LaunchResult("w.py", 2, ["torchrun"], 3.2, [], records={0: [{"kind": "a"}], 1: []},
+                               arrays={"proof": {0: {}, 1: {}}})
+    assert "rank" in repr(result) and "<table>" in result._repr_html_()
+    assert result.table().column("records") == ["1", "0"]
+    with pytest.raises(KeyError, match="kind='b'"):
+        result.record("b", 0)
+
+
+@pytest.mark.slow
+def test_success_returns_records_arrays_and_leaves_no_process(tmp_path: Path, capsys) -> None:
+    script = _write(tmp_path, """
+        import os
+        from course_utils.distributed import worker as w
+        r = w.rank()
+        print("hello from", r)
+        print("")
+        w.progress(1, 1)
+        w.emit(kind="hello", rank=r, square=r * r, addr=os.environ["MASTER_ADDR"],
+               gloo=os.environ.get("GLOO_SOCKET_IFNAME"))
+        w.save("weights", w=[r, r + 1.5])
+    """)
+    result = dist.launch(script, nprocs=2, timeout=120, progress=False)
+    assert result.record("hello", 1)["square"] == 1 and result.record("hello", 0)["rank"] == 0
+    assert result.record("hello", 0)["addr"] == "127.0.0.1"
+    assert result.record("hello", 0)["gloo"] == dist.loopback_env().get("GLOO_SOCKET_IFNAME")
+    assert np.array_equal(result.arrays["weights"][1]["w"], [1.0, 2.5])
+    out = capsys.readouterr().out.splitlines()
+    assert "[rank 1] hello from 1" in out
+    assert not any("@@progress" in line or line.strip() in ("[rank 0]", "[rank 1]") for line in out)
+    assert (1, "hello from 1") in result.lines
+    assert result.pids, "the launcher should have seen its processes"
+    _assert_no_orphans(script, result.pids)
+
+
+@pytest.mark.slow
+def test_failing_rank_raises_with_its_traceback_and_kills_the_others(tmp_path: Path, capsys) -> None:
+    script = _write(tmp_path, """
+        import os, time
+        def read_shard():
+            raise ValueError("shard 7 is corrupt (test)")
+        if os.environ["RANK"] == "1":
+            read_shard()
+        time.sleep(120)  # rank 0 would wait forever
+    """)
+    start = time.perf_counter()
+    with pytest.raises(dist.LaunchError) as info:
+        dist.launch(script, nprocs=2, timeout=100, progress=False)
+    assert time.perf_counter() - start < 60, "the launcher must not wait for the sleeping rank"
+    error = info.value
+    assert error.rank == 1 and error.exitcode == 1
+    text = str(error)
+    assert "rank 1 failed" in text and "Traceback (most recent call last)" in text
+    assert "in read_shard" in text and "ValueError: shard 7 is corrupt (test)" in text
+    assert not isinstance(error, dist.LaunchTimeout)
+    echoed = capsys.readouterr().out.splitlines()
+    assert not [line for line in echoed if line.startswith("[rank") and not line.split("]", 1)[1].strip()]
+    _assert_no_orphans(script)
+
+
+@pytest.mark.slow
+def test_timeout_shows_only_the_ranks_lines_and_kills_every_process(tmp_path: Path) -> None:
+    script = _write(tmp_path, """
+        import time
+        from course_utils.distributed import worker as w
+        print("ready", flush=True)
+        w.progress(0, 2)
+        time.sleep(300)
+    """)
+    with pytest.raises(dist.LaunchTimeout, match="did not finish within 20 s") as info:
+        dist.launch(script, nprocs=2, timeout=20, echo=False, progress=False)
+    assert isinstance(info.value, TimeoutError)
+    message = str(info.value)
+    assert "[rank 0] ready" in message and "[rank 1] ready" in message
+    assert "[default" not in message and "@@progress" not in message
+    assert any(line.endswith("ready") for line in info.value.output), "workers should have started"
+    _assert_no_orphans(script)
+
+
+@pytest.mark.slow
+def test_keyboard_interrupt_kills_every_process(tmp_path: Path) -> None:
+    script = _write(tmp_path, """
+        import time
+        print("ready", flush=True)
+        time.sleep(300)
+    """)
+    seen = []
+
+    def interrupt(rank, text):  # Ctrl-C arrives while the cell waits for output
+        seen.append(rank)
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        dist.launch(script, nprocs=2, timeout=120, echo=False, progress=False, on_line=interrupt)
+    _assert_no_orphans(script)
+
+
+@pytest.mark.slow
+def test_sigint_to_the_calling_process_leaves_no_process(tmp_path: Path) -> None:
+    """A real Ctrl-C: SIGINT to a Python process blocked in launch(); its torchrun tree must go too."""
+    script = _write(tmp_path, """
+        import time
+        print("ready", flush=True)
+        time.sleep(300)
+    """)
+    caller = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        from course_utils import distributed as d
+        try:
+            d.launch({str(script)!r}, nprocs=2, timeout=200, progress=False)
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+    """)], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    for line in caller.stdout:
+        if line.startswith("[rank 1] ready") or line.startswith("[rank 0] ready"):
+            break
+    caller.send_signal(signal.SIGINT)
+    rest = caller.communicate(timeout=60)[0]
+    assert "interrupted" in rest
+    _assert_no_orphans(script)
