@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
+import numpy as np
+
 from course_utils import validate
 
 
@@ -123,10 +125,9 @@ def verdict(held: Any, numbers: str, why: str = "") -> Verdict:
     ``held`` is the comparison computed from the run (numpy booleans accepted); ``why`` is required when it
     failed, so that a notebook cannot fail a prediction without saying what happened instead.
     """
-    if not isinstance(held, bool):
-        if type(held).__name__ != "bool_":
-            raise TypeError(f"held must be a bool computed from the run; got {type(held).__name__} {held!r}")
-        held = bool(held)
+    if not isinstance(held, (bool, np.bool_)):
+        raise TypeError(f"held must be a bool computed from the run; got {type(held).__name__} {held!r}")
+    held = bool(held)
     validate.text("numbers", numbers)
     validate.instance("why", why, str)
     if not held and not why.strip():

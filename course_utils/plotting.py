@@ -9,12 +9,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from course_utils import timing, validate
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
     from course_utils.roofline import Machine, Point
-    from course_utils.timing import Comparison, Measurement
 
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 FRAMEWORK_COLORS = {"torch": "#D55E00", "jax": "#0072B2", "tensorflow": "#E69F00", "tf": "#E69F00", "numpy": "#009E73"}
@@ -65,6 +66,8 @@ def _show_figures_in_notebook() -> None:
 
 def color_for(label: str, index: int = 0) -> str:
     """The framework's colour when ``label`` names one (e.g. 'jax jit'), else the palette's ``index``-th."""
+    validate.instance("label", label, str)
+    validate.non_negative("index", index, integer=True)
     lowered = label.lower()
     for name, color in FRAMEWORK_COLORS.items():
         if lowered.startswith(name) or f" {name}" in lowered or f"({name}" in lowered:
@@ -76,14 +79,19 @@ def figure(ncols: int = 1, nrows: int = 1, *, width: float = 6.4, height: float 
     """A new Figure (not registered with pyplot, so a notebook shows it once) and its axes as a flat list."""
     from matplotlib.figure import Figure
 
+    validate.number("ncols", ncols, low=1, high=12, integer=True)
+    validate.number("nrows", nrows, low=1, high=12, integer=True)
+    validate.number("width", width, low=0.5, high=40)
+    validate.number("height", height, low=0.5, high=40)
     use_style()
     fig = Figure(figsize=(width, height))
     axes = fig.subplots(nrows, ncols, squeeze=False)
     return fig, [ax for row in axes for ax in row]
 
 
-def speedup_bars(table: Comparison, *, title: str | None = None) -> Figure:
+def speedup_bars(table: timing.Comparison, *, title: str | None = None) -> Figure:
     """Horizontal bars of each row's speed-up over the table's baseline, whiskers from the quartiles."""
+    validate.instance("table", table, timing.Comparison)
     rows = list(table.rows)
     fig, (ax,) = figure(height=0.5 + 0.45 * len(rows))
     names = [r.name for r in rows]
@@ -102,16 +110,18 @@ def speedup_bars(table: Comparison, *, title: str | None = None) -> Figure:
 
 
 def time_bars(
-    measurements: Mapping[str, Measurement] | Sequence[Measurement],
+    measurements: Mapping[str, timing.Measurement] | Sequence[timing.Measurement],
     *,
     title: str | None = None,
     log: bool = False,
     show_first_call: bool = False,
 ) -> Figure:
     """Median time per call with quartile whiskers; optionally the first call (compile/trace) beside it."""
+    validate.instance("measurements", measurements, (Mapping, list, tuple))
     items = list(measurements.items()) if isinstance(measurements, Mapping) else [(m.label, m) for m in measurements]
-    if not items:
-        raise ValueError("measurements must not be empty")
+    validate.non_empty("measurements", items)
+    for _, m in items:
+        validate.instance("measurements", m, timing.Measurement)
     scale, unit = _time_unit(min(m.median for _, m in items))
     fig, (ax,) = figure(height=0.6 + 0.5 * len(items))
     names = [name for name, _ in items]
@@ -140,7 +150,7 @@ def _time_unit(seconds: float) -> tuple[float, str]:
 
 def sweep_plot(
     sizes: Sequence[float],
-    series: Mapping[str, Sequence[Measurement]],
+    series: Mapping[str, Sequence[timing.Measurement]],
     *,
     xlabel: str = "elements",
     title: str | None = None,
@@ -153,8 +163,11 @@ def sweep_plot(
     """
     import numpy as np
 
-    if not sizes or not series:
-        raise ValueError("sizes and series must not be empty")
+    validate.non_empty("sizes", sizes)
+    validate.instance("series", series, Mapping)
+    validate.non_empty("series", series)
+    for size in sizes:
+        validate.positive("sizes", size)
     for label, ms in series.items():
         if len(ms) != len(sizes):
             raise ValueError(f"series[{label!r}] has {len(ms)} measurements for {len(sizes)} sizes")
@@ -181,10 +194,13 @@ def waterfall(steps: Sequence[tuple[str, float]], *, unit: str = "ms", title: st
     (green) or cost (red), ending on the final time. ``steps`` are (label, seconds) in ladder order.
     """
     scales = {"s": 1.0, "ms": 1e-3, "µs": 1e-6}
-    if unit not in scales:
-        raise ValueError(f"unit must be one of {tuple(scales)}; got {unit!r}")
+    validate.choice("unit", unit, tuple(scales))
+    validate.instance("steps", steps, (list, tuple))
     if len(steps) < 2:
         raise ValueError("steps needs a baseline and at least one more rung")
+    for step in steps:
+        validate.instance("steps", step, tuple)
+        validate.positive("steps", step[1])
     values = [seconds / scales[unit] for _, seconds in steps]
     fig, (ax,) = figure(width=max(6.4, 1.3 * len(steps)), height=3.8)
     ax.bar(0, values[0], color="#555555")
@@ -206,6 +222,8 @@ def roofline_plot(machine: Machine, points: Iterable[Point] = (), *, title: str 
     """Log-log roofline of ``machine`` (each bandwidth probe dashed, the best solid) with labelled points."""
     import numpy as np
 
+    if not all(hasattr(machine, a) for a in ("ridge_intensity", "peak_flops", "bandwidth_probes")):
+        raise TypeError(f"machine must be a roofline.Machine (from cu.roofline.measure_machine); got {machine!r}")
     points = list(points)
     fig, (ax,) = figure(width=7.0, height=4.4)
     intensities = [p.intensity for p in points if p.flops > 0]

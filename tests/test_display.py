@@ -1,0 +1,57 @@
+"""course_utils.display: one Table, the formatters and the verdict line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from course_utils import display
+
+
+def test_table_renders_aligned_text_and_html() -> None:
+    t = display.table(["name", "time"], [("a", "1 ms"), ("longer", "20 ms")], title="T", note="n")
+    text = repr(t)
+    assert text.splitlines()[0] == "T" and "longer  20 ms" in text and text.endswith("n")
+    html = t._repr_html_()
+    assert "<caption" in html and "<th>name</th>" in html and "text-align:right'>20 ms" in html
+    assert t.column("time") == ["1 ms", "20 ms"]
+
+
+def test_table_refuses_ragged_rows_and_unknown_columns() -> None:
+    with pytest.raises(ValueError, match="rows"):
+        display.table(["a", "b"], [("1",)])
+    with pytest.raises(ValueError, match="name"):
+        display.table(["a"], [("1",)]).column("b")
+
+
+@pytest.mark.parametrize(("seconds", "text"), [(812e-9, "812 ns"), (12.3e-6, "12.3 µs"), (4.56e-3, "4.56 ms"),
+                                               (1.234, "1.23 s")])
+def test_format_time(seconds, text) -> None:
+    assert display.format_time(seconds) == text
+
+
+@pytest.mark.parametrize(("nbytes", "text"), [(812, "812 B"), (12.3 * 2**10, "12.3 KiB"), (4.56 * 2**20, "4.56 MiB"),
+                                              (2**30, "1 GiB")])
+def test_format_bytes_uses_binary_units(nbytes, text) -> None:
+    assert display.format_bytes(nbytes) == text
+
+
+def test_rates_and_ratios() -> None:
+    assert display.format_rate(12.7e9) == "12.7 GB/s"
+    assert display.format_flops(351e9) == "351 GFLOP/s" and display.format_flops(2e12) == "2 TFLOP/s"
+    assert display.ratio(2.345) == "2.35x" and display.percent(0.426) == "43%"
+
+
+def test_verdict_lines_have_the_exact_words() -> None:
+    held = display.verdict(True, "fused 5.1x faster, predicted >= 3x")
+    assert str(held) == "Prediction held: fused 5.1x faster, predicted >= 3x" and held.held and bool(held)
+    failed = display.verdict(np.bool_(False), "1.2x", "the chain is compute-bound")
+    assert str(failed) == "Prediction failed: 1.2x; the chain is compute-bound" and not failed
+    assert "Prediction failed" in failed._repr_html_()
+
+
+def test_a_failed_verdict_must_say_why() -> None:
+    with pytest.raises(ValueError, match="why"):
+        display.verdict(False, "1.2x")
+    with pytest.raises(TypeError, match="held"):
+        display.verdict("yes", "1.2x")

@@ -1,0 +1,58 @@
+"""course_utils.validate: the one set of argument checks (kind -> TypeError, value -> ValueError, argument named)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from course_utils import validate
+
+
+def test_numbers_pass_through_and_numpy_scalars_count() -> None:
+    assert validate.number("x", 3) == 3
+    assert validate.positive("x", np.float32(0.5)) == np.float32(0.5)
+    assert validate.non_negative("n", 0, integer=True) == 0
+    assert validate.fraction("share", 1.0) == 1.0
+    assert validate.number("x", 5, low=0, high=5) == 5
+
+
+@pytest.mark.parametrize(("call", "error"), [
+    (lambda: validate.number("x", "1"), TypeError),
+    (lambda: validate.number("x", True), TypeError),
+    (lambda: validate.number("x", None), TypeError),
+    (lambda: validate.number("x", math.nan), ValueError),
+    (lambda: validate.number("x", math.inf), ValueError),
+    (lambda: validate.number("x", 1.5, integer=True), TypeError),
+    (lambda: validate.positive("x", 0), ValueError),
+    (lambda: validate.positive("x", -1e-9), ValueError),
+    (lambda: validate.non_negative("x", -1), ValueError),
+    (lambda: validate.fraction("x", 1.01), ValueError),
+    (lambda: validate.number("x", 5, low=0, high=5, high_open=True), ValueError),
+    (lambda: validate.choice("x", "c", ("a", "b")), ValueError),
+    (lambda: validate.choice("x", [1], ("a", "b")), ValueError),
+    (lambda: validate.function("x", 3), TypeError),
+    (lambda: validate.instance("x", 3, (str, list)), TypeError),
+    (lambda: validate.text("x", "  "), ValueError),
+    (lambda: validate.non_empty("x", []), ValueError),
+    (lambda: validate.non_empty("x", "abc"), TypeError),
+    (lambda: validate.non_empty("x", 3), TypeError),
+    (lambda: validate.framework("mxnet", "x"), ValueError),
+    (lambda: validate.framework(None, "x"), TypeError),
+])
+def test_bad_values_name_the_argument(call, error) -> None:
+    with pytest.raises(error, match=r"^x "):
+        call()
+
+
+def test_framework_names_are_normalised() -> None:
+    assert [validate.framework(n) for n in ("torch", "PyTorch", "jax", "TF", " tensorflow ")] == [
+        "torch", "torch", "jax", "tensorflow", "tensorflow"]
+
+
+def test_range_messages_say_what_is_accepted() -> None:
+    with pytest.raises(ValueError, match=r"in \[0, 1\]"):
+        validate.fraction("share", 2)
+    with pytest.raises(ValueError, match="'a', 'b'"):
+        validate.choice("mode", "z", ("a", "b"))
