@@ -28,7 +28,7 @@ build_slides = importlib.import_module("build_slides")
 
 DESIGN_NOTEBOOKS = [
     "00_measuring", "01_dynamic_vs_static", "02_operator_fusion", "03_mixed_precision",
-    "04_input_pipeline", "05_data_parallel", "06_should_we_migrate",
+    "04_input_pipeline", "05_data_parallel", "07_should_we_migrate",
 ]
 # A 1x1 PNG, for the synthetic notebook.
 PNG = base64.b64encode(
