@@ -21,11 +21,11 @@ import socket
 import subprocess
 import sys
 import time
+import tomllib
 import urllib.request
 from pathlib import Path
 
 import pytest
-import tomllib
 from conftest import COURSE_NOTEBOOKS, ROOT
 
 CHROMIUM = Path(os.environ.get("COURSE_CHROMIUM", "/usr/bin/chromium"))
@@ -43,11 +43,11 @@ CHROMIUM_ARGS = [
 ]
 VIEWPORT = {"width": 1280, "height": 800}
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.integration, pytest.mark.skipif(
     not CHROMIUM.exists(),
     reason=f"Chromium is not installed at {CHROMIUM}: run `make browser` (apt-get install chromium) "
     "to run the browser tests of the slides and of JupyterLab",
-)
+)]
 
 sys.path.insert(0, str(ROOT / "tools"))
 build_slides = importlib.import_module("build_slides")

@@ -12,14 +12,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tomllib
 
 import pytest
-import tomllib
 from conftest import ROOT
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from course_utils import colab
+
+pytestmark = pytest.mark.integration  # files, builds and notebooks: not in make test-unit
 
 FRAMEWORKS = {
     canonicalize_name(name)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import jupytext
 import pytest
 from conftest import ALL_NOTEBOOKS, COURSE_NOTEBOOKS, ROOT, read_notebook
 
-from course_utils import colab
+from course_utils import notebook
+
+pytestmark = pytest.mark.integration  # files, builds and notebooks: not in make test-unit
 
 PAIRED_METADATA = ("slideshow", "jupyter", "tags")
 
@@ -72,13 +75,13 @@ def test_minutes_budget_in_metadata(ipynb: Path) -> None:
 
 @pytest.mark.parametrize("ipynb", COURSE_NOTEBOOKS, ids=_ids(COURSE_NOTEBOOKS))
 def test_first_code_cell_is_the_colab_install_cell(ipynb: Path) -> None:
-    assert _source(_code_cells(ipynb)[0]) == colab.install_cell()
+    assert _source(_code_cells(ipynb)[0]) == notebook.install_cell()
 
 
 @pytest.mark.parametrize("ipynb", COURSE_NOTEBOOKS, ids=_ids(COURSE_NOTEBOOKS))
 def test_title_cell_has_colab_badge(ipynb: Path) -> None:
     first = read_notebook(ipynb)["cells"][0]
-    assert first["cell_type"] == "markdown" and colab.badge(ipynb.name) in _source(first)
+    assert first["cell_type"] == "markdown" and notebook.badge(ipynb.name) in _source(first)
 
 
 @pytest.mark.run_last
@@ -93,3 +96,36 @@ def test_every_notebook_ran_under_nbval_within_budget(request: pytest.FixtureReq
         assert seconds[path] <= budget, f"{ipynb.name} took {seconds[path]:.0f} s, over its {budget:.0f} s budget"
     course = sum(seconds[p.resolve()] for p in COURSE_NOTEBOOKS)
     assert course <= 15 * 60, f"the ci-size course took {course / 60:.1f} minutes under nbval, over 15"
+
+
+def _stored_text(ipynb: Path) -> str:
+    chunks = []
+    for cell in _code_cells(ipynb):
+        for output in cell.get("outputs", []):
+            chunks.append("".join(output.get("text", "")))
+            chunks.append("".join(output.get("data", {}).get("text/plain", "")))
+    return "\n".join(chunks)
+
+
+@pytest.mark.parametrize("ipynb", COURSE_NOTEBOOKS, ids=_ids(COURSE_NOTEBOOKS))
+def test_every_prediction_has_a_verdict_computed_in_the_run(ipynb: Path) -> None:
+    predictions = len(re.findall(r"^#.*\*\*Prediction", ipynb.with_suffix(".py").read_text(), re.M))
+    verdicts = len(re.findall(r"Prediction (held|failed): ", _stored_text(ipynb)))
+    assert predictions > 0, f"{ipynb.name} makes no **Prediction**: every notebook predicts, then measures"
+    assert verdicts >= predictions, f"{ipynb.name}: {predictions} predictions but {verdicts} verdicts in its outputs"
+
+
+@pytest.mark.parametrize("ipynb", COURSE_NOTEBOOKS, ids=_ids(COURSE_NOTEBOOKS))
+def test_every_exercise_is_checked_and_its_solution_passes(ipynb: Path) -> None:
+    cells = _code_cells(ipynb)
+    checks = [c for c in cells if "cu.exercises.check(" in _source(c)]
+    solutions = [c for c in cells if "solution" in c.get("metadata", {}).get("tags", [])]
+    assert len(checks) >= 2, f"{ipynb.name}: every notebook ends with at least two checked exercises"
+    assert len(solutions) >= len(checks), f"{ipynb.name}: each exercise needs a solution cell tagged 'solution'"
+    for cell in checks:
+        assert "NBVAL_CHECK_OUTPUT" in _source(cell), f"{ipynb.name}: a check cell must be # NBVAL_CHECK_OUTPUT"
+        text = "".join("".join(o.get("text", "")) for o in cell.get("outputs", []))
+        solved = re.fullmatch(r"(exercise \d\d\.\d+: correct\n)+", text)
+        assert solved, f"{ipynb.name}: a solution fails its check: {text!r}"
+    for cell in solutions:
+        assert cell.get("metadata", {}).get("jupyter", {}).get("source_hidden"), f"{ipynb.name}: solutions are hidden"

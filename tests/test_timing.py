@@ -132,7 +132,7 @@ class _Async:
     def __init__(self, events: list[str]) -> None:
         self.events = events
 
-    def block_until_ready(self) -> "_Async":
+    def block_until_ready(self) -> _Async:
         self.events.append("wait")
         return self
 
