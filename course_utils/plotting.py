@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from course_utils import timing, validate
+from course_utils import profile, timing, validate
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -271,3 +271,32 @@ def _stack_labels_apart(fig: Figure, ax: Axes) -> None:
                 target = py + 10
         placed.append((x, target))
         label.xyann = (5, target - y)
+
+
+def trace_timeline(trace: profile.Trace, *, threads: Sequence[str] | None = None, start: float | None = None,
+                   end: float | None = None, top_names: int = 6, title: str | None = None) -> Figure:
+    """A profiler trace drawn as a timeline: one row per thread, one bar per event, the most frequent event
+    names coloured (the rest grey), so gaps (idle time) and many small ops read at a glance."""
+    validate.instance("trace", trace, profile.Trace)
+    shown = trace.window(start if start is not None else trace.start, end if end is not None else trace.end + 1e-12)
+    rows = list(threads) if threads is not None else shown.threads()[:6]
+    validate.non_empty("threads", rows)
+    colours = {name: PALETTE[i % len(PALETTE)] for i, (name, _) in enumerate(shown.names(top_names))}
+    fig, (ax,) = figure(width=8.0, height=1.0 + 0.55 * len(rows))
+    origin = shown.start
+    for y, thread in enumerate(rows):
+        events = [e for e in shown.events if e.thread == thread]
+        if not events:
+            raise ValueError(f"threads: {thread!r} has no event in this window; threads: {shown.threads()}")
+        ax.broken_barh([((e.start - origin) * 1e3, e.duration * 1e3) for e in events], (y - 0.4, 0.8),
+                       facecolors=[colours.get(e.name, "#bbbbbb") for e in events], linewidth=0)
+    ax.set_yticks(range(len(rows)), [r if len(r) <= 28 else r[:25] + "..." for r in rows])
+    ax.invert_yaxis()
+    ax.set_xlabel("time since the window's first event (ms)")
+    ax.set_title(title or f"{trace.framework} trace: {len(shown.events)} events")
+    from matplotlib.patches import Rectangle
+
+    handles = [Rectangle((0, 0), 1, 1, color=c) for c in colours.values()]
+    labels = [n if len(n) <= 40 else n[:37] + "..." for n in colours]
+    fig.legend(handles, labels, loc="outside lower center", ncols=min(3, len(labels)), fontsize=7)
+    return fig
