@@ -1,0 +1,132 @@
+"""torch.compile's own account of a run: ``TORCH_TRACE`` structured logs turned into a report by ``tlparse``
+(a pinned PyPI package), with the compile, recompile and graph-break counts read back from that report.
+
+``TORCH_TRACE`` is read when torch starts, so the code runs in a fresh Python process; the report
+(``index.html``, one folder per compile id ``[frame/attempt]``) lands under ``build/tlparse/<name>`` and
+opens in any browser, offline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from course_utils import display, validate
+
+REPORT_DIR = Path("build") / "tlparse"
+_COMPILE_ID = re.compile(r"^\[(\d+)/(\d+)\]$")
+
+
+@dataclass(frozen=True, repr=False)
+class CompileReport:
+    """What tlparse found: frames compiled, compilations (first + recompiles), graph breaks and the reasons."""
+
+    folder: Path
+    frames: int
+    compilations: int
+    recompiles: int
+    graph_breaks: int
+    recompile_reasons: tuple[str, ...]
+    break_reasons: tuple[str, ...]
+
+    def table(self) -> display.Table:
+        rows = [("frames compiled", str(self.frames)), ("compilations", str(self.compilations)),
+                ("recompilations", str(self.recompiles)), ("graph breaks", str(self.graph_breaks))]
+        rows += [("recompiled because", r) for r in self.recompile_reasons[:3]]
+        rows += [("graph break", r) for r in self.break_reasons[:3]]
+        return display.table(["tlparse", "found"], rows, note=f"report: {self.folder / 'index.html'}")
+
+    def __repr__(self) -> str:
+        return repr(self.table())
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
+
+
+def tlparse_command() -> str:
+    """The tlparse executable of this Python environment (installed with the course's pins)."""
+    beside = Path(sys.executable).with_name("tlparse")
+    found = str(beside) if beside.exists() else shutil.which("tlparse")
+    if found is None:
+        raise RuntimeError("tlparse is not installed: pip install tlparse (the course pins it in requirements.txt)")
+    return found
+
+
+def torch_compile_report(code: str, name: str = "compile", *, folder: str | Path = REPORT_DIR,
+                         timeout: float = 600) -> CompileReport:
+    """Run ``code`` (Python source that uses torch.compile) in a fresh process with ``TORCH_TRACE`` set,
+    turn the logs into a tlparse report under ``folder/name`` and read the counts back."""
+    validate.text("code", code)
+    if not re.fullmatch(r"[\w.-]+", validate.text("name", name)):
+        raise ValueError(f"name must be a folder name of letters, digits, '.', '-' or '_'; got {name!r}")
+    validate.number("timeout", timeout, low=1, high=3600)
+    out = Path(validate.instance("folder", folder, (str, Path))) / name
+    logs = out / "logs"
+    shutil.rmtree(out, ignore_errors=True)
+    logs.mkdir(parents=True)
+    environ = {**os.environ, "TORCH_TRACE": str(logs)}
+    run = subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True, text=True, timeout=timeout)
+    if run.returncode != 0:
+        raise RuntimeError(f"the traced code failed (exit {run.returncode}):\n{run.stderr[-2000:]}")
+    log_files = sorted(logs.glob("*.log"))
+    if not log_files:
+        raise RuntimeError("TORCH_TRACE wrote no log: did the code call a torch.compile'd function?")
+    report = out / "report"
+    parsed = subprocess.run([tlparse_command(), str(log_files[-1]), "-o", str(report), "--no-browser", "--overwrite"],
+                            capture_output=True, text=True, timeout=timeout)
+    if parsed.returncode != 0:
+        raise RuntimeError(f"tlparse failed:\n{parsed.stderr[-2000:]}")
+    return read_report(report)
+
+
+def read_report(folder: str | Path) -> CompileReport:
+    """Counts from a tlparse output folder (its ``compile_directory.json``)."""
+    folder = Path(validate.instance("folder", folder, (str, Path)))
+    index = folder / "compile_directory.json"
+    if not index.is_file():
+        raise ValueError(f"folder {str(folder)!r} holds no compile_directory.json: not a tlparse report")
+    try:
+        directory = json.loads(index.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"folder {str(folder)!r}: compile_directory.json is not JSON: {exc}") from None
+    ids = {cid: m for cid in directory if (m := _COMPILE_ID.match(cid))}
+    recompile_reasons, break_reasons = [], []
+    for cid, match in ids.items():
+        for artifact in directory[cid].get("artifacts", []):
+            path = folder / artifact.get("url", "")
+            if artifact["name"].startswith("recompile_reasons") and path.is_file():
+                recompile_reasons.append(_first_line(path))
+            if artifact["name"].startswith("dynamo_graph_break_reason") and match.group(2) == "0" and path.is_file():
+                break_reasons.append(_graph_break_reason(path))
+    return CompileReport(
+        folder=folder,
+        frames=len({m.group(1) for m in ids.values()}),
+        compilations=len(ids),
+        recompiles=sum(m.group(2) != "0" for m in ids.values()),
+        graph_breaks=len(break_reasons),
+        recompile_reasons=tuple(recompile_reasons),
+        break_reasons=tuple(break_reasons),
+    )
+
+
+def _first_line(path: Path) -> str:
+    text = path.read_text(errors="replace").strip()
+    try:  # recompile_reasons_N.json holds a JSON list of strings
+        loaded = json.loads(text)
+        text = loaded[0] if isinstance(loaded, list) and loaded else text
+    except json.JSONDecodeError:
+        pass
+    return str(text).splitlines()[0][:160] if text else ""
+
+
+def _graph_break_reason(path: Path) -> str:
+    for line in path.read_text(errors="replace").splitlines():
+        if line.startswith("Graph Break Reason:"):
+            return line.split(":", 1)[1].strip()[:160]
+    return _first_line(path)
