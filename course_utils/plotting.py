@@ -118,10 +118,11 @@ def time_bars(
 ) -> Figure:
     """Median time per call with quartile whiskers; optionally the first call (compile/trace) beside it."""
     validate.instance("measurements", measurements, (Mapping, list, tuple))
-    items = list(measurements.items()) if isinstance(measurements, Mapping) else [(m.label, m) for m in measurements]
-    validate.non_empty("measurements", items)
-    for _, m in items:
+    values = list(measurements.values()) if isinstance(measurements, Mapping) else list(measurements)
+    validate.non_empty("measurements", values)
+    for m in values:
         validate.instance("measurements", m, timing.Measurement)
+    items = list(measurements.items()) if isinstance(measurements, Mapping) else [(m.label, m) for m in values]
     scale, unit = _time_unit(min(m.median for _, m in items))
     fig, (ax,) = figure(height=0.6 + 0.5 * len(items))
     names = [name for name, _ in items]

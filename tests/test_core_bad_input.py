@@ -1,0 +1,136 @@
+"""Bad input to the core modules: each call raises TypeError or ValueError naming its argument, never a wrong
+answer, a raw error from deep inside numpy or matplotlib, or a hang (issue 16). Lesson packages have their own
+``tests/<package>/test_<package>_bad_input.py``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from badinput import rejects
+
+from course_utils import display, env, exercises, hardware, models, notebook, plotting, profile, timing, validate
+
+NAN, INF = math.nan, math.inf
+
+
+def _noop() -> None:
+    return None
+
+
+_M = timing.Measurement("m", (1e-3, 2e-3))
+
+BAD_CALLS = [
+    # timing
+    (lambda: timing.benchmark(None), "fn"),
+    (lambda: timing.benchmark(_noop, min_time=INF), "min_time"),
+    (lambda: timing.benchmark(_noop, min_time=NAN), "min_time"),
+    (lambda: timing.benchmark(_noop, min_time=-1), "min_time"),
+    (lambda: timing.benchmark(_noop, min_time=1e9), "min_time"),
+    (lambda: timing.benchmark(_noop, warmup=-1), "warmup"),
+    (lambda: timing.benchmark(_noop, warmup=1.5), "warmup"),
+    (lambda: timing.benchmark(_noop, max_repeats=0), "max_repeats"),
+    (lambda: timing.benchmark(_noop, min_repeats=0), "min_repeats"),
+    (lambda: timing.benchmark(_noop, min_repeats=10, max_repeats=5), "min_repeats"),
+    (lambda: timing.benchmark(_noop, sync="yes"), "sync"),
+    (lambda: timing.benchmark(_noop, label=3), "label"),
+    (lambda: timing.dispatch_only("f"), "fn"),
+    (lambda: timing.dispatch_only(_noop, repeats=-2), "repeats"),
+    (lambda: timing.compare([]), "candidates"),
+    (lambda: timing.compare({}), "candidates"),
+    (lambda: timing.compare({"a": 3}), "candidates"),
+    (lambda: timing.compare({"a": _M}, baseline="b"), "baseline"),
+    (lambda: timing.Measurement("m", ()), "times"),
+    (lambda: timing.Measurement("m", (NAN,)), "times"),
+    (lambda: timing.Measurement("m", (-1.0,)), "times"),
+    (lambda: timing.Measurement("m", (1.0,), number=0), "number"),
+    (lambda: timing.Measurement(None, (1.0,)), "label"),
+    (lambda: timing.Measurement.from_times("m", []), "times"),
+    (lambda: timing.Measurement.from_times("m", [INF]), "times"),
+    (lambda: timing.Timer(label=None), "label"),
+    # display
+    (lambda: display.format_time(NAN), "seconds"),
+    (lambda: display.format_time("1 s"), "seconds"),
+    (lambda: display.format_time(None), "seconds"),
+    (lambda: display.format_bytes(INF), "nbytes"),
+    (lambda: display.format_bytes("1 MB"), "nbytes"),
+    (lambda: display.format_rate(-1e9), "bytes_per_second"),
+    (lambda: display.format_flops(NAN), "flops_per_second"),
+    (lambda: display.percent(NAN), "value"),
+    (lambda: display.ratio(None), "value"),
+    (lambda: display.table([], []), "header"),
+    (lambda: display.table(["a"], [("1", "2")]), "rows"),
+    (lambda: display.verdict(None, "x"), "held"),
+    (lambda: display.verdict(True, ""), "numbers"),
+    (lambda: display.verdict(False, "x", why=None), "why"),
+    (lambda: display.verdict(False, "x"), "why"),
+    # env, hardware, notebook
+    (lambda: env.available(None), "framework"),
+    (lambda: env.available("mxnet"), "framework"),
+    (lambda: env.seed_everything(-1), "seed"),
+    (lambda: hardware.last_level_cache_bytes(default=-5), "default"),
+    (lambda: notebook.setup(seed=-1), "seed"),
+    (lambda: notebook.setup(seed=1.5), "seed"),
+    (lambda: notebook.needs(), "frameworks"),
+    (lambda: notebook.needs(None), "framework"),
+    (lambda: notebook.present(["caffe"]), "framework"),
+    (lambda: notebook.badge(None), "notebook"),
+    (lambda: notebook.badge("x.py"), "notebook"),
+    (lambda: notebook.summary_table("", [("a", 1.0)]), "notebook"),
+    (lambda: notebook.summary_table("x", []), "rows"),
+    (lambda: notebook.Row("q", "notnumber"), "value"),
+    (lambda: notebook.Row("q", None), "value"),
+    (lambda: notebook.Row("q", 1.0, unit=None), "unit"),
+    # plotting
+    (lambda: plotting.color_for(None), "label"),
+    (lambda: plotting.color_for("jax", index=-1), "index"),
+    (lambda: plotting.figure(ncols=0), "ncols"),
+    (lambda: plotting.figure(nrows=100), "nrows"),
+    (lambda: plotting.figure(width=NAN), "width"),
+    (lambda: plotting.speedup_bars(None), "table"),
+    (lambda: plotting.time_bars([]), "measurements"),
+    (lambda: plotting.time_bars(None), "measurements"),
+    (lambda: plotting.time_bars([3]), "measurements"),
+    (lambda: plotting.sweep_plot([], {"a": []}), "sizes"),
+    (lambda: plotting.sweep_plot([1, 2], {}), "series"),
+    (lambda: plotting.sweep_plot([0, 2], {"a": [_M, _M]}), "sizes"),
+    (lambda: plotting.waterfall([("a", 1.0)]), "steps"),
+    (lambda: plotting.waterfall([("a", 1.0), ("b", NAN)]), "steps"),
+    (lambda: plotting.waterfall([("a", 1.0), ("b", 2.0)], unit="h"), "unit"),
+    (lambda: plotting.roofline_plot(None), "machine"),
+    # models
+    (lambda: models.chain_for("mxnet"), "framework"),
+    (lambda: models.chain_for(None), "framework"),
+    (lambda: models.mlp_weights(None), "sizes"),
+    (lambda: models.mlp_weights((4, 0)), "sizes"),
+    (lambda: models.mlp_weights((4, 2), seed=-1), "seed"),
+    (lambda: models.cnn_weights(classes=0), "classes"),
+    (lambda: models.cnn_weights(channels=(8, 8)), "channels"),
+    # exercises
+    (lambda: exercises.check("nope", 1), "exercise_id"),
+    (lambda: exercises.register("01.1", hint=None), "hint"),
+    (lambda: exercises.close(1.0, NAN), "expected"),
+    (lambda: exercises.close(1.0, 2.0, rel=0), "rel"),
+    (lambda: exercises.within(1.0, 3.0, 2.0), "high"),
+    (lambda: exercises.same_function(None, abs, lambda s: (1,)), "candidate"),
+    # validate itself refuses a non-list for choices-like containers
+    (lambda: validate.non_empty("xs", None), "xs"),
+    # profile
+    (lambda: profile.load(None), "path"),
+    (lambda: profile.capture("torch", _noop, steps=INF), "steps"),
+    (lambda: profile.capture("torch", _noop, folder=None), "folder"),
+]
+
+
+@pytest.mark.parametrize(("call", "argument"), BAD_CALLS, ids=[f"{i:02d}-{a}" for i, (_, a) in enumerate(BAD_CALLS)])
+def test_bad_call_is_refused_naming_its_argument(call, argument) -> None:
+    rejects(call, argument)
+
+
+def test_user_errors_pass_through_unchanged() -> None:
+    def broken() -> None:
+        raise KeyError("the learner's own bug")
+
+    with pytest.raises(KeyError, match="learner's own bug"):
+        timing.benchmark(broken)
