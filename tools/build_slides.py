@@ -27,10 +27,10 @@ import shutil
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import nbformat
-import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 SLIDES = ROOT / "slides"

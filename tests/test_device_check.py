@@ -1,0 +1,29 @@
+"""tools/device_check.sh: the script for the day a GPU is lent, tested on its CPU dry-run path."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "tools"))
+from gpu_requirements import gpu_lines  # noqa: E402
+
+
+def test_gpu_requirements_swap_only_the_framework_builds() -> None:
+    text = "jax==0.10.2\njaxlib==0.10.2\ntensorflow-cpu==2.21.0; sys_platform == \"linux\"\ntorch==2.13.0\nnumpy==2.4.6"
+    assert gpu_lines(text) == ["jax[cuda12]==0.10.2", "jaxlib==0.10.2",
+                               "tensorflow[and-cuda]==2.21.0; sys_platform == \"linux\"", "torch==2.13.0",
+                               "numpy==2.4.6"]
+
+
+@pytest.mark.integration
+def test_dry_run_executes_a_notebook_and_writes_the_summary(tmp_path) -> None:
+    out = subprocess.run(["bash", "tools/device_check.sh", "--dry-run", "--skip-bench", "--notebooks", "00_measuring",
+                          str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    summary = (tmp_path / "summary.md").read_text()
+    assert "| 00_measuring | ok |" in summary and "no GPU (dry run)" in summary
+    assert (tmp_path / "build" / "notebooks" / "00_measuring.ipynb").exists()

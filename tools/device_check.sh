@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The course on a CUDA machine, in one go (about 10 minutes on one recent GPU):
+#   1. install the pinned stack with CUDA wheels into .venv-gpu (skipped with --preinstalled, for an image
+#      that already holds torch/jax, or with --dry-run);
+#   2. execute every notebook at gpu size into OUT/build (COURSE_SIZE=gpu; ci with --dry-run);
+#   3. run `make bench`'s benchmarks into OUT/bench.json (skipped with --skip-bench);
+#   4. write OUT/summary.md: device, versions, minutes per notebook and the headline figures.
+# Usage: tools/device_check.sh [--dry-run] [--preinstalled] [--skip-bench] [--notebooks "00_measuring 02_operator_fusion"] [OUT]
+# --dry-run rehearses steps 2-4 on a CPU with the local .venv at ci size: what CI can test without a GPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+dry_run=0 preinstalled=0 skip_bench=0 notebooks="" out=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --dry-run) dry_run=1 ;;
+    --preinstalled) preinstalled=1 ;;
+    --skip-bench) skip_bench=1 ;;
+    --notebooks) notebooks="$2"; shift ;;
+    -*) echo "unknown option $1" >&2; exit 2 ;;
+    *) out="$1" ;;
+  esac
+  shift
+done
+out="${out:-build/device}"
+mkdir -p "$out"
+start=$(date +%s)
+
+if [ "$dry_run" = 1 ]; then
+  python=.venv/bin/python; size=ci
+  [ -x "$python" ] || { echo "--dry-run needs the local .venv: run make setup first" >&2; exit 1; }
+elif [ "$preinstalled" = 1 ]; then
+  python=$(command -v python3); size=gpu
+  "$python" -m pip install --quiet --no-deps --no-build-isolation -e . 2>/dev/null || export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+else
+  size=gpu
+  command -v nvidia-smi >/dev/null || { echo "no nvidia-smi: this is not a CUDA machine (use --dry-run)" >&2; exit 1; }
+  python3 -m venv .venv-gpu
+  python=.venv-gpu/bin/python
+  "$python" -m pip install --quiet --upgrade pip
+  # The same pins as requirements.txt, with the CUDA builds of the frameworks (tools/gpu_requirements.py).
+  python3 tools/gpu_requirements.py requirements.txt > "$out/requirements-gpu.txt"
+  "$python" -m pip install --quiet -r "$out/requirements-gpu.txt"
+  "$python" -m pip install --quiet --no-deps --no-build-isolation -e .
+fi
+"$python" -m ipykernel install --sys-prefix --name eager-to-compiled --display-name "Python 3 (Eager to Compiled)" >/dev/null
+
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo "no GPU (dry run)"; } > "$out/device.txt"
+
+selected=()
+for name in $notebooks; do selected+=("notebooks/$name.ipynb"); done
+COURSE_SIZE=$size "$python" tools/run_course.py --kernel eager-to-compiled --out "$out/build" --timeout 600 "${selected[@]}" \
+  | tee "$out/notebooks.log" || echo "some notebooks failed: see $out/notebooks.log"
+
+if [ "$skip_bench" = 0 ]; then
+  COURSE_SIZE=$size "$python" benchmarks/run_all.py --out "$out/bench.json" > "$out/bench.log" 2>&1 \
+    || echo "a benchmark failed: see $out/bench.log"
+fi
+
+"$python" tools/device_summary.py --out "$out" --seconds "$(( $(date +%s) - start ))"
+echo "device check written to $out (summary.md, build/, bench.json)"

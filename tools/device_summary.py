@@ -1,0 +1,58 @@
+"""Write OUT/summary.md after tools/device_check.sh: device, versions, minutes per notebook, headline figures."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+from course_utils import env
+
+# Headline figures, found by key path in bench.json (benchmarks change; the patterns keep the summary useful).
+HEADLINES = {
+    "fused chain as a fraction of copy bandwidth": r"fusion\..*fraction_of_copy$",
+    "bf16 matmul as a fraction of peak": r"precision\..*(bf16.*fraction|fraction.*bf16)",
+    "AMP / bf16 speed-up": r"(precision|ladder)\..*(amp|bf16).*speedup",
+    "DDP step times (s)": r"ddp\..*step.*(seconds|time|median)",
+    "multi-process step times (s)": r"beyond\..*step.*(seconds|time|median)",
+}
+
+
+def flatten(value: object, prefix: str = "") -> dict[str, float]:
+    """Every number in a nested JSON value, keyed by its dotted path."""
+    if isinstance(value, dict):
+        return {k: v for key, item in value.items() for k, v in flatten(item, f"{prefix}{key}.").items()}
+    if isinstance(value, list):
+        return {k: v for i, item in enumerate(value) for k, v in flatten(item, f"{prefix}{i}.").items()}
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return {prefix.rstrip("."): float(value)}
+    return {}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--seconds", type=float, default=0.0)
+    args = parser.parse_args()
+    lines = ["# Device check", "", f"- device: {(args.out / 'device.txt').read_text().strip()}",
+             f"- wall time: {args.seconds / 60:.1f} min"]
+    lines += [f"- {k}: {v}" for k, v in env.report(devices=True).rows() if k in ("CPU", "torch", "jax", "tensorflow")]
+    results = args.out / "build" / "summary.json"
+    if results.exists():
+        lines += ["", "| notebook | status | minutes |", "|---|---|---|"]
+        lines += [f"| {r['notebook']} | {r['status']} | {r['minutes']:.1f} |" for r in json.loads(results.read_text())]
+    bench = args.out / "bench.json"
+    if bench.exists():
+        numbers = flatten(json.loads(bench.read_text()))
+        lines += ["", "## Headline figures (from bench.json)"]
+        for title, pattern in HEADLINES.items():
+            found = {k: v for k, v in numbers.items() if re.search(pattern, k, re.I)}
+            shown = ", ".join(f"{k} = {v:.3g}" for k, v in list(found.items())[:8]) or "not recorded"
+            lines.append(f"- {title}: {shown}")
+    (args.out / "summary.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
