@@ -10,26 +10,30 @@ KERNEL := eager-to-compiled
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.py))
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab course test test-unit lint sync execute bench clean slides browser
+.PHONY: help setup lab course test test-unit lint sync execute bench clean slides browser learner wheelhouse device-check
 
 help: ## list the targets
 	@grep -E '^[a-z.]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
 
 setup: $(STAMP) ## create .venv with the pinned stack, course_utils (editable) and the course kernel
 
+# WHEELHOUSE=dir installs from a folder of wheels with no network (make wheelhouse writes one).
+WHEELHOUSE ?=
+PIP_SOURCE := $(if $(WHEELHOUSE),--no-index --find-links $(abspath $(WHEELHOUSE)),)
+
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 		{ echo "Python >= 3.11 is needed (jax 0.10, numpy 2.4); found $$($(PYTHON) --version). Set PYTHON=python3.11"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check pip==26.3
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check $(PIP_SOURCE) pip==26.3
+	$(PY) -m pip install --quiet --disable-pip-version-check $(PIP_SOURCE) -r requirements.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	$(PY) -m pip check
 	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python 3 (Eager to Compiled)" >/dev/null
 	touch $(STAMP)
 
-lab: setup ## open JupyterLab on notebooks/ with the course kernel
-	$(BIN)/jupyter lab notebooks/
+lab: setup ## open JupyterLab on notebooks/ with the course kernel (adds --allow-root only when run as root)
+	$(BIN)/jupyter lab --ip=127.0.0.1 $(if $(filter 0,$(shell id -u)),--allow-root,) notebooks/
 
 course: setup ## execute every notebook headless into build/ (notebooks, figures, measured summary)
 	$(PY) tools/run_course.py --kernel $(KERNEL) --out build
@@ -66,6 +70,18 @@ browser: ## install Debian's Chromium for the browser tests when it is missing (
 
 environment.yml: requirements.txt tools/write_environment_yml.py ## regenerate environment.yml from requirements.txt
 	$(PYTHON) tools/write_environment_yml.py
+
+learner: setup ## the learner edition (solution cells removed) into build/learner, executed at ci size
+	COURSE_SIZE=ci $(PY) tools/learner_edition.py --out build/learner --execute --kernel $(KERNEL)
+
+wheelhouse: ## download every pinned wheel into wheelhouse/ (copy it to USB sticks; then make setup WHEELHOUSE=wheelhouse)
+	$(PYTHON) -m pip download --quiet --disable-pip-version-check --dest wheelhouse pip==26.3 -r requirements.txt \
+		setuptools wheel
+	$(PYTHON) -m pip wheel --quiet --disable-pip-version-check --no-deps --wheel-dir wheelhouse .
+	@echo "wheelhouse/ holds $$(ls wheelhouse | wc -l) files ($$(du -sh wheelhouse | cut -f1)); offline: make setup WHEELHOUSE=wheelhouse"
+
+device-check: ## on a CUDA machine: CUDA builds at the same pins, every notebook at gpu size, bench, summary (tools/device_check.sh)
+	bash tools/device_check.sh build/device
 
 clean: ## remove build/ (keeps .venv)
 	rm -rf build

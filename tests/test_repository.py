@@ -7,7 +7,7 @@ import tomllib
 import yaml
 from conftest import ROOT
 
-from course_utils import colab
+from course_utils import notebook
 
 
 def _pins(lines: list[str]) -> list[str]:
@@ -36,6 +36,16 @@ def test_package_requirements_are_loose_and_frameworks_are_extras() -> None:
 
 def test_repository_url_is_in_one_place() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert project["urls"]["Repository"] == colab.REPO_URL
+    assert project["urls"]["Repository"] == notebook.REPO_URL
     readme = (ROOT / "README.md").read_text()
-    assert colab.REPO_URL in readme
+    assert notebook.REPO_URL in readme
+
+
+def test_architecture_page_names_every_package_and_core_module() -> None:
+    page = (ROOT / "ARCHITECTURE.md").read_text()
+    package = ROOT / "course_utils"
+    for path in sorted(package.iterdir()):
+        if path.is_dir() and (path / "__init__.py").exists() or path.name == "workers":
+            assert f"`{path.name}/`" in page, f"ARCHITECTURE.md does not name the package {path.name}/"
+        elif path.suffix == ".py" and path.name != "__init__.py":
+            assert f"`{path.name}`" in page, f"ARCHITECTURE.md does not name the core module {path.name}"
