@@ -1,0 +1,85 @@
+"""The checkers of notebook 04's exercises: each scores the answer against this run's measurements (passed in
+as context) or against a reference implementation, and says what is still wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from course_utils import exercises, validate
+
+REMOVED = 0.5  # a worker count "removes the wait" when its steady wait is at most half the in-process wait
+TIE = 0.03  # utilisations closer than 3 points are a tie on a shared machine: either answer is right
+
+
+def smallest_removing(waits: Mapping[int, float]) -> int | None:
+    """The smallest worker count > 0 whose steady wait is at most ``REMOVED`` x the wait with 0 workers."""
+    validate.instance("waits", waits, Mapping)
+    if 0 not in waits:
+        raise ValueError("waits must include 0 workers (the in-process loader)")
+    base = validate.non_negative("waits", waits[0])
+    found = [n for n, w in waits.items() if n > 0 and validate.non_negative("waits", w) <= REMOVED * base]
+    return min(found) if found else None
+
+
+@exercises.register("04.1", hint="N workers deliver a batch every (data time / N): set that equal to the compute "
+                                 "time, round up, and cap it at the cores free for data")
+def _workers_needed(answer: Any, *, waits: Mapping[int, float]) -> str | None:
+    """Predicted smallest worker count that removes the wait (halves it at least), against the sweep's waits."""
+    if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)):
+        raise TypeError(f"the answer should be a whole number of workers; got {answer!r}")
+    expected = smallest_removing(waits)
+    if int(answer) not in waits:
+        return f"{answer} workers was not measured; the sweep measured {sorted(waits)}"
+    if expected is None:
+        return "no worker count halved the wait in this run: look at the compute time per step with workers"
+    if int(answer) == expected:
+        return None
+    w = waits[int(answer)]
+    verb = "removed" if w <= REMOVED * waits[0] else "did not remove"
+    return (f"{answer} workers {verb} the wait ({w * 1e3:.1f} ms against {waits[0] * 1e3:.1f} ms in-process); "
+            f"the smallest count that did in this run is not {answer}")
+
+
+@exercises.register("04.2", hint="compare the utilisation of the thread prefetcher with that of the worker "
+                                 "process + Prefetch, both measured in this run")
+def _processes_or_threads(answer: Any, *, thread_utilisation: float, process_utilisation: float) -> str | None:
+    """'threads' or 'processes': which fed JAX better in this run (a tie within 3 points accepts either)."""
+    if not isinstance(answer, str):
+        raise TypeError(f"the answer should be 'threads' or 'processes'; got {answer!r}")
+    choice = answer.strip().lower()
+    if choice not in ("threads", "processes"):
+        raise ValueError(f"the answer should be 'threads' or 'processes'; got {answer!r}")
+    thread = validate.fraction("thread_utilisation", thread_utilisation)
+    process = validate.fraction("process_utilisation", process_utilisation)
+    if abs(thread - process) <= TIE:
+        return None
+    expected = "threads" if thread > process else "processes"
+    if choice == expected:
+        return None
+    return (f"this run measured threads {thread:.0%} and processes {process:.0%} utilisation: "
+            f"{expected} fed JAX better here")
+
+
+def reference_utilisation(waits: Any, computes: Any) -> float:
+    """Busy share of one epoch's steady steps: sum(compute) / sum(wait + compute), first step left out."""
+    waits, computes = np.asarray(waits, dtype=float)[1:], np.asarray(computes, dtype=float)[1:]
+    return float(computes.sum() / (waits.sum() + computes.sum()))
+
+
+def _inputs(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    steps = int(rng.integers(3, 12))
+    waits = rng.uniform(0.0, 0.02, steps)
+    waits[0] = rng.uniform(0.05, 1.0)  # the start-up: large, and not part of the steady state
+    return waits, rng.uniform(0.005, 0.02, steps)
+
+
+@exercises.register("04.3", hint="leave out the first step (the loader's start-up), then divide the total compute "
+                                 "by the total of wait + compute")
+def _utilisation_function(answer: Any) -> str | None:
+    """A function ``utilisation(waits, computes)`` equal to the reference on random epochs."""
+    return exercises.same_function(answer, reference_utilisation, _inputs, trials=6)

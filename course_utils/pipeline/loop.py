@@ -1,0 +1,180 @@
+"""The instrumented training loop of notebook 04: per step, the time spent waiting for the batch and the time
+spent computing (synchronised), kept as a ``Timeline``; "utilisation" here is always the accelerator's busy
+time share: compute / (wait + compute) over the steady steps.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from course_utils import display, timing, validate
+from course_utils.pipeline.dataset import fingerprint
+
+_clock = time.perf_counter  # module-level so that tests can drive the loop with a fake clock
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.1f} ms"
+
+
+@dataclass(frozen=True, repr=False)
+class Timeline:
+    """Per-step times of one loop: when each step began waiting, how long it waited, how long it computed.
+
+    The first step of each epoch holds the loader's start-up (workers, threads, caches), so the steady-state
+    numbers (``utilisation``, ``step_time``...) leave it out and ``startups`` reports it.
+    """
+
+    label: str
+    starts: tuple[float, ...]
+    waits: tuple[float, ...]
+    computes: tuple[float, ...]
+    epochs: tuple[int, ...]
+    fingerprints: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        validate.instance("label", self.label, str)
+        if not self.waits or not len(self.starts) == len(self.waits) == len(self.computes) == len(self.epochs):
+            raise ValueError("starts, waits, computes and epochs must be non-empty and of equal length")
+        for name in ("starts", "waits", "computes"):
+            for value in getattr(self, name):
+                validate.non_negative(name, value)
+
+    @property
+    def steps(self) -> int:
+        return len(self.waits)
+
+    def _first(self) -> np.ndarray:
+        epochs = np.asarray(self.epochs)
+        return np.r_[True, epochs[1:] != epochs[:-1]]
+
+    def _steady(self) -> np.ndarray:
+        first = self._first()
+        return ~first if (~first).any() else np.ones_like(first)
+
+    @property
+    def startups(self) -> tuple[float, ...]:
+        """Wait of the first step of each epoch (end of the previous epoch, ``iter()``, first batch), seconds."""
+        return tuple(float(self.waits[i]) for i in np.flatnonzero(self._first()))
+
+    @property
+    def wait_time(self) -> float:
+        """Mean wait per steady step, seconds."""
+        return float(np.asarray(self.waits)[self._steady()].mean())
+
+    @property
+    def compute_time(self) -> float:
+        """Mean compute per steady step, seconds."""
+        return float(np.asarray(self.computes)[self._steady()].mean())
+
+    @property
+    def step_time(self) -> float:
+        """Mean (wait + compute) per steady step, seconds: total steady time / steady steps."""
+        return self.wait_time + self.compute_time
+
+    @property
+    def utilisation(self) -> float:
+        """Accelerator busy time share: compute / (wait + compute) over the steady steps."""
+        total = self.step_time
+        return self.compute_time / total if total > 0 else 0.0
+
+    def epoch_wait(self, epoch: int) -> float:
+        """Mean wait per steady step of one epoch (its first step, the start-up, left out), seconds."""
+        validate.choice("epoch", epoch, sorted(set(self.epochs)))
+        waits = [w for w, e in zip(self.waits, self.epochs) if e == epoch][1:]
+        return float(np.mean(waits)) if waits else 0.0
+
+    def row(self) -> tuple[str, ...]:
+        return (self.label, _ms(self.step_time), _ms(self.wait_time), _ms(self.compute_time),
+                display.percent(self.utilisation), _ms(self.startups[0]))
+
+    def table(self) -> display.Table:
+        return timelines_table([self])
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain numbers (seconds) for JSON."""
+        return {"label": self.label, "steps": self.steps, "step_time": self.step_time, "wait_time": self.wait_time,
+                "compute_time": self.compute_time, "utilisation": self.utilisation,
+                "startups": list(self.startups), **self.metadata}
+
+    def summary(self) -> str:
+        return (f"{self.label}: step {_ms(self.step_time)} (wait {_ms(self.wait_time)}, compute "
+                f"{_ms(self.compute_time)}), utilisation {self.utilisation:.0%}, "
+                f"start-up {self.startups[0] * 1e3:.0f} ms")
+
+    def __repr__(self) -> str:
+        return f"<Timeline {self.summary()}>"
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
+
+
+def timelines_table(timelines: Sequence[Timeline], *, title: str | None = None) -> display.Table:
+    """One row per loop: steady step time, wait, compute, utilisation (busy time share), first start-up."""
+    validate.non_empty("timelines", timelines)
+    for t in timelines:
+        validate.instance("timelines", t, Timeline)
+    return display.table(
+        ["loop", "step", "wait", "compute", "utilisation", "start-up"], [t.row() for t in timelines],
+        title=title, note="Steady steps (first step of each epoch left out); utilisation = compute / step time.")
+
+
+def run_loop(
+    batches: Iterable[Any],
+    step: Callable[[Any], Any],
+    *,
+    epochs: int = 1,
+    label: str = "loop",
+    record: bool = True,
+    **metadata: Any,
+) -> Timeline:
+    """Run ``step(batch)`` over every batch of ``batches`` for ``epochs`` epochs, timing wait and compute.
+
+    Wait: from asking the iterator for the next batch until it arrives (the first step of an epoch includes
+    ``iter()``, i.e. starting workers or threads, and the end of the previous epoch). Compute: ``step(batch)``
+    plus ``course_utils.timing.sync`` of its result, so asynchronous frameworks are charged for the work they
+    queued. ``record`` keeps a fingerprint of each batch (computed outside both timed intervals) to prove
+    variants yield equal data. An exception raised by ``step`` or by the loader passes through unchanged.
+    """
+    if batches is None or isinstance(batches, (str, bytes)) or not isinstance(batches, Iterable):
+        raise TypeError(f"batches must be an iterable of batches (a loader); got {type(batches).__name__} "
+                        f"{batches!r:.60}")
+    validate.function("step", step)
+    validate.positive("epochs", epochs, integer=True)
+    validate.text("label", label)
+    validate.instance("record", record, bool)
+    starts, waits, computes, epoch_of, prints = [], [], [], [], []
+    origin = begin = _clock()
+    for epoch in range(epochs):  # an epoch's first wait includes the end of the previous epoch (workers stop...)
+        iterator = iter(batches)
+        try:
+            while True:
+                try:
+                    batch = next(iterator)
+                except StopIteration:
+                    break
+                got = _clock()
+                timing.sync(step(batch))
+                done = _clock()
+                starts.append(begin - origin)
+                waits.append(got - begin)
+                computes.append(done - got)
+                epoch_of.append(epoch)
+                if record:
+                    prints.append(fingerprint(batch))
+                del batch
+                begin = _clock()
+        finally:
+            close = getattr(iterator, "close", None)
+            if callable(close):
+                close()
+            del iterator
+    if not waits:
+        raise ValueError("batches yielded no batch")
+    return Timeline(label, tuple(starts), tuple(waits), tuple(computes), tuple(epoch_of), tuple(prints), metadata)

@@ -1,0 +1,123 @@
+"""The figures of notebook 04: step timelines (Gantt), before/after utilisation, and the worker sweep."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from course_utils import plotting, validate
+from course_utils.pipeline.loop import Timeline
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+WAIT_COLOR = "#bbbbbb"
+
+
+def _framework_of(label: str) -> str:
+    return label.split(",")[0].split()[0].strip().lower()
+
+
+def timeline_plot(timelines: Sequence[Timeline], *, title: str | None = None, width: float = 9.0) -> Figure:
+    """Gantt chart, one row per loop, time measured from the arrival of each loop's first batch.
+
+    Grey bars wait for data, coloured bars compute (the legend names each colour). The first batch's wait
+    (the loader's start-up: a spawned worker can take a second) is written on the right instead of drawn, so
+    that one slow start does not squash the steady steps of the other rows; later epochs' start-ups are drawn.
+    """
+    from matplotlib.patches import Patch
+
+    validate.non_empty("timelines", timelines)
+    for t in timelines:
+        validate.instance("timelines", t, Timeline)
+    fig, (ax,) = plotting.figure(width=width, height=1.9 + 0.42 * len(timelines))
+    shift = [t.starts[0] + t.waits[0] for t in timelines]
+    end = max(t.starts[-1] + t.waits[-1] + t.computes[-1] - s for t, s in zip(timelines, shift)) * 1e3
+    colors: dict[str, str] = {}
+    for row, (t, s) in enumerate(zip(timelines, shift)):
+        name = _framework_of(t.label)
+        color = colors.setdefault(name, plotting.color_for(name, len(colors)))
+        starts = (np.asarray(t.starts) - s) * 1e3
+        waits, computes = np.asarray(t.waits) * 1e3, np.asarray(t.computes) * 1e3
+        ax.broken_barh(list(zip(starts[1:], waits[1:])), (row - 0.35, 0.7), facecolors=WAIT_COLOR, edgecolor="none")
+        ax.broken_barh(list(zip(starts + waits, computes)), (row - 0.35, 0.7), facecolors=color,
+                       edgecolor="white", linewidth=0.3)
+        ax.text(end * 1.01, row, f"{t.utilisation:.0%} · start-up {t.startups[0] * 1e3:.0f} ms", va="center",
+                ha="left", fontsize=8)
+    ax.set_yticks(range(len(timelines)), [t.label for t in timelines])
+    ax.invert_yaxis()
+    ax.set_xlim(0, end * 1.32)
+    ax.set_xlabel("ms since the first batch arrived; right: utilisation (busy share, steady steps) · first wait")
+    ax.grid(axis="y", visible=False)
+    handles = [Patch(color=WAIT_COLOR, label="waiting for data")]
+    handles += [Patch(color=c, label=f"computing ({name})") for name, c in colors.items()]
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(4, len(handles)))
+    ax.set_title(title or "Where each step's time goes")
+    return fig
+
+
+def utilisation_plot(before_after: Mapping[str, tuple[Timeline, Timeline]], *, title: str | None = None) -> Figure:
+    """Two panels, before vs after per framework: steady step time (compute + wait stacked) and utilisation."""
+    from matplotlib.patches import Patch
+
+    validate.instance("before_after", before_after, Mapping)
+    validate.non_empty("before_after", before_after)
+    fig, (left, right) = plotting.figure(2, width=9.5, height=1.6 + 0.75 * len(before_after))
+    names, waits, computes, utils, colors = [], [], [], [], []
+    for framework, pair in before_after.items():
+        if not isinstance(pair, tuple) or len(pair) != 2 or not all(isinstance(t, Timeline) for t in pair):
+            raise TypeError(f"before_after[{framework!r}] must be a (before, after) pair of Timelines")
+        for tag, t in zip(("before", "after"), pair):
+            names.append(f"{framework} {tag}")
+            waits.append(t.wait_time * 1e3)
+            computes.append(t.compute_time * 1e3)
+            utils.append(t.utilisation * 100)
+            colors.append(plotting.color_for(framework))
+    y = np.arange(len(names))
+    left.barh(y, computes, color=colors)
+    left.barh(y, waits, left=computes, color=WAIT_COLOR)
+    left.set_yticks(y, names)
+    left.invert_yaxis()
+    left.set_xlabel("steady step time (ms)")
+    handles = [Patch(color=WAIT_COLOR, label="waiting for data")]
+    handles += [Patch(color=plotting.color_for(f), label=f"computing ({f})") for f in before_after]
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(4, len(handles)))
+    right.barh(y, utils, color=colors)
+    for yy, u in zip(y, utils):
+        right.text(u, yy, f" {u:.0f}%", va="center")
+    right.set_yticks(y, [])
+    right.invert_yaxis()
+    right.set_xlim(0, 115)
+    right.set_xlabel("utilisation: busy share of the step (%)")
+    fig.suptitle(title or "Before and after: step time and utilisation")
+    return fig
+
+
+def workers_plot(runs: Mapping[int, Timeline], *, free_cores: int, title: str | None = None) -> Figure:
+    """Measured step and compute time per worker count against the model max(compute, data / min(n, free))."""
+    validate.instance("runs", runs, Mapping)
+    validate.non_empty("runs", runs)
+    if 0 not in runs:
+        raise ValueError("runs must include 0 workers (the data time and compute time of the model come from it)")
+    validate.positive("free_cores", free_cores, integer=True)
+    counts = sorted(runs)
+    data_time, compute_time = runs[0].wait_time, runs[0].compute_time
+    model = [data_time + compute_time if n == 0 else max(compute_time, data_time / min(n, free_cores))
+             for n in counts]
+    fig, (ax,) = plotting.figure(width=6.4, height=3.8)
+    color = plotting.color_for("torch")
+    ax.plot(counts, [runs[n].step_time * 1e3 for n in counts], "o-", color=color, label="measured step time")
+    ax.plot(counts, [runs[n].compute_time * 1e3 for n in counts], "o:", color=color, alpha=0.6,
+            label="measured compute per step")
+    ax.plot(counts, [m * 1e3 for m in model], "s--", color="#555555",
+            label="model (computed): max(compute, data / workers)")
+    ax.axvline(free_cores, color=WAIT_COLOR, linestyle=":", label=f"cores free for data = {free_cores}")
+    ax.set_xticks(counts)
+    ax.set_xlabel("DataLoader num_workers")
+    ax.set_ylabel("ms per steady step")
+    ax.set_ylim(0, None)
+    ax.set_title(title or "Workers against cores")
+    fig.legend(loc="outside lower center", ncols=2, fontsize=8)
+    return fig

@@ -1,0 +1,161 @@
+"""The prefetching iterator of notebook 04 (JAX has no loader of its own): a background thread moves the next
+batches to the device while the step runs; ``InLoop`` does the same work in the training thread (the baseline).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from course_utils import validate
+
+THREAD_NAME = "course-prefetch"
+_DONE = object()
+
+
+@dataclass
+class _Failure:
+    error: BaseException
+
+
+def _source(source: Any) -> Iterable[Any]:
+    if source is None or isinstance(source, (str, bytes)) or not isinstance(source, Iterable):
+        raise TypeError(f"source must be an iterable of batches; got {type(source).__name__} {source!r:.60}")
+    return source
+
+
+def _transfer(transfer: Callable[[Any], Any] | None) -> Callable[[Any], Any]:
+    if transfer is not None:
+        return validate.function("transfer", transfer)
+    import jax
+
+    return jax.device_put
+
+
+class InLoop:
+    """Re-iterable: ``transfer`` (default ``jax.device_put``) applied to each batch in the calling thread, so
+    nothing overlaps with the step: the baseline that ``Prefetch`` is measured against."""
+
+    def __init__(self, source: Iterable[Any], transfer: Callable[[Any], Any] | None = None) -> None:
+        self.source = _source(source)
+        self.transfer = None if transfer is None else validate.function("transfer", transfer)
+
+    def __len__(self) -> int:
+        return len(self.source)  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator[Any]:
+        transfer = _transfer(self.transfer)
+        return (transfer(item) for item in self.source)
+
+
+class Prefetch:
+    """Re-iterable wrapper: each ``iter()`` starts a thread that runs ``transfer`` on up to ``size`` batches ahead.
+
+    ``transfer`` defaults to ``jax.device_put`` (the copy to the accelerator starts before the step asks for
+    the batch). The thread overlaps with the step whenever the step releases the GIL, as compiled JAX/XLA
+    computations do. ``size`` >= 1; for no overlap at all use ``InLoop``.
+    """
+
+    def __init__(self, source: Iterable[Any], size: int = 2, transfer: Callable[[Any], Any] | None = None) -> None:
+        self.source = _source(source)
+        self.size = int(validate.positive("size", size, integer=True))
+        self.transfer = None if transfer is None else validate.function("transfer", transfer)
+
+    def __len__(self) -> int:
+        return len(self.source)  # type: ignore[arg-type]
+
+    def __iter__(self) -> PrefetchIterator:
+        return PrefetchIterator(iter(self.source), self.size, _transfer(self.transfer))
+
+
+class PrefetchIterator:
+    """The iterator of ``Prefetch``: yields the source's items in order; ``close()`` stops and joins the thread.
+
+    ``produced`` counts the batches the thread has transferred and ``consumed`` those handed out: the
+    difference is how far the producer ran ahead of the training loop (at most ``size`` + 1: the queue plus
+    the one it holds while waiting for room).
+    """
+
+    def __init__(self, source: Iterator[Any], size: int, transfer: Callable[[Any], Any]) -> None:
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=size)
+        self._stop = threading.Event()
+        self._finished = False
+        self.produced = 0
+        self.consumed = 0
+        self.most_ahead = 0
+        self._thread = threading.Thread(target=self._produce, args=(source, transfer), daemon=True,
+                                        name=THREAD_NAME)
+        self._thread.start()
+
+    def _put(self, item: Any) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _produce(self, source: Iterator[Any], transfer: Callable[[Any], Any]) -> None:
+        try:
+            for item in source:
+                moved = transfer(item)
+                self.produced += 1
+                self.most_ahead = max(self.most_ahead, self.produced - self.consumed)
+                if not self._put(moved):
+                    return
+        except BaseException as error:  # noqa: BLE001 - handed to the consumer, which raises it unchanged
+            self._put(_Failure(error))
+            return
+        self._put(_DONE)
+
+    @property
+    def alive(self) -> bool:
+        """True while the background thread runs."""
+        return self._thread.is_alive()
+
+    def __iter__(self) -> PrefetchIterator:
+        return self
+
+    def __next__(self) -> Any:
+        if self._finished:
+            raise StopIteration
+        item = self._queue.get()
+        if item is _DONE:
+            self.close()
+            raise StopIteration
+        if isinstance(item, _Failure):
+            self.close()
+            raise item.error
+        self.consumed += 1
+        return item
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop the thread (dropping what it prefetched) and wait up to ``timeout`` seconds for it to end."""
+        validate.number("timeout", timeout, low=0, high=600)
+        self._finished = True
+        self._stop.set()
+        while True:
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
+                break
+        self._thread.join(timeout)
+
+    def __enter__(self) -> PrefetchIterator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if not self._finished:
+            self._stop.set()
+
+
+def prefetch_threads() -> int:
+    """How many prefetch threads are running in this process (0 once every iterator has stopped)."""
+    return sum(t.name == THREAD_NAME for t in threading.enumerate())

@@ -1,0 +1,48 @@
+"""course_utils.pipeline.exercises: right, wrong, missing and malformed answers to 04.1-04.3."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from course_utils import exercises, pipeline  # noqa: F401  (importing pipeline registers 04.k)
+
+WAITS = {0: 0.013, 1: 0.0044, 2: 0.0018, 4: 0.0014}
+
+
+def status(exercise_id: str, answer, **context) -> str:
+    return exercises.evaluate(exercise_id, answer, **context).status
+
+
+def test_workers_needed() -> None:
+    assert status("04.1", 1, waits=WAITS) == "correct"
+    assert status("04.1", 2, waits=WAITS) == "not yet"  # removes it too, but is not the smallest
+    assert status("04.1", 0, waits=WAITS) == "not yet"
+    assert status("04.1", 3, waits=WAITS) == "not yet"  # not measured
+    assert status("04.1", "one", waits=WAITS) == "not yet"
+    assert status("04.1", None, waits=WAITS) == "not attempted"
+
+
+def test_processes_or_threads_follows_the_run() -> None:
+    assert status("04.2", "threads", thread_utilisation=0.94, process_utilisation=0.78) == "correct"
+    assert status("04.2", "processes", thread_utilisation=0.94, process_utilisation=0.78) == "not yet"
+    assert status("04.2", "Processes", thread_utilisation=0.70, process_utilisation=0.90) == "correct"
+    assert status("04.2", "processes", thread_utilisation=0.90, process_utilisation=0.89) == "correct"  # a tie
+    assert status("04.2", "fibres", thread_utilisation=0.9, process_utilisation=0.8) == "not yet"
+
+
+def test_utilisation_function() -> None:
+    def right(waits, computes):
+        w, c = np.asarray(waits)[1:], np.asarray(computes)[1:]
+        return c.sum() / (w.sum() + c.sum())
+
+    def with_startup(waits, computes):
+        return np.sum(computes) / (np.sum(waits) + np.sum(computes))
+
+    assert status("04.3", right) == "correct"
+    assert status("04.3", with_startup) == "not yet"
+    assert status("04.3", 0.9) == "not yet"
+
+
+def test_no_count_removed_the_wait() -> None:
+    assert status("04.1", 1, waits={0: 0.01, 1: 0.009}) == "not yet"
+    assert pipeline.exercises.smallest_removing({0: 0.01, 1: 0.009, 2: 0.004}) == 2

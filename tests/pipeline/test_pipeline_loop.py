@@ -1,0 +1,105 @@
+"""course_utils.pipeline.loop: wait and compute booked apart (with a fake clock: no timing asserted)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from course_utils import display, pipeline
+from course_utils.pipeline import loop
+
+
+class _FakeClock:
+    """A clock that only moves when told: the loader advances it by ``data``, the step by ``compute``."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class _Batches:
+    def __init__(self, clock: _FakeClock, count: int, data: float, startup: float = 0.0) -> None:
+        self.clock, self.count, self.data, self.startup = clock, count, data, startup
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self):
+        self.clock.now += self.startup
+        for i in range(self.count):
+            self.clock.now += self.data
+            yield np.full(2, i, dtype=np.float32)
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> _FakeClock:
+    fake = _FakeClock()
+    monkeypatch.setattr(loop, "_clock", fake)
+    return fake
+
+
+def _step(clock: _FakeClock, compute: float):
+    def step(batch):
+        clock.now += compute
+        return batch
+    return step
+
+
+def test_wait_and_compute_are_booked_apart(clock: _FakeClock) -> None:
+    t = pipeline.run_loop(_Batches(clock, 6, data=0.03, startup=0.5), _step(clock, 0.01), label="slow data")
+    assert t.steps == 6 and len(t.fingerprints) == 6
+    assert t.waits[0] == pytest.approx(0.53) and t.startups == pytest.approx((0.53,))
+    assert t.wait_time == pytest.approx(0.03) and t.compute_time == pytest.approx(0.01)
+    assert t.utilisation == pytest.approx(0.25)
+    assert t.step_time == pytest.approx(t.wait_time + t.compute_time)
+
+
+def test_epochs_and_startups(clock: _FakeClock) -> None:
+    t = pipeline.run_loop(_Batches(clock, 3, data=0.0, startup=1.0), _step(clock, 0.02), epochs=2)
+    assert t.epochs == (0, 0, 0, 1, 1, 1)
+    assert t.startups == pytest.approx((1.0, 1.0))
+    assert t.utilisation == pytest.approx(1.0)
+    assert t.starts == tuple(sorted(t.starts))
+    assert t.epoch_wait(1) == pytest.approx(0.0)
+    assert set(t.to_dict()) >= {"step_time", "wait_time", "compute_time", "utilisation", "startups"}
+
+
+def test_timeline_renders_as_a_table(clock: _FakeClock) -> None:
+    t = pipeline.run_loop(_Batches(clock, 4, data=0.002), _step(clock, 0.006), label="torch, 0 workers")
+    table = t.table()
+    assert isinstance(table, display.Table) and table.column("utilisation") == ["75%"]
+    assert "torch, 0 workers" in repr(t) and "<table>" in t._repr_html_()
+    both = pipeline.timelines_table([t, t], title="two")
+    assert len(both.rows) == 2 and both.title == "two"
+
+
+def test_the_steps_error_passes_through(clock: _FakeClock) -> None:
+    def failing(batch):
+        raise ZeroDivisionError("learner's bug")
+
+    with pytest.raises(ZeroDivisionError, match="learner's bug"):
+        pipeline.run_loop(_Batches(clock, 2, data=0.0), failing)
+
+
+def test_run_loop_syncs_the_step_result() -> None:
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    seen = []
+    x = jnp.ones((64, 64))
+    f = jax.jit(lambda a: a @ a)
+
+    def step(batch):
+        out = f(batch)
+        seen.append(out)
+        return out
+
+    pipeline.run_loop([x, x], step)
+    assert all(o.is_ready() for o in seen)  # sync waited for each result before booking the step
+
+
+def test_timeline_rejects_mismatched_lengths() -> None:
+    with pytest.raises(ValueError, match="equal length"):
+        pipeline.Timeline("x", (0.0,), (0.1, 0.2), (0.1,), (0,))

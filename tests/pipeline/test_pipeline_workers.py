@@ -1,0 +1,98 @@
+"""course_utils.pipeline.workers: start method, pickling in a fresh process, no leftover workers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from course_utils import pipeline
+
+N, BATCH, SIZE = 24, 4, 16
+
+
+@pytest.fixture(scope="module")
+def data() -> pipeline.SyntheticImages:
+    return pipeline.SyntheticImages(N, size=SIZE, work=1, seed=3)
+
+
+def _defined_here():  # a module-level function of a test module the child cannot import by this name
+    return 1
+
+
+def test_worker_context_never_forks() -> None:
+    assert pipeline.worker_context().get_start_method() in ("forkserver", "spawn")
+
+
+def test_unpickling_in_a_fresh_process_returns_a_name(data: pipeline.SyntheticImages) -> None:
+    assert pipeline.unpickles_in_fresh_process(data) == "ok"
+    assert pipeline.unpickles_in_fresh_process(pipeline.numpy_collate) == "ok"
+    # cannot be pickled at all: the name of the error raised here, as the docstring says (not an exception)
+    assert pipeline.unpickles_in_fresh_process(lambda: 0) in ("PicklingError", "AttributeError")
+    # pickled by reference to a module the fresh process does not have on its path
+    assert pipeline.unpickles_in_fresh_process(_defined_here) == "ModuleNotFoundError"
+
+
+@pytest.mark.parametrize(("cores", "expected"), [(1, [0, 1, 2]), (2, [0, 1, 2, 4]), (16, [0, 1, 8, 16, 20])])
+def test_worker_counts(cores: int, expected: list[int]) -> None:
+    assert pipeline.worker_counts(cores) == expected
+
+
+@pytest.mark.parametrize(("cores", "expected"), [(1, 1), (2, 1), (8, 7)])
+def test_data_cores_keep_one_for_the_training_process(cores: int, expected: int) -> None:
+    assert pipeline.data_cores(cores) == expected
+
+
+def test_dataloader_variants_yield_identical_data_and_leave_no_workers(data: pipeline.SyntheticImages) -> None:
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import DataLoader
+
+    reference = [pipeline.fingerprint(b) for b in pipeline.NumpyBatches(data, BATCH)]
+    context = pipeline.worker_context()
+    before = pipeline.worker_processes(wait=0)  # e.g. a compiler's worker pool from another test: not ours
+    for kwargs in ({"num_workers": 0}, {"num_workers": 2, "multiprocessing_context": context},
+                   {"num_workers": 1, "prefetch_factor": 4, "multiprocessing_context": context}):
+        loader = DataLoader(data, batch_size=BATCH, **kwargs)
+        assert [pipeline.fingerprint(b) for b in loader] == reference
+        del loader
+    assert pipeline.worker_processes(ignore=before) == []
+    loader = DataLoader(data, batch_size=BATCH, num_workers=2, persistent_workers=True,
+                        multiprocessing_context=context)
+    timeline = pipeline.run_loop(loader, lambda b: torch.zeros(()), epochs=2)
+    assert list(timeline.fingerprints) == reference * 2
+    workers = pipeline.worker_processes(wait=0, ignore=before)
+    assert len(workers) == 2
+    memory = pipeline.worker_memory(workers)
+    assert set(memory) == set(workers) and all(m > 0 for m in memory.values())
+    del loader
+    assert pipeline.worker_processes(ignore=before) == []
+
+
+def test_an_abandoned_epoch_leaves_no_workers(data: pipeline.SyntheticImages) -> None:
+    pytest.importorskip("torch")
+    from torch.utils.data import DataLoader
+
+    context = pipeline.worker_context()
+    before = pipeline.worker_processes(wait=0)
+    iterator = iter(DataLoader(data, batch_size=BATCH, num_workers=2, multiprocessing_context=context))
+    next(iterator)
+    assert len(pipeline.worker_processes(wait=0, ignore=before)) == 2
+    del iterator
+    assert pipeline.worker_processes(ignore=before) == []
+
+
+def test_start_forkserver_returns_seconds() -> None:
+    seconds = pipeline.start_forkserver()
+    assert isinstance(seconds, float) and seconds >= 0.0
+
+
+def test_worker_processes_sees_children_and_honours_ignore() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert child.pid in pipeline.worker_processes(wait=0)
+        assert child.pid not in pipeline.worker_processes(wait=0, ignore=[child.pid])
+    finally:
+        child.kill()
+        child.wait()
+    assert child.pid not in pipeline.worker_processes(wait=0)
