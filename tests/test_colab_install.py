@@ -19,7 +19,7 @@ from conftest import ROOT
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from course_utils import colab
+from course_utils import notebook
 
 pytestmark = pytest.mark.integration  # files, builds and notebooks: not in make test-unit
 
@@ -50,9 +50,9 @@ def test_declared_requirements_name_no_framework_outside_the_extras() -> None:
 
 
 def test_install_cell_installs_only_course_utils_and_only_on_colab(monkeypatch: pytest.MonkeyPatch) -> None:
-    cell = colab.install_cell()
+    cell = notebook.install_cell()
     assert 'if "google.colab" in sys.modules:' in cell
-    assert colab.install_spec() in cell and colab.install_spec().startswith("course_utils @ git+")
+    assert notebook.install_spec() in cell and notebook.install_spec().startswith("course_utils @ git+")
     for flag in ("--upgrade", " -U", "--force-reinstall", "--ignore-installed", "[all]", "[torch]", "[jax]", "[tf]"):
         assert flag not in cell, f"the install cell must not use {flag!r}"
     # Outside Colab the cell does nothing.
@@ -64,7 +64,7 @@ def test_install_cell_installs_only_course_utils_and_only_on_colab(monkeypatch: 
     # On Colab it runs exactly one pip install of course_utils.
     monkeypatch.setitem(sys.modules, "google.colab", object())
     exec(compile(cell, "<install cell>", "exec"), {})
-    assert len(calls) == 1 and calls[0][0][-1] == colab.install_spec()
+    assert len(calls) == 1 and calls[0][0][-1] == notebook.install_spec()
     args = calls[0][0]
     assert args[1:4] == ["-m", "pip", "install"] and not [a for a in args if _is_framework(a.split()[0].strip("[]"))]
 

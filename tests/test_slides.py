@@ -20,7 +20,7 @@ import nbformat
 import pytest
 from conftest import COURSE_NOTEBOOKS, ROOT
 
-from course_utils import colab
+from course_utils import notebook
 
 pytestmark = pytest.mark.integration  # files, builds and notebooks: not in make test-unit
 
@@ -151,7 +151,7 @@ def _synthetic_notebook(path: Path) -> Path:
     md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
     png = nbformat.v4.new_output("display_data", data={"image/png": PNG, "text/plain": "<Figure>"})
     cells = [
-        md("# 99 · A synthetic deck\n" + colab.badge("99_synthetic.ipynb")
+        md("# 99 · A synthetic deck\n" + notebook.badge("99_synthetic.ipynb")
            + "\n\n![a remote plot](https://example.org/plot.png)\n\nEnergy $E = mc^2$."),
         code("import course_utils as cu  # plumbing"),
         code("plot()", outputs=[png]),
@@ -236,5 +236,5 @@ def test_readme_course_map_and_workshop_section() -> None:
     for name in DESIGN_NOTEBOOKS:
         assert f"| {name[:2]} |" in text
     for path in COURSE_NOTEBOOKS:
-        assert colab.badge(path.name) in text
+        assert notebook.badge(path.name) in text
     assert "## Workshop" in text and "make slides" in text

@@ -252,7 +252,7 @@ def guide_with_agenda(config: dict, text: str) -> str:
 # --- README sections ------------------------------------------------------------------------------
 def course_map(config: dict) -> str:
     """The README's course map: notebook, question, minutes, Colab badge, accelerators."""
-    from course_utils import colab
+    from course_utils import notebook
 
     rows = ["| # | notebook | the question | minutes (laptop run / workshop) | Colab | accelerators |",
             "|---|---|---|---|---|---|"]
@@ -265,7 +265,7 @@ def course_map(config: dict) -> str:
             when = f"{minutes.get('laptop', '?')} / {minutes.get('workshop', '?')}"
             accel = entry.get("accelerators") or accelerators_of(nb) or "CPU"
             link = f"[`{name}.ipynb`](notebooks/{name}.ipynb)"
-            badge = colab.badge(f"{name}.ipynb")
+            badge = notebook.badge(f"{name}.ipynb")
         else:
             when = f"- / {entry.get('minutes', '?')} (planned)"
             accel = entry.get("accelerators", "")
