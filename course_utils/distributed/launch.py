@@ -360,13 +360,21 @@ def _failure(name: str, nprocs: int, returncode: int, lines: list[str]) -> Launc
     if failing is not None:
         own = per_rank.get(failing, [])
         starts = [i for i, t in enumerate(own) if t.startswith("Traceback (most recent call last)")]
-        tb = "\n".join(own[starts[-1]:]) if starts else "\n".join(own[-15:])
+        tb = "\n".join(_one_traceback(own[starts[-1]:])) if starts else "\n".join(own[-15:])
     code = int(found_code.group(1)) if found_code else returncode
     who = f"rank {failing}" if failing is not None else "a rank (which one torchrun did not say)"
     message = f"{name} x {nprocs}: {who} failed with exit code {code}; every process was stopped."
     if tb:
         message += f"\n--- traceback of rank {failing} ---\n{tb}"
     return LaunchError(message, rank=failing, exitcode=code, traceback=tb, output=lines)
+
+
+def _one_traceback(lines: list[str]) -> list[str]:
+    """A traceback from its header to its exception line: the rank's stdout may interleave after it."""
+    for i, line in enumerate(lines[1:], start=1):
+        if line and not line[0].isspace():
+            return lines[:i + 1]
+    return lines
 
 
 def _collect(out: Path) -> tuple[dict[int, list[dict[str, Any]]], dict[str, dict[int, dict[str, np.ndarray]]]]:

@@ -76,8 +76,8 @@ def test_shipped_workers_exist_and_show() -> None:
 
 
 def test_worker_source_keeps_only_the_named_functions_in_file_order() -> None:
-    text = dist.worker_source("ddp_train.py", only=["step", "setup"])
-    assert text.index("def setup") < text.index("def step")
+    text = dist.worker_source("ddp_train.py", only=["proof", "setup"])
+    assert text.index("def setup") < text.index("def proof")
     assert "def timed" not in text and "argparse" not in text
     with pytest.raises(ValueError, match="only"):
         dist.worker_source("ddp_train.py", only=["no_such_function"])
@@ -94,8 +94,9 @@ def test_failure_parsing_prefers_torchruns_root_cause() -> None:
              "[default1]:Traceback (most recent call last):", '[default1]:  File "w.py", line 3',
              "[default1]:KeyError: 'x'", "[default1]:", "Root Cause (first observed failure):", "[0]:",
              "  rank      : 1 (local_rank: 1)", "  exitcode  : 1 (pid: 42)"]
-    error = launcher._failure("w.py", 2, 1, lines)
+    error = launcher._failure("w.py", 2, 1, [*lines[:5], "[default1]:rank 1 started (stdout, after stderr)", *lines[5:]])
     assert error.rank == 1 and error.traceback.endswith("KeyError: 'x'") and "gloo" not in error.traceback
+    assert "started" not in error.traceback
 
 
 def test_result_renders_as_a_table() -> None:
