@@ -1,0 +1,71 @@
+"""Notebook 02 (operator fusion): why a fused kernel is faster, and by how much it should be.
+
+- ``traffic``: the bytes and FLOPs an op chain moves unfused and fused (``trace_traffic``), the roofline time
+  they predict beside measured times (``compare_to_prediction``), FlopCounterMode's count (``torch_counted_flops``);
+- ``readers``: the code that counts fusions: Inductor's generated code (``capture_inductor_code``,
+  ``InductorCode``), XLA's optimized HLO from JAX and TensorFlow (``jax_hlo``, ``tf_hlo``, ``hlo_summary``),
+  XLA's cost analysis (``jax_cost``), a compiler's refusal as a name (``compile_error``);
+- ``variants``: the chain per framework, eager/compiled, into a reused buffer; page faults per call; the
+  vector units' roof (``measure_vector_roof``);
+- ``custom_ops``: a legacy NumPy operator and its per-framework wrappers;
+- ``plots``: the notebook's figures; ``exercises``: the checkers of exercises 02.1-02.3.
+
+Graph breaks are counted by ``course_utils.graphs.torch_graph_breaks`` (notebook 01's package).
+"""
+
+from course_utils.fusion import exercises  # noqa: F401  (registers the checkers of 02.1-02.3)
+from course_utils.fusion.custom_ops import (
+    GRID,
+    TABLE,
+    chain_with_callback_jax,
+    chain_with_numpy_function_tf,
+    legacy_tanh_torch,
+    table_tanh_np,
+)
+from course_utils.fusion.exercises import decomposed_tanh_error
+from course_utils.fusion.plots import prediction_plot, roof_bars, roofline_with_vector_roof, speedup_vs_size_plot
+from course_utils.fusion.readers import (
+    HloSummary,
+    InductorCode,
+    capture_inductor_code,
+    compile_error,
+    hlo_summary,
+    jax_cost,
+    jax_hlo,
+    tf_hlo,
+)
+from course_utils.fusion.traffic import (
+    OpTraffic,
+    PredictionTable,
+    Traffic,
+    VariantResult,
+    compare_to_prediction,
+    torch_counted_flops,
+    trace_traffic,
+)
+from course_utils.fusion.variants import (
+    EAGER,
+    FUSED,
+    INTO,
+    VectorRoof,
+    chain,
+    compiled,
+    copy_into,
+    identity,
+    into_buffer,
+    measure_variants,
+    measure_vector_roof,
+    page_faults,
+    to_framework,
+    to_numpy,
+)
+
+__all__ = [
+    "EAGER", "FUSED", "GRID", "HloSummary", "INTO", "InductorCode", "OpTraffic", "PredictionTable", "TABLE",
+    "Traffic", "VariantResult", "VectorRoof", "capture_inductor_code", "chain", "chain_with_callback_jax",
+    "chain_with_numpy_function_tf", "compare_to_prediction", "compile_error", "compiled", "copy_into",
+    "decomposed_tanh_error", "hlo_summary", "identity", "into_buffer", "jax_cost", "jax_hlo", "legacy_tanh_torch",
+    "measure_variants", "measure_vector_roof", "page_faults", "prediction_plot", "roof_bars",
+    "roofline_with_vector_roof", "speedup_vs_size_plot", "table_tanh_np", "tf_hlo", "to_framework", "to_numpy",
+    "torch_counted_flops", "trace_traffic",
+]

@@ -1,0 +1,117 @@
+"""Notebook 02's figures: predicted vs measured times, % of roof per variant, speed-up against size with the
+caches marked, and the roofline with the vector units' own ceiling."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from course_utils import display, env, plotting, roofline, validate
+from course_utils.fusion.traffic import PredictionTable
+from course_utils.fusion.variants import VectorRoof
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+def prediction_plot(table: PredictionTable, *, title: str | None = None) -> Figure:
+    """Measured time per variant (bars) with the roofline prediction for its bytes (black ticks)."""
+    validate.instance("table", table, PredictionTable)
+    rows = list(table.rows)
+    scale, unit = plotting._time_unit(min(min(r.seconds, r.predicted) for r in rows))
+    fig, (ax,) = plotting.figure(height=0.8 + 0.42 * len(rows))
+    names = [r.name for r in rows]
+    ax.barh(names, [r.seconds / scale for r in rows], color=[plotting.color_for(n, i) for i, n in enumerate(names)],
+            label="measured (median)")
+    ax.scatter([r.predicted / scale for r in rows], names, marker="|", s=400, color="#111111", zorder=3,
+               label="computed: bytes / bandwidth")
+    for y, r in enumerate(rows):
+        ax.text(r.seconds / scale, y, f" {display.percent(r.fraction_of_bandwidth)} of roof", va="center", fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel(f"time per call ({unit}, log scale)")
+    ax.set_title(title or "Predicted from bytes moved vs measured")
+    ax.legend(loc="lower right", fontsize=8)
+    return fig
+
+
+def roof_bars(fractions: Mapping[str, float], *, title: str | None = None, xlabel: str | None = None) -> Figure:
+    """Horizontal bars of each variant's fraction of its roof (1.0 = on the roof), a line at 100%."""
+    validate.instance("fractions", fractions, Mapping)
+    validate.non_empty("fractions", fractions)
+    values = {validate.text("fractions key", k): validate.non_negative(f"fractions[{k!r}]", v)
+              for k, v in fractions.items()}
+    fig, (ax,) = plotting.figure(height=0.9 + 0.38 * len(values))
+    names = list(values)
+    ax.barh(names, [100 * v for v in values.values()], color=[plotting.color_for(n, i) for i, n in enumerate(names)])
+    for y, v in enumerate(values.values()):
+        ax.text(100 * v, y, f" {display.percent(v)}", va="center", fontsize=8)
+    ax.axvline(100, color="#222222", linewidth=1)
+    ax.invert_yaxis()
+    ax.set_xlim(0, max(110, 115 * max(values.values())))
+    ax.set_xlabel(xlabel or "% of the memory roof (measured bandwidth)")
+    ax.set_title(title or "How close each variant gets to its roof")
+    return fig
+
+
+def speedup_vs_size_plot(
+    sizes_bytes: Sequence[float],
+    speedups: Mapping[str, Sequence[float]],
+    *,
+    predicted: float | None = None,
+    caches: Mapping[str, int] | None = None,
+    title: str | None = None,
+) -> Figure:
+    """Speed-up of fused over op-by-op against the bytes one tensor holds (log x); every cache level marked,
+    a level beyond the sizes swept as an arrow at the edge."""
+    validate.non_empty("sizes_bytes", sizes_bytes)
+    for i, size in enumerate(sizes_bytes):
+        validate.positive(f"sizes_bytes[{i}]", size)
+    validate.instance("speedups", speedups, Mapping)
+    validate.non_empty("speedups", speedups)
+    for label, values in speedups.items():
+        if len(values) != len(sizes_bytes):
+            raise ValueError(f"speedups[{label!r}] must have one value per entry of sizes_bytes ({len(sizes_bytes)}); "
+                             f"got {len(values)}")
+    if predicted is not None:
+        validate.positive("predicted", predicted)
+    caches = env.cache_sizes() if caches is None else validate.instance("caches", caches, Mapping)
+    fig, (ax,) = plotting.figure(width=7.0, height=4.0)
+    for i, (label, values) in enumerate(speedups.items()):
+        ax.plot(sizes_bytes, values, marker="o", color=plotting.color_for(label, i), label=label)
+    ax.axhline(1.0, color="#333333", linewidth=1, linestyle="--")
+    if predicted is not None:
+        ax.axhline(predicted, color="#888888", linewidth=1, linestyle=":",
+                   label=f"bytes ratio {predicted:.1f}x (computed)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    low, high = min(sizes_bytes) / 2, max(sizes_bytes) * 2
+    ax.set_xlim(low, high)
+    for name, size in caches.items():
+        text = f"{name} {display.format_bytes(size)}"
+        if size > high:
+            ax.annotate(f"{text} →", (high, 1.0), xycoords="data", ha="right", textcoords="offset points",
+                        xytext=(-3, -14), fontsize=8, color="#666666")
+        elif size >= low:
+            ax.axvline(size, color="#bbbbbb", linewidth=1)
+            ax.annotate(text, (size, 1.0), textcoords="offset points", xytext=(3, 6), fontsize=8, color="#666666")
+    ax.set_xlabel("size of one tensor (bytes, log scale)")
+    ax.set_ylabel("speed-up of fused over op-by-op (log scale)")
+    ax.set_title(title or "Fusion speed-up against tensor size")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def roofline_with_vector_roof(machine: roofline.Machine, vector: VectorRoof | None,
+                              points: Iterable[roofline.Point] = (), *, title: str | None = None) -> Figure:
+    """The machine's roofline (matmul roof, memory roof) plus the elementwise FMA roof measured in cache."""
+    validate.instance("machine", machine, roofline.Machine)
+    fig = plotting.roofline_plot(machine, list(points), title=title)
+    if vector is not None:
+        validate.instance("vector", vector, VectorRoof)
+        ax = fig.axes[0]
+        ax.axhline(vector.flops_per_second / 1e9, color="#CC79A7", linestyle="--", linewidth=1.5)
+        ax.annotate(f"vector roof (elementwise FMA, in cache): {vector.flops_per_second / 1e9:.0f} GFLOP/s",
+                    (ax.get_xlim()[0], vector.flops_per_second / 1e9), textcoords="offset points", xytext=(4, 4),
+                    fontsize=8, color="#CC79A7")
+    return fig

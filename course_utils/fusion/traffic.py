@@ -1,0 +1,251 @@
+"""The traffic model: the bytes an elementwise chain moves op by op (unfused) and as one kernel (fused), its
+FLOPs, and the roofline time those predict, beside measured times (``compare_to_prediction``).
+
+``trace_traffic`` runs PyTorch code on shape-only ("meta") tensors, so any size is free to count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from course_utils import display, roofline, validate
+
+
+@dataclass(frozen=True)
+class OpTraffic:
+    """One eager op: its name, the bytes it reads (distinct input tensors) and writes, its output elements."""
+
+    name: str
+    read_bytes: int
+    write_bytes: int
+    elements: int
+
+    @property
+    def bytes(self) -> int:
+        return self.read_bytes + self.write_bytes
+
+
+@dataclass(frozen=True, repr=False)
+class Traffic:
+    """What a function moves through memory when run op by op (unfused) and as one fused kernel."""
+
+    ops: tuple[OpTraffic, ...]
+    input_bytes: int
+    output_bytes: int
+
+    @property
+    def n_ops(self) -> int:
+        """Ops that touch memory (views excluded): the kernels an eager run launches."""
+        return len(self.ops)
+
+    @property
+    def unfused_bytes(self) -> int:
+        """Every op reads its inputs from memory and writes its output back."""
+        return sum(op.bytes for op in self.ops)
+
+    @property
+    def fused_bytes(self) -> int:
+        """One kernel: each input read once, each output written once; intermediates stay in registers."""
+        return self.input_bytes + self.output_bytes
+
+    @property
+    def ratio(self) -> float:
+        """unfused / fused bytes: the most fusion can give when both runs reach the same bandwidth."""
+        return self.unfused_bytes / self.fused_bytes
+
+    @property
+    def flops(self) -> int:
+        """One FLOP per output element per op (a tanh counts as one, although it costs many instructions)."""
+        return sum(op.elements for op in self.ops)
+
+    def predicted_seconds(self, machine: roofline.Machine, *, fused: bool) -> float:
+        """Roofline time of the fused or unfused run on ``machine``."""
+        validate.instance("machine", machine, roofline.Machine)
+        validate.instance("fused", fused, bool)
+        return machine.roofline_time(self.flops, self.fused_bytes if fused else self.unfused_bytes)
+
+    def table(self) -> display.Table:
+        rows = [(op.name, display.format_bytes(op.read_bytes), display.format_bytes(op.write_bytes))
+                for op in self.ops]
+        rows += [("unfused total", display.format_bytes(self.unfused_bytes), ""),
+                 ("fused (inputs + output)", display.format_bytes(self.fused_bytes), "")]
+        return display.table(["eager op", "reads", "writes"], rows,
+                             title=f"{self.n_ops} eager ops; bytes ratio {self.ratio:.1f}x (computed)")
+
+    def __repr__(self) -> str:
+        return repr(self.table())
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
+
+
+def _meta_tensor(spec: Any, index: int) -> Any:
+    import torch
+
+    name = f"inputs[{index}]"
+    if isinstance(spec, torch.Tensor):
+        return torch.empty(spec.shape, dtype=spec.dtype, device="meta")
+    if not (isinstance(spec, tuple) and len(spec) == 2):
+        raise TypeError(f"{name} must be a torch.Tensor or a (shape, dtype) pair; got {type(spec).__name__} {spec!r}")
+    shape, dtype = spec
+    if not isinstance(shape, (tuple, list)):
+        raise TypeError(f"{name} shape must be a tuple of ints; got {shape!r}")
+    for size in shape:
+        validate.non_negative(f"{name} shape entry", size, integer=True)
+    if isinstance(dtype, str):
+        dtype = getattr(torch, dtype, None)
+    elif not isinstance(dtype, torch.dtype):
+        dtype = getattr(torch, getattr(dtype, "__name__", str(dtype)), None)  # numpy dtypes: np.float32 ...
+    if not isinstance(dtype, torch.dtype):
+        raise ValueError(f"{name} dtype must name a torch dtype such as 'float32'; got {spec[1]!r}")
+    return torch.empty(tuple(shape), dtype=dtype, device="meta")
+
+
+def trace_traffic(fn: Callable[..., Any], *inputs: Any) -> Traffic:
+    """Run ``fn`` (PyTorch code) on shape-only tensors and record the bytes of each op it would launch.
+
+    ``inputs`` are tensors or ``(shape, dtype)`` pairs; nothing is computed, so any size is free. A tensor
+    read twice by one op (``h * h``) counts once; view ops (reshape, expand) move nothing and are skipped.
+    """
+    validate.function("fn", fn)
+    if not inputs:
+        raise ValueError("inputs must hold at least one tensor or (shape, dtype) pair")
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_leaves
+
+    ops: list[OpTraffic] = []
+
+    def tensors(tree: Any) -> list[Any]:
+        unique: dict[int, Any] = {}
+        for leaf in tree_leaves(tree):
+            if isinstance(leaf, torch.Tensor):
+                unique.setdefault(id(leaf), leaf)
+        return list(unique.values())
+
+    class Recorder(TorchDispatchMode):
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            out = func(*args, **(kwargs or {}))
+            if not getattr(func, "is_view", False):
+                reads = sum(t.nbytes for t in tensors((args, kwargs)))
+                outs = tensors(out)
+                ops.append(OpTraffic(str(func.overloadpacket.__name__), reads, sum(t.nbytes for t in outs),
+                                     sum(t.numel() for t in outs)))
+            return out
+
+    metas = [_meta_tensor(spec, i) for i, spec in enumerate(inputs)]
+    with Recorder():
+        result = fn(*metas)
+    return Traffic(tuple(ops), sum(t.nbytes for t in metas), sum(t.nbytes for t in tensors(result)))
+
+
+def torch_counted_flops(fn: Callable[..., Any], *args: Any) -> int:
+    """FLOPs that ``torch.utils.flop_counter.FlopCounterMode`` counts for ``fn(*args)``.
+
+    It counts matmul-like ops (mm, addmm, bmm, convolution, attention) only: elementwise ops count 0.
+    """
+    validate.function("fn", fn)
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter:
+        fn(*args)
+    return int(counter.get_total_flops())
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Predicted vs measured
+
+
+@dataclass(frozen=True)
+class VariantResult:
+    """One way of running a kernel: the bytes it must move, the time predicted from them, the time measured."""
+
+    name: str
+    fused: bool
+    bytes: float
+    flops: float
+    seconds: float
+    predicted: float
+    bandwidth: float
+
+    @property
+    def achieved_bandwidth(self) -> float:
+        """Model bytes / measured time (bytes/s)."""
+        return self.bytes / self.seconds
+
+    @property
+    def fraction_of_bandwidth(self) -> float:
+        """Achieved / measured memory roof: the '% of bandwidth' kind of utilisation."""
+        return self.achieved_bandwidth / self.bandwidth
+
+    @property
+    def slowdown(self) -> float:
+        """Measured / predicted time: 1.0 means on the roof."""
+        return self.seconds / self.predicted
+
+    def point(self) -> roofline.Point:
+        return roofline.Point(self.name, self.flops, self.bytes, self.seconds)
+
+
+@dataclass(frozen=True, repr=False)
+class PredictionTable:
+    """Predicted and measured time, achieved GB/s and % of the measured bandwidth, one row per variant."""
+
+    rows: tuple[VariantResult, ...]
+
+    def __getitem__(self, name: str) -> VariantResult:
+        for row in self.rows:
+            if row.name == name:
+                return row
+        raise KeyError(f"no variant named {name!r}; variants are {[r.name for r in self.rows]}")
+
+    def __contains__(self, name: object) -> bool:
+        return any(r.name == name for r in self.rows)
+
+    def points(self) -> list[roofline.Point]:
+        return [row.point() for row in self.rows]
+
+    def table(self) -> display.Table:
+        rows = [(r.name, display.format_bytes(r.bytes), display.format_time(r.predicted),
+                 display.format_time(r.seconds), display.format_rate(r.achieved_bandwidth),
+                 display.percent(r.fraction_of_bandwidth)) for r in self.rows]
+        return display.table(["variant", "bytes moved", "predicted (computed)", "measured (median)",
+                              "achieved", "% of bandwidth"], rows,
+                             note="bandwidth in decimal GB/s; bytes in binary units")
+
+    def __repr__(self) -> str:
+        return repr(self.table())
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
+
+
+def compare_to_prediction(
+    traffic: Traffic,
+    machine: roofline.Machine,
+    *,
+    unfused: Mapping[str, Any] | None = None,
+    fused: Mapping[str, Any] | None = None,
+) -> PredictionTable:
+    """Rows for each measured variant (a Measurement's median, or seconds), with the roofline prediction.
+
+    Unfused variants are charged ``traffic.unfused_bytes``, fused ones ``traffic.fused_bytes``.
+    """
+    validate.instance("traffic", traffic, Traffic)
+    validate.instance("machine", machine, roofline.Machine)
+    rows = []
+    for is_fused, label, group in ((False, "unfused", unfused), (True, "fused", fused)):
+        if group is None:
+            continue
+        validate.instance(label, group, Mapping)
+        for name, measured in group.items():
+            validate.text(f"{label} key", name)
+            seconds = validate.positive(f"{label}[{name!r}]", getattr(measured, "median", measured))
+            nbytes = traffic.fused_bytes if is_fused else traffic.unfused_bytes
+            rows.append(VariantResult(name, is_fused, nbytes, traffic.flops, float(seconds),
+                                      machine.roofline_time(traffic.flops, nbytes), machine.bandwidth))
+    if not rows:
+        raise ValueError("unfused or fused must hold at least one measurement")
+    return PredictionTable(tuple(rows))

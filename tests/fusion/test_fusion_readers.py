@@ -1,0 +1,166 @@
+"""course_utils.fusion.readers: Inductor's code, XLA's HLO and cost analysis, a compiler's refusal."""
+
+from __future__ import annotations
+
+import pytest
+
+from course_utils import fusion, models
+
+torch = pytest.importorskip("torch")
+
+_CPU_MODULE = '''
+cpp_fused_add_mul_tanh_0 = async_compile.cpp_pybinding(['const float*', 'float*'], r\'\'\'
+extern "C" void kernel(const float* in_ptr0, float* out_ptr0)
+{
+    auto tmp0 = at::vec::Vectorized<float>::loadu(in_ptr0 + x0, 16);
+    auto tmp1 = tmp0 * tmp0;
+    tmp1.store(out_ptr0 + x0);
+}
+\'\'\')
+
+
+cpp_fused_add_1 = async_compile.cpp_pybinding(['float*'], r\'\'\'
+extern "C" void kernel(float* in_out_ptr0) {}
+\'\'\')
+
+
+class Runner:
+    def call(self, args):
+        arg0_1, arg1_1 = args
+        args.clear()
+        # Topologically Sorted Source Nodes: [mm]
+        buf0 = empty_strided_cpu((4, 4), (4, 1), torch.float32)
+        extern_kernels.mm(arg0_1, arg1_1, out=buf0)
+        cpp_fused_add_mul_tanh_0(buf0, buf0)
+        buf1 = torch.ops.course02.table_tanh.default(buf0)
+        cpp_fused_add_1(buf1)
+        return (buf1, )
+
+runner = Runner(partitions=[])
+'''
+
+_TRITON_MODULE = '''
+triton_poi_fused_add_mul_tanh_0 = async_compile.triton('triton_poi_fused_add_mul_tanh_0', \'\'\'
+@triton.jit
+def triton_poi_fused_add_mul_tanh_0(in_ptr0, out_ptr0, xnumel, XBLOCK : tl.constexpr):
+    tmp0 = tl.load(in_ptr0 + (x0), xmask)
+    tmp1 = tmp0 * tmp0
+    tl.store(out_ptr0 + (x0), tmp1, xmask)
+\'\'\', device_str='cuda')
+
+
+def call(args):
+    arg0_1, = args
+    buf0 = empty_strided_cuda((4, ), (1, ), torch.float32)
+    triton_poi_fused_add_mul_tanh_0.run(arg0_1, buf0, 4, stream=stream0)
+    return (buf0, )
+
+'''
+
+
+_HLO = """HloModule jit_f, is_scheduled=true
+
+%fused_computation (param_0: f32[8]) -> f32[8] {
+  ROOT %add = f32[8]{0} add(%param_0, %param_0), metadata={op_name="jit(f)/add" source_file="a{b}.py"}
+}
+
+ENTRY %main.1 (x.1: f32[8]) -> f32[8] {
+  %x.1 = f32[8]{0} parameter(0), metadata={op_name="x"}
+  %ynn_fusion = f32[8]{0} fusion(%x.1), kind=kCustom, calls=%fused_computation, backend_config={"a":{"b":1}}
+  %cb = f32[8]{0} custom-call(%ynn_fusion), custom_call_target="xla_ffi_python_cpu_callback"
+  ROOT %add_fusion = f32[8]{0} fusion(%cb), kind=kLoop, calls=%fused_computation, metadata={op_name="y"}
+}
+"""
+_TRITON_MODULE = '''
+triton_poi_fused_add_mul_tanh_0 = async_compile.triton('triton_poi_fused_add_mul_tanh_0', \'\'\'
+@triton.jit
+def triton_poi_fused_add_mul_tanh_0(in_ptr0, out_ptr0, xnumel, XBLOCK : tl.constexpr):
+    tmp0 = tl.load(in_ptr0 + (x0), xmask)
+    tmp1 = tmp0 * tmp0
+    tl.store(out_ptr0 + (x0), tmp1, xmask)
+\'\'\', device_str='cuda')
+
+
+def call(args):
+    arg0_1, = args
+    buf0 = empty_strided_cuda((4, ), (1, ), torch.float32)
+    triton_poi_fused_add_mul_tanh_0.run(arg0_1, buf0, 4, stream=stream0)
+    return (buf0, )
+
+'''
+
+
+def test_inductor_code_counts_kernels_library_calls_and_fallbacks() -> None:
+    code = fusion.InductorCode(_CPU_MODULE)
+    assert code.kernels == ["cpp_fused_add_mul_tanh_0", "cpp_fused_add_1"]
+    assert code.language == "c++"
+    assert code.extern_calls == ["mm"]
+    assert code.fallback_ops == ["course02.table_tanh"]
+    assert code.allocates_output
+    assert "Topologically" not in code.call_body() and "extern_kernels.mm" in code.call_body()
+    assert code.excerpt().splitlines()[0].startswith("auto tmp0 = ")
+    assert "in_out_ptr0" in code.kernel_source("cpp_fused_add_1")
+    with pytest.raises(ValueError, match="name must be one of"):
+        code.kernel_source("nope")
+
+
+def test_inductor_code_reads_triton() -> None:
+    code = fusion.InductorCode(_TRITON_MODULE)
+    assert code.kernels == ["triton_poi_fused_add_mul_tanh_0"] and code.language == "triton"
+    assert "tl.store(" in code.excerpt() and "empty_strided_cuda" in code.call_body()
+
+
+def test_a_module_without_kernels_says_so() -> None:
+    with pytest.raises(ValueError, match="no generated kernel"):
+        fusion.InductorCode("def call(args):\n    return args\n\n").kernel_source()
+
+
+@pytest.mark.slow
+def test_capture_inductor_code_sees_one_fused_kernel_and_out_writes_into_the_buffer() -> None:
+    x, bias = torch.randn(16, 8), torch.randn(8)
+    with fusion.capture_inductor_code() as modules:
+        out = fusion.compiled("torch", fusion.chain("torch"))(x, bias)
+        into = fusion.into_buffer("torch", fusion.chain("torch"), x)(x, bias)
+    reference = models.chain_for("torch")(x, bias)
+    assert torch.allclose(out, reference, atol=1e-5) and torch.allclose(into, reference, atol=1e-5)
+    assert [len(m.kernels) for m in modules] == [1, 1]
+    assert modules[0].allocates_output and not modules[1].allocates_output
+
+
+def test_hlo_summary_counts_fusions_and_callbacks() -> None:
+    summary = fusion.hlo_summary(_HLO)
+    assert summary.fusions == [("ynn_fusion", "kCustom"), ("add_fusion", "kLoop")]
+    assert summary.n_fusions == 2
+    assert summary.custom_calls == ["xla_ffi_python_cpu_callback"]
+    excerpt = summary.excerpt()
+    assert excerpt.startswith("ENTRY") and "metadata" not in excerpt and "backend_config" not in excerpt
+    assert "kind=kLoop, calls=%fused_computation" in excerpt
+
+
+def test_jax_hlo_of_the_chain_has_one_loop_fusion_and_cost_analysis_agrees_with_the_hand_count() -> None:
+    jnp = pytest.importorskip("jax.numpy")
+    x, bias = jnp.ones((16, 8)), jnp.ones(8)
+    summary = fusion.hlo_summary(fusion.jax_hlo(models.chain_for("jax"), x, bias))
+    assert [kind for _, kind in summary.fusions] == ["kLoop"]
+    cost = fusion.jax_cost(models.chain_for("jax"), x, bias)
+    traffic = fusion.trace_traffic(models.chain_for("torch"), ((16, 8), "float32"), ((8,), "float32"))
+    assert cost["flops"] + cost["transcendentals"] == traffic.flops
+    assert cost["bytes accessed"] == traffic.fused_bytes
+
+
+def test_tf_hlo_of_the_chain_has_one_fusion() -> None:
+    pytest.importorskip("tensorflow")
+    from course_utils import env
+
+    tf = env.import_tensorflow()
+    fn = tf.function(models.chain_for("tensorflow"), jit_compile=True)
+    summary = fusion.hlo_summary(fusion.tf_hlo(fn, tf.ones((16, 8)), tf.ones(8)))
+    assert summary.n_fusions == 1
+
+
+def test_compile_error_names_the_exception() -> None:
+    def fails(x):
+        raise ValueError(x)
+
+    assert fusion.compile_error(fails, 1) == "ValueError"
+    assert fusion.compile_error(lambda: None) is None
