@@ -41,7 +41,7 @@ CHROMIUM_ARGS = [
     "--disable-quic",
     "--no-first-run",
 ]
-VIEWPORT = {"width": 1280, "height": 800}
+VIEWPORT = {"width": 1280, "height": 720}
 
 pytestmark = [pytest.mark.integration, pytest.mark.skipif(
     not CHROMIUM.exists(),
@@ -161,6 +161,23 @@ def test_deck_in_browser(notebook: Path, manifest: dict, browser) -> None:
         assert not broken, f"{notebook.stem}: images that did not render: {broken}"
         assert state["plots"] == plots, f"{notebook.stem}: {state['plots']} plots on slides, {plots} in notebook"
         assert state["notesPlugin"] and state["notes"] >= 1, f"{notebook.stem}: no speaker notes"
+        overflowing = page.evaluate(
+            """() => {
+                const found = [];
+                for (const slide of Reveal.getSlides()) {
+                    const at = Reveal.getIndices(slide);
+                    Reveal.slide(at.h, at.v);
+                    const shown = Reveal.getCurrentSlide();
+                    if (shown.scrollHeight > shown.clientHeight + 2) {
+                        found.push(`${at.h}/${at.v || 0} (${shown.scrollHeight}px): `
+                                   + (shown.innerText || '').trim().slice(0, 50).replace(/\\s+/g, ' '));
+                    }
+                }
+                Reveal.slide(0, 0);
+                return found;
+            }"""
+        )
+        assert not overflowing, f"{notebook.stem}: slides taller than {VIEWPORT['height']} px: {overflowing}"
         if deck_info["math"]:  # MathJax, from the local copy, typeset the slides' math
             page.wait_for_function("() => document.querySelectorAll('mjx-container').length > 0", timeout=30_000)
 

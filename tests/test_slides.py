@@ -238,3 +238,26 @@ def test_readme_course_map_and_workshop_section() -> None:
     for path in COURSE_NOTEBOOKS:
         assert notebook.badge(path.name) in text
     assert "## Workshop" in text and "make slides" in text
+
+
+def test_prose_generating_code_is_hidden_and_long_code_cut_on_slides() -> None:
+    nb = nbformat.v4.new_notebook()
+    prose = nbformat.v4.new_code_cell("text = f'{3:.1f}x faster'\nMarkdown(text)")
+    prose.outputs = [nbformat.v4.new_output("display_data", data={"text/markdown": "**3.0x faster**",
+                                                                   "text/plain": "<Markdown>"})]
+    long = nbformat.v4.new_code_cell("\n".join(f"step_{i} = {i}" for i in range(40)))
+    nb.cells = [nbformat.v4.new_markdown_cell("# 99 · T"), prose, long]
+    prepared = build_slides.prepare(nb)
+    assert prepared.cells[1].metadata["transient"] == {"remove_source": True}
+    shown = prepared.cells[2].source.splitlines()
+    assert len(shown) == build_slides.SLIDE_CODE_LINES and shown[-1] == "# ... 26 more lines in the notebook"
+    assert nb.cells[2].source.count("\n") == 39, "the notebook itself keeps the whole cell"
+
+
+@pytest.mark.parametrize("ipynb", COURSE_NOTEBOOKS, ids=lambda p: p.stem)
+def test_assert_cells_stay_off_the_slides(ipynb: Path) -> None:
+    """A cell that asserts is a check for the notebook, not a slide: it carries slide_type 'skip'."""
+    nb = nbformat.read(ipynb, as_version=4)
+    shown = [c.source.splitlines()[0] for c in nb.cells if c.cell_type == "code"
+             and re.search(r"^assert ", c.source, re.M) and build_slides.slide_type(c) not in ("skip", "notes")]
+    assert not shown, f"{ipynb.name}: assert cells on slides (mark them skip): {shown}"

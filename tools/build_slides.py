@@ -156,8 +156,27 @@ def has_math(nb: dict) -> bool:
     return False
 
 
+SLIDE_CODE_LINES = 15  # a longer code cell shows an excerpt on its slide; the notebook keeps the whole cell
+
+
+def generates_prose(cell: dict) -> bool:
+    """True for a code cell whose output is Markdown: the rendered text belongs on the slide, not its f-string."""
+    return cell.get("cell_type") == "code" and any(
+        "text/markdown" in out.get("data", {}) for out in cell.get("outputs", []))
+
+
+def slide_excerpt(source: str, limit: int = SLIDE_CODE_LINES) -> str:
+    """The first lines of a long code cell and a pointer to the rest; short cells are left as they are."""
+    lines = source.rstrip().splitlines()
+    if len(lines) <= limit:
+        return source
+    keep = limit - 1
+    return "\n".join(lines[:keep] + [f"# ... {len(lines) - keep} more lines in the notebook"])
+
+
 def prepare(nb: nbformat.NotebookNode, solutions: str = "notes") -> nbformat.NotebookNode:
-    """A copy of ``nb`` ready for the deck: solutions as notes (if asked), no remote images."""
+    """A copy of ``nb`` ready for the deck: solutions as notes (if asked), no remote images, the code of
+    prose-generating cells hidden (their rendered text stays), long code cells cut to an excerpt."""
     nb = copy.deepcopy(nb)
     for cell in nb.cells:
         if cell.cell_type == "markdown":
@@ -165,6 +184,10 @@ def prepare(nb: nbformat.NotebookNode, solutions: str = "notes") -> nbformat.Not
         if solutions == "notes" and is_solution(cell):
             cell.metadata.setdefault("slideshow", {})["slide_type"] = "notes"
             cell.metadata.jupyter["source_hidden"] = False  # the instructor sees the code in the notes
+        elif generates_prose(cell):
+            cell.metadata["transient"] = {"remove_source": True}
+        elif cell.cell_type == "code":
+            cell.source = slide_excerpt(cell.source)
     return nb
 
 
