@@ -26,6 +26,7 @@ pytestmark = pytest.mark.integration  # files, builds and notebooks: not in make
 
 sys.path.insert(0, str(ROOT / "tools"))
 build_slides = importlib.import_module("build_slides")
+guide = importlib.import_module("guide")
 
 DESIGN_NOTEBOOKS = [
     "00_measuring", "01_dynamic_vs_static", "02_operator_fusion", "03_mixed_precision",
@@ -261,3 +262,28 @@ def test_assert_cells_stay_off_the_slides(ipynb: Path) -> None:
     shown = [c.source.splitlines()[0] for c in nb.cells if c.cell_type == "code"
              and re.search(r"^assert ", c.source, re.M) and build_slides.slide_type(c) not in ("skip", "notes")]
     assert not shown, f"{ipynb.name}: assert cells on slides (mark them skip): {shown}"
+
+
+@pytest.mark.parametrize("ipynb", COURSE_NOTEBOOKS, ids=lambda p: p.stem)
+def test_sections_have_planned_minutes_within_the_session(ipynb: Path) -> None:
+    nb = nbformat.read(ipynb, as_version=4)
+    found = guide.sections(nb)
+    workshop = nb.metadata["course"]["minutes"]["workshop"]
+    missing = [s.title for s in found if s.minutes is None]
+    assert found and not missing, f"{ipynb.name}: sections without course.minutes metadata: {missing}"
+    planned = sum(s.minutes for s in found)
+    assert planned <= workshop, f"{ipynb.name}: sections plan {planned} minutes, the session has {workshop}"
+    assert any(s.lead for s in found), f"{ipynb.name}: no section is marked for the lead track (course.lead)"
+
+
+def test_guide_blocks_are_generated_from_the_notebooks(config: dict) -> None:
+    text = build_slides.GUIDE.read_text()
+    fresh = build_slides.updated_guide(config, text)
+    assert fresh.split(guide.ANSWERS_BEGIN)[0] == text.split(guide.ANSWERS_BEGIN)[0], \
+        "agendas or sections are stale: python tools/build_slides.py --update-guide"
+    answers = text[text.index(guide.ANSWERS_BEGIN):text.index(guide.ANSWERS_END)]
+    for ipynb in COURSE_NOTEBOOKS:
+        for exercise, _, _ in guide.answers(nbformat.read(ipynb, as_version=4)):
+            assert f"**{exercise}**" in answers, f"the guide has no generated answer for exercise {exercise}"
+    for line in ("If the laptop is slow", "If the network is down"):
+        assert text.count(line) >= len(COURSE_NOTEBOOKS), f"every notebook's section of the guide says: {line}"

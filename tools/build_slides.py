@@ -32,6 +32,9 @@ from pathlib import Path
 
 import nbformat
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import guide  # noqa: E402  (tools/guide.py: the guide's generated sections and answers)
+
 ROOT = Path(__file__).resolve().parents[1]
 SLIDES = ROOT / "slides"
 CONFIG = SLIDES / "deck.toml"
@@ -270,6 +273,16 @@ def guide_with_agenda(config: dict, text: str) -> str:
     if begin < 0 or end < begin:
         raise ValueError(f"{GUIDE.name} lacks the agenda markers {AGENDA_BEGIN!r} ... {AGENDA_END!r}")
     return text[:begin] + agenda_markdown(config) + text[end + len(AGENDA_END) :]
+
+
+def updated_guide(config: dict, text: str) -> str:
+    """The guide with every generated block rewritten: agendas, minutes per section, exercise answers."""
+    names = deck_order(config, [p.stem for p in course_notebooks()])
+    stored = {n: nbformat.read(ROOT / "notebooks" / f"{n}.ipynb", as_version=4) for n in names}
+    text = guide_with_agenda(config, text)
+    text = guide.replace_block(text, guide.SECTIONS_BEGIN, guide.SECTIONS_END, guide.sections_markdown(stored))
+    executed, source = guide.executed_notebooks(names)
+    return guide.replace_block(text, guide.ANSWERS_BEGIN, guide.ANSWERS_END, guide.answers_markdown(executed, source))
 
 
 # --- README sections ------------------------------------------------------------------------------
@@ -557,8 +570,8 @@ def main() -> int:
     args = parser.parse_args()
     config = load_config()
     if args.update_guide:
-        GUIDE.write_text(guide_with_agenda(config, GUIDE.read_text()))
-        print(f"updated the agendas in {GUIDE.relative_to(ROOT)}")
+        GUIDE.write_text(updated_guide(config, GUIDE.read_text()))
+        print(f"updated the agendas, sections and answers in {GUIDE.relative_to(ROOT)}")
     if args.readme:
         path = ROOT / "README.md"
         text = path.read_text()

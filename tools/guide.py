@@ -1,0 +1,106 @@
+"""The generated parts of slides/instructor_guide.md beyond the agendas: minutes per section with the lead track
+(from the notebooks' cell metadata), and the exercise answers taken from the executed course (never typed).
+
+A section is a Markdown cell that starts with '## '; its metadata ``course.minutes`` is the instructor's plan
+for it and ``course.lead`` (true/false) marks the sections a product or tech lead needs. Answers come from the
+solution cells' outputs of build/notebooks/ (make course) when present, else of the stored notebooks.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+SECTIONS_BEGIN = "<!-- BEGIN generated sections: python tools/build_slides.py --update-guide -->"
+SECTIONS_END = "<!-- END generated sections -->"
+ANSWERS_BEGIN = "<!-- BEGIN generated answers: python tools/build_slides.py --update-guide -->"
+ANSWERS_END = "<!-- END generated answers -->"
+_CHECK = re.compile(r"cu\.exercises\.check\(\s*[\"'](\d\d\.\d+)[\"']")
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    minutes: float | None
+    lead: bool
+
+
+def sections(nb: nbformat.NotebookNode) -> list[Section]:
+    """The notebook's '## ' sections with their planned minutes and lead-track flag."""
+    found = []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and cell.source.startswith("## "):
+            meta = cell.metadata.get("course", {})
+            minutes = meta.get("minutes")
+            found.append(Section(cell.source.splitlines()[0][3:].strip(), minutes, bool(meta.get("lead", False))))
+    return found
+
+
+def sections_markdown(notebooks: dict[str, nbformat.NotebookNode]) -> str:
+    """Per notebook: a table of its sections, minutes and lead track, with the sum against the session."""
+    parts = [SECTIONS_BEGIN, ""]
+    for name, nb in notebooks.items():
+        found = sections(nb)
+        planned = sum(s.minutes or 0 for s in found)
+        session = nb.metadata.get("course", {}).get("minutes", {}).get("workshop", "?")
+        lead = sum(s.minutes or 0 for s in found if s.lead)
+        parts += [f"#### `{name}`: {planned:g} of {session} minutes planned; lead track {lead:g} minutes", "",
+                  "| section | minutes | lead track |", "|---|---|---|"]
+        parts += [f"| {s.title} | {'?' if s.minutes is None else f'{s.minutes:g}'} | {'yes' if s.lead else ''} |"
+                  for s in found]
+        parts.append("")
+    return "\n".join(parts + [SECTIONS_END])
+
+
+def _text(cell: nbformat.NotebookNode) -> str:
+    out = []
+    for output in cell.get("outputs", []):
+        out.append("".join(output.get("text", "")) or "".join(output.get("data", {}).get("text/plain", "")))
+    return "\n".join(t.rstrip() for t in out if t.strip())
+
+
+def answers(nb: nbformat.NotebookNode) -> list[tuple[str, str, str]]:
+    """(exercise id, the solution's output, the check's line) for each checked exercise, in notebook order."""
+    found, solution = [], ""
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        if "solution" in cell.metadata.get("tags", []):
+            solution = _text(cell)
+        for exercise in _CHECK.findall(cell.source):
+            found.append((exercise, solution, _text(cell)))
+            solution = ""
+    return found
+
+
+def answers_markdown(notebooks: dict[str, nbformat.NotebookNode], source: str) -> str:
+    """The answers block: each exercise's solution output as this run printed it."""
+    parts = [ANSWERS_BEGIN, "", f"Generated from {source}: the solutions' own output, as measured in that run.", ""]
+    for name, nb in notebooks.items():
+        parts += [f"#### `{name}`", ""]
+        for exercise, output, check in answers(nb):
+            shown = "\n".join(output.splitlines()[-8:]) or "(the solution prints nothing; see its code in the notes)"
+            parts += [f"- **{exercise}** ({check or 'not checked'})", "", "  ```text",
+                      *[f"  {line}" for line in shown.splitlines()], "  ```", ""]
+    return "\n".join(parts + [ANSWERS_END])
+
+
+def executed_notebooks(names: list[str]) -> tuple[dict[str, nbformat.NotebookNode], str]:
+    """The executed notebooks of build/notebooks (make course) when all exist, else the stored ones."""
+    built = [ROOT / "build" / "notebooks" / f"{n}.ipynb" for n in names]
+    if all(p.exists() for p in built):
+        return {p.stem: nbformat.read(p, as_version=4) for p in built}, "the last `make course` (build/notebooks)"
+    stored = [ROOT / "notebooks" / f"{n}.ipynb" for n in names]
+    return {p.stem: nbformat.read(p, as_version=4) for p in stored}, "the notebooks' stored outputs (ci size)"
+
+
+def replace_block(text: str, begin: str, end: str, block: str) -> str:
+    """``text`` with the block between ``begin`` and ``end`` replaced (appended when the markers are missing)."""
+    start, stop = text.find(begin), text.find(end)
+    if start < 0 or stop < start:
+        return text.rstrip() + "\n\n" + block + "\n"
+    return text[:start] + block + text[stop + len(end):]
