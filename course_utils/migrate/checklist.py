@@ -1,0 +1,226 @@
+"""The seed's launch checklist, run as code on a whole training step: pass or fail, each with its evidence.
+
+1. MVP comparison: what the migration buys (a measured ``MigrationGain``) against the team's bar, and
+   ``steps`` whole training steps compiled vs eager from the same weights, losses compared.
+2. Operator compatibility: graph breaks of the model (PyTorch) or a compile that fails (JAX).
+3. Rollback path: a compile failure is *forced* (a compiler that really fails), the fallback must then
+   run eager and give exactly eager's losses.
+4. Monitoring: compile time per job and accelerator utilisation (busy share of the step) against thresholds.
+5. Dynamic control flow: Python branches on tensor values found while tracing.
+
+``make_step(compiler)`` builds a fresh training step (same initial weights each time) whose model (PyTorch)
+or update function (JAX) is wrapped by ``compiler``; ``step(batch)`` returns the loss.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from course_utils import display, graphs, validate
+from course_utils.migrate.ladder import MigrationGain
+
+_DYNAMIC_HINTS = ("generic_jump", "data-dependent", "data dependent", "concretization", "tracerbool",
+                  "operatornotallowedingraph", "dynamic control flow")
+FRAMEWORKS = ("torch", "jax")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One item: ``passed`` is True, False, or None when it was not measured (e.g. no utilisation given)."""
+
+    name: str
+    passed: bool | None
+    evidence: str
+
+    @property
+    def mark(self) -> str:
+        return {True: "PASS", False: "FAIL", None: "n/a"}[self.passed]
+
+
+@dataclass(frozen=True)
+class Checklist:
+    """The five checks for one training step in one framework."""
+
+    framework: str
+    checks: tuple[Check, ...]
+
+    @property
+    def passed(self) -> bool:
+        """True when no check failed."""
+        return all(c.passed is not False for c in self.checks)
+
+    @property
+    def failed(self) -> list[str]:
+        """Names of the checks that failed."""
+        return [c.name for c in self.checks if c.passed is False]
+
+    def __getitem__(self, name: str) -> Check:
+        for check in self.checks:
+            if check.name == name:
+                return check
+        raise KeyError(f"name must be one of {[c.name for c in self.checks]}; got {name!r}")
+
+    def table(self) -> display.Table:
+        title = f"Launch checklist ({self.framework}): {'ready' if self.passed else 'NOT ready'}"
+        return display.table(["", "check", "evidence"], [(c.mark, c.name, c.evidence) for c in self.checks],
+                             title=title)
+
+    def __repr__(self) -> str:
+        return repr(self.table())
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
+
+
+def _failing_torch_backend(gm: Any, example_inputs: Any) -> Any:
+    raise RuntimeError("simulated compiler failure (forced by the rollback check)")
+
+
+def compilers(framework: str) -> dict[str, Callable[[Any], Any]]:
+    """The wrappers the checks use: 'eager' (identity), 'compiled', and 'broken' (a compile that really fails:
+    a torch.compile backend that raises; an XLA compile option that does not exist)."""
+    name = validate.choice("framework", validate.framework(framework), FRAMEWORKS)
+    if name == "torch":
+        import torch
+
+        return {"eager": lambda m: m, "compiled": lambda m: torch.compile(m, dynamic=False),
+                "broken": lambda m: torch.compile(m, backend=_failing_torch_backend)}
+    import jax
+
+    def broken(fn: Callable[..., Any]) -> Callable[..., Any]:
+        return lambda *args: jax.jit(fn).lower(*args).compile(
+            compiler_options={"xla_option_that_does_not_exist": True})(*args)
+
+    return {"eager": lambda f: f, "compiled": jax.jit, "broken": broken}
+
+
+def compile_or_eager(make_step: Callable[[Callable[[Any], Any]], Callable[[Any], Any]], compiler: Callable[[Any], Any],
+                     batch: Any) -> tuple[Callable[[Any], Any], float, BaseException | None]:
+    """The rollback path as code: try the compiled step on ``batch``; if compiling or running it raises, build
+    the eager step instead. Returns (step, loss of the step taken, the exception or None)."""
+    validate.function("make_step", make_step)
+    validate.function("compiler", compiler)
+    try:
+        step = make_step(compiler)
+        return step, float(step(batch)), None
+    except Exception as exc:  # the fallback's whole job is to survive this
+        step = make_step(lambda m: m)
+        return step, float(step(batch)), exc
+
+
+def _losses(step: Callable[[Any], Any], batch: Any, steps: int) -> list[float]:
+    return [float(step(batch)) for _ in range(steps)]
+
+
+def _relative(a: list[float], b: list[float]) -> float:
+    return max(abs(x - y) / max(abs(x), 1e-12) for x, y in zip(a, b))
+
+
+def run_checklist(make_step: Callable[[Callable[[Any], Any]], Callable[[Any], Any]], batch: Any, *,
+                  framework: str = "torch", gain: MigrationGain | None = None, min_speedup: float = 1.05,
+                  forward: tuple[Callable[..., Any], tuple] | None = None, compile_s: float | None = None,
+                  compile_budget_s: float = 120.0, utilisation: float | None = None,
+                  min_utilisation: float = 0.8, steps: int = 3, rtol: float = 1e-3) -> Checklist:
+    """Run the five checks on the training step built by ``make_step``.
+
+    ``gain``: what the migration buys (``Ladder.migration_gain()``), judged against ``min_speedup`` at its
+    low quartile. ``forward``: (fn, args) of the model's forward, for PyTorch's graph breaks. ``compile_s``:
+    compile time one job pays (e.g. first step minus a steady step), judged against ``compile_budget_s``;
+    ``utilisation``: busy share of the step, judged against ``min_utilisation``.
+    """
+    validate.function("make_step", make_step)
+    name = validate.choice("framework", validate.framework(framework), FRAMEWORKS)
+    if gain is not None:
+        validate.instance("gain", gain, MigrationGain)
+    validate.number("min_speedup", min_speedup, low=0, low_open=True)
+    if forward is not None:
+        if not isinstance(forward, tuple) or len(forward) != 2 or not isinstance(forward[1], tuple):
+            raise TypeError(f"forward must be a (fn, args) pair with args a tuple; got {forward!r}")
+        validate.function("forward", forward[0])
+    if compile_s is not None:
+        validate.non_negative("compile_s", compile_s)
+    validate.positive("compile_budget_s", compile_budget_s)
+    if utilisation is not None:
+        validate.fraction("utilisation", utilisation)
+    validate.fraction("min_utilisation", min_utilisation)
+    validate.number("steps", steps, low=1, high=100, integer=True)
+    validate.positive("rtol", rtol)
+
+    wrappers = compilers(name)
+    eager = _losses(make_step(wrappers["eager"]), batch, steps)
+    try:
+        compiled, error = _losses(make_step(wrappers["compiled"]), batch, steps), None
+    except Exception as exc:  # reported by the checks, not raised
+        compiled, error = None, exc
+    breaks = graphs.torch_graph_breaks(forward[0], *forward[1]) if name == "torch" and forward else None
+    return Checklist(name, (
+        _mvp(gain, min_speedup, eager, compiled, error, rtol),
+        _compatibility(breaks, error),
+        _rollback(make_step, wrappers["broken"], batch, eager),
+        _monitoring(compile_s, compile_budget_s, utilisation, min_utilisation),
+        _dynamic_control_flow(breaks, error),
+    ))
+
+
+def _mvp(gain: MigrationGain | None, bar: float, eager: list[float], compiled: list[float] | None,
+         error: BaseException | None, rtol: float) -> Check:
+    name = "MVP: whole training step, speed and equality"
+    if compiled is None:
+        return Check(name, False, f"the compiled step fails: {type(error).__name__}: {error}"[:200])
+    diff = _relative(eager, compiled)
+    same = diff <= rtol
+    text = f"{len(eager)} steps from the same weights: losses differ by {diff:.1e} relative (tolerance {rtol:.0e})"
+    if gain is None:
+        return Check(name, False if not same else None, text + "; speed not measured")
+    fast = gain.low >= bar
+    return Check(name, same and fast, f"the migration buys {gain} (needs {bar:.2f}x at the low quartile); " + text)
+
+
+def _compatibility(breaks: graphs.GraphBreaks | None, error: BaseException | None) -> Check:
+    name = "operator compatibility"
+    if error is not None:
+        return Check(name, False, f"compiling the step failed: {type(error).__name__}: {error}"[:200])
+    if breaks is None:
+        return Check(name, True, "the whole step compiled and ran")
+    evidence = f"{breaks.graph_count} graph(s), {breaks.break_count} graph break(s)"
+    if breaks.reasons:
+        evidence += f"; first: {breaks.reasons[0]}"
+    return Check(name, breaks.break_count == 0, evidence)
+
+
+def _rollback(make_step: Callable[..., Any], broken: Callable[[Any], Any], batch: Any, eager: list[float]) -> Check:
+    name = "rollback: forced compile failure falls back to eager"
+    step, first, error = compile_or_eager(make_step, broken, batch)
+    if error is None:
+        return Check(name, False, "the forced compile failure did not fail, so the fallback was never exercised")
+    fallback = [first, *_losses(step, batch, len(eager) - 1)]
+    diff = _relative(eager, fallback)
+    return Check(name, diff <= 1e-6, f"forced {type(error).__name__}; the fallback's {len(eager)} losses vs eager's: "
+                                     f"max relative difference {diff:.1e}")
+
+
+def _monitoring(compile_s: float | None, budget: float, utilisation: float | None, floor: float) -> Check:
+    name = "monitoring: compile time and utilisation"
+    parts, verdicts = [], []
+    if compile_s is not None:
+        verdicts.append(compile_s <= budget)
+        parts.append(f"compile {display.format_time(compile_s)} per job (threshold {display.format_time(budget)})")
+    if utilisation is not None:
+        verdicts.append(utilisation >= floor)
+        parts.append(f"busy {utilisation:.0%} of the step (threshold {floor:.0%})")
+    if not verdicts:
+        return Check(name, None, "nothing measured to monitor (pass compile_s and utilisation)")
+    return Check(name, all(verdicts), "; ".join(parts))
+
+
+def _dynamic_control_flow(breaks: graphs.GraphBreaks | None, error: BaseException | None) -> Check:
+    name = "no data-dependent Python control flow"
+    texts = [f"{type(error).__name__}: {error}"] if error is not None else []
+    texts += list(breaks.reasons) if breaks is not None else []
+    found = [t for t in texts if any(hint in t.lower() for hint in _DYNAMIC_HINTS)]
+    if found:
+        return Check(name, False, f"found: {found[0][:150]} (rewrite with torch.cond / lax.cond / where)")
+    return Check(name, True, "no branch on a tensor's value seen while tracing")
+

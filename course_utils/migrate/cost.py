@@ -1,0 +1,171 @@
+"""Does the migration pay? Break-even and net from what the migration *alone* buys, with its spread.
+
+The seed article's rule: a 100k/month GPU bill, ~30% compute saved, 2 engineers x 2 weeks (~40k) of
+migration plus a 20% buffer for harder debugging: pays back in about two months. ``estimate`` takes only a
+``ladder.MigrationGain`` (a measured one from ``Ladder.migration_gain``, or an explicitly claimed one), never
+a plain ratio, so a no-migration win (loader workers, AMP) cannot inflate the return. Inputs are the ones a
+lead knows: spend and its growth, the training share, engineers x weeks x cost, compile time paid per job,
+the upkeep of the eager path kept for rollback, and whether the capacity is reserved (then the speed-up
+buys time-to-result, not money).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from course_utils import display, validate
+from course_utils.migrate.ladder import MigrationGain
+
+SCENARIOS = ("low", "median", "high")
+_SEARCH_MONTHS = 120  # break-even later than ten years is reported as never
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    """Inputs and outcomes of one migration decision, for the gain's low, median and high quartile."""
+
+    speedup: MigrationGain
+    monthly_spend: float
+    spend_growth: float
+    training_share: float
+    migration_cost: float
+    debugging_buffer: float
+    job_hours: float
+    compile_s_per_job: float
+    eager_upkeep: float
+    reserved: bool
+    horizon_months: int
+
+    def gain(self, scenario: str = "median") -> float:
+        """The per-job speed-up once each job pays its compile time: job / (job / speed-up + compile)."""
+        raw = getattr(self.speedup, validate.choice("scenario", scenario, SCENARIOS))
+        job = self.job_hours * 3600.0
+        return job / (job / raw + self.compile_s_per_job)
+
+    def time_to_result(self, scenario: str = "median") -> float:
+        """Hours one job takes after the migration (it took ``job_hours`` before)."""
+        return self.job_hours / self.gain(scenario)
+
+    @property
+    def one_off_cost(self) -> float:
+        """Migration cost with the debugging buffer."""
+        return self.migration_cost * (1.0 + self.debugging_buffer)
+
+    def monthly_saving(self, month: int = 0, scenario: str = "median") -> float:
+        """Money saved in ``month`` (0 = the first): the trained share of that month's spend times the compute
+        saved, minus the eager path's upkeep. Reserved capacity is paid anyway: only the upkeep remains."""
+        validate.non_negative("month", month, integer=True)
+        if self.reserved:
+            return -self.eager_upkeep
+        spend = self.monthly_spend * (1.0 + self.spend_growth) ** month
+        return spend * self.training_share * (1.0 - 1.0 / self.gain(scenario)) - self.eager_upkeep
+
+    def cumulative_net(self, scenario: str = "median") -> list[float]:
+        """Net position at the end of months 0..horizon (negative until break-even)."""
+        net, out = -self.one_off_cost, [-self.one_off_cost]
+        for month in range(self.horizon_months):
+            net += self.monthly_saving(month, scenario)
+            out.append(net)
+        return out
+
+    def break_even(self, scenario: str = "median") -> float:
+        """Months (fractional) until the savings repay the one-off cost; ``inf`` if not within ten years."""
+        net = -self.one_off_cost
+        if net >= 0:
+            return 0.0
+        for month in range(_SEARCH_MONTHS):
+            saving = self.monthly_saving(month, scenario)
+            if saving > 0 and net + saving >= 0:
+                return month + (-net) / saving
+            net += saving
+        return math.inf
+
+    @property
+    def break_even_months(self) -> float:
+        return self.break_even("median")
+
+    @property
+    def break_even_range(self) -> tuple[float, float]:
+        """(soonest, latest) break-even over the gain's quartile band."""
+        return self.break_even("high"), self.break_even("low")
+
+    def net(self, scenario: str = "median") -> float:
+        """Net after ``horizon_months``."""
+        return self.cumulative_net(scenario)[-1]
+
+    def table(self) -> display.Table:
+        def months(value: float) -> str:
+            return "never (10 years)" if math.isinf(value) else f"{value:.1f}"
+
+        band = " to ".join(months(m) for m in self.break_even_range)
+        rows = [
+            ("speed-up the migration buys", str(self.speedup)),
+            ("per job, with compile time paid", f"{self.gain():.3f}x ({self.compile_s_per_job:.0f} s per "
+                                                f"{self.job_hours:g} h job)"),
+            ("monthly spend, growth", f"{self.monthly_spend:,.0f}, {self.spend_growth:+.0%} a month"),
+            ("share of spend that is training", f"{self.training_share:.0%}"),
+            ("capacity", "reserved: paid anyway, the gain buys time" if self.reserved else "on demand"),
+            ("migration (+ debugging buffer)", f"{self.migration_cost:,.0f} (+{self.debugging_buffer:.0%}) = "
+                                               f"{self.one_off_cost:,.0f}"),
+            ("eager path upkeep", f"{self.eager_upkeep:,.0f} a month"),
+            ("saving in month 1", f"{self.monthly_saving(0):,.0f} (band {self.monthly_saving(0, 'low'):,.0f} to "
+                                  f"{self.monthly_saving(0, 'high'):,.0f})"),
+            ("break-even, months", f"{months(self.break_even_months)} (band {band})"),
+            (f"net after {self.horizon_months} months", f"{self.net():,.0f} (band {self.net('low'):,.0f} to "
+                                                        f"{self.net('high'):,.0f})"),
+            ("time to result", f"{self.job_hours:g} h -> {self.time_to_result():.3g} h"),
+        ]
+        return display.table(["", "computed from the inputs"], rows, title="Migration cost model (computed)")
+
+    def __repr__(self) -> str:
+        return repr(self.table())
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
+
+
+def estimate(monthly_spend: float, speedup: MigrationGain, migration_cost: float | None = None, *,
+             engineers: float = 2, weeks: float = 2, engineer_week_cost: float = 10_000,
+             spend_growth: float = 0.0, training_share: float = 1.0, debugging_buffer: float = 0.2,
+             job_hours: float = 72.0, compile_s_per_job: float = 0.0, eager_upkeep: float = 0.0,
+             reserved: bool = False, horizon_months: int = 12) -> CostEstimate:
+    """The migration's saving, break-even (with a band from the gain's quartiles) and net.
+
+    ``speedup`` must be a ``MigrationGain``: use ``ladder.migration_gain()`` for a measured one. The one-off
+    cost is ``migration_cost`` if given, else engineers x weeks x ``engineer_week_cost``.
+    """
+    if not isinstance(speedup, MigrationGain):
+        raise TypeError("speedup must be a MigrationGain (Ladder.migration_gain() measures what the migration "
+                        "alone buys; MigrationGain.claimed(x, who) quotes a claim); got "
+                        f"{type(speedup).__name__} {speedup!r}")
+    if migration_cost is None:
+        migration_cost = (validate.non_negative("engineers", engineers) * validate.non_negative("weeks", weeks)
+                          * validate.non_negative("engineer_week_cost", engineer_week_cost))
+    validate.instance("reserved", reserved, bool)
+    return CostEstimate(
+        speedup=speedup,
+        monthly_spend=float(validate.non_negative("monthly_spend", monthly_spend)),
+        spend_growth=float(validate.number("spend_growth", spend_growth, low=-1, high=10, low_open=True)),
+        training_share=float(validate.fraction("training_share", training_share)),
+        migration_cost=float(validate.non_negative("migration_cost", migration_cost)),
+        debugging_buffer=float(validate.number("debugging_buffer", debugging_buffer, low=0, high=10)),
+        job_hours=float(validate.positive("job_hours", job_hours)),
+        compile_s_per_job=float(validate.non_negative("compile_s_per_job", compile_s_per_job)),
+        eager_upkeep=float(validate.non_negative("eager_upkeep", eager_upkeep)),
+        reserved=reserved,
+        horizon_months=int(validate.number("horizon_months", horizon_months, low=1, high=120, integer=True)),
+    )
+
+
+def seed_example(spend_growth: float = 0.0) -> CostEstimate:
+    """The seed article's worked example: 100k/month, 30% saved (a claimed 1.43x), 2 engineers x 2 weeks at
+    10k (40k), 20% debugging buffer; ``spend_growth=0.5`` adds the seed's +50% a month."""
+    return estimate(100_000, MigrationGain.claimed(1 / (1 - 0.30), "the seed"), engineers=2, weeks=2,
+                    engineer_week_cost=10_000, debugging_buffer=0.2, spend_growth=spend_growth)
+
+
+def monthly_spend_for(gpus: float, price_per_gpu_hour: float, *, hours_per_month: float = 730.0) -> float:
+    """A monthly bill from its parts (computed): GPUs x price per GPU-hour x hours they run in a month."""
+    return (validate.positive("gpus", gpus) * validate.positive("price_per_gpu_hour", price_per_gpu_hour)
+            * validate.number("hours_per_month", hours_per_month, low=0, high=744, low_open=True))

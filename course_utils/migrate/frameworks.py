@@ -1,0 +1,221 @@
+"""The seed's framework table, rebuilt on a common baseline: the same CNN, the same batch, one SGD step.
+
+Each framework's compiled step is set beside PyTorch eager (the common baseline: what the team runs today)
+and beside the framework's own eager mode. JAX op-by-op (no ``jit``) is shown for completeness only: it is
+not how JAX is used. Frameworks that are not installed are skipped with one sentence in the table's note.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from course_utils import display, env, graphs, models, timing, validate
+from course_utils.migrate import torch_rungs
+
+_LR = 0.05
+_NAMES = {"torch": "PyTorch", "jax": "JAX", "tensorflow": "TensorFlow"}
+_EAGER = {"torch": "eager", "jax": "op-by-op (not how JAX is used)", "tensorflow": "eager"}
+_COMPILED = {"torch": "torch.compile", "jax": "jax.jit", "tensorflow": "tf.function(jit_compile=True)"}
+
+
+def jax_step_factory(classes: int = 10, *, lr: float = _LR) -> Callable[[Callable[[Any], Any]], Callable[[Any], Any]]:
+    """``make_step(compiler)``: a fresh CNN (``models.jax_cnn_params``) and an SGD update wrapped by
+    ``compiler`` (``jax.jit``, or identity for op-by-op); ``step((x_nhwc, y)) -> loss``."""
+    import jax
+    import jax.numpy as jnp
+
+    validate.positive("classes", classes, integer=True)
+    validate.positive("lr", lr)
+
+    def update(params: Any, x: Any, y: Any) -> tuple[Any, Any]:
+        def loss_fn(p: Any) -> Any:
+            logits = models.jax_cnn_apply(p, x)
+            return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], axis=1))
+
+        loss, grads = jax.value_and_grad(loss_fn)(params)
+        return jax.tree.map(lambda w, g: w - lr * g, params, grads), loss
+
+    def make_step(compiler: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        wrapped = validate.function("compiler", compiler)(update)
+        state = {"params": models.jax_cnn_params(classes=classes)}
+
+        def step(batch: Any) -> Any:
+            state["params"], loss = wrapped(state["params"], *batch)
+            return loss
+
+        return step
+
+    return make_step
+
+
+def _tensorflow_steps(classes: int, size: int) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+    tf = env.import_tensorflow()
+    eager_inner = models.keras_sgd_step(models.keras_cnn(classes=classes, size=size), lr=_LR)
+    compiled = models.keras_sgd_step(models.keras_cnn(classes=classes, size=size), lr=_LR, jit_compile=True)
+
+    def eager(batch: Any) -> Any:
+        tf.config.run_functions_eagerly(True)  # the same step, op by op, as TF 2 runs code by default
+        try:
+            return eager_inner(batch)
+        finally:
+            tf.config.run_functions_eagerly(False)
+
+    return eager, compiled
+
+
+@dataclass(frozen=True)
+class FrameworkRow:
+    framework: str
+    eager: timing.Measurement
+    compiled: timing.Measurement
+    peak_bytes: int | None
+    graph_breaks: int | None
+
+
+@dataclass(frozen=True)
+class FrameworkTable:
+    """Measured rows; ``baseline`` is PyTorch eager, the common baseline of every 'vs' column."""
+
+    rows: tuple[FrameworkRow, ...]
+    skipped: tuple[str, ...]
+
+    @property
+    def baseline(self) -> timing.Measurement:
+        return self["torch"].eager
+
+    def __getitem__(self, framework: str) -> FrameworkRow:
+        name = validate.framework(framework)
+        for row in self.rows:
+            if row.framework == name:
+                return row
+        raise KeyError(f"framework must be one of {[r.framework for r in self.rows]}; got {framework!r}")
+
+    def vs_baseline(self, framework: str) -> float:
+        """PyTorch eager median / this framework's compiled median."""
+        return self.baseline.median / self[framework].compiled.median
+
+    def vs_own_eager(self, framework: str) -> float:
+        row = self[framework]
+        return row.eager.median / row.compiled.median
+
+    def table(self) -> display.Table:
+        rows = []
+        for r in self.rows:
+            rows.append((_NAMES[r.framework], f"{display.format_time(r.eager.median)} ({_EAGER[r.framework]})",
+                         f"{display.format_time(r.compiled.median)} ({_COMPILED[r.framework]})",
+                         display.format_time(r.compiled.first_call),
+                         f"{self.vs_baseline(r.framework):.2f}x", f"{self.vs_own_eager(r.framework):.2f}x",
+                         "n/a" if r.peak_bytes is None else display.format_bytes(r.peak_bytes),
+                         "n/a (traces all or raises)" if r.graph_breaks is None else str(r.graph_breaks)))
+        note = ("Same CNN, same batch, fp32, one SGD step, no loader. 'vs PyTorch eager' is the common baseline; "
+                "peak memory: growth of the process's peak RSS during one compiled step.")
+        if self.skipped:
+            note += " Skipped: " + " ".join(self.skipped)
+        return display.table(["framework", "its eager step", "compiled step", "first compiled call",
+                              "vs PyTorch eager", "vs its own eager", "peak memory", "graph breaks"], rows,
+                             title="One CNN training step in each framework", note=note)
+
+    def __repr__(self) -> str:
+        return repr(self.table())
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
+
+
+def framework_table(x_nchw: np.ndarray, y: np.ndarray, *, classes: int = 10, min_time: float = 0.3,
+                    frameworks: Sequence[str] = ("torch", "jax", "tensorflow")) -> FrameworkTable:
+    """Measure eager and compiled training steps of the course CNN in each installed framework."""
+    import torch
+
+    validate.instance("x_nchw", x_nchw, np.ndarray)
+    validate.instance("y", y, np.ndarray)
+    if x_nchw.ndim != 4 or len(y) != len(x_nchw):
+        raise ValueError(f"x_nchw must be (batch, channels, h, w) with len(y) == batch; got {x_nchw.shape}, {y.shape}")
+    validate.positive("min_time", min_time)
+    names = [validate.framework(f, "frameworks") for f in validate.non_empty("frameworks", frameworks)]
+    x_nhwc = np.ascontiguousarray(x_nchw.transpose(0, 2, 3, 1))
+    rows, skipped = [], []
+    for name in dict.fromkeys(["torch", *names]):
+        if not env.available(name):
+            skipped.append(f"{_NAMES[name]} is not installed here, so its row is skipped.")
+            continue
+        if name == "torch":
+            batch = (torch.from_numpy(x_nchw), torch.from_numpy(y))
+            make = torch_rungs.step_factory(lambda: models.torch_cnn(classes=classes))
+            eager, compiled = make(lambda m: m), make(torch_rungs.compile_model)
+            forward = models.torch_cnn(classes=classes)
+            breaks = graphs.torch_graph_breaks(forward, batch[0]).break_count
+        elif name == "jax":
+            import jax
+
+            batch = (jax.numpy.asarray(x_nhwc), jax.numpy.asarray(y))
+            make = jax_step_factory(classes)
+            eager, compiled, breaks = make(lambda f: f), make(jax.jit), None
+        else:
+            tf = env.import_tensorflow()
+            batch = (tf.constant(x_nhwc), tf.constant(y))
+            (eager, compiled), breaks = _tensorflow_steps(classes, x_nchw.shape[-1]), None
+        measured_eager = timing.benchmark(eager, batch, min_time=min_time, label=f"{name} eager")
+        measured = timing.benchmark(compiled, batch, min_time=min_time, label=f"{name} compiled")
+        peak = torch_rungs.peak_bytes(lambda c=compiled, b=batch: timing.sync(c(b)), "cpu")
+        rows.append(FrameworkRow(name, measured_eager, measured, peak, breaks))
+    return FrameworkTable(tuple(rows), tuple(skipped))
+
+
+def xla_cpu_kernels(hlo_text: str) -> dict[str, int]:
+    """What XLA:CPU's optimised HLO runs the convolutions and matmuls with: counts of YNNPACK fusions by the
+    op they hold (``__ynn_fusion``), convolutions left to XLA's own emitter, and oneDNN custom calls."""
+    text = validate.text("hlo_text", hlo_text)
+    ynn = collections.Counter()
+    for line in text.splitlines():
+        if "__ynn_fusion" in line and "kind=kCustom" in line:
+            op = re.search(r'op_name="[^"]*/(\w+)"', line)
+            ynn[op.group(1) if op else "other"] += 1
+    convolutions = len(re.findall(r"\sconvolution\(", text))
+    return {"ynn fusions": sum(ynn.values()), "ynn convolutions": ynn["conv_general_dilated"],
+            "ynn dots": ynn["dot_general"], "all convolutions": convolutions,
+            "convolutions outside ynn": max(0, convolutions - ynn["conv_general_dilated"]),
+            "onednn calls": len(re.findall(r"onednn", text, re.IGNORECASE))}
+
+
+def jax_step_hlo(x_nchw: np.ndarray, y: np.ndarray, *, classes: int = 10) -> str:
+    """Optimised HLO text of the JAX CNN's jitted SGD step on this batch (what XLA:CPU will run)."""
+    import jax
+
+    validate.instance("x_nchw", x_nchw, np.ndarray)
+    captured: dict[str, Any] = {}
+
+    def compiler(update: Callable[..., Any]) -> Callable[..., Any]:
+        captured["update"] = update
+        return jax.jit(update)
+
+    jax_step_factory(classes)(compiler)
+    params = models.jax_cnn_params(classes=classes)
+    x = jax.numpy.asarray(np.ascontiguousarray(x_nchw.transpose(0, 2, 3, 1)))
+    return jax.jit(captured["update"]).lower(params, x, jax.numpy.asarray(y)).compile().as_text()
+
+
+def outputs_agree(x_nchw: np.ndarray, *, classes: int = 10) -> dict[str, float]:
+    """Largest absolute difference of each installed framework's CNN output from PyTorch's on ``x_nchw``
+    (the same weights everywhere, so all should be ~1e-6)."""
+    import torch
+
+    validate.instance("x_nchw", x_nchw, np.ndarray)
+    reference = models.torch_cnn(classes=classes)(torch.from_numpy(x_nchw)).detach().numpy()
+    x_nhwc = np.ascontiguousarray(x_nchw.transpose(0, 2, 3, 1))
+    diffs = {"torch": 0.0}
+    if env.available("jax"):
+        import jax.numpy as jnp
+
+        out = models.jax_cnn_apply(models.jax_cnn_params(classes=classes), jnp.asarray(x_nhwc))
+        diffs["jax"] = float(np.abs(np.asarray(out) - reference).max())
+    if env.available("tensorflow"):
+        out = models.keras_cnn(classes=classes, size=x_nchw.shape[-1])(x_nhwc)
+        diffs["tensorflow"] = float(np.abs(np.asarray(out) - reference).max())
+    return diffs

@@ -1,0 +1,90 @@
+"""The migration lesson's figures: the ladder as a waterfall, the payback curve with its band, the widget."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from course_utils import plotting, validate
+from course_utils.migrate import cost as _cost
+from course_utils.migrate.ladder import Ladder, MigrationGain
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+def waterfall(ladder: Ladder, *, title: str | None = None) -> Figure:
+    """Time per sample rung by rung (µs); the migration rungs are labelled as such."""
+    validate.instance("ladder", ladder, Ladder)
+    steps = [(f"{r.label}\n[{r.kind}]" if r.kind != "no migration" else r.label, r.sample_time)
+             for r in ladder.rungs]
+    fig = plotting.waterfall(steps, unit="µs", title=title or "Time per sample: no-migration wins, then compile")
+    fig.axes[0].set_ylabel("time per sample (µs)")
+    return fig
+
+
+def payback(*estimates: _cost.CostEstimate, labels: list[str] | None = None) -> Figure:
+    """Cumulative net per month for each estimate: the median line and the quartile band shaded."""
+    if not estimates:
+        raise ValueError("estimates: pass at least one CostEstimate")
+    for est in estimates:
+        validate.instance("estimates", est, _cost.CostEstimate)
+    labels = labels or [str(e.speedup.label) for e in estimates]
+    if len(labels) != len(estimates):
+        raise ValueError(f"labels must have one entry per estimate ({len(estimates)}); got {len(labels)}")
+    fig, (ax,) = plotting.figure(width=6.8, height=3.8)
+    for i, (est, label) in enumerate(zip(estimates, labels)):
+        months = range(est.horizon_months + 1)
+        color = plotting.color_for(label, i)
+        ax.plot(months, [v / 1000 for v in est.cumulative_net()], color=color, label=label, marker="o",
+                markersize=3)
+        ax.fill_between(months, [v / 1000 for v in est.cumulative_net("low")],
+                        [v / 1000 for v in est.cumulative_net("high")], color=color, alpha=0.2, linewidth=0)
+    ax.axhline(0, color="#333333", linewidth=1)
+    ax.set_xlabel("months after the migration starts")
+    ax.set_ylabel("cumulative net (thousands, computed)")
+    ax.set_title("When does the migration pay back? (band: the speed-up's quartiles)")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def explore(gain: MigrationGain, **inputs: Any) -> Any:
+    """Sliders over ``cost.estimate`` for the measured ``gain`` (JupyterLab, Colab). Returns the widget, or the
+    estimate where widgets cannot render, so a static run still shows the numbers."""
+    first = _cost.estimate(inputs.pop("monthly_spend", 100_000), gain, **inputs)
+    try:
+        import ipywidgets as widgets
+        from IPython import get_ipython
+    except ImportError:
+        return first
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "kernel"):
+        return first
+    style = {"description_width": "14em"}
+    controls = {
+        "monthly_spend": widgets.FloatLogSlider(value=first.monthly_spend, base=10, min=3, max=7, step=0.05,
+                                                description="monthly spend", style=style),
+        "spend_growth": widgets.FloatSlider(value=first.spend_growth, min=0, max=0.5, step=0.05,
+                                            description="spend growth a month", style=style),
+        "training_share": widgets.FloatSlider(value=first.training_share, min=0.05, max=1.0, step=0.05,
+                                              description="share that is training", style=style),
+        "weeks": widgets.FloatSlider(value=2, min=0.5, max=26, step=0.5, description="weeks (2 engineers)",
+                                     style=style),
+        "compile_s_per_job": widgets.FloatLogSlider(value=max(first.compile_s_per_job, 1), base=10, min=0, max=4,
+                                                    description="compile s per job", style=style),
+        "reserved": widgets.Checkbox(value=first.reserved, description="capacity reserved"),
+    }
+    output = widgets.Output()
+
+    def redraw(_: Any = None) -> None:
+        values = {k: c.value for k, c in controls.items()}
+        est = _cost.estimate(values.pop("monthly_spend"), gain, **{**inputs, **values})
+        output.clear_output(wait=True)
+        with output:
+            from IPython.display import display
+
+            display(est, payback(est, labels=[f"measured {gain.median:.2f}x"]))
+
+    for control in controls.values():
+        control.observe(redraw, names="value")
+    redraw()
+    return widgets.VBox([*controls.values(), output])

@@ -1,0 +1,75 @@
+"""course_utils.migrate.checklist: each check can fail; the rollback check forces a real compile failure."""
+
+from __future__ import annotations
+
+import pytest
+
+from course_utils import migrate
+
+
+def _mlp(branch: bool = False):
+    torch = pytest.importorskip("torch")
+    from course_utils import models
+
+    class Branchy(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = models.torch_mlp((8, 16, 3))
+
+        def forward(self, x):
+            out = self.inner(x)
+            return out * 2 if out.mean() > 0 else out
+
+    torch.manual_seed(0)
+    return Branchy() if branch else models.torch_mlp((8, 16, 3))
+
+
+def _batch():
+    torch = pytest.importorskip("torch")
+    g = torch.Generator().manual_seed(0)
+    return torch.randn(16, 8, generator=g), torch.randint(0, 3, (16,), generator=g)
+
+
+def test_compile_or_eager_survives_a_failing_compiler() -> None:
+    make = migrate.step_factory(_mlp)
+    step, loss, error = migrate.compile_or_eager(make, migrate.compilers("torch")["broken"], _batch())
+    assert error is not None and "simulated compiler failure" in str(error)
+    eager_loss = float(make(lambda m: m)(_batch()))
+    assert loss == eager_loss
+
+
+def test_checks_fail_when_their_thresholds_are_missed() -> None:
+    make = migrate.step_factory(_mlp)
+    batch = _batch()
+    gain = migrate.MigrationGain("+ torch.compile", 1.02, 0.97, 1.05, "measured")
+    result = migrate.run_checklist(make, batch, gain=gain, min_speedup=1.05, forward=(_mlp(), (batch[0],)),
+                                   compile_s=30.0, compile_budget_s=10.0, utilisation=0.5, min_utilisation=0.8)
+    assert result["MVP: whole training step, speed and equality"].passed is False
+    assert result["monitoring: compile time and utilisation"].passed is False
+    assert result["rollback: forced compile failure falls back to eager"].passed is True
+    assert result["operator compatibility"].passed is True
+    assert "MVP: whole training step, speed and equality" in result.failed and not result.passed
+    ok = migrate.run_checklist(make, batch, gain=migrate.MigrationGain("c", 1.3, 1.2, 1.4, "m"), min_speedup=1.05,
+                               compile_s=3.0, compile_budget_s=10.0, utilisation=0.9)
+    assert ok.passed and "PASS" in repr(ok) and "<table>" in ok._repr_html_()
+
+
+def test_data_dependent_branch_fails_compatibility_and_control_flow() -> None:
+    batch = _batch()
+    result = migrate.run_checklist(migrate.step_factory(lambda: _mlp(True)), batch,
+                                   forward=(_mlp(True), (batch[0],)))
+    assert result["operator compatibility"].passed is False
+    assert result["no data-dependent Python control flow"].passed is False
+    assert result["monitoring: compile time and utilisation"].passed is None
+
+
+def test_jax_step_checklist() -> None:
+    pytest.importorskip("jax")
+    import jax.numpy as jnp
+    import numpy as np
+
+    make = migrate.jax_step_factory(10)
+    batch = (jnp.asarray(np.random.default_rng(0).random((4, 16, 16, 3), np.float32)), jnp.zeros(4, jnp.int32))
+    result = migrate.run_checklist(make, batch, framework="jax", steps=2)
+    assert result["rollback: forced compile failure falls back to eager"].passed is True
+    assert result["operator compatibility"].passed is True

@@ -1,0 +1,69 @@
+"""course_utils.migrate.cost: only what the migration buys feeds the model; band, growth, reserved capacity."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from course_utils import migrate, timing
+from course_utils.migrate import ladder as lad
+
+
+def _ladder():
+    def rung(label, kind, median, batch=4):
+        return lad.Rung(label, kind, batch, median, timing.Measurement(label, (median * 0.9, median, median * 1.1)),
+                        0.1, None)
+
+    return migrate.build_ladder([rung("eager", "no migration", 10.0), rung("+ 2 loader workers", "no migration", 4.0),
+                           rung("+ torch.compile", "migration", 3.6)])
+
+
+def test_seed_example_reproduces_the_article() -> None:
+    seed = migrate.seed_example()
+    assert seed.one_off_cost == pytest.approx(48_000)
+    assert seed.monthly_saving() == pytest.approx(30_000)
+    assert seed.break_even_months == pytest.approx(1.6)
+    assert seed.net() == pytest.approx(12 * 30_000 - 48_000)
+
+
+def test_a_no_migration_rung_cannot_feed_the_cost_model() -> None:
+    result = _ladder()
+    with pytest.raises(TypeError, match="speedup"):
+        migrate.estimate(100_000, result.speedup("+ 2 loader workers"), 40_000)
+    with pytest.raises(ValueError, match="no-migration"):
+        migrate.estimate(100_000, result.migration_gain("+ 2 loader workers"), 40_000)
+    fed = migrate.estimate(100_000, result.migration_gain(), 40_000)
+    assert fed.speedup.median == pytest.approx(4.0 / 3.6)  # over the loader rung, not over eager (2.78x)
+
+
+def test_band_orders_break_even() -> None:
+    est = migrate.estimate(100_000, _ladder().migration_gain(), 40_000)
+    soon, late = est.break_even_range
+    assert soon <= est.break_even_months <= late
+    assert est.net("low") <= est.net() <= est.net("high")
+
+
+def test_growth_shortens_break_even_and_reserved_capacity_saves_no_money() -> None:
+    gain = migrate.MigrationGain.claimed(1.1, "a test")
+    flat = migrate.estimate(100_000, gain, 100_000)
+    growing = migrate.estimate(100_000, gain, 100_000, spend_growth=0.5)
+    assert growing.break_even_months < flat.break_even_months
+    reserved = migrate.estimate(100_000, gain, 100_000, reserved=True, job_hours=72)
+    assert math.isinf(reserved.break_even_months) and reserved.time_to_result() == pytest.approx(72 / 1.1)
+
+
+def test_compile_time_and_upkeep_reduce_the_return() -> None:
+    gain = migrate.MigrationGain.claimed(1.5, "a test")
+    plain = migrate.estimate(100_000, gain, 40_000, job_hours=1)
+    paid = migrate.estimate(100_000, gain, 40_000, job_hours=1, compile_s_per_job=600, eager_upkeep=5_000)
+    assert paid.gain() < plain.gain() and paid.break_even_months > plain.break_even_months
+    assert migrate.estimate(100_000, migrate.MigrationGain.claimed(1.0, "x"), 1).break_even_months == math.inf
+
+
+def test_engineer_weeks_and_spend_helper() -> None:
+    est = migrate.estimate(50_000, migrate.MigrationGain.claimed(1.2, "x"), engineers=3, weeks=3,
+                           engineer_week_cost=10_000)
+    assert est.migration_cost == 90_000
+    assert migrate.monthly_spend_for(32, 2.5) == pytest.approx(58_400)
+    assert "computed" in repr(est) and "<table>" in est._repr_html_()

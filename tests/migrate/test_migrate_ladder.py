@@ -1,0 +1,110 @@
+"""course_utils.migrate.ladder: rungs from a loader and a step, per-sample speed-ups, the migration's gain."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from course_utils import migrate, timing
+from course_utils.migrate import ladder as lad
+
+SMALL = [(np.full((4, 2), i, np.float32), np.zeros(4)) for i in range(6)]
+LARGE = [(np.full((8, 2), i, np.float32), np.zeros(8)) for i in range(3)]
+
+
+def _step(batch):
+    return float(batch[0].sum())
+
+
+def _rung(label, kind, median, batch=4, spread=0.1):
+    times = tuple(median * f for f in (1 - spread, 1, 1 + spread))
+    m = timing.Measurement(label, times)
+    return lad.Rung(label, kind, batch, median, m, 0.1, None)
+
+
+def test_measure_rung_reads_batch_size_and_steady_steps() -> None:
+    rung = migrate.measure_rung("r", SMALL, _step, epochs=2, peak_memory=lambda fn: (fn(), 123)[1])
+    assert rung.batch_size == 4 and rung.peak_bytes == 123 and rung.kind == migrate.NO_MIGRATION
+    assert rung.steps.n == 2 * (len(SMALL) - 1)  # each epoch's first step holds the loader start
+    assert 0 <= rung.wait_share < 1 and len(rung.fingerprints) == len(SMALL)
+
+
+def test_measure_rungs_interleaves_and_keeps_kinds() -> None:
+    a, b = migrate.measure_rungs([("a", SMALL, _step, migrate.NO_MIGRATION), ("b", LARGE, _step, migrate.MIGRATION)],
+                                 rounds=2)
+    assert (a.kind, b.kind, a.batch_size, b.batch_size) == (migrate.NO_MIGRATION, migrate.MIGRATION, 4, 8)
+    assert b.steps.n == 2 * (len(LARGE) - 1)
+
+
+def test_empty_loader_is_a_value_error_not_stop_iteration() -> None:
+    with pytest.raises(ValueError, match="loader"):
+        migrate.measure_rung("x", [], _step)
+
+
+def test_speedups_are_per_sample() -> None:
+    result = migrate.build_ladder([_rung("base", "no migration", 4.0, batch=4),
+                                   _rung("big", "no migration", 6.0, batch=8),
+                                   _rung("compiled", "migration", 3.0, batch=8)])
+    assert result.speedup("big") == pytest.approx(4 / 4 / (6 / 8))
+    assert result.speedup("compiled") == pytest.approx(1.0 / (3 / 8))
+    assert result.no_migration_gain() == pytest.approx(4 / 3)
+
+
+def test_migration_gain_takes_only_migration_rungs_over_the_rung_before() -> None:
+    result = migrate.build_ladder([_rung("base", "no migration", 4.0), _rung("workers", "no migration", 2.0),
+                             _rung("compile", "migration", 1.6)], extra=[_rung("compile first", "migration", 3.5)])
+    gain = result.migration_gain()
+    assert gain.label == "compile" and gain.median == pytest.approx(2.0 / 1.6)
+    assert gain.low < gain.median < gain.high and "workers" in gain.source
+    first = result.migration_gain("compile first")
+    assert first.median == pytest.approx(4.0 / 3.5) and "base" in first.source
+    with pytest.raises(ValueError, match="no-migration"):
+        result.migration_gain("workers")
+    with pytest.raises(KeyError, match="label"):
+        result.migration_gain("nope")
+
+
+def test_attribution_products_agree_in_both_orders() -> None:
+    result = migrate.build_ladder([_rung("base", "no migration", 4.0), _rung("workers", "no migration", 2.0),
+                             _rung("compile", "migration", 1.6)], extra=[_rung("compile first", "migration", 3.5)])
+    rows = result.attribution("compile first").rows
+    values = [float(r[2].rstrip("x")) for r in rows]
+    assert values[0] * values[1] == pytest.approx(values[2] * values[3], rel=0.02)
+    assert "two orders" in repr(result.attribution("compile first"))
+
+
+def test_ladder_table_and_waterfall() -> None:
+    result = migrate.build_ladder([_rung("base", "no migration", 4.0), _rung("compile", "migration", 2.0)],
+                            skipped=["pinned memory (no GPU)"])
+    text = repr(result)
+    assert "needs" in text and "migration" in text and "pinned memory" in text
+    assert "<table>" in result._repr_html_()
+    assert [label for label, _ in result.waterfall_steps()] == ["base", "compile"]
+    with pytest.raises(ValueError, match="rungs"):
+        migrate.build_ladder([_rung("compile", "migration", 2.0)])
+
+
+def test_claimed_gain_has_no_spread() -> None:
+    gain = migrate.MigrationGain.claimed(1 / 0.7, "the seed")
+    assert gain.low == gain.median == gain.high and "seed" in str(gain)
+
+
+def test_autocast_dtype_and_train_step() -> None:
+    torch = pytest.importorskip("torch")
+    from course_utils import models
+
+    assert migrate.autocast_dtype("cpu") in (None, torch.bfloat16)
+    assert migrate.autocast_dtype(torch.device("cpu")) in (None, torch.bfloat16)
+    torch.manual_seed(0)
+    step = migrate.train_step(models.torch_mlp((8, 16, 3)))
+    batch = (torch.randn(64, 8), torch.randint(0, 3, (64,)))
+    losses = [float(step(batch)) for _ in range(20)]
+    assert losses[-1] < losses[0]
+
+
+def test_rungs_measured_together_get_a_band_from_per_round_ratios() -> None:
+    a, b = migrate.measure_rungs([("a", SMALL, _step, migrate.NO_MIGRATION), ("b", SMALL, _step, migrate.MIGRATION)],
+                                 rounds=3)
+    assert a.group == b.group and len(a.round_medians) == len(b.round_medians) == 3
+    gain = migrate.build_ladder([a, b]).migration_gain()
+    assert gain.low <= gain.median <= gain.high
