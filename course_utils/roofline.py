@@ -1,32 +1,58 @@
 """The machine's own limits: memory bandwidth and matmul FLOP/s, measured, and the roofline they draw.
 
 A kernel that does ``flops`` arithmetic and moves ``bytes`` to and from memory cannot finish faster than
-``max(flops / peak_flops, bytes / bandwidth)``. The two ceilings come from this machine, in this run.
+``max(flops / peak_flops, bytes / bandwidth)``. The two ceilings come from this machine, in this run
+(the probes themselves live in ``course_utils.probes``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from html import escape
+import gc
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from course_utils import env, timing
+from course_utils import display, env, probes, timing, validate
 
 FRAMEWORK_NAMES = ("torch", "jax", "tensorflow", "numpy")
-_ALIASES = {"tf": "tensorflow", "np": "numpy"}
 _CACHE: dict[tuple[str, int, int], Machine] = {}
-_FP32 = 4  # bytes
 
 
-@dataclass(frozen=True)
+def _probe_values(name: str, value: Any, *, allow_empty: bool = False) -> dict[str, float]:
+    validate.instance(name, value, Mapping)
+    if not allow_empty:
+        validate.non_empty(name, value)
+    checked = {}
+    for key, rate in value.items():
+        validate.text(f"{name} key", key)
+        checked[key] = validate.positive(f"{name}[{key!r}]", rate)
+    return checked
+
+
+@dataclass(frozen=True, repr=False)
 class Machine:
-    """Measured ceilings: bandwidth probes in bytes/s, matmul probes in FLOP/s, as one framework sees them."""
+    """Measured ceilings: bandwidth probes in bytes/s, matmul probes in FLOP/s, as one framework sees them.
+
+    ``fresh_output_probes`` (bytes/s) time an operation that returns a new array each call: allocation and
+    first-touch page faults included, so they are *not* a bandwidth and never set the roof.
+    """
 
     framework: str
     device: str
-    bandwidth_probes: dict[str, float]
-    flops_probes: dict[str, float]
+    bandwidth_probes: Mapping[str, float]
+    flops_probes: Mapping[str, float]
+    fresh_output_probes: Mapping[str, float] = field(default_factory=dict)
+    array_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        validate.text("framework", self.framework)
+        validate.text("device", self.device)
+        _probe_values("bandwidth_probes", self.bandwidth_probes)
+        _probe_values("flops_probes", self.flops_probes)
+        _probe_values("fresh_output_probes", self.fresh_output_probes, allow_empty=True)
+        if self.array_bytes is not None:
+            validate.positive("array_bytes", self.array_bytes, integer=True)
 
     @property
     def bandwidth(self) -> float:
@@ -51,21 +77,24 @@ class Machine:
         """Shortest possible time (s) for a kernel doing ``flops`` and moving ``bytes``."""
         return roofline_time(flops, bytes, self)
 
-    def rows(self) -> list[tuple[str, str]]:
-        rows = [("framework", self.framework), ("device", self.device)]
-        rows += [(f"bandwidth: {k}", f"{v / 1e9:.1f} GB/s") for k, v in self.bandwidth_probes.items()]
-        rows += [(f"compute: {k}", f"{v / 1e9:.1f} GFLOP/s") for k, v in self.flops_probes.items()]
+    def table(self) -> display.Table:
+        """Every probe with its unit; the fresh-output rows say that they are not a bandwidth."""
+        rows = [("device", self.device)]
+        if self.array_bytes is not None:
+            rows.append(("probe array size", display.format_bytes(self.array_bytes)))
+        rows += [(f"bandwidth: {k}", display.format_rate(v)) for k, v in self.bandwidth_probes.items()]
+        rows += [(f"{k} (allocation + page faults: not a bandwidth)", display.format_rate(v))
+                 for k, v in self.fresh_output_probes.items()]
+        rows += [(f"compute: {k}", display.format_flops(v)) for k, v in self.flops_probes.items()]
         rows.append(("ridge point", f"{self.ridge_intensity:.1f} FLOP/byte"))
-        return rows
+        return display.table(["probe", "measured"], rows, title=f"Machine as {self.framework} sees it",
+                             note="GB/s are decimal (10^9 bytes/s); read + write bytes counted, as STREAM does.")
 
     def __repr__(self) -> str:
-        return "\n".join(f"{k:<28} {v}" for k, v in self.rows())
+        return repr(self.table())
 
     def _repr_html_(self) -> str:
-        body = "".join(
-            f"<tr><th style='text-align:left'>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in self.rows()
-        )
-        return f"<table>{body}</table>"
+        return self.table()._repr_html_()
 
 
 @dataclass(frozen=True)
@@ -78,12 +107,10 @@ class Point:
     seconds: float
 
     def __post_init__(self) -> None:
-        for name in ("flops", "bytes", "seconds"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or value < 0:
-                raise ValueError(f"{name} must be a non-negative number; got {value!r}")
-        if self.bytes == 0 or self.seconds == 0:
-            raise ValueError("bytes and seconds must be > 0 for a roofline point")
+        validate.text("label", self.label)
+        validate.non_negative("flops", self.flops)
+        validate.positive("bytes", self.bytes)
+        validate.positive("seconds", self.seconds)
 
     @property
     def intensity(self) -> float:
@@ -99,24 +126,39 @@ class Point:
         return self.bytes / self.seconds
 
 
-def _check_nonnegative(**values: float) -> None:
-    for name, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError(f"{name} must be a number; got {value!r}")
-        if value < 0:
-            raise ValueError(f"{name} must be >= 0; got {value!r}")
-
-
 def roofline_time(flops: float, bytes: float, machine: Machine) -> float:
     """max(flops / peak FLOP/s, bytes / bandwidth): the time below which no kernel can run."""
-    _check_nonnegative(flops=flops, bytes=bytes)
+    validate.non_negative("flops", flops)
+    validate.non_negative("bytes", bytes)
+    validate.instance("machine", machine, Machine)
     return max(flops / machine.peak_flops, bytes / machine.bandwidth)
 
 
 def attainable(intensity: float, machine: Machine) -> float:
     """min(peak FLOP/s, intensity x bandwidth): the roofline itself, in FLOP/s."""
-    _check_nonnegative(intensity=intensity)
+    validate.non_negative("intensity", intensity)
+    validate.instance("machine", machine, Machine)
     return min(machine.peak_flops, intensity * machine.bandwidth)
+
+
+def share_of_roof(point: Point, machine: Machine) -> float:
+    """The fraction of the roof a measured kernel reaches: achieved FLOP/s over attainable FLOP/s at its
+    intensity; for a kernel without FLOPs, achieved bandwidth over the memory roof."""
+    validate.instance("point", point, Point)
+    validate.instance("machine", machine, Machine)
+    if point.flops == 0:
+        return point.achieved_bandwidth / machine.bandwidth
+    return point.achieved_flops / attainable(point.intensity, machine)
+
+
+def _framework(value: Any) -> str:
+    if isinstance(value, str) and value.strip().lower() in ("numpy", "np"):
+        return "numpy"
+    try:
+        return validate.framework(value)
+    except ValueError:
+        raise ValueError(f"framework must be one of 'torch', 'jax', 'tensorflow' ('tf'), 'numpy'; "
+                         f"got {value!r}") from None
 
 
 def measure_machine(
@@ -126,125 +168,41 @@ def measure_machine(
     matmul_n: int | None = None,
     min_time: float = 0.3,
 ) -> Machine:
-    """Measure bandwidth (scale and triad over arrays of ``array_bytes``, torch/numpy also copy) and fp32
-    matmul FLOP/s (n = ``matmul_n``) with one framework, on its default device. Cached per process.
+    """Measure bandwidth (copy/scale/triad over arrays of ``array_bytes``) and fp32 matmul FLOP/s
+    (n = ``matmul_n``) with one framework, on its default device. Cached per process.
 
-    Sizes default to ``env.pick`` values large enough to leave the CPU caches (64-128 MB arrays).
-    Outputs are preallocated (torch/numpy ``out=``, JAX buffer donation) so that allocation and page
-    faults are not counted as bandwidth; TensorFlow cannot reuse outputs, and its figure shows that.
+    ``array_bytes`` defaults to ``probes.probe_size()``: at least 4x the last-level cache, so that the roof is
+    main memory, not cache. Outputs are preallocated or donated, so that page faults are not counted as
+    bandwidth; a "triad, fresh output" probe shows what a new output per call costs instead.
     """
-    framework = _ALIASES.get(framework, framework)
-    if framework not in FRAMEWORK_NAMES:
-        raise ValueError(f"framework must be one of {FRAMEWORK_NAMES}; got {framework!r}")
-    array_bytes = array_bytes or env.pick(ci=2**26, cpu=2**27, gpu=2**30, tpu=2**30)
-    matmul_n = matmul_n or env.pick(ci=1024, cpu=2048, gpu=8192, tpu=8192)
-    _check_nonnegative(array_bytes=array_bytes, matmul_n=matmul_n, min_time=min_time)
-    if array_bytes < 1024 or matmul_n < 16 or min_time <= 0:
-        raise ValueError("array_bytes must be >= 1024, matmul_n >= 16 and min_time > 0")
+    framework = _framework(framework)
+    if array_bytes is None:
+        array_bytes = probes.probe_size().array_bytes
+    array_bytes = validate.number("array_bytes", array_bytes, low=1024, integer=True)
+    if matmul_n is None:
+        matmul_n = default_matmul_n()
+    matmul_n = validate.number("matmul_n", matmul_n, low=16, high=65536, integer=True)
+    min_time = validate.number("min_time", min_time, low=0, high=60, low_open=True)
     key = (framework, int(array_bytes), int(matmul_n))
     if key not in _CACHE:
-        probes = _PROBES[framework](int(array_bytes) // _FP32, int(matmul_n))
-        bandwidth = {name: nbytes / _time(fn, min_time) for name, (fn, nbytes) in probes.bandwidth.items()}
-        flops = {name: nflop / _time(fn, min_time) for name, (fn, nflop) in probes.compute.items()}
-        _CACHE[key] = Machine(framework, probes.device, bandwidth, flops)
+        built = probes.BUILDERS[framework](int(array_bytes) // probes.FP32, int(matmul_n))
+        bandwidth = {name: nbytes / _time(fn, min_time) for name, (fn, nbytes) in built.bandwidth.items()}
+        fresh = {name: nbytes / _time(fn, min_time) for name, (fn, nbytes) in built.fresh.items()}
+        flops = {name: nflop / _time(fn, min_time) for name, (fn, nflop) in built.compute.items()}
+        device = built.device
+        del built
+        gc.collect()  # the probe arrays (GiBs) go now, not at the next collection
+        _CACHE[key] = Machine(framework, device, bandwidth, flops, fresh, int(array_bytes))
     return _CACHE[key]
 
 
+def default_matmul_n() -> int:
+    """The matmul probe's n at the active size: large enough to approach the compute roof."""
+    return env.pick(ci=1024, cpu=2048, gpu=8192, tpu=8192)
+
+
 def _time(fn: Callable[[], Any], min_time: float) -> float:
-    return timing.benchmark(fn, warmup=1, min_time=min_time, min_repeats=3).median
-
-
-@dataclass
-class _Probes:
-    device: str
-    bandwidth: dict[str, tuple[Callable[[], Any], float]]
-    compute: dict[str, tuple[Callable[[], Any], float]]
-
-
-def _numpy_probes(n: int, m: int) -> _Probes:
-    import numpy as np
-
-    a, b = np.ones(n, np.float32), np.full(n, 2.0, np.float32)
-    x = np.ones((m, m), np.float32)
-    z = np.empty_like(x)
-    return _Probes(
-        "cpu",
-        {
-            "copy": (lambda: np.copyto(a, b), 2 * n * _FP32),
-            "scale": (lambda: np.multiply(b, 1.5, out=a), 2 * n * _FP32),
-        },
-        {f"matmul fp32 n={m}": (lambda: np.matmul(x, x, out=z), 2 * m**3)},
-    )
-
-
-def _torch_probes(n: int, m: int) -> _Probes:
-    import torch
-
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    a, b, c = (torch.full((n,), float(i), device=device) for i in (1, 2, 3))
-    x = torch.randn(m, m, device=device)
-    z = torch.empty_like(x)
-    name = torch.cuda.get_device_name() if device == "cuda" else "cpu"
-    return _Probes(
-        name,
-        {
-            "copy": (lambda: a.copy_(b), 2 * n * _FP32),
-            "scale": (lambda: torch.mul(b, 1.5, out=a), 2 * n * _FP32),
-            "triad": (lambda: torch.add(b, c, alpha=1.5, out=a), 3 * n * _FP32),
-        },
-        {f"matmul fp32 n={m}": (lambda: torch.mm(x, x, out=z), 2 * m**3)},
-    )
-
-
-def _jax_probes(n: int, m: int) -> _Probes:
-    import jax
-    import jax.numpy as jnp
-
-    # donate_argnums=0: the output reuses the first argument's buffer, so no fresh allocation per call.
-    # keep_unused=True: jit drops arguments the function never reads, and a dropped one is not donated.
-    scale = jax.jit(lambda a, b: b * 1.5, donate_argnums=0, keep_unused=True)
-    triad = jax.jit(lambda a, b, c: b + 1.5 * c, donate_argnums=0, keep_unused=True)
-    matmul = jax.jit(jnp.matmul)
-    state = {"a": jnp.ones(n, jnp.float32)}
-    b, c = jnp.full(n, 2.0, jnp.float32), jnp.full(n, 3.0, jnp.float32)
-    x = jax.random.normal(jax.random.key(0), (m, m), jnp.float32)
-
-    def run_scale() -> Any:
-        state["a"] = scale(state["a"], b)
-        return state["a"]
-
-    def run_triad() -> Any:
-        state["a"] = triad(state["a"], b, c)
-        return state["a"]
-
-    device = jax.devices()[0]
-    return _Probes(
-        f"{device.platform}:{device.id} {getattr(device, 'device_kind', '')}".strip(),
-        {"scale": (run_scale, 2 * n * _FP32), "triad": (run_triad, 3 * n * _FP32)},
-        {f"matmul fp32 n={m}": (lambda: matmul(x, x), 2 * m**3)},
-    )
-
-
-def _tensorflow_probes(n: int, m: int) -> _Probes:
-    tf = env.import_tensorflow()
-
-    scale = tf.function(lambda b: b * 1.5, jit_compile=True)
-    triad = tf.function(lambda b, c: b + 1.5 * c, jit_compile=True)
-    matmul = tf.function(tf.linalg.matmul, jit_compile=True)
-    b, c = tf.fill([n], 2.0), tf.fill([n], 3.0)
-    x = tf.random.normal((m, m), seed=0)
-    gpus = tf.config.list_logical_devices("GPU")
-    return _Probes(
-        gpus[0].name if gpus else "cpu",
-        {"scale": (lambda: scale(b), 2 * n * _FP32), "triad": (lambda: triad(b, c), 3 * n * _FP32)},
-        {f"matmul fp32 n={m}": (lambda: matmul(x, x), 2 * m**3)},
-    )
-
-
-_PROBES: dict[str, Callable[[int, int], _Probes]] = {
-    "numpy": _numpy_probes,
-    "torch": _torch_probes,
-    "jax": _jax_probes,
-    "tensorflow": _tensorflow_probes,
-}
-
+    seconds = timing.benchmark(fn, min_time=min_time, min_repeats=3).median
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise RuntimeError(f"a probe measured {seconds!r} s; the timer cannot resolve it")
+    return seconds

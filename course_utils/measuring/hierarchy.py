@@ -1,0 +1,112 @@
+"""The memory hierarchy as one sweep: copy bandwidth against working-set size, each cache level marked.
+
+A copy whose source and destination fit in a cache runs at that cache's speed; once they outgrow the
+last-level cache it runs at main-memory (DRAM) speed. The roof probes of ``roofline.measure_machine`` must
+sit on that last plateau, which is why they are sized from the last-level cache.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from course_utils import display, env, probes, timing, validate
+
+_FP32 = 4
+
+
+@dataclass(frozen=True, repr=False)
+class HierarchySweep:
+    """Copy bandwidth (bytes/s, read + write counted) per working set (bytes: source + destination)."""
+
+    working_sets: tuple[int, ...]
+    bandwidths: tuple[float, ...]
+    caches: Mapping[str, int]
+
+    def __post_init__(self) -> None:
+        validate.non_empty("working_sets", self.working_sets)
+        if len(self.bandwidths) != len(self.working_sets):
+            raise ValueError(f"bandwidths must have one value per working set ({len(self.working_sets)}); "
+                             f"got {len(self.bandwidths)}")
+        for i, (size, rate) in enumerate(zip(self.working_sets, self.bandwidths)):
+            validate.positive(f"working_sets[{i}]", size, integer=True)
+            validate.positive(f"bandwidths[{i}]", rate)
+
+    def level_of(self, working_set: int) -> str:
+        """The smallest cache that holds ``working_set`` bytes, or 'DRAM' when none does."""
+        validate.positive("working_set", working_set)
+        for name, size in sorted(self.caches.items(), key=lambda item: item[1]):
+            if working_set <= size:
+                return name
+        return "DRAM"
+
+    def plateaus(self) -> dict[str, float]:
+        """Median bandwidth (bytes/s) of the points that each level holds, smallest level first."""
+        groups: dict[str, list[float]] = {}
+        for size, rate in zip(self.working_sets, self.bandwidths):
+            groups.setdefault(self.level_of(size), []).append(rate)
+        return {level: statistics.median(rates) for level, rates in groups.items()}
+
+    @property
+    def largest(self) -> float:
+        """Bandwidth (bytes/s) at the largest working set: the DRAM figure when it exceeds every cache."""
+        return self.bandwidths[-1]
+
+    def dram_from(self, tolerance: float = 0.25) -> int:
+        """Smallest working set from which every larger point stays within ``tolerance`` of the largest
+        point's bandwidth: where the sweep reaches its last plateau (which can come before the L3 size
+        the OS reports, when other tenants share that cache)."""
+        validate.number("tolerance", tolerance, low=0, high=1, low_open=True)
+        start = self.working_sets[-1]
+        for size, rate in reversed(list(zip(self.working_sets, self.bandwidths))):
+            if abs(rate - self.largest) > tolerance * self.largest:
+                break
+            start = size
+        return start
+
+    def table(self) -> display.Table:
+        rows = [(display.format_bytes(s), self.level_of(s), display.format_rate(r))
+                for s, r in zip(self.working_sets, self.bandwidths)]
+        return display.table(["working set", "fits in", "copy bandwidth"], rows,
+                             title="Memory hierarchy: torch copy into a preallocated array",
+                             note="read + write bytes counted; cache sizes as the OS reports them (L1/L2 per core)")
+
+    def __repr__(self) -> str:
+        return repr(self.table())
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
+
+
+def default_working_sets(largest: int | None = None, *, step: int = 4) -> list[int]:
+    """Working sets from 16 KiB up to two probe arrays (``largest``, default from ``probes.probe_size``),
+    multiplied by ``step`` each time; the largest is always included."""
+    if largest is None:
+        largest = 2 * probes.probe_size().array_bytes
+    largest = validate.number("largest", largest, low=2**15, integer=True)
+    step = validate.number("step", step, low=2, high=16, integer=True)
+    sizes, size = [], 2**14
+    while size < largest:
+        sizes.append(size)
+        size *= step
+    return [*sizes, int(largest)]
+
+
+def sweep_hierarchy(working_sets: Sequence[int] | None = None, *, min_time: float = 0.05) -> HierarchySweep:
+    """Time ``dst.copy_(src)`` (torch, preallocated) for each working set (bytes of src + dst)."""
+    import torch
+
+    if working_sets is None:
+        working_sets = default_working_sets()
+    validate.non_empty("working_sets", working_sets)
+    sizes = [validate.number(f"working_sets[{i}]", s, low=2 * _FP32, integer=True) for i, s in enumerate(working_sets)]
+    min_time = validate.number("min_time", min_time, low=0, high=10, low_open=True)
+    rates = []
+    for size in sizes:
+        n = int(size) // (2 * _FP32)
+        src, dst = torch.full((n,), 2.0), torch.ones(n)
+        seconds = timing.benchmark(dst.copy_, src, min_time=min_time, min_repeats=3).median
+        rates.append(2 * n * _FP32 / seconds)
+        del src, dst
+    return HierarchySweep(tuple(int(s) for s in sizes), tuple(rates), dict(env.cache_sizes()))

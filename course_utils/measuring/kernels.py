@@ -1,0 +1,112 @@
+"""Which library runs each framework's fp32 matmul: the reason two frameworks differ on the same machine.
+
+Found, not assumed: PyTorch from its build configuration (``torch.__config__.show()``), NumPy from
+``numpy.show_config``, JAX and TensorFlow from the optimised HLO that XLA compiled for the matmul (a
+``__ynn_fusion`` hands the dot to YNNPACK, a ``__onednn`` custom call to oneDNN, a ``__cublas`` call to
+cuBLAS; a plain ``dot`` stays with XLA's own CPU runtime, which runs it with Eigen).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from course_utils import display, env, validate
+
+_HLO_MARKERS = (
+    ("__ynn_fusion", "YNNPACK", "the dot is a __ynn_fusion in the optimised HLO"),
+    ("__onednn", "oneDNN", "a __onednn custom call in the optimised HLO"),
+    ("__cublas", "cuBLAS", "a __cublas custom call in the optimised HLO"),
+    ("cublas", "cuBLAS", "a cuBLAS custom call in the optimised HLO"),
+    ("triton", "Triton", "a Triton fusion in the optimised HLO"),
+)
+
+
+@dataclass(frozen=True)
+class KernelLibrary:
+    """One framework's matmul library and the evidence for it."""
+
+    framework: str
+    library: str
+    evidence: str
+
+
+def _from_hlo(framework: str, hlo: str) -> KernelLibrary:
+    for marker, library, evidence in _HLO_MARKERS:
+        if marker in hlo:
+            return KernelLibrary(framework, library, evidence)
+    if re.search(r"\bdot\(", hlo):
+        return KernelLibrary(framework, "Eigen (XLA:CPU runtime)", "a plain dot in the optimised HLO, which XLA:CPU "
+                             "runs with Eigen")
+    return KernelLibrary(framework, "unknown", "no dot found in the optimised HLO")
+
+
+def torch_library() -> KernelLibrary:
+    """PyTorch: the BLAS it was built with (BLAS_INFO), and its versions, from ``torch.__config__.show()``."""
+    import torch
+
+    if torch.cuda.is_available():
+        return KernelLibrary("torch", "cuBLAS", "torch.cuda is available: fp32 matmuls go to cuBLAS")
+    config = torch.__config__.show()
+    blas = re.search(r"BLAS_INFO=(\w+)", config)
+    name = blas.group(1) if blas else "unknown"
+    if name == "mkl":
+        version = re.search(r"Math Kernel Library Version ([\w.]+)", config)
+        library = f"Intel MKL {version.group(1) if version else ''}".strip()
+    else:
+        library = name
+    dnn = re.search(r"MKL-DNN (v[\w.]+)", config)
+    extra = f"; oneDNN {dnn.group(1)} is built in too (used for bf16 and convolutions)" if dnn else ""
+    return KernelLibrary("torch", library, f"BLAS_INFO={name} in torch.__config__.show(){extra}")
+
+
+def numpy_library() -> KernelLibrary:
+    """NumPy: the BLAS named by ``numpy.show_config``."""
+    import numpy as np
+
+    blas = np.show_config(mode="dicts").get("Build Dependencies", {}).get("blas", {})
+    library = f"{blas.get('name', 'unknown')} {blas.get('version', '')}".strip()
+    return KernelLibrary("numpy", library, "numpy.show_config()")
+
+
+def jax_library(n: int = 512) -> KernelLibrary:
+    """JAX: what XLA compiled ``jnp.matmul`` of two n x n fp32 arrays into."""
+    import jax
+    import jax.numpy as jnp
+
+    n = validate.number("n", n, low=2, high=16384, integer=True)
+    x = jnp.ones((n, n), jnp.float32)
+    return _from_hlo("jax", jax.jit(jnp.matmul).lower(x, x).compile().as_text())
+
+
+def tensorflow_library(n: int = 512) -> KernelLibrary:
+    """TensorFlow: what XLA compiled ``tf.linalg.matmul`` (``jit_compile=True``) into."""
+    tf = env.import_tensorflow()
+    n = validate.number("n", n, low=2, high=16384, integer=True)
+    x = tf.ones((n, n))
+    matmul = tf.function(lambda a, b: tf.linalg.matmul(a, b), jit_compile=True)
+    return _from_hlo("tensorflow", matmul.experimental_get_compiler_ir(x, x)(stage="optimized_hlo"))
+
+
+def matmul_libraries(frameworks: tuple[str, ...] | list[str], n: int = 512) -> list[KernelLibrary]:
+    """The library behind each framework's fp32 matmul (n x n, the size matters for XLA's choice)."""
+    validate.non_empty("frameworks", frameworks)
+    found = []
+    for name in frameworks:
+        if isinstance(name, str) and name.strip().lower() == "numpy":
+            found.append(numpy_library())
+            continue
+        framework = validate.framework(name, "frameworks")
+        found.append({"torch": torch_library, "jax": lambda: jax_library(n),
+                      "tensorflow": lambda: tensorflow_library(n)}[framework]())
+    return found
+
+
+def libraries_table(libraries: list[KernelLibrary], flops: dict[str, float] | None = None) -> display.Table:
+    """One row per framework: library, evidence, and the matmul FLOP/s measured with it (when given)."""
+    validate.non_empty("libraries", libraries)
+    flops = flops or {}
+    rows = [(lib.framework, lib.library, display.format_flops(flops[lib.framework]) if lib.framework in flops
+             else "not measured", lib.evidence) for lib in libraries]
+    return display.table(["framework", "fp32 matmul library", "measured matmul", "how we know"], rows,
+                         title="Who runs the matmul")

@@ -1,0 +1,79 @@
+"""Notebook 00's figures: the memory hierarchy, and the overhead-to-bandwidth sweep (eager beside compiled)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from course_utils import plotting, timing, validate
+from course_utils.measuring.hierarchy import HierarchySweep
+from course_utils.measuring.regimes import Bend
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
+
+
+def _unit(seconds: float) -> tuple[float, str]:
+    """The unit the bar charts use for the same times (the largest unit not above the smallest time)."""
+    return next(((scale, unit) for scale, unit in _UNITS if seconds >= scale), _UNITS[-1])
+
+
+def hierarchy_plot(sweep: HierarchySweep, *, roof: float | None = None, title: str | None = None) -> Figure:
+    """Copy bandwidth (GB/s) against working set (log), each cache level the OS reports marked."""
+    validate.instance("sweep", sweep, HierarchySweep)
+    fig, (ax,) = plotting.figure(width=6.8, height=3.8)
+    ax.plot(sweep.working_sets, [r / 1e9 for r in sweep.bandwidths], marker="o", color=plotting.color_for("torch"),
+            label="torch copy_ (preallocated)")
+    for name, size in sweep.caches.items():
+        ax.axvline(size, color="#999999", linewidth=1, linestyle="--")
+        ax.annotate(name, (size, 0.98), xycoords=("data", "axes fraction"), xytext=(3, -10),
+                    textcoords="offset points", fontsize=8, color="#555555")
+    if roof is not None:
+        ax.axhline(validate.positive("roof", roof) / 1e9, color="#222222", linewidth=1, linestyle=":",
+                   label=f"roof used below: {roof / 1e9:.1f} GB/s")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("working set: source + destination (bytes, log scale)")
+    ax.set_ylabel("copy bandwidth (GB/s, read + write)")
+    ax.set_title(title or "Memory hierarchy: bandwidth against working-set size")
+    ax.legend(fontsize=8, loc="lower left")
+    return fig
+
+
+def overhead_sweep_plot(sizes: Sequence[int], series: Mapping[str, Sequence[timing.Measurement]],
+                        found: Mapping[str, Bend], *, title: str | None = None) -> Figure:
+    """Two panels, eager variants beside compiled ones: time per call (log-log, the bar charts' unit), a
+    slope-1 reference line, and each series' bend marked."""
+    import numpy as np
+
+    validate.non_empty("sizes", sizes)
+    validate.non_empty("series", series)
+    groups = {"eager": [k for k in series if "eager" in k or "op-by-op" in k]}
+    groups["compiled"] = [k for k in series if k not in groups["eager"]]
+    scale, unit = _unit(min(m.median for ms in series.values() for m in ms))
+    fig, axes = plotting.figure(ncols=2, width=10.0, height=4.0)
+    x = np.asarray(sizes, dtype=float)
+    for ax, (group, labels) in zip(axes, groups.items()):
+        for i, label in enumerate(labels):
+            ms = series[label]
+            color = plotting.color_for(label, i)
+            ax.plot(x, [m.median / scale for m in ms], marker="o", markersize=3, color=color, label=label)
+            ax.fill_between(x, [m.p25 / scale for m in ms], [m.p75 / scale for m in ms], color=color, alpha=0.2)
+            if label in found and x[0] <= found[label].size <= x[-1]:
+                b = found[label]
+                ax.scatter([b.size], [2 * b.floor / scale], marker="x", s=60, color=color, zorder=3)
+        if labels:
+            top = min(series[label][-1].median for label in labels) / scale
+            bottom = min(m.median for label in labels for m in series[label]) / scale
+            keep = top * x / x[-1] >= bottom / 2  # the reference line stays inside the data's range
+            ax.plot(x[keep], top * x[keep] / x[-1], color="#444444", linestyle=":", linewidth=1,
+                    label="slope 1 (time ∝ size)")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("elements (log scale)")
+        ax.set_ylabel(f"time per call ({unit}, median)")
+        ax.set_title(f"{group}: x marks the bend")
+        ax.legend(fontsize=8, loc="upper left")
+    fig.suptitle(title or "x + 1: the overhead floor, then the bandwidth slope")
+    return fig

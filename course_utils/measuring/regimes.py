@@ -1,0 +1,79 @@
+"""Where a size sweep bends from the overhead floor into the bandwidth slope.
+
+Model: time(size) = floor + size x per_element. The floor is the fixed cost of one call (the smallest size's
+time); per_element comes from the largest size; the bend is the size where both terms are equal (the time
+there is twice the floor). The slope of log(time) against log(size) between the two largest sizes says
+whether the large end really is the slope-1 (bandwidth) regime.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from course_utils import display, env, timing, validate
+
+
+@dataclass(frozen=True)
+class Bend:
+    """One series' overhead floor (s), time per element (s), bend size (elements) and large-size log slope."""
+
+    label: str
+    floor: float
+    per_element: float
+    size: float
+    slope: float
+
+    def row(self) -> tuple[str, str, str, str, str]:
+        return (self.label, display.format_time(self.floor), f"{self.per_element * 1e9:.3g} ns",
+                f"{self.size:,.0f}", f"{self.slope:.2f}")
+
+
+def bend(sizes: Sequence[int], measurements: Sequence[timing.Measurement], label: str = "series") -> Bend:
+    """Fit the floor-plus-slope model to one sweep (sizes ascending, one measurement per size)."""
+    validate.non_empty("sizes", sizes)
+    validate.non_empty("measurements", measurements)
+    if len(sizes) != len(measurements) or len(sizes) < 3:
+        raise ValueError(f"measurements must have one entry per size, at least 3; got {len(measurements)} "
+                         f"for {len(sizes)} sizes")
+    xs = [validate.positive(f"sizes[{i}]", s) for i, s in enumerate(sizes)]
+    if any(b <= a for a, b in zip(xs, xs[1:])):
+        raise ValueError("sizes must be strictly increasing")
+    times = [validate.instance(f"measurements[{i}]", m, timing.Measurement).median for i, m in enumerate(measurements)]
+    floor = times[0]
+    per_element = max(times[-1] - floor, 1e-15) / xs[-1]
+    slope = math.log(times[-1] / times[-2]) / math.log(xs[-1] / xs[-2])
+    return Bend(validate.text("label", label), floor, per_element, floor / per_element, slope)
+
+
+def bends(sizes: Sequence[int], series: dict[str, Sequence[timing.Measurement]]) -> dict[str, Bend]:
+    """``bend`` for every series of a sweep."""
+    validate.non_empty("series", series)
+    return {label: bend(sizes, ms, label) for label, ms in series.items()}
+
+
+def bends_table(found: dict[str, Bend]) -> display.Table:
+    validate.non_empty("found", found)
+    return display.table(["variant", "overhead floor", "time per element", "bend (elements)", "log slope at the top"],
+                         [b.row() for b in found.values()],
+                         title="Overhead floor and bend, fitted from the sweep (floor + size x per-element time)")
+
+
+def steep_top_text(sizes: Sequence[int], found: dict[str, Bend], *, element_bytes: int = 4) -> str:
+    """A sentence naming the series steeper than slope 1.3 at the top, and the cache their arrays outgrew
+    between the two largest sizes (as the OS reports it), or '' when none is."""
+    validate.non_empty("sizes", sizes)
+    validate.positive("element_bytes", element_bytes, integer=True)
+    steep = [label for label, b in validate.non_empty("found", found).items() if b.slope > 1.3]
+    if not steep or len(sizes) < 2:
+        return ""
+    low, high = sizes[-2] * element_bytes, sizes[-1] * element_bytes
+    crossed = [name for name, size in sorted(env.cache_sizes().items(), key=lambda item: item[1])
+               if 2 * low <= size < 2 * high]  # the working set is the input and the output
+    where = (f"between {display.format_bytes(low)} and {display.format_bytes(high)} per array, input plus output "
+             f"outgrow {', '.join(crossed)}" if crossed else
+             f"no cache boundary the OS reports lies between {display.format_bytes(low)} and "
+             f"{display.format_bytes(high)} per array; the likely cost is the fresh output, which past the "
+             "allocator's reuse size pays page faults each call (notebook 02 measures that trap)")
+    return f"Steeper than 1 at the top: {', '.join(steep)}: {where}."

@@ -1,0 +1,153 @@
+"""Notebook 00's workloads in each framework present: a matmul (the async-dispatch trap), the gelu chain
+eager and compiled (first call and steady state), and ``x + 1`` over sizes (overhead, then bandwidth)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from course_utils import env, models, timing, validate
+from course_utils.measuring.speedups import variant_name
+
+
+def _frameworks(frameworks: Sequence[str]) -> list[str]:
+    validate.non_empty("frameworks", frameworks)
+    return [validate.framework(f, "frameworks") for f in frameworks]
+
+
+def torch_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def matmul_workload(framework: str, n: int) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """(fn, args) multiplying an n x n fp32 matrix by itself: torch.mm, jax.jit(a @ a), tf.linalg.matmul."""
+    framework = validate.framework(framework)
+    n = validate.number("n", n, low=2, high=32768, integer=True)
+    if framework == "torch":
+        import torch
+
+        x = torch.randn(n, n, device=torch_device())
+        return torch.mm, (x, x)
+    if framework == "jax":
+        import jax
+
+        return jax.jit(lambda a: a @ a), (jax.random.normal(jax.random.key(0), (n, n)),)
+    tf = env.import_tensorflow()
+    return tf.linalg.matmul, (tf.random.normal((n, n), seed=0),) * 2
+
+
+Timings = dict[str, timing.Measurement]
+
+
+def dispatch_trap(frameworks: Sequence[str], n: int) -> tuple[Timings, Timings]:
+    """(naive, synchronised) timings of an n x n matmul per framework: the clock read when the call returns,
+    and ``timing.benchmark``'s, which waits for the result."""
+    naive, honest = {}, {}
+    for framework in _frameworks(frameworks):
+        fn, args = matmul_workload(framework, n)
+        naive[framework] = timing.dispatch_only(fn, *args, label=f"{framework} naive")
+        honest[framework] = timing.benchmark(fn, *args, label=f"{framework} synchronised")
+    return naive, honest
+
+
+def chain_inputs(frameworks: Sequence[str], size: int, seed: int = 0) -> tuple[np.ndarray, Any, dict[str, tuple]]:
+    """(x, bias, {framework: (x, bias) in that framework}) for ``models.gelu_chain`` over ``size`` floats."""
+    size = validate.number("size", size, low=1, integer=True)
+    rng = np.random.default_rng(validate.non_negative("seed", seed, integer=True))
+    x_np = rng.standard_normal(size, dtype=np.float32)
+    bias = np.float32(0.1)
+    inputs: dict[str, tuple] = {}
+    for framework in _frameworks(frameworks):
+        if framework == "torch":
+            import torch
+
+            device = torch_device()
+            inputs[framework] = (torch.from_numpy(x_np).to(device), torch.tensor(bias, device=device))
+        elif framework == "jax":
+            import jax.numpy as jnp
+
+            inputs[framework] = (jnp.asarray(x_np), jnp.asarray(bias))
+        else:
+            tf = env.import_tensorflow()
+            inputs[framework] = (tf.constant(x_np), tf.constant(bias))
+    return x_np, bias, inputs
+
+
+def compile_for(framework: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` compiled as a learner would: torch.compile, jax.jit, tf.function(jit_compile=True)."""
+    framework = validate.framework(framework)
+    validate.function("fn", fn)
+    if framework == "torch":
+        import torch
+
+        return torch.compile(fn)
+    if framework == "jax":
+        import jax
+
+        return jax.jit(fn)
+    return env.import_tensorflow().function(fn, jit_compile=True)
+
+
+def chain_runs(inputs: dict[str, tuple]) -> tuple[Timings, Timings, dict]:
+    """(eager, compiled, compiled functions) for the gelu chain in each framework of ``inputs``."""
+    validate.non_empty("inputs", inputs)
+    eager, compiled, functions = {}, {}, {}
+    for framework, args in inputs.items():
+        framework = validate.framework(framework, "inputs")
+        chain = models.chain_for(framework)
+        functions[framework] = compile_for(framework, chain)
+        eager[framework] = timing.benchmark(chain, *args, label=f"{framework} eager")
+        compiled[framework] = timing.benchmark(functions[framework], *args, label=f"{framework} compiled")
+    return eager, compiled, functions
+
+
+def to_numpy(value: Any) -> np.ndarray:
+    """A framework's array as a NumPy array on the host (torch tensors leave the GPU first)."""
+    if hasattr(value, "detach"):
+        value = value.detach().cpu()
+    return np.asarray(value)
+
+
+def _add_one(framework: str, compiled: bool) -> Callable[[int], tuple[Callable[..., Any], tuple]]:
+    if framework == "torch":
+        import torch
+
+        fn = torch.compile(lambda a: a + 1) if compiled else (lambda a: torch.add(a, 1))
+        return lambda s: (fn, (torch.ones(s, device=torch_device()),))
+    if framework == "jax":
+        import jax
+        import jax.numpy as jnp
+
+        fn = jax.jit(lambda a: a + 1) if compiled else (lambda a: jnp.add(a, 1))
+        return lambda s: (fn, (jnp.ones(s),))
+    tf = env.import_tensorflow()
+    spec = [tf.TensorSpec([None], tf.float32)]  # one trace for every size (XLA still compiles per shape)
+    if compiled:
+        fn = tf.function(lambda a: a + 1, jit_compile=True, input_signature=spec)
+    else:
+        fn = lambda a: tf.add(a, 1.0)  # noqa: E731
+    return lambda s: (fn, (tf.ones([s]),))
+
+
+def overhead_sweep(frameworks: Sequence[str], sizes: Sequence[int], *,
+                   min_time: float = 0.03) -> dict[str, list[timing.Measurement]]:
+    """Time ``x + 1`` at each size, eager and compiled, in each framework: {variant name: measurements}."""
+    validate.non_empty("sizes", sizes)
+    sizes = [validate.number(f"sizes[{i}]", s, low=1, integer=True) for i, s in enumerate(sizes)]
+    min_time = validate.number("min_time", min_time, low=0, high=10, low_open=True)
+    series: dict[str, list[timing.Measurement]] = {}
+    for compiled in (False, True):
+        for framework in _frameworks(frameworks):
+            make = _add_one(framework, compiled)
+            name = variant_name(framework, compiled)
+            series[name] = [timing.benchmark(*_call(make, s), min_time=min_time, label=f"{name} {s}") for s in sizes]
+    return series
+
+
+def _call(make: Callable[[int], tuple[Callable[..., Any], tuple]], size: int) -> tuple:
+    fn, args = make(size)
+    return (fn, *args)

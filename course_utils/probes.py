@@ -1,0 +1,183 @@
+"""The probes behind ``roofline.measure_machine``: how big their arrays are, and what each framework runs.
+
+Bandwidth probes write into memory they already own (torch/numpy ``out=``, JAX buffer donation, a TensorFlow
+``Variable`` assigned inside an XLA-compiled function), so that allocating and first-touching a fresh output
+(page faults) is not counted as bandwidth. One more probe, "triad, fresh output", returns a new array every
+call, as code written without care does: it measures allocation plus traffic and is never used as the roof.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from course_utils import env, validate
+
+FP32 = 4  # bytes per element
+ARRAYS = 4  # the triad holds three arrays of the probe size, its fresh output a fourth
+MIN_ARRAY_BYTES = 64 * 2**20
+CACHE_MULTIPLE = 4  # probe arrays at least this many times the last-level cache
+
+
+CI_CAP = 256 * 2**20  # COURSE_SIZE=ci keeps a notebook within minutes on 2 cores; the notebook says so
+
+
+@dataclass(frozen=True)
+class ProbeSize:
+    """Bytes per probe array and how they were chosen: from the last-level cache, unless capped.
+
+    ``capped_by`` is "" (not capped), "memory" (half of the free memory would not hold the arrays) or
+    "ci size" (``COURSE_SIZE=ci`` caps the arrays at 256 MiB to keep the notebook short).
+    """
+
+    array_bytes: int
+    last_level_cache: int
+    target: int
+    capped_by: str = ""
+
+    @property
+    def cache_multiple(self) -> float:
+        """Probe array size over the last-level cache: 4 or more leaves the caches (when not capped)."""
+        return self.array_bytes / self.last_level_cache
+
+
+def probe_size(arrays: int = ARRAYS) -> ProbeSize:
+    """Bytes per probe array: >= 4x the last-level cache (and >= 64 MiB) on a CPU, capped so that
+    ``arrays`` of them take at most half of the memory free now, and at 256 MiB at ci size; 1 GiB on a
+    GPU or TPU."""
+    arrays = validate.positive("arrays", arrays, integer=True)
+    llc = env.last_level_cache_bytes()
+    if env.accelerator() != "cpu":
+        return ProbeSize(2**30, llc, 2**30)
+    target = max(CACHE_MULTIPLE * llc, MIN_ARRAY_BYTES)
+    chosen, capped_by = target, ""
+    memory_cap = _free_memory() // (2 * arrays)
+    if env.size_name() == "ci" and CI_CAP < chosen:
+        chosen, capped_by = CI_CAP, "ci size"
+    if memory_cap < chosen:
+        chosen, capped_by = max(memory_cap, 2**20), "memory"
+    chosen -= chosen % 2**20
+    return ProbeSize(int(chosen), llc, target, capped_by)
+
+
+def _free_memory() -> int:
+    import psutil
+
+    return int(psutil.virtual_memory().available)
+
+
+@dataclass
+class Probes:
+    """One framework's probes: each a zero-argument call and the bytes (or FLOPs) one call moves (does)."""
+
+    device: str
+    bandwidth: dict[str, tuple[Callable[[], Any], float]]
+    fresh: dict[str, tuple[Callable[[], Any], float]]
+    compute: dict[str, tuple[Callable[[], Any], float]]
+
+
+def numpy_probes(n: int, m: int) -> Probes:
+    import numpy as np
+
+    a, b, c = np.ones(n, np.float32), np.full(n, 2.0, np.float32), np.full(n, 3.0, np.float32)
+    x = np.ones((m, m), np.float32)
+    z = np.empty_like(x)
+
+    return Probes(
+        "cpu",
+        {"copy": (lambda: np.copyto(a, b), 2 * n * FP32), "scale": (lambda: np.multiply(b, 1.5, out=a), 2 * n * FP32)},
+        {"triad, fresh output": (lambda: b + 1.5 * c, 3 * n * FP32)},
+        {f"matmul fp32 n={m}": (lambda: np.matmul(x, x, out=z), 2 * m**3)},
+    )
+
+
+def torch_probes(n: int, m: int) -> Probes:
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    a, b, c = (torch.full((n,), float(i), device=device) for i in (1, 2, 3))
+    x = torch.randn(m, m, device=device)
+    z = torch.empty_like(x)
+    name = torch.cuda.get_device_name() if device == "cuda" else "cpu"
+    return Probes(
+        name,
+        {
+            "copy": (lambda: a.copy_(b), 2 * n * FP32),
+            "triad": (lambda: torch.add(b, c, alpha=1.5, out=a), 3 * n * FP32),
+        },
+        {"triad, fresh output": (lambda: torch.add(b, c, alpha=1.5), 3 * n * FP32)},
+        {f"matmul fp32 n={m}": (lambda: torch.mm(x, x, out=z), 2 * m**3)},
+    )
+
+
+def jax_probes(n: int, m: int) -> Probes:
+    import jax
+    import jax.numpy as jnp
+
+    # donate_argnums=0: the output reuses the first argument's buffer, so no fresh allocation per call.
+    # keep_unused=True: jit drops arguments the function never reads, and a dropped one is not donated.
+    scale = jax.jit(lambda a, b: b * 1.5, donate_argnums=0, keep_unused=True)
+    triad = jax.jit(lambda a, b, c: b + 1.5 * c, donate_argnums=0, keep_unused=True)
+    fresh = jax.jit(lambda b, c: b + 1.5 * c)
+    matmul = jax.jit(jnp.matmul)
+    state = {"a": jnp.ones(n, jnp.float32)}
+    b, c = jnp.full(n, 2.0, jnp.float32), jnp.full(n, 3.0, jnp.float32)
+    x = jax.random.normal(jax.random.key(0), (m, m), jnp.float32)
+
+    def run_scale() -> Any:
+        state["a"] = scale(state["a"], b)
+        return state["a"]
+
+    def run_triad() -> Any:
+        state["a"] = triad(state["a"], b, c)
+        return state["a"]
+
+    device = jax.devices()[0]
+    return Probes(
+        f"{device.platform}:{device.id} {getattr(device, 'device_kind', '')}".strip(),
+        {"scale": (run_scale, 2 * n * FP32), "triad": (run_triad, 3 * n * FP32)},
+        {"triad, fresh output": (lambda: fresh(b, c), 3 * n * FP32)},
+        {f"matmul fp32 n={m}": (lambda: matmul(x, x), 2 * m**3)},
+    )
+
+
+def tensorflow_probes(n: int, m: int) -> Probes:
+    tf = env.import_tensorflow()
+
+    # A Variable assigned inside an XLA-compiled function is updated in place: no fresh output per call.
+    a = tf.Variable(tf.ones([n]))
+    b, c = tf.fill([n], 2.0), tf.fill([n], 3.0)
+    @tf.function(jit_compile=True)
+    def scale(b: Any) -> None:
+        a.assign(b * 1.5)
+
+    @tf.function(jit_compile=True)
+    def triad(b: Any, c: Any) -> None:
+        a.assign(b + 1.5 * c)
+
+    fresh = tf.function(lambda b, c: b + 1.5 * c, jit_compile=True)
+    matmul = tf.function(lambda x, y: tf.linalg.matmul(x, y), jit_compile=True)
+    x = tf.random.normal((m, m), seed=0)
+
+    def assigned(fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
+        def run() -> Any:
+            fn(*args)
+            return a  # timing.sync waits on the variable's value
+        return run
+
+    gpus = tf.config.list_logical_devices("GPU")
+    return Probes(
+        gpus[0].name if gpus else "cpu",
+        {"scale": (assigned(scale, b), 2 * n * FP32), "triad": (assigned(triad, b, c), 3 * n * FP32)},
+        {"triad, fresh output": (lambda: fresh(b, c), 3 * n * FP32)},
+        {f"matmul fp32 n={m}": (lambda: matmul(x, x), 2 * m**3)},
+    )
+
+
+BUILDERS: dict[str, Callable[[int, int], Probes]] = {
+    "numpy": numpy_probes,
+    "torch": torch_probes,
+    "jax": jax_probes,
+    "tensorflow": tensorflow_probes,
+}
