@@ -1,0 +1,100 @@
+"""A rank dies, training goes on: ``torchrun --max-restarts=1`` with ``workers/elastic_train.py``.
+
+``run`` launches the job with a crash planted at one step, in a fresh checkpoint folder, and returns an
+``ElasticRun``: what each attempt computed, where it resumed, how many steps were computed twice (the
+work lost since the last checkpoint) and the final weights. ``reference`` is the same training in this
+process without any crash, the run the resumed job must reproduce.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from course_utils import display, validate
+from course_utils.distributed import multinode
+
+LR, MOMENTUM = 0.05, 0.9
+
+
+@dataclass(frozen=True, repr=False)
+class ElasticRun:
+    """One elastic job: ``crash_at``, ``every``, the checkpoint it resumed from, steps per attempt, weights."""
+
+    steps: int
+    every: int
+    crash_at: int
+    resumed_from: int
+    computed: dict[int, list[int]]
+    weights: dict[int, np.ndarray]
+    seconds: float
+    result: Any
+
+    @property
+    def lost_steps(self) -> int:
+        """Steps computed twice: done before the crash, but after the last checkpoint (measured)."""
+        first, second = set(self.computed.get(0, [])), set(self.computed.get(1, []))
+        return len(first & second)
+
+    @property
+    def attempts(self) -> int:
+        return len(self.computed)
+
+    def table(self) -> display.Table:
+        ends = {a: "crashed" if a == 0 and self.attempts > 1 else "finished" for a in self.computed}
+        rows = [(str(a), f"{steps[0]}-{steps[-1]}" if steps else "-", str(len(steps)), ends[a])
+                for a, steps in sorted(self.computed.items())]
+        return display.Table(("attempt", "steps computed", "count", "end"), tuple(rows),
+                             title=f"{self.steps} steps, checkpoint every {self.every}, crash at step {self.crash_at}: "
+                                   f"resumed from step {self.resumed_from}, {self.lost_steps} step(s) computed twice")
+
+    def __repr__(self) -> str:
+        return repr(self.table())
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
+
+
+def run(steps: int = 12, every: int = 3, crash_at: int = 8, nprocs: int = 2, timeout: float = 240.0,
+        **launch_options: Any) -> ElasticRun:
+    """Launch the elastic job (one node, ``nprocs`` ranks, ``--max-restarts=1``) with rank 1 dying at ``crash_at``."""
+    steps = validate.number("steps", steps, low=2, high=10_000, integer=True)
+    every = validate.number("every", every, low=1, high=steps, integer=True)
+    crash_at = validate.number("crash_at", crash_at, low=1, high=steps - 1, integer=True)
+    nprocs = validate.number("nprocs", nprocs, low=2, high=64, integer=True)
+    with tempfile.TemporaryDirectory(prefix="course_ckpt_") as folder:
+        result = multinode.launch_nodes(
+            "elastic_train.py", nnodes=1, nproc_per_node=nprocs, timeout=timeout, max_restarts=1,
+            args=["--checkpoint-dir", folder, "--steps", steps, "--every", every, "--crash-at", crash_at,
+                  "--lr", LR], **launch_options)
+    crashed = result.record("crash", 1)
+    finished = result.record("finished", 1)
+    return ElasticRun(steps, every, crash_at, finished["started_at"],
+                      {crashed["attempt"]: crashed["computed"], finished["attempt"]: finished["computed"]},
+                      {r: per["weights"] for r, per in result.arrays["elastic"].items()}, result.seconds, result)
+
+
+def reference(steps: int = 12, batch: int = 64) -> np.ndarray:
+    """The uninterrupted training in this process: one process, whole batches, the same SGD with momentum."""
+    import torch
+
+    from course_utils import data, models
+
+    steps = validate.positive("steps", steps, integer=True)
+    batch = validate.positive("batch", batch, integer=True)
+    x_all, y_all = data.classification(steps * batch, seed=7)
+    model = models.torch_mlp()
+    step = models.torch_sgd_step(model, lr=LR, momentum=MOMENTUM)
+    for s in range(steps):
+        step((torch.from_numpy(x_all[s * batch:(s + 1) * batch]), torch.from_numpy(y_all[s * batch:(s + 1) * batch])))
+    return torch.cat([p.detach().flatten() for p in model.parameters()]).numpy()
+
+
+def lost_steps(crash_at: int, every: int) -> int:
+    """Steps recomputed after a crash at step ``crash_at`` with a checkpoint every ``every`` steps (computed)."""
+    crash_at = validate.non_negative("crash_at", crash_at, integer=True)
+    every = validate.positive("every", every, integer=True)
+    return crash_at % every

@@ -1,0 +1,55 @@
+"""TensorFlow multi-worker training from a notebook: ``MultiWorkerMirroredStrategy`` over ``TF_CONFIG``.
+
+``run`` starts ``workers/tf_multiworker.py`` on 2 workers through the course launcher, each with its own
+free port in the cluster spec; ``compare`` checks the workers against each other and against the
+one-worker reference that worker 0 trained after the multi-worker run.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from course_utils import validate
+
+_launch = importlib.import_module("course_utils.distributed.launch")
+QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2"}
+
+
+def tf_config(hosts: Sequence[str], index: int) -> str:
+    """The TF_CONFIG JSON of worker ``index`` in a cluster of ``hosts`` ("host:port" strings)."""
+    hosts = [validate.text("hosts", h) for h in validate.non_empty("hosts", list(hosts))]
+    for h in hosts:
+        if ":" not in h:
+            raise ValueError(f"hosts must be 'host:port' strings; got {h!r}")
+    index = validate.number("index", index, low=0, high=len(hosts) - 1, integer=True)
+    return json.dumps({"cluster": {"worker": hosts}, "task": {"type": "worker", "index": index}})
+
+
+def run(steps: int = 8, batch: int = 64, workers: int = 2, timeout: float = 240.0, **launch_options: Any) -> Any:
+    """Launch the multi-worker TF script; returns the ``LaunchResult`` (arrays "multiworker", "one_worker")."""
+    steps = validate.positive("steps", steps, integer=True)
+    batch = validate.positive("batch", batch, integer=True)
+    workers = validate.number("workers", workers, low=1, high=16, integer=True)
+    if batch % workers:
+        raise ValueError(f"batch must be divisible by workers = {workers}; got {batch}")
+    ports = ",".join(str(_launch.free_port()) for _ in range(workers))
+    env = {**QUIET, **launch_options.pop("env", {})}
+    return _launch.launch("tf_multiworker.py", workers, timeout=timeout,
+                          args=["--ports", ports, "--steps", steps, "--batch", batch], env=env, **launch_options)
+
+
+def compare(result: Any) -> dict[str, float]:
+    """Max |weight difference| between workers ("workers") and worker 0 vs one worker alone ("single")."""
+    validate.instance("result", result, _launch.LaunchResult)
+    multi, single = result.arrays.get("multiworker"), result.arrays.get("one_worker")
+    if not multi or not single:
+        raise ValueError("result holds no 'multiworker'/'one_worker' arrays: pass what tfmulti.run returned")
+    keys = sorted(multi[0])
+    between = max(float(np.max(np.abs(multi[r][k] - multi[0][k]))) for r in multi for k in keys)
+    alone = max(float(np.max(np.abs(multi[0][k] - single[0][k]))) for k in keys)
+    return {"workers": between, "single": alone}

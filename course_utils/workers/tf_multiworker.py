@@ -1,0 +1,94 @@
+"""TensorFlow multi-worker data parallelism: ``MultiWorkerMirroredStrategy`` configured by ``TF_CONFIG``.
+
+Launched from notebook 06 with ``cu.distributed.launch("tf_multiworker.py", nprocs=2, args=["--ports", ...])``:
+torchrun only starts the processes and sets ``RANK``; TensorFlow has its own rendezvous, described by the
+``TF_CONFIG`` environment variable that each worker builds below (on a cluster, each machine sets it
+itself, with real host names). The training loop is a custom one: Keras 3 ``model.fit`` under this strategy
+is reported broken upstream (keras-team/keras#20585).
+
+Each worker trains the course MLP with SGD on its half of every global batch; the strategy all-reduces
+the gradients. Every worker saves its final weights; worker 0 then trains the same model on the whole
+batches without any strategy (the one-worker reference) and saves those weights too.
+"""
+
+import argparse
+import json
+import os
+import time
+
+from course_utils.distributed import worker
+
+
+def tf_config(ports: list[int], index: int) -> str:
+    """TF_CONFIG for worker ``index`` of a cluster whose workers listen on 127.0.0.1:<port>."""
+    return json.dumps({"cluster": {"worker": [f"127.0.0.1:{p}" for p in ports]},
+                       "task": {"type": "worker", "index": index}})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--ports", required=True, help="comma-separated: one free port per worker")
+    parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--batch", type=int, default=64, help="global batch (all workers together)")
+    parser.add_argument("--lr", type=float, default=0.1)
+    args = parser.parse_args()
+    ports = [int(p) for p in args.ports.split(",")]
+    index = worker.rank()
+    if len(ports) != worker.world_size():
+        raise ValueError(f"--ports must list {worker.world_size()} ports, one per worker; got {args.ports!r}")
+    os.environ["TF_CONFIG"] = tf_config(ports, index)  # must be set before the strategy is created
+    from course_utils import data, env, models
+
+    tf = env.import_tensorflow()  # import tensorflow, without its start-up banner
+
+    tf.get_logger().setLevel("ERROR")
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()  # joins the cluster: blocks until every worker is up
+    if index == 0:
+        worker.progress(0, args.steps)
+        print(f"{strategy.num_replicas_in_sync} replicas in sync over {len(ports)} workers", flush=True)
+    x, y = data.classification(args.steps * args.batch, seed=5)
+
+    def dataset_fn(ctx: tf.distribute.InputContext) -> tf.data.Dataset:
+        per = ctx.get_per_replica_batch_size(args.batch)
+        lo = ctx.input_pipeline_id * per  # this worker's rows of every global batch
+        return tf.data.Dataset.from_tensor_slices((x, y)).batch(args.batch).map(
+            lambda a, b: (a[lo:lo + per], b[lo:lo + per]))
+
+    def make_step(model, optimizer, run):
+        @tf.function
+        def step(batch):
+            def replica_step(a, b):
+                with tf.GradientTape() as tape:
+                    nll = tf.keras.losses.sparse_categorical_crossentropy(b, model(a, training=True), from_logits=True)
+                    loss = tf.reduce_sum(nll) / args.batch  # divide by the GLOBAL batch: the all-reduce sums
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+                return loss
+            return run(replica_step, batch)
+        return step
+
+    with strategy.scope():
+        model = models.keras_mlp()
+        optimizer = tf.keras.optimizers.SGD(args.lr)
+    step = make_step(model, optimizer, lambda fn, b: strategy.run(fn, args=b))
+    times = []
+    for s, batch in enumerate(strategy.distribute_datasets_from_function(dataset_fn)):
+        start = time.perf_counter()
+        step(batch)
+        times.append(time.perf_counter() - start)
+        if index == 0:
+            worker.progress(s + 1, args.steps)
+    weights = [v.numpy() for v in model.trainable_variables]
+    worker.save("multiworker", **{f"w{i}": w for i, w in enumerate(weights)})
+    worker.emit(kind="multiworker", replicas=strategy.num_replicas_in_sync, step_times=times[1:],
+                tf_config=os.environ["TF_CONFIG"])
+    if index == 0:  # the reference: one worker, no strategy, whole batches
+        plain, plain_opt = models.keras_mlp(), tf.keras.optimizers.SGD(args.lr)
+        plain_step = make_step(plain, plain_opt, lambda fn, b: fn(*b))
+        for batch in tf.data.Dataset.from_tensor_slices((x, y)).batch(args.batch):
+            plain_step(batch)
+        worker.save("one_worker", **{f"w{i}": v.numpy() for i, v in enumerate(plain.trainable_variables)})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""Two torchrun launchers as two nodes: commands, results, and no process left behind whatever happens."""
+
+from __future__ import annotations
+
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from course_utils.distributed import LaunchError, LaunchTimeout, multinode
+
+WORKER = textwrap.dedent("""
+    import os, sys, time
+    from course_utils.distributed import worker
+    mode = sys.argv[1]
+    attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    print(f"rank {worker.rank()} of {worker.world_size()} attempt {attempt}", flush=True)
+    worker.emit(kind="hello", rank=worker.rank(), local_rank=worker.local_rank(), attempt=attempt)
+    if mode == "sleep":
+        time.sleep(120)
+    if mode == "fail" and worker.rank() == 1:
+        raise ValueError("rank 1 gives up (a planted failure)")
+    if mode == "fail":
+        time.sleep(120)  # rank 0 would wait forever for its partner
+    if mode == "once" and attempt == 0 and worker.rank() == 1:
+        raise SystemExit(3)
+""")
+
+
+@pytest.fixture
+def script(tmp_path: Path) -> Path:
+    path = tmp_path / "node_worker.py"
+    path.write_text(WORKER)
+    return path
+
+
+def _survivors(marker: str) -> list[psutil.Process]:
+    time.sleep(0.3)
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            if marker in " ".join(p.info["cmdline"] or []):
+                found.append(p)
+        except psutil.Error:
+            continue
+    return found
+
+
+def test_node_command_is_a_c10d_rendezvous_on_loopback(script: Path) -> None:
+    cmd = multinode.node_command(script, nnodes=2, node_rank=1, nproc_per_node=2, port=29400, log_dir="/x",
+                                 args=["--a", 1], max_restarts=1)
+    text = " ".join(cmd)
+    for part in ("--nnodes=2", "--nproc-per-node=2", "--node-rank=1", "--rdzv-backend=c10d",
+                 "--rdzv-endpoint=127.0.0.1:29400", "--local-addr=127.0.0.1", "--max-restarts=1", "--tee=3"):
+        assert part in text
+    assert cmd[-3:] == [str(script.resolve()), "--a", "1"]
+
+
+def test_two_nodes_run_and_report_every_rank(script: Path) -> None:
+    seen = []
+    result = multinode.launch_nodes(script, nnodes=2, nproc_per_node=1, timeout=120, args=["ok"], echo=False,
+                                    progress=False, on_line=lambda r, t: seen.append((r, t)))
+    assert sorted(result.records) == [0, 1]
+    assert {result.record("hello", r)["local_rank"] for r in (0, 1)} == {0}  # one process per node
+    assert sorted(r for ranks in result.node_ranks.values() for r in ranks) == [0, 1]
+    assert len(result.commands) == 2 and len(result.node_output) == 2
+    assert (1, "rank 1 of 2 attempt 0") in seen  # global rank in the prefix, not the local one
+    assert "2 torchrun nodes" in repr(result)
+    assert not _survivors(str(script))
+
+
+def test_failure_on_the_other_node_names_the_rank_and_kills_everything(script: Path) -> None:
+    with pytest.raises(LaunchError) as caught:
+        multinode.launch_nodes(script, nnodes=2, nproc_per_node=1, timeout=120, args=["fail"], echo=False,
+                               progress=False)
+    assert caught.value.rank == 1
+    assert "rank 1 gives up" in caught.value.traceback
+    assert not _survivors(str(script))
+
+
+def test_timeout_kills_both_nodes(script: Path) -> None:
+    start = time.perf_counter()
+    with pytest.raises(LaunchTimeout):
+        multinode.launch_nodes(script, nnodes=2, nproc_per_node=1, timeout=8, args=["sleep"], echo=False,
+                               progress=False)
+    assert time.perf_counter() - start < 60
+    assert not _survivors(str(script))
+
+
+def test_interrupt_kills_both_nodes(script: Path) -> None:
+    def interrupt(rank, text):
+        if "attempt" in text:
+            raise KeyboardInterrupt  # what Ctrl-C / "interrupt kernel" raises in the loop
+
+    with pytest.raises(KeyboardInterrupt):
+        multinode.launch_nodes(script, nnodes=2, nproc_per_node=1, timeout=120, args=["sleep"], echo=False,
+                               progress=False, on_line=interrupt)
+    assert not _survivors(str(script))
+
+
+def test_max_restarts_restarts_the_group_after_a_death(script: Path) -> None:
+    result = multinode.launch_nodes(script, nnodes=1, nproc_per_node=2, timeout=120, args=["once"], max_restarts=1,
+                                    echo=False, progress=False)
+    attempts = {r["attempt"] for r in result.records[1]}
+    assert attempts == {0, 1}
+    assert not _survivors(str(script))
+
+
+def test_ddp_reference_and_proof_diffs_agree_with_themselves() -> None:
+    ref = multinode.ddp_reference(steps=4, batch=8, every=2)
+    assert list(ref) == ["step2", "step4"]
+
+    class Fake(multinode.NodesResult):
+        pass
+
+    fake = Fake("x", 2, [], 0.0, [], {}, {"proof": {0: ref, 1: {k: v + 1e-3 for k, v in ref.items()}}})
+    diffs = multinode.proof_diffs(fake, ref)
+    assert diffs["single"] == {"step2": 0.0, "step4": 0.0}
+    assert all(abs(d - 1e-3) < 1e-6 for d in diffs["ranks"].values())
+
+
+def test_cluster_commands_and_checklist() -> None:
+    text = multinode.cluster_commands("10.1.2.3", nnodes=4, nproc_per_node=8)
+    assert "--rdzv-endpoint=10.1.2.3:29400" in text and "num_processes=4" in text and "TF_CONFIG" in text
+    assert len(multinode.hang_checklist().rows) >= 5
