@@ -160,6 +160,8 @@ def has_math(nb: dict) -> bool:
 
 
 SLIDE_CODE_LINES = 15  # a longer code cell shows an excerpt on its slide; the notebook keeps the whole cell
+SLIDE_BUDGET_PX = 620  # content height a 1280x720 slide holds (the template's type sizes; measured in Chromium)
+_OUTPUT_LINES = 14  # a longer text output shows its first lines on the slide
 
 
 def generates_prose(cell: dict) -> bool:
@@ -177,9 +179,84 @@ def slide_excerpt(source: str, limit: int = SLIDE_CODE_LINES) -> str:
     return "\n".join(lines[:keep] + [f"# ... {len(lines) - keep} more lines in the notebook"])
 
 
+def _short_output(output: dict) -> dict:
+    """A stream or plain-text output cut to its first lines (the notebook keeps all of it)."""
+    text = "".join(output.get("text", ""))
+    lines = text.rstrip().splitlines()
+    if output.get("output_type") == "stream" and len(lines) > _OUTPUT_LINES:
+        kept = lines[: _OUTPUT_LINES - 1] + [f"... {len(lines) - _OUTPUT_LINES + 1} more lines in the notebook"]
+        output["text"] = "\n".join(kept) + "\n"
+    return output
+
+
+def estimated_height(cell: dict) -> float:
+    """Pixels a cell takes on a slide, estimated from its text (calibrated on the template in Chromium)."""
+    if cell.get("cell_type") == "markdown":
+        text = "".join(cell.get("source", ""))
+        images = len(re.findall(r"<img(?![^>]*course-badge)", text)) + len(re.findall(r"!\[[^\]]*\]\((?!https?:)", text))
+        return 50 + 0.4 * len(text) + 18 * text.count("\n- ") + 440 * images
+    height = 0.0 if cell.get("metadata", {}).get("transient", {}).get("remove_source") else \
+        25 + 20 * len("".join(cell.get("source", "")).splitlines())
+    for out in cell.get("outputs", []):
+        data = out.get("data", {})
+        if "image/png" in data or "image/svg+xml" in data:
+            height += 450
+        elif "text/html" in data:
+            height += 40 + 30 * "".join(data["text/html"]).count("<tr")
+        elif "text/markdown" in data:
+            height += 50 + 0.4 * len("".join(data["text/markdown"]))
+        else:
+            text = "".join(out.get("text", "")) or "".join(data.get("text/plain", ""))
+            height += 20 + 20 * min(len(text.splitlines()), _OUTPUT_LINES)
+    return height + 10
+
+
+def _split_markdown(cell: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
+    """A Markdown cell too tall for one slide, as several cells of whole paragraphs (the first keeps its type)."""
+    paragraphs = [p for p in cell.source.split("\n\n") if p.strip()]
+    pieces: list[list[str]] = [[]]
+    for paragraph in paragraphs:
+        if pieces[-1] and 50 + 0.4 * len("\n\n".join(pieces[-1] + [paragraph])) > SLIDE_BUDGET_PX:
+            pieces.append([])
+        pieces[-1].append(paragraph)
+    cells = []
+    for i, piece in enumerate(pieces):
+        part = copy.deepcopy(cell)
+        part.source = "\n\n".join(piece)
+        if i:
+            part.metadata["slideshow"] = {"slide_type": "subslide"}
+        cells.append(part)
+    return cells
+
+
+def paginate(cells: list[nbformat.NotebookNode]) -> list[nbformat.NotebookNode]:
+    """Open a new subslide wherever the cells so far would not fit the slide: a projector cannot scroll."""
+    paged: list[nbformat.NotebookNode] = []
+    used = 0.0
+    for cell in cells:
+        pieces = _split_markdown(cell) if cell.cell_type == "markdown" and estimated_height(cell) > SLIDE_BUDGET_PX \
+            else [cell]
+        for piece in pieces:
+            kind = slide_type(piece)
+            if kind in ("skip", "notes"):
+                paged.append(piece)
+                continue
+            height = estimated_height(piece)
+            if kind in ("slide", "subslide"):
+                used = height
+            elif used and used + height > SLIDE_BUDGET_PX:
+                piece.metadata["slideshow"] = {"slide_type": "subslide"}
+                used = height
+            else:
+                used += height
+            paged.append(piece)
+    return paged
+
+
 def prepare(nb: nbformat.NotebookNode, solutions: str = "notes") -> nbformat.NotebookNode:
     """A copy of ``nb`` ready for the deck: solutions as notes (if asked), no remote images, the code of
-    prose-generating cells hidden (their rendered text stays), long code cells cut to an excerpt."""
+    prose-generating cells hidden (their rendered text stays), long code and output cut to an excerpt, and
+    the cells paged so that no slide is taller than the screen."""
     nb = copy.deepcopy(nb)
     for cell in nb.cells:
         if cell.cell_type == "markdown":
@@ -191,6 +268,8 @@ def prepare(nb: nbformat.NotebookNode, solutions: str = "notes") -> nbformat.Not
             cell.metadata["transient"] = {"remove_source": True}
         elif cell.cell_type == "code":
             cell.source = slide_excerpt(cell.source)
+            cell.outputs = [_short_output(o) for o in cell.get("outputs", [])]
+    nb.cells = paginate(nb.cells)
     return nb
 
 
@@ -455,7 +534,7 @@ def render_deck(name: str, config: dict, part: int, parts: int, exporter=None, s
         "html": body,
         "source": str(source.relative_to(ROOT)) if source.is_relative_to(ROOT) else str(source),
         "math": math,
-        "expected_slides": expected_slides(nb, solutions, bool(title_slide)),
+        "expected_slides": expected_slides(prepared, solutions, bool(title_slide)),
         "png_outputs": pngs,
         "workshop_minutes": workshop_minutes(nb),
     }
