@@ -160,7 +160,7 @@ def has_math(nb: dict) -> bool:
 
 
 SLIDE_CODE_LINES = 15  # a longer code cell shows an excerpt on its slide; the notebook keeps the whole cell
-SLIDE_BUDGET_PX = 620  # content height a 1280x720 slide holds (the template's type sizes; measured in Chromium)
+SLIDE_BUDGET_PX = 640  # content height a 1280x720 slide holds (the template's type sizes; measured in Chromium)
 _OUTPUT_LINES = 14  # a longer text output shows its first lines on the slide
 
 
@@ -193,8 +193,10 @@ def estimated_height(cell: dict) -> float:
     """Pixels a cell takes on a slide, estimated from its text (calibrated on the template in Chromium)."""
     if cell.get("cell_type") == "markdown":
         text = "".join(cell.get("source", ""))
-        images = len(re.findall(r"<img(?![^>]*course-badge)", text)) + len(re.findall(r"!\[[^\]]*\]\((?!https?:)", text))
-        return 50 + 0.4 * len(text) + 18 * text.count("\n- ") + 440 * images
+        images = len(re.findall(r"<img(?![^>]*course-badge)", text))
+        images += len(re.findall(r"!\[[^\]]*\]\((?!https?:)", text))
+        shown = re.sub(r"\]\([^)]*\)", "]", re.sub(r"<[^>]+>", "", text))  # tags and link targets take no room
+        return 50 + 0.4 * len(shown) + 18 * text.count("\n- ") + 440 * images
     height = 0.0 if cell.get("metadata", {}).get("transient", {}).get("remove_source") else \
         25 + 20 * len("".join(cell.get("source", "")).splitlines())
     for out in cell.get("outputs", []):
