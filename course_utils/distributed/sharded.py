@@ -116,6 +116,10 @@ def jax_sharding(sizes: tuple[int, ...] = (32, 512, 512, 10), batch: int = 64) -
     Returns per-device bytes from ``compiled.memory_analysis()`` (arguments, outputs, temporaries), the
     collectives counted in each optimized HLO, and the max difference between the two steps' results.
     """
+    validate.instance("sizes", sizes, tuple)
+    if len(sizes) < 2:
+        raise ValueError(f"sizes must hold at least two layer widths; got {sizes!r}")
+    batch = validate.positive("batch", batch, integer=True)
     import jax
     import jax.numpy as jnp
     from jax.sharding import NamedSharding
@@ -123,8 +127,6 @@ def jax_sharding(sizes: tuple[int, ...] = (32, 512, 512, 10), batch: int = 64) -
 
     from course_utils import data, models
 
-    validate.instance("sizes", sizes, tuple)
-    batch = validate.positive("batch", batch, integer=True)
     n = len(jax.devices())
     if batch % n:
         raise ValueError(f"batch must be divisible by the {n} devices; got {batch}")

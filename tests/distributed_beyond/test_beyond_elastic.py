@@ -1,0 +1,32 @@
+"""The elastic run's bookkeeping, its reference, and one real crash-and-resume."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from course_utils.distributed import elastic
+
+
+def test_lost_steps_formula() -> None:
+    assert elastic.lost_steps(8, 3) == 2
+    assert elastic.lost_steps(9, 3) == 0
+    assert elastic.lost_steps(5, 10) == 5
+
+
+def test_run_bookkeeping_counts_steps_computed_twice() -> None:
+    run = elastic.ElasticRun(12, 3, 8, 6, {0: list(range(8)), 1: list(range(6, 12))}, {}, 1.0, None)
+    assert run.lost_steps == 2 and run.attempts == 2
+    assert run.table().column("end") == ["crashed", "finished"]
+    assert "resumed from step 6" in repr(run)
+
+
+def test_reference_is_deterministic() -> None:
+    a, b = elastic.reference(steps=3), elastic.reference(steps=3)
+    assert np.array_equal(a, b) and a.ndim == 1
+
+
+def test_real_crash_resumes_to_the_uninterrupted_weights() -> None:
+    run = elastic.run(steps=6, every=2, crash_at=3, echo=False, progress=False)
+    assert run.attempts == 2 and run.resumed_from == 2 and run.lost_steps == 1
+    ref = elastic.reference(steps=6)
+    assert max(float(np.max(np.abs(w - ref))) for w in run.weights.values()) < 1e-5
