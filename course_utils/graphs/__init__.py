@@ -1,0 +1,69 @@
+"""Lesson package of notebook 01 (``01_dynamic_vs_static``): what a compiler sees that eager execution cannot.
+
+- ``capture``: the same function as an FX graph, a jaxpr and a tf.Graph, ops counted, side by side;
+- ``recompiles``: compilations per shape, Dynamo's guards and recompiles logs, TF's retracing warning, and
+  the one ``GraphBreaks`` (also used by notebooks 02 and 07);
+- ``fallback``: the rollback plan (compile, check against eager, fall back) and the real eager switches;
+- ``breakeven``: break-even call count, cold vs warm compile cache, the small-size per-call overhead model;
+- ``training``: a whole SGD step compiled against the same program run eagerly;
+- ``plots``: the lesson's figures; ``exercises``: the checkers of its exercises.
+"""
+
+from course_utils.graphs import exercises
+from course_utils.graphs.breakeven import (
+    OverheadModel,
+    break_even,
+    break_even_calls,
+    busy_note,
+    call_costs,
+    compile_cache_times,
+    cumulative_time,
+    overhead_model,
+    overhead_table,
+    size_sweep,
+)
+from course_utils.graphs.capture import (
+    Capture,
+    GraphRecorder,
+    SideBySide,
+    capture,
+    capture_jax,
+    capture_tf,
+    capture_torch,
+    fresh_function,
+    side_by_side,
+    to_framework,
+)
+from course_utils.graphs.fallback import (
+    EAGER_SWITCHES,
+    CompileDecision,
+    compile_or_fallback,
+    compile_with,
+    decisions_table,
+    eager_mode,
+    max_abs_diff,
+    ran_compiled,
+)
+from course_utils.graphs.plots import compile_count_bars, crossover_plot, loss_difference_plot, overhead_plot
+from course_utils.graphs.recompiles import (
+    BUCKET,
+    CompileLog,
+    GraphBreaks,
+    count_compiles,
+    strategy_counts,
+    tf_retracing_warnings,
+    torch_compile_log,
+    torch_graph_breaks,
+)
+from course_utils.graphs.training import LossRun, StepPair, batch_for, run_losses, step_pair, step_table
+
+__all__ = [
+    "BUCKET", "Capture", "CompileDecision", "CompileLog", "EAGER_SWITCHES", "GraphBreaks", "GraphRecorder",
+    "LossRun", "OverheadModel", "SideBySide", "StepPair", "batch_for", "break_even", "break_even_calls", "busy_note",
+    "call_costs", "capture", "capture_jax", "capture_tf", "capture_torch", "compile_cache_times",
+    "compile_count_bars", "compile_or_fallback", "compile_with", "count_compiles", "crossover_plot",
+    "cumulative_time", "decisions_table", "eager_mode", "exercises", "fresh_function", "loss_difference_plot",
+    "max_abs_diff", "overhead_model", "overhead_plot", "overhead_table", "ran_compiled", "run_losses",
+    "side_by_side", "size_sweep", "step_pair", "step_table", "strategy_counts", "tf_retracing_warnings",
+    "to_framework", "torch_compile_log", "torch_graph_breaks",
+]

@@ -1,0 +1,200 @@
+"""Graph capture: the same Python function as an FX graph (Dynamo), a jaxpr and a tf.Graph, with its compute
+ops counted, shown side by side. Also framework conversions used by the whole lesson.
+"""
+
+from __future__ import annotations
+
+import itertools
+import types
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from html import escape
+from typing import Any
+
+import numpy as np
+
+from course_utils import display, env, validate
+
+# tf.Graph bookkeeping that is not computation: inputs, constants, pass-throughs.
+_TF_NON_COMPUTE = frozenset({"Placeholder", "Const", "Identity", "NoOp", "IdentityN"})
+
+
+@dataclass(frozen=True)
+class Capture:
+    """One function as a framework's compiler sees it: the printed graph and its compute ops in order."""
+
+    framework: str
+    ops: tuple[str, ...]
+    text: str
+
+    @property
+    def count(self) -> int:
+        """Number of compute ops (inputs, constants and outputs not counted)."""
+        return len(self.ops)
+
+    def counts(self) -> Counter:
+        """How often each op appears."""
+        return Counter(self.ops)
+
+    def __repr__(self) -> str:
+        return f"<Capture {self.framework}: {self.count} ops>\n{self.text}"
+
+    def _repr_html_(self) -> str:
+        return f"<b>{escape(self.framework)}: {self.count} ops</b><pre>{escape(self.text)}</pre>"
+
+
+class GraphRecorder:
+    """A torch.compile backend that records each FX graph Dynamo gives it and runs it unchanged (eagerly).
+
+    ``torch.compile(fn, backend=recorder)``: every (re)compilation appends one graph, so ``count`` is the
+    number of compilations and ``graphs[i].graph`` shows what Dynamo captured.
+    """
+
+    def __init__(self) -> None:
+        self.graphs: list[Any] = []
+
+    def __call__(self, gm: Any, example_inputs: Sequence[Any]) -> Callable[..., Any]:
+        self.graphs.append(gm)
+        return gm.forward
+
+    @property
+    def count(self) -> int:
+        return len(self.graphs)
+
+    def ops(self, index: int = -1) -> tuple[str, ...]:
+        """Compute ops of the ``index``-th recorded graph, as readable names ('add', 'mul', 'tanh')."""
+        validate.number("index", index, integer=True)
+        if not self.graphs:
+            raise ValueError("no graph recorded yet: call the compiled function first")
+        if not -self.count <= index < self.count:
+            raise ValueError(f"index must be in [{-self.count}, {self.count - 1}]; got {index}")
+        return tuple(_fx_op_name(n) for n in self.graphs[index].graph.nodes
+                     if n.op in ("call_function", "call_method", "call_module"))
+
+    def __repr__(self) -> str:
+        return f"<GraphRecorder: {self.count} graphs>"
+
+
+def _fx_op_name(node: Any) -> str:
+    target = node.target
+    if isinstance(target, str):
+        return target
+    return getattr(target, "__name__", str(target))
+
+
+_FRESH = itertools.count(1)
+
+
+def fresh_function(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A copy of ``fn`` with its own, uniquely named code object, so Dynamo starts from scratch for it.
+
+    Dynamo caches compiled graphs on the code object and remembers which shapes changed per (file, line,
+    name): a copy under a new name has neither, so counting compilations does not depend on earlier cells.
+    """
+    if not isinstance(fn, types.FunctionType):
+        raise TypeError(f"fn must be a Python function (def or lambda); got {type(fn).__name__}")
+    code = fn.__code__.replace(co_name=f"{fn.__code__.co_name}_fresh{next(_FRESH)}")
+    copy = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    copy.__kwdefaults__ = fn.__kwdefaults__
+    copy.__qualname__ = fn.__qualname__
+    return copy
+
+
+def fresh_if_function(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fresh_function(fn)`` for a Python function; any other callable (a module, a builtin) unchanged."""
+    return fresh_function(fn) if isinstance(fn, types.FunctionType) else fn
+
+
+def capture_torch(fn: Callable[..., Any], *args: Any) -> Capture:
+    """The FX graph Dynamo captures from ``fn(*args)`` (whole graph required; nothing is compiled).
+
+    ``fn`` runs eagerly first, so that an error of its own reaches the caller as itself, not wrapped in
+    Dynamo's ``Unsupported``.
+    """
+    import torch
+
+    validate.function("fn", fn)
+    fn(*args)
+    recorder = GraphRecorder()
+    torch.compile(fresh_if_function(fn), backend=recorder, fullgraph=True)(*args)
+    if not recorder.graphs:  # nothing to compute (e.g. ``lambda x: x``): Dynamo hands no graph over
+        return Capture("torch", (), "(no graph: the function computes nothing)")
+    return Capture("torch", recorder.ops(0), recorder.graphs[0].code.strip())
+
+
+def capture_jax(fn: Callable[..., Any], *args: Any) -> Capture:
+    """The jaxpr of ``fn(*args)``: one equation per primitive."""
+    import jax
+
+    validate.function("fn", fn)
+    closed = jax.make_jaxpr(fn)(*args)
+    return Capture("jax", tuple(eqn.primitive.name for eqn in closed.jaxpr.eqns), str(closed).strip())
+
+
+def capture_tf(fn: Callable[..., Any], *args: Any) -> Capture:
+    """The tf.Graph of ``tf.function(fn)``'s concrete function for ``args`` (op types; bookkeeping ops not counted)."""
+    validate.function("fn", fn)
+    tf = env.import_tensorflow()
+    graph = tf.function(fn).get_concrete_function(*args).graph
+    operations = graph.get_operations()
+    lines = [f"{op.name} = {op.type}({', '.join(t.name for t in op.inputs)})" for op in operations]
+    return Capture("tensorflow", tuple(op.type for op in operations if op.type not in _TF_NON_COMPUTE),
+                   "\n".join(lines))
+
+
+def capture(framework: str, fn: Callable[..., Any], *args: Any) -> Capture:
+    """``capture_torch``, ``capture_jax`` or ``capture_tf`` by name ('torch', 'jax', 'tensorflow'/'tf')."""
+    name = validate.framework(framework)
+    validate.function("fn", fn)
+    return {"torch": capture_torch, "jax": capture_jax, "tensorflow": capture_tf}[name](fn, *args)
+
+
+@dataclass(frozen=True)
+class SideBySide:
+    """Several captures shown as columns (HTML) or one after another (text)."""
+
+    captures: tuple[Capture, ...]
+
+    def table(self) -> display.Table:
+        """Op counts per framework, most frequent op first."""
+        rows = [(c.framework, str(c.count), ", ".join(f"{op} x{n}" for op, n in c.counts().most_common()))
+                for c in self.captures]
+        return display.table(["framework", "compute ops", "which"], rows, title="Compute ops in each graph")
+
+    def __repr__(self) -> str:
+        return "\n\n".join(repr(c) for c in self.captures)
+
+    def _repr_html_(self) -> str:
+        cols = "".join(
+            f"<td style='vertical-align:top;text-align:left'><b>{escape(c.framework)}: {c.count} ops</b>"
+            f"<pre style='font-size:70%'>{escape(c.text)}</pre></td>" for c in self.captures
+        )
+        return f"<table><tr>{cols}</tr></table>"
+
+
+def side_by_side(captures: Sequence[Capture]) -> SideBySide:
+    """Display captures next to each other in a notebook."""
+    validate.non_empty("captures", captures)
+    for c in captures:
+        validate.instance("captures", c, Capture)
+    return SideBySide(tuple(captures))
+
+
+def to_framework(framework: str, array: Any) -> Any:
+    """``array`` (NumPy) as a torch tensor (on CUDA when available), a JAX array or a TensorFlow tensor."""
+    name = validate.framework(framework)
+    if array is None or isinstance(array, (str, bytes)):
+        raise TypeError(f"array must be a NumPy array or a number; got {type(array).__name__}")
+    array = np.asarray(array)
+    if array.dtype == object:
+        raise TypeError("array must hold numbers; got an object array")
+    if name == "torch":
+        import torch
+
+        return torch.from_numpy(array.copy()).to("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "jax":
+        import jax.numpy as jnp
+
+        return jnp.asarray(array)
+    return env.import_tensorflow().constant(array)

@@ -1,0 +1,201 @@
+"""The rollback plan: compile, check against eager, or fall back to eager with a one-line reason; the real
+switches that turn compilation off (``eager_mode``), and comparisons of results across frameworks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from course_utils import display, env, validate
+from course_utils.graphs.recompiles import first_line
+
+# The switch each framework offers to run compiled code eagerly, as the notebook shows it.
+EAGER_SWITCHES = {
+    "torch": 'torch.compiler.set_stance("force_eager")',
+    "jax": "jax.disable_jit()",
+    "tensorflow": "tf.config.run_functions_eagerly(True)",
+}
+
+
+@dataclass(frozen=True)
+class CompileDecision:
+    """The function to call (compiled or eager), whether compilation was kept, and why, in one line."""
+
+    fn: Callable[..., Any] = field(repr=False)
+    framework: str
+    compiled: bool
+    reason: str
+    max_abs_diff: float | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<{self.framework}: {'compiled' if self.compiled else 'EAGER fallback'} ({self.reason})>"
+
+
+def compile_or_fallback(
+    fn: Callable[..., Any],
+    sample_args: Sequence[Any],
+    *,
+    framework: str,
+    rtol: float = 1e-5,
+    atol: float = 1e-5,
+    **compile_kwargs: Any,
+) -> CompileDecision:
+    """Compile ``fn``, run it on ``sample_args`` and compare with eager; fall back to eager if either fails.
+
+    torch: ``torch.compile(fn, fullgraph=True)`` (a graph break counts as a failure: it would silently run
+    part of the function eagerly); jax: ``jax.jit``; tensorflow: ``tf.function``. ``compile_kwargs`` pass on
+    (e.g. ``jit_compile=True``, ``backend=``). The returned object is callable. An error that ``fn`` raises
+    eagerly on the sample is the caller's own and passes through unchanged.
+    """
+    validate.function("fn", fn)
+    name = validate.framework(framework)
+    validate.instance("sample_args", sample_args, (tuple, list))
+    validate.non_negative("rtol", rtol)
+    validate.non_negative("atol", atol)
+    expected = _to_numpy(fn(*sample_args))  # the user's own error, if any, is theirs to see
+    try:
+        compiled = _compile(name, fn, compile_kwargs)
+        got = _to_numpy(compiled(*sample_args))
+    except Exception as exc:
+        return CompileDecision(fn, name, False, f"compile failed: {type(exc).__name__}: {first_line(str(exc), 100)}")
+    diff = _max_abs_diff(expected, got)
+    if diff is None:
+        return CompileDecision(fn, name, False, "disagrees with eager: outputs differ in structure or shape")
+    if not all(np.allclose(e, g, rtol=rtol, atol=atol) for e, g in zip(expected, got)):
+        return CompileDecision(fn, name, False, f"disagrees with eager: max abs diff {diff:.3g}", diff)
+    return CompileDecision(compiled, name, True, f"agrees with eager on the sample (max abs diff {diff:.1e})", diff)
+
+
+def _compile(name: str, fn: Callable[..., Any], kwargs: dict[str, Any]) -> Callable[..., Any]:
+    if name == "torch":
+        import torch
+
+        return torch.compile(fn, **{"fullgraph": True, **kwargs})
+    if name == "jax":
+        import jax
+
+        return jax.jit(fn, **kwargs)
+    return env.import_tensorflow().function(fn, **kwargs)
+
+
+def compile_with(framework: str, fn: Callable[..., Any], **kwargs: Any) -> Callable[..., Any]:
+    """``fn`` compiled as a learner would by default: ``torch.compile(fn)``, ``jax.jit(fn)`` or
+    ``tf.function(fn, jit_compile=True)`` (XLA, like the other two); ``kwargs`` pass on."""
+    name = validate.framework(framework)
+    validate.function("fn", fn)
+    if name == "tensorflow":
+        kwargs = {"jit_compile": True, **kwargs}
+    if name == "torch":
+        import torch
+
+        return torch.compile(fn, **kwargs)
+    return _compile(name, fn, kwargs)
+
+
+@contextmanager
+def eager_mode(framework: str) -> Iterator[str]:
+    """Inside the block, the framework's compiled functions run eagerly, through its own switch (yielded as
+    text): ``torch.compiler.set_stance("force_eager")``, ``jax.disable_jit()``,
+    ``tf.config.run_functions_eagerly(True)``. The rollback a team keeps ready, one line each."""
+    name = validate.framework(framework)
+    if name == "torch":
+        import torch
+
+        with torch.compiler.set_stance("force_eager"):
+            yield EAGER_SWITCHES[name]
+    elif name == "jax":
+        import jax
+
+        with jax.disable_jit():
+            yield EAGER_SWITCHES[name]
+    else:
+        tf = env.import_tensorflow()
+        before = tf.config.functions_run_eagerly()
+        tf.config.run_functions_eagerly(True)
+        try:
+            yield EAGER_SWITCHES[name]
+        finally:
+            tf.config.run_functions_eagerly(before)
+
+
+def decisions_table(decisions: Mapping[tuple[str, str], CompileDecision]) -> display.Table:
+    """One row per (framework, function): compiled or eager, and the reason."""
+    validate.instance("decisions", decisions, Mapping)
+    validate.non_empty("decisions", decisions)
+    rows = [(fw, name, "compiled" if d.compiled else "EAGER", d.reason) for (fw, name), d in decisions.items()]
+    return display.table(["framework", "function", "kept", "reason"], rows, title="compile_or_fallback")
+
+
+def max_abs_diff(expected: Any, got: Any) -> float:
+    """Largest absolute difference between two results of any framework (nested lists/tuples/dicts of arrays).
+
+    Raises ``ValueError`` when their structure or shapes differ.
+    """
+    if expected is None or got is None:
+        raise TypeError(f"expected and got must be arrays or nested containers of arrays; got "
+                        f"{type(expected).__name__} and {type(got).__name__}")
+    diff = _max_abs_diff(_to_numpy(expected), _to_numpy(got))
+    if diff is None:
+        raise ValueError("expected and got differ in structure or shape")
+    return diff
+
+
+def _to_numpy(value: Any) -> list[np.ndarray]:
+    """Leaves of a (nested) result as NumPy arrays, in order."""
+    if isinstance(value, Mapping):
+        return [a for k in sorted(value) for a in _to_numpy(value[k])]
+    if isinstance(value, (list, tuple)):
+        return [a for item in value for a in _to_numpy(item)]
+    if hasattr(value, "detach"):  # torch
+        value = value.detach().cpu()
+    if hasattr(value, "numpy") and not isinstance(value, np.ndarray):
+        value = value.numpy()
+    return [np.asarray(value)]
+
+
+def _max_abs_diff(expected: list[np.ndarray], got: list[np.ndarray]) -> float | None:
+    if len(expected) != len(got) or any(e.shape != g.shape for e, g in zip(expected, got)):
+        return None
+    try:
+        diffs = [float(np.max(np.abs(e.astype(np.float64) - g.astype(np.float64)))) if e.size else 0.0
+                 for e, g in zip(expected, got)]
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"expected and got must hold numbers: {exc}") from None
+    return max(diffs, default=0.0)
+
+
+def ran_compiled(framework: str) -> bool:
+    """Compile a probe that returns 1 when it is being traced and 0 when it runs eagerly, call it once, and
+    say which happened: False inside ``eager_mode(framework)``, True outside (the switch really works)."""
+    name = validate.framework(framework)
+    if name == "torch":
+        import torch
+
+        def probe(x: Any) -> Any:
+            return x + (1.0 if torch.compiler.is_compiling() else 0.0)
+
+        fn, x = compile_with(name, probe, backend="eager"), torch.zeros(1)
+    elif name == "jax":
+        import jax
+        import jax.numpy as jnp
+
+        def probe(x: Any) -> Any:
+            return x + (1.0 if isinstance(x, jax.core.Tracer) else 0.0)
+
+        fn, x = compile_with(name, probe), jnp.zeros(1)
+    else:
+        tf = env.import_tensorflow()
+
+        def probe(x: Any) -> Any:
+            return x + (0.0 if tf.executing_eagerly() else 1.0)
+
+        fn, x = compile_with(name, probe), tf.zeros(1)
+    return bool(_to_numpy(fn(x))[0][0] == 1.0)

@@ -1,0 +1,124 @@
+"""Figures of notebook 01: the crossover of cumulative time, compilations per strategy, the training losses'
+difference between compiled and eager, and the small-size speed-up against the overhead model.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from course_utils import plotting, timing, validate
+from course_utils.graphs.breakeven import OverheadModel, break_even, cumulative_time
+from course_utils.graphs.training import LossRun
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+_FLOOR = 1e-10  # where an exact zero difference is drawn on a log axis
+
+
+def crossover_plot(pairs: Mapping[str, tuple[timing.Measurement, timing.Measurement]], *,
+                   title: str | None = None) -> Figure:
+    """Cumulative time vs number of calls, eager and compiled, one panel per entry; the break-even marked.
+
+    ``pairs`` maps a name (e.g. 'torch') to ``(eager, compiled)`` Measurements.
+    """
+    validate.instance("pairs", pairs, Mapping)
+    validate.non_empty("pairs", pairs)
+    for name, pair in pairs.items():
+        validate.instance(f"pairs[{name!r}]", pair, tuple)
+        if len(pair) != 2:
+            raise ValueError(f"pairs[{name!r}] must be (eager, compiled); got {len(pair)} items")
+    fig, axes = plotting.figure(len(pairs), width=3.6 * len(pairs), height=3.4)
+    for ax, (name, (eager, compiled)) in zip(axes, pairs.items()):
+        n_star = break_even(eager, compiled)
+        top = 10 ** math.ceil(math.log10(max(1e4, 10 * n_star if math.isfinite(n_star) else 1e5)))
+        calls = np.unique(np.logspace(0, math.log10(top), 200).round())
+        ax.plot(calls, cumulative_time(eager.first_call or eager.median, eager.median, calls), color="#555555",
+                linestyle="--", label="eager")
+        ax.plot(calls, cumulative_time(compiled.first_call, compiled.median, calls), color=plotting.color_for(name),
+                label="compiled")
+        if math.isfinite(n_star):
+            ax.axvline(n_star, color=plotting.color_for(name), linewidth=0.8, linestyle=":")
+            note = f"break-even: {n_star:,.0f} call{'s' if n_star != 1 else ''}"
+        else:
+            note = "never breaks even"
+        ax.text(0.97, 0.04, note, transform=ax.transAxes, ha="right", va="bottom", fontsize=8)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("number of calls")
+        ax.set_title(name)
+        ax.legend(loc="upper left", fontsize=8)
+    axes[0].set_ylabel("cumulative time (s)")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def compile_count_bars(counts: Mapping[str, Mapping[str, int]], *, calls: int | None = None,
+                       title: str | None = None) -> Figure:
+    """Horizontal bars: compilations (traces) per framework and strategy; ``calls`` drawn as a dashed line."""
+    validate.instance("counts", counts, Mapping)
+    validate.non_empty("counts", counts)
+    for fw, strategies in counts.items():
+        validate.instance(f"counts[{fw!r}]", strategies, Mapping)
+        validate.non_empty(f"counts[{fw!r}]", strategies)
+        for n in strategies.values():
+            validate.non_negative(f"counts[{fw!r}]", n, integer=True)
+    if calls is not None:
+        validate.positive("calls", calls, integer=True)
+    rows = [(f"{fw}: {strategy}", n, plotting.color_for(fw, i))
+            for i, (fw, strategies) in enumerate(counts.items()) for strategy, n in strategies.items()]
+    fig, (ax,) = plotting.figure(width=6.4, height=0.6 + 0.32 * len(rows))
+    ax.barh([r[0] for r in rows], [r[1] for r in rows], color=[r[2] for r in rows])
+    for y, (_, n, _) in enumerate(rows):
+        ax.text(n, y, f" {n}", va="center", fontsize=8)
+    if calls is not None:
+        ax.axvline(calls, color="#333333", linestyle="--", linewidth=1, label=f"{calls} calls with {calls} shapes")
+        ax.legend(loc="lower right", fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("compilations (traces)")
+    ax.set_title(title or "How often each function was compiled")
+    return fig
+
+
+def loss_difference_plot(runs: Sequence[LossRun], *, title: str | None = None) -> Figure:
+    """|compiled loss - eager loss| per step on a log axis, one line per framework (zeros drawn at 1e-10)."""
+    validate.non_empty("runs", runs)
+    for run in runs:
+        validate.instance("runs", run, LossRun)
+    fig, (ax,) = plotting.figure(width=6.4, height=3.4)
+    for i, run in enumerate(runs):
+        diff = np.maximum(np.abs(np.subtract(run.compiled, run.eager)), _FLOOR)
+        ax.plot(range(1, len(diff) + 1), diff, marker="o", markersize=3, color=plotting.color_for(run.framework, i),
+                label=run.framework)
+    ax.axhline(_FLOOR, color="#999999", linewidth=0.6, linestyle=":")
+    ax.text(1, _FLOOR * 1.5, "identical (0) drawn here", fontsize=7, color="#666666")
+    ax.set_yscale("log")
+    ax.set_xlabel("step")
+    ax.set_ylabel("|compiled loss - eager loss|")
+    ax.set_title(title or "Training losses: compiled minus eager, same program and weights")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def overhead_plot(models: Sequence[OverheadModel], *, title: str | None = None) -> Figure:
+    """Predicted (computed) vs measured small-size speed-up per framework, the op count as a dashed line."""
+    validate.non_empty("models", models)
+    for m in models:
+        validate.instance("models", m, OverheadModel)
+    fig, (ax,) = plotting.figure(width=6.0, height=3.2)
+    x = np.arange(len(models))
+    ax.bar(x - 0.2, [m.predicted for m in models], width=0.4, color="#BBBBBB", label="predicted (computed)")
+    ax.bar(x + 0.2, [m.measured for m in models], width=0.4,
+           color=[plotting.color_for(m.framework, i) for i, m in enumerate(models)], label="measured")
+    ax.axhline(models[0].n_ops, color="#333333", linestyle="--", linewidth=1, label=f"op count ({models[0].n_ops})")
+    ax.set_xticks(x, [m.framework for m in models])
+    ax.set_yscale("log")
+    ax.set_ylabel("speed-up over own eager")
+    ax.set_title(title or "Small tensors: the per-call overhead model")
+    ax.legend(fontsize=8)
+    return fig

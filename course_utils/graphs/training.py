@@ -1,0 +1,112 @@
+"""A whole training step, compiled, against the *same program* run eagerly, in all three frameworks.
+
+The steps are the course's own (``models.torch_sgd_step``, ``jax_sgd_step``, ``keras_sgd_step``): SGD on the
+tiny MLP with identical initial weights. Compiled: PyTorch as the tutorials do it, ``torch.compile(model)``
+plus a compiled ``optimizer.step``; JAX's step is ``jax.jit``-ed; Keras's a ``tf.function(jit_compile=True)``.
+Eager: the same step objects with compilation switched off by each framework's own switch (``eager_mode``),
+or, for PyTorch, an uncompiled model and optimizer.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from course_utils import display, models, timing, validate
+from course_utils.graphs.capture import to_framework
+from course_utils.graphs.fallback import eager_mode
+
+
+@dataclass(frozen=True)
+class StepPair:
+    """Two training steps of one framework that run the same program, one eagerly and one compiled."""
+
+    framework: str
+    eager: Callable[[Any], Any] = field(repr=False)
+    compiled: Callable[[Any], Any] = field(repr=False)
+    how: str
+
+
+def step_pair(framework: str, *, lr: float = 0.1) -> StepPair:
+    """Fresh eager and compiled SGD steps for the course MLP in ``framework`` (identical initial weights)."""
+    name = validate.framework(framework)
+    validate.positive("lr", lr)
+    if name == "torch":
+        import torch
+
+        eager = models.torch_sgd_step(models.torch_mlp(), lr=lr)
+        compiled = models.torch_sgd_step(torch.compile(models.torch_mlp()), lr=lr)
+        optimizer = compiled.optimizer  # type: ignore[attr-defined]
+        optimizer.step = torch.compile(optimizer.step)  # the compiled optimizer step of the PyTorch tutorial
+        return StepPair(name, eager, compiled, "torch.compile(model) + torch.compile(optimizer.step)")
+    if name == "jax":
+        eager_step = models.jax_sgd_step(models.jax_mlp_params(), models.jax_mlp_apply, lr=lr)
+        compiled = models.jax_sgd_step(models.jax_mlp_params(), models.jax_mlp_apply, lr=lr)
+        return StepPair(name, _switched_off(name, eager_step), compiled, "jax.jit(update)")
+    eager_step = models.keras_sgd_step(models.keras_mlp(), lr=lr, jit_compile=True)
+    compiled = models.keras_sgd_step(models.keras_mlp(), lr=lr, jit_compile=True)
+    return StepPair(name, _switched_off(name, eager_step), compiled, "tf.function(jit_compile=True)")
+
+
+def _switched_off(framework: str, step: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def eager(batch: Any) -> Any:
+        with eager_mode(framework):
+            return step(batch)
+
+    return eager
+
+
+def batch_for(framework: str, x: np.ndarray, y: np.ndarray) -> tuple[Any, Any]:
+    """``(x, y)`` NumPy arrays as the framework's tensors."""
+    name = validate.framework(framework)
+    validate.instance("x", x, np.ndarray)
+    validate.instance("y", y, np.ndarray)
+    if len(x) != len(y):
+        raise ValueError(f"x and y must have the same length; got {len(x)} and {len(y)}")
+    return to_framework(name, x), to_framework(name, y)
+
+
+@dataclass(frozen=True)
+class LossRun:
+    """Losses of the same steps, eager and compiled, and the compiled first step (trace + compile) in seconds."""
+
+    framework: str
+    eager: tuple[float, ...]
+    compiled: tuple[float, ...]
+    first_compiled_step: float
+
+    @property
+    def max_abs_diff(self) -> float:
+        return float(np.max(np.abs(np.subtract(self.eager, self.compiled))))
+
+
+def run_losses(pair: StepPair, batch: Sequence[Any], steps: int) -> LossRun:
+    """Run ``steps`` steps of each side of ``pair`` on ``batch``; keep the losses and the first compiled step."""
+    validate.instance("pair", pair, StepPair)
+    validate.instance("batch", batch, (tuple, list))
+    validate.number("steps", steps, low=1, high=10_000, integer=True)
+    start = time.perf_counter()
+    compiled = [float(timing.sync(pair.compiled(batch)))]
+    first = time.perf_counter() - start
+    compiled += [float(pair.compiled(batch)) for _ in range(steps - 1)]
+    eager = [float(pair.eager(batch)) for _ in range(steps)]
+    return LossRun(pair.framework, tuple(eager), tuple(compiled), first)
+
+
+def step_table(runs: dict[str, LossRun], times: dict[str, tuple[timing.Measurement, timing.Measurement]],
+               ) -> display.Table:
+    """Per framework: eager and compiled step medians (after warm-up), speed-up over its own eager step, and
+    the compiled first step measured when it really was the first call."""
+    validate.non_empty("times", times)
+    rows = []
+    for fw, (eager, compiled) in times.items():
+        low, high = eager.p25 / compiled.p75, eager.p75 / compiled.p25
+        first = display.format_time(runs[fw].first_compiled_step) if fw in runs else "-"
+        rows.append((fw, display.format_time(eager.median), display.format_time(compiled.median),
+                     f"{eager.median / compiled.median:.2f}x ({low:.2f} to {high:.2f})", first))
+    return display.table(["framework", "eager step", "compiled step", "speed-up over own eager (IQR range)",
+                          "first compiled step (compile)"], rows, title="One SGD step of the MLP, same program")
