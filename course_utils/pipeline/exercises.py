@@ -4,6 +4,7 @@ as context) or against a reference implementation, and says what is still wrong.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,23 +26,29 @@ def smallest_removing(waits: Mapping[int, float]) -> int | None:
     return min(found) if found else None
 
 
+def workers_formula(wait: float, compute: float, free: int) -> int:
+    """The worker count the simple model predicts: ceil(data time / compute time), at least 1, at most ``free``."""
+    wait = validate.non_negative("wait", wait)
+    compute = validate.positive("compute", compute)
+    free = validate.positive("free", free, integer=True)
+    return int(min(max(1, math.ceil(wait / compute)), free))
+
+
 @exercises.register("04.1", hint="N workers deliver a batch every (data time / N): set that equal to the compute "
                                  "time, round up, and cap it at the cores free for data")
-def _workers_needed(answer: Any, *, waits: Mapping[int, float]) -> str | None:
-    """Predicted smallest worker count that removes the wait (halves it at least), against the sweep's waits."""
+def _workers_needed(answer: Any, *, wait: float, compute: float, free: int,
+                    waits: Mapping[int, float]) -> str | None:
+    """The predicted worker count: right when it follows from this run's num_workers=0 wait and compute (the
+    model) or when it is the smallest count that halved the wait in this run's sweep."""
     if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)):
         raise TypeError(f"the answer should be a whole number of workers; got {answer!r}")
-    expected = smallest_removing(waits)
-    if int(answer) not in waits:
-        return f"{answer} workers was not measured; the sweep measured {sorted(waits)}"
-    if expected is None:
-        return "no worker count halved the wait in this run: look at the compute time per step with workers"
-    if int(answer) == expected:
+    predicted = workers_formula(wait, compute, free)
+    measured = smallest_removing(waits)
+    if int(answer) in (predicted, measured):
         return None
-    w = waits[int(answer)]
-    verb = "removed" if w <= REMOVED * waits[0] else "did not remove"
-    return (f"{answer} workers {verb} the wait ({w * 1e3:.1f} ms against {waits[0] * 1e3:.1f} ms in-process); "
-            f"the smallest count that did in this run is not {answer}")
+    seen = ("no count halved it" if measured is None else f"the smallest count that halved it was {measured}")
+    return (f"{answer} follows neither from this run's numbers (data {wait * 1e3:.1f} ms, compute "
+            f"{compute * 1e3:.1f} ms per step, {free} free core(s)) nor from the sweep ({seen})")
 
 
 @exercises.register("04.2", hint="compare the utilisation of the thread prefetcher with that of the worker "

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -71,6 +72,43 @@ class Prefetch:
         return PrefetchIterator(iter(self.source), self.size, _transfer(self.transfer))
 
 
+class _State:
+    """What the producer thread shares with the iterator; the thread holds this, not the iterator, so that an
+    iterator dropped without ``close()`` is collected and its ``__del__`` stops the thread."""
+
+    def __init__(self, size: int) -> None:
+        self.queue: queue.Queue[Any] = queue.Queue(maxsize=size)
+        self.stop = threading.Event()
+        self.produced = 0
+        self.consumed = 0
+        self.most_ahead = 0
+
+    def put(self, item: Any) -> bool:
+        while not self.stop.is_set():
+            try:
+                self.queue.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+
+def _produce(state: _State, source: Iterator[Any], transfer: Callable[[Any], Any]) -> None:
+    try:
+        for item in source:
+            if state.stop.is_set():
+                return
+            moved = transfer(item)
+            state.produced += 1
+            state.most_ahead = max(state.most_ahead, state.produced - state.consumed)
+            if not state.put(moved):
+                return
+    except BaseException as error:  # noqa: BLE001 - handed to the consumer, which raises it unchanged
+        state.put(_Failure(error))
+        return
+    state.put(_DONE)
+
+
 class PrefetchIterator:
     """The iterator of ``Prefetch``: yields the source's items in order; ``close()`` stops and joins the thread.
 
@@ -80,37 +118,32 @@ class PrefetchIterator:
     """
 
     def __init__(self, source: Iterator[Any], size: int, transfer: Callable[[Any], Any]) -> None:
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=size)
-        self._stop = threading.Event()
+        self._state = _State(size)
         self._finished = False
-        self.produced = 0
-        self.consumed = 0
-        self.most_ahead = 0
-        self._thread = threading.Thread(target=self._produce, args=(source, transfer), daemon=True,
+        self._thread = threading.Thread(target=_produce, args=(self._state, source, transfer), daemon=True,
                                         name=THREAD_NAME)
         self._thread.start()
 
-    def _put(self, item: Any) -> bool:
-        while not self._stop.is_set():
-            try:
-                self._queue.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
+    @property
+    def produced(self) -> int:
+        return self._state.produced
 
-    def _produce(self, source: Iterator[Any], transfer: Callable[[Any], Any]) -> None:
-        try:
-            for item in source:
-                moved = transfer(item)
-                self.produced += 1
-                self.most_ahead = max(self.most_ahead, self.produced - self.consumed)
-                if not self._put(moved):
-                    return
-        except BaseException as error:  # noqa: BLE001 - handed to the consumer, which raises it unchanged
-            self._put(_Failure(error))
-            return
-        self._put(_DONE)
+    @property
+    def consumed(self) -> int:
+        return self._state.consumed
+
+    @property
+    def most_ahead(self) -> int:
+        return self._state.most_ahead
+
+    def wait_ahead(self, count: int, timeout: float = 10.0) -> bool:
+        """Wait (at most ``timeout`` s) until the thread has transferred ``count`` batches; True if it did."""
+        validate.positive("count", count, integer=True)
+        validate.number("timeout", timeout, low=0, high=600)
+        deadline = time.monotonic() + timeout
+        while self.produced < count and self.alive and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return self.produced >= count
 
     @property
     def alive(self) -> bool:
@@ -123,24 +156,24 @@ class PrefetchIterator:
     def __next__(self) -> Any:
         if self._finished:
             raise StopIteration
-        item = self._queue.get()
+        item = self._state.queue.get()
         if item is _DONE:
             self.close()
             raise StopIteration
         if isinstance(item, _Failure):
             self.close()
             raise item.error
-        self.consumed += 1
+        self._state.consumed += 1
         return item
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop the thread (dropping what it prefetched) and wait up to ``timeout`` seconds for it to end."""
         validate.number("timeout", timeout, low=0, high=600)
         self._finished = True
-        self._stop.set()
+        self._state.stop.set()
         while True:
             try:
-                self._queue.get_nowait()
+                self._state.queue.get_nowait()
             except queue.Empty:
                 break
         self._thread.join(timeout)
@@ -152,8 +185,9 @@ class PrefetchIterator:
         self.close()
 
     def __del__(self) -> None:
-        if not self._finished:
-            self._stop.set()
+        state = getattr(self, "_state", None)
+        if state is not None:
+            state.stop.set()
 
 
 def prefetch_threads() -> int:

@@ -41,6 +41,7 @@ BAD_CALLS = [
     ("source", lambda: pipeline.Prefetch(3)),
     ("transfer", lambda: pipeline.Prefetch([1], transfer="device_put")),
     ("source", lambda: pipeline.InLoop(5)),
+    ("count", lambda: iter(pipeline.Prefetch([1], size=1, transfer=lambda b: b)).wait_ahead(0)),
     ("batches", lambda: pipeline.run_loop(3, lambda b: b)),
     ("batches", lambda: pipeline.run_loop(None, lambda b: b)),
     ("batches", lambda: pipeline.run_loop([], lambda b: b)),

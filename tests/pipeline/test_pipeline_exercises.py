@@ -14,12 +14,15 @@ def status(exercise_id: str, answer, **context) -> str:
 
 
 def test_workers_needed() -> None:
-    assert status("04.1", 1, waits=WAITS) == "correct"
-    assert status("04.1", 2, waits=WAITS) == "not yet"  # removes it too, but is not the smallest
-    assert status("04.1", 0, waits=WAITS) == "not yet"
-    assert status("04.1", 3, waits=WAITS) == "not yet"  # not measured
-    assert status("04.1", "one", waits=WAITS) == "not yet"
-    assert status("04.1", None, waits=WAITS) == "not attempted"
+    run = dict(wait=0.013, compute=0.0125, free=1, waits=WAITS)
+    assert status("04.1", 1, **run) == "correct"  # the model: ceil(13 / 12.5) = 2, capped at 1 free core
+    assert status("04.1", 2, **{**run, "free": 3}) == "correct"
+    assert status("04.1", 4, **run) == "not yet"
+    assert status("04.1", 0, **run) == "not yet"
+    assert status("04.1", "one", **run) == "not yet"
+    assert status("04.1", None, **run) == "not attempted"
+    busy = dict(wait=0.013, compute=0.0125, free=1, waits={0: 0.1, 1: 0.07, 2: 0.04, 4: 0.05})
+    assert status("04.1", 2, **busy) == "correct"  # what the sweep showed on a loaded machine
 
 
 def test_processes_or_threads_follows_the_run() -> None:
@@ -43,6 +46,6 @@ def test_utilisation_function() -> None:
     assert status("04.3", 0.9) == "not yet"
 
 
-def test_no_count_removed_the_wait() -> None:
-    assert status("04.1", 1, waits={0: 0.01, 1: 0.009}) == "not yet"
+def test_smallest_removing() -> None:
+    assert pipeline.exercises.smallest_removing({0: 0.01, 1: 0.009}) is None
     assert pipeline.exercises.smallest_removing({0: 0.01, 1: 0.009, 2: 0.004}) == 2

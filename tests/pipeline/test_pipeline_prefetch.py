@@ -3,21 +3,10 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
 from course_utils import pipeline
-
-
-def _wait_for(condition, limit: float = 10.0) -> bool:
-    """Poll ``condition`` until true or ``limit`` seconds pass (a bound, not a speed claim)."""
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.005)
-    return condition()
 
 
 def test_prefetch_and_in_loop_yield_the_same_items_in_order() -> None:
@@ -37,7 +26,7 @@ def test_the_producer_runs_ahead_of_the_consumer() -> None:
     """What hides the wait: while the step runs, the thread has already transferred the next batches."""
     with iter(pipeline.Prefetch(range(100), size=3, transfer=lambda b: b)) as iterator:
         assert next(iterator) == 0
-        assert _wait_for(lambda: iterator.produced >= 1 + 3)  # the queue filled behind the consumer's back
+        assert iterator.wait_ahead(1 + 3)  # the queue filled behind the consumer's back
         assert iterator.consumed == 1
         assert iterator.most_ahead <= 3 + 1  # bounded: the queue plus the one it holds
     in_loop_calls = []
@@ -84,3 +73,15 @@ def test_prefetch_raises_the_sources_error_unchanged() -> None:
         next(iterator)
     assert not iterator.alive
     assert not any(t.name == "course-prefetch" for t in threading.enumerate())
+
+
+def test_an_abandoned_iterator_stops_its_thread() -> None:
+    import gc
+
+    iterator = iter(pipeline.Prefetch(range(100), size=1, transfer=lambda b: b))
+    assert iterator.wait_ahead(2)
+    thread = iterator._thread
+    del iterator
+    gc.collect()
+    thread.join(5)
+    assert not thread.is_alive()
