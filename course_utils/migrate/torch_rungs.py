@@ -89,8 +89,13 @@ def peak_bytes(fn: Callable[[], Any], device: Any) -> int | None:
     return max(0, field("VmHWM") - base)
 
 
-def _loader(dataset: Any, batch_size: int, workers: int, pin: bool) -> Any:
+def make_loader(dataset: Any, batch_size: int, workers: int = 0, pin: bool = False) -> Any:
+    """The ladder's DataLoader: ``workers`` processes (forkserver/spawn, never fork), whole batches only."""
     import torch
+
+    validate.positive("batch_size", batch_size, integer=True)
+    validate.number("workers", workers, low=0, high=64, integer=True)
+    validate.instance("pin", pin, bool)
 
     return torch.utils.data.DataLoader(
         dataset, batch_size=batch_size, num_workers=workers, drop_last=True, pin_memory=pin,
@@ -126,18 +131,19 @@ def torch_ladder(dataset: Any, batch_size: int, make_model: Callable[[], Any], *
         return train_step(make_model(), dtype)
 
     base = _ladder.measure_rungs([
-        ("eager fp32", _loader(dataset, batch_size, 0, False), eager(), _ladder.NO_MIGRATION),
-        ("torch.compile on the baseline", _loader(dataset, batch_size, 0, False),
+        ("eager fp32", make_loader(dataset, batch_size, 0, False), eager(), _ladder.NO_MIGRATION),
+        ("torch.compile on the baseline", make_loader(dataset, batch_size, 0, False),
          train_step(compile_model(make_model())), _ladder.MIGRATION),
     ], rounds=rounds, peak_memory=peak)
-    cheap = [(f"+ {workers} loader workers", _loader(dataset, batch_size, workers, False), eager(),
+    cheap = [(f"+ {workers} loader workers", make_loader(dataset, batch_size, workers, False), eager(),
               _ladder.NO_MIGRATION)]
     if cuda:
-        cheap.append(("+ pinned memory", _loader(dataset, batch_size, workers, True), eager(), _ladder.NO_MIGRATION))
+        cheap.append(("+ pinned memory", make_loader(dataset, batch_size, workers, True), eager(),
+                      _ladder.NO_MIGRATION))
     else:
         skipped.append("pinned memory (it speeds host-to-GPU copies; there is no GPU here)")
     if amp is not None:
-        cheap.append((f"+ autocast {str(amp).split('.')[-1]}", _loader(dataset, batch_size, workers, cuda),
+        cheap.append((f"+ autocast {str(amp).split('.')[-1]}", make_loader(dataset, batch_size, workers, cuda),
                       eager(amp), _ladder.NO_MIGRATION))
     else:
         skipped.append("mixed precision (this CPU has no bf16 units, so autocast would emulate bf16 slowly; "
@@ -145,9 +151,9 @@ def torch_ladder(dataset: Any, batch_size: int, make_model: Callable[[], Any], *
     middle = _ladder.measure_rungs(cheap, rounds=rounds, peak_memory=peak)
     compiled = compile_model(make_model())
     final = _ladder.measure_rungs([
-        (f"+ batch {2 * batch_size}", _loader(dataset, 2 * batch_size, workers, cuda), eager(amp),
+        (f"+ batch {2 * batch_size}", make_loader(dataset, 2 * batch_size, workers, cuda), eager(amp),
          _ladder.NO_MIGRATION),
-        ("+ torch.compile", _loader(dataset, 2 * batch_size, workers, cuda), train_step(compiled, amp),
+        ("+ torch.compile", make_loader(dataset, 2 * batch_size, workers, cuda), train_step(compiled, amp),
          _ladder.MIGRATION),
     ], rounds=final_rounds, peak_memory=peak)
     if not cuda and torch.cuda.device_count() == 0:

@@ -100,6 +100,17 @@ BAD_CALLS = [
     (lambda: migrate.compile_or_eager(None, _step, ()), "make_step"),
     (lambda: migrate.compile_or_eager(_step, None, ()), "compiler"),
     (lambda: migrate.compilers("keras"), "framework"),
+    # monitoring and loaders
+    (lambda: migrate.monitor(None, BATCHES), "make_compiled_step"),
+    (lambda: migrate.monitor(lambda: _step, 42), "loader"),
+    (lambda: migrate.monitor(lambda: _step, BATCHES, steps=0), "steps"),
+    (lambda: migrate.monitor(lambda: _step, BATCHES, steps=1), "loader"),
+    (lambda: migrate.monitor(lambda: _step, BATCHES, name="a/b"), "name"),
+    (lambda: migrate.compile_seconds([]), "trace"),
+    (lambda: migrate.busy_share(None), "trace"),
+    (lambda: migrate.make_loader(BATCHES, 0), "batch_size"),
+    (lambda: migrate.make_loader(BATCHES, 2, workers=-1), "workers"),
+    (lambda: migrate.make_loader(BATCHES, 2, pin="yes"), "pin"),
     # frameworks, plots, exercises' helpers
     (lambda: migrate.xla_cpu_kernels(""), "hlo_text"),
     (lambda: migrate.xla_cpu_kernels(None), "hlo_text"),
