@@ -30,6 +30,7 @@ def _batch():
     return torch.randn(16, 8, generator=g), torch.randint(0, 3, (16,), generator=g)
 
 
+@pytest.mark.slow
 def test_compile_or_eager_survives_a_failing_compiler() -> None:
     make = migrate.step_factory(_mlp)
     step, loss, error = migrate.compile_or_eager(make, migrate.compilers("torch")["broken"], _batch())
@@ -38,6 +39,7 @@ def test_compile_or_eager_survives_a_failing_compiler() -> None:
     assert loss == eager_loss
 
 
+@pytest.mark.slow
 def test_checks_fail_when_their_thresholds_are_missed() -> None:
     make = migrate.step_factory(_mlp)
     batch = _batch()
@@ -54,6 +56,7 @@ def test_checks_fail_when_their_thresholds_are_missed() -> None:
     assert ok.passed and "PASS" in repr(ok) and "<table>" in ok._repr_html_()
 
 
+@pytest.mark.slow
 def test_data_dependent_branch_fails_compatibility_and_control_flow() -> None:
     batch = _batch()
     result = migrate.run_checklist(migrate.step_factory(lambda: _mlp(True)), batch,
@@ -63,6 +66,7 @@ def test_data_dependent_branch_fails_compatibility_and_control_flow() -> None:
     assert result["monitoring: compile time and utilisation"].passed is None
 
 
+@pytest.mark.slow
 def test_jax_step_checklist() -> None:
     pytest.importorskip("jax")
     import jax.numpy as jnp
