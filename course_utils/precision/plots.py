@@ -1,0 +1,241 @@
+"""The figures of notebook 03: bit layouts, rounding error, gradient histograms, the loss-scale trace, long
+sums, throughput, memory per parameter, loss curves over seeds, and before/after bars."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from course_utils import plotting, validate
+from course_utils.precision.formats import (
+    FORMATS,
+    SHORT,
+    _as_float64,
+    check_format,
+    float_format,
+    relative_rounding_error,
+)
+
+_COMPONENT_COLORS = {"fp32 weights": "#0072B2", "fp32 master weights": "#0072B2", "16-bit weights": "#56B4E9",
+                     "fp32 gradients": "#D55E00", "16-bit gradients": "#E69F00", "Adam moments (fp32)": "#009E73",
+                     "Adam moments (bf16)": "#8FD1B8"}
+
+
+def bit_layout_plot(names: Sequence[str] = FORMATS) -> Figure:
+    """One bar per format split into sign, exponent and mantissa bits."""
+    formats = [float_format(check_format(n, "names")) for n in validate.non_empty("names", names)]
+    fig, (ax,) = plotting.figure(width=7.5, height=0.5 + 0.45 * len(formats))
+    parts = (("sign", "#000000"), ("exponent", "#0072B2"), ("mantissa", "#E69F00"))
+    for y, f in enumerate(formats):
+        left = 0
+        for (part, color), width in zip(parts, (1, f.exponent_bits, f.mantissa_bits)):
+            ax.barh(y, width, left=left, color=color, edgecolor="white", label=part if y == 0 else None)
+            if width >= 2 or part == "sign":
+                ax.text(left + width / 2, y, str(width), ha="center", va="center", color="white", fontsize=8)
+            left += width
+    ax.set_yticks(range(len(formats)), [f.short for f in formats])
+    ax.invert_yaxis()
+    ax.set_xlabel("bits (exponent bits set the range, mantissa bits the precision)")
+    ax.set_title("Bit layout")
+    ax.legend(ncol=3, loc="lower right", fontsize=8)
+    ax.grid(False)
+    return fig
+
+
+def rounding_error_plot(names: Sequence[str] = FORMATS, *, low: float = 1e-46, high: float = 1e40) -> Figure:
+    """Largest relative rounding error against magnitude, one line per format (log-log)."""
+    validate.non_empty("names", names)
+    low = validate.positive("low", low)
+    validate.number("high", high, low=low, low_open=True)
+    magnitudes = np.logspace(math.log10(low), math.log10(high), 700)
+    fig, (ax,) = plotting.figure(width=7.5, height=4.0)
+    for i, name in enumerate(names):
+        err = relative_rounding_error(magnitudes, name)
+        shown = np.where(np.isfinite(err), np.maximum(err, 1e-12), np.nan)
+        line, = ax.plot(magnitudes, shown, color=plotting.PALETTE[i % len(plotting.PALETTE)], label=SHORT[name])
+        over = np.flatnonzero(~np.isfinite(err))
+        if over.size:
+            ax.axvline(magnitudes[over[0]], color=line.get_color(), linestyle=":", linewidth=1)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_ylim(1e-9, 2)
+    ax.set_xlabel("magnitude of the value")
+    ax.set_ylabel("largest relative error")
+    ax.set_title("Rounding error across magnitudes (1 = flushed to zero; dotted = overflow)")
+    ax.legend(ncol=3, fontsize=8, loc="center left")
+    return fig
+
+
+def gradient_histogram_plot(values: Any, *, scale: float = 1.0, name: str = "float16") -> Figure:
+    """Histogram of log2|g| of fp32 gradients, the band that format ``name`` flushes to zero, and the scaled copy."""
+    validate.positive("scale", scale)
+    g = _as_float64("values", values).ravel()
+    g = g[np.isfinite(g) & (g != 0)]
+    if g.size == 0:
+        raise ValueError("values must hold at least one finite nonzero gradient")
+    g = np.log2(np.abs(g))
+    f = float_format(name)
+    fig, (ax,) = plotting.figure(width=7.5, height=3.8)
+    bins = np.arange(math.floor(g.min()) - 1, math.ceil(g.max() + math.log2(scale)) + 2, 0.5)
+    ax.hist(g, bins=bins, color="#0072B2", alpha=0.75, label="fp32 gradients")
+    if scale != 1.0:
+        ax.hist(g + math.log2(scale), bins=bins, color="#009E73", alpha=0.55,
+                label=f"same gradients x 2^{math.log2(scale):g} (loss scaling)")
+    flush = math.log2(f.min_subnormal) - 1
+    ax.axvspan(bins[0], flush, color="#D55E00", alpha=0.15, label=f"flushed to 0 in {f.short}")
+    ax.axvspan(flush, math.log2(f.min_normal), color="#E69F00", alpha=0.15, label=f"{f.short} subnormal (few bits)")
+    ax.axvline(math.log2(f.max), color="#D55E00", linestyle="--", linewidth=1, label=f"{f.short} max")
+    ax.set_yscale("log")
+    ax.set_xlabel("log2 |gradient|")
+    ax.set_ylabel("count")
+    ax.set_title(f"Which gradients survive in {f.short}")
+    ax.legend(fontsize=8, loc="upper left")
+    return fig
+
+
+def scale_trace_plot(scales: Sequence[float], skipped: Sequence[bool], ceiling: Sequence[float] | None = None
+                     ) -> Figure:
+    """The dynamic loss scale per step (log2), skipped (overflowing) steps marked, and optionally the computed
+    ceiling log2(fp16 max / largest |gradient|) of each step."""
+    validate.non_empty("scales", scales)
+    if len(skipped) != len(scales):
+        raise ValueError(f"skipped must have one flag per step ({len(scales)}); got {len(skipped)}")
+    steps = np.arange(len(scales))
+    fig, (ax,) = plotting.figure(width=7.5, height=3.4)
+    if ceiling is not None:
+        ax.plot(steps, ceiling, color="#888888", linewidth=1, linestyle="--",
+                label="computed ceiling: log2(65504 / max |weight grad|)")
+    ax.step(steps, np.log2(scales), where="post", color="#0072B2", label="loss scale used at step")
+    bad = np.flatnonzero(np.asarray(skipped, dtype=bool))
+    ax.scatter(bad, np.log2(np.asarray(scales)[bad]), marker="x", color="#D55E00", zorder=3, s=40,
+               label="inf/nan in gradients: step skipped, scale halved")
+    ax.set_xlabel("step")
+    ax.set_ylabel("log2(scale)")
+    ax.set_title("torch.amp.GradScaler: growth and back-off")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def accumulation_plot(lengths: Sequence[int], errors: Mapping[str, Sequence[float]]) -> Figure:
+    """Relative error of long sums against their length, one line per accumulation scheme."""
+    validate.non_empty("lengths", lengths)
+    validate.non_empty("errors", errors)
+    fig, (ax,) = plotting.figure(width=7.0, height=3.6)
+    for i, (label, err) in enumerate(errors.items()):
+        ax.plot(lengths, np.maximum(np.asarray(err), 1e-10), marker="o", markersize=3, label=label,
+                color=plotting.PALETTE[i])
+    ax.axhline(float_format("bfloat16").unit_roundoff, color="#888888", linestyle=":", label="bf16 unit roundoff")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("number of terms summed")
+    ax.set_ylabel("relative error of the sum")
+    ax.set_title("Summing bf16 numbers")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def throughput_plot(measured: Mapping[str, float], published: Mapping[str, float] | None = None,
+                    published_label: str = "published") -> Figure:
+    """Bars of FLOP/s (log scale) measured here, and optionally a second panel of published figures."""
+    validate.non_empty("measured", measured)
+    panels = [(measured, "measured on this machine")] + ([(published, published_label)] if published else [])
+    height = 0.9 + 0.45 * max(len(v) for v, _ in panels)
+    fig, axes = plotting.figure(ncols=len(panels), width=5.2 * len(panels), height=height)
+    for ax, (values, title) in zip(axes, panels):
+        names = list(values)
+        rates = [values[n] / 1e9 for n in names]
+        ax.barh(names, rates, color=[plotting.color_for(n, i) for i, n in enumerate(names)])
+        for y, r in enumerate(rates):
+            ax.text(r, y, f" {r:,.0f}", va="center", fontsize=8)
+        ax.set_xscale("log")
+        ax.set_xlim(min(rates) / 2, max(rates) * 8)
+        ax.invert_yaxis()
+        ax.set_xlabel("GFLOP/s (log scale)")
+        ax.set_title(title)
+    return fig
+
+
+def memory_stack_plot(breakdowns: Mapping[str, Mapping[str, float]], *, unit: str = "bytes per parameter") -> Figure:
+    """Stacked bars: one per scheme, one segment per component (weights, gradients, Adam moments, ...)."""
+    validate.non_empty("breakdowns", breakdowns)
+    fig, (ax,) = plotting.figure(width=6.4, height=3.6)
+    components = list(dict.fromkeys(c for parts in breakdowns.values() for c in parts))
+    bottoms = np.zeros(len(breakdowns))
+    for i, comp in enumerate(components):
+        vals = np.array([parts.get(comp, 0) for parts in breakdowns.values()], dtype=float)
+        ax.bar(list(breakdowns), vals, bottom=bottoms, label=comp,
+               color=_COMPONENT_COLORS.get(comp, plotting.PALETTE[i % len(plotting.PALETTE)]))
+        bottoms += vals
+    for x, total in enumerate(bottoms):
+        ax.text(x, total, f"{total:g}", ha="center", va="bottom")
+    ax.set_ylim(0, bottoms.max() * 1.2)
+    ax.set_ylabel(unit)
+    ax.set_title("Training state per parameter, computed (activations not included)")
+    ax.legend(fontsize=8, loc="upper right")
+    return fig
+
+
+def lines_plot(x: Sequence[float], series: Mapping[str, Sequence[float]], *, xlabel: str, ylabel: str,
+               title: str, logx: bool = False, logy: bool = False) -> Figure:
+    """Several labelled lines over the same x (loss curves, memory against batch size, ...)."""
+    validate.non_empty("x", x)
+    validate.non_empty("series", series)
+    fig, (ax,) = plotting.figure(width=6.8, height=3.6)
+    for i, (label, ys) in enumerate(series.items()):
+        ax.plot(x, ys, label=label, color=plotting.PALETTE[i % len(plotting.PALETTE)], marker="o" if len(x) < 20
+                else None, markersize=3)
+    if logx:
+        ax.set_xscale("log")
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def before_after_plot(rows: Mapping[str, tuple[float, float]], *, ylabel: str, title: str) -> Figure:
+    """Pairs of bars (without, with) per row, the ratio written above: e.g. memory without/with checkpointing."""
+    validate.non_empty("rows", rows)
+    fig, (ax,) = plotting.figure(width=6.8, height=3.6)
+    x = np.arange(len(rows))
+    before = np.array([v[0] for v in rows.values()], dtype=float)
+    after = np.array([v[1] for v in rows.values()], dtype=float)
+    ax.bar(x - 0.2, before, 0.4, label="without checkpointing", color="#0072B2")
+    ax.bar(x + 0.2, after, 0.4, label="with checkpointing", color="#009E73")
+    for xi, b, a in zip(x, before, after):
+        ax.text(xi + 0.2, a, f"{a / b:.2f}x" if b else "", ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(x, list(rows), fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(0, max(before.max(), after.max()) * 1.2)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    return fig
+
+
+
+def loss_curves_plot(runs: Mapping[str, Sequence[Any]], *, window: int = 20, title: str = "Training loss") -> Figure:
+    """Per label: the mean over seeds of the ``window``-step moving average of the loss, and the seeds' range."""
+    validate.non_empty("runs", runs)
+    window = validate.positive("window", window, integer=True)
+    fig, (ax,) = plotting.figure(width=7.0, height=3.8)
+    kernel = np.ones(window) / window
+    for i, (label, seeds) in enumerate(runs.items()):
+        curves = np.array([np.convolve(np.asarray(r.loss, dtype=float), kernel, mode="valid")
+                           for r in validate.non_empty("runs", seeds)])
+        color = plotting.PALETTE[i % len(plotting.PALETTE)]
+        steps = np.arange(curves.shape[1]) + window
+        ax.plot(steps, curves.mean(axis=0), color=color, label=f"{label} ({len(curves)} seeds)")
+        if len(curves) > 1:
+            ax.fill_between(steps, curves.min(axis=0), curves.max(axis=0), color=color, alpha=0.2, linewidth=0)
+    ax.set_yscale("log")
+    ax.set_xlabel("step")
+    ax.set_ylabel(f"training loss ({window}-step mean)")
+    ax.set_title(title + " (band: range over seeds)")
+    ax.legend(fontsize=8)
+    return fig

@@ -1,0 +1,111 @@
+"""fp16 underflow and loss scaling: which gradients a format flushes to zero, and what scaling the loss rescues.
+
+Gradients are read from real backward passes (torch hooks on every ``nn.Linear`` output) and compared with
+the same computed in fp32; ``simulate_cast`` predicts the same from the fp32 values alone.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from course_utils import validate
+from course_utils.precision.formats import _as_float64, check_format, float_format, round_to
+
+
+@dataclass(frozen=True)
+class UnderflowStats:
+    """How many nonzero reference values a low-precision version lost (flushed to 0) or overflowed (inf/nan)."""
+
+    nonzero: int
+    flushed: int
+    overflowed: int
+
+    @property
+    def flushed_fraction(self) -> float:
+        return self.flushed / self.nonzero if self.nonzero else 0.0
+
+    @property
+    def overflowed_fraction(self) -> float:
+        return self.overflowed / self.nonzero if self.nonzero else 0.0
+
+
+def underflow_stats(reference: Any, low: Any) -> UnderflowStats:
+    """Compare gradients computed in high precision (``reference``) with the same computed in low precision."""
+    ref, lo = _as_float64("reference", reference).ravel(), _as_float64("low", low).ravel()
+    if ref.shape != lo.shape:
+        raise ValueError(f"reference and low must have the same size; got {ref.size} and {lo.size}")
+    if ref.size == 0:
+        raise ValueError("reference must not be empty")
+    nonzero = ref != 0
+    return UnderflowStats(int(nonzero.sum()), int((nonzero & (lo == 0)).sum()), int((~np.isfinite(lo)).sum()))
+
+
+def simulate_cast(values: Any, name: str = "float16", scale: float = 1.0) -> UnderflowStats:
+    """What casting ``values * scale`` to format ``name`` does to them (flushed / overflowed counts)."""
+    check_format(name)
+    validate.positive("scale", scale)
+    ref = _as_float64("values", values).ravel()
+    return underflow_stats(ref, round_to(ref * scale, name))
+
+
+def overflow_exponent(values: Any, name: str = "float16") -> int:
+    """The smallest k for which ``values * 2**k`` overflows format ``name``: ceil(log2(max / max|v|)), computed."""
+    check_format(name)
+    v = _as_float64("values", values)
+    top = float(np.max(np.abs(v[np.isfinite(v)]), initial=0.0))
+    if top == 0.0:
+        raise ValueError("values must hold a finite nonzero value")
+    return math.ceil(math.log2(float_format(name).max / top))
+
+
+def torch_activation_grads(model: Any, x: Any, y: Any, *, dtype: Any = None, scale: float = 1.0) -> Any:
+    """Gradients of the loss with respect to every ``nn.Linear`` output of ``model``, flattened, unscaled, fp32.
+
+    ``dtype`` (e.g. ``torch.float16``) runs forward and backward under ``torch.autocast`` in that dtype; the loss
+    is multiplied by ``scale`` before ``backward`` and the gradients divided by it afterwards (static loss
+    scaling), so values that underflowed in ``dtype`` come back as exact zeros.
+    """
+    import torch
+
+    validate.instance("model", model, torch.nn.Module)
+    validate.instance("x", x, torch.Tensor)
+    validate.instance("y", y, torch.Tensor)
+    validate.positive("scale", scale)
+    if dtype is not None:
+        validate.choice("dtype", dtype, (torch.float16, torch.bfloat16, torch.float32))
+    outputs: list[torch.Tensor] = []
+
+    def keep(module: Any, inputs: Any, output: torch.Tensor) -> None:
+        output.retain_grad()
+        outputs.append(output)
+
+    hooks = [m.register_forward_hook(keep) for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    if not hooks:
+        raise ValueError("model must contain at least one torch.nn.Linear")
+    device_type = next(model.parameters()).device.type
+    try:
+        with torch.autocast(device_type, dtype=dtype or torch.float32, enabled=dtype is not None):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+        (loss.float() * scale).backward()
+    finally:
+        for h in hooks:
+            h.remove()
+    model.zero_grad(set_to_none=True)
+    return torch.cat([o.grad.float().flatten() / scale for o in outputs])
+
+
+def torch_fp16_overflows(model: Any, x: Any, y: Any, exponents: Any) -> dict[int, bool]:
+    """For each k in ``exponents``: does an fp16 autocast backward with the loss scaled by 2**k overflow?"""
+    import torch
+
+    validate.non_empty("exponents", exponents)
+    result = {}
+    for k in exponents:
+        k = int(validate.number("exponents", k, low=-60, high=60, integer=True))
+        grads = torch_activation_grads(model, x, y, dtype=torch.float16, scale=2.0**k)
+        result[k] = bool((~torch.isfinite(grads)).any())
+    return result

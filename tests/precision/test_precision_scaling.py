@@ -1,0 +1,48 @@
+"""course_utils.precision.scaling: flushed and overflowed counts, the overflow exponent, torch fp16 gradients."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from course_utils import precision as P
+
+
+def test_underflow_stats_counts_flushed_and_overflowed() -> None:
+    ref = np.array([0.0, 1e-9, 1.0, 2.0, 1e6])
+    low = np.array([0.0, 0.0, 1.0, np.inf, np.inf])
+    stats = P.underflow_stats(ref, low)
+    assert (stats.nonzero, stats.flushed, stats.overflowed) == (4, 1, 2)
+    assert stats.flushed_fraction == 0.25 and stats.overflowed_fraction == 0.5
+    assert P.underflow_stats([0.0], [0.0]).flushed_fraction == 0.0
+
+
+def test_simulate_cast_and_loss_scaling() -> None:
+    grads = np.array([1e-9, 1e-8, 1e-3, 1.0])
+    assert P.simulate_cast(grads, "float16").flushed == 2
+    assert P.simulate_cast(grads, "float16", scale=2.0**14).flushed == 0
+    assert P.simulate_cast(grads, "float16", scale=2.0**17).overflowed == 1
+    assert P.simulate_cast(grads, "bfloat16").flushed == 0
+
+
+def test_overflow_exponent_is_the_first_power_that_overflows() -> None:
+    values = np.array([1e-3, -0.5, 0.25])
+    k = P.overflow_exponent(values)
+    assert P.simulate_cast(values, "float16", scale=2.0**k).overflowed >= 1
+    assert P.simulate_cast(values, "float16", scale=2.0 ** (k - 1)).overflowed == 0
+
+
+def test_torch_activation_grads_and_fp16_overflow() -> None:
+    torch = pytest.importorskip("torch")
+    from course_utils import models
+
+    model = models.torch_mlp((8, 16, 4), seed=0)
+    x, y = torch.randn(32, 8), torch.randint(0, 4, (32,))
+    g32 = P.torch_activation_grads(model, x, y)
+    assert g32.dtype == torch.float32 and g32.numel() == 32 * (16 + 4)
+    assert all(p.grad is None for p in model.parameters())  # leaves the model clean
+    k = P.overflow_exponent(g32)
+    over = P.torch_fp16_overflows(model, x, y, [k - 4, k + 2])
+    assert over == {k - 4: False, k + 2: True}
+    with pytest.raises(ValueError, match="Linear"):
+        P.torch_activation_grads(torch.nn.ReLU(), x, y)
