@@ -16,21 +16,12 @@ _PACKAGES = {
 }
 
 
-class _Blocked:
-    """A meta-path finder that answers 'no such module' for the blocked top-level packages."""
-
-    def __init__(self, names):
-        self.names = frozenset(names)
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname.partition(".")[0] in self.names:
-            raise ModuleNotFoundError(f"No module named {fullname!r} (blocked by COURSE_BLOCK)", name=fullname)
-        return None
-
-
 _requested = [w.strip().lower() for w in os.environ.get("COURSE_BLOCK", "").split(",") if w.strip()]
 _unknown = [w for w in _requested if w not in _PACKAGES]
 if _unknown:
     raise SystemExit(f"COURSE_BLOCK must name tensorflow, jax or torch; got {_unknown}")
-if _requested:
-    sys.meta_path.insert(0, _Blocked(n for w in _requested for n in _PACKAGES[w]))
+for _word in _requested:
+    for _name in _PACKAGES[_word]:
+        # None in sys.modules is Python's own "not importable": `import x` raises ModuleNotFoundError and
+        # importlib.util.find_spec("x") returns None, exactly as when the package is not installed.
+        sys.modules[_name] = None
