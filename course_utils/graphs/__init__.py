@@ -6,6 +6,7 @@
 - ``fallback``: the rollback plan (compile, check against eager, fall back) and the real eager switches;
 - ``breakeven``: break-even call count, cold vs warm compile cache, the small-size per-call overhead model;
 - ``training``: a whole SGD step compiled against the same program run eagerly;
+- ``traced``: eager vs compiled dispatches per call, counted from profiler traces (``course_utils.profile``);
 - ``plots``: the lesson's figures; ``exercises``: the checkers of its exercises.
 """
 
@@ -55,15 +56,17 @@ from course_utils.graphs.recompiles import (
     torch_compile_log,
     torch_graph_breaks,
 )
+from course_utils.graphs.traced import DISPATCH_EVENTS, TracedCalls, trace_calls, traced_table
 from course_utils.graphs.training import LossRun, StepPair, batch_for, run_losses, step_pair, step_table
 
 __all__ = [
-    "BUCKET", "Capture", "CompileDecision", "CompileLog", "EAGER_SWITCHES", "GraphBreaks", "GraphRecorder",
-    "LossRun", "OverheadModel", "SideBySide", "StepPair", "batch_for", "break_even", "break_even_calls", "busy_note",
-    "call_costs", "capture", "capture_jax", "capture_tf", "capture_torch", "compile_cache_times",
-    "compile_count_bars", "compile_or_fallback", "compile_with", "count_compiles", "crossover_plot",
-    "cumulative_time", "decisions_table", "eager_mode", "exercises", "fresh_function", "loss_difference_plot",
-    "max_abs_diff", "overhead_model", "overhead_plot", "overhead_table", "ran_compiled", "run_losses",
-    "side_by_side", "size_sweep", "step_pair", "step_table", "strategy_counts", "tf_retracing_warnings",
-    "to_framework", "torch_compile_log", "torch_graph_breaks",
+    "BUCKET", "Capture", "CompileDecision", "CompileLog", "DISPATCH_EVENTS", "EAGER_SWITCHES", "GraphBreaks",
+    "GraphRecorder", "LossRun", "OverheadModel", "SideBySide", "StepPair", "TracedCalls", "batch_for",
+    "break_even", "break_even_calls", "busy_note", "call_costs", "capture", "capture_jax", "capture_tf",
+    "capture_torch", "compile_cache_times", "compile_count_bars", "compile_or_fallback", "compile_with",
+    "count_compiles", "crossover_plot", "cumulative_time", "decisions_table", "eager_mode", "exercises",
+    "fresh_function", "loss_difference_plot", "max_abs_diff", "overhead_model", "overhead_plot",
+    "overhead_table", "ran_compiled", "run_losses", "side_by_side", "size_sweep", "step_pair", "step_table",
+    "strategy_counts", "tf_retracing_warnings", "to_framework", "torch_compile_log", "torch_graph_breaks",
+    "trace_calls", "traced_table",
 ]

@@ -7,13 +7,14 @@ from __future__ import annotations
 import io
 import logging
 import re
+import types
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from course_utils import display, env, validate
-from course_utils.graphs.capture import GraphRecorder, fresh_if_function
+from course_utils.graphs.capture import GraphRecorder, fresh_function, fresh_if_function
 
 
 def _check_inputs(inputs: Any) -> Sequence[tuple]:
@@ -71,16 +72,25 @@ def tf_retracing_warnings(fn: Callable[..., Any], inputs: Sequence[tuple], **com
     """The retracing warnings TensorFlow logs while ``tf.function(fn)`` is called on each of ``inputs``.
 
     TF warns once the same function has traced 5 times within its recent calls ("5 out of the last 5 calls
-    ... triggered tf.function retracing"); the messages are returned, not printed.
+    ... triggered tf.function retracing"), at most twice per Python function, so ``fn`` is wrapped afresh;
+    the messages are returned, not printed.
     """
     validate.function("fn", fn)
     _check_inputs(inputs)
     tf = env.import_tensorflow()
-    traced = tf.function(fn, **compile_kwargs)
+    # TF counts traces per Python function and warns at most twice per function: a fresh wrapper starts clean
+    traced = tf.function(fresh_function(fn) if isinstance(fn, types.FunctionType) else _wrap(fn), **compile_kwargs)
     with _tf_warnings(tf, keep=True) as seen:
         for args in inputs:
             traced(*args)
     return [m for m in seen if "retracing" in m]
+
+
+def _wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapped(*args: Any) -> Any:
+        return fn(*args)
+
+    return wrapped
 
 
 @contextmanager

@@ -1,0 +1,89 @@
+"""Eager vs compiled, seen by the profiler: how many times the host dispatched work per call of the chain,
+counted from a trace (``course_utils.profile``), to check the op counts the overhead model assumes.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from course_utils import display, profile, validate
+
+# The trace event that marks one dispatched unit of work, eager and compiled, per framework.
+DISPATCH_EVENTS = {
+    "torch": (r"^aten::(add|mul|tanh|sub|div)$", r"^Torch-Compiled Region"),
+    "jax": (r"ExecuteHelperOnSingleDevice$", r"ExecuteHelperOnSingleDevice$"),
+    "tensorflow": (r"^EagerKernelExecute$", r"^EagerKernelExecute$"),
+}
+
+
+@dataclass(frozen=True, repr=False)
+class TracedCalls:
+    """Dispatches per call counted from an eager and a compiled trace of the same function."""
+
+    framework: str
+    calls: int
+    eager: profile.Trace
+    compiled: profile.Trace
+
+    @property
+    def eager_per_call(self) -> float:
+        return self.eager.count(DISPATCH_EVENTS[self.framework][0]) / self.calls
+
+    @property
+    def compiled_per_call(self) -> float:
+        return self.compiled.count(DISPATCH_EVENTS[self.framework][1]) / self.calls
+
+    def table_row(self) -> tuple[str, ...]:
+        eager_pattern, compiled_pattern = DISPATCH_EVENTS[self.framework]
+        return (self.framework, f"{self.eager_per_call:g}", f"{self.compiled_per_call:g}",
+                f"{len(self.eager.events) / self.calls:g}", f"{len(self.compiled.events) / self.calls:g}",
+                f"{eager_pattern} / {compiled_pattern}")
+
+
+def trace_calls(framework: str, eager: Callable[..., Any], compiled: Callable[..., Any], args: Sequence[Any], *,
+                calls: int = 3) -> TracedCalls:
+    """Profile ``calls`` calls of ``eager(*args)`` and of ``compiled(*args)`` (both run once before, so no
+    compilation is traced); traces are saved under ``build/traces/``."""
+    name = validate.framework(framework)
+    validate.function("eager", eager)
+    validate.function("compiled", compiled)
+    validate.instance("args", args, (tuple, list))
+    validate.number("calls", calls, low=1, high=100, integer=True)
+    eager(*args)
+    compiled(*args)
+    with _quiet_fds():  # the torch profiler's C++ side prints start/stop lines straight to the file descriptors
+        traces = [profile.capture(name, fn, *args, steps=calls, name=f"01_chain_{kind}")
+                  for kind, fn in (("eager", eager), ("compiled", compiled))]
+    return TracedCalls(name, calls, *traces)
+
+
+@contextmanager
+def _quiet_fds() -> Iterator[None]:
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    saved = [os.dup(1), os.dup(2)]
+    with open(os.devnull, "w") as null:
+        os.dup2(null.fileno(), 1)
+        os.dup2(null.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
+
+
+def traced_table(traced: Sequence[TracedCalls]) -> display.Table:
+    """Per framework: dispatches per call eager and compiled (counted from the traces), all events per call."""
+    validate.non_empty("traced", traced)
+    for t in traced:
+        validate.instance("traced", t, TracedCalls)
+    return display.table(["framework", "eager dispatches / call", "compiled dispatches / call",
+                          "eager trace events / call", "compiled trace events / call", "dispatch event counted"],
+                         [t.table_row() for t in traced], title="Counted from profiler traces")
