@@ -112,10 +112,10 @@ def seed_everything(seed: int = 0) -> list[str]:
     random.seed(seed)
     np.random.seed(seed)
     seeded = ["random", "numpy"]
-    if "torch" in sys.modules:
+    if sys.modules.get("torch") is not None:  # None in sys.modules means "not importable here"
         sys.modules["torch"].manual_seed(seed)
         seeded.append("torch")
-    if "tensorflow" in sys.modules:
+    if sys.modules.get("tensorflow") is not None:
         sys.modules["tensorflow"].random.set_seed(seed)
         seeded.append("tensorflow")
     return seeded
@@ -128,7 +128,7 @@ def quiet_tensorflow() -> None:
     own code still show. Call before ``import tensorflow`` for full effect.
     """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    if "absl.logging" in sys.modules:
+    if sys.modules.get("absl.logging") is not None:
         sys.modules["absl.logging"].set_verbosity("warning")
 
 
@@ -140,9 +140,9 @@ def import_tensorflow() -> ModuleType:
     import only. Python exceptions still raise, and later warnings still show.
     """
     quiet_tensorflow()
-    if "tensorflow" not in sys.modules:
+    if sys.modules.get("tensorflow") is None:
         with _stderr_fd_silenced():
-            import tensorflow  # noqa: F401
+            import tensorflow  # noqa: F401  (raises ModuleNotFoundError where TensorFlow is absent)
     return sys.modules["tensorflow"]
 
 
