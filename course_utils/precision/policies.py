@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from course_utils import validate
+from course_utils import env, models, validate
 
 DtypeReport = dict[str, set[str]]
 _POLICY_DTYPES = ("float32", "bfloat16", "float16")
@@ -152,8 +152,6 @@ def torch_dtypes(model: Any, x: Any, y: Any, dtype: Any) -> DtypeReport:
 
 def keras_dtypes(policy: str, x: Any, y: Any, *, seed: int = 0) -> DtypeReport:
     """Build the course MLP under ``keras.config.set_dtype_policy(policy)``, one step's dtypes; policy restored."""
-    from course_utils import env, models
-
     validate.instance("policy", policy, str)
     validate.choice("policy", policy, KERAS_POLICIES)
     tf = env.import_tensorflow()
@@ -184,8 +182,6 @@ def keras_dtypes(policy: str, x: Any, y: Any, *, seed: int = 0) -> DtypeReport:
 
 def keras_compile_wraps_optimizer(policy: str = "mixed_float16") -> bool:
     """True when ``model.compile`` under ``policy`` wraps the optimizer in a ``LossScaleOptimizer`` by itself."""
-    from course_utils import env, models
-
     validate.instance("policy", policy, str)
     validate.choice("policy", policy, KERAS_POLICIES)
     env.import_tensorflow()

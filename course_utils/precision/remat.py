@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import display, timing, validate
+from course_utils import display, env, timing, validate
 from course_utils.precision.memory import compiled_stats, jax_compiled_stats, saved_activation_bytes, torch_peak_bytes
 
 
@@ -156,8 +156,6 @@ def jax_remat(weights: list[tuple[np.ndarray, np.ndarray]], batch: int, *, min_t
 
 def tf_recompute_same(weights: list[tuple[np.ndarray, np.ndarray]], batch: int = 64) -> bool:
     """True when ``tf.recompute_grad`` of one block gives the plain block's input gradient (exact GELU)."""
-    from course_utils import env
-
     validate.non_empty("weights", weights)
     batch = validate.number("batch", batch, low=1, high=2**20, integer=True)
     tf = env.import_tensorflow()

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import display, validate
+from course_utils import display, models, validate
 
 MODES = ("fp32", "bf16", "fp16")
 
@@ -64,8 +64,6 @@ def amp_train(sizes: Sequence[int], x: Any, y: Any, *, mode: str = "fp32", steps
     """
     import torch
     import torch.nn.functional as F
-
-    from course_utils import models
 
     validate.choice("mode", mode, MODES)
     validate.instance("x", x, torch.Tensor)
