@@ -27,6 +27,7 @@ def test_time_to_result_checker() -> None:
     assert exercises.evaluate("07.2", 3.0, gain=GAIN, compile_s=20.0).status == "not yet"
 
 
-def test_prediction_checker_uses_a_band() -> None:
-    assert exercises.evaluate("07.3", 1.1, measured=1.0).correct
-    assert exercises.evaluate("07.3", 2.0, measured=1.0).status == "not yet"
+def test_graph_count_checker_is_exact() -> None:
+    assert exercises.evaluate("07.3", 2, measured=2).correct
+    assert exercises.evaluate("07.3", 1, measured=2).status == "not yet"
+    assert exercises.evaluate("07.3", True, measured=1).status == "not yet"
