@@ -30,6 +30,7 @@ from course_utils.distributed import worker
 
 TINY, WIDE = (32, 64, 64, 10), (32, 1024, 1024, 10)
 DEEP = (32, *[256] * 9, 10)  # many same-sized layers: bucket boundaries fall between them
+LR = 0.1
 
 
 def setup() -> tuple[int, int, torch.device]:
@@ -50,21 +51,14 @@ def shard(x: np.ndarray, rank: int, world: int, device: torch.device) -> torch.T
     return torch.from_numpy(x[rank * per:(rank + 1) * per]).to(device)
 
 
-def step(model, x, y, lr: float = 0.1) -> None:
-    model.zero_grad(set_to_none=True)
-    F.cross_entropy(model(x), y).backward()  # DDP all-reduces (averages) the gradients during backward
-    with torch.no_grad():
-        for p in model.parameters():
-            p -= lr * p.grad
-
-
 def proof(rank, world, device, steps: int, batch: int, every: int) -> None:
     x_all, y_all = data.classification(steps * batch, seed=0)
-    model = DDP(models.torch_mlp(models.DEFAULT_SIZES).to(device))
+    model = DDP(models.torch_mlp(models.DEFAULT_SIZES).to(device))  # same initial weights on every rank
+    step = models.torch_sgd_step(model, lr=LR)  # forward, backward (DDP all-reduces the gradients), update
     snapshots = {}
     for s in range(steps):
         x, y = x_all[s * batch:(s + 1) * batch], y_all[s * batch:(s + 1) * batch]
-        step(model, shard(x, rank, world, device), shard(y, rank, world, device))
+        step((shard(x, rank, world, device), shard(y, rank, world, device)))  # this rank's half of the batch
         if (s + 1) % every == 0:
             snapshots[f"step{s + 1}"] = torch.cat([p.detach().flatten() for p in model.parameters()]).cpu()
     worker.save("proof", **snapshots)
@@ -109,10 +103,10 @@ def timed(repeats: int, device: torch.device, fn, *args, together: bool = True) 
     return times
 
 
-def compute_only(model, x, y) -> None:
+def compute_only(model, step, batch) -> None:
     """The same step without communication: under ``no_sync`` DDP skips the all-reduce."""
     with model.no_sync():
-        step(model, x, y)
+        step(batch)
 
 
 def flat_grad(model) -> np.ndarray:
@@ -155,16 +149,17 @@ def timing(rank, world, device, workloads: dict, repeats: int) -> None:
         x, y = shard(x_all, rank, world, device), shard(y_all, rank, world, device)
         model, _ = ddp_model(sizes, device)  # DDP's own C++ all-reduce, as in real training
         nparams = sum(p.numel() for p in model.parameters())
-        ddp = timed(repeats, device, step, model, x, y)
-        compute = timed(repeats, device, compute_only, model, x, y)
+        step = models.torch_sgd_step(model, lr=LR)
+        ddp = timed(repeats, device, step, (x, y))
+        compute = timed(repeats, device, compute_only, model, step, (x, y))
         comm = timed(repeats, device, dist.all_reduce, torch.zeros(nparams, device=device))
         single, single_half = [], []  # rank 0 alone without DDP (the others wait): whole batch, half batch
         if rank == 0:
-            plain = models.torch_mlp(sizes).to(device)
+            plain = models.torch_sgd_step(models.torch_mlp(sizes).to(device), lr=LR)
             xb, yb = torch.from_numpy(x_all).to(device), torch.from_numpy(y_all).to(device)
-            single = timed(repeats, device, step, plain, xb, yb, together=False)
+            single = timed(repeats, device, plain, (xb, yb), together=False)
             half = len(xb) // 2
-            single_half = timed(repeats, device, step, plain, xb[:half], yb[:half], together=False)
+            single_half = timed(repeats, device, plain, (xb[:half], yb[:half]), together=False)
         dist.barrier()
         worker.emit(kind=f"timing_{name}", params=nparams, global_batch=batch, ddp=ddp, compute=compute,
                     allreduce=comm, single=single, single_half=single_half, threads=torch.get_num_threads())
@@ -175,12 +170,14 @@ def buckets(rank, world, device, caps: list[float], batch: int, repeats: int) ->
     x, y = shard(x_all, rank, world, device), shard(y_all, rank, world, device)
     for cap in caps:
         model, counter = ddp_model(DEEP, device, count=True, bucket_cap_mb=cap)
-        step(model, x, y)  # DDP rebuilds its buckets after the first iteration, in the order gradients arrive
+        step = models.torch_sgd_step(model, lr=LR)
+        step((x, y))  # DDP rebuilds its buckets after the first iteration, in the order gradients arrive
         counter["calls"] = 0
-        step(model, x, y)
+        step((x, y))
         calls = counter["calls"]
         model, _ = ddp_model(DEEP, device, bucket_cap_mb=cap)  # timed without the Python hook
-        worker.emit(kind="bucket", cap_mb=cap, buckets=calls, times=timed(repeats, device, step, model, x, y))
+        step = models.torch_sgd_step(model, lr=LR)
+        worker.emit(kind="bucket", cap_mb=cap, buckets=calls, times=timed(repeats, device, step, (x, y)))
 
 
 def allreduce(rank, world, device, sizes_bytes: list[int], repeats: int) -> None:
