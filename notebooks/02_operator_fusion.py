@@ -353,10 +353,41 @@ Markdown(
     "`f.experimental_get_compiler_ir(x)(stage='optimized_hlo')` for TensorFlow."
 )
 
+# %% [markdown]
+# A profiler sees the same from the other side. `cu.profile.capture` records three calls of each compiled chain
+# and saves the trace (open it at https://ui.perfetto.dev when online); `cu.fusion.trace_kernels` lists the
+# generated kernels that ran. Inductor's C++ kernels appear in a trace when compiled with
+# `cpp.enable_kernel_profile`; XLA's CPU runtime marks every kernel it runs (and may split one over its threads,
+# so names are compared, not events per call).
+
+# %%
+# NBVAL_CHECK_OUTPUT
+import torch._inductor.config as inductor_config
+
+def chain_profiled(x, bias):  # a new function: Dynamo caches compiled code per function
+    return cu.models.gelu_chain(x, bias, torch.tanh)
+
+
+with inductor_config.patch({"cpp.enable_kernel_profile": True}):  # read when Inductor generates the code
+    profiled_t = torch.compile(chain_profiled)
+    profiled_t(x_t, b_t)
+with cu.fusion.quiet_stderr():  # the profilers log their start and stop from C++
+    traced = {"torch.compile": ("torch", cu.profile.capture("torch", profiled_t, x_t, b_t, name="02_chain"),
+                                fresh_code.kernels)}
+    for fw in sorted(set(FW) - {"torch"}):
+        name = cu.fusion.FUSED[fw]
+        traced[name] = (fw, cu.profile.capture(fw, compiled_fns[fw], *data[fw], name="02_chain"),
+                        [n for n, _ in hlo[name].fusions])
+for name, (fw, trace, expected) in traced.items():
+    seen = cu.fusion.trace_kernels(trace, fw)
+    assert sorted(seen) == sorted(expected), (name, seen, expected)
+    print(f"{name}: kernels in the trace {sorted(seen)} == kernels in the compiler's output: True")
+print("torch.compile kernel events per call:", traced["torch.compile"][1].count(r"cpp_fused|triton_") / 3)
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 5. What keeps the fused kernel off its roof: the output pages, and `tanh`
 #
-# Section 2's fused kernels moved 13x fewer bytes than eager but did not run 13x faster. Two suspects, each
+# Section 2's fused kernels moved many times fewer bytes than eager but did not run that much faster. Two suspects, each
 # tested like for like, everything else equal:
 # - the **fresh output** (section 3): the same kernel with a fresh output and written into a reused buffer;
 # - the **transcendental**: the same chain with `tanh` replaced by the identity, which leaves a pure
@@ -861,7 +892,8 @@ cu.exercises.check("02.2", answer, measured=small_faults, pages=a_small.nbytes /
 
 # %% [markdown]
 # **3. A cheaper `tanh`, and why it is not the default.** Inductor can compute `tanh(v)` on a CPU as
-# `2 / (1 + exp(-2v)) - 1` (`torch._inductor.config.cpp.use_decompose_tanh`, off by default). Compile the chain
+# `2 / (1 + exp(-2v)) - 1` (`torch._inductor.config.cpp.use_decompose_tanh`). It is off by default for accuracy:
+# this exercise measures how much accuracy. Compile the chain
 # into a reused buffer under that setting and time it against section 5's kernel. Then measure what it costs:
 # the largest *relative* error of that formula against `torch.tanh` for small inputs, `|v| <= 1e-3`, in float32.
 # Put that error in `answer`. (On a GPU the setting does nothing: Triton has its own `tanh`.)
@@ -877,8 +909,6 @@ cu.exercises.check("02.2", answer, measured=small_faults, pages=a_small.nbytes /
 answer = None  # your answer here: the max relative error of the exp-based tanh for |v| <= 1e-3
 
 # %% tags=["solution"] jupyter={"source_hidden": true}
-import torch._inductor.config as inductor_config
-
 with inductor_config.patch({"cpp.use_decompose_tanh": True}):
     decomposed_into = cu.fusion.into_buffer("torch", cu.fusion.chain("torch"), x_t)
     decomposed = cu.timing.benchmark(decomposed_into, x_t, b_t, label="torch.compile, exp-based tanh, out=")

@@ -4,7 +4,8 @@
   they predict beside measured times (``compare_to_prediction``), FlopCounterMode's count (``torch_counted_flops``);
 - ``readers``: the code that counts fusions: Inductor's generated code (``capture_inductor_code``,
   ``InductorCode``), XLA's optimized HLO from JAX and TensorFlow (``jax_hlo``, ``tf_hlo``, ``hlo_summary``),
-  XLA's cost analysis (``jax_cost``), a compiler's refusal as a name (``compile_error``);
+  XLA's cost analysis (``jax_cost``), kernels in a profiler trace (``trace_kernels``), a compiler's refusal
+  as a name (``compile_error``);
 - ``variants``: the chain per framework, eager/compiled, into a reused buffer; page faults per call; the
   vector units' roof (``measure_vector_roof``);
 - ``custom_ops``: a legacy NumPy operator and its per-framework wrappers;
@@ -32,7 +33,9 @@ from course_utils.fusion.readers import (
     hlo_summary,
     jax_cost,
     jax_hlo,
+    quiet_stderr,
     tf_hlo,
+    trace_kernels,
 )
 from course_utils.fusion.traffic import (
     OpTraffic,
@@ -65,7 +68,7 @@ __all__ = [
     "Traffic", "VariantResult", "VectorRoof", "capture_inductor_code", "chain", "chain_with_callback_jax",
     "chain_with_numpy_function_tf", "compare_to_prediction", "compile_error", "compiled", "copy_into",
     "decomposed_tanh_error", "hlo_summary", "identity", "into_buffer", "jax_cost", "jax_hlo", "legacy_tanh_torch",
-    "measure_variants", "measure_vector_roof", "page_faults", "prediction_plot", "roof_bars",
+    "measure_variants", "measure_vector_roof", "page_faults", "prediction_plot", "quiet_stderr", "roof_bars",
     "roofline_with_vector_roof", "speedup_vs_size_plot", "table_tanh_np", "tf_hlo", "to_framework", "to_numpy",
-    "torch_counted_flops", "trace_traffic",
+    "torch_counted_flops", "trace_kernels", "trace_traffic",
 ]

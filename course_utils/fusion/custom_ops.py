@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import env, models
+from course_utils import env, models, validate
 
 GRID = np.linspace(-10.0, 10.0, 4001, dtype=np.float32)
 TABLE = np.tanh(GRID)
@@ -16,13 +16,17 @@ TABLE = np.tanh(GRID)
 
 def table_tanh_np(a: Any) -> np.ndarray:
     """The legacy operator: tanh by linear interpolation in a 4001-entry table (error ~1e-6), float32 out."""
-    return np.interp(np.asarray(a), GRID, TABLE).astype(np.float32)
+    values = np.asarray(a)
+    if values.dtype.kind not in "fiu":
+        raise TypeError(f"a must be a real-valued array; got {type(a).__name__} of dtype {values.dtype}")
+    return np.interp(values, GRID, TABLE).astype(np.float32)
 
 
 def legacy_tanh_torch(t: Any) -> Any:
     """The legacy op called from PyTorch: leaves the graph (``.numpy()``), runs NumPy, comes back."""
     import torch
 
+    validate.instance("t", t, torch.Tensor)
     return torch.from_numpy(table_tanh_np(t.detach().cpu().numpy())).to(t.device)
 
 

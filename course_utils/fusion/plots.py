@@ -70,12 +70,17 @@ def speedup_vs_size_plot(
     validate.instance("speedups", speedups, Mapping)
     validate.non_empty("speedups", speedups)
     for label, values in speedups.items():
+        validate.non_empty(f"speedups[{label!r}]", values)
+        for i, value in enumerate(values):
+            validate.positive(f"speedups[{label!r}][{i}]", value)
         if len(values) != len(sizes_bytes):
             raise ValueError(f"speedups[{label!r}] must have one value per entry of sizes_bytes ({len(sizes_bytes)}); "
                              f"got {len(values)}")
     if predicted is not None:
         validate.positive("predicted", predicted)
     caches = env.cache_sizes() if caches is None else validate.instance("caches", caches, Mapping)
+    for name, size in caches.items():
+        validate.positive(f"caches[{name!r}]", size, integer=True)
     fig, (ax,) = plotting.figure(width=7.0, height=4.0)
     for i, (label, values) in enumerate(speedups.items()):
         ax.plot(sizes_bytes, values, marker="o", color=plotting.color_for(label, i), label=label)

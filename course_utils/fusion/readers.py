@@ -214,6 +214,22 @@ def tf_hlo(fn: Any, *args: Any) -> str:
     return fn.experimental_get_compiler_ir(*args)(stage="optimized_hlo")
 
 
+@contextlib.contextmanager
+def quiet_stderr() -> Iterator[None]:
+    """Drop what native code writes to file descriptor 2 while the block runs (XLA's refusal logs, the
+    profiler's start/stop lines), so a notebook cell's output stays what Python printed."""
+    sys.stderr.flush()
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(devnull)
+        os.close(saved)
+
+
 def compile_error(fn: Callable[..., Any], *args: Any) -> str | None:
     """Call ``fn(*args)``; return the type name of the exception it raises, or None when it runs.
 
@@ -221,15 +237,41 @@ def compile_error(fn: Callable[..., Any], *args: Any) -> str | None:
     without a traceback; the C++ log lines the failure writes to file descriptor 2 are dropped.
     """
     validate.function("fn", fn)
-    sys.stderr.flush()
-    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
-        fn(*args)
-    except Exception as error:  # the point is to report it, not to raise it
-        return type(error).__name__
-    finally:
-        os.dup2(saved, 2)
-        os.close(devnull)
-        os.close(saved)
+    with quiet_stderr():
+        try:
+            fn(*args)
+        except Exception as error:  # the point is to report it, not to raise it
+            return type(error).__name__
     return None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Kernels seen in a profiler trace (course_utils.profile), to compare with the compiler's own output
+
+_INDUCTOR_EVENT = re.compile(r"^(?:graph_\d+_)?((?:cpp|triton)_\w+)$")
+
+
+def trace_kernels(trace: Any, framework: str) -> dict[str, int]:
+    """The generated kernels a profiler ``trace`` shows, with how many times each ran: {name: events}.
+
+    torch: Inductor's kernels (``graph_0_cpp_fused_...`` when compiled under
+    ``torch._inductor.config.cpp.enable_kernel_profile``; ``triton_...`` CUDA kernels on a GPU).
+    jax / tensorflow: the XLA thunks, i.e. the events ``X`` that the CPU runtime closes with an ``end: X`` marker.
+    XLA may split one fusion into several tasks on its thread pool, so compare names, not events per call.
+    """
+    framework = validate.framework(framework)
+    events = getattr(trace, "events", None)
+    if events is None:
+        raise TypeError(f"trace must be a course_utils.profile.Trace; got {type(trace).__name__}")
+    found: dict[str, int] = {}
+    if framework == "torch":
+        for event in events:
+            match = _INDUCTOR_EVENT.match(event.name)
+            if match:
+                found[match.group(1)] = found.get(match.group(1), 0) + 1
+        return found
+    closed = {e.name[len("end: "):] for e in events if e.name.startswith("end: ")}
+    for event in events:
+        if event.name in closed:
+            found[event.name] = found.get(event.name, 0) + 1
+    return found

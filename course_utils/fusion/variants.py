@@ -42,6 +42,10 @@ def to_framework(framework: str, *arrays: Any, device: str | None = None) -> tup
     """NumPy arrays as the framework's arrays (torch on ``device``, default cpu)."""
     framework = validate.framework(framework)
     validate.non_empty("arrays", arrays)
+    import numpy as np
+
+    for i, array in enumerate(arrays):
+        validate.instance(f"arrays[{i}]", array, np.ndarray)
     if framework == "torch":
         import torch
 
@@ -90,6 +94,7 @@ def into_buffer(framework: str, fn: Callable[[Any, Any], Any], like: Any) -> Cal
     """
     framework = validate.framework(framework)
     validate.function("fn", fn)
+    _check_like(like)
     if framework == "torch":
         import torch
 
@@ -116,9 +121,15 @@ def into_buffer(framework: str, fn: Callable[[Any, Any], Any], like: Any) -> Cal
     return None
 
 
+def _check_like(like: Any) -> None:
+    if like is None or not (hasattr(like, "shape") and hasattr(like, "dtype")):
+        raise TypeError(f"like must be an array or tensor (it gives the buffer's shape and dtype); got {like!r}")
+
+
 def copy_into(framework: str, like: Any) -> Callable[[Any], Any] | None:
     """A copy of ``x`` into a reused buffer: the same bytes as the fused chain (read x, write x), no arithmetic."""
     framework = validate.framework(framework)
+    _check_like(like)
     if framework == "torch":
         import torch
 
@@ -162,6 +173,11 @@ class VectorRoof:
     flops_per_second: float
     tanh_per_second: float
     elements: int
+
+    def __post_init__(self) -> None:
+        validate.positive("flops_per_second", self.flops_per_second)
+        validate.positive("tanh_per_second", self.tanh_per_second)
+        validate.positive("elements", self.elements, integer=True)
 
     def chain_seconds(self, elements: int, *, flops: float, tanh: float) -> float:
         """Time the arithmetic alone needs: ``flops`` multiply-add FLOPs and ``tanh`` tanhs *per element*."""
@@ -219,6 +235,11 @@ def measure_variants(data: Mapping[str, tuple[Any, Any]], *, known: Mapping[str,
     """
     validate.instance("data", data, Mapping)
     validate.non_empty("data", data)
+    for key, value in data.items():
+        if not (isinstance(value, tuple) and len(value) == 2):
+            raise TypeError(f"data[{key!r}] must be an (x, bias) pair; got {type(value).__name__}")
+    if known is not None:
+        validate.instance("known", known, Mapping)
     found: dict[str, Any] = dict(known or {})
 
     def time(name: str, fn: Callable[..., Any] | None, *args: Any) -> None:

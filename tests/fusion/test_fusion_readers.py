@@ -164,3 +164,29 @@ def test_compile_error_names_the_exception() -> None:
 
     assert fusion.compile_error(fails, 1) == "ValueError"
     assert fusion.compile_error(lambda: None) is None
+
+
+def _trace(*names: str):
+    from course_utils import profile
+
+    events = tuple(profile.Event(n, "op", "main", i * 1e-3, 1e-4) for i, n in enumerate(names))
+    return profile.Trace("test", None, events)
+
+
+def test_trace_kernels_reads_inductor_and_xla_kernels() -> None:
+    torch_trace = _trace("TorchDynamo Cache Lookup", "graph_0_cpp_fused_add_mul_tanh_0", "aten::mul",
+                         "graph_0_cpp_fused_add_mul_tanh_0", "triton_poi_fused_add_0")
+    assert fusion.trace_kernels(torch_trace, "torch") == {"cpp_fused_add_mul_tanh_0": 2, "triton_poi_fused_add_0": 1}
+    xla_trace = _trace("PjitFunction(f)", "multiply_add_fusion", "end: multiply_add_fusion", "multiply_add_fusion",
+                       "end: multiply_add_fusion", "ThunkExecutor::Execute")
+    assert fusion.trace_kernels(xla_trace, "jax") == {"multiply_add_fusion": 2}
+    assert fusion.trace_kernels(xla_trace, "tf") == {"multiply_add_fusion": 2}
+
+
+def test_quiet_stderr_drops_native_writes_and_restores_the_descriptor(capfd: pytest.CaptureFixture[str]) -> None:
+    import os
+
+    with fusion.quiet_stderr():
+        os.write(2, b"native noise\n")
+    os.write(2, b"after\n")
+    assert capfd.readouterr().err == "after\n"

@@ -1,0 +1,128 @@
+"""Bad calls against course_utils.fusion's public API: each raises TypeError/ValueError naming the argument,
+and an error raised by the learner's own function passes through unchanged."""
+
+from __future__ import annotations
+
+import pytest
+from badinput import rejects
+
+from course_utils import fusion, roofline
+
+torch = pytest.importorskip("torch")
+
+NAN, INF = float("nan"), float("inf")
+MACHINE = roofline.Machine("torch", "cpu", {"copy": 1e10}, {"mm": 1e11})
+TRAFFIC = fusion.trace_traffic(lambda x: x + 1, ((8,), "float32"))
+MODULE = fusion.InductorCode("cpp_fused_0 = async_compile.cpp_pybinding(['float*'], r'''\n''')\n")
+HLO = fusion.hlo_summary("HloModule m\n\nENTRY %main (x: f32[2]) -> f32[2] {\n  ROOT %x = f32[2]{0} parameter(0)\n}\n")
+ROOF = fusion.VectorRoof(1e10, 1e9, 4096)
+CHAIN = fusion.chain("torch")
+
+BAD_CALLS = [
+    # the traffic model
+    ("fn", lambda: fusion.trace_traffic("notfn", ((2,), "float32"))),
+    ("inputs", lambda: fusion.trace_traffic(lambda x: x)),
+    ("inputs[0]", lambda: fusion.trace_traffic(lambda x: x, [2, 3])),
+    ("inputs[0]", lambda: fusion.trace_traffic(lambda x: x, ((2,), "float99"))),
+    ("inputs[0] shape", lambda: fusion.trace_traffic(lambda x: x, (5, "float32"))),
+    ("inputs[0] shape entry", lambda: fusion.trace_traffic(lambda x: x, ((-1,), "float32"))),
+    ("inputs[0] shape entry", lambda: fusion.trace_traffic(lambda x: x, ((2.5,), "float32"))),
+    ("fn", lambda: fusion.torch_counted_flops(None)),
+    ("machine", lambda: TRAFFIC.predicted_seconds(None, fused=True)),
+    ("fused", lambda: TRAFFIC.predicted_seconds(MACHINE, fused="yes")),
+    ("traffic", lambda: fusion.compare_to_prediction(None, MACHINE, fused={"a": 1.0})),
+    ("machine", lambda: fusion.compare_to_prediction(TRAFFIC, "cpu", fused={"a": 1.0})),
+    ("unfused", lambda: fusion.compare_to_prediction(TRAFFIC, MACHINE)),
+    ("fused", lambda: fusion.compare_to_prediction(TRAFFIC, MACHINE, fused=[1.0])),
+    ("fused['a']", lambda: fusion.compare_to_prediction(TRAFFIC, MACHINE, fused={"a": NAN})),
+    ("fused['a']", lambda: fusion.compare_to_prediction(TRAFFIC, MACHINE, fused={"a": INF})),
+    ("fused['a']", lambda: fusion.compare_to_prediction(TRAFFIC, MACHINE, fused={"a": -1.0})),
+    ("unfused['a']", lambda: fusion.compare_to_prediction(TRAFFIC, MACHINE, unfused={"a": "fast"})),
+    ("fused key", lambda: fusion.compare_to_prediction(TRAFFIC, MACHINE, fused={"": 1.0})),
+    # the readers
+    ("source", lambda: fusion.InductorCode(None)),
+    ("name", lambda: MODULE.kernel_source("nope")),
+    ("max_lines", lambda: MODULE.excerpt(max_lines=0)),
+    ("text", lambda: fusion.hlo_summary(None)),
+    ("text", lambda: fusion.hlo_summary("not hlo")),
+    ("max_lines", lambda: HLO.excerpt(max_lines=-1)),
+    ("width", lambda: HLO.excerpt(width=5)),
+    ("fn", lambda: fusion.jax_hlo("notfn", 1.0)),
+    ("fn", lambda: fusion.jax_cost(42)),
+    ("fn", lambda: fusion.tf_hlo(lambda x: x, 1.0)),
+    ("fn", lambda: fusion.compile_error(3)),
+    ("framework", lambda: fusion.trace_kernels(None, "mxnet")),
+    ("trace", lambda: fusion.trace_kernels(None, "torch")),
+    # the variants and probes
+    ("framework", lambda: fusion.chain("mxnet")),
+    ("framework", lambda: fusion.chain(None)),
+    ("tanh", lambda: fusion.chain("torch", tanh="yes")),
+    ("arrays", lambda: fusion.to_framework("torch")),
+    ("arrays[0]", lambda: fusion.to_framework("torch", [1.0, 2.0])),
+    ("framework", lambda: fusion.compiled("caffe", CHAIN)),
+    ("fn", lambda: fusion.compiled("torch", 3)),
+    ("like", lambda: fusion.into_buffer("torch", CHAIN, None)),
+    ("fn", lambda: fusion.into_buffer("torch", None, torch.ones(2))),
+    ("like", lambda: fusion.copy_into("jax", None)),
+    ("value", lambda: fusion.to_numpy(None)),
+    ("fn", lambda: fusion.page_faults(None)),
+    ("calls", lambda: fusion.page_faults(lambda: 1, calls=0)),
+    ("calls", lambda: fusion.page_faults(lambda: 1, calls=2.5)),
+    ("steps", lambda: fusion.measure_vector_roof(steps=0)),
+    ("elements", lambda: fusion.measure_vector_roof(elements=10)),
+    ("min_time", lambda: fusion.measure_vector_roof(min_time=NAN)),
+    ("flops_per_second", lambda: fusion.VectorRoof(NAN, 1.0, 10)),
+    ("tanh_per_second", lambda: fusion.VectorRoof(1.0, -1.0, 10)),
+    ("elements", lambda: ROOF.chain_seconds(-5, flops=1, tanh=1)),
+    ("tanh", lambda: ROOF.chain_seconds(10, flops=1, tanh=INF)),
+    ("data", lambda: fusion.measure_variants({})),
+    ("data", lambda: fusion.measure_variants(None)),
+    ("data['torch']", lambda: fusion.measure_variants({"torch": 3})),
+    ("data key", lambda: fusion.measure_variants({"mxnet": (1, 2)})),
+    ("known", lambda: fusion.measure_variants({"torch": (1, 2)}, known=[1])),
+    # the legacy operator and the exercises' reference
+    ("a", lambda: fusion.table_tanh_np("abc")),
+    ("t", lambda: fusion.legacy_tanh_torch([1.0])),
+    ("points", lambda: fusion.decomposed_tanh_error(points=0)),
+    ("span", lambda: fusion.decomposed_tanh_error(span=NAN)),
+    # the plots
+    ("table", lambda: fusion.prediction_plot(None)),
+    ("fractions", lambda: fusion.roof_bars({})),
+    ("fractions['a']", lambda: fusion.roof_bars({"a": NAN})),
+    ("sizes_bytes", lambda: fusion.speedup_vs_size_plot([], {"a": []})),
+    ("sizes_bytes[0]", lambda: fusion.speedup_vs_size_plot([0], {"a": [1.0]})),
+    ("speedups['a']", lambda: fusion.speedup_vs_size_plot([1024], {"a": [1.0, 2.0]})),
+    ("speedups['a'][0]", lambda: fusion.speedup_vs_size_plot([1024], {"a": [NAN]})),
+    ("speedups", lambda: fusion.speedup_vs_size_plot([1024], None)),
+    ("predicted", lambda: fusion.speedup_vs_size_plot([1024], {"a": [1.0]}, predicted=-1)),
+    ("caches['L3']", lambda: fusion.speedup_vs_size_plot([1024], {"a": [1.0]}, caches={"L3": -1})),
+    ("machine", lambda: fusion.roofline_with_vector_roof(None, None)),
+    ("vector", lambda: fusion.roofline_with_vector_roof(MACHINE, "fast")),
+]
+
+
+@pytest.mark.parametrize(("argument", "call"), BAD_CALLS, ids=[f"{i}-{a}" for i, (a, _) in enumerate(BAD_CALLS)])
+def test_bad_call_is_refused_naming_the_argument(argument: str, call) -> None:
+    rejects(call, argument)
+
+
+def test_there_are_enough_bad_calls() -> None:
+    assert len(BAD_CALLS) >= 25
+
+
+class LearnerError(RuntimeError):
+    pass
+
+
+def _raises(*args):
+    raise LearnerError("the learner's own bug")
+
+
+@pytest.mark.parametrize("call", [
+    lambda: fusion.trace_traffic(_raises, ((2,), "float32")),
+    lambda: fusion.torch_counted_flops(_raises, torch.ones(2)),
+    lambda: fusion.page_faults(_raises),
+], ids=["trace_traffic", "torch_counted_flops", "page_faults"])
+def test_the_learners_own_error_passes_through(call) -> None:
+    with pytest.raises(LearnerError, match="own bug"):
+        call()
