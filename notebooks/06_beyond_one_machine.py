@@ -1,0 +1,532 @@
+# ---
+# jupyter:
+#   course:
+#     minutes:
+#       ci: 3
+#       laptop: 5
+#       workshop: 60
+#   jupytext:
+#     notebook_metadata_filter: course,kernelspec,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# # 06 · What changes when the job outgrows one machine?
+#
+# Notebook 05 proved data parallelism on one machine. Jobs outgrow it in two ways: they need **more
+# machines** (a launcher per machine, a rendezvous, a network between them), or the model state no longer
+# fits **one device** (shard it: ZeRO, FSDP). And the more machines, the likelier one dies mid-run. This
+# notebook runs each of these for real, on one laptop, with the same checks as 05. You will be able to
+#
+# - start a job as two torchrun "nodes", two JAX processes joined by `jax.distributed`, and two TensorFlow
+#   workers joined by `TF_CONFIG`, and **prove** each computes what one process computes;
+# - measure what ZeRO-1 and FSDP2 save per rank, against DDP and the 16 B/param formula, and what they
+#   cost in communication;
+# - survive a crash: an elastic restart from an atomic checkpoint that loses only the steps since it;
+# - write the commands for a real 2-node cluster, and know what to check first when it hangs.
+#
+# **Minutes:** about 5 on a laptop, 60 in a workshop. **Accelerators:** everything runs on the CPU, on
+# 127.0.0.1, with free ports and gloo. On a cluster the same scripts use NCCL and real addresses; what this
+# notebook cannot run here (NCCL, multi-host networks, TPU pods) is named where it applies.
+#
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/eager-to-compiled/course/blob/v0.2.0/notebooks/06_beyond_one_machine.ipynb)
+
+# %% slideshow={"slide_type": "skip"}
+# Colab only: install the course helpers. Colab's own torch, jax and tensorflow are left as they are.
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "course_utils @ git+https://github.com/eager-to-compiled/course@v0.2.0"], check=True)
+
+# %% slideshow={"slide_type": "skip"}
+import course_utils as cu
+
+# JAX fixes its CPU device count at its first computation: section 4 shards parameters over 4 devices.
+N_SIM = 4
+cu.distributed.simulate_devices(N_SIM)
+cu.notebook.setup()
+
+# %% slideshow={"slide_type": "skip"}
+import os
+
+import numpy as np
+import psutil
+import torch
+from IPython.display import Markdown, display
+
+from course_utils.distributed import beyond_plots, elastic, jaxmulti, multinode, sharded, tfmulti
+
+CORES = os.cpu_count() or 1
+SIZE = cu.env.pick(ci={"repeats": 6, "ddp": ["--repeats", 6, "--wide-batch", 256, "--max-bytes", 2**22]},
+                   cpu={"repeats": 15, "ddp": ["--repeats", 15, "--wide-batch", 512, "--max-bytes", 2**24]})
+print(f"{CORES} cores; torch sees {torch.cuda.device_count()} GPU(s); size: {cu.env.size_name()}")
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## 1. Two torchrun "nodes" on one machine
+#
+# On a cluster, every machine runs the **same** `torchrun` line; the launchers find each other through a
+# **rendezvous** (`--rdzv-backend=c10d` at `--rdzv-endpoint=<host>:<port>`), agree on the world size and hand
+# every worker its `RANK` (global), `LOCAL_RANK` (its GPU on that machine) and `WORLD_SIZE`. Here two
+# launcher processes play the two machines, with the endpoint on 127.0.0.1 and a free port. The worker is
+# 05's `ddp_train.py`, unchanged: the backend follows the device type (NCCL on GPUs, gloo on CPUs) and each
+# rank binds `LOCAL_RANK`'s GPU, exactly what it would do on a cluster:
+
+# %% slideshow={"slide_type": "subslide"}
+cu.distributed.show_worker("ddp_train.py", only=["setup", "proof"])
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# The two commands `launch_nodes` runs (identical but for `--node-rank`; c10d itself assigns the ranks):
+
+# %%
+for n in range(2):
+    print(" ".join(multinode.node_command("ddp_train.py", nnodes=2, node_rank=n, nproc_per_node=1, port=29400,
+                                          log_dir="<tmp>/logs", args=["--phases", "proof,timing,allreduce"])))
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# **Prediction:** the two nodes' ranks hold *bit-identical* weights at every checkpoint, and equal one process
+# training on the whole batch up to float rounding (< 1e-5), exactly as within one machine in 05.
+
+# %%
+nodes = multinode.launch_nodes("ddp_train.py", nnodes=2, nproc_per_node=1, timeout=240,
+                               args=["--phases", "proof,timing,allreduce", *SIZE["ddp"]])
+nodes
+
+# %%
+# NBVAL_CHECK_OUTPUT
+diffs = multinode.proof_diffs(nodes, multinode.ddp_reference())
+identical = all(d == 0.0 for d in diffs["ranks"].values())
+equal_to_one = all(d < 1e-5 for d in diffs["single"].values())
+assert identical and equal_to_one, diffs
+print("ranks per node (from the workers' RANK):", nodes.node_ranks)
+print("ranks bit-identical at every checkpoint:", identical)
+print("equal to one process on the whole batch (max abs diff < 1e-5):", equal_to_one)
+
+# %%
+cu.display.verdict(identical and equal_to_one,
+                   f"2 nodes x 1 rank: ranks differ by {max(diffs['ranks'].values()):.1e}, "
+                   f"DDP vs one process by {max(diffs['single'].values()):.1e}",
+                   "the ranks or the single-process run disagree: see the differences above")
+
+# %%
+node_warned = any("node_rank is only used for static" in line for line in nodes.output)
+Markdown(
+    f"Node 0 ran rank(s) {nodes.node_ranks.get(0)}, node 1 rank(s) {nodes.node_ranks.get(1)}; the whole job took "
+    f"{nodes.seconds:.1f} s, mostly process start-up and rendezvous. "
+    + ("torchrun itself warned that `--node-rank` is ignored with c10d: the rendezvous decides who is rank 0, "
+       "so never write code that assumes node 0 holds rank 0. " if node_warned else
+       "With c10d the rendezvous, not `--node-rank`, decides the ranks. ")
+    + "**What changes on a real cluster:** the endpoint becomes node 0's address; the network interface is named "
+    "(`NCCL_SOCKET_IFNAME`, `GLOO_SOCKET_IFNAME`; here `launch` pins them to the loopback interface); the backend "
+    f"becomes NCCL, which needs one GPU per rank: this machine has {torch.cuda.device_count()} GPU(s), so NCCL and "
+    "a real multi-host network cannot run here. `LOCAL_RANK` picks the GPU, `RANK` identifies the worker."
+)
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### When a rank on the *other* node fails
+# Two launchers make failure harder: node 1's rank dies, node 0's rank waits in a collective forever, and
+# node 0's launcher knows nothing. `launch_nodes` watches both launchers, stops everything at the first
+# failure and names the failing rank. **Prediction:** `LaunchError` names rank 1 with its traceback, and no
+# process of either node survives.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+try:
+    multinode.launch_nodes("fail_demo.py", nnodes=2, nproc_per_node=1, timeout=90, echo=False)
+except cu.distributed.LaunchError as error:
+    failure = error
+leftover = [p for p in psutil.process_iter(["cmdline"]) if "fail_demo.py" in " ".join(p.info["cmdline"] or [])]
+print(type(failure).__name__, "| failing rank:", failure.rank)
+print("last line of its traceback:", failure.traceback.splitlines()[-1])
+print("processes left behind:", len(leftover))
+
+# %%
+cu.display.verdict(failure.rank == 1 and not leftover, f"rank {failure.rank} named, {len(leftover)} processes left",
+                   "the error named another rank or processes survived")
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## 2. Multi-process JAX: `jax.distributed` and one global mesh
+#
+# JAX runs **one process per machine** (each owns that machine's accelerators). `jax.distributed.initialize`
+# connects them through a coordinator (process 0 at `127.0.0.1:<port>` here, node 0's address on a
+# cluster); afterwards `jax.devices()` lists the devices of *all* processes, and a mesh can span them. Each
+# process loads only its rows of the global batch (`make_array_from_process_local_data`). Here: 2 processes x
+# 2 CPU devices each (`jax_num_cpu_devices`) = one mesh of 4.
+#
+# **Prediction:** both processes end with identical parameters, equal to one device training on the whole
+# batch (< 1e-5), and the compiled step holds an all-reduce across all 4 devices, i.e. across processes.
+
+# %%
+HAVE_JAX = cu.notebook.needs("jax")
+if HAVE_JAX:
+    display(cu.distributed.show_worker("jax_multiprocess.py", only=["main"]))
+
+# %%
+if HAVE_JAX:
+    jax_run = jaxmulti.run(steps=10, repeats=SIZE["repeats"])
+    jax_diff = jaxmulti.compare(jax_run, jaxmulti.reference(steps=10))
+    print("\n".join(jaxmulti.allreduce_groups(jax_run)))
+
+# %%
+# NBVAL_CHECK_OUTPUT
+if HAVE_JAX:
+    rec = jax_run.record("jax")
+    assert jax_diff["processes"] == 0.0 and jax_diff["single"] < 1e-5, jax_diff
+    print("processes x local devices = global devices:", rec["processes"], "x", rec["local_devices"], "=", rec["devices"])
+    print("batch sharding:", rec["batch_sharding"], "| rows loaded per process:", rec["local_batch_rows"])
+    print("processes identical:", jax_diff["processes"] == 0.0, "| equal to one device (< 1e-5):", jax_diff["single"] < 1e-5)
+    print("all-reduces in the compiled step:", len(rec["allreduces"]))
+
+# %%
+if HAVE_JAX:
+    display(cu.display.verdict(jax_diff["processes"] == 0.0 and jax_diff["single"] < 1e-5 and len(rec["allreduces"]) > 0,
+                               f"processes differ by {jax_diff['processes']:.1e}, vs one device {jax_diff['single']:.1e}, "
+                               f"{len(rec['allreduces'])} all-reduce(s) over {rec['devices']} devices",
+                               "see the differences and the HLO above"))
+    display(Markdown(
+        f"Device ids {rec['device_ids']}: JAX numbers each process's devices in its own range, and the mesh spans "
+        f"all {rec['devices']}. XLA merged every gradient into {len(rec['allreduces'])} all-reduce(s) (as DDP's "
+        "buckets do); between processes it runs over gloo's TCP here, over the interconnect (NCCL, ICI on TPU "
+        "pods) on real hardware, which this machine lacks. A step took "
+        f"{np.median(rec['step_times']) * 1e3:.2f} ms (median)."))
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## 3. TensorFlow: `MultiWorkerMirroredStrategy` over `TF_CONFIG`
+#
+# TensorFlow's multi-worker strategy reads the cluster from the `TF_CONFIG` environment variable: the
+# list of workers (`host:port`) and which one *this* process is. Every worker builds the strategy, and
+# collective ops all-reduce the gradients. We use a custom training loop: Keras 3 `model.fit` under this
+# strategy is reported broken upstream (keras-team/keras#20585).
+#
+# **Prediction:** both workers end with identical weights, equal to one worker without a strategy (< 1e-5).
+
+# %%
+HAVE_TF = cu.notebook.needs("tensorflow")
+if HAVE_TF:
+    print("TF_CONFIG of worker 1:", tfmulti.tf_config(["127.0.0.1:<port0>", "127.0.0.1:<port1>"], 1))
+    tf_run = tfmulti.run(steps=8)
+    tf_diff = tfmulti.compare(tf_run)
+
+# %%
+# NBVAL_CHECK_OUTPUT
+if HAVE_TF:
+    assert tf_diff["workers"] == 0.0 and tf_diff["single"] < 1e-5, tf_diff
+    print("replicas in sync:", tf_run.record("multiworker")["replicas"])
+    print("workers identical:", tf_diff["workers"] == 0.0, "| equal to one worker (< 1e-5):", tf_diff["single"] < 1e-5)
+
+# %%
+if HAVE_TF:
+    display(cu.display.verdict(tf_diff["workers"] == 0.0 and tf_diff["single"] < 1e-5,
+                               f"workers differ by {tf_diff['workers']:.1e}, vs one worker {tf_diff['single']:.1e}",
+                               "the workers or the one-worker run disagree"))
+    display(Markdown(
+        f"The two workers agreed bit for bit and differed from one worker by {tf_diff['single']:.1e}. The loop divides "
+        "the summed loss by the **global** batch, because the strategy *sums* the replicas' gradients. The job took "
+        f"{tf_run.seconds:.1f} s, mostly two TensorFlow imports; on a cluster, each machine sets its own `TF_CONFIG`."))
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## 4. When the model state does not fit: ZeRO-1 and FSDP2, measured
+#
+# DDP keeps everything on every rank: with fp32 Adam, 4 B of weights + 4 B of gradients + 8 B of moments =
+# **16 B per parameter**. ZeRO-1 (`ZeroRedundancyOptimizer`) shards the Adam state over the N ranks; FSDP2
+# (`torch.distributed.fsdp.fully_shard`, which works on a CPU mesh with gloo; FSDP1 refuses CPUs) shards
+# weights, gradients and state (ZeRO-3). The worker counts the bytes each rank *really* holds (a shard counts
+# only its local part) and the collectives of one step.
+#
+# **Prediction (formula, computed):** per rank on N = 2: DDP 16, ZeRO-1 4 + 4 + 8/2 = 12, FSDP2 16/2 = 8 B/param;
+# measured within 5% of that; all three end with the same weights.
+
+# %%
+cu.distributed.show_worker("fsdp_train.py", only=["build", "local_bytes"])
+
+# %%
+shard_run = sharded.run(steps=5, repeats=SIZE["repeats"])
+sharded.memory_table(shard_run)
+
+# %%
+held0 = {sharded.KINDS[k][0]: v[0] for k, v in sharded.held_bytes(shard_run).items()}
+params = shard_run.record("ddp")["params"]
+formula = {sharded.KINDS[k][0]: v for k, v in sharded.formula_bytes(params, 2).items()}
+beyond_plots.memory_plot(held0, formula, ranks=2)
+
+# %%
+# NBVAL_CHECK_OUTPUT
+per_param = {k: max(sum(h.values()) for h in v.values()) / params for k, v in sharded.held_bytes(shard_run).items()}
+ratios = {k: per_param[k] * params / sharded.formula_bytes(params, 2)[k] for k in per_param}
+wdiff = sharded.weight_diffs(shard_run)
+assert all(d < 1e-6 for d in wdiff.values()), wdiff
+print("parameters:", f"{params:,}")
+print("measured / formula within 5%:", {k: abs(r - 1) < 0.05 for k, r in ratios.items()})
+print("ZeRO-1 and FSDP2 weights == DDP weights (max abs diff < 1e-6):", all(d < 1e-6 for d in wdiff.values()))
+
+# %%
+cu.display.verdict(all(abs(r - 1) < 0.05 for r in ratios.values()) and all(d < 1e-6 for d in wdiff.values()),
+                   "measured / formula: " + ", ".join(f"{k} {r:.3f}" for k, r in ratios.items())
+                   + f"; weights vs DDP within {max(wdiff.values()):.1e}",
+                   "a kind held more (or less) than its formula; the table shows which part")
+
+# %%
+zero_opt = {r: h["optimizer"] for r, h in sharded.held_bytes(shard_run)["zero1"].items()}
+Markdown(
+    f"FSDP2 held {ratios['fsdp2']:.3f}x and ZeRO-1 {ratios['zero1']:.3f}x the formula's bytes on their largest rank. "
+    f"ZeRO-1 shards by whole tensors, so its ranks are uneven: Adam state {cu.display.format_bytes(zero_opt[0])} on "
+    f"rank 0 vs {cu.display.format_bytes(zero_opt[1])} on rank 1; FSDP2 splits every tensor along its first "
+    "dimension, so its shards are even (up to padding). Not in this table: FSDP2 gathers one layer's full weights "
+    "just before using it, so the peak holds one unsharded layer more; activations do not shrink with sharding at all."
+)
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### What sharding costs: communication per step
+# **Prediction (ring algorithms, computed):** DDP sends 2(N-1)/N x gradient bytes per step (one all-reduce);
+# FSDP2 all-gathers the weights for forward *and* backward and reduce-scatters the gradients:
+# 3(N-1)/N, i.e. **1.5x DDP**; ZeRO-1 all-reduces like DDP, then broadcasts each updated shard.
+
+# %%
+sharded.comm_table(shard_run)
+
+# %%
+# NBVAL_CHECK_OUTPUT
+calls = {k: shard_run.record(k)["calls"] for k in sharded.KINDS}
+for k, c in calls.items():
+    print(f"{k}: {dict(sorted(c.items()))}")
+
+# %%
+traffic = cu.distributed.zero_traffic(4 * params, 2, 3) / cu.distributed.zero_traffic(4 * params, 2, 0)
+steps = sharded.step_medians(shard_run)
+N = shard_run.record("ddp")["world"]  # ring: all-gather/reduce-scatter send (N-1)/N of the buffer, all-reduce 2(N-1)/N
+counted = ((N - 1) / N * sum(shard_run.record("fsdp2")["comm_bytes"].values())
+           / (2 * (N - 1) / N * shard_run.record("ddp")["comm_bytes"]["allreduce"]))
+cu.display.verdict(abs(counted - traffic) < 0.1, f"FSDP2 moves {counted:.2f}x DDP's bytes per step (counted), "
+                   f"formula {traffic:.2f}x", "the counted collectives differ from the ring formula")
+
+# %%
+Markdown(
+    f"Counted: DDP one all-reduce, FSDP2 {calls['fsdp2'].get('allgather', 0)} all-gathers and "
+    f"{calls['fsdp2'].get('reduce_scatter', 0)} reduce-scatters (one per layer and pass). Step time (median, rank 0): "
+    f"DDP {steps['ddp'] * 1e3:.2f} ms, ZeRO-1 {steps['zero1'] * 1e3:.2f} ms, FSDP2 {steps['fsdp2'] * 1e3:.2f} ms: "
+    f"FSDP2 pays {steps['fsdp2'] / steps['ddp']:.1f}x DDP's step here, more than its 1.5x bytes, because on a tiny "
+    "model each of its many small collectives costs a latency and Python hooks, and gloo implements reduce-scatter "
+    "with an all-reduce. Sharding buys memory, not speed: use it when the state does not fit."
+)
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### The same idea in JAX: shard the parameters over the mesh
+# In JAX, FSDP is a layout: give each weight a `NamedSharding` split over the `data` axis, and XLA inserts
+# an all-gather before each use. **Prediction:** the per-device argument bytes (`memory_analysis()`) fall to
+# about 1/4 on 4 devices, all-gathers appear in the HLO, and the result is unchanged.
+
+# %%
+if cu.notebook.needs("jax"):
+    jax_fsdp = sharded.jax_sharding()
+    display(cu.display.Table(("layout", "arguments", "temporaries", "collectives in HLO"), tuple(
+        (name, cu.display.format_bytes(jax_fsdp[name]["argument_bytes"]), cu.display.format_bytes(jax_fsdp[name]["temp_bytes"]),
+         ", ".join(f"{c} {op}" for op, c in jax_fsdp[name]["collectives"].items() if c)) for name in ("replicated", "sharded")),
+        title=f"One SGD step, {jax_fsdp['params']:,} parameters, per device of {jax_fsdp['devices']} (XLA memory_analysis)"))
+
+# %%
+# NBVAL_CHECK_OUTPUT
+if HAVE_JAX:
+    shrink = jax_fsdp["sharded"]["argument_bytes"] / jax_fsdp["replicated"]["argument_bytes"]
+    gathers = jax_fsdp["sharded"]["collectives"]["all-gather"]
+    assert jax_fsdp["max_diff"] < 1e-6
+    print("all-gather in the sharded step:", gathers > 0, "| result unchanged (< 1e-6):", jax_fsdp["max_diff"] < 1e-6)
+
+# %%
+if HAVE_JAX:
+    display(cu.display.verdict(shrink < 1.5 / jax_fsdp["devices"] and gathers > 0,
+                               f"arguments {shrink:.2f}x of replicated, {gathers} all-gather(s)",
+                               "the arguments did not shrink to about 1/N or no all-gather was inserted"))
+    display(Markdown(
+        f"The sharded step's arguments are {shrink:.2f}x the replicated ones, while its temporaries are "
+        f"{jax_fsdp['sharded']['temp_bytes'] / max(jax_fsdp['replicated']['temp_bytes'], 1):.2f}x: the gathered "
+        "weights live there for the step. Gradients are reduced with "
+        + ("reduce-scatters" if jax_fsdp["sharded"]["collectives"]["reduce-scatter"] else
+           "all-reduces (XLA's CPU backend did not form reduce-scatters here)") + "."))
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## 5. A rank dies, training goes on
+#
+# With `--max-restarts=1`, torchrun restarts the whole group when a worker dies. The worker must then
+# resume: it always loads the newest checkpoint if one exists (weights **and** optimizer state), written
+# atomically (temporary file + `os.replace`) so that a crash while writing leaves the old one whole. Rank 1
+# dies once, at step 8; checkpoints every 3 steps.
+#
+# **Prediction:** the final weights equal an uninterrupted run (< 1e-5); the work lost is the steps since the
+# last checkpoint: 8 mod 3 = 2 steps computed twice.
+
+# %%
+cu.distributed.show_worker("elastic_train.py", only=["save_checkpoint", "load_checkpoint"])
+
+# %%
+crash = elastic.run(steps=12, every=3, crash_at=8, echo=False)  # the ranks' lines, shortened, below
+print("\n".join(f"[rank {r}] {t}" for r, t in crash.result.lines if t.startswith(("attempt", "RuntimeError"))))
+beyond_plots.elastic_timeline(crash.computed, every=crash.every, crash_at=crash.crash_at, steps=crash.steps)
+
+# %%
+# NBVAL_CHECK_OUTPUT
+ref_weights = elastic.reference(steps=12)
+elastic_diff = max(float(np.max(np.abs(w - ref_weights))) for w in crash.weights.values())
+assert elastic_diff < 1e-5 and crash.lost_steps == elastic.lost_steps(crash.crash_at, crash.every)
+print(crash)
+print("attempts:", crash.attempts, "| resumed from step:", crash.resumed_from, "| steps computed twice:", crash.lost_steps)
+print("final weights == uninterrupted run (max abs diff < 1e-5):", elastic_diff < 1e-5)
+
+# %%
+cu.display.verdict(elastic_diff < 1e-5 and crash.lost_steps == 2,
+                   f"weights vs uninterrupted {elastic_diff:.1e}, {crash.lost_steps} step(s) lost",
+                   "the resumed run diverged or lost other steps than predicted")
+
+# %%
+Markdown(
+    f"The job crashed at step {crash.crash_at}, torchrun restarted both ranks, they resumed at step "
+    f"{crash.resumed_from} and finished with the weights of an uninterrupted run (difference {elastic_diff:.1e}). "
+    f"Lost: {crash.lost_steps} step(s) of compute plus the restart ({crash.seconds:.1f} s for the whole job here, "
+    "most of it starting processes twice). Checkpoint more often and you lose less per crash but pay the "
+    "write every time. Found on the way (torch 2.13, gloo): restarted workers reuse the launcher's key-value "
+    "store and read the dead workers' addresses; `elastic_train.py` keeps each attempt's keys apart."
+)
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## 6. The cost model meets the measurement
+#
+# 05 fitted the ring all-reduce model T = 2(N-1)α + 2(N-1)/N · bytes/β. Fitted on the all-reduce sweep of
+# section 1's two-node job, it now predicts (computed) this notebook's multi-process times: a DDP step of the
+# wide model = its measured compute + one all-reduce; FSDP's all-gather and reduce-scatter alone = half an
+# all-reduce each. **Prediction:** every measured time within a factor of 2 of the model.
+
+# %%
+sweep = [r for r in nodes.records[0] if r["kind"] == "allreduce"]
+fit = cu.distributed.fit_allreduce([r["nbytes"] for r in sweep], [np.percentile(r["times"], 25) for r in sweep], n=2)
+predicted = sharded.cost_predictions(fit, nodes.record("timing_wide"), shard_run)
+beyond_plots.prediction_plot(predicted, title="Ring model (fitted on 2 nodes) vs measured, 2 ranks")
+
+# %%
+ratio = {k: m / p for k, (p, m) in predicted.items()}
+cu.display.verdict(all(0.5 <= r <= 2 for r in ratio.values()),
+                   ", ".join(f"{k}: measured/predicted {r:.2f}" for k, r in ratio.items()),
+                   "outside a factor of 2 where named; the explanation below says why")
+
+# %%
+worst = max(ratio, key=lambda k: abs(np.log(ratio[k])))
+coll = sharded.collective_medians(shard_run)
+off = [k for k, r in ratio.items() if not 0.5 <= r <= 2]
+ag, rs = coll["allgather"] / coll["allreduce"], coll["reducescatter"] / coll["allreduce"]
+Markdown(
+    f"Fit: β = {cu.display.format_rate(fit.bandwidth)}, α = {fit.latency * 1e6:.1f} µs per ring step. "
+    + (f"Every prediction held within a factor of 2 (worst: *{worst}*, {ratio[worst]:.2f}x). " if not off else
+       f"Outside a factor of 2: {', '.join(f'*{k}* ({ratio[k]:.2f}x)' for k in off)}. ")
+    + f"Measured side by side on the same {cu.display.format_bytes(coll['nbytes'])} buffer, an all-gather took "
+    f"{ag:.2f}x and a reduce-scatter {rs:.2f}x the time of an all-reduce, where the ring model says about 0.5x: gloo "
+    "runs each reduce-scatter as a full all-reduce (torch's profiler lists a `gloo:all_reduce` under every "
+    "`c10d::_reduce_scatter_base_`), and at this size each collective's fixed cost weighs as much as its bytes. "
+    "A full step adds that compute and communication share the same 2 cores. On a cluster, fit α and β on the "
+    "real network and for each collective your training uses; inter-node links are 10-100x slower than loopback."
+)
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## 7. On a real cluster
+# The same workers, with real addresses. The commands for 2 machines with 8 GPUs each:
+
+# %%
+print(multinode.cluster_commands(nnodes=2, nproc_per_node=8))
+
+# %% [markdown]
+# TPU pods (`jax.distributed.initialize()` finds the pod by itself) and multi-host networks cannot run on
+# this machine; the commands above are the whole difference. When it hangs:
+
+# %%
+multinode.hang_checklist()
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Exercises
+#
+# **06.1 Predict, then look.** Before reading section 4's table: how many bytes of model state
+# (weights + gradients + Adam state) does one FSDP2 rank hold for this run's model on 2 ranks? Use the
+# parameter count only (`params`). The check compares with what the rank measured.
+
+# %%
+answer = None  # your answer here
+
+# %% tags=["solution"] jupyter={"source_hidden": true}
+answer = 16 * params / 2
+
+# %%
+# NBVAL_CHECK_OUTPUT
+cu.exercises.check("06.1", answer, measured=sum(sharded.held_bytes(shard_run)["fsdp2"][0].values()))
+
+# %% [markdown]
+# **06.2 The price of a crash.** With this run's settings (`crash.every`, `crash.crash_at`), how many steps
+# are computed twice? Write it as arithmetic, not by reading `crash.lost_steps`.
+
+# %%
+answer = None  # your answer here
+
+# %% tags=["solution"] jupyter={"source_hidden": true}
+answer = crash.crash_at - (crash.crash_at // crash.every) * crash.every
+
+# %%
+# NBVAL_CHECK_OUTPUT
+cu.exercises.check("06.2", answer, crash_at=crash.crash_at, every=crash.every)
+
+# %% [markdown]
+# **06.3 A TF_CONFIG for a real cluster.** Write the `TF_CONFIG` JSON string of the third worker (index 2) of
+# the cluster `HOSTS` below.
+
+# %%
+HOSTS = ["10.0.0.1:2222", "10.0.0.2:2222", "10.0.0.3:2222"]
+answer = None  # your answer here
+
+# %% tags=["solution"] jupyter={"source_hidden": true}
+import json
+
+answer = json.dumps({"cluster": {"worker": HOSTS}, "task": {"type": "worker", "index": 2}})
+
+# %%
+# NBVAL_CHECK_OUTPUT
+cu.exercises.check("06.3", answer, hosts=HOSTS, index=2)
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Summary
+
+# %%
+rows = [
+    ("2 nodes: ranks' max weight difference", max(diffs["ranks"].values()), "", "c10d rendezvous on 127.0.0.1"),
+    ("2 nodes vs one process, max weight difference", max(diffs["single"].values()), "", "float rounding only"),
+    ("DDP model state per rank", per_param["ddp"], "B/param", "measured; formula 16"),
+    ("ZeRO-1 model state, largest rank", per_param["zero1"], "B/param", "measured; formula 12 (N = 2)"),
+    ("FSDP2 model state, largest rank", per_param["fsdp2"], "B/param", "measured; formula 8 (N = 2)"),
+    ("FSDP2 step / DDP step", steps["fsdp2"] / steps["ddp"], "x", "tiny model, gloo"),
+    ("elastic: steps computed twice", crash.lost_steps, "steps", f"crash at {crash.crash_at}, checkpoint every {crash.every}"),
+    ("elastic job, wall time", crash.seconds, "s", "two attempts, start-up included"),
+    ("cost model, worst measured/predicted", ratio[worst], "x", worst),
+]
+if HAVE_JAX:
+    rows.append(("JAX 2 processes vs one device, max diff", jax_diff["single"], "", "4 devices in one mesh"))
+if HAVE_TF:
+    rows.append(("TF 2 workers vs one worker, max diff", tf_diff["single"], "", "MultiWorkerMirroredStrategy"))
+cu.notebook.summary_table("06_beyond_one_machine", rows)
+
+# %% [markdown]
+# **What to remember**
+# - A multi-node job is the one-node job plus a rendezvous: the same worker, one launcher per machine, ranks
+#   from the rendezvous; prove equality with one process before trusting it, in every framework.
+# - Sharding trades communication for memory: ZeRO-1 cuts the optimizer state, FSDP all of the model state
+#   (16 → 16/N B/param), at ~1.5x DDP's traffic and many more collectives.
+# - Expect crashes: checkpoint atomically (weights + optimizer state), resume automatically, and count what a
+#   crash costs: the steps since the last checkpoint plus a restart.
+#
+# What this notebook could not run here: NCCL (no GPUs), real multi-host networks and TPU pods; the
+# commands in section 7 are the difference.
+#
+# **Next:** [07 · should we migrate?](07_should_we_migrate.ipynb): one realistic model through every technique
+# of the course, and the decision in numbers.
+
+# %%
+print(cu.notebook.last_verified())
