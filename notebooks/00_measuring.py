@@ -90,10 +90,10 @@ for fw in here:
     print(f"{fw:<10} {kind}: naive clock under a third of the real time: {fooled[fw] > 3}")
 
 # %%
-held = all((fooled[fw] > 3) == returns_early[fw] and (returns_early[fw] or fooled[fw] < 1.5) for fw in here)
+off = [fw for fw in here if not (fooled[fw] > 3 if returns_early[fw] else fooled[fw] < 1.5)]
 ratios_text = ", ".join(f"{fw} {fooled[fw]:.1f}x" for fw in here)
-verdict(held, f"synchronised / naive time: {ratios_text}",
-        "a framework expected to compute before returning was fooled, or one expected to return early was not")
+verdict(not off, f"synchronised / naive time: {ratios_text}",
+        f"{', '.join(off)} did not behave as expected (over 3x for a call that returns early, under 1.5x otherwise)")
 
 # %%
 Markdown(
@@ -113,7 +113,7 @@ Markdown(
 # A compiled function pays once: tracing, graph optimisation, code generation. Averaging that first call
 # into the steady state makes a compiled function look slow in a short benchmark and fast in a long one.
 #
-# **Prediction.** In each framework the first compiled call costs at least 10x a steady-state call, and
+# **Prediction.** In each framework the first compiled call costs at least 3x a steady-state call, and
 # afterwards each compiled version beats its own eager one on this memory-bound-looking chain of
 # elementwise ops (`cu.models.gelu_chain`: bias + tanh-GELU + residual).
 
@@ -138,10 +138,13 @@ for fw, args in inputs.items():
 
 # %%
 first_ratio = {fw: compiled[fw].first_call / compiled[fw].median for fw in here}
-held = all(first_ratio[fw] >= 10 and chain.own(fw) > 1 for fw in here)
-verdict(held, "first compiled call / steady call: " + ", ".join(f"{fw} {first_ratio[fw]:,.0f}x" for fw in here)
-        + "; compiled / own eager: " + ", ".join(f"{fw} {ratio(chain.own(fw))}" for fw in here),
-        "a first call cost under 10x a steady one, or a compiled version did not beat its own eager one")
+cheap_first = [fw for fw in here if first_ratio[fw] < 3]
+not_faster = [fw for fw in here if chain.own(fw) <= 1]
+verdict(not cheap_first and not not_faster,
+        "first compiled call / steady call: " + ", ".join(f"{fw} {first_ratio[fw]:,.0f}x" for fw in here)
+        + "; compiled over own eager: " + ", ".join(f"{fw} {ratio(chain.own(fw))}" for fw in here),
+        (f"first call under 3x a steady one: {', '.join(cheap_first)}. " if cheap_first else "")
+        + (f"compiled no faster than its own eager: {', '.join(not_faster)}" if not_faster else ""))
 
 # %%
 chain
@@ -207,7 +210,9 @@ Markdown(
 # Bandwidth is measured with large arrays (copy, scale and triad, outputs preallocated or donated, the best
 # probe taken), sized from the last-level cache so that they stream from main memory; the matmul roof with a
 # large fp32 matrix product. One more probe writes a triad into a **fresh** output each call, as code written
-# without care does: it pays allocation and page faults, so it is shown but is not a bandwidth.
+# without care does: it pays allocation and page faults, so it is shown but is not a bandwidth. (TensorFlow
+# tensors cannot be written into, but an XLA-compiled function that assigns to a `tf.Variable` updates it in
+# place: that is TensorFlow's in-place probe.)
 
 # %%
 probe_size = cu.probes.probe_size()
@@ -219,11 +224,12 @@ m0.roofs_table(machines)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Is main memory really the roof? The sweep below times a copy for working sets from 16 KiB to the probes'
-# size; each cache level the OS reports is marked.
+# size; each cache level the OS reports is marked. (It sweeps the CPU's memory; on a GPU runtime the roofs
+# above are the GPU's.)
 
 # %%
 hierarchy = m0.sweep_hierarchy(m0.default_working_sets(2 * probe_size.array_bytes))
-m0.plots.hierarchy_plot(hierarchy, roof=machines["torch"].bandwidth)
+m0.plots.hierarchy_plot(hierarchy, roof=machines["torch"].bandwidth if machines["torch"].device == "cpu" else None)
 
 # %%
 plateaus = hierarchy.plateaus()
@@ -320,7 +326,18 @@ print("the 4-element add reaches under 1% of its roof (overhead-bound):", share[
 verdict(share["torch add, 4 elements"] < 0.01 and share[f"torch matmul {n}"] > 0.5,
         f"4-element add {percent(share['torch add, 4 elements'], 3)} of its roof, "
         f"{n}x{n} matmul {percent(share[f'torch matmul {n}'])}",
-        "the matmul stayed under half of the compute roof (at this size its threads and blocking cost more)")
+        "the matmul stayed under half of the compute roof that the larger matmul probe measured")
+
+# %%
+Markdown(
+    f"The {n}x{n} matmul reaches {percent(share[f'torch matmul {n}'])} of the compute roof"
+    + (": compute-bound, as a matmul this size should be." if share[f"torch matmul {n}"] > 0.5 else
+       f": under half of what the n = {cu.roofline.default_matmul_n()} probe reached. A smaller product keeps "
+       "the cores busy for a shorter time per call, so the library's blocking and threading costs weigh more."
+       + m0.load_note())
+    + f" The 4-element add reaches {percent(share['torch add, 4 elements'], 3)}: {format_time(tiny.median)} "
+    "for 4 additions, all of it overhead."
+)
 
 # %% [markdown]
 # The fused chain sits left of the ridge, where the roofline calls a kernel memory-bound. Is it? Time a

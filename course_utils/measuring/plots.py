@@ -34,10 +34,11 @@ def hierarchy_plot(sweep: HierarchySweep, *, roof: float | None = None, title: s
         ax.axhline(validate.positive("roof", roof) / 1e9, color="#222222", linewidth=1, linestyle=":",
                    label=f"roof used below: {roof / 1e9:.1f} GB/s")
     ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
     ax.set_xlabel("working set: source + destination (bytes, log scale)")
-    ax.set_ylabel("copy bandwidth (GB/s, read + write)")
+    ax.set_ylabel("copy bandwidth (GB/s, read + write; log scale)")
     ax.set_title(title or "Memory hierarchy: bandwidth against working-set size")
-    ax.legend(fontsize=8, loc="lower left")
+    ax.legend(fontsize=8, loc="upper right")
     return fig
 
 

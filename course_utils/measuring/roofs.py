@@ -52,7 +52,8 @@ def elementwise_costs(size: int) -> dict[str, timing.Measurement]:
     import torch
 
     size = validate.number("size", size, low=1, integer=True)
-    x, out = torch.randn(size), torch.empty(size)
+    device = "cuda" if torch.cuda.is_available() else "cpu"  # where the chain ran
+    x, out = torch.randn(size, device=device), torch.empty(size, device=device)
     return {"copy": timing.benchmark(out.copy_, x, label="copy_ into out"),
             "tanh": timing.benchmark(torch.tanh, x, out=out, label="tanh into out")}
 
