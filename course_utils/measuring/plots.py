@@ -38,7 +38,7 @@ def hierarchy_plot(sweep: HierarchySweep, *, roof: float | None = None, title: s
     ax.set_xlabel("working set: source + destination (bytes, log scale)")
     ax.set_ylabel("copy bandwidth (GB/s, read + write; log scale)")
     ax.set_title(title or "Memory hierarchy: bandwidth against working-set size")
-    ax.legend(fontsize=8, loc="upper right")
+    ax.legend(fontsize=8, loc="lower left")
     return fig
 
 
