@@ -94,7 +94,8 @@ def test_failure_parsing_prefers_torchruns_root_cause() -> None:
              "[default1]:Traceback (most recent call last):", '[default1]:  File "w.py", line 3',
              "[default1]:KeyError: 'x'", "[default1]:", "Root Cause (first observed failure):", "[0]:",
              "  rank      : 1 (local_rank: 1)", "  exitcode  : 1 (pid: 42)"]
-    error = launcher._failure("w.py", 2, 1, [*lines[:5], "[default1]:rank 1 started (stdout, after stderr)", *lines[5:]])
+    late_stdout = "[default1]:rank 1 started (stdout, after stderr)"
+    error = launcher._failure("w.py", 2, 1, [*lines[:5], late_stdout, *lines[5:]])
     assert error.rank == 1 and error.traceback.endswith("KeyError: 'x'") and "gloo" not in error.traceback
     assert "started" not in error.traceback
 
@@ -142,12 +143,10 @@ def test_failing_rank_raises_with_its_traceback_and_kills_the_others(tmp_path: P
             raise ValueError("shard 7 is corrupt (test)")
         if os.environ["RANK"] == "1":
             read_shard()
-        time.sleep(120)  # rank 0 would wait forever
+        time.sleep(300)  # rank 0 would wait forever
     """)
-    start = time.perf_counter()
-    with pytest.raises(dist.LaunchError) as info:
+    with pytest.raises(dist.LaunchError) as info:  # a launcher that waited for rank 0 would time out instead
         dist.launch(script, nprocs=2, timeout=100, progress=False)
-    assert time.perf_counter() - start < 60, "the launcher must not wait for the sleeping rank"
     error = info.value
     assert error.rank == 1 and error.exitcode == 1
     text = str(error)
