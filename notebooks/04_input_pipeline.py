@@ -2,8 +2,8 @@
 # jupyter:
 #   course:
 #     minutes:
-#       ci: 2
-#       laptop: 4
+#       ci: 3
+#       laptop: 5
 #       workshop: 45
 #   jupytext:
 #     notebook_metadata_filter: course,kernelspec,-jupytext.text_representation.jupytext_version
@@ -31,7 +31,7 @@
 #   vectorised `map` + `prefetch`, and a prefetching iterator for JAX;
 # - say, from measurements, when more workers stop helping (cores, the GIL, memory).
 #
-# **Minutes:** about 4 on a laptop, 45 in a workshop. **Accelerators:** every section runs on a CPU; on a GPU
+# **Minutes:** about 5 on a laptop, 45 in a workshop. **Accelerators:** every section runs on a CPU; on a GPU
 # the models run on the device and `pin_memory` is switched on; no section needs a TPU. Without TensorFlow or
 # JAX, their sections are skipped with one sentence.
 #
