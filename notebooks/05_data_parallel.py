@@ -243,6 +243,17 @@ cu.display.verdict(failure.rank == 1 and not leftover,
                    f"LaunchError names rank {failure.rank}, {len(leftover)} process(es) left behind",
                    "the launcher blamed another rank or left processes running")
 
+# %%
+Markdown(
+    (f"`launch` named rank {failure.rank} and showed the lines of its traceback, without torchrun's "
+     "`[default1]:` prefixes, then stopped rank 0, which would otherwise have slept on (in a real job: waited "
+     "in an all-reduce until the process group timed out, 30 minutes by default in this torch). "
+     if failure.rank == 1 else
+     f"`launch` blamed rank {failure.rank}, not rank 1: torchrun's error summary named another rank first. ")
+    + ("No process of the job is left." if not leftover else
+       f"{len(leftover)} process(es) survived: the launcher's clean-up missed them, which is a bug to report.")
+)
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3. Where the time goes: compute, communication, threads
 #
@@ -646,9 +657,17 @@ if HAVE_JAX:
 
 # %%
 if HAVE_JAX:
-    display(cu.display.verdict(" all-reduce(" in hlo and replicated_out and jax_diff < 1e-6,
-                               f"one all-reduce in the HLO, weights replicated, max difference {jax_diff:.1e}",
+    n_allreduce = sum(" all-reduce(" in line for line in hlo.splitlines())
+    display(cu.display.verdict(n_allreduce >= 1 and replicated_out and jax_diff < 1e-6,
+                               f"{n_allreduce} all-reduce(s) in the HLO, weights replicated, max difference {jax_diff:.1e}",
                                "the sharded step differs from one device or has no all-reduce"))
+    display(Markdown(
+        f"The batch's type carries its sharding (`@data`), the weights' does not: they are replicated, and so "
+        f"are the updated weights, because XLA summed the per-device gradients with **{n_allreduce}** "
+        + ("all-reduce, one tuple holding every gradient (what DDP's buckets do by hand). " if n_allreduce == 1 else
+           "all-reduces. ")
+        + f"The result matches one device within {jax_diff:.1e}: the compiler inserted the communication that "
+        "DDP's hooks perform, from the shardings alone."))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### `shard_map`: write the per-device program yourself, and mind the gradient trap
