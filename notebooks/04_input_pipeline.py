@@ -137,8 +137,8 @@ cu.display.verdict(abs(batch_ratio - 1) <= 0.25,
 
 # %%
 Markdown(
-    f"One sample costs {cu.display.format_time(one_sample.median)} of CPU time, of which decoding is "
-    f"{cu.display.format_time(decode_only.median)}; a batch of {BATCH} measured "
+    f"Decode + augment of one sample measured {cu.display.format_time(one_sample.median)} of CPU time, decoding "
+    f"alone {cu.display.format_time(decode_only.median)} (medians; spreads above); a batch of {BATCH} measured "
     f"{cu.display.format_time(one_batch.median)} ({batch_ratio:.2f}x the sum of its samples"
     + (": the cost is simply per sample, nothing is shared between samples" if abs(batch_ratio - 1) <= 0.25 else
        ": the sum of samples is not the whole story here, the stacking copy and the load on the machine count")
@@ -278,7 +278,7 @@ Markdown(
     f"(longest {max(stalls[0].gaps) * 1e3:.1f} ms) and was busy {stalls[0].busy_share:.0%} of the time; "
     f"`run_loop` had measured a wait of {torch_base.wait_time * 1e3:.1f} ms. With one worker the gaps fell to "
     f"{gap_after * 1e3:.1f} ms (busy {stalls[1].busy_share:.0%}). "
-    + ("Both readings agree, so the trace is enough to find a data stall in a job you did not instrument. "
+    + ("The two readings agree within the predicted 50%, so the trace is enough to find a data stall in a job you did not instrument. "
        if trace_verdict.held else
        "The two readings differ more than predicted: profiling slows each traced op, so the marked steps get "
        "longer and the worker has more time to hide its work; compare gaps within one trace, not across tools. ")
@@ -404,7 +404,9 @@ Markdown(
     f"{torch_runs[0].compute_time * 1e3:.1f} ms per step without workers, "
     f"{torch_runs[max(torch_runs)].compute_time * 1e3:.1f} ms with {max(torch_runs)}. Workers beyond the free "
     "cores take turns on the same cores as the model, so the step itself slows down"
-    + (", which is why the gain stops at the free cores." if workers_verdict.held else
+    + (": here no worker count beat the in-process loader at all, the workers' CPU time came out of the model's "
+       "time." if best_workers == 0 else
+       ", which is why the gain stops at the free cores." if workers_verdict.held else
        "; in this run that cost was smaller than what the extra workers saved, but it grows with the model's "
        "share of the CPU.")
 )
