@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import display, validate
+from course_utils import data, display, models, validate
 from course_utils.distributed import multinode
 
 LR, MOMENTUM = 0.05, 0.9
@@ -80,8 +80,6 @@ def run(steps: int = 12, every: int = 3, crash_at: int = 8, nprocs: int = 2, tim
 def reference(steps: int = 12, batch: int = 64) -> np.ndarray:
     """The uninterrupted training in this process: one process, whole batches, the same SGD with momentum."""
     import torch
-
-    from course_utils import data, models
 
     steps = validate.positive("steps", steps, integer=True)
     batch = validate.positive("batch", batch, integer=True)

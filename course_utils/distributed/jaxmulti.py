@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import validate
+from course_utils import data, models, validate
 
 _launch = importlib.import_module("course_utils.distributed.launch")
 LR = 0.1
@@ -40,8 +40,6 @@ def reference(steps: int = 10, batch: int = 64) -> list[np.ndarray]:
     """The same training in this process on one device, whole batches; leaves in ``jax.tree.leaves`` order."""
     import jax
     import jax.numpy as jnp
-
-    from course_utils import data, models
 
     steps = validate.positive("steps", steps, integer=True)
     batch = validate.positive("batch", batch, integer=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from course_utils import display, validate
+from course_utils import data, display, models, validate
 from course_utils.distributed import beyond_exercises as _exercises  # noqa: F401  (registers 06.k)
 from course_utils.distributed import worker
 
@@ -200,8 +200,6 @@ def _ranks(tracked: dict[int, Any]) -> set[int]:
 def ddp_reference(steps: int = 20, batch: int = 64, every: int = 5, lr: float = 0.1) -> dict[str, Any]:
     """One process, whole batches: the weights ``ddp_train.py``'s proof phase must reproduce, per checkpoint."""
     import torch
-
-    from course_utils import data, models
 
     steps = validate.positive("steps", steps, integer=True)
     batch = validate.positive("batch", batch, integer=True)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import display, validate
+from course_utils import data, display, models, validate
 from course_utils.distributed.memory import memory_per_device
 
 _launch = importlib.import_module("course_utils.distributed.launch")
@@ -124,8 +124,6 @@ def jax_sharding(sizes: tuple[int, ...] = (32, 512, 512, 10), batch: int = 64) -
     import jax.numpy as jnp
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
-
-    from course_utils import data, models
 
     n = len(jax.devices())
     if batch % n:
