@@ -404,7 +404,8 @@ print("doubling utilisation halves GPU-hours:", 0.4 / 0.8 == 0.5)
 # ## Exercises
 # **1. Predict, then measure.** Before timing it, predict from this machine's roofline how long `torch.mm`
 # takes for two 512 x 512 fp32 matrices: `answer` = your prediction in seconds. The check then measures it
-# and accepts a prediction within 0.5x-4x of the measurement (the roofline is a lower bound).
+# and accepts a prediction within 0.5x-4x of the measurement, or the roofline time of this run (the roofline
+# is a lower bound: where the measurement disagrees, the solution says by how much).
 # <details><summary>Hint</summary>An n x n matmul does 2n³ FLOPs and moves at least 3 x 4 x n² bytes;
 # <code>machine.roofline_time(flops, bytes)</code> takes the longer of the two times.</details>
 
