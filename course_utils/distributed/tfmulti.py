@@ -18,6 +18,7 @@ from course_utils import validate
 
 _launch = importlib.import_module("course_utils.distributed.launch")
 QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2"}
+CPU_ONLY = {"CUDA_VISIBLE_DEVICES": ""}  # two workers on one machine would both claim all of one GPU's memory
 
 
 def tf_config(hosts: Sequence[str], index: int) -> str:
@@ -38,7 +39,7 @@ def run(steps: int = 8, batch: int = 64, workers: int = 2, timeout: float = 240.
     if batch % workers:
         raise ValueError(f"batch must be divisible by workers = {workers}; got {batch}")
     ports = ",".join(str(_launch.free_port()) for _ in range(workers))
-    env = {**QUIET, **launch_options.pop("env", {})}
+    env = {**QUIET, **CPU_ONLY, **launch_options.pop("env", {})}
     return _launch.launch("tf_multiworker.py", workers, timeout=timeout,
                           args=["--ports", ports, "--steps", steps, "--batch", batch], env=env, **launch_options)
 

@@ -30,13 +30,14 @@ CHECKPOINT = "checkpoint.pt"
 
 
 def setup(attempt: int) -> torch.device:
-    """Join the group of this attempt: NCCL and GPU ``LOCAL_RANK`` when GPUs exist, else gloo on the CPU.
+    """Join the group of this attempt: NCCL and GPU ``LOCAL_RANK`` when every local rank has a GPU, else gloo.
 
     torchrun's agent keeps ONE key-value store for all attempts (MASTER_ADDR:MASTER_PORT), so the keys the
     crashed attempt left there (the dead workers' addresses) would be read again: seen with torch 2.13 + gloo,
     a restarted group then hangs connecting to a dead peer. A per-attempt key prefix keeps attempts apart.
     """
-    device = torch.device("cuda", worker.local_rank()) if torch.cuda.is_available() else torch.device("cpu")
+    gpus_enough = torch.cuda.device_count() >= int(os.environ.get("LOCAL_WORLD_SIZE", "1"))  # one GPU per rank
+    device = torch.device("cuda", worker.local_rank()) if gpus_enough else torch.device("cpu")
     if device.type == "cuda":
         torch.cuda.set_device(device)
     store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), worker.world_size(),

@@ -20,6 +20,7 @@ On GPUs the same script runs with NCCL (the device mesh and the process group fo
 """
 
 import argparse
+import os
 import time
 from collections import Counter
 
@@ -41,8 +42,9 @@ SIZES = (32, 256, 256, 256, 10)
 
 
 def setup() -> torch.device:
-    """NCCL and this node's GPU ``LOCAL_RANK`` when GPUs exist, else gloo on the CPU."""
-    device = torch.device("cuda", worker.local_rank()) if torch.cuda.is_available() else torch.device("cpu")
+    """NCCL and this node's GPU ``LOCAL_RANK`` when every local rank has a GPU, else gloo on the CPU."""
+    gpus_enough = torch.cuda.device_count() >= int(os.environ.get("LOCAL_WORLD_SIZE", "1"))  # one GPU per rank
+    device = torch.device("cuda", worker.local_rank()) if gpus_enough else torch.device("cpu")
     if device.type == "cuda":
         torch.cuda.set_device(device)  # LOCAL_RANK: the GPU index on this machine (RANK counts all machines)
     dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
