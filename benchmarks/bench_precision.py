@@ -46,7 +46,7 @@ def _checkpointing(width: int = 256, blocks: int = 8, batch: int = 1024) -> dict
     import torch.nn.functional as F
     from torch.utils.checkpoint import checkpoint
 
-    from course_utils import precision, timing
+    from course_utils import memory, timing
 
     rng = np.random.default_rng(0)
     weights = [((rng.standard_normal((width, 4 * width)) / np.sqrt(width)).astype(np.float32),
@@ -82,14 +82,14 @@ def _checkpointing(width: int = 256, blocks: int = 8, batch: int = 1024) -> dict
     out: dict = {"width": width, "blocks": blocks, "batch": batch}
     for remat in (False, True):
         tag = "with" if remat else "without"
-        out[f"torch saved bytes {tag}"] = precision.saved_activation_bytes(lambda r=remat: loss(r), exclude=tw)
-        out[f"torch peak RSS bytes {tag}"] = precision.torch_peak_bytes(lambda r=remat: step(r), "cpu")
+        out[f"torch saved bytes {tag}"] = memory.saved_activation_bytes(lambda r=remat: loss(r), exclude=tw)
+        out[f"torch peak RSS bytes {tag}"] = memory.torch_peak_bytes(lambda r=remat: step(r), "cpu")
         out[f"torch step s {tag}"] = timing.benchmark(step, remat, min_time=MIN_TIME, max_repeats=20).median
         fn = lambda p, x, r=remat: jloss(p, x, r)  # noqa: E731
-        residuals = precision.jax_memory(lambda p, x, f=fn: jax.vjp(f, p, x)[1], jw, jx)["output"]
+        residuals = memory.jax_memory(lambda p, x, f=fn: jax.vjp(f, p, x)[1], jw, jx)["output"]
         out[f"jax vjp residual bytes {tag}"] = residuals - sum(a.nbytes for a in jax.tree.leaves(jw))  # no weights
         grad = jax.jit(jax.grad(fn))
-        out[f"jax step temp bytes {tag}"] = precision.jax_memory(grad, jw, jx)["temp"]
+        out[f"jax step temp bytes {tag}"] = memory.jax_memory(grad, jw, jx)["temp"]
         out[f"jax step s {tag}"] = timing.benchmark(grad, jw, jx, min_time=MIN_TIME, max_repeats=20).median
     out["torch saved ratio"] = out["torch saved bytes with"] / out["torch saved bytes without"]
     if out["torch peak RSS bytes without"]:

@@ -3,10 +3,22 @@
 One file per job: ``formats`` (bit layouts, range, rounding, long sums), ``scaling`` (fp16 underflow and loss
 scaling), ``training`` (the AMP loop with and without a GradScaler, over seeds), ``policies`` (torch autocast,
 Keras dtype policies, an explicit JAX policy, dtypes read back), ``speed`` (FLOP/s and bytes per format),
-``memory`` (bytes per parameter, what autograd saves, peak memory), ``remat`` (activation checkpointing in
+``memory`` (bytes per parameter per training scheme; the peak, saved-tensor and held-state measurements
+it shows come from the core ``course_utils.memory``), ``remat`` (activation checkpointing in
 each framework), ``exercises`` (the checkers) and ``plots``.
 """
 
+from course_utils.memory import (  # core; re-exported because notebook 03 calls them as cu.precision.*
+    compiled_stats,
+    jax_compiled_stats,
+    jax_memory,
+    peak_rss_delta,
+    rss_peak_supported,
+    saved_activation_bytes,
+    saved_for_backward,
+    torch_peak_bytes,
+    torch_state_bytes,
+)
 from course_utils.precision import exercises
 from course_utils.precision.formats import (
     FORMATS,
@@ -21,19 +33,7 @@ from course_utils.precision.formats import (
     relative_rounding_error,
     round_to,
 )
-from course_utils.precision.memory import (
-    TRAINING_SCHEMES,
-    compiled_stats,
-    jax_compiled_stats,
-    jax_memory,
-    peak_rss_delta,
-    rss_peak_supported,
-    saved_activation_bytes,
-    saved_for_backward,
-    torch_peak_bytes,
-    torch_state_bytes,
-    training_memory,
-)
+from course_utils.precision.memory import TRAINING_SCHEMES, training_memory
 from course_utils.precision.plots import (
     accumulation_plot,
     before_after_plot,

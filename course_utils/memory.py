@@ -1,0 +1,249 @@
+"""Peak bytes, measured: the process's peak RSS, CUDA's allocator peak, XLA's ``memory_analysis`` of a compiled
+program, the tensors autograd saves for backward, and the bytes a torch model and optimizer hold.
+
+Peak RSS: freed heap memory is first handed back to the OS (glibc ``malloc_trim``), then the kernel's peak mark
+is reset (``/proc/self/clear_refs``), so the peak read from ``VmHWM`` is the one the measured call causes; the
+smallest of a few runs is kept, because the first run also pays one-time costs (Linux only, else None).
+Saved for backward: a ``saved_tensors_hooks`` pack hook sees every tensor autograd keeps, counted once per
+storage, sorted into "parameters" (the ``params`` themselves, which exist anyway), "weight copies" (a tensor of a
+parameter's shape, or its transpose, in another dtype: autocast's casts, made per region and freed after
+backward; pick batch sizes unequal to the layer widths, or an activation could pass for one) and "activations".
+XLA: ``cost_analysis`` (FLOPs) and ``memory_analysis`` (buffer bytes) are the compiler's plan, computed, not
+measured while running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from course_utils import display, validate
+
+SAVED_KINDS = ("parameters", "weight copies", "activations")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Process peak RSS
+
+
+def _status_bytes(key: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) * 1024
+    raise KeyError(key)
+
+
+def rss_peak_supported() -> bool:
+    """True where the process's peak RSS can be reset and read (Linux ``/proc/self/clear_refs``), so a peak exists."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        _status_bytes("VmHWM")
+        return True
+    except (OSError, KeyError):
+        return False
+
+
+def _malloc_trim() -> Callable[[], None]:
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL("libc.so.6")
+        return lambda: libc.malloc_trim(0)
+    return lambda: None
+
+
+def peak_rss_delta(fn: Callable[[], Any], *, repeats: int = 2) -> int | None:
+    """Peak resident bytes ``fn()`` adds to this process (smallest of ``repeats`` runs); None where unsupported."""
+    validate.function("fn", fn)
+    repeats = validate.number("repeats", repeats, low=1, high=100, integer=True)
+    if not rss_peak_supported():
+        return None
+    trim = _malloc_trim()
+    peaks = []
+    for _ in range(repeats):
+        trim()
+        Path("/proc/self/clear_refs").write_text("5")
+        base = _status_bytes("VmRSS")
+        fn()
+        peaks.append(_status_bytes("VmHWM") - base)
+    return max(0, min(peaks))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# torch: the allocator's peak, saved tensors, held state
+
+
+def _torch_device(device: Any) -> Any:
+    import torch
+
+    validate.instance("device", device, (str, torch.device))
+    try:
+        device = torch.device(device)
+    except RuntimeError as err:
+        raise ValueError(f"device must name a torch device such as 'cpu' or 'cuda:0'; got {device!r}") from err
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device is {str(device)!r} but this runtime has no CUDA GPU; use 'cpu'")
+    return device
+
+
+def torch_peak_bytes(fn: Callable[[], Any], device: Any = "cpu") -> int | None:
+    """Peak bytes ``fn()`` adds on ``device``: CUDA's ``max_memory_allocated`` on a GPU, else the process peak RSS."""
+    import torch
+
+    validate.function("fn", fn)
+    device = _torch_device(device)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        base = torch.cuda.memory_allocated(device)
+        fn()
+        torch.cuda.synchronize(device)
+        return int(torch.cuda.max_memory_allocated(device) - base)
+    return peak_rss_delta(fn)
+
+
+def _tensors(name: str, values: Any) -> list[Any]:
+    import torch
+
+    if values is None or isinstance(values, (str, bytes, torch.Tensor)) or not isinstance(values, Iterable):
+        raise TypeError(f"{name} must be an iterable of torch tensors (e.g. model.parameters()); "
+                        f"got {type(values).__name__}")
+    values = list(values)
+    for i, t in enumerate(values):
+        validate.instance(f"{name}[{i}]", t, torch.Tensor)
+    return values
+
+
+def _saved(fn: Callable[[], Any], params: Any, name: str) -> dict[str, int]:
+    import torch
+
+    validate.function("fn", fn)
+    params = _tensors(name, params)
+    own = {p.untyped_storage().data_ptr() for p in params}
+    shapes = {(tuple(p.shape), p.dtype) for p in params} | {(tuple(p.shape[::-1]), p.dtype) for p in params}
+    shapes_only = {s for s, _ in shapes}
+    seen: dict[int, tuple[str, int]] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        ptr = t.untyped_storage().data_ptr()
+        if ptr in own:
+            kind = "parameters"
+        elif tuple(t.shape) in shapes_only and (tuple(t.shape), t.dtype) not in shapes:
+            kind = "weight copies"
+        else:
+            kind = "activations"
+        seen[ptr] = (kind, t.untyped_storage().nbytes())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = fn()
+    del out
+    result = dict.fromkeys(SAVED_KINDS, 0)
+    for kind, nbytes in seen.values():
+        result[kind] += nbytes
+    return result
+
+
+def saved_for_backward(fn: Callable[[], Any], params: Iterable[Any] = ()) -> dict[str, int]:
+    """Bytes autograd saves while ``fn()`` runs (torch), by kind: what backward will hold on to, and why."""
+    return _saved(fn, params, "params")
+
+
+def saved_activation_bytes(fn: Callable[[], Any], exclude: Iterable[Any] = ()) -> int:
+    """Bytes autograd saves for backward while ``fn()`` runs, the tensors in ``exclude`` (parameters) not counted."""
+    saved = _saved(fn, exclude, "exclude")
+    return saved["weight copies"] + saved["activations"]
+
+
+def torch_state_bytes(model: Any, optimizer: Any = None) -> dict[str, int]:
+    """Bytes a torch model's weights, their gradients and the optimizer's state hold, by dtype (what stays resident)."""
+    import torch
+
+    validate.instance("model", model, torch.nn.Module)
+    if optimizer is not None:
+        validate.instance("optimizer", optimizer, torch.optim.Optimizer)
+    held: dict[str, int] = {}
+
+    def add(kind: str, t: Any) -> None:
+        key = f"{kind} ({str(t.dtype).removeprefix('torch.')})"
+        held[key] = held.get(key, 0) + t.numel() * t.element_size()
+
+    for p in model.parameters():
+        add("weights", p)
+        if p.grad is not None:
+            add("gradients", p.grad)
+    for state in (optimizer.state.values() if optimizer is not None else ()):
+        for t in state.values():
+            if isinstance(t, torch.Tensor) and t.dim() > 0:
+                add("optimizer state", t)
+    return held
+
+
+def bytes_per_parameter(held: Mapping[str, float], n_params: int) -> dict[str, float]:
+    """Each entry of ``held`` divided by ``n_params``: bytes per parameter, comparable across model sizes."""
+    _byte_counts("held", held)
+    n_params = validate.positive("n_params", n_params, integer=True)
+    return {k: v / n_params for k, v in held.items()}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# XLA's plan for a compiled JAX program
+
+
+def compiled_stats(compiled: Any) -> dict[str, float]:
+    """FLOPs, dot ops in the optimised HLO and argument/output/temp bytes of ``jit(f).lower(...).compile()``."""
+    if not all(hasattr(compiled, a) for a in ("cost_analysis", "as_text", "memory_analysis")):
+        raise TypeError(f"compiled must be a compiled JAX program (jax.jit(f).lower(...).compile()); "
+                        f"got {type(compiled).__name__}")
+    cost = compiled.cost_analysis()
+    cost = cost[0] if isinstance(cost, (list, tuple)) else (cost or {})
+    stats: dict[str, float] = {"flops": float(cost.get("flops", float("nan"))),
+                               "dots": compiled.as_text().count(" dot(")}
+    mem = compiled.memory_analysis()
+    if mem is not None:
+        for key in ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes"):
+            stats[key.removesuffix("_size_in_bytes")] = int(getattr(mem, key))
+    return stats
+
+
+def jax_compiled_stats(fn: Callable[..., Any], *args: Any) -> dict[str, float]:
+    """``compiled_stats`` of ``jax.jit(fn)`` compiled for ``args``: XLA's FLOPs, dot count and buffer bytes."""
+    import jax
+
+    validate.function("fn", fn)
+    return compiled_stats(jax.jit(fn).lower(*args).compile())
+
+
+def jax_memory(fn: Callable[..., Any], *args: Any) -> dict[str, int]:
+    """XLA's argument, output and temp bytes for ``jax.jit(fn)(*args)``: the compiled program's memory plan."""
+    stats = jax_compiled_stats(fn, *args)
+    if "temp" not in stats:
+        raise RuntimeError("this JAX backend gives no memory_analysis()")
+    return {k: int(v) for k, v in stats.items() if k not in ("flops", "dots")}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Showing it
+
+
+def _byte_counts(name: str, values: Any) -> Mapping[str, float]:
+    validate.instance(name, values, Mapping)
+    validate.non_empty(name, values)
+    for key, value in values.items():
+        validate.instance(f"{name} key", key, str)
+        validate.non_negative(f"{name}[{key!r}]", value)
+    return values
+
+
+def breakdown_table(held: Mapping[str, float], *, title: str | None = None, note: str | None = None) -> display.Table:
+    """A Table of bytes by kind with each kind's share and the total, so a breakdown reads at a glance."""
+    _byte_counts("held", held)
+    if title is not None:
+        validate.text("title", title)
+    if note is not None:
+        validate.instance("note", note, str)
+    total = sum(held.values())
+    rows = [(k, display.format_bytes(v), display.percent(v / total) if total else "-") for k, v in held.items()]
+    rows.append(("total", display.format_bytes(total), "100%" if total else "-"))
+    return display.table(("kind", "bytes", "share"), rows, title=title, note=note)
