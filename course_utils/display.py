@@ -69,7 +69,7 @@ def table(header: Iterable[Any], rows: Iterable[Iterable[Any]], *, title: str | 
 
 def format_time(seconds: float) -> str:
     """Time with three significant digits: '812 ns', '12.3 µs', '4.56 ms', '1.23 s'."""
-    seconds = validate.number("seconds", seconds)
+    seconds = float(f"{validate.number('seconds', seconds):.3g}")  # round first: 0.000999999 is '1 ms'
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
         if abs(seconds) >= scale:
             return f"{seconds / scale:.3g} {unit}"
@@ -80,7 +80,7 @@ def format_bytes(nbytes: float) -> str:
     """Bytes in binary units with three significant digits: '812 B', '12.3 KiB', '4.56 MiB', '1.23 GiB'."""
     nbytes = validate.number("nbytes", nbytes)
     for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(nbytes) >= scale:
+        if abs(float(f"{nbytes / scale:.3g}")) >= 1:  # round first: 1023.9999 KiB is '1 MiB'
             return f"{nbytes / scale:.3g} {unit}"
     return f"{nbytes:.0f} B"
 

@@ -141,13 +141,14 @@ def import_tensorflow() -> ModuleType:
     """
     quiet_tensorflow()
     if sys.modules.get("tensorflow") is None:
-        with _stderr_fd_silenced():
+        with silenced_stderr():
             import tensorflow  # noqa: F401  (raises ModuleNotFoundError where TensorFlow is absent)
     return sys.modules["tensorflow"]
 
 
 @contextlib.contextmanager
-def _stderr_fd_silenced() -> Iterator[None]:
+def silenced_stderr() -> Iterator[None]:
+    """Drop what C++ code writes to file descriptor 2 inside the block (banners that Python cannot catch)."""
     sys.stderr.flush()
     saved = os.dup(2)
     devnull = os.open(os.devnull, os.O_WRONLY)

@@ -228,8 +228,14 @@ def _capture_torch(work: Callable[[], Any], stem: Path) -> Trace:
     from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
-    with profile(activities=activities) as prof:
+    prof = profile(activities=activities)
+    with env.silenced_stderr():  # Kineto prints 'USDT: profiler_start/stop' lines to fd 2 at start and stop
+        prof.start()
+    try:
         work()
+    finally:
+        with env.silenced_stderr():
+            prof.stop()
     target = stem.with_name(stem.name + ".json")
     prof.export_chrome_trace(str(target))
     return load(target, "torch")

@@ -25,13 +25,13 @@ def test_table_refuses_ragged_rows_and_unknown_columns() -> None:
 
 
 @pytest.mark.parametrize(("seconds", "text"), [(812e-9, "812 ns"), (12.3e-6, "12.3 µs"), (4.56e-3, "4.56 ms"),
-                                               (1.234, "1.23 s")])
+                                               (1.234, "1.23 s"), (0.000999999, "1 ms"), (0.99999, "1 s")])
 def test_format_time(seconds, text) -> None:
     assert display.format_time(seconds) == text
 
 
 @pytest.mark.parametrize(("nbytes", "text"), [(812, "812 B"), (12.3 * 2**10, "12.3 KiB"), (4.56 * 2**20, "4.56 MiB"),
-                                              (2**30, "1 GiB")])
+                                              (2**30, "1 GiB"), (2**20 - 1, "1 MiB")])
 def test_format_bytes_uses_binary_units(nbytes, text) -> None:
     assert display.format_bytes(nbytes) == text
 
