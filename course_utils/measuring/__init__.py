@@ -12,6 +12,7 @@ from course_utils.measuring.peak import PeakEstimate, clock_ghz, theoretical_pea
 from course_utils.measuring.regimes import Bend, bend, bends, bends_table, steep_top_text
 from course_utils.measuring.roofs import (
     above_roof_text,
+    best_roof,
     elementwise_costs,
     load_note,
     present_frameworks,
@@ -40,8 +41,8 @@ from course_utils.measuring.workloads import (
 
 __all__ = [
     "Bend", "ChainSpeedups", "HierarchySweep", "KernelLibrary", "PeakEstimate", "above_roof_text", "amdahl",
-    "amdahl_table", "bend", "bends", "bends_table", "cache_state", "chain_inputs", "chain_runs", "clock_ghz",
-    "compile_for", "default_working_sets", "dispatch_trap", "elementwise_costs", "exercises",
+    "amdahl_table", "bend", "bends", "bends_table", "best_roof", "cache_state", "chain_inputs", "chain_runs",
+    "clock_ghz", "compile_for", "default_working_sets", "dispatch_trap", "elementwise_costs", "exercises",
     "inductor_cache_counts", "libraries_table", "load_note", "matmul_libraries", "matmul_workload",
     "overhead_sweep", "plots", "present_frameworks", "probe_size_text", "roofs_table", "share_needed",
     "steep_top_text", "sweep_hierarchy", "theoretical_peak", "to_numpy", "torch_device", "variant_name",

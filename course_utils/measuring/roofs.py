@@ -81,3 +81,19 @@ def above_roof_text(points: list[roofline.Point], machine: roofline.Machine) -> 
         text += (f" Above the compute roof: {', '.join(compute)}: the matmul probe ran slower than this kernel "
                  "did earlier in the run, so the roof is an under-estimate." + load_note())
     return text
+
+
+def best_roof(machines: Mapping[str, roofline.Machine]) -> roofline.Machine:
+    """One machine whose roofs are the best any framework reached: every in-place bandwidth probe and every
+    matmul probe, named by framework (what the hardware allows, whichever framework got there)."""
+    validate.non_empty("machines", machines)
+    for name, machine in machines.items():
+        validate.instance(f"machines[{name!r}]", machine, roofline.Machine)
+    first = next(iter(machines.values()))
+    return roofline.Machine(
+        "best of " + ", ".join(machines), first.device,
+        {f"{name} {k}": v for name, m in machines.items() for k, v in m.bandwidth_probes.items()},
+        {f"{name} {k}": v for name, m in machines.items() for k, v in m.flops_probes.items()},
+        {f"{name} {k}": v for name, m in machines.items() for k, v in m.fresh_output_probes.items()},
+        first.array_bytes,
+    )

@@ -54,6 +54,8 @@ BAD_CALLS = [
     (lambda: measuring.matmul_libraries(["mxnet"]), "frameworks"),
     (lambda: measuring.libraries_table([]), "libraries"),
     (lambda: measuring.roofs_table({}), "machines"),
+    (lambda: measuring.best_roof({}), "machines"),
+    (lambda: measuring.best_roof({"torch": "fast"}), "machines"),
     (lambda: measuring.roofs_table({"torch": None}), "machines"),
     (lambda: measuring.probe_size_text(None), "size"),
     (lambda: measuring.matmul_workload("torch", 0), "n"),

@@ -66,3 +66,10 @@ def test_figures_are_built() -> None:
               for name in ("torch eager", "torch.compile")}
     fig = measuring.plots.overhead_sweep_plot(sizes, series, measuring.bends(sizes, series))
     assert isinstance(fig, Figure) and len(fig.axes) == 2
+
+
+def test_best_roof_takes_the_best_of_each_framework() -> None:
+    torch_m = roofline.Machine("torch", "cpu", {"triad": 2e10}, {"mm": 1e11})
+    jax_m = roofline.Machine("jax", "cpu", {"triad": 1e10}, {"mm": 3e11})
+    best = measuring.best_roof({"torch": torch_m, "jax": jax_m})
+    assert best.bandwidth == 2e10 and best.peak_flops == 3e11 and "jax mm" in best.flops_probes
