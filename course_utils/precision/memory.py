@@ -8,22 +8,8 @@ The measurements (peak RSS, CUDA peak, XLA ``memory_analysis``, saved for backwa
 from __future__ import annotations
 
 from course_utils import validate
-from course_utils.memory import (
-    compiled_stats,
-    jax_compiled_stats,
-    jax_memory,
-    peak_rss_delta,
-    rss_peak_supported,
-    saved_activation_bytes,
-    saved_for_backward,
-    torch_peak_bytes,
-    torch_state_bytes,
-)
 
-__all__ = [
-    "TRAINING_SCHEMES", "compiled_stats", "jax_compiled_stats", "jax_memory", "peak_rss_delta", "rss_peak_supported",
-    "saved_activation_bytes", "saved_for_backward", "torch_peak_bytes", "torch_state_bytes", "training_memory",
-]
+__all__ = ["TRAINING_SCHEMES", "training_memory"]
 
 # Bytes per parameter of each piece of training state, the standard accounting (ZeRO, Rajbhandari et al. 2020).
 TRAINING_SCHEMES: dict[str, dict[str, int]] = {

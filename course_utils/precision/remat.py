@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from course_utils import display, env, timing, validate
-from course_utils.precision.memory import compiled_stats, jax_compiled_stats, saved_activation_bytes, torch_peak_bytes
+from course_utils.memory import compiled_stats, jax_compiled_stats, saved_activation_bytes, torch_peak_bytes
 
 
 def block_weights(width: int, blocks: int, *, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
