@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psutil
 
 from course_utils import display, validate
 from course_utils.distributed import worker
@@ -159,8 +160,6 @@ def loopback_env() -> dict[str, str]:
 
     Without it gloo looks up this machine's host name to pick an address (a DNS query on an offline machine).
     """
-    import psutil
-
     names = [name for name, addrs in psutil.net_if_addrs().items()
              if any(a.family == socket.AF_INET and a.address == LOOPBACK for a in addrs)]
     return {"GLOO_SOCKET_IFNAME": names[0], "NCCL_SOCKET_IFNAME": names[0]} if names else {}
@@ -293,8 +292,6 @@ def _advance(bar: Any, step: int, total: int, name: str, nprocs: int, enabled: b
 
 
 def _track(pid: int, tracked: dict[int, Any]) -> None:
-    import psutil
-
     try:
         root = psutil.Process(pid)
         for p in [root, *root.children(recursive=True)]:
@@ -305,8 +302,6 @@ def _track(pid: int, tracked: dict[int, Any]) -> None:
 
 def _kill(proc: subprocess.Popen, tracked: dict[int, Any], launch_id: str) -> None:
     """Terminate torchrun, its workers and anything that carries this launch's id; KILL what remains."""
-    import psutil
-
     _track(proc.pid, tracked)
     victims = {p for p in tracked.values() if _alive(p)}
     for p in psutil.process_iter():
@@ -336,8 +331,6 @@ def _kill(proc: subprocess.Popen, tracked: dict[int, Any], launch_id: str) -> No
 
 
 def _alive(p: Any) -> bool:
-    import psutil
-
     try:
         return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
