@@ -17,8 +17,9 @@ def waterfall(ladder: Ladder, *, title: str | None = None) -> Figure:
     validate.instance("ladder", ladder, Ladder)
     steps = [(f"{r.label}\n[{r.kind}]" if r.kind != "no migration" else r.label, r.sample_time)
              for r in ladder.rungs]
-    fig = plotting.waterfall(steps, unit="µs", title=title or "Time per sample: no-migration wins, then compile")
-    fig.axes[0].set_ylabel("time per sample (µs)")
+    unit = "ms" if max(t for _, t in steps) >= 1e-3 else "µs"
+    fig = plotting.waterfall(steps, unit=unit, title=title or "Time per sample: no-migration wins, then compile")
+    fig.axes[0].set_ylabel(f"time per sample ({unit})")
     return fig
 
 
