@@ -30,9 +30,13 @@ def _imported(module: str, path: Path) -> list[tuple[str, bool]]:
     """(course_utils module imported, at module top?) for each import in ``path``."""
     tree = ast.parse(path.read_text())
     top = {id(node) for node in tree.body}
+    guards = [b for b in tree.body if isinstance(b, ast.If) and "TYPE_CHECKING" in ast.unparse(b.test)]
+    type_only = {id(n) for block in guards for n in ast.walk(block)}
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = []
     for node in ast.walk(tree):
+        if id(node) in type_only:  # `if TYPE_CHECKING:` imports draw no arrow at run time
+            continue
         if isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:

@@ -35,8 +35,8 @@ from course_utils.distributed import worker
 
 WORKERS = Path(__file__).resolve().parent.parent / "workers"
 LOOPBACK = "127.0.0.1"
-_RANK_LINE = re.compile(r"^\[[A-Za-z_]*?(\d+)\]:(?:\[rank\d+\]: ?)?(.*)$")  # "[default0]:", torch adds "[rank0]: "
-_PROGRESS = re.compile(rf"^{worker.PROGRESS_PREFIX} (\d+) (\d+)\s*$")
+RANK_LINE = re.compile(r"^\[[A-Za-z_]*?(\d+)\]:(?:\[rank\d+\]: ?)?(.*)$")  # "[default0]:", torch adds "[rank0]: "
+PROGRESS_LINE = re.compile(rf"^{worker.PROGRESS_PREFIX} (\d+) (\d+)\s*$")
 _MAX_PROCS = 256
 
 
@@ -104,8 +104,8 @@ def learner_lines(output: Sequence[str]) -> list[tuple[int, str]]:
     """(rank, text) of each line a rank printed: prefixes stripped, progress and empty lines dropped."""
     found = []
     for line in output:
-        match = _RANK_LINE.match(line.rstrip("\n"))
-        if match and match.group(2).strip() and not _PROGRESS.match(match.group(2)):
+        match = RANK_LINE.match(line.rstrip("\n"))
+        if match and match.group(2).strip() and not PROGRESS_LINE.match(match.group(2)):
             found.append((int(match.group(1)), match.group(2)))
     return found
 
@@ -207,19 +207,19 @@ def launch(script: str | os.PathLike, nprocs: int = 2, timeout: float = 120.0, a
         command = torchrun_command(path, nprocs, [str(a) for a in args], free_port(), out / "logs")
         child_env = {**os.environ, "PYTHONUNBUFFERED": "1", worker.OUT_ENV: str(out), worker.ID_ENV: launch_id,
                      "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // nprocs)), **loopback_env(), **extra}
-        job = _Job(command, child_env, launch_id)
+        job = LaunchJob(command, child_env, launch_id)
         try:
             lines = job.stream(timeout, path.name, nprocs, echo, progress, on_line)
             seconds = time.perf_counter() - job.start
             if job.proc.returncode != 0:
-                raise _failure(path.name, nprocs, job.proc.returncode, lines)
-            records, arrays = _collect(out)
+                raise launch_failure(path.name, nprocs, job.proc.returncode, lines)
+            records, arrays = collect_outputs(out)
             return LaunchResult(path.name, nprocs, command, seconds, lines, records, arrays, sorted(job.tracked))
         finally:
             job.close()
 
 
-class _Job:
+class LaunchJob:
     """One torchrun process tree: its output pumped through a queue, its processes tracked for the kill."""
 
     def __init__(self, command: list[str], env: dict[str, str], launch_id: str) -> None:
@@ -238,7 +238,7 @@ class _Job:
         while True:
             now = time.perf_counter()
             if now > next_scan:
-                _track(self.proc.pid, self.tracked)
+                track_processes(self.proc.pid, self.tracked)
                 next_scan = now + 0.2
             if now - self.start > timeout:
                 shown = [f"[rank {r}] {t}" for r, t in learner_lines(lines)[-10:]] or ["(no rank printed anything)"]
@@ -253,11 +253,11 @@ class _Job:
                 return lines
             line = line.rstrip("\n")
             lines.append(line)
-            match = _RANK_LINE.match(line)
+            match = RANK_LINE.match(line)
             rank_, text = (int(match.group(1)), match.group(2)) if match else (None, line)
-            tick = _PROGRESS.match(text)
+            tick = PROGRESS_LINE.match(text)
             if tick:
-                self.bar = _advance(self.bar, int(tick.group(1)), int(tick.group(2)), name, nprocs, progress)
+                self.bar = advance_progress(self.bar, int(tick.group(1)), int(tick.group(2)), name, nprocs, progress)
                 continue
             if on_line is not None:
                 on_line(rank_, text)
@@ -279,7 +279,8 @@ def _pump(stream: Any, lines_q: queue.Queue) -> None:
     lines_q.put(None)
 
 
-def _advance(bar: Any, step: int, total: int, name: str, nprocs: int, enabled: bool) -> Any:
+def advance_progress(bar: Any, step: int, total: int, name: str, nprocs: int, enabled: bool) -> Any:
+    """Move the progress bar to a worker's reported step (one bar per launch, created on the first report)."""
     if not enabled:
         return None
     if bar is None:
@@ -291,7 +292,8 @@ def _advance(bar: Any, step: int, total: int, name: str, nprocs: int, enabled: b
     return bar
 
 
-def _track(pid: int, tracked: dict[int, Any]) -> None:
+def track_processes(pid: int, tracked: dict[int, Any]) -> None:
+    """Remember every process under ``pid`` (torchrun and its ranks), so that none outlives the launch."""
     try:
         root = psutil.Process(pid)
         for p in [root, *root.children(recursive=True)]:
@@ -302,7 +304,7 @@ def _track(pid: int, tracked: dict[int, Any]) -> None:
 
 def _kill(proc: subprocess.Popen, tracked: dict[int, Any], launch_id: str) -> None:
     """Terminate torchrun, its workers and anything that carries this launch's id; KILL what remains."""
-    _track(proc.pid, tracked)
+    track_processes(proc.pid, tracked)
     victims = {p for p in tracked.values() if _alive(p)}
     for p in psutil.process_iter():
         try:
@@ -337,7 +339,8 @@ def _alive(p: Any) -> bool:
         return False
 
 
-def _failure(name: str, nprocs: int, returncode: int, lines: list[str]) -> LaunchError:
+def launch_failure(name: str, nprocs: int, returncode: int, lines: list[str]) -> LaunchError:
+    """The error to raise for a failed launch: the failing rank named, with its own lines and traceback."""
     per_rank: dict[int, list[str]] = {}
     for r, text in learner_lines(lines):
         per_rank.setdefault(r, []).append(text)
@@ -370,7 +373,8 @@ def _one_traceback(lines: list[str]) -> list[str]:
     return lines
 
 
-def _collect(out: Path) -> tuple[dict[int, list[dict[str, Any]]], dict[str, dict[int, dict[str, np.ndarray]]]]:
+def collect_outputs(out: Path) -> tuple[dict[int, list[dict[str, Any]]], dict[str, dict[int, dict[str, np.ndarray]]]]:
+    """The records each rank emitted and the arrays each rank saved, read from a launch's output folder."""
     records: dict[int, list[dict[str, Any]]] = {}
     for f in sorted(out.glob("rank*.jsonl")):
         records[int(f.stem[4:])] = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]

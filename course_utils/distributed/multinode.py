@@ -101,12 +101,12 @@ def launch_nodes(script: str | os.PathLike, nnodes: int = 2, nproc_per_node: int
         jobs: list[Any] = []
         try:
             for command in commands:
-                jobs.append(_launch._Job(command, child_env, launch_id))
+                jobs.append(_launch.LaunchJob(command, child_env, launch_id))
             node_ranks: dict[int, set[int]] = {n: set() for n in range(nnodes)}
             per_node = _stream(jobs, timeout, path.name, total, echo, progress, on_line, node_ranks)
             seconds = time.perf_counter() - jobs[0].start
             lines = [line for node in per_node for line in node]
-            records, arrays = _launch._collect(out)
+            records, arrays = _launch.collect_outputs(out)
             pids = sorted({pid for job in jobs for pid in job.tracked})
             return NodesResult(path.name, total, commands[0], seconds, lines, records, arrays, pids,
                                commands=commands, node_output=per_node,
@@ -131,7 +131,7 @@ def _stream(jobs: list[Any], timeout: float, name: str, total: int, echo: bool, 
             now = time.perf_counter()
             if now > next_scan:
                 for n, job in enumerate(jobs):
-                    _launch._track(job.proc.pid, job.tracked)
+                    _launch.track_processes(job.proc.pid, job.tracked)
                     node_ranks[n].update(_ranks(job.tracked))
                 next_scan = now + 0.2
             if now - start > timeout:
@@ -151,7 +151,7 @@ def _stream(jobs: list[Any], timeout: float, name: str, total: int, echo: bool, 
                         jobs[n].proc.wait()
                         running.discard(n)
                         if jobs[n].proc.returncode != 0:
-                            raise _launch._failure(f"{name} (node {n} failed first)", total,
+                            raise _launch.launch_failure(f"{name} (node {n} failed first)", total,
                                                    jobs[n].proc.returncode, arrival)
                         break
                     line = line.rstrip("\n")
@@ -168,11 +168,11 @@ def _stream(jobs: list[Any], timeout: float, name: str, total: int, echo: bool, 
 
 def _show(line: str, node: int, bar: Any, name: str, total: int, echo: bool, progress: bool,
           on_line: Callable[[int | None, str], None] | None) -> Any:
-    match = _launch._RANK_LINE.match(line)
+    match = _launch.RANK_LINE.match(line)
     rank_, text = (int(match.group(1)), match.group(2)) if match else (None, line)
-    tick = _launch._PROGRESS.match(text)
+    tick = _launch.PROGRESS_LINE.match(text)
     if tick:
-        return _launch._advance(bar, int(tick.group(1)), int(tick.group(2)), name, total, progress)
+        return _launch.advance_progress(bar, int(tick.group(1)), int(tick.group(2)), name, total, progress)
     if on_line is not None:
         on_line(rank_, text)
     if echo and rank_ is not None and text.strip():

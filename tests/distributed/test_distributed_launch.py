@@ -95,7 +95,7 @@ def test_failure_parsing_prefers_torchruns_root_cause() -> None:
              "[default1]:KeyError: 'x'", "[default1]:", "Root Cause (first observed failure):", "[0]:",
              "  rank      : 1 (local_rank: 1)", "  exitcode  : 1 (pid: 42)"]
     late_stdout = "[default1]:rank 1 started (stdout, after stderr)"
-    error = launcher._failure("w.py", 2, 1, [*lines[:5], late_stdout, *lines[5:]])
+    error = launcher.launch_failure("w.py", 2, 1, [*lines[:5], late_stdout, *lines[5:]])
     assert error.rank == 1 and error.traceback.endswith("KeyError: 'x'") and "gloo" not in error.traceback
     assert "started" not in error.traceback
 
