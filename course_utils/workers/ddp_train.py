@@ -15,6 +15,7 @@ Every rank runs the same number of steps in every phase: collective calls must m
 
 import argparse
 import gc
+import os
 import time
 
 import numpy as np
@@ -36,7 +37,8 @@ LR = 0.1
 def setup() -> tuple[int, int, torch.device]:
     """Join the process group: NCCL on GPUs (one per local rank), gloo on CPU."""
     local_rank = worker.local_rank()  # torchrun sets LOCAL_RANK: the GPU index on this machine
-    if torch.cuda.is_available():
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))  # ranks on this machine
+    if torch.cuda.device_count() >= local_world:  # NCCL needs a GPU of its own for every local rank
         device = torch.device("cuda", local_rank)
         torch.cuda.set_device(device)
     else:
