@@ -30,7 +30,7 @@ def softmax_written_out(answer: Any) -> str | None:
     return None
 
 
-@exercises.register("02.2", hint="a fresh output's pages fault on first touch unless the allocator reuses them")
+@exercises.register("02.2", hint="each eager op writes a fresh output as large as x; each 4 KiB page faults once")
 def page_fault_prediction(answer: Any, *, measured: float, pages: int) -> str | None:
     """Predicted page faults per call, scored against this run's count: within 25% (or 5% of the pages)."""
     validate.non_negative("measured", measured)

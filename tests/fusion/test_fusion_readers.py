@@ -137,6 +137,7 @@ def test_hlo_summary_counts_fusions_and_callbacks() -> None:
     assert "kind=kLoop, calls=%fused_computation" in excerpt
 
 
+@pytest.mark.slow
 def test_jax_hlo_of_the_chain_has_one_loop_fusion_and_cost_analysis_agrees_with_the_hand_count() -> None:
     jnp = pytest.importorskip("jax.numpy")
     x, bias = jnp.ones((16, 8)), jnp.ones(8)
@@ -148,6 +149,7 @@ def test_jax_hlo_of_the_chain_has_one_loop_fusion_and_cost_analysis_agrees_with_
     assert cost["bytes accessed"] == traffic.fused_bytes
 
 
+@pytest.mark.slow
 def test_tf_hlo_of_the_chain_has_one_fusion() -> None:
     pytest.importorskip("tensorflow")
     from course_utils import env
