@@ -34,6 +34,8 @@
 #
 # Every number below is measured in this run, on this machine. Where an article's claim is quoted, it is
 # checked against that measurement.
+#
+# On a Colab TPU runtime there is no TensorFlow: its parts say so in one sentence and are skipped.
 
 # %% slideshow={"slide_type": "skip"}
 # Colab only: install the course helpers. Colab's own torch, jax and tensorflow are left as they are.
@@ -43,7 +45,7 @@ import sys
 if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "course_utils @ git+https://github.com/eager-to-compiled/course@v0.2.0"], check=True)
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 2, "lead": true}
 # ## 1. Which machine produced these numbers?
 # A timing without its hardware and versions is an anecdote. The report below travels with every result
 # in this course: core count and SIMD flags decide CPU speed (AVX-512 and AMX units, or not), framework
@@ -64,7 +66,7 @@ from course_utils.display import format_bytes, format_flops, format_rate, format
 m0 = cu.measuring  # notebook 00's helpers
 ON_CUDA = torch.cuda.is_available()
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 3, "lead": false}
 # ## 2. The async-dispatch trap
 # JAX (on every backend), TensorFlow and PyTorch on a GPU return from a call *before* the result is
 # computed: the work is queued and Python moves on. A clock read right after the call measures the
@@ -108,7 +110,7 @@ Markdown(
     "waits for you (`cu.timing.sync` knows all three)."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 5, "lead": false}
 # ## 3. First call versus steady state
 # A compiled function pays once: tracing, graph optimisation, code generation. Averaging that first call
 # into the steady state makes a compiled function look slow in a short benchmark and fast in a long one.
@@ -165,7 +167,7 @@ Markdown(
     "compiling buys a team free to choose; a slow eager baseline (JAX op-by-op) inflates the per-framework one."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 16, "lead": false}
 # ## 4. The three regimes: overhead, bandwidth, compute
 # Every operation costs at least a fixed **overhead** (Python, dispatch, kernel launch), then either the
 # time to move its bytes (**bandwidth**-bound) or the time to do its arithmetic (**compute**-bound).
@@ -360,7 +362,7 @@ Markdown(
     + m0.above_roof_text(points, machine)
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 3, "lead": true}
 # ## 5. From a kernel's speed-up to a step's, and to money
 # One of the seed articles opens with a team that waits **3 days** per training run while a competitor
 # iterates in 3 hours, and claims that switching to a compiled framework "typically saves ~30% of
@@ -396,12 +398,14 @@ Markdown(
 
 # %%
 # NBVAL_CHECK_OUTPUT
-gpu_hours_before, gpu_hours_after = 10 * 10, 5 * 5
-print(f"GPU-hours before {gpu_hours_before}, after {gpu_hours_after}: "
-      f"the example divides cost by {gpu_hours_before / gpu_hours_after:.0f}, not 2")
-print("doubling utilisation halves GPU-hours:", 0.4 / 0.8 == 0.5)
+gpu_hours_before, gpu_hours_after = 10 * 10, 5 * 5  # the seed's example, computed (nothing here is measured)
+util_before, util_after = 0.4, 0.8  # the seed's utilisation claim
+print(f"the example: {gpu_hours_before} GPU-hours become {gpu_hours_after}, "
+      f"a {gpu_hours_before / gpu_hours_after:.0f}x cut")
+print(f"the claim: the same work at {util_after:.0%} instead of {util_before:.0%} utilisation needs "
+      f"{util_before / util_after:.2f}x the GPU-hours, a {util_after / util_before:.0f}x cut")
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 4, "lead": false}
 # ## Exercises
 # **1. Predict, then measure.** Before timing it, predict from this machine's roofline how long `torch.mm`
 # takes for two 512 x 512 fp32 matrices: `answer` = your prediction in seconds. The check then measures it
@@ -462,7 +466,7 @@ print(f"kernel {ratio(chain.best_vs_best)} -> step {ratio(answer)}")
 # NBVAL_CHECK_OUTPUT
 cu.exercises.check("00.3", answer, share=0.3, kernel_speedup=chain.best_vs_best)
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 3, "lead": true}
 # ## Summary
 
 # %%

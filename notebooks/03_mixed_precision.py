@@ -37,6 +37,8 @@
 # without one, its part is skipped with one sentence.
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/eager-to-compiled/course/blob/v0.2.0/notebooks/03_mixed_precision.ipynb)
+#
+# On a Colab TPU runtime there is no TensorFlow: its parts say so in one sentence and are skipped.
 
 # %%
 # Colab only: install the course helpers. Colab's own torch, jax and tensorflow are left as they are.
@@ -64,7 +66,7 @@ HAS_JAX, HAS_TF = cu.env.available("jax"), cu.env.available("tensorflow")
 QUICK = cu.env.pick(ci=0.1, cpu=0.3)  # seconds per benchmark
 report
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 5}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 5, "lead": false}
 # ## 1. Formats: where the bits go
 #
 # A float is sign × 2^exponent × 1.mantissa. **Exponent bits buy range, mantissa bits buy precision.**
@@ -114,7 +116,7 @@ Markdown(
     f"{table['fp8 e5m2'].eps:g} eps) only work with a per-tensor scale, which is what fp8 training recipes add."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 10, "lead": true}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 10, "lead": false}
 # ## 2. fp16 gradients underflow; loss scaling rescues them
 #
 # Gradients get small as a model learns: well-predicted samples contribute almost nothing, and the mean
@@ -280,7 +282,7 @@ print("norm before unscale_ / fp32 norm == the scale (within 1%):",
       abs(norms["before unscale_"] / norms["fp32"] / norms["scale"] - 1) < 0.01)
 print("norm after unscale_ == fp32 norm (within 1%):", abs(norms["after unscale_"] / norms["fp32"] - 1) < 0.01)
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 5}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 5, "lead": false}
 # ## 3. bf16: no scaling needed, but long sums go wrong
 #
 # bf16 has fp32's exponent, so gradients do not underflow and no loss scaling is needed. Its 8-bit
@@ -329,7 +331,7 @@ Markdown(
     "optimizer updates."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 8, "lead": true}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 8, "lead": false}
 # ## 4. The APIs, on the same MLP, with their dtypes checked
 #
 # Each framework keeps **fp32 master weights** and computes matmuls in 16 bits; the loss and the weight
@@ -553,7 +555,7 @@ Markdown(
     "step, or a CPU without bf16 units, can come out slower. Measure it on your model."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 4}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 4, "lead": false}
 # ## 6. Same model, same data: fp32 against mixed precision, over several seeds
 # One run per format cannot say whether a difference is the format or the luck of the draw. Each
 # configuration trains from three seeds (initial weights and batch order change together).
@@ -830,7 +832,7 @@ else:
     text = "JAX is not installed here: the JAX half of this section was skipped."
 Markdown(text)
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 3}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 3, "lead": false}
 # ## Exercises
 # **1. Predict first.** Which loss scale is too big? Before running anything, predict k: the smallest power
 # of two at which the fp16 activation gradients of `model_fp32` (on `xb`, `yb`) overflow. Then the check
@@ -902,7 +904,7 @@ print(f"every block: {fmt_bytes(remat['torch'].saved[1])}, predicted for pairs: 
 # NBVAL_CHECK_OUTPUT
 cu.exercises.check("03.3", answer, measured=P.torch_grouped_saved(W, CB, 2, device=DEVICE))
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 2}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 2, "lead": true}
 # ## Summary
 
 # %%

@@ -36,6 +36,8 @@
 # JAX, their sections are skipped with one sentence.
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/eager-to-compiled/course/blob/v0.2.0/notebooks/04_input_pipeline.ipynb)
+#
+# On a Colab TPU runtime there is no TensorFlow: its parts say so in one sentence and are skipped.
 
 # %% slideshow={"slide_type": "skip"}
 # Colab only: install the course helpers. Colab's own torch, jax and tensorflow are left as they are.
@@ -82,7 +84,7 @@ def load():
 print(data, f"| {BATCH} images per batch, {STEPS} steps per epoch, {CORES} cores ({FREE} for data), "
       f"frameworks: {', '.join(FRAMEWORKS)}, compute threads {compute_threads}")
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 3, "lead": false}
 # ## 1. A dataset that costs CPU time
 #
 # One seed article warns that *"sometimes the bottleneck is not the model but reading the images from disk"*
@@ -119,7 +121,7 @@ def show_samples(dataset, count=8):
 
 show_samples(data)
 
-# %%
+# %% slideshow={"slide_type": "skip"}
 # NBVAL_CHECK_OUTPUT
 x3, y3 = data[3]
 again = cu.pipeline.SyntheticImages(len(data), size=SIZE, work=4, seed=0)[3]
@@ -145,7 +147,7 @@ Markdown(
     + "). Whether that matters depends on how long the step computes: the next section measures both, step by step."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 4, "lead": true}
 # ## 2. An instrumented training loop
 #
 # `cu.pipeline.run_loop(batches, step)` runs one SGD step of the course's MLP per batch (the one train step
@@ -167,7 +169,7 @@ torch_base
 # %%
 cu.pipeline.timeline_plot([torch_base], title="PyTorch, data made in the training process")
 
-# %%
+# %% slideshow={"slide_type": "skip"}
 # NBVAL_CHECK_OUTPUT
 assert all(w > 0 for w in torch_base.waits) and all(c > 0 for c in torch_base.computes)
 print("every step waited and computed:", all(w > 0 for w in torch_base.waits) and all(c > 0 for c in torch_base.computes))
@@ -227,7 +229,7 @@ Markdown(
     f"{HIDDEN}, where data and compute take about as long."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 3, "lead": false}
 # ## 3. Finding the stall in a profiler trace
 #
 # In a real job nobody hands you `run_loop`'s numbers. A profiler trace does: `cu.pipeline.capture_loop`
@@ -285,7 +287,7 @@ Markdown(
     + "Online, drop the saved `.json` on https://ui.perfetto.dev to browse it."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 12, "lead": false}
 # ## 4. PyTorch: `DataLoader` workers
 #
 # With `num_workers=N` the `DataLoader` starts N worker processes that build batches ahead
@@ -467,7 +469,7 @@ else:
     print("No CUDA GPU here: pin_memory (page-locked host memory for asynchronous copies to the GPU) is "
           "not measured on this runtime.")
 
-# %%
+# %% slideshow={"slide_type": "skip"}
 # NBVAL_CHECK_OUTPUT
 torch_all = [*torch_runs.values(), *deep.values(), spawned, forked, *per_epoch.values()]
 reference = torch_base.fingerprints
@@ -495,7 +497,7 @@ print("the two ranks' shards are disjoint and cover the data:",
 print("same order again without set_epoch:", list(shards[1]) == epoch0[1])
 print("new order after set_epoch(1):", list(shards[0]) != epoch0[0])
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 7, "lead": false}
 # ## 5. TensorFlow: `tf.data`
 #
 # `tf.data` runs the pipeline in C++ on its own threads: `map(f, num_parallel_calls=AUTOTUNE)` calls `f` on
@@ -606,7 +608,7 @@ if cu.notebook.needs("tensorflow"):
         f"{cached.epoch_wait(1) * 1e3:.1f} ms (epoch 2). Put `cache()` after a *random* augmentation instead and "
         "every epoch would replay the first epoch's augmentations: cache what is deterministic and expensive."))
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 3, "lead": false}
 # ## 6. JAX: a prefetching iterator
 #
 # JAX has no loader of its own. `cu.pipeline.Prefetch(source, size=2)` runs the source (here plain NumPy
@@ -656,7 +658,7 @@ if cu.notebook.needs("jax"):
            ": about the same, so the thread overlapped with the step without slowing it (XLA releases the GIL).")
         + " One thread is one core's worth of decoding at best; exercise 04.2 feeds JAX from a worker process."))
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 2, "lead": true}
 # ## 7. Before and after, framework by framework
 #
 # Each framework against **its own** baseline, the data made in the training loop. After: `FREE` `DataLoader`
@@ -698,7 +700,7 @@ Markdown(
     "the training process still needs one, so the same curve flattens one core short of the core count."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 3, "lead": false}
 # ## Exercises
 #
 # Exercise 04.1 was the worker-count prediction in section 4.
@@ -758,7 +760,7 @@ print(f"on the num_workers=0 run: {utilisation(torch_base.waits, torch_base.comp
 # NBVAL_CHECK_OUTPUT
 cu.exercises.check("04.3", answer)
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 2, "lead": true}
 # ## Summary
 
 # %%

@@ -37,7 +37,7 @@
 # NCCL and JAX/TF use the GPUs; on a Colab TPU JAX uses the TPU cores. Without JAX or TensorFlow installed,
 # their sections are skipped with one sentence.
 #
-# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/eager-to-compiled/course/blob/main/notebooks/05_data_parallel.ipynb)
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/eager-to-compiled/course/blob/v0.2.0/notebooks/05_data_parallel.ipynb)
 
 # %% slideshow={"slide_type": "skip"}
 # Colab only: install the course helpers. Colab's own torch, jax and tensorflow are left as they are.
@@ -45,7 +45,7 @@ import subprocess
 import sys
 
 if "google.colab" in sys.modules:
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "course_utils @ git+https://github.com/eager-to-compiled/course@main"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "course_utils @ git+https://github.com/eager-to-compiled/course@v0.2.0"], check=True)
 
 # %% slideshow={"slide_type": "skip"}
 import course_utils as cu
@@ -72,7 +72,7 @@ WORKER_ARGS = cu.env.pick(ci=["--repeats", 8, "--wide-batch", 256, "--max-bytes"
 print(f"{CORES} cores; torch sees {torch.cuda.device_count()} GPU(s); JAX installed: {HAVE_JAX}; "
       f"TensorFlow logical CPUs: {len(tf_devices)}; worker arguments: {WORKER_ARGS}")
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 2, "lead": false}
 # ## 1. The idea in one picture
 #
 # Every device holds **the same weights**. The global batch of B samples is cut into N shards; each device
@@ -88,7 +88,7 @@ print(f"{CORES} cores; torch sees {torch.cuda.device_count()} GPU(s); JAX instal
 # %%
 cu.distributed.diagram()
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 11, "lead": false}
 # ## 2. Proof, not assertion: two DDP ranks on two processes
 #
 # `mp.spawn` of a function defined in a notebook fails (the child cannot import `__main__`), so the course
@@ -254,7 +254,7 @@ Markdown(
        f"{len(leftover)} process(es) survived: the launcher's clean-up missed them, which is a bug to report.")
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 11, "lead": true}
 # ## 3. Where the time goes: compute, communication, threads
 #
 # The worker timed, on both ranks at once: the DDP step; the same step inside `no_sync()` (DDP skips the
@@ -407,7 +407,7 @@ Markdown(
     "NCCL overlaps communication with backward on its own streams. Tune buckets on the hardware you train on."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 4, "lead": false}
 # ## 4. Gradient accumulation with `no_sync()`: fewer all-reduces
 #
 # The seed article asks: *"would gradient accumulation reduce the synchronisation frequency?"* With K
@@ -477,7 +477,7 @@ Markdown(
        "where communication, not scheduling, is the large share of the step.")
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 7, "lead": true}
 # ## 5. When more devices are slower: the ring all-reduce cost model
 #
 # The seed article warns: *"multi-machine training can be slower than a single card when the model fits on
@@ -578,7 +578,7 @@ Markdown(
     "pitfall: a model that fits on one card gains nothing from a slow network."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 10, "lead": false}
 # ## 6. JAX: a mesh, shardings in the types, and `shard_map`
 #
 # JAX needs no launcher on one host. A **mesh** names the devices along axes; a `PartitionSpec` (`jax.P`)
@@ -725,7 +725,7 @@ if HAVE_JAX:
         + (", exactly the device count: " if abs(trap_ratio - len(jax.devices())) < 1e-3 else ", not the device count: ")
         + "always check a sharded gradient against a single-device run."))
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 3, "lead": false}
 # ## 7. TensorFlow: `MirroredStrategy` over logical devices
 #
 # `tf.distribute.MirroredStrategy` replicates a Keras model over the devices it is given, splits each global
@@ -780,7 +780,7 @@ if HAVE_TF:
         "On a Colab TPU the same code runs with `TPUStrategy` (`TPUClusterResolver`, "
         "`tf.tpu.experimental.initialize_tpu_system`, then build and compile inside `strategy.scope()`)."))
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 2, "lead": false}
 # ## 8. Beyond one machine
 #
 # The same three programs scale out with a launcher per node and a rendezvous address (every node runs the
@@ -816,7 +816,7 @@ cu.display.table(["devices", *(f"ZeRO-{s} memory (GB)" for s in range(4)), "ZeRO
                    if n > 1 else "-") for n in (1, 8, 64)],
                  title="7B parameters, mixed-precision Adam: model state per device and bf16 traffic (computed)")
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 2, "lead": false}
 # ## Exercises
 #
 # **05.2 The largest model per device.** With an H200's 141 GB per device and 16 bytes per parameter (ignore
@@ -859,7 +859,7 @@ print("first N where the all-reduce exceeds the assumed compute:", answer)
 ib_bw, ib_lat = LINKS["100 Gb InfiniBand (12.5 GB/s, 5 µs)"]
 cu.exercises.check("05.3", answer, nbytes=wide_bytes, compute_seconds=ASSUMED_COMPUTE, bandwidth=ib_bw, latency=ib_lat)
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 2, "lead": true}
 # ## Summary
 
 # %%

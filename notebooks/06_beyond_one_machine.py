@@ -37,6 +37,8 @@
 # notebook cannot run here (NCCL, multi-host networks, TPU pods) is named where it applies.
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/eager-to-compiled/course/blob/v0.2.0/notebooks/06_beyond_one_machine.ipynb)
+#
+# On a Colab TPU runtime there is no TensorFlow: its parts say so in one sentence and are skipped.
 
 # %% slideshow={"slide_type": "skip"}
 # Colab only: install the course helpers. Colab's own torch, jax and tensorflow are left as they are.
@@ -69,7 +71,7 @@ SIZE = cu.env.pick(ci={"repeats": 6, "ddp": ["--repeats", 6, "--wide-batch", 256
                    cpu={"repeats": 15, "ddp": ["--repeats", 15, "--wide-batch", 512, "--max-bytes", 2**24]})
 print(f"{CORES} cores; torch sees {torch.cuda.device_count()} GPU(s); size: {cu.env.size_name()}")
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 10, "lead": false}
 # ## 1. Two torchrun "nodes" on one machine
 #
 # On a cluster, every machine runs the **same** `torchrun` line; the launchers find each other through a
@@ -99,7 +101,7 @@ nodes = multinode.launch_nodes("ddp_train.py", nnodes=2, nproc_per_node=1, timeo
                                args=["--phases", "proof,timing,allreduce", *SIZE["ddp"]])
 nodes
 
-# %%
+# %% slideshow={"slide_type": "skip"}
 # NBVAL_CHECK_OUTPUT
 diffs = multinode.proof_diffs(nodes, multinode.ddp_reference())
 identical = all(d == 0.0 for d in diffs["ranks"].values())
@@ -151,7 +153,7 @@ print("processes left behind:", len(leftover))
 cu.display.verdict(failure.rank == 1 and not leftover, f"rank {failure.rank} named, {len(leftover)} processes left",
                    "the error named another rank or processes survived")
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 6, "lead": false}
 # ## 2. Multi-process JAX: `jax.distributed` and one global mesh
 #
 # JAX runs **one process per machine** (each owns that machine's accelerators). `jax.distributed.initialize`
@@ -197,7 +199,7 @@ if HAVE_JAX:
         "pods) on real hardware, which this machine lacks. A step took "
         f"{np.median(rec['step_times']) * 1e3:.2f} ms (median)."))
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 4, "lead": false}
 # ## 3. TensorFlow: `MultiWorkerMirroredStrategy` over `TF_CONFIG`
 #
 # TensorFlow's multi-worker strategy reads the cluster from the `TF_CONFIG` environment variable: the
@@ -231,7 +233,7 @@ if HAVE_TF:
         "the summed loss by the **global** batch, because the strategy *sums* the replicas' gradients. The job took "
         f"{tf_run.seconds:.1f} s, mostly two TensorFlow imports; on a cluster, each machine sets its own `TF_CONFIG`."))
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 15, "lead": true}
 # ## 4. When the model state does not fit: ZeRO-1 and FSDP2, measured
 #
 # DDP keeps everything on every rank: with fp32 Adam, 4 B of weights + 4 B of gradients + 8 B of moments =
@@ -256,7 +258,7 @@ params = shard_run.record("ddp")["params"]
 formula = {sharded.KINDS[k][0]: v for k, v in sharded.formula_bytes(params, 2).items()}
 beyond_plots.memory_plot(held0, formula, ranks=2)
 
-# %%
+# %% slideshow={"slide_type": "skip"}
 # NBVAL_CHECK_OUTPUT
 per_param = {k: max(sum(h.values()) for h in v.values()) / params for k, v in sharded.held_bytes(shard_run).items()}
 ratios = {k: per_param[k] * params / sharded.formula_bytes(params, 2)[k] for k in per_param}
@@ -350,7 +352,7 @@ if HAVE_JAX:
         + ("reduce-scatters" if jax_fsdp["sharded"]["collectives"]["reduce-scatter"] else
            "all-reduces (XLA's CPU backend did not form reduce-scatters here)") + "."))
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 5, "lead": false}
 # ## 5. A rank dies, training goes on
 #
 # With `--max-restarts=1`, torchrun restarts the whole group when a worker dies. The worker must then
@@ -369,7 +371,7 @@ crash = elastic.run(steps=12, every=3, crash_at=8, echo=False)  # the ranks' lin
 print("\n".join(f"[rank {r}] {t}" for r, t in crash.result.lines if t.startswith(("attempt", "RuntimeError"))))
 beyond_plots.elastic_timeline(crash.computed, every=crash.every, crash_at=crash.crash_at, steps=crash.steps)
 
-# %%
+# %% slideshow={"slide_type": "skip"}
 # NBVAL_CHECK_OUTPUT
 ref_weights = elastic.reference(steps=12)
 elastic_diff = max(float(np.max(np.abs(w - ref_weights))) for w in crash.weights.values())
@@ -393,7 +395,7 @@ Markdown(
     "store and read the dead workers' addresses; `elastic_train.py` keeps each attempt's keys apart."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 5, "lead": true}
 # ## 6. The cost model meets the measurement
 #
 # 05 fitted the ring all-reduce model T = 2(N-1)α + 2(N-1)/N · bytes/β. Fitted on the all-reduce sweep of
@@ -430,7 +432,7 @@ Markdown(
     "real network and for each collective your training uses; inter-node links are 10-100x slower than loopback."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 2, "lead": true}
 # ## 7. On a real cluster
 # The same workers, with real addresses. The commands for 2 machines with 8 GPUs each:
 
@@ -444,7 +446,7 @@ print(multinode.cluster_commands(nnodes=2, nproc_per_node=8))
 # %%
 multinode.hang_checklist()
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 4, "lead": false}
 # ## Exercises
 #
 # **06.1 Predict, then look.** Before reading section 4's table: how many bytes of model state
@@ -492,7 +494,7 @@ answer = json.dumps({"cluster": {"worker": HOSTS}, "task": {"type": "worker", "i
 # NBVAL_CHECK_OUTPUT
 cu.exercises.check("06.3", answer, hosts=HOSTS, index=2)
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 5, "lead": true}
 # ## Summary
 
 # %%

@@ -227,6 +227,8 @@ def _split_markdown(cell: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
         part.source = "\n\n".join(piece)
         if i:
             part.metadata["slideshow"] = {"slide_type": "subslide"}
+            if "id" in part:
+                part["id"] = f"{cell['id']}-{i}"[:64]  # cell ids must stay unique
         cells.append(part)
     return cells
 
