@@ -171,7 +171,8 @@ Markdown("\n".join(
     + [f"- **{fw}**: first compiled call {fmt(compiled_m[fw].first_call)}, then {fmt(compiled_m[fw].median)} "
        f"per call vs {fmt(eager_m[fw].median)} eager (**{speedup[fw]:.2f}x**); "
        + ("compiling never pays off at this size." if break_even[fw] == float("inf")
-          else f"compiling pays off after **{break_even[fw]:,.0f} calls**.") for fw in FW]
+          else f"compiling pays off after **{break_even[fw]:,.0f} call{'s' * (break_even[fw] != 1)}**.")
+       for fw in FW]
     + ["", (f"Slower than eager here: {', '.join(slow)}. At this size the compiled call's fixed cost outweighs "
             "what fusion saves; section 3 measures that fixed cost and shows where the balance turns."
             if slow else "Every compiled call beat its eager counterpart at this size; section 3 shows by how "
