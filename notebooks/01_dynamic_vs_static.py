@@ -259,9 +259,10 @@ Markdown(
 #
 # small-size speed-up ≈ n_ops × (eager cost of one op) / (cost of one compiled call)
 #
-# We measure one eager `add` and a compiled *identity* function (it does no work: its time is the fixed cost of
-# entering compiled code) on 16 elements, then time the chain at sizes from 16 elements up to the size
-# notebook 00 uses for the same chain.
+# We measure, on 16 elements, one eager op of each kind the chain holds (an `add` of two arrays, a multiply
+# by a Python number, a `tanh`; weighted 6, 4 and 1 as in the graph of section 1) and a compiled *identity*
+# function (it does no work: its time is the fixed cost of entering compiled code), then time the chain at
+# sizes from 16 elements up to the size notebook 00 uses for the same chain.
 #
 # **Prediction**: at 16 elements the measured chain speed-up is within 2x of the computed one, in every framework.
 
@@ -278,7 +279,7 @@ print(f"compiled equals eager at every size, {len(FW)} framework(s) (max abs dif
 
 # %%
 costs = {fw: graphs.call_costs(fw, size=SIZES[0], min_time=MIN_TIME) for fw in FW}
-model = [graphs.overhead_model(fw, n_ops=n_ops, eager_per_op=costs[fw]["eager op"].median,
+model = [graphs.overhead_model(fw, n_ops=n_ops, eager_per_op=graphs.eager_op_cost(costs[fw]),
                                compiled_per_call=costs[fw]["compiled identity"].median,
                                measured=sweep[f"{fw} eager"][0].median / sweep[f"{fw} compiled"][0].median)
          for fw in FW]
@@ -298,15 +299,18 @@ def gap_reason(m):
     """Which of the model's two numbers was off, from this run's measurements."""
     if m.ratio > 1:
         op = sweep[f"{m.framework} eager"][0].median / m.n_ops
-        return (f"{m.framework}: its eager chain ops averaged {fmt(op)}, {op / m.eager_per_op:.1f}x the lone `add` "
-                "the model charged (a Python number becomes an array on every op; tanh costs more than add)")
+        return (f"{m.framework}: its eager chain ops averaged {fmt(op)}, {op / m.eager_per_op:.1f}x the op mix the "
+                "model charged (ops in a chain also pay for Python-level work between them)")
     call = sweep[f"{m.framework} compiled"][0].median
     return (f"{m.framework}: its compiled chain call took {fmt(call)}, {call / m.compiled_per_call:.1f}x the "
-            "identity call (it allocates an output and runs a real kernel)")
+            "identity call (it allocates an output and runs a real kernel"
+            + ("; in PyTorch an identity yields no graph at all, so it also skips the compiled graph's runtime "
+               "wrappers (AOTAutograd, Inductor's Python wrapper), a fixed cost of every real compiled call"
+               if m.framework == "torch" else "") + ")")
 
 
 Markdown(
-    "The two fixed costs: " + "; ".join(f"{m.framework} eager op {fmt(m.eager_per_op)}, compiled call "
+    "The two fixed costs: " + "; ".join(f"{m.framework} eager op (mix) {fmt(m.eager_per_op)}, compiled call "
                                         f"{fmt(m.compiled_per_call)}" for m in model) + ". "
     + ("Where the model missed by more than 2x: " + "; ".join(gap_reason(m) for m in model if not m.within(2))
        + ". The model's structure (n_ops eager dispatches against one compiled call) is right, as the profiler "
@@ -372,7 +376,7 @@ verdict(all(t.eager_per_call == n_ops and t.compiled_per_call == 1 for t in trac
         "the trace counts differ from the graph's op count (see the table: a framework dispatched extra work)")
 
 # %%
-from_trace = {t.framework: t.eager_per_call * costs[t.framework]["eager op"].median
+from_trace = {t.framework: t.eager_per_call * graphs.eager_op_cost(costs[t.framework])
               / (t.compiled_per_call * costs[t.framework]["compiled identity"].median) for t in traced}
 Markdown(
     "The counts the model needs come straight out of the traces; fed with them, it predicts "

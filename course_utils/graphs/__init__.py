@@ -12,6 +12,7 @@
 
 from course_utils.graphs import exercises
 from course_utils.graphs.breakeven import (
+    CHAIN_MIX,
     OverheadModel,
     break_even,
     break_even_calls,
@@ -19,6 +20,7 @@ from course_utils.graphs.breakeven import (
     call_costs,
     compile_cache_times,
     cumulative_time,
+    eager_op_cost,
     overhead_model,
     overhead_table,
     size_sweep,
@@ -60,13 +62,13 @@ from course_utils.graphs.traced import DISPATCH_EVENTS, TracedCalls, trace_calls
 from course_utils.graphs.training import LossRun, StepPair, batch_for, run_losses, step_pair, step_table
 
 __all__ = [
-    "BUCKET", "Capture", "CompileDecision", "CompileLog", "DISPATCH_EVENTS", "EAGER_SWITCHES", "GraphBreaks",
-    "GraphRecorder", "LossRun", "OverheadModel", "SideBySide", "StepPair", "TracedCalls", "batch_for",
-    "break_even", "break_even_calls", "busy_note", "call_costs", "capture", "capture_jax", "capture_tf",
-    "capture_torch", "compile_cache_times", "compile_count_bars", "compile_or_fallback", "compile_with",
-    "count_compiles", "crossover_plot", "cumulative_time", "decisions_table", "eager_mode", "exercises",
-    "fresh_function", "loss_difference_plot", "max_abs_diff", "overhead_model", "overhead_plot",
-    "overhead_table", "ran_compiled", "run_losses", "side_by_side", "size_sweep", "step_pair", "step_table",
-    "strategy_counts", "tf_retracing_warnings", "to_framework", "torch_compile_log", "torch_graph_breaks",
-    "trace_calls", "traced_table",
+    "BUCKET", "CHAIN_MIX", "Capture", "CompileDecision", "CompileLog", "DISPATCH_EVENTS", "EAGER_SWITCHES",
+    "GraphBreaks", "GraphRecorder", "LossRun", "OverheadModel", "SideBySide", "StepPair", "TracedCalls",
+    "batch_for", "break_even", "break_even_calls", "busy_note", "call_costs", "capture", "capture_jax",
+    "capture_tf", "capture_torch", "compile_cache_times", "compile_count_bars", "compile_or_fallback",
+    "compile_with", "count_compiles", "crossover_plot", "cumulative_time", "decisions_table", "eager_mode",
+    "eager_op_cost", "exercises", "fresh_function", "loss_difference_plot", "max_abs_diff", "overhead_model",
+    "overhead_plot", "overhead_table", "ran_compiled", "run_losses", "side_by_side", "size_sweep",
+    "step_pair", "step_table", "strategy_counts", "tf_retracing_warnings", "to_framework",
+    "torch_compile_log", "torch_graph_breaks", "trace_calls", "traced_table",
 ]

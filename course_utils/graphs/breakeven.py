@@ -95,9 +95,9 @@ def compile_cache_times(elements: int = 2**16, *, timeout: float = 300.0) -> dic
 class OverheadModel:
     """Small-size speed-up computed as ``n_ops x eager_per_op / compiled_per_call``, against the measured one.
 
-    ``eager_per_op``: one eager op on a tiny tensor; ``compiled_per_call``: a compiled function that does
-    nothing (identity), i.e. the fixed cost of entering compiled code; ``measured``: eager chain time over
-    compiled chain time at the same tiny size.
+    ``eager_per_op``: an eager op on a tiny tensor (the chain's mix); ``compiled_per_call``: a compiled
+    function that does nothing (identity), i.e. the fixed cost of entering compiled code; ``measured``: eager
+    chain time over compiled chain time at the same tiny size.
     """
 
     framework: str
@@ -139,25 +139,42 @@ def overhead_table(models: list[OverheadModel]) -> display.Table:
     rows = [(m.framework, str(m.n_ops), display.format_time(m.eager_per_op), display.format_time(m.compiled_per_call),
              f"{m.predicted:.1f}x", f"{m.measured:.1f}x", f"{m.ratio:.2f}") for m in models]
     return display.table(
-        ["framework", "ops", "eager per op (measured)", "compiled identity call (measured)",
+        ["framework", "ops", "eager op, chain's mix (measured)", "compiled identity call (measured)",
          "predicted speed-up (computed)", "chain speed-up (measured)", "measured / predicted"], rows,
         title="Small tensors: speed-up = ops x eager per-op cost / compiled per-call cost",
         note="predicted is computed (ops x eager per op / compiled call) from two costs measured in this run at "
              "the smallest size; measured is eager chain time / compiled chain time at that size.")
 
 
+# The chain's op mix, read off its graph (section 1 of notebook 01): 6 array-array ops, 4 with a Python number, 1 tanh.
+CHAIN_MIX = {"eager add": 6, "eager scalar mul": 4, "eager tanh": 1}
+
+
 def call_costs(framework: str, *, size: int = 16, min_time: float = 0.05) -> dict[str, timing.Measurement]:
-    """The two fixed costs of the overhead model, measured on ``size``-element float32 inputs:
-    ``"eager op"`` (one eager add) and ``"compiled identity"`` (a compiled function that returns its input:
-    what entering compiled code costs before any work; torch.compile, jax.jit, tf.function(jit_compile=True))."""
+    """The fixed costs of the overhead model, measured on ``size``-element float32 inputs: one eager op of
+    each kind in the chain (``"eager add"`` of two arrays, ``"eager scalar mul"`` by a Python number,
+    ``"eager tanh"``) and ``"compiled identity"`` (a compiled function that returns its input: what entering
+    compiled code costs before any work; torch.compile, jax.jit, tf.function(jit_compile=True))."""
     name = validate.framework(framework)
     validate.number("size", size, low=1, high=2**20, integer=True)
     validate.positive("min_time", min_time)
     a, b = (to_framework(name, np.full(size, v, np.float32)) for v in (1.0, 2.0))
-    add = _eager_add(name)
+    add, mul, tanh = _eager_ops(name)
     identity = compile_with(name, fresh_function(lambda x: x))
-    return {"eager op": timing.benchmark(add, a, b, min_time=min_time, label=f"{name} eager add"),
+    return {"eager add": timing.benchmark(add, a, b, min_time=min_time, label=f"{name} eager add"),
+            "eager scalar mul": timing.benchmark(mul, a, 0.5, min_time=min_time, label=f"{name} eager scalar mul"),
+            "eager tanh": timing.benchmark(tanh, a, min_time=min_time, label=f"{name} eager tanh"),
             "compiled identity": timing.benchmark(identity, a, min_time=min_time, label=f"{name} compiled identity")}
+
+
+def eager_op_cost(costs: Mapping[str, timing.Measurement], mix: Mapping[str, int] = CHAIN_MIX) -> float:
+    """The average eager op of the chain (seconds): ``call_costs`` medians weighted by the chain's op mix."""
+    validate.instance("costs", costs, Mapping)
+    validate.non_empty("mix", mix)
+    missing = sorted(set(mix) - set(costs))
+    if missing:
+        raise ValueError(f"costs must hold {', '.join(mix)}; missing {', '.join(missing)}")
+    return sum(costs[k].median * n for k, n in mix.items()) / sum(mix.values())
 
 
 def size_sweep(eager: Mapping[str, Callable[..., Any]], compiled: Mapping[str, Callable[..., Any]],
@@ -184,16 +201,17 @@ def size_sweep(eager: Mapping[str, Callable[..., Any]], compiled: Mapping[str, C
     return out, worst
 
 
-def _eager_add(name: str) -> Callable[[Any, Any], Any]:
+def _eager_ops(name: str) -> tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]]:
     if name == "torch":
         import torch
 
-        return torch.add
+        return torch.add, torch.mul, torch.tanh
     if name == "jax":
         import jax.numpy as jnp
 
-        return jnp.add
-    return env.import_tensorflow().add
+        return jnp.add, jnp.multiply, jnp.tanh
+    tf = env.import_tensorflow()
+    return tf.add, tf.multiply, tf.tanh
 
 
 def busy_note() -> str:
