@@ -284,18 +284,6 @@ for fw in set(FW) - {"torch"}:  # other allocators, other habits: printed, not c
 print("; ".join(f"{name}: {count / _pages:.1f} outputs' worth" for name, count in faults.items() if "torch" not in name))
 
 # %%
-_tf_note = ""
-if "tensorflow" in FW:
-    _tf_share, _torch_share = table["tf eager"].fraction_of_bandwidth, table["torch eager"].fraction_of_bandwidth
-    _tf_note = (f" TensorFlow's eager chain took {faults['tf eager'] / _pages:.1f} outputs' worth of faults: its "
-                "allocator (BFC) keeps freed blocks and hands them to the next op, so after the first call few pages "
-                f"are new. tf eager reached {percent(_tf_share)} of the roof, torch eager {percent(_torch_share)}, on "
-                "the same bytes: "
-                + ("buffer reuse is the measured difference." if _tf_share > 1.3 * _torch_share else
-                   "similar shares in this run, so page faults were not what separated them here."))
-if "jax" in FW:
-    _tf_note += (f" JAX op-by-op took {faults['jax op-by-op'] / _pages:.1f} outputs' worth of faults per call "
-                 f"(jax.jit {faults['jax.jit'] / _pages:.1f}).")
 Markdown(
     f"`torch.add` moves {format_bytes(_add_bytes)}; the roofline says {format_time(_add_roof)}. Into a preallocated "
     f"buffer it took **{format_time(_add_out)}**, into a fresh one **{format_time(_add_fresh)}** "
@@ -307,8 +295,21 @@ Markdown(
     + f"Eager PyTorch pays it for every op: {faults['torch eager'] / _pages:.1f} outputs' worth of page faults per "
     f"call of the chain, against {faults['torch.compile'] / _pages:.1f} for torch.compile (one fresh output) and "
     f"{faults['torch.compile, out='] / _pages:.1f} into `out=`. So eager's time is not its bytes / bandwidth, and "
-    "the bytes ratio under-predicts what fusion saves wherever eager pays per-op page faults." + _tf_note
+    "the bytes ratio under-predicts what fusion saves wherever eager pays per-op page faults."
 )
+
+# %%
+_other = [Markdown(f"JAX op-by-op took {faults['jax op-by-op'] / _pages:.1f} outputs' worth of faults per call "
+                   f"(jax.jit {faults['jax.jit'] / _pages:.1f}).")] if "jax" in FW else []
+if "tensorflow" in FW:
+    _tf_share, _torch_share = table["tf eager"].fraction_of_bandwidth, table["torch eager"].fraction_of_bandwidth
+    _other.append(Markdown(
+        f"TensorFlow's eager chain took {faults['tf eager'] / _pages:.1f} outputs' worth of faults: its allocator (BFC) "
+        "keeps freed blocks and hands them to the next op, so after the first call few pages are new. tf eager "
+        f"reached {percent(_tf_share)} of the roof, torch eager {percent(_torch_share)}, on the same bytes: "
+        + ("buffer reuse is the measured difference." if _tf_share > 1.3 * _torch_share else
+           "similar shares in this run, so page faults were not what separated them here.")))
+display(*_other)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 4. Look inside: the kernels the compilers wrote
@@ -363,6 +364,7 @@ Markdown(
 # %%
 # NBVAL_CHECK_OUTPUT
 import torch._inductor.config as inductor_config
+
 
 def chain_profiled(x, bias):  # a new function: Dynamo caches compiled code per function
     return cu.models.gelu_chain(x, bias, torch.tanh)
