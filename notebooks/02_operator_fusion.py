@@ -38,6 +38,8 @@
 # **Accelerators**: every section runs on CPU, GPU and TPU runtimes (PyTorch uses CUDA when present; on a TPU
 # runtime PyTorch stays on the CPU). The allocation trap and the vector roof are CPU lessons; each section says
 # what differs on a GPU. A runtime without JAX or TensorFlow skips that framework's parts with one sentence.
+#
+# On a Colab TPU runtime there is no TensorFlow: its parts say so in one sentence and are skipped.
 
 # %%
 # Colab only: install the course helpers. Colab's own torch, jax and tensorflow are left as they are.
@@ -79,7 +81,7 @@ x_t, b_t = data["torch"]
 chain_t = cu.fusion.chain("torch")
 print(f"x: {ROWS} x {COLS} float32 = {format_bytes(x_np.nbytes)}; frameworks: {', '.join(FW)}; torch on {DEVICE}")
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 2, "lead": false}
 # ## 1. The roofline of this machine
 #
 # A kernel that does `F` floating-point operations and moves `B` bytes between memory and the chip cannot
@@ -121,7 +123,7 @@ Markdown(
     + " Section 5 adds a third ceiling that matters for elementwise code: the vector units' own throughput."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 5, "lead": true}
 # ## 2. An elementwise chain: bytes predicted, then time measured
 #
 # The course's recurring chain is `x + GELU_tanh(x + bias)`. Run eagerly, each operator is its own
@@ -227,7 +229,7 @@ Markdown(
 # percentage it says which one it is (section 5 scores the seed's number against % of bandwidth, and
 # section 6 gives a single matmul's share of the matmul peak, an MFU-like ratio for one kernel).
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 4, "lead": false}
 # ## 3. The allocation trap on a CPU
 #
 # Each call above returns a **new** output tensor. On a CPU, a large fresh buffer comes straight from the
@@ -311,7 +313,7 @@ if "tensorflow" in FW:
            "similar shares in this run, so page faults were not what separated them here.")))
 display(*_other)
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 3, "lead": false}
 # ## 4. Look inside: the kernels the compilers wrote
 #
 # **Prediction**: one generated kernel for the whole chain in PyTorch (a C++ loop on CPU, a Triton kernel on
@@ -373,7 +375,7 @@ def chain_profiled(x, bias):  # a new function: Dynamo caches compiled code per 
 with inductor_config.patch({"cpp.enable_kernel_profile": True}):  # read when Inductor generates the code
     profiled_t = torch.compile(chain_profiled)
     profiled_t(x_t, b_t)
-with cu.fusion.quiet_stderr():  # the profilers log their start and stop from C++
+with cu.env.silenced_stderr():  # the profilers log their start and stop from C++
     traced = {"torch.compile": ("torch", cu.profile.capture("torch", profiled_t, x_t, b_t, name="02_chain"),
                                 fresh_code.kernels)}
     for fw in sorted(set(FW) - {"torch"}):
@@ -386,7 +388,7 @@ for name, (fw, trace, expected) in traced.items():
     print(f"{name}: kernels in the trace {sorted(seen)} == kernels in the compiler's output: True")
 print("torch.compile kernel events per call:", traced["torch.compile"][1].count(r"cpp_fused|triton_") / 3)
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 7, "lead": false}
 # ## 5. What keeps the fused kernel off its roof: the output pages, and `tanh`
 #
 # Section 2's fused kernels moved many times fewer bytes than eager but did not run that much faster. Two suspects, each
@@ -536,7 +538,7 @@ cu.fusion.roofline_with_vector_roof(
     machine, vector, [r.point() for r in roof_table.rows if "copy" not in r.name],
     title="The chain's variants on the roofline, with the vector units' roof")
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 6, "lead": false}
 # ## 6. A compute-bound case: matmul, then matmul + bias + activation
 #
 # A square matmul of size `n` does `2n³` FLOPs on `3n²` numbers: its intensity, `n/6` FLOP/byte in fp32, grows
@@ -661,7 +663,7 @@ Markdown(
     + "Either way the matmul itself is untouched: fusion is a lever for memory-bound work."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 3, "lead": false}
 # ## 7. Speed-up against size: overhead, caches, bandwidth
 #
 # For tiny tensors every eager op costs its dispatch overhead (microseconds) whatever its size, so fusing 11
@@ -725,7 +727,7 @@ Markdown(
        "larger tensors." if DEVICE == "cuda" else "")
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 5, "lead": true}
 # ## 8. What breaks fusion, and how to register a custom op
 #
 # The seed's checklist asks: *"are our custom operators supported by the compiler?"* Here is such an
@@ -826,7 +828,7 @@ Markdown(
     + "To answer the seed's question for your own model, run `cu.graphs.torch_graph_breaks(your_fn, *inputs)` and count."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 4, "lead": false}
 # ## Exercises
 #
 # Each exercise has a cell for your answer (`answer = None` until you fill it in), a hidden solution, and a
@@ -922,7 +924,7 @@ print(f"exp-based tanh: {_t['torch.compile, out='] / decomposed.median:.1f}x the
 # NBVAL_CHECK_OUTPUT
 cu.exercises.check("02.3", answer)
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 2, "lead": true}
 # ## Summary
 
 # %%

@@ -138,3 +138,12 @@ def test_fail_on_deprecations_turns_our_own_deprecations_into_errors() -> None:
         with warnings.catch_warnings(record=True):
             warnings.simplefilter("always", UserWarning)
             warnings.warn("a real warning", UserWarning, stacklevel=1)  # still only a warning
+
+
+def test_silenced_stderr_drops_native_writes_and_restores_the_descriptor(capfd) -> None:
+    import os
+
+    with env.silenced_stderr():
+        os.write(2, b"native noise\n")
+    os.write(2, b"after\n")
+    assert capfd.readouterr().err == "after\n"

@@ -33,7 +33,6 @@ from course_utils.fusion.readers import (
     hlo_summary,
     jax_cost,
     jax_hlo,
-    quiet_stderr,
     tf_hlo,
     trace_kernels,
 )
@@ -68,7 +67,7 @@ __all__ = [
     "Traffic", "VariantResult", "VectorRoof", "capture_inductor_code", "chain", "chain_with_callback_jax",
     "chain_with_numpy_function_tf", "compare_to_prediction", "compile_error", "compiled", "copy_into",
     "decomposed_tanh_error", "hlo_summary", "identity", "into_buffer", "jax_cost", "jax_hlo", "legacy_tanh_torch",
-    "measure_variants", "measure_vector_roof", "page_faults", "prediction_plot", "quiet_stderr", "roof_bars",
+    "measure_variants", "measure_vector_roof", "page_faults", "prediction_plot", "roof_bars",
     "roofline_with_vector_roof", "speedup_vs_size_plot", "table_tanh_np", "tf_hlo", "to_framework", "to_numpy",
     "torch_counted_flops", "trace_kernels", "trace_traffic",
 ]

@@ -10,14 +10,12 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import re
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from course_utils import validate
+from course_utils import env, validate
 
 # ---------------------------------------------------------------------------------------------------------
 # Inductor's generated code
@@ -214,22 +212,6 @@ def tf_hlo(fn: Any, *args: Any) -> str:
     return fn.experimental_get_compiler_ir(*args)(stage="optimized_hlo")
 
 
-@contextlib.contextmanager
-def quiet_stderr() -> Iterator[None]:
-    """Drop what native code writes to file descriptor 2 while the block runs (XLA's refusal logs, the
-    profiler's start/stop lines), so a notebook cell's output stays what Python printed."""
-    sys.stderr.flush()
-    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
-        yield
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(devnull)
-        os.close(saved)
-
-
 def compile_error(fn: Callable[..., Any], *args: Any) -> str | None:
     """Call ``fn(*args)``; return the type name of the exception it raises, or None when it runs.
 
@@ -237,7 +219,7 @@ def compile_error(fn: Callable[..., Any], *args: Any) -> str | None:
     without a traceback; the C++ log lines the failure writes to file descriptor 2 are dropped.
     """
     validate.function("fn", fn)
-    with quiet_stderr():
+    with env.silenced_stderr():
         try:
             fn(*args)
         except Exception as error:  # the point is to report it, not to raise it
