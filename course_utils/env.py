@@ -331,10 +331,3 @@ def _devices(name: str) -> tuple[str, ...]:
         tf = import_tensorflow()
         return tuple(d.name.replace("/physical_device:", "") for d in tf.config.list_physical_devices())
     raise ValueError(f"framework must be one of {FRAMEWORKS}; got {name!r}")
-
-
-def setup_notebook(seed: int = 0) -> EnvReport:
-    """Deprecated name of ``course_utils.notebook.setup`` (kept while the notebooks move over)."""
-    from course_utils import notebook
-
-    return notebook.setup(seed)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from course_utils import exercises, validate
+from course_utils import env, exercises, validate
 from course_utils.graphs.breakeven import cumulative_time
 from course_utils.graphs.recompiles import count_compiles
 
@@ -67,8 +67,6 @@ def _static_traces(answer: Any, **_: Any) -> str | None:
 
 @exercises.register("01.4", hint="a Python number is part of the trace's signature; a tensor is an input")
 def _tf_python_numbers(answer: Any, **_: Any) -> str | None:
-    from course_utils import env
-
     tf = env.import_tensorflow()
     if not isinstance(answer, tuple) or len(answer) != 2:
         raise TypeError(f"the answer should be a pair (traces with Python floats, traces with tf.constant); "

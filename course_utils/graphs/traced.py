@@ -4,10 +4,7 @@ counted from a trace (``course_utils.profile``), to check the op counts the over
 
 from __future__ import annotations
 
-import os
-import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,27 +53,9 @@ def trace_calls(framework: str, eager: Callable[..., Any], compiled: Callable[..
     validate.number("calls", calls, low=1, high=100, integer=True)
     eager(*args)
     compiled(*args)
-    with _quiet_fds():  # the torch profiler's C++ side prints start/stop lines straight to the file descriptors
-        traces = [profile.capture(name, fn, *args, steps=calls, name=f"01_chain_{kind}")
-                  for kind, fn in (("eager", eager), ("compiled", compiled))]
+    traces = [profile.capture(name, fn, *args, steps=calls, name=f"01_chain_{kind}")
+              for kind, fn in (("eager", eager), ("compiled", compiled))]
     return TracedCalls(name, calls, *traces)
-
-
-@contextmanager
-def _quiet_fds() -> Iterator[None]:
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()
-    saved = [os.dup(1), os.dup(2)]
-    with open(os.devnull, "w") as null:
-        os.dup2(null.fileno(), 1)
-        os.dup2(null.fileno(), 2)
-        try:
-            yield
-        finally:
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            for fd in saved:
-                os.close(fd)
 
 
 def traced_table(traced: Sequence[TracedCalls]) -> display.Table:
