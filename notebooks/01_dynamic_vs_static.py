@@ -20,7 +20,7 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # 01 · Dynamic vs static: what does a compiler see that eager execution cannot?
 #
-# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/eager-to-compiled/course/blob/main/notebooks/01_dynamic_vs_static.ipynb)
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/eager-to-compiled/course/blob/v0.2.0/notebooks/01_dynamic_vs_static.ipynb)
 #
 # Eager execution runs your Python one operation at a time; a compiler first *captures* the whole function
 # as a graph and then runs that graph. After this notebook you will be able to:
@@ -45,7 +45,7 @@ import subprocess
 import sys
 
 if "google.colab" in sys.modules:
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "course_utils @ git+https://github.com/eager-to-compiled/course@main"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "course_utils @ git+https://github.com/eager-to-compiled/course@v0.2.0"], check=True)
 
 # %% slideshow={"slide_type": "skip"}
 import course_utils as cu
@@ -80,7 +80,7 @@ print("frameworks in this run:", ", ".join(FW))
 for fw in ("jax", "tensorflow"):
     cu.notebook.needs(fw)  # one sentence for a missing framework; its cells below are skipped
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 2, "lead": false}
 # ## 1. The same function, captured three ways
 #
 # The three compilers capture differently:
@@ -124,7 +124,7 @@ Markdown(
     "constant folded in one and kept in another); the table above names each op, so compare them one by one."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 6, "lead": true}
 # ## 2. Compiling costs once and saves on every call
 #
 # The first call of a compiled function traces and compiles; later calls reuse the result. We compile as a
@@ -249,7 +249,7 @@ Markdown(
        "the call. Section 4 shows what dynamic shapes buy: one compilation for many lengths.")
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 7, "lead": false}
 # ## 3. Eager dispatch overhead: why small tensors gain most
 #
 # Every eager op pays a fixed price before any arithmetic: Python, the framework's dispatcher, an output
@@ -272,7 +272,7 @@ SIZES = sorted({*cu.env.pick(ci=[2**4, 2**8, 2**12, 2**16], cpu=[2**k for k in r
 sweep, worst_diff = graphs.size_sweep(chains, compiled, SIZES, inputs, min_time=MIN_TIME)
 cu.plotting.sweep_plot(SIZES, sweep, title="gelu chain: time per call vs size (band: quartiles)")
 
-# %%
+# %% slideshow={"slide_type": "skip"}
 # NBVAL_CHECK_OUTPUT
 assert worst_diff < 1e-5
 print(f"compiled equals eager at every size, {len(FW)} framework(s) (max abs diff < 1e-5): True")
@@ -387,7 +387,7 @@ Markdown(
     "the identity measurement above."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 3, "lead": false}
 # ## 4. Recompilation: new shapes, new traces
 #
 # A compiled function is specialised to the shapes (and dtypes) it was traced with; in PyTorch the guards say
@@ -463,7 +463,7 @@ Markdown(
     + "In a training loop the usual culprit is the last, smaller batch of an epoch: drop it or pad it."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 6, "lead": true}
 # ## 5. Python `if` on a tensor value
 #
 # The function below scales `x` down only when its largest magnitude exceeds 1 (a tiny gradient clipping).
@@ -580,7 +580,7 @@ Markdown(
     "that take both branches."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 4, "lead": false}
 # ## 6. Debugging compiled code: where did my `print` go?
 #
 # A Python `print` inside a traced function runs when Python runs, i.e. while tracing.
@@ -658,7 +658,46 @@ Markdown(
     "every break with its reason."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### torch.compile's own account: `TORCH_TRACE` and tlparse
+# For a real model, counting by hand does not scale. Run the job with `TORCH_TRACE=<folder>` and turn the
+# structured logs into a report with `tlparse` (a PyPI package; the course pins it): one page per compiled
+# frame, with its graph, guards, recompile reasons and graph-break reasons. Below, a function with a `print`
+# (one break, see above) is called at two lengths, in a fresh process (`TORCH_TRACE` is read at start-up).
+#
+# **Prediction**: the report counts 1 graph break, and at least 1 recompilation (the new length fails the
+# size guard of the first compile, as section 4 showed with `TORCH_LOGS=recompiles`).
+
+# %%
+traced_job = """
+import torch
+def f(x):
+    print("sum", x.sum())
+    return torch.tanh(x) * 2
+g = torch.compile(f)
+for n in (100, 200):
+    g(torch.ones(n))
+"""
+report = cu.compile_report.torch_compile_report(traced_job, "01_print_and_lengths")
+report
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print(f"graph breaks {report.graph_breaks}, recompiled: {report.recompiles >= 1}")
+verdict(report.graph_breaks == 1 and report.recompiles >= 1,
+        f"tlparse counted {report.graph_breaks} graph break(s) and {report.recompiles} recompilation(s) "
+        f"over {report.frames} frame(s)",
+        "the report's counts differ from the prediction (see the table and its index.html)")
+
+# %%
+Markdown(
+    f"The report's index page is `{report.folder / 'index.html'}` (open it in any browser, offline). On a "
+    "real job, run the whole training script with `TORCH_TRACE=/tmp/trace python train.py`, then "
+    "`tlparse /tmp/trace/*.log -o report --no-browser`: the recompile reasons and break reasons are the first "
+    "things to read when a compiled model is slower than expected."
+)
+
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 6, "lead": true}
 # ## 7. The rollback plan: switches back to eager, and compile-check-or-fall-back
 #
 # The seed articles' checklist asks for a rollback path: keep the eager code working, and be able to turn
@@ -745,7 +784,7 @@ if "tensorflow" in FW:
 decisions = {key: graphs.compile_or_fallback(fn, a, framework=key[0]) for key, (fn, a) in cases.items()}
 graphs.decisions_table(decisions)
 
-# %%
+# %% slideshow={"slide_type": "skip"}
 # NBVAL_CHECK_OUTPUT
 for (fw, name), d in decisions.items():
     print(f"{fw:<10} {name:<30} compiled: {d.compiled}")
@@ -774,7 +813,7 @@ Markdown(
        "eager is what catches such silent errors.")
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 3, "lead": true}
 # ## 8. A whole training step, compiled, against the same program run eagerly
 #
 # Forward, loss, backward and the SGD update of the course's tiny MLP (32-64-64-10, identical initial weights
@@ -842,7 +881,7 @@ Markdown(
        "Every compiled step beat its eager twin; the quartile range in the table shows how clearly.")
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 3, "lead": false}
 # ## Exercises
 #
 # **1. Break-even for your job.** A training job calls the compiled gelu chain 50,000 times. Using this
@@ -928,7 +967,7 @@ if "tensorflow" in FW:
 if cu.notebook.needs("tensorflow"):
     cu.exercises.check("01.4", answer_4)
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 3, "lead": true}
 # ## Summary
 #
 # The seed articles claim that moving to a compiled framework "typically saves ~30% of compute" (a 1.43x
