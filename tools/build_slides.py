@@ -154,7 +154,8 @@ def has_math(nb: dict) -> bool:
             continue
         if cell["cell_type"] == "markdown" and _MATH.search("".join(cell["source"])):
             return True
-        if any("text/latex" in out.get("data", {}) for out in cell.get("outputs", [])):
+        if any("text/latex" in out.get("data", {}) and "text/html" not in out.get("data", {})
+               for out in cell.get("outputs", [])):  # HTML wins over LaTeX in the deck: only then is it shown
             return True
     return False
 
@@ -186,6 +187,12 @@ def _short_output(output: dict) -> dict:
     if output.get("output_type") == "stream" and len(lines) > _OUTPUT_LINES:
         kept = lines[: _OUTPUT_LINES - 1] + [f"... {len(lines) - _OUTPUT_LINES + 1} more lines in the notebook"]
         output["text"] = "\n".join(kept) + "\n"
+    data = output.get("data", {})
+    plain = "".join(data.get("text/plain", "")).rstrip().splitlines()
+    if "<pre" in "".join(data.get("text/html", "")) and len(plain) > 2 * _OUTPUT_LINES:  # a long code listing
+        keep = 2 * _OUTPUT_LINES - 1
+        cut = plain[:keep] + [f"# ... {len(plain) - keep} more lines in the notebook"]
+        output["data"] = {"text/plain": "\n".join(cut)}
     return output
 
 
@@ -204,13 +211,25 @@ def estimated_height(cell: dict) -> float:
         if "image/png" in data or "image/svg+xml" in data:
             height += 450
         elif "text/html" in data:
-            height += 40 + 30 * "".join(data["text/html"]).count("<tr")
+            html = "".join(data["text/html"])
+            rows = 40 + 34 * html.count("<tr") + 0.05 * len(re.sub(r"<[^>]+>", "", html))
+            height += max(rows, 30 + 20 * html.count("\n"))  # tables by rows, listings (<pre>) by lines
         elif "text/markdown" in data:
             height += 50 + 0.4 * len("".join(data["text/markdown"]))
         else:
             text = "".join(out.get("text", "")) or "".join(data.get("text/plain", ""))
             height += 20 + 20 * min(len(text.splitlines()), _OUTPUT_LINES)
     return height + 10
+
+
+def _fitting_excerpt(cell: nbformat.NotebookNode) -> str:
+    """The cell's code, cut until code and output fit one slide (outputs matter more on a slide than code)."""
+    source = cell.source
+    for limit in (SLIDE_CODE_LINES, 10, 6, 3):
+        cell.source = slide_excerpt(source, limit)
+        if estimated_height(cell) <= SLIDE_BUDGET_PX:
+            break
+    return cell.source
 
 
 def _split_markdown(cell: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
@@ -233,13 +252,43 @@ def _split_markdown(cell: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
     return cells
 
 
+def _split_outputs(cell: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
+    """A code cell whose outputs do not fit one slide, as the code with its first outputs, then the rest on
+    subslides of their own (outputs only)."""
+    groups: list[list[dict]] = [[]]
+    for output in cell.outputs:
+        trial = copy.deepcopy(cell)
+        trial.outputs = groups[-1] + [output]
+        if len(groups) > 1:
+            trial.metadata["transient"] = {"remove_source": True}
+        if groups[-1] and estimated_height(trial) > SLIDE_BUDGET_PX:
+            groups.append([])
+        groups[-1].append(output)
+    pieces = []
+    for i, group in enumerate(groups):
+        part = copy.deepcopy(cell)
+        part.outputs = group
+        if i:
+            part.metadata["slideshow"] = {"slide_type": "subslide"}
+            part.metadata["transient"] = {"remove_source": True}
+            if "id" in part:
+                part["id"] = f"{cell['id']}-out{i}"[:64]
+        pieces.append(part)
+    return pieces
+
+
 def paginate(cells: list[nbformat.NotebookNode]) -> list[nbformat.NotebookNode]:
     """Open a new subslide wherever the cells so far would not fit the slide: a projector cannot scroll."""
     paged: list[nbformat.NotebookNode] = []
     used = 0.0
     for cell in cells:
-        pieces = _split_markdown(cell) if cell.cell_type == "markdown" and estimated_height(cell) > SLIDE_BUDGET_PX \
-            else [cell]
+        too_tall = estimated_height(cell) > SLIDE_BUDGET_PX and slide_type(cell) not in ("skip", "notes")
+        if too_tall and cell.cell_type == "markdown":
+            pieces = _split_markdown(cell)
+        elif too_tall and len(cell.get("outputs", [])) > 1:
+            pieces = _split_outputs(cell)
+        else:
+            pieces = [cell]
         for piece in pieces:
             kind = slide_type(piece)
             if kind in ("skip", "notes"):
@@ -271,8 +320,8 @@ def prepare(nb: nbformat.NotebookNode, solutions: str = "notes") -> nbformat.Not
         elif generates_prose(cell):
             cell.metadata["transient"] = {"remove_source": True}
         elif cell.cell_type == "code":
-            cell.source = slide_excerpt(cell.source)
             cell.outputs = [_short_output(o) for o in cell.get("outputs", [])]
+            cell.source = _fitting_excerpt(cell)
     nb.cells = paginate(nb.cells)
     return nb
 
