@@ -31,7 +31,8 @@
 #
 # **Time:** about 45 minutes in a workshop; the notebook runs in under 6 minutes on a 2-core laptop.
 # **Accelerators:** everything runs on CPU; a CUDA GPU adds the pinned-memory rung and fp16/bf16 autocast; on a
-# TPU runtime the JAX and TensorFlow rows use the TPU and PyTorch stays on the CPU.
+# TPU runtime the JAX row uses the TPU and PyTorch stays on the CPU. Colab TPU runtimes ship no TensorFlow: its
+# row says so in one sentence and is skipped (JAX likewise where it is missing).
 
 # %% slideshow={"slide_type": "skip"}
 # Colab only: install the course helpers. Colab's own torch, jax and tensorflow are left as they are.
@@ -56,7 +57,7 @@ from course_utils.display import format_time, verdict
 
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 3, "lead": false}
 # ## 1. The model: a small CNN on image patches
 # The seed's scenario is a medical-imaging team waiting days for each run. Our stand-in: a small CNN
 # (three 3x3 convolutions, global pooling, a linear head) on synthetic image patches that cost real CPU
@@ -71,14 +72,14 @@ dataset = cu.pipeline.SyntheticImages(cu.env.pick(ci=640, cpu=1536, gpu=8192, tp
 x0, y0 = dataset.batch(range(batch_size))  # NCHW, float32
 print(dataset, "| batch", x0.shape)
 
-# %%
+# %% slideshow={"slide_type": "skip"}
 # NBVAL_CHECK_OUTPUT
 agree = cu.migrate.outputs_agree(x0, classes=10)
 print("the same model in every installed framework (outputs within 1e-4 of PyTorch's):",
       all(d < 1e-4 for d in agree.values()))
 assert all(d < 1e-4 for d in agree.values()), agree
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 10, "lead": true}
 # ## 2. The ladder: what you get without migrating, then what the migration buys
 # Each rung keeps everything from the rung before and changes one thing; every step time includes the wait
 # for the data loader, as in real training. Because one rung doubles the batch, every speed-up compares the
@@ -119,7 +120,7 @@ ladder.attribution("torch.compile on the baseline")
 # compiled model give eager's losses and weights, mixed precision stays close to fp32, and the worker loader
 # delivers the very same batches as the in-process one.
 
-# %%
+# %% slideshow={"slide_type": "skip"}
 # NBVAL_CHECK_OUTPUT
 amp_dtype = cu.migrate.autocast_dtype(device)
 batch = (torch.from_numpy(x0), torch.from_numpy(y0))
@@ -181,7 +182,7 @@ Markdown("" if amp_label is None else
          "peak on a GPU). On a CPU, bf16 matmul units (AMX, avx512_bf16) decide it; on a GPU the tensor cores do, "
          "and the seed's 30% is a GPU number. Autocast is in eager PyTorch today: it needs no migration.")
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 7, "lead": false}
 # ## 3. The seed's framework table, rebuilt on a common baseline
 # The seed's view: *PyTorch* high development efficiency, DDP, strongest ecosystem; *TensorFlow* strong
 # deployment, Strategy API; *JAX* highest performance via XLA, cheapest on TPU. Here: the same CNN, the
@@ -247,7 +248,7 @@ Markdown(
     f"eager twin over {ladder['+ torch.compile'].steps.n} steady steps. The checklist below judges that same number."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 9, "lead": true}
 # ## 4. What is it worth? The cost model, fed only what the migration buys
 # The seed's rule: GPU spend 100k/month, ~30% saved, 2 engineers x 2 weeks (~40k), a 20% buffer for harder
 # debugging, break-even in about two months; the bill grows 50% a month. `cu.migrate.estimate` does the same
@@ -310,7 +311,7 @@ Markdown(
 # %%
 cu.migrate.explore(gain, **{k: v for k, v in lead_inputs.items() if k not in ("engineers", "weeks")})
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 7, "lead": true}
 # ## 5. The launch checklist, run as code
 # The seed's checklist: an MVP comparison on a non-critical model, an operator compatibility check, a
 # rollback plan, monitoring of compile time and utilisation, and refactoring dynamic control flow first.
@@ -372,7 +373,7 @@ for name, result in (("CNN", ready), ("CNN with a data-dependent branch", not_re
     print(f"{name}: " + " | ".join(f"{c.name.split(':')[0]} {c.mark}" for c in result.checks
                                    if not c.name.startswith(("MVP", "monitoring"))))
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 3, "lead": true}
 # ## 6. The page to hand to your lead
 
 # %%
@@ -407,7 +408,7 @@ first: they cost no migration. **Caveat:** a CPU is not the accelerator you pay 
 the target GPU/TPU before deciding.
 """)
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 5, "lead": false}
 # ## Exercises
 # **1.** A team rents 32 GPUs on demand at 2.50 per GPU-hour (an assumption close to public cloud prices for
 # a mid-range data-centre GPU), running all month (730 h): `cu.migrate.monthly_spend_for(32, 2.5)`. 60% of it
@@ -422,6 +423,7 @@ answer = None  # your answer here
 # %% jupyter={"source_hidden": true} tags=["solution"]
 answer = cu.migrate.estimate(cu.migrate.monthly_spend_for(32, 2.5), gain, engineers=3, weeks=3,
                              training_share=0.6).break_even_months
+print(f"spend {cu.migrate.monthly_spend_for(32, 2.5):,.0f} a month; break-even after {answer:.1f} months")
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -438,6 +440,7 @@ answer = None  # your answer here
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 answer = cu.migrate.estimate(100_000, gain, reserved=True, job_hours=72, compile_s_per_job=compile_s).time_to_result()
+print(f"a 72 h run takes {answer:.1f} h after the migration (money saved on reserved capacity: none)")
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -470,7 +473,7 @@ print(f"measured: Dynamo built {graphs_built} graph(s) over one epoch of {len(ep
 # NBVAL_CHECK_OUTPUT
 cu.exercises.check("07.3", answer, measured=graphs_built)
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 1, "lead": false}
 # ## Summary
 
 # %%
