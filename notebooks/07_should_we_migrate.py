@@ -19,7 +19,7 @@
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # 07 · Should we migrate? A measured decision, with costs
-# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/eager-to-compiled/course/blob/main/notebooks/07_should_we_migrate.ipynb)
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/eager-to-compiled/course/blob/v0.2.0/notebooks/07_should_we_migrate.ipynb)
 #
 # **The question.** Is moving our training to a compiled framework worth it, for *our* model, on *our*
 # hardware, at *our* bill?
@@ -40,7 +40,7 @@ import subprocess
 import sys
 
 if "google.colab" in sys.modules:
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "course_utils @ git+https://github.com/eager-to-compiled/course@main"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "course_utils @ git+https://github.com/eager-to-compiled/course@v0.2.0"], check=True)
 
 # %%
 import course_utils as cu

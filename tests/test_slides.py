@@ -30,7 +30,7 @@ guide = importlib.import_module("guide")
 
 DESIGN_NOTEBOOKS = [
     "00_measuring", "01_dynamic_vs_static", "02_operator_fusion", "03_mixed_precision",
-    "04_input_pipeline", "05_data_parallel", "07_should_we_migrate",
+    "04_input_pipeline", "05_data_parallel", "06_beyond_one_machine", "07_should_we_migrate",
 ]
 # A 1x1 PNG, for the synthetic notebook.
 PNG = base64.b64encode(
