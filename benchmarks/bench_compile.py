@@ -32,39 +32,25 @@ def _pair(eager_fn, compiled_fn, args) -> dict:
     }
 
 
-def _compilers():
-    import jax
-    import torch
-
-    from course_utils import env
-
-    tf = env.import_tensorflow()
-    return {
-        "torch": lambda f: torch.compile(f, dynamic=False),
-        "jax": jax.jit,
-        "tensorflow": lambda f: tf.function(f, jit_compile=True),
-    }
-
-
 def run() -> dict:
     """Warm-up, steady-state speed-up and break-even calls per framework, for each gelu chain size."""
     import torch
 
-    from course_utils import graphs, models
+    from course_utils import env, graphs, interop, models
 
     results: dict = {}
     start = time.perf_counter()
     warm = torch.compile(lambda x: x * 2.0 + 1.0)
     warm(torch.ones(8))
     results["torch_first_compile_s"] = time.perf_counter() - start
-    for framework, compile_fn in _compilers().items():
+    for framework in env.installed_frameworks():
         chain = models.chain_for(framework)
         per_size = {}
         for n in CHAIN_SIZES:
             rng = np.random.default_rng(n)
-            args = tuple(graphs.to_framework(framework, rng.standard_normal(n, dtype=np.float32)) for _ in range(2))
+            args = interop.to_framework(framework, *rng.standard_normal((2, n), dtype=np.float32))
             # a fresh wrapper per size, so that every warm-up is a real compilation
-            per_size[str(n)] = _pair(chain, compile_fn(graphs.fresh_function(chain)), args)
+            per_size[str(n)] = _pair(chain, interop.compile_default(framework, graphs.fresh_function(chain)), args)
         results[framework] = {"gelu_chain": per_size}
     return results
 

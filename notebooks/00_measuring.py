@@ -134,7 +134,7 @@ cu.plotting.time_bars(runs, log=True, show_first_call=True, title=f"gelu_chain o
 # NBVAL_CHECK_OUTPUT
 reference = cu.models.chain_for("numpy")(x_np, bias_np)
 for fw, args in inputs.items():
-    error = float(np.max(np.abs(m0.to_numpy(compiled_fns[fw](*args)) - reference)))
+    error = float(np.max(np.abs(cu.interop.to_numpy(compiled_fns[fw](*args)) - reference)))
     print(f"{fw:<10} compiled == eager (max abs error < 1e-5): {error < 1e-5}")
     assert error < 1e-5
 

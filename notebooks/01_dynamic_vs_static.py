@@ -73,7 +73,7 @@ MIN_TIME = cu.env.pick(ci=0.05, cpu=0.2)  # seconds of timed calls per measureme
 def inputs(fw, n):
     """x and bias of n elements for framework fw (same numbers in every framework)."""
     x, bias = np.random.default_rng(n).standard_normal((2, n), dtype=np.float32)
-    return graphs.to_framework(fw, x), graphs.to_framework(fw, bias)
+    return cu.interop.to_framework(fw, x, bias)
 
 
 print("frameworks in this run:", ", ".join(FW))
@@ -136,7 +136,7 @@ Markdown(
 
 # %%
 N = cu.env.pick(ci=2**16, cpu=2**20, gpu=2**24)
-compiled = {fw: graphs.compile_with(fw, chains[fw]) for fw in FW}
+compiled = {fw: cu.interop.compile_default(fw, chains[fw]) for fw in FW}
 args = {fw: inputs(fw, N) for fw in FW}
 eager_m = {fw: cu.timing.benchmark(chains[fw], *args[fw], min_time=MIN_TIME, label=f"{fw} eager") for fw in FW}
 compiled_m = {fw: cu.timing.benchmark(compiled[fw], *args[fw], min_time=MIN_TIME, label=f"{fw} compiled")
@@ -496,7 +496,7 @@ def clip_tf(x):
 
 
 big, tiny = (np.random.default_rng(1).standard_normal(64, dtype=np.float32) * s for s in (3.0, 0.1))
-breaks = graphs.torch_graph_breaks(clip_torch, graphs.to_framework("torch", big))
+breaks = graphs.torch_graph_breaks(clip_torch, cu.interop.to_framework("torch", big))
 breaks
 
 # %%
@@ -563,8 +563,8 @@ if "tensorflow" in FW:
 # %%
 # NBVAL_CHECK_OUTPUT
 for (fw, how), (eager_fn, fixed_fn) in fixes.items():
-    diffs = [graphs.max_abs_diff(eager_fn(v), fixed_fn(v)) for v in (graphs.to_framework(fw, big),
-                                                                     graphs.to_framework(fw, tiny))]
+    diffs = [graphs.max_abs_diff(eager_fn(v), fixed_fn(v)) for v in (cu.interop.to_framework(fw, big),
+                                                                     cu.interop.to_framework(fw, tiny))]
     assert max(diffs) < 1e-6, (fw, how, diffs)
     print(f"{fw:<10} {how:<23} compiled, equal to eager on both branches (max abs diff < 1e-6): True")
 
@@ -615,7 +615,7 @@ noisy = {fw: makers[fw]() for fw in FW}
 for fw, fn in noisy.items():
     print(f"{fw}, 3 calls:")
     for i in range(3):
-        cu.timing.sync(fn(graphs.to_framework(fw, np.full(3, i, np.float32))))
+        cu.timing.sync(fn(cu.interop.to_framework(fw, np.full(3, i, np.float32))))
     if fw == "jax":
         jax.effects_barrier()
 
@@ -633,7 +633,7 @@ for fw, fn in noisy.items():
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         for i in range(3):
-            cu.timing.sync(fn(graphs.to_framework(fw, np.full(3, i, np.float32))))
+            cu.timing.sync(fn(cu.interop.to_framework(fw, np.full(3, i, np.float32))))
         if fw == "jax":
             jax.effects_barrier()
     graph_print = {"torch": None, "jax": "jax.debug.print", "tensorflow": "tf.print"}[fw]

@@ -76,7 +76,7 @@ COLS = 1024
 rng = np.random.default_rng(0)
 x_np = rng.standard_normal((ROWS, COLS), dtype=np.float32)
 bias_np = rng.standard_normal(COLS, dtype=np.float32)
-data = {fw: cu.fusion.to_framework(fw, x_np, bias_np, device=DEVICE) for fw in FW}  # {framework: (x, bias)}
+data = {fw: cu.interop.to_framework(fw, x_np, bias_np, device=DEVICE) for fw in FW}  # {framework: (x, bias)}
 x_t, b_t = data["torch"]
 chain_t = cu.fusion.chain("torch")
 print(f"x: {ROWS} x {COLS} float32 = {format_bytes(x_np.nbytes)}; frameworks: {', '.join(FW)}; torch on {DEVICE}")
@@ -157,7 +157,7 @@ if "jax" in FW:
 # (the table's last line), since both runs would then stream their bytes at the same memory bandwidth.
 
 # %% slideshow={"slide_type": "subslide"}
-compiled_fns = {fw: cu.fusion.compiled(fw, cu.fusion.chain(fw)) for fw in FW}
+compiled_fns = {fw: cu.interop.compile_default(fw, cu.fusion.chain(fw)) for fw in FW}
 slow = dict(min_repeats=3)  # the eager runs take tenths of a second each
 runs = {}
 with cu.fusion.capture_inductor_code() as chain_code:
@@ -176,8 +176,8 @@ cu.fusion.prediction_plot(table, title="Elementwise chain: computed from bytes v
 # %% slideshow={"slide_type": "skip"}
 # NBVAL_CHECK_OUTPUT
 reference = chain_t(x_t, b_t).cpu().numpy()
-outputs = {cu.fusion.FUSED[fw]: cu.fusion.to_numpy(compiled_fns[fw](*data[fw])) for fw in FW}
-outputs.update({cu.fusion.EAGER[fw]: cu.fusion.to_numpy(cu.fusion.chain(fw)(*data[fw])) for fw in FW if fw != "torch"})
+outputs = {cu.fusion.FUSED[fw]: cu.interop.to_numpy(compiled_fns[fw](*data[fw])) for fw in FW}
+outputs.update({cu.fusion.EAGER[fw]: cu.interop.to_numpy(cu.fusion.chain(fw)(*data[fw])) for fw in FW if fw != "torch"})
 for name in sorted(outputs):
     error = float(np.max(np.abs(outputs[name] - reference)))
     assert error < 1e-4, (name, error)
@@ -423,8 +423,8 @@ _poly_ref = cu.fusion.chain("torch", tanh=False)(x_t, b_t).cpu().numpy()
 for fw in FW:
     for tanh, expected in ((True, reference), (False, _poly_ref)):
         variant = cu.fusion.chain(fw, tanh=tanh)
-        fn = cu.fusion.into_buffer(fw, variant, data[fw][0]) or cu.fusion.compiled(fw, variant)
-        got = cu.fusion.to_numpy(fn(*data[fw]))
+        fn = cu.fusion.into_buffer(fw, variant, data[fw][0]) or cu.interop.compile_default(fw, variant)
+        got = cu.interop.to_numpy(fn(*data[fw]))
         assert np.allclose(got, expected, rtol=1e-5, atol=1e-4), (fw, tanh)
         print(f"{fw}, {'with' if tanh else 'without'} tanh, reused buffer where the framework has one: equal to eager")
 
@@ -497,7 +497,7 @@ roof_verdict
 
 # %%
 _tf_poly = chain_runs.get("tf jit_compile, no tanh")
-_tf_faults = cu.fusion.page_faults(cu.fusion.compiled("tensorflow", cu.fusion.chain("tensorflow", tanh=False)),
+_tf_faults = cu.fusion.page_faults(cu.interop.compile_default("tensorflow", cu.fusion.chain("tensorflow", tanh=False)),
                                    *data["tensorflow"]) if _tf_poly is not None else 0.0
 claim = verdict(
     max(table[cu.fusion.FUSED[fw]].fraction_of_bandwidth for fw in FW) >= 0.8,
@@ -603,7 +603,7 @@ Markdown(
 N = cu.env.pick(ci=1024, cpu=2048, gpu=8192, tpu=4096)
 mm_np = [rng.standard_normal((N, N), dtype=np.float32), rng.standard_normal((N, N), dtype=np.float32) / N**0.5,
          rng.standard_normal(N, dtype=np.float32)]
-mm_data = {fw: cu.fusion.to_framework(fw, *mm_np, device=DEVICE) for fw in FW if fw in ("torch", "jax")}
+mm_data = {fw: cu.interop.to_framework(fw, *mm_np, device=DEVICE) for fw in FW if fw in ("torch", "jax")}
 
 
 def mm_epilogue(chain):
@@ -613,8 +613,8 @@ def mm_epilogue(chain):
 mm_runs, mm_fused_fns = {}, {}
 with cu.fusion.capture_inductor_code() as mm_code:
     for fw, args in mm_data.items():
-        eager, fused = mm_epilogue(cu.fusion.chain(fw)), cu.fusion.compiled(fw, mm_epilogue(cu.fusion.chain(fw)))
-        mm_runs[f"{fw} mm"] = cu.timing.benchmark(cu.fusion.compiled(fw, lambda a, w: a @ w), *args[:2], label=f"{fw} mm")
+        eager, fused = mm_epilogue(cu.fusion.chain(fw)), cu.interop.compile_default(fw, mm_epilogue(cu.fusion.chain(fw)))
+        mm_runs[f"{fw} mm"] = cu.timing.benchmark(cu.interop.compile_default(fw, lambda a, w: a @ w), *args[:2], label=f"{fw} mm")
         mm_runs[f"{fw} mm + eager epilogue"] = cu.timing.benchmark(eager, *args, label=f"{fw} mm + eager epilogue")
         mm_runs[f"{fw} mm + fused epilogue"] = cu.timing.benchmark(fused, *args, label=f"{fw} mm + fused epilogue")
         mm_fused_fns[fw] = fused
@@ -624,7 +624,7 @@ cu.plotting.time_bars(mm_runs, title=f"Matmul n={N} with and without its epilogu
 # NBVAL_CHECK_OUTPUT
 mm_reference = mm_epilogue(chain_t)(*mm_data["torch"]).cpu().numpy()
 for fw, fused in mm_fused_fns.items():
-    value = cu.fusion.to_numpy(fused(*mm_data[fw]))
+    value = cu.interop.to_numpy(fused(*mm_data[fw]))
     error = float(np.max(np.abs(value - mm_reference) / (1 + np.abs(mm_reference))))
     assert error < 1e-3, (fw, error)
     print(f"{fw} compiled mm + epilogue matches eager torch (relative error < 1e-3): True")
@@ -684,7 +684,7 @@ for rows in SWEEP_ROWS:
         eager_fn, fused_fn = cu.fusion.chain(fw), compiled_fns[fw]
         m_eager, m_fused = (cu.timing.benchmark(f, xs, bias, min_time=0.05, min_repeats=3) for f in (eager_fn, fused_fn))
         sweep[fw].append(m_eager.median / m_fused.median)
-        sweep_equal[fw] &= bool(np.allclose(cu.fusion.to_numpy(fused_fn(xs, bias)), reference[:rows], atol=1e-4))
+        sweep_equal[fw] &= bool(np.allclose(cu.interop.to_numpy(fused_fn(xs, bias)), reference[:rows], atol=1e-4))
 for fw in FW:
     sweep[fw].append(speedups[fw])  # the full size, measured in section 2
 sizes = [rows * COLS * 4 for rows in [*SWEEP_ROWS, ROWS]]
@@ -785,7 +785,7 @@ cu.plotting.time_bars(legacy_runs, title="A NumPy operator inside the chain (med
 # NBVAL_CHECK_OUTPUT
 legacy_reference = chain_legacy(*legacy_data["torch"]).cpu().numpy()
 for name, (fw, fn) in legacy_fns.items():
-    assert np.allclose(cu.fusion.to_numpy(fn(*legacy_data[fw])), legacy_reference, atol=1e-4), name
+    assert np.allclose(cu.interop.to_numpy(fn(*legacy_data[fw])), legacy_reference, atol=1e-4), name
     print(f"{name}: equal to eager: True")
 print("table tanh within 1e-4 of the real chain:", bool(np.allclose(legacy_reference, reference[:LEGACY_ROWS], atol=1e-4)))
 reg = legacy_code["torch.compile, custom op"][0]

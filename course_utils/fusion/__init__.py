@@ -51,23 +51,20 @@ from course_utils.fusion.variants import (
     INTO,
     VectorRoof,
     chain,
-    compiled,
     copy_into,
     identity,
     into_buffer,
     measure_variants,
     measure_vector_roof,
     page_faults,
-    to_framework,
-    to_numpy,
 )
 
 __all__ = [
     "EAGER", "FUSED", "GRID", "HloSummary", "INTO", "InductorCode", "OpTraffic", "PredictionTable", "TABLE",
     "Traffic", "VariantResult", "VectorRoof", "capture_inductor_code", "chain", "chain_with_callback_jax",
-    "chain_with_numpy_function_tf", "compare_to_prediction", "compile_error", "compiled", "copy_into",
+    "chain_with_numpy_function_tf", "compare_to_prediction", "compile_error", "copy_into",
     "decomposed_tanh_error", "hlo_summary", "identity", "into_buffer", "jax_cost", "jax_hlo", "legacy_tanh_torch",
     "measure_variants", "measure_vector_roof", "page_faults", "prediction_plot", "roof_bars",
-    "roofline_with_vector_roof", "speedup_vs_size_plot", "table_tanh_np", "tf_hlo", "to_framework", "to_numpy",
+    "roofline_with_vector_roof", "speedup_vs_size_plot", "table_tanh_np", "tf_hlo",
     "torch_counted_flops", "trace_kernels", "trace_traffic",
 ]

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from course_utils import env, models, timing, validate
+from course_utils import env, interop, models, timing, validate
 
 EAGER = {"torch": "torch eager", "jax": "jax op-by-op", "tensorflow": "tf eager"}
 FUSED = {"torch": "torch.compile", "jax": "jax.jit", "tensorflow": "tf jit_compile"}
@@ -36,52 +36,6 @@ def chain(framework: str, *, tanh: bool = True) -> Callable[[Any, Any], Any]:
 
     polynomial.__name__ = f"polynomial_chain_{framework}"
     return polynomial
-
-
-def to_framework(framework: str, *arrays: Any, device: str | None = None) -> tuple[Any, ...]:
-    """NumPy arrays as the framework's arrays (torch on ``device``, default cpu)."""
-    framework = validate.framework(framework)
-    validate.non_empty("arrays", arrays)
-    import numpy as np
-
-    for i, array in enumerate(arrays):
-        validate.instance(f"arrays[{i}]", array, np.ndarray)
-    if framework == "torch":
-        import torch
-
-        return tuple(torch.from_numpy(a).to(device or "cpu") for a in arrays)
-    if framework == "jax":
-        import jax.numpy as jnp
-
-        return tuple(jnp.asarray(a) for a in arrays)
-    tf = env.import_tensorflow()
-    return tuple(tf.constant(a) for a in arrays)
-
-
-def to_numpy(value: Any) -> Any:
-    """A framework's array as a NumPy array (a torch tensor is detached and copied to the host first)."""
-    if value is None:
-        raise TypeError("value must be an array or tensor; got None")
-    if hasattr(value, "detach"):
-        value = value.detach().cpu()
-    import numpy as np
-
-    return np.asarray(value)
-
-
-def compiled(framework: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``torch.compile(fn)``, ``jax.jit(fn)`` or ``tf.function(fn, jit_compile=True)``."""
-    framework = validate.framework(framework)
-    validate.function("fn", fn)
-    if framework == "torch":
-        import torch
-
-        return torch.compile(fn)
-    if framework == "jax":
-        import jax
-
-        return jax.jit(fn)
-    return env.import_tensorflow().function(fn, jit_compile=True)
 
 
 def into_buffer(framework: str, fn: Callable[[Any, Any], Any], like: Any) -> Callable[[Any, Any], Any] | None:
@@ -257,7 +211,7 @@ def measure_variants(data: Mapping[str, tuple[Any, Any]], *, known: Mapping[str,
         framework = validate.framework(framework, "data key")
         for tanh in (True, False):
             fn, tag = chain(framework, tanh=tanh), "" if tanh else ", no tanh"
-            time(f"{FUSED[framework]}{tag}", compiled(framework, fn), x, bias)
+            time(f"{FUSED[framework]}{tag}", interop.compile_default(framework, fn), x, bias)
             if framework in INTO:
                 time(f"{INTO[framework]}{tag}", into_buffer(framework, fn, x), x, bias)
         time(f"{framework} copy, same bytes", copy_into(framework, x), x)

@@ -35,13 +35,11 @@ from course_utils.graphs.capture import (
     capture_torch,
     fresh_function,
     side_by_side,
-    to_framework,
 )
 from course_utils.graphs.fallback import (
     EAGER_SWITCHES,
     CompileDecision,
     compile_or_fallback,
-    compile_with,
     decisions_table,
     eager_mode,
     max_abs_diff,
@@ -66,9 +64,9 @@ __all__ = [
     "GraphBreaks", "GraphRecorder", "LossRun", "OverheadModel", "SideBySide", "StepPair", "TracedCalls",
     "batch_for", "break_even", "break_even_calls", "busy_note", "call_costs", "capture", "capture_jax",
     "capture_tf", "capture_torch", "compile_cache_times", "compile_count_bars", "compile_or_fallback",
-    "compile_with", "count_compiles", "crossover_plot", "cumulative_time", "decisions_table", "eager_mode",
+    "count_compiles", "crossover_plot", "cumulative_time", "decisions_table", "eager_mode",
     "eager_op_cost", "exercises", "fresh_function", "loss_difference_plot", "max_abs_diff", "overhead_model",
     "overhead_plot", "overhead_table", "ran_compiled", "run_losses", "side_by_side", "size_sweep",
-    "step_pair", "step_table", "strategy_counts", "tf_retracing_warnings", "to_framework",
+    "step_pair", "step_table", "strategy_counts", "tf_retracing_warnings",
     "torch_compile_log", "torch_graph_breaks", "trace_calls", "traced_table",
 ]

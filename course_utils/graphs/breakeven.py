@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import display, env, timing, validate
-from course_utils.graphs.capture import fresh_function, to_framework
-from course_utils.graphs.fallback import compile_with, max_abs_diff
+from course_utils import display, env, interop, timing, validate
+from course_utils.graphs.capture import fresh_function
+from course_utils.graphs.fallback import max_abs_diff
 
 _PROBE = Path(__file__).resolve().parent.parent / "workers" / "compile_cache_probe.py"
 
@@ -158,9 +158,9 @@ def call_costs(framework: str, *, size: int = 16, min_time: float = 0.05) -> dic
     name = validate.framework(framework)
     validate.number("size", size, low=1, high=2**20, integer=True)
     validate.positive("min_time", min_time)
-    a, b = (to_framework(name, np.full(size, v, np.float32)) for v in (1.0, 2.0))
+    a, b = (interop.to_framework(name, np.full(size, v, np.float32)) for v in (1.0, 2.0))
     add, mul, tanh = _eager_ops(name)
-    identity = compile_with(name, fresh_function(lambda x: x))
+    identity = interop.compile_default(name, fresh_function(lambda x: x))
     return {"eager add": timing.benchmark(add, a, b, min_time=min_time, label=f"{name} eager add"),
             "eager scalar mul": timing.benchmark(mul, a, 0.5, min_time=min_time, label=f"{name} eager scalar mul"),
             "eager tanh": timing.benchmark(tanh, a, min_time=min_time, label=f"{name} eager tanh"),

@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-import numpy as np
-
 from course_utils import display, env, validate
 
 # tf.Graph bookkeeping that is not computation: inputs, constants, pass-throughs.
@@ -180,21 +178,3 @@ def side_by_side(captures: Sequence[Capture]) -> SideBySide:
         validate.instance("captures", c, Capture)
     return SideBySide(tuple(captures))
 
-
-def to_framework(framework: str, array: Any) -> Any:
-    """``array`` (NumPy) as a torch tensor (on CUDA when available), a JAX array or a TensorFlow tensor."""
-    name = validate.framework(framework)
-    if array is None or isinstance(array, (str, bytes)):
-        raise TypeError(f"array must be a NumPy array or a number; got {type(array).__name__}")
-    array = np.asarray(array)
-    if array.dtype == object:
-        raise TypeError("array must hold numbers; got an object array")
-    if name == "torch":
-        import torch
-
-        return torch.from_numpy(array.copy()).to("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "jax":
-        import jax.numpy as jnp
-
-        return jnp.asarray(array)
-    return env.import_tensorflow().constant(array)

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import display, env, validate
+from course_utils import display, env, interop, validate
 from course_utils.graphs.recompiles import first_line
 
 # The switch each framework offers to run compiled code eagerly, as the notebook shows it.
@@ -84,20 +84,6 @@ def _compile(name: str, fn: Callable[..., Any], kwargs: dict[str, Any]) -> Calla
 
         return jax.jit(fn, **kwargs)
     return env.import_tensorflow().function(fn, **kwargs)
-
-
-def compile_with(framework: str, fn: Callable[..., Any], **kwargs: Any) -> Callable[..., Any]:
-    """``fn`` compiled as a learner would by default: ``torch.compile(fn)``, ``jax.jit(fn)`` or
-    ``tf.function(fn, jit_compile=True)`` (XLA, like the other two); ``kwargs`` pass on."""
-    name = validate.framework(framework)
-    validate.function("fn", fn)
-    if name == "tensorflow":
-        kwargs = {"jit_compile": True, **kwargs}
-    if name == "torch":
-        import torch
-
-        return torch.compile(fn, **kwargs)
-    return _compile(name, fn, kwargs)
 
 
 @contextmanager
@@ -182,7 +168,7 @@ def ran_compiled(framework: str) -> bool:
         def probe(x: Any) -> Any:
             return x + (1.0 if torch.compiler.is_compiling() else 0.0)
 
-        fn, x = compile_with(name, probe, backend="eager"), torch.zeros(1)
+        fn, x = interop.compile_default(name, probe, backend="eager"), torch.zeros(1)
     elif name == "jax":
         import jax
         import jax.numpy as jnp
@@ -190,12 +176,12 @@ def ran_compiled(framework: str) -> bool:
         def probe(x: Any) -> Any:
             return x + (1.0 if isinstance(x, jax.core.Tracer) else 0.0)
 
-        fn, x = compile_with(name, probe), jnp.zeros(1)
+        fn, x = interop.compile_default(name, probe), jnp.zeros(1)
     else:
         tf = env.import_tensorflow()
 
         def probe(x: Any) -> Any:
             return x + (0.0 if tf.executing_eagerly() else 1.0)
 
-        fn, x = compile_with(name, probe), tf.zeros(1)
+        fn, x = interop.compile_default(name, probe), tf.zeros(1)
     return bool(_to_numpy(fn(x))[0][0] == 1.0)

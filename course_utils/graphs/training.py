@@ -16,8 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import display, models, timing, validate
-from course_utils.graphs.capture import to_framework
+from course_utils import display, interop, models, timing, validate
 from course_utils.graphs.fallback import eager_mode
 
 
@@ -67,7 +66,7 @@ def batch_for(framework: str, x: np.ndarray, y: np.ndarray) -> tuple[Any, Any]:
     validate.instance("y", y, np.ndarray)
     if len(x) != len(y):
         raise ValueError(f"x and y must have the same length; got {len(x)} and {len(y)}")
-    return to_framework(name, x), to_framework(name, y)
+    return interop.to_framework(name, x, y)
 
 
 @dataclass(frozen=True)

@@ -31,19 +31,17 @@ from course_utils.measuring.speedups import (
 from course_utils.measuring.workloads import (
     chain_inputs,
     chain_runs,
-    compile_for,
     dispatch_trap,
     matmul_workload,
     overhead_sweep,
-    to_numpy,
     torch_device,
 )
 
 __all__ = [
     "Bend", "ChainSpeedups", "HierarchySweep", "KernelLibrary", "PeakEstimate", "above_roof_text", "amdahl",
     "amdahl_table", "bend", "bends", "bends_table", "best_roof", "cache_state", "chain_inputs", "chain_runs",
-    "clock_ghz", "compile_for", "default_working_sets", "dispatch_trap", "elementwise_costs", "exercises",
+    "clock_ghz", "default_working_sets", "dispatch_trap", "elementwise_costs", "exercises",
     "inductor_cache_counts", "libraries_table", "load_note", "matmul_libraries", "matmul_workload",
     "overhead_sweep", "plots", "present_frameworks", "probe_size_text", "roofs_table", "share_needed",
-    "steep_top_text", "sweep_hierarchy", "theoretical_peak", "to_numpy", "torch_device", "variant_name",
+    "steep_top_text", "sweep_hierarchy", "theoretical_peak", "torch_device", "variant_name",
 ]

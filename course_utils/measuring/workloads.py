@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import env, models, timing, validate
+from course_utils import env, interop, models, timing, validate
 from course_utils.measuring.speedups import variant_name
 
 
@@ -77,21 +77,6 @@ def chain_inputs(frameworks: Sequence[str], size: int, seed: int = 0) -> tuple[n
     return x_np, bias, inputs
 
 
-def compile_for(framework: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` compiled as a learner would: torch.compile, jax.jit, tf.function(jit_compile=True)."""
-    framework = validate.framework(framework)
-    validate.function("fn", fn)
-    if framework == "torch":
-        import torch
-
-        return torch.compile(fn)
-    if framework == "jax":
-        import jax
-
-        return jax.jit(fn)
-    return env.import_tensorflow().function(fn, jit_compile=True)
-
-
 def chain_runs(inputs: dict[str, tuple]) -> tuple[Timings, Timings, dict]:
     """(eager, compiled, compiled functions) for the gelu chain in each framework of ``inputs``."""
     validate.non_empty("inputs", inputs)
@@ -99,17 +84,10 @@ def chain_runs(inputs: dict[str, tuple]) -> tuple[Timings, Timings, dict]:
     for framework, args in inputs.items():
         framework = validate.framework(framework, "inputs")
         chain = models.chain_for(framework)
-        functions[framework] = compile_for(framework, chain)
+        functions[framework] = interop.compile_default(framework, chain)
         eager[framework] = timing.benchmark(chain, *args, label=f"{framework} eager")
         compiled[framework] = timing.benchmark(functions[framework], *args, label=f"{framework} compiled")
     return eager, compiled, functions
-
-
-def to_numpy(value: Any) -> np.ndarray:
-    """A framework's array as a NumPy array on the host (torch tensors leave the GPU first)."""
-    if hasattr(value, "detach"):
-        value = value.detach().cpu()
-    return np.asarray(value)
 
 
 def _add_one(framework: str, compiled: bool) -> Callable[[int], tuple[Callable[..., Any], tuple]]:

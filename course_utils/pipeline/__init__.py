@@ -26,7 +26,7 @@ from course_utils.pipeline.loop import Timeline, run_loop, timelines_table
 from course_utils.pipeline.plots import timeline_plot, utilisation_plot, workers_plot
 from course_utils.pipeline.prefetch import InLoop, Prefetch, PrefetchIterator, prefetch_threads
 from course_utils.pipeline.stall import STEP_MARK, Stalls, capture_loop, data_stalls, stalls_table
-from course_utils.pipeline.steps import mlp_step, to_framework, warm_steps
+from course_utils.pipeline.steps import mlp_step, warm_steps
 from course_utils.pipeline.tfdata import tf_augment_ops, tf_decode_ops, tf_pipeline
 from course_utils.pipeline.workers import (
     data_cores,
@@ -44,7 +44,7 @@ __all__ = [
     "AugmentParams", "InLoop", "NumpyBatches", "Prefetch", "PrefetchIterator", "SyntheticImages", "Timeline",
     "data_cores", "fingerprint", "limit_compute_threads", "max_difference", "mlp_step", "numpy_collate",
     "prefetch_threads", "reference_utilisation", "run_loop", "smallest_removing", "start_forkserver", "tf_augment_ops",
-    "tf_decode_ops", "tf_pipeline", "timeline_plot", "timelines_table", "to_framework", "unpickles_in_fresh_process",
+    "tf_decode_ops", "tf_pipeline", "timeline_plot", "timelines_table", "unpickles_in_fresh_process",
     "utilisation_plot", "warm_steps", "worker_context", "worker_counts", "worker_memory", "worker_processes",
     "workers_plot",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from course_utils import fusion, models
+from course_utils import fusion, interop, models
 
 torch = pytest.importorskip("torch")
 
@@ -119,7 +119,7 @@ def test_a_module_without_kernels_says_so() -> None:
 def test_capture_inductor_code_sees_one_fused_kernel_and_out_writes_into_the_buffer() -> None:
     x, bias = torch.randn(16, 8), torch.randn(8)
     with fusion.capture_inductor_code() as modules:
-        out = fusion.compiled("torch", fusion.chain("torch"))(x, bias)
+        out = interop.compile_default("torch", fusion.chain("torch"))(x, bias)
         into = fusion.into_buffer("torch", fusion.chain("torch"), x)(x, bias)
     reference = models.chain_for("torch")(x, bias)
     assert torch.allclose(out, reference, atol=1e-5) and torch.allclose(into, reference, atol=1e-5)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from course_utils import fusion, models
+from course_utils import fusion, interop, models
 
 torch = pytest.importorskip("torch")
 
@@ -19,23 +19,23 @@ POLYNOMIAL = models.gelu_chain(X, B, lambda v: v)
 @pytest.mark.parametrize("framework", ["torch", "jax", "tensorflow"])
 def test_every_variant_computes_the_chain(framework: str) -> None:
     pytest.importorskip(framework)
-    x, bias = fusion.to_framework(framework, X, B)
-    assert np.allclose(fusion.to_numpy(fusion.chain(framework)(x, bias)), REFERENCE, atol=1e-5)
-    assert np.allclose(fusion.to_numpy(fusion.chain(framework, tanh=False)(x, bias)), POLYNOMIAL, atol=1e-5)
-    assert np.allclose(fusion.to_numpy(fusion.compiled(framework, fusion.chain(framework))(x, bias)), REFERENCE,
-                       atol=1e-5)
+    x, bias = interop.to_framework(framework, X, B)
+    assert np.allclose(interop.to_numpy(fusion.chain(framework)(x, bias)), REFERENCE, atol=1e-5)
+    assert np.allclose(interop.to_numpy(fusion.chain(framework, tanh=False)(x, bias)), POLYNOMIAL, atol=1e-5)
+    compiled = interop.compile_default(framework, fusion.chain(framework))
+    assert np.allclose(interop.to_numpy(compiled(x, bias)), REFERENCE, atol=1e-5)
     into = fusion.into_buffer(framework, fusion.chain(framework, tanh=False), x)
     copy = fusion.copy_into(framework, x)
     if framework == "tensorflow":
         assert into is None and copy is None  # a tf.function cannot write into a caller's buffer
     else:
-        assert np.allclose(fusion.to_numpy(into(x, bias)), POLYNOMIAL, atol=1e-5)
-        assert np.allclose(fusion.to_numpy(into(x, bias)), POLYNOMIAL, atol=1e-5)  # again: the donated buffer
-        assert np.array_equal(fusion.to_numpy(copy(x)), X)
+        assert np.allclose(interop.to_numpy(into(x, bias)), POLYNOMIAL, atol=1e-5)
+        assert np.allclose(interop.to_numpy(into(x, bias)), POLYNOMIAL, atol=1e-5)  # again: the donated buffer
+        assert np.array_equal(interop.to_numpy(copy(x)), X)
 
 
 def test_torch_out_buffer_is_the_same_memory_every_call() -> None:
-    x, bias = fusion.to_framework("torch", X, B)
+    x, bias = interop.to_framework("torch", X, B)
     into = fusion.into_buffer("torch", fusion.chain("torch"), x)
     assert into(x, bias).data_ptr() == into(x, bias).data_ptr()
 
@@ -56,7 +56,7 @@ def test_vector_roof_is_positive_and_adds_time_per_element() -> None:
 
 
 def test_measure_variants_names_every_like_for_like_variant() -> None:
-    x, bias = fusion.to_framework("torch", X, B)
+    x, bias = interop.to_framework("torch", X, B)
     found = fusion.measure_variants({"torch": (x, bias)}, known={"torch.compile": 1.0}, min_time=0.01, min_repeats=1)
     assert found["torch.compile"] == 1.0  # known results are not measured again
     assert set(found) == {"torch.compile", "torch.compile, no tanh", "torch.compile, out=",
@@ -68,5 +68,5 @@ def test_the_legacy_operator_is_a_close_tanh_in_every_framework() -> None:
     assert np.max(np.abs(fusion.table_tanh_np(v) - np.tanh(v))) < 1e-4
     assert torch.allclose(fusion.legacy_tanh_torch(torch.from_numpy(v)), torch.tanh(torch.from_numpy(v)), atol=1e-4)
     pytest.importorskip("jax")
-    x, bias = fusion.to_framework("jax", X, B)
+    x, bias = interop.to_framework("jax", X, B)
     assert np.allclose(np.asarray(fusion.chain_with_callback_jax(x, bias)), REFERENCE, atol=1e-4)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from course_utils import graphs, timing
+from course_utils import graphs, interop, timing
 
 
 def test_break_even_calls_formula() -> None:
@@ -41,7 +41,7 @@ def test_size_sweep_times_every_size_and_checks_results() -> None:
     import torch
 
     def make(fw, n):
-        return (graphs.to_framework(fw, np.ones(n, np.float32)),)
+        return (interop.to_framework(fw, np.ones(n, np.float32)),)
 
     out, worst = graphs.size_sweep({"torch": torch.sin}, {"torch": torch.compile(torch.sin, backend="eager")},
                                    [4, 8], make, min_time=0.001)
@@ -61,6 +61,7 @@ def test_busy_note_is_text() -> None:
     assert isinstance(graphs.busy_note(), str)
 
 
+@pytest.mark.integration
 def test_compile_cache_times_runs_two_fresh_processes() -> None:
     pytest.importorskip("torch")
     times = graphs.compile_cache_times(2**8)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from course_utils import env, graphs, models
+from course_utils import env, graphs, interop, models
 
 torch = pytest.importorskip("torch")
 
@@ -21,7 +21,7 @@ def _chain_torch(x):
 
 
 def test_capture_torch_counts_the_eleven_ops_of_gelu_chain() -> None:
-    x = graphs.to_framework("torch", np.ones(8, np.float32))
+    x = interop.to_framework("torch", np.ones(8, np.float32))
     captured = graphs.capture("pytorch", models.chain_for("torch"), x, x)
     assert captured.count == 11 and sum(captured.counts().values()) == 11
     assert captured.framework == "torch" and "11 ops" in repr(captured) and "<pre>" in captured._repr_html_()
@@ -29,7 +29,7 @@ def test_capture_torch_counts_the_eleven_ops_of_gelu_chain() -> None:
 
 def test_capture_jax_counts_the_eleven_ops() -> None:
     pytest.importorskip("jax")
-    x = graphs.to_framework("jax", np.ones(8, np.float32))
+    x = interop.to_framework("jax", np.ones(8, np.float32))
     assert graphs.capture("jax", models.chain_for("jax"), x, x).count == 11
 
 
@@ -85,4 +85,4 @@ def test_to_framework_round_trips(tf) -> None:
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     for fw in ("torch", "jax", "tensorflow"):
         if env.available(fw):
-            assert graphs.max_abs_diff(a, graphs.to_framework(fw, a)) == 0.0
+            assert graphs.max_abs_diff(a, interop.to_framework(fw, a)) == 0.0

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from course_utils import graphs, models
+from course_utils import graphs, interop, models
 
 torch = pytest.importorskip("torch")
 
 
 def test_torch_eager_chain_dispatches_eleven_ops_and_compiled_one() -> None:
-    x = graphs.to_framework("torch", np.ones(16, np.float32))
+    x = interop.to_framework("torch", np.ones(16, np.float32))
     chain = models.chain_for("torch")
     traced = graphs.trace_calls("torch", chain, torch.compile(graphs.fresh_function(chain), backend="eager"),
                                 (x, x), calls=2)

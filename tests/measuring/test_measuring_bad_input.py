@@ -63,7 +63,6 @@ BAD_CALLS = [
     (lambda: measuring.dispatch_trap([], 8), "frameworks"),
     (lambda: measuring.chain_inputs(["torch"], 0), "size"),
     (lambda: measuring.chain_inputs(["torch"], 8, seed=-1), "seed"),
-    (lambda: measuring.compile_for("torch", None), "fn"),
     (lambda: measuring.chain_runs({}), "inputs"),
     (lambda: measuring.overhead_sweep(["torch"], []), "sizes"),
     (lambda: measuring.overhead_sweep(["torch"], [0, 4]), "sizes"),

@@ -75,7 +75,6 @@ BAD_CALLS = [
     ("preload", lambda: pipeline.worker_context(preload=[""])),
     ("threads", lambda: pipeline.limit_compute_threads(0)),
     ("framework", lambda: pipeline.mlp_step("mxnet", (4, 2))),
-    ("framework", lambda: pipeline.to_framework(None, (np.zeros(2), np.zeros(2)))),
     ("sizes", lambda: pipeline.mlp_step("torch", (4,))),
     ("lr", lambda: pipeline.mlp_step("torch", (4, 2), lr=-0.1)),
     ("lr", lambda: pipeline.mlp_step("torch", (4, 2), lr=math.nan)),

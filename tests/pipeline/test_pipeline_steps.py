@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from course_utils import env, pipeline
+from course_utils import env, interop, pipeline
 
 
 @pytest.mark.parametrize("framework", ["torch", "jax", "tf"])
@@ -14,7 +14,7 @@ def test_mlp_step_lowers_the_loss(framework: str) -> None:
     data = pipeline.SyntheticImages(8, size=16, work=1)
     batch = data.batch(range(8))
     step = pipeline.mlp_step(framework, (data.features, 16, data.classes), lr=0.05)
-    inputs = pipeline.to_framework(framework, batch)
+    inputs = interop.to_framework(framework, *batch)
     losses = [float(step(inputs)) for _ in range(5)]
     assert losses[-1] < losses[0]
 

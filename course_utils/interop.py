@@ -1,0 +1,70 @@
+"""NumPy in and out of each framework, and each framework's default compile: the three small bridges every
+lesson needs, written once so that "the same input in every framework" means the same code path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from course_utils import env, validate
+
+
+def to_framework(framework: str, *arrays: Any, device: str | None = None) -> Any:
+    """NumPy arrays (or numbers) as the framework's own arrays: one array in, one out; several in, a tuple.
+
+    torch tensors go to ``device`` (default: CUDA when there is one, else the CPU); JAX and TensorFlow place
+    arrays on their default device. The NumPy input is copied, so later edits to it change nothing.
+    """
+    name = validate.framework(framework)
+    validate.non_empty("arrays", arrays)
+    converted = tuple(_convert(name, f"arrays[{i}]", array, device) for i, array in enumerate(arrays))
+    return converted[0] if len(converted) == 1 else converted
+
+
+def _convert(name: str, label: str, array: Any, device: str | None) -> Any:
+    if array is None or isinstance(array, (str, bytes)):
+        raise TypeError(f"{label} must be a NumPy array or a number; got {type(array).__name__}")
+    array = np.asarray(array)
+    if array.dtype == object:
+        raise TypeError(f"{label} must hold numbers; got an object array")
+    if name == "torch":
+        import torch
+
+        target = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        return torch.from_numpy(array.copy()).to(target)
+    if name == "jax":
+        import jax.numpy as jnp
+
+        return jnp.array(array)
+    return env.import_tensorflow().constant(array)
+
+
+def to_numpy(value: Any) -> np.ndarray:
+    """A framework's array (or a number) as a NumPy array on the host; torch tensors are detached first."""
+    if value is None or isinstance(value, (str, bytes)):
+        raise TypeError(f"value must be an array, a tensor or a number; got {type(value).__name__}")
+    if hasattr(value, "detach"):
+        value = value.detach().cpu()
+    result = np.asarray(value)
+    if result.dtype == object:
+        raise TypeError(f"value must hold numbers; got {type(value).__name__}")
+    return result
+
+
+def compile_default(framework: str, fn: Callable[..., Any], **kwargs: Any) -> Callable[..., Any]:
+    """``fn`` compiled as a learner would by default: ``torch.compile(fn)``, ``jax.jit(fn)`` or
+    ``tf.function(fn, jit_compile=True)`` (XLA, like JAX's); ``kwargs`` pass on to the framework."""
+    name = validate.framework(framework)
+    validate.function("fn", fn)
+    if name == "torch":
+        import torch
+
+        return torch.compile(fn, **kwargs)
+    if name == "jax":
+        import jax
+
+        return jax.jit(fn, **kwargs)
+    return env.import_tensorflow().function(fn, **{"jit_compile": True, **kwargs})
