@@ -67,13 +67,20 @@ def table(header: Iterable[Any], rows: Iterable[Iterable[Any]], *, title: str | 
     return Table(head, tuple(tuple(str(c) for c in row) for row in rows), title, note)
 
 
+TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
+
+
+def time_unit(seconds: float) -> tuple[float, str]:
+    """(scale, unit) of the largest unit not above ``seconds``: what a chart of such times is labelled in."""
+    seconds = abs(validate.number("seconds", seconds))
+    return next(((scale, unit) for scale, unit in TIME_UNITS if seconds >= scale), TIME_UNITS[-1])
+
+
 def format_time(seconds: float) -> str:
     """Time with three significant digits: '812 ns', '12.3 µs', '4.56 ms', '1.23 s'."""
     seconds = float(f"{validate.number('seconds', seconds):.3g}")  # round first: 0.000999999 is '1 ms'
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if abs(seconds) >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
+    scale, unit = time_unit(seconds)
+    return f"{seconds / scale:.3g} {unit}"
 
 
 def format_bytes(nbytes: float) -> str:

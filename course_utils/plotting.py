@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from course_utils import profile, timing, validate
+from course_utils import display, profile, timing, validate
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -123,7 +123,7 @@ def time_bars(
     for m in values:
         validate.instance("measurements", m, timing.Measurement)
     items = list(measurements.items()) if isinstance(measurements, Mapping) else [(m.label, m) for m in values]
-    scale, unit = _time_unit(min(m.median for _, m in items))
+    scale, unit = display.time_unit(min(m.median for _, m in items))
     fig, (ax,) = figure(height=0.6 + 0.5 * len(items))
     names = [name for name, _ in items]
     medians = [m.median / scale for _, m in items]
@@ -140,13 +140,6 @@ def time_bars(
     ax.set_xlabel(f"time per call ({unit})")
     ax.set_title(title or "Time per call")
     return fig
-
-
-def _time_unit(seconds: float) -> tuple[float, str]:
-    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
-        if seconds >= scale:
-            return scale, unit
-    return 1e-9, "ns"
 
 
 def sweep_plot(
@@ -194,7 +187,7 @@ def waterfall(steps: Sequence[tuple[str, float]], *, unit: str = "ms", title: st
     """Step time rung by rung: the first bar is the baseline, each next bar shows what one change saved
     (green) or cost (red), ending on the final time. ``steps`` are (label, seconds) in ladder order.
     """
-    scales = {"s": 1.0, "ms": 1e-3, "µs": 1e-6}
+    scales = {name: scale for scale, name in display.TIME_UNITS}
     validate.choice("unit", unit, tuple(scales))
     validate.instance("steps", steps, (list, tuple))
     if len(steps) < 2:

@@ -18,7 +18,7 @@ def prediction_plot(table: PredictionTable, *, title: str | None = None) -> Figu
     """Measured time per variant (bars) with the roofline prediction for its bytes (black ticks)."""
     validate.instance("table", table, PredictionTable)
     rows = list(table.rows)
-    scale, unit = plotting._time_unit(min(min(r.seconds, r.predicted) for r in rows))
+    scale, unit = display.time_unit(min(min(r.seconds, r.predicted) for r in rows))
     fig, (ax,) = plotting.figure(height=0.8 + 0.42 * len(rows))
     names = [r.name for r in rows]
     ax.barh(names, [r.seconds / scale for r in rows], color=[plotting.color_for(n, i) for i, n in enumerate(names)],

@@ -5,20 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from course_utils import plotting, timing, validate
+from course_utils import display, plotting, timing, validate
 from course_utils.measuring.hierarchy import HierarchySweep
 from course_utils.measuring.regimes import Bend
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-
-_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
-
-
-def _unit(seconds: float) -> tuple[float, str]:
-    """The unit the bar charts use for the same times (the largest unit not above the smallest time)."""
-    return next(((scale, unit) for scale, unit in _UNITS if seconds >= scale), _UNITS[-1])
-
 
 def hierarchy_plot(sweep: HierarchySweep, *, roof: float | None = None, title: str | None = None) -> Figure:
     """Copy bandwidth (GB/s) against working set (log), each cache level the OS reports marked."""
@@ -52,7 +44,7 @@ def overhead_sweep_plot(sizes: Sequence[int], series: Mapping[str, Sequence[timi
     validate.non_empty("series", series)
     groups = {"eager": [k for k in series if "eager" in k or "op-by-op" in k]}
     groups["compiled"] = [k for k in series if k not in groups["eager"]]
-    scale, unit = _unit(min(m.median for ms in series.values() for m in ms))
+    scale, unit = display.time_unit(min(m.median for ms in series.values() for m in ms))
     fig, axes = plotting.figure(ncols=2, width=10.0, height=4.0)
     x = np.asarray(sizes, dtype=float)
     for ax, (group, labels) in zip(axes, groups.items()):

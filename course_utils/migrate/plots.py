@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from course_utils import plotting, validate
+from course_utils import display, plotting, validate
 from course_utils.migrate import cost as _cost
 from course_utils.migrate.ladder import Ladder, MigrationGain
 
@@ -17,7 +17,7 @@ def waterfall(ladder: Ladder, *, title: str | None = None) -> Figure:
     validate.instance("ladder", ladder, Ladder)
     steps = [(f"{r.label}\n[{r.kind}]" if r.kind != "no migration" else r.label, r.sample_time)
              for r in ladder.rungs]
-    unit = "ms" if max(t for _, t in steps) >= 1e-3 else "µs"
+    _, unit = display.time_unit(max(t for _, t in steps))
     fig = plotting.waterfall(steps, unit=unit, title=title or "Time per sample: no-migration wins, then compile")
     fig.axes[0].set_ylabel(f"time per sample ({unit})")
     return fig

@@ -15,11 +15,8 @@ import numpy as np
 from course_utils import display, timing, validate
 from course_utils.pipeline.dataset import fingerprint
 
+_fmt = display.format_time
 _clock = time.perf_counter  # module-level so that tests can drive the loop with a fake clock
-
-
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.1f} ms"
 
 
 @dataclass(frozen=True, repr=False)
@@ -91,8 +88,8 @@ class Timeline:
         return float(np.mean(waits)) if waits else 0.0
 
     def row(self) -> tuple[str, ...]:
-        return (self.label, _ms(self.step_time), _ms(self.wait_time), _ms(self.compute_time),
-                display.percent(self.utilisation), _ms(self.startups[0]))
+        return (self.label, _fmt(self.step_time), _fmt(self.wait_time), _fmt(self.compute_time),
+                display.percent(self.utilisation), _fmt(self.startups[0]))
 
     def table(self) -> display.Table:
         return timelines_table([self])
@@ -104,9 +101,9 @@ class Timeline:
                 "startups": list(self.startups), **self.metadata}
 
     def summary(self) -> str:
-        return (f"{self.label}: step {_ms(self.step_time)} (wait {_ms(self.wait_time)}, compute "
-                f"{_ms(self.compute_time)}), utilisation {self.utilisation:.0%}, "
-                f"start-up {self.startups[0] * 1e3:.0f} ms")
+        return (f"{self.label}: step {_fmt(self.step_time)} (wait {_fmt(self.wait_time)}, compute "
+                f"{_fmt(self.compute_time)}), utilisation {self.utilisation:.0%}, "
+                f"start-up {_fmt(self.startups[0])}")
 
     def __repr__(self) -> str:
         return f"<Timeline {self.summary()}>"
