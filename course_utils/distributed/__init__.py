@@ -22,7 +22,7 @@ from course_utils.distributed import exercises as _exercises  # noqa: F401  (reg
 from course_utils.distributed.comms import AllReduceModel, fit_allreduce, ring_allreduce_time, score, zero_traffic
 from course_utils.distributed.devices import simulate_devices, tf_logical_cpus
 from course_utils.distributed.elastic import ElasticRun
-from course_utils.distributed.launch import (
+from course_utils.distributed.launcher import (
     WORKERS,
     LaunchError,
     LaunchResult,

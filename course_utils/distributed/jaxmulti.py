@@ -7,15 +7,14 @@ device, and ``compare`` checks the processes against each other and against the 
 
 from __future__ import annotations
 
-import importlib
 import re
 from typing import Any
 
 import numpy as np
 
 from course_utils import data, models, validate
+from course_utils.distributed import launcher
 
-_launch = importlib.import_module("course_utils.distributed.launch")
 LR = 0.1
 
 
@@ -30,10 +29,10 @@ def run(steps: int = 10, batch: int = 64, devices_per_process: int = 2, processe
     if batch % (processes * devices_per_process):
         raise ValueError(f"batch must be divisible by processes x devices_per_process = "
                          f"{processes * devices_per_process}; got {batch}")
-    args = ["--port", _launch.free_port(), "--devices", devices_per_process, "--steps", steps, "--batch", batch,
+    args = ["--port", launcher.free_port(), "--devices", devices_per_process, "--steps", steps, "--batch", batch,
             "--lr", LR, "--repeats", repeats]
     env = {"XLA_FLAGS": "", **launch_options.pop("env", {})}  # the notebook's simulated-device flag stays here
-    return _launch.launch("jax_multiprocess.py", processes, timeout=timeout, args=args, env=env, **launch_options)
+    return launcher.launch("jax_multiprocess.py", processes, timeout=timeout, args=args, env=env, **launch_options)
 
 
 def reference(steps: int = 10, batch: int = 64) -> list[np.ndarray]:
@@ -55,7 +54,7 @@ def reference(steps: int = 10, batch: int = 64) -> list[np.ndarray]:
 
 def compare(result: Any, ref: list[np.ndarray]) -> dict[str, float]:
     """Max |difference| of the parameters: between processes ("processes") and process 0 vs ``ref`` ("single")."""
-    validate.instance("result", result, _launch.LaunchResult)
+    validate.instance("result", result, launcher.LaunchResult)
     validate.non_empty("ref", ref)
     saved = result.arrays.get("jax")
     if not saved:
@@ -68,7 +67,7 @@ def compare(result: Any, ref: list[np.ndarray]) -> dict[str, float]:
 
 def allreduce_groups(result: Any) -> list[str]:
     """The all-reduces of the compiled step as 'shapes over replica groups' (from process 0's HLO)."""
-    validate.instance("result", result, _launch.LaunchResult)
+    validate.instance("result", result, launcher.LaunchResult)
     lines = result.record("jax")["allreduces"]
     found = []
     for line in lines:

@@ -9,7 +9,6 @@ traceback, and every process of every node is gone when the call returns (succes
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 import tempfile
@@ -22,9 +21,7 @@ from typing import Any
 
 from course_utils import data, display, models, validate
 from course_utils.distributed import beyond_exercises as _exercises  # noqa: F401  (registers 06.k)
-from course_utils.distributed import worker
-
-_launch = importlib.import_module("course_utils.distributed.launch")  # the module; the package re-exports its function
+from course_utils.distributed import launcher, worker
 
 PREFIX_TEMPLATE = "[${role_name}${rank}]:"  # torchrun's line prefix with the GLOBAL rank (default: local rank)
 _MAX_NODES = 16
@@ -32,7 +29,7 @@ _MAX_NODES = 16
 
 def node_command(script: str | os.PathLike, *, nnodes: int, node_rank: int, nproc_per_node: int, port: int,
                  log_dir: str | os.PathLike, args: Sequence[Any] = (), job_id: str = "course",
-                 max_restarts: int = 0, host: str = _launch.LOOPBACK) -> list[str]:
+                 max_restarts: int = 0, host: str = launcher.LOOPBACK) -> list[str]:
     """The torchrun command one node runs: c10d rendezvous at ``host:port``, loopback addresses only."""
     nnodes = validate.number("nnodes", nnodes, low=1, high=_MAX_NODES, integer=True)
     node_rank = validate.number("node_rank", node_rank, low=0, high=nnodes - 1, integer=True)
@@ -42,17 +39,17 @@ def node_command(script: str | os.PathLike, *, nnodes: int, node_rank: int, npro
     validate.instance("args", args, (list, tuple))
     validate.text("job_id", job_id)
     validate.text("host", host)
-    path = _launch.worker_path(script)
+    path = launcher.worker_path(script)
     exe = Path(sys.executable).with_name("torchrun")
-    launcher = [str(exe)] if exe.exists() else [sys.executable, "-m", "torch.distributed.run"]
-    return [*launcher, f"--nnodes={nnodes}", f"--nproc-per-node={nproc_per_node}", f"--node-rank={node_rank}",
+    torchrun = [str(exe)] if exe.exists() else [sys.executable, "-m", "torch.distributed.run"]
+    return [*torchrun, f"--nnodes={nnodes}", f"--nproc-per-node={nproc_per_node}", f"--node-rank={node_rank}",
             "--rdzv-backend=c10d", f"--rdzv-endpoint={host}:{port}", f"--rdzv-id={job_id}",
-            f"--local-addr={_launch.LOOPBACK}", f"--max-restarts={max_restarts}", "--monitor-interval=0.1",
+            f"--local-addr={launcher.LOOPBACK}", f"--max-restarts={max_restarts}", "--monitor-interval=0.1",
             "--tee=3", f"--log-dir={log_dir}", str(path), *map(str, args)]
 
 
 @dataclass(repr=False)
-class NodesResult(_launch.LaunchResult):
+class NodesResult(launcher.LaunchResult):
     """A finished multi-node launch: ``LaunchResult`` plus one command and one output list per node."""
 
     commands: list[list[str]] = field(default_factory=list)
@@ -75,7 +72,7 @@ def launch_nodes(script: str | os.PathLike, nnodes: int = 2, nproc_per_node: int
 
     ``max_restarts`` > 0 lets torchrun restart the whole group after a worker dies (elastic training).
     """
-    path = _launch.worker_path(script)
+    path = launcher.worker_path(script)
     nnodes = validate.number("nnodes", nnodes, low=1, high=_MAX_NODES, integer=True)
     nproc_per_node = validate.number("nproc_per_node", nproc_per_node, low=1, high=64, integer=True)
     timeout = validate.positive("timeout", timeout)
@@ -91,22 +88,22 @@ def launch_nodes(script: str | os.PathLike, nnodes: int = 2, nproc_per_node: int
     total = nnodes * nproc_per_node
     launch_id = uuid.uuid4().hex
     with tempfile.TemporaryDirectory(prefix="course_nodes_") as tmp:
-        out, port = Path(tmp), _launch.free_port()
+        out, port = Path(tmp), launcher.free_port()
         commands = [node_command(path, nnodes=nnodes, node_rank=n, nproc_per_node=nproc_per_node, port=port,
                                  log_dir=out / f"logs{n}", args=[str(a) for a in args], job_id=launch_id[:8],
                                  max_restarts=max_restarts) for n in range(nnodes)]
         child_env = {**os.environ, "PYTHONUNBUFFERED": "1", worker.OUT_ENV: str(out), worker.ID_ENV: launch_id,
                      "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // total)),
-                     "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": PREFIX_TEMPLATE, **_launch.loopback_env(), **extra}
+                     "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": PREFIX_TEMPLATE, **launcher.loopback_env(), **extra}
         jobs: list[Any] = []
         try:
             for command in commands:
-                jobs.append(_launch.LaunchJob(command, child_env, launch_id))
+                jobs.append(launcher.LaunchJob(command, child_env, launch_id))
             node_ranks: dict[int, set[int]] = {n: set() for n in range(nnodes)}
             per_node = _stream(jobs, timeout, path.name, total, echo, progress, on_line, node_ranks)
             seconds = time.perf_counter() - jobs[0].start
             lines = [line for node in per_node for line in node]
-            records, arrays = _launch.collect_outputs(out)
+            records, arrays = launcher.collect_outputs(out)
             pids = sorted({pid for job in jobs for pid in job.tracked})
             return NodesResult(path.name, total, commands[0], seconds, lines, records, arrays, pids,
                                commands=commands, node_output=per_node,
@@ -131,12 +128,12 @@ def _stream(jobs: list[Any], timeout: float, name: str, total: int, echo: bool, 
             now = time.perf_counter()
             if now > next_scan:
                 for n, job in enumerate(jobs):
-                    _launch.track_processes(job.proc.pid, job.tracked)
+                    launcher.track_processes(job.proc.pid, job.tracked)
                     node_ranks[n].update(_ranks(job.tracked))
                 next_scan = now + 0.2
             if now - start > timeout:
-                shown = [f"[rank {r}] {t}" for r, t in _launch.learner_lines(arrival)[-10:]] or ["(no rank printed)"]
-                raise _launch.LaunchTimeout(f"{name} on {len(jobs)} nodes did not finish within {timeout:g} s; all "
+                shown = [f"[rank {r}] {t}" for r, t in launcher.learner_lines(arrival)[-10:]] or ["(no rank printed)"]
+                raise launcher.LaunchTimeout(f"{name} on {len(jobs)} nodes did not finish within {timeout:g} s; all "
                                             "processes of all nodes were killed. Last lines of the ranks:\n"
                                             + "\n".join(shown), output=arrival)
             idle = True
@@ -151,7 +148,7 @@ def _stream(jobs: list[Any], timeout: float, name: str, total: int, echo: bool, 
                         jobs[n].proc.wait()
                         running.discard(n)
                         if jobs[n].proc.returncode != 0:
-                            raise _launch.launch_failure(f"{name} (node {n} failed first)", total,
+                            raise launcher.launch_failure(f"{name} (node {n} failed first)", total,
                                                    jobs[n].proc.returncode, arrival)
                         break
                     line = line.rstrip("\n")
@@ -168,11 +165,11 @@ def _stream(jobs: list[Any], timeout: float, name: str, total: int, echo: bool, 
 
 def _show(line: str, node: int, bar: Any, name: str, total: int, echo: bool, progress: bool,
           on_line: Callable[[int | None, str], None] | None) -> Any:
-    match = _launch.RANK_LINE.match(line)
+    match = launcher.RANK_LINE.match(line)
     rank_, text = (int(match.group(1)), match.group(2)) if match else (None, line)
-    tick = _launch.PROGRESS_LINE.match(text)
+    tick = launcher.PROGRESS_LINE.match(text)
     if tick:
-        return _launch.advance_progress(bar, int(tick.group(1)), int(tick.group(2)), name, total, progress)
+        return launcher.advance_progress(bar, int(tick.group(1)), int(tick.group(2)), name, total, progress)
     if on_line is not None:
         on_line(rank_, text)
     if echo and rank_ is not None and text.strip():
@@ -216,11 +213,11 @@ def ddp_reference(steps: int = 20, batch: int = 64, every: int = 5, lr: float = 
     return snapshots
 
 
-def proof_diffs(result: _launch.LaunchResult, reference: dict[str, Any]) -> dict[str, dict[str, float]]:
+def proof_diffs(result: launcher.LaunchResult, reference: dict[str, Any]) -> dict[str, dict[str, float]]:
     """Max |difference| per checkpoint: every rank vs rank 0 ("ranks") and rank 0 vs ``reference`` ("single")."""
     import numpy as np
 
-    validate.instance("result", result, _launch.LaunchResult)
+    validate.instance("result", result, launcher.LaunchResult)
     validate.non_empty("reference", reference)
     proof = result.arrays.get("proof")
     if not proof:

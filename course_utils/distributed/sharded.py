@@ -8,15 +8,14 @@ replicated and sharded over a mesh, and reads the per-device memory and the coll
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import numpy as np
 
 from course_utils import data, display, models, validate
+from course_utils.distributed import launcher
 from course_utils.distributed.memory import memory_per_device
 
-_launch = importlib.import_module("course_utils.distributed.launch")
 KINDS = {"ddp": ("DDP", 0), "zero1": ("ZeRO-1", 1), "fsdp2": ("FSDP2 (ZeRO-3)", 3)}
 FP32_ADAM = {"weight_bytes": 4, "grad_bytes": 4, "optimizer_bytes": 8}  # 16 B/param: fp32 weights, grads, 2 moments
 
@@ -30,18 +29,18 @@ def run(steps: int = 5, batch: int = 64, repeats: int = 10, nprocs: int = 2, tim
     nprocs = validate.number("nprocs", nprocs, low=2, high=64, integer=True)
     if batch % nprocs:
         raise ValueError(f"batch must be divisible by nprocs = {nprocs}; got {batch}")
-    return _launch.launch("fsdp_train.py", nprocs, timeout=timeout,
+    return launcher.launch("fsdp_train.py", nprocs, timeout=timeout,
                           args=["--steps", steps, "--batch", batch, "--repeats", repeats], **launch_options)
 
 
 def _records(result: Any, rank: int = 0) -> dict[str, dict[str, Any]]:
-    validate.instance("result", result, _launch.LaunchResult)
+    validate.instance("result", result, launcher.LaunchResult)
     return {kind: result.record(kind, rank) for kind in KINDS}
 
 
 def held_bytes(result: Any) -> dict[str, dict[int, dict[str, int]]]:
     """Measured bytes per kind, per rank: {"params", "grads", "optimizer"} counted from the real tensors."""
-    validate.instance("result", result, _launch.LaunchResult)
+    validate.instance("result", result, launcher.LaunchResult)
     return {kind: {r: result.record(kind, r)["held"] for r in sorted(result.records)} for kind in KINDS}
 
 
@@ -95,13 +94,13 @@ def step_medians(result: Any) -> dict[str, float]:
 
 def collective_medians(result: Any) -> dict[str, float]:
     """Median seconds of the collectives alone on a buffer of all parameters: allreduce, allgather, reducescatter."""
-    rec = _launch.LaunchResult.record(result, "collectives")
+    rec = launcher.LaunchResult.record(result, "collectives")
     return {op: float(np.median(t)) for op, t in rec["times"].items()} | {"nbytes": float(rec["nbytes"])}
 
 
 def weight_diffs(result: Any) -> dict[str, float]:
     """Max |weight difference| after training: ZeRO-1 and FSDP2 vs DDP, and between ranks of each."""
-    validate.instance("result", result, _launch.LaunchResult)
+    validate.instance("result", result, launcher.LaunchResult)
     saved = {kind: result.arrays[kind] for kind in KINDS}
     ddp = saved["ddp"][0]["weights"]
     out = {f"{kind} vs ddp": float(np.max(np.abs(saved[kind][0]["weights"] - ddp))) for kind in ("zero1", "fsdp2")}

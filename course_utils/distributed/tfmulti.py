@@ -7,7 +7,6 @@ one-worker reference that worker 0 trained after the multi-worker run.
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -15,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from course_utils import validate
+from course_utils.distributed import launcher
 
-_launch = importlib.import_module("course_utils.distributed.launch")
 QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2"}
 CPU_ONLY = {"CUDA_VISIBLE_DEVICES": ""}  # two workers on one machine would both claim all of one GPU's memory
 
@@ -38,15 +37,15 @@ def run(steps: int = 8, batch: int = 64, workers: int = 2, timeout: float = 240.
     workers = validate.number("workers", workers, low=1, high=16, integer=True)
     if batch % workers:
         raise ValueError(f"batch must be divisible by workers = {workers}; got {batch}")
-    ports = ",".join(str(_launch.free_port()) for _ in range(workers))
+    ports = ",".join(str(launcher.free_port()) for _ in range(workers))
     env = {**QUIET, **CPU_ONLY, **launch_options.pop("env", {})}
-    return _launch.launch("tf_multiworker.py", workers, timeout=timeout,
+    return launcher.launch("tf_multiworker.py", workers, timeout=timeout,
                           args=["--ports", ports, "--steps", steps, "--batch", batch], env=env, **launch_options)
 
 
 def compare(result: Any) -> dict[str, float]:
     """Max |weight difference| between workers ("workers") and worker 0 vs one worker alone ("single")."""
-    validate.instance("result", result, _launch.LaunchResult)
+    validate.instance("result", result, launcher.LaunchResult)
     multi, single = result.arrays.get("multiworker"), result.arrays.get("one_worker")
     if not multi or not single:
         raise ValueError("result holds no 'multiworker'/'one_worker' arrays: pass what tfmulti.run returned")

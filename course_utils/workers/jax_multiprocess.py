@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 
+from course_utils import data, models
 from course_utils.distributed import worker
 
 
@@ -38,7 +39,6 @@ def main() -> None:
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    from course_utils import data, models
 
     me, nproc = jax.process_index(), jax.process_count()
     mesh = jax.make_mesh((jax.device_count(),), ("data",))  # ONE mesh over the devices of all processes

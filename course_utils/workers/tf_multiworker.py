@@ -12,17 +12,12 @@ batches without any strategy (the one-worker reference) and saves those weights 
 """
 
 import argparse
-import json
 import os
 import time
 
+from course_utils import data, env, models
 from course_utils.distributed import worker
-
-
-def tf_config(ports: list[int], index: int) -> str:
-    """TF_CONFIG for worker ``index`` of a cluster whose workers listen on 127.0.0.1:<port>."""
-    return json.dumps({"cluster": {"worker": [f"127.0.0.1:{p}" for p in ports]},
-                       "task": {"type": "worker", "index": index}})
+from course_utils.distributed.tfmulti import tf_config
 
 
 def main() -> None:
@@ -36,8 +31,7 @@ def main() -> None:
     index = worker.rank()
     if len(ports) != worker.world_size():
         raise ValueError(f"--ports must list {worker.world_size()} ports, one per worker; got {args.ports!r}")
-    os.environ["TF_CONFIG"] = tf_config(ports, index)  # must be set before the strategy is created
-    from course_utils import data, env, models
+    os.environ["TF_CONFIG"] = tf_config([f"127.0.0.1:{p}" for p in ports], index)  # before the strategy is created
 
     tf = env.import_tensorflow()  # import tensorflow, without its start-up banner
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 import signal
 import socket
@@ -17,8 +16,7 @@ import psutil
 import pytest
 
 from course_utils import distributed as dist
-
-launcher = importlib.import_module("course_utils.distributed.launch")  # the module (dist.launch is the function)
+from course_utils.distributed import launcher  # the module (dist.launch is the function)
 
 
 def _write(tmp_path: Path, body: str) -> Path:
@@ -109,6 +107,7 @@ def test_result_renders_as_a_table() -> None:
         result.record("b", 0)
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_success_returns_records_arrays_and_leaves_no_process(tmp_path: Path, capsys) -> None:
     script = _write(tmp_path, """
@@ -135,6 +134,7 @@ def test_success_returns_records_arrays_and_leaves_no_process(tmp_path: Path, ca
     _assert_no_orphans(script, result.pids)
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_failing_rank_raises_with_its_traceback_and_kills_the_others(tmp_path: Path, capsys) -> None:
     script = _write(tmp_path, """
@@ -158,6 +158,7 @@ def test_failing_rank_raises_with_its_traceback_and_kills_the_others(tmp_path: P
     _assert_no_orphans(script)
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_timeout_shows_only_the_ranks_lines_and_kills_every_process(tmp_path: Path) -> None:
     script = _write(tmp_path, """
@@ -177,6 +178,7 @@ def test_timeout_shows_only_the_ranks_lines_and_kills_every_process(tmp_path: Pa
     _assert_no_orphans(script)
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_keyboard_interrupt_kills_every_process(tmp_path: Path) -> None:
     script = _write(tmp_path, """
@@ -196,6 +198,7 @@ def test_keyboard_interrupt_kills_every_process(tmp_path: Path) -> None:
     _assert_no_orphans(script)
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_sigint_to_the_calling_process_leaves_no_process(tmp_path: Path) -> None:
     """A real Ctrl-C: SIGINT to a Python process blocked in launch(); its torchrun tree must go too."""

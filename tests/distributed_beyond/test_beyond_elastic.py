@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from course_utils.distributed import elastic
 
@@ -25,6 +26,7 @@ def test_reference_is_deterministic() -> None:
     assert np.array_equal(a, b) and a.ndim == 1
 
 
+@pytest.mark.integration
 def test_real_crash_resumes_to_the_uninterrupted_weights() -> None:
     run = elastic.run(steps=6, every=2, crash_at=3, echo=False, progress=False)
     assert run.attempts == 2 and run.resumed_from == 2 and run.lost_steps == 1

@@ -38,6 +38,7 @@ def test_jax_compare_and_allreduce_groups() -> None:
     assert line.startswith("all-reduce of 2 arrays (f32[64], f32[64,32])") and "'axis_0'=4" in line
 
 
+@pytest.mark.integration
 def test_real_two_process_jax_equals_one_device() -> None:
     pytest.importorskip("jax")
     result = jaxmulti.run(steps=3, repeats=2, echo=False, progress=False)

@@ -58,6 +58,7 @@ def test_node_command_is_a_c10d_rendezvous_on_loopback(script: Path) -> None:
     assert cmd[-3:] == [str(script.resolve()), "--a", "1"]
 
 
+@pytest.mark.integration
 def test_two_nodes_run_and_report_every_rank(script: Path) -> None:
     seen = []
     result = multinode.launch_nodes(script, nnodes=2, nproc_per_node=1, timeout=120, args=["ok"], echo=False,
@@ -71,6 +72,7 @@ def test_two_nodes_run_and_report_every_rank(script: Path) -> None:
     assert not _survivors(str(script))
 
 
+@pytest.mark.integration
 def test_failure_on_the_other_node_names_the_rank_and_kills_everything(script: Path) -> None:
     with pytest.raises(LaunchError) as caught:
         multinode.launch_nodes(script, nnodes=2, nproc_per_node=1, timeout=120, args=["fail"], echo=False,
@@ -80,15 +82,16 @@ def test_failure_on_the_other_node_names_the_rank_and_kills_everything(script: P
     assert not _survivors(str(script))
 
 
+@pytest.mark.integration
 def test_timeout_kills_both_nodes(script: Path) -> None:
-    start = time.perf_counter()
+    # the ranks sleep 120 s and then succeed: only a launcher that stops them at 8 s raises LaunchTimeout
     with pytest.raises(LaunchTimeout):
         multinode.launch_nodes(script, nnodes=2, nproc_per_node=1, timeout=8, args=["sleep"], echo=False,
                                progress=False)
-    assert time.perf_counter() - start < 60
     assert not _survivors(str(script))
 
 
+@pytest.mark.integration
 def test_interrupt_kills_both_nodes(script: Path) -> None:
     def interrupt(rank, text):
         if "attempt" in text:
@@ -100,6 +103,7 @@ def test_interrupt_kills_both_nodes(script: Path) -> None:
     assert not _survivors(str(script))
 
 
+@pytest.mark.integration
 def test_max_restarts_restarts_the_group_after_a_death(script: Path) -> None:
     result = multinode.launch_nodes(script, nnodes=1, nproc_per_node=2, timeout=120, args=["once"], max_restarts=1,
                                     echo=False, progress=False)

@@ -68,6 +68,7 @@ def test_jax_sharding_keeps_the_result() -> None:
     assert out["sharded"]["argument_bytes"] <= out["replicated"]["argument_bytes"]
 
 
+@pytest.mark.integration
 def test_real_run_on_two_ranks_measures_and_agrees() -> None:
     result = sharded.run(steps=2, repeats=2, echo=False, progress=False)
     ratios = sharded.memory_table(result).column("measured / formula")
