@@ -17,9 +17,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from course_utils import display, validate
+from course_utils import display, env, validate
 
-REPORT_DIR = Path("build") / "tlparse"
 _COMPILE_ID = re.compile(r"^\[(\d+)/(\d+)\]$")
 
 
@@ -58,7 +57,7 @@ def tlparse_command() -> str:
     return found
 
 
-def torch_compile_report(code: str, name: str = "compile", *, folder: str | Path = REPORT_DIR,
+def torch_compile_report(code: str, name: str = "compile", *, folder: str | Path | None = None,
                          timeout: float = 600) -> CompileReport:
     """Run ``code`` (Python source that uses torch.compile) in a fresh process with ``TORCH_TRACE`` set,
     turn the logs into a tlparse report under ``folder/name`` and read the counts back."""
@@ -66,7 +65,8 @@ def torch_compile_report(code: str, name: str = "compile", *, folder: str | Path
     if not re.fullmatch(r"[\w.-]+", validate.text("name", name)):
         raise ValueError(f"name must be a folder name of letters, digits, '.', '-' or '_'; got {name!r}")
     validate.number("timeout", timeout, low=1, high=3600)
-    out = Path(validate.instance("folder", folder, (str, Path))) / name
+    folder = env.build_dir("tlparse") if folder is None else validate.instance("folder", folder, (str, Path))
+    out = Path(folder) / name
     logs = out / "logs"
     shutil.rmtree(out, ignore_errors=True)
     logs.mkdir(parents=True)

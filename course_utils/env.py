@@ -98,6 +98,24 @@ def pick(*, ci: T | None = None, cpu: T | None = None, gpu: T | None = None, tpu
     raise AssertionError("unreachable: cpu= is always set")
 
 
+BUILD_ENV = "COURSE_BUILD_DIR"
+
+
+def build_dir(*parts: str) -> Path:
+    """Where generated files (traces, reports) go: ``$COURSE_BUILD_DIR`` if set; else ``build/`` at the root of
+    the course checkout the kernel runs in (a notebook's kernel starts in ``notebooks/``); else ``./build``."""
+    for part in parts:
+        validate.text("parts", part)
+    if os.environ.get(BUILD_ENV):
+        root = Path(os.environ[BUILD_ENV])
+    else:
+        here = Path.cwd().resolve()
+        checkout = next((d for d in (here, *here.parents)
+                         if (d / "pyproject.toml").is_file() and (d / "course_utils").is_dir()), None)
+        root = (checkout or here) / "build"
+    return root.joinpath(*parts)
+
+
 def seed_everything(seed: int = 0) -> list[str]:
     """Seed Python's ``random``, NumPy and whichever of torch / TensorFlow are already imported.
 

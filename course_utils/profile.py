@@ -24,8 +24,6 @@ from typing import Any
 
 from course_utils import display, env, timing, validate
 
-TRACE_DIR = Path("build") / "traces"
-
 
 @dataclass(frozen=True)
 class Event:
@@ -206,7 +204,7 @@ def _xplane_events(path: Path) -> Iterable[Event]:
 
 
 def capture(framework: str, fn: Callable[..., Any], *args: Any, steps: int = 3, name: str = "trace",
-            folder: str | Path = TRACE_DIR) -> Trace:
+            folder: str | Path | None = None) -> Trace:
     """Profile ``steps`` calls of ``fn(*args)`` (each waited for), save the trace and return it loaded.
 
     Run ``fn`` once before (compilation is then not in the trace). The file lands in ``folder`` as
@@ -217,7 +215,7 @@ def capture(framework: str, fn: Callable[..., Any], *args: Any, steps: int = 3, 
     validate.number("steps", steps, low=1, high=1000, integer=True)
     if not re.fullmatch(r"[\w.-]+", validate.text("name", name)):
         raise ValueError(f"name must be a file name of letters, digits, '.', '-' or '_'; got {name!r}")
-    folder = Path(validate.instance("folder", folder, (str, Path)))
+    folder = env.build_dir("traces") if folder is None else Path(validate.instance("folder", folder, (str, Path)))
     folder.mkdir(parents=True, exist_ok=True)
     run = {"torch": _capture_torch, "jax": _capture_jax, "tensorflow": _capture_tensorflow}[framework]
     return run(lambda: [timing.sync(fn(*args)) for _ in range(steps)], folder / f"{name}.{framework}")

@@ -119,7 +119,7 @@ BAD_CALLS = [
     # profile
     (lambda: profile.load(None), "path"),
     (lambda: profile.capture("torch", _noop, steps=INF), "steps"),
-    (lambda: profile.capture("torch", _noop, folder=None), "folder"),
+    (lambda: profile.capture("torch", _noop, folder=3), "folder"),
 ]
 
 

@@ -147,3 +147,16 @@ def test_silenced_stderr_drops_native_writes_and_restores_the_descriptor(capfd) 
         os.write(2, b"native noise\n")
     os.write(2, b"after\n")
     assert capfd.readouterr().err == "after\n"
+
+
+def test_build_dir_is_the_checkout_build_folder_from_any_subfolder(tmp_path, monkeypatch) -> None:
+    monkeypatch.delenv(env.BUILD_ENV, raising=False)
+    (tmp_path / "course_utils").mkdir()
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "notebooks").mkdir()
+    monkeypatch.chdir(tmp_path / "notebooks")  # where a notebook's kernel starts
+    assert env.build_dir("traces") == tmp_path.resolve() / "build" / "traces"
+    monkeypatch.setenv(env.BUILD_ENV, str(tmp_path / "elsewhere"))
+    assert env.build_dir() == tmp_path / "elsewhere"
+    with pytest.raises(TypeError, match="parts"):
+        env.build_dir(3)
