@@ -75,8 +75,8 @@ def evaluate(exercise_id: str, answer: Any, **context: Any) -> Result:
         return Result(exercise_id, "not attempted")
     try:
         problem = entry.checker(answer, **context)
-    except (TypeError, ValueError) as exc:
-        problem = f"{exc} ({entry.hint})"
+    except (TypeError, ValueError, LookupError, AttributeError) as exc:  # an answer of the wrong shape
+        problem = f"could not read this answer ({type(exc).__name__}: {exc}); {entry.hint}"
     if problem is None:
         return Result(exercise_id, "correct")
     return Result(exercise_id, "not yet", str(problem) or entry.hint)

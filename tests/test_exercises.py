@@ -24,6 +24,13 @@ def _function(answer):
                                    lambda seed: (np.random.default_rng(seed).normal(size=4),))
 
 
+@exercises.register("99.4", hint="a JSON object with a 'cluster' key")
+def _structure(answer):
+    import json
+
+    return None if json.loads(answer)["cluster"].get("worker") else "no workers listed"
+
+
 def test_right_wrong_and_missing(capsys) -> None:
     exercises.check("99.1", 3, expected=3)
     exercises.check("99.1", None, expected=3)
@@ -39,6 +46,10 @@ def test_malformed_answers_are_not_yet_never_an_exception() -> None:
     assert result.status == "not yet" and "number" in result.detail
     assert exercises.evaluate("99.1", True, expected=1).status == "not yet"
     assert exercises.evaluate("99.2", float("nan"), low=1.0, high=2.0).status == "not yet"
+    for shape in ('[1]', '{"cluster": []}', '{}', 'not json', 42):  # wrong structure: never an exception
+        result = exercises.evaluate("99.4", shape)
+        assert result.status == "not yet" and "could not read" in result.detail, shape
+    assert exercises.evaluate("99.4", '{"cluster": {"worker": ["127.0.0.1:1"]}}').correct
 
 
 def test_bands_and_functions() -> None:
