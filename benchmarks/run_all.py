@@ -12,6 +12,7 @@ import importlib.util
 import json
 import sys
 import time
+import traceback
 from pathlib import Path
 
 from course_utils import env
@@ -42,16 +43,24 @@ def main() -> int:
         paths = [p for p in paths if p.stem.removeprefix("bench_") in args.only]
     results: dict = json.loads(args.out.read_text()) if args.out.exists() else {}
     results["machine"] = fingerprint()
+    failed = []
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     for path in paths:
         name = path.stem.removeprefix("bench_")
         print(f"benchmark {name} ...", flush=True)
         start = time.perf_counter()
-        results[name] = _load(path).run()
+        try:
+            results[name] = _load(path).run()
+        except Exception as exc:  # one failing benchmark must not cost the others' numbers
+            failed.append(name)
+            results[name] = {"error": f"{type(exc).__name__}: {exc}"}
+            traceback.print_exc()
         results[name]["wall_seconds"] = time.perf_counter() - start
         print(json.dumps(results[name], indent=2), flush=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2))
-    print(f"wrote {args.out}")
+        args.out.write_text(json.dumps(results, indent=2))  # after each one: a timeout keeps what was done
+    print(f"wrote {args.out}" + (f"; failed: {', '.join(failed)}" if failed else ""))
+    if failed:
+        return 1
     return 0
 
 

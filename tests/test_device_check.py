@@ -27,3 +27,13 @@ def test_dry_run_executes_a_notebook_and_writes_the_summary(tmp_path) -> None:
     summary = (tmp_path / "summary.md").read_text()
     assert "| 00_measuring | ok |" in summary and "no GPU (dry run)" in summary
     assert (tmp_path / "build" / "notebooks" / "00_measuring.ipynb").exists()
+
+
+@pytest.mark.integration
+def test_a_spent_budget_fails_loudly_and_keeps_the_summary(tmp_path) -> None:
+    out = subprocess.run(["bash", "tools/device_check.sh", "--dry-run", "--budget", "10", "--notebooks", "00_measuring",
+                          str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1, out.stdout[-2000:] + out.stderr[-2000:]
+    summary = (tmp_path / "summary.md").read_text()
+    assert "failed or cut short" in summary and "benchmarks (not run" in summary
+    assert "FAILED" in out.stderr

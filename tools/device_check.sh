@@ -5,18 +5,22 @@
 #   2. execute every notebook at gpu size into OUT/build (COURSE_SIZE=gpu; ci with --dry-run);
 #   3. run `make bench`'s benchmarks into OUT/bench.json (skipped with --skip-bench);
 #   4. write OUT/summary.md: device, versions, minutes per notebook and the headline figures.
-# Usage: tools/device_check.sh [--dry-run] [--preinstalled] [--skip-bench] [--notebooks "00_measuring 02_operator_fusion"] [OUT]
+# Usage: tools/device_check.sh [--dry-run] [--preinstalled] [--skip-bench] [--budget SECONDS]
+#                              [--notebooks "00_measuring 02_operator_fusion"] [OUT]
 # --dry-run rehearses steps 2-4 on a CPU with the local .venv at ci size: what CI can test without a GPU.
+# --budget (default 600) bounds steps 2-3 together: the notebooks get 60% of it, the benchmarks the rest; a
+# step cut short keeps what it finished. The script exits 1 when a notebook or benchmark failed or was cut.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-dry_run=0 preinstalled=0 skip_bench=0 notebooks="" out=""
+dry_run=0 preinstalled=0 skip_bench=0 notebooks="" out="" budget=600
 while [ $# -gt 0 ]; do
   case "$1" in
     --dry-run) dry_run=1 ;;
     --preinstalled) preinstalled=1 ;;
     --skip-bench) skip_bench=1 ;;
     --notebooks) notebooks="$2"; shift ;;
+    --budget) budget="$2"; shift ;;
     -*) echo "unknown option $1" >&2; exit 2 ;;
     *) out="$1" ;;
   esac
@@ -49,13 +53,27 @@ fi
 
 selected=()
 for name in $notebooks; do selected+=("notebooks/$name.ipynb"); done
-COURSE_SIZE=$size "$python" tools/run_course.py --kernel eager-to-compiled --out "$out/build" --timeout 600 "${selected[@]}" \
-  | tee "$out/notebooks.log" || echo "some notebooks failed: see $out/notebooks.log"
+failed=()
+notebook_budget=$(( budget * 6 / 10 ))
+COURSE_SIZE=$size timeout --signal=INT --kill-after=30 "$notebook_budget" \
+  "$python" tools/run_course.py --kernel eager-to-compiled --out "$out/build" --timeout 600 "${selected[@]}" \
+  > >(tee "$out/notebooks.log") 2>&1 || failed+=("notebooks (exit $?; see $out/notebooks.log)")
 
 if [ "$skip_bench" = 0 ]; then
-  COURSE_SIZE=$size "$python" benchmarks/run_all.py --out "$out/bench.json" > "$out/bench.log" 2>&1 \
-    || echo "a benchmark failed: see $out/bench.log"
+  bench_budget=$(( budget - ($(date +%s) - start) ))
+  if [ "$bench_budget" -lt 60 ]; then
+    failed+=("benchmarks (not run: the budget of ${budget} s was spent)")
+  else
+    COURSE_SIZE=$size timeout --signal=INT --kill-after=30 "$bench_budget" \
+      "$python" benchmarks/run_all.py --out "$out/bench.json" > "$out/bench.log" 2>&1 \
+      || failed+=("benchmarks (exit $?; see $out/bench.log)")
+  fi
 fi
 
+printf '%s\n' "${failed[@]}" > "$out/failed.txt"
 "$python" tools/device_summary.py --out "$out" --seconds "$(( $(date +%s) - start ))"
 echo "device check written to $out (summary.md, build/, bench.json)"
+if [ "${#failed[@]}" -gt 0 ]; then
+  printf 'FAILED: %s\n' "${failed[@]}" >&2
+  exit 1
+fi

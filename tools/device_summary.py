@@ -38,6 +38,9 @@ def main() -> None:
     lines = ["# Device check", "", f"- device: {(args.out / 'device.txt').read_text().strip()}",
              f"- wall time: {args.seconds / 60:.1f} min"]
     lines += [f"- {k}: {v}" for k, v in env.report(devices=True).rows() if k in ("CPU", "torch", "jax", "tensorflow")]
+    failed = args.out / "failed.txt"
+    problems = [line for line in failed.read_text().splitlines() if line.strip()] if failed.exists() else []
+    lines += ["- **failed or cut short**: " + "; ".join(problems)] if problems else ["- every step finished"]
     results = args.out / "build" / "summary.json"
     if results.exists():
         lines += ["", "| notebook | status | minutes |", "|---|---|---|"]

@@ -104,17 +104,24 @@ def main() -> int:
     os.environ["COURSE_SUMMARY_DIR"] = str(out / "summary")
     size = os.environ.get("COURSE_SIZE", "auto")
     results = []
-    for path in paths:
-        print(f"running {path.name} (COURSE_SIZE={size}) ...", flush=True)
-        nb, seconds, error = execute(path, args.kernel, args.timeout)
-        target = path if args.in_place else out / "notebooks" / path.name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(nb, target)
-        figures = save_figures(nb, out / "figures" / path.stem)
-        status = "ok" if error is None else f"FAILED: {error}"
-        results.append({"notebook": path.stem, "status": status, "minutes": seconds / 60,
-                        "budget_minutes": budget_minutes(nb, size), "figures": figures})
-        print(f"  {status} in {seconds:.0f} s, {figures} figures -> {target}", flush=True)
+    try:
+        for path in paths:
+            print(f"running {path.name} (COURSE_SIZE={size}) ...", flush=True)
+            nb, seconds, error = execute(path, args.kernel, args.timeout)
+            target = path if args.in_place else out / "notebooks" / path.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, target)
+            figures = save_figures(nb, out / "figures" / path.stem)
+            status = "ok" if error is None else f"FAILED: {error}"
+            results.append({"notebook": path.stem, "status": status, "minutes": seconds / 60,
+                            "budget_minutes": budget_minutes(nb, size), "figures": figures})
+            print(f"  {status} in {seconds:.0f} s, {figures} figures -> {target}", flush=True)
+            if not args.in_place:
+                write_summary(out, results)  # after every notebook: a run cut short keeps what it finished
+    except KeyboardInterrupt:  # Ctrl-C, or the time budget of tools/device_check.sh
+        done = {r["notebook"] for r in results}
+        results += [{"notebook": p.stem, "status": "FAILED: not run (interrupted)", "minutes": 0.0,
+                     "budget_minutes": None, "figures": 0} for p in paths if p.stem not in done]
     if not args.in_place:
         write_summary(out, results)
         print(f"\nExecuted notebooks: {out / 'notebooks'}\nFigures: {out / 'figures'}\nSummary: {out / 'summary.md'}")
