@@ -257,11 +257,23 @@ def test_prose_generating_code_is_hidden_and_long_code_cut_on_slides() -> None:
 
 @pytest.mark.parametrize("ipynb", COURSE_NOTEBOOKS, ids=lambda p: p.stem)
 def test_assert_cells_stay_off_the_slides(ipynb: Path) -> None:
-    """A cell that asserts is a check for the notebook, not a slide: it carries slide_type 'skip'."""
-    nb = nbformat.read(ipynb, as_version=4)
-    shown = [c.source.splitlines()[0] for c in nb.cells if c.cell_type == "code"
-             and re.search(r"^assert ", c.source, re.M) and build_slides.slide_type(c) not in ("skip", "notes")]
-    assert not shown, f"{ipynb.name}: assert cells on slides (mark them skip): {shown}"
+    """A cell that asserts (anywhere, indented too) is a check for the notebook, not a slide."""
+    prepared = build_slides.prepare(nbformat.read(ipynb, as_version=4))
+    shown = [c.source.splitlines()[0] for c in prepared.cells if build_slides.asserts(c)
+             and build_slides.slide_type(c) not in ("skip", "notes")]
+    assert not shown, f"{ipynb.name}: assert cells on slides: {shown}"
+
+
+def test_asserts_are_found_in_blocks_and_their_slide_break_moves_on() -> None:
+    check = nbformat.v4.new_code_cell("for x in range(2):\n    assert x < 2, x\nprint('ok')")
+    check.metadata["slideshow"] = {"slide_type": "subslide"}
+    after = nbformat.v4.new_code_cell("y = 1")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# 99 · T"), check, after]
+    prepared = build_slides.prepare(nb)
+    assert build_slides.asserts(check) and not build_slides.asserts(after)
+    assert build_slides.slide_type(prepared.cells[1]) == "skip"
+    assert build_slides.slide_type(prepared.cells[2]) == "subslide"
 
 
 @pytest.mark.parametrize("ipynb", COURSE_NOTEBOOKS, ids=lambda p: p.stem)

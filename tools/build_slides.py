@@ -19,6 +19,7 @@ section of slides/instructor_guide.md.
 from __future__ import annotations
 
 import argparse
+import ast
 import copy
 import html
 import json
@@ -171,6 +172,17 @@ def generates_prose(cell: dict) -> bool:
         "text/markdown" in out.get("data", {}) for out in cell.get("outputs", []))
 
 
+def asserts(cell: dict) -> bool:
+    """True for a code cell with an ``assert`` statement: a check for the notebook, not for the projector."""
+    if cell.get("cell_type") != "code":
+        return False
+    try:
+        tree = ast.parse(cell.get("source", ""))
+    except SyntaxError:  # IPython magics
+        return False
+    return any(isinstance(node, ast.Assert) for node in ast.walk(tree))
+
+
 def slide_excerpt(source: str, limit: int = SLIDE_CODE_LINES) -> str:
     """The first lines of a long code cell and a pointer to the rest; short cells are left as they are."""
     lines = source.rstrip().splitlines()
@@ -311,7 +323,17 @@ def prepare(nb: nbformat.NotebookNode, solutions: str = "notes") -> nbformat.Not
     prose-generating cells hidden (their rendered text stays), long code and output cut to an excerpt, and
     the cells paged so that no slide is taller than the screen."""
     nb = copy.deepcopy(nb)
+    carried = None  # a slide break that sat on a skipped assert cell moves to the next cell shown
     for cell in nb.cells:
+        if asserts(cell) and not is_solution(cell):
+            kind = slide_type(cell)
+            carried = kind if kind in ("slide", "subslide") else carried
+            cell.metadata.setdefault("slideshow", {})["slide_type"] = "skip"
+            continue
+        if carried and slide_type(cell) not in ("skip", "notes"):
+            if slide_type(cell) not in ("slide", "subslide"):
+                cell.metadata.setdefault("slideshow", {})["slide_type"] = carried
+            carried = None
         if cell.cell_type == "markdown":
             cell.source = _offline_markdown(cell.source)
         if solutions == "notes" and is_solution(cell):
