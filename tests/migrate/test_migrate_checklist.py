@@ -66,6 +66,7 @@ def test_data_dependent_branch_fails_compatibility_and_control_flow() -> None:
     assert result["monitoring: compile time and utilisation"].passed is None
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_jax_step_checklist() -> None:
     pytest.importorskip("jax")
