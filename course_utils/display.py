@@ -64,7 +64,12 @@ def table(header: Iterable[Any], rows: Iterable[Iterable[Any]], *, title: str | 
           note: str | None = None) -> Table:
     """Build a Table; cells are turned into text with ``str`` (format numbers before passing them)."""
     head = tuple(str(h) for h in validate.non_empty("header", list(header)))
-    return Table(head, tuple(tuple(str(c) for c in row) for row in rows), title, note)
+    validate.instance("rows", rows, Iterable)
+    body = tuple(tuple(str(c) for c in validate.instance(f"rows[{i}]", row, Iterable)) for i, row in enumerate(rows))
+    wrong = [i for i, row in enumerate(body) if len(row) != len(head)]
+    if wrong:
+        raise ValueError(f"rows[{wrong[0]}] has {len(body[wrong[0]])} cells; the header has {len(head)}")
+    return Table(head, body, title, note)
 
 
 TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))

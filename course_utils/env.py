@@ -272,6 +272,7 @@ def report(devices: bool = True) -> EnvReport:
     """
     import psutil
 
+    validate.instance("devices", devices, bool)
     frameworks = tuple(_framework_info(name, devices) for name in FRAMEWORKS)
     return EnvReport(
         python=platform.python_version(),

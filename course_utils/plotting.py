@@ -10,12 +10,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from course_utils import display, profile, timing, validate
+from course_utils.roofline import Machine, Point
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from course_utils.roofline import Machine, Point
 
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 FRAMEWORK_COLORS = {"torch": "#D55E00", "jax": "#0072B2", "tensorflow": "#E69F00", "tf": "#E69F00", "numpy": "#009E73"}
@@ -216,9 +216,9 @@ def roofline_plot(machine: Machine, points: Iterable[Point] = (), *, title: str 
     """Log-log roofline of ``machine`` (each bandwidth probe dashed, the best solid) with labelled points."""
     import numpy as np
 
-    if not all(hasattr(machine, a) for a in ("ridge_intensity", "peak_flops", "bandwidth_probes")):
-        raise TypeError(f"machine must be a roofline.Machine (from cu.roofline.measure_machine); got {machine!r}")
-    points = list(points)
+    validate.instance("machine", machine, Machine)
+    validate.instance("points", points, Iterable)
+    points = [validate.instance(f"points[{i}]", p, Point) for i, p in enumerate(points)]
     fig, (ax,) = figure(width=7.0, height=4.4)
     intensities = [p.intensity for p in points if p.flops > 0]
     low = min([machine.ridge_intensity / 1000, *(i / 3 for i in intensities)])

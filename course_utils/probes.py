@@ -78,6 +78,7 @@ class Probes:
 
 
 def numpy_probes(n: int, m: int) -> Probes:
+    n, m = validate.positive("n", n, integer=True), validate.positive("m", m, integer=True)
     import numpy as np
 
     a, b, c = np.ones(n, np.float32), np.full(n, 2.0, np.float32), np.full(n, 3.0, np.float32)
@@ -93,6 +94,7 @@ def numpy_probes(n: int, m: int) -> Probes:
 
 
 def torch_probes(n: int, m: int) -> Probes:
+    n, m = validate.positive("n", n, integer=True), validate.positive("m", m, integer=True)
     import torch
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -112,6 +114,7 @@ def torch_probes(n: int, m: int) -> Probes:
 
 
 def jax_probes(n: int, m: int) -> Probes:
+    n, m = validate.positive("n", n, integer=True), validate.positive("m", m, integer=True)
     import jax
     import jax.numpy as jnp
 
@@ -143,6 +146,7 @@ def jax_probes(n: int, m: int) -> Probes:
 
 
 def tensorflow_probes(n: int, m: int) -> Probes:
+    n, m = validate.positive("n", n, integer=True), validate.positive("m", m, integer=True)
     tf = env.import_tensorflow()
 
     # A Variable assigned inside an XLA-compiled function is updated in place: no fresh output per call.

@@ -10,7 +10,19 @@ import math
 import pytest
 from badinput import rejects
 
-from course_utils import display, env, exercises, hardware, models, notebook, plotting, profile, timing, validate
+from course_utils import (
+    display,
+    env,
+    exercises,
+    hardware,
+    models,
+    notebook,
+    plotting,
+    profile,
+    roofline,
+    timing,
+    validate,
+)
 
 NAN, INF = math.nan, math.inf
 
@@ -20,6 +32,7 @@ def _noop() -> None:
 
 
 _M = timing.Measurement("m", (1e-3, 2e-3))
+_MACHINE = roofline.Machine("torch", "cpu", {"triad": 20e9}, {"matmul": 100e9})
 
 BAD_CALLS = [
     # timing
@@ -99,6 +112,14 @@ BAD_CALLS = [
     (lambda: plotting.waterfall([("a", 1.0), ("b", NAN)]), "steps"),
     (lambda: plotting.waterfall([("a", 1.0), ("b", 2.0)], unit="h"), "unit"),
     (lambda: plotting.roofline_plot(None), "machine"),
+    (lambda: plotting.roofline_plot(_MACHINE, [None]), "points[0]"),
+    (lambda: plotting.roofline_plot(_MACHINE, 3), "points"),
+    # display and env
+    (lambda: display.table(["a"], None), "rows"),
+    (lambda: display.table(["a"], [None]), "rows[0]"),
+    (lambda: display.table(["a", "b"], [(1,)]), "rows[0]"),
+    (lambda: env.report(devices="x"), "devices"),
+    (lambda: env.build_dir(None), "parts"),
     # models
     (lambda: models.chain_for("mxnet"), "framework"),
     (lambda: models.chain_for(None), "framework"),

@@ -119,7 +119,7 @@ def worker_path(script: str | os.PathLike) -> Path:
     if (WORKERS / path.name).is_file():
         return WORKERS / path.name
     known = sorted(p.name for p in WORKERS.glob("*.py") if not p.name.startswith("_"))
-    raise FileNotFoundError(f"script must be an existing file or one of {known}; got {str(script)!r}")
+    raise ValueError(f"script must be an existing file or one of {known}; got {str(script)!r}")
 
 
 def worker_source(script: str | os.PathLike, only: Sequence[str] | None = None) -> str:

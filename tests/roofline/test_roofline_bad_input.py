@@ -16,6 +16,9 @@ NAN, INF = math.nan, math.inf
 
 BAD_CALLS = [
     (lambda: roofline.attainable(NAN, M), "intensity"),
+    (lambda: probes.numpy_probes(0, 0), "n"),
+    (lambda: probes.numpy_probes(8, NAN), "m"),
+    (lambda: probes.torch_probes(-1, 8), "n"),
     (lambda: roofline.attainable(INF, M), "intensity"),
     (lambda: roofline.attainable(-1.0, M), "intensity"),
     (lambda: roofline.attainable("high", M), "intensity"),
