@@ -2,7 +2,7 @@
 #   make course   and   make test
 SHELL := /bin/bash
 PYTHON ?= python3
-VENV := .venv
+VENV ?= .venv
 BIN := $(VENV)/bin
 PY := $(BIN)/python
 STAMP := $(VENV)/.course-installed
@@ -18,15 +18,17 @@ help: ## list the targets
 setup: $(STAMP) ## create .venv with the pinned stack, course_utils (editable) and the course kernel
 
 # WHEELHOUSE=dir installs from a folder of wheels with no network (make wheelhouse writes one).
+# REQUIREMENTS names the lock (the tests rehearse the offline path with a small one).
 WHEELHOUSE ?=
+REQUIREMENTS ?= requirements.txt
 PIP_SOURCE := $(if $(WHEELHOUSE),--no-index --find-links $(abspath $(WHEELHOUSE)),)
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): $(REQUIREMENTS) pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 		{ echo "Python >= 3.11 is needed (jax 0.10, numpy 2.4); found $$($(PYTHON) --version). Set PYTHON=python3.11"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check $(PIP_SOURCE) pip==26.3
-	$(PY) -m pip install --quiet --disable-pip-version-check $(PIP_SOURCE) -r requirements.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check $(PIP_SOURCE) -r $(REQUIREMENTS)
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	$(PY) -m pip check
 	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python 3 (Eager to Compiled)" >/dev/null
@@ -75,10 +77,10 @@ learner: setup ## the learner edition (solution cells removed) into build/learne
 	COURSE_SIZE=ci $(PY) tools/learner_edition.py --out build/learner --execute --kernel $(KERNEL)
 
 wheelhouse: ## download every pinned wheel into wheelhouse/ (copy it to USB sticks; then make setup WHEELHOUSE=wheelhouse)
-	$(PYTHON) -m pip download --quiet --disable-pip-version-check --dest wheelhouse pip==26.3 -r requirements.txt \
-		setuptools wheel
-	$(PYTHON) -m pip wheel --quiet --disable-pip-version-check --no-deps --wheel-dir wheelhouse .
-	@echo "wheelhouse/ holds $$(ls wheelhouse | wc -l) files ($$(du -sh wheelhouse | cut -f1)); offline: make setup WHEELHOUSE=wheelhouse"
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "Python >= 3.11 is needed"; exit 1; }
+	$(PYTHON) -m pip download --quiet --disable-pip-version-check --dest $(or $(WHEELHOUSE),wheelhouse) -r $(REQUIREMENTS)
+	$(PYTHON) -m pip wheel --quiet --disable-pip-version-check --no-deps --no-build-isolation --wheel-dir $(or $(WHEELHOUSE),wheelhouse) .
+	@echo "$(or $(WHEELHOUSE),wheelhouse)/ holds $$(ls $(or $(WHEELHOUSE),wheelhouse) | wc -l) files ($$(du -sh $(or $(WHEELHOUSE),wheelhouse) | cut -f1)); offline: make setup WHEELHOUSE=$(or $(WHEELHOUSE),wheelhouse)"
 
 device-check: ## on a CUDA machine: CUDA builds at the same pins, every notebook at gpu size, bench, summary (tools/device_check.sh)
 	bash tools/device_check.sh build/device

@@ -39,3 +39,54 @@ def test_course_utils_installs_from_a_folder_of_wheels_with_no_index(tmp_path) -
     out = subprocess.run([str(venv / "bin" / "python"), "-c", "import course_utils, sys; print(course_utils.__file__)"],
                          capture_output=True, text=True, cwd=tmp_path, timeout=120, check=True)
     assert str(venv) in out.stdout
+
+
+def _closure(root: str) -> set[str]:
+    """The distributions ``root`` needs in this environment (its requirements, recursively, markers applied)."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    seen, todo = set(), [root]
+    while todo:
+        name = canonicalize_name(todo.pop())
+        if name in seen:
+            continue
+        seen.add(name)
+        for line in metadata.requires(name) or []:
+            req = Requirement(line)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name)
+    return seen
+
+
+def test_make_setup_installs_from_a_wheelhouse_inside_a_network_namespace(tmp_path) -> None:
+    """The offline path for real: `make wheelhouse` downloads a small lock (ipykernel, course_utils' own
+    requirements and what they need, at the pins of requirements.txt; no framework), then
+    `make setup WHEELHOUSE=...` builds a venv from it with no network at all."""
+    from packaging.utils import canonicalize_name
+
+    if subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode != 0:
+        pytest.skip("unshare -n (a network namespace) needs root here")
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    own = [Requirement(r).name for r in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]]
+    wanted = set().union(*(_closure(name) for name in ["ipykernel", *own])) | {"pip", "setuptools", "wheel"}
+    lines = [line for line in (ROOT / "requirements.txt").read_text().splitlines()
+             if "==" in line and canonicalize_name(line.split("==")[0]) in wanted]
+    lock = tmp_path / "requirements-mini.txt"
+    lock.write_text("\n".join(lines) + "\n")
+    wheels, venv = tmp_path / "wheelhouse", tmp_path / "venv"
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("PIP_")}
+    env["PIP_CONFIG_FILE"] = "/dev/null"  # no find-links or index from this machine's pip.conf
+    make = ["make", f"REQUIREMENTS={lock}", f"WHEELHOUSE={wheels}", f"VENV={venv}", f"PYTHON={sys.executable}"]
+    subprocess.run([*make, "wheelhouse"], cwd=ROOT, env=env, check=True, timeout=600, capture_output=True)
+    offline = subprocess.run(["unshare", "-n", *make, "setup"], cwd=ROOT, env=env, timeout=600,
+                             capture_output=True, text=True)
+    assert offline.returncode == 0, offline.stdout[-2000:] + offline.stderr[-2000:]
+    out = subprocess.run([str(venv / "bin" / "python"), "-c", "import course_utils, ipykernel; print('ok')"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert out.stdout.strip() == "ok", out.stderr
