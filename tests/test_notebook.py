@@ -24,6 +24,20 @@ def test_needs_is_silent_when_present_and_one_sentence_when_missing(monkeypatch,
     assert notebook.present() == ["torch", "jax"]
 
 
+def test_setup_says_first_that_pytorch_is_required_when_it_is_missing() -> None:
+    """The first cell's output, in a runtime where torch cannot be imported (the COURSE_BLOCK shim)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "COURSE_BLOCK": "torch",
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "tools" / "blocker"), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", "import course_utils as cu; cu.notebook.setup()"], env=env,
+                         capture_output=True, text=True, timeout=300, cwd=ROOT)
+    first = out.stdout.splitlines()[0] if out.stdout else ""
+    assert "PyTorch is not installed: this course needs it" in first, out.stdout + out.stderr
+
+
 def test_needs_refuses_unknown_names() -> None:
     with pytest.raises(ValueError, match="framework"):
         notebook.needs("mxnet")
