@@ -22,7 +22,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,6 +110,21 @@ def learner_lines(output: Sequence[str]) -> list[tuple[int, str]]:
     return found
 
 
+def launch_options(args: Sequence[Any], env: Mapping[str, str] | None, *, echo: bool, progress: bool,
+                   on_line: Callable[[int, str], Any] | None) -> dict[str, str]:
+    """Check the options every launcher takes; returns the extra environment as a plain dict."""
+    validate.instance("args", args, (list, tuple))
+    for name, value in {"echo": echo, "progress": progress}.items():
+        validate.instance(name, value, bool)
+    if on_line is not None:
+        validate.function("on_line", on_line)
+    extra = dict(validate.instance("env", env, dict)) if env is not None else {}
+    for key, value in extra.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise TypeError(f"env must map str to str; got {key!r}: {value!r}")
+    return extra
+
+
 def worker_path(script: str | os.PathLike) -> Path:
     """A worker script: a path that exists, or the name of one in ``course_utils/workers``."""
     validate.instance("script", script, (str, os.PathLike))
@@ -191,15 +206,7 @@ def launch(script: str | os.PathLike, nprocs: int = 2, timeout: float = 120.0, a
     path = worker_path(script)
     nprocs = validate.number("nprocs", nprocs, low=1, high=_MAX_PROCS, integer=True)
     timeout = validate.positive("timeout", timeout)
-    validate.instance("args", args, (list, tuple))
-    for name, value in {"echo": echo, "progress": progress}.items():
-        validate.instance(name, value, bool)
-    if on_line is not None:
-        validate.function("on_line", on_line)
-    extra = dict(validate.instance("env", env, dict)) if env is not None else {}
-    for key, value in extra.items():
-        if not isinstance(key, str) or not isinstance(value, str):
-            raise TypeError(f"env must map str to str; got {key!r}: {value!r}")
+    extra = launch_options(args, env, echo=echo, progress=progress, on_line=on_line)
     launch_id = uuid.uuid4().hex
     with tempfile.TemporaryDirectory(prefix="course_launch_") as tmp:
         out = Path(tmp)

@@ -76,15 +76,7 @@ def launch_nodes(script: str | os.PathLike, nnodes: int = 2, nproc_per_node: int
     nnodes = validate.number("nnodes", nnodes, low=1, high=_MAX_NODES, integer=True)
     nproc_per_node = validate.number("nproc_per_node", nproc_per_node, low=1, high=64, integer=True)
     timeout = validate.positive("timeout", timeout)
-    validate.instance("args", args, (list, tuple))
-    for name, value in {"echo": echo, "progress": progress}.items():
-        validate.instance(name, value, bool)
-    if on_line is not None:
-        validate.function("on_line", on_line)
-    extra = dict(validate.instance("env", env, dict)) if env is not None else {}
-    for key, value in extra.items():
-        if not isinstance(key, str) or not isinstance(value, str):
-            raise TypeError(f"env must map str to str; got {key!r}: {value!r}")
+    extra = launcher.launch_options(args, env, echo=echo, progress=progress, on_line=on_line)
     total = nnodes * nproc_per_node
     launch_id = uuid.uuid4().hex
     with tempfile.TemporaryDirectory(prefix="course_nodes_") as tmp:
