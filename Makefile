@@ -79,7 +79,7 @@ learner: setup ## the learner edition (solution cells removed) into build/learne
 wheelhouse: ## download every pinned wheel into wheelhouse/ (copy it to USB sticks; then make setup WHEELHOUSE=wheelhouse)
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "Python >= 3.11 is needed"; exit 1; }
 	$(PYTHON) -m pip download --quiet --disable-pip-version-check --dest $(or $(WHEELHOUSE),wheelhouse) -r $(REQUIREMENTS)
-	$(PYTHON) -m pip wheel --quiet --disable-pip-version-check --no-deps --no-build-isolation --wheel-dir $(or $(WHEELHOUSE),wheelhouse) .
+	$(PYTHON) -m pip wheel --quiet --disable-pip-version-check --no-deps --wheel-dir $(or $(WHEELHOUSE),wheelhouse) .
 	@echo "$(or $(WHEELHOUSE),wheelhouse)/ holds $$(ls $(or $(WHEELHOUSE),wheelhouse) | wc -l) files ($$(du -sh $(or $(WHEELHOUSE),wheelhouse) | cut -f1)); offline: make setup WHEELHOUSE=$(or $(WHEELHOUSE),wheelhouse)"
 
 device-check: ## on a CUDA machine: CUDA builds at the same pins, every notebook at gpu size, bench, summary (tools/device_check.sh)
