@@ -80,7 +80,7 @@ print("frameworks in this run:", ", ".join(FW))
 for fw in ("jax", "tensorflow"):
     cu.notebook.needs(fw)  # one sentence for a missing framework; its cells below are skipped
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 2, "lead": false}
+# %% [markdown] course={"lead": false, "minutes": 2} slideshow={"slide_type": "slide"}
 # ## 1. The same function, captured three ways
 #
 # The three compilers capture differently:
@@ -124,7 +124,7 @@ Markdown(
     "constant folded in one and kept in another); the table above names each op, so compare them one by one."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 6, "lead": true}
+# %% [markdown] course={"lead": true, "minutes": 6} slideshow={"slide_type": "slide"}
 # ## 2. Compiling costs once and saves on every call
 #
 # The first call of a compiled function traces and compiles; later calls reuse the result. We compile as a
@@ -242,14 +242,13 @@ Markdown(
     f"Per call, `dynamic=True` took {dyn_cost['dynamic=True']:.2f}x and `mark_dynamic` "
     f"{dyn_cost['mark_dynamic(x, 0)']:.2f}x the static graph's time. "
     + ("That is the price of one graph for every length: use it where shapes really vary (section 4), not by "
-       "default. An earlier version of this notebook compiled everything with `dynamic=True` and found "
-       "compiled PyTorch slower than eager at every small size; that was this cost, not the compiler."
+       "default; at small sizes, where the fixed cost is the whole call, it is paid on every call."
        if max(dyn_cost["dynamic=True"], dyn_cost["mark_dynamic(x, 0)"]) > 1 else
        "Here the difference is within noise: the guards on one symbolic size are cheap next to the rest of "
        "the call. Section 4 shows what dynamic shapes buy: one compilation for many lengths.")
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 7, "lead": false}
+# %% [markdown] course={"lead": false, "minutes": 7} slideshow={"slide_type": "slide"}
 # ## 3. Eager dispatch overhead: why small tensors gain most
 #
 # Every eager op pays a fixed price before any arithmetic: Python, the framework's dispatcher, an output
@@ -260,8 +259,10 @@ Markdown(
 # small-size speed-up ≈ n_ops × (eager cost of one op) / (cost of one compiled call)
 #
 # We measure, on 16 elements, one eager op of each kind the chain holds (an `add` of two arrays, a multiply
-# by a Python number, a `tanh`; weighted 6, 4 and 1 as in the graph of section 1) and a compiled *identity*
-# function (it does no work: its time is the fixed cost of entering compiled code), then time the chain at
+# by a Python number, a `tanh`; weighted 6, 4 and 1 as in the graph of section 1) and a compiled one-op
+# function, `x + 1`, in each framework: a real graph with one tiny kernel and a fresh output, so its time is the
+# fixed cost every compiled call pays, the chain's included. (A compiled identity would not do: `torch.compile`
+# makes no graph of it and skips the runtime wrappers that every real graph pays.) Then we time the chain at
 # sizes from 16 elements up to the size notebook 00 uses for the same chain.
 #
 # **Prediction**: at 16 elements the measured chain speed-up is within 2x of the computed one, in every framework.
@@ -280,7 +281,7 @@ print(f"compiled equals eager at every size, {len(FW)} framework(s) (max abs dif
 # %%
 costs = {fw: graphs.call_costs(fw, size=SIZES[0], min_time=MIN_TIME) for fw in FW}
 model = [graphs.overhead_model(fw, n_ops=n_ops, eager_per_op=graphs.eager_op_cost(costs[fw]),
-                               compiled_per_call=costs[fw]["compiled identity"].median,
+                               compiled_per_call=costs[fw][graphs.COMPILED_PROBE].median,
                                measured=sweep[f"{fw} eager"][0].median / sweep[f"{fw} compiled"][0].median)
          for fw in FW]
 graphs.overhead_table(model)
@@ -303,10 +304,8 @@ def gap_reason(m):
                 "model charged (ops in a chain also pay for Python-level work between them)")
     call = sweep[f"{m.framework} compiled"][0].median
     return (f"{m.framework}: its compiled chain call took {fmt(call)}, {call / m.compiled_per_call:.1f}x the "
-            "identity call (it allocates an output and runs a real kernel"
-            + ("; in PyTorch an identity yields no graph at all, so it also skips the compiled graph's runtime "
-               "wrappers (AOTAutograd, Inductor's Python wrapper), a fixed cost of every real compiled call"
-               if m.framework == "torch" else "") + ")")
+            f"compiled `{graphs.PROBE}` call: a graph of {m.n_ops} ops costs more per call than a graph of one "
+            "(more arguments and guards, a longer kernel)")
 
 
 Markdown(
@@ -321,8 +320,8 @@ Markdown(
 
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# An earlier version of this notebook predicted: "for tiny tensors ... the compiled function wins by **up
-# to the op count**". That holds only if a compiled call costs as much as one eager op.
+# A common rule of thumb says: "for tiny tensors the compiled function wins by **up to the op count**". That
+# holds only if a compiled call costs as much as one eager op.
 # **Prediction** (that claim, tested): at 16 elements no framework's compiled chain is more than
 # 11x (`n_ops`) faster than its eager chain.
 
@@ -331,22 +330,46 @@ above = [m for m in model if m.measured > m.n_ops]
 chain_op = {fw: sweep[f"{fw} eager"][0].median / n_ops for fw in FW}  # average eager op of the chain
 verdict(not above, "; ".join(f"{m.framework} {m.measured:.1f}x" for m in model) + f" vs op count {n_ops}",
         ", ".join(f"{m.framework} wins {m.measured:.1f}x: its eager chain ops averaged {fmt(chain_op[m.framework])}"
-                  f" each, {chain_op[m.framework] / m.compiled_per_call:.1f}x a compiled identity call"
+                  f" each, {chain_op[m.framework] / m.compiled_per_call:.1f}x a compiled `{graphs.PROBE}` call"
                   for m in above))
 
 # %%
+Markdown(
+    "The op-count bound failed: the ratio of the two fixed costs, not the op count, caps the small-size "
+    "speed-up." if above else "The op-count bound held in this run because no eager op cost more than a "
+    "compiled call; the model, not the bound, is the general rule."
+)
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### The same chain at notebook 00's size, measured two ways
+# The sweep's last point is the size notebook 00 uses for this chain, but not its harness: the sweep passes
+# `bias` as a full array, reuses one compiled function for every length (so by then Dynamo has compiled a
+# shape-generic graph, section 4) and times each point for a shorter minimum time; notebook 00 passes a scalar
+# `bias` and compiles a fresh function for its one size. Below, PyTorch's chain is timed both ways, back to
+# back, with the eager chain's page faults per call (the fresh memory its outputs get).
+# **Prediction**: the two harnesses give PyTorch speed-ups within 1.5x of each other.
+
+# %%
 big = SIZES.index(SIZE_00)
+args_00 = cu.measuring.chain_inputs(["torch"], SIZE_00)[2]["torch"]  # notebook 00's own inputs: a scalar bias
+now, other = graphs.compare_harnesses(chains["torch"], compiled["torch"], inputs("torch", SIZE_00), args_00,
+                                      sweep_min_time=MIN_TIME)
+earlier = graphs.Harness("this sweep's point, earlier", sweep["torch eager"][big], sweep["torch compiled"][big])
+graphs.harness_table([earlier, now, other])
+
+# %%
+apart = other.speedup / now.speedup
+verdict(1 / 1.5 <= apart <= 1.5, f"notebook 00's harness {other.speedup:.1f}x, this sweep's {now.speedup:.1f}x "
+        f"({apart:.2f}x apart)", graphs.harness_why(now, other))
+
+# %%
 at_00 = {fw: sweep[f"{fw} eager"][big].median / sweep[f"{fw} compiled"][big].median for fw in FW}
 Markdown(
-    ("The op-count bound failed: the ratio of the two fixed costs, not the op count, caps the small-size "
-     "speed-up. " if above else "The op-count bound held in this run because no eager op cost more than a "
-     "compiled call; the model, not the bound, is the general rule. ")
-    + f"Notebook 00 times this same chain at {SIZE_00:,} elements, the last point of this sweep, where this run "
-    "measures " + ", ".join(f"{fw} {at_00[fw]:.1f}x" for fw in FW) + " (compiled over the same framework's "
-    "eager). At that size the overhead model no longer applies: each eager op spends far longer moving and "
-    "computing its array than being dispatched, and the remaining gap is what fusion saves in memory traffic "
-    "(notebook 02 measures it against the roofline). So 00's chain speed-up and the small-size speed-up here "
-    "answer different questions; compare ratios from one run, never times from two."
+    f"At {SIZE_00:,} elements this run's sweep measured " + ", ".join(f"{fw} {at_00[fw]:.1f}x" for fw in FW)
+    + " (compiled over the same framework's eager). " + graphs.harness_text(earlier, now, other)
+    + "At that size the overhead model no longer applies: each eager op spends longer moving and computing its "
+    "array than being dispatched, and the gap is what fusion saves in memory traffic and fresh memory (notebook "
+    "02 measures it against the roofline). Compare ratios from one run, never times from two."
 )
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -375,19 +398,36 @@ verdict(all(t.eager_per_call == n_ops and t.compiled_per_call == 1 for t in trac
         "; ".join(f"{t.framework}: {t.eager_per_call:g} eager vs {t.compiled_per_call:g} compiled" for t in traced),
         "the trace counts differ from the graph's op count (see the table: a framework dispatched extra work)")
 
+# %% [markdown]
+# **Prediction**: fed with the counts from the traces instead of the graph's op count (eager dispatches per call
+# x eager op cost, over compiled dispatches per call x compiled call cost), the overhead model lands within 2x of
+# the measured small-size speed-up in every framework.
+
 # %%
 from_trace = {t.framework: t.eager_per_call * graphs.eager_op_cost(costs[t.framework])
-              / (t.compiled_per_call * costs[t.framework]["compiled identity"].median) for t in traced}
+              / (t.compiled_per_call * costs[t.framework][graphs.COMPILED_PROBE].median) for t in traced}
+trace_off = [m.framework for m in model if not 0.5 <= m.measured / from_trace[m.framework] <= 2]
+verdict(not trace_off, "from the traces: " + ", ".join(f"{fw} {v:.1f}x" for fw, v in from_trace.items())
+        + "; measured: " + ", ".join(f"{m.framework} {m.measured:.1f}x" for m in model),
+        "outside 2x for " + ", ".join(trace_off) + (
+            " (the counts equal the graph's, so this is the op-count model's miss: one of the two costs was off)"
+            if all(t.eager_per_call == n_ops and t.compiled_per_call == 1 for t in traced) else
+            " (the traces counted other dispatches than the graph's ops: see the table)") if trace_off else "")
+
+# %%
+torch_wins = model[0].measured > 1  # FW[0] is torch
 Markdown(
-    "The counts the model needs come straight out of the traces; fed with them, it predicts "
-    + ", ".join(f"{fw} {v:.1f}x" for fw, v in from_trace.items()) + " against the measured "
-    + ", ".join(f"{m.framework} {m.measured:.1f}x" for m in model) + ". The eager timeline shows why eager "
-    "loses at this size: short op bars separated by gaps in which Python and the dispatcher work; the compiled "
-    "trace is one region per call. What the trace cannot show is the compiled call's own fixed cost: that is "
-    "the identity measurement above."
+    ("The eager timeline shows why eager loses at this size: " if torch_wins else
+     f"Eager did not lose here (torch {model[0].measured:.1f}x): the timeline shows the same ")
+    + f"{traced[0].eager_per_call:g} short op bars per call, separated by gaps in which Python and the "
+    "dispatcher work, while the compiled trace is one region per call"
+    + ("." if torch_wins else f", but that one region cost as much as the {traced[0].eager_per_call:g} bars and "
+       "their gaps together.")
+    + f" What the trace cannot show is the compiled call's own fixed cost: that is the `{graphs.PROBE}` "
+    "measurement above."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 3, "lead": false}
+# %% [markdown] course={"lead": false, "minutes": 3} slideshow={"slide_type": "slide"}
 # ## 4. Recompilation: new shapes, new traces
 #
 # A compiled function is specialised to the shapes (and dtypes) it was traced with; in PyTorch the guards say
@@ -463,7 +503,7 @@ Markdown(
     + "In a training loop the usual culprit is the last, smaller batch of an epoch: drop it or pad it."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 6, "lead": true}
+# %% [markdown] course={"lead": true, "minutes": 6} slideshow={"slide_type": "slide"}
 # ## 5. Python `if` on a tensor value
 #
 # The function below scales `x` down only when its largest magnitude exceeds 1 (a tiny gradient clipping).
@@ -580,7 +620,7 @@ Markdown(
     "that take both branches."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 4, "lead": false}
+# %% [markdown] course={"lead": false, "minutes": 4} slideshow={"slide_type": "slide"}
 # ## 6. Debugging compiled code: where did my `print` go?
 #
 # A Python `print` inside a traced function runs when Python runs, i.e. while tracing.
@@ -697,7 +737,7 @@ Markdown(
     "things to read when a compiled model is slower than expected."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 6, "lead": true}
+# %% [markdown] course={"lead": true, "minutes": 6} slideshow={"slide_type": "slide"}
 # ## 7. The rollback plan: switches back to eager, and compile-check-or-fall-back
 #
 # The seed articles' checklist asks for a rollback path: keep the eager code working, and be able to turn
@@ -813,7 +853,7 @@ Markdown(
        "eager is what catches such silent errors.")
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 3, "lead": true}
+# %% [markdown] course={"lead": true, "minutes": 3} slideshow={"slide_type": "slide"}
 # ## 8. A whole training step, compiled, against the same program run eagerly
 #
 # Forward, loss, backward and the SGD update of the course's tiny MLP (32-64-64-10, identical initial weights
@@ -868,6 +908,8 @@ verdict(all(r.max_abs_diff < TOL for r in runs.values()) and min(step_speedup.va
 # %%
 n_params = sum(w.size + b.size for w, b in cu.models.mlp_weights())
 slow_steps = [fw for fw, s in step_speedup.items() if s <= 1]
+parts = graphs.step_parts(pairs["torch"], batch["torch"], min_time=4 * MIN_TIME)  # PyTorch's step, part by part
+low, high = (step_m["torch"][0].p25 / step_m["torch"][1].p75, step_m["torch"][0].p75 / step_m["torch"][1].p25)
 Markdown(
     f"One step on a batch of {BATCH}: " + "; ".join(
         f"**{fw}** {fmt(step_m[fw][0].median)} eager, {fmt(step_m[fw][1].median)} compiled (**{s:.2f}x**)"
@@ -875,13 +917,13 @@ Markdown(
     + f". The MLP has {n_params:,} parameters, so a step is a few dozen small ops and eager time is mostly "
     "dispatch, which is what a compiler removes; JAX's eager mode is especially slow because each primitive runs "
     "as its own small compiled program. The first compiled step (the table's last column) is the compile. "
-    + (f"Not faster here: {', '.join(slow_steps)}: its compiled step pays fixed costs (guards, the compiled "
-       "optimizer's own call, thread-pool hand-offs in generated code) that this tiny model does not amortise; "
-       "the quartile range in the table says whether that is noise." if slow_steps else
-       "Every compiled step beat its eager twin; the quartile range in the table shows how clearly.")
+    + (f"Not faster here: {', '.join(slow_steps)}. " if slow_steps else "Every compiled step beat its eager twin. ")
+    + (f"PyTorch's quartile range, {low:.2f}x to {high:.2f}x, " + ("excludes 1: a real difference. " if high < 1 or
+       low > 1 else "includes 1: this run cannot tell the two steps apart. "))
+    + graphs.step_parts_text(parts, step_m["torch"])
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 3, "lead": false}
+# %% [markdown] course={"lead": false, "minutes": 3} slideshow={"slide_type": "slide"}
 # ## Exercises
 #
 # **1. Break-even for your job.** A training job calls the compiled gelu chain 50,000 times. Using this
@@ -894,7 +936,7 @@ Markdown(
 # %%
 answer_1 = None  # your answer here
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 answer_1 = {fw: float(graphs.cumulative_time(eager_m[fw].first_call, eager_m[fw].median, [50_000])[0]
                       - graphs.cumulative_time(compiled_m[fw].first_call, compiled_m[fw].median, [50_000])[0])
             for fw in FW}
@@ -916,7 +958,7 @@ cu.exercises.check("01.1", answer_1, eager_m=eager_m, compiled_m=compiled_m, cal
 # %%
 answer_2 = None  # your prediction here, e.g. (5, 5)
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 answer_2 = (2, 5)  # the prediction from section 4's rule; the check counts them in this run
 
 # %%
@@ -935,7 +977,7 @@ cu.exercises.check("01.2", answer_2)
 # %%
 answer_3 = None  # your answer here (a number of traces)
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 if "jax" in FW:
     flags = [(jnp.ones(4), True), (jnp.ones(4), False), (jnp.ones(4), True)]
     answer_3 = graphs.count_compiles("jax", lambda x, scale_down: x / 2 if scale_down else x, flags,
@@ -956,7 +998,7 @@ if cu.notebook.needs("jax"):
 # %%
 answer_4 = None  # your answer here: (traces with Python floats, traces with tf.constant)
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 if "tensorflow" in FW:
     scales = (0.5, 1.5, 2.5)
     answer_4 = (graphs.count_compiles("tf", lambda x, s: x * s, [(tf.ones(4), s) for s in scales]),
@@ -967,7 +1009,7 @@ if "tensorflow" in FW:
 if cu.notebook.needs("tensorflow"):
     cu.exercises.check("01.4", answer_4)
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 3, "lead": true}
+# %% [markdown] course={"lead": true, "minutes": 3} slideshow={"slide_type": "slide"}
 # ## Summary
 #
 # The seed articles claim that moving to a compiled framework "typically saves ~30% of compute" (a 1.43x

@@ -7,12 +7,15 @@
 - ``breakeven``: break-even call count, cold vs warm compile cache, the small-size per-call overhead model;
 - ``training``: a whole SGD step compiled against the same program run eagerly;
 - ``traced``: eager vs compiled dispatches per call, counted from profiler traces (``course_utils.profile``);
+- ``harness``: the sweep's speed-up at notebook 00's size against 00's own harness, timed back to back;
 - ``plots``: the lesson's figures; ``exercises``: the checkers of its exercises.
 """
 
 from course_utils.graphs import exercises
 from course_utils.graphs.breakeven import (
     CHAIN_MIX,
+    COMPILED_PROBE,
+    PROBE,
     OverheadModel,
     break_even,
     break_even_calls,
@@ -45,6 +48,14 @@ from course_utils.graphs.fallback import (
     max_abs_diff,
     ran_compiled,
 )
+from course_utils.graphs.harness import (
+    Harness,
+    compare_harnesses,
+    harness_table,
+    harness_text,
+    harness_why,
+    measure_harness,
+)
 from course_utils.graphs.plots import compile_count_bars, crossover_plot, loss_difference_plot, overhead_plot
 from course_utils.graphs.recompiles import (
     BUCKET,
@@ -57,16 +68,26 @@ from course_utils.graphs.recompiles import (
     torch_graph_breaks,
 )
 from course_utils.graphs.traced import DISPATCH_EVENTS, TracedCalls, trace_calls, traced_table
-from course_utils.graphs.training import LossRun, StepPair, batch_for, run_losses, step_pair, step_table
+from course_utils.graphs.training import (
+    LossRun,
+    StepPair,
+    batch_for,
+    run_losses,
+    step_pair,
+    step_parts,
+    step_parts_text,
+    step_table,
+)
 
 __all__ = [
-    "BUCKET", "CHAIN_MIX", "Capture", "CompileDecision", "CompileLog", "DISPATCH_EVENTS", "EAGER_SWITCHES",
-    "GraphBreaks", "GraphRecorder", "LossRun", "OverheadModel", "SideBySide", "StepPair", "TracedCalls",
-    "batch_for", "break_even", "break_even_calls", "busy_note", "call_costs", "capture", "capture_jax",
-    "capture_tf", "capture_torch", "compile_cache_times", "compile_count_bars", "compile_or_fallback",
-    "count_compiles", "crossover_plot", "cumulative_time", "decisions_table", "eager_mode",
-    "eager_op_cost", "exercises", "fresh_function", "loss_difference_plot", "max_abs_diff", "overhead_model",
-    "overhead_plot", "overhead_table", "ran_compiled", "run_losses", "side_by_side", "size_sweep",
-    "step_pair", "step_table", "strategy_counts", "tf_retracing_warnings",
-    "torch_compile_log", "torch_graph_breaks", "trace_calls", "traced_table",
+    "BUCKET", "CHAIN_MIX", "COMPILED_PROBE", "Capture", "CompileDecision", "CompileLog", "DISPATCH_EVENTS",
+    "EAGER_SWITCHES", "GraphBreaks", "GraphRecorder", "Harness", "LossRun", "OverheadModel", "PROBE", "SideBySide",
+    "StepPair", "TracedCalls", "batch_for", "break_even", "break_even_calls", "busy_note", "call_costs", "capture",
+    "capture_jax", "capture_tf", "capture_torch", "compare_harnesses", "compile_cache_times", "compile_count_bars",
+    "compile_or_fallback", "count_compiles", "crossover_plot", "cumulative_time", "decisions_table", "eager_mode",
+    "eager_op_cost", "exercises", "fresh_function", "harness_table", "harness_text", "harness_why",
+    "loss_difference_plot", "max_abs_diff", "measure_harness", "overhead_model", "overhead_plot", "overhead_table",
+    "ran_compiled", "run_losses", "side_by_side", "size_sweep", "step_pair", "step_parts", "step_parts_text",
+    "step_table", "strategy_counts", "tf_retracing_warnings", "torch_compile_log", "torch_graph_breaks",
+    "trace_calls", "traced_table",
 ]

@@ -28,6 +28,8 @@ class StepPair:
     eager: Callable[[Any], Any] = field(repr=False)
     compiled: Callable[[Any], Any] = field(repr=False)
     how: str
+    # PyTorch only: the parts of each step, to time apart (``step_parts``): name -> (eager part, compiled part)
+    parts: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = field(default_factory=dict, repr=False)
 
 
 def step_pair(framework: str, *, lr: float = 0.1) -> StepPair:
@@ -37,11 +39,15 @@ def step_pair(framework: str, *, lr: float = 0.1) -> StepPair:
     if name == "torch":
         import torch
 
-        eager = models.torch_sgd_step(models.torch_mlp(), lr=lr)
-        compiled = models.torch_sgd_step(torch.compile(models.torch_mlp()), lr=lr)
+        eager_model, compiled_model = models.torch_mlp(), torch.compile(models.torch_mlp())
+        eager = models.torch_sgd_step(eager_model, lr=lr)
+        compiled = models.torch_sgd_step(compiled_model, lr=lr)
         optimizer = compiled.optimizer  # type: ignore[attr-defined]
         optimizer.step = torch.compile(optimizer.step)  # the compiled optimizer step of the PyTorch tutorial
-        return StepPair(name, eager, compiled, "torch.compile(model) + torch.compile(optimizer.step)")
+        parts = {"forward + backward": (_forward_backward(eager_model, eager.optimizer),  # type: ignore[attr-defined]
+                                        _forward_backward(compiled_model, optimizer)),
+                 "optimizer.step": (eager.optimizer.step, optimizer.step)}  # type: ignore[attr-defined]
+        return StepPair(name, eager, compiled, "torch.compile(model) + torch.compile(optimizer.step)", parts)
     if name == "jax":
         eager_step = models.jax_sgd_step(models.jax_mlp_params(), models.jax_mlp_apply, lr=lr)
         compiled = models.jax_sgd_step(models.jax_mlp_params(), models.jax_mlp_apply, lr=lr)
@@ -49,6 +55,64 @@ def step_pair(framework: str, *, lr: float = 0.1) -> StepPair:
     eager_step = models.keras_sgd_step(models.keras_mlp(), lr=lr, jit_compile=True)
     compiled = models.keras_sgd_step(models.keras_mlp(), lr=lr, jit_compile=True)
     return StepPair(name, _switched_off(name, eager_step), compiled, "tf.function(jit_compile=True)")
+
+
+def _forward_backward(model: Any, optimizer: Any) -> Callable[[Any], Any]:
+    """The step without its update: zero the gradients, forward, loss, backward (as ``torch_sgd_step`` does)."""
+    import torch.nn.functional as F
+
+    def part(batch: Any) -> Any:
+        x, y = batch
+        optimizer.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        return loss.detach()
+
+    return part
+
+
+def step_parts(pair: StepPair, batch: Sequence[Any], *, min_time: float = 0.2,
+               ) -> dict[str, tuple[timing.Measurement, timing.Measurement]]:
+    """Each part of ``pair``'s step timed apart, eager and compiled ({} when the pair has no parts: JAX and
+    TensorFlow compile the step as one program). Call after the steps ran: the parts reuse their compiled code;
+    ``optimizer.step`` is timed on the gradients the forward + backward part leaves."""
+    validate.instance("pair", pair, StepPair)
+    validate.instance("batch", batch, (tuple, list))
+    validate.positive("min_time", min_time)
+    found = {}
+    for name, (eager, compiled) in pair.parts.items():
+        args = (batch,) if name != "optimizer.step" else ()
+        found[name] = (timing.benchmark(eager, *args, min_time=min_time, label=f"{name} eager"),
+                       timing.benchmark(compiled, *args, min_time=min_time, label=f"{name} compiled"))
+    return found
+
+
+def step_parts_text(parts: dict[str, tuple[timing.Measurement, timing.Measurement]],
+                    step: tuple[timing.Measurement, timing.Measurement]) -> str:
+    """Which part of the step compiling slowed or sped up, from the parts' medians; '' without parts."""
+    validate.instance("parts", parts, dict)
+    if not parts:
+        return ""
+    eager_step, compiled_step = step
+    fmt = display.format_time
+    text = "Timed apart: " + "; ".join(f"{name} {fmt(c.median)} compiled against {fmt(e.median)} eager "
+                                        f"({e.median / c.median:.3g}x)" for name, (e, c) in parts.items()) + ". "
+    slower = {name: c.median - e.median for name, (e, c) in parts.items() if c.median > e.median}
+    lost, parts_sum = compiled_step.median - eager_step.median, sum(c.median for _, c in parts.values())
+    if compiled_step.median > 1.5 * parts_sum:
+        text += (f"Timed apart a moment later, the compiled parts add up to {fmt(parts_sum)}, against "
+                 f"{fmt(compiled_step.median)} for the whole compiled step: the step's own timing was stretched "
+                 f"while it ran (its quartiles: {fmt(compiled_step.p25)} to {fmt(compiled_step.p75)}). ")
+    if lost > 0 and slower:
+        worst = max(slower, key=slower.get)
+        share = min(slower[worst] / lost, 1.0)
+        text += (f"The compiled {worst} alone is {fmt(slower[worst])} slower than its eager twin, "
+                 f"{share:.0%} of what the compiled step lost"
+                 + (": on a model this small the compiled code's fixed cost per call (Dynamo's guards, the wrappers "
+                    "around the graph) outweighs the few small kernels it replaces. " if share >= 0.5 else ". "))
+    elif lost > 0:
+        text += f"Every part is faster compiled, yet the whole compiled step lost {fmt(lost)}. "
+    return text
 
 
 def _switched_off(framework: str, step: Callable[[Any], Any]) -> Callable[[Any], Any]:

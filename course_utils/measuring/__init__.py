@@ -5,15 +5,15 @@ Amdahl's law, and the checkers of 00's exercises.
 The roof probes themselves are core (``course_utils.roofline``, ``course_utils.probes``): notebook 02 uses them too.
 """
 
-from course_utils.measuring import exercises, plots
+from course_utils.measuring import exercises, limits, plots
 from course_utils.measuring.hierarchy import HierarchySweep, default_working_sets, sweep_hierarchy
 from course_utils.measuring.kernels import KernelLibrary, libraries_table, matmul_libraries
+from course_utils.measuring.limits import EagerGap, chain_limits, chain_limits_text, eager_gap
 from course_utils.measuring.peak import PeakEstimate, clock_ghz, theoretical_peak
-from course_utils.measuring.regimes import Bend, bend, bends, bends_table, steep_top_text
+from course_utils.measuring.regimes import Bend, bend, bends, bends_table, slope_why, steep_top_text
 from course_utils.measuring.roofs import (
     above_roof_text,
     best_roof,
-    elementwise_costs,
     load_note,
     present_frameworks,
     probe_size_text,
@@ -32,16 +32,19 @@ from course_utils.measuring.workloads import (
     chain_inputs,
     chain_runs,
     dispatch_trap,
+    host_copy_runs,
     matmul_workload,
     overhead_sweep,
     torch_device,
+    torch_eager_one_thread,
 )
 
 __all__ = [
-    "Bend", "ChainSpeedups", "HierarchySweep", "KernelLibrary", "PeakEstimate", "above_roof_text", "amdahl",
-    "amdahl_table", "bend", "bends", "bends_table", "best_roof", "cache_state", "chain_inputs", "chain_runs",
-    "clock_ghz", "default_working_sets", "dispatch_trap", "elementwise_costs", "exercises",
-    "inductor_cache_counts", "libraries_table", "load_note", "matmul_libraries", "matmul_workload",
-    "overhead_sweep", "plots", "present_frameworks", "probe_size_text", "roofs_table", "share_needed",
-    "steep_top_text", "sweep_hierarchy", "theoretical_peak", "torch_device", "variant_name",
+    "Bend", "ChainSpeedups", "EagerGap", "HierarchySweep", "KernelLibrary", "PeakEstimate", "above_roof_text",
+    "amdahl", "amdahl_table", "bend", "bends", "bends_table", "best_roof", "cache_state", "chain_inputs",
+    "chain_limits", "chain_limits_text", "chain_runs", "clock_ghz", "default_working_sets", "dispatch_trap",
+    "eager_gap", "exercises", "host_copy_runs", "limits", "inductor_cache_counts", "libraries_table", "load_note",
+    "matmul_libraries", "matmul_workload", "overhead_sweep", "plots",
+    "present_frameworks", "probe_size_text", "roofs_table", "share_needed", "slope_why", "steep_top_text",
+    "sweep_hierarchy", "theoretical_peak", "torch_device", "torch_eager_one_thread", "variant_name",
 ]

@@ -2,7 +2,9 @@
 
 A copy whose source and destination fit in a cache runs at that cache's speed; once they outgrow the
 last-level cache it runs at main-memory (DRAM) speed. The roof probes of ``roofline.measure_machine`` must
-sit on that last plateau, which is why they are sized from the last-level cache.
+sit on that last plateau, which is why they are sized from the last-level cache. The sweep reaches past the
+probes' working set to at least ``BEYOND`` working sets of ``DRAM_MULTIPLE``x the last-level cache or more, so
+that the plateau is measured on its own (several points), not read off the probe's own size.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from dataclasses import dataclass
 from course_utils import display, env, probes, timing, validate
 
 _FP32 = 4
+DRAM_MULTIPLE = 2  # a working set at least this many times the last-level cache streams from main memory
+BEYOND = 2  # points the sweep measures at or past DRAM_MULTIPLE x the last-level cache
 
 
 @dataclass(frozen=True, repr=False)
@@ -48,6 +52,13 @@ class HierarchySweep:
             groups.setdefault(self.level_of(size), []).append(rate)
         return {level: statistics.median(rates) for level, rates in groups.items()}
 
+    def seconds_per_call(self, level: str) -> float:
+        """Median time of one copy (seconds) over the points that ``level`` holds ('L2', 'DRAM', ...)."""
+        times = [size / rate for size, rate in zip(self.working_sets, self.bandwidths) if self.level_of(size) == level]
+        if not times:
+            raise ValueError(f"level must be one of {sorted(self.plateaus())}; got {level!r}")
+        return statistics.median(times)
+
     @property
     def largest(self) -> float:
         """Bandwidth (bytes/s) at the largest working set: the DRAM figure when it exceeds every cache."""
@@ -65,6 +76,35 @@ class HierarchySweep:
             start = size
         return start
 
+    @property
+    def last_level_cache(self) -> int | None:
+        """The largest cache the OS reports (bytes), or None when it reports none."""
+        return max(self.caches.values(), default=None)
+
+    def dram_points(self, multiple: float = DRAM_MULTIPLE) -> tuple[tuple[int, float], ...]:
+        """(working set, bandwidth) of the points at least ``multiple`` x the last-level cache: main memory."""
+        validate.number("multiple", multiple, low=1)
+        llc = self.last_level_cache
+        if llc is None:
+            return ()
+        return tuple((s, r) for s, r in zip(self.working_sets, self.bandwidths) if s >= multiple * llc)
+
+    def dram_plateau(self, multiple: float = DRAM_MULTIPLE, points: int = BEYOND) -> float | None:
+        """Median bandwidth (bytes/s) of the main-memory points (``dram_points``), or None when the sweep has
+        fewer than ``points`` of them (or the OS reports no cache): a plateau needs at least two points."""
+        validate.number("points", points, low=1, integer=True)
+        found = self.dram_points(multiple)
+        return statistics.median(r for _, r in found) if len(found) >= points else None
+
+    def rate_at(self, working_set: int) -> float:
+        """Bandwidth (bytes/s) measured at the sweep's working set closest to ``working_set`` (log distance)."""
+        validate.positive("working_set", working_set)
+        import math
+
+        i = min(range(len(self.working_sets)),
+                key=lambda k: abs(math.log(self.working_sets[k] / working_set)))
+        return self.bandwidths[i]
+
     def table(self) -> display.Table:
         rows = [(display.format_bytes(s), self.level_of(s), display.format_rate(r))
                 for s, r in zip(self.working_sets, self.bandwidths)]
@@ -79,18 +119,33 @@ class HierarchySweep:
         return self.table()._repr_html_()
 
 
-def default_working_sets(largest: int | None = None, *, step: int = 4) -> list[int]:
-    """Working sets from 16 KiB up to two probe arrays (``largest``, default from ``probes.probe_size``),
-    multiplied by ``step`` each time; the largest is always included."""
+def default_working_sets(largest: int | None = None, *, step: int = 4, beyond: int = BEYOND,
+                         last_level_cache: int | None = None, memory: int | None = None) -> list[int]:
+    """Working sets from 16 KiB, multiplied by ``step`` each time, up to two probe arrays (``largest``, default
+    from ``probes.probe_size``), always included; then, where fewer than ``beyond`` points lie at or past
+    ``DRAM_MULTIPLE`` x the last-level cache, the working sets 2x, 4x, ... that cache until ``beyond`` do.
+    Points over a quarter of the free ``memory`` are left out (defaults: the OS's cache size, free memory now)."""
     if largest is None:
         largest = 2 * probes.probe_size().array_bytes
     largest = validate.number("largest", largest, low=2**15, integer=True)
     step = validate.number("step", step, low=2, high=16, integer=True)
-    sizes, size = [], 2**14
+    beyond = validate.number("beyond", beyond, low=0, high=8, integer=True)
+    llc = env.last_level_cache_bytes() if last_level_cache is None else last_level_cache
+    llc = validate.positive("last_level_cache", llc, integer=True)
+    if memory is None:
+        import psutil
+
+        memory = int(psutil.virtual_memory().available)
+    cap = validate.positive("memory", memory, integer=True) // 4
+    sizes, size = {int(largest)}, 2**14
     while size < largest:
-        sizes.append(size)
+        sizes.add(size)
         size *= step
-    return [*sizes, int(largest)]
+    multiple = DRAM_MULTIPLE
+    while sum(s >= DRAM_MULTIPLE * llc for s in sizes) < beyond and multiple * llc <= cap:
+        sizes.add(int(multiple * llc))
+        multiple *= 2
+    return sorted(sizes)
 
 
 def sweep_hierarchy(working_sets: Sequence[int] | None = None, *, min_time: float = 0.05) -> HierarchySweep:

@@ -9,6 +9,7 @@ whether the large end really is the slope-1 (bandwidth) regime.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -77,3 +78,39 @@ def steep_top_text(sizes: Sequence[int], found: dict[str, Bend], *, element_byte
              f"{display.format_bytes(high)} per array; the likely cost is the fresh output, which past the "
              "allocator's reuse size pays page faults each call (notebook 02 measures that trap)")
     return f"Steeper than 1 at the top: {', '.join(steep)}: {where}."
+
+
+def slope_why(sizes: Sequence[int], series: dict[str, Sequence[timing.Measurement]], found: dict[str, Bend],
+              labels: Sequence[str], *, element_bytes: int = 8, retime: dict[str, float] | None = None) -> str:
+    """Why each series in ``labels`` missed the prediction, from its own numbers: the bend outside the sweep, or
+    a top slope under 0.7, with the two largest points' times, bytes/s (``element_bytes`` read + written per
+    element: 8 for ``x + 1`` in fp32) and quartile spread; ``retime`` (label -> seconds) adds the second-largest
+    point timed again on one thread."""
+    validate.non_empty("labels", labels)
+    validate.positive("element_bytes", element_bytes, integer=True)
+    retime = retime or {}
+    reasons = []
+    for label in labels:
+        b, ms = validate.instance(f"found[{label!r}]", found[label], Bend), series[label]
+        if not sizes[0] < b.size < sizes[-1]:
+            reasons.append(f"{label}: its bend, at {b.size:,.0f} elements (floor {display.format_time(b.floor)}, "
+                           f"{b.per_element * 1e9:.3g} ns per element), lies outside the sweep")
+            continue
+        (n1, m1), (n2, m2) = (sizes[-2], ms[-2]), (sizes[-1], ms[-1])
+        rates = [element_bytes * n / m.median / 1e9 for n, m in ((n1, m1), (n2, m2))]
+        spread = max(m.p75 / m.p25 if m.p25 > 0 else math.inf for m in (m1, m2))
+        text = (f"{label}: {n2 / n1:.0f}x the elements took only {m2.median / m1.median:.1f}x the time "
+                f"({display.format_time(m1.median)} at {n1:,}, {display.format_time(m2.median)} at {n2:,}), so the "
+                f"smaller size ran at {rates[0]:.3g} GB/s against {rates[1]:.3g} GB/s")
+        if label in retime:
+            again = retime[label]
+            text += (f"; timed again on one thread, the {n1:,}-element point took {display.format_time(again)}"
+                     + (": the slow point was the threads waiting for each other (on busy cores a thread waits for "
+                        "the scheduler at the end of every op), not the bytes"
+                        if again < m1.median / 1.5 else ": the threads do not explain it"))
+        elif spread > 1.5:
+            text += f"; its quartiles spread {spread:.1f}x, so a point was disturbed while it ran"
+        reasons.append(text)
+    cores = os.cpu_count() or 1
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    return "; ".join(reasons) + (f" (load average {load:.1f} on {cores} cores)" if load > cores else "")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from course_utils import display, env, notebook, probes, roofline, timing, validate
+from course_utils import display, env, notebook, probes, roofline, validate
 
 
 def present_frameworks() -> list[str]:
@@ -44,18 +44,6 @@ def probe_size_text(size: probes.ProbeSize) -> str:
     if size.capped_by == "memory":
         return text + f", capped by free memory (4x would be {display.format_bytes(size.target)})."
     return text + ": at least 4x, so the probes stream from main memory."
-
-
-def elementwise_costs(size: int) -> dict[str, timing.Measurement]:
-    """torch eager ``copy_`` and ``tanh`` over ``size`` floats, both into preallocated outputs: what moving
-    the bytes costs, and what one transcendental over the same bytes costs."""
-    import torch
-
-    size = validate.number("size", size, low=1, integer=True)
-    device = "cuda" if torch.cuda.is_available() else "cpu"  # where the chain ran
-    x, out = torch.randn(size, device=device), torch.empty(size, device=device)
-    return {"copy": timing.benchmark(out.copy_, x, label="copy_ into out"),
-            "tanh": timing.benchmark(torch.tanh, x, out=out, label="tanh into out")}
 
 
 def load_note() -> str:

@@ -54,6 +54,20 @@ def dispatch_trap(frameworks: Sequence[str], n: int) -> tuple[Timings, Timings]:
     return naive, honest
 
 
+def host_copy_runs(frameworks: Sequence[str], n: int) -> dict[str, tuple[timing.Measurement, bool]]:
+    """Per framework: (the n x n matmul timed with ``np.asarray`` of its result and no other wait, whether that
+    host copy copied bytes). It copies nothing where two conversions of one result share memory: NumPy then
+    views the framework's own buffer (CPU tensors), and the time is the wait alone."""
+    found = {}
+    for framework in _frameworks(frameworks):
+        fn, args = matmul_workload(framework, n)
+        result = timing.sync(fn(*args))
+        copied = not np.shares_memory(interop.to_numpy(result), interop.to_numpy(result))
+        found[framework] = (timing.benchmark(lambda f=fn, a=args: interop.to_numpy(f(*a)), sync=False,
+                                             label=f"{framework} + host copy"), copied)
+    return found
+
+
 def chain_inputs(frameworks: Sequence[str], size: int, seed: int = 0) -> tuple[np.ndarray, Any, dict[str, tuple]]:
     """(x, bias, {framework: (x, bias) in that framework}) for ``models.gelu_chain`` over ``size`` floats."""
     size = validate.number("size", size, low=1, integer=True)
@@ -129,3 +143,17 @@ def overhead_sweep(frameworks: Sequence[str], sizes: Sequence[int], *,
 def _call(make: Callable[[int], tuple[Callable[..., Any], tuple]], size: int) -> tuple:
     fn, args = make(size)
     return (fn, *args)
+
+
+def torch_eager_one_thread(size: int, *, min_time: float = 0.03) -> float:
+    """Median seconds of torch eager ``x + 1`` on ``size`` floats with ``torch.set_num_threads(1)`` (restored
+    after): the same point of the sweep without any thread hand-off."""
+    import torch
+
+    size = validate.number("size", size, low=1, integer=True)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return timing.benchmark(*_call(_add_one("torch", False), size), min_time=min_time).median
+    finally:
+        torch.set_num_threads(threads)

@@ -16,6 +16,8 @@ def test_step_pair_same_losses_eager_and_compiled(framework: str) -> None:
     run = graphs.run_losses(pair, graphs.batch_for(framework, x, y), 3)
     assert len(run.eager) == len(run.compiled) == 3 and run.max_abs_diff < 1e-4
     assert run.eager[-1] < run.eager[0] and run.first_compiled_step > 0
+    parts = graphs.step_parts(pair, graphs.batch_for(framework, x, y), min_time=0.01)
+    assert set(parts) == ({"forward + backward", "optimizer.step"} if framework == "torch" else set())
 
 
 def test_step_table_without_first_call_from_benchmark() -> None:
@@ -25,3 +27,20 @@ def test_step_table_without_first_call_from_benchmark() -> None:
     table = graphs.step_table({"torch": run}, {"torch": (e, c)})
     assert table.column("speed-up over own eager (IQR range)")[0].startswith("2.00x")
     assert table.column("first compiled step (compile)") == ["3 s"]
+
+
+def _m(seconds: float) -> timing.Measurement:
+    return timing.Measurement("m", (seconds,) * 3)
+
+
+def test_step_parts_text_names_the_part_that_lost() -> None:
+    step = (_m(450e-6), _m(600e-6))
+    parts = {"forward + backward": (_m(300e-6), _m(280e-6)), "optimizer.step": (_m(50e-6), _m(220e-6))}
+    text = graphs.step_parts_text(parts, step)
+    assert "optimizer.step alone" in text and "fixed cost" in text and "0.227x" in text and "stretched" not in text
+    small = {"forward + backward": (_m(300e-6), _m(320e-6)), "optimizer.step": (_m(50e-6), _m(40e-6))}
+    assert "13% of what" in graphs.step_parts_text(small, step)
+    faster = {"forward + backward": (_m(300e-6), _m(200e-6)), "optimizer.step": (_m(50e-6), _m(40e-6))}
+    assert "Every part is faster" in graphs.step_parts_text(faster, step)
+    assert "stretched" in graphs.step_parts_text(parts, (_m(450e-6), _m(97e-3)))
+    assert graphs.step_parts_text({}, step) == ""

@@ -22,9 +22,30 @@ def test_hierarchy_levels_plateaus_and_the_last_plateau() -> None:
     assert "DRAM" in repr(sweep) and "<table>" in sweep._repr_html_()
 
 
-def test_default_working_sets_end_at_the_largest() -> None:
-    sets = measuring.default_working_sets(2**26, step=4)
+def test_default_working_sets_reach_main_memory() -> None:
+    sets = measuring.default_working_sets(2**26, step=4, last_level_cache=2**20, memory=2**34)
     assert sets[0] == 2**14 and sets[-1] == 2**26 and all(b > a for a, b in zip(sets, sets[1:]))
+    # a probe set just past a large cache: two more points at 2x and 4x the cache, so the plateau is measured
+    big = measuring.default_working_sets(2**29, last_level_cache=480 * 2**20, memory=2**35)
+    assert 2**29 in big and [s for s in big if s >= 2 * 480 * 2**20] == [960 * 2**20, 1920 * 2**20]
+    # too little memory: the points that do not fit are left out (the notebook then says it cannot tell)
+    small = measuring.default_working_sets(2**29, last_level_cache=480 * 2**20, memory=2**32)
+    assert max(small) == 960 * 2**20
+
+
+def test_dram_plateau_needs_two_points_past_twice_the_cache() -> None:
+    sizes = (2**14, 2**22, 2**25, 2**26, 2**27)
+    sweep = measuring.HierarchySweep(sizes, (100e9, 40e9, 30e9, 20e9, 18e9), {"L3": 2**24})
+    assert sweep.last_level_cache == 2**24
+    assert [s for s, _ in sweep.dram_points()] == [2**25, 2**26, 2**27]
+    assert sweep.dram_plateau() == 20e9
+    assert sweep.rate_at(2**26 + 1) == 20e9
+    assert sweep.seconds_per_call("DRAM") == pytest.approx(2**26 / 20e9)
+    with pytest.raises(ValueError, match="level"):
+        sweep.seconds_per_call("L9")
+    short = measuring.HierarchySweep(sizes[:3], (100e9, 40e9, 30e9), {"L3": 2**24})
+    assert short.dram_plateau() is None  # one point is not a plateau
+    assert measuring.HierarchySweep(sizes, (1e9,) * 5, {}).dram_plateau() is None
 
 
 def test_sweep_hierarchy_measures_each_working_set() -> None:
@@ -76,3 +97,66 @@ def test_steep_top_names_the_cache_outgrown(monkeypatch: pytest.MonkeyPatch) -> 
     assert "a:" in text and "b" not in text.split(":")[1] and "L2" in text
     assert "page faults" in measuring.steep_top_text([4, 2**20, 2**23], steep)
     assert measuring.steep_top_text([4, 2**17, 2**20], {"b": steep["b"]}) == ""
+
+
+def test_slope_why_names_the_points_and_the_threads() -> None:
+    sizes = [4, 2**10, 2**20, 2**23]
+    slow = [_m(2e-6), _m(3e-6), _m(7.5e-3), _m(16e-3)]
+    found = {"torch eager": measuring.bend(sizes, slow, "torch eager")}
+    text = measuring.slope_why(sizes, {"torch eager": slow}, found, ["torch eager"],
+                               retime={"torch eager": 0.5e-3})
+    assert "8x the elements took only 2.1x the time" in text and "threads waiting" in text
+    assert "do not explain" in measuring.slope_why(sizes, {"torch eager": slow}, found, ["torch eager"],
+                                                    retime={"torch eager": 7e-3})
+    outside = {"x": measuring.Bend("x", 1e-6, 1e-15, 1e9, 1.0)}
+    assert "outside the sweep" in measuring.slope_why(sizes, {"x": slow}, outside, ["x"])
+
+
+def _costs(copy: float, tanh: float, fused: float, poly: float) -> dict[str, timing.Measurement]:
+    return {"copy": _m(copy), "tanh": _m(tanh), measuring.limits.FUSED: _m(fused), measuring.limits.POLY: _m(poly)}
+
+
+def test_chain_limits_text_follows_the_run() -> None:
+    bound = measuring.chain_limits_text(_costs(1e-4, 2e-3, 3e-3, 1.1e-4), _m(3.1e-3))
+    assert "**not** memory-bound" in bound and "27.3x" in bound and "little at this size" in bound
+    roof = measuring.chain_limits_text(_costs(1e-4, 2e-4, 1.1e-4, 1e-4), _m(3e-4))
+    assert "only 1.10x" in roof and "on the memory roof" in roof and "page faults" in roof
+    pages = measuring.chain_limits_text(_costs(1e-4, 2e-4, 1.1e-4, 1e-4), _m(3e-4), 1.0)
+    assert "(1.0 outputs' worth of page faults per call): page faults" in pages
+    cheap = measuring.chain_limits_text(_costs(1e-4, 2e-3, 3e-3, 1.1e-4), _m(3.1e-3), 1.0)
+    assert "although it pays 1.0 outputs' worth" in cheap and "hands back" not in cheap
+    moment = measuring.chain_limits_text(_costs(1e-4, 2e-4, 1.1e-4, 1e-4), _m(3e-4), 0.0)
+    assert "with only 0.0 outputs' worth of page faults per call, so not the pages" in moment
+    odd = measuring.chain_limits_text(_costs(3e-4, 1.5e-4, 3e-3, 1e-3), _m(3e-3))
+    assert "Eager tanh ran well under" in odd and "cannot beat" in odd
+    slow_copy = measuring.chain_limits_text(_costs(1.5e-3, 2e-3, 16e-3, 2.4e-4), _m(21e-3))
+    assert "The polynomial ran well under" in slow_copy
+
+
+def _gap(**kw: object) -> measuring.EagerGap:
+    base = dict(fast="tensorflow", chain={"torch": _m(80e-3), "tensorflow": _m(6e-3)},
+                tanh={"torch": _m(10e-3), "tensorflow": _m(1e-3)}, faults={"torch": 0.0, "tensorflow": 0.0},
+                one_thread=_m(80e-3), threads=2, torch_library="Intel MKL 2024.2")
+    return measuring.EagerGap(**{**base, **kw})
+
+
+def test_eager_gap_names_only_what_was_measured() -> None:
+    assert "tanh" in _gap().text() and "one thread the chain ran" not in _gap().text()
+    threads = _gap(tanh={"torch": _m(1e-3), "tensorflow": _m(1e-3)}, one_thread=_m(10e-3)).text()
+    assert "8.0x faster" in threads and "torch's tanh," not in threads
+    faults = _gap(tanh={"torch": _m(1e-3), "tensorflow": _m(1e-3)}, faults={"torch": 9.0, "tensorflow": 0.0}).text()
+    assert "9.0 outputs' worth of page faults" in faults
+    faster = _gap(chain={"torch": _m(4.7e-3), "tensorflow": _m(6.7e-3)}, one_thread=_m(26e-3)).text()
+    assert "faster of the two" in faster and "5.5x its time" in faster
+    same = _gap(chain={"torch": _m(7e-3), "tensorflow": _m(6e-3)}).text()
+    assert "Within 1.5x" in same
+    neither = _gap(tanh={"torch": _m(1e-3), "tensorflow": _m(1e-3)}).text()
+    assert "None of the three" in neither
+
+
+def test_host_copy_of_a_cpu_tensor_is_a_view() -> None:
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("on a GPU the host copy really copies")
+    (measured, copied), = measuring.host_copy_runs(["torch"], 8).values()
+    assert not copied and measured.median > 0

@@ -10,12 +10,19 @@ MACHINE = roofline.Machine("torch", "cpu", {"triad": 2e10}, {"mm": 1e11})
 
 def test_predict_matmul() -> None:
     predicted = MACHINE.roofline_time(2 * 512**3, 3 * 4 * 512**2)
-    assert exercises.evaluate("00.1", predicted, machine=MACHINE, measured=1.5 * predicted).correct
-    assert exercises.evaluate("00.1", predicted, machine=MACHINE, measured=10 * predicted).correct  # the model
-    assert exercises.evaluate("00.1", predicted / 100, machine=MACHINE, measured=predicted).status == "not yet"
-    assert exercises.evaluate("00.1", predicted / 2, machine=MACHINE, measured=10 * predicted).status == "not yet"
-    assert exercises.evaluate("00.1", "soon", machine=MACHINE, measured=predicted).status == "not yet"
+    def check(answer: object, measured: float, drift_now: float = 1.0) -> str:
+        return exercises.evaluate("00.1", answer, machine=MACHINE, measured=measured, drift_now=drift_now).status
+
+    assert check(predicted, 1.5 * predicted) == "correct"
+    assert check(predicted, 0.6 * predicted) == "correct"
+    assert check(predicted, 10 * predicted) == "not yet"
+    assert check(predicted, 0.4 * predicted) == "not yet"
+    assert check(predicted, 0.4 * predicted, drift_now=3.0) == "correct"  # the roof was measured in a busy moment
+    assert check(predicted / 100, predicted) == "not yet"
+    assert check(predicted / 2, 10 * predicted) == "not yet"
+    assert check("soon", predicted) == "not yet"
     assert exercises.evaluate("00.1", None, machine=MACHINE).status == "not attempted"
+    assert measuring.exercises.drift(MACHINE) == 1.0  # no torch probe in this machine: nothing to scale
 
 
 def test_host_copy() -> None:
