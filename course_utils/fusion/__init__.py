@@ -6,8 +6,10 @@
   ``InductorCode``), XLA's optimized HLO from JAX and TensorFlow (``jax_hlo``, ``tf_hlo``, ``hlo_summary``),
   XLA's cost analysis (``jax_cost``), kernels in a profiler trace (``trace_kernels``), a compiler's refusal
   as a name (``compile_error``);
-- ``variants``: the chain per framework, eager/compiled, into a reused buffer; page faults per call; the
-  vector units' roof (``measure_vector_roof``);
+- ``variants``: the chain per framework, eager/compiled, into a reused buffer; page faults per call;
+- ``vector_roof``: each framework's in-cache multiply-add and tanh rates (``measure_vector_roof``) and the table
+  that sets a chain's arithmetic against its bytes (``vector_roof_table``);
+- ``matmul``: the matmul roof as the best rate measured in the run (``best_matmul_roof``);
 - ``custom_ops``: a legacy NumPy operator and its per-framework wrappers;
 - ``plots``: the notebook's figures; ``exercises``: the checkers of exercises 02.1-02.3.
 
@@ -24,6 +26,7 @@ from course_utils.fusion.custom_ops import (
     table_tanh_np,
 )
 from course_utils.fusion.exercises import decomposed_tanh_error
+from course_utils.fusion.matmul import best_matmul_roof
 from course_utils.fusion.plots import prediction_plot, roof_bars, roofline_with_vector_roof, speedup_vs_size_plot
 from course_utils.fusion.readers import (
     HloSummary,
@@ -49,22 +52,20 @@ from course_utils.fusion.variants import (
     EAGER,
     FUSED,
     INTO,
-    VectorRoof,
     chain,
     copy_into,
     identity,
     into_buffer,
     measure_variants,
-    measure_vector_roof,
-    page_faults,
 )
+from course_utils.fusion.vector_roof import VectorRoof, measure_vector_roof, vector_roof_table
 
 __all__ = [
     "EAGER", "FUSED", "GRID", "HloSummary", "INTO", "InductorCode", "OpTraffic", "PredictionTable", "TABLE",
     "Traffic", "VariantResult", "VectorRoof", "capture_inductor_code", "chain", "chain_with_callback_jax",
     "chain_with_numpy_function_tf", "compare_to_prediction", "compile_error", "copy_into",
     "decomposed_tanh_error", "hlo_summary", "identity", "into_buffer", "jax_cost", "jax_hlo", "legacy_tanh_torch",
-    "measure_variants", "measure_vector_roof", "page_faults", "prediction_plot", "roof_bars",
+    "measure_variants", "measure_vector_roof", "prediction_plot", "roof_bars",
     "roofline_with_vector_roof", "speedup_vs_size_plot", "table_tanh_np", "tf_hlo",
-    "torch_counted_flops", "trace_kernels", "trace_traffic",
+    "torch_counted_flops", "trace_kernels", "trace_traffic", "vector_roof_table", "best_matmul_roof",
 ]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from course_utils import display, env, plotting, roofline, validate
 from course_utils.fusion.traffic import PredictionTable
-from course_utils.fusion.variants import VectorRoof
+from course_utils.fusion.vector_roof import VectorRoof
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -107,16 +107,27 @@ def speedup_vs_size_plot(
     return fig
 
 
-def roofline_with_vector_roof(machine: roofline.Machine, vector: VectorRoof | None,
-                              points: Iterable[roofline.Point] = (), *, title: str | None = None) -> Figure:
-    """The machine's roofline (matmul roof, memory roof) plus the elementwise FMA roof measured in cache."""
+def roofline_with_vector_roof(machine: roofline.Machine, vector: VectorRoof | Mapping[str, VectorRoof] | None,
+                              points: Iterable[roofline.Point] = (), *, flops: float | None = None,
+                              tanh: float = 0.0, title: str | None = None) -> Figure:
+    """The machine's roofline (matmul roof, memory roof) plus each framework's vector roof measured in cache:
+    its multiply-add rate, or, given ``flops`` and ``tanh`` per element, the FLOP/s ceiling of that kernel."""
     validate.instance("machine", machine, roofline.Machine)
+    if flops is not None:
+        validate.non_negative("flops", flops)
+    validate.non_negative("tanh", tanh)
+    roofs: dict[str, VectorRoof] = {}
+    if isinstance(vector, Mapping):
+        roofs = {k: validate.instance(f"vector[{k!r}]", v, VectorRoof) for k, v in vector.items()}
+    elif vector is not None:
+        roofs = {validate.instance("vector", vector, VectorRoof).framework: vector}
     fig = plotting.roofline_plot(machine, list(points), title=title)
-    if vector is not None:
-        validate.instance("vector", vector, VectorRoof)
-        ax = fig.axes[0]
-        ax.axhline(vector.flops_per_second / 1e9, color="#CC79A7", linestyle="--", linewidth=1.5)
-        ax.annotate(f"vector roof (elementwise FMA, in cache): {vector.flops_per_second / 1e9:.0f} GFLOP/s",
-                    (ax.get_xlim()[0], vector.flops_per_second / 1e9), textcoords="offset points", xytext=(4, 4),
-                    fontsize=8, color="#CC79A7")
+    ax = fig.axes[0]
+    for i, (name, roof) in enumerate(roofs.items()):
+        rate = roof.flops_per_second if flops is None else roof.chain_flops_per_second(flops=flops, tanh=tanh)
+        what = "elementwise FMA" if flops is None else f"{flops:g} FLOPs + {tanh:g} tanh per element"
+        color = plotting.color_for(name, i)
+        ax.axhline(rate / 1e9, color=color, linestyle="--", linewidth=1.5)
+        ax.annotate(f"{name} vector roof ({what}, in cache): {rate / 1e9:.1f} GFLOP/s",
+                    (ax.get_xlim()[0], rate / 1e9), textcoords="offset points", xytext=(4, 4), fontsize=8, color=color)
     return fig

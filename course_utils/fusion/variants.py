@@ -1,5 +1,5 @@
 """The chain in each framework, eager and fused, with a fresh output or written into a reused buffer, and
-the probes that measure what limits it (page faults per call, the vector units' own roof).
+page faults per call (what a fresh output costs). The vector units' roof lives in ``vector_roof``.
 
 The notebook loops over the frameworks present (``cu.notebook.present()``), so a missing one costs a
 sentence; each function here takes the framework's canonical name ('torch', 'jax', 'tensorflow').
@@ -8,10 +8,9 @@ sentence; each function here takes the framework's canonical name ('torch', 'jax
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from course_utils import env, interop, models, timing, validate
+from course_utils import interop, models, timing, validate
 
 EAGER = {"torch": "torch eager", "jax": "jax op-by-op", "tensorflow": "tf eager"}
 FUSED = {"torch": "torch.compile", "jax": "jax.jit", "tensorflow": "tf jit_compile"}
@@ -109,82 +108,6 @@ def copy_into(framework: str, like: Any) -> Callable[[Any], Any] | None:
 
         return run
     return None
-
-
-def page_faults(fn: Callable[..., Any], *args: Any, calls: int = 3) -> float:
-    """Minor page faults per call of ``fn(*args)`` (after one warm-up call), from ``getrusage``.
-
-    A fresh 32 MiB output costs 8192 faults (one per 4 KiB page); a reused buffer costs none.
-    """
-    validate.function("fn", fn)
-    validate.positive("calls", calls, integer=True)
-    import resource
-
-    timing.sync(fn(*args))
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    for _ in range(calls):
-        timing.sync(fn(*args))
-    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls
-
-
-@dataclass(frozen=True)
-class VectorRoof:
-    """What the vector units do on data that stays in cache: FLOP/s of fused multiply-adds, tanh per second."""
-
-    flops_per_second: float
-    tanh_per_second: float
-    elements: int
-
-    def __post_init__(self) -> None:
-        validate.positive("flops_per_second", self.flops_per_second)
-        validate.positive("tanh_per_second", self.tanh_per_second)
-        validate.positive("elements", self.elements, integer=True)
-
-    def chain_seconds(self, elements: int, *, flops: float, tanh: float) -> float:
-        """Time the arithmetic alone needs: ``flops`` multiply-add FLOPs and ``tanh`` tanhs *per element*."""
-        validate.positive("elements", elements, integer=True)
-        validate.non_negative("flops", flops)
-        validate.non_negative("tanh", tanh)
-        return elements * (flops / self.flops_per_second + tanh / self.tanh_per_second)
-
-
-def measure_vector_roof(*, elements: int | None = None, steps: int = 128, min_time: float = 0.1) -> VectorRoof:
-    """Measure PyTorch's compiled elementwise arithmetic on an in-cache tensor, written into a reused buffer.
-
-    FMA rate: a Horner polynomial of ``steps`` multiply-adds (2 FLOPs each) per element; tanh rate: ``steps // 8``
-    nested tanh per element; each the best of its repeats (a roof is a best case, as in STREAM). Both kernels are
-    compute-bound by construction (the tensor, by default a quarter of the L2 cache, never leaves the cache), so
-    they measure the vector units, not memory; the long inner loop keeps each call's work large against the cost
-    of waking the worker threads.
-    """
-    validate.positive("steps", steps, integer=True)
-    validate.positive("min_time", min_time)
-    if elements is None:
-        elements = max(2**14, env.cache_sizes().get("L2", 2**20) // 16)
-    validate.number("elements", elements, low=1024, high=2**26, integer=True)
-    import torch
-
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    x = torch.rand(elements, device=device) * 0.5
-    out = torch.empty_like(x)
-
-    def horner(v: Any, buffer: Any) -> Any:
-        acc = v
-        for k in range(steps):
-            acc = acc * v + (0.5 + 0.01 * k)
-        return buffer.copy_(acc)
-
-    nested = max(1, steps // 8)
-
-    def tanh_nested(v: Any, buffer: Any) -> Any:
-        for _ in range(nested):
-            v = torch.tanh(v)
-        return buffer.copy_(v)
-
-    fma, tanh = torch.compile(horner), torch.compile(tanh_nested)
-    fma_time = timing.benchmark(fma, x, out, min_time=min_time, min_repeats=5).min
-    tanh_time = timing.benchmark(tanh, x, out, min_time=min_time, min_repeats=5).min
-    return VectorRoof(2 * steps * elements / fma_time, nested * elements / tanh_time, elements)
 
 
 def measure_variants(data: Mapping[str, tuple[Any, Any]], *, known: Mapping[str, Any] | None = None,

@@ -63,6 +63,7 @@ from course_utils.precision.remat import (
     predicted_peak_with_remat,
     tf_recompute_same,
     torch_grouped_saved,
+    torch_live_peak,
     torch_remat,
 )
 from course_utils.precision.scaling import (
@@ -73,7 +74,16 @@ from course_utils.precision.scaling import (
     torch_fp16_overflows,
     underflow_stats,
 )
-from course_utils.precision.speed import A100_PUBLISHED, copy_times, matmul_times
+from course_utils.precision.speed import (
+    A100_PUBLISHED,
+    STREAM_OPS,
+    bandwidth_ratio,
+    copy_times,
+    jax_dot_dtypes,
+    matmul_times,
+    stream_point,
+    stream_times,
+)
 from course_utils.precision.training import MODES, SeedSpread, TrainRun, amp_train, seed_spread, unscale_norms
 
 __all__ = [
@@ -87,5 +97,6 @@ __all__ = [
     "rss_peak_supported", "saved_activation_bytes", "saved_for_backward", "scale_trace_plot", "seed_spread",
     "SeedSpread", "simulate_cast", "tf_recompute_same", "throughput_plot", "torch_activation_grads", "torch_dtypes",
     "torch_fp16_overflows", "torch_grouped_saved", "torch_peak_bytes", "torch_remat", "torch_state_bytes",
-    "training_memory", "TrainRun", "underflow_stats", "UnderflowStats", "unscale_norms",
+    "training_memory", "TrainRun", "underflow_stats", "UnderflowStats", "unscale_norms", "STREAM_OPS",
+    "bandwidth_ratio", "jax_dot_dtypes", "stream_point", "stream_times", "torch_live_peak",
 ]

@@ -42,6 +42,7 @@ class Remat:
     time: tuple[Any, Any] = (None, None)
     same_gradients: bool = False
     dots: tuple[int | None, int | None] = (None, None)
+    live_peak: tuple[int | None, int | None] = (None, None)
 
     @property
     def saved_ratio(self) -> float:
@@ -54,8 +55,11 @@ class Remat:
     def table(self) -> display.Table:
         fmt = lambda v: "-" if v is None else display.format_bytes(v)  # noqa: E731
         rows = [("saved for backward", fmt(self.saved[0]), fmt(self.saved[1]))]
+        if self.live_peak[0] is not None and self.live_peak != self.peak:
+            rows.append(("peak of live tensors in a step", fmt(self.live_peak[0]), fmt(self.live_peak[1])))
         if self.peak[0] is not None:
-            rows.append(("peak memory of a step", fmt(self.peak[0]), fmt(self.peak[1])))
+            rows.append(("peak memory of a step" + (" (process RSS)" if self.live_peak != self.peak else ""),
+                         fmt(self.peak[0]), fmt(self.peak[1])))
         if np.isfinite(self.flops[0]):
             rows.append(("FLOPs of the compiled step", f"{self.flops[0] / 1e9:.2f} G", f"{self.flops[1] / 1e9:.2f} G"))
         if self.dots[0] is not None:
@@ -110,9 +114,33 @@ def torch_remat(weights: list[tuple[np.ndarray, np.ndarray]], batch: int, *, dev
 
     saved = tuple(saved_activation_bytes(lambda r=r: loss(r), exclude=flat) for r in (False, True))
     peak = tuple(torch_peak_bytes(lambda r=r: step(r), device) for r in (False, True))
+    cuda = torch.device(device).type == "cuda"  # there the allocator's peak already counts live tensors only
+    live = peak if cuda else tuple(torch_live_peak(lambda r=r: step(r)) for r in (False, True))
     times = tuple(_timed(step, r, min_time=min_time, label=f"torch remat={r}") for r in (False, True))
     same = all(torch.allclose(a, b, rtol=1e-4, atol=1e-6) for a, b in zip(step(False), step(True)))
-    return Remat("torch", saved, peak, time=times, same_gradients=bool(same))  # type: ignore[arg-type]
+    return Remat("torch", saved, peak, time=times, same_gradients=bool(same),  # type: ignore[arg-type]
+                 live_peak=live)  # type: ignore[arg-type]
+
+
+def torch_live_peak(fn: Callable[[], Any]) -> int | None:
+    """Peak bytes of the tensors ``fn()`` allocates that are alive at once (CPU), from the PyTorch profiler's
+    memory timeline: what CUDA's ``max_memory_allocated`` reports on a GPU. The process RSS is larger by what the
+    allocator (glibc malloc) keeps mapped after a tensor is freed. None where the profiler cannot tell."""
+    validate.function("fn", fn)
+    try:
+        from torch.profiler import ProfilerActivity, profile
+        from torch.profiler._memory_profiler import Action
+    except ImportError:  # a torch without the memory profiler
+        return None
+    fn()  # warm: first-call allocations (caches, lazy init) are not the step's
+    with env.silenced_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True, record_shapes=True,
+                                        with_stack=True) as prof:
+        fn()
+    live = peak = 0
+    for _, action, _, size in prof._memory_profile().timeline:
+        live += size if action == Action.CREATE else -size if action == Action.DESTROY else 0
+        peak = max(peak, live)
+    return int(peak) if peak > 0 else None
 
 
 def jax_remat(weights: list[tuple[np.ndarray, np.ndarray]], batch: int, *, min_time: float = 0.1,
@@ -174,16 +202,19 @@ def tf_recompute_same(weights: list[tuple[np.ndarray, np.ndarray]], batch: int =
     return bool(np.allclose(*grads, rtol=1e-5, atol=1e-7))
 
 
-def predicted_peak_with_remat(result: Remat, blocks: int) -> int:
+def predicted_peak_with_remat(result: Remat, blocks: int, *, live: bool = False) -> int:
     """Computed: peak without, minus the activations no longer kept, plus one block recomputed during backward.
 
     peak_with ~= peak_without - saved_without + saved_with + saved_without / blocks
+    ``live=True`` starts from the peak of live tensors (``result.live_peak``), else from the measured peak.
     """
     validate.instance("result", result, Remat)
     blocks = validate.positive("blocks", blocks, integer=True)
-    if result.peak[0] is None:
+    validate.instance("live", live, bool)
+    start = result.live_peak[0] if live else result.peak[0]
+    if start is None:
         raise ValueError("result has no measured peak (peak memory is not readable on this platform)")
-    return int(result.peak[0] - result.saved[0] + result.saved[1] + result.saved[0] / blocks)
+    return int(start - result.saved[0] + result.saved[1] + result.saved[0] / blocks)
 
 
 def torch_grouped_saved(weights: list[tuple[np.ndarray, np.ndarray]], batch: int, group: int, *,

@@ -137,8 +137,11 @@ class SeedSpread:
             loss, acc = self.final_losses(label), self.accuracies(label)
             rows.append((label, str(len(loss)), f"{loss.mean():.3f}", f"{loss.min():.3f} to {loss.max():.3f}",
                          f"{acc.mean():.1%}", f"{acc.min():.1%} to {acc.max():.1%}"))
+        counts = sorted({len(r) for r in self.runs.values()})
+        seeds = ("one seed per run" if counts == [1] else f"{counts[0]} seeds per run" if len(counts) == 1
+                 else "seeds per run as listed")
         return display.table(["run", "seeds", "final loss (mean)", "range over seeds", "test accuracy (mean)",
-                              "range over seeds"], rows, title="Same model and data, several seeds",
+                              "range over seeds"], rows, title=f"Same model and data, {seeds}",
                              note="final loss: mean of the last 20 training steps")
 
     def __repr__(self) -> str:

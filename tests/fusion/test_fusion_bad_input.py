@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from badinput import rejects
 
-from course_utils import fusion, roofline
+from course_utils import fusion, memory, roofline
 
 torch = pytest.importorskip("torch")
 
@@ -60,14 +60,24 @@ BAD_CALLS = [
     ("like", lambda: fusion.into_buffer("torch", CHAIN, None)),
     ("fn", lambda: fusion.into_buffer("torch", None, torch.ones(2))),
     ("like", lambda: fusion.copy_into("jax", None)),
-    ("fn", lambda: fusion.page_faults(None)),
-    ("calls", lambda: fusion.page_faults(lambda: 1, calls=0)),
-    ("calls", lambda: fusion.page_faults(lambda: 1, calls=2.5)),
     ("steps", lambda: fusion.measure_vector_roof(steps=0)),
     ("elements", lambda: fusion.measure_vector_roof(elements=10)),
     ("min_time", lambda: fusion.measure_vector_roof(min_time=NAN)),
     ("flops_per_second", lambda: fusion.VectorRoof(NAN, 1.0, 10)),
     ("tanh_per_second", lambda: fusion.VectorRoof(1.0, -1.0, 10)),
+    ("framework", lambda: fusion.VectorRoof(1.0, 1.0, 10, "mxnet")),
+    ("tanh_error", lambda: fusion.VectorRoof(1.0, 1.0, 10, "jax", -1.0)),
+    ("framework", lambda: fusion.measure_vector_roof("mxnet")),
+    ("threads", lambda: fusion.measure_vector_roof(threads=0)),
+    ("threads", lambda: fusion.measure_vector_roof("jax", threads=1)),
+    ("chains", lambda: fusion.measure_vector_roof(chains=0)),
+    ("tanhs", lambda: fusion.measure_vector_roof(tanhs=1.5)),
+    ("roofs", lambda: fusion.vector_roof_table({}, elements=10, flops=1, tanh=1, memory_seconds=1.0)),
+    ("roofs['a']", lambda: fusion.vector_roof_table({"a": 1}, elements=10, flops=1, tanh=1, memory_seconds=1.0)),
+    ("memory_seconds", lambda: fusion.vector_roof_table({"a": ROOF}, elements=10, flops=1, tanh=1, memory_seconds=0)),
+    ("machine", lambda: fusion.best_matmul_roof(None, [])),
+    ("points", lambda: fusion.best_matmul_roof(MACHINE, [])),
+    ("points[0]", lambda: fusion.best_matmul_roof(MACHINE, [1.0])),
     ("elements", lambda: ROOF.chain_seconds(-5, flops=1, tanh=1)),
     ("tanh", lambda: ROOF.chain_seconds(10, flops=1, tanh=INF)),
     ("data", lambda: fusion.measure_variants({})),
@@ -93,6 +103,8 @@ BAD_CALLS = [
     ("caches['L3']", lambda: fusion.speedup_vs_size_plot([1024], {"a": [1.0]}, caches={"L3": -1})),
     ("machine", lambda: fusion.roofline_with_vector_roof(None, None)),
     ("vector", lambda: fusion.roofline_with_vector_roof(MACHINE, "fast")),
+    ("vector['torch']", lambda: fusion.roofline_with_vector_roof(MACHINE, {"torch": 1.0})),
+    ("flops", lambda: fusion.roofline_with_vector_roof(MACHINE, ROOF, flops=-1)),
 ]
 
 
@@ -116,7 +128,7 @@ def _raises(*args):
 @pytest.mark.parametrize("call", [
     lambda: fusion.trace_traffic(_raises, ((2,), "float32")),
     lambda: fusion.torch_counted_flops(_raises, torch.ones(2)),
-    lambda: fusion.page_faults(_raises),
+    lambda: memory.page_faults(_raises),
 ], ids=["trace_traffic", "torch_counted_flops", "page_faults"])
 def test_the_learners_own_error_passes_through(call) -> None:
     with pytest.raises(LearnerError, match="own bug"):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from course_utils import fusion, interop, models
+from course_utils import fusion, interop, memory, models
 
 torch = pytest.importorskip("torch")
 
@@ -43,8 +43,8 @@ def test_torch_out_buffer_is_the_same_memory_every_call() -> None:
 def test_page_faults_count_fresh_pages_and_none_for_a_reused_buffer() -> None:
     x = torch.ones(16 * 2**20 // 4)  # 16 MiB: glibc maps it fresh unless it keeps it
     out = torch.empty_like(x)
-    assert fusion.page_faults(lambda: torch.add(x, 1.0, out=out)) == 0
-    assert fusion.page_faults(lambda: torch.ones(64 * 2**20 // 4)) >= 64 * 2**20 // 4096 * 0.9  # 64 MiB > mmap max
+    assert memory.page_faults(lambda: torch.add(x, 1.0, out=out)) == 0
+    assert memory.page_faults(lambda: torch.ones(64 * 2**20 // 4)) >= 64 * 2**20 // 4096 * 0.9  # 64 MiB > mmap max
 
 
 def test_vector_roof_is_positive_and_adds_time_per_element() -> None:
@@ -53,6 +53,46 @@ def test_vector_roof_is_positive_and_adds_time_per_element() -> None:
     one = roof.chain_seconds(1000, flops=10, tanh=1)
     assert one == pytest.approx(1000 * (10 / roof.flops_per_second + 1 / roof.tanh_per_second))
     assert roof.chain_seconds(2000, flops=10, tanh=1) == pytest.approx(2 * one)
+
+
+@pytest.mark.parametrize("framework", ["torch", "jax", "tensorflow"])
+def test_each_framework_has_its_own_vector_roof_and_tanh_error(framework: str) -> None:
+    pytest.importorskip(framework)
+    roof = fusion.measure_vector_roof(framework, elements=4096, steps=2, chains=2, tanhs=2, min_time=0.01)
+    assert roof.framework == framework and roof.flops_per_second > 0 and roof.tanh_per_second > 0
+    assert roof.tanh_error is not None and roof.tanh_error < 1e-5  # float32 tanh, however it is computed
+
+
+def test_one_thread_torch_roof_records_its_threads() -> None:
+    roof = fusion.measure_vector_roof("torch", elements=4096, steps=2, chains=2, tanhs=2, min_time=0.01, threads=1)
+    assert roof.threads == 1
+    assert torch.get_num_threads() >= 1  # restored afterwards
+
+
+def test_chain_ceiling_is_the_rate_of_flops_plus_tanh() -> None:
+    roof = fusion.VectorRoof(1e10, 1e9, 4096)
+    assert roof.chain_flops_per_second(flops=10, tanh=0) == pytest.approx(1e10)
+    assert roof.chain_flops_per_second(flops=10, tanh=1) == pytest.approx(11 / (10 / 1e10 + 1 / 1e9))
+
+
+def test_vector_roof_table_names_the_limit_per_framework() -> None:
+    fast, slow = fusion.VectorRoof(1e11, 1e10, 4096, "jax"), fusion.VectorRoof(1e10, 1e8, 4096, "torch")
+    table = fusion.vector_roof_table({"torch": slow, "jax": fast}, elements=10**6, flops=10, tanh=1,
+                                     memory_seconds=1e-3)
+    text = repr(table)
+    assert "arithmetic" in text.split("torch")[1].split("\n")[0]  # 10 ms of tanh against 1 ms of bytes
+    assert "memory" in text.split("jax")[1].split("\n")[0]
+
+
+def test_best_matmul_roof_lifts_a_depressed_probe_and_keeps_a_good_one() -> None:
+    from course_utils import roofline
+
+    machine = roofline.Machine("torch", "cpu", {"copy": 1e10}, {"mm": 1e11})
+    fast = roofline.Point("mm n=1024", 2 * 1024**3, 12 * 1024**2, 2 * 1024**3 / 3e11)
+    slow = roofline.Point("mm n=16", 2 * 16**3, 12 * 16**2, 1e-3)
+    assert fusion.best_matmul_roof(machine, [slow, fast]).peak_flops == pytest.approx(3e11)
+    assert fusion.best_matmul_roof(machine, [slow]).peak_flops == 1e11
+    assert machine.peak_flops == 1e11  # the measured machine itself is left as it was
 
 
 def test_measure_variants_names_every_like_for_like_variant() -> None:

@@ -25,6 +25,28 @@ def test_torch_remat_saves_less_with_the_same_gradients() -> None:
     if result.peak[0] is not None:
         assert P.predicted_peak_with_remat(result, 4) == int(
             result.peak[0] - result.saved[0] + result.saved[1] + result.saved[0] / 4)
+    if result.live_peak[0] is not None:
+        assert result.live_peak[0] >= result.saved[0]  # everything saved for backward is alive at once
+        assert P.predicted_peak_with_remat(result, 4, live=True) == int(
+            result.live_peak[0] - result.saved[0] + result.saved[1] + result.saved[0] / 4)
+
+
+def test_live_peak_counts_tensors_alive_at_once_not_all_allocated() -> None:
+    torch = pytest.importorskip("torch")
+
+    def two_in_turn():
+        for _ in range(2):
+            t = torch.ones(2**20)  # 4 MiB, freed before the next
+            del t
+
+    def two_at_once():
+        a, b = torch.ones(2**20), torch.ones(2**20)
+        return a.sum() + b.sum()
+
+    one, both = P.torch_live_peak(two_in_turn), P.torch_live_peak(two_at_once)
+    if one is None:
+        pytest.skip("this torch's profiler has no memory timeline")
+    assert 4 * 2**20 <= one < 6 * 2**20 and 8 * 2**20 <= both < 10 * 2**20
 
 
 def test_jax_remat_adds_flops_and_cuts_residuals() -> None:

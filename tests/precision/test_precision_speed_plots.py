@@ -17,6 +17,26 @@ def test_matmul_and_copy_times_are_named_per_format() -> None:
     assert set(copies) == {"fp32", "bf16"} and all(m.median > 0 for m in copies.values())
 
 
+def test_stream_times_give_roofline_points_of_half_the_bytes() -> None:
+    pytest.importorskip("torch")
+    times = P.stream_times(64 * 1024, min_time=0.001, rounds=1)
+    assert set(times) == {"copy fp32", "copy bf16", "triad fp32", "triad bf16"}
+    fp32, bf16 = (P.stream_point(f"triad {f}", times[f"triad {f}"], 64 * 1024) for f in ("fp32", "bf16"))
+    assert fp32.flops == bf16.flops == 2 * 16 * 1024 and fp32.bytes == 2 * bf16.bytes == 3 * 64 * 1024
+    assert bf16.intensity == pytest.approx(2 * fp32.intensity)
+    ratio, low, high = P.bandwidth_ratio(times["copy fp32"], times["copy bf16"])
+    assert low <= ratio <= high
+
+
+def test_jax_dot_dtypes_reads_the_dot_operands() -> None:
+    pytest.importorskip("jax")
+    f32 = P.jax_dot_dtypes(16, "float32")
+    assert f32["dot operands"] == ("f32",) and f32["dots"] >= 1 and f32["converts"] == 0
+    bf16 = P.jax_dot_dtypes(16, "bfloat16")
+    assert set(bf16["dot operands"]) <= {"bf16", "f32"}
+    assert bf16["dot operands"] == ("bf16",) or bf16["converts"] >= 2  # widened: inputs converted to f32
+
+
 def test_plots_return_figures() -> None:
     class Run:
         def __init__(self, k: float) -> None:

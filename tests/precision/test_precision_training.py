@@ -52,6 +52,9 @@ def test_seed_spread_table_and_gap() -> None:
     assert spread.final_losses("fp32").shape == (2,)
     assert spread.gap("fp32") == 0.0 and math.isfinite(spread.gap("bf16"))
     assert "range over seeds" in repr(spread) and "<table>" in spread._repr_html_()
+    assert "2 seeds per run" in repr(spread)
+    one = P.seed_spread({"fp32": {"mode": "fp32"}}, [0], SIZES, x, y, steps=5, batch=32)
+    assert "one seed per run" in repr(one) and "several" not in repr(one)
 
 
 def test_unscale_norms_shows_what_clipping_would_see() -> None:
