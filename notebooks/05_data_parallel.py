@@ -72,7 +72,12 @@ WORKER_ARGS = cu.env.pick(ci=["--repeats", 8, "--wide-batch", 256, "--max-bytes"
 print(f"{CORES} cores; torch sees {torch.cuda.device_count()} GPU(s); JAX installed: {HAVE_JAX}; "
       f"TensorFlow logical CPUs: {len(tf_devices)}; worker arguments: {WORKER_ARGS}")
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 2, "lead": false}
+
+def apart(a, b):
+    """True when two measurements' quartile ranges do not overlap: a difference this run's noise does not explain."""
+    return a.p75 < b.p25 or b.p75 < a.p25
+
+# %% [markdown] course={"lead": false, "minutes": 2} slideshow={"slide_type": "slide"}
 # ## 1. The idea in one picture
 #
 # Every device holds **the same weights**. The global batch of B samples is cut into N shards; each device
@@ -88,7 +93,7 @@ print(f"{CORES} cores; torch sees {torch.cuda.device_count()} GPU(s); JAX instal
 # %%
 cu.distributed.diagram()
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 11, "lead": false}
+# %% [markdown] course={"lead": false, "minutes": 11} slideshow={"slide_type": "slide"}
 # ## 2. Proof, not assertion: two DDP ranks on two processes
 #
 # `mp.spawn` of a function defined in a notebook fails (the child cannot import `__main__`), so the course
@@ -103,7 +108,8 @@ cu.distributed.show_worker("ddp_train.py", only=["setup", "proof"])
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # `setup` picks the backend from the device *type* (NCCL for CUDA, gloo otherwise) and the GPU from
 # `LOCAL_RANK`, the rank on this machine: on the second node of a multi-node job `RANK` is 8 but the GPU is
-# still `cuda:0`. `torch_sgd_step` is the course's one PyTorch step (forward, backward, SGD update): DDP
+# still `cuda:0`. Rank 0 prints the backend and why (the first line of the run below), so a node with fewer
+# GPUs than local ranks, which falls back to gloo on the CPU, says so instead of running slowly in silence. `torch_sgd_step` is the course's one PyTorch step (forward, backward, SGD update): DDP
 # changes nothing in it, because it all-reduces the gradients inside `backward()`. The rest of the file
 # (timing loops, counters) is plumbing. The command that `launch` runs (`--tee=3` prefixes each rank's lines
 # with `[defaultN]:`, which is how the cell knows which rank said what; the cell shows `[rank N]` instead):
@@ -254,14 +260,15 @@ Markdown(
        f"{len(leftover)} process(es) survived: the launcher's clean-up missed them, which is a bug to report.")
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 11, "lead": true}
+# %% [markdown] course={"lead": true, "minutes": 11} slideshow={"slide_type": "slide"}
 # ## 3. Where the time goes: compute, communication, threads
 #
 # The worker timed, on both ranks at once: the DDP step; the same step inside `no_sync()` (DDP skips the
 # all-reduce: pure compute); an all-reduce of a buffer as large as the gradient; and rank 0 alone, without
-# DDP, on the whole global batch (the one-process baseline) and on half of it. Each process had
-# `OMP_NUM_THREADS = 1`; the kernel below also times the whole-batch step with all its threads. Two models:
-# the course's **tiny** MLP (7k parameters, 64 samples) and a **wide** one (1.1M parameters).
+# DDP, on the whole global batch (the one-process baseline) and on half of it, plain and wrapped in a DDP of
+# its own (one rank, `no_sync`). Each process had `OMP_NUM_THREADS = 1`; the kernel below also times the
+# whole-batch step with one thread and with all of its threads. Two models: the course's **tiny** MLP (7k
+# parameters, 64 samples) and a **wide** one (1.1M parameters).
 #
 # **Prediction:** for the tiny model, whose whole-batch step takes a fraction of a millisecond, the
 # all-reduce (fixed latency) costs more than the compute, so communication is more than half of the DDP
@@ -269,16 +276,20 @@ Markdown(
 
 # %%
 timings = {name: run.record(f"timing_{name}") for name in ("tiny", "wide")}
-med = {name: {k: float(np.median(r[k])) for k in ("ddp", "compute", "allreduce", "single", "single_half")}
-       for name, r in timings.items()}
-kernel = {}  # the same whole-batch step in this kernel, with every thread torch has here
+PARTS = ("ddp", "compute", "allreduce", "single", "single_half", "solo_ddp")
+spread = {n: {k: cu.timing.Measurement.from_times(k, r[k]) for k in PARTS} for n, r in timings.items()}
+med = {n: {k: m.median for k, m in parts.items()} for n, parts in spread.items()}
+ALL = torch.get_num_threads()
+threads = {}  # the same whole-batch step in this kernel: one thread, then every thread torch has here
 for name, sizes in (("tiny", (32, 64, 64, 10)), ("wide", (32, 1024, 1024, 10))):
     x_k, y_k = cu.data.classification(timings[name]["global_batch"], seed=2)
     step_k = cu.models.torch_sgd_step(cu.models.torch_mlp(sizes), lr=0.1)
-    kernel[name] = cu.timing.benchmark(step_k, (torch.from_numpy(x_k), torch.from_numpy(y_k)), label=name).median
+    threads[name] = cu.distributed.devices.time_threads(step_k, (torch.from_numpy(x_k), torch.from_numpy(y_k)),
+                                                        threads=(1, ALL))
+kernel = {n: t[ALL].measurement.median for n, t in threads.items()}
 cu.distributed.breakdown_plot({
     f"{n} MLP ({timings[n]['params']:,} parameters, batch {timings[n]['global_batch']})": {
-        f"1 process, {torch.get_num_threads()} threads (kernel)": (kernel[n], 0.0),
+        f"1 process, {ALL} thread{'s' if ALL > 1 else ''} (kernel)": (kernel[n], 0.0),
         "1 process, 1 thread": (m["single"], 0.0),
         "2 DDP ranks, 1 thread each": (m["compute"], max(m["ddp"] - m["compute"], 0.0)),
     } for n, m in med.items()})
@@ -306,25 +317,31 @@ Markdown(
     f"thread, and on {CORES} shared cores a rank often waits to be scheduled. "
     f"Wide model: step {med['wide']['ddp'] * 1e3:.1f} ms, compute {med['wide']['compute'] * 1e3:.1f} ms, "
     f"communication **{share['wide']:.0%}**"
-    + (" (smaller, as predicted). " if share["wide"] < share["tiny"] else " (not smaller: the prediction failed there). ")
+    + (" (smaller, as predicted)" if share["wide"] < share["tiny"] else
+       f" (not smaller: the prediction failed there. Of its {(med['wide']['ddp'] - med['wide']['compute']) * 1e3:.1f}"
+       f" ms of exposed communication, an all-reduce of its {4 * timings['wide']['params'] / 1e6:.1f} MB alone took "
+       f"{med['wide']['allreduce'] * 1e3:.1f} ms"
+       + (f"; the rest was waiting, for the slower rank and for a core, at a load average of "
+          f"{os.getloadavg()[0]:.1f} on {CORES} cores)" if med["wide"]["allreduce"] < med["wide"]["ddp"] - med["wide"]["compute"]
+          else ": gloo moves that gradient that slowly here, and none of it overlapped the compute)"))
+    + ("" if apart(spread["wide"]["ddp"], spread["wide"]["compute"]) else
+       ", though its step and its compute alone overlap in their quartiles: the wide model's communication is "
+       "lost in this run's noise")
+    + ". "
     + f"Against one process with one thread on the whole batch, two ranks give a speed-up of **{speedup['tiny']:.2f}x** "
     f"(tiny) and **{speedup['wide']:.2f}x** (wide), scaling efficiency {speedup['tiny'] / 2:.0%} and "
-    f"{speedup['wide'] / 2:.0%}. One process may also use every thread: in this kernel "
-    f"({torch.get_num_threads()} threads) the whole-batch step took {kernel['tiny'] * 1e3:.2f} ms and "
-    f"{kernel['wide'] * 1e3:.1f} ms. "
-    + (f"Here {torch.get_num_threads()} threads were slower than one thread for the wide model: with a load "
-       f"average of {os.getloadavg()[0]:.1f} on {CORES} cores, a descheduled OpenMP thread makes the others wait at "
-       "every barrier. That is why the course's baseline inside torchrun uses one thread per process."
-       if kernel["wide"] > med["wide"]["single"] else
-       f"Against that baseline the speed-ups of two ranks are {kernel['tiny'] / med['tiny']['ddp']:.2f}x and "
-       f"{kernel['wide'] / med['wide']['ddp']:.2f}x: the fair comparison, since both use every core.")
+    f"{speedup['wide'] / 2:.0%}. The next two subsections take the step apart, and then ask whether one process "
+    "with every thread would have been the better baseline."
 )
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Is the all-reduce the only new cost? (section 1's prediction)
 # If it were, a rank's compute on half the batch would take about half of the one-process, whole-batch step.
-# Rank 0 alone on half the batch (no DDP, no partner running) separates the two other suspects: the fixed
-# cost of every operator, which does not shrink with the batch, and the second process sharing the cores.
+# Three other suspects, each measured on its own by rank 0 while the other rank waited: the fixed cost of
+# every operator, which does not shrink with the batch (half the batch, plain model); DDP's own bookkeeping
+# (half the batch in a one-rank DDP under `no_sync`: DDP's hooks, no partner, no all-reduce); and the partner
+# process computing at the same time (both ranks under `no_sync`). Rank 0 took its three alone-measurements in
+# turns, one call of each per round, so that a change in the machine's load falls on all three alike.
 
 # %%
 half_ratio = {n: m["compute"] / m["single"] for n, m in med.items()}
@@ -334,21 +351,95 @@ cu.display.verdict(all(r < 0.65 for r in half_ratio.values()),
                    "computing half the batch did not halve the time: the all-reduce is not the only new cost")
 
 # %%
-per_op = {n: m["single_half"] / m["single"] for n, m in med.items()}
+CHAIN = {"single": "whole batch, plain model (baseline)", "single_half": "half batch, plain model",
+         "solo_ddp": "half batch, one-rank DDP, no_sync", "compute": "half batch, DDP, partner running, no_sync",
+         "ddp": "half batch, DDP step with its all-reduce"}
+cu.display.table(
+    ["rank 0's step", *(f"{n}: median (quartiles)" for n in med), *(f"{n} / baseline" for n in med)],
+    [(label, *(f"{spread[n][k].median * 1e3:.2f} ms ({spread[n][k].p25 * 1e3:.2f}-{spread[n][k].p75 * 1e3:.2f})"
+               for n in med), *(f"{med[n][k] / med[n]['single']:.2f}x" for n in med)) for k, label in CHAIN.items()],
+    title="One suspect at a time: rank 0's step, 1 thread per process (measured)",
+    note="Rows 1-3: rank 0 alone while the other rank waits; rows 4-5: both ranks at once. "
+         "Baseline = one process, whole batch, 1 thread.")
+
+
+# %%
+def change(n, before, after, what):
+    a, b = spread[n][before], spread[n][after]
+    if not apart(a, b):
+        return f"{what}, no measurable change ({a.median * 1e3:.2f} → {b.median * 1e3:.2f} ms, quartiles overlap)"
+    return f"{what}, {b.median / a.median:.2f}x ({a.median * 1e3:.2f} → {b.median * 1e3:.2f} ms)"
+
+
+STEPS = [("single", "single_half", "halving the batch"), ("single_half", "solo_ddp", "DDP's hooks without a partner"),
+         ("solo_ddp", "compute", "the partner rank computing at the same time"), ("compute", "ddp", "the all-reduce")]
+hidden = {n: {what: med[n][b] - med[n][a] for a, b, what in STEPS[1:3]
+              if apart(spread[n][a], spread[n][b]) and med[n][b] > med[n][a]} for n in med}
 Markdown(
-    f"Rank 0 alone took **{per_op['tiny']:.2f}x** of the whole-batch time for half the tiny batch and "
-    f"**{per_op['wide']:.2f}x** for half the wide batch. "
-    + ("For the tiny model that is near 1x: " if per_op["tiny"] > 0.7 else "Even for the tiny model it shrank: ")
-    + "a step of a small model is a few dozen operator calls, each with a fixed cost (Python, dispatch, the "
-    "autograd graph, the optimizer loop) of microseconds, and halving 64 rows changes little of that. "
-    f"With DDP and the partner rank running, the half batch took {half_ratio['tiny']:.2f}x (tiny) and "
-    f"{half_ratio['wide']:.2f}x (wide) of the whole-batch step: on top of the per-op cost come DDP's hooks in "
-    f"backward and two processes (plus gloo's threads) on {CORES} cores. Each process had one thread, so the "
-    "wide model's large matrix products shrink in proportion"
-    + (" and its half-batch compute came close to half. " if half_ratio["wide"] < 0.65 else
-       ", but the extra work of DDP and the core sharing kept its half-batch compute well above half. ")
-    + "So the all-reduce is the visible new cost, and per-operator overhead plus shared cores are the hidden ones: "
-    "measure one rank's compute, do not assume it is 1/N."
+    " ".join(f"**{n.capitalize()} model**: " + "; ".join(change(n, *step) for step in STEPS) + "." for n in med)
+    + f"\n\nSo between half the batch alone ({med['tiny']['single_half'] / med['tiny']['single']:.2f}x, tiny) and a "
+    f"rank's compute in the job ({med['tiny']['compute'] / med['tiny']['single']:.2f}x) the tiny model's step grew by "
+    + (" and ".join(f"{cu.display.format_time(v)} from {k}" for k, v in hidden["tiny"].items()) + " (measured). "
+       if hidden["tiny"] else "nothing that stands out from the quartiles: the pieces are within this run's noise. ")
+    + "Halving the batch saves little for a small model: its step is a few dozen operator calls, each with a "
+    "fixed cost (Python, dispatch, autograd, the optimizer loop) that does not shrink with the rows. "
+    + ("Even under `no_sync`, DDP runs its forward bookkeeping and an autograd hook per parameter. "
+       if STEPS[1][2] in hidden["tiny"] else "")
+    + (f"The partner rank shares this machine's {CORES} cores, caches and memory bandwidth (load average "
+       f"{os.getloadavg()[0]:.1f} now), with gloo's threads besides. " if STEPS[2][2] in hidden["tiny"] else "")
+    + "So the all-reduce is the visible new cost, and per-operator overhead, DDP's bookkeeping and the shared "
+    "machine are the candidates for the hidden ones: measure one rank's compute, do not assume it is 1/N."
+)
+
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### One process with every thread: the better baseline?
+# Each rank above had one thread, so that two ranks do not fight over the cores. One process could instead give
+# torch every thread: it splits each large operator over its intra-op threads (OpenMP), which meet at a barrier
+# at the end of every parallel operator. `cu.distributed.devices.time_threads` timed the whole-batch step in
+# this kernel (section 3's first cell) with 1 thread and with all of them, and how many cores the process kept
+# busy meanwhile (its CPU time over wall time: threads that compute keep a core each, threads that wait do not).
+#
+# **Prediction:** with every thread the whole-batch step is at least as fast as with one thread (their
+# quartile ranges overlap, or all threads win), for both models.
+
+# %%
+fmt = cu.display.format_time
+cu.display.table(["model", "threads", "median", "quartiles", "cores kept busy"],
+                 [(n, r.threads, fmt(r.measurement.median), f"{fmt(r.measurement.p25)} to {fmt(r.measurement.p75)}",
+                   f"{r.cores_busy:.2f}") for n, t in threads.items() for r in t.values()],
+                 title=f"The whole-batch step in this kernel ({CORES} cores, load average {os.getloadavg()[0]:.1f})")
+
+# %%
+slower = [n for n, t in threads.items() if t[ALL].measurement.p25 > t[1].measurement.p75]
+thread_ratio = {n: t[ALL].measurement.median / t[1].measurement.median for n, t in threads.items()}
+cu.display.verdict(not slower, ", ".join(f"{n}: {ALL} threads took {cu.display.ratio(r)} the 1-thread time"
+                                         for n, r in thread_ratio.items()),
+                   f"with {ALL} threads the {' and the '.join(slower)} step was slower than with one, beyond the quartiles")
+
+# %%
+busy = {n: threads[n][ALL].cores_busy for n in threads}
+Markdown(
+    " ".join(
+        f"{n.capitalize()} model: {ALL} threads took **{cu.display.ratio(thread_ratio[n])}** the 1-thread time and "
+        f"kept {busy[n]:.2f} cores busy"
+        + ((f" against {threads[n][1].cores_busy:.2f} with one thread: the extra threads added little computing "
+            "while the step took longer, so the extra time was spent waiting. At the barrier that ends each "
+            "parallel operator every thread waits for the last, and when another process holds that thread's "
+            f"core (load average {os.getloadavg()[0]:.1f} on {CORES} cores) it waits for the scheduler's next time "
+            f"slice, which lasts milliseconds (the 1-thread step took {fmt(threads[n][1].measurement.median)})."
+            if busy[n] < 1.5 * threads[n][1].cores_busy else
+            f" against {threads[n][1].cores_busy:.2f} with one thread: the threads did compute, but splitting "
+            "its operators cost more than it saved.")
+           if n in slower else
+           f" (1 thread: {threads[n][1].cores_busy:.2f}): "
+           + ("faster beyond the quartiles" if apart(threads[n][1].measurement, threads[n][ALL].measurement) else
+              "no measurable difference, the quartile ranges overlap")
+           + f"; against this baseline two ranks ran at {kernel[n] / med[n]['ddp']:.2f}x, the fairer comparison "
+           "since both use every core.")
+        for n in threads)
+    + " A step whose threads outnumber the free cores waits on the slowest one: that is why the course gives "
+    "each rank `OMP_NUM_THREADS = cores / processes`."
 )
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -359,7 +450,8 @@ Markdown(
 # often; one huge bucket waits for the end of backward. The worker trained a deeper MLP (9 layers of 256) with
 # several caps, counted the all-reduce calls with a communication hook, and timed a model without the hook.
 #
-# **Prediction:** the bucket count falls as the cap grows; step time has a shallow optimum in between. (On a
+# **Prediction:** the bucket count falls as the cap grows; step time has a shallow optimum in between: the
+# fastest cap is neither the smallest nor the largest, and its quartile range lies below both ends'. (On a
 # shared 2-core CPU, gloo's communication competes with compute for cores, so overlap gains little here; on
 # GPUs NCCL runs on its own streams and overlap matters.)
 
@@ -381,33 +473,41 @@ caps = [r["cap_mb"] for r in bucket_runs]
 medians = [bucket_ms[c].median for c in caps]
 fastest = caps[int(np.argmin(medians))]
 inside = fastest not in (caps[0], caps[-1])
-cu.display.verdict(counts == sorted(counts, reverse=True) and inside,
+beats_ends = all(bucket_ms[fastest].p75 < bucket_ms[c].p25 for c in (caps[0], caps[-1]))
+falls = counts == sorted(counts, reverse=True)
+cu.display.verdict(falls and inside and beats_ends,
                    f"{counts[0]} -> {counts[-1]} buckets; the fastest cap was {fastest:g} MB "
-                   f"({bucket_ms[fastest].median * 1e3:.2f} ms)",
-                   "the bucket count did not fall" if counts != sorted(counts, reverse=True) else
-                   f"the fastest setting is at the {'smallest' if fastest == caps[0] else 'largest'} cap, not in between")
+                   f"({bucket_ms[fastest].median * 1e3:.2f} ms, quartiles {bucket_ms[fastest].p25 * 1e3:.2f}-"
+                   f"{bucket_ms[fastest].p75 * 1e3:.2f} ms)",
+                   "the bucket count did not fall" if not falls else
+                   f"the fastest setting is at the {'smallest' if fastest == caps[0] else 'largest'} cap, not in between"
+                   if not inside else "its quartile range overlaps an end's: no optimum stands out from the noise")
 
 # %%
-falling = all(a >= b for a, b in zip(medians, medians[1:]))
-noise, span = max(m.iqr for m in bucket_ms.values()), max(medians) - min(medians)
-order = ", ".join(f"{m * 1e3:.2f}" for m in medians)
-if falling:
-    trend = "step time fell at every larger cap: fewer, larger all-reduces won, and overlap bought nothing here"
-elif fastest == caps[0]:
-    trend = "the smallest cap, with the most all-reduces, was fastest: starting communication early paid here"
+ranges = ", ".join(f"{c:g} MB {bucket_ms[c].median * 1e3:.2f} ({bucket_ms[c].p25 * 1e3:.2f}-"
+                   f"{bucket_ms[c].p75 * 1e3:.2f})" for c in caps)
+pairs = [(a, b) for i, a in enumerate(caps) for b in caps[i + 1:] if apart(bucket_ms[a], bucket_ms[b])]
+if not pairs:
+    trend = ("every setting's quartile range overlaps every other's: **no measurable effect of the bucket size** at "
+             "this size on this machine")
+elif falls and all(apart(bucket_ms[a], bucket_ms[b]) and bucket_ms[b].median < bucket_ms[a].median
+                   for a, b in zip(caps, caps[1:])):
+    trend = "step time fell at every larger cap, beyond the quartiles: fewer, larger all-reduces won"
 else:
-    trend = f"the fastest cap was {fastest:g} MB"
+    trend = ("the pairs that differ are " + "; ".join(f"{a:g} vs {b:g} MB" for a, b in pairs) + ". "
+             + (f"The fastest, {fastest:g} MB, lies between the ends and clear of both: a measurable optimum"
+                if inside and beats_ends else
+                f"The fastest median, {fastest:g} MB, is "
+                + ("an end of the range" if not inside else "not clear of both ends")
+                + ": no optimum in between stands out from the noise at this size on this machine"))
 Markdown(
     f"With a {caps[0]:g} MB cap DDP issued **{counts[0]}** all-reduces per step, with {caps[-1]:g} MB **{counts[-1]}**. "
-    f"In the plot, {trend} (medians {order} ms, smallest cap first). The medians span {span * 1e3:.2f} ms while "
-    f"one setting's quartile range reaches {noise * 1e3:.2f} ms, so "
-    + ("this order is within the noise of this busy machine: rerun it before you trust it. " if span < noise else
-       "the order stands out from the noise. ")
-    + "On a CPU every gloo call costs a fixed latency and competes with backward for the same cores; on GPUs "
+    f"Step time, median (quartiles) in ms: {ranges}. Compared by their quartile ranges, {trend}. "
+    "On a CPU every gloo call costs a fixed latency and competes with backward for the same cores; on GPUs "
     "NCCL overlaps communication with backward on its own streams. Tune buckets on the hardware you train on."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 4, "lead": false}
+# %% [markdown] course={"lead": false, "minutes": 4} slideshow={"slide_type": "slide"}
 # ## 4. Gradient accumulation with `no_sync()`: fewer all-reduces
 #
 # The seed article asks: *"would gradient accumulation reduce the synchronisation frequency?"* With K
@@ -423,7 +523,7 @@ Markdown(
 # %%
 answer = None  # your answer here
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 K = 4
 buckets_tiny = -(-4 * timings["tiny"]["params"] // (1024 * 1024))  # gradient bytes over DDP's 1 MiB first bucket
 answer = (K * buckets_tiny, 1 * buckets_tiny)  # every backward syncs, or only the last one
@@ -477,7 +577,7 @@ Markdown(
        "where communication, not scheduling, is the large share of the step.")
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 7, "lead": true}
+# %% [markdown] course={"lead": true, "minutes": 7} slideshow={"slide_type": "slide"}
 # ## 5. When more devices are slower: the ring all-reduce cost model
 #
 # The seed article warns: *"multi-machine training can be slower than a single card when the model fits on
@@ -515,10 +615,11 @@ for n, r in ratio.items():
     print(f"N={n}{' (fitted)' if n == 2 else ''}: measured / model between {r.min():.2f} and {r.max():.2f}")
 held = all(0.5 <= r.min() and r.max() <= 2 for n, r in ratio.items() if n > 2)
 in_sample_ok = 0.5 <= ratio[2].min() and ratio[2].max() <= 2
-worst = max((n for n in ratio if n > 2), key=lambda n: max(ratio[n].max(), 1 / ratio[n].min()))
+left = [n for n, r in ratio.items() if n > 2 and not (0.5 <= r.min() and r.max() <= 2)]  # out of the band
 cu.display.verdict(held, f"out of sample, measured / model stays within {ratio[3].min():.2f}-{ratio[3].max():.2f} "
                          f"(N=3) and {ratio[4].min():.2f}-{ratio[4].max():.2f} (N=4)",
-                   f"at N={worst} the measurement left the factor-2 band: {worst} processes on {CORES} cores")
+                   "the measurement left the factor-2 band at " + " and ".join(f"N={n}" for n in left)
+                   + f", on {CORES} cores")
 
 # %%
 Markdown(
@@ -528,12 +629,17 @@ Markdown(
     + (", a fair fit. " if in_sample_ok else ": even on N = 2 the two-parameter model misses some sizes by more "
        "than 2x, a sign of scheduling noise on this busy machine (or of gloo switching algorithms with size). ")
     + ("Out of sample it held: N = 3 and 4 stayed within a factor 2. " if held else
-       f"Out of sample it failed at N = {worst}. ")
-    + (f"This machine has {CORES} cores, so the runs with more processes than cores were **oversubscribed**: "
+       "Out of sample it failed at " + " and ".join(f"N = {n} ({ratio[n].min():.2f}-{ratio[n].max():.2f}x)"
+                                                    for n in left) + ". ")
+    + (f"This machine has {CORES} cores, so the runs with more processes than cores "
+       f"({', '.join(f'N = {n}' for n in sweeps if n > CORES)}) were **oversubscribed**: "
        + ("a ring step then waits until the next process is scheduled, milliseconds that no latency fitted on "
-          "2 processes contains. " if not held else
-          "the ranks took turns on the cores, and still the model held at these sizes. ")
+          "2 processes contains. " if any(n > CORES for n in left) else
+          "the ranks took turns on the cores, and still the model held for them. ")
        if max(sweeps) > CORES else f"each of the {max(sweeps)} processes had a core of its own. ")
+    + (f"{' and '.join(f'N = {n}' for n in left if n <= CORES)} had a core per process and still left the band: "
+       "there the ring's extra steps cost more than the latency fitted on 2 processes (gloo may also pick another "
+       "algorithm for more ranks). " if any(n <= CORES for n in left) else "")
     + "A cost model is only as good as the conditions it was fitted in: fit it where you will run, and check "
     "it on a size you did not fit."
 )
@@ -578,7 +684,7 @@ Markdown(
     "pitfall: a model that fits on one card gains nothing from a slow network."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 10, "lead": false}
+# %% [markdown] course={"lead": false, "minutes": 10} slideshow={"slide_type": "slide"}
 # ## 6. JAX: a mesh, shardings in the types, and `shard_map`
 #
 # JAX needs no launcher on one host. A **mesh** names the devices along axes; a `PartitionSpec` (`jax.P`)
@@ -725,7 +831,7 @@ if HAVE_JAX:
         + (", exactly the device count: " if abs(trap_ratio - len(jax.devices())) < 1e-3 else ", not the device count: ")
         + "always check a sharded gradient against a single-device run."))
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 3, "lead": false}
+# %% [markdown] course={"lead": false, "minutes": 3} slideshow={"slide_type": "slide"}
 # ## 7. TensorFlow: `MirroredStrategy` over logical devices
 #
 # `tf.distribute.MirroredStrategy` replicates a Keras model over the devices it is given, splits each global
@@ -780,16 +886,17 @@ if HAVE_TF:
         "On a Colab TPU the same code runs with `TPUStrategy` (`TPUClusterResolver`, "
         "`tf.tpu.experimental.initialize_tpu_system`, then build and compile inside `strategy.scope()`)."))
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 2, "lead": false}
+# %% [markdown] course={"lead": false, "minutes": 2} slideshow={"slide_type": "slide"}
 # ## 8. Beyond one machine
 #
 # The same three programs scale out with a launcher per node and a rendezvous address (every node runs the
 # same command; notebook 06 runs it with two "nodes" on this machine):
 #
 # ```bash
-# # PyTorch: on each of 4 nodes with 8 GPUs (c10d rendezvous on node 0; ddp_train picks NCCL and cuda:LOCAL_RANK)
+# # PyTorch: on each of 4 nodes with 8 GPUs (c10d rendezvous on node 0; ddp_train picks NCCL and cuda:LOCAL_RANK,
+# # and each rank writes its records and arrays into --out, ./ddp_out by default, never the working directory)
 # torchrun --nnodes=4 --nproc-per-node=8 --rdzv-backend=c10d --rdzv-endpoint=node0.example:29400 \
-#          --rdzv-id=job42 course_utils/workers/ddp_train.py
+#          --rdzv-id=job42 course_utils/workers/ddp_train.py --out ddp_out
 # ```
 # ```python
 # # JAX: one process per host, before any other JAX call; then jax.devices() lists all hosts' devices
@@ -805,7 +912,8 @@ if HAVE_TF:
 # all-gather of the updated weights instead of one all-reduce); only stage 3 gathers the weights again for
 # the backward pass, about **1.5x** DDP's traffic. With mixed-precision Adam (16 bytes per parameter) a 7B
 # model needs 112 GB per device without sharding: more than an 80 GB A100/H100 holds, less than an H200
-# (141 GB) or an MI300X (192 GB), before any activations. The table is computed from these formulas.
+# (141 GB), a B200 (180-192 GB of HBM3e, depending on the system) or an MI300X (192 GB), before any activations
+# (memory sizes from the vendors' datasheets, not measured here). The table is computed from these formulas.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -816,7 +924,7 @@ cu.display.table(["devices", *(f"ZeRO-{s} memory (GB)" for s in range(4)), "ZeRO
                    if n > 1 else "-") for n in (1, 8, 64)],
                  title="7B parameters, mixed-precision Adam: model state per device and bf16 traffic (computed)")
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 2, "lead": false}
+# %% [markdown] course={"lead": false, "minutes": 2} slideshow={"slide_type": "slide"}
 # ## Exercises
 #
 # **05.2 The largest model per device.** With an H200's 141 GB per device and 16 bytes per parameter (ignore
@@ -829,7 +937,7 @@ cu.display.table(["devices", *(f"ZeRO-{s} memory (GB)" for s in range(4)), "ZeRO
 # %%
 answer = None  # your answer here
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 answer = {stage: 141e9 / cu.distributed.memory_per_device(1, 64, stage) for stage in (0, 2, 3)}
 print({stage: f"{p / 1e9:.1f} B parameters" for stage, p in answer.items()})
 
@@ -848,7 +956,7 @@ cu.exercises.check("05.2", answer, device_bytes=141e9, n=64)
 # %%
 answer = None  # your answer here
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 bw, lat = LINKS["100 Gb InfiniBand (12.5 GB/s, 5 µs)"]
 answer = next((n for n in range(2, 1025)
                if cu.distributed.ring_allreduce_time(wide_bytes, n, bw, lat) > ASSUMED_COMPUTE), None)
@@ -859,7 +967,7 @@ print("first N where the all-reduce exceeds the assumed compute:", answer)
 ib_bw, ib_lat = LINKS["100 Gb InfiniBand (12.5 GB/s, 5 µs)"]
 cu.exercises.check("05.3", answer, nbytes=wide_bytes, compute_seconds=ASSUMED_COMPUTE, bandwidth=ib_bw, latency=ib_lat)
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 2, "lead": true}
+# %% [markdown] course={"lead": true, "minutes": 2} slideshow={"slide_type": "slide"}
 # ## Summary
 
 # %%
@@ -872,6 +980,9 @@ rows = [
     ("tiny model: speed-up of 2 ranks", speedup["tiny"], "x", "vs 1 process, 1 thread; < 1 means slower"),
     ("wide model: speed-up of 2 ranks", speedup["wide"], "x", f"{timings['wide']['params']:,} parameters"),
     ("rank's half-batch compute / whole-batch step", half_ratio["tiny"], "x", "tiny model; 0.5 if compute halved"),
+    ("half batch alone / whole batch", med["tiny"]["single_half"] / med["tiny"]["single"], "x",
+     "tiny model, 1 process: the per-operator cost"),
+    ("whole-batch step, all threads / 1 thread", thread_ratio["tiny"], "x", f"tiny model, {ALL} threads, {CORES} cores"),
     ("no_sync: step time saved", saved * 100, "%", "4 micro-batches, 1 all-reduce instead of 4"),
     ("fitted all-reduce bandwidth", fit.bandwidth / 1e9, "GB/s", "gloo, 2 processes, this machine"),
     ("fitted all-reduce latency", fit.latency * 1e6, "µs", "per ring step"),

@@ -22,7 +22,7 @@ from course_utils.pipeline.dataset import (
     numpy_collate,
 )
 from course_utils.pipeline.exercises import reference_utilisation, smallest_removing
-from course_utils.pipeline.loop import Timeline, run_loop, timelines_table
+from course_utils.pipeline.loop import Timeline, apart, run_loop, timelines_table
 from course_utils.pipeline.plots import timeline_plot, utilisation_plot, workers_plot
 from course_utils.pipeline.prefetch import InLoop, Prefetch, PrefetchIterator, prefetch_threads
 from course_utils.pipeline.stall import STEP_MARK, Stalls, capture_loop, data_stalls, stalls_table
@@ -31,6 +31,7 @@ from course_utils.pipeline.tfdata import tf_augment_ops, tf_decode_ops, tf_pipel
 from course_utils.pipeline.workers import (
     data_cores,
     limit_compute_threads,
+    oversubscribing,
     start_forkserver,
     unpickles_in_fresh_process,
     worker_context,
@@ -41,8 +42,9 @@ from course_utils.pipeline.workers import (
 
 __all__ = [
     "STEP_MARK", "Stalls", "capture_loop", "data_stalls", "stalls_table",
-    "AugmentParams", "InLoop", "NumpyBatches", "Prefetch", "PrefetchIterator", "SyntheticImages", "Timeline",
+    "AugmentParams", "InLoop", "apart", "NumpyBatches", "Prefetch", "PrefetchIterator", "SyntheticImages", "Timeline",
     "data_cores", "fingerprint", "limit_compute_threads", "max_difference", "mlp_step", "numpy_collate",
+    "oversubscribing",
     "prefetch_threads", "reference_utilisation", "run_loop", "smallest_removing", "start_forkserver", "tf_augment_ops",
     "tf_decode_ops", "tf_pipeline", "timeline_plot", "timelines_table", "unpickles_in_fresh_process",
     "utilisation_plot", "warm_steps", "worker_context", "worker_counts", "worker_memory", "worker_processes",

@@ -5,15 +5,15 @@ as context) or against a reference implementation, and says what is still wrong.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from course_utils import exercises, validate
+from course_utils import exercises, timing, validate
 
 REMOVED = 0.5  # a worker count "removes the wait" when its steady wait is at most half the in-process wait
-TIE = 0.03  # utilisations closer than 3 points are a tie on a shared machine: either answer is right
+CHOICES = ("threads", "processes", "tie")
 
 
 def smallest_removing(waits: Mapping[int, float]) -> int | None:
@@ -51,24 +51,42 @@ def _workers_needed(answer: Any, *, wait: float, compute: float, free: int,
             f"{compute * 1e3:.1f} ms per step, {free} free core(s)) nor from the sweep ({seen})")
 
 
-@exercises.register("04.2", hint="compare the utilisation of the thread prefetcher with that of the worker "
-                                 "process + Prefetch, both measured in this run")
-def _processes_or_threads(answer: Any, *, thread_utilisation: float, process_utilisation: float) -> str | None:
-    """'threads' or 'processes': which fed JAX better in this run (a tie within 3 points accepts either)."""
+def _steps(name: str, values: Sequence[float]) -> timing.Measurement:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise TypeError(f"{name} must be a sequence of seconds per step; got {values!r:.60}")
+    validate.non_empty(name, values)
+    return timing.Measurement.from_times(name, [validate.non_negative(name, t) for t in values])
+
+
+def faster(thread_steps: Sequence[float], process_steps: Sequence[float]) -> str:
+    """'threads', 'processes' or 'tie': which run's steady steps were shorter, judged by their quartile ranges
+    (overlapping quartiles are a tie: a difference within this run's noise)."""
+    thread, process = _steps("thread_steps", thread_steps), _steps("process_steps", process_steps)
+    if thread.p75 < process.p25:
+        return "threads"
+    if process.p75 < thread.p25:
+        return "processes"
+    return "tie"
+
+
+@exercises.register("04.2", hint="compare the steady step times of the thread prefetcher and of the worker "
+                                 "process + Prefetch, both measured in this run: if their quartile ranges overlap, "
+                                 "it is a tie")
+def _processes_or_threads(answer: Any, *, thread_steps: Sequence[float], process_steps: Sequence[float]) -> str | None:
+    """'threads', 'processes' or 'tie': which gave JAX the shorter steady step in this run (quartiles decide)."""
     if not isinstance(answer, str):
-        raise TypeError(f"the answer should be 'threads' or 'processes'; got {answer!r}")
+        raise TypeError(f"the answer should be 'threads', 'processes' or 'tie'; got {answer!r}")
     choice = answer.strip().lower()
-    if choice not in ("threads", "processes"):
-        raise ValueError(f"the answer should be 'threads' or 'processes'; got {answer!r}")
-    thread = validate.fraction("thread_utilisation", thread_utilisation)
-    process = validate.fraction("process_utilisation", process_utilisation)
-    if abs(thread - process) <= TIE:
-        return None
-    expected = "threads" if thread > process else "processes"
+    if choice not in CHOICES:
+        raise ValueError(f"the answer should be 'threads', 'processes' or 'tie'; got {answer!r}")
+    expected = faster(thread_steps, process_steps)
     if choice == expected:
         return None
-    return (f"this run measured threads {thread:.0%} and processes {process:.0%} utilisation: "
-            f"{expected} fed JAX better here")
+    thread, process = _steps("thread_steps", thread_steps), _steps("process_steps", process_steps)
+    seen = (f"threads {thread.median * 1e3:.1f} ms (quartiles {thread.p25 * 1e3:.1f}-{thread.p75 * 1e3:.1f}), "
+            f"processes {process.median * 1e3:.1f} ms ({process.p25 * 1e3:.1f}-{process.p75 * 1e3:.1f}) per step")
+    verdict = "the quartile ranges overlap: a tie" if expected == "tie" else f"{expected} gave the shorter step"
+    return f"this run measured {seen}: {verdict}"
 
 
 def reference_utilisation(waits: Any, computes: Any) -> float:

@@ -17,6 +17,7 @@ from course_utils.pipeline.dataset import fingerprint
 
 _fmt = display.format_time
 _clock = time.perf_counter  # module-level so that tests can drive the loop with a fake clock
+PARTS = ("step", "wait", "compute")
 
 
 @dataclass(frozen=True, repr=False)
@@ -81,6 +82,14 @@ class Timeline:
         total = self.step_time
         return self.compute_time / total if total > 0 else 0.0
 
+    def part(self, name: str = "step") -> timing.Measurement:
+        """The steady steps' ``name`` times ("step" = wait + compute, "wait", "compute") as a Measurement, for
+        their median and quartiles."""
+        validate.choice("name", name, PARTS)
+        waits, computes = (np.asarray(getattr(self, a))[self._steady()] for a in ("waits", "computes"))
+        values = {"step": waits + computes, "wait": waits, "compute": computes}[name]
+        return timing.Measurement.from_times(f"{self.label}: {name}", values.tolist())
+
     def epoch_wait(self, epoch: int) -> float:
         """Mean wait per steady step of one epoch (its first step, the start-up, left out), seconds."""
         validate.choice("epoch", epoch, sorted(set(self.epochs)))
@@ -112,14 +121,34 @@ class Timeline:
         return self.table()._repr_html_()
 
 
-def timelines_table(timelines: Sequence[Timeline], *, title: str | None = None) -> display.Table:
-    """One row per loop: steady step time, wait, compute, utilisation (busy time share), first start-up."""
+def apart(a: Timeline, b: Timeline, part: str = "step") -> bool:
+    """True when the quartile ranges of ``part`` per steady step do not overlap: a difference this run's noise
+    does not explain (overlapping quartiles: within the noise)."""
+    validate.instance("a", a, Timeline)
+    validate.instance("b", b, Timeline)
+    x, y = a.part(part), b.part(part)
+    return x.p75 < y.p25 or y.p75 < x.p25
+
+
+def _quartiles(m: timing.Measurement) -> str:
+    return f"{_fmt(m.p25)} to {_fmt(m.p75)}"
+
+
+def timelines_table(timelines: Sequence[Timeline], *, title: str | None = None, spread: bool = False) -> display.Table:
+    """One row per loop: steady step time, wait, compute, utilisation (busy time share), first start-up; with
+    ``spread`` also the quartiles of the step and of the compute per steady step."""
     validate.non_empty("timelines", timelines)
     for t in timelines:
         validate.instance("timelines", t, Timeline)
-    return display.table(
-        ["loop", "step", "wait", "compute", "utilisation", "start-up"], [t.row() for t in timelines],
-        title=title, note="Steady steps (first step of each epoch left out); utilisation = compute / step time.")
+    validate.instance("spread", spread, bool)
+    headers = ["loop", "step", "wait", "compute", "utilisation", "start-up"]
+    rows = [t.row() for t in timelines]
+    note = "Steady steps (first step of each epoch left out); utilisation = compute / step time."
+    if spread:
+        headers += ["step quartiles", "compute quartiles"]
+        rows = [(*r, _quartiles(t.part("step")), _quartiles(t.part("compute"))) for r, t in zip(rows, timelines)]
+        note += " Step and compute are means; quartiles are over the steady steps."
+    return display.table(headers, rows, title=title, note=note)
 
 
 def run_loop(

@@ -16,7 +16,9 @@ import pickle
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Sequence
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from course_utils import env, validate
@@ -145,6 +147,18 @@ def worker_counts(cores: int | None = None) -> list[int]:
     """Worker counts worth measuring on a machine with ``cores`` cores: 0, 1, half, all, and a few too many."""
     cores = (os.cpu_count() or 1) if cores is None else validate.positive("cores", cores, integer=True)
     return sorted({0, 1, max(1, cores // 2), cores, min(2 * cores, cores + 4)})
+
+
+OVERSUBSCRIBED_WARNING = r"This DataLoader will create \d+ worker processes in total"
+
+
+@contextmanager
+def oversubscribing() -> Iterator[None]:
+    """Silence only PyTorch's "more workers than the suggested maximum" UserWarning, inside the block: for a
+    sweep that puts more workers than cores on purpose, to measure what that costs. Every other warning shows."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=OVERSUBSCRIBED_WARNING, category=UserWarning)
+        yield
 
 
 def data_cores(cores: int | None = None) -> int:

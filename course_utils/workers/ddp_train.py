@@ -1,13 +1,16 @@
 """Data-parallel training with PyTorch DDP, one process per rank, started by torchrun.
 
-Launched from the notebook with ``cu.distributed.launch("ddp_train.py", nprocs=2, args=[...])``. Each phase
-records its numbers with ``worker.emit`` (JSON) or ``worker.save`` (arrays):
+Launched from the notebook with ``cu.distributed.launch("ddp_train.py", nprocs=2, args=[...])``, which collects
+what the ranks record. Run by hand (``torchrun ... ddp_train.py --out DIR``) the ranks write their records
+(``rankN.jsonl``) and arrays (``NAME.rankN.npz``) into DIR, ``./ddp_out`` by default. Each phase records its
+numbers with ``worker.emit`` (JSON) or ``worker.save`` (arrays):
 
 proof      20 SGD steps of the course MLP; every rank saves its weights at each checkpoint.
 accum      gradient accumulation over K micro-batches, syncing every micro-batch vs ``no_sync()``:
            all-reduce calls counted with a DDP communication hook, times taken on a model without the hook.
 timing     per-step time of a tiny and a wide model: DDP step, the same step without all-reduce
-           (``no_sync``), the all-reduce alone, and rank 0 alone on the whole and on half the batch.
+           (``no_sync``), the all-reduce alone, and rank 0 alone on the whole and on half the batch, plain and
+           in a one-rank DDP (``no_sync``: DDP's hooks without a partner process).
 buckets    DDP step time and bucket count of a deeper MLP for several ``bucket_cap_mb`` values.
 allreduce  all-reduce time against message size (for the cost model).
 Every rank runs the same number of steps in every phase: collective calls must match across ranks.
@@ -17,6 +20,7 @@ import argparse
 import gc
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 import psutil
@@ -35,15 +39,21 @@ LR = 0.1
 
 
 def setup() -> tuple[int, int, torch.device]:
-    """Join the process group: NCCL on GPUs (one per local rank), gloo on CPU."""
+    """Join the process group: NCCL on GPUs (one per local rank), gloo on CPU; rank 0 says which, and why."""
     local_rank = worker.local_rank()  # torchrun sets LOCAL_RANK: the GPU index on this machine
     local_world = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))  # ranks on this machine
-    if torch.cuda.device_count() >= local_world:  # NCCL needs a GPU of its own for every local rank
+    gpus = torch.cuda.device_count()
+    if gpus >= local_world:  # NCCL needs a GPU of its own for every local rank
         device = torch.device("cuda", local_rank)
         torch.cuda.set_device(device)
+        why = f"{gpus} GPU(s) for {local_world} local rank(s)"
     else:
         device = torch.device("cpu")
-    dist.init_process_group("nccl" if device.type == "cuda" else "gloo")  # MASTER_ADDR/PORT from torchrun
+        why = (f"only {gpus} GPU(s) for {local_world} local ranks: falling back to the CPU" if gpus else "no GPU")
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    if worker.rank() == 0:
+        print(f"backend {backend} on {device.type}: {why}", flush=True)
+    dist.init_process_group(backend)  # MASTER_ADDR/PORT from torchrun
     return dist.get_rank(), dist.get_world_size(), device
 
 
@@ -105,6 +115,22 @@ def timed(repeats: int, device: torch.device, fn, *args, together: bool = True) 
     return times
 
 
+def interleaved(repeats: int, device: torch.device, calls: dict) -> dict[str, list[float]]:
+    """Seconds of each call of ``calls`` (name -> (fn, *args)), taken in turns, so that a change in the
+    machine's load during the measurement falls on all of them alike; one untimed warm-up call each."""
+    times = {name: [] for name in calls}
+    for fn, *args in calls.values():
+        fn(*args)
+    for _ in range(repeats):
+        for name, (fn, *args) in calls.items():
+            wait(device)
+            start = time.perf_counter()
+            fn(*args)
+            wait(device)
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
 def compute_only(model, step, batch) -> None:
     """The same step without communication: under ``no_sync`` DDP skips the all-reduce."""
     with model.no_sync():
@@ -155,16 +181,19 @@ def timing(rank, world, device, workloads: dict, repeats: int) -> None:
         ddp = timed(repeats, device, step, (x, y))
         compute = timed(repeats, device, compute_only, model, step, (x, y))
         comm = timed(repeats, device, dist.all_reduce, torch.zeros(nparams, device=device))
-        single, single_half = [], []  # rank 0 alone without DDP (the others wait): whole batch, half batch
+        group0 = dist.new_group([0])  # every rank creates it; only rank 0 is in it
+        alone = {"single": [], "single_half": [], "solo_ddp": []}  # rank 0 alone; the other ranks wait
         if rank == 0:
             plain = models.torch_sgd_step(models.torch_mlp(sizes).to(device), lr=LR)
+            solo, _ = ddp_model(sizes, device, process_group=group0)  # DDP's hooks, and no partner process
+            solo_step = models.torch_sgd_step(solo, lr=LR)
             xb, yb = torch.from_numpy(x_all).to(device), torch.from_numpy(y_all).to(device)
-            single = timed(repeats, device, plain, (xb, yb), together=False)
-            half = len(xb) // 2
-            single_half = timed(repeats, device, plain, (xb[:half], yb[:half]), together=False)
+            half = (xb[:len(xb) // 2], yb[:len(xb) // 2])
+            alone = interleaved(repeats, device, {"single": (plain, (xb, yb)), "single_half": (plain, half),
+                                                  "solo_ddp": (compute_only, solo, solo_step, half)})
         dist.barrier()
         worker.emit(kind=f"timing_{name}", params=nparams, global_batch=batch, ddp=ddp, compute=compute,
-                    allreduce=comm, single=single, single_half=single_half, threads=torch.get_num_threads())
+                    allreduce=comm, **alone, threads=torch.get_num_threads())
 
 
 def buckets(rank, world, device, caps: list[float], batch: int, repeats: int) -> None:
@@ -200,7 +229,12 @@ def main() -> None:
     parser.add_argument("--caps", default="0.1,0.3,1,25", help="bucket_cap_mb values")
     parser.add_argument("--min-bytes", type=int, default=2**10)
     parser.add_argument("--max-bytes", type=int, default=2**24)
+    parser.add_argument("--out", default="ddp_out", help="folder for records and arrays when run by hand "
+                        "(cu.distributed.launch collects them itself)")
     args = parser.parse_args()
+    if worker.OUT_ENV not in os.environ:  # run by hand: write into a named folder, never the working directory
+        os.environ[worker.OUT_ENV] = str(Path(args.out).resolve())
+        Path(args.out).mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)
     rank, world, device = setup()
     joined = time.time()

@@ -75,6 +75,10 @@ BAD_CALLS = [
     ("n", lambda: dist.simulate_devices(2.0)),
     ("n", lambda: dist.tf_logical_cpus(-1)),
     ("n", lambda: dist.tf_logical_cpus(True)),
+    ("fn", lambda: dist.devices.time_threads("step", threads=[1])),
+    ("threads", lambda: dist.devices.time_threads(print, threads=[])),
+    ("threads", lambda: dist.devices.time_threads(print, threads=[0])),
+    ("threads", lambda: dist.devices.time_threads(print, threads=[1.5])),
     # worker side
     ("step", lambda: dist.progress(-1, 3)),
     ("total", lambda: dist.progress(1, 0)),

@@ -56,3 +56,17 @@ def test_without_jax_or_tensorflow_there_are_no_devices() -> None:
     """, COURSE_BLOCK="tensorflow,jax", PYTHONPATH=os.path.abspath(blocker))
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["0", "[]"]
+
+
+def test_time_threads_times_each_count_and_restores_the_thread_count() -> None:
+    import torch
+
+    from course_utils.distributed import devices
+
+    before = torch.get_num_threads()
+    x = torch.ones(64, 64)
+    runs = devices.time_threads(torch.mm, x, x, threads=[1, 2], min_time=0.01)
+    assert sorted(runs) == [1, 2] and torch.get_num_threads() == before
+    for n, run in runs.items():
+        assert run.threads == n and run.measurement.median > 0 and run.measurement.label.startswith(f"{n} thread")
+        assert 0 < run.cores_busy < 2 * n + 1  # CPU seconds per wall second: at most about n busy cores

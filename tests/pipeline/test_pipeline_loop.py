@@ -103,3 +103,22 @@ def test_run_loop_syncs_the_step_result() -> None:
 def test_timeline_rejects_mismatched_lengths() -> None:
     with pytest.raises(ValueError, match="equal length"):
         pipeline.Timeline("x", (0.0,), (0.1, 0.2), (0.1,), (0,))
+
+
+def _timeline(label: str, computes: tuple[float, ...], wait: float = 0.002) -> pipeline.Timeline:
+    n = len(computes)
+    return pipeline.Timeline(label, tuple(float(i) for i in range(n)), (0.5, *[wait] * (n - 1)), computes, (0,) * n)
+
+
+def test_parts_leave_out_the_startup_and_apart_compares_quartiles() -> None:
+    quick = _timeline("quick", (9.0, 0.010, 0.011, 0.010, 0.012, 0.011))
+    slow = _timeline("slow", (9.0, 0.020, 0.021, 0.022, 0.020, 0.021))
+    noisy = _timeline("noisy", (9.0, 0.008, 0.022, 0.010, 0.019, 0.015))
+    assert quick.part("compute").n == 5 and max(quick.part("compute").times) == 0.012  # first step left out
+    assert np.allclose(quick.part("step").times, np.add(quick.part("wait").times, quick.part("compute").times))
+    assert pipeline.apart(quick, slow) and pipeline.apart(slow, quick, "compute")
+    assert not pipeline.apart(quick, noisy) and not pipeline.apart(quick, quick)
+    assert not pipeline.apart(quick, slow, "wait")  # the same wait in both
+    table = pipeline.timelines_table([quick, slow], spread=True)
+    assert "step quartiles" in str(table) and "compute quartiles" in str(table)
+    assert "quartiles" not in str(pipeline.timelines_table([quick]))

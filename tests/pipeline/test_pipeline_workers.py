@@ -96,3 +96,17 @@ def test_worker_processes_sees_children_and_honours_ignore() -> None:
         child.kill()
         child.wait()
     assert child.pid not in pipeline.worker_processes(wait=0)
+
+
+def test_oversubscribing_silences_only_the_worker_count_warning() -> None:
+    import warnings
+
+    from course_utils import pipeline
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with pipeline.oversubscribing():
+            warnings.warn("This DataLoader will create 4 worker processes in total. Our ...", UserWarning, stacklevel=1)
+            warnings.warn("something else", UserWarning, stacklevel=1)
+        warnings.warn("This DataLoader will create 4 worker processes in total.", UserWarning, stacklevel=1)
+    assert [str(w.message)[:14] for w in seen] == ["something else", "This DataLoade"]
