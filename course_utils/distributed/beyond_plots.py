@@ -54,9 +54,13 @@ def elastic_timeline(computed: Mapping[int, list[int]], *, every: int, crash_at:
     return fig
 
 
-def prediction_plot(rows: Mapping[str, tuple[float, float]], *, title: str = "Cost model vs measurement") -> Any:
-    """Paired bars: predicted (computed) and measured seconds for each labelled quantity."""
+def prediction_plot(rows: Mapping[str, Any], *, title: str = "Cost model vs measurement") -> Any:
+    """Paired bars: predicted (computed) and measured seconds for each labelled quantity.
+
+    ``rows`` maps a label to (predicted, measured) or to a row of ``sharded.step_predictions``.
+    """
     validate.non_empty("rows", rows)
+    rows = {k: (v["predicted"], v["measured"]) if isinstance(v, Mapping) else tuple(v) for k, v in rows.items()}
     names = list(rows)
     y = np.arange(len(names))
     fig, (ax,) = plotting.figure(width=7.0, height=1.0 + 0.6 * len(names))

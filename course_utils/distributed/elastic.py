@@ -65,6 +65,7 @@ def run(steps: int = 12, every: int = 3, crash_at: int = 8, nprocs: int = 2, tim
     every = validate.number("every", every, low=1, high=steps, integer=True)
     crash_at = validate.number("crash_at", crash_at, low=1, high=steps - 1, integer=True)
     nprocs = validate.number("nprocs", nprocs, low=2, high=64, integer=True)
+    launch_options.setdefault("progress", False)  # a stored notebook would keep the bar frozen at its start
     with tempfile.TemporaryDirectory(prefix="course_ckpt_") as folder:
         result = multinode.launch_nodes(
             "elastic_train.py", nnodes=1, nproc_per_node=nprocs, timeout=timeout, max_restarts=1,

@@ -20,7 +20,8 @@ LR = 0.1
 
 def run(steps: int = 10, batch: int = 64, devices_per_process: int = 2, processes: int = 2, repeats: int = 10,
         timeout: float = 180.0, **launch_options: Any) -> Any:
-    """Launch the multi-process JAX worker; returns the ``LaunchResult`` (records "jax", arrays "jax")."""
+    """Launch the multi-process JAX worker; returns the ``LaunchResult`` (records "jax", arrays "jax"); no bar
+    unless ``progress=True``."""
     steps = validate.positive("steps", steps, integer=True)
     batch = validate.positive("batch", batch, integer=True)
     devices_per_process = validate.number("devices_per_process", devices_per_process, low=1, high=64, integer=True)
@@ -32,6 +33,7 @@ def run(steps: int = 10, batch: int = 64, devices_per_process: int = 2, processe
     args = ["--port", launcher.free_port(), "--devices", devices_per_process, "--steps", steps, "--batch", batch,
             "--lr", LR, "--repeats", repeats]
     env = {"XLA_FLAGS": "", **launch_options.pop("env", {})}  # the notebook's simulated-device flag stays here
+    launch_options.setdefault("progress", False)  # a stored notebook would keep the bar frozen at its start
     return launcher.launch("jax_multiprocess.py", processes, timeout=timeout, args=args, env=env, **launch_options)
 
 
@@ -77,3 +79,11 @@ def allreduce_groups(result: Any) -> list[str]:
         over = groups.group(1) if groups else "all devices"
         found.append(f"all-reduce of {len(shapes)} arrays ({listed}) over replica_groups={over}")
     return found
+
+
+def gloo_ranks(result: Any) -> int:
+    """How many gloo ranks JAX's CPU collectives formed, read from gloo's own "Rank k is connected" lines
+    (one rank per device, not per process); 0 when gloo printed none."""
+    validate.instance("result", result, launcher.LaunchResult)
+    return len({int(m.group(1)) for _, text in result.lines
+                for m in [re.search(r"Rank (\d+) is connected to \d+ peer ranks", text)] if m})

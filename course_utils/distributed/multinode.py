@@ -86,7 +86,8 @@ def launch_nodes(script: str | os.PathLike, nnodes: int = 2, nproc_per_node: int
                                  max_restarts=max_restarts) for n in range(nnodes)]
         child_env = {**os.environ, "PYTHONUNBUFFERED": "1", worker.OUT_ENV: str(out), worker.ID_ENV: launch_id,
                      "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // total)),
-                     "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": PREFIX_TEMPLATE, **launcher.loopback_env(), **extra}
+                     "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": PREFIX_TEMPLATE, **launcher.loopback_env(),
+                     **_shared_gpu_env(total), **extra}
         jobs: list[Any] = []
         try:
             for command in commands:
@@ -103,6 +104,17 @@ def launch_nodes(script: str | os.PathLike, nnodes: int = 2, nproc_per_node: int
         finally:
             for job in jobs:
                 job.close()
+
+
+def _shared_gpu_env(total: int) -> dict[str, str]:
+    """Hide the GPUs when this machine has fewer than one per rank of all its "nodes" together.
+
+    Each node's ``LOCAL_WORLD_SIZE`` counts only its own ranks, so on a 1-GPU machine two 1-rank nodes would
+    both bind GPU 0 and NCCL would refuse the duplicate GPU; without GPUs the workers fall back to gloo.
+    """
+    import torch
+
+    return {"CUDA_VISIBLE_DEVICES": ""} if 0 < torch.cuda.device_count() < total else {}
 
 
 def _stream(jobs: list[Any], timeout: float, name: str, total: int, echo: bool, progress: bool,

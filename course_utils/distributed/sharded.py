@@ -1,9 +1,11 @@
 """Sharded data parallelism measured: DDP vs ZeRO-1 vs FSDP2 on real ranks, and FSDP-style sharding in JAX.
 
 ``run`` launches ``workers/fsdp_train.py``; ``memory_table`` sets the bytes each rank really held against the
-ZeRO formula (labelled computed); ``comm_table`` lists the collectives counted in one step; ``weight_diffs``
-checks ZeRO-1 and FSDP2 against DDP. ``jax_sharding`` compiles the same step in JAX with the parameters
-replicated and sharded over a mesh, and reads the per-device memory and the collectives from XLA.
+ZeRO formula (labelled computed), ``rank_table`` shows every rank; ``comm_table`` lists the collectives counted
+and timed in one step; ``weight_diffs`` checks ZeRO-1 and FSDP2 against DDP. ``jax_sharding`` compiles the same
+step in JAX with the parameters replicated and sharded over a mesh, and reads the per-device memory and the
+collectives from XLA. ``step_predictions`` predicts every measured multi-process step from its compute alone
+plus 05's ring model of the collectives it issued (computed), next to the measurement.
 """
 
 from __future__ import annotations
@@ -20,15 +22,45 @@ KINDS = {"ddp": ("DDP", 0), "zero1": ("ZeRO-1", 1), "fsdp2": ("FSDP2 (ZeRO-3)", 
 FP32_ADAM = {"weight_bytes": 4, "grad_bytes": 4, "optimizer_bytes": 8}  # 16 B/param: fp32 weights, grads, 2 moments
 
 
+def ring_cost(op: str, n: int) -> tuple[int, float]:
+    """(latency steps per call, share of the full buffer's bytes on the slowest link) of a ring collective.
+
+    All-reduce: 2(N-1) steps, 2(N-1)/N; all-gather and reduce-scatter: half of that, (N-1) and (N-1)/N; a
+    broadcast pipelined along the ring: (N-1) steps, the whole buffer over each link.
+    """
+    n = validate.number("n", n, low=2, integer=True)
+    costs = {"allreduce": (2 * (n - 1), 2 * (n - 1) / n), "allgather": (n - 1, (n - 1) / n),
+             "reduce_scatter": (n - 1, (n - 1) / n), "broadcast": (n - 1, 1.0)}
+    return costs[validate.choice("op", op, tuple(costs))]
+
+
+def model_comm_seconds(fit: Any, calls: dict[str, int], nbytes: dict[str, float], n: int) -> float:
+    """Seconds the fitted ring model gives for a step's collectives (computed): α per latency step of every
+    call, plus each operator's bytes (summed over its calls) times its ring share over β."""
+    _check_fit(fit)
+    total = 0.0
+    for op, count in calls.items():
+        steps, share = ring_cost(op, n)
+        total += count * steps * fit.latency + share * nbytes.get(op, 0) / fit.bandwidth
+    return total
+
+
+def _check_fit(fit: Any) -> None:
+    if not hasattr(fit, "bandwidth") or not hasattr(fit, "latency"):
+        raise TypeError(f"fit must be an AllReduceModel (cu.distributed.fit_allreduce); got {type(fit).__name__}")
+
+
 def run(steps: int = 5, batch: int = 64, repeats: int = 10, nprocs: int = 2, timeout: float = 180.0,
         **launch_options: Any) -> Any:
-    """Launch DDP, ZeRO-1 and FSDP2 training on ``nprocs`` ranks; returns the ``LaunchResult``."""
+    """Launch DDP, ZeRO-1 and FSDP2 training on ``nprocs`` ranks; returns the ``LaunchResult`` (no bar unless
+    ``progress=True``)."""
     steps = validate.positive("steps", steps, integer=True)
     batch = validate.positive("batch", batch, integer=True)
     repeats = validate.positive("repeats", repeats, integer=True)
     nprocs = validate.number("nprocs", nprocs, low=2, high=64, integer=True)
     if batch % nprocs:
         raise ValueError(f"batch must be divisible by nprocs = {nprocs}; got {batch}")
+    launch_options.setdefault("progress", False)  # a stored notebook would keep the bar frozen at its start
     return launcher.launch("fsdp_train.py", nprocs, timeout=timeout,
                           args=["--steps", steps, "--batch", batch, "--repeats", repeats], **launch_options)
 
@@ -69,10 +101,46 @@ def memory_table(result: Any) -> display.Table:
                               "formula: 16 B/param split over N (ZeRO stage 0, 1, 3)")
 
 
+def rank_table(result: Any) -> display.Table:
+    """Model-state bytes every rank held (measured), per kind, and the largest over the smallest rank."""
+    held = held_bytes(result)
+    ranks = sorted(next(iter(held.values())))
+    rows = []
+    for kind, (label, _) in KINDS.items():
+        totals = [sum(held[kind][r].values()) for r in ranks]
+        rows.append((label, *(display.format_bytes(t) for t in totals), f"{max(totals) / min(totals):.3f}"))
+    return display.Table(("training", *(f"rank {r}" for r in ranks), "largest / smallest"), tuple(rows),
+                         title="Model state held by every rank (measured: params + grads + Adam state)")
+
+
+def comm_seconds(result: Any) -> dict[str, float]:
+    """Seconds per step rank 0 had a collective running, per kind (measured: the union of the backend's own
+    profiler events, ``gloo:all_reduce`` etc., over 3 profiled steps; no barrier, no forced wait)."""
+    return {kind: float(r["comm_seconds"]["busy"]) for kind, r in _records(result).items()}
+
+
+def comm_share(result: Any) -> dict[str, float]:
+    """The share of a profiled step during which a collective ran on rank 0, per kind (measured)."""
+    return {kind: float(r["comm_seconds"]["busy"] / r["comm_seconds"]["step"]) for kind, r in _records(result).items()}
+
+
+def backend_events(result: Any) -> dict[str, dict[str, float]]:
+    """The backend's collective events per step in rank 0's profile, per kind: {"gloo:all_gather": 8.0, ...}."""
+    return {kind: dict(sorted(r["comm_seconds"]["events"].items())) for kind, r in _records(result).items()}
+
+
+def phase_medians(result: Any) -> dict[str, dict[str, float]]:
+    """Median seconds of each part of a timed step, per kind (rank 0): "zero_grad", "forward_backward" (with
+    DDP's all-reduce and FSDP2's gathers and reduce-scatters), "optimizer_step" (with ZeRO-1's broadcasts)."""
+    return {kind: {part: float(np.median(t)) for part, t in r["phase_times"].items()}
+            for kind, r in _records(result).items()}
+
+
 def comm_table(result: Any) -> display.Table:
-    """Collectives of one training step (counted on rank 0) and the ring traffic each rank sends (computed)."""
+    """Collectives of one training step (counted and timed on rank 0) and the ring traffic each rank sends."""
     records = _records(result)
     n = records["ddp"]["world"]
+    seconds, share, steps = comm_seconds(result), comm_share(result), step_medians(result)
     rows = []
     for kind, (label, _) in KINDS.items():
         calls, nbytes = records[kind]["calls"], records[kind]["comm_bytes"]
@@ -80,11 +148,17 @@ def comm_table(result: Any) -> display.Table:
         factor = {"allreduce": 2 * (n - 1) / n, "allgather": (n - 1) / n, "reduce_scatter": (n - 1) / n,
                   "broadcast": 1.0 / n}
         sent = sum(factor.get(op, 1.0) * b for op, b in nbytes.items())
-        rows.append((label, described, display.format_bytes(sum(nbytes.values())), display.format_bytes(sent)))
-    return display.Table(("training", "collectives per step (counted)", "buffer bytes", "sent per rank (computed)"),
-                         tuple(rows), title=f"Communication of one step on {n} ranks",
+        profiled = seconds[kind] / share[kind] if share[kind] else float("nan")
+        rows.append((label, described, display.format_bytes(sum(nbytes.values())), display.format_bytes(sent),
+                     f"{display.format_time(seconds[kind])} of {display.format_time(profiled)} "
+                     f"({display.percent(share[kind])})", display.format_time(steps[kind])))
+    return display.Table(("training", "collectives per step (counted)", "buffer bytes", "sent per rank (computed)",
+                          "in collectives, of a profiled step (measured)", "step (measured)"),
+                         tuple(rows), title=f"Communication of one step on {n} ranks (rank 0)",
                          note="sent per rank: ring algorithms, all-reduce 2(N-1)/N, all-gather and reduce-scatter "
-                              "(N-1)/N of the full buffer; a broadcast's owner sends its share")
+                              "(N-1)/N of the full buffer; a broadcast's owner sends its share. In collectives: wall "
+                              "time per step with a gloo collective running, of the profiled step's time, from "
+                              "profiler events over 3 profiled steps; step: median of the unprofiled steps")
 
 
 def step_medians(result: Any) -> dict[str, float]:
@@ -92,10 +166,22 @@ def step_medians(result: Any) -> dict[str, float]:
     return {kind: float(np.median(r["step_times"])) for kind, r in _records(result).items()}
 
 
-def collective_medians(result: Any) -> dict[str, float]:
-    """Median seconds of the collectives alone on a buffer of all parameters: allreduce, allgather, reducescatter."""
+def compute_median(result: Any) -> float:
+    """Median seconds of the step without communication (rank 0: same model and Adam, its rows, no group)."""
+    return float(np.median(launcher.LaunchResult.record(result, "compute")["step_times"]))
+
+
+def reduce_scatter_trace(result: Any) -> list[str]:
+    """The c10d and gloo operators rank 0's profiler recorded during one reduce-scatter, in time order."""
+    return list(launcher.LaunchResult.record(result, "collectives")["reduce_scatter_trace"])
+
+
+def collective_medians(result: Any, q: float = 50) -> dict[str, float]:
+    """Seconds (percentile ``q``, the median by default) of the collectives alone on a buffer of all parameters:
+    allreduce, allgather, reducescatter; "nbytes" the buffer's size."""
+    q = validate.number("q", q, low=0, high=100)
     rec = launcher.LaunchResult.record(result, "collectives")
-    return {op: float(np.median(t)) for op, t in rec["times"].items()} | {"nbytes": float(rec["nbytes"])}
+    return {op: float(np.percentile(t, q)) for op, t in rec["times"].items()} | {"nbytes": float(rec["nbytes"])}
 
 
 def weight_diffs(result: Any) -> dict[str, float]:
@@ -160,26 +246,86 @@ def jax_sharding(sizes: tuple[int, ...] = (32, 512, 512, 10), batch: int = 64) -
     return out
 
 
-def cost_predictions(fit: Any, ddp_timing: dict[str, Any], fsdp_result: Any,
-                     n: int = 2) -> dict[str, tuple[float, float]]:
-    """(predicted, measured) seconds from a fitted ring model ``fit`` (05's ``AllReduceModel``).
+def step_predictions(fit: Any, result: Any, ddp_timing: dict[str, Any] | None = None,
+                     jax_record: dict[str, Any] | None = None,
+                     jax_ranks: int | None = None) -> dict[str, dict[str, float]]:
+    """Each measured multi-process step against compute alone + the ring model of its collectives (computed).
 
-    - a DDP step = its measured compute (``no_sync``) + one all-reduce of the gradient (model);
-    - an all-gather and a reduce-scatter of all parameters, alone: each is half a ring all-reduce,
-      (N-1) latencies + (N-1)/N x bytes / bandwidth (model), against the times ``fsdp_train.py`` measured.
+    Per row (seconds): "compute" (measured, no communication), "comm model" (computed from the counted calls
+    and bytes with ``fit``, 05's ``AllReduceModel``), "predicted" (their sum), "measured" (the step), "comm
+    measured" (time with a collective running: the profiled share of the step times the step; for 05's wide
+    DDP step its all-reduce measured alone; NaN for JAX), "optimizer" (``zero_grad`` + ``optimizer.step()``,
+    NaN if not measured). Sources: ``result`` (DDP, ZeRO-1, FSDP2 from ``fsdp_train.py``; compute: the full model and
+    Adam on the rank's rows), ``ddp_timing`` (05's wide DDP step, compute = its ``no_sync`` step),
+    ``jax_record`` (the 2-process JAX step, compute = one device on its process's rows; its all-reduce
+    spans ``jax_ranks`` gloo ranks, default one per device).
     """
-    validate.instance("ddp_timing", ddp_timing, dict)
-    if not hasattr(fit, "time") or not hasattr(fit, "latency"):
-        raise TypeError(f"fit must be an AllReduceModel (cu.distributed.fit_allreduce); got {type(fit).__name__}")
-    n = validate.number("n", n, low=2, integer=True)
-    grad_bytes = 4 * ddp_timing["params"]
-    compute = float(np.median(ddp_timing["compute"]))
-    rows = {f"DDP step, {ddp_timing['params']:,} params": (compute + float(fit.time(grad_bytes, n)),
-                                                           float(np.median(ddp_timing["ddp"])))}
-    coll = collective_medians(fsdp_result)
-    half = (n - 1) * fit.latency + (n - 1) / n * coll["nbytes"] / fit.bandwidth
-    rows[f"all-reduce of {display.format_bytes(coll['nbytes'])}"] = (float(fit.time(coll["nbytes"], n)),
-                                                                     coll["allreduce"])
-    rows[f"all-gather of {display.format_bytes(coll['nbytes'])}"] = (half, coll["allgather"])
-    rows[f"reduce-scatter of {display.format_bytes(coll['nbytes'])}"] = (half, coll["reducescatter"])
+    _check_fit(fit)
+    if ddp_timing is not None:
+        validate.instance("ddp_timing", ddp_timing, dict)
+    if jax_record is not None:
+        validate.instance("jax_record", jax_record, dict)
+    records = _records(result)
+    n = records["ddp"]["world"]
+    compute, share, steps = compute_median(result), comm_share(result), step_medians(result)
+    parts = phase_medians(result)
+    rows = {}
+
+    def row(c: float, comm: float, measured: float, in_comm: float, optimizer: float) -> dict[str, float]:
+        return {"compute": c, "comm model": comm, "predicted": c + comm, "measured": measured,
+                "comm measured": in_comm, "optimizer": optimizer}
+
+    for kind, (label, _) in KINDS.items():
+        comm = model_comm_seconds(fit, records[kind]["calls"], records[kind]["comm_bytes"], n)
+        optimizer = parts[kind]["zero_grad"] + parts[kind]["optimizer_step"]
+        rows[f"{label} step"] = row(compute, comm, steps[kind], share[kind] * steps[kind], optimizer)
+    if ddp_timing is not None:
+        comm = model_comm_seconds(fit, {"allreduce": 1}, {"allreduce": 4 * ddp_timing["params"]}, n)
+        rows[f"DDP step, {ddp_timing['params']:,} params"] = row(
+            float(np.median(ddp_timing["compute"])), comm, float(np.median(ddp_timing["ddp"])),
+            float(np.median(ddp_timing["allreduce"])), float("nan"))
+    if jax_record is not None:
+        ranks = validate.number("jax_ranks", jax_ranks if jax_ranks is not None else jax_record["devices"],
+                                low=2, integer=True)
+        comm = model_comm_seconds(fit, {"allreduce": len(jax_record["allreduces"])},
+                                  {"allreduce": jax_record["param_bytes"]}, ranks)
+        rows[f"JAX step, {jax_record['processes']} processes"] = row(
+            float(np.median(jax_record["compute_times"])), comm, float(np.median(jax_record["step_times"])),
+            float("nan"), float("nan"))
     return rows
+
+
+def prediction_table(rows: dict[str, dict[str, float]]) -> display.Table:
+    """The rows of ``step_predictions`` in milliseconds, measured / predicted last."""
+    validate.non_empty("rows", rows)
+
+    def ms(v: float) -> str:
+        return "-" if np.isnan(v) else f"{v * 1e3:.2f}"
+
+    body = tuple((name, ms(r["compute"]), ms(r["comm model"]), ms(r["predicted"]), ms(r["measured"]),
+                  ms(r["comm measured"]), f"{r['measured'] / r['predicted']:.2f}") for name, r in rows.items())
+    return display.Table(("step", "compute (measured)", "comm (model, computed)", "predicted", "measured",
+                          "in collectives (share x step)", "measured / predicted"), body,
+                         title="Multi-process steps: compute alone + ring model of the collectives, ms",
+                         note="compute: the step with no communication; comm: the fitted ring model for the calls "
+                              "and bytes counted in the step; in collectives: the profiled share of the step with a "
+                              "collective running, times the step (wide DDP step: its all-reduce measured alone)")
+
+
+def prediction_why(name: str, row: dict[str, float]) -> str:
+    """What the step spent instead of the prediction, from the row's own numbers (for a failed verdict)."""
+    def ms(v: float) -> str:
+        return f"{v * 1e3:.2f} ms"
+
+    extra = row["measured"] - row["compute"]
+    if np.isnan(row["comm measured"]):
+        return f"{name} spent {ms(extra)} beyond its compute alone, where the model allows {ms(row['comm model'])}"
+    said = (f"{name}: {ms(row['comm measured'])} in collectives against the model's {ms(row['comm model'])}")
+    other = extra - row["comm measured"]
+    if other > 0:
+        said += f", and {ms(other)} of the step is neither compute alone nor collectives"
+        if not np.isnan(row["optimizer"]):
+            said += f" (its zero_grad + optimizer step took {ms(row['optimizer'])})"
+    else:
+        said += f"; collectives overlapped {ms(-other)} of the compute"
+    return said

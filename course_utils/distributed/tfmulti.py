@@ -31,7 +31,8 @@ def tf_config(hosts: Sequence[str], index: int) -> str:
 
 
 def run(steps: int = 8, batch: int = 64, workers: int = 2, timeout: float = 240.0, **launch_options: Any) -> Any:
-    """Launch the multi-worker TF script; returns the ``LaunchResult`` (arrays "multiworker", "one_worker")."""
+    """Launch the multi-worker TF script; returns the ``LaunchResult`` (arrays "multiworker", "one_worker"); no
+    bar unless ``progress=True``."""
     steps = validate.positive("steps", steps, integer=True)
     batch = validate.positive("batch", batch, integer=True)
     workers = validate.number("workers", workers, low=1, high=16, integer=True)
@@ -39,6 +40,7 @@ def run(steps: int = 8, batch: int = 64, workers: int = 2, timeout: float = 240.
         raise ValueError(f"batch must be divisible by workers = {workers}; got {batch}")
     ports = ",".join(str(launcher.free_port()) for _ in range(workers))
     env = {**QUIET, **CPU_ONLY, **launch_options.pop("env", {})}
+    launch_options.setdefault("progress", False)  # a stored notebook would keep the bar frozen at its start
     return launcher.launch("tf_multiworker.py", workers, timeout=timeout,
                           args=["--ports", ports, "--steps", steps, "--batch", batch], env=env, **launch_options)
 

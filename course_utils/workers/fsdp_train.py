@@ -6,8 +6,11 @@ the three ways to train, every rank records (``cu.worker.emit``):
 - the bytes it holds for parameters, gradients and optimizer state, counted from the real tensors
   (a sharded tensor counts only its local shard: ``DTensor.to_local()``);
 - the collectives of one training step, counted by intercepting the c10d operators (``TorchDispatchMode``;
-  DDP gets the default all-reduce as a Python communication hook, so that its all-reduce is seen too);
-- the step time (median of ``--repeats``) and, once, the time of the collectives alone;
+  DDP gets the default all-reduce as a Python communication hook, so that its all-reduce is seen too), and
+  timed from a profiler trace of 3 steps: the backend's own events (``gloo:all_reduce``, ...);
+- the step time (median of ``--repeats``); once per rank, the same model and Adam on the rank's batch with no
+  process group involved (the compute alone); once, the collectives alone and a profiler trace of one
+  reduce-scatter (which gloo operators run under it);
 
 and saves its full weights after ``--steps`` steps, so the notebook can check that all three agree.
 
@@ -21,6 +24,7 @@ On GPUs the same script runs with NCCL (the device mesh and the process group fo
 
 import argparse
 import os
+import tempfile
 import time
 from collections import Counter
 
@@ -35,7 +39,7 @@ from torch.distributed.tensor import DTensor
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from course_utils import data, models
+from course_utils import data, models, profile
 from course_utils.distributed import worker
 
 SIZES = (32, 256, 256, 256, 10)
@@ -77,6 +81,24 @@ class CountCollectives(TorchDispatchMode):
             self.calls[op] += 1
             self.nbytes[op] += max((t.numel() * t.element_size() for t in tensors), default=0)
         return func(*args, **(kwargs or {}))
+
+
+def comm_seconds(step, x, y, steps: int) -> dict:
+    """Where a step's time goes in collectives, from a profiler trace of ``steps`` steps on every rank: the
+    backend's own events (``gloo:all_reduce``, ``gloo:all_gather``, ...; NCCL kernels on GPUs) run on the
+    backend's threads from the collective's start to its end: no barrier, no forced wait. Per step:
+    "busy" (their union on the wall clock), "step" (the profiled step), "events" (count per event name)."""
+
+    dist.barrier()
+    with tempfile.TemporaryDirectory() as folder:
+        trace = profile.capture("torch", step, x, y, steps=steps, name=f"step_rank{dist.get_rank()}", folder=folder)
+    comm = sorted((e.start, e.end, e.name) for e in trace.events if e.name.startswith(("gloo:", "nccl")))
+    busy, end = 0.0, float("-inf")
+    for lo, hi, _ in comm:
+        busy += max(0.0, hi - max(lo, end))
+        end = max(end, hi)
+    return {"busy": busy / steps, "step": trace.span / steps,
+            "events": {name: count / steps for name, count in Counter(n for *_, n in comm).items()}}
 
 
 def _flat(items):
@@ -125,9 +147,14 @@ def train(kind, device, args) -> None:
         lo = s * args.batch + rank * per
         return (torch.from_numpy(x_all[lo:lo + per]).to(device), torch.from_numpy(y_all[lo:lo + per]).to(device))
 
-    def step(x, y) -> None:
+    def step(x, y, marks=None) -> None:
         opt.zero_grad(set_to_none=False)
+        if marks is not None:  # when zero_grad ends
+            marks.append(time.perf_counter())
         F.cross_entropy(model(x), y).backward()
+        if marks is not None:  # when the optimizer step starts
+            wait(device)
+            marks.append(time.perf_counter())
         opt.step()
 
     for s in range(args.steps):
@@ -139,23 +166,63 @@ def train(kind, device, args) -> None:
     held = {"params": local_bytes(model.parameters()), "grads": local_bytes(p.grad for p in model.parameters()),
             "optimizer": local_bytes(optimizer_tensors(opt))}
     x, y = batch(0)
-    times = []
+    times, phases = [], {"zero_grad": [], "forward_backward": [], "optimizer_step": []}
     for _ in range(args.repeats):
         dist.barrier()
-        start = time.perf_counter()
-        step(x, y)
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        times.append(time.perf_counter() - start)
+        marks = [time.perf_counter()]
+        step(x, y, marks)
+        wait(device)
+        marks.append(time.perf_counter())
+        times.append(marks[-1] - marks[0])
+        for name, lo, hi in zip(phases, marks, marks[1:]):
+            phases[name].append(hi - lo)
+    comm = comm_seconds(step, x, y, steps=3)
     nparams = sum(p.numel() for p in models.torch_mlp(SIZES).parameters())
     worker.emit(kind=kind, world=world, params=nparams, held=held, calls=dict(seen.calls), comm_bytes=dict(seen.nbytes),
-                     step_times=times)
+                step_times=times, phase_times=phases, comm_seconds=comm)
     weights = full_weights(model)
     worker.save(kind, weights=weights.numpy())
 
 
+def wait(device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def timed(repeats, device, fn, *args) -> list[float]:
+    """Seconds of each of ``repeats`` calls ``fn(*args)``, every rank starting each call together."""
+    times = []
+    for _ in range(repeats):
+        dist.barrier()
+        start = time.perf_counter()
+        fn(*args)
+        wait(device)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def compute_alone(device, args) -> None:
+    """The step without any communication: the same model and Adam on this rank's rows, no process group."""
+    torch.manual_seed(0)
+    model = models.torch_mlp(SIZES).to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+    x_all, y_all = data.classification(args.batch, seed=4)
+    per = args.batch // dist.get_world_size()
+    x = torch.from_numpy(x_all[:per]).to(device)
+    y = torch.from_numpy(y_all[:per]).to(device)
+
+    def step() -> None:
+        opt.zero_grad(set_to_none=False)
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    step()
+    worker.emit(kind="compute", step_times=timed(args.repeats, device, step))
+
+
 def time_collectives(device, args) -> None:
-    """The collectives alone, on buffers the size of all parameters: all-reduce vs all-gather + reduce-scatter."""
+    """The collectives alone, on buffers the size of all parameters: all-reduce vs all-gather + reduce-scatter;
+    then rank 0 profiles one reduce-scatter and records the c10d and gloo operators the trace shows."""
     world = dist.get_world_size()
     nparams = sum(p.numel() for p in models.torch_mlp(SIZES).parameters())
     full = torch.zeros(nparams - nparams % world + world, device=device)  # divisible by the world size
@@ -166,14 +233,16 @@ def time_collectives(device, args) -> None:
     result = {}
     for name, op in ops.items():
         op()
-        times = []
-        for _ in range(args.repeats):
-            dist.barrier()
-            start = time.perf_counter()
-            op()
-            times.append(time.perf_counter() - start)
-        result[name] = times
-    worker.emit(kind="collectives", nbytes=full.numel() * 4, times=result)
+        result[name] = timed(4 * args.repeats, device, op)  # small and noisy: more repeats than a step
+    names = []
+    if dist.get_rank() == 0:
+
+        with tempfile.TemporaryDirectory() as folder:
+            trace = profile.capture("torch", ops["reducescatter"], steps=1, name="reduce_scatter", folder=folder)
+        names = [e.name for e in sorted(trace.events, key=lambda e: e.start) if e.name.startswith(("c10d", "gloo"))]
+    else:
+        ops["reducescatter"]()  # the partner of rank 0's profiled call
+    worker.emit(kind="collectives", nbytes=full.numel() * 4, times=result, reduce_scatter_trace=names)
 
 
 def main() -> None:
@@ -186,18 +255,20 @@ def main() -> None:
     args = parser.parse_args()
     device = setup()
     kinds = args.kinds.split(",")
-    for i, kind in enumerate([*kinds, "collectives"]):
+    for i, kind in enumerate([*kinds, "compute", "collectives"]):
         if dist.get_rank() == 0:
-            worker.progress(i, len(kinds) + 1)
+            worker.progress(i, len(kinds) + 2)
             print(f"{kind} on {dist.get_world_size()} ranks ({dist.get_backend()}, {device})", flush=True)
         if kind == "collectives":
             time_collectives(device, args)
+        elif kind == "compute":
+            compute_alone(device, args)
         elif kind in ("ddp", "zero1", "fsdp2"):
             train(kind, device, args)
         else:
             raise ValueError(f"--kinds must name ddp, zero1, fsdp2; got {kind!r}")
     if dist.get_rank() == 0:
-        worker.progress(len(kinds) + 1, len(kinds) + 1)
+        worker.progress(len(kinds) + 2, len(kinds) + 2)
     dist.barrier()
     dist.destroy_process_group()
 

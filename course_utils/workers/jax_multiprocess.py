@@ -8,7 +8,8 @@ every device of the job (``jax.devices()``) but can touch only its own (``jax.lo
 Each process gets ``--devices`` CPU devices (``jax_num_cpu_devices``), loads only ITS rows of every global
 batch, and builds the global batch array from them (``make_array_from_process_local_data``). The training
 step is the same ``jax.jit`` as on one device: XLA inserts the all-reduce of the gradients, across processes.
-Every process saves its final parameters and records the all-reduces of the compiled program (its HLO).
+Every process saves its final parameters and records the all-reduces of the compiled program (its HLO), the
+step time, and the compute alone: the same step on one of its devices over its own rows, no collective.
 """
 
 import argparse
@@ -18,6 +19,41 @@ import numpy as np
 
 from course_utils import data, models
 from course_utils.distributed import worker
+
+
+def local_compute(train_step, local, params, x, y, repeats: int) -> list[float]:
+    """Seconds per step of the same jitted step on this process's first device and rows: no collective at all."""
+    import jax
+
+    device = jax.local_devices()[0]
+    tree = jax.tree.unflatten(jax.tree.structure(params), [jax.device_put(a, device) for a in local])
+    xd, yd = jax.device_put(x, device), jax.device_put(y, device)
+    jax.block_until_ready(train_step(tree, xd, yd))  # compile for one device
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(train_step(tree, xd, yd))
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def allreduce_alone(mesh, by_rows, replicated, sizes: list[int], repeats: int) -> list[float]:
+    """Seconds of one all-reduce over the global mesh, alone, of arrays of ``sizes`` floats: each device holds
+    one row of a (devices, n) array per size, and summing the rows into replicated results is one all-reduce
+    (of a tuple when there are several arrays, as in the training step)."""
+    import jax
+    import jax.numpy as jnp
+
+    rows = [jax.make_array_from_callback((jax.device_count(), n), by_rows, lambda idx, n=n: np.ones((1, n), np.float32))
+            for n in sizes]
+    total = jax.jit(lambda *a: [jnp.sum(x, axis=0) for x in a], out_shardings=replicated)
+    jax.block_until_ready(total(*rows))  # compile
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(total(*rows))
+        times.append(time.perf_counter() - start)
+    return times
 
 
 def main() -> None:
@@ -81,10 +117,17 @@ def main() -> None:
         jax.block_until_ready(train_step(params, x, y))
         times.append(time.perf_counter() - start)
     local = [np.asarray(leaf.addressable_data(0)) for leaf in jax.tree.leaves(params)]  # replicated: a full copy
+    compute = local_compute(train_step, local, params, x_all[me * per:(me + 1) * per], y_all[me * per:(me + 1) * per],
+                            args.repeats)
+    leaves = [int(a.size) for a in local]  # the gradients' sizes: the step all-reduces them as one tuple
+    allreduce = {name: allreduce_alone(mesh, by_batch, replicated, sizes, args.repeats)
+                 for name, sizes in (("one float", [1]), ("all gradients, one array", [sum(leaves)]),
+                                     (f"all gradients, {len(leaves)} arrays", leaves))}
     worker.save("jax", **{f"p{i}": a for i, a in enumerate(local)})
     worker.emit(kind="jax", processes=nproc, local_devices=jax.local_device_count(), devices=jax.device_count(),
                 device_ids=[d.id for d in jax.devices()], allreduces=reduces, step_times=times,
-                batch_sharding=str(x.sharding.spec), local_batch_rows=per)
+                batch_sharding=str(x.sharding.spec), local_batch_rows=per, compute_times=compute,
+                param_bytes=int(sum(a.nbytes for a in local)), allreduce_alone=allreduce)
     jax.distributed.shutdown()
 
 

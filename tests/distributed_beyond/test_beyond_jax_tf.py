@@ -38,11 +38,20 @@ def test_jax_compare_and_allreduce_groups() -> None:
     assert line.startswith("all-reduce of 2 arrays (f32[64], f32[64,32])") and "'axis_0'=4" in line
 
 
+def test_gloo_ranks_read_from_gloo_lines() -> None:
+    gloo = "is connected to 3 peer ranks. Expected number of connected peer ranks is : 3"
+    pairs = ((0, 0), (0, 1), (1, 2), (1, 3), (1, 3))  # (process, gloo rank); a repeated line counts once
+    lines = [f"[default{p}]:[Gloo] Rank {r} {gloo}" for p, r in pairs] + ["[default0]:unrelated"]
+    assert jaxmulti.gloo_ranks(LaunchResult("w.py", 2, [], 1.0, lines)) == 4
+    assert jaxmulti.gloo_ranks(LaunchResult("w.py", 2, [], 1.0, [])) == 0
+
+
 @pytest.mark.integration
 def test_real_two_process_jax_equals_one_device() -> None:
     pytest.importorskip("jax")
     result = jaxmulti.run(steps=3, repeats=2, echo=False, progress=False)
     rec = result.record("jax")
     assert (rec["processes"], rec["devices"]) == (2, 4) and rec["allreduces"]
+    assert len(rec["compute_times"]) == 2 and rec["param_bytes"] > 0
     diff = jaxmulti.compare(result, jaxmulti.reference(steps=3))
     assert diff["processes"] == 0.0 and diff["single"] < 1e-5

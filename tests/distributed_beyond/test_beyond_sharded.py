@@ -10,7 +10,7 @@ from course_utils.distributed import AllReduceModel, LaunchResult, sharded
 P = 1000
 
 
-def _fake() -> LaunchResult:
+def _fake(uneven: bool = False) -> LaunchResult:
     held = {"ddp": {"params": 4 * P, "grads": 4 * P, "optimizer": 8 * P},
             "zero1": {"params": 4 * P, "grads": 4 * P, "optimizer": 4 * P},
             "fsdp2": {"params": 2 * P, "grads": 2 * P, "optimizer": 4 * P}}
@@ -18,10 +18,18 @@ def _fake() -> LaunchResult:
              "fsdp2": {"allgather": 4, "reduce_scatter": 2}}
     nbytes = {"ddp": {"allreduce": 4 * P}, "zero1": {"allreduce": 4 * P, "broadcast": 4 * P},
               "fsdp2": {"allgather": 8 * P, "reduce_scatter": 4 * P}}
+    comm = {"ddp": {"busy": 2e-4, "step": 1e-3, "events": {"gloo:all_reduce": 1.0}},
+            "zero1": {"busy": 3e-4, "step": 2e-3, "events": {"gloo:all_reduce": 1.0, "gloo:broadcast": 2.0}},
+            "fsdp2": {"busy": 6e-4, "step": 3e-3, "events": {"gloo:all_gather": 4.0, "gloo:all_reduce": 2.0}}}
     records = {r: [{"kind": k, "world": 2, "params": P, "held": held[k], "calls": calls[k], "comm_bytes": nbytes[k],
-                    "step_times": [0.001 * (i + 1)] * 3} for i, k in enumerate(held)]
-               + [{"kind": "collectives", "nbytes": 4 * P,
+                    "step_times": [0.001 * (i + 1)] * 3, "comm_seconds": comm[k],
+                    "phase_times": {"zero_grad": [1e-5] * 3, "forward_backward": [5e-4] * 3,
+                                    "optimizer_step": [1e-4] * 3}} for i, k in enumerate(held)]
+               + [{"kind": "compute", "step_times": [5e-4, 5e-4]},
+                  {"kind": "collectives", "nbytes": 4 * P, "reduce_scatter_trace": ["c10d::_reduce_scatter_base_"],
                    "times": {"allreduce": [2e-4], "allgather": [1e-4], "reducescatter": [1e-4]}}] for r in (0, 1)}
+    if uneven:
+        records[1][2]["held"] = {"params": 2 * P, "grads": 2 * P, "optimizer": 2 * P}
     w = np.arange(P, dtype=np.float32)
     arrays = {k: {0: {"weights": w}, 1: {"weights": w}} for k in held}
     return LaunchResult("fsdp_train.py", 2, [], 1.0, [], records, arrays)
@@ -37,11 +45,20 @@ def test_memory_table_sets_measured_against_formula() -> None:
     assert "computed" in " ".join(table.header)
 
 
-def test_comm_table_counts_and_ring_traffic() -> None:
+def test_comm_table_counts_times_and_ring_traffic() -> None:
     table = sharded.comm_table(_fake())
     assert table.column("collectives per step (counted)")[2] == "4 x allgather, 2 x reduce_scatter"
     sent = table.column("sent per rank (computed)")
     assert sent[0] == "3.91 KiB" and sent[2] == "5.86 KiB"  # FSDP: 1.5x DDP
+    assert sharded.comm_seconds(_fake()) == pytest.approx({"ddp": 2e-4, "zero1": 3e-4, "fsdp2": 6e-4})
+    assert table.column("in collectives, of a profiled step (measured)")[1] == "300 µs of 2 ms (15%)"
+    assert sharded.backend_events(_fake())["fsdp2"] == {"gloo:all_gather": 4.0, "gloo:all_reduce": 2.0}
+    assert sharded.phase_medians(_fake())["ddp"]["optimizer_step"] == pytest.approx(1e-4)
+
+
+def test_rank_table_shows_every_rank() -> None:
+    assert sharded.rank_table(_fake()).column("largest / smallest") == ["1.000", "1.000", "1.000"]
+    assert sharded.rank_table(_fake(uneven=True)).column("largest / smallest")[2] == "1.333"
 
 
 def test_weight_diffs_steps_and_collectives() -> None:
@@ -49,16 +66,41 @@ def test_weight_diffs_steps_and_collectives() -> None:
     assert sharded.weight_diffs(fake) == {"zero1 vs ddp": 0.0, "fsdp2 vs ddp": 0.0, "between ranks": 0.0}
     assert sharded.step_medians(fake)["fsdp2"] == pytest.approx(0.003)
     assert sharded.collective_medians(fake)["nbytes"] == 4 * P
+    assert sharded.compute_median(fake) == pytest.approx(5e-4)
+    assert sharded.reduce_scatter_trace(fake) == ["c10d::_reduce_scatter_base_"]
 
 
-def test_cost_predictions_use_the_fitted_model() -> None:
+def test_ring_costs_per_collective() -> None:
+    assert sharded.ring_cost("allreduce", 4) == (6, 1.5)
+    assert sharded.ring_cost("allgather", 4) == (3, 0.75) == sharded.ring_cost("reduce_scatter", 4)
+    assert sharded.ring_cost("broadcast", 2) == (1, 1.0)
     fit = AllReduceModel(1e9, 1e-5)
-    timing = {"params": P, "compute": [1e-3], "ddp": [1.1e-3]}
-    rows = sharded.cost_predictions(fit, timing, _fake())
-    (pred, meas), *_ = rows.values()
-    assert pred == pytest.approx(1e-3 + fit.time(4 * P, 2)) and meas == pytest.approx(1.1e-3)
-    ag = next(v for k, v in rows.items() if k.startswith("all-gather"))
-    assert ag[0] == pytest.approx(1e-5 + 0.5 * 4 * P / 1e9)
+    # one all-reduce reproduces 05's model; an all-gather + reduce-scatter of the same bytes costs the same
+    assert sharded.model_comm_seconds(fit, {"allreduce": 1}, {"allreduce": 4e6}, 2) == pytest.approx(fit.time(4e6, 2))
+    both = sharded.model_comm_seconds(fit, {"allgather": 1, "reduce_scatter": 1},
+                                      {"allgather": 4e6, "reduce_scatter": 4e6}, 2)
+    assert both == pytest.approx(fit.time(4e6, 2))
+
+
+def test_step_predictions_add_compute_and_the_ring_model() -> None:
+    fit = AllReduceModel(1e9, 1e-5)
+    timing = {"params": P, "compute": [1e-3], "ddp": [1.1e-3], "allreduce": [5e-5]}
+    jax_rec = {"processes": 2, "devices": 4, "compute_times": [2e-3], "allreduces": ["x"], "param_bytes": 4 * P,
+               "step_times": [3e-3]}
+    rows = sharded.step_predictions(fit, _fake(), ddp_timing=timing, jax_record=jax_rec)
+    fsdp = rows["FSDP2 (ZeRO-3) step"]
+    assert fsdp["compute"] == pytest.approx(5e-4) and fsdp["measured"] == pytest.approx(0.003)
+    assert fsdp["comm model"] == pytest.approx(6 * 1e-5 + 0.5 * 12 * P / 1e9)
+    assert fsdp["comm measured"] == pytest.approx(0.2 * 0.003)  # the profiled share times the step
+    wide = rows[f"DDP step, {P:,} params"]
+    assert wide["predicted"] == pytest.approx(1e-3 + fit.time(4 * P, 2))
+    jax = rows["JAX step, 2 processes"]
+    assert jax["predicted"] == pytest.approx(2e-3 + fit.time(4 * P, 4)) and np.isnan(jax["comm measured"])
+    assert sharded.prediction_table(rows).column("measured / predicted")[2] == f"{0.003 / fsdp['predicted']:.2f}"
+    why = sharded.prediction_why("FSDP2", fsdp)
+    assert "neither compute" in why and "optimizer" in why
+    assert "overlapped" in sharded.prediction_why("X", {**fsdp, "comm measured": 0.01})
+    assert "beyond its compute" in sharded.prediction_why("JAX", jax)
 
 
 def test_jax_sharding_keeps_the_result() -> None:
@@ -76,3 +118,13 @@ def test_real_run_on_two_ranks_measures_and_agrees() -> None:
     assert all(d < 1e-6 for d in sharded.weight_diffs(result).values())
     calls = result.record("fsdp2")["calls"]
     assert calls.get("allgather", 0) > 0 and calls.get("reduce_scatter", 0) > 0
+    assert all(t > 0 for t in sharded.comm_seconds(result).values()) and sharded.compute_median(result) > 0
+    assert "c10d::_reduce_scatter_base_" in sharded.reduce_scatter_trace(result)
+
+
+def test_prediction_plot_takes_step_prediction_rows() -> None:
+    from course_utils.distributed import beyond_plots
+
+    rows = sharded.step_predictions(AllReduceModel(1e9, 1e-5), _fake())
+    fig = beyond_plots.prediction_plot(rows)
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == list(rows)
