@@ -2,15 +2,31 @@
 migration buys, the framework table on a common baseline, the cost model fed only the migration's gain,
 and the launch checklist run as code.
 
-Files: ``ladder`` (rungs, ``MigrationGain``), ``torch_rungs`` (the PyTorch ladder), ``frameworks`` (the
-framework table, XLA:CPU's kernels), ``cost`` (break-even with a band), ``checklist`` (five checks that can
-fail), ``monitor`` (compile time and busy share read from profiler traces), ``plots`` (waterfall, payback,
-widget), ``exercises`` (checkers of exercises 07.x).
+Files: ``ladder`` (rungs, ``MigrationGain``), ``torch_rungs`` (the PyTorch ladder, cold compiles, the
+mixed-precision agreement), ``account`` (every compile speed-up of the run in one table, with what differs),
+``explain`` (sentences that follow the measured ladder), ``frameworks`` (the framework table, XLA:CPU's
+kernels), ``cost`` (break-even with a band), ``checklist`` (five checks that can fail), ``monitor`` (compile
+time and busy share read from profiler traces), ``plots`` (waterfall, payback, widget), ``exercises``
+(checkers of exercises 07.x).
 """
 
 from course_utils.migrate import exercises  # noqa: F401  (registers the 07.x checkers)
+from course_utils.migrate.account import CompileAccount, FixedBatch, compile_account, fixed_batch
 from course_utils.migrate.checklist import Check, Checklist, compile_or_eager, compilers, run_checklist
-from course_utils.migrate.cost import CostEstimate, estimate, monthly_spend_for, seed_example
+from course_utils.migrate.cost import (
+    SEED_COMPETITOR_HOURS,
+    SEED_GPU_HOURS_EXAMPLE,
+    SEED_JOB_HOURS,
+    SEED_SPEND,
+    SEED_UTILISATION,
+    CostEstimate,
+    compare_estimates,
+    estimate,
+    monthly_spend_for,
+    months_text,
+    seed_example,
+)
+from course_utils.migrate.explain import cheap_story, outcome, outcomes, rung_sentence
 from course_utils.migrate.frameworks import (
     FrameworkTable,
     framework_table,
@@ -32,21 +48,28 @@ from course_utils.migrate.ladder import (
 from course_utils.migrate.monitor import Monitoring, busy_share, compile_seconds, monitor
 from course_utils.migrate.plots import explore, payback, waterfall
 from course_utils.migrate.torch_rungs import (
+    AMP_LOSS_RTOL,
+    AMP_UPDATE_RTOL,
+    amp_agreement,
     autocast_dtype,
     compile_model,
+    empty_compile_cache,
     make_loader,
-    peak_bytes,
     step_agreement,
     step_factory,
     torch_ladder,
     train_step,
+    workers_label,
 )
 
 __all__ = [
-    "MIGRATION", "NO_MIGRATION", "Check", "Checklist", "CostEstimate", "FrameworkTable", "Ladder",
-    "MigrationGain", "Monitoring", "Rung", "autocast_dtype", "build_ladder", "busy_share", "compile_model",
-    "compile_or_eager", "compile_seconds", "compilers", "estimate", "explore", "framework_table",
-    "jax_step_factory", "jax_step_hlo", "make_loader", "measure_rung", "measure_rungs", "monitor",
-    "monthly_spend_for", "outputs_agree", "payback", "peak_bytes", "run_checklist", "seed_example",
-    "step_agreement", "step_factory", "torch_ladder", "train_step", "waterfall", "xla_cpu_kernels",
+    "AMP_LOSS_RTOL", "AMP_UPDATE_RTOL", "MIGRATION", "NO_MIGRATION", "SEED_COMPETITOR_HOURS",
+    "SEED_GPU_HOURS_EXAMPLE", "SEED_JOB_HOURS", "SEED_SPEND", "SEED_UTILISATION", "Check", "Checklist",
+    "CompileAccount", "CostEstimate", "FixedBatch", "FrameworkTable", "Ladder", "MigrationGain", "Monitoring",
+    "Rung", "amp_agreement", "autocast_dtype", "build_ladder", "busy_share", "cheap_story", "compare_estimates",
+    "compile_account", "compile_model", "compile_or_eager", "compile_seconds", "compilers", "empty_compile_cache",
+    "estimate", "explore", "fixed_batch", "framework_table", "jax_step_factory", "jax_step_hlo", "make_loader",
+    "measure_rung", "measure_rungs", "monitor", "monthly_spend_for", "months_text", "outcome", "outcomes",
+    "outputs_agree", "payback", "run_checklist", "rung_sentence", "seed_example", "step_agreement",
+    "step_factory", "torch_ladder", "train_step", "waterfall", "workers_label", "xla_cpu_kernels",
 ]

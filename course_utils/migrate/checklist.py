@@ -56,6 +56,10 @@ class Checklist:
         """Names of the checks that failed."""
         return [c.name for c in self.checks if c.passed is False]
 
+    def why(self) -> str:
+        """The failed checks with their evidence, one clause each ('' when none failed)."""
+        return "; ".join(f"*{c.name}* ({c.evidence})" for c in self.checks if c.passed is False)
+
     def __getitem__(self, name: str) -> Check:
         for check in self.checks:
             if check.name == name:
@@ -166,16 +170,20 @@ def run_checklist(make_step: Callable[[Callable[[Any], Any]], Callable[[Any], An
 
 def _mvp(gain: MigrationGain | None, bar: float, eager: list[float], compiled: list[float] | None,
          error: BaseException | None, rtol: float) -> Check:
+    """Speed and equality, each marked, so a failure says which of the two failed."""
     name = "MVP: whole training step, speed and equality"
     if compiled is None:
         return Check(name, False, f"the compiled step fails: {type(error).__name__}: {error}"[:200])
     diff = _relative(eager, compiled)
     same = diff <= rtol
-    text = f"{len(eager)} steps from the same weights: losses differ by {diff:.1e} relative (tolerance {rtol:.0e})"
+    text = (f"equality {'ok' if same else 'FAILED'}: {len(eager)} steps from the same weights, losses differ by "
+            f"{diff:.1e} relative (tolerance {rtol:.0e})")
     if gain is None:
         return Check(name, False if not same else None, text + "; speed not measured")
     fast = gain.low >= bar
-    return Check(name, same and fast, f"the migration buys {gain} (needs {bar:.2f}x at the low quartile); " + text)
+    speed = (f"speed {'ok' if fast else 'FAILED'}: the migration buys {gain}, low quartile {gain.low:.2f}x "
+             f"{'>=' if fast else '<'} the {bar:.2f}x bar")
+    return Check(name, same and fast, f"{speed}; {text}")
 
 
 def _compatibility(breaks: graphs.GraphBreaks | None, error: BaseException | None) -> Check:

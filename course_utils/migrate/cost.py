@@ -12,6 +12,7 @@ buys time-to-result, not money).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from course_utils import display, validate
@@ -19,6 +20,19 @@ from course_utils.migrate.ladder import MigrationGain
 
 SCENARIOS = ("low", "median", "high")
 _SEARCH_MONTHS = 120  # break-even later than ten years is reported as never
+
+# The seed article's scenario, stated once (claims, not measurements): "a team waits 3 days per training run
+# while a competitor iterates in 3 hours"; "utilisation from 40% to 80% halves hardware cost: 10 GPUs x 10 h
+# become 5 GPUs x 5 h".
+SEED_JOB_HOURS = 72.0
+SEED_COMPETITOR_HOURS = 3.0
+SEED_UTILISATION = (0.4, 0.8)
+SEED_GPU_HOURS_EXAMPLE = ((10, 10.0), (5, 5.0))  # (GPUs, hours) before and after
+
+
+def months_text(value: float) -> str:
+    """Break-even months as text: '1.2 months', or 'never (within 10 years)'."""
+    return "never (within 10 years)" if math.isinf(value) else f"{value:.1f} months"
 
 
 @dataclass(frozen=True)
@@ -36,6 +50,8 @@ class CostEstimate:
     eager_upkeep: float
     reserved: bool
     horizon_months: int
+    engineers: float | None = None
+    weeks: float | None = None
 
     def gain(self, scenario: str = "median") -> float:
         """The per-job speed-up once each job pays its compile time: job / (job / speed-up + compile)."""
@@ -101,8 +117,8 @@ class CostEstimate:
         band = " to ".join(months(m) for m in self.break_even_range)
         rows = [
             ("speed-up the migration buys", str(self.speedup)),
-            ("per job, with compile time paid", f"{self.gain():.3f}x ({self.compile_s_per_job:.0f} s per "
-                                                f"{self.job_hours:g} h job)"),
+            ("per job, with compile time paid", f"{self.gain():.3f}x ({display.format_time(self.compile_s_per_job)} "
+                                                f"of compile per {self.job_hours:g} h job)"),
             ("monthly spend, growth", f"{self.monthly_spend:,.0f}, {self.spend_growth:+.0%} a month"),
             ("share of spend that is training", f"{self.training_share:.0%}"),
             ("capacity", "reserved: paid anyway, the gain buys time" if self.reserved else "on demand"),
@@ -118,11 +134,44 @@ class CostEstimate:
         ]
         return display.table(["", "computed from the inputs"], rows, title="Migration cost model (computed)")
 
+    def inputs(self) -> str:
+        """The inputs in one line, as a lead would state them (formatted from the estimate itself)."""
+        team = (f"{self.engineers:g} engineers x {self.weeks:g} weeks" if self.engineers is not None
+                and self.weeks is not None else "the migration")
+        return (f"{self.monthly_spend:,.0f} a month ({self.spend_growth:+.0%} a month), "
+                f"{self.training_share:.0%} of it training, {team} = {self.migration_cost:,.0f} "
+                f"+ {self.debugging_buffer:.0%} debugging buffer, "
+                f"{self.eager_upkeep:,.0f} a month to keep the eager path, {self.job_hours:g} h jobs paying "
+                f"{display.format_time(self.compile_s_per_job)} of compile each, "
+                + ("reserved capacity" if self.reserved else "on-demand capacity"))
+
     def __repr__(self) -> str:
         return repr(self.table())
 
     def _repr_html_(self) -> str:
         return self.table()._repr_html_()
+
+
+def compare_estimates(named: Mapping[str, CostEstimate]) -> display.Table:
+    """Several estimates side by side (computed): break-even, net and time to result, each with its band."""
+    if not isinstance(named, Mapping) or not named:
+        raise TypeError(f"named must be a non-empty mapping of name -> CostEstimate; got {named!r}")
+    rows = []
+    for name, est in named.items():
+        validate.instance("named", est, CostEstimate)
+        soon, late = est.break_even_range
+        band = f" ({months_text(soon)} to {months_text(late)})" if soon != late else ""
+        rows.append((validate.text("named", name), f"{est.spend_growth:+.0%}",
+                     "reserved" if est.reserved else "on demand", f"{months_text(est.break_even_months)}{band}",
+                     f"{est.net():,.0f} ({est.net('low'):,.0f} to {est.net('high'):,.0f})",
+                     f"{est.time_to_result():.1f} h ({est.time_to_result('high'):.1f} to "
+                     f"{est.time_to_result('low'):.1f})"))
+    first = next(iter(named.values()))
+    return display.table(["case", "bill growth a month", "capacity", "break-even (band)",
+                          f"net after {first.horizon_months} months (band)",
+                          f"a {first.job_hours:g} h job takes (band)"], rows,
+                         title="The same measured gain in three cases (computed)",
+                         note=f"Every case is fed {first.speedup}.")
 
 
 def estimate(monthly_spend: float, speedup: MigrationGain, migration_cost: float | None = None, *,
@@ -139,6 +188,7 @@ def estimate(monthly_spend: float, speedup: MigrationGain, migration_cost: float
         raise TypeError("speedup must be a MigrationGain (Ladder.migration_gain() measures what the migration "
                         "alone buys; MigrationGain.claimed(x, who) quotes a claim); got "
                         f"{type(speedup).__name__} {speedup!r}")
+    given_cost = migration_cost is not None
     if migration_cost is None:
         migration_cost = (validate.non_negative("engineers", engineers) * validate.non_negative("weeks", weeks)
                           * validate.non_negative("engineer_week_cost", engineer_week_cost))
@@ -155,13 +205,19 @@ def estimate(monthly_spend: float, speedup: MigrationGain, migration_cost: float
         eager_upkeep=float(validate.non_negative("eager_upkeep", eager_upkeep)),
         reserved=reserved,
         horizon_months=int(validate.number("horizon_months", horizon_months, low=1, high=120, integer=True)),
+        engineers=None if given_cost else float(engineers),
+        weeks=None if given_cost else float(weeks),
     )
+
+
+SEED_SPEND = 100_000.0
+SEED_SAVING = 0.30
 
 
 def seed_example(spend_growth: float = 0.0) -> CostEstimate:
     """The seed article's worked example: 100k/month, 30% saved (a claimed 1.43x), 2 engineers x 2 weeks at
     10k (40k), 20% debugging buffer; ``spend_growth=0.5`` adds the seed's +50% a month."""
-    return estimate(100_000, MigrationGain.claimed(1 / (1 - 0.30), "the seed"), engineers=2, weeks=2,
+    return estimate(SEED_SPEND, MigrationGain.claimed(1 / (1 - SEED_SAVING), "the seed"), engineers=2, weeks=2,
                     engineer_week_cost=10_000, debugging_buffer=0.2, spend_growth=spend_growth)
 
 

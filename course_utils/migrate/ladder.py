@@ -12,9 +12,10 @@ speed-up compares time *per sample*, and its band divides opposite quartiles (as
 from __future__ import annotations
 
 import itertools
+import os
 import statistics
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -25,11 +26,17 @@ _GROUPS = itertools.count(1)
 NO_MIGRATION = "no migration"
 MIGRATION = "migration"
 KINDS = (NO_MIGRATION, MIGRATION)
+_MADE_HERE = object()  # only this module's constructors hold it: see MigrationGain
 
 
 @dataclass(frozen=True)
 class Rung:
-    """One measured rung: what changed, whether it needs the migration, and its steady per-step times."""
+    """One measured rung: what changed, whether it needs the migration, and its steady per-step times.
+
+    ``steps`` are whole steps (wait for the loader + compute); ``computes`` their compute parts alone;
+    ``round_medians`` / ``round_computes`` one median per interleaved round (for the band of a speed-up);
+    ``load`` the 1-minute load average when the rung's group finished (None where the OS has none).
+    """
 
     label: str
     kind: str
@@ -41,6 +48,9 @@ class Rung:
     fingerprints: tuple[str, ...] = ()
     round_medians: tuple[float, ...] = ()
     group: int = 0
+    computes: timing.Measurement | None = None
+    round_computes: tuple[float, ...] = ()
+    load: float | None = None
 
     @property
     def step_time(self) -> float:
@@ -52,13 +62,31 @@ class Rung:
         """Median steady step per sample, seconds: the like-for-like number across batch sizes."""
         return self.steps.median / self.batch_size
 
+    @property
+    def compute_time(self) -> float:
+        """Median compute part of a steady step, seconds (the step without its wait for data)."""
+        if self.computes is not None:
+            return self.computes.median
+        return self.steps.median * (1.0 - self.wait_share)
+
+    @property
+    def wait_time(self) -> float:
+        """Mean wait for data per steady step, seconds."""
+        return self.steps.mean * self.wait_share
+
+    @property
+    def compile_s(self) -> float:
+        """First step minus a steady step's compute: the one-off cost (compile, warm-up) of this rung, seconds."""
+        return max(0.0, self.first_step - self.compute_time)
+
 
 @dataclass(frozen=True)
 class MigrationGain:
     """What the migration buys: a speed-up (old time / new time per sample) with its quartile band.
 
-    Only ``Ladder.migration_gain`` (measured) and ``MigrationGain.claimed`` (a quoted claim, e.g. the seed's
-    30%) make one, so a no-migration rung cannot reach the cost model by accident.
+    Only ``Ladder.migration_gain`` (measured on a migration rung) and ``MigrationGain.claimed`` (a quoted
+    claim, e.g. the seed's 30%) can make one: calling ``MigrationGain(...)`` directly raises TypeError, so a
+    no-migration number cannot reach the cost model, by accident or by hand.
     """
 
     label: str
@@ -66,6 +94,7 @@ class MigrationGain:
     low: float
     high: float
     source: str
+    _made_by: object = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         validate.text("label", self.label)
@@ -74,12 +103,20 @@ class MigrationGain:
         if not self.low <= self.median <= self.high:
             raise ValueError(f"low <= median <= high must hold; got {self.low}, {self.median}, {self.high}")
         validate.text("source", self.source)
+        if self._made_by is not _MADE_HERE:
+            raise TypeError("MigrationGain is made only by Ladder.migration_gain() (a measured migration rung) or "
+                            "MigrationGain.claimed(x, who) (a quoted claim); it cannot be built by hand")
+
+    @property
+    def measured(self) -> bool:
+        """True for a gain measured on a ladder's migration rung, False for a claim."""
+        return self.source != "claimed"
 
     @classmethod
     def claimed(cls, speedup: float, who: str) -> MigrationGain:
         """A speed-up someone claims (no spread): e.g. ``MigrationGain.claimed(1 / 0.7, "the seed")``."""
         validate.positive("speedup", speedup)
-        return cls(f"claimed by {validate.text('who', who)}", speedup, speedup, speedup, "claimed")
+        return cls(f"claimed by {validate.text('who', who)}", speedup, speedup, speedup, "claimed", _MADE_HERE)
 
     def __str__(self) -> str:
         if self.source == "claimed":
@@ -87,22 +124,29 @@ class MigrationGain:
         return f"{self.median:.2f}x (quartile band {self.low:.2f}x to {self.high:.2f}x, {self.source})"
 
 
-def _band(before: Rung, after: Rung) -> tuple[float, float, float]:
+def _band(before: Rung, after: Rung, part: str = "step") -> tuple[float, float, float]:
     """Per-sample speed-up of ``after`` over ``before``: the ratio of medians, and its band.
 
-    Rungs measured together (interleaved rounds) give one ratio per round: the band is those ratios'
-    quartiles, the spread of the speed-up itself. Otherwise the band divides opposite step-time quartiles,
-    which is wider (it mixes the two rungs' step-to-step noise).
+    ``part="step"`` compares whole steps (wait included), ``"compute"`` their compute parts alone. Rungs
+    measured together (interleaved rounds) give one ratio per round: the band is those ratios' quartiles,
+    the spread of the speed-up itself. Otherwise the band divides opposite quartiles, which is wider (it
+    mixes the two rungs' step-to-step noise).
     """
+    validate.choice("part", part, ("step", "compute"))
     b, a = before.batch_size, after.batch_size
-    median = before.steps.median / b / (after.steps.median / a)
-    rounds = len(before.round_medians)
-    if before.group and before.group == after.group and rounds >= 2 and rounds == len(after.round_medians):
-        ratios = [(x / b) / (y / a) for x, y in zip(before.round_medians, after.round_medians)]
+    if part == "step":
+        x, y, rx, ry = before.steps, after.steps, before.round_medians, after.round_medians
+    else:
+        x, y, rx, ry = before.computes, after.computes, before.round_computes, after.round_computes
+        if x is None or y is None:
+            raise ValueError(f"part: rungs {before.label!r} and {after.label!r} hold no compute times")
+    median = x.median / b / (y.median / a)
+    if before.group and before.group == after.group and len(rx) >= 2 and len(rx) == len(ry):
+        ratios = [(p / b) / (q / a) for p, q in zip(rx, ry)]
         low, high = (float(v) for v in np.percentile(ratios, [25, 75]))
     else:
-        low = before.steps.p25 / b / (after.steps.p75 / a)
-        high = before.steps.p75 / b / (after.steps.p25 / a)
+        low = x.p25 / b / (y.p75 / a)
+        high = x.p75 / b / (y.p25 / a)
     return median, min(low, median), max(high, median)
 
 
@@ -148,14 +192,31 @@ class Ladder:
                              f"{[r.label for r in self.rungs if r.kind == MIGRATION]}")
         before = self.baseline if rung in self.extra else self.rungs[self.rungs.index(rung) - 1]
         median, low, high = _band(before, rung)
-        return MigrationGain(label, median, low, high, f"measured over '{before.label}'")
+        return MigrationGain(label, median, low, high, f"measured over '{before.label}'", _MADE_HERE)
+
+    def before(self, label: str) -> Rung:
+        """The rung that ``label`` is measured against: the one before it, or the baseline for an extra rung."""
+        rung = self[validate.instance("label", label, str)]
+        if rung in self.extra:
+            return self.baseline
+        if rung is self.baseline:
+            raise ValueError(f"label {label!r} has no rung before it in the main order")
+        return self.rungs[self.rungs.index(rung) - 1]
 
     def over_previous(self, label: str) -> float:
         """Per-sample speed-up of rung ``label`` over the rung just before it in the main order."""
+        return self.over_previous_band(label)[0]
+
+    def over_previous_band(self, label: str, part: str = "step") -> tuple[float, float, float]:
+        """(median, low, high) per-sample speed-up of rung ``label`` over the rung before it (an extra rung:
+        over the baseline); ``part="compute"`` compares the compute parts alone (the wait for data removed)."""
         rung = self[validate.instance("label", label, str)]
-        if rung not in self.rungs or rung is self.baseline:
-            raise ValueError(f"label {label!r} has no rung before it in the main order")
-        return _band(self.rungs[self.rungs.index(rung) - 1], rung)[0]
+        return _band(self.before(label), rung, part)
+
+    def steps_taken(self) -> list[tuple[str, str, float, float, float]]:
+        """(label, kind, median, low, high) of each rung over the one before it, in ladder order: which rungs
+        won (band above 1), which lost (band below 1), which changed nothing measurable (band holds 1)."""
+        return [(r.label, r.kind, *_band(self.rungs[i - 1], r)) for i, r in enumerate(self.rungs) if i]
 
     def no_migration_gain(self) -> float:
         """Per-sample speed-up of the last no-migration rung of the main order over the baseline."""
@@ -190,11 +251,12 @@ class Ladder:
             rows.append((label, r.kind, str(r.batch_size), display.format_time(r.first_step),
                          display.format_time(r.step_time),
                          f"{display.format_time(r.steps.p25)} to {display.format_time(r.steps.p75)}",
-                         f"{self.speedup(r.label):.2f}x", f"{r.wait_share:.0%}", peak))
+                         display.format_time(r.compute_time), f"{self.speedup(r.label):.2f}x",
+                         f"{r.wait_share:.0%}", peak))
         note = "Speed-up: time per sample over the first rung. " + (
             "Skipped here: " + "; ".join(self.skipped) + "." if self.skipped else "")
-        return display.table(["rung", "needs", "batch", "first step", "step (median)", "IQR", "speed-up",
-                              "waiting for data", "peak memory"], rows, note=note.strip())
+        return display.table(["rung", "needs", "batch", "first step", "step (median)", "IQR", "of which compute",
+                              "speed-up", "waiting for data", "peak memory"], rows, note=note.strip())
 
     def __repr__(self) -> str:
         return repr(self.table())
@@ -203,19 +265,22 @@ class Ladder:
         return self.table()._repr_html_()
 
 
-def _steady(timelines: Sequence[pipeline.Timeline]) -> tuple[list[float], float]:
-    """Per-step times and wait share of the steady steps (each epoch's first step holds the loader start)."""
-    totals, waits = [], 0.0
+def _steady(timelines: Sequence[pipeline.Timeline]) -> tuple[list[float], list[float], float]:
+    """Per-step times, their compute parts and the wait share of the steady steps (each epoch's first step
+    holds the loader start)."""
+    totals, computes, waits = [], [], 0.0
     for timeline in timelines:
         for i, (w, c) in enumerate(zip(timeline.waits, timeline.computes)):
             if i == 0 or timeline.epochs[i] != timeline.epochs[i - 1]:
                 continue
             totals.append(w + c)
+            computes.append(c)
             waits += w
     if not totals:  # one step per epoch: keep what there is
         totals = [w + c for t in timelines for w, c in zip(t.waits, t.computes)]
+        computes = [c for t in timelines for c in t.computes]
         waits = sum(sum(t.waits) for t in timelines)
-    return totals, waits / sum(totals)
+    return totals, computes, waits / sum(totals)
 
 
 def _first(label: str, loader: Iterable[Any], step: Callable[[Any], Any]) -> tuple[Any, float]:
@@ -275,14 +340,17 @@ def measure_rungs(specs: Sequence[tuple[str, Iterable[Any], Callable[[Any], Any]
         for i, (label, loader, step, _kind) in enumerate(specs):
             lines[i].append(pipeline.run_loop(loader, step, epochs=1, label=label))
     rungs, group = [], next(_GROUPS)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     for (label, _loader, step, kind), (batch, first), timelines in zip(specs, firsts, lines):
         size = _batch_size(label, batch)
-        totals, wait_share = _steady(timelines)
+        totals, computes, wait_share = _steady(timelines)
         peak = peak_memory(lambda: timing.sync(step(batch))) if peak_memory is not None else None  # noqa: B023
         prints = tuple(p for t in timelines[:1] for p in t.fingerprints)
-        per_round = tuple(statistics.median(_steady([t])[0]) for t in timelines)
+        per_round = [_steady([t]) for t in timelines]
         rungs.append(Rung(label, kind, size, first, timing.Measurement(label, tuple(totals), first_call=first),
-                          wait_share, peak, prints, per_round, group))
+                          wait_share, peak, prints, tuple(statistics.median(r[0]) for r in per_round), group,
+                          timing.Measurement(f"{label} (compute)", tuple(computes)),
+                          tuple(statistics.median(r[1]) for r in per_round), load))
     return rungs
 
 

@@ -49,8 +49,9 @@ def payback(*estimates: _cost.CostEstimate, labels: list[str] | None = None) -> 
 
 
 def explore(gain: MigrationGain, **inputs: Any) -> Any:
-    """Sliders over ``cost.estimate`` for the measured ``gain`` (JupyterLab, Colab). Returns the widget, or the
-    estimate where widgets cannot render, so a static run still shows the numbers."""
+    """Sliders over ``cost.estimate`` for the measured ``gain`` (JupyterLab, Colab). In a kernel it first displays
+    the estimate at ``inputs`` as a static table (what slides and static viewers show: they keep no widget
+    state), then returns the widget; elsewhere it returns that estimate."""
     first = _cost.estimate(inputs.pop("monthly_spend", 100_000), gain, **inputs)
     try:
         import ipywidgets as widgets
@@ -60,6 +61,9 @@ def explore(gain: MigrationGain, **inputs: Any) -> Any:
     shell = get_ipython()
     if shell is None or not hasattr(shell, "kernel"):
         return first
+    from IPython.display import display as show
+
+    show(first)  # the static copy: rendered wherever the widget below is not
     style = {"description_width": "14em"}
     controls = {
         "monthly_spend": widgets.FloatLogSlider(value=first.monthly_spend, base=10, min=3, max=7, step=0.05,

@@ -1,20 +1,23 @@
 """The PyTorch ladder of notebook 07 and ``make bench``: the no-migration wins first, then torch.compile.
 
 Order (each rung keeps the ones before): eager fp32 with the data prepared in the training process, then
-DataLoader workers, pinned memory (CUDA only), autocast where the hardware has the units, a doubled batch:
-all available in eager PyTorch today. Then ``torch.compile``: what the migration buys. The compiled model
-is also measured on the baseline (compile first) for the attribution in both orders.
+DataLoader workers (as many as the cores left once the training process keeps one: notebook 04's rule),
+pinned memory (CUDA only), autocast where the hardware has the units, a doubled batch: all available in
+eager PyTorch today. Then ``torch.compile``: what the migration buys. The compiled model is also measured on
+the baseline (compile first) for the attribution in both orders; its first step is the run's first compile,
+made with an empty Inductor cache, so it is what a new job on a fresh machine pays (a cold compile).
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-from collections.abc import Callable
-from pathlib import Path
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from course_utils import env, models, pipeline, validate
+from course_utils import env, memory, models, pipeline, timing, validate
 from course_utils.migrate import ladder as _ladder
 
 _LR = 0.05
@@ -58,35 +61,46 @@ def compile_model(model: Any, **kwargs: Any) -> Any:
     return torch.compile(model, **{"dynamic": False, **kwargs})
 
 
-def peak_bytes(fn: Callable[[], Any], device: Any) -> int | None:
-    """Memory one call of ``fn`` adds at its peak: CUDA's allocator on a GPU, else the process's peak RSS
-    after freed memory is handed back (None where /proc cannot reset the mark)."""
-    import torch
+@contextlib.contextmanager
+def empty_compile_cache() -> Iterator[str]:
+    """Point Inductor's on-disk caches at a new empty folder (in-memory caches cleared) for the block, so a
+    compile inside it is cold, as a new job on a fresh machine compiles; yields the folder, removed after."""
+    import torch._inductor.utils as inductor_utils
 
-    if torch.device(device).type == "cuda":
-        torch.cuda.synchronize(device)
-        torch.cuda.reset_peak_memory_stats(device)
-        base = torch.cuda.memory_allocated(device)
-        fn()
-        torch.cuda.synchronize(device)
-        return int(torch.cuda.max_memory_allocated(device) - base)
-    status = Path("/proc/self/status")
-    if not status.exists():
-        return None
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    folder = tempfile.mkdtemp(prefix="course-cold-inductor-")
+    before = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    clear = getattr(inductor_utils, "clear_caches", lambda: None)
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = folder
+    clear()
     try:
-        Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        return None
+        yield folder
+    finally:
+        clear()
+        if before is None:
+            os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+        else:
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = before
+        shutil.rmtree(folder, ignore_errors=True)
 
-    def field(name: str) -> int:
-        line = next(x for x in status.read_text().splitlines() if x.startswith(name + ":"))
-        return int(line.split()[1]) * 1024
 
-    base = field("VmRSS")
-    fn()
-    return max(0, field("VmHWM") - base)
+def _cold_first_call(step: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``step`` whose first call (the compile) runs inside ``empty_compile_cache``."""
+    calls: list[int] = []
+
+    def wrapped(batch: Any) -> Any:
+        if calls:
+            return step(batch)
+        calls.append(1)
+        with empty_compile_cache():
+            return timing.sync(step(batch))
+
+    return wrapped
+
+
+def workers_label(workers: int) -> str:
+    """The ladder's label of the loader-workers rung: '+ 1 loader worker', '+ 3 loader workers'."""
+    validate.positive("workers", workers, integer=True)
+    return f"+ {workers} loader worker{'' if workers == 1 else 's'}"
 
 
 def make_loader(dataset: Any, batch_size: int, workers: int = 0, pin: bool = False) -> Any:
@@ -102,20 +116,25 @@ def make_loader(dataset: Any, batch_size: int, workers: int = 0, pin: bool = Fal
         multiprocessing_context=pipeline.worker_context() if workers else None)
 
 
-def torch_ladder(dataset: Any, batch_size: int, make_model: Callable[[], Any], *, workers: int = 2,
-                 rounds: int = 2, final_rounds: int = 4) -> tuple[_ladder.Ladder, Any]:
+def torch_ladder(dataset: Any, batch_size: int, make_model: Callable[[], Any], *, workers: int | None = None,
+                 rounds: int = 2, final_rounds: int = 4,
+                 compiler: Callable[[Any], Any] | None = None) -> tuple[_ladder.Ladder, Any]:
     """Measure the ladder; returns it and the model compiled at the final rung's settings.
 
+    ``workers`` defaults to ``pipeline.data_cores()``: every core but the one the training process keeps.
     Rungs measured together are interleaved epoch by epoch (``rounds``; ``final_rounds`` for the pair that
-    decides what the migration buys, so its median rests on enough steady steps).
+    decides what the migration buys, so its median rests on enough steady steps). ``compiler`` (default
+    ``compile_model``) wraps the model of the migration rungs; only those rungs are tagged MIGRATION.
     """
     import torch
 
     validate.function("make_model", make_model)
     validate.positive("batch_size", batch_size, integer=True)
+    workers = pipeline.data_cores() if workers is None else workers
     validate.number("workers", workers, low=1, high=64, integer=True)
     validate.number("rounds", rounds, low=1, high=100, integer=True)
     validate.number("final_rounds", final_rounds, low=1, high=100, integer=True)
+    compiler = compile_model if compiler is None else validate.function("compiler", compiler)
     if len(dataset) < 2 * batch_size * 2:
         raise ValueError(f"dataset must hold at least {4 * batch_size} samples (two steps at twice batch_size); "
                          f"got {len(dataset)}")
@@ -125,7 +144,7 @@ def torch_ladder(dataset: Any, batch_size: int, make_model: Callable[[], Any], *
     skipped = []
 
     def peak(fn: Callable[[], Any]) -> int | None:
-        return peak_bytes(fn, device)
+        return memory.torch_peak_bytes(fn, device)
 
     def eager(dtype: Any = None) -> Callable[[Any], Any]:
         return train_step(make_model(), dtype)
@@ -133,9 +152,9 @@ def torch_ladder(dataset: Any, batch_size: int, make_model: Callable[[], Any], *
     base = _ladder.measure_rungs([
         ("eager fp32", make_loader(dataset, batch_size, 0, False), eager(), _ladder.NO_MIGRATION),
         ("torch.compile on the baseline", make_loader(dataset, batch_size, 0, False),
-         train_step(compile_model(make_model())), _ladder.MIGRATION),
+         _cold_first_call(train_step(compiler(make_model()))), _ladder.MIGRATION),
     ], rounds=rounds, peak_memory=peak)
-    cheap = [(f"+ {workers} loader workers", make_loader(dataset, batch_size, workers, False), eager(),
+    cheap = [(workers_label(workers), make_loader(dataset, batch_size, workers, False), eager(),
               _ladder.NO_MIGRATION)]
     if cuda:
         cheap.append(("+ pinned memory", make_loader(dataset, batch_size, workers, True), eager(),
@@ -149,7 +168,7 @@ def torch_ladder(dataset: Any, batch_size: int, make_model: Callable[[], Any], *
         skipped.append("mixed precision (this CPU has no bf16 units, so autocast would emulate bf16 slowly; "
                        "notebook 03 measured it)")
     middle = _ladder.measure_rungs(cheap, rounds=rounds, peak_memory=peak)
-    compiled = compile_model(make_model())
+    compiled = compiler(make_model())
     final = _ladder.measure_rungs([
         (f"+ batch {2 * batch_size}", make_loader(dataset, 2 * batch_size, workers, cuda), eager(amp),
          _ladder.NO_MIGRATION),
@@ -178,3 +197,42 @@ def step_agreement(make_model: Callable[[], Any], batch: Any, *, amp_dtype: Any 
     loss = max(abs(a - b) / max(abs(a), 1e-12) for a, b in zip(loss_a, loss_b))
     weights = max(float((a - b).abs().max() / a.abs().max().clamp_min(1e-12)) for a, b in zip(w_a, w_b))
     return {"loss": loss, "weights": weights, "final_loss": loss_a[-1]}
+
+
+# Tolerances of amp_agreement over 6 steps of the course CNN: correct bf16 autocast stays well inside both
+# (its error is bf16 rounding of the operands); casting the whole model to bf16 (no fp32 master weights, so
+# small updates are rounded away) exceeds both. tests/migrate checks the two cases.
+AMP_LOSS_RTOL = 3e-3
+AMP_UPDATE_RTOL = 5e-2
+
+
+def amp_agreement(make_model: Callable[[], Any], batch: Any, dtype: Any, *, steps: int = 6,
+                  master_weights: bool = True) -> dict[str, Any]:
+    """Train an fp32 copy and a mixed-precision copy from the same weights for ``steps`` steps on ``batch``.
+
+    Returns the largest relative difference of their losses, the relative difference of their weight updates
+    (norm of the difference over the norm of fp32's update), and ``close``: both within ``AMP_LOSS_RTOL`` and
+    ``AMP_UPDATE_RTOL``. ``master_weights=False`` casts the whole model to ``dtype`` instead of autocasting
+    (the classic wrong cast: updates smaller than a bf16 step are rounded away), which the check must catch.
+    """
+    import torch
+
+    validate.function("make_model", make_model)
+    validate.number("steps", steps, low=2, high=100, integer=True)
+    validate.instance("master_weights", master_weights, bool)
+    runs = []
+    for mixed in (False, True):
+        model = make_model()
+        start = [p.detach().float().clone() for p in model.parameters()]
+        x, y = batch
+        if mixed and not master_weights:
+            model, x = model.to(dtype), x.to(dtype)
+        step = train_step(model, dtype if mixed and master_weights else None)
+        losses = [float(step((x, y))) for _ in range(steps)]
+        update = torch.cat([(p.detach().float() - s).flatten() for p, s in zip(model.parameters(), start)])
+        runs.append((losses, update))
+    (loss_a, up_a), (loss_b, up_b) = runs
+    loss = max(abs(a - b) / max(abs(a), 1e-12) for a, b in zip(loss_a, loss_b))
+    update = float((up_b - up_a).norm() / up_a.norm().clamp_min(1e-12))
+    return {"loss": loss, "update": update, "steps": steps,
+            "close": loss <= AMP_LOSS_RTOL and update <= AMP_UPDATE_RTOL}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from migrate_gains import measured_gain
 
 from course_utils import migrate
 
@@ -43,7 +44,7 @@ def test_compile_or_eager_survives_a_failing_compiler() -> None:
 def test_checks_fail_when_their_thresholds_are_missed() -> None:
     make = migrate.step_factory(_mlp)
     batch = _batch()
-    gain = migrate.MigrationGain("+ torch.compile", 1.02, 0.97, 1.05, "measured")
+    gain = measured_gain(1.02, 0.97, 1.05)
     result = migrate.run_checklist(make, batch, gain=gain, min_speedup=1.05, forward=(_mlp(), (batch[0],)),
                                    compile_s=30.0, compile_budget_s=10.0, utilisation=0.5, min_utilisation=0.8)
     assert result["MVP: whole training step, speed and equality"].passed is False
@@ -51,7 +52,7 @@ def test_checks_fail_when_their_thresholds_are_missed() -> None:
     assert result["rollback: forced compile failure falls back to eager"].passed is True
     assert result["operator compatibility"].passed is True
     assert "MVP: whole training step, speed and equality" in result.failed and not result.passed
-    ok = migrate.run_checklist(make, batch, gain=migrate.MigrationGain("c", 1.3, 1.2, 1.4, "m"), min_speedup=1.05,
+    ok = migrate.run_checklist(make, batch, gain=measured_gain(1.3, 1.2, 1.4), min_speedup=1.05,
                                compile_s=3.0, compile_budget_s=10.0, utilisation=0.9)
     assert ok.passed and "PASS" in repr(ok) and "<table>" in ok._repr_html_()
 
@@ -78,3 +79,12 @@ def test_jax_step_checklist() -> None:
     result = migrate.run_checklist(make, batch, framework="jax", steps=2)
     assert result["rollback: forced compile failure falls back to eager"].passed is True
     assert result["operator compatibility"].passed is True
+
+
+@pytest.mark.slow
+def test_the_mvp_evidence_says_which_half_failed() -> None:
+    make = migrate.step_factory(_mlp)
+    slow = migrate.run_checklist(make, _batch(), gain=measured_gain(1.02, 0.97, 1.05), min_speedup=1.05)
+    evidence = slow["MVP: whole training step, speed and equality"].evidence
+    assert "speed FAILED" in evidence and "equality ok" in evidence and "0.97x < the 1.05x bar" in evidence
+    assert "speed FAILED" in slow.why() and "rollback" not in slow.why()

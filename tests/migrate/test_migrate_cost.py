@@ -67,3 +67,18 @@ def test_engineer_weeks_and_spend_helper() -> None:
     assert est.migration_cost == 90_000
     assert migrate.monthly_spend_for(32, 2.5) == pytest.approx(58_400)
     assert "computed" in repr(est) and "<table>" in est._repr_html_()
+
+
+def test_the_table_formats_compile_time_and_the_cases_sit_side_by_side() -> None:
+    gain = migrate.MigrationGain.claimed(1.5, "a test")
+    est = migrate.estimate(100_000, gain, job_hours=72, compile_s_per_job=0.25, eager_upkeep=2_000,
+                           training_share=0.8)
+    text = repr(est)
+    assert "250 ms of compile per 72 h job" in text and "(0 s per" not in text
+    assert "2 engineers x 2 weeks = 40,000 + 20% debugging buffer" in est.inputs()
+    assert "80% of it training" in est.inputs()
+    growing = migrate.estimate(100_000, gain, job_hours=72, spend_growth=0.5)
+    cases = repr(migrate.compare_estimates({"flat": est, "+50% a month": growing}))
+    assert "+50%" in cases and "flat" in cases and "break-even" in cases
+    assert migrate.months_text(math.inf) == "never (within 10 years)" and migrate.months_text(1.25) == "1.2 months"
+    assert migrate.SEED_JOB_HOURS / migrate.SEED_COMPETITOR_HOURS == 24

@@ -108,3 +108,72 @@ def test_rungs_measured_together_get_a_band_from_per_round_ratios() -> None:
     assert a.group == b.group and len(a.round_medians) == len(b.round_medians) == 3
     gain = migrate.build_ladder([a, b]).migration_gain()
     assert gain.low <= gain.median <= gain.high
+
+
+def test_a_migration_gain_cannot_be_built_by_hand() -> None:
+    with pytest.raises(TypeError, match="MigrationGain"):
+        migrate.MigrationGain("+ 2 loader workers", 2.0, 1.5, 2.5, "measured over 'eager fp32'")
+    gain = migrate.build_ladder([_rung("base", "no migration", 4.0), _rung("c", "migration", 2.0)]).migration_gain()
+    assert gain.measured and not migrate.MigrationGain.claimed(1.2, "x").measured
+
+
+def _timed_rung(label, kind, steps, computes, rounds, round_computes, group=7, batch=4):
+    return lad.Rung(label, kind, batch, 1.0, timing.Measurement(label, steps), 0.2, None, (), rounds, group,
+                    timing.Measurement(label, computes), round_computes, 1.5)
+
+
+def test_compute_band_removes_the_wait_and_steps_taken_sorts_wins_from_losses() -> None:
+    base = _timed_rung("base", "no migration", (10.0,) * 3, (8.0,) * 3, (10.0, 10.0), (8.0, 8.0))
+    worse = _timed_rung("+ 1 loader worker", "no migration", (12.0,) * 3, (11.0,) * 3, (12.0, 12.5), (11.0, 11.0))
+    fast = _timed_rung("+ torch.compile", "migration", (6.0,) * 3, (4.0,) * 3, (6.0, 6.0), (4.0, 4.0))
+    result = migrate.build_ladder([base, worse, fast])
+    assert result.over_previous_band("+ torch.compile", "compute")[0] == pytest.approx(11 / 4)
+    assert result.over_previous_band("+ torch.compile")[0] == pytest.approx(2.0)
+    assert [(label, migrate.outcome(lo, hi)) for label, _, _, lo, hi in result.steps_taken()] == [
+        ("+ 1 loader worker", "lost"), ("+ torch.compile", "won")]
+    assert migrate.outcomes(result)["lost"] == ["+ 1 loader worker 0.83x"]
+    text = migrate.rung_sentence(result, "+ 1 loader worker", cores=2)
+    assert "a loss" in text and "compute rose" in text and "load average 1.5 on 2 cores" in text
+    assert worse.compile_s == 0.0 and fast.compute_time == 4.0 and base.wait_time == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="part"):
+        result.over_previous_band("+ torch.compile", "wait")
+
+
+@pytest.mark.slow
+def test_torch_ladder_tags_only_the_compile_rungs_as_migration() -> None:
+    torch = pytest.importorskip("torch")
+    from course_utils import models, pipeline
+
+    data = pipeline.SyntheticImages(16, size=8, classes=3, work=0)
+    result, compiled = migrate.torch_ladder(
+        data, 4, lambda: models.torch_cnn(classes=3), workers=1, rounds=1, final_rounds=2,
+        compiler=lambda m: torch.compile(m, backend="eager", dynamic=False))
+    tagged = {r.label: r.kind for r in (*result.rungs, *result.extra)}
+    assert {label for label, kind in tagged.items() if kind == migrate.MIGRATION} == {
+        "+ torch.compile", "torch.compile on the baseline"}
+    assert all(kind == migrate.NO_MIGRATION for label, kind in tagged.items() if "torch.compile" not in label)
+    assert result.rungs[-1].label == "+ torch.compile" and result.rungs[1].label == migrate.workers_label(1)
+    gain = result.migration_gain()
+    assert gain.label == "+ torch.compile" and gain.source == f"measured over '{result.rungs[-2].label}'"
+    assert compiled is not None and migrate.estimate(1000, gain, 10).speedup is gain
+
+
+def test_amp_agreement_passes_autocast_and_catches_a_whole_model_cast() -> None:
+    torch = pytest.importorskip("torch")
+    from course_utils import models, pipeline
+
+    x, y = pipeline.SyntheticImages(8, size=32, classes=10, work=0).batch(range(8))
+    batch = (torch.from_numpy(x), torch.from_numpy(y))
+    right = migrate.amp_agreement(lambda: models.torch_cnn(classes=10), batch, torch.bfloat16)
+    wrong = migrate.amp_agreement(lambda: models.torch_cnn(classes=10), batch, torch.bfloat16, master_weights=False)
+    assert right["close"] and not wrong["close"] and wrong["update"] > migrate.AMP_UPDATE_RTOL > right["update"]
+
+
+def test_empty_compile_cache_points_inductor_elsewhere_and_restores_it(monkeypatch) -> None:
+    pytest.importorskip("torch")
+    import os
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/tmp/course-test-cache")
+    with migrate.empty_compile_cache() as folder:
+        assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == folder and os.path.isdir(folder) and not os.listdir(folder)
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == "/tmp/course-test-cache" and not os.path.exists(folder)

@@ -1,0 +1,190 @@
+"""One number for torch.compile: every compile speed-up notebook 07 measured, side by side with what differs
+between them (the loader's wait, the batch, the precision), so that the distance from each to the number the
+decision uses is accounted for by measurements, not by words.
+
+Two methods appear, each used for rows of its kind: the ladder's interleaved epochs with a real loader (step
+with its wait, and its compute part alone; band: quartiles of the per-round ratios) and back-to-back steps on
+one fixed batch with no loader (``timing.benchmark``; band: opposite quartiles, as ``timing.compare``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from course_utils import display, timing, validate
+from course_utils.migrate import torch_rungs
+from course_utils.migrate.frameworks import FrameworkTable
+from course_utils.migrate.ladder import Ladder, MigrationGain
+
+Band = tuple[float, float, float]
+
+
+def _ratio(eager: timing.Measurement, compiled: timing.Measurement) -> Band:
+    """eager / compiled: ratio of medians, band from opposite quartiles."""
+    return (eager.median / compiled.median, eager.p25 / compiled.p75, eager.p75 / compiled.p25)
+
+
+def _fmt(band: Band) -> str:
+    return f"{band[0]:.2f}x ({band[1]:.2f} to {band[2]:.2f})"
+
+
+def _overlap(a: Band, b: Band) -> bool:
+    return a[1] <= b[2] and b[1] <= a[2]
+
+
+def _precision(dtype: Any) -> str:
+    return "fp32" if dtype is None else str(dtype).split(".")[-1].replace("bfloat16", "bf16").replace("float16", "fp16")
+
+
+@dataclass(frozen=True)
+class FixedBatch:
+    """Eager and compiled training steps timed back to back on one batch, no loader: ``runs[precision]`` is
+    (eager, compiled) Measurements."""
+
+    batch_size: int
+    runs: dict[str, tuple[timing.Measurement, timing.Measurement]]
+
+    def speedup(self, precision: str) -> Band:
+        validate.choice("precision", precision, list(self.runs))
+        return _ratio(*self.runs[precision])
+
+
+def fixed_batch(make_model: Callable[[], Any], compiled_model: Any, batch: Any, *, amp_dtype: Any = None,
+                min_time: float = 0.3) -> FixedBatch:
+    """Time eager (a fresh model from ``make_model``) against ``compiled_model`` on ``batch`` in fp32 and, where
+    ``amp_dtype`` is given, under autocast: the compiled model of the ladder's last rung is reused (no new
+    compile where its precision matches)."""
+    validate.function("make_model", make_model)
+    validate.positive("min_time", min_time)
+    runs = {}
+    for dtype in (None, amp_dtype) if amp_dtype is not None else (None,):
+        name = _precision(dtype)
+        eager = timing.benchmark(torch_rungs.train_step(make_model(), dtype), batch, min_time=min_time,
+                                 label=f"eager {name}")
+        compiled = timing.benchmark(torch_rungs.train_step(compiled_model, dtype), batch, min_time=min_time,
+                                    label=f"compiled {name}")
+        runs[name] = (eager, compiled)
+    size = batch[0].shape[0] if isinstance(batch, (tuple, list)) else len(batch)
+    return FixedBatch(int(size), runs)
+
+
+@dataclass(frozen=True)
+class AccountRow:
+    """One measured compile speed-up and the settings it was measured at; ``compute`` is None where there is no
+    loader (the step is all compute)."""
+
+    name: str
+    loader: str
+    batch: int
+    precision: str
+    step: Band
+    compute: Band | None
+    waits: str
+
+
+@dataclass(frozen=True)
+class CompileAccount:
+    """The rows, the gain the decision uses (the last row) with its steps and rounds, and the eager and compiled
+    step times behind the first two rows (seconds), to show which side moved between the two methods."""
+
+    rows: tuple[AccountRow, ...]
+    stated: MigrationGain
+    steady_steps: int
+    rounds: int
+    times: dict[str, float]
+    loads: tuple[float | None, float | None] = (None, None)
+
+    def __getitem__(self, name: str) -> AccountRow:
+        for row in self.rows:
+            if row.name == name:
+                return row
+        raise KeyError(f"name must be one of {[r.name for r in self.rows]}; got {name!r}")
+
+    def table(self) -> display.Table:
+        rows = [(r.name, r.loader, str(r.batch), r.precision, _fmt(r.step),
+                 "= the step (no loader)" if r.compute is None else _fmt(r.compute), r.waits) for r in self.rows]
+        return display.table(["torch.compile over eager, measured", "loader", "batch", "precision",
+                              "speed-up of the step (band)", "compute part alone", "waiting for data"], rows,
+                             title="One number for torch.compile: what differs between the measurements",
+                             note=f"The decision uses the last row: {self.stated}, over {self.steady_steps} steady "
+                                  f"steps in {self.rounds} interleaved rounds.")
+
+    def __repr__(self) -> str:
+        return repr(self.table())
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
+
+    def _loads(self) -> str:
+        if self.loads[0] is None or self.loads[1] is None:
+            return ""
+        return f" (load average {self.loads[0]:.1f} after the ladder's pair, {self.loads[1]:.1f} after the table)"
+
+    def findings(self) -> list[str]:
+        """One computed sentence per difference: the wait, the method, the batch, the precision, the loader."""
+        first, table, last = self.rows[0], self.rows[1], self.rows[-1]
+        fixed = list(self.rows[1:-1])
+        if first.compute is None or last.compute is None:
+            raise ValueError("rows: the first and last rows are ladder rows and need their compute parts")
+        t = {k: display.format_time(v) for k, v in self.times.items()}
+        out = [f"**The wait.** Compile first gives {first.step[0]:.2f}x per whole step and {first.compute[0]:.2f}x on "
+               f"the compute alone (waiting for data: {first.waits}): "
+               + ("the wait, which no compiler shortens, dilutes it." if first.step[0] < first.compute[0] else
+                  "here the wait did not dilute it: the compiled step waited no longer, relative to its compute.")]
+        out.append(f"**The method.** At the same batch {table.batch} and {table.precision}, the framework table's "
+                   f"back-to-back steps give {_fmt(table.step)}, the ladder's compute parts {_fmt(first.compute)} "
+                   + ("(the bands overlap: one compiler at one setting). " if _overlap(first.compute, table.step)
+                      else "(the bands do not overlap). ")
+                   + f"Eager's step took {t['loop eager']} between loader calls and {t['table eager']} back to back; "
+                   f"the compiled step {t['loop compiled']} and {t['table compiled']}" + self._loads() + ".")
+        for before, after in zip(fixed, fixed[1:]):
+            change = "The batch" if before.batch != after.batch else "The precision"
+            moved = ("within the bands" if _overlap(before.step, after.step) else
+                     "up" if after.step[0] > before.step[0] else "down")
+            out.append(f"**{change}.** {before.batch} {before.precision} -> {after.batch} {after.precision}, no "
+                       f"loader: {before.step[0]:.2f}x -> {after.step[0]:.2f}x ({moved}).")
+        if all(r.precision == "fp32" for r in self.rows):
+            out.append("**The precision.** No autocast rung ran here (no bf16 units), so every row is fp32 and "
+                       "precision plays no part.")
+        ref = fixed[-1]
+        moved = ("within the bands" if _overlap(ref.step, last.compute) else
+                 "higher with the loader" if last.compute[0] > ref.step[0] else "lower with the loader")
+        out.append(f"**The loader.** At batch {last.batch} {last.precision}: no loader {ref.step[0]:.2f}x; the "
+                   f"ladder's compute parts, {last.loader} running beside them, {last.compute[0]:.2f}x ({moved}); "
+                   f"its whole steps {last.step[0]:.2f}x (waiting for data: {last.waits}).")
+        return out
+
+
+def compile_account(ladder: Ladder, frameworks: FrameworkTable, fixed: FixedBatch) -> CompileAccount:
+    """Every compile speed-up of the run in one table: compile first (ladder), the framework table's PyTorch
+    row, ``fixed`` (a doubled batch, fp32 then autocast), compile last (ladder: the stated number)."""
+    validate.instance("ladder", ladder, Ladder)
+    validate.instance("frameworks", frameworks, FrameworkTable)
+    validate.instance("fixed", fixed, FixedBatch)
+
+    workers = next((r.label.removeprefix("+ ") for r in ladder.rungs if "loader worker" in r.label), "in-process")
+
+    def waits(label: str) -> str:
+        return f"{ladder.before(label).wait_share:.0%} -> {ladder[label].wait_share:.0%}"
+
+    first, last = "torch.compile on the baseline", ladder.migration_gain().label
+    final_precision = next((r.label.split()[-1] for r in ladder.rungs if r.label.startswith("+ autocast")), None)
+    final_precision = _precision(None) if final_precision is None else _precision(final_precision)
+    torch_row = frameworks["torch"]
+    rows = [AccountRow("compile first (ladder, over eager fp32)", "in-process", ladder[first].batch_size, "fp32",
+                       ladder.over_previous_band(first), ladder.over_previous_band(first, "compute"), waits(first)),
+            AccountRow("framework table (PyTorch row)", "none", frameworks.batch_size, "fp32",
+                       _ratio(torch_row.eager, torch_row.compiled), None, "-")]
+    rows += [AccountRow(f"fixed batch, {name}", "none", fixed.batch_size, name, fixed.speedup(name), None, "-")
+             for name in fixed.runs]
+    gain = ladder.migration_gain()
+    rows.append(AccountRow(f"compile last (ladder, over '{ladder.before(last).label}')", workers,
+                           ladder[last].batch_size, final_precision, (gain.median, gain.low, gain.high),
+                           ladder.over_previous_band(last, "compute"), waits(last)))
+    rung = ladder[last]
+    times = {"loop eager": ladder.baseline.compute_time, "loop compiled": ladder[first].compute_time,
+             "table eager": torch_row.eager.median, "table compiled": torch_row.compiled.median}
+    return CompileAccount(tuple(rows), gain, rung.steps.n, len(rung.round_medians), times,
+                          (ladder[first].load, frameworks.load))
