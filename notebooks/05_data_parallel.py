@@ -72,10 +72,7 @@ WORKER_ARGS = cu.env.pick(ci=["--repeats", 8, "--wide-batch", 256, "--max-bytes"
 print(f"{CORES} cores; torch sees {torch.cuda.device_count()} GPU(s); JAX installed: {HAVE_JAX}; "
       f"TensorFlow logical CPUs: {len(tf_devices)}; worker arguments: {WORKER_ARGS}")
 
-
-def apart(a, b):
-    """True when two measurements' quartile ranges do not overlap: a difference this run's noise does not explain."""
-    return a.p75 < b.p25 or b.p75 < a.p25
+apart = cu.timing.apart  # True when two measurements' quartile ranges do not overlap
 
 # %% [markdown] course={"lead": false, "minutes": 2} slideshow={"slide_type": "slide"}
 # ## 1. The idea in one picture
@@ -527,6 +524,8 @@ answer = None  # your answer here
 K = 4
 buckets_tiny = -(-4 * timings["tiny"]["params"] // (1024 * 1024))  # gradient bytes over DDP's 1 MiB first bucket
 answer = (K * buckets_tiny, 1 * buckets_tiny)  # every backward syncs, or only the last one
+print(f"{K} micro-batches x {buckets_tiny} bucket(s): {answer[0]} all-reduce calls syncing every micro-batch, "
+      f"{answer[1]} with no_sync")
 
 # %%
 # NBVAL_CHECK_OUTPUT

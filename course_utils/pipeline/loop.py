@@ -126,8 +126,7 @@ def apart(a: Timeline, b: Timeline, part: str = "step") -> bool:
     does not explain (overlapping quartiles: within the noise)."""
     validate.instance("a", a, Timeline)
     validate.instance("b", b, Timeline)
-    x, y = a.part(part), b.part(part)
-    return x.p75 < y.p25 or y.p75 < x.p25
+    return timing.apart(a.part(part), b.part(part))
 
 
 def _quartiles(m: timing.Measurement) -> str:
