@@ -6,11 +6,20 @@ The roof probes themselves are core (``course_utils.roofline``, ``course_utils.p
 """
 
 from course_utils.measuring import exercises, limits, plots
-from course_utils.measuring.hierarchy import HierarchySweep, default_working_sets, sweep_hierarchy
+from course_utils.measuring.allocator import on_fresh_pages, outputs_worth, warm_allocator
+from course_utils.measuring.hierarchy import (
+    DramRetime,
+    HierarchySweep,
+    default_working_sets,
+    levels_text,
+    retime_dram,
+    sweep_hierarchy,
+)
+from course_utils.measuring.interleave import interleaved, quartiles
 from course_utils.measuring.kernels import KernelLibrary, libraries_table, matmul_libraries
-from course_utils.measuring.limits import EagerGap, chain_limits, chain_limits_text, eager_gap
-from course_utils.measuring.peak import PeakEstimate, clock_ghz, theoretical_peak
-from course_utils.measuring.regimes import Bend, bend, bends, bends_table, slope_why, steep_top_text
+from course_utils.measuring.limits import EagerGap, cache_roof_text, chain_limits, chain_limits_text, eager_gap
+from course_utils.measuring.peak import PeakEstimate, clock_ghz, matmuls_text, theoretical_peak
+from course_utils.measuring.regimes import Bend, bend, bends, bends_table, slope_budget, slope_why, steep_top_text
 from course_utils.measuring.roofs import (
     above_roof_text,
     best_roof,
@@ -29,10 +38,12 @@ from course_utils.measuring.speedups import (
     variant_name,
 )
 from course_utils.measuring.workloads import (
+    chain_faults,
     chain_inputs,
     chain_runs,
     dispatch_trap,
     host_copy_runs,
+    host_copy_text,
     matmul_workload,
     overhead_sweep,
     torch_device,
@@ -40,11 +51,13 @@ from course_utils.measuring.workloads import (
 )
 
 __all__ = [
-    "Bend", "ChainSpeedups", "EagerGap", "HierarchySweep", "KernelLibrary", "PeakEstimate", "above_roof_text",
-    "amdahl", "amdahl_table", "bend", "bends", "bends_table", "best_roof", "cache_state", "chain_inputs",
-    "chain_limits", "chain_limits_text", "chain_runs", "clock_ghz", "default_working_sets", "dispatch_trap",
-    "eager_gap", "exercises", "host_copy_runs", "limits", "inductor_cache_counts", "libraries_table", "load_note",
-    "matmul_libraries", "matmul_workload", "overhead_sweep", "plots",
-    "present_frameworks", "probe_size_text", "roofs_table", "share_needed", "slope_why", "steep_top_text",
-    "sweep_hierarchy", "theoretical_peak", "torch_device", "torch_eager_one_thread", "variant_name",
+    "above_roof_text", "amdahl", "amdahl_table", "Bend", "bend", "bends", "bends_table", "best_roof",
+    "cache_roof_text", "cache_state", "chain_faults", "chain_inputs", "chain_limits", "chain_limits_text",
+    "chain_runs", "ChainSpeedups", "clock_ghz", "default_working_sets", "dispatch_trap", "DramRetime", "eager_gap",
+    "EagerGap", "exercises", "HierarchySweep", "host_copy_runs", "host_copy_text", "inductor_cache_counts",
+    "interleaved", "KernelLibrary", "levels_text", "libraries_table", "limits", "load_note", "matmul_libraries",
+    "matmul_workload", "matmuls_text", "on_fresh_pages", "outputs_worth", "overhead_sweep", "PeakEstimate", "plots",
+    "present_frameworks", "probe_size_text", "quartiles", "retime_dram", "roofs_table", "share_needed",
+    "slope_budget", "slope_why", "steep_top_text", "sweep_hierarchy", "theoretical_peak", "torch_device",
+    "torch_eager_one_thread", "variant_name", "warm_allocator",
 ]

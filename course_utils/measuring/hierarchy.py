@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from course_utils import display, env, probes, timing, validate
+from course_utils.measuring.interleave import interleaved
 
 _FP32 = 4
 DRAM_MULTIPLE = 2  # a working set at least this many times the last-level cache streams from main memory
@@ -165,3 +166,103 @@ def sweep_hierarchy(working_sets: Sequence[int] | None = None, *, min_time: floa
         rates.append(2 * n * _FP32 / seconds)
         del src, dst
     return HierarchySweep(tuple(int(s) for s in sizes), tuple(rates), dict(env.cache_sizes()))
+
+
+@dataclass(frozen=True)
+class DramRetime:
+    """The roof's copy probe and the sweep's main-memory points, timed again in alternating rounds: like for like.
+    Rates in bytes/s (read + write counted); ``earlier`` is the probe's rate from the roof measurement."""
+
+    probe_bytes: int
+    probe: timing.Measurement
+    points: tuple[tuple[int, timing.Measurement], ...]
+    earlier: float
+
+    def rate(self, m: timing.Measurement, working_set: int) -> float:
+        return working_set / m.median
+
+    @property
+    def probe_rate(self) -> float:
+        return self.rate(self.probe, self.probe_bytes)
+
+    @property
+    def plateau(self) -> float | None:
+        """Median rate of the re-timed main-memory points, or None with fewer than ``BEYOND`` of them."""
+        rates = [self.rate(m, s) for s, m in self.points]
+        return statistics.median(rates) if len(rates) >= BEYOND else None
+
+    def text(self) -> str:
+        """The re-timed numbers, each with its spread, and the earlier probe against them."""
+        rate = display.format_rate
+
+        def spread(m: timing.Measurement, size: int) -> str:
+            return f"quartiles {rate(size / m.p75)} to {rate(size / m.p25)}"
+
+        points = ", ".join(f"{rate(self.rate(m, s))} ({display.format_bytes(s)}, {spread(m, s)})"
+                           for s, m in self.points)
+        return (f"Timed again in alternating rounds, the probe's copy ({display.format_bytes(self.probe_bytes)}) ran "
+                f"at {rate(self.probe_rate)} ({spread(self.probe, self.probe_bytes)}) and the sweep's main-memory "
+                f"points at {points}; the roof's own probe, timed earlier, gave {rate(self.earlier)} "
+                f"({self.earlier / self.probe_rate:.2f}x the re-timed probe: the roof carries the moment it was "
+                "measured at). ")
+
+
+def retime_dram(sweep: HierarchySweep, probe_bytes: int, earlier: float, *, rounds: int = 4,
+                min_time: float = 0.4) -> DramRetime:
+    """Time the roof's copy probe (``a.copy_(b)`` over ``probe_bytes`` of source and destination, as
+    ``probes.torch_probes`` does) and a copy at each of ``sweep``'s main-memory working sets, in ``rounds``
+    alternating rounds (``interleaved``), so that the probe and the plateau see the same moments."""
+    import torch
+
+    validate.instance("sweep", sweep, HierarchySweep)
+    probe_bytes = validate.number("probe_bytes", probe_bytes, low=2 * _FP32, integer=True)
+    earlier = validate.positive("earlier", earlier)
+    arrays = {"probe": probe_bytes, **{f"sweep {s}": s for s, _ in sweep.dram_points()}}
+    held = {name: (torch.ones(int(size) // (2 * _FP32)), torch.full((int(size) // (2 * _FP32),), 2.0))
+            for name, size in arrays.items()}
+    calls = {name: (lambda a=a, b=b: a.copy_(b)) for name, (a, b) in held.items()}
+    found = interleaved(calls, rounds=rounds, min_time=min_time)
+    points = tuple((s, found[f"sweep {s}"]) for s, _ in sweep.dram_points())
+    return DramRetime(int(probe_bytes), found["probe"], points, float(earlier))
+
+
+def levels_text(sweep: HierarchySweep, retimed: DramRetime | None, probe_rate: float, copy_floor: timing.Measurement,
+                probe_bytes: int) -> str:
+    """What the hierarchy sweep says, from its numbers: the median copy bandwidth per level; cache levels slower
+    than main memory, set beside a 4-element ``copy_``'s own cost (``copy_floor``); the main-memory points;
+    the probe re-timed next to them (``retimed``) and how it compares with their plateau."""
+    validate.instance("sweep", sweep, HierarchySweep)
+    validate.instance("copy_floor", copy_floor, timing.Measurement)
+    probe_rate = validate.positive("probe_rate", probe_rate)
+    plateaus, dram, fmt = sweep.plateaus(), sweep.dram_points(), display.format_time
+    plateau = retimed.plateau if retimed else sweep.dram_plateau()
+    text = "Median copy bandwidth per level: " + ", ".join(f"{k} {display.format_rate(v)}" for k, v in plateaus.items())
+    slow = {k: sweep.seconds_per_call(k) for k, v in plateaus.items()
+            if k != "DRAM" and plateau and v < plateau / 1.3}
+    floor = copy_floor.median
+    if slow:
+        text += (". " + ", ".join(f"{k} ({fmt(t)} per copy, {t / floor:.3g}x a 4-element `copy_`'s {fmt(floor)})"
+                                  for k, t in slow.items()) + " ran slower than main memory, which no cache can be: "
+                 + ("each is within 3x of what a `copy_` call costs with almost no bytes, so these copies measure the "
+                    "call, not the bytes" if max(slow.values()) < 3 * floor else
+                    "longer than the call alone costs, so they waited for something else, which this run did not "
+                    "establish"))
+    if dram:
+        text += (f". Past twice the {display.format_bytes(sweep.last_level_cache or 0)} last-level cache the copy ran "
+                 "at " + ", ".join(f"{display.format_rate(r)} ({display.format_bytes(s)})" for s, r in dram)
+                 + ": that is main memory. ")
+    else:
+        text += ". "
+    if retimed:
+        text += retimed.text()
+    if not plateau:
+        return text + "With under two main-memory points there is no plateau to compare the probe with. "
+    ratio = probe_rate / plateau
+    text += (f"The probe, at {display.format_bytes(probe_bytes)}, ran at {ratio:.2f}x the plateau "
+             f"({display.format_rate(plateau)}) measured in the same rounds: ")
+    if 1 / 1.3 <= ratio <= 1.3:
+        return text + "the roof is main memory. "
+    if ratio > 1.3 and probe_bytes < 2 * (sweep.last_level_cache or 0):
+        return text + "faster, so part of it came from cache and the roofline's memory roof is drawn too high. "
+    return text + ("both lie past twice the cache and were timed in the same rounds, so neither the level nor the "
+                   "moment explains the gap; what does is not established by this run. ")

@@ -1,9 +1,12 @@
 """What keeps the chain below its roof, measured like for like, and why one eager chain is slower than another.
 
-- ``chain_limits``: at the chain's own size and all into reused buffers, a copy of its bytes, eager ``tanh``
-  alone, and the compiled chain with and without its ``tanh`` (notebook 02's test, at notebook 00's size);
+- ``chain_limits``: at the chain's own size, in alternating rounds, a copy of its bytes, eager ``tanh`` alone,
+  the compiled chain with and without its ``tanh`` into reused buffers (notebook 02's test, at notebook 00's
+  size), and the compiled chain into a fresh output;
+- ``cache_roof_text``: the compiled chain against the copy bandwidth of the cache level its working set fits in;
 - ``eager_gap``: torch eager against the fastest other eager framework on the same chain: its ``tanh`` alone,
-  its fresh pages per call (page faults), and the same chain on one thread.
+  its fresh pages per call (page faults, and what they cost on fresh pages), the same chain on one thread, and
+  the time budget those leave.
 """
 
 from __future__ import annotations
@@ -14,28 +17,55 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from course_utils import display, env, memory, models, timing, validate
+from course_utils import display, env, models, timing, validate
+from course_utils.measuring.allocator import on_fresh_pages, outputs_worth, tensor_bytes
+from course_utils.measuring.hierarchy import HierarchySweep
+from course_utils.measuring.interleave import interleaved
 from course_utils.measuring.kernels import torch_library
 from course_utils.measuring.speedups import variant_name
 
 PAGE = 4096
 FUSED = "compiled chain, reused buffer"
 POLY = "compiled chain without tanh, reused buffer"
+FRESH = "compiled chain, fresh output"
 
 
-def chain_limits(x: Any, bias: Any, fused: Mapping[str, Callable[[Any, Any], Any]]) -> dict[str, timing.Measurement]:
-    """torch ``copy_`` and ``tanh`` of ``x`` into a preallocated output (eager), and each of ``fused``
-    (name -> compiled ``f(x, bias)`` writing into a reused buffer), timed on the same tensors."""
+def chain_limits(x: Any, bias: Any, fused: Mapping[str, Callable[[Any, Any], Any]],
+                 fresh: Callable[[Any, Any], Any] | None = None, *, rounds: int = 4,
+                 min_time: float = 0.8) -> dict[str, timing.Measurement]:
+    """torch ``copy_`` and ``tanh`` of ``x`` into a preallocated output (eager), each of ``fused`` (name ->
+    compiled ``f(x, bias)`` writing into a reused buffer) and ``fresh`` (the compiled chain returning a new
+    output, as ``FRESH``), timed on the same tensors in ``rounds`` alternating rounds (``interleaved``)."""
     import torch
 
     validate.instance("x", x, torch.Tensor)
     validate.non_empty("fused", fused)
     out = torch.empty_like(x)
-    found = {"copy": timing.benchmark(out.copy_, x, label="copy_ into out"),
-             "tanh": timing.benchmark(torch.tanh, x, out=out, label="tanh into out")}
-    for name, fn in fused.items():
-        found[name] = timing.benchmark(validate.function(f"fused[{name!r}]", fn), x, bias, label=name)
-    return found
+    calls: dict[str, Callable[[], Any]] = {"copy": lambda: out.copy_(x), "tanh": lambda: torch.tanh(x, out=out)}
+    kernels = {name: validate.function(f"fused[{name!r}]", fn) for name, fn in fused.items()}
+    if fresh is not None:
+        kernels[FRESH] = validate.function("fresh", fresh)
+    for name, fn in kernels.items():
+        calls[name] = lambda f=fn: f(x, bias)
+    return interleaved(calls, rounds=rounds, min_time=min_time)
+
+
+def cache_roof_text(moved: float, seconds: float, sweep: HierarchySweep, dram: float) -> str:
+    """One sentence: a kernel moving ``moved`` bytes per call in ``seconds`` against the copy bandwidth the
+    hierarchy ``sweep`` measured at that working set (the cache level it fits in), and against main memory's
+    roof ``dram`` (bytes/s), which is its roof only when the working set outgrows the caches."""
+    moved, seconds = validate.positive("moved", moved), validate.positive("seconds", seconds)
+    validate.instance("sweep", sweep, HierarchySweep)
+    dram = validate.positive("dram", dram)
+    rate, level, here = moved / seconds, sweep.level_of(int(moved)), sweep.rate_at(int(moved))
+    text = (f"The compiled chain (fresh output) moves {display.format_bytes(moved)} per call (input and output) at "
+            f"{display.format_rate(rate)}: {display.percent(rate / here)} of the copy bandwidth the hierarchy sweep "
+            f"measured at that working set ({display.format_rate(here)}; ")
+    if level == "DRAM":
+        return text + "main memory, which is its roof here). "
+    return text + (f"a working set that fits in {level}). Against the main-memory roof "
+                   f"({display.format_rate(dram)}) it would read {display.percent(rate / dram)}, but at this size its "
+                   "arrays do not come from main memory. ")
 
 
 def _spread(m: timing.Measurement) -> float:
@@ -59,8 +89,9 @@ def chain_limits_text(costs: Mapping[str, timing.Measurement], fresh: timing.Mea
             f"{fresh_cost:.2f}x); the same chain without its tanh {fmt(t[POLY])}. ")
     if tanh_cost >= 1.3:
         text += (f"Taking tanh out makes the fused chain **{tanh_cost:.1f}x** faster, and the polynomial left runs at "
-                 f"{poly_copy:.1f}x a copy's time: the chain is **not** memory-bound here, its tanh (tens of vector "
-                 "instructions per element) sets the pace, as notebook 02 finds with the same test on a larger array. ")
+                 f"{poly_copy:.1f}x a copy's time: the chain is **not** memory-bound here, Inductor's tanh (the one in "
+                 "the loop torch.compile generated: tens of vector instructions per element) sets the pace, as "
+                 "notebook 02 finds with the same test on a larger array, where it also compares XLA's tanh. ")
     else:
         text += (f"Taking tanh out changes the fused chain's time by only {tanh_cost:.2f}x: here its tanh fits under "
                  f"its bytes, and the polynomial runs at {poly_copy:.1f}x a copy's time"
@@ -70,20 +101,28 @@ def chain_limits_text(costs: Mapping[str, timing.Measurement], fresh: timing.Mea
                  + "Notebook 02 runs the same test on a larger array and scores it against the vector units' own "
                  "roof. ")
     faults = "" if math.isnan(fresh_faults) else f" ({fresh_faults:.1f} outputs' worth of page faults per call)"
-    if fresh_cost < 1.3 and not fresh_faults >= 0.5:  # nan (not measured) counts as no faults
-        text += (f"The fresh output costs little at this size{faults}: the allocator hands back the block the "
-                 "previous call freed. ")
-    elif fresh_cost < 1.3:
-        text += (f"The fresh output costs little at this size although it pays {fresh_faults:.1f} outputs' worth "
-                 "of page faults per call: next to the tanh they are a small share of the call. ")
-    elif math.isnan(fresh_faults) or fresh_faults >= 0.5:
+    paged = fresh_faults >= 0.5  # nan (not measured) counts as no faults
+    if fresh_cost >= 1.3:
         text += (f"The fresh output costs {fresh_cost:.1f}x the reused buffer's time{faults}: page faults on new "
-                 "memory (notebook 02 measures that trap). ")
+                 "memory (notebook 02 measures that trap). " if math.isnan(fresh_faults) or paged else
+                 f"The fresh output took {fresh_cost:.1f}x the reused buffer's time with only {fresh_faults:.1f} "
+                 "outputs' worth of page faults per call, so not the pages; what else it pays is not established by "
+                 f"this run (quartiles of the fresh one: {fmt(fresh.p25)} to {fmt(fresh.p75)}"
+                 f"{'; ' + _load_words() if _load_words() else ''}). ")
+    elif not timing.apart(fresh, costs[FUSED]):
+        text += (f"The fresh output{faults} and the reused buffer are within the noise of each other (quartiles "
+                 f"{fmt(fresh.p25)} to {fmt(fresh.p75)} and {fmt(costs[FUSED].p25)} to {fmt(costs[FUSED].p75)})"
+                 + (": the allocator hands back the block the previous call freed. " if not paged else
+                    ": next to the tanh the faults are a small share of the call. "))
+    elif fresh_cost < 1:
+        text += (f"The fresh output ran **faster** than the reused buffer ({1 / fresh_cost:.2f}x, quartile ranges "
+                 f"apart){faults}, which no page fault explains: the reused-buffer version is another compiled graph "
+                 "(`out.copy_(chain(x, bias))`, Inductor writing into `out`), and why it is slower is not "
+                 "established by this run. ")
     else:
-        text += (f"The fresh output took {fresh_cost:.1f}x the reused buffer's time with only "
-                 f"{fresh_faults:.1f} outputs' worth of page faults per call, so not "
-                 f"the pages: the two were timed at different moments (quartiles of the fresh one: "
-                 f"{fmt(fresh.p25)} to {fmt(fresh.p75)}{'; ' + _load_words() if _load_words() else ''}). ")
+        text += (f"The fresh output costs {fresh_cost:.2f}x the reused buffer's time (quartile ranges apart){faults}"
+                 + (": the page faults of its new memory. " if paged else
+                    ", with too few page faults to explain it: not established by this run. "))
     eager = t["tanh"] / t["copy"]
     text += (f"Eager `torch.tanh` alone (ATen's own kernel, not the loop Inductor writes) takes {fmt(t['tanh'])}, "
              f"{eager:.2f}x the copy. ")
@@ -123,7 +162,8 @@ def _tanh(framework: str) -> Callable[[Any], Any]:
 
 @dataclass(frozen=True)
 class EagerGap:
-    """torch eager against the fastest other eager framework on the chain, and three suspects measured apart."""
+    """torch eager against the fastest other eager framework on the chain, the suspects measured apart, and the
+    time budget they leave."""
 
     fast: str
     chain: Mapping[str, timing.Measurement]  # the chain's eager times (notebook section 3)
@@ -132,9 +172,20 @@ class EagerGap:
     one_thread: timing.Measurement  # torch's eager chain with torch.set_num_threads(1)
     threads: int
     torch_library: str = ""  # the library torch was built with (kernels.torch_library)
+    fresh: timing.Measurement | None = None  # torch's eager chain on fresh pages (malloc_trim before each call)
+    fresh_faults: float = math.nan  # its page faults per call, in outputs' worth
+
+    @property
+    def fault_cost(self) -> float:
+        """Seconds one output's worth of page faults costs torch's chain (computed from the chain on fresh pages
+        against the chain as timed); nan where the two did not differ by half an output's worth."""
+        extra = self.fresh_faults - self.faults["torch"]
+        if self.fresh is None or not extra >= 0.5:
+            return math.nan
+        return max(self.fresh.median - self.chain["torch"].median, 0.0) / extra
 
     def text(self) -> str:
-        """Two or three sentences with the measured numbers; each cause is named only where it was measured."""
+        """The measured numbers, then either why there is no gap, or the gap's time budget with what is left."""
         fmt, fast = display.format_time, self.fast
         a, b = self.chain["torch"].median, self.chain[fast].median
         ta, tb = self.tanh["torch"].median, self.tanh[fast].median
@@ -144,34 +195,42 @@ class EagerGap:
                 f"apart: tanh alone {fmt(ta)} in torch, {fmt(tb)} in {fast}; fresh pages per call of the chain "
                 f"{self.faults['torch']:.1f} outputs' worth in torch, {self.faults[fast]:.1f} in {fast}; torch's "
                 f"chain on one thread {fmt(t1)} (on {self.threads}: {fmt(a)}). ")
+        if self.fresh is not None:
+            text += (f"With the memory each call freed handed back to the OS first (`malloc_trim`, as an allocator "
+                     f"that trims does), torch's chain took {fmt(self.fresh.median)} with "
+                     f"{self.fresh_faults:.1f} outputs' worth of page faults per call"
+                     + (f": one output's worth of faults costs it {fmt(self.fault_cost)} (computed from the two). "
+                        if not math.isnan(self.fault_cost) else ". "))
         if a <= b:
             return text + (f"torch eager was the faster of the two in this run: there is no gap to explain (on one "
                            f"thread it took {t1 / a:.1f}x its time: its threads paid off)." if t1 > a else
                            "torch eager was the faster of the two in this run: there is no gap to explain.")
         if a <= 1.5 * b:
             return text + "Within 1.5x: at this size the two eager runtimes cost about the same."
-        causes = []
-        if ta - tb >= 0.25 * (a - b):
-            mkl = "MKL" in self.torch_library
-            causes.append(f"torch's tanh, {ta / tb:.1f}x {fast}'s, is {(ta - tb) / (a - b):.0%} of the gap: the two "
-                          "frameworks run different tanh kernels"
-                          + (" (PyTorch built with MKL, as this one is, hands an eager tanh to MKL's vector-math "
-                             "library" + ("; on an AMD CPU, MKL is known to choose slower code paths)"
-                                          if "AMD" in env.cpu_model() else ")") if mkl else ""))
+        return text + self._budget(a, b, ta, tb, t1)
+
+    def _budget(self, a: float, b: float, ta: float, tb: float, t1: float) -> str:
+        fmt, fast, gap = display.format_time, self.fast, a - b
+        parts = {f"tanh (torch's {ta / tb:.1f}x {fast}'s: the two run different tanh kernels)": max(ta - tb, 0.0)}
+        extra = self.faults["torch"] - self.faults[fast]
+        if extra >= 0.5 and not math.isnan(self.fault_cost):
+            parts[f"page faults ({extra:.1f} outputs' worth more per call, at the cost measured above)"] = (
+                extra * self.fault_cost)
+        left = gap - sum(parts.values())
+        text = (f"Time budget of the {fmt(gap)} gap (computed from these measurements): "
+                + "; ".join(f"{name} {fmt(t)} ({t / gap:.0%})" for name, t in parts.items()))
+        if extra >= 0.5 and math.isnan(self.fault_cost):
+            text += f"; torch's {extra:.1f} more outputs' worth of page faults, whose cost this run did not measure"
+        text += (f"; left unexplained {fmt(max(left, 0.0))} ({max(left, 0.0) / gap:.0%}): what that is, is not "
+                 "established by this run" if left > 0.1 * gap else
+                 f"; together {fmt(gap - left)}: the gap is accounted for")
         if t1 < a / 1.3:
             ops = models.GELU_CHAIN_OPS
-            causes.append(f"on one thread the chain ran {a / t1:.1f}x faster, {fmt(t1 / ops)} per op against "
-                          f"{fmt(a / ops)} on {self.threads}: each op hands its work to {self.threads} threads and "
-                          "waits for all of them, and on busy cores a thread that lost its core waits for the "
-                          f"scheduler to give it back{_load_clause()}")
-        if self.faults["torch"] >= self.faults[fast] + 1:
-            causes.append(f"torch's ops write fresh memory, {self.faults['torch']:.1f} outputs' worth of page "
-                          f"faults per call against {self.faults[fast]:.1f}: {fast}'s allocator hands its blocks back "
-                          "to the next op (notebook 02 measures what a page fault costs)")
-        if not causes:
-            return text + ("None of the three accounts for the gap by itself: it is the sum of eleven smaller "
-                           "per-op costs (notebook 01 measures them).")
-        return text + "Where the gap comes from: " + "; ".join(causes) + "."
+            text += (f". On one thread the chain ran {a / t1:.1f}x faster ({fmt(t1 / ops)} per op against "
+                     f"{fmt(a / ops)} on {self.threads}): each op hands its work to {self.threads} threads and waits "
+                     f"for all of them{_load_clause()}; that measurement overlaps the budget's parts, so it is not "
+                     "added to them")
+        return text + "."
 
 
 def eager_gap(inputs: Mapping[str, tuple], eager: Mapping[str, timing.Measurement],
@@ -190,13 +249,16 @@ def eager_gap(inputs: Mapping[str, tuple], eager: Mapping[str, timing.Measuremen
     for fw in ("torch", fast):
         x = inputs[fw][0]
         tanh[fw] = timing.benchmark(_tanh(fw), x, label=f"{fw} tanh")
-        pages = max(1, math.ceil(int(math.prod(x.shape)) * 4 / PAGE))
-        faults[fw] = memory.page_faults(chain(fw), *inputs[fw]) / pages
+        faults[fw] = outputs_worth(chain(fw), *inputs[fw], output_bytes=tensor_bytes(x))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         one = timing.benchmark(chain("torch"), *inputs["torch"], label="torch eager, one thread")
     finally:
         torch.set_num_threads(threads)
-
-    return EagerGap(fast, dict(eager), tanh, faults, one, threads, torch_library().library)
+    trimmed = on_fresh_pages(chain("torch"))
+    fresh, fresh_faults = None, math.nan
+    if trimmed is not None and inputs["torch"][0].device.type == "cpu":
+        fresh = timing.benchmark(trimmed, *inputs["torch"], label="torch eager, fresh pages")
+        fresh_faults = outputs_worth(trimmed, *inputs["torch"], output_bytes=tensor_bytes(inputs["torch"][0]))
+    return EagerGap(fast, dict(eager), tanh, faults, one, threads, torch_library().library, fresh, fresh_faults)

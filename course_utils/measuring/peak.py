@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,8 +60,9 @@ class PeakEstimate:
             ("peak fp32 (computed)", display.format_flops(flops) if flops else "unknown", "product of the above"),
         ]
         return display.table(["factor", "value", "source"], rows, title="Theoretical FP32 peak (computed)",
-                             note="A formula, not a measurement; sustained AVX-512 clocks can differ from the "
-                                  "nominal clock (lower under heavy vector load, higher with turbo).")
+                             note=f"A formula, not a measurement; the clock under sustained {self.isa} load can "
+                                  "differ from the clock used here (lower under heavy vector load, higher with "
+                                  "boost).")
 
     def __repr__(self) -> str:
         return repr(self.table())
@@ -115,3 +117,27 @@ def clock_ghz() -> tuple[float | None, str]:
                 mhz = float(line.split(":", 1)[1])
                 return mhz / 1e3, "'cpu MHz' in /proc/cpuinfo (a VM reports the host's nominal clock, not turbo)"
     return None, "not reported by this OS"
+
+
+def matmuls_text(matmuls: Mapping[str, float], peak: PeakEstimate) -> str:
+    """Every measured matmul (label -> FLOP/s) against the computed peak; where one exceeds it, the clock the
+    formula would need for it (computed from its other factors) against the clock it used."""
+    validate.non_empty("matmuls", matmuls)
+    validate.instance("peak", peak, PeakEstimate)
+    flops = peak.flops
+    if not flops or not peak.ghz:
+        return "No computed peak to compare with: this OS does not report the clock. "
+    text = ("Against the computed peak (" + display.format_flops(flops) + "): "
+            + ", ".join(f"{label} {display.format_flops(v)} ({display.percent(v / flops)})"
+                        for label, v in matmuls.items()) + ". ")
+    over = {label: v for label, v in matmuls.items() if v > flops}
+    if not over:
+        return text + ("The gap is what the formula cannot see: the clock under heavy vector load, the FMA units "
+                       "really present, how well the library's blocking suits this cache, and the threads it got. ")
+    fastest = max(over, key=over.get)
+    needed = over[fastest] / (flops / peak.ghz)
+    return text + (f"{', '.join(over)} exceed{'s' if len(over) == 1 else ''} it: with the formula's other factors "
+                   f"({peak.cores} cores x {peak.lanes} lanes x {peak.fma_units} FMA units x "
+                   f"{2 if peak.fma else 1}), {display.format_flops(over[fastest])} needs a clock of at least "
+                   f"{needed:.2f} GHz (computed), above the {peak.ghz:.2f} GHz it took from {peak.clock_source}: the "
+                   "cores ran faster than that clock (a boost clock this source does not report). ")

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from course_utils import display, env, timing, validate
+from course_utils.measuring.hierarchy import HierarchySweep
 
 
 @dataclass(frozen=True)
@@ -61,9 +62,17 @@ def bends_table(found: dict[str, Bend]) -> display.Table:
                          title="Overhead floor and bend, fitted from the sweep (floor + size x per-element time)")
 
 
-def steep_top_text(sizes: Sequence[int], found: dict[str, Bend], *, element_bytes: int = 4) -> str:
-    """A sentence naming the series steeper than slope 1.3 at the top, and the cache their arrays outgrew
-    between the two largest sizes (as the OS reports it), or '' when none is."""
+def _top_faults(ms: Sequence[timing.Measurement]) -> tuple[float, float] | None:
+    """Page faults per call (outputs' worth) at the two largest sizes, where the sweep counted them."""
+    found = [m.metadata.get("faults") for m in ms[-2:]]
+    return None if len(found) < 2 or None in found else (float(found[0]), float(found[1]))
+
+
+def steep_top_text(sizes: Sequence[int], found: dict[str, Bend], *, element_bytes: int = 4,
+                   series: dict[str, Sequence[timing.Measurement]] | None = None) -> str:
+    """A sentence naming the series steeper than slope 1.3 at the top, the cache their arrays outgrew between
+    the two largest sizes (as the OS reports it), and, where the sweep counted them (``series``' metadata), the
+    page faults per call at those sizes; '' when none is steeper."""
     validate.non_empty("sizes", sizes)
     validate.positive("element_bytes", element_bytes, integer=True)
     steep = [label for label, b in validate.non_empty("found", found).items() if b.slope > 1.3]
@@ -72,12 +81,57 @@ def steep_top_text(sizes: Sequence[int], found: dict[str, Bend], *, element_byte
     low, high = sizes[-2] * element_bytes, sizes[-1] * element_bytes
     crossed = [name for name, size in sorted(env.cache_sizes().items(), key=lambda item: item[1])
                if 2 * low <= size < 2 * high]  # the working set is the input and the output
+    faults = {label: _top_faults((series or {}).get(label, ())) for label in steep}
+    counted = {label: f for label, f in faults.items() if f is not None}
+    paged = any(f[1] - f[0] >= 0.5 for f in counted.values())
     where = (f"between {display.format_bytes(low)} and {display.format_bytes(high)} per array, input plus output "
-             f"outgrow {', '.join(crossed)}" if crossed else
+             f"outgrow {', '.join(crossed)}, which steepens the slope only as much as the two levels' bandwidths "
+             "differ (the hierarchy sweep below measures that)" if crossed else
              f"no cache boundary the OS reports lies between {display.format_bytes(low)} and "
-             f"{display.format_bytes(high)} per array; the likely cost is the fresh output, which past the "
-             "allocator's reuse size pays page faults each call (notebook 02 measures that trap)")
-    return f"Steeper than 1 at the top: {', '.join(steep)}: {where}."
+             f"{display.format_bytes(high)} per array" + ("" if paged else ", and why the top is steep is not "
+                                                           "established by this run"))
+    text = f"Steeper than 1 at the top: {', '.join(steep)}: {where}."
+    if counted:
+        text += (f" Page faults per call, in outputs' worth, at {display.format_bytes(high)} (and "
+                 f"{display.format_bytes(low)}) per array: "
+                 + ", ".join(f"{label} {f[1]:.1f} ({f[0]:.1f})" for label, f in counted.items())
+                 + (": the top size's outputs land on fresh memory, which a copy into a preallocated array never "
+                    "pays." if paged else "."))
+    return text
+
+
+def slope_budget(sizes: Sequence[int], found: dict[str, Bend], series: dict[str, Sequence[timing.Measurement]],
+                 sweep: HierarchySweep, *, element_bytes: int = 4) -> str:
+    """How much of each top slope the memory hierarchy can explain: the copy bandwidths the hierarchy ``sweep``
+    measured at the two largest working sets (input + output) allow a slope of at most
+    1 + log(bandwidth ratio) / log(size step) (computed); steeper series are named with their page faults."""
+    validate.non_empty("sizes", sizes)
+    validate.non_empty("found", found)
+    validate.instance("sweep", sweep, HierarchySweep)
+    if len(sizes) < 2:
+        return ""
+    low, high = 2 * element_bytes * sizes[-2], 2 * element_bytes * sizes[-1]
+    r_low, r_high, step = sweep.rate_at(low), sweep.rate_at(high), sizes[-1] / sizes[-2]
+    ratio = max(r_low / r_high, 1.0)
+    most = 1 + math.log(ratio) / math.log(step)
+    text = (f"At the top of section 4's sweep the working set grows from {display.format_bytes(low)} to "
+            f"{display.format_bytes(high)}; the copy ran at {display.format_rate(r_low)} and "
+            f"{display.format_rate(r_high)} there, so the hierarchy alone allows a top slope of at most "
+            f"{most:.2f} (computed: 1 + log {ratio:.2f} / log {step:.0f}). ")
+    over = {label: b for label, b in found.items() if b.slope > most + 0.1}
+    if not over:
+        return text + "Every variant's top slope is within that: the cache levels account for it. "
+    reasons = []
+    for label, b in over.items():
+        f = _top_faults(series.get(label, ()))
+        if f is not None and f[1] - f[0] >= 0.5:
+            reasons.append(f"{label} ({b.slope:.2f}: its top size paid {f[1]:.1f} outputs' worth of page faults per "
+                           f"call against {f[0]:.1f} one size below, fresh memory the copy never pays)")
+        else:
+            reasons.append(f"{label} ({b.slope:.2f}" + (f", with {f[1]:.1f} outputs' worth of page faults per call "
+                                                         f"against {f[0]:.1f}" if f else "")
+                           + ": what else it pays at the top is not established by this run)")
+    return text + "Steeper than that: " + "; ".join(reasons) + ". "
 
 
 def slope_why(sizes: Sequence[int], series: dict[str, Sequence[timing.Measurement]], found: dict[str, Bend],

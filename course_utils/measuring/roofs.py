@@ -66,8 +66,11 @@ def above_roof_text(points: list[roofline.Point], machine: roofline.Machine) -> 
         text += (f" Above the memory roof: {', '.join(memory)}: their arrays fit in the caches, which are "
                  "faster than the main-memory roof.")
     if compute:
-        text += (f" Above the compute roof: {', '.join(compute)}: the matmul probe ran slower than this kernel "
-                 "did earlier in the run, so the roof is an under-estimate." + load_note())
+        text += (" Above the compute roof: " + ", ".join(
+            f"{p.label} at {display.format_flops(p.flops / p.seconds)} against the best matmul probe's "
+            f"{display.format_flops(machine.peak_flops)}" for p in above if p.intensity >= machine.ridge_intensity)
+                 + ": the roof is the probe's speed, at its own size and moment, not the machine's ceiling (the "
+                 "computed peak above sets each beside the formula)." + load_note())
     return text
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from course_utils import display, timing, validate
 
@@ -51,6 +51,8 @@ class ChainSpeedups:
 
     eager: Mapping[str, timing.Measurement]
     compiled: Mapping[str, timing.Measurement]
+    # framework -> (eager, compiled) page faults per call in outputs' worth (``chain_faults``), where measured
+    faults: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         validate.non_empty("eager", self.eager)
@@ -77,14 +79,23 @@ class ChainSpeedups:
         return self.eager[self.best_eager].median / self.compiled[self.best_compiled].median
 
     def table(self) -> display.Table:
+        def faults(*frameworks: str) -> str:
+            found = [self.faults.get(f) for f in frameworks]
+            return " / ".join("-" if p is None else f"{p[int(i)]:.1f}" for p, i in zip(found, (0, 1)))
+
         rows = [(variant_name(f, True), variant_name(f, False), display.format_time(self.eager[f].median),
-                 display.format_time(self.compiled[f].median), display.ratio(self.own(f))) for f in self.eager]
+                 display.format_time(self.compiled[f].median), display.ratio(self.own(f)), faults(f, f))
+                for f in self.eager]
         rows.append((f"best compiled ({variant_name(self.best_compiled, True)})",
                      f"best eager ({variant_name(self.best_eager, False)})",
                      display.format_time(self.eager[self.best_eager].median),
-                     display.format_time(self.compiled[self.best_compiled].median), display.ratio(self.best_vs_best)))
-        return display.table(["compiled", "baseline", "baseline time", "compiled time", "speed-up"], rows,
-                             title="Steady-state speed-ups, each against a named baseline (median per call)")
+                     display.format_time(self.compiled[self.best_compiled].median), display.ratio(self.best_vs_best),
+                     faults(self.best_eager, self.best_compiled)))
+        return display.table(["compiled", "baseline", "baseline time", "compiled time", "speed-up",
+                              "page faults / call, baseline / compiled"], rows,
+                             title="Steady-state speed-ups, each against a named baseline (median per call)",
+                             note="page faults in outputs' worth (the chain's output in 4 KiB pages, from getrusage): "
+                                  "fresh memory each call; '-' where not measured")
 
     def __repr__(self) -> str:
         return repr(self.table())

@@ -8,7 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import env, interop, models, timing, validate
+from course_utils import display, env, interop, models, timing, validate
+from course_utils.measuring.allocator import outputs_worth, tensor_bytes
+from course_utils.measuring.interleave import interleaved, quartiles
 from course_utils.measuring.speedups import variant_name
 
 
@@ -54,17 +56,21 @@ def dispatch_trap(frameworks: Sequence[str], n: int) -> tuple[Timings, Timings]:
     return naive, honest
 
 
-def host_copy_runs(frameworks: Sequence[str], n: int) -> dict[str, tuple[timing.Measurement, bool]]:
-    """Per framework: (the n x n matmul timed with ``np.asarray`` of its result and no other wait, whether that
-    host copy copied bytes). It copies nothing where two conversions of one result share memory: NumPy then
-    views the framework's own buffer (CPU tensors), and the time is the wait alone."""
+def host_copy_runs(frameworks: Sequence[str], n: int, *, min_time: float = 0.4,
+                   ) -> dict[str, tuple[timing.Measurement, timing.Measurement, bool]]:
+    """Per framework: (the n x n matmul timed with ``np.asarray`` of its result and no other wait, the same
+    matmul synchronised, whether the host copy copied bytes), the two timed in alternating rounds
+    (``interleaved``) so that they see the same moments. It copies nothing where two conversions of one result
+    share memory: NumPy then views the framework's own buffer (CPU tensors), and the time is the wait alone."""
     found = {}
     for framework in _frameworks(frameworks):
         fn, args = matmul_workload(framework, n)
         result = timing.sync(fn(*args))
         copied = not np.shares_memory(interop.to_numpy(result), interop.to_numpy(result))
-        found[framework] = (timing.benchmark(lambda f=fn, a=args: interop.to_numpy(f(*a)), sync=False,
-                                             label=f"{framework} + host copy"), copied)
+        runs = interleaved({"host copy": lambda f=fn, a=args: interop.to_numpy(f(*a)),
+                            "synchronised": lambda f=fn, a=args: f(*a)},
+                           min_time=min_time, sync={"host copy": False})
+        found[framework] = (runs["host copy"], runs["synchronised"], copied)
     return found
 
 
@@ -104,6 +110,18 @@ def chain_runs(inputs: dict[str, tuple]) -> tuple[Timings, Timings, dict]:
     return eager, compiled, functions
 
 
+def chain_faults(inputs: dict[str, tuple], compiled: dict[str, Callable[..., Any]]) -> dict[str, tuple[float, float]]:
+    """Page faults per call of the eager and the compiled chain in each framework of ``inputs``, in outputs'
+    worth (one output's worth: the chain's output in 4 KiB pages): what fresh memory its outputs got."""
+    validate.non_empty("inputs", inputs)
+    found = {}
+    for framework, args in inputs.items():
+        size = tensor_bytes(args[0])
+        found[framework] = (outputs_worth(models.chain_for(framework), *args, output_bytes=size),
+                            outputs_worth(compiled[framework], *args, output_bytes=size))
+    return found
+
+
 def _add_one(framework: str, compiled: bool) -> Callable[[int], tuple[Callable[..., Any], tuple]]:
     if framework == "torch":
         import torch
@@ -136,8 +154,19 @@ def overhead_sweep(frameworks: Sequence[str], sizes: Sequence[int], *,
         for framework in _frameworks(frameworks):
             make = _add_one(framework, compiled)
             name = variant_name(framework, compiled)
-            series[name] = [timing.benchmark(*_call(make, s), min_time=min_time, label=f"{name} {s}") for s in sizes]
+            series[name] = [_timed(make, s, name, min_time, faults=s in sizes[-2:]) for s in sizes]
     return series
+
+
+def _timed(make: Callable[[int], tuple[Callable[..., Any], tuple]], size: int, name: str, min_time: float, *,
+           faults: bool) -> timing.Measurement:
+    """One point of the sweep; at the top sizes (``faults``) its page faults per call, in outputs' worth, ride
+    along in ``metadata["faults"]``."""
+    fn, args = make(size)
+    found = timing.benchmark(fn, *args, min_time=min_time, label=f"{name} {size}")
+    if faults:
+        found.metadata["faults"] = outputs_worth(fn, *args, output_bytes=4 * size)
+    return found
 
 
 def _call(make: Callable[[int], tuple[Callable[..., Any], tuple]], size: int) -> tuple:
@@ -157,3 +186,24 @@ def torch_eager_one_thread(size: int, *, min_time: float = 0.03) -> float:
         return timing.benchmark(*_call(_add_one("torch", False), size), min_time=min_time).median
     finally:
         torch.set_num_threads(threads)
+
+
+def host_copy_text(host: dict[str, tuple[timing.Measurement, timing.Measurement, bool]], result_bytes: int) -> str:
+    """What ``host_copy_runs`` found, per framework: the host copy against the synchronised call with both
+    quartile ranges, whether the two lie apart (``timing.apart``), and what that difference can be."""
+    validate.non_empty("host", host)
+    fmt, parts = display.format_time, []
+    for framework, (copy, synced, copied) in host.items():
+        apart = timing.apart(copy, synced)
+        text = (f"{framework} {fmt(copy.median)} against {fmt(synced.median)} synchronised "
+                f"({copy.median / synced.median - 1:+.0%}; quartiles {quartiles(copy, fmt)} against "
+                f"{quartiles(synced, fmt)}: {'beyond' if apart else 'within'} the noise); ")
+        if copied:
+            text += (f"it copied the {display.format_bytes(result_bytes)} result"
+                     + (", which is the difference" if apart else ", too little to tell from the noise"))
+        else:
+            text += ("it copied nothing (NumPy viewed the framework's own buffer)"
+                     + (", yet the difference is beyond the noise: what it is, is not established by this run"
+                        if apart else ""))
+        parts.append(text)
+    return "; ".join(parts) + ". "
