@@ -7,7 +7,8 @@
 - ``breakeven``: break-even call count, cold vs warm compile cache, the small-size per-call overhead model;
 - ``training``: a whole SGD step compiled against the same program run eagerly;
 - ``traced``: eager vs compiled dispatches per call, counted from profiler traces (``course_utils.profile``);
-- ``harness``: the sweep's speed-up at notebook 00's size against 00's own harness, timed back to back;
+- ``harness``: the sweep's speed-up at notebook 00's size against 00's own harness, each factor timed apart;
+- ``dynamic``: what ``dynamic=True`` and ``mark_dynamic`` cost per call against a fresh static graph;
 - ``plots``: the lesson's figures; ``exercises``: the checkers of its exercises.
 """
 
@@ -26,6 +27,7 @@ from course_utils.graphs.breakeven import (
     eager_op_cost,
     overhead_model,
     overhead_table,
+    probe_beside_chain,
     size_sweep,
 )
 from course_utils.graphs.capture import (
@@ -39,6 +41,17 @@ from course_utils.graphs.capture import (
     fresh_function,
     side_by_side,
 )
+from course_utils.graphs.dynamic import (
+    DYNAMIC,
+    MARKED,
+    REUSED,
+    STATIC,
+    Variant,
+    dynamic_costs,
+    dynamic_table,
+    dynamic_text,
+    torch_graph_count,
+)
 from course_utils.graphs.fallback import (
     EAGER_SWITCHES,
     CompileDecision,
@@ -50,6 +63,7 @@ from course_utils.graphs.fallback import (
 )
 from course_utils.graphs.harness import (
     Harness,
+    Harnesses,
     compare_harnesses,
     harness_table,
     harness_text,
@@ -81,13 +95,14 @@ from course_utils.graphs.training import (
 
 __all__ = [
     "BUCKET", "CHAIN_MIX", "COMPILED_PROBE", "Capture", "CompileDecision", "CompileLog", "DISPATCH_EVENTS",
-    "EAGER_SWITCHES", "GraphBreaks", "GraphRecorder", "Harness", "LossRun", "OverheadModel", "PROBE", "SideBySide",
-    "StepPair", "TracedCalls", "batch_for", "break_even", "break_even_calls", "busy_note", "call_costs", "capture",
-    "capture_jax", "capture_tf", "capture_torch", "compare_harnesses", "compile_cache_times", "compile_count_bars",
-    "compile_or_fallback", "count_compiles", "crossover_plot", "cumulative_time", "decisions_table", "eager_mode",
-    "eager_op_cost", "exercises", "fresh_function", "harness_table", "harness_text", "harness_why",
-    "loss_difference_plot", "max_abs_diff", "measure_harness", "overhead_model", "overhead_plot", "overhead_table",
-    "ran_compiled", "run_losses", "side_by_side", "size_sweep", "step_pair", "step_parts", "step_parts_text",
-    "step_table", "strategy_counts", "tf_retracing_warnings", "torch_compile_log", "torch_graph_breaks",
-    "trace_calls", "traced_table",
+    "DYNAMIC", "EAGER_SWITCHES", "GraphBreaks", "GraphRecorder", "Harness", "Harnesses", "LossRun", "MARKED",
+    "OverheadModel", "PROBE", "REUSED", "STATIC", "SideBySide", "StepPair", "TracedCalls", "Variant", "batch_for",
+    "break_even", "break_even_calls", "busy_note", "call_costs", "capture", "capture_jax", "capture_tf",
+    "capture_torch", "compare_harnesses", "compile_cache_times", "compile_count_bars", "compile_or_fallback",
+    "count_compiles", "crossover_plot", "cumulative_time", "decisions_table", "dynamic_costs", "dynamic_table",
+    "dynamic_text", "eager_mode", "eager_op_cost", "exercises", "fresh_function", "harness_table", "harness_text",
+    "harness_why", "loss_difference_plot", "max_abs_diff", "measure_harness", "overhead_model", "overhead_plot",
+    "overhead_table", "probe_beside_chain", "ran_compiled", "run_losses", "side_by_side", "size_sweep", "step_pair",
+    "step_parts", "step_parts_text", "step_table", "strategy_counts", "tf_retracing_warnings", "torch_compile_log",
+    "torch_graph_breaks", "torch_graph_count", "trace_calls", "traced_table",
 ]

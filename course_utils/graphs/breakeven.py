@@ -20,6 +20,7 @@ import numpy as np
 from course_utils import display, env, interop, timing, validate
 from course_utils.graphs.capture import fresh_function
 from course_utils.graphs.fallback import max_abs_diff
+from course_utils.measuring.interleave import interleaved
 
 _PROBE = Path(__file__).resolve().parent.parent / "workers" / "compile_cache_probe.py"
 
@@ -171,6 +172,22 @@ def call_costs(framework: str, *, size: int = 16, min_time: float = 0.05) -> dic
             COMPILED_PROBE: timing.benchmark(one_op, a, min_time=min_time, label=f"{name} {COMPILED_PROBE}")}
 
 
+def probe_beside_chain(framework: str, chain: Callable[..., Any], args: Sequence[Any], *, min_time: float = 0.2,
+                       ) -> tuple[timing.Measurement, timing.Measurement]:
+    """(the compiled ``x + 1`` probe, the compiled ``chain``), both compiled afresh (static), on ``args`` of one
+    size (the probe on the first), timed in alternating rounds: the two fixed costs like for like."""
+    name = validate.framework(framework)
+    validate.function("chain", chain)
+    validate.instance("args", args, (tuple, list))
+    validate.positive("min_time", min_time)
+    probe = interop.compile_default(name, fresh_function(lambda x: x + 1))
+    compiled = interop.compile_default(name, fresh_function(chain))
+    timing.sync(probe(args[0]))
+    timing.sync(compiled(*args))
+    found = interleaved({PROBE: lambda: probe(args[0]), "chain": lambda: compiled(*args)}, min_time=min_time)
+    return found[PROBE], found["chain"]
+
+
 def eager_op_cost(costs: Mapping[str, timing.Measurement], mix: Mapping[str, int] = CHAIN_MIX) -> float:
     """The average eager op of the chain (seconds): ``call_costs`` medians weighted by the chain's op mix."""
     validate.instance("costs", costs, Mapping)
@@ -181,28 +198,43 @@ def eager_op_cost(costs: Mapping[str, timing.Measurement], mix: Mapping[str, int
     return sum(costs[k].median * n for k, n in mix.items()) / sum(mix.values())
 
 
-def size_sweep(eager: Mapping[str, Callable[..., Any]], compiled: Mapping[str, Callable[..., Any]],
+def size_sweep(eager: Mapping[str, Callable[..., Any]], compile_fresh: Callable[[str], Callable[..., Any]],
                sizes: Sequence[int], make_inputs: Callable[[str, int], tuple], *, min_time: float = 0.05,
-               ) -> tuple[dict[str, list[timing.Measurement]], float]:
-    """Time ``eager[fw]`` and ``compiled[fw]`` at every size; returns ``({"fw eager": [...], "fw compiled":
-    [...]}, largest abs difference between their results)`` (the compiled result is checked at each size)."""
+               ) -> tuple[dict[str, list[timing.Measurement]], float, int]:
+    """Time ``eager[fw]`` and a compiled version at every size; returns ``({"fw eager": [...], "fw compiled":
+    [...]}, largest abs difference between their results, graphs torch compiled during the sweep)``.
+
+    ``compile_fresh(fw)`` returns a newly compiled function and is called once per size, so every size gets a
+    static graph of its own: one compiled function reused across sizes would, in PyTorch, recompile a
+    shape-generic graph at the second size (automatic dynamic) and time that instead. The compiled result is
+    checked against eager at each size."""
     validate.instance("eager", eager, Mapping)
     validate.non_empty("eager", eager)
+    validate.function("compile_fresh", compile_fresh)
     validate.non_empty("sizes", sizes)
     for n in sizes:
         validate.positive("sizes", n, integer=True)
     validate.function("make_inputs", make_inputs)
     validate.positive("min_time", min_time)
+    count = _graph_counter("torch" in eager)
+    before = count()
     out: dict[str, list[timing.Measurement]] = {f"{fw} {k}": [] for fw in eager for k in ("eager", "compiled")}
     worst = 0.0
     for n in sizes:
         for fw in eager:
-            args = make_inputs(fw, n)
-            worst = max(worst, max_abs_diff(eager[fw](*args), compiled[fw](*args)))
+            args, compiled = make_inputs(fw, n), compile_fresh(fw)
+            worst = max(worst, max_abs_diff(eager[fw](*args), compiled(*args)))
             out[f"{fw} eager"].append(timing.benchmark(eager[fw], *args, min_time=min_time, label=f"{fw} eager"))
-            out[f"{fw} compiled"].append(timing.benchmark(compiled[fw], *args, min_time=min_time,
-                                                          label=f"{fw} compiled"))
-    return out, worst
+            out[f"{fw} compiled"].append(timing.benchmark(compiled, *args, min_time=min_time, label=f"{fw} compiled"))
+    return out, worst, count() - before
+
+
+def _graph_counter(torch_present: bool) -> Callable[[], int]:
+    if not torch_present:
+        return lambda: 0
+    import torch._dynamo.utils
+
+    return lambda: int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
 
 
 def _eager_ops(name: str) -> tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]]:

@@ -1,9 +1,10 @@
-"""One speed-up, two harnesses: notebook 01's size sweep against notebook 00's measurement of the same chain.
+"""One speed-up, several harnesses: notebook 01's size sweep against notebook 00's measurement of the same chain.
 
-The sweep passes ``bias`` as a full array and reuses one compiled function over many lengths (so Dynamo has
-compiled a shape-generic graph by then); notebook 00 passes a scalar ``bias`` and compiles a fresh function for
-its one size. Both time the same eleven ops; ``compare_harnesses`` times both, back to back, with the eager
-chain's page faults per call (fresh memory for its outputs), so a difference can be traced to one side.
+The sweep passes ``bias`` as a full array and compiles a fresh static graph per size; notebook 00 passes a
+scalar ``bias``, compiles a fresh function for its one size, and warms the C allocator first. ``compare_harnesses``
+times, in alternating rounds, the sweep's harness, the same with a shape-generic graph (``dynamic=True``),
+00's harness, and 00's harness with every call's freed memory handed back to the OS first (fresh pages), each
+with the eager chain's page faults per call: each factor is then measured on its own, like for like.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from course_utils import display, memory, timing, validate
+from course_utils import display, timing, validate
 from course_utils.graphs.capture import fresh_function
-
-PAGE = 4096
+from course_utils.measuring.allocator import on_fresh_pages, outputs_worth, tensor_bytes, warm_allocator
+from course_utils.measuring.interleave import interleaved
 
 
 @dataclass(frozen=True)
@@ -38,8 +39,17 @@ class Harness:
                 f"{self.speedup:.1f}x", "-" if math.isnan(self.faults) else f"{self.faults:.1f}")
 
 
-def _pages(args: Sequence[Any]) -> int:
-    return max(1, math.ceil(int(math.prod(args[0].shape)) * 4 / PAGE))
+@dataclass(frozen=True)
+class Harnesses:
+    """The harnesses ``compare_harnesses`` timed together; ``fresh`` is None without glibc's ``malloc_trim``."""
+
+    sweep: Harness  # static graph, bias array (this sweep's)
+    generic: Harness  # shape-generic graph (dynamic=True), bias array
+    other: Harness  # notebook 00's: static graph, scalar bias, warm allocator
+    fresh: Harness | None = None  # 00's harness on fresh pages
+
+    def rows(self) -> list[Harness]:
+        return [h for h in (self.sweep, self.generic, self.other, self.fresh) if h is not None]
 
 
 def measure_harness(label: str, chain: Callable[..., Any], compiled: Callable[..., Any], args: Sequence[Any], *,
@@ -52,25 +62,48 @@ def measure_harness(label: str, chain: Callable[..., Any], compiled: Callable[..
     validate.instance("args", args, (tuple, list))
     validate.positive("min_time", min_time)
     eager = timing.benchmark(chain, *args, min_time=min_time, label=f"{label} eager")
-    faults = memory.page_faults(chain, *args) / _pages(args)
+    faults = outputs_worth(chain, *args, output_bytes=tensor_bytes(args[0]))
     return Harness(label, eager, timing.benchmark(compiled, *args, min_time=min_time, label=f"{label} compiled"),
                    faults)
 
 
-def compare_harnesses(chain: Callable[..., Any], compiled: Callable[..., Any], sweep_args: Sequence[Any],
-                      other_args: Sequence[Any], *, sweep_min_time: float, other_min_time: float = 0.2,
-                      ) -> tuple[Harness, Harness]:
-    """(the sweep's harness, notebook 00's), timed now, back to back: the sweep's ``compiled`` function on its
-    ``sweep_args``, and a freshly compiled copy of ``chain`` (static shapes: its first call) on ``other_args``
-    (00's inputs: a scalar bias), at 00's ``min_time``."""
+SWEEP = "this sweep's harness: static graph, `bias` array"
+GENERIC = "shape-generic graph (dynamic=True), `bias` array"
+OTHER = "notebook 00's harness: static graph, scalar `bias`"
+FRESH = "notebook 00's harness on fresh pages"
+
+
+def compare_harnesses(chain: Callable[..., Any], sweep_args: Sequence[Any], other_args: Sequence[Any], *,
+                      min_time: float = 0.4, rounds: int = 4) -> Harnesses:
+    """The harnesses of the module docstring, after warming the allocator as notebook 00 does: the eager chains in
+    alternating rounds, then the compiled ones (``min_time`` seconds each in all), then 00's harness on fresh
+    pages on its own; each compiled function is fresh and first called here (static unless ``dynamic=True``)."""
     import torch
 
-    validate.function("compiled", compiled)
-    validate.positive("other_min_time", other_min_time)
-    fresh = torch.compile(fresh_function(chain))
-    return (measure_harness("this sweep's harness, timed again", chain, compiled, sweep_args,
-                            min_time=sweep_min_time),
-            measure_harness("notebook 00's harness", chain, fresh, other_args, min_time=other_min_time))
+    validate.function("chain", chain)
+    validate.instance("sweep_args", sweep_args, (tuple, list))
+    validate.instance("other_args", other_args, (tuple, list))
+    warm_allocator()
+    static, generic = torch.compile(fresh_function(chain)), torch.compile(fresh_function(chain), dynamic=True)
+    other = torch.compile(fresh_function(chain))
+    pairs = {SWEEP: (chain, static, sweep_args), GENERIC: (chain, generic, sweep_args),
+             OTHER: (chain, other, other_args)}
+    for _, fn, a in pairs.values():
+        fn(*a)  # compile outside the clock
+    eager = interleaved({k: (lambda f=e, a=a: f(*a)) for k, (e, _, a) in pairs.items()}, rounds=rounds,
+                        min_time=min_time)
+    compiled = interleaved({k: (lambda f=c, a=a: f(*a)) for k, (_, c, a) in pairs.items()}, rounds=rounds,
+                           min_time=min_time)
+    found = {k: Harness(k, eager[k], compiled[k], outputs_worth(e, *a, output_bytes=tensor_bytes(a[0])))
+             for k, (e, _, a) in pairs.items()}
+    # fresh pages last and on their own: its malloc_trim would hand the other rows' memory back to the OS too
+    eager_fresh, compiled_fresh = on_fresh_pages(chain), on_fresh_pages(other)
+    fresh = None
+    if eager_fresh is not None and compiled_fresh is not None and other_args[0].device.type == "cpu":
+        fresh = Harness(FRESH, timing.benchmark(eager_fresh, *other_args, min_time=min_time, label=f"{FRESH} eager"),
+                        timing.benchmark(compiled_fresh, *other_args, min_time=min_time, label=f"{FRESH} compiled"),
+                        outputs_worth(eager_fresh, *other_args, output_bytes=tensor_bytes(other_args[0])))
+    return Harnesses(found[SWEEP], found[GENERIC], found[OTHER], fresh)
 
 
 def harness_table(rows: Sequence[Harness]) -> display.Table:
@@ -80,52 +113,60 @@ def harness_table(rows: Sequence[Harness]) -> display.Table:
         validate.instance("rows", r, Harness)
     return display.table(["harness", "eager chain", "compiled chain", "speed-up over eager",
                           "eager page faults / call (outputs' worth)"], [r.row() for r in rows],
-                         title="The same chain at one size, measured two ways in this run",
+                         title="The same chain at one size, measured several ways in this run",
                          note="page faults from getrusage around 3 eager calls; one output's worth = the chain's "
-                              "output size in 4 KiB pages")
+                              "output size in 4 KiB pages; fresh pages: malloc_trim before each call")
 
 
-def harness_why(now: Harness, other: Harness) -> str:
-    """Which side of the speed-up differs between two harnesses timed back to back, with its numbers."""
-    validate.instance("now", now, Harness)
-    validate.instance("other", other, Harness)
+def harness_why(h: Harnesses) -> str:
+    """Each factor measured apart, with its ratio and whether it is beyond the noise; then which one it is."""
+    validate.instance("h", h, Harnesses)
     fmt = display.format_time
-    eager_r, compiled_r = other.eager.median / now.eager.median, now.compiled.median / other.compiled.median
-    if abs(math.log(eager_r)) >= abs(math.log(compiled_r)):
-        return (f"the eager side differs most: {fmt(other.eager.median)} with 00's harness against "
-                f"{fmt(now.eager.median)} ({eager_r:.2f}x), with {other.faults:.1f} against {now.faults:.1f} outputs' "
-                "worth of page faults per call")
-    return (f"the compiled side differs most: {fmt(other.compiled.median)} for 00's static graph with a scalar "
-            f"`bias` against {fmt(now.compiled.median)} for the sweep's shape-generic graph with a `bias` array "
-            f"({compiled_r:.2f}x)")
-
-
-def harness_text(sweep: Harness, now: Harness, other: Harness) -> str:
-    """What differs between the harnesses, from the numbers: the eager side, the compiled side, or the moment."""
-    for name, h in (("sweep", sweep), ("now", now), ("other", other)):
-        validate.instance(name, h, Harness)
-    fmt = display.format_time
-    ratio = other.speedup / now.speedup
-    text = (f"Timed back to back, notebook 00's harness gives **{other.speedup:.1f}x** and this sweep's "
-            f"**{now.speedup:.1f}x** ({ratio:.2f}x apart); the sweep's own point, timed earlier, gave "
-            f"{sweep.speedup:.1f}x. ")
+    factors = [("a `bias` array instead of a scalar (one more input array read per call)",
+                h.sweep.compiled, h.other.compiled),
+               ("a shape-generic graph instead of a static one", h.generic.compiled, h.sweep.compiled),
+               ("the eager side (`bias` array against scalar)", h.other.eager, h.sweep.eager)]
+    found = [(name, a, b, a.median / b.median, timing.apart(a, b)) for name, a, b in factors]
+    text = "; ".join(f"{name}: {r:.2f}x ({'beyond' if apart else 'within'} the noise)"
+                     for name, _, _, r, apart in found)
+    real = [f for f in found if f[4] and abs(math.log(f[3])) > math.log(1.1)]
+    ratio = h.other.speedup / h.sweep.speedup
     if 1 / 1.5 <= ratio <= 1.5:
-        text += ("Within 1.5x: the two harnesses measure the same thing; a scalar or an array `bias`, and a static or "
-                 "a shape-generic graph, change little. ")
-    else:
-        why = harness_why(now, other)
-        text += why[0].upper() + why[1:]
-        if why.startswith("the eager side"):
-            text += (": an eager chain's time follows how much fresh memory its outputs get, which depends on the "
-                     "allocator's state (the C library hands freed memory back to the OS past a threshold, and each "
-                     "page touched again faults). ")
-        else:
-            compiled_r = now.compiled.median / other.compiled.median
-            text += (": the sweep's graph reads one more input array. " if compiled_r > 1 else
-                     ": 00's graph, which reads less, was the slower one, so the inputs do not explain it; its "
-                     f"quartiles ran from {fmt(other.compiled.p25)} to {fmt(other.compiled.p75)}. ")
-    if not 1 / 1.5 <= now.speedup / sweep.speedup <= 1.5:
-        text += (f"The sweep's point moved from {sweep.speedup:.1f}x to {now.speedup:.1f}x between two timings of "
-                 f"the same code (eager {fmt(sweep.eager.median)} then {fmt(now.eager.median)}): at this size the "
+        return text
+    if not real:
+        return (text + f"; none of these is beyond the noise, so what separates {h.other.speedup:.1f}x from "
+                f"{h.sweep.speedup:.1f}x is not established by this run")
+    name, a, b, r, _ = max(real, key=lambda f: abs(math.log(f[3])))
+    return (text + f"; the largest beyond the noise is {name.split(' (')[0]} ({r:.2f}x: {fmt(a.median)} against "
+            f"{fmt(b.median)})")
+
+
+def harness_text(earlier: Harness, h: Harnesses) -> str:
+    """What differs between the harnesses, from the numbers, and what the allocator's state does to the eager
+    chain (both page-fault counts)."""
+    validate.instance("earlier", earlier, Harness)
+    validate.instance("h", h, Harnesses)
+    fmt, now, other = display.format_time, h.sweep, h.other
+    ratio = other.speedup / now.speedup
+    text = (f"Timed in alternating rounds, notebook 00's harness gives **{other.speedup:.1f}x** and this sweep's "
+            f"**{now.speedup:.1f}x** ({ratio:.2f}x apart); the sweep's own point, timed earlier, gave "
+            f"{earlier.speedup:.1f}x. Measured apart: {harness_why(h)}. ")
+    if 1 / 1.5 <= ratio <= 1.5:
+        text += "Within 1.5x: the two harnesses measure the same thing. "
+    if h.fresh is not None:
+        f = h.fresh
+        text += (f"The allocator's state moves the eager side: on fresh pages the eager chain paid "
+                 f"{f.faults:.1f} outputs' worth of page faults per call and took {fmt(f.eager.median)}, against "
+                 f"{other.faults:.1f} and {fmt(other.eager.median)} with the allocator warmed "
+                 f"({f.eager.median / other.eager.median:.2f}x), which makes the speed-up {f.speedup:.1f}x instead of "
+                 f"{other.speedup:.1f}x. Notebook 00 warms its allocator before timing the chain, so that its table "
+                 "is this steady state; the page faults it prints beside each speed-up say whether it was. "
+                 if f.eager.median > 1.3 * other.eager.median else
+                 f"On fresh pages the eager chain paid {f.faults:.1f} outputs' worth of page faults per call against "
+                 f"{other.faults:.1f} with the allocator warmed, and took {fmt(f.eager.median)} against "
+                 f"{fmt(other.eager.median)}: here fresh pages cost little. ")
+    if not 1 / 1.5 <= now.speedup / earlier.speedup <= 1.5:
+        text += (f"The sweep's point moved from {earlier.speedup:.1f}x to {now.speedup:.1f}x between two timings of "
+                 f"the same code (eager {fmt(earlier.eager.median)} then {fmt(now.eager.median)}): at this size the "
                  "ratio depends on the moment as much as on the harness. ")
     return text

@@ -9,8 +9,10 @@ or, for PyTorch, an uncompiled model and optimizer.
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,7 +91,8 @@ def step_parts(pair: StepPair, batch: Sequence[Any], *, min_time: float = 0.2,
 
 def step_parts_text(parts: dict[str, tuple[timing.Measurement, timing.Measurement]],
                     step: tuple[timing.Measurement, timing.Measurement]) -> str:
-    """Which part of the step compiling slowed or sped up, from the parts' medians; '' without parts."""
+    """The parts of the step against the whole: each part's ratio, the parts' sum against the whole step on
+    both sides, and each part's share of what the whole compiled step lost or won (uncapped); '' without parts."""
     validate.instance("parts", parts, dict)
     if not parts:
         return ""
@@ -97,22 +100,49 @@ def step_parts_text(parts: dict[str, tuple[timing.Measurement, timing.Measuremen
     fmt = display.format_time
     text = "Timed apart: " + "; ".join(f"{name} {fmt(c.median)} compiled against {fmt(e.median)} eager "
                                         f"({e.median / c.median:.3g}x)" for name, (e, c) in parts.items()) + ". "
-    slower = {name: c.median - e.median for name, (e, c) in parts.items() if c.median > e.median}
-    lost, parts_sum = compiled_step.median - eager_step.median, sum(c.median for _, c in parts.values())
-    if compiled_step.median > 1.5 * parts_sum:
-        text += (f"Timed apart a moment later, the compiled parts add up to {fmt(parts_sum)}, against "
-                 f"{fmt(compiled_step.median)} for the whole compiled step: the step's own timing was stretched "
-                 f"while it ran (its quartiles: {fmt(compiled_step.p25)} to {fmt(compiled_step.p75)}). ")
-    if lost > 0 and slower:
-        worst = max(slower, key=slower.get)
-        share = min(slower[worst] / lost, 1.0)
-        text += (f"The compiled {worst} alone is {fmt(slower[worst])} slower than its eager twin, "
-                 f"{share:.0%} of what the compiled step lost"
-                 + (": on a model this small the compiled code's fixed cost per call (Dynamo's guards, the wrappers "
-                    "around the graph) outweighs the few small kernels it replaces. " if share >= 0.5 else ". "))
-    elif lost > 0:
-        text += f"Every part is faster compiled, yet the whole compiled step lost {fmt(lost)}. "
-    return text
+    e_sum, c_sum = sum(e.median for e, _ in parts.values()), sum(c.median for _, c in parts.values())
+    e_whole, c_whole = e_sum / eager_step.median, c_sum / compiled_step.median
+    text += (f"Added up, the parts take {fmt(c_sum)} compiled and {fmt(e_sum)} eager, against "
+             f"{fmt(compiled_step.median)} and {fmt(eager_step.median)} for the whole steps ({c_whole:.2f}x and "
+             f"{e_whole:.2f}x the whole)"
+             + (". " if 0.8 <= c_whole <= 1.25 and 0.8 <= e_whole <= 1.25 else
+                ": timed alone, the parts do not add up to the step (each pays its own call and was timed at "
+                "another moment), and which of those makes the difference is not established by this run. "))
+    diff = compiled_step.median - eager_step.median
+    deltas = {name: c.median - e.median for name, (e, c) in parts.items()}
+    if abs(diff) < 1e-12:
+        return text
+    word = "slower" if diff > 0 else "faster"
+    text += (f"The whole compiled step is {fmt(abs(diff))} {word} than eager; part by part, "
+             + ", ".join(f"{name} {fmt(abs(d))} {'slower' if d > 0 else 'faster'} ({d / diff:.0%} of that)"
+                         for name, d in deltas.items())
+             + f", {sum(deltas.values()) / diff:.0%} together")
+    if not 0.8 <= sum(deltas.values()) / diff <= 1.25:
+        text += ": the parts' differences do not add up to the step's, so they describe the parts timed alone"
+    slower = [name for name, d in deltas.items() if d > 0]
+    if diff > 0 and slower:
+        text += (". Compiled, " + " and ".join(f"{name} runs at {parts[name][0].median / parts[name][1].median:.3g}x "
+                                               "its eager twin" for name in slower)
+                 + ": on a model this small that fits a fixed cost per compiled call (guards, the wrappers around "
+                 "the graph) larger than the few small kernels it replaces, which this run does not time apart")
+    return text + ". "
+
+
+class _DropRecordFunction(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Profiler record function")
+
+
+@contextmanager
+def _quiet_record_function() -> Iterator[None]:
+    """Drop Dynamo's one warning that it ignores the ``record_function`` profiler range ``Optimizer.step`` opens
+    (PyTorch wraps every optimizer's step in one): the compiled step has no such range, which is harmless here."""
+    logger, dropped = logging.getLogger("torch._dynamo.variables.ctx_manager"), _DropRecordFunction()
+    logger.addFilter(dropped)
+    try:
+        yield
+    finally:
+        logger.removeFilter(dropped)
 
 
 def _switched_off(framework: str, step: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -153,7 +183,8 @@ def run_losses(pair: StepPair, batch: Sequence[Any], steps: int) -> LossRun:
     validate.instance("batch", batch, (tuple, list))
     validate.number("steps", steps, low=1, high=10_000, integer=True)
     start = time.perf_counter()
-    compiled = [float(timing.sync(pair.compiled(batch)))]
+    with _quiet_record_function():
+        compiled = [float(timing.sync(pair.compiled(batch)))]
     first = time.perf_counter() - start
     compiled += [float(pair.compiled(batch)) for _ in range(steps - 1)]
     eager = [float(pair.eager(batch)) for _ in range(steps)]

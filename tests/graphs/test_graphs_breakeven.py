@@ -43,9 +43,12 @@ def test_size_sweep_times_every_size_and_checks_results() -> None:
     def make(fw, n):
         return (interop.to_framework(fw, np.ones(n, np.float32)),)
 
-    out, worst = graphs.size_sweep({"torch": torch.sin}, {"torch": torch.compile(torch.sin, backend="eager")},
-                                   [4, 8], make, min_time=0.001)
+    def fresh(fw):
+        return torch.compile(graphs.fresh_function(lambda x: torch.sin(x)), backend="eager")
+
+    out, worst, compiled = graphs.size_sweep({"torch": torch.sin}, fresh, [4, 8], make, min_time=0.001)
     assert set(out) == {"torch eager", "torch compiled"} and len(out["torch eager"]) == 2 and worst == 0.0
+    assert compiled == 2  # one static graph per size, no recompile
 
 
 def test_call_costs_measures_both_fixed_costs() -> None:
@@ -66,3 +69,41 @@ def test_compile_cache_times_runs_two_fresh_processes() -> None:
     pytest.importorskip("torch")
     times = graphs.compile_cache_times(2**8)
     assert set(times) == {"cold", "warm"} and all(t > 0 for t in times.values())
+
+
+def test_dynamic_costs_counts_graphs_and_compares_like_for_like() -> None:
+    torch = pytest.importorskip("torch")
+    from course_utils import models
+
+    chain = models.chain_for("torch")
+    reused = torch.compile(graphs.fresh_function(chain))
+    reused(torch.ones(64), torch.ones(64))
+    args = (torch.ones(16), torch.ones(16))
+    found = graphs.dynamic_costs(chain, args, reused, min_time=0.02, rounds=2)
+    assert [v.graphs for v in found.values()] == [1, 1, 1, 1]
+    assert list(found) == [graphs.STATIC, graphs.DYNAMIC, graphs.MARKED, graphs.REUSED]
+    assert "graphs compiled at this size" in graphs.dynamic_table(found, 16).header
+    text = graphs.dynamic_text(found, 64)
+    assert "first called at 64 elements" in text and "no static baseline" in text
+
+
+def test_dynamic_text_follows_the_noise() -> None:
+    def v(name, seconds):
+        return graphs.Variant(name, timing.Measurement(name, (seconds * 0.95, seconds, seconds * 1.05)), 1)
+
+    slower = {graphs.STATIC: v(graphs.STATIC, 40e-6), graphs.DYNAMIC: v(graphs.DYNAMIC, 65e-6),
+              graphs.MARKED: v(graphs.MARKED, 41e-6)}
+    assert "Beyond the noise for `dynamic=True`:" in graphs.dynamic_text(slower, 64)
+    same = {**slower, graphs.DYNAMIC: v(graphs.DYNAMIC, 40.5e-6)}
+    assert "Neither is slower beyond the noise" in graphs.dynamic_text(same, 64)
+    faster = {**slower, graphs.MARKED: v(graphs.MARKED, 30e-6)}
+    assert "`mark_dynamic(x, 0)` ran faster than the static graph" in graphs.dynamic_text(faster, 64)
+
+
+def test_probe_beside_chain_times_both_in_turns() -> None:
+    torch = pytest.importorskip("torch")
+    from course_utils import models
+
+    probe, chain = graphs.probe_beside_chain("torch", models.chain_for("torch"), (torch.ones(16), torch.ones(16)),
+                                             min_time=0.02)
+    assert probe.median > 0 and chain.median > 0 and probe.label == graphs.PROBE
