@@ -4,12 +4,16 @@
   they predict beside measured times (``compare_to_prediction``), FlopCounterMode's count (``torch_counted_flops``);
 - ``readers``: the code that counts fusions: Inductor's generated code (``capture_inductor_code``,
   ``InductorCode``), XLA's optimized HLO from JAX and TensorFlow (``jax_hlo``, ``tf_hlo``, ``hlo_summary``),
-  XLA's cost analysis (``jax_cost``), kernels in a profiler trace (``trace_kernels``), a compiler's refusal
+  XLA's cost analysis (``jax_cost``), kernels in a profiler trace (``trace_kernels``) and their busy time
+  (``kernel_busy_share``), a compiler's refusal
   as a name (``compile_error``);
 - ``variants``: the chain per framework, eager/compiled, into a reused buffer; page faults per call;
-- ``vector_roof``: each framework's in-cache multiply-add and tanh rates (``measure_vector_roof``) and the table
-  that sets a chain's arithmetic against its bytes (``vector_roof_table``);
-- ``matmul``: the matmul roof as the best rate measured in the run (``best_matmul_roof``);
+- ``vector_roof``: each framework's in-cache multiply-add and tanh rates and fixed call cost
+  (``measure_vector_roof``), what limits a chain (``chain_roofs``: arithmetic, bytes, a fresh output) and its
+  table (``vector_roof_table``);
+- ``matmul``: the matmul roof as the best rate measured in the run (``best_matmul_roof``), and timings in
+  alternating rounds (``interleaved``);
+- ``sweep``: fused against eager across sizes, each size compiled fresh and static (``size_sweep``);
 - ``custom_ops``: a legacy NumPy operator and its per-framework wrappers;
 - ``plots``: the notebook's figures; ``exercises``: the checkers of exercises 02.1-02.3.
 
@@ -26,7 +30,7 @@ from course_utils.fusion.custom_ops import (
     table_tanh_np,
 )
 from course_utils.fusion.exercises import decomposed_tanh_error
-from course_utils.fusion.matmul import best_matmul_roof
+from course_utils.fusion.matmul import best_matmul_roof, interleaved
 from course_utils.fusion.plots import prediction_plot, roof_bars, roofline_with_vector_roof, speedup_vs_size_plot
 from course_utils.fusion.readers import (
     HloSummary,
@@ -36,9 +40,11 @@ from course_utils.fusion.readers import (
     hlo_summary,
     jax_cost,
     jax_hlo,
+    kernel_busy_share,
     tf_hlo,
     trace_kernels,
 )
+from course_utils.fusion.sweep import SizeSweep, size_sweep
 from course_utils.fusion.traffic import (
     OpTraffic,
     PredictionTable,
@@ -58,14 +64,14 @@ from course_utils.fusion.variants import (
     into_buffer,
     measure_variants,
 )
-from course_utils.fusion.vector_roof import VectorRoof, measure_vector_roof, vector_roof_table
+from course_utils.fusion.vector_roof import ChainRoof, VectorRoof, chain_roofs, measure_vector_roof, vector_roof_table
 
 __all__ = [
-    "EAGER", "FUSED", "GRID", "HloSummary", "INTO", "InductorCode", "OpTraffic", "PredictionTable", "TABLE",
-    "Traffic", "VariantResult", "VectorRoof", "capture_inductor_code", "chain", "chain_with_callback_jax",
-    "chain_with_numpy_function_tf", "compare_to_prediction", "compile_error", "copy_into",
-    "decomposed_tanh_error", "hlo_summary", "identity", "into_buffer", "jax_cost", "jax_hlo", "legacy_tanh_torch",
-    "measure_variants", "measure_vector_roof", "prediction_plot", "roof_bars",
-    "roofline_with_vector_roof", "speedup_vs_size_plot", "table_tanh_np", "tf_hlo",
-    "torch_counted_flops", "trace_kernels", "trace_traffic", "vector_roof_table", "best_matmul_roof",
+    "ChainRoof", "EAGER", "FUSED", "GRID", "HloSummary", "INTO", "InductorCode", "OpTraffic", "PredictionTable",
+    "SizeSweep", "TABLE", "Traffic", "VariantResult", "VectorRoof", "best_matmul_roof", "capture_inductor_code",
+    "chain", "chain_roofs", "chain_with_callback_jax", "chain_with_numpy_function_tf", "compare_to_prediction",
+    "compile_error", "copy_into", "decomposed_tanh_error", "hlo_summary", "identity", "interleaved", "into_buffer",
+    "jax_cost", "jax_hlo", "kernel_busy_share", "legacy_tanh_torch", "measure_variants", "measure_vector_roof",
+    "prediction_plot", "roof_bars", "roofline_with_vector_roof", "size_sweep", "speedup_vs_size_plot",
+    "table_tanh_np", "tf_hlo", "torch_counted_flops", "trace_kernels", "trace_traffic", "vector_roof_table",
 ]

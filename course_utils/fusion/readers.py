@@ -241,19 +241,37 @@ def trace_kernels(trace: Any, framework: str) -> dict[str, int]:
     jax / tensorflow: the XLA thunks, i.e. the events ``X`` that the CPU runtime closes with an ``end: X`` marker.
     XLA may split one fusion into several tasks on its thread pool, so compare names, not events per call.
     """
+    found: dict[str, int] = {}
+    for name, _ in _kernel_events(trace, framework):
+        found[name] = found.get(name, 0) + 1
+    return found
+
+
+def _kernel_events(trace: Any, framework: str) -> list[tuple[str, Any]]:
+    """(kernel name, event) for every generated-kernel event of ``trace`` (see ``trace_kernels``)."""
     framework = validate.framework(framework)
     events = getattr(trace, "events", None)
     if events is None:
         raise TypeError(f"trace must be a course_utils.profile.Trace; got {type(trace).__name__}")
-    found: dict[str, int] = {}
     if framework == "torch":
-        for event in events:
-            match = _INDUCTOR_EVENT.match(event.name)
-            if match:
-                found[match.group(1)] = found.get(match.group(1), 0) + 1
-        return found
+        return [(m.group(1), e) for e in events if (m := _INDUCTOR_EVENT.match(e.name))]
     closed = {e.name[len("end: "):] for e in events if e.name.startswith("end: ")}
-    for event in events:
-        if event.name in closed:
-            found[event.name] = found.get(event.name, 0) + 1
-    return found
+    return [(e.name, e) for e in events if e.name in closed]
+
+
+def kernel_busy_share(trace: Any, framework: str) -> float:
+    """Busy time, as ``nvidia-smi`` counts it for a GPU, read from a CPU trace: the share of the time from the
+    first generated kernel's start to the last one's end in which at least one of them was running (on any
+    thread; overlapping events counted once). The gaps are what runs between kernels: dispatch, guards,
+    allocation, the Python between calls. It says nothing of how well a kernel uses the chip."""
+    spans = sorted((e.start, e.end) for _, e in _kernel_events(trace, framework))
+    if not spans:
+        raise ValueError(f"the trace holds no generated kernel of {framework}: nothing to measure busy time on")
+    busy, (low, high) = 0.0, spans[0]
+    for start, end in spans[1:]:
+        if start > high:
+            busy, low = busy + high - low, start
+        high = max(high, end)
+    busy += high - low
+    window = max(end for _, end in spans) - spans[0][0]
+    return busy / window if window > 0 else 1.0

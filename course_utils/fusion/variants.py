@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from course_utils import interop, models, timing, validate
+from course_utils.graphs.capture import fresh_function
 
 EAGER = {"torch": "torch eager", "jax": "jax op-by-op", "tensorflow": "tf eager"}
 FUSED = {"torch": "torch.compile", "jax": "jax.jit", "tensorflow": "tf jit_compile"}
@@ -40,7 +41,9 @@ def chain(framework: str, *, tanh: bool = True) -> Callable[[Any, Any], Any]:
 def into_buffer(framework: str, fn: Callable[[Any, Any], Any], like: Any) -> Callable[[Any, Any], Any] | None:
     """A compiled ``fn(x, bias)`` that writes into one reused buffer shaped like ``like``; None for TensorFlow.
 
-    torch: ``out.copy_(fn(x, bias))`` compiled (Inductor fuses the copy: the kernel writes into ``out``).
+    torch: ``out.copy_(fn(x, bias))`` compiled (Inductor fuses the copy: the kernel writes into ``out``), static
+    (``dynamic=False``) and from its own code object: Dynamo keys its cache and its automatic-dynamic memory on
+    the code object, so two buffers of different shapes would otherwise share one shape-generic graph.
     jax: ``jit(..., donate_argnums=2, keep_unused=True)``: XLA writes into the donated buffer (``keep_unused``
     because jit drops unread arguments, and a dropped buffer is silently not donated).
     TensorFlow has neither: a tf.function returns new tensors, so there is nothing to pass.
@@ -57,7 +60,7 @@ def into_buffer(framework: str, fn: Callable[[Any, Any], Any], like: Any) -> Cal
             return buffer.copy_(fn(x, bias))
 
         write.__name__ = f"{getattr(fn, '__name__', 'fn')}_into"
-        kernel = torch.compile(write)
+        kernel = torch.compile(fresh_function(write), dynamic=False)
         return lambda x, bias: kernel(x, bias, out)
     if framework == "jax":
         import jax
@@ -93,7 +96,8 @@ def copy_into(framework: str, like: Any) -> Callable[[Any], Any] | None:
         def copy(x: Any, buffer: Any) -> Any:
             return buffer.copy_(x)
 
-        kernel = torch.compile(copy)  # Inductor's own copy loop: the same code generator and threads as the chain
+        # Inductor's own copy loop: the same code generator and threads as the chain, static like into_buffer's
+        kernel = torch.compile(fresh_function(copy), dynamic=False)
         return lambda x: kernel(x, out)
     if framework == "jax":
         import jax

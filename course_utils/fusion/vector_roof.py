@@ -19,7 +19,8 @@ from course_utils.fusion.variants import into_buffer
 @dataclass(frozen=True)
 class VectorRoof:
     """What one framework's compiled elementwise code does on data that stays in cache: FLOP/s of
-    multiply-adds, tanh per second, and how far its tanh is from float64's (max absolute error on [-5, 5])."""
+    multiply-adds, tanh per second, how far its tanh is from float64's (max absolute error on [-5, 5]), and the
+    fixed cost of one compiled call (``call_seconds``), which the rates leave out."""
 
     flops_per_second: float
     tanh_per_second: float
@@ -27,6 +28,7 @@ class VectorRoof:
     framework: str = "torch"
     tanh_error: float | None = None
     threads: int | None = None
+    call_seconds: float | None = None
 
     def __post_init__(self) -> None:
         validate.positive("flops_per_second", self.flops_per_second)
@@ -37,6 +39,8 @@ class VectorRoof:
             validate.non_negative("tanh_error", self.tanh_error)
         if self.threads is not None:
             validate.positive("threads", self.threads, integer=True)
+        if self.call_seconds is not None:
+            validate.non_negative("call_seconds", self.call_seconds)
 
     def chain_seconds(self, elements: int, *, flops: float, tanh: float) -> float:
         """Time the arithmetic alone needs: ``flops`` multiply-add FLOPs and ``tanh`` tanhs *per element*."""
@@ -87,16 +91,33 @@ def _torch_threads(threads: int | None) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+def _per_element(framework: str, fn: Callable[[Any], Any], xs: tuple[Any, Any], min_time: float,
+                 ) -> tuple[float, float]:
+    """Seconds per element of ``fn`` and the fixed seconds of one call, from its best time at two sizes: the
+    slope of time against elements is the kernel's rate with the call's own cost (dispatch, guards, waking
+    threads) taken out; the intercept is that cost."""
+    times = []
+    for x in xs:
+        times.append(timing.benchmark(_in_cache_kernel(framework, fn, x), min_time=min_time, min_repeats=5).min)
+    n_small, n_large = (int(x.shape[0]) for x in xs)
+    slope = (times[1] - times[0]) / (n_large - n_small)
+    slope = max(slope, 0.5 * times[1] / n_large)  # noise can shrink the difference: at most twice the plain rate
+    return slope, max(times[1] - slope * n_large, 0.0)
+
+
 def measure_vector_roof(framework: str = "torch", *, elements: int | None = None, steps: int = 8, chains: int = 4,
                         tanhs: int = 8, min_time: float = 0.1, threads: int | None = None) -> VectorRoof:
-    """Measure one framework's compiled elementwise *throughput* on an in-cache tensor (its own tanh, its own code).
+    """Measure one framework's compiled elementwise *throughput* on in-cache tensors (its own tanh, its own code).
 
     Multiply-adds: ``chains`` independent Horner chains of ``steps`` multiply-adds per element, summed; tanh:
     the sum of ``tanhs`` independent tanhs per element (the adds' share, timed at the multiply-add rate, taken
     off). Independent work, because a fused elementwise kernel overlaps neighbouring elements: a chain of
-    *dependent* tanhs would time the latency of one, not the rate. Each rate is the best of its repeats (a
-    roof is a best case, as in STREAM); the tensor (by default half of one L2 cache) never leaves the
-    cache, so these are the vector units' rates, not memory's. ``tanh_error``: the largest absolute
+    *dependent* tanhs would time the latency of one, not the rate. Each kernel is timed (best of its repeats:
+    a roof is a best case, as in STREAM) on ``elements`` and on an eighth as many, and the rate is the slope
+    between the two: a compiled call has a fixed cost of its own (``call_seconds``, the intercept), which on a
+    small tensor can be as long as the work and would otherwise be charged to the vector units. By default
+    ``elements`` is an eighth of the last-level cache per tensor (input and output stay in cache; 2^16 to 2^20
+    elements), so these are the vector units' rates, not memory's. ``tanh_error``: the largest absolute
     difference of the framework's tanh from float64's on [-5, 5]. ``threads`` (torch only) compiles and runs
     the kernels with that many OpenMP threads (default: torch's own setting).
     """
@@ -110,13 +131,14 @@ def measure_vector_roof(framework: str = "torch", *, elements: int | None = None
     validate.positive("tanhs", tanhs, integer=True)
     validate.positive("min_time", min_time)
     if elements is None:
-        elements = max(2**14, env.cache_sizes().get("L2", 2**20) // 8)
-    validate.number("elements", elements, low=1024, high=2**26, integer=True)
+        elements = min(max(2**16, (env.last_level_cache_bytes() or 2**23) // 32), 2**20)
+    validate.number("elements", elements, low=8192, high=2**26, integer=True)
     import numpy as np
 
     tanh = _tanh_of(framework)
     grid = np.linspace(-5.0, 5.0, elements)
-    x = interop.to_framework(framework, (np.random.default_rng(0).random(elements) * 0.5).astype(np.float32))
+    values = (np.random.default_rng(0).random(elements) * 0.5).astype(np.float32)
+    xs = (interop.to_framework(framework, values[: elements // 8]), interop.to_framework(framework, values))
 
     def horner(v: Any) -> Any:
         total = None
@@ -135,38 +157,82 @@ def measure_vector_roof(framework: str = "torch", *, elements: int | None = None
 
     fma_flops = chains * (1 + 2 * steps) + chains - 1
     with _torch_threads(threads):
-        fma_time = timing.benchmark(_in_cache_kernel(framework, horner, x), min_time=min_time, min_repeats=5).min
-        tanh_time = timing.benchmark(_in_cache_kernel(framework, tanh_sum, x), min_time=min_time, min_repeats=5).min
-    fma_rate = fma_flops * elements / fma_time
-    adds = (2 * tanhs - 1) * elements / fma_rate
-    tanh_rate = tanhs * elements / max(tanh_time - adds, tanh_time / 2)
+        fma_slope, call_seconds = _per_element(framework, horner, xs, min_time)
+        tanh_slope, _ = _per_element(framework, tanh_sum, xs, min_time)
+    fma_rate = fma_flops / fma_slope
+    adds = (2 * tanhs - 1) / fma_rate
+    tanh_rate = tanhs / max(tanh_slope - adds, tanh_slope / 2)
     grid32 = grid.astype(np.float32)
     # XLA's tanh as its fused code computes it; Inductor's C++ and eager torch call the same at::vec tanh (SLEEF),
     # so torch is read eagerly, which saves a compile
     compiled_tanh = tanh if framework == "torch" else interop.compile_default(framework, tanh)
     got = interop.to_numpy(compiled_tanh(interop.to_framework(framework, grid32))).astype(np.float64)
     error = float(np.max(np.abs(got - np.tanh(grid32.astype(np.float64)))))
-    return VectorRoof(fma_rate, tanh_rate, elements, framework, error, threads)
+    return VectorRoof(fma_rate, tanh_rate, elements, framework, error, threads, call_seconds)
 
 
-def vector_roof_table(roofs: Mapping[str, VectorRoof], *, elements: int, flops: float, tanh: float,
-                      memory_seconds: float) -> display.Table:
-    """Per framework: its in-cache rates, the arithmetic time of ``elements`` x (``flops`` + ``tanh``) at those
-    rates (computed), the bytes' time at the memory roof (``memory_seconds``, computed) and which one is larger."""
+@dataclass(frozen=True)
+class ChainRoof:
+    """What can limit one framework's fused chain, in seconds: its arithmetic at the in-cache rates and its bytes
+    at the memory roof (both computed), and, where the framework cannot write into a reused buffer, the measured
+    time of the same chain without tanh into a fresh output (its 'fresh output' floor)."""
+
+    parts: dict[str, float]
+
+    @property
+    def limit(self) -> str:
+        """The name of the largest part: what the chain's roof is made of."""
+        return max(self.parts, key=self.parts.__getitem__)
+
+    @property
+    def seconds(self) -> float:
+        """The roof time: the largest part (everything else overlapping with it)."""
+        return max(self.parts.values())
+
+    @property
+    def serial(self) -> float:
+        """Nothing overlapping: the arithmetic plus the larger of the bytes and the fresh output (which holds them)."""
+        return self.parts["arithmetic"] + max(v for k, v in self.parts.items() if k != "arithmetic")
+
+
+def chain_roofs(roofs: Mapping[str, VectorRoof], *, elements: int, flops: float, tanh: float, memory_seconds: float,
+                fresh_output: Mapping[str, float] | None = None) -> dict[str, ChainRoof]:
+    """Per framework of ``roofs``: the ``ChainRoof`` of a chain of ``elements`` x (``flops`` + ``tanh``) moving
+    ``memory_seconds`` of bytes; ``fresh_output`` ({framework: seconds measured}) adds that floor where given."""
     validate.instance("roofs", roofs, Mapping)
     validate.non_empty("roofs", roofs)
     validate.positive("memory_seconds", memory_seconds)
-    rows = []
+    fresh_output = {} if fresh_output is None else validate.instance("fresh_output", fresh_output, Mapping)
+    found = {}
     for name, roof in roofs.items():
         validate.instance(f"roofs[{name!r}]", roof, VectorRoof)
-        arith = roof.chain_seconds(elements, flops=flops, tanh=tanh)
+        parts = {"arithmetic": roof.chain_seconds(elements, flops=flops, tanh=tanh), "bytes": memory_seconds}
+        if name in fresh_output:
+            parts["fresh output"] = validate.positive(f"fresh_output[{name!r}]", fresh_output[name])
+        found[name] = ChainRoof(parts)
+    return found
+
+
+def vector_roof_table(roofs: Mapping[str, VectorRoof], *, elements: int, flops: float, tanh: float,
+                      memory_seconds: float, fresh_output: Mapping[str, float] | None = None) -> display.Table:
+    """Per framework: its in-cache rates and fixed call cost, the arithmetic time of ``elements`` x (``flops`` +
+    ``tanh``) at those rates (computed), the bytes' time at the memory roof (``memory_seconds``, computed), the
+    measured fresh-output floor where ``fresh_output`` gives one (see ``chain_roofs``) and which one is largest."""
+    limits = chain_roofs(roofs, elements=elements, flops=flops, tanh=tanh, memory_seconds=memory_seconds,
+                         fresh_output=fresh_output)
+    rows = []
+    for name, roof in roofs.items():
+        parts = limits[name].parts
         rows.append((name, f"{roof.flops_per_second / 1e9:.1f}", f"{roof.tanh_per_second / 1e9:.2f}",
-                     "-" if roof.tanh_error is None else f"{roof.tanh_error:.1e}", display.format_time(arith),
-                     display.format_time(memory_seconds), "arithmetic" if arith > memory_seconds else "memory"))
-    return display.table(["framework", "multiply-adds (GFLOP/s)", "tanh (G/s)", "tanh max error",
-                          "arithmetic (computed)", "bytes (computed)", "limit"], rows,
-                         title="The vector units' roof of each framework (measured in cache)",
-                         note=f"per element: {flops:g} FLOPs + {tanh:g} tanh; bytes at the measured memory roof; "
-                              "tanh error: largest |tanh - float64 tanh| on [-5, 5]")
-
-
+                     "-" if roof.tanh_error is None else f"{roof.tanh_error:.1e}",
+                     "-" if roof.call_seconds is None else display.format_time(roof.call_seconds),
+                     display.format_time(parts["arithmetic"]), display.format_time(parts["bytes"]),
+                     display.format_time(parts["fresh output"]) if "fresh output" in parts else "-",
+                     limits[name].limit))
+    return display.table(["framework", "multiply-adds (GFLOP/s)", "tanh (G/s)", "tanh max error", "fixed cost per call",
+                          "arithmetic (computed)", "bytes (computed)", "fresh output (measured)", "limit"], rows,
+                         title="The vector units' roof of each framework (measured in cache), and the chain's limits",
+                         note=f"per element: {flops:g} FLOPs + {tanh:g} tanh; rates and fixed cost from two in-cache "
+                              "sizes (slope and intercept); bytes at the measured memory roof; fresh output: the same "
+                              "chain without tanh into a fresh output, where no reused buffer exists; tanh error: "
+                              "largest |tanh - float64 tanh| on [-5, 5]")

@@ -185,3 +185,19 @@ def test_trace_kernels_reads_inductor_and_xla_kernels() -> None:
     assert fusion.trace_kernels(xla_trace, "tf") == {"multiply_add_fusion": 2}
 
 
+
+
+def test_kernel_busy_share_counts_overlapping_kernels_once_and_the_gaps_between_them() -> None:
+    from course_utils import profile
+
+    def event(name: str, thread: str, start: float, duration: float):
+        return profile.Event(name, "op", thread, start, duration)
+
+    # two kernels 0-3 ms and 5-9 ms, the second split over two threads (5-8 and 6-9 ms): 7 ms busy in 9 ms
+    trace = profile.Trace("test", None, (
+        event("PjitFunction(f)", "main", 0.0, 10e-3),  # not a kernel: left out
+        event("multiply_add_fusion", "w0", 0.0, 3e-3), event("end: multiply_add_fusion", "w0", 3e-3, 0.0),
+        event("multiply_add_fusion", "w0", 5e-3, 3e-3), event("multiply_add_fusion", "w1", 6e-3, 3e-3)))
+    assert fusion.kernel_busy_share(trace, "jax") == pytest.approx(7 / 9)
+    with pytest.raises(ValueError, match="no generated kernel"):
+        fusion.kernel_busy_share(_trace("aten::mul"), "torch")

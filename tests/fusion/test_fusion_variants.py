@@ -48,8 +48,9 @@ def test_page_faults_count_fresh_pages_and_none_for_a_reused_buffer() -> None:
 
 
 def test_vector_roof_is_positive_and_adds_time_per_element() -> None:
-    roof = fusion.measure_vector_roof(elements=4096, steps=4, min_time=0.01)
-    assert roof.flops_per_second > 0 and roof.tanh_per_second > 0 and roof.elements == 4096
+    roof = fusion.measure_vector_roof(elements=8192, steps=4, min_time=0.01)
+    assert roof.flops_per_second > 0 and roof.tanh_per_second > 0 and roof.elements == 8192
+    assert roof.call_seconds is not None and roof.call_seconds >= 0  # the intercept of the two sizes
     one = roof.chain_seconds(1000, flops=10, tanh=1)
     assert one == pytest.approx(1000 * (10 / roof.flops_per_second + 1 / roof.tanh_per_second))
     assert roof.chain_seconds(2000, flops=10, tanh=1) == pytest.approx(2 * one)
@@ -58,13 +59,13 @@ def test_vector_roof_is_positive_and_adds_time_per_element() -> None:
 @pytest.mark.parametrize("framework", ["torch", "jax", "tensorflow"])
 def test_each_framework_has_its_own_vector_roof_and_tanh_error(framework: str) -> None:
     pytest.importorskip(framework)
-    roof = fusion.measure_vector_roof(framework, elements=4096, steps=2, chains=2, tanhs=2, min_time=0.01)
+    roof = fusion.measure_vector_roof(framework, elements=8192, steps=2, chains=2, tanhs=2, min_time=0.01)
     assert roof.framework == framework and roof.flops_per_second > 0 and roof.tanh_per_second > 0
     assert roof.tanh_error is not None and roof.tanh_error < 1e-5  # float32 tanh, however it is computed
 
 
 def test_one_thread_torch_roof_records_its_threads() -> None:
-    roof = fusion.measure_vector_roof("torch", elements=4096, steps=2, chains=2, tanhs=2, min_time=0.01, threads=1)
+    roof = fusion.measure_vector_roof("torch", elements=8192, steps=2, chains=2, tanhs=2, min_time=0.01, threads=1)
     assert roof.threads == 1
     assert torch.get_num_threads() >= 1  # restored afterwards
 
@@ -81,7 +82,31 @@ def test_vector_roof_table_names_the_limit_per_framework() -> None:
                                      memory_seconds=1e-3)
     text = repr(table)
     assert "arithmetic" in text.split("torch")[1].split("\n")[0]  # 10 ms of tanh against 1 ms of bytes
-    assert "memory" in text.split("jax")[1].split("\n")[0]
+    assert "bytes" in text.split("jax")[1].split("\n")[0]
+
+
+def test_a_measured_fresh_output_floor_can_be_the_limit() -> None:
+    roof = fusion.VectorRoof(1e10, 1e9, 4096, "tensorflow")  # 2 ms of arithmetic on 10^6 elements
+    limits = fusion.chain_roofs({"tensorflow": roof}, elements=10**6, flops=10, tanh=1, memory_seconds=1e-3,
+                                fresh_output={"tensorflow": 5e-3})
+    assert limits["tensorflow"].limit == "fresh output" and limits["tensorflow"].seconds == 5e-3
+    assert limits["tensorflow"].serial == pytest.approx(2e-3 + 5e-3)  # the fresh output holds the bytes
+    plain = fusion.chain_roofs({"tensorflow": roof}, elements=10**6, flops=10, tanh=1, memory_seconds=1e-3)
+    assert plain["tensorflow"].limit == "arithmetic" and "fresh output" not in plain["tensorflow"].parts
+    assert plain["tensorflow"].serial == pytest.approx(2e-3 + 1e-3)
+    text = repr(fusion.vector_roof_table({"tensorflow": roof}, elements=10**6, flops=10, tanh=1, memory_seconds=1e-3,
+                                         fresh_output={"tensorflow": 5e-3}))
+    assert "fresh output" in text.split("tensorflow")[-1]
+
+
+def test_two_buffers_of_different_shapes_get_their_own_static_graph() -> None:
+    chain = fusion.chain("torch", tanh=False)
+    for rows in (8, 24, 40):  # a shared code object would compile a shape-generic graph at 24, reused at 40
+        x, bias = torch.from_numpy(X[:rows].copy()), torch.from_numpy(B)
+        before = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+        into = fusion.into_buffer("torch", chain, x)
+        assert np.allclose(into(x, bias).numpy(), POLYNOMIAL[:rows], atol=1e-5)
+        assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == before + 1
 
 
 def test_best_matmul_roof_lifts_a_depressed_probe_and_keeps_a_good_one() -> None:
@@ -110,3 +135,17 @@ def test_the_legacy_operator_is_a_close_tanh_in_every_framework() -> None:
     pytest.importorskip("jax")
     x, bias = interop.to_framework("jax", X, B)
     assert np.allclose(np.asarray(fusion.chain_with_callback_jax(x, bias)), REFERENCE, atol=1e-4)
+
+
+def test_interleaved_pools_every_round_and_keeps_the_first_call_apart() -> None:
+    calls = []
+    runs = fusion.interleaved({"a": (calls.append, ("a",)), "b": (calls.append, ("b",))}, rounds=3, min_time=0.002)
+    assert set(runs) == {"a", "b"} and all(m.n >= 9 and m.first_call is not None for m in runs.values())
+    assert calls[0] == "a" and calls[calls.index("b") - 1] == "a"  # round 0 in the given order
+
+
+def test_size_sweep_compiles_each_size_once_and_matches_the_reference() -> None:
+    x, bias = interop.to_framework("torch", X, B)
+    found = fusion.size_sweep({"torch": (x, bias)}, [4, 16], REFERENCE, min_time=0.002)
+    assert found.equal == {"torch": True} and found.compiles == {"torch": 2}
+    assert len(found.speedups["torch"]) == 2 and all(s > 0 for s in found.speedups["torch"])
