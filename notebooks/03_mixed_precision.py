@@ -31,9 +31,9 @@
 # - tell from the CPU flags (or the GPU) whether bf16 will be faster or slower, and measure it;
 # - account for training memory per parameter and cut activation memory with checkpointing.
 #
-# **Time**: a few minutes to run on a laptop, 55 minutes as a workshop. **Accelerators**: every section
-# runs on a CPU. With a CUDA GPU, the torch parts run on it (adding fp16 matmuls and `max_memory_allocated`);
-# JAX and Keras use whatever device they find (a TPU on a TPU runtime). JAX and TensorFlow are optional:
+# **Time budget** (from the notebook's metadata, not measured here): 3 minutes at ci size on a 2-core CPU, which CI
+# enforces; 4 at laptop size; 55 minutes as a workshop. **Accelerators**: every section runs on a CPU. With a
+# CUDA GPU, the torch parts run on it (adding fp16 matmuls and `max_memory_allocated`); JAX and Keras use whatever device they find (a TPU on a TPU runtime). JAX and TensorFlow are optional:
 # without one, its part is skipped with one sentence.
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/eager-to-compiled/course/blob/v0.2.0/notebooks/03_mixed_precision.ipynb)
@@ -258,10 +258,18 @@ final = {k: scaler_runs.final_losses(k)[0] for k in scaler_runs.runs}
 worse = final["fp16, no scaler, loss x 2^-12"] / final["fp32, loss x 2^-12"]
 kept = final["fp16 + GradScaler, loss x 2^-12"] / final["fp32, loss x 2^-12"]
 natural = max(final[f"{k}, loss x 1"] for k in ("fp16 + GradScaler", "fp16, no scaler")) / final["fp32, loss x 1"]
+# what the optimizer receives without a scaler: weight gradients of the trained fp32 model on one training batch
+xw, yw = x_train[:BATCH], y_train[:BATCH]
+w_lost = {name: P.underflow_stats(P.torch_weight_grads(model_fp32, xw, yw, multiplier=m),
+                                  P.torch_weight_grads(model_fp32, xw, yw, dtype=torch.float16, multiplier=m))
+          for name, m in (("1", 1.0), ("2^-12", SMALL))}
+adam_eps = torch.optim.Adam(model_fp32.parameters()).defaults["eps"]
+eps_share = P.adam_eps_share(P.torch_weight_grads(model_fp32, xw, yw, multiplier=SMALL), adam_eps)  # computed
 v_noscale = verdict(bool(worse > 1.5 and kept < 1.2 and natural < 1.2),
                     f"final loss vs fp32: no scaler {worse:.2f}x, GradScaler {kept:.2f}x (loss x 2^-12); "
                     f"fp16 at natural size {natural:.2f}x",
-                    "the scaler made less difference than predicted in this run")
+                    f"without a scaler fp16 flushed {w_lost['2^-12'].flushed_fraction:.1%} of the weight gradients at "
+                    f"loss x 2^-12 (on the trained model, one batch), and Adam rescales the rest (see below)")
 scaler_runs.table()
 
 # %%
@@ -271,9 +279,20 @@ v_noscale
 Markdown(
     f"With the 2^-12 loss, fp16 without a scaler ended at **{worse:.2f}x** fp32's final loss and the `GradScaler` "
     f"run at **{kept:.2f}x**; at natural size the fp16 runs ended within {natural:.2f}x of fp32. "
-    + ("So the histogram's lost gradients matter once the gradients as a whole sit low: the scaler moves them "
-       "back into fp16's range, which is what it is for. " if v_noscale.held else
-       "The difference predicted did not show as stated in this run: read the table for which runs diverged. ")
+    + f"Without a scaler, fp16 flushed **{w_lost['2^-12'].flushed_fraction:.1%}** of the {w_lost['2^-12'].nonzero:,} "
+    f"nonzero weight gradients at loss x 2^-12 ({w_lost['1'].flushed_fraction:.2%} at natural size), measured on "
+    f"the trained fp32 model and one training batch of {BATCH}. Adam divides each update by the root of its running "
+    "mean square of the gradient, so a uniform gradient scale cancels, except against its eps "
+    f"({adam_eps:g}): at loss x 2^-12 eps shortens a typical update to **{eps_share:.1%}** of its exact-arithmetic "
+    "length (computed from those gradients). "
+    + ("So the lost gradients matter once the gradients as a whole sit low: the scaler moves them back into fp16's "
+       "range, which is what it is for. " if v_noscale.held else
+       "So the 2^-12 loss did little harm without a scaler: most gradients still reached Adam, which undid the "
+       "scale, and no run diverged. Loss scaling matters where more of the gradients flush, or for an optimizer "
+       "whose step follows the gradient's size, such as SGD. " if w_lost["2^-12"].flushed_fraction < 0.5
+       and eps_share > 0.9 else
+       "The loss moved less than predicted although many gradients flushed or eps took over: the table above shows "
+       "each run's final loss; why training absorbed it is not established by this run. ")
     + "All runs clip the gradient norm at 5.0, and the loop calls `scaler.unscale_(opt)` *before* "
     "`clip_grad_norm_`: the check below shows what clipping would see otherwise."
 )
@@ -439,7 +458,9 @@ n = cu.env.pick(ci=512, cpu=1024, gpu=4096) if NATIVE_BF16 else cu.env.pick(ci=1
 mm_time = P.matmul_times(n, ["torch", "jax"], device=DEVICE, min_time=QUICK)
 flops = {name: 2 * n**3 / m.median for name, m in mm_time.items()}
 dot_hlo = P.jax_dot_dtypes(n, "bfloat16") if HAS_JAX else None  # what XLA compiled the bf16 matmul into
-print(f"SIMD flags: {', '.join(flags)} -> native bf16: {cu.env.has_native_bf16()}; device: {DEVICE}; n = {n}")
+onednn_bf16 = P.torch_onednn_bf16() if DEVICE.type == "cpu" else None  # does torch hand bf16 gemm to oneDNN here?
+print(f"SIMD flags: {', '.join(flags)} -> native bf16: {cu.env.has_native_bf16()}; device: {DEVICE}; n = {n}; "
+      f"torch's oneDNN bf16 path available: {onednn_bf16}")
 if dot_hlo:
     print(f"jax bf16 matmul, optimized HLO: {dot_hlo['dots']} dot on {'/'.join(dot_hlo['dot operands'])} operands, "
           f"{dot_hlo['converts']} convert ops")
@@ -479,8 +500,16 @@ Markdown(
     + ("The CPU has bf16 units (AVX512-BF16/AMX) and oneDNN uses them for torch"
        + (", so bf16 wins there, as predicted. " if v_matmul.held else ", yet bf16 did not win by 2x at this size. ")
        if cu.env.has_native_bf16() and DEVICE.type == "cpu" else
-       "This CPU has no bf16 units, so each bf16 value is converted to fp32 and back: bf16 is a memory "
-       "format here, not a speed-up. " if DEVICE.type == "cpu" else "On the GPU, bf16 and fp16 run on tensor cores. ")
+       "This CPU has no bf16 units, and PyTorch reports its oneDNN bf16 path "
+       + ("unavailable here (`torch.ops.mkldnn._is_mkldnn_bf16_supported()` is False): per PyTorch's source, a bf16 "
+          "matmul then does not reach oneDNN but runs ATen's own fallback gemm loop (which loop ran was not observed "
+          "by this run). " if onednn_bf16 is False else
+          f"{'available' if onednn_bf16 else 'unknown'} on it, so this run does not say which kernel ran. ")
+       + f"Converting each of the {3 * n * n:,} input and output values once cannot by itself cost a "
+       f"{1 / speed_torch:.0f}x slowdown on {2 * n**3 / 1e6:.1f} MFLOP (section 5b measures what a conversion costs); "
+       "a loop that converts at every multiply-add or is not blocked for the cache could, and which of these is the "
+       "case is not established by this run. bf16 is a memory format here, not a speed-up. "
+       if DEVICE.type == "cpu" else "On the GPU, bf16 and fp16 run on tensor cores. ")
     + (f"The right panel shows what a GPU offers: an A100's published bf16 peak is "
        f"{P.A100_PUBLISHED['A100 bf16 / fp16'] / P.A100_PUBLISHED['A100 fp32']:.0f}x its fp32 peak (datasheet, "
        f"not measured in this run)." if DEVICE.type != "cuda" else "")
@@ -492,9 +521,9 @@ Markdown(
 # halves the bytes of every element whether or not the CPU has bf16 arithmetic. Two STREAM ops write into
 # preallocated outputs, in fp32 and in bf16, on the same number of elements: a **copy** (read + write, no
 # arithmetic) and a **triad** `a = b + 1.5·c` (2 FLOPs per element). Without bf16 units the triad converts each
-# bf16 value to fp32 and back: a few instructions per element, small next to memory's time. The arrays are sized
-# from the last-level cache (at least 4x it per copy, up to a cap per course size), so both formats stream from
-# main memory.
+# bf16 value to fp32 and back; whether that costs time next to memory's is measured too, with the same triad on
+# arrays that stay in cache. The streaming arrays are sized from the last-level cache (at least 4x it per copy, up
+# to a cap per course size), so both formats stream from main memory.
 #
 # **Prediction**: in bf16 each op takes 0.35x to 0.75x its fp32 time (ideally 0.5x), on any CPU; on the roofline
 # the bf16 triad sits at twice the fp32 triad's intensity, and both triads reach at least half the memory roof.
@@ -505,6 +534,8 @@ COPY_BYTES = min(max(cu.env.pick(ci=64 * 2**20, cpu=256 * 2**20, gpu=2**30), 4 *
                  cu.env.pick(ci=512 * 2**20, cpu=2**30, gpu=2**32))
 machine = cu.roofline.measure_machine("torch")  # notebook 02's roofline, measured again in this run
 streams = P.stream_times(COPY_BYTES, device=DEVICE, min_time=QUICK)
+CACHE_BYTES = max(2**18, (llc or 2**23) // 12)  # each fp32 array of the in-cache triad: three of them fill a quarter of the LLC
+cached = P.stream_times(CACHE_BYTES, ops=("triad",), device=DEVICE, min_time=QUICK) if DEVICE.type == "cpu" else None
 triads = [P.stream_point(f"triad {f}", streams[f"triad {f}"], COPY_BYTES) for f in ("fp32", "bf16")]
 ratios = {op: streams[f"{op} bf16"].median / streams[f"{op} fp32"].median for op in P.STREAM_OPS}
 shares = {p.label: cu.roofline.share_of_roof(p, machine) for p in triads}
@@ -526,6 +557,10 @@ bw = {op: P.bandwidth_ratio(streams[f"{op} fp32"], streams[f"{op} bf16"]) for op
 rates = {k: P.stream_point(k, m, COPY_BYTES).achieved_bandwidth for k, m in streams.items()}
 _same = [op for op, v in bw.items() if 0.85 <= v[0] <= 1.15]  # bf16 kept fp32's bandwidth within 15%
 _off = [op for op in bw if op not in _same]
+_gap_real = bw["triad"][2] < bw["copy"][1] or bw["copy"][2] < bw["triad"][1]  # quartile ranges apart
+_per = {f"memory {f}": streams[f"triad {f}"].median / (COPY_BYTES // 4) for f in ("fp32", "bf16")}
+if cached:  # seconds per element of the triad, from cache and from memory
+    _per |= {f"cache {f}": cached[f"triad {f}"].median / (CACHE_BYTES // 4) for f in ("fp32", "bf16")}
 Markdown(
     "Bandwidth reached (read + write counted, decimal GB/s): "
     + "; ".join(f"{op} {cu.display.format_rate(rates[f'{op} fp32'])} in fp32, "
@@ -539,10 +574,24 @@ Markdown(
        f"{triads[0].intensity:.2f}, under the same memory roof: the cheapest speed-up of mixed precision"
        + (", here on a CPU without bf16 units. " if not NATIVE_BF16 else ", with or without bf16 units. ")
        if v_copy.held else "The halving did not show cleanly here (see the verdict). ")
-    + (f"The triad's bf16 ratio ({ratios['triad']:.2f}x) is above the copy's ({ratios['copy']:.2f}x). Unlike the "
-       "copy, the triad converts each bf16 value to fp32 and back on this CPU without bf16 units: the likely "
-       "cost, which this run does not separate from the machine's noise (compare the quartiles above). "
-       if not NATIVE_BF16 and ratios["triad"] > ratios["copy"] + 0.1 else "")
+    + (f"The triad's bf16 ratio ({ratios['triad']:.2f}x) is above the copy's ({ratios['copy']:.2f}x)"
+       + (", beyond the noise: the quartile ranges of the two bandwidth shares do not overlap. " if _gap_real else
+          ", but the quartile ranges of the two bandwidth shares overlap: this run cannot tell them apart. ")
+       + (f"From cache ({fmt_bytes(CACHE_BYTES)} fp32 arrays) the triad ran at {_per['cache fp32'] * 1e9:.2f} ns per "
+          f"element in fp32 and {_per['cache bf16'] * 1e9:.2f} in bf16, against {_per['memory fp32'] * 1e9:.2f} and "
+          f"{_per['memory bf16'] * 1e9:.2f} from main memory. "
+          + ("So even with memory out of the way the bf16 triad is barely faster than it was from memory: its "
+             "arithmetic, converting each value to fp32 and back on a CPU without bf16 units, is what limits it, "
+             "and that is the gap. " if _per["cache bf16"] >= _per["memory bf16"] / 1.3 else
+             "From cache the bf16 triad is much faster than from memory, so its conversions alone do not limit it "
+             "at memory's pace; what costs it its share of the bandwidth is not established by this run. ")
+          + f"That also bounds a conversion: at most {_per['cache bf16'] / 3 * 1e9:.2f} ns (three per element of "
+          f"the bf16 triad, computed), so converting the {3 * n * n:,} values of section 5's n = {n} matmul once "
+          f"takes at most {cu.display.format_time(_per['cache bf16'] / 3 * 3 * n * n)}, against the "
+          f"{cu.display.format_time(mm_time['torch bf16'].median - mm_time['torch fp32'].median)} by which its bf16 "
+          "matmul trailed fp32's (computed). " if cached else "")
+       if not NATIVE_BF16 and ratios["triad"] > ratios["copy"] and (_gap_real or ratios["triad"] > ratios["copy"] + 0.1)
+       else "")
     + (f"Each fp32 array ({fmt_bytes(COPY_BYTES)}) is under 4x the last-level cache this machine reports "
        f"({fmt_bytes(llc)}; the cap of this course size), so part of the traffic may be served from cache. "
        if llc and COPY_BYTES < 4 * llc else "")
@@ -602,8 +651,13 @@ Markdown(
     + (": the seed's \"~30% faster\" holds in this run even at the slow end. " if v_claim.held else
        ": the seed's \"~30% faster\" is inside the spread, not cleared by it. " if step_speedup >= 1.2 else
        ": the seed's \"~30% faster\" does not hold in this run. ")
-    + "The claim holds where matmuls dominate and the hardware has 16-bit units; a small or cast-heavy "
-    "step, or a CPU without bf16 units, can come out slower. Measure it on your model."
+    + ("Whether the claim holds where matmuls dominate and the hardware has 16-bit units was not tested here: "
+       "this machine has none. " if not NATIVE_BF16 else
+       "This hardware has 16-bit units, so the number above is the claim tested on this step; a step where "
+       "matmuls weigh more was not tested. ")
+    + "A small or cast-heavy step can come out slower" + (", and so did this one on a CPU without bf16 units"
+                                                           if not NATIVE_BF16 and step_speedup < 1 else "")
+    + ". Measure it on your model."
 )
 
 # %% [markdown] course={"lead": false, "minutes": 4} slideshow={"slide_type": "slide"}

@@ -68,10 +68,12 @@ from course_utils.precision.remat import (
 )
 from course_utils.precision.scaling import (
     UnderflowStats,
+    adam_eps_share,
     overflow_exponent,
     simulate_cast,
     torch_activation_grads,
     torch_fp16_overflows,
+    torch_weight_grads,
     underflow_stats,
 )
 from course_utils.precision.speed import (
@@ -83,6 +85,7 @@ from course_utils.precision.speed import (
     matmul_times,
     stream_point,
     stream_times,
+    torch_onednn_bf16,
 )
 from course_utils.precision.training import MODES, SeedSpread, TrainRun, amp_train, seed_spread, unscale_norms
 
@@ -98,5 +101,6 @@ __all__ = [
     "SeedSpread", "simulate_cast", "tf_recompute_same", "throughput_plot", "torch_activation_grads", "torch_dtypes",
     "torch_fp16_overflows", "torch_grouped_saved", "torch_peak_bytes", "torch_remat", "torch_state_bytes",
     "training_memory", "TrainRun", "underflow_stats", "UnderflowStats", "unscale_norms", "STREAM_OPS",
-    "bandwidth_ratio", "jax_dot_dtypes", "stream_point", "stream_times", "torch_live_peak",
+    "bandwidth_ratio", "jax_dot_dtypes", "stream_point", "stream_times", "torch_live_peak", "adam_eps_share",
+    "torch_weight_grads", "torch_onednn_bf16",
 ]

@@ -109,3 +109,41 @@ def torch_fp16_overflows(model: Any, x: Any, y: Any, exponents: Any) -> dict[int
         grads = torch_activation_grads(model, x, y, dtype=torch.float16, scale=2.0**k)
         result[k] = bool((~torch.isfinite(grads)).any())
     return result
+
+
+def torch_weight_grads(model: Any, x: Any, y: Any, *, dtype: Any = None, multiplier: float = 1.0) -> Any:
+    """The gradients of every parameter of ``model`` (flattened, as the optimizer receives them: fp32 ``.grad``)
+    after one backward pass of the loss times ``multiplier``, no loss scaling; ``dtype`` (e.g. ``torch.float16``)
+    runs the forward pass under ``torch.autocast``, so that a weight gradient computed in fp16 which underflowed
+    arrives as an exact zero."""
+    import torch
+
+    validate.instance("model", model, torch.nn.Module)
+    validate.instance("x", x, torch.Tensor)
+    validate.instance("y", y, torch.Tensor)
+    validate.positive("multiplier", multiplier)
+    if dtype is not None:
+        validate.choice("dtype", dtype, (torch.float16, torch.bfloat16, torch.float32))
+    params = [p for p in model.parameters() if p.requires_grad]
+    if not params:
+        raise ValueError("model must have a parameter that requires a gradient")
+    model.zero_grad(set_to_none=True)
+    with torch.autocast(next(model.parameters()).device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+    (loss.float() * multiplier).backward()
+    grads = torch.cat([p.grad.detach().float().flatten() for p in params])
+    model.zero_grad(set_to_none=True)
+    return grads
+
+
+def adam_eps_share(grads: Any, eps: float = 1e-8) -> float:
+    """How far Adam's ``eps`` shortens a typical update for gradients of the size of ``grads`` (computed): for a
+    gradient steady over steps Adam's step is lr * g / (|g| + eps), so this is the median of |g| / (|g| + eps)
+    over the nonzero entries. Near 1.0, multiplying every gradient by one constant leaves Adam's update as it
+    was; it shrinks only once the gradients come near ``eps``."""
+    validate.positive("eps", eps)
+    g = np.abs(_as_float64("grads", grads).ravel())
+    g = g[np.isfinite(g) & (g > 0)]
+    if g.size == 0:
+        raise ValueError("grads must hold a finite nonzero value")
+    return float(np.median(g / (g + eps)))

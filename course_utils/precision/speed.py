@@ -145,3 +145,17 @@ def copy_times(n_bytes_fp32: int, *, device: Any = "cpu", min_time: float = 0.1,
     as {'fp32': Measurement, 'bf16': Measurement} (``stream_times`` with the copy only)."""
     times = stream_times(n_bytes_fp32, ops=("copy",), device=device, min_time=min_time, rounds=rounds)
     return {fmt: times[f"copy {fmt}"] for fmt in ("fp32", "bf16")}
+
+
+def torch_onednn_bf16() -> bool | None:
+    """Whether PyTorch would hand a bf16 matmul on this CPU to oneDNN: ``torch.ops.mkldnn._is_mkldnn_bf16_supported()``,
+    the device check that PyTorch's CPU gemm consults before its own fallback loop; None where PyTorch was built
+    without oneDNN or lacks the check."""
+    import torch
+
+    try:
+        if not torch.backends.mkldnn.is_available():
+            return None
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return None

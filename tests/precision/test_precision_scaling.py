@@ -46,3 +46,30 @@ def test_torch_activation_grads_and_fp16_overflow() -> None:
     assert over == {k - 4: False, k + 2: True}
     with pytest.raises(ValueError, match="Linear"):
         P.torch_activation_grads(torch.nn.ReLU(), x, y)
+
+
+def test_weight_grads_flush_in_fp16_once_the_loss_is_small() -> None:
+    torch = pytest.importorskip("torch")
+    from course_utils import models
+
+    model = models.torch_mlp((8, 16, 4), seed=0)
+    x, y = torch.randn(32, 8), torch.randint(0, 4, (32,))
+    g32 = P.torch_weight_grads(model, x, y)
+    assert g32.numel() == sum(p.numel() for p in model.parameters()) and g32.dtype == torch.float32
+    assert torch.allclose(P.torch_weight_grads(model, x, y, multiplier=2.0), 2 * g32)
+    tiny = 2.0**-30  # every gradient times 2^-30 lies below fp16's smallest subnormal
+    lost = P.underflow_stats(P.torch_weight_grads(model, x, y, multiplier=tiny),
+                             P.torch_weight_grads(model, x, y, dtype=torch.float16, multiplier=tiny))
+    assert lost.flushed_fraction > 0.5
+    assert all(p.grad is None for p in model.parameters())  # left as it was found
+
+
+def test_adam_eps_share_is_one_for_large_gradients_and_small_near_eps() -> None:
+    assert P.adam_eps_share([1e-3, -2e-3, 0.0]) == pytest.approx(1.0, abs=1e-4)
+    assert P.adam_eps_share([1e-8]) == pytest.approx(0.5)
+    assert P.adam_eps_share([1e-10], eps=1e-8) < 0.02
+
+
+def test_torch_onednn_bf16_answers_a_bool_or_none() -> None:
+    pytest.importorskip("torch")
+    assert P.torch_onednn_bf16() in (True, False, None)
