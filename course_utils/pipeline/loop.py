@@ -90,6 +90,16 @@ class Timeline:
         values = {"step": waits + computes, "wait": waits, "compute": computes}[name]
         return timing.Measurement.from_times(f"{self.label}: {name}", values.tolist())
 
+    def epoch_part(self, epoch: int, name: str = "wait") -> timing.Measurement:
+        """One epoch's steady steps' ``name`` times (its first step, the start-up, left out) as a Measurement, for
+        comparing epochs by their quartiles; an epoch of a single step keeps that step."""
+        validate.choice("epoch", epoch, sorted(set(self.epochs)))
+        validate.choice("name", name, PARTS)
+        rows = [(w, c) for w, c, e in zip(self.waits, self.computes, self.epochs) if e == epoch]
+        rows = rows[1:] or rows
+        values = [{"step": w + c, "wait": w, "compute": c}[name] for w, c in rows]
+        return timing.Measurement.from_times(f"{self.label}: epoch {epoch + 1} {name}", values)
+
     def epoch_wait(self, epoch: int) -> float:
         """Mean wait per steady step of one epoch (its first step, the start-up, left out), seconds."""
         validate.choice("epoch", epoch, sorted(set(self.epochs)))

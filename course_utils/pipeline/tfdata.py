@@ -4,7 +4,9 @@
   (no GIL); with ``vectorized=True`` the map runs once per *batch* (batch before map), not once per sample;
 - ``ops="numpy"``: the dataset's NumPy code called through ``tf.numpy_function``, once per sample: every call
   leaves the C++ runtime, takes the GIL, converts tensors to arrays and back. That is tf.data's slow path, and
-  the notebook measures it as a lesson of its own.
+  the notebook measures it as a lesson of its own;
+- ``ops="crossing"``: the same two ``tf.numpy_function`` calls per sample, but the Python functions do no NumPy
+  work (they hand back a stored image and the label): what the crossing itself costs, measured apart.
 
 The TF-ops images equal the NumPy ones up to float rounding (the per-image mean is summed in another order);
 labels are identical.
@@ -17,7 +19,7 @@ from typing import Any
 from course_utils import env, validate
 from course_utils.pipeline.dataset import CROP_PAD, MEAN, STD, UPSAMPLE, SyntheticImages
 
-OPS = ("tf", "numpy")
+OPS = ("tf", "numpy", "crossing")
 
 
 def tf_decode_ops(stored: Any, work: int) -> Any:
@@ -80,11 +82,30 @@ def _numpy_maps(dataset: SyntheticImages) -> tuple[Any, Any]:
     return decode, augment
 
 
+def _crossing_maps(dataset: SyntheticImages) -> tuple[Any, Any]:
+    """``_numpy_maps`` with the NumPy work taken out: the same calls, conversions and GIL, no decode or augment."""
+    tf = env.import_tensorflow()
+    shape = (3, dataset.size, dataset.size)
+    stored = dataset.decode(0)  # computed once, outside the pipeline
+
+    def decode(i: Any) -> tuple[Any, Any]:
+        image = tf.numpy_function(lambda j: stored, [i], tf.float32, stateful=False)
+        return i, tf.ensure_shape(image, shape)
+
+    def augment(i: Any, image: Any) -> tuple[Any, Any]:
+        x, y = tf.numpy_function(lambda j, im: (im, dataset.label(int(j))), [i, image], (tf.float32, tf.int64),
+                                 stateful=False)
+        return tf.ensure_shape(x, shape), tf.ensure_shape(y, ())
+
+    return decode, augment
+
+
 def tf_pipeline(dataset: SyntheticImages, batch_size: int, *, ops: str = "tf", vectorized: bool = False,
                 parallel: bool = False, prefetch: bool = False, cache: bool = False) -> Any:
     """A ``tf.data.Dataset`` of (images, labels) batches of ``dataset``, in order, built only as asked.
 
-    ``ops``: 'tf' (TF ops) or 'numpy' (``tf.numpy_function``, per sample); ``vectorized``: batch before map
+    ``ops``: 'tf' (TF ops), 'numpy' (``tf.numpy_function``, per sample) or 'crossing' (the same calls doing no
+    work: the images are all one stored image, the labels right); ``vectorized``: batch before map
     (TF ops only); ``parallel``: ``map(num_parallel_calls=AUTOTUNE)``; ``prefetch``: ``prefetch(AUTOTUNE)``;
     ``cache``: keep decoded images after the first epoch (per-sample pipelines only: what is cached must come
     before the random augmentation). tf.data's default rewrites (which parallelise and prefetch on their own)
@@ -99,13 +120,13 @@ def tf_pipeline(dataset: SyntheticImages, batch_size: int, *, ops: str = "tf", v
     for name, value in (("vectorized", vectorized), ("parallel", parallel), ("prefetch", prefetch),
                         ("cache", cache)):
         validate.instance(name, value, bool)
-    if vectorized and ops == "numpy":
-        raise ValueError("vectorized must be False with ops='numpy' (numpy_function runs per sample here)")
+    if vectorized and ops != "tf":
+        raise ValueError(f"vectorized must be False with ops={ops!r} (numpy_function runs per sample here)")
     if cache and vectorized:
         raise ValueError("cache must be False with vectorized=True (decode and augment run in one map)")
     calls = tf.data.AUTOTUNE if parallel else None
-    if ops == "numpy":
-        decode, augment = _numpy_maps(dataset)
+    if ops != "tf":
+        decode, augment = (_numpy_maps if ops == "numpy" else _crossing_maps)(dataset)
         ds = tf.data.Dataset.range(len(dataset)).map(decode, num_parallel_calls=calls)
         ds = (ds.cache() if cache else ds).map(augment, num_parallel_calls=calls)
         ds = ds.batch(batch_size, drop_remainder=True)

@@ -53,6 +53,8 @@ BAD_CALLS = [
     ("waits", lambda: pipeline.Timeline("t", (0.0,), (-1.0,), (0.1,), (0,))),
     ("computes", lambda: pipeline.Timeline("t", (0.0,), (0.1,), (math.nan,), (0,))),
     ("epoch", lambda: TIMELINE.epoch_wait(3)),
+    ("epoch", lambda: TIMELINE.epoch_part(3)),
+    ("name", lambda: TIMELINE.epoch_part(0, "total")),
     ("timelines", lambda: pipeline.timelines_table([])),
     ("timelines", lambda: pipeline.timelines_table(["not a timeline"])),
     ("spread", lambda: pipeline.timelines_table([TIMELINE], spread="yes")),

@@ -63,6 +63,8 @@ def test_epochs_and_startups(clock: _FakeClock) -> None:
     assert t.utilisation == pytest.approx(1.0)
     assert t.starts == tuple(sorted(t.starts))
     assert t.epoch_wait(1) == pytest.approx(0.0)
+    second = t.epoch_part(1, "compute")  # the epoch's steady steps only: its first step left out
+    assert second.times == pytest.approx((0.02, 0.02)) and t.epoch_part(0).median == pytest.approx(0.0)
     assert set(t.to_dict()) >= {"step_time", "wait_time", "compute_time", "utilisation", "startups"}
 
 

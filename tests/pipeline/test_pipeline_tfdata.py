@@ -39,3 +39,15 @@ def test_incompatible_options(data: pipeline.SyntheticImages) -> None:
         pipeline.tf_pipeline(data, BATCH, ops="numpy", vectorized=True)
     with pytest.raises(ValueError, match="cache"):
         pipeline.tf_pipeline(data, BATCH, vectorized=True, cache=True)
+
+
+def test_crossing_pipeline_makes_the_calls_without_the_work(data: pipeline.SyntheticImages) -> None:
+    reference = list(pipeline.NumpyBatches(data, BATCH))
+    got = list(pipeline.tf_pipeline(data, BATCH, ops="crossing"))
+    assert len(got) == len(reference)
+    stored = data.decode(0)
+    for (x, y), (_, ry) in zip(got, reference):
+        assert np.array_equal(y.numpy(), ry)  # the labels are right
+        assert all(np.array_equal(image, stored) for image in x.numpy())  # the images are one stored image
+    with pytest.raises(ValueError, match="vectorized"):
+        pipeline.tf_pipeline(data, BATCH, ops="crossing", vectorized=True)
