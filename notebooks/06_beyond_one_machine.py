@@ -63,7 +63,7 @@ import psutil
 import torch
 from IPython.display import Markdown, display
 
-from course_utils.distributed import beyond_plots, elastic, jaxmulti, multinode, sharded, tfmulti
+from course_utils.distributed import beyond_plots, comms, elastic, jaxmulti, multinode, sharded, tfmulti
 
 CORES = os.cpu_count() or 1
 SIZE = cu.env.pick(ci={"repeats": 6, "ddp": ["--repeats", 6, "--wide-batch", 256, "--max-bytes", 2**22]},
@@ -118,9 +118,12 @@ cu.display.verdict(identical and equal_to_one,
 
 # %%
 node_warned = any("node_rank is only used for static" in line for line in nodes.output)
+split = multinode.time_split(nodes)  # the workers' own clocks: phases, process start -> group joined
 Markdown(
     f"Node 0 ran rank(s) {nodes.node_ranks.get(0)}, node 1 rank(s) {nodes.node_ranks.get(1)}; the whole job took "
-    f"{nodes.seconds:.1f} s, mostly process start-up and rendezvous. "
+    f"{split['wall']:.1f} s, of which the three phases ran {split['phases']:.1f} s: {split['outside'] / split['wall']:.0%} "
+    f"went to start-up, rendezvous and shut-down (each rank took up to {split['startup']:.1f} s from its process start "
+    "to joining the group). "
     + ("torchrun itself warned that `--node-rank` is ignored with c10d: the rendezvous decides who is rank 0, "
        "so never write code that assumes node 0 holds rank 0. " if node_warned else
        "With c10d the rendezvous, not `--node-rank`, decides the ranks. ")
@@ -156,7 +159,8 @@ cu.display.verdict(failure.rank == 1 and not leftover, f"rank {failure.rank} nam
 # %% [markdown] course={"lead": false, "minutes": 6} slideshow={"slide_type": "slide"}
 # ## 2. Multi-process JAX: `jax.distributed` and one global mesh
 #
-# JAX runs **one process per machine** (each owns that machine's accelerators). `jax.distributed.initialize`
+# JAX runs **one process per machine** (each owns that machine's accelerators) or one process per GPU
+# (`jax.distributed.initialize(..., local_device_ids=[LOCAL_RANK])`). `jax.distributed.initialize`
 # connects them through a coordinator (process 0 at `127.0.0.1:<port>` here, node 0's address on a
 # cluster); afterwards `jax.devices()` lists the devices of *all* processes, and a mesh can span them. Each
 # process loads only its rows of the global batch (`make_array_from_process_local_data`). Here: 2 processes x
@@ -194,8 +198,12 @@ if HAVE_JAX:
                                "see the differences and the HLO above"))
     display(Markdown(
         f"Device ids {rec['device_ids']}: JAX numbers each process's devices in its own range, and the mesh spans "
-        f"all {rec['devices']}. XLA merged every gradient into {len(rec['allreduces'])} all-reduce(s) (as DDP's "
-        f"buckets do); it runs over gloo's TCP here, with {jaxmulti.gloo_ranks(jax_run)} gloo ranks (gloo's own "
+        f"all {rec['devices']}. XLA merged the {len(jax_run.arrays['jax'][0])} gradients into {len(rec['allreduces'])} "
+        f"all-reduce(s) of {len(rec['allreduce_operands'])} operands in all"
+        + (" (the extra one is the loss, a scalar)" if len(rec["allreduce_operands"]) == len(jax_run.arrays["jax"][0]) + 1
+           and 1 in rec["allreduce_operands"] else "")
+        + f"; section 6 measures what each operand costs. It runs over gloo's TCP here, with "
+        f"{jaxmulti.gloo_ranks(jax_run)} gloo ranks (gloo's own "
         "log lines: one per device, not per process), over NCCL or a TPU pod's ICI on real hardware. A step took "
         f"{np.median(rec['step_times']) * 1e3:.2f} ms (median); section 6 predicts it."))
 
@@ -204,8 +212,9 @@ if HAVE_JAX:
 #
 # TensorFlow's multi-worker strategy reads the cluster from the `TF_CONFIG` environment variable: the
 # list of workers (`host:port`) and which one *this* process is. Every worker builds the strategy, and
-# collective ops all-reduce the gradients. We use a custom training loop: Keras 3 `model.fit` under this
-# strategy is reported broken upstream (keras-team/keras#20585).
+# collective ops all-reduce the gradients. We use a custom training loop: Keras 3 does not support
+# `MultiWorkerMirroredStrategy` in `model.fit` (keras-team/keras#20585, open). That concerns the multi-worker
+# strategy only: 05's `model.fit` under the one-process `MirroredStrategy` ran and was checked there.
 #
 # **Prediction:** both workers end with identical weights, equal to one worker without a strategy (< 1e-5).
 
@@ -225,22 +234,29 @@ if HAVE_TF:
 
 # %%
 if HAVE_TF:
+    tf_time = tfmulti.time_split(tf_run)  # where the job's wall time went, from the workers' own clocks
     display(cu.display.verdict(tf_diff["workers"] == 0.0 and tf_diff["single"] < 1e-5,
                                f"workers differ by {tf_diff['workers']:.1e}, vs one worker {tf_diff['single']:.1e}",
                                "the workers or the one-worker run disagree"))
     display(Markdown(
         f"The two workers agreed bit for bit and differed from one worker by {tf_diff['single']:.1e}. The loop divides "
-        "the summed loss by the **global** batch, because the strategy *sums* the replicas' gradients. The job took "
-        f"{tf_run.seconds:.1f} s, mostly two TensorFlow imports; on a cluster, each machine sets its own `TF_CONFIG`."))
+        "the summed loss by the **global** batch, because the strategy *sums* the replicas' gradients. "
+        f"The job took {tf_time['wall']:.1f} s; by the workers' own clocks (the slower of the two, side by side) "
+        f"{tf_time['import']:.1f} s went to importing TensorFlow, {tf_time['joined']:.1f} s from process start to a "
+        f"joined strategy (import included), {tf_time['work']:.1f} s to training and the one-worker check, and the "
+        f"other {tf_time['outside']:.1f} s to torchrun's own start and shut-down. On a cluster, each machine sets its "
+        "own `TF_CONFIG`."))
 
 # %% [markdown] course={"lead": true, "minutes": 15} slideshow={"slide_type": "slide"}
 # ## 4. When the model state does not fit: ZeRO-1 and FSDP2, measured
 #
 # DDP keeps everything on every rank: with fp32 Adam, 4 B of weights + 4 B of gradients + 8 B of moments =
 # **16 B per parameter**. ZeRO-1 (`ZeroRedundancyOptimizer`) shards the Adam state over the N ranks; FSDP2
-# (`torch.distributed.fsdp.fully_shard`, which works on a CPU mesh with gloo; FSDP1 refuses CPUs) shards
-# weights, gradients and state (ZeRO-3). The worker counts the bytes each rank *really* holds (a shard counts
-# only its local part), counts the collectives of one step and times them.
+# (`torch.distributed.fsdp.fully_shard`, here on a CPU mesh with gloo) shards weights, gradients and state
+# (ZeRO-3). FSDP1 (`FullyShardedDataParallel`) runs on CPUs too in torch 2.13, but only when given
+# `device_id=torch.device("cpu")`: without a `device_id` and with no accelerator, it refuses. The worker
+# counts the bytes each rank *really* holds (a shard counts only its local part), counts the collectives of
+# one step and times them.
 #
 # **Prediction (formula, computed):** per rank on N = 2: DDP 16, ZeRO-1 4 + 4 + 8/2 = 12, FSDP2 16/2 = 8 B/param;
 # measured within 5% of that; all three end with the same weights.
@@ -281,6 +297,7 @@ cu.display.verdict(all(abs(r - 1) < 0.05 for r in ratios.values()) and all(d < 1
 
 # %%
 zero_opt = {r: h["optimizer"] for r, h in sharded.held_bytes(shard_run)["zero1"].items()}
+peak = sharded.gathered(shard_run)  # the most layers FSDP2 held unsharded at once, rank 0
 fsdp_ranks = ", ".join(f"rank {r} {cu.display.format_bytes(b)}" for r, b in enumerate(per_rank["fsdp2"]))
 Markdown(
     f"FSDP2 held {ratios['fsdp2']:.3f}x and ZeRO-1 {ratios['zero1']:.3f}x the formula's bytes on their largest rank. "
@@ -289,8 +306,15 @@ Markdown(
     f"dimension: {fsdp_ranks}, "
     + ("equal, because every first dimension of this model divides by 2. " if len(set(per_rank["fsdp2"])) == 1 else
        f"{max(per_rank['fsdp2']) / min(per_rank['fsdp2']):.3f}x apart: a first dimension that does not divide evenly. ")
-    + "Not in this table: FSDP2 gathers one layer's full weights just before using it, so the peak holds one "
-    "unsharded layer more; activations do not shrink with sharding at all."
+    + "Not in this table: FSDP2 gathers a layer's full weights just before using it, and in backward prefetches the "
+    "next layer's all-gather (documented behaviour). "
+    + (f"Measured from FSDP2's own profiler labels (a layer counts from its all-gather to its reshard): at most "
+       f"{peak['layers']} layer(s) held full weights at once (modules {', '.join(peak['names'])} of the `nn.Sequential`: "
+       f"{cu.display.format_bytes(peak['bytes'])}, against {cu.display.format_bytes(peak['largest'])} for the largest "
+       f"layer and {cu.display.format_bytes(peak['all'])} for all weights), on top of the sharded state. " if peak else
+       "This run's trace had no FSDP2 labels, so the peak is not measured here: by the documentation, up to two "
+       "layers are unsharded at once. ")
+    + "Activations are not sharded at all: each rank keeps those of its own rows."
 )
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -320,18 +344,27 @@ cu.display.verdict(abs(counted - traffic) < 0.1, f"FSDP2 moves {counted:.2f}x DD
                    f"formula {traffic:.2f}x", "the counted collectives differ from the ring formula")
 
 # %%
-comm = sharded.comm_seconds(shard_run)
+prof = sharded.profiled_steps(shard_run)  # share of the profiled step in collectives; profiled vs plain step
 events = sharded.backend_events(shard_run)["fsdp2"]
-slower = comm["fsdp2"] / comm["ddp"]
+slower = prof["fsdp2"]["scaled"] / prof["ddp"]["scaled"]
+uneven = abs(np.log(prof["fsdp2"]["slowdown"] / prof["ddp"]["slowdown"])) > np.log(1.25)
 Markdown(
     f"Counted: DDP one all-reduce, FSDP2 {calls['fsdp2'].get('allgather', 0)} all-gathers and "
     f"{calls['fsdp2'].get('reduce_scatter', 0)} reduce-scatters (one per layer and pass). Timed: a collective ran "
-    f"{comm['ddp'] * 1e3:.2f} ms of a profiled DDP step and {comm['fsdp2'] * 1e3:.2f} ms of FSDP2's, {slower:.1f}x, "
+    f"{prof['ddp']['share']:.0%} of a profiled DDP step and {prof['fsdp2']['share']:.0%} of FSDP2's. Profiling changed "
+    f"the steps {'unevenly' if uneven else 'alike'}: DDP's profiled step took {prof['ddp']['slowdown']:.1f}x its "
+    f"plain step, FSDP2's {prof['fsdp2']['slowdown']:.1f}x (computed)"
+    + (", so their profiled milliseconds do not compare like with like. " if uneven else ". ")
+    + f"Scaled to the plain steps (share x step, as section 6 does), DDP spent {prof['ddp']['scaled'] * 1e3:.2f} ms and "
+    f"FSDP2 {prof['fsdp2']['scaled'] * 1e3:.2f} ms in collectives, {slower:.1f}x"
+    + (" (this assumes the profiler slowed collectives and the rest of a step alike: not established by this run)"
+       if uneven else "") + ", "
     + (f"more than its {counted:.2f}x bytes: on a tiny model each collective pays a latency, and there are "
        f"{sum(calls['fsdp2'].values())} of them instead of 1. " if slower > counted else
        f"no more than its {counted:.2f}x bytes: here the bytes, not the count of collectives, set the time. ")
     + "FSDP2's profile shows what gloo ran per step: " + ", ".join(f"{c:g} x `{n}`" for n, c in events.items())
-    + (": its reduce-scatters appear as `gloo:all_reduce`, i.e. gloo runs each as a full all-reduce. "
+    + (": its reduce-scatters appear as `gloo:all_reduce`, i.e. gloo runs an all-reduce inside each (section 6 "
+       "times one alone). "
        if "gloo:all_reduce" in events and "allreduce" not in calls["fsdp2"] else ". ")
     + f"Whole steps (median, rank 0): DDP {steps['ddp'] * 1e3:.2f} ms, ZeRO-1 {steps['zero1'] * 1e3:.2f} ms, "
     f"FSDP2 {steps['fsdp2'] * 1e3:.2f} ms ({steps['fsdp2'] / steps['ddp']:.1f}x DDP); section 6 predicts each. "
@@ -410,28 +443,30 @@ cu.display.verdict(elastic_diff < 1e-5 and crash.lost_steps == expected_lost,
                    "the resumed run diverged or lost other steps than predicted")
 
 # %%
+spent = crash.timeline  # where the elastic job's wall time went (seconds, from the ranks' own clocks)
 Markdown(
     f"The job crashed at step {crash.crash_at}, torchrun restarted both ranks, they resumed at step "
     f"{crash.resumed_from} and finished with the weights of an uninterrupted run (difference {elastic_diff:.1e}). "
-    f"Lost: {crash.lost_steps} step(s) of compute plus the restart ({crash.seconds:.1f} s for the whole job here, "
-    "most of it starting processes twice). Checkpoint more often and you lose less per crash but pay the "
-    "write every time. Found on the way (torch 2.13, gloo): restarted workers reuse the launcher's key-value "
+    f"Lost: {crash.lost_steps} step(s) of compute plus the restart. The whole job took {crash.seconds:.1f} s; by the "
+    f"ranks' own clocks, starting a process and joining the group took {spent['startup 0']:.1f} s before the crash "
+    f"and {spent['startup 1']:.1f} s after it, training {spent['training 0'] + spent['training 1']:.1f} s in all, and "
+    f"the other {spent['outside']:.1f} s went to torchrun's own start, noticing the failure, restarting the group "
+    "and shutting down. Checkpoint more often and you lose less per crash but pay the write every time. Found on the way (torch 2.13, gloo): restarted workers reuse the launcher's key-value "
     "store and read the dead workers' addresses; `elastic_train.py` keeps each attempt's keys apart."
 )
 
 # %% [markdown] course={"lead": true, "minutes": 5} slideshow={"slide_type": "slide"}
 # ## 6. The cost model meets the measurement
 #
-# 05 fitted the ring all-reduce model T = 2(N-1)α + 2(N-1)/N · bytes/β. Fitted on the all-reduce sweep of
-# section 1's two-node job, it now prices (computed) every collective this notebook counted: per call its
-# latency steps (2(N-1) for an all-reduce, N-1 for an all-gather, reduce-scatter or broadcast), per byte its
-# ring share. A step's prediction = its compute alone (measured: the same step with no communication) + that
-# price. **Prediction:** every multi-process step measured here (05's wide DDP step, DDP, ZeRO-1, FSDP2 and
+# 05 fitted the ring all-reduce model T = 2(N-1)α + 2(N-1)/N · bytes/β. Fitted on each size's median in the
+# all-reduce sweep of section 1's two-node job (the statistic the steps below are scored with), it now prices
+# (computed) every collective this notebook counted: per call its latency steps (2(N-1) for an all-reduce,
+# N-1 for an all-gather, reduce-scatter or broadcast), per byte its ring share. A step's prediction = its
+# compute alone (measured: the same step with no communication) + that price. **Prediction:** every multi-process step measured here (05's wide DDP step, DDP, ZeRO-1, FSDP2 and
 # the two-process JAX step) lands within a factor of 2 of its prediction.
 
 # %%
-sweep = [r for r in nodes.records[0] if r["kind"] == "allreduce"]
-fit = cu.distributed.fit_allreduce([r["nbytes"] for r in sweep], [np.percentile(r["times"], 25) for r in sweep], n=2)
+fit = cu.distributed.fit_allreduce(*comms.allreduce_sweep(nodes.records[0]), n=2)  # each size's median, as scored
 jax_rec = jax_run.record("jax") if HAVE_JAX else None
 predicted = sharded.step_predictions(fit, shard_run, nodes.record("timing_wide"), jax_rec,
                                      jaxmulti.gloo_ranks(jax_run) if HAVE_JAX else None)
@@ -468,40 +503,31 @@ Markdown(
 )
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# Two collectives cost more than their ring price, and the measurements say why: gloo's reduce-scatter,
-# and JAX's merged all-reduce. Each alone, on buffers of the same bytes:
+# Two collectives, each alone: gloo's reduce-scatter against an all-reduce of the same buffer (the ring model
+# says half, for any N), and JAX's one all-reduce of the step's operands against one array of the same bytes:
 
 # %%
-coll, lo, hi = (sharded.collective_medians(shard_run, q) for q in (50, 25, 75))
-half = sharded.model_comm_seconds(fit, {"allgather": 1}, {"allgather": coll["nbytes"]}, 2) / fit.time(coll["nbytes"], 2)
-rs_ratio = coll["reducescatter"] / coll["allreduce"]
-print(f"torch, {cu.display.format_bytes(coll['nbytes'])}, median (25-75%): " + ", ".join(
-    f"{op} {coll[op] * 1e3:.2f} ms ({lo[op] * 1e3:.2f}-{hi[op] * 1e3:.2f})" for op in ("allreduce", "allgather", "reducescatter")))
+spread = sharded.spread  # "median ms (p25-p75)"
+alone, nbytes = sharded.collectives_alone(shard_run), sharded.collective_medians(shard_run)["nbytes"]
+half = sharded.model_comm_seconds(fit, {"reduce_scatter": 1}, {"reduce_scatter": nbytes}, 2) / fit.time(nbytes, 2)
+rs_ratio = alone["reducescatter"].median / alone["allreduce"].median
+print(f"torch, {cu.display.format_bytes(nbytes)}, median (25-75%): "
+      + ", ".join(f"{op} {spread(m)}" for op, m in alone.items()))
 print(f"reduce-scatter / all-reduce: {rs_ratio:.2f}x measured, {half:.2f}x in the ring model (computed)")
 print("rank 0's profiler during one reduce-scatter:", " -> ".join(sharded.reduce_scatter_trace(shard_run)))
 if HAVE_JAX:
-    print("JAX, one all-reduce over the mesh alone:", ", ".join(
-        f"{name} {np.median(t) * 1e3:.2f} ms" for name, t in jax_rec["allreduce_alone"].items()))
+    jax_alone, k = jaxmulti.alone(jax_rec), len(jax_rec["allreduce_operands"])
+    labels = {"one float": "one float", "one array": "the step's bytes as one array", "operands": f"the step's {k} operands"}
+    print("JAX, one all-reduce over the mesh alone, median (25-75%):",
+          ", ".join(f"{labels[n]} {spread(jax_alone[n])}" for n in labels))
+    print(f"per operand beyond the first: {jaxmulti.per_operand(jax_rec) * 1e3:.2f} ms (computed from the medians)")
 
 # %%
-rs_as_ar = "gloo:all_reduce" in sharded.reduce_scatter_trace(shard_run)
-jax_alone = list(jax_rec["allreduce_alone"].values()) if HAVE_JAX else []
-Markdown(
-    ("The trace shows `gloo:all_reduce` under `c10d::_reduce_scatter_base_`: gloo runs each reduce-scatter as a "
-     f"full all-reduce and keeps its shard, so the ring model's {half:.2f}x of an all-reduce cannot be reached"
-     + (f"; alone it took {rs_ratio:.2f}x. " if rs_ratio > 0.75 else
-        f", yet alone it took {rs_ratio:.2f}x here: on this busy machine the spread of each collective (25-75% above) "
-        "is as wide as that difference, and fixed costs, not bytes, set the time at this size. ")
-     if rs_as_ar else "The trace shows no all-reduce under the reduce-scatter: here gloo runs a real reduce-scatter. ")
-    + (f"In JAX the same gradient bytes took {np.median(jax_alone[1]) * 1e3:.2f} ms as one array and "
-       f"{np.median(jax_alone[2]) * 1e3:.2f} ms as the step's separate arrays merged into one all-reduce, and a single "
-       f"float {np.median(jax_alone[0]) * 1e3:.2f} ms: "
-       + ("XLA's CPU collectives pay per array, not per all-reduce, so merging did not save the latencies. "
-          if np.median(jax_alone[2]) > 1.5 * np.median(jax_alone[1]) else
-          "merging the arrays into one all-reduce saved their latencies. ") if HAVE_JAX else "")
-    + "Compute and communication also share the same 2 cores here. On a cluster, fit α and β on the real network "
-    "and for each collective and library your training uses: an inter-node link is not loopback."
-)
+said = sharded.reduce_scatter_finding(shard_run, half)  # judged by cu.timing.apart: beyond the noise or not
+if HAVE_JAX:
+    said += jaxmulti.operand_finding(jax_rec, predicted["JAX step, 2 processes"])
+Markdown(said + f"Compute and communication also share the same {CORES} cores here. On a cluster, fit α and β on the "
+         "real network and for each collective and library your training uses: an inter-node link is not loopback.")
 
 # %% [markdown] course={"lead": true, "minutes": 2} slideshow={"slide_type": "slide"}
 # ## 7. On a real cluster
@@ -582,7 +608,9 @@ rows = [
      f"measured; formula {per_formula['zero1']:g} (N = {N})"),
     ("FSDP2 model state, largest rank", per_param["fsdp2"], "B/param",
      f"measured; formula {per_formula['fsdp2']:g} (N = {N})"),
-    ("FSDP2 / DDP time in collectives per step", slower, "x", f"bytes {counted:.2f}x (counted)"),
+    ("FSDP2 / DDP time in collectives per step", slower, "x",
+     f"share x plain step; bytes {counted:.2f}x (counted); profiled / plain step: DDP "
+     f"{prof['ddp']['slowdown']:.1f}x, FSDP2 {prof['fsdp2']['slowdown']:.1f}x"),
     ("FSDP2 step / DDP step", steps["fsdp2"] / steps["ddp"], "x", "tiny model, gloo"),
     ("elastic: steps computed twice", crash.lost_steps, "steps", f"crash at {crash.crash_at}, checkpoint every {crash.every}"),
     ("elastic job, wall time", crash.seconds, "s", "two attempts, start-up included"),

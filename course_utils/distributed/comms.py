@@ -2,12 +2,13 @@
 times, scored out of sample, and the traffic of ZeRO stages against plain DDP.
 
 All numbers here are *computed* from the formula (a notebook labels them so); only the times passed to
-``fit_allreduce``/``score`` are measured.
+``fit_allreduce``/``score`` are measured, one statistic of the repeats per size (``allreduce_sweep``, the
+median by default) for the fit and the scores alike.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,7 +82,8 @@ class AllReduceModel:
 
 def fit_allreduce(nbytes: Sequence[float], seconds: Sequence[float], n: int) -> AllReduceModel:
     """Least-squares fit (relative errors) of latency and bandwidth to times measured on ``n`` processes
-    over a sweep of message sizes: small messages pin the latency, large ones the bandwidth.
+    over a sweep of message sizes: small messages pin the latency, large ones the bandwidth. ``seconds``: one
+    statistic per size (``allreduce_sweep``), the same one every later ``score`` uses.
 
     A negative latency (the data shows none) is refitted as bandwidth alone; times that do not grow with the
     message size raise ``ValueError``.
@@ -103,8 +105,30 @@ def fit_allreduce(nbytes: Sequence[float], seconds: Sequence[float], n: int) -> 
     return AllReduceModel(bandwidth=float(1.0 / inv_bw), latency=float(latency), fitted_on=int(n))
 
 
+FIT_QUANTILE = 50  # the statistic of the repeats that both the fit and every score use: the median
+
+
+def allreduce_sweep(records: Sequence[Mapping[str, Any]], q: float = FIT_QUANTILE) -> tuple[list[int], list[float]]:
+    """(message bytes, seconds) of one rank's all-reduce sweep (records of kind "allreduce", each with "nbytes"
+    and its repeated "times"): each size's ``q``-th percentile, the median by default.
+
+    Fit (``fit_allreduce``) and score (``score``) with the same ``q``: a model fitted on the fast quartile and
+    scored against medians calls every measurement slow, by construction.
+    """
+    validate.number("q", q, low=0, high=100)
+    if isinstance(records, (str, bytes, Mapping)) or not isinstance(records, Sequence):
+        raise TypeError(f"records must be a sequence of record dicts; got {type(records).__name__} {records!r:.60}")
+    rows = [r for r in records if isinstance(r, Mapping) and r.get("kind") == "allreduce"]
+    if not rows:
+        raise ValueError("records hold no 'allreduce' record: launch ddp_train.py with the allreduce phase")
+    return ([int(r["nbytes"]) for r in rows],
+            [float(np.percentile(_array("times", r["times"], low=0, low_open=True), q)) for r in rows])
+
+
 def score(model: AllReduceModel, nbytes: Sequence[float], seconds: Sequence[float], n: int) -> np.ndarray:
-    """Measured over predicted time at each message size on ``n`` processes (1.0 = the model is exact)."""
+    """Measured over predicted time at each message size on ``n`` processes (1.0 = the model is exact).
+
+    ``seconds`` must be the statistic the model was fitted on (``allreduce_sweep`` with the same ``q``)."""
     validate.instance("model", model, AllReduceModel)
     b = _array("nbytes", nbytes, low=0)
     t = _array("seconds", seconds, low=0, low_open=True)

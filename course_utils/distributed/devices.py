@@ -1,6 +1,7 @@
 """Simulated devices on one CPU: several JAX CPU devices, several TensorFlow logical CPUs; and the CPU threads
 of one PyTorch process (``time_threads``: the same step with 1 and with more threads, and how many cores it
-kept busy).
+kept busy; ``mlp_threads_fresh``: the same in a fresh process, for settings read once at start-up such as
+``OMP_WAIT_POLICY``).
 
 Both frameworks fix their device list when their runtime starts, so these calls must come before the first
 JAX computation (``jax.config.update("jax_num_cpu_devices", n)`` works right after ``import jax``) or the first
@@ -9,12 +10,16 @@ TensorFlow operation. A framework that is not installed (or blocked by ``COURSE_
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from course_utils import env, timing, validate
+from course_utils import data, env, models, timing, validate
 
 _MAX_DEVICES = 256
 
@@ -62,19 +67,22 @@ def tf_logical_cpus(n: int) -> list[Any]:
 
 @dataclass(frozen=True)
 class ThreadRun:
-    """One thread count's benchmark, and ``cores_busy``: the process's CPU seconds per wall second meanwhile."""
+    """One thread count's benchmark; ``cores_busy``: the process's CPU seconds per wall second meanwhile (every
+    thread of it); ``caller_busy``: the same for the calling thread alone (the rest is other threads' time)."""
 
     threads: int
     measurement: timing.Measurement
     cores_busy: float
+    caller_busy: float = float("nan")
 
 
 def time_threads(fn: Callable[..., Any], *args: Any, threads: Sequence[int],
                  min_time: float = 0.2) -> dict[int, ThreadRun]:
     """``fn(*args)`` benchmarked under ``torch.set_num_threads(n)`` for each ``n`` of ``threads``; returns
-    {n: ThreadRun}. ``cores_busy`` (CPU time of all the process's threads / wall time) tells computing from
-    waiting: n threads that compute keep about n cores busy, threads that wait for each other keep fewer.
-    The thread count in force before the call is restored."""
+    {n: ThreadRun}. ``cores_busy`` is CPU time of all the process's threads / wall time: a thread that
+    computes counts, and so does one that *spins* while it waits (OpenMP's threads busy-wait at a barrier for
+    a while before they sleep, see ``OMP_WAIT_POLICY``); a thread that sleeps does not. ``caller_busy`` counts
+    the calling thread alone. The thread count in force before the call is restored."""
     validate.function("fn", fn)
     validate.non_empty("threads", threads)
     counts = [validate.number("threads", n, low=1, high=_MAX_DEVICES, integer=True) for n in threads]
@@ -85,9 +93,66 @@ def time_threads(fn: Callable[..., Any], *args: Any, threads: Sequence[int],
     try:
         for n in counts:
             torch.set_num_threads(n)
-            cpu, wall = time.process_time(), time.perf_counter()
+            cpu, mine, wall = time.process_time(), time.thread_time(), time.perf_counter()
             m = timing.benchmark(fn, *args, min_time=min_time, label=f"{n} thread{'s' if n > 1 else ''}")
-            runs[n] = ThreadRun(n, m, (time.process_time() - cpu) / (time.perf_counter() - wall))
+            elapsed = time.perf_counter() - wall
+            runs[n] = ThreadRun(n, m, (time.process_time() - cpu) / elapsed, (time.thread_time() - mine) / elapsed)
     finally:
         torch.set_num_threads(before)
     return runs
+
+
+def _mlp_threads_report(workloads: dict[str, list], threads: list[int], min_time: float) -> dict[str, Any]:
+    """Run in the fresh process of ``mlp_threads_fresh``: each MLP step under ``time_threads``, as plain numbers."""
+    import torch
+
+    report = {}
+    for name, (sizes, batch) in workloads.items():
+        x, y = data.classification(batch, features=sizes[0], classes=sizes[-1], seed=2)
+        step = models.torch_sgd_step(models.torch_mlp(tuple(sizes)), lr=0.1)
+        runs = time_threads(step, (torch.from_numpy(x), torch.from_numpy(y)), threads=threads, min_time=min_time)
+        report[name] = {str(n): {"times": list(r.measurement.times), "number": r.measurement.number,
+                                 "cores_busy": r.cores_busy, "caller_busy": r.caller_busy} for n, r in runs.items()}
+    return report
+
+
+def mlp_threads_fresh(workloads: Mapping[str, tuple[Sequence[int], int]], threads: Sequence[int],
+                      env: Mapping[str, str] | None = None, *, min_time: float = 0.2,
+                      timeout: float = 300.0) -> dict[str, dict[int, ThreadRun]]:
+    """``time_threads`` of the course MLP's SGD step for each workload (name -> (layer sizes, batch): the model
+    ``cu.models.torch_mlp(sizes)`` on ``batch`` samples of ``cu.data.classification(seed=2)`` with sizes[0] features
+    and sizes[-1] classes) in one fresh Python process
+    whose environment adds ``env``: the way to measure a setting that a runtime reads once when it starts
+    (``OMP_WAIT_POLICY=passive`` for OpenMP), which a running kernel can no longer change. Nothing but torch and
+    the course helpers is loaded there. Returns {name: {threads: ThreadRun}}."""
+    validate.instance("workloads", workloads, Mapping)
+    validate.non_empty("workloads", list(workloads))
+    request: dict[str, Any] = {"workloads": {}, "min_time": validate.positive("min_time", min_time)}
+    for name, spec in workloads.items():
+        validate.text("workloads", name)
+        if isinstance(spec, (str, bytes)) or not isinstance(spec, Sequence) or len(spec) != 2:
+            raise TypeError(f"workloads[{name!r}] must be (layer sizes, batch); got {spec!r}")
+        sizes, batch = spec
+        if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Sequence):
+            raise TypeError(f"sizes of workloads[{name!r}] must be a sequence of layer widths; got {sizes!r}")
+        request["workloads"][name] = [[validate.positive("sizes", v, integer=True)
+                                       for v in validate.non_empty("sizes", list(sizes))],
+                                      validate.positive("batch", batch, integer=True)]
+    request["threads"] = [validate.number("threads", n, low=1, high=_MAX_DEVICES, integer=True)
+                          for n in validate.non_empty("threads", list(threads))]
+    validate.positive("timeout", timeout)
+    extra = {} if env is None else validate.instance("env", env, Mapping)
+    for key, value in extra.items():
+        validate.text("env", key)
+        validate.instance("env", value, str)
+    code = ("import json, sys\nfrom course_utils.distributed.devices import _mlp_threads_report\n"
+            "print(json.dumps(_mlp_threads_report(**json.loads(sys.stdin.read()))))")
+    done = subprocess.run([sys.executable, "-c", code], input=json.dumps(request), capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **extra})
+    if done.returncode != 0:
+        raise RuntimeError(f"the fresh process failed (exit code {done.returncode}): {done.stderr.strip()[-800:]}")
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    return {name: {int(n): ThreadRun(int(n), timing.Measurement(f"{name}, {n} thread(s), fresh process",
+                                                                tuple(r["times"]), number=r["number"]),
+                                     r["cores_busy"], r["caller_busy"]) for n, r in runs.items()}
+            for name, runs in report.items()}

@@ -9,7 +9,7 @@ process without any crash, the run the resumed job must reproduce.
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -32,6 +32,7 @@ class ElasticRun:
     weights: dict[int, np.ndarray]
     seconds: float
     result: Any
+    timeline: dict[str, float] = field(default_factory=dict)
 
     @property
     def lost_steps(self) -> int:
@@ -75,7 +76,23 @@ def run(steps: int = 12, every: int = 3, crash_at: int = 8, nprocs: int = 2, tim
     finished = result.record("finished", 1)
     return ElasticRun(steps, every, crash_at, finished["started_at"],
                       {crashed["attempt"]: crashed["computed"], finished["attempt"]: finished["computed"]},
-                      {r: per["weights"] for r, per in result.arrays["elastic"].items()}, result.seconds, result)
+                      {r: per["weights"] for r, per in result.arrays["elastic"].items()}, result.seconds, result,
+                      time_split(result, crashed, finished))
+
+
+def time_split(result: Any, crashed: dict[str, Any], finished: dict[str, Any]) -> dict[str, float]:
+    """Where the elastic job's wall time went, from the ranks' own clocks (seconds): "startup 0", "startup 1"
+    (the slowest rank's process start to joined group, per attempt), "training 0", "training 1" (the crashing
+    rank's time from joining to its crash, then to the end), "outside" (wall minus all of those, computed:
+    torchrun's own start, noticing the failure, stopping and restarting the group, shut-down)."""
+    split = {}
+    for attempt in (0, 1):
+        starts = [r["seconds"] for per in result.records.values() for r in per
+                  if r.get("kind") == "startup" and r.get("attempt") == attempt]
+        split[f"startup {attempt}"] = max(starts, default=float("nan"))
+    split["training 0"], split["training 1"] = float(crashed["seconds"]), float(finished["seconds"])
+    split["outside"] = float(result.seconds) - sum(split.values())
+    return split
 
 
 def reference(steps: int = 12, batch: int = 64) -> np.ndarray:

@@ -2,7 +2,11 @@
 
 ``run`` starts ``workers/jax_multiprocess.py`` through the course launcher (torchrun only starts the
 processes; JAX's own coordinator joins them), ``reference`` trains the same model in this process on one
-device, and ``compare`` checks the processes against each other and against the reference.
+device, and ``compare`` checks the processes against each other and against the reference. ``alone`` gives the
+all-reduces the worker timed alone (one float, the step's bytes as one array, the step's own operands) and
+``per_operand`` what each extra operand of one all-reduce cost (computed from those medians), ``operand_finding``
+the verdict on both in words. ``jax_sharding`` compiles one step with replicated and with FSDP-style sharded
+parameters in this process and reads XLA's per-device memory and collectives.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import data, models, validate
+from course_utils import data, models, timing, validate
 from course_utils.distributed import launcher
 
 LR = 0.1
@@ -87,3 +91,101 @@ def gloo_ranks(result: Any) -> int:
     validate.instance("result", result, launcher.LaunchResult)
     return len({int(m.group(1)) for _, text in result.lines
                 for m in [re.search(r"Rank (\d+) is connected to \d+ peer ranks", text)] if m})
+
+
+def alone(record: dict[str, Any]) -> dict[str, timing.Measurement]:
+    """The all-reduces process 0 timed alone over the global mesh, as Measurements: "one float", "one array"
+    (the step's bytes in one array) and "operands" (the step's own operands, ``record["allreduce_operands"]``)."""
+    validate.instance("record", record, dict)
+    if "allreduce_alone" not in record:
+        raise ValueError("record holds no 'allreduce_alone': pass jax_run.record('jax')")
+    return {name: timing.Measurement.from_times(name, times) for name, times in record["allreduce_alone"].items()}
+
+
+def per_operand(record: dict[str, Any]) -> float:
+    """Seconds each operand beyond the first added to one all-reduce of the same bytes (computed from the
+    medians of ``alone``: the step's operands minus one array, over the operands less one); NaN for one operand."""
+    found = alone(record)
+    k = len(record.get("allreduce_operands", []))
+    if k < 2:
+        return float("nan")
+    return (found["operands"].median - found["one array"].median) / (k - 1)
+
+
+def operand_finding(record: dict[str, Any], row: dict[str, float]) -> str:
+    """What the all-reduces alone say about the JAX step (``row``: its ``sharded.step_predictions`` row): one array
+    against the step's operands, judged by ``timing.apart``, and what compute alone plus that all-reduce leave."""
+    validate.instance("row", row, dict)
+    found, k = alone(record), len(record.get("allreduce_operands", []))
+    one, many = found["one array"], found["operands"]
+    said = (f"In JAX the step's bytes took {spread(one)} as one array and {spread(many)} as the step's {k} operands "
+            "in one all-reduce")
+    if timing.apart(many, one) and many.median > one.median:
+        said += (f", beyond the noise: XLA:CPU's all-reduce pays per operand, about {per_operand(record) * 1e3:.2f} ms "
+                 "for each beyond the first (computed), so merging the arrays into one call did not save their cost, "
+                 "and the ring model, priced per call, has no such term. ")
+    else:
+        said += (": the quartiles overlap or the operands cost less, so a cost per operand is not established by "
+                 "this run. ")
+    rest = row["measured"] - row["compute"] - many.median
+    if rest > 0:
+        return said + (f"The step ({row['measured'] * 1e3:.2f} ms) is still {rest * 1e3:.2f} ms more than its "
+                       f"compute alone ({row['compute'] * 1e3:.2f} ms) plus that all-reduce alone: not established by "
+                       "this run. ")
+    return said + "Its compute alone plus that all-reduce alone account for the whole step. "
+
+
+def spread(m: timing.Measurement) -> str:
+    """'median ms (p25-p75)' of a Measurement."""
+    return f"{m.median * 1e3:.2f} ms ({m.p25 * 1e3:.2f}-{m.p75 * 1e3:.2f})"
+
+
+def jax_sharding(sizes: tuple[int, ...] = (32, 512, 512, 10), batch: int = 64) -> dict[str, Any]:
+    """Compile one SGD step with parameters replicated vs sharded (FSDP-style) over all JAX devices.
+
+    Returns per-device bytes from ``compiled.memory_analysis()`` (arguments, outputs, temporaries), the
+    collectives counted in each optimized HLO, and the max difference between the two steps' results.
+    """
+    validate.instance("sizes", sizes, tuple)
+    if len(sizes) < 2:
+        raise ValueError(f"sizes must hold at least two layer widths; got {sizes!r}")
+    batch = validate.positive("batch", batch, integer=True)
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    n = len(jax.devices())
+    if batch % n:
+        raise ValueError(f"batch must be divisible by the {n} devices; got {batch}")
+    mesh = jax.make_mesh((n,), ("data",))
+    params = models.jax_mlp_params(sizes)
+    x, y = data.classification(batch, features=sizes[0], classes=sizes[-1], seed=8)
+
+    def loss_fn(p, x, y):
+        logits = models.jax_mlp_apply(p, x)
+        return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], axis=1))
+
+    @jax.jit
+    def step(p, x, y):
+        return jax.tree.map(lambda w, g: w - 0.1 * g, p, jax.grad(loss_fn)(p, x, y))
+
+    def layout(leaf):  # FSDP-style: split each weight's first dimension when it divides evenly, else replicate
+        return P("data") if leaf.ndim == 2 and leaf.shape[0] % n == 0 else P()
+
+    batch_s = NamedSharding(mesh, P("data"))
+    xs, ys = jax.device_put(x, batch_s), jax.device_put(y, batch_s)
+    out = {"devices": n, "params": int(sum(leaf.size for leaf in jax.tree.leaves(params)))}
+    results = {}
+    for name, spec in (("replicated", lambda leaf: P()), ("sharded", layout)):
+        placed = jax.tree.map(lambda leaf, spec=spec: jax.device_put(leaf, NamedSharding(mesh, spec(leaf))), params)
+        compiled = step.lower(placed, xs, ys).compile()
+        mem, hlo = compiled.memory_analysis(), compiled.as_text()
+        out[name] = {"argument_bytes": int(mem.argument_size_in_bytes), "output_bytes": int(mem.output_size_in_bytes),
+                     "temp_bytes": int(mem.temp_size_in_bytes),
+                     "collectives": {op: hlo.count(f" {op}(") + hlo.count(f" {op}-start(")
+                                     for op in ("all-gather", "all-reduce", "reduce-scatter")}}
+        results[name] = compiled(placed, xs, ys)
+    out["max_diff"] = max(float(jnp.max(jnp.abs(a - b)))
+                          for a, b in zip(jax.tree.leaves(results["replicated"]), jax.tree.leaves(results["sharded"])))
+    return out

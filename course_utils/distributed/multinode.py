@@ -231,24 +231,47 @@ def proof_diffs(result: launcher.LaunchResult, reference: dict[str, Any]) -> dic
     return {"ranks": ranks, "single": single}
 
 
+def time_split(result: Any) -> dict[str, float]:
+    """Where a ``ddp_train.py`` launch's wall time went (seconds): "wall", "phases" (rank 0's phases, measured by
+    the worker), "startup" (the slowest rank's process start to joined group: imports and rendezvous, measured),
+    "outside" (wall minus phases, computed: torchrun's start, the ranks' start-up, shut-down)."""
+    validate.instance("result", result, launcher.LaunchResult)
+    phases = float(sum(result.record("phases", 0)["seconds"].values()))
+    startup = max(float(result.record("startup", r)["seconds"]) for r in sorted(result.records))
+    return {"wall": float(result.seconds), "phases": phases, "startup": startup,
+            "outside": float(result.seconds) - phases}
+
+
 def cluster_commands(host: str = "node0.example", nnodes: int = 2, nproc_per_node: int = 8) -> str:
     """The commands for a real cluster of ``nnodes`` machines (text): torchrun, jax.distributed, TF_CONFIG."""
     validate.text("host", host)
     nnodes = validate.number("nnodes", nnodes, low=2, high=4096, integer=True)
     nproc_per_node = validate.number("nproc_per_node", nproc_per_node, low=1, high=64, integer=True)
-    workers = ", ".join(f'"node{i}.example:12345"' for i in range(min(nnodes, 3))) + (", ..." if nnodes > 3 else "")
+    if nnodes <= 4:  # the JSON written out; the shell splices in $NODE_INDEX between the single-quoted parts
+        workers = ", ".join(f'"node{i}.example:12345"' for i in range(nnodes))
+        tf_line = (f'export TF_CONFIG=\'{{"cluster": {{"worker": [{workers}]}}, "task": {{"type": "worker", '
+                   f'"index": \'"$NODE_INDEX"\'}}}}\'')
+    else:  # too many hosts to write out: let Python build the same JSON
+        tf_line = ("export TF_CONFIG=\"$(python -c 'import json, os; print(json.dumps({\"cluster\": {\"worker\": "
+                   f'[f\"node{{i}}.example:12345\" for i in range({nnodes})]}}, \"task\": {{\"type\": \"worker\", '
+                   '\"index\": int(os.environ[\"NODE_INDEX\"])}}))\')\"')
     return "\n".join([
+        f"export NODE_INDEX=0   # this machine's index, 0 to {nnodes - 1} (0 on {host}): set it on every machine",
+        "",
         "# PyTorch: the SAME line on every machine (c10d elects the store host; ranks come from the rendezvous)",
         "export NCCL_SOCKET_IFNAME=eth0 GLOO_SOCKET_IFNAME=eth0   # the NIC that reaches the other nodes",
         f"torchrun --nnodes={nnodes} --nproc-per-node={nproc_per_node} --rdzv-backend=c10d \\",
         f"         --rdzv-endpoint={host}:29400 --rdzv-id=job42 --max-restarts=3 course_utils/workers/ddp_train.py",
         "",
-        "# JAX: one process per machine (all its accelerators), before any other JAX call",
-        f'jax.distributed.initialize(coordinator_address="{host}:1234", num_processes={nnodes}, process_id=NODE_INDEX)',
+        "# JAX: one process per machine (all its accelerators) or per GPU, before any other JAX call",
+        f'jax.distributed.initialize(coordinator_address="{host}:1234", num_processes={nnodes},',
+        '                           process_id=int(os.environ["NODE_INDEX"]))',
+        f"#   or one process per GPU: num_processes={nnodes * nproc_per_node}, process_id = NODE_INDEX x "
+        f"{nproc_per_node} + LOCAL_RANK, local_device_ids=[LOCAL_RANK]",
         "#   (on Cloud TPU pods and SLURM, jax.distributed.initialize() with no arguments finds all three itself)",
         "",
         "# TensorFlow: each machine sets its own TF_CONFIG (same cluster, its own index), then builds the strategy",
-        f'TF_CONFIG=\'{{"cluster": {{"worker": [{workers}]}}, "task": {{"type": "worker", "index": NODE_INDEX}}}}\'',
+        tf_line,
         "strategy = tf.distribute.MultiWorkerMirroredStrategy()",
     ])
 

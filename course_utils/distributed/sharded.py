@@ -2,10 +2,13 @@
 
 ``run`` launches ``workers/fsdp_train.py``; ``memory_table`` sets the bytes each rank really held against the
 ZeRO formula (labelled computed), ``rank_table`` shows every rank; ``comm_table`` lists the collectives counted
-and timed in one step; ``weight_diffs`` checks ZeRO-1 and FSDP2 against DDP. ``jax_sharding`` compiles the same
-step in JAX with the parameters replicated and sharded over a mesh, and reads the per-device memory and the
-collectives from XLA. ``step_predictions`` predicts every measured multi-process step from its compute alone
-plus 05's ring model of the collectives it issued (computed), next to the measurement.
+and timed in one step, ``profiled_steps`` how much the profiler slowed each kind's step; ``gathered`` the most
+layers FSDP2 held unsharded at once; ``weight_diffs`` checks ZeRO-1 and FSDP2 against DDP. ``jax_sharding``
+(defined in ``jaxmulti``, re-exported here) compiles the same step in JAX with the parameters replicated and
+sharded over a mesh, and reads the per-device memory and the collectives from XLA. ``step_predictions``
+predicts every measured multi-process step from its compute alone plus 05's ring model of the collectives it
+issued (computed), next to the measurement; ``reduce_scatter_finding`` judges the reduce-scatter alone
+against an all-reduce with ``cu.timing.apart``.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import data, display, models, validate
+from course_utils import display, timing, validate
 from course_utils.distributed import launcher
+from course_utils.distributed.jaxmulti import jax_sharding, spread  # noqa: F401  (re-exported for 06)
 from course_utils.distributed.memory import memory_per_device
 
 KINDS = {"ddp": ("DDP", 0), "zero1": ("ZeRO-1", 1), "fsdp2": ("FSDP2 (ZeRO-3)", 3)}
@@ -124,6 +128,32 @@ def comm_share(result: Any) -> dict[str, float]:
     return {kind: float(r["comm_seconds"]["busy"] / r["comm_seconds"]["step"]) for kind, r in _records(result).items()}
 
 
+def profiled_steps(result: Any) -> dict[str, dict[str, float]]:
+    """The profiled steps against the plain ones, per kind (rank 0): "share" of the profiled step with a
+    collective running and "profiled" (its seconds), both measured; "plain" (the median unprofiled step);
+    "slowdown" (profiled / plain, computed): how much the profiler itself slowed that kind's step; "scaled"
+    (share x plain, computed): the collectives' time if the profiler slowed them and the rest alike."""
+    seconds, share, plain = comm_seconds(result), comm_share(result), step_medians(result)
+    out = {}
+    for kind in KINDS:
+        profiled = seconds[kind] / share[kind] if share[kind] else float("nan")
+        out[kind] = {"share": share[kind], "profiled": profiled, "plain": plain[kind],
+                     "slowdown": profiled / plain[kind], "scaled": share[kind] * plain[kind]}
+    return out
+
+
+def gathered(result: Any) -> dict[str, Any] | None:
+    """The most layers FSDP2 held unsharded at once on rank 0 (measured from FSDP2's own profiler labels over 3
+    steps: from a layer's all-gather to its reshard): {"layers", "bytes", "names", "largest" (the largest layer's
+    full bytes), "all" (every layer's)}; None when the trace had no FSDP2 labels."""
+    rec = _records(result)["fsdp2"]
+    peak = rec["comm_seconds"].get("gathered")
+    if not peak:
+        return None
+    sizes = rec.get("layer_bytes", {})
+    return {**peak, "largest": max(sizes.values(), default=0), "all": int(sum(sizes.values()))}
+
+
 def backend_events(result: Any) -> dict[str, dict[str, float]]:
     """The backend's collective events per step in rank 0's profile, per kind: {"gloo:all_gather": 8.0, ...}."""
     return {kind: dict(sorted(r["comm_seconds"]["events"].items())) for kind, r in _records(result).items()}
@@ -184,6 +214,40 @@ def collective_medians(result: Any, q: float = 50) -> dict[str, float]:
     return {op: float(np.percentile(t, q)) for op, t in rec["times"].items()} | {"nbytes": float(rec["nbytes"])}
 
 
+def collectives_alone(result: Any) -> dict[str, timing.Measurement]:
+    """The collectives alone on a buffer of all parameters (rank 0), as Measurements: allreduce, allgather,
+    reducescatter; compare two with ``cu.timing.apart``."""
+    rec = launcher.LaunchResult.record(result, "collectives")
+    return {op: timing.Measurement.from_times(op, t) for op, t in rec["times"].items()}
+
+
+def reduce_scatter_finding(result: Any, model_ratio: float) -> str:
+    """What the reduce-scatter alone says against an all-reduce of the same buffer and the ring model's ratio
+    ``model_ratio`` (computed): the trace's operators, then the measured ratio judged by ``timing.apart``."""
+    model_ratio = validate.positive("model_ratio", model_ratio)
+    alone = collectives_alone(result)
+    rs, ar = alone["reducescatter"], alone["allreduce"]
+    ratio, inside = rs.median / ar.median, "gloo:all_reduce" in reduce_scatter_trace(result)
+    near = abs(np.log(ratio / model_ratio)) < np.log(1.25)  # within 25% of the model's ratio
+    said = ("The trace shows `gloo:all_reduce` under `c10d::_reduce_scatter_base_`: gloo runs an all-reduce inside "
+            "each reduce-scatter. " if inside else "The trace shows no all-reduce under the reduce-scatter. ")
+    versus = f"{spread(rs)} vs {spread(ar)}"
+    if not timing.apart(rs, ar):
+        return said + (f"Alone, the two overlap in their quartiles ({versus}): the reduce-scatter's {ratio:.2f}x of an "
+                       "all-reduce" + (f", near the model's {model_ratio:.2f}x," if near else "") + " is within this "
+                       f"run's noise, so neither the model's {model_ratio:.2f}x nor a full all-reduce's 1x is "
+                       "established. ")
+    if rs.median < ar.median:
+        return said + (f"Alone, it cost {ratio:.2f}x an all-reduce, beyond the noise ({versus})"
+                       + (f", as the ring model's {model_ratio:.2f}x says" if near else
+                          f", between the model's {model_ratio:.2f}x and 1x")
+                       + ("; so the all-reduce inside does not cost a full one: how gloo does it is not established "
+                          "by this run. " if inside else ". "))
+    return said + (f"Alone, it cost {ratio:.2f}x an all-reduce, beyond the noise ({versus}): the model's "
+                   f"{model_ratio:.2f}x is not reached on gloo" + (", as an all-reduce inside explains. " if inside
+                                                                  else ". "))
+
+
 def weight_diffs(result: Any) -> dict[str, float]:
     """Max |weight difference| after training: ZeRO-1 and FSDP2 vs DDP, and between ranks of each."""
     validate.instance("result", result, launcher.LaunchResult)
@@ -195,57 +259,6 @@ def weight_diffs(result: Any) -> dict[str, float]:
     return out
 
 
-def jax_sharding(sizes: tuple[int, ...] = (32, 512, 512, 10), batch: int = 64) -> dict[str, Any]:
-    """Compile one SGD step with parameters replicated vs sharded (FSDP-style) over all JAX devices.
-
-    Returns per-device bytes from ``compiled.memory_analysis()`` (arguments, outputs, temporaries), the
-    collectives counted in each optimized HLO, and the max difference between the two steps' results.
-    """
-    validate.instance("sizes", sizes, tuple)
-    if len(sizes) < 2:
-        raise ValueError(f"sizes must hold at least two layer widths; got {sizes!r}")
-    batch = validate.positive("batch", batch, integer=True)
-    import jax
-    import jax.numpy as jnp
-    from jax.sharding import NamedSharding
-    from jax.sharding import PartitionSpec as P
-
-    n = len(jax.devices())
-    if batch % n:
-        raise ValueError(f"batch must be divisible by the {n} devices; got {batch}")
-    mesh = jax.make_mesh((n,), ("data",))
-    params = models.jax_mlp_params(sizes)
-    x, y = data.classification(batch, features=sizes[0], classes=sizes[-1], seed=8)
-
-    def loss_fn(p, x, y):
-        logits = models.jax_mlp_apply(p, x)
-        return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], axis=1))
-
-    @jax.jit
-    def step(p, x, y):
-        return jax.tree.map(lambda w, g: w - 0.1 * g, p, jax.grad(loss_fn)(p, x, y))
-
-    def layout(leaf):  # FSDP-style: split each weight's first dimension when it divides evenly, else replicate
-        return P("data") if leaf.ndim == 2 and leaf.shape[0] % n == 0 else P()
-
-    batch_s = NamedSharding(mesh, P("data"))
-    xs, ys = jax.device_put(x, batch_s), jax.device_put(y, batch_s)
-    out = {"devices": n, "params": int(sum(leaf.size for leaf in jax.tree.leaves(params)))}
-    results = {}
-    for name, spec in (("replicated", lambda leaf: P()), ("sharded", layout)):
-        placed = jax.tree.map(lambda leaf, spec=spec: jax.device_put(leaf, NamedSharding(mesh, spec(leaf))), params)
-        compiled = step.lower(placed, xs, ys).compile()
-        mem, hlo = compiled.memory_analysis(), compiled.as_text()
-        out[name] = {"argument_bytes": int(mem.argument_size_in_bytes), "output_bytes": int(mem.output_size_in_bytes),
-                     "temp_bytes": int(mem.temp_size_in_bytes),
-                     "collectives": {op: hlo.count(f" {op}(") + hlo.count(f" {op}-start(")
-                                     for op in ("all-gather", "all-reduce", "reduce-scatter")}}
-        results[name] = compiled(placed, xs, ys)
-    out["max_diff"] = max(float(jnp.max(jnp.abs(a - b)))
-                          for a, b in zip(jax.tree.leaves(results["replicated"]), jax.tree.leaves(results["sharded"])))
-    return out
-
-
 def step_predictions(fit: Any, result: Any, ddp_timing: dict[str, Any] | None = None,
                      jax_record: dict[str, Any] | None = None,
                      jax_ranks: int | None = None) -> dict[str, dict[str, float]]:
@@ -254,9 +267,10 @@ def step_predictions(fit: Any, result: Any, ddp_timing: dict[str, Any] | None = 
     Per row (seconds): "compute" (measured, no communication), "comm model" (computed from the counted calls
     and bytes with ``fit``, 05's ``AllReduceModel``), "predicted" (their sum), "measured" (the step), "comm
     measured" (time with a collective running: the profiled share of the step times the step; for 05's wide
-    DDP step its all-reduce measured alone; NaN for JAX), "optimizer" (``zero_grad`` + ``optimizer.step()``,
-    NaN if not measured). Sources: ``result`` (DDP, ZeRO-1, FSDP2 from ``fsdp_train.py``; compute: the full model and
-    Adam on the rank's rows), ``ddp_timing`` (05's wide DDP step, compute = its ``no_sync`` step),
+    DDP step and the JAX step their all-reduce measured alone, NaN if not recorded), "optimizer" (``zero_grad``
+    + ``optimizer.step()``, NaN if not measured); the JAX row adds "operands" (of its all-reduce). Sources:
+    ``result`` (DDP, ZeRO-1, FSDP2 from ``fsdp_train.py``; compute: the full model and Adam on the rank's rows),
+    ``ddp_timing`` (05's wide DDP step, compute = its ``no_sync`` step),
     ``jax_record`` (the 2-process JAX step, compute = one device on its process's rows; its all-reduce
     spans ``jax_ranks`` gloo ranks, default one per device).
     """
@@ -289,9 +303,12 @@ def step_predictions(fit: Any, result: Any, ddp_timing: dict[str, Any] | None = 
                                 low=2, integer=True)
         comm = model_comm_seconds(fit, {"allreduce": len(jax_record["allreduces"])},
                                   {"allreduce": jax_record["param_bytes"]}, ranks)
-        rows[f"JAX step, {jax_record['processes']} processes"] = row(
-            float(np.median(jax_record["compute_times"])), comm, float(np.median(jax_record["step_times"])),
-            float("nan"), float("nan"))
+        operands = jax_record.get("allreduce_operands", [])
+        alone = jax_record.get("allreduce_alone", {}).get("operands")
+        rows[f"JAX step, {jax_record['processes']} processes"] = {
+            **row(float(np.median(jax_record["compute_times"])), comm, float(np.median(jax_record["step_times"])),
+                  float(np.median(alone)) if alone else float("nan"), float("nan")),
+            "operands": float(len(operands)) if alone else float("nan")}
     return rows
 
 
@@ -309,7 +326,8 @@ def prediction_table(rows: dict[str, dict[str, float]]) -> display.Table:
                          title="Multi-process steps: compute alone + ring model of the collectives, ms",
                          note="compute: the step with no communication; comm: the fitted ring model for the calls "
                               "and bytes counted in the step; in collectives: the profiled share of the step with a "
-                              "collective running, times the step (wide DDP step: its all-reduce measured alone)")
+                              "collective running, times the step (wide DDP and JAX steps: their all-reduce measured "
+                              "alone)")
 
 
 def prediction_why(name: str, row: dict[str, float]) -> str:
@@ -320,6 +338,13 @@ def prediction_why(name: str, row: dict[str, float]) -> str:
     extra = row["measured"] - row["compute"]
     if np.isnan(row["comm measured"]):
         return f"{name} spent {ms(extra)} beyond its compute alone, where the model allows {ms(row['comm model'])}"
+    if not np.isnan(row.get("operands", float("nan"))):  # JAX: the step's own all-reduce, timed alone
+        said = (f"its all-reduce alone, with the step's {row['operands']:.0f} operands, took "
+                f"{ms(row['comm measured'])} where the ring model prices the one call at {ms(row['comm model'])} "
+                "(what each operand costs: below)")
+        rest = extra - row["comm measured"]
+        return said + (f"; the other {ms(rest)} beyond compute alone and that all-reduce: not established by this run"
+                       if rest > 0 else f"; the step took {ms(-rest)} less than compute plus that all-reduce")
     said = (f"{name}: {ms(row['comm measured'])} in collectives against the model's {ms(row['comm model'])}")
     other = extra - row["comm measured"]
     if other > 0:

@@ -2,7 +2,8 @@
 
 ``run`` starts ``workers/tf_multiworker.py`` on 2 workers through the course launcher, each with its own
 free port in the cluster spec; ``compare`` checks the workers against each other and against the
-one-worker reference that worker 0 trained after the multi-worker run.
+one-worker reference that worker 0 trained after the multi-worker run; ``time_split`` says where the job's
+wall time went (importing TensorFlow, joining the cluster, training, torchrun's own start and shut-down).
 """
 
 from __future__ import annotations
@@ -55,3 +56,16 @@ def compare(result: Any) -> dict[str, float]:
     between = max(float(np.max(np.abs(multi[r][k] - multi[0][k]))) for r in multi for k in keys)
     alone = max(float(np.max(np.abs(multi[0][k] - single[0][k]))) for k in keys)
     return {"workers": between, "single": alone}
+
+
+def time_split(result: Any) -> dict[str, float]:
+    """Where the job's wall time went (seconds, the slowest worker of each, measured by the workers' clocks):
+    "wall" (the whole launch), "import" (importing TensorFlow), "joined" (process start to a joined strategy,
+    the import included), "work" (training and the reference after that), "outside" (wall minus the slowest
+    joined + work: torchrun's own start and shut-down, computed)."""
+    validate.instance("result", result, launcher.LaunchResult)
+    found = [result.record("timeline", r) for r in sorted(result.records)]
+    split = {"wall": float(result.seconds), "import": max(f["import_seconds"] for f in found),
+             "joined": max(f["joined_seconds"] for f in found), "work": max(f["work_seconds"] for f in found)}
+    split["outside"] = split["wall"] - max(f["joined_seconds"] + f["work_seconds"] for f in found)
+    return split

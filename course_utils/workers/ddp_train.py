@@ -39,22 +39,42 @@ LR = 0.1
 
 
 def setup() -> tuple[int, int, torch.device]:
-    """Join the process group: NCCL on GPUs (one per local rank), gloo on CPU; rank 0 says which, and why."""
+    """Join the process group: NCCL on GPUs (one per local rank), gloo where a machine has no GPU at all; a
+    machine with some GPUs but fewer than its local ranks stops with a clear error. Rank 0 says which, and why."""
     local_rank = worker.local_rank()  # torchrun sets LOCAL_RANK: the GPU index on this machine
     local_world = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))  # ranks on this machine
     gpus = torch.cuda.device_count()
-    if gpus >= local_world:  # NCCL needs a GPU of its own for every local rank
+    if 0 < gpus < local_world:  # each node decides alone: a CPU fallback here would mix gloo and NCCL ranks
+        raise RuntimeError(f"rank {worker.rank()}: this machine has {gpus} GPU(s) for {local_world} local ranks; "
+                           "NCCL needs one GPU per rank, and falling back to gloo on this node alone would give a job "
+                           "whose nodes pick different backends and hang. Start at most "
+                           f"--nproc-per-node={gpus} here.")
+    if gpus:  # NCCL needs a GPU of its own for every local rank
         device = torch.device("cuda", local_rank)
         torch.cuda.set_device(device)
         why = f"{gpus} GPU(s) for {local_world} local rank(s)"
     else:
         device = torch.device("cpu")
-        why = (f"only {gpus} GPU(s) for {local_world} local ranks: falling back to the CPU" if gpus else "no GPU")
+        why = "no GPU on this machine"
     backend = "nccl" if device.type == "cuda" else "gloo"
     if worker.rank() == 0:
         print(f"backend {backend} on {device.type}: {why}", flush=True)
     dist.init_process_group(backend)  # MASTER_ADDR/PORT from torchrun
+    same_backend_everywhere(backend)  # a GPU node and a CPU-only node in one job would hang: stop instead
     return dist.get_rank(), dist.get_world_size(), device
+
+
+def same_backend_everywhere(backend: str) -> None:
+    """Every node picked its backend from its own GPUs; gather the choices over gloo (which runs on any machine)
+    and raise on every rank if they differ, instead of hanging in the first NCCL/gloo collective."""
+    group = dist.new_group(backend="gloo")
+    chosen: list = [None] * dist.get_world_size()
+    dist.all_gather_object(chosen, backend, group=group)
+    dist.destroy_process_group(group)
+    if len(set(chosen)) > 1:
+        ranks = {b: [r for r, c in enumerate(chosen) if c == b] for b in sorted(set(chosen))}
+        raise RuntimeError(f"the ranks chose different backends {ranks}: every node needs one GPU per local rank, "
+                           "or no node may have a GPU")
 
 
 def shard(x: np.ndarray, rank: int, world: int, device: torch.device) -> torch.Tensor:

@@ -9,15 +9,18 @@ attempt only (a stand-in for a lost machine or an out-of-memory kill).
 Checkpoint = model weights + optimizer state (SGD momentum) + the step reached. It is written by rank 0 to
 a temporary file and renamed over the old one (``os.replace``: atomic on POSIX file systems), so a crash
 while writing leaves the previous checkpoint whole. Data are indexed by step, so a resumed run sees exactly
-the batches the uninterrupted run would have seen.
+the batches the uninterrupted run would have seen. Every attempt records how long its process took from start
+to joining the group ("startup") and how long it trained after that ("seconds" of "crash" and "finished").
 """
 
 import argparse
 import os
+import time
 from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
+import psutil
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
@@ -79,6 +82,8 @@ def main() -> None:
     args = parser.parse_args()
     attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
     device = setup(attempt)
+    joined = time.time()
+    worker.emit(kind="startup", attempt=attempt, seconds=joined - psutil.Process().create_time())  # start -> group
     rank, world = dist.get_rank(), dist.get_world_size()
     model = DDP(models.torch_mlp().to(device))
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
@@ -90,7 +95,7 @@ def main() -> None:
     computed = []
     for s in range(start, args.steps):
         if attempt == 0 and rank == args.crash_rank and s == args.crash_at:
-            worker.emit(kind="crash", attempt=attempt, step=s, computed=computed)
+            worker.emit(kind="crash", attempt=attempt, step=s, computed=computed, seconds=time.time() - joined)
             raise RuntimeError(f"rank {rank}: simulated hardware failure at step {s} (attempt {attempt})")
         lo = s * args.batch + rank * per
         x, y = torch.from_numpy(x_all[lo:lo + per]).to(device), torch.from_numpy(y_all[lo:lo + per]).to(device)
@@ -103,7 +108,7 @@ def main() -> None:
             if rank == 0:
                 print(f"attempt {attempt}: checkpoint at step {s + 1}", flush=True)
     weights = torch.cat([p.detach().flatten().cpu() for p in model.parameters()]).numpy()
-    worker.emit(kind="finished", attempt=attempt, started_at=start, computed=computed)
+    worker.emit(kind="finished", attempt=attempt, started_at=start, computed=computed, seconds=time.time() - joined)
     worker.save("elastic", weights=np.asarray(weights))
     dist.barrier()
     dist.destroy_process_group()

@@ -7,7 +7,8 @@ the three ways to train, every rank records (``cu.worker.emit``):
   (a sharded tensor counts only its local shard: ``DTensor.to_local()``);
 - the collectives of one training step, counted by intercepting the c10d operators (``TorchDispatchMode``;
   DDP gets the default all-reduce as a Python communication hook, so that its all-reduce is seen too), and
-  timed from a profiler trace of 3 steps: the backend's own events (``gloo:all_reduce``, ...);
+  timed from a profiler trace of 3 steps: the backend's own events (``gloo:all_reduce``, ...); for FSDP2, from
+  the same trace, the most layers whose full weights were held at once (FSDP2's own ``FSDP::`` labels);
 - the step time (median of ``--repeats``); once per rank, the same model and Adam on the rank's batch with no
   process group involved (the compute alone); once, the collectives alone and a profiler trace of one
   reduce-scatter (which gloo operators run under it);
@@ -24,6 +25,7 @@ On GPUs the same script runs with NCCL (the device mesh and the process group fo
 
 import argparse
 import os
+import re
 import tempfile
 import time
 from collections import Counter
@@ -83,11 +85,12 @@ class CountCollectives(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-def comm_seconds(step, x, y, steps: int) -> dict:
+def comm_seconds(step, x, y, steps: int, layer_bytes: dict | None = None) -> dict:
     """Where a step's time goes in collectives, from a profiler trace of ``steps`` steps on every rank: the
     backend's own events (``gloo:all_reduce``, ``gloo:all_gather``, ...; NCCL kernels on GPUs) run on the
     backend's threads from the collective's start to its end: no barrier, no forced wait. Per step:
-    "busy" (their union on the wall clock), "step" (the profiled step), "events" (count per event name)."""
+    "busy" (their union on the wall clock), "step" (the profiled step), "events" (count per event name);
+    with ``layer_bytes`` (FSDP2), "gathered": the most layers held unsharded at once (``gathered_peak``)."""
 
     dist.barrier()
     with tempfile.TemporaryDirectory() as folder:
@@ -97,8 +100,36 @@ def comm_seconds(step, x, y, steps: int) -> dict:
     for lo, hi, _ in comm:
         busy += max(0.0, hi - max(lo, end))
         end = max(end, hi)
-    return {"busy": busy / steps, "step": trace.span / steps,
-            "events": {name: count / steps for name, count in Counter(n for *_, n in comm).items()}}
+    out = {"busy": busy / steps, "step": trace.span / steps,
+           "events": {name: count / steps for name, count in Counter(n for *_, n in comm).items()}}
+    if layer_bytes is not None:
+        out["gathered"] = gathered_peak(trace.events, layer_bytes)
+    return out
+
+
+GATHER = re.compile(r"FSDP::all_gather \((.+)\)$")  # FSDP2's own profiler labels, one per layer (its name)
+RESHARD = re.compile(r"FSDP::(?:post_forward|post_backward_reshard) \((.+)\)$")
+
+
+def gathered_peak(events, layer_bytes: dict) -> dict | None:
+    """The most layers whose full weights FSDP2 held at once, from its profiler labels: a layer counts from the
+    start of its ``FSDP::all_gather`` to the end of the reshard that frees it (after forward, after backward).
+    Returns {"layers", "bytes" (their full parameter bytes), "names"}; None when the trace has no such labels."""
+    held, spans = {}, []
+    for e in sorted(events, key=lambda e: e.start):
+        if (m := GATHER.match(e.name)) and m.group(1) in layer_bytes:
+            held.setdefault(m.group(1), e.start)
+        elif (m := RESHARD.match(e.name)) and m.group(1) in held:
+            spans.append((held.pop(m.group(1)), e.end, m.group(1)))
+    if not spans:
+        return None
+    best = {"layers": 0, "bytes": 0, "names": []}
+    for start, _, _ in spans:  # the number held is largest just after some gather starts
+        names = sorted({n for lo, hi, n in spans if lo <= start < hi})
+        size = sum(layer_bytes[n] for n in names)
+        if (len(names), size) > (best["layers"], best["bytes"]):
+            best = {"layers": len(names), "bytes": size, "names": names}
+    return best
 
 
 def _flat(items):
@@ -176,10 +207,12 @@ def train(kind, device, args) -> None:
         times.append(marks[-1] - marks[0])
         for name, lo, hi in zip(phases, marks, marks[1:]):
             phases[name].append(hi - lo)
-    comm = comm_seconds(step, x, y, steps=3)
+    layers = {name: 4 * sum(p.numel() for p in layer.parameters())  # full (unsharded) fp32 bytes per layer
+              for name, layer in model.named_children() if isinstance(layer, torch.nn.Linear)}
+    comm = comm_seconds(step, x, y, steps=3, layer_bytes=layers if kind == "fsdp2" else None)
     nparams = sum(p.numel() for p in models.torch_mlp(SIZES).parameters())
     worker.emit(kind=kind, world=world, params=nparams, held=held, calls=dict(seen.calls), comm_bytes=dict(seen.nbytes),
-                step_times=times, phase_times=phases, comm_seconds=comm)
+                step_times=times, phase_times=phases, comm_seconds=comm, layer_bytes=layers)
     weights = full_weights(model)
     worker.save(kind, weights=weights.numpy())
 

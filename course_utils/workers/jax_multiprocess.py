@@ -9,10 +9,12 @@ Each process gets ``--devices`` CPU devices (``jax_num_cpu_devices``), loads onl
 batch, and builds the global batch array from them (``make_array_from_process_local_data``). The training
 step is the same ``jax.jit`` as on one device: XLA inserts the all-reduce of the gradients, across processes.
 Every process saves its final parameters and records the all-reduces of the compiled program (its HLO), the
-step time, and the compute alone: the same step on one of its devices over its own rows, no collective.
+step time, and the compute alone: the same step on one of its devices over its own rows, no collective; then
+the all-reduce alone, of one float, of the step's bytes as one array, and of the step's own operands.
 """
 
 import argparse
+import re
 import time
 
 import numpy as np
@@ -35,6 +37,16 @@ def local_compute(train_step, local, params, x, y, repeats: int) -> list[float]:
         jax.block_until_ready(train_step(tree, xd, yd))
         times.append(time.perf_counter() - start)
     return times
+
+
+def operand_sizes(lines: list[str]) -> list[int]:
+    """Element counts of the operands of the step's all-reduce(s), read from their result shapes in the HLO
+    (``(f32[64]{0}, f32[64,32]{1,0}, ...) all-reduce(...)``); a scalar counts 1."""
+    sizes = []
+    for line in lines:
+        for dims in re.findall(r"\b[a-z]+\d*\[([\d,]*)\]", line.split(" all-reduce", 1)[0]):
+            sizes.append(int(np.prod([int(d) for d in dims.split(",") if d])))
+    return sizes or [1]
 
 
 def allreduce_alone(mesh, by_rows, replicated, sizes: list[int], repeats: int) -> list[float]:
@@ -119,15 +131,15 @@ def main() -> None:
     local = [np.asarray(leaf.addressable_data(0)) for leaf in jax.tree.leaves(params)]  # replicated: a full copy
     compute = local_compute(train_step, local, params, x_all[me * per:(me + 1) * per], y_all[me * per:(me + 1) * per],
                             args.repeats)
-    leaves = [int(a.size) for a in local]  # the gradients' sizes: the step all-reduces them as one tuple
+    operands = operand_sizes(reduces)  # the step's all-reduce: the gradients and the loss, as one tuple
     allreduce = {name: allreduce_alone(mesh, by_batch, replicated, sizes, args.repeats)
-                 for name, sizes in (("one float", [1]), ("all gradients, one array", [sum(leaves)]),
-                                     (f"all gradients, {len(leaves)} arrays", leaves))}
+                 for name, sizes in (("one float", [1]), ("one array", [sum(operands)]), ("operands", operands))}
     worker.save("jax", **{f"p{i}": a for i, a in enumerate(local)})
     worker.emit(kind="jax", processes=nproc, local_devices=jax.local_device_count(), devices=jax.device_count(),
                 device_ids=[d.id for d in jax.devices()], allreduces=reduces, step_times=times,
                 batch_sharding=str(x.sharding.spec), local_batch_rows=per, compute_times=compute,
-                param_bytes=int(sum(a.nbytes for a in local)), allreduce_alone=allreduce)
+                param_bytes=int(sum(a.nbytes for a in local)), allreduce_alone=allreduce,
+                allreduce_operands=operands)
     jax.distributed.shutdown()
 
 

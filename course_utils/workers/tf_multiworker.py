@@ -15,6 +15,8 @@ import argparse
 import os
 import time
 
+import psutil
+
 from course_utils import data, env, models
 from course_utils.distributed import worker
 from course_utils.distributed.tfmulti import tf_config
@@ -33,10 +35,13 @@ def main() -> None:
         raise ValueError(f"--ports must list {worker.world_size()} ports, one per worker; got {args.ports!r}")
     os.environ["TF_CONFIG"] = tf_config([f"127.0.0.1:{p}" for p in ports], index)  # before the strategy is created
 
+    before_import = time.time()
     tf = env.import_tensorflow()  # import tensorflow, without its start-up banner
+    imported = time.time()
 
     tf.get_logger().setLevel("ERROR")
     strategy = tf.distribute.MultiWorkerMirroredStrategy()  # joins the cluster: blocks until every worker is up
+    joined = time.time()
     if index == 0:
         worker.progress(0, args.steps)
         print(f"{strategy.num_replicas_in_sync} replicas in sync over {len(ports)} workers", flush=True)
@@ -82,6 +87,8 @@ def main() -> None:
         for batch in tf.data.Dataset.from_tensor_slices((x, y)).batch(args.batch):
             plain_step(batch)
         worker.save("one_worker", **{f"w{i}": v.numpy() for i, v in enumerate(plain.trainable_variables)})
+    worker.emit(kind="timeline", import_seconds=imported - before_import,  # where this worker's time went
+                joined_seconds=joined - psutil.Process().create_time(), work_seconds=time.time() - joined)
 
 
 if __name__ == "__main__":

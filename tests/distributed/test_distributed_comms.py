@@ -52,3 +52,15 @@ def test_zero_stages_1_and_2_move_what_ddp_moves_stage_3_half_again() -> None:
     assert dist.zero_traffic(1e9, 8, 1) == ddp == dist.zero_traffic(1e9, 8, 2)
     assert dist.zero_traffic(1e9, 8, 3) == pytest.approx(1.5 * ddp)
     assert dist.zero_traffic(1e9, 1, 3) == 0.0
+
+
+def test_allreduce_sweep_takes_one_statistic_per_size_for_fit_and_score() -> None:
+    records = [{"kind": "startup", "seconds": 1.0},
+               {"kind": "allreduce", "nbytes": 1024, "times": [3.0, 1.0, 2.0]},
+               {"kind": "allreduce", "nbytes": 4096, "times": [4.0, 6.0, 5.0, 100.0]}]
+    assert dist.comms.allreduce_sweep(records) == ([1024, 4096], [2.0, 5.5])  # the median by default
+    assert dist.comms.allreduce_sweep(records, q=0) == ([1024, 4096], [1.0, 4.0])
+    with pytest.raises(ValueError, match="allreduce"):
+        dist.comms.allreduce_sweep(records[:1])
+    with pytest.raises(TypeError, match="records"):
+        dist.comms.allreduce_sweep("allreduce")

@@ -70,3 +70,14 @@ def test_time_threads_times_each_count_and_restores_the_thread_count() -> None:
     for n, run in runs.items():
         assert run.threads == n and run.measurement.median > 0 and run.measurement.label.startswith(f"{n} thread")
         assert 0 < run.cores_busy < 2 * n + 1  # CPU seconds per wall second: at most about n busy cores
+        assert 0 < run.caller_busy <= run.cores_busy + 0.05  # the calling thread is one of the process's
+
+
+def test_mlp_threads_fresh_times_the_step_in_a_new_process_with_its_environment() -> None:
+    pytest.importorskip("torch")
+    from course_utils.distributed import devices
+
+    runs = devices.mlp_threads_fresh({"tiny": ((8, 16, 4), 32)}, [1], {"OMP_WAIT_POLICY": "passive"}, min_time=0.01)
+    assert list(runs) == ["tiny"] and list(runs["tiny"]) == [1]
+    run = runs["tiny"][1]
+    assert run.threads == 1 and run.measurement.median > 0 and 0 < run.caller_busy <= run.cores_busy + 0.05

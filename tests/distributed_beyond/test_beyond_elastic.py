@@ -21,6 +21,17 @@ def test_run_bookkeeping_counts_steps_computed_twice() -> None:
     assert "resumed from step 6" in repr(run)
 
 
+def test_time_split_adds_up_to_the_wall_time() -> None:
+    from course_utils.distributed import LaunchResult
+
+    starts = {0: (2.0, 3.0), 1: (2.5, 1.0)}  # rank: seconds of attempt 0, attempt 1
+    records = {r: [{"kind": "startup", "attempt": a, "seconds": s} for a, s in enumerate(per)]
+               for r, per in starts.items()}
+    result = LaunchResult("elastic_train.py", 2, [], 12.0, [], records)
+    split = elastic.time_split(result, {"seconds": 1.0}, {"seconds": 1.5})
+    assert split == {"startup 0": 2.5, "startup 1": 3.0, "training 0": 1.0, "training 1": 1.5, "outside": 4.0}
+
+
 def test_reference_is_deterministic() -> None:
     a, b = elastic.reference(steps=3), elastic.reference(steps=3)
     assert np.array_equal(a, b) and a.ndim == 1
@@ -30,5 +41,7 @@ def test_reference_is_deterministic() -> None:
 def test_real_crash_resumes_to_the_uninterrupted_weights() -> None:
     run = elastic.run(steps=6, every=2, crash_at=3, echo=False, progress=False)
     assert run.attempts == 2 and run.resumed_from == 2 and run.lost_steps == 1
+    assert all(run.timeline[f"startup {a}"] > 0 and run.timeline[f"training {a}"] > 0 for a in (0, 1))
+    assert sum(run.timeline.values()) == pytest.approx(run.seconds)
     ref = elastic.reference(steps=6)
     assert max(float(np.max(np.abs(w - ref))) for w in run.weights.values()) < 1e-5

@@ -38,6 +38,38 @@ def test_jax_compare_and_allreduce_groups() -> None:
     assert line.startswith("all-reduce of 2 arrays (f32[64], f32[64,32])") and "'axis_0'=4" in line
 
 
+def test_allreduce_alone_and_the_cost_per_operand() -> None:
+    rec = {"allreduce_operands": [10, 20, 1],
+           "allreduce_alone": {"one float": [1e-3] * 3, "one array": [2e-3] * 3, "operands": [6e-3] * 3}}
+    found = jaxmulti.alone(rec)
+    assert set(found) == {"one float", "one array", "operands"} and found["operands"].median == pytest.approx(6e-3)
+    assert jaxmulti.per_operand(rec) == pytest.approx(2e-3)  # (6 - 2) ms over 2 operands beyond the first
+    assert np.isnan(jaxmulti.per_operand({**rec, "allreduce_operands": [31]}))
+    with pytest.raises(ValueError, match="allreduce_alone"):
+        jaxmulti.alone({})
+
+
+def test_worker_reads_operand_sizes_from_the_hlo() -> None:
+    import importlib.util
+    from pathlib import Path
+
+    import course_utils
+
+    path = Path(course_utils.__file__).parent / "workers" / "jax_multiprocess.py"
+    spec = importlib.util.spec_from_file_location("jax_multiprocess", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    line = HLO.replace("f32[64,32]{1,0})", "f32[64,32]{1,0}, f32[])")
+    assert module.operand_sizes([line]) == [64, 2048, 1]
+
+
+def test_tf_time_split_from_the_workers_clocks() -> None:
+    records = {r: [{"kind": "timeline", "import_seconds": 3.0, "joined_seconds": 5.0 + r, "work_seconds": 2.0}]
+               for r in (0, 1)}
+    split = tfmulti.time_split(LaunchResult("tf_multiworker.py", 2, [], 10.0, [], records))
+    assert split["joined"] == 6.0 and split["import"] == 3.0 and split["outside"] == pytest.approx(10.0 - 8.0)
+
+
 def test_gloo_ranks_read_from_gloo_lines() -> None:
     gloo = "is connected to 3 peer ranks. Expected number of connected peer ranks is : 3"
     pairs = ((0, 0), (0, 1), (1, 2), (1, 3), (1, 3))  # (process, gloo rank); a repeated line counts once
@@ -53,5 +85,7 @@ def test_real_two_process_jax_equals_one_device() -> None:
     rec = result.record("jax")
     assert (rec["processes"], rec["devices"]) == (2, 4) and rec["allreduces"]
     assert len(rec["compute_times"]) == 2 and rec["param_bytes"] > 0
+    assert len(rec["allreduce_operands"]) == len(result.arrays["jax"][0]) + 1  # the gradients and the loss
+    assert jaxmulti.per_operand(rec) == jaxmulti.per_operand(rec)  # a number, not NaN
     diff = jaxmulti.compare(result, jaxmulti.reference(steps=3))
     assert diff["processes"] == 0.0 and diff["single"] < 1e-5

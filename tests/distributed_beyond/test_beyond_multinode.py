@@ -128,4 +128,32 @@ def test_ddp_reference_and_proof_diffs_agree_with_themselves() -> None:
 def test_cluster_commands_and_checklist() -> None:
     text = multinode.cluster_commands("10.1.2.3", nnodes=4, nproc_per_node=8)
     assert "--rdzv-endpoint=10.1.2.3:29400" in text and "num_processes=4" in text and "TF_CONFIG" in text
+    assert "local_device_ids" in text  # one JAX process per GPU is shown too
     assert len(multinode.hang_checklist().rows) >= 5
+
+
+@pytest.mark.parametrize("nnodes", [2, 6])  # written out, and built by Python for many hosts
+def test_cluster_tf_config_line_is_valid_json_in_a_shell(nnodes: int) -> None:
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("no bash")
+    (line,) = [t for t in multinode.cluster_commands(nnodes=nnodes).splitlines() if t.startswith("export TF_CONFIG=")]
+    line = line.replace("$(python ", f"$({sys.executable} ")
+    out = subprocess.run([bash, "-c", f'export NODE_INDEX=1; {line}; printf %s "$TF_CONFIG"'], capture_output=True,
+                         text=True, check=True).stdout
+    config = json.loads(out)
+    assert config["task"] == {"type": "worker", "index": 1} and len(config["cluster"]["worker"]) == nnodes
+
+
+def test_time_split_of_a_ddp_launch() -> None:
+    from course_utils.distributed import LaunchResult
+
+    records = {r: [{"kind": "startup", "seconds": 2.0 + r}, {"kind": "phases", "seconds": {"a": 1.0, "b": 2.0}}]
+               for r in (0, 1)}
+    split = multinode.time_split(LaunchResult("ddp_train.py", 2, [], 10.0, [], records))
+    assert split == {"wall": 10.0, "phases": 3.0, "startup": 3.0, "outside": 7.0}

@@ -103,6 +103,84 @@ def test_step_predictions_add_compute_and_the_ring_model() -> None:
     assert "beyond its compute" in sharded.prediction_why("JAX", jax)
 
 
+def test_jax_row_uses_its_allreduce_alone() -> None:
+    fit = AllReduceModel(1e9, 1e-5)
+    jax_rec = {"processes": 2, "devices": 4, "compute_times": [2e-3], "allreduces": ["x"], "param_bytes": 4 * P,
+               "step_times": [9e-3], "allreduce_operands": [P - 1, 1],
+               "allreduce_alone": {"one float": [1e-4], "one array": [2e-3], "operands": [5e-3]}}
+    jax = sharded.step_predictions(fit, _fake(), jax_record=jax_rec)["JAX step, 2 processes"]
+    assert jax["comm measured"] == pytest.approx(5e-3) and jax["operands"] == 2
+    why = sharded.prediction_why("JAX", jax)
+    assert "2 operands" in why and "2.00 ms" in why and "not established" in why  # 9 - 2 - 5 ms left over
+
+
+def test_profiled_steps_name_the_profiler_slowdown() -> None:
+    prof = sharded.profiled_steps(_fake())
+    assert prof["ddp"]["share"] == pytest.approx(0.2) and prof["ddp"]["profiled"] == pytest.approx(1e-3)
+    assert prof["ddp"]["slowdown"] == pytest.approx(1.0) and prof["fsdp2"]["slowdown"] == pytest.approx(1.0)
+    assert prof["fsdp2"]["scaled"] == pytest.approx(0.2 * 0.003)
+
+
+def test_collectives_alone_are_measurements() -> None:
+    alone = sharded.collectives_alone(_fake())
+    assert set(alone) == {"allreduce", "allgather", "reducescatter"} and alone["allreduce"].median == 2e-4
+    assert sharded.gathered(_fake()) is None  # no FSDP2 labels in the fake trace
+
+
+def _collectives(fake: LaunchResult, allreduce: list[float], reducescatter: list[float], trace: list[str]) -> None:
+    rec = fake.records[0][-1]
+    rec["times"] = {"allreduce": allreduce, "allgather": [1e-4], "reducescatter": reducescatter}
+    rec["reduce_scatter_trace"] = trace
+
+
+def test_reduce_scatter_finding_judges_by_the_quartiles() -> None:
+    fake = _fake()  # points: 0.1 ms vs 0.2 ms, apart
+    said = sharded.reduce_scatter_finding(fake, 0.5)
+    assert "0.50x an all-reduce, beyond the noise" in said and "as the ring model's 0.50x says" in said
+    _collectives(fake, [1e-4, 2e-4, 3e-4, 4e-4], [1.5e-4, 2.5e-4, 3.5e-4], ["c10d::x", "gloo:all_reduce"])
+    said = sharded.reduce_scatter_finding(fake, 0.5)
+    assert "all-reduce inside" in said and "within this run's noise" in said and "beyond" not in said
+    _collectives(fake, [1e-4] * 3, [3e-4] * 3, ["gloo:all_reduce"])
+    assert "is not reached on gloo, as an all-reduce inside explains" in sharded.reduce_scatter_finding(fake, 0.5)
+
+
+def test_operand_finding_both_branches() -> None:
+    from course_utils.distributed import jaxmulti
+
+    rec = {"allreduce_operands": [10, 20, 1],
+           "allreduce_alone": {"one float": [1e-3] * 3, "one array": [2e-3] * 3, "operands": [6e-3] * 3}}
+    said = jaxmulti.operand_finding(rec, {"measured": 1e-2, "compute": 1e-3})
+    assert "pays per operand, about 2.00 ms" in said and "3.00 ms more" in said and "not established" in said
+    rec["allreduce_alone"]["operands"] = [1e-3, 2e-3, 3e-3]
+    said = jaxmulti.operand_finding(rec, {"measured": 2e-3, "compute": 1e-3})
+    assert "not established by this run" in said and "account for the whole step" in said
+
+
+def test_gathered_peak_counts_layers_from_gather_to_reshard() -> None:
+    import importlib.util
+    from pathlib import Path
+    from types import SimpleNamespace as E
+
+    import course_utils
+
+    path = Path(course_utils.__file__).parent / "workers" / "fsdp_train.py"
+    spec = importlib.util.spec_from_file_location("fsdp_train", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    events = [E(name="FSDP::all_gather (0)", start=0, end=1), E(name="FSDP::post_forward (0)", start=2, end=3),
+              E(name="FSDP::all_gather (2)", start=4, end=5),  # backward: 2 gathered, 0 prefetched before 2 frees
+              E(name="FSDP::all_gather (0)", start=6, end=7), E(name="FSDP::post_backward_reshard (2)", start=8, end=9),
+              E(name="FSDP::all_gather_copy_out (0)", start=9, end=10),
+              E(name="FSDP::post_backward_reshard (0)", start=11, end=12)]
+    peak = module.gathered_peak(events, {"0": 10, "2": 30})
+    assert peak == {"layers": 2, "bytes": 40, "names": ["0", "2"]}
+    assert module.gathered_peak([], {"0": 1}) is None
+    fake = _fake()
+    fake.records[0][2]["comm_seconds"] = {**fake.records[0][2]["comm_seconds"], "gathered": peak}
+    fake.records[0][2]["layer_bytes"] = {"0": 10, "2": 30}
+    assert sharded.gathered(fake) == {**peak, "largest": 30, "all": 40}
+
+
 def test_jax_sharding_keeps_the_result() -> None:
     pytest.importorskip("jax")
     out = sharded.jax_sharding(sizes=(8, 16, 4), batch=8)
@@ -120,6 +198,8 @@ def test_real_run_on_two_ranks_measures_and_agrees() -> None:
     assert calls.get("allgather", 0) > 0 and calls.get("reduce_scatter", 0) > 0
     assert all(t > 0 for t in sharded.comm_seconds(result).values()) and sharded.compute_median(result) > 0
     assert "c10d::_reduce_scatter_base_" in sharded.reduce_scatter_trace(result)
+    peak = sharded.gathered(result)
+    assert peak is not None and 1 <= peak["layers"] <= 4 and peak["bytes"] >= peak["largest"]
 
 
 def test_prediction_plot_takes_step_prediction_rows() -> None:
