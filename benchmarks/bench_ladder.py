@@ -41,6 +41,8 @@ def run() -> dict:
                 "first_step_s": r.first_step,
                 "data_wait_share": r.wait_share,
                 "speedup_per_sample_over_eager": result.speedup(r.label),
+                **({} if r is result.baseline else
+                   {"speedup_per_sample_over_previous": result.over_previous(r.label), "note": r.note}),
             }
             for r in (*result.rungs, *result.extra)
         },

@@ -2,12 +2,12 @@
 migration buys, the framework table on a common baseline, the cost model fed only the migration's gain,
 and the launch checklist run as code.
 
-Files: ``ladder`` (rungs, ``MigrationGain``), ``torch_rungs`` (the PyTorch ladder, cold compiles, the
-mixed-precision agreement), ``account`` (every compile speed-up of the run in one table, with what differs),
-``explain`` (sentences that follow the measured ladder), ``frameworks`` (the framework table, XLA:CPU's
-kernels), ``cost`` (break-even with a band), ``checklist`` (five checks that can fail), ``monitor`` (compile
-time and busy share read from profiler traces), ``plots`` (waterfall, payback, widget), ``exercises``
-(checkers of exercises 07.x).
+Files: ``ladder`` (rungs, the ladder's bands, ``MigrationGain``), ``rungs`` (measuring rungs, interleaved),
+``torch_rungs`` (the PyTorch ladder, cold compiles, the mixed-precision agreement), ``account`` (every compile
+speed-up of the run in one table, with what differs), ``explain`` (sentences that follow the measured ladder),
+``frameworks`` (the framework table, XLA:CPU's kernels), ``cost`` (break-even with a band), ``checklist`` (five
+checks that can fail), ``monitor`` (compile time and busy share read from profiler traces), ``plots``
+(waterfall, payback, widget), ``exercises`` (checkers of exercises 07.x).
 """
 
 from course_utils.migrate import exercises  # noqa: F401  (registers the 07.x checkers)
@@ -36,17 +36,18 @@ from course_utils.migrate.frameworks import (
     xla_cpu_kernels,
 )
 from course_utils.migrate.ladder import (
+    DROPPED,
     MIGRATION,
     NO_MIGRATION,
+    TWIN,
     Ladder,
     MigrationGain,
     Rung,
     build_ladder,
-    measure_rung,
-    measure_rungs,
 )
 from course_utils.migrate.monitor import Monitoring, busy_share, compile_seconds, monitor
 from course_utils.migrate.plots import explore, payback, waterfall
+from course_utils.migrate.rungs import measure_rung, measure_rungs
 from course_utils.migrate.torch_rungs import (
     AMP_LOSS_RTOL,
     AMP_UPDATE_RTOL,
@@ -63,7 +64,7 @@ from course_utils.migrate.torch_rungs import (
 )
 
 __all__ = [
-    "AMP_LOSS_RTOL", "AMP_UPDATE_RTOL", "MIGRATION", "NO_MIGRATION", "SEED_COMPETITOR_HOURS",
+    "AMP_LOSS_RTOL", "AMP_UPDATE_RTOL", "DROPPED", "MIGRATION", "TWIN", "NO_MIGRATION", "SEED_COMPETITOR_HOURS",
     "SEED_GPU_HOURS_EXAMPLE", "SEED_JOB_HOURS", "SEED_SPEND", "SEED_UTILISATION", "Check", "Checklist",
     "CompileAccount", "CostEstimate", "FixedBatch", "FrameworkTable", "Ladder", "MigrationGain", "Monitoring",
     "Rung", "amp_agreement", "autocast_dtype", "build_ladder", "busy_share", "cheap_story", "compare_estimates",

@@ -140,13 +140,19 @@ class CompileAccount:
                    + f"Eager's step took {t['loop eager']} between loader calls and {t['table eager']} back to back; "
                    f"the compiled step {t['loop compiled']} and {t['table compiled']}" + self._loads() + ".")
         for before, after in zip(fixed, fixed[1:]):
-            change = "The batch" if before.batch != after.batch else "The precision"
             moved = ("within the bands" if _overlap(before.step, after.step) else
                      "up" if after.step[0] > before.step[0] else "down")
+            if (before.batch, before.precision) == (after.batch, after.precision):
+                out.append(f"**The repeat.** The same setting ({after.batch} {after.precision}, no loader) measured "
+                           f"again later: {before.step[0]:.2f}x -> {after.step[0]:.2f}x ({moved}"
+                           + ("" if moved == "within the bands" else ": the same code at another moment, so this is "
+                              "the run's noise") + ").")
+                continue
+            change = "The batch" if before.batch != after.batch else "The precision"
             out.append(f"**{change}.** {before.batch} {before.precision} -> {after.batch} {after.precision}, no "
                        f"loader: {before.step[0]:.2f}x -> {after.step[0]:.2f}x ({moved}).")
         if all(r.precision == "fp32" for r in self.rows):
-            out.append("**The precision.** No autocast rung ran here (no bf16 units), so every row is fp32 and "
+            out.append("**The precision.** Every row is fp32 (the autocast rung did not run here, or was not kept), so "
                        "precision plays no part.")
         ref = fixed[-1]
         moved = ("within the bands" if _overlap(ref.step, last.compute) else
@@ -159,7 +165,8 @@ class CompileAccount:
 
 def compile_account(ladder: Ladder, frameworks: FrameworkTable, fixed: FixedBatch) -> CompileAccount:
     """Every compile speed-up of the run in one table: compile first (ladder), the framework table's PyTorch
-    row, ``fixed`` (a doubled batch, fp32 then autocast), compile last (ladder: the stated number)."""
+    row, ``fixed`` (the compiled rung's batch, fp32 then autocast), compile last (ladder: the stated number,
+    over its eager twin at the best no-migration set-up)."""
     validate.instance("ladder", ladder, Ladder)
     validate.instance("frameworks", frameworks, FrameworkTable)
     validate.instance("fixed", fixed, FixedBatch)

@@ -51,9 +51,13 @@ def rung_sentence(ladder: Ladder, label: str, cores: int) -> str:
         text += (": the compute rose more than the wait fell" if rose else ": the wait grew") + load
         if rose and "loader worker" in label:
             text += "; the model's core was not its own: the worker, and any other load, took cycles from it"
+    if rung in ladder.dropped:
+        text += "; not kept: compile is measured on the faster set-up before it"
     return text + "."
 
 
 def cheap_story(ladder: Ladder, cores: int) -> str:
-    """One sentence per no-migration rung after the baseline, in ladder order."""
-    return " ".join(rung_sentence(ladder, r.label, cores) for r in ladder.rungs[1:] if r.kind == NO_MIGRATION)
+    """One sentence per no-migration rung after the baseline, in the order they were measured (kept rungs, then
+    the ones tried and not kept)."""
+    tried = [r for r in ladder.rungs[1:] if r.kind == NO_MIGRATION] + list(ladder.dropped)
+    return " ".join(rung_sentence(ladder, r.label, cores) for r in tried)

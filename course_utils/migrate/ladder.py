@@ -11,21 +11,18 @@ speed-up compares time *per sample*, and its band divides opposite quartiles (as
 
 from __future__ import annotations
 
-import itertools
-import os
-import statistics
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
-from course_utils import display, pipeline, timing, validate
+from course_utils import display, timing, validate
 
-_GROUPS = itertools.count(1)
 NO_MIGRATION = "no migration"
 MIGRATION = "migration"
 KINDS = (NO_MIGRATION, MIGRATION)
+DROPPED = "tried, not kept"
+TWIN = "eager twin of the compiled rung"
 _MADE_HERE = object()  # only this module's constructors hold it: see MigrationGain
 
 
@@ -36,6 +33,8 @@ class Rung:
     ``steps`` are whole steps (wait for the loader + compute); ``computes`` their compute parts alone;
     ``round_medians`` / ``round_computes`` one median per interleaved round (for the band of a speed-up);
     ``load`` the 1-minute load average when the rung's group finished (None where the OS has none).
+    ``over`` names the rung it is measured against where that is not the rung before it (e.g. the eager twin
+    measured beside the compiled rung); ``note`` says why a rung stands off the main order.
     """
 
     label: str
@@ -51,6 +50,8 @@ class Rung:
     computes: timing.Measurement | None = None
     round_computes: tuple[float, ...] = ()
     load: float | None = None
+    over: str = ""
+    note: str = ""
 
     @property
     def step_time(self) -> float:
@@ -190,13 +191,28 @@ class Ladder:
             raise ValueError(f"label {label!r} is a no-migration rung: it needs no migration, so it must not "
                              "feed the migration's cost model; pick one of "
                              f"{[r.label for r in self.rungs if r.kind == MIGRATION]}")
-        before = self.baseline if rung in self.extra else self.rungs[self.rungs.index(rung) - 1]
+        before = self.before(label)
+        if rung in self.rungs:
+            self._check_over_the_fastest(rung)
         median, low, high = _band(before, rung)
         return MigrationGain(label, median, low, high, f"measured over '{before.label}'", _MADE_HERE)
 
+    def _check_over_the_fastest(self, rung: Rung) -> None:
+        """A migration rung of the main order must build on the fastest no-migration set-up before it: built on a
+        slower one (a cheap rung that lost), it would be credited for undoing that loss."""
+        earlier = [r for r in self.rungs[:self.rungs.index(rung)] if r.kind == NO_MIGRATION]
+        last, fastest = earlier[-1], min(earlier, key=lambda r: r.sample_time)
+        if fastest is not last:
+            raise ValueError(f"label {rung.label!r} builds on {last.label!r}, which is slower per sample than "
+                             f"{fastest.label!r}: it would be credited for undoing a no-migration rung that lost; "
+                             "keep that rung off the main order (note=DROPPED), as torch_ladder does")
+
     def before(self, label: str) -> Rung:
-        """The rung that ``label`` is measured against: the one before it, or the baseline for an extra rung."""
+        """The rung that ``label`` is measured against: the one it names (``over``), else the one before it in the
+        main order, or the baseline for an extra rung."""
         rung = self[validate.instance("label", label, str)]
+        if rung.over:
+            return self[rung.over]
         if rung in self.extra:
             return self.baseline
         if rung is self.baseline:
@@ -216,28 +232,42 @@ class Ladder:
     def steps_taken(self) -> list[tuple[str, str, float, float, float]]:
         """(label, kind, median, low, high) of each rung over the one before it, in ladder order: which rungs
         won (band above 1), which lost (band below 1), which changed nothing measurable (band holds 1)."""
-        return [(r.label, r.kind, *_band(self.rungs[i - 1], r)) for i, r in enumerate(self.rungs) if i]
+        return [(r.label, r.kind, *_band(self.before(r.label), r)) for r in (*self.rungs[1:], *self.dropped)]
+
+    @property
+    def dropped(self) -> tuple[Rung, ...]:
+        """No-migration rungs that were tried and not kept (the set-up before them was faster per sample), in the
+        order they were measured."""
+        return tuple(r for r in self.extra if r.note == DROPPED)
 
     def no_migration_gain(self) -> float:
-        """Per-sample speed-up of the last no-migration rung of the main order over the baseline."""
+        """Per-sample speed-up of the last no-migration rung of the main order over the baseline: the best
+        set-up the team can have without migrating."""
         cheap = [r for r in self.rungs if r.kind == NO_MIGRATION]
         return _band(self.baseline, cheap[-1])[0]
 
+    def total(self) -> float:
+        """Per-sample speed-up of the whole main order over the baseline, as the product of its measured factors:
+        the no-migration wins, then what the last migration rung bought over its own eager twin."""
+        return self.no_migration_gain() * self.migration_gain().median
+
     def attribution(self, first: str) -> display.Table:
         """Credit of the cheap wins and of the migration rung ``first`` (measured on the baseline) in both
-        orders: the product is the same, the share each gets is not."""
+        orders: the product is the same (each order's second factor is computed from that product), the share
+        each gets is not."""
         early = self[validate.instance("first", first, str)]
-        cheap = [r for r in self.rungs if r.kind == NO_MIGRATION][-1]
-        final = self.rungs[-1]
-        base = self.baseline
+        cheap, gain, total = self.no_migration_gain(), self.migration_gain(), self.total()
+        first_gain = _band(self.before(first), early)[0]
         rows = [
-            ("cheap wins first", "no-migration wins", f"{_band(base, cheap)[0]:.2f}x"),
-            ("cheap wins first", f"then {final.label}", f"{_band(cheap, final)[0]:.2f}x"),
-            ("migration first", early.label, f"{_band(base, early)[0]:.2f}x"),
-            ("migration first", "then the no-migration wins", f"{_band(early, final)[0]:.2f}x"),
+            ("cheap wins first", "no-migration wins (measured)", f"{cheap:.2f}x"),
+            ("cheap wins first", f"then {gain.label} (measured)", f"{gain.median:.2f}x"),
+            ("migration first", f"{early.label} (measured)", f"{first_gain:.2f}x"),
+            ("migration first", "then the no-migration wins (computed: the total over the row above)",
+             f"{total / first_gain:.2f}x"),
         ]
         return display.table(["order", "step", "speed-up per sample"], rows, title="The same gains, two orders",
-                             note=f"Both orders end at {_band(base, final)[0]:.2f}x over '{base.label}'.")
+                             note=f"Both orders end at {total:.2f}x over '{self.baseline.label}': the product of "
+                                  "the two measured factors of the cheap-first order.")
 
     def waterfall_steps(self) -> list[tuple[str, float]]:
         """(label, median seconds per sample) in ladder order, for ``plots.waterfall``."""
@@ -247,13 +277,15 @@ class Ladder:
         rows = []
         for r in (*self.rungs, *self.extra):
             peak = "n/a" if r.peak_bytes is None else display.format_bytes(r.peak_bytes)
-            label = r.label if r in self.rungs else f"({r.label}: off the main order)"
+            label = r.label if r in self.rungs else f"({r.label}: {r.note or 'off the main order'})"
             rows.append((label, r.kind, str(r.batch_size), display.format_time(r.first_step),
                          display.format_time(r.step_time),
                          f"{display.format_time(r.steps.p25)} to {display.format_time(r.steps.p75)}",
                          display.format_time(r.compute_time), f"{self.speedup(r.label):.2f}x",
                          f"{r.wait_share:.0%}", peak))
         note = "Speed-up: time per sample over the first rung. " + (
+            "A no-migration rung slower per sample than the set-up before it is not kept: later rungs build on the "
+            "faster set-up. " if self.dropped else "") + (
             "Skipped here: " + "; ".join(self.skipped) + "." if self.skipped else "")
         return display.table(["rung", "needs", "batch", "first step", "step (median)", "IQR", "of which compute",
                               "speed-up", "waiting for data", "peak memory"], rows, note=note.strip())
@@ -265,95 +297,6 @@ class Ladder:
         return self.table()._repr_html_()
 
 
-def _steady(timelines: Sequence[pipeline.Timeline]) -> tuple[list[float], list[float], float]:
-    """Per-step times, their compute parts and the wait share of the steady steps (each epoch's first step
-    holds the loader start)."""
-    totals, computes, waits = [], [], 0.0
-    for timeline in timelines:
-        for i, (w, c) in enumerate(zip(timeline.waits, timeline.computes)):
-            if i == 0 or timeline.epochs[i] != timeline.epochs[i - 1]:
-                continue
-            totals.append(w + c)
-            computes.append(c)
-            waits += w
-    if not totals:  # one step per epoch: keep what there is
-        totals = [w + c for t in timelines for w, c in zip(t.waits, t.computes)]
-        computes = [c for t in timelines for c in t.computes]
-        waits = sum(sum(t.waits) for t in timelines)
-    return totals, computes, waits / sum(totals)
-
-
-def _first(label: str, loader: Iterable[Any], step: Callable[[Any], Any]) -> tuple[Any, float]:
-    iterator = iter(loader)
-    try:
-        batch = next(iterator)
-    except StopIteration:
-        raise ValueError(f"loader for rung {label!r} yields no batch") from None
-    with timing.Timer(label) as first:
-        timing.sync(step(batch))
-    return batch, first.elapsed
-
-
-def _batch_size(label: str, batch: Any) -> int:
-    """Samples in a batch: the length of its first element (x of an (x, y) pair), or of the batch itself."""
-    first = batch[0] if isinstance(batch, (tuple, list)) and batch else batch
-    size = getattr(first, "shape", (None,))[0] if hasattr(first, "shape") else None
-    if size is None:
-        try:
-            size = len(first)
-        except TypeError:
-            raise ValueError(f"loader for rung {label!r}: cannot tell the batch size of a "
-                             f"{type(first).__name__}; yield (x, y) pairs of arrays") from None
-    return int(size)
-
-
-def measure_rung(label: str, loader: Iterable[Any], step: Callable[[Any], Any], *, kind: str = NO_MIGRATION,
-                 epochs: int = 1, peak_memory: Callable[[Callable[[], Any]], int | None] | None = None) -> Rung:
-    """Time the first step apart (compile, warm-up), then ``epochs`` of ``step`` over ``loader``.
-
-    ``peak_memory(fn)`` measures what one more step adds (CUDA allocator or process RSS).
-    """
-    return measure_rungs([(label, loader, step, kind)], rounds=epochs, peak_memory=peak_memory)[0]
-
-
-def measure_rungs(specs: Sequence[tuple[str, Iterable[Any], Callable[[Any], Any], str]], *, rounds: int = 1,
-                  peak_memory: Callable[[Callable[[], Any]], int | None] | None = None) -> list[Rung]:
-    """Measure several rungs interleaved: one epoch of each in turn, ``rounds`` times, so that a drift in
-    the machine's load hits every rung alike. ``specs`` are (label, loader, step, kind)."""
-    validate.non_empty("specs", specs)
-    validate.number("rounds", rounds, low=1, high=1000, integer=True)
-    if peak_memory is not None:
-        validate.function("peak_memory", peak_memory)
-    firsts = []
-    for spec in specs:
-        if not isinstance(spec, (tuple, list)) or len(spec) != 4:
-            raise TypeError(f"specs must hold (label, loader, step, kind) tuples; got {spec!r}")
-        label, loader, step, kind = spec
-        validate.text("label", label)
-        validate.function("step", step)
-        validate.choice("kind", kind, KINDS)
-        if isinstance(loader, (str, bytes)) or not isinstance(loader, Iterable):
-            raise TypeError(f"loader must be an iterable of batches; got {type(loader).__name__} {loader!r}")
-        firsts.append(_first(label, loader, step))
-    lines: list[list[pipeline.Timeline]] = [[] for _ in specs]
-    for _ in range(rounds):
-        for i, (label, loader, step, _kind) in enumerate(specs):
-            lines[i].append(pipeline.run_loop(loader, step, epochs=1, label=label))
-    rungs, group = [], next(_GROUPS)
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    for (label, _loader, step, kind), (batch, first), timelines in zip(specs, firsts, lines):
-        size = _batch_size(label, batch)
-        totals, computes, wait_share = _steady(timelines)
-        peak = peak_memory(lambda: timing.sync(step(batch))) if peak_memory is not None else None  # noqa: B023
-        prints = tuple(p for t in timelines[:1] for p in t.fingerprints)
-        per_round = [_steady([t]) for t in timelines]
-        rungs.append(Rung(label, kind, size, first, timing.Measurement(label, tuple(totals), first_call=first),
-                          wait_share, peak, prints, tuple(statistics.median(r[0]) for r in per_round), group,
-                          timing.Measurement(f"{label} (compute)", tuple(computes)),
-                          tuple(statistics.median(r[1]) for r in per_round), load))
-    return rungs
-
-
 def build_ladder(rungs: Sequence[Rung], *, skipped: Sequence[str] = (), extra: Sequence[Rung] = ()) -> Ladder:
     """Collect measured rungs (the first is the baseline, and needs no migration)."""
     validate.non_empty("rungs", rungs)
@@ -362,4 +305,9 @@ def build_ladder(rungs: Sequence[Rung], *, skipped: Sequence[str] = (), extra: S
             validate.instance(name, rung, Rung)
     if rungs[0].kind != NO_MIGRATION:
         raise ValueError("rungs: the first rung is the baseline and must be a no-migration rung")
+    labels = [r.label for r in (*rungs, *extra)]
+    for rung in (*rungs, *extra):
+        if rung.over and (rung.over not in labels or rung.over == rung.label):
+            raise ValueError(f"rungs: rung {rung.label!r} is measured over {rung.over!r}, which is not another rung "
+                             f"of this ladder ({labels})")
     return Ladder(tuple(rungs), tuple(validate.instance("skipped", s, str) for s in skipped), tuple(extra))

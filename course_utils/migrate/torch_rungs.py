@@ -3,7 +3,9 @@
 Order (each rung keeps the ones before): eager fp32 with the data prepared in the training process, then
 DataLoader workers (as many as the cores left once the training process keeps one: notebook 04's rule),
 pinned memory (CUDA only), autocast where the hardware has the units, a doubled batch: all available in
-eager PyTorch today. Then ``torch.compile``: what the migration buys. The compiled model is also measured on
+eager PyTorch today. The fastest of these set-ups (per sample) is kept; a rung slower than the set-up before
+it is shown as tried and not kept. Then ``torch.compile`` at the kept set-up, beside its eager twin: what the
+migration buys over what the team can have anyway. The compiled model is also measured on
 the baseline (compile first) for the attribution in both orders; its first step is the run's first compile,
 made with an empty Inductor cache, so it is what a new job on a fresh machine pays (a cold compile).
 """
@@ -15,10 +17,12 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from course_utils import env, memory, models, pipeline, timing, validate
 from course_utils.migrate import ladder as _ladder
+from course_utils.migrate import rungs as _rungs
 
 _LR = 0.05
 
@@ -119,12 +123,16 @@ def make_loader(dataset: Any, batch_size: int, workers: int = 0, pin: bool = Fal
 def torch_ladder(dataset: Any, batch_size: int, make_model: Callable[[], Any], *, workers: int | None = None,
                  rounds: int = 2, final_rounds: int = 4,
                  compiler: Callable[[Any], Any] | None = None) -> tuple[_ladder.Ladder, Any]:
-    """Measure the ladder; returns it and the model compiled at the final rung's settings.
+    """Measure the ladder; returns it and the model compiled at the best no-migration set-up.
 
     ``workers`` defaults to ``pipeline.data_cores()``: every core but the one the training process keeps.
-    Rungs measured together are interleaved epoch by epoch (``rounds``; ``final_rounds`` for the pair that
-    decides what the migration buys, so its median rests on enough steady steps). ``compiler`` (default
-    ``compile_model``) wraps the model of the migration rungs; only those rungs are tagged MIGRATION.
+    Three groups, each interleaved epoch by epoch: the baseline with compile on the baseline (``rounds``); the
+    no-migration rungs, each adding one change to the one before (``rounds``); then, at the set-up that was
+    fastest per sample, its eager twin beside its compiled version (``final_rounds``, so the number that
+    decides what the migration buys rests on enough steady steps). A no-migration rung slower per sample than
+    the best set-up before it is kept off the main order (tried, not kept), so compile is never credited for
+    undoing a change that lost. ``compiler`` (default ``compile_model``) wraps the model of the migration
+    rungs; only those rungs are tagged MIGRATION.
     """
     import torch
 
@@ -146,38 +154,48 @@ def torch_ladder(dataset: Any, batch_size: int, make_model: Callable[[], Any], *
     def peak(fn: Callable[[], Any]) -> int | None:
         return memory.torch_peak_bytes(fn, device)
 
-    def eager(dtype: Any = None) -> Callable[[Any], Any]:
-        return train_step(make_model(), dtype)
+    def loader(setup: dict[str, Any]) -> Any:
+        return make_loader(dataset, setup["batch"], setup["workers"], setup["pin"])
 
-    base = _ladder.measure_rungs([
-        ("eager fp32", make_loader(dataset, batch_size, 0, False), eager(), _ladder.NO_MIGRATION),
-        ("torch.compile on the baseline", make_loader(dataset, batch_size, 0, False),
-         _cold_first_call(train_step(compiler(make_model()))), _ladder.MIGRATION),
+    def eager(setup: dict[str, Any]) -> Callable[[Any], Any]:
+        return train_step(make_model(), setup["amp"])
+
+    baseline = {"workers": 0, "pin": False, "amp": None, "batch": batch_size}
+    base = _rungs.measure_rungs([
+        ("eager fp32", loader(baseline), eager(baseline), _ladder.NO_MIGRATION),
+        ("torch.compile on the baseline", loader(baseline), _cold_first_call(train_step(compiler(make_model()))),
+         _ladder.MIGRATION),
     ], rounds=rounds, peak_memory=peak)
-    cheap = [(workers_label(workers), make_loader(dataset, batch_size, workers, False), eager(),
-              _ladder.NO_MIGRATION)]
+    changes = [(workers_label(workers), {"workers": workers})]
     if cuda:
-        cheap.append(("+ pinned memory", make_loader(dataset, batch_size, workers, True), eager(),
-                      _ladder.NO_MIGRATION))
+        changes.append(("+ pinned memory", {"pin": True}))
     else:
         skipped.append("pinned memory (it speeds host-to-GPU copies; there is no GPU here)")
     if amp is not None:
-        cheap.append((f"+ autocast {str(amp).split('.')[-1]}", make_loader(dataset, batch_size, workers, cuda),
-                      eager(amp), _ladder.NO_MIGRATION))
+        changes.append((f"+ autocast {str(amp).split('.')[-1]}", {"amp": amp}))
     else:
         skipped.append("mixed precision (this CPU has no bf16 units, so autocast would emulate bf16 slowly; "
                        "notebook 03 measured it)")
-    middle = _ladder.measure_rungs(cheap, rounds=rounds, peak_memory=peak)
+    changes.append((f"+ batch {2 * batch_size}", {"batch": 2 * batch_size}))
+    setups = [baseline]
+    for _label, change in changes:
+        setups.append({**setups[-1], **change})
+    cheap = _rungs.measure_rungs([(label, loader(setup), eager(setup), _ladder.NO_MIGRATION)
+                                   for (label, _), setup in zip(changes, setups[1:])], rounds=rounds, peak_memory=peak)
+    chain = [base[0], *cheap]
+    best = min(range(len(chain)), key=lambda i: chain[i].sample_time)
+    twin_label = f"{chain[best].label} (eager, beside compile)"
     compiled = compiler(make_model())
-    final = _ladder.measure_rungs([
-        (f"+ batch {2 * batch_size}", make_loader(dataset, 2 * batch_size, workers, cuda), eager(amp),
-         _ladder.NO_MIGRATION),
-        ("+ torch.compile", make_loader(dataset, 2 * batch_size, workers, cuda), train_step(compiled, amp),
-         _ladder.MIGRATION),
+    twin, last = _rungs.measure_rungs([
+        (twin_label, loader(setups[best]), eager(setups[best]), _ladder.NO_MIGRATION),
+        ("+ torch.compile", loader(setups[best]), train_step(compiled, setups[best]["amp"]), _ladder.MIGRATION),
     ], rounds=final_rounds, peak_memory=peak)
+    dropped = [replace(r, note=_ladder.DROPPED, over=chain[i].label) for i, r in enumerate(cheap) if i + 1 > best]
     if not cuda and torch.cuda.device_count() == 0:
         skipped.append("data parallel (one device here; notebook 05 measured two processes on one CPU)")
-    return _ladder.build_ladder([base[0], *middle, *final], skipped=skipped, extra=[base[1]]), compiled
+    return _ladder.build_ladder(
+        [*chain[:best + 1], replace(last, over=twin_label)], skipped=skipped,
+        extra=[base[1], *dropped, replace(twin, note=_ladder.TWIN)]), compiled
 
 
 def step_agreement(make_model: Callable[[], Any], batch: Any, *, amp_dtype: Any = None, steps: int = 3,

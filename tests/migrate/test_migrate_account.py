@@ -49,5 +49,12 @@ def test_findings_follow_the_numbers() -> None:
     text = " ".join(migrate.compile_account(ladder, table, fixed).findings())
     assert "dilutes it" in text  # 1.67x per step < 2.00x compute
     assert "the bands overlap" in text  # compute 2.00x, table 2.00x
-    assert "32 fp32 -> 64 fp32" in text and "every row is fp32" in text
+    assert "32 fp32 -> 64 fp32" in text and "Every row is fp32" in text
     assert "1 loader worker running beside them" in text
+
+
+def test_a_setting_measured_twice_is_called_a_repeat_not_a_change() -> None:
+    ladder, table, _ = _inputs()
+    fixed = migrate.FixedBatch(32, {"fp32": (_m("e", 7.0), _m("c", 3.5))})
+    text = " ".join(migrate.compile_account(ladder, table, fixed).findings())
+    assert "The repeat" in text and "32 fp32 -> 32 fp32" not in text

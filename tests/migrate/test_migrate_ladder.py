@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -152,10 +154,39 @@ def test_torch_ladder_tags_only_the_compile_rungs_as_migration() -> None:
     assert {label for label, kind in tagged.items() if kind == migrate.MIGRATION} == {
         "+ torch.compile", "torch.compile on the baseline"}
     assert all(kind == migrate.NO_MIGRATION for label, kind in tagged.items() if "torch.compile" not in label)
-    assert result.rungs[-1].label == "+ torch.compile" and result.rungs[1].label == migrate.workers_label(1)
+    assert result.rungs[-1].label == "+ torch.compile"
+    cheap = [r for r in (*result.rungs, *result.dropped) if r.kind == migrate.NO_MIGRATION]
+    kept = [r for r in result.rungs if r.kind == migrate.NO_MIGRATION]
+    assert min(cheap, key=lambda r: r.sample_time) is kept[-1]  # compile builds on the fastest set-up
+    assert [r.label for r in cheap][1:2] == [migrate.workers_label(1)] and cheap[-1].label == "+ batch 8"
+    twin = result.before("+ torch.compile")
+    assert twin.note == lad.TWIN and twin.label.startswith(kept[-1].label) and twin.batch_size == kept[-1].batch_size
     gain = result.migration_gain()
-    assert gain.label == "+ torch.compile" and gain.source == f"measured over '{result.rungs[-2].label}'"
+    assert gain.label == "+ torch.compile" and gain.source == f"measured over '{twin.label}'"
     assert compiled is not None and migrate.estimate(1000, gain, 10).speedup is gain
+
+
+def test_a_migration_rung_built_on_a_losing_rung_cannot_feed_the_cost_model() -> None:
+    """The trap of a cumulative ladder: compile measured after a cheap rung that lost is credited for undoing it."""
+    lost = migrate.build_ladder([_rung("base", "no migration", 80.0, batch=32),
+                                 _rung("workers", "no migration", 48.0, batch=32),
+                                 _rung("batch 64", "no migration", 150.0, batch=64),
+                                 _rung("compile", "migration", 98.0, batch=64)])
+    with pytest.raises(ValueError, match="undoing"):
+        lost.migration_gain()
+    twin = lad.Rung("workers (eager, beside compile)", "no migration", 32, 48.0,
+                    timing.Measurement("t", (47.0, 48.0, 49.0)), 0.1, None, note=lad.TWIN)
+    kept = migrate.build_ladder([_rung("base", "no migration", 80.0, batch=32),
+                                 _rung("workers", "no migration", 48.0, batch=32),
+                                 replace(_rung("compile", "migration", 40.0, batch=32), over=twin.label)],
+                                extra=[replace(_rung("batch 64", "no migration", 150.0, batch=64), over="workers",
+                                               note=lad.DROPPED), twin])
+    gain = kept.migration_gain()
+    assert gain.median == pytest.approx(48 / 40) and twin.label in gain.source
+    assert [r.label for r in kept.dropped] == ["batch 64"] and "not kept" in repr(kept)
+    assert kept.attribution("compile").rows and kept.total() == pytest.approx(80 / 48 * 48 / 40)
+    with pytest.raises(ValueError, match="not another rung"):
+        migrate.build_ladder([_rung("base", "no migration", 1.0), replace(_rung("c", "migration", 1.0), over="x")])
 
 
 def test_amp_agreement_passes_autocast_and_catches_a_whole_model_cast() -> None:
