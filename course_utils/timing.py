@@ -201,6 +201,39 @@ def apart(a: Measurement, b: Measurement) -> bool:
     return a.p75 < b.p25 or b.p75 < a.p25
 
 
+def quartiles(m: Measurement, fmt: Callable[[float], str]) -> str:
+    """'a to b': the quartile range of ``m``, each end formatted by ``fmt``."""
+    validate.instance("m", m, Measurement)
+    return f"{fmt(m.p25)} to {fmt(m.p75)}"
+
+
+def interleaved(calls: Mapping[str, Callable[[], Any]], *, rounds: int = 4, min_time: float = 0.2,
+                sync: Mapping[str, bool] | None = None) -> dict[str, Measurement]:
+    """Time each zero-argument callable of ``calls`` in ``rounds`` alternating rounds (the order rotated by one
+    each round), ``min_time`` seconds per callable in all; each round's times are pooled into one Measurement per
+    name (first call: the first round's). A machine that changes speed between rounds then widens every
+    workload's quartiles alike instead of shifting one median against another, so their differences can be
+    read against their spreads (``apart``). ``sync`` (name -> bool, default True) passes ``sync=False`` where a
+    call waits by itself (a host copy)."""
+    validate.instance("calls", calls, Mapping)
+    validate.non_empty("calls", calls)
+    rounds = validate.number("rounds", rounds, low=1, high=100, integer=True)
+    min_time = validate.number("min_time", min_time, low=0, high=60, low_open=True)
+    sync = dict(sync or {})
+    for name, fn in calls.items():
+        validate.function(f"calls[{name!r}]", fn)
+    names = list(calls)
+    found: dict[str, list[Measurement]] = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            found[name].append(benchmark(calls[name], min_time=min_time / rounds, min_repeats=3,
+                                         sync=sync.get(name, True), label=name))
+    return {name: Measurement(label=name, times=tuple(t for m in parts for t in m.times), number=parts[0].number,
+                              first_call=parts[0].first_call, total=sum(m.total for m in parts),
+                              synced=parts[0].synced)
+            for name, parts in found.items()}
+
+
 def _quantile(values: Iterable[float], q: float) -> float:
     ordered = sorted(values)
     if len(ordered) == 1:

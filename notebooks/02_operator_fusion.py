@@ -748,7 +748,9 @@ for fw, args in mm_data.items():
                     f"{fw} mm + eager epilogue": (mm_epilogue(cu.fusion.chain(fw)), args),
                     f"{fw} mm + fused epilogue": (mm_fused_fns[fw], args)}
 with cu.fusion.capture_inductor_code() as mm_code:  # the first round compiles
-    mm_runs = cu.fusion.interleaved(mm_variants, rounds=cu.env.pick(ci=4, cpu=5), min_time=0.05)
+    mm_rounds = cu.env.pick(ci=4, cpu=5)
+    mm_runs = cu.timing.interleaved({k: (lambda f=f, a=a: f(*a)) for k, (f, a) in mm_variants.items()},
+                                    rounds=mm_rounds, min_time=0.05 * mm_rounds)
 cu.plotting.time_bars(mm_runs, title=f"Matmul n={N} with and without its epilogue (alternating rounds)")
 
 # %% slideshow={"slide_type": "skip"}
@@ -1145,9 +1147,9 @@ cu.notebook.summary_table("02_operator_fusion", summary_rows)
 # - Fusion does nothing for the matmul itself; it removes the epilogue's round trips. Opaque Python/NumPy calls
 #   break fusion: register them as custom ops (with a fake implementation) and count graph breaks.
 #
-# **Next**: `03_mixed_precision` changes the number format. For a memory-bound kernel, bf16 halves the bytes per
-# element: notebook 03 puts a bf16 copy and a bf16 triad on this roofline (twice the intensity, the same memory
-# roof) and measures what that buys on this hardware, with or without bf16 units.
+# **Next**: `03_mixed_precision` changes the number format. bf16 halves the bytes per element, so a memory-bound
+# kernel *should* take half the time: notebook 03 puts a bf16 copy and a bf16 triad on this roofline (twice the
+# intensity, the same memory roof) and measures whether it does on this hardware, with or without bf16 units.
 
 # %%
 print(cu.notebook.last_verified())

@@ -37,6 +37,11 @@ _MACHINE = roofline.Machine("torch", "cpu", {"triad": 20e9}, {"matmul": 100e9})
 BAD_CALLS = [
     # timing
     (lambda: timing.benchmark(None), "fn"),
+    (lambda: timing.interleaved({}), "calls"),
+    (lambda: timing.interleaved({"a": None}), "calls"),
+    (lambda: timing.interleaved({"a": abs}, rounds=0), "rounds"),
+    (lambda: timing.interleaved({"a": abs}, min_time=NAN), "min_time"),
+    (lambda: timing.quartiles(3.0, str), "m"),
     (lambda: timing.benchmark(_noop, min_time=INF), "min_time"),
     (lambda: timing.benchmark(_noop, min_time=NAN), "min_time"),
     (lambda: timing.benchmark(_noop, min_time=-1), "min_time"),

@@ -11,8 +11,7 @@
 - ``vector_roof``: each framework's in-cache multiply-add and tanh rates and fixed call cost
   (``measure_vector_roof``), what limits a chain (``chain_roofs``: arithmetic, bytes, a fresh output) and its
   table (``vector_roof_table``);
-- ``matmul``: the matmul roof as the best rate measured in the run (``best_matmul_roof``), and timings in
-  alternating rounds (``interleaved``);
+- ``matmul``: the matmul roof as the best rate measured in the run (``best_matmul_roof``);
 - ``sweep``: fused against eager across sizes, each size compiled fresh and static (``size_sweep``);
 - ``custom_ops``: a legacy NumPy operator and its per-framework wrappers;
 - ``plots``: the notebook's figures; ``exercises``: the checkers of exercises 02.1-02.3.
@@ -30,7 +29,7 @@ from course_utils.fusion.custom_ops import (
     table_tanh_np,
 )
 from course_utils.fusion.exercises import decomposed_tanh_error
-from course_utils.fusion.matmul import best_matmul_roof, interleaved
+from course_utils.fusion.matmul import best_matmul_roof
 from course_utils.fusion.plots import prediction_plot, roof_bars, roofline_with_vector_roof, speedup_vs_size_plot
 from course_utils.fusion.readers import (
     HloSummary,
@@ -70,7 +69,7 @@ __all__ = [
     "ChainRoof", "EAGER", "FUSED", "GRID", "HloSummary", "INTO", "InductorCode", "OpTraffic", "PredictionTable",
     "SizeSweep", "TABLE", "Traffic", "VariantResult", "VectorRoof", "best_matmul_roof", "capture_inductor_code",
     "chain", "chain_roofs", "chain_with_callback_jax", "chain_with_numpy_function_tf", "compare_to_prediction",
-    "compile_error", "copy_into", "decomposed_tanh_error", "hlo_summary", "identity", "interleaved", "into_buffer",
+    "compile_error", "copy_into", "decomposed_tanh_error", "hlo_summary", "identity", "into_buffer",
     "jax_cost", "jax_hlo", "kernel_busy_share", "legacy_tanh_torch", "measure_variants", "measure_vector_roof",
     "prediction_plot", "roof_bars", "roofline_with_vector_roof", "size_sweep", "speedup_vs_size_plot",
     "table_tanh_np", "tf_hlo", "torch_counted_flops", "trace_kernels", "trace_traffic", "vector_roof_table",

@@ -20,7 +20,6 @@ import numpy as np
 from course_utils import display, env, interop, timing, validate
 from course_utils.graphs.capture import fresh_function
 from course_utils.graphs.fallback import max_abs_diff
-from course_utils.measuring.interleave import interleaved
 
 _PROBE = Path(__file__).resolve().parent.parent / "workers" / "compile_cache_probe.py"
 
@@ -184,7 +183,7 @@ def probe_beside_chain(framework: str, chain: Callable[..., Any], args: Sequence
     compiled = interop.compile_default(name, fresh_function(chain))
     timing.sync(probe(args[0]))
     timing.sync(compiled(*args))
-    found = interleaved({PROBE: lambda: probe(args[0]), "chain": lambda: compiled(*args)}, min_time=min_time)
+    found = timing.interleaved({PROBE: lambda: probe(args[0]), "chain": lambda: compiled(*args)}, min_time=min_time)
     return found[PROBE], found["chain"]
 
 

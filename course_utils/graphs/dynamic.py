@@ -14,7 +14,6 @@ from typing import Any
 
 from course_utils import display, timing, validate
 from course_utils.graphs.capture import fresh_function
-from course_utils.measuring.interleave import interleaved
 
 STATIC = "static (dynamic=False)"
 DYNAMIC = "dynamic=True"
@@ -65,7 +64,7 @@ def dynamic_costs(chain: Callable[..., Any], args: Sequence[Any], reused: Callab
         before = torch_graph_count()
         fn(*a)
         graphs[name] = torch_graph_count() - before
-    timed = interleaved({name: (lambda f=fn, a=a: f(*a)) for name, (fn, a) in calls.items()}, rounds=rounds,
+    timed = timing.interleaved({name: (lambda f=fn, a=a: f(*a)) for name, (fn, a) in calls.items()}, rounds=rounds,
                         min_time=min_time)
     return {name: Variant(name, timed[name], graphs[name]) for name in calls}
 

@@ -17,7 +17,6 @@ from typing import Any
 from course_utils import display, timing, validate
 from course_utils.graphs.capture import fresh_function
 from course_utils.measuring.allocator import on_fresh_pages, outputs_worth, tensor_bytes, warm_allocator
-from course_utils.measuring.interleave import interleaved
 
 
 @dataclass(frozen=True)
@@ -90,9 +89,9 @@ def compare_harnesses(chain: Callable[..., Any], sweep_args: Sequence[Any], othe
              OTHER: (chain, other, other_args)}
     for _, fn, a in pairs.values():
         fn(*a)  # compile outside the clock
-    eager = interleaved({k: (lambda f=e, a=a: f(*a)) for k, (e, _, a) in pairs.items()}, rounds=rounds,
+    eager = timing.interleaved({k: (lambda f=e, a=a: f(*a)) for k, (e, _, a) in pairs.items()}, rounds=rounds,
                         min_time=min_time)
-    compiled = interleaved({k: (lambda f=c, a=a: f(*a)) for k, (_, c, a) in pairs.items()}, rounds=rounds,
+    compiled = timing.interleaved({k: (lambda f=c, a=a: f(*a)) for k, (_, c, a) in pairs.items()}, rounds=rounds,
                            min_time=min_time)
     found = {k: Harness(k, eager[k], compiled[k], outputs_worth(e, *a, output_bytes=tensor_bytes(a[0])))
              for k, (e, _, a) in pairs.items()}

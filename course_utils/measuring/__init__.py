@@ -15,7 +15,6 @@ from course_utils.measuring.hierarchy import (
     retime_dram,
     sweep_hierarchy,
 )
-from course_utils.measuring.interleave import interleaved, quartiles
 from course_utils.measuring.kernels import KernelLibrary, libraries_table, matmul_libraries
 from course_utils.measuring.limits import EagerGap, cache_roof_text, chain_limits, chain_limits_text, eager_gap
 from course_utils.measuring.peak import PeakEstimate, clock_ghz, matmuls_text, theoretical_peak
@@ -55,9 +54,9 @@ __all__ = [
     "cache_roof_text", "cache_state", "chain_faults", "chain_inputs", "chain_limits", "chain_limits_text",
     "chain_runs", "ChainSpeedups", "clock_ghz", "default_working_sets", "dispatch_trap", "DramRetime", "eager_gap",
     "EagerGap", "exercises", "HierarchySweep", "host_copy_runs", "host_copy_text", "inductor_cache_counts",
-    "interleaved", "KernelLibrary", "levels_text", "libraries_table", "limits", "load_note", "matmul_libraries",
+    "KernelLibrary", "levels_text", "libraries_table", "limits", "load_note", "matmul_libraries",
     "matmul_workload", "matmuls_text", "on_fresh_pages", "outputs_worth", "overhead_sweep", "PeakEstimate", "plots",
-    "present_frameworks", "probe_size_text", "quartiles", "retime_dram", "roofs_table", "share_needed",
+    "present_frameworks", "probe_size_text", "retime_dram", "roofs_table", "share_needed",
     "slope_budget", "slope_why", "steep_top_text", "sweep_hierarchy", "theoretical_peak", "torch_device",
     "torch_eager_one_thread", "variant_name", "warm_allocator",
 ]

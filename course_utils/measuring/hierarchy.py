@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from course_utils import display, env, probes, timing, validate
-from course_utils.measuring.interleave import interleaved
 
 _FP32 = 4
 DRAM_MULTIPLE = 2  # a working set at least this many times the last-level cache streams from main memory
@@ -221,7 +220,7 @@ def retime_dram(sweep: HierarchySweep, probe_bytes: int, earlier: float, *, roun
     held = {name: (torch.ones(int(size) // (2 * _FP32)), torch.full((int(size) // (2 * _FP32),), 2.0))
             for name, size in arrays.items()}
     calls = {name: (lambda a=a, b=b: a.copy_(b)) for name, (a, b) in held.items()}
-    found = interleaved(calls, rounds=rounds, min_time=min_time)
+    found = timing.interleaved(calls, rounds=rounds, min_time=min_time)
     points = tuple((s, found[f"sweep {s}"]) for s, _ in sweep.dram_points())
     return DramRetime(int(probe_bytes), found["probe"], points, float(earlier))
 

@@ -20,7 +20,6 @@ from typing import Any
 from course_utils import display, env, models, timing, validate
 from course_utils.measuring.allocator import on_fresh_pages, outputs_worth, tensor_bytes
 from course_utils.measuring.hierarchy import HierarchySweep
-from course_utils.measuring.interleave import interleaved
 from course_utils.measuring.kernels import torch_library
 from course_utils.measuring.speedups import variant_name
 
@@ -47,7 +46,7 @@ def chain_limits(x: Any, bias: Any, fused: Mapping[str, Callable[[Any, Any], Any
         kernels[FRESH] = validate.function("fresh", fresh)
     for name, fn in kernels.items():
         calls[name] = lambda f=fn: f(x, bias)
-    return interleaved(calls, rounds=rounds, min_time=min_time)
+    return timing.interleaved(calls, rounds=rounds, min_time=min_time)
 
 
 def cache_roof_text(moved: float, seconds: float, sweep: HierarchySweep, dram: float) -> str:

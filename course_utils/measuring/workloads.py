@@ -10,7 +10,6 @@ import numpy as np
 
 from course_utils import display, env, interop, models, timing, validate
 from course_utils.measuring.allocator import outputs_worth, tensor_bytes
-from course_utils.measuring.interleave import interleaved, quartiles
 from course_utils.measuring.speedups import variant_name
 
 
@@ -67,7 +66,7 @@ def host_copy_runs(frameworks: Sequence[str], n: int, *, min_time: float = 0.4,
         fn, args = matmul_workload(framework, n)
         result = timing.sync(fn(*args))
         copied = not np.shares_memory(interop.to_numpy(result), interop.to_numpy(result))
-        runs = interleaved({"host copy": lambda f=fn, a=args: interop.to_numpy(f(*a)),
+        runs = timing.interleaved({"host copy": lambda f=fn, a=args: interop.to_numpy(f(*a)),
                             "synchronised": lambda f=fn, a=args: f(*a)},
                            min_time=min_time, sync={"host copy": False})
         found[framework] = (runs["host copy"], runs["synchronised"], copied)
@@ -196,8 +195,8 @@ def host_copy_text(host: dict[str, tuple[timing.Measurement, timing.Measurement,
     for framework, (copy, synced, copied) in host.items():
         apart = timing.apart(copy, synced)
         text = (f"{framework} {fmt(copy.median)} against {fmt(synced.median)} synchronised "
-                f"({copy.median / synced.median - 1:+.0%}; quartiles {quartiles(copy, fmt)} against "
-                f"{quartiles(synced, fmt)}: {'beyond' if apart else 'within'} the noise); ")
+                f"({copy.median / synced.median - 1:+.0%}; quartiles {timing.quartiles(copy, fmt)} against "
+                f"{timing.quartiles(synced, fmt)}: {'beyond' if apart else 'within'} the noise); ")
         if copied:
             text += (f"it copied the {display.format_bytes(result_bytes)} result"
                      + (", which is the difference" if apart else ", too little to tell from the noise"))

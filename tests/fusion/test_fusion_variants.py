@@ -137,13 +137,6 @@ def test_the_legacy_operator_is_a_close_tanh_in_every_framework() -> None:
     assert np.allclose(np.asarray(fusion.chain_with_callback_jax(x, bias)), REFERENCE, atol=1e-4)
 
 
-def test_interleaved_pools_every_round_and_keeps_the_first_call_apart() -> None:
-    calls = []
-    runs = fusion.interleaved({"a": (calls.append, ("a",)), "b": (calls.append, ("b",))}, rounds=3, min_time=0.002)
-    assert set(runs) == {"a", "b"} and all(m.n >= 9 and m.first_call is not None for m in runs.values())
-    assert calls[0] == "a" and calls[calls.index("b") - 1] == "a"  # round 0 in the given order
-
-
 def test_size_sweep_compiles_each_size_once_and_matches_the_reference() -> None:
     x, bias = interop.to_framework("torch", X, B)
     found = fusion.size_sweep({"torch": (x, bias)}, [4, 16], REFERENCE, min_time=0.002)
