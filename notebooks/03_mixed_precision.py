@@ -506,7 +506,7 @@ Markdown(
           "by this run). " if onednn_bf16 is False else
           f"{'available' if onednn_bf16 else 'unknown'} on it, so this run does not say which kernel ran. ")
        + f"Converting each of the {3 * n * n:,} input and output values once cannot by itself cost a "
-       f"{1 / speed_torch:.0f}x slowdown on {2 * n**3 / 1e6:.1f} MFLOP (section 5b measures what a conversion costs); "
+       f"{1 / speed_torch:.0f}x slowdown on {2 * n**3 / 1e6:.1f} MFLOP (the roofline subsection below times conversions with an in-cache triad); "
        "a loop that converts at every multiply-add or is not blocked for the cache could, and which of these is the "
        "case is not established by this run. bf16 is a memory format here, not a speed-up. "
        if DEVICE.type == "cpu" else "On the GPU, bf16 and fp16 run on tensor cores. ")
@@ -1028,7 +1028,8 @@ rows = [
     ("fp16 without scaler, loss x 2^-12: final loss vs fp32", worse, "x", f"with GradScaler: {kept:.2f}x"),
     ("bf16 accumulator error, 10^4 terms", at_1e4["bf16 accumulator"] * 100, "%", "fp32 accumulation: ~0"),
     ("torch bf16 / fp32 matmul speed", speed_torch, "x", f"n = {n}, native bf16: {cu.env.has_native_bf16()}"),
-    ("bf16 / fp32 copy time", ratios["copy"], "x", "memory-bound: half the bytes"),
+    ("bf16 / fp32 copy time", ratios["copy"], "x", "half the bytes: 0.5x if bandwidth alone decides"
+     + ("" if 0.35 <= ratios["copy"] <= 0.75 else "; not so here (section 5)")),
     ("bf16 / fp32 triad time", ratios["triad"], "x", f"{cu.display.percent(shares['triad bf16'])} of the memory roof"),
     ("torch autocast training step speed-up", step_speedup, "x", "over the fp32 step; seed claims ~1.3x"),
     ("final-loss gap bf16 vs fp32", gaps["bf16 autocast"], "seed spreads", f"{len(SEEDS)} seeds"),

@@ -473,8 +473,9 @@ cu.pipeline.timelines_table([*deep.values(), *per_epoch.values()], title="Queue 
 # %%
 faster_deep = deep[8].part().p75 < deep[2].part().p25
 cu.display.verdict(not faster_deep,
-                   f"prefetch_factor=2: {deep[2].step_time * 1e3:.1f} ms (quartiles {quartiles(deep[2], 'step')}), "
-                   f"prefetch_factor=8: {deep[8].step_time * 1e3:.1f} ms ({quartiles(deep[8], 'step')}) per steady step",
+                   f"prefetch_factor=2: median {deep[2].part().median * 1e3:.1f} ms (quartiles "
+                   f"{quartiles(deep[2], 'step')}), prefetch_factor=8: {deep[8].part().median * 1e3:.1f} ms "
+                   f"({quartiles(deep[8], 'step')}) per steady step",
                    "the deeper queue ran ahead while the model was warming caches, and the run is short")
 
 # %%
@@ -484,16 +485,22 @@ depth_apart, twins_apart = (cu.pipeline.apart(a, b, "compute") for a, b in ((dee
 Markdown(
     f"With `prefetch_factor=8`, {workers_said} may hold {in_flight} batches, "
     + (f"which is the whole epoch of {STEPS} steps. " if in_flight >= STEPS else f"of the {STEPS} per epoch. ")
-    + f"Compute per step: {deep[2].compute_time * 1e3:.1f} ms at depth 2 (quartiles {quartiles(deep[2])}), "
-    f"{deep[8].compute_time * 1e3:.1f} ms at depth 8 ({quartiles(deep[8])}); the two identical persistent_workers "
-    f"loops: {per_epoch[False].compute_time * 1e3:.1f} ms ({quartiles(per_epoch[False])}) and "
-    f"{per_epoch[True].compute_time * 1e3:.1f} ms ({quartiles(per_epoch[True])})"
+    + f"Compute per step (medians): {deep[2].part('compute').median * 1e3:.1f} ms at depth 2 (quartiles "
+    f"{quartiles(deep[2])}), {deep[8].part('compute').median * 1e3:.1f} ms at depth 8 ({quartiles(deep[8])}); the two "
+    f"identical persistent_workers loops: {per_epoch[False].part('compute').median * 1e3:.1f} ms "
+    f"({quartiles(per_epoch[False])}) and {per_epoch[True].part('compute').median * 1e3:.1f} ms "
+    f"({quartiles(per_epoch[True])})"
     + (". Depth 2 and 8 differ beyond their quartiles, but so do the two identical loops: a difference of that "
        "size is this busy machine's noise, not the queue" if depth_apart and twins_apart else
        ". Depth 2 and 8 differ beyond their quartiles while the identical loops do not; why is not established "
        f"by this run (at depth 8 the {workers_said} may run further ahead, competing longer for the cores with the "
        "model: a candidate, not measured apart)" if depth_apart else
        ". Their quartiles overlap: the queue depth made no difference to the compute, within the noise")
+    + f". The wait for data per steady step: {deep[2].part('wait').median * 1e3:.2f} ms at depth 2 (quartiles "
+    f"{quartiles(deep[2], 'wait')}), {deep[8].part('wait').median * 1e3:.2f} ms at depth 8 ({quartiles(deep[8], 'wait')})"
+    + (", apart beyond their quartiles: " + ("the deeper queue waited longer, so more batches in flight did not keep "
+       "the model fed better here" if deep[8].part('wait').median > deep[2].part('wait').median else
+       "the deeper queue waited less") if cu.pipeline.apart(deep[2], deep[8], "wait") else ", within the noise")
     + ". A deeper queue is worth its memory only where batch times vary (network storage, variable-size "
     "images).\n\nWithout `persistent_workers` every epoch starts its workers again (start-ups "
     + ", ".join(f"{s * 1e3:.0f} ms" for s in per_epoch[False].startups)

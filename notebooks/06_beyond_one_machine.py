@@ -84,7 +84,8 @@ print(f"{CORES} cores; torch sees {torch.cuda.device_count()} GPU(s); size: {cu.
 cu.distributed.show_worker("ddp_train.py", only=["setup", "proof"])
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# The two commands `launch_nodes` runs (identical but for `--node-rank`; c10d itself assigns the ranks):
+# The two commands `launch_nodes` runs (identical but for `--node-rank`; c10d itself assigns the ranks), shown
+# with port 29400, torchrun's usual rendezvous port; the launch below takes a free port instead:
 
 # %%
 for n in range(2):
@@ -424,7 +425,8 @@ STEPS, EVERY, CRASH_AT = 12, 3, 8
 expected_lost = elastic.lost_steps(CRASH_AT, EVERY)
 print(f"predicted steps computed twice: {CRASH_AT} mod {EVERY} = {expected_lost} (computed)")
 crash = elastic.run(steps=STEPS, every=EVERY, crash_at=CRASH_AT, echo=False)  # the ranks' lines, shortened:
-print("\n".join(f"[rank {r}] {t}" for r, t in crash.result.lines if t.startswith(("attempt", "RuntimeError"))))
+print("\n".join(f"[rank {r}] {t}" for r, t in crash.result.lines
+                if t.startswith("attempt") or "simulated hardware failure" in t))  # the peers' gloo errors left out
 beyond_plots.elastic_timeline(crash.computed, every=crash.every, crash_at=crash.crash_at, steps=crash.steps)
 
 # %% slideshow={"slide_type": "skip"}
