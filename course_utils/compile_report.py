@@ -48,6 +48,12 @@ class CompileReport:
         return self.table()._repr_html_()
 
 
+def tlparse_available() -> bool:
+    """True where the tlparse executable can be found (the course's lock installs it; Colab does not)."""
+    beside = Path(sys.executable).with_name("tlparse")
+    return beside.exists() or shutil.which("tlparse") is not None
+
+
 def tlparse_command() -> str:
     """The tlparse executable of this Python environment (installed with the course's pins)."""
     beside = Path(sys.executable).with_name("tlparse")

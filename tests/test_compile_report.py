@@ -53,3 +53,12 @@ def test_a_real_run_counts_the_recompile_and_the_break(tmp_path) -> None:
     report = compile_report.torch_compile_report(code, "demo", folder=tmp_path)
     assert report.graph_breaks == 1 and report.recompiles >= 1
     assert (tmp_path / "demo" / "report" / "index.html").exists()
+
+
+def test_tlparse_available_follows_the_executable(monkeypatch, tmp_path) -> None:
+    assert compile_report.tlparse_available()  # the course's lock installs it beside this Python
+    monkeypatch.setattr(compile_report.sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert not compile_report.tlparse_available()
+    with pytest.raises(RuntimeError, match="pip install tlparse"):
+        compile_report.tlparse_command()
