@@ -11,6 +11,24 @@ from __future__ import annotations
 
 MIN_TIME = 0.5
 
+# Vendors' dense (no sparsity) bf16 tensor-core peaks in TFLOP/s, quoted from their data sheets: claims, used only
+# to say what fraction of the advertised peak a measured matmul reached. GPUs not listed get no fraction.
+VENDOR_BF16_TFLOPS = {"H200": 989.0, "H100 SXM": 989.0, "H100 PCIe": 756.0, "A100": 312.0, "L4": 121.0}
+
+
+def _peak_bf16(device: str) -> tuple[float | None, str]:
+    """(peak FLOP/s, what it is) for the bf16 fraction: the vendor's claim on a listed GPU, the computed fp32
+    peak on a CPU (bf16 units can exceed it: they do two bf16 products per fp32 lane), else None."""
+    if device == "cuda":
+        import torch
+
+        name = torch.cuda.get_device_name()
+        claim = next((v for k, v in VENDOR_BF16_TFLOPS.items() if all(w in name for w in k.split())), None)
+        return (claim * 1e12 if claim else None), f"of the vendor's dense bf16 peak for {name} (a claim)"
+    from course_utils.measuring.peak import theoretical_peak
+
+    return theoretical_peak().flops, "of the computed fp32 peak"
+
 
 def _matmuls(native: bool) -> dict:
     import jax
@@ -34,6 +52,10 @@ def _matmuls(native: bool) -> dict:
             out[f"jax {name} n={n} GFLOP/s"] = 2 * n**3 / m.median / 1e9
         for fw in ("torch", "jax"):
             out[f"{fw} bf16/fp32 speed n={n}"] = out[f"{fw} bf16 n={n} GFLOP/s"] / out[f"{fw} fp32 n={n} GFLOP/s"]
+    peak, what = _peak_bf16(device)
+    if peak:
+        for n in ((512, 2048) if native or device == "cuda" else (128, 256)):
+            out[f"torch bf16 n={n} fraction {what}"] = out[f"torch bf16 n={n} GFLOP/s"] * 1e9 / peak
     out["device"] = device
     return out
 

@@ -9,6 +9,7 @@ import pytest
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
+from device_summary import headlines  # noqa: E402
 from gpu_requirements import gpu_lines  # noqa: E402
 
 
@@ -17,6 +18,21 @@ def test_gpu_requirements_swap_only_the_framework_builds() -> None:
     assert gpu_lines(text) == ["jax[cuda12]==0.10.2", "jaxlib==0.10.2",
                                "tensorflow[and-cuda]==2.21.0; sys_platform == \"linux\"", "torch==2.13.0",
                                "numpy==2.4.6"]
+
+
+def test_every_headline_matches_a_key_the_benchmarks_write() -> None:
+    """The keys below are the shapes bench_fusion, bench_precision, bench_ladder, bench_ddp and bench_beyond write."""
+    bench = {
+        "fusion": {"torch": {"fresh output": {"fraction_of_copy": 0.2}}},
+        "precision": {"matmul": {"torch bf16 n=2048 fraction of the computed fp32 peak": 0.4,
+                                 "torch bf16/fp32 speed n=2048": 4.5}},
+        "ladder": {"rungs": {"+ autocast bfloat16": {"speedup_per_sample_over_previous": 1.3}}},
+        "ddp": {"ddp_step_seconds_2_processes": {"tiny": 0.002}},
+        "beyond": {"step_seconds_2_ranks": {"ddp": 0.01}},
+    }
+    found = headlines(bench)
+    assert "not recorded" not in found.values(), found
+    assert "not recorded" in headlines({}).values()
 
 
 @pytest.mark.integration

@@ -13,7 +13,7 @@ from course_utils import env
 HEADLINES = {
     "fused chain as a fraction of copy bandwidth": r"fusion\..*fraction_of_copy$",
     "bf16 matmul as a fraction of peak": r"precision\..*(bf16.*fraction|fraction.*bf16)",
-    "AMP / bf16 speed-up": r"(precision|ladder)\..*(amp|bf16).*speedup",
+    "AMP / bf16 speed-up": r"(ladder\.rungs\.\+ autocast.*over_previous|precision\.matmul\..*bf16/fp32 speed)",
     "DDP step times (s)": r"ddp\..*step.*(seconds|time|median)",
     "multi-process step times (s)": r"beyond\..*step.*(seconds|time|median)",
 }
@@ -28,6 +28,15 @@ def flatten(value: object, prefix: str = "") -> dict[str, float]:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return {prefix.rstrip("."): float(value)}
     return {}
+
+
+def headlines(bench: dict) -> dict[str, str]:
+    """Each headline's figures found in ``bench`` (bench.json's content), as 'key = value' text, or 'not recorded'."""
+    numbers = flatten(bench)
+    found = {title: {k: v for k, v in numbers.items() if re.search(pattern, k, re.I)}
+             for title, pattern in HEADLINES.items()}
+    return {title: ", ".join(f"{k} = {v:.3g}" for k, v in list(hits.items())[:8]) or "not recorded"
+            for title, hits in found.items()}
 
 
 def main() -> None:
@@ -47,12 +56,8 @@ def main() -> None:
         lines += [f"| {r['notebook']} | {r['status']} | {r['minutes']:.1f} |" for r in json.loads(results.read_text())]
     bench = args.out / "bench.json"
     if bench.exists():
-        numbers = flatten(json.loads(bench.read_text()))
         lines += ["", "## Headline figures (from bench.json)"]
-        for title, pattern in HEADLINES.items():
-            found = {k: v for k, v in numbers.items() if re.search(pattern, k, re.I)}
-            shown = ", ".join(f"{k} = {v:.3g}" for k, v in list(found.items())[:8]) or "not recorded"
-            lines.append(f"- {title}: {shown}")
+        lines += [f"- {title}: {shown}" for title, shown in headlines(json.loads(bench.read_text())).items()]
     (args.out / "summary.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
