@@ -208,3 +208,28 @@ def test_prediction_plot_takes_step_prediction_rows() -> None:
     rows = sharded.step_predictions(AllReduceModel(1e9, 1e-5), _fake())
     fig = beyond_plots.prediction_plot(rows)
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == list(rows)
+
+
+def test_fsdp1_runs_on_a_cpu_only_when_given_device_id() -> None:
+    """Notebook 06 says so: FSDP1 refuses a machine without an accelerator unless device_id is the CPU."""
+    import subprocess
+    import sys
+
+    from course_utils.distributed import launcher
+
+    code = f"""
+import os, warnings, torch, torch.distributed as dist
+os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="{launcher.free_port()}", RANK="0", WORLD_SIZE="1")
+dist.init_process_group("gloo")
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+warnings.simplefilter("ignore")
+for kw in ({{}}, {{"device_id": torch.device("cpu")}}):
+    try:
+        FSDP(torch.nn.Linear(4, 4), **kw)(torch.ones(2, 4)).sum().backward()
+        print(sorted(kw), "runs")
+    except RuntimeError as e:
+        print(sorted(kw), "refused", "accelerator" in str(e))
+dist.destroy_process_group()
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.splitlines() == ["[] refused True", "['device_id'] runs"], out.stdout + out.stderr[-2000:]
