@@ -288,11 +288,20 @@ def test_sections_have_planned_minutes_within_the_session(ipynb: Path) -> None:
     assert any(s.lead for s in found), f"{ipynb.name}: no section is marked for the lead track (course.lead)"
 
 
+def test_readme_course_map_is_generated_from_the_deck_and_notebooks(config: dict) -> None:
+    text = (build_slides.ROOT / "README.md").read_text()
+    begin, end = "<!-- BEGIN course map -->", "<!-- END course map -->"
+    assert text[text.index(begin) + len(begin):text.index(end)].strip() == build_slides.course_map(config).strip(), \
+        "the README's course map is stale: python tools/build_slides.py --readme"
+
+
 def test_guide_blocks_are_generated_from_the_notebooks(config: dict) -> None:
     text = build_slides.GUIDE.read_text()
     fresh = build_slides.updated_guide(config, text)
     assert fresh.split(guide.ANSWERS_BEGIN)[0] == text.split(guide.ANSWERS_BEGIN)[0], \
         "agendas or sections are stale: python tools/build_slides.py --update-guide"
+    assert fresh == text, "the exercise answers are stale (they follow the stored notebooks' solution outputs): " \
+        "python tools/build_slides.py --update-guide"
     answers = text[text.index(guide.ANSWERS_BEGIN):text.index(guide.ANSWERS_END)]
     for ipynb in COURSE_NOTEBOOKS:
         for exercise, _, _ in guide.answers(nbformat.read(ipynb, as_version=4)):

@@ -429,13 +429,14 @@ def guide_with_agenda(config: dict, text: str) -> str:
     return text[:begin] + agenda_markdown(config) + text[end + len(AGENDA_END) :]
 
 
-def updated_guide(config: dict, text: str) -> str:
-    """The guide with every generated block rewritten: agendas, minutes per section, exercise answers."""
+def updated_guide(config: dict, text: str, from_build: bool = False) -> str:
+    """The guide with every generated block rewritten: agendas, minutes per section, exercise answers (from the
+    stored notebooks, or with ``from_build`` from the last ``make course``)."""
     names = deck_order(config, [p.stem for p in course_notebooks()])
     stored = {n: nbformat.read(ROOT / "notebooks" / f"{n}.ipynb", as_version=4) for n in names}
     text = guide_with_agenda(config, text)
     text = guide.replace_block(text, guide.SECTIONS_BEGIN, guide.SECTIONS_END, guide.sections_markdown(stored))
-    executed, source = guide.executed_notebooks(names)
+    executed, source = guide.executed_notebooks(names, from_build)
     return guide.replace_block(text, guide.ANSWERS_BEGIN, guide.ANSWERS_END, guide.answers_markdown(executed, source))
 
 
@@ -720,11 +721,14 @@ def main() -> int:
     parser.add_argument("notebooks", nargs="*", help="notebook names or paths (default: every course notebook)")
     parser.add_argument("--out", type=Path, default=OUT, help="output folder (default build/slides)")
     parser.add_argument("--update-guide", action="store_true", help="rewrite the agendas in the instructor guide")
+    parser.add_argument("--answers-from-build", action="store_true",
+                        help="with --update-guide: read the answers from build/notebooks (make course), not the "
+                             "stored notebooks")
     parser.add_argument("--readme", action="store_true", help="rewrite the course map in README.md")
     args = parser.parse_args()
     config = load_config()
     if args.update_guide:
-        GUIDE.write_text(updated_guide(config, GUIDE.read_text()))
+        GUIDE.write_text(updated_guide(config, GUIDE.read_text(), args.answers_from_build))
         print(f"updated the agendas, sections and answers in {GUIDE.relative_to(ROOT)}")
     if args.readme:
         path = ROOT / "README.md"
