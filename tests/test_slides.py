@@ -247,9 +247,11 @@ def test_prose_generating_code_is_hidden_and_long_code_cut_on_slides() -> None:
     prose.outputs = [nbformat.v4.new_output("display_data", data={"text/markdown": "**3.0x faster**",
                                                                    "text/plain": "<Markdown>"})]
     long = nbformat.v4.new_code_cell("\n".join(f"step_{i} = {i}" for i in range(40)))
-    nb.cells = [nbformat.v4.new_markdown_cell("# 99 · T"), prose, long]
+    summary = nbformat.v4.new_code_cell("rows = [1, 2]\ncu.notebook.summary_table('99_t', rows)")
+    nb.cells = [nbformat.v4.new_markdown_cell("# 99 · T"), prose, long, summary]
     prepared = build_slides.prepare(nb)
     assert prepared.cells[1].metadata["transient"] == {"remove_source": True}
+    assert prepared.cells[3].metadata["transient"] == {"remove_source": True}
     shown = prepared.cells[2].source.splitlines()
     assert len(shown) == build_slides.SLIDE_CODE_LINES and shown[-1] == "# ... 26 more lines in the notebook"
     assert nb.cells[2].source.count("\n") == 39, "the notebook itself keeps the whole cell"

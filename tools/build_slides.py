@@ -172,6 +172,11 @@ def generates_prose(cell: dict) -> bool:
         "text/markdown" in out.get("data", {}) for out in cell.get("outputs", []))
 
 
+def builds_summary(cell: dict) -> bool:
+    """True for the code cell that assembles a notebook's summary table: plumbing; the table is what the room reads."""
+    return cell.get("cell_type") == "code" and "summary_table(" in cell.get("source", "")
+
+
 def asserts(cell: dict) -> bool:
     """True for a code cell with an ``assert`` statement: a check for the notebook, not for the projector."""
     if cell.get("cell_type") != "code":
@@ -320,7 +325,8 @@ def paginate(cells: list[nbformat.NotebookNode]) -> list[nbformat.NotebookNode]:
 
 def prepare(nb: nbformat.NotebookNode, solutions: str = "notes") -> nbformat.NotebookNode:
     """A copy of ``nb`` ready for the deck: solutions as notes (if asked), no remote images, the code of
-    prose-generating cells hidden (their rendered text stays), long code and output cut to an excerpt, and
+    prose-generating and summary-building cells hidden (their rendered output stays), long code and output cut
+    to an excerpt, and
     the cells paged so that no slide is taller than the screen."""
     nb = copy.deepcopy(nb)
     carried = None  # a slide break that sat on a skipped assert cell moves to the next cell shown
@@ -339,7 +345,7 @@ def prepare(nb: nbformat.NotebookNode, solutions: str = "notes") -> nbformat.Not
         if solutions == "notes" and is_solution(cell):
             cell.metadata.setdefault("slideshow", {})["slide_type"] = "notes"
             cell.metadata.jupyter["source_hidden"] = False  # the instructor sees the code in the notes
-        elif generates_prose(cell):
+        elif generates_prose(cell) or builds_summary(cell):
             cell.metadata["transient"] = {"remove_source": True}
         elif cell.cell_type == "code":
             cell.outputs = [_short_output(o) for o in cell.get("outputs", [])]
