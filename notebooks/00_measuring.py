@@ -385,7 +385,7 @@ Markdown(
     + f" The 4-element add reaches {percent(share['torch add, 4 elements'], 3)}: {format_time(tiny.median)} "
     f"for 4 additions, and 1,024 times the elements took {size_cost:.2f}x the time"
     + (": the call's overhead, not its bytes." if size_cost <= 1.5 else
-       ": the bytes already cost something at 16 KiB, so the overhead floor ends below that size here."))
+       ": the bytes already cost something at 16 KiB, so the overhead floor ends below that size here.")
 )
 
 # %% [markdown]
