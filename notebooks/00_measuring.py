@@ -303,9 +303,9 @@ Markdown(m0.levels_text(hierarchy, retimed, probe_rate, copy_floor, probe_set)
          + (f"The roof drawn on the rooflines is the best probe of any framework ({roof_probe[0]}, "
             f"{format_rate(roof_probe[1])}), {roof_vs:.2f}x that plateau"
             + (": main memory too. " if 1 / 1.3 <= roof_vs <= 1.3 else
-               ": above it, measured at another moment and with another access pattern (a copy's stores also read "
-               "each line before writing it, traffic its byte count leaves out; a triad's share of that is smaller), "
-               "so kernels are judged against the best this machine showed, not its typical main-memory rate. "
+               ": above it. It was measured at another moment and with another access pattern (which of the two "
+               "makes the gap is not established by this run), so kernels are judged against the best this machine "
+               "showed, not its typical main-memory rate. "
                if roof_vs > 1.3 else ": below it, so the roof drawn is lower than main memory managed in the sweep. ")
             if plateau else "")
          + m0.slope_budget(sweep_sizes, bends, sweep, hierarchy))
