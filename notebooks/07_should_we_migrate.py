@@ -121,6 +121,7 @@ ladder, compiled_model = cu.migrate.torch_ladder(dataset, batch_size, fresh_mode
                                                  rounds=cu.env.pick(ci=2, cpu=3), final_rounds=cu.env.pick(ci=8, cpu=8))
 gain = ladder.migration_gain()  # the one number the cost model may use
 first = ladder.migration_gain("torch.compile on the baseline")
+kept = ladder[gain.label].setup  # the set-up compile was measured at: batch, loader workers, pinned memory, autocast
 ladder
 
 # %%
@@ -393,15 +394,15 @@ cu.migrate.explore(gain, **{k: v for k, v in lead_inputs.items() if k not in ("e
 # The seed's checklist: an MVP comparison on a non-critical model, an operator compatibility check, a
 # rollback plan, monitoring of compile time and utilisation, and refactoring dynamic control flow first.
 # `cu.migrate.run_checklist` turns each into a check that can fail, on the **whole training step** at the
-# ladder's final settings: the MVP judges the migration's measured gain (its low quartile must reach 1.05x)
-# and compares three compiled steps with eager; the rollback check *forces* a compile failure (a compiler
+# set-up compile was measured at (`kept`): the MVP judges the migration's measured gain (its low quartile must
+# reach 1.05x) and compares three compiled steps with eager; the rollback check *forces* a compile failure (a compiler
 # backend that raises) and requires the fallback to reproduce eager's losses; monitoring reads the busy share
 # of the step from a `torch.profiler` trace (`cu.profile`) against the seed's 80%, and judges the cold compile
 # against 1% of the competitor's run.
 
 # %%
-final_loader = cu.migrate.make_loader(dataset, 2 * batch_size, workers, device.type == "cuda")
-monitoring = cu.migrate.monitor(lambda: cu.migrate.train_step(cu.migrate.compile_model(fresh_model()), amp_dtype),
+final_loader = cu.migrate.make_loader(dataset, kept["batch"], kept["workers"], kept["pin"])
+monitoring = cu.migrate.monitor(lambda: cu.migrate.train_step(cu.migrate.compile_model(fresh_model()), kept["amp"]),
                                 final_loader, steps=cu.env.pick(ci=3, cpu=8))
 monitoring
 
@@ -419,9 +420,9 @@ Markdown(
 # %%
 compile_budget_s = 0.01 * cu.migrate.SEED_COMPETITOR_HOURS * 3600  # 1% of the competitor's run
 ready = cu.migrate.run_checklist(
-    cu.migrate.step_factory(fresh_model, amp_dtype), big, gain=gain, min_speedup=1.05,
+    cu.migrate.step_factory(fresh_model, kept["amp"]), big, gain=gain, min_speedup=1.05,
     forward=(fresh_model(), (big[0],)), compile_s=compile_s, compile_budget_s=compile_budget_s,
-    utilisation=monitoring.utilisation, min_utilisation=0.8, rtol=1e-3 if amp_dtype is None else 3e-2)
+    utilisation=monitoring.utilisation, min_utilisation=0.8, rtol=1e-3 if kept["amp"] is None else 3e-2)
 ready
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -472,8 +473,8 @@ if found["lost"]:
 bill = (f"{measured.monthly_spend:,.0f}/month, {measured.training_share:.0%} training, "
         f"{measured.migration_cost:,.0f} + {measured.debugging_buffer:.0%}")
 Markdown(f"""
-**Model:** small CNN, {size}x{size} patches, batch {batch_size} (x2 after the batch rung), on {cu.env.cpu_model()}
-({device.type}, {cores} cores, {workers} for the loader). **Measured in this run, except the money, which is computed from it.**
+**Model:** small CNN, {size}x{size} patches, batch {batch_size} at the baseline and {kept['batch']} at the compiled
+rung, on {cu.env.cpu_model()} ({device.type}, {cores} cores, {kept['workers']} loader worker(s) at the compiled rung). **Measured in this run, except the money, which is computed from it.**
 
 | | this run | the seed claims |
 |---|---|---|

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -34,7 +35,8 @@ class Rung:
     ``round_medians`` / ``round_computes`` one median per interleaved round (for the band of a speed-up);
     ``load`` the 1-minute load average when the rung's group finished (None where the OS has none).
     ``over`` names the rung it is measured against where that is not the rung before it (e.g. the eager twin
-    measured beside the compiled rung); ``note`` says why a rung stands off the main order.
+    measured beside the compiled rung); ``note`` says why a rung stands off the main order; ``setup`` what the
+    rung ran with (e.g. batch, loader workers, pinned memory, autocast dtype), where its maker recorded it.
     """
 
     label: str
@@ -52,6 +54,7 @@ class Rung:
     load: float | None = None
     over: str = ""
     note: str = ""
+    setup: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def step_time(self) -> float:

@@ -123,7 +123,8 @@ def make_loader(dataset: Any, batch_size: int, workers: int = 0, pin: bool = Fal
 def torch_ladder(dataset: Any, batch_size: int, make_model: Callable[[], Any], *, workers: int | None = None,
                  rounds: int = 2, final_rounds: int = 4,
                  compiler: Callable[[Any], Any] | None = None) -> tuple[_ladder.Ladder, Any]:
-    """Measure the ladder; returns it and the model compiled at the best no-migration set-up.
+    """Measure the ladder; returns it and the model compiled at the best no-migration set-up. Each rung's
+    ``setup`` records its batch, loader workers, pinned memory and autocast dtype (None: fp32).
 
     ``workers`` defaults to ``pipeline.data_cores()``: every core but the one the training process keeps.
     Three groups, each interleaved epoch by epoch: the baseline with compile on the baseline (``rounds``); the
@@ -182,6 +183,8 @@ def torch_ladder(dataset: Any, batch_size: int, make_model: Callable[[], Any], *
         setups.append({**setups[-1], **change})
     cheap = _rungs.measure_rungs([(label, loader(setup), eager(setup), _ladder.NO_MIGRATION)
                                    for (label, _), setup in zip(changes, setups[1:])], rounds=rounds, peak_memory=peak)
+    base = [replace(base[0], setup=baseline), replace(base[1], setup=baseline)]
+    cheap = [replace(r, setup=setup) for r, setup in zip(cheap, setups[1:])]
     chain = [base[0], *cheap]
     best = min(range(len(chain)), key=lambda i: chain[i].sample_time)
     twin_label = f"{chain[best].label} (eager, beside compile)"
@@ -190,6 +193,7 @@ def torch_ladder(dataset: Any, batch_size: int, make_model: Callable[[], Any], *
         (twin_label, loader(setups[best]), eager(setups[best]), _ladder.NO_MIGRATION),
         ("+ torch.compile", loader(setups[best]), train_step(compiled, setups[best]["amp"]), _ladder.MIGRATION),
     ], rounds=final_rounds, peak_memory=peak)
+    twin, last = replace(twin, setup=setups[best]), replace(last, setup=setups[best])
     dropped = [replace(r, note=_ladder.DROPPED, over=chain[i].label) for i, r in enumerate(cheap) if i + 1 > best]
     if not cuda and torch.cuda.device_count() == 0:
         skipped.append("data parallel (one device here; notebook 05 measured two processes on one CPU)")

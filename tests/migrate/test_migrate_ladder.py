@@ -163,6 +163,8 @@ def test_torch_ladder_tags_only_the_compile_rungs_as_migration() -> None:
     assert twin.note == lad.TWIN and twin.label.startswith(kept[-1].label) and twin.batch_size == kept[-1].batch_size
     gain = result.migration_gain()
     assert gain.label == "+ torch.compile" and gain.source == f"measured over '{twin.label}'"
+    assert result[gain.label].setup == twin.setup == kept[-1].setup and result.baseline.setup == {
+        "workers": 0, "pin": False, "amp": None, "batch": 4}
     assert compiled is not None and migrate.estimate(1000, gain, 10).speedup is gain
 
 
