@@ -84,7 +84,7 @@ x_t, b_t = data["torch"]
 chain_t = cu.fusion.chain("torch")
 print(f"x: {ROWS} x {COLS} float32 = {format_bytes(x_np.nbytes)}; frameworks: {', '.join(FW)}; torch on {DEVICE}")
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 2, "lead": false}
+# %% [markdown] course={"lead": false, "minutes": 2} slideshow={"slide_type": "slide"}
 # ## 1. The roofline of this machine
 #
 # A kernel that does `F` floating-point operations and moves `B` bytes between memory and the chip cannot
@@ -126,7 +126,7 @@ Markdown(
     + " Section 5 adds a third ceiling that matters for elementwise code: the vector units' own throughput."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 5, "lead": true}
+# %% [markdown] course={"lead": true, "minutes": 5} slideshow={"slide_type": "slide"}
 # ## 2. An elementwise chain: bytes predicted, then time measured
 #
 # The course's recurring chain is `x + GELU_tanh(x + bias)`. Run eagerly, each operator is its own
@@ -235,7 +235,7 @@ Markdown(
 # says which one it is; section 6 gives a single matmul's share of the best matmul rate measured, an MFU-like
 # ratio for one kernel.
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 4, "lead": false}
+# %% [markdown] course={"lead": false, "minutes": 4} slideshow={"slide_type": "slide"}
 # ## 3. The allocation trap on a CPU
 #
 # Each call above returns a **new** output tensor. On a CPU, a large fresh buffer comes straight from the
@@ -332,7 +332,7 @@ if "tensorflow" in FW:
         + (" and the same page faults." if _fresh_full and faults["torch eager"] / _pages >= traffic.n_ops / 2 else ".")))
 display(*_other)
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 3, "lead": false}
+# %% [markdown] course={"lead": false, "minutes": 3} slideshow={"slide_type": "slide"}
 # ## 4. Look inside: the kernels the compilers wrote
 #
 # **Prediction**: one generated kernel for the whole chain in PyTorch (a C++ loop on CPU, a Triton kernel on
@@ -407,7 +407,7 @@ for name, (fw, trace, expected) in traced.items():
           f"{sorted(seen) == sorted(expected)}")
 print("torch.compile kernel events per call:", traced["torch.compile"][1].count(r"cpp_fused|triton_") / 3)
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 7, "lead": false}
+# %% [markdown] course={"lead": false, "minutes": 7} slideshow={"slide_type": "slide"}
 # ## 5. What keeps the fused kernel off its roof: the output pages, and `tanh`
 #
 # Section 2's fused kernels moved many times fewer bytes than eager but did not run that much faster. Two suspects, each
@@ -642,7 +642,7 @@ cu.fusion.roofline_with_vector_roof(
     machine, vectors, [r.point() for r in roof_table.rows if "copy" not in r.name and "no tanh" not in r.name],
     flops=per_element, tanh=1, title="The chain with tanh on the roofline, under each framework's vector roof")
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 6, "lead": false}
+# %% [markdown] course={"lead": false, "minutes": 6} slideshow={"slide_type": "slide"}
 # ## 6. A compute-bound case: matmul, then matmul + bias + activation
 #
 # A square matmul of size `n` does `2n³` FLOPs on `3n²` numbers: its intensity, `n/6` FLOP/byte in fp32, grows
@@ -832,7 +832,7 @@ Markdown(
     + "Either way the matmul itself is untouched: fusion is a lever for memory-bound work."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 3, "lead": false}
+# %% [markdown] course={"lead": false, "minutes": 3} slideshow={"slide_type": "slide"}
 # ## 7. Speed-up against size: overhead, caches, bandwidth
 #
 # For tiny tensors every eager op costs its dispatch overhead (microseconds) whatever its size, so fusing 11
@@ -907,7 +907,7 @@ Markdown(
        "larger tensors." if DEVICE == "cuda" else "")
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 5, "lead": true}
+# %% [markdown] course={"lead": true, "minutes": 5} slideshow={"slide_type": "slide"}
 # ## 8. What breaks fusion, and how to register a custom op
 #
 # The seed's checklist asks: *"are our custom operators supported by the compiler?"* Here is such an
@@ -1008,7 +1008,7 @@ Markdown(
     + "To answer the seed's question for your own model, run `cu.graphs.torch_graph_breaks(your_fn, *inputs)` and count."
 )
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 4, "lead": false}
+# %% [markdown] course={"lead": false, "minutes": 4} slideshow={"slide_type": "slide"}
 # ## Exercises
 #
 # Each exercise has a cell for your answer (`answer = None` until you fill it in), a hidden solution, and a
@@ -1028,7 +1028,7 @@ Markdown(
 # %%
 answer = None  # your answer here: a function softmax(x)
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 def softmax_manual(x):
     shifted = x - x.amax(dim=-1, keepdim=True)
     e = torch.exp(shifted)
@@ -1057,7 +1057,7 @@ cu.exercises.check("02.1", answer)
 # %%
 answer = None  # your prediction here: page faults per call of the eager polynomial chain on x
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Each eager op writes one fresh output as large as x; each page of it faults once.
 answer = poly_traffic.n_ops * (x_t.nbytes // 4096)
 print(f"{poly_traffic.n_ops} ops x {x_t.nbytes // 4096} pages = {answer} page faults predicted")
@@ -1089,7 +1089,7 @@ cu.exercises.check("02.2", answer, measured=poly_faults, pages=x_t.nbytes // 409
 # %%
 answer = None  # your answer here: the max relative error of the exp-based tanh for |v| <= 1e-3
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 with inductor_config.patch({"cpp.use_decompose_tanh": True}):
     xr, br = roof_data["torch"]
     decomposed_into = cu.fusion.into_buffer("torch", cu.fusion.chain("torch"), xr)
@@ -1106,7 +1106,7 @@ print(f"exp-based tanh: {_t['torch.compile, out='] / decomposed.median:.1f}x the
 # NBVAL_CHECK_OUTPUT
 cu.exercises.check("02.3", answer)
 
-# %% [markdown] slideshow={"slide_type": "slide"} course={"minutes": 2, "lead": true}
+# %% [markdown] course={"lead": true, "minutes": 2} slideshow={"slide_type": "slide"}
 # ## Summary
 
 # %%
