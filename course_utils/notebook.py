@@ -25,7 +25,6 @@ _INSTALL_HINT = {
     "jax": "pip install jax",
     "tensorflow": "pip install tensorflow-cpu (or tensorflow on a GPU machine)",
 }
-_NAMES = {"torch": "PyTorch", "jax": "JAX", "tensorflow": "TensorFlow"}
 
 
 def setup(seed: int = 0) -> env.EnvReport:
@@ -54,7 +53,7 @@ def needs(*frameworks: str) -> bool:
     missing = [name for name in (validate.framework(f) for f in frameworks) if not env.available(name)]
     if not missing:
         return True
-    names = " and ".join(_NAMES[m] for m in missing)
+    names = " and ".join(validate.framework_title(m) for m in missing)
     colab = " (Colab TPU runtimes ship none)" if "tensorflow" in missing else ""
     hints = "; ".join(_INSTALL_HINT[m] for m in missing)
     verb = "is" if len(missing) == 1 else "are"

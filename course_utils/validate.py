@@ -17,6 +17,7 @@ T = TypeVar("T")
 FRAMEWORKS = ("torch", "jax", "tensorflow")
 _FRAMEWORK_ALIASES = {"torch": "torch", "pytorch": "torch", "jax": "jax",
                       "tensorflow": "tensorflow", "tf": "tensorflow"}
+_FRAMEWORK_TITLES = {"torch": "PyTorch", "jax": "JAX", "tensorflow": "TensorFlow"}
 
 
 def number(
@@ -113,6 +114,11 @@ def non_empty(name: str, value: Any) -> Any:
     if len(value) == 0:
         raise ValueError(f"{name} must not be empty")
     return value
+
+
+def framework_title(value: Any) -> str:
+    """How prose names a framework: 'PyTorch', 'JAX', 'TensorFlow' (any accepted spelling in)."""
+    return _FRAMEWORK_TITLES[framework(value)]
 
 
 def framework(value: Any, name: str = "framework") -> str:

@@ -62,7 +62,7 @@ import numpy as np
 import torch
 from IPython.display import Markdown
 
-from course_utils.display import format_bytes, format_flops, format_rate, format_time, percent, ratio, verdict
+from course_utils.display import format_bytes, format_flops, format_time, percent, ratio, verdict
 
 m0 = cu.measuring  # notebook 00's helpers
 ON_CUDA = torch.cuda.is_available()
@@ -141,9 +141,11 @@ here = m0.present_frameworks()
 size = cu.env.pick(ci=2**20, cpu=2**23, gpu=2**26, tpu=2**26)
 x_np, bias_np, inputs = m0.chain_inputs(here, size)
 m0.warm_allocator()
-cache_before = m0.inductor_cache_counts()
+cache_before, phases_before = m0.inductor_cache_counts(), m0.compile_phase_times()
 eager, compiled, compiled_fns = m0.chain_runs(inputs)
 inductor_cache = m0.cache_state(cache_before, m0.inductor_cache_counts())
+compile_phases = m0.first_call_text(compiled["torch"].first_call, inductor_cache, phases_before,
+                                    m0.compile_phase_times())
 chain = m0.ChainSpeedups(eager, compiled, m0.chain_faults(inputs, compiled_fns))
 runs = {m0.variant_name(fw, c): (compiled if c else eager)[fw] for fw in here for c in (False, True)}
 cu.plotting.time_bars(runs, log=True, show_first_call=True, title=f"gelu_chain on {size:,} floats")
@@ -170,14 +172,9 @@ verdict(not cheap_first and not not_faster,
 chain
 
 # %%
-cache_words = {"warm": "a **warm** Inductor cache: every graph was found in the cache an earlier run left on "
-                       "disk, so no C++ was generated or compiled now",
-               "cold": "a **cold** Inductor cache: the C++ was generated and compiled in this call",
-               "unknown": "an Inductor cache state this run could not tell"}
 Markdown(
-    f"The first call is reported apart, never averaged in. torch.compile's first call took "
-    f"{format_time(compiled['torch'].first_call)} with {cache_words[inductor_cache]}; notebook 01 "
-    "measures cold against warm. Each speed-up names its baseline: "
+    "The first call is reported apart, never averaged in. " + compile_phases
+    + "Notebook 01 measures a cold cache against a warm one. Each speed-up names its baseline: "
     f"per framework, compiled against its own eager; across frameworks, the best compiled variant "
     f"({m0.variant_name(chain.best_compiled, True)}) against the best eager one "
     f"({m0.variant_name(chain.best_eager, False)}): **{ratio(chain.best_vs_best)}**. That last number is what "
@@ -196,7 +193,8 @@ Markdown(
 # gap, and what they leave is named as unexplained.
 
 # %%
-gap = m0.eager_gap(inputs, eager, cu.models.chain_for)  # None when PyTorch is the only framework
+gap = m0.eager_gap(inputs, eager, cu.models.chain_for,  # None when PyTorch is the only framework
+                   earlier_faults={fw: f[0] for fw, f in chain.faults.items()})
 Markdown(gap.text() if gap else "Only PyTorch is installed here: there is no other eager runtime to compare.")
 
 # %% [markdown] course={"lead": false, "minutes": 16} slideshow={"slide_type": "slide"}
@@ -222,7 +220,8 @@ m0.bends_table(bends)
 
 # %%
 off = [k for k, b in bends.items() if not (b.slope >= 0.7 and sweep_sizes[0] < b.size < sweep_sizes[-1])]
-retime = {"torch eager": m0.torch_eager_one_thread(sweep_sizes[-2])} if "torch eager" in off else {}
+shallow = "torch eager" in off and sweep_sizes[0] < bends["torch eager"].size < sweep_sizes[-1]
+retime = {"torch eager": m0.torch_eager_threads(sweep_sizes[-2:])} if shallow else {}  # 1 and n threads, in turns
 verdict(not off, "log slopes at the top: " + ", ".join(f"{k} {b.slope:.2f}" for k, b in bends.items()),
         m0.slope_why(sweep_sizes, sweep, bends, off, retime=retime) if off else "")
 
@@ -262,10 +261,11 @@ m0.roofs_table(machines)
 # cache or more, which only main memory holds; each cache level the OS reports is marked. (It sweeps the CPU's
 # memory; on a GPU runtime the roofs above are the GPU's.)
 #
-# **Prediction.** The probes stream from main memory: the roof's copy probe runs within 1.3x of the sweep's
-# main-memory plateau (the median of its points at twice the last-level cache or more, at least two of them).
-# Like for like, the probe's copy and those points are timed again in alternating rounds, so that they see the
-# same moments; the roof's own earlier figure is shown beside them.
+# **Prediction.** The roof drawn on every roofline below (the best in-place probe of any framework, measured
+# once, at the start) is main memory's speed: within 1.3x of the sweep's main-memory plateau (the median of its
+# points at twice the last-level cache or more, at least two of them). To tell the probes' working set from the
+# moment they were measured at, torch's copy probe and those points are timed again in alternating rounds, so
+# that they see the same moments; the copy probe's figure from the start is shown beside them.
 
 # %%
 probe_set = 2 * probe_size.array_bytes  # a copy's source and destination
@@ -280,34 +280,14 @@ retimed = (m0.retime_dram(hierarchy, probe_set, machines["torch"].bandwidth_prob
            if on_cpu and len(dram) >= 2 else None)
 plateau = retimed.plateau if retimed else hierarchy.dram_plateau()
 probe_rate = retimed.probe_rate if retimed else hierarchy.rate_at(probe_set)
-probe_vs = probe_rate / plateau if plateau else float("nan")
-cached = probe_set < 2 * (hierarchy.last_level_cache or 0)  # could the cache hold part of the probe's set?
-verdict(bool(plateau) and 1 / 1.3 <= probe_vs <= 1.3,
-        f"copy probe ({format_bytes(probe_set)}) {format_rate(probe_rate)}; main-memory plateau "
-        + (f"{format_rate(plateau)} over {len(dram)} points ({', '.join(format_bytes(s) for s, _ in dram)}): "
-           f"{probe_vs:.2f}x, " + ("timed in the same rounds" if retimed else "the sweep's own point")
-           if plateau else f"not measured: {len(dram)} point(s) at twice the last-level cache"),
-        "the free memory left room for fewer than two working sets at twice the last-level cache, so this run "
-        "cannot tell" if not plateau else
-        "the probe ran faster than main memory: part of its working set was served from cache, so the roof is "
-        "drawn too high" if probe_vs > 1.3 and cached else
-        "timed in the same rounds and both past twice the cache, they still differ: see the points' quartiles "
-        "below; the cause is not established by this run" + m0.load_note())
+roof_probe = max(((f"{fw} {k}", v) for fw, m in machines.items() for k, v in m.bandwidth_probes.items()),
+                 key=lambda kv: kv[1])  # the roof drawn on every roofline: the best probe of any framework
+m0.roof_verdict(hierarchy, retimed, roof_probe if on_cpu else None, probe_set)  # on a GPU the roofs are the GPU's
 
 # %%
 copy_floor = cu.timing.benchmark(torch.ones(4).copy_, torch.ones(4), min_time=0.05)  # a copy_ of almost no bytes
-roof_probe = max(((f"{fw} {k}", v) for fw, m in machines.items() for k, v in m.bandwidth_probes.items()),
-                 key=lambda kv: kv[1])  # the roof drawn above and on every roofline: the best probe of any framework
-roof_vs = roof_probe[1] / plateau if plateau else float("nan")
 Markdown(m0.levels_text(hierarchy, retimed, probe_rate, copy_floor, probe_set)
-         + (f"The roof drawn on the rooflines is the best probe of any framework ({roof_probe[0]}, "
-            f"{format_rate(roof_probe[1])}), {roof_vs:.2f}x that plateau"
-            + (": main memory too. " if 1 / 1.3 <= roof_vs <= 1.3 else
-               ": above it. It was measured at another moment and with another access pattern (which of the two "
-               "makes the gap is not established by this run), so kernels are judged against the best this machine "
-               "showed, not its typical main-memory rate. "
-               if roof_vs > 1.3 else ": below it, so the roof drawn is lower than main memory managed in the sweep. ")
-            if plateau else "")
+         + (m0.drawn_roof_text(roof_probe, plateau) if on_cpu else "")
          + m0.slope_budget(sweep_sizes, bends, sweep, hierarchy))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -350,8 +330,10 @@ Markdown(
 # writes once.
 #
 # **Prediction.** A 4-element add is all overhead: a 4,096-element add takes the same time within 1.5x (a
-# thousand times the bytes, no measurable cost), so the point sits far below its roof; the n x n matmul of
-# section 2 reaches over half of its roof (compute-bound).
+# thousand times the bytes, no measurable cost), so the point sits far below its roof; the n x n torch matmul
+# of section 2 reaches over half of torch's own matmul probe (like for like: the same library on a larger
+# product). The compute roof drawn is the best probe of any framework, whose library may be another (the table
+# above): that gap is set apart below.
 
 # %%
 machine = m0.best_roof(machines)  # the best bandwidth and the best matmul any framework reached
@@ -375,25 +357,22 @@ print(f"bytes moved by the eager chain / the fused chain: {traffic.unfused_bytes
 
 # %%
 size_cost = tiny_4k.median / tiny.median
-verdict(size_cost <= 1.5 and share[f"torch matmul {n}"] > 0.5,
+mm_rate = 2 * n**3 / honest["torch"].median
+own_share = mm_rate / machines["torch"].peak_flops  # like for like: torch's own matmul probe, the same library
+verdict(size_cost <= 1.5 and own_share > 0.5,
         f"4,096-element add {format_time(tiny_4k.median)} against {format_time(tiny.median)} for 4 elements "
         f"({size_cost:.2f}x), the 4-element add at {percent(share['torch add, 4 elements'], 3)} of its roof; "
-        f"{n}x{n} matmul {percent(share[f'torch matmul {n}'])}",
-        "the 4,096-element add cost measurably more than the 4-element one: at this size the bytes already show"
-        if size_cost > 1.5 else
-        "the matmul stayed under half of the compute roof that the larger matmul probe measured")
+        f"{n}x{n} torch matmul {format_flops(mm_rate)}, {percent(own_share)} of torch's own matmul probe "
+        f"({format_flops(machines['torch'].peak_flops)}, n = {cu.roofline.default_matmul_n()})",
+        "; ".join(why for why, failed in (
+            ("the 4,096-element add cost measurably more than the 4-element one: at this size the bytes already show",
+             size_cost > 1.5),
+            ("the matmul stayed under half of torch's own larger probe (see below)", own_share <= 0.5)) if failed))
 
 # %%
 Markdown(
-    f"The {n}x{n} matmul reaches {percent(share[f'torch matmul {n}'])} of the compute roof (the best matmul "
-    f"probe, {format_flops(machine.peak_flops)}) and "
-    + (f"{percent(2 * n**3 / honest['torch'].median / peak.flops)} of the computed peak" if peak.flops else
-       "has no computed peak to compare with")
-    + (": compute-bound, as a matmul this size should be." if share[f"torch matmul {n}"] > 0.5 else
-       f": under half of what the n = {cu.roofline.default_matmul_n()} probe reached. A smaller product keeps "
-       "the cores busy for a shorter time per call, so the library's blocking and threading costs weigh more."
-       + m0.load_note())
-    + f" The 4-element add reaches {percent(share['torch add, 4 elements'], 3)}: {format_time(tiny.median)} "
+    m0.matmul_point_text(n, mm_rate, machines, names, peak.flops, again=host["torch"][1])
+    + f"The 4-element add reaches {percent(share['torch add, 4 elements'], 3)} of its roof: {format_time(tiny.median)} "
     f"for 4 additions, and 1,024 times the elements took {size_cost:.2f}x the time"
     + (": the call's overhead, not its bytes." if size_cost <= 1.5 else
        ": the bytes already cost something at 16 KiB, so the overhead floor ends below that size here.")
@@ -421,7 +400,8 @@ verdict(tanh_cost >= 1.3, f"fused chain with tanh {format_time(costs[m0.limits.F
         "at this size the fused chain's tanh fits under the rest of its time (see below)")
 
 # %%
-Markdown((m0.cache_roof_text(traffic.fused_bytes, costs[m0.limits.FRESH].median, hierarchy, machine.bandwidth)
+Markdown((m0.cache_roof_text(traffic.fused_bytes, costs[m0.limits.FRESH].median, hierarchy, machine.bandwidth,
+                             copy=costs["copy"])
           if on_cpu else f"The compiled chain reaches {percent(share['torch compiled chain'])} of its memory roof. ")
          + m0.chain_limits_text(costs, costs[m0.limits.FRESH], fresh_faults) + m0.above_roof_text(points, machine))
 
@@ -448,16 +428,18 @@ Markdown(
     f"({m0.variant_name(chain.best_compiled, True)} against {m0.variant_name(chain.best_eager, False)}); per "
     "framework: " + ", ".join(f"{m0.variant_name(fw, True)} over {m0.variant_name(fw, False)} "
                               f"{ratio(chain.own(fw))}" for fw in here) + ". "
-    + (f"For the seed's 30% saving (a 1.43x step), this kernel would have to take at least "
+    + "The seed's 30% is a claim about whole steps, not measured here; computed from this kernel's speed-up: "
+    + (f"for a 30% saving (a 1.43x step), this kernel would have to take at least "
        f"{percent(needed)} of the eager step. " if needed <= 1 else
-       "No share of this kernel can give the seed's 1.43x step: the kernel itself is slower than that. ")
+       "no share of this kernel can give a 1.43x step: the kernel itself is slower than that. ")
     + f"Only if the whole step were this kernel would the 3-day run take {run_hours / kernel:.1f} hours and a "
-    f"100k/month bill shrink by {monthly_bill * (1 - 1 / kernel) / 1000:.0f}k. Notebook 07 measures a whole model."
+    f"100k/month bill shrink by {monthly_bill * (1 - 1 / kernel) / 1000:.0f}k (computed). Notebook 07 measures a "
+    "whole model."
 )
 
 # %% [markdown]
-# The same seed says raising utilisation from 40% to 80% "halves" the hardware cost, with the example
-# 10 GPUs x 10 hours becoming 5 GPUs x 5 hours. Check the arithmetic:
+# The same seed claims that raising utilisation from 40% to 80% "halves" the hardware cost, with the example
+# 10 GPUs x 10 hours becoming 5 GPUs x 5 hours. The claim's arithmetic, computed (nothing here is measured):
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -467,6 +449,10 @@ print(f"the example: {gpu_hours_before} GPU-hours become {gpu_hours_after}, "
       f"a {gpu_hours_before / gpu_hours_after:.0f}x cut")
 print(f"the claim: the same work at {util_after:.0%} instead of {util_before:.0%} utilisation needs "
       f"{util_before / util_after:.2f}x the GPU-hours, a {util_after / util_before:.0f}x cut")
+example_fits = gpu_hours_before / gpu_hours_after == util_after / util_before
+print("the example illustrates the claim: " + ("yes" if example_fits else
+      f"no: the example cuts the GPU-hours {gpu_hours_before / gpu_hours_after:.0f}x, the claim "
+      f"{util_after / util_before:.0f}x"))
 
 # %% [markdown] course={"lead": false, "minutes": 4} slideshow={"slide_type": "slide"}
 # ## Exercises
@@ -558,9 +544,11 @@ cu.notebook.summary_table("00_measuring", [
     ("step speed-up if the chain is 30% of it", m0.amdahl([0.3, 0.7], [chain.best_vs_best, 1.0]), "x",
      "computed (Amdahl); compare with the seed's claimed 1.43x step"),
     ("per-op overhead, torch add on 4 elements", tiny.median * 1e6, "µs", ""),
-    *[(f"memory bandwidth ({fw})", m.bandwidth / 1e9, "GB/s", "best in-place probe") for fw, m in machines.items()],
+    *[(f"best in-place bandwidth probe ({fw})", m.bandwidth / 1e9, "GB/s",
+       "measured once, at the start" + (f"; {m.bandwidth / plateau:.2f}x section 4's main-memory plateau"
+                                        if plateau and on_cpu else "")) for fw, m in machines.items()],
     *[(f"triad into a fresh output ({fw})", m.fresh_output_probes["triad, fresh output"] / 1e9, "GB/s",
-       "allocation + page faults: not a bandwidth") for fw, m in machines.items()],
+       m0.fresh_output_note(m)) for fw, m in machines.items()],
     *[(f"matmul fp32 ({fw})", m.peak_flops / 1e9, "GFLOP/s", names[fw]) for fw, m in machines.items()],
     ("theoretical fp32 peak", (peak.flops or float("nan")) / 1e9, "GFLOP/s", "computed, not measured"),
 ])

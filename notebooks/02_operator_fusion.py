@@ -90,8 +90,8 @@ print(f"x: {ROWS} x {COLS} float32 = {format_bytes(x_np.nbytes)}; frameworks: {'
 # A kernel that does `F` floating-point operations and moves `B` bytes between memory and the chip cannot
 # finish faster than `max(F / peak FLOP/s, B / bandwidth)`. Its **arithmetic intensity** `F / B` decides
 # which term wins: below the *ridge point* (peak FLOP/s / bandwidth) the kernel waits on memory.
-# The two ceilings are measured now, on this machine (copy, scale and triad for bandwidth; a large fp32
-# matmul for compute).
+# The two ceilings are measured now, on this machine (streaming probes for bandwidth, named in the table below:
+# which ones depends on the framework; a large fp32 matmul for compute).
 #
 # **Prediction**: a CPU core does tens of FLOPs in the time one float arrives from memory, a GPU hundreds,
 # so the ridge point sits well above 1 FLOP/byte, and an elementwise add (1 FLOP per 12 bytes: two floats
@@ -116,7 +116,7 @@ ridge_verdict
 
 # %%
 Markdown(
-    f"The memory roof is **{format_rate(machine.bandwidth)}** (best of {len(machine.bandwidth_probes)} probes; "
+    f"The memory roof is **{format_rate(machine.bandwidth)}** (the best of its {' and '.join(machine.bandwidth_probes)} probes; "
     f"bandwidth in decimal GB/s, bytes in binary units) and the compute roof **{machine.peak_flops / 1e9:.0f} "
     f"GFLOP/s** (fp32 matmul), so the ridge point is **{machine.ridge_intensity:.1f} FLOP/byte**: "
     + (f"a kernel must do about {machine.ridge_intensity:.0f} operations per byte it moves before arithmetic, "
@@ -247,8 +247,9 @@ Markdown(
 # you pass `keep_unused=True` (`cu.fusion.into_buffer` does). TensorFlow functions cannot write into a
 # caller's buffer.
 #
-# **Prediction**: a single `torch.add` into a preallocated `out=` takes about the roofline time of its bytes
-# (within 1.5x); with a fresh output it takes at least 1.5x longer.
+# **Prediction**: a single `torch.add` into a preallocated `out=` takes about the roofline time of its bytes (at
+# most 1.5x it, and not under it by more than 1.2x: a roof is the fastest the machine streams); with a fresh output
+# it takes at least 1.5x longer.
 
 # %%
 buffer_t = torch.empty_like(x_t)
@@ -262,12 +263,19 @@ cu.plotting.time_bars(alloc_runs, title="torch.add: fresh output vs reused buffe
 _add_fresh, _add_out = alloc_runs["torch add, fresh output"].median, alloc_runs["torch add, out= buffer"].median
 _add_bytes = 2 * x_t.nbytes + b_t.nbytes
 _add_roof = _add_bytes / machine.bandwidth
+_add_set = cu.fusion.working_set_text(_add_bytes, cu.env.last_level_cache_bytes())  # x, bias and the output
 alloc_verdict = verdict(
-    _add_out <= 1.5 * _add_roof and _add_fresh >= 1.5 * _add_out,
-    f"out= {format_time(_add_out)} vs roofline {format_time(_add_roof)} (computed); fresh {format_time(_add_fresh)}, "
-    f"{_add_fresh / _add_out:.1f}x the out= time",
-    "on this device fresh buffers are cheap (a caching allocator)" if DEVICE == "cuda" or _add_fresh < 1.5 * _add_out
-    else "out= itself ran far from the roof (a busy machine, or the roof probe ran at a better moment)",
+    _add_roof / cu.fusion.explain.OVER_ROOF <= _add_out <= 1.5 * _add_roof and _add_fresh >= 1.5 * _add_out,
+    f"out= {format_time(_add_out)}, {_add_out / _add_roof:.2f}x the roofline {format_time(_add_roof)} (computed); "
+    f"fresh {format_time(_add_fresh)}, {_add_fresh / _add_out:.1f}x the out= time",
+    "; ".join(why for bad, why in (
+        (_add_fresh < 1.5 * _add_out, "fresh buffers cost little on this device"
+         + (" (a caching allocator)" if DEVICE == "cuda" else "")),
+        (_add_out > 1.5 * _add_roof, "out= itself ran far from the roof (a busy machine, or the roof probe ran at a "
+                                     "better moment)"),
+        (_add_out < _add_roof / cu.fusion.explain.OVER_ROOF,
+         f"out= beat the roofline by {_add_roof / _add_out:.2f}x: the roof under-read at that moment, or the working "
+         f"set was partly cached ({_add_set})")) if bad),
 )
 alloc_verdict
 
@@ -296,6 +304,11 @@ Markdown(
     f"`torch.add` moves {format_bytes(_add_bytes)}; the roofline says {format_time(_add_roof)}. Into a preallocated "
     f"buffer it took **{format_time(_add_out)}**, into a fresh one **{format_time(_add_fresh)}** "
     f"({_add_fresh / _add_out:.1f}x). "
+    + (f"The `out=` call beat the roofline by {_add_roof / _add_out:.2f}x"
+       + (f", within the {cu.fusion.explain.OVER_ROOF}x this notebook allows a roof measured once at another moment; "
+          if _add_out >= _add_roof / cu.fusion.explain.OVER_ROOF else
+          ": the roof under-read at that moment, or the cache served part of the bytes; ")
+       + f"its working set is {_add_set}. " if DEVICE == "cpu" and _add_out < _add_roof else "")
     + ("On this GPU the caching allocator hands back the same block on every call, so there is no page-fault "
        "cost to remove. " if DEVICE == "cuda" else
        f"The difference, {format_time(max(_add_fresh - _add_out, 0))} for {format_bytes(x_t.nbytes)}, is the price of "
@@ -320,7 +333,10 @@ if "tensorflow" in FW:
         f"TensorFlow's eager chain took **{_tf_full:.1f}** outputs' worth of faults per call for its {traffic.n_ops} "
         "outputs: " + ("as in torch eager, nearly every output landed on untouched pages: at this size nothing kept a "
                        "freed block for the next op. " if _fresh_full else
-                       "fewer than its outputs, so some ops wrote into pages an earlier op had already touched. ")
+                       "under one output's worth, so practically every op wrote into pages that had been touched "
+                       "before. " if _tf_full < 0.5 else
+                       f"about {traffic.n_ops - _tf_full:.0f} of its {traffic.n_ops} outputs' worth of pages had been "
+                       "touched before. ")
         + f"On half the rows ({format_bytes(x_t.nbytes // 2)} per output) the same chain took "
         f"{_half['tensorflow']:.1f} outputs' worth in TensorFlow and {_half['torch']:.1f} in torch"
         + (": there both reuse most pages, at the full size neither does. The size decides, in both frameworks "
@@ -431,7 +447,9 @@ print("torch.compile kernel events per call:", traced["torch.compile"][1].count(
 # 1.25x its parts added up (nothing overlapping). Written into a reused buffer, its roof is the larger of its
 # arithmetic (at that framework's in-cache rates) and its bytes (at the memory roof). TensorFlow has no reused
 # buffer, so its roof also holds the measured time of the same chain without `tanh` into a fresh output; the
-# prediction for TensorFlow is that this fresh output, not its arithmetic, is what limits it.
+# prediction for TensorFlow is that this fresh output, not its arithmetic, is what limits it: that it costs more than
+# its bytes, beyond its noise. All variants are timed in alternating rounds (`cu.timing.interleaved`), so that a
+# machine changing speed widens every spread alike instead of moving one median against another.
 
 # %%
 vectors = {fw: cu.fusion.measure_vector_roof(fw) for fw in FW}  # each framework's own code, in cache
@@ -446,9 +464,10 @@ roof_traffic = cu.fusion.trace_traffic(chain_t, *roof_data["torch"])
 elements = roof_x_np.size
 per_element = (roof_traffic.flops - elements) / elements  # the chain's 10 multiplies and adds; its tanh apart
 memory_time = roof_traffic.fused_bytes / machine.bandwidth
-chain_runs = cu.fusion.measure_variants(roof_data, min_repeats=3)
+chain_calls = cu.fusion.variant_calls(roof_data)  # each variant as a zero-argument call (the first one compiles)
+chain_runs = cu.timing.interleaved(chain_calls, rounds=cu.env.pick(ci=3, cpu=4), min_time=0.2)  # alternating rounds
 # where no reused buffer exists, the chain without tanh into a fresh output is a floor the chain with tanh cannot beat
-_fresh_floor = {fw: chain_runs[f"{cu.fusion.FUSED[fw]}, no tanh"].median for fw in FW if fw not in cu.fusion.INTO}
+_fresh_floor = {fw: chain_runs[f"{cu.fusion.FUSED[fw]}, no tanh"] for fw in FW if fw not in cu.fusion.INTO}
 _limit_args = dict(elements=elements, flops=per_element, tanh=1, memory_seconds=memory_time, fresh_output=_fresh_floor)
 limits = cu.fusion.chain_roofs(vectors, **_limit_args)  # {framework: its parts, the largest, all added up}
 arith = {fw: limit.parts["arithmetic"] for fw, limit in limits.items()}
@@ -492,8 +511,12 @@ tanh_verdict = verdict(
                                                   if vector_one is not None and fw == "torch" else "") + ". ")
         for fw in _below)
     + "".join(f"{fw} took longer than its parts added up: something besides them limits it. " for fw in _above)
-    + (f"In {', '.join(_not_fresh)} the arithmetic at its in-cache rates outweighed the fresh output." if _not_fresh
-       else ""),
+    + "".join(f"in {fw} the arithmetic at its in-cache rates outweighed the fresh output. "
+              if limits[fw].limit == "arithmetic" else
+              f"in {fw} the fresh output did not exceed its bytes' time beyond the noise (the chain without tanh: "
+              f"quartiles {cu.timing.quartiles(_fresh_floor[fw], format_time)} against {format_time(memory_time)} "
+              f"computed for its bytes; {faults[cu.fusion.FUSED[fw]] / _pages:.1f} outputs' worth of page faults per "
+              "call in section 3): it added nothing measurable to them. " for fw in _not_fresh),
 )
 tanh_verdict
 
@@ -508,20 +531,17 @@ _text = ("In cache, " + "; ".join(f"{fw} does {v.tanh_per_second / 1e9:.2f} G ta
          + f", which the rates leave out (one call of this section's chain takes at least {format_time(min(_t.values()))}). "
          + "At those rates the chain's arithmetic takes " + ", ".join(f"{format_time(arith[fw])} ({fw})" for fw in FW)
          + f", its bytes {format_time(memory_time)} at the memory roof (both computed)"
-         + "".join(f"; {fw}'s chain without tanh, into the fresh output it cannot avoid, took {format_time(v)} (measured)"
-                   for fw, v in _fresh_floor.items())
+         + "".join(f"; {fw}'s chain without tanh, into the fresh output it cannot avoid, took {format_time(v.median)} "
+                   "(measured)" for fw, v in _fresh_floor.items())
          + ": the limit is " + ", ".join(f"{_bound[fw]} in {fw}" for fw in FW) + ". "
          + ("**With a transcendental, an elementwise chain can be compute-bound on a CPU**, and there fusion's byte "
             "savings stop paying. " if "arithmetic" in _bound.values() else "No framework's arithmetic outweighs "
             "its bytes or its fresh output here, so the chain is not compute-bound even with its tanh. ")
          + "Removing tanh (same output handling) made the chain "
-         + ", ".join(f"{c:.1f}x faster in {fw}" for fw, c in _tanh_cost.items()) + ". "
-         + "".join(f"In {fw}, limited by its fresh output, " + (
-             "the chain without tanh ran slower than with it: the two timings, taken at different moments, differ by "
-             f"more than the tanh (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores). " if c < 0.8 else "removing the tanh saved little: its arithmetic "
-             "overlapped with what the fresh output costs. " if c < 1.25 else "the tanh still added time: its "
-             "arithmetic and the fresh output did not overlap. ") for fw, c in _tanh_cost.items()
-             if _bound[fw] == "fresh output"))
+         + ", ".join((f"{c:.1f}x faster" if c >= 1 else f"{1 / c:.1f}x slower") + f" in {fw}"
+                     + ("" if cu.timing.apart(chain_runs[WITH_TANH[fw]], chain_runs[f"{WITH_TANH[fw]}, no tanh"])
+                        else " (within the noise)") for fw, c in _tanh_cost.items()) + ". "
+         + "".join(cu.fusion.overlap_text(WITH_TANH[fw], chain_runs[WITH_TANH[fw]], limits[fw]) for fw in FW))
 if {"torch", "jax"} <= set(FW):
     _measured, _computed = _t[WITH_TANH["torch"]] / _t[WITH_TANH["jax"]], roof_time["torch"] / roof_time["jax"]
     _text += (f"The same chain on the same bytes took **{_measured:.1f}x** as long in torch as in jax; their roofs "
@@ -582,59 +602,65 @@ roof_verdict
 # %%
 # busy time, as the seed meant it: the share of section 4's three profiled calls in which a generated kernel ran
 busy = {name: cu.fusion.kernel_busy_share(trace, fw) for name, (fw, trace, _) in traced.items()}
+_busy_pct = {name: f"{100 * share:.1f}%" for name, share in busy.items()}  # one decimal: 79.9% is not 80%
+_idle = [name for name, share in busy.items() if round(100 * share, 1) < 80]
 claim = verdict(
-    min(busy.values()) >= 0.8,
+    not _idle,
     "seed: compiled frameworks reach 80%+ utilisation, read as busy time; the default compiled chain kept a kernel "
-    "running for " + ", ".join(f"{name} {percent(share)}" for name, share in busy.items())
+    "running for " + ", ".join(f"{name} {_busy_pct[name]}" for name in busy)
     + " of its back-to-back calls (section 4's traces)",
-    "more than a fifth of the calls' time passed between kernels; what filled those gaps (dispatch, allocation, or "
-    f"waiting for a core: load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores) is not established by this run",
+    f"in {' and '.join(_idle)} more than a fifth of the calls' time passed between kernels; what filled those gaps "
+    f"(dispatch, allocation, or waiting for a core: load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores) "
+    "is not established by this run",
 )
 claim
 
 # %%
 _copy_share = {fw: roof_table[f"{fw} copy, same bytes"].fraction_of_bandwidth for fw in _copy}
-_probe_like = DEVICE == "cpu" and roof_x_np.nbytes >= (machine.array_bytes or 0)  # like section 1's probes
-_in_cache = DEVICE == "cpu" and bool(_llc) and 2 * roof_x_np.nbytes < 4 * _llc  # in + out under 4x the LLC
+_over_roof = [r.name for r in roof_table.rows if "copy" not in r.name and r.fraction_of_bandwidth > cu.fusion.explain.OVER_ROOF]
 _text = ("The polynomial chain fused into a reused buffer ran at " + ", ".join(f"{r:.2f}x the copy ({fw})" for fw, r in on_roof.items())
          + (": **on the roof**, as far as a copy of the same bytes shows the roof in this run. " if roof_verdict.held else
             ": not within 1.2x of its copy in this run; the IQRs in the table show how much the machine moved. ")
          + f"Eager PyTorch runs the same polynomial {_t['torch eager, no tanh'] / _copy['torch']:.0f}x slower than the copy "
-         "(ten fresh outputs, each with its page faults, and ten passes over memory). The copies themselves reached "
-         + ", ".join(f"{percent(s)} ({fw})" for fw, s in _copy_share.items()) + " of the memory roof: "
-         + (f"with {format_bytes(2 * roof_x_np.nbytes)} in and out against a {format_bytes(_llc)} last-level cache, "
-            "part of the data can stay in cache, so a share above 100% may be the cache's bandwidth, not a broken roof. "
-            if _in_cache else
-            f"{format_bytes(roof_x_np.nbytes)} per array, as large as section 1's probe arrays, so like for like with "
-            "the roof: " + ("the copies' shares say how much the machine moved between the two measurements. "
-                            if max(abs(v - 1) for v in _copy_share.values()) > 0.1 else "the two agree within 10%. ")
-            if _probe_like else f"{format_bytes(2 * roof_x_np.nbytes)} in and out. ")
-         + (f"The torch copy took {_copy['torch'] / _copy['jax']:.2f}x the jax copy's time on the same bytes"
-            + (": torch's OpenMP threads, measured above, are the suspect. " if vector_one is not None and _gain < 0.7 * _threads
-               and _copy['torch'] > 1.3 * _copy["jax"] else ". ") if {"torch", "jax"} <= set(_copy) else ""))
+         "(ten fresh outputs, each with its page faults, and ten passes over memory). "
+         + (f"Every variant moves {cu.fusion.working_set_text(2 * roof_x_np.nbytes, _llc)}. " if DEVICE == "cpu" else "")
+         + cu.fusion.copies_text({fw: chain_runs[f"{fw} copy, same bytes"] for fw in _copy}, _copy_share, machine.framework)
+         + (f"{' and '.join(_over_roof)} also beat the memory roof by more than {cu.fusion.explain.OVER_ROOF}x: the roof "
+            "under-read at that moment, or part of the working set was served from cache; which is not established by "
+            "this run. " if _over_roof else "")
+         + "".join(cu.fusion.fresh_sum_text(cu.fusion.FUSED[fw], fresh=_t[cu.fusion.FUSED[fw]], into=_t[cu.fusion.INTO[fw]],
+                                            fresh_plain=_t[f"{cu.fusion.FUSED[fw]}, no tanh"],
+                                            into_plain=_t[f"{cu.fusion.INTO[fw]}, no tanh"]) for fw in _copy))
 if "tensorflow" in FW:
     _tf_poly_fn = cu.interop.compile_default("tensorflow", cu.fusion.chain("tensorflow", tanh=False))
     _tf_poly, _tf_faults = chain_runs["tf jit_compile, no tanh"], cu.memory.page_faults(_tf_poly_fn, *roof_data["tensorflow"])
-    _tf_call = cu.timing.benchmark(_tf_poly_fn, roof_data["tensorflow"][0][:4], roof_data["tensorflow"][1]).median
-    _tf_gap = _tf_poly.median - min(_copy.values())
+    _tf_call = cu.timing.benchmark(_tf_poly_fn, roof_data["tensorflow"][0][:4], roof_data["tensorflow"][1]).median  # 4 rows
+    _fastest = min(_copy, key=_copy.get)  # the fastest copy of the same bytes, timed in the same rounds
+    _tf_gap = _tf_poly.median - _copy[_fastest]
     _text += (f"TensorFlow has no `out=` and no buffer donation: each call returns a fresh tensor. Its XLA-fused "
-              f"polynomial took {format_time(_tf_poly.median)}, {_tf_poly.median / min(_copy.values()):.2f}x the fastest "
+              f"polynomial took {format_time(_tf_poly.median)}, {_tf_poly.median / _copy[_fastest]:.2f}x the {_fastest} "
               f"copy, with {_tf_faults / (roof_x_np.nbytes // 4096):.1f} outputs' worth of page faults per call; a call on "
               f"4 rows, its fixed cost, takes {format_time(_tf_call)}. "
-              + ("The gap to the copy is within 1.5x of that fixed cost. " if abs(_tf_gap) <= 1.5 * _tf_call else
+              + ("The two overlap within their quartiles: this run does not tell them apart. "
+                 if not cu.timing.apart(_tf_poly, chain_runs[f"{_fastest} copy, same bytes"]) else
+                 "It ran faster than the copy beyond the noise, though it moves the same bytes with more work: one of "
+                 "the two timings is off, and this run does not establish which. " if _tf_gap < 0 else
+                 "The gap to the copy is within 1.5x of that fixed cost. " if _tf_gap <= 1.5 * _tf_call else
                  "Unlike the copies it pays a fresh output's page faults; section 3 measured what they cost (torch.add "
                  f"took {_add_fresh / _add_out:.1f}x as long into a fresh output). " if _tf_faults > (roof_x_np.nbytes // 4096) / 2
                  else f"Neither the fixed cost nor page faults account for the {format_time(_tf_gap)} gap; this run does "
                  "not tell what does. "))
 _bw = ", ".join(f"{cu.fusion.FUSED[fw]} {percent(table[cu.fusion.FUSED[fw]].fraction_of_bandwidth)}" for fw in FW)
-Markdown(_text + (f"The seed's 80%+ holds as busy time ({', '.join(percent(v) for v in busy.values())}), and that is all "
+Markdown(_text + (f"The seed's 80%+ holds as busy time ({', '.join(_busy_pct.values())}), and that is all "
                   f"it says: the same default kernels moved their bytes at {_bw} of the memory roof (section 2). A kernel "
                   "long next to the work between calls keeps busy time near 100% whether it runs on its roof or far "
                   "below it, so busy time cannot tell them apart; the fractions of a roof above can. "
                   if claim.held else
-                  "Busy time stayed under the seed's 80%+ here: more than a fifth of the back-to-back calls' time passed "
-                  "between their kernels (the verdict says what this run cannot tell about those gaps). Even a busy "
-                  "time near 100% would not say how well "
+                  f"Busy time stayed under the seed's 80%+ in {' and '.join(f'{n} ({_busy_pct[n]})' for n in _idle)}: "
+                  "there more than a fifth of the back-to-back calls' time passed between kernels (the verdict says what "
+                  "this run cannot tell about those gaps)"
+                  + "".join(f"; {n} kept a kernel running {_busy_pct[n]} of the time" for n in busy if n not in _idle)
+                  + ". Even a busy time near 100% would not say how well "
                   f"a kernel uses the chip: the same default kernels moved their bytes at {_bw} of the memory roof. "))
 
 # %%
@@ -701,9 +727,8 @@ Markdown(
     + "), an MFU-like ratio for one kernel: " + ", ".join(f"n={n} {percent(f)}" for n, f in zip(MM_SIZES, _mfu))
     + f". The ridge point, {mm_machine.ridge_intensity:.1f} FLOP/byte with this roof, is n ≈ "
     f"{6 * mm_machine.ridge_intensity:.0f}. "
-    + ("Left of it the small matmuls are limited by bytes and by the fixed cost of a call; right of it the library "
-       f"kernel levels off at {percent(_mfu[-1])} of the best rate, and no amount of fusion can make the matmul "
-       "itself faster. " if sweep_verdict.held else "")
+    + cu.fusion.matmul_shares_text(mm_sweep, mm_machine)
+    + ("No amount of fusion can make the matmul itself faster. " if sweep_verdict.held else "")
     + (f"The sweep ran {_over_probe:.2f}x faster than section 1's probe on the same kind of matmul: a roof measured "
        "once can be depressed by whatever else the machine was doing at that moment, so the roof is the best rate "
        "seen, and section 1's ridge point was too low by that factor. " if _over_probe > 1.25 else "")
@@ -878,31 +903,31 @@ size_verdict
 # %%
 _caches = cu.env.cache_sizes()
 _llc = cu.env.last_level_cache_bytes()
-_in_llc = 2 * x_t.nbytes <= _llc  # input and output of the largest size
+_fixed = {fw: {"section 5's intercept, in cache": vectors[fw].call_seconds,
+               f"this sweep's fused call at {format_bytes(sizes[0])}": _small[fw][1]} for fw in _lost}
+if "tensorflow" in _lost:  # the same 4-row call up to its tanh, timed in section 5
+    _fixed["tensorflow"]["section 5's polynomial on 4 rows"] = _tf_call
 Markdown(
     "Speed-up of fused over op-by-op, smallest to largest tensor: "
     + "; ".join(f"{fw} " + " → ".join(f"{v:.2g}x" for v in values) for fw, values in sweep.items())
     + f". At {format_bytes(sizes[0])} the eager chain took " + ", ".join(
         f"{format_time(e)} ({fw}, {format_time(e / traffic.n_ops)} per op)" for fw, (e, _) in _small.items())
     + f" where its bytes need {format_time(traffic.unfused_bytes * sizes[0] / x_t.nbytes / machine.bandwidth)} at the "
-    "memory roof (computed): dispatch, not bytes. The fused chain is one call: "
-    + ("fusion gained at least as much there as at the largest size in every framework. " if size_verdict.held else
-       "in " + " and ".join(_lost) + " it gained less there than at the largest size, because that one call cost "
-       "as much as several eager ops (the verdict's numbers). A compiled call has fixed costs of its own; section 5 "
-       "measured them, for a similar in-cache kernel, as " + ", ".join(
-           f"{format_time(vectors[fw].call_seconds) if vectors[fw].call_seconds else 'too small to resolve'} ({fw})"
-           for fw in _lost)
-       + ". What they are made of (guard checks, the generated wrapper, waking worker threads) is not established "
-       "by this run. ")
+    "memory roof (computed): dispatch, not bytes. The fused chain is one call. "
+    + ("Fusion gained at least as much there as at the largest size in every framework. " if size_verdict.held else
+       "".join(cu.fusion.small_call_text(fw, fused=size_runs.fused[fw][0], eager=size_runs.eager[fw][0],
+                                         n_ops=traffic.n_ops, gains=(sweep[fw][0], sweep[fw][-1]),
+                                         eager_fresh_outputs=faults[cu.fusion.EAGER[fw]] / _pages, fixed_costs=_fixed[fw])
+               for fw in _lost)
+       + "What a compiled call's fixed cost is made of (guard checks, the generated wrapper, waking worker threads) "
+       "is not established by this run; notebook 01 times compiled calls on its own workload, and a gap between its "
+       "numbers and these is not established by either run. ")
     + (f"This CPU reports caches of {', '.join(f'{k} {format_bytes(v)}' for k, v in _caches.items())} (marked on "
        "the plot; a level beyond the sweep as an arrow). " if _caches else "This machine reports no cache sizes. ")
-    + (f"Even the largest size ({format_bytes(x_t.nbytes)} in, as much out) fits in the last-level cache "
-       f"({format_bytes(_llc)}, shared by all cores of the chip): none of these sizes is a pure DRAM-bandwidth regime "
-       "here, and the bandwidth these kernels meet may be the cache's as much as memory's (notebook 00 sweeps "
-       "bandwidth against working-set size)."
-       if _in_llc else
-       f"The largest size ({format_bytes(x_t.nbytes)} in, as much out) exceeds the last-level cache "
-       f"({format_bytes(_llc)}): that is the memory-bandwidth regime of sections 2-5.")
+    + f"The largest size, section 2's `x`, moves {cu.fusion.working_set_text(2 * x_t.nbytes, _llc)}"
+    + ("; section 5's chain, at "
+       f"{format_bytes(roof_x_np.nbytes)} per array, is this notebook's memory-bandwidth case. "
+       if DEVICE == "cpu" and 2 * x_t.nbytes < 4 * _llc <= 2 * roof_x_np.nbytes else ". ")
     + (" On a GPU the bandwidth is far higher while each launch keeps a fixed cost, so the overhead regime reaches "
        "larger tensors." if DEVICE == "cuda" else "")
 )
@@ -944,6 +969,9 @@ legacy_check = cu.graphs.torch_graph_breaks(chain_legacy, x_t[:64], b_t)
 registered_check = cu.graphs.torch_graph_breaks(chain_registered, x_t[:64], b_t)
 print("legacy op:", legacy_check)
 print("registered op:", registered_check)
+for name, check in (("legacy op", legacy_check), ("registered op", registered_check)):  # explain may give fewer lines
+    print(f"{name}: Dynamo counted {check.break_count} break(s) and gave {len(check.reasons)} reason line(s), "
+          "every one of them in the table above")
 
 # %% slideshow={"slide_type": "subslide"}
 LEGACY_ROWS = cu.env.pick(ci=1024, cpu=2048, gpu=16384, tpu=2048)  # np.interp is slow: a smaller slice
@@ -993,7 +1021,8 @@ _broken, _registered = legacy_runs["torch.compile, graph breaks"], legacy_runs["
 _outside_noise = cu.timing.apart(_registered, _broken) and _registered.median < _broken.median
 Markdown(
     f"Dynamo split the chain into **{legacy_check.graph_count} graphs** at {legacy_check.break_count} breaks "
-    f"(first reason: *{legacy_check.reasons[0] if legacy_check.reasons else 'none'}*): "
+    f"({len(legacy_check.reasons)} reason line(s) from `torch._dynamo.explain`, the first: "
+    f"*{legacy_check.reasons[0] if legacy_check.reasons else 'none'}*): "
     f"{format_time(_broken.median)} against {format_time(legacy_runs['torch eager, legacy op'].median)} eager. "
     f"Registered as a custom op it compiles to **{registered_check.graph_count} graph** with {len(reg.kernels)} "
     f"fused kernels around `{', '.join(reg.fallback_ops)}`: {format_time(_registered.median)}. "
@@ -1090,17 +1119,27 @@ cu.exercises.check("02.2", answer, measured=poly_faults, pages=x_t.nbytes // 409
 answer = None  # your answer here: the max relative error of the exp-based tanh for |v| <= 1e-3
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
-with inductor_config.patch({"cpp.use_decompose_tanh": True}):
-    xr, br = roof_data["torch"]
+xr, br = roof_data["torch"]
+_section5 = ("torch.compile, out=", "torch.compile, out=, no tanh", "torch copy, same bytes")
+for k in _section5:  # section 8's torch._dynamo.explain reset Dynamo: these recompile now, under the default setting
+    chain_calls[k]()
+with inductor_config.patch({"cpp.use_decompose_tanh": True}):  # read when Inductor generates the code: first call
     decomposed_into = cu.fusion.into_buffer("torch", cu.fusion.chain("torch"), xr)
-    decomposed = cu.timing.benchmark(decomposed_into, xr, br, label="torch.compile, exp-based tanh, out=")
+    decomposed_into(xr, br)
     small_v = torch.linspace(-1e-3, 1e-3, 20001)
     small_v = small_v[small_v != 0]
     tanh_fast = torch.compile(lambda v: torch.tanh(v))(small_v)
+# timed outside the setting, in alternating rounds beside section 5's kernels on the same bytes
+with cu.fusion.capture_inductor_code() as compiled_while_timing:
+    fast_runs = cu.timing.interleaved({"exp-based tanh, out=": lambda: decomposed_into(xr, br),
+                                       **{k: chain_calls[k] for k in _section5}}, rounds=cu.env.pick(ci=3, cpu=4),
+                                      min_time=0.2)
+print("graphs compiled while timing (0: each kernel is the one compiled above):", len(compiled_while_timing))
 chain_error = (decomposed_into(xr, br) - chain_t(xr, br)).abs().max().item()
 answer = ((tanh_fast.double() - torch.tanh(small_v.double())).abs() / torch.tanh(small_v.double()).abs()).max().item()
-print(f"exp-based tanh: {_t['torch.compile, out='] / decomposed.median:.1f}x the speed of the default kernel "
-      f"(both into out=); chain max abs error {chain_error:.1e}; tanh max relative error near 0: {answer:.1e}")
+print(cu.fusion.fast_tanh_report(fast_runs, fast="exp-based tanh, out=", default="torch.compile, out=",
+                                 plain="torch.compile, out=, no tanh", copy="torch copy, same bytes", earlier=chain_runs))
+print(f"chain max abs error {chain_error:.1e}; tanh max relative error near 0: {answer:.1e}")
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -1125,7 +1164,7 @@ summary_rows = [
       for name, share in busy.items()],
     *[(f"{fw} compiled call, fixed cost", 1e6 * v.call_seconds, "µs", "intercept of two in-cache sizes (0: unresolved)")
       for fw, v in vectors.items()],
-    *[(f"{WITH_TANH[fw]}, time / own roof", to_roof[fw], "x", f"roof: the largest of {', '.join(limits[fw].parts)}; "
+    *[(f"{WITH_TANH[fw]}, time / own roof", to_roof[fw], "x", f"roof: its limit among {', '.join(limits[fw].parts)}; "
        f"here {_bound[fw]}") for fw in FW],
     *[(f"{cu.fusion.INTO[fw]} polynomial / copy", r, "x", "1.0 = on the roof") for fw, r in on_roof.items()],
     ("fresh vs reused output (torch add)", _add_fresh / _add_out, "x", "the allocation trap"),

@@ -189,10 +189,11 @@ util_verdict
 # %%
 Markdown(
     f"Each step waited {torch_base.wait_time * 1e3:.1f} ms for its batch and computed for "
-    f"{torch_base.compute_time * 1e3:.1f} ms: the accelerator was busy **{torch_base.utilisation:.0%}** of the "
-    f"time. The prediction {'held' if util_verdict.held else 'failed'}: wait and compute simply add up when nothing "
-    "overlaps" + ("." if util_verdict.held else ", but the wait is not the same as the benchmark of one batch "
-                  "outside the loop.") + " Grey in the timeline is time the accelerator had nothing to do."
+    f"{torch_base.compute_time * 1e3:.1f} ms (means): the accelerator was busy **{torch_base.utilisation:.0%}** of "
+    "the time. The prediction " + ("held within its 10 points: nothing overlaps, so wait and compute add up. "
+                                   if util_verdict.held else "failed: the busy share moved more than 10 points. ")
+    + cu.pipeline.explain.wait_vs_batch(torch_base, one_batch)
+    + " Grey in the timeline is time the accelerator had nothing to do."
 )
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -209,7 +210,7 @@ wide, _ = cu.pipeline.warm_steps((data.features, 4 * HIDDEN, data.classes), data
                                  frameworks=["torch"])
 wide_base = cu.pipeline.run_loop(DataLoader(data, batch_size=BATCH), wide["torch"],
                                  label=f"torch, num_workers=0, width {4 * HIDDEN}")
-cu.pipeline.timelines_table([torch_base, wide_base], title="The same loader feeding two model widths")
+cu.pipeline.timelines_table([torch_base, wide_base], title="The same loader feeding two model widths", spread=True)
 
 # %%
 Markdown(
@@ -218,7 +219,8 @@ Markdown(
     f"{torch_base.compute_time * 1e3:.1f} → {wide_base.compute_time * 1e3:.1f} ms. Whether a number lands inside "
     "the seed's 40-60% says more about the ratio of model to data work than about eager execution: we picked "
     "that ratio. What transfers to your job is the method: measure the wait and the compute of *your* step, then "
-    f"remove the wait. The rest of this notebook keeps width {HIDDEN}, where data and compute take about as long."
+    f"remove the wait. The rest of this notebook keeps width {HIDDEN}, "
+    + cu.pipeline.explain.compute_vs_wait(torch_base) + "."
 )
 
 # %% [markdown] course={"lead": false, "minutes": 3} slideshow={"slide_type": "slide"}
@@ -259,11 +261,15 @@ print("trace files saved:", all(t.path is not None and t.path.is_file() for t in
 
 # %%
 gap_before, gap_after = (float(np.mean(s.gaps)) for s in stalls)
+readings_agree = abs(gap_before / torch_base.wait_time - 1) <= 0.5
+halved = gap_after < 0.5 * gap_before
 trace_verdict = cu.display.verdict(
-    abs(gap_before / torch_base.wait_time - 1) <= 0.5 and gap_after < 0.5 * gap_before,
+    readings_agree and halved,
     f"trace gap {gap_before * 1e3:.1f} ms vs run_loop wait {torch_base.wait_time * 1e3:.1f} ms; with 1 worker "
     f"{gap_after * 1e3:.1f} ms",
-    f"the profiler's own overhead or the load on the machine ({load()}) moved the gaps more than predicted")
+    "; ".join([f"the trace's gap was {gap_before / torch_base.wait_time:.2f}x run_loop's wait"] * (not readings_agree)
+              + [f"one worker left {gap_after / gap_before:.0%} of the gap"] * (not halved))
+    + f"; why is not established by this run (candidates: the profiler's own overhead, the load: {load()})")
 trace_verdict
 
 # %%
@@ -273,16 +279,12 @@ Markdown(
     f"`run_loop` had measured a wait of {torch_base.wait_time * 1e3:.1f} ms. With one worker the gaps fell to "
     f"{gap_after * 1e3:.1f} ms (busy {stalls[1].busy_share:.0%}): **{gap_after / gap_before:.0%}** of the stall is "
     + ("left, reduced but not gone. " if gap_after > 0.05 * gap_before else "left: practically gone. ")
-    + (f"One worker needs about {one_batch.median * 1e3:.1f} ms per batch (section 1) while a traced step computed "
-       f"{np.mean(stalls[1].steps) * 1e3:.1f} ms, so "
-       + ("a single worker cannot keep up (section 4 adds workers). " if one_batch.median >
-          np.mean(stalls[1].steps) else
-          "it could just keep up: what is left is, presumably, the batch's trip from the worker (shared memory, "
-          f"unpickling; not measured apart here) and the machine's load ({load()}). ") if gap_after > 0.05 * gap_before else "")
-    + ("The two readings agree within the predicted 50%, so the trace is enough to find a data stall in a job you did not instrument. "
-       if trace_verdict.held else
-       "The two readings differ more than predicted: profiling slows each traced op, so the marked steps get "
-       "longer and the worker has more time to hide its work; compare gaps within one trace, not across tools. ")
+    + (cu.pipeline.explain.trace_worker(one_batch, *stalls, load()) if gap_after > 0.05 * gap_before else "")
+    + ("The trace's gap and `run_loop`'s wait agree within the predicted 50%, so the trace is enough to find a data "
+       "stall in a job you did not instrument. " if readings_agree else
+       "The trace's gap and `run_loop`'s wait differ by more than the predicted 50%: profiling adds overhead to "
+       "each traced op (a candidate cause, not measured apart here), so compare gaps within one trace, not across "
+       "tools. ")
     + "Online, drop the saved `.json` on https://ui.perfetto.dev to browse it."
 )
 
@@ -331,8 +333,12 @@ spawned = cu.pipeline.run_loop(
     steps["torch"], label="torch, 1 worker (spawn)")
 forked = cu.pipeline.run_loop(DataLoader(data, batch_size=BATCH, num_workers=1, multiprocessing_context=ctx),
                               steps["torch"], label="torch, 1 worker (forkserver)")
+spawned_again = cu.pipeline.run_loop(  # the same spawn loop once more: does its steady compute follow the method?
+    DataLoader(data, batch_size=BATCH, num_workers=1, multiprocessing_context=multiprocessing.get_context("spawn")),
+    steps["torch"], label="torch, 1 worker (spawn, again)")
 print(f"forkserver start (once per kernel, in section 3): {cu.display.format_time(forkserver_once)}")
-cu.pipeline.timelines_table([spawned, forked], title="First batch with spawn and with forkserver")
+cu.pipeline.timelines_table([spawned, forked, spawned_again], title="First batch with spawn and with forkserver",
+                            spread=True)
 
 # %%
 cu.display.verdict(spawned.startups[0] > 5 * forked.startups[0],
@@ -340,6 +346,9 @@ cu.display.verdict(spawned.startups[0] > 5 * forked.startups[0],
                    f"forkserver ({spawned.startups[0] / forked.startups[0]:.0f}x)",
                    "the forkserver start this time included work that spawn also pays (the dataset's first "
                    "batch), so the ratio is smaller than the import alone would give")
+
+# %%
+Markdown(cu.pipeline.explain.spawn_compute(spawned, forked, spawned_again, load()))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### More workers
@@ -423,18 +432,17 @@ def compute_change(w):
     """How the compute with ``w`` workers compares with the in-process loader's, judged by the quartiles."""
     if not cu.pipeline.apart(torch_runs[0], torch_runs[w], "compute"):
         return "within the noise of it"
-    return "above it, beyond the quartiles" if torch_runs[w].compute_time > torch_runs[0].compute_time else "below it"
+    return f"{'above' if cu.pipeline.compare.grew(torch_runs[0], torch_runs[w]) else 'below'} it, beyond the quartiles"
 
 
 Markdown(
-    f"Without workers each step took {torch_runs[0].step_time * 1e3:.1f} ms (busy {torch_runs[0].utilisation:.0%}); "
-    f"the fastest median came with **{best_workers}** worker(s), {step_median[best_workers] * 1e3:.1f} ms "
-    f"(busy {torch_runs[best_workers].utilisation:.0%})"
+    f"Without workers the median step took {cu.pipeline.compare.median(torch_runs[0])}, busy "
+    f"{torch_runs[0].utilisation:.0%}; the fastest median came with **{best_workers}** worker(s), "
+    f"{cu.pipeline.compare.median(torch_runs[best_workers])}, busy {torch_runs[best_workers].utilisation:.0%}"
     + (f", but its quartiles overlap those of {[w for w in tied if w != best_workers]}: a **tie** within this "
        "run's noise, not a ranking. " if len(tied) > 1 else ", clear of every other count's quartiles. ")
-    + "Look at the compute column, the model's own time per step: "
-    + "; ".join(f"{w} worker(s) {torch_runs[w].compute_time * 1e3:.1f} ms (quartiles {quartiles(torch_runs[w])})"
-                for w in compute_runs)
+    + "Look at the compute column, the model's own time per step (medians): "
+    + "; ".join(f"{w} worker(s) {cu.pipeline.compare.median(torch_runs[w], 'compute')}" for w in compute_runs)
     + ". Every worker, not only those beyond the free cores, shares this machine's "
     f"{CORES} cores with the model: `FREE` is a budget we set, the OS schedules each process where it likes. With "
     f"1 worker the compute was {compute_change(1)}"
@@ -442,7 +450,7 @@ Markdown(
     + (". Which shared resource (core time, caches, memory bandwidth) slowed the step is not established by this "
        "run; what it shows is that a worker's gain in wait is paid partly in compute"
        if any(compute_change(w).startswith("above") for w in compute_runs[1:]) else
-       ": here the workers took the wait away without a cost in compute that this run's noise could show")
+       ": here the workers cost the model no compute that this run's noise could show")
     + (". No worker count beat the in-process loader beyond the noise." if 0 in tied else ".")
 )
 
@@ -476,7 +484,9 @@ cu.display.verdict(not faster_deep,
                    f"prefetch_factor=2: median {deep[2].part().median * 1e3:.1f} ms (quartiles "
                    f"{quartiles(deep[2], 'step')}), prefetch_factor=8: {deep[8].part().median * 1e3:.1f} ms "
                    f"({quartiles(deep[8], 'step')}) per steady step",
-                   "the deeper queue ran ahead while the model was warming caches, and the run is short")
+                   "why is not established by this run (candidates: the deeper queue running further ahead, and "
+                   f"the load on this shared machine, {load()}); the next cell compares the noise between two "
+                   "identical loops")
 
 # %%
 in_flight = FREE * 8
@@ -506,7 +516,8 @@ Markdown(
     + ", ".join(f"{s * 1e3:.0f} ms" for s in per_epoch[False].startups)
     + "); with them the workers stay and each epoch only waits for its first batch ("
     + ", ".join(f"{s * 1e3:.0f} ms" for s in per_epoch[True].startups)
-    + f"). An idle persistent worker held {worker_mib:.0f} MiB of private memory (measured, USS)."
+    + f"). An idle persistent worker held {worker_mib:.0f} MiB of private memory (measured, USS).\n\n"
+    + cu.pipeline.compare.twins(torch_runs[FREE], deep[2])
 )
 
 # %%
@@ -521,7 +532,7 @@ else:
 
 # %% slideshow={"slide_type": "skip"}
 # NBVAL_CHECK_OUTPUT
-torch_all = [*torch_runs.values(), *deep.values(), spawned, forked, *per_epoch.values()]
+torch_all = [*torch_runs.values(), *deep.values(), spawned, forked, spawned_again, *per_epoch.values()]
 reference = torch_base.fingerprints
 same_data = all(t.fingerprints[:len(reference)] == reference for t in torch_all)
 same_epochs = all(t.fingerprints[len(reference):] == reference for t in per_epoch.values())
@@ -589,42 +600,46 @@ if cu.notebook.needs("tensorflow"):
 
 # %%
 if cu.notebook.needs("tensorflow"):
-    direct, nf, per, vec = (tf_data_only[k].wait_time for k in tf_data_only)
-    nf_verdict = cu.display.verdict(nf > direct and vec <= min(direct, nf, per),
-                                    f"per batch: NumPy directly {direct * 1e3:.1f} ms, numpy_function "
-                                    f"{nf * 1e3:.1f} ms, TF ops per sample {per * 1e3:.1f} ms, vectorised "
-                                    f"{vec * 1e3:.1f} ms",
-                                    "the ranking differs in this run (the next cell says where)")
+    per_batch = {k: run.part("wait") for k, run in tf_data_only.items()}  # data only: the wait is the batch time
+    direct, nf, per, vec = (m.median for m in per_batch.values())
+    nf_verdict = cu.display.verdict(*cu.pipeline.explain.tf_ranking(
+        per_batch, slow="numpy_function per sample", reference="NumPy directly", fastest="TF ops vectorised"))
     display(nf_verdict)
 
 # %%
 if cu.notebook.needs("tensorflow"):
     batch_mib = BATCH * 3 * (SIZE + 2) ** 2 * 4 / 2**20  # one padded float32 intermediate of the batch
     tf_fastest = dict(vectorized=True) if vec <= per else {}  # the faster TF-ops pipeline feeds the model next
-    cross, calls = crossing.wait_time, 2 * BATCH  # two numpy_function calls per sample
+    nf_apart, vec_apart = (cu.timing.apart(per_batch[a], per_batch[b]) for a, b in (
+        ("numpy_function per sample", "NumPy directly"), ("TF ops vectorised", "TF ops per sample")))
+    cross, calls = crossing.part("wait").median, 2 * BATCH  # two numpy_function calls per sample
     display(Markdown(
         f"Through `tf.numpy_function` a batch took {nf * 1e3:.1f} ms against {direct * 1e3:.1f} ms for the same NumPy "
-        f"code called directly ({nf / direct:.2f}x). The same {calls} calls per batch doing no NumPy work took "
+        f"code called directly ({nf / direct:.2f}x, medians; "
+        + ("quartiles apart" if nf_apart else "within the noise: the quartiles overlap")
+        + f"). The same {calls} calls per batch doing no NumPy work took "
         f"{cross * 1e3:.1f} ms ({cross / calls * 1e6:.0f} µs a call): the crossing itself, leaving TF's C++ runtime "
         "for Python under the GIL and converting tensors to arrays and back, plus tf.data's own per-sample work. "
         + ((f"It accounts for {cross / (nf - direct):.0%} of the {(nf - direct) * 1e3:.1f} ms difference"
             + (". " if cross >= 0.75 * (nf - direct) else
                f"; if the costs simply add, the NumPy work took {(nf - cross) * 1e3:.1f} ms per batch inside tf.data "
                f"against {direct * 1e3:.1f} ms in the loop, and why it ran slower there is not established by this "
-               "run. ")) if nf > direct else
-           "The crossing cost less than this run's noise here, but it still holds the GIL, so parallel `map` calls "
-           "cannot overlap it. ")
+               "run. ")) if nf > direct and nf_apart else
+           "So `numpy_function` was not slower than the direct call beyond this run's noise, but every crossing "
+           "still holds the GIL, so parallel `map` calls cannot overlap it. ")
         + "That is our usage, not tf.data. "
         + f"Written in TF ops the work took {per * 1e3:.1f} ms per batch sample by sample and {vec * 1e3:.1f} ms "
-        "vectorised"
+        "vectorised (medians)"
         + (": batching before `map` pays because each op now processes the whole batch in one call."
-           if vec <= per else
+           if vec <= per and vec_apart else
+           ": within the noise of each other (quartiles overlap), so batching before `map` neither paid nor cost "
+           "anything this run can show." if not vec_apart else
            ": vectorising did not pay here. Inside tf.data a per-sample call stays in C++ and costs little, so "
            "batching saved little, while each op of the stencil now streams a whole batch's intermediate "
            f"({batch_mib:.1f} MiB, computed) that no longer fits in cache where one image's "
-           f"({batch_mib / BATCH * 1024:.0f} KiB) does: a likely reason, not measured here.")
+           f"({batch_mib / BATCH * 1024:.0f} KiB) does: a candidate reason, not measured here.")
         + " Either way TF ops hold no GIL, so they can run beside the model: the next cell measures that with the "
-        + ("vectorised" if vec <= per else "per-sample") + " pipeline, the faster one in this run."))
+        + ("vectorised" if vec <= per else "per-sample") + " pipeline, the lower median in this run."))
 
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -650,7 +665,7 @@ if cu.notebook.needs("tensorflow"):
     }
     cached = cu.pipeline.run_loop(cu.pipeline.tf_pipeline(data, BATCH, cache=True), lambda b: None, epochs=2,
                                   label="tf.data, TF ops per sample + cache() after decode (data only)")
-    display(cu.pipeline.timelines_table([*tf_runs.values()], title="tf.data feeding the Keras model"))
+    display(cu.pipeline.timelines_table([*tf_runs.values()], title="tf.data feeding the Keras model", spread=True))
     display(cu.pipeline.timeline_plot([*tf_runs.values(), cached], title="tf.data: prefetch, and cache over 2 epochs"))
 
 # %%
@@ -675,15 +690,14 @@ if cu.notebook.needs("tensorflow"):
 
 # %%
 if cu.notebook.needs("tensorflow"):
-    grew = (cu.pipeline.apart(tf_runs["before"], tf_runs["after"], "compute")
-            and tf_runs["after"].compute_time > tf_runs["before"].compute_time)
+    grew = cu.pipeline.compare.grew(tf_runs["before"], tf_runs["after"], "compute")
     display(Markdown(
         f"Prefetch took the steady wait from {tf_runs['before'].wait_time * 1e3:.1f} to "
         f"{tf_runs['after'].wait_time * 1e3:.1f} ms and the busy share from {tf_runs['before'].utilisation:.0%} to "
-        f"{tf_runs['after'].utilisation:.0%}; compute per step {tf_runs['before'].compute_time * 1e3:.1f} → "
-        f"{tf_runs['after'].compute_time * 1e3:.1f} ms"
-        + (" (it grew beyond the quartiles: tf.data's threads now run beside the model, on the same cores)." if grew
-           else " (within the noise of each other).")
+        f"{tf_runs['after'].utilisation:.0%} (means); compute per step, "
+        + cu.pipeline.compare.change(tf_runs["before"], tf_runs["after"], "compute")
+        + ("; tf.data's threads now run beside the model on the same cores, a candidate cause not measured apart "
+           "here." if grew else ".")
         + f" Data only and per sample, the cache's first epoch waited {cache_epochs[0].median * 1e3:.1f} ms per batch "
         f"against {no_cache.median * 1e3:.1f} ms for the same pipeline without cache: "
         + ("decoding and storing cost what decoding alone does, within the noise" if not cu.timing.apart(
@@ -712,7 +726,8 @@ if cu.notebook.needs("jax"):
     jax_runs = {"in loop": cu.pipeline.run_loop(cu.pipeline.InLoop(source), steps["jax"], label="jax, in the loop"),
                 "prefetch": cu.pipeline.run_loop(cu.pipeline.Prefetch(source, size=2), steps["jax"],
                                                  label="jax, Prefetch(size=2)")}
-    display(cu.pipeline.timelines_table(list(jax_runs.values()), title="JAX: device_put in the loop vs a thread"))
+    display(cu.pipeline.timelines_table(list(jax_runs.values()), title="JAX: device_put in the loop vs a thread",
+                                        spread=True))
     display(cu.pipeline.timeline_plot(list(jax_runs.values()), title="JAX: a prefetching thread"))
 
 # %%
@@ -731,24 +746,11 @@ if cu.notebook.needs("jax"):
     jax_verdict = cu.display.verdict(
         jax_runs["prefetch"].step_time <= 1.2 * bound,
         f"step {jax_runs['in loop'].step_time * 1e3:.1f} → {jax_runs['prefetch'].step_time * 1e3:.1f} ms; "
-        f"max(compute, data) = {bound * 1e3:.1f} ms",
-        "the data thread and the step share the cores (and the GIL), so each slowed the other; which of the two "
-        "weighed more is not established by this run")
+        f"max(compute, data) = {bound * 1e3:.1f} ms (means)",
+        cu.pipeline.explain.jax_why(jax_runs["in loop"], jax_runs["prefetch"], bound))
     display(jax_verdict)
-    display(Markdown(
-        f"Without the thread JAX waited {jax_runs['in loop'].wait_time * 1e3:.1f} ms per step (busy "
-        f"{jax_runs['in loop'].utilisation:.0%}); with it {jax_runs['prefetch'].wait_time * 1e3:.1f} ms (busy "
-        f"{jax_runs['prefetch'].utilisation:.0%}). Compute per step: {jax_runs['in loop'].compute_time * 1e3:.1f} ms "
-        f"without the thread, {jax_runs['prefetch'].compute_time * 1e3:.1f} ms with it"
-        + (". It grew beyond the quartiles: the data thread now runs beside the step on the same "
-           f"{CORES} cores, caches and memory bandwidth; it also shares the GIL, which the step needs to dispatch. "
-           "Which of these weighs more is not established here; exercise 04.2 feeds the step from a worker "
-           "*process*, which shares the cores but not the GIL."
-           if cu.pipeline.apart(jax_runs["in loop"], jax_runs["prefetch"], "compute")
-           and jax_runs["prefetch"].compute_time > jax_runs["in loop"].compute_time else
-           ": within the noise of each other, so the thread overlapped with the step without a slowdown this run "
-           "can show (XLA releases the GIL while it computes).")
-        + " One thread is one core's worth of decoding at best."))
+    display(Markdown(cu.pipeline.explain.jax_prefetch(jax_runs["in loop"], jax_runs["prefetch"],
+                                                      held=jax_verdict.held, bound=bound, cores=CORES)))
 
 # %% [markdown] course={"lead": true, "minutes": 2} slideshow={"slide_type": "slide"}
 # ## 7. Before and after, framework by framework
@@ -780,31 +782,14 @@ print("every NumPy-made 'after' keeps the data identical:",
       all(b.fingerprints == reference for fw, (_, b) in before_after.items() if fw != "tensorflow"))
 
 # %%
-def ms(seconds):
-    return f"{seconds * 1e3:.1f} ms"
-
-
-cu.display.table(
-    ["framework", "busy before", "busy after", "compute before", "compute after", "step before", "step after",
-     "speed-up (own baseline)"],
-    [(fw, f"{a.utilisation:.0%}", f"{b.utilisation:.0%}", ms(a.compute_time), ms(b.compute_time), ms(a.step_time),
-      ms(b.step_time), f"{a.step_time / b.step_time:.2f}x") for fw, (a, b) in before_after.items()],
-    title="Before and after, steady steps", note="Utilisation = accelerator busy time share, measured; compute = "
-    "the model's own time per step, step = wait + compute (means).")
+cu.pipeline.compare.before_after_table(before_after)
 
 # %%
-slower_compute = {fw: (a, b) for fw, (a, b) in before_after.items()
-                  if cu.pipeline.apart(a, b, "compute") and b.compute_time > a.compute_time}
+twin_of = {"torch": deep[2]}  # the same loader as torch's "after", measured again in section 4's queue-depth table
 Markdown(
-    " ".join(f"**{fw}**: busy {a.utilisation:.0%} → {b.utilisation:.0%}, while the step went {ms(a.step_time)} → "
-             f"{ms(b.step_time)} ({a.step_time / b.step_time:.2f}x speed-up): the wait went {ms(a.wait_time)} → "
-             f"{ms(b.wait_time)} and compute per step grew "
-             f"{ms(a.compute_time)} → {ms(b.compute_time)} (beyond the quartiles), and the grown compute counts as "
-             "busy time." for fw, (a, b) in slower_compute.items())
-    + (" The busy share rewards a step that computes longer: judge a pipeline fix by its step time, and read "
-       "the busy share next to the compute." if slower_compute else
-       "In no row did the compute grow beyond the noise of its baseline, so the speed-up is the wait removed "
-       "and the busy share tells the same story as the step time.")
+    "\n\n".join(cu.pipeline.compare.before_after_text(fw, a, b, twin=twin_of.get(fw))
+                for fw, (a, b) in before_after.items())
+    + "\n\n" + cu.pipeline.compare.busy_share_moral(before_after)
 )
 
 # %%
@@ -814,21 +799,13 @@ inside = [name for name, u in befores.items() if 0.4 <= u <= 0.6]
 seed_verdict = cu.display.verdict(
     2 * len(inside) >= len(befores),
     f"{len(inside)} of {len(befores)} 'before' loops inside 40-60%: "
-    + ", ".join(f"{name} {u:.0%}" for name, u in befores.items()),
+    + ", ".join(f"{name} {cu.pipeline.explain.share(u)}" for name, u in befores.items()),
     "our loops' busy shares are set by the ratio of model to data work that this notebook picked, not by eager "
     "execution")
 seed_verdict
 
 # %%
-Markdown(
-    f"{len(inside)} of the {len(befores)} loops landed inside the seed's 40-60%. "
-    + ("That matches the seed's 'typical', but only because we chose a width at which data and compute take "
-       "about as long: " if seed_verdict.held else
-       "That does not refute the seed's 'typical' either: ")
-    + f"section 2 moved the same torch loop from {torch_base.utilisation:.0%} to {wide_base.utilisation:.0%} by "
-    "making the model four times wider. A busy share is a property of one job's ratio of model to data work; "
-    "measure yours."
-)
+Markdown(cu.pipeline.explain.seed_text(befores, seed_verdict.held, torch_base.utilisation, wide_base.utilisation))
 
 # %%
 in_flight_mib = max(torch_runs) * 2 * BATCH * data.sample_bytes / 2**20
@@ -884,18 +861,18 @@ if ex2:
     alone = jax_runs["in loop"]  # the step with nothing beside it
 
     def beside(run):
-        grew = cu.pipeline.apart(alone, run, "compute") and run.compute_time > alone.compute_time
-        return f"{quartiles(run)} ({'above' if grew else 'within the noise of'} the loop's own)"
+        apart = cu.pipeline.apart(alone, run, "compute")
+        side = "within the noise of" if not apart else "above" if cu.pipeline.compare.grew(alone, run) else "below"
+        return f"{quartiles(run)} ({side} the loop's own)"
 
     print(f"{answer}: steady step with the thread {quartiles(thread_run, 'step')}, with the process "
           f"{quartiles(process_run, 'step')} (quartiles). Compute per step: alone {quartiles(alone)}, beside the "
           f"thread {beside(thread_run)}, beside the process {beside(process_run)}.")
-    if cu.pipeline.apart(alone, process_run, "compute") and process_run.compute_time > alone.compute_time:
-        print("The process shares no GIL with the step, yet the step computed longer beside it: sharing the "
-              f"{CORES} cores is enough to slow the step"
+    if cu.pipeline.compare.grew(alone, process_run):
+        print("The process shares no GIL with the step, yet the step computed longer beside it: something other "
+              f"than the GIL slowed it (sharing the {CORES} cores is the candidate, not measured apart)"
               + (", so section 6's growth beside the thread needs no GIL to explain it." if
-                 cu.pipeline.apart(alone, thread_run, "compute") and thread_run.compute_time > alone.compute_time
-                 else "."))
+                 cu.pipeline.compare.grew(alone, thread_run) else "."))
     print("A process escapes the GIL but pays a copy of every batch through shared memory and a core of its own.")
 
 # %%
@@ -938,7 +915,8 @@ cu.notebook.summary_table("04_input_pipeline", [
       for fw, (a, _) in before_after.items()],
     ("'before' loops inside the seed's 40-60%", len(inside), "", f"of {len(befores)}, scored in section 7"),
     *[(f"{fw} busy share after", b.utilisation * 100, "%", b.label) for fw, (_, b) in before_after.items()],
-    *[(f"{fw} step-time speed-up", a.step_time / b.step_time, "x", "own baseline, steady steps")
+    *[(f"{fw} step-time speed-up", cu.pipeline.compare.speedup(a, b), "x", "own baseline, median steady step"
+       + ("" if cu.pipeline.apart(a, b) else "; within the noise (quartiles overlap)"))
       for fw, (a, b) in before_after.items()],
     ("data stall per step, from the trace", gap_before * 1e3, "ms", "num_workers=0, gaps between marked steps"),
     ("fastest DataLoader num_workers (median step)", best_workers, "",

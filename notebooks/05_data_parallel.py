@@ -318,36 +318,32 @@ cu.display.verdict(share["tiny"] > 0.5 and share["wide"] < share["tiny"],
                    if share["tiny"] <= 0.5 else "the wide model's communication share was not smaller")
 
 # %%
-rest = med["tiny"]["ddp"] - med["tiny"]["compute"] - med["tiny"]["allreduce"]  # what neither piece contains
-step_iqr = spread["tiny"]["ddp"].iqr
+same_job = cu.distributed.comms.allreduce_sweep(run.records[0])  # this job's sweep: section 5 fits the ring model on it
+same_fit = cu.distributed.fit_allreduce(*same_job, n=2)
+
+
+def step_parts(n):
+    """The model's step, compute and all-reduce alone (medians), and what is left of the step."""
+    return (f"a DDP step takes **{med[n]['ddp'] * 1e3:.2f} ms**, of which compute is {med[n]['compute'] * 1e3:.2f} ms, "
+            f"so communication is **{share[n]:.0%}** of the step. An all-reduce of its "
+            f"{cu.display.format_bytes(4 * timings[n]['params'])} gradient alone takes {med[n]['allreduce'] * 1e3:.2f} ms, "
+            + cu.distributed.findings.remainder_finding(spread[n]["ddp"], spread[n]["compute"], spread[n]["allreduce"],
+                                                        same_fit, same_job, 4 * timings[n]["params"]))
+
+
 Markdown(
-    f"Tiny model: a DDP step takes **{med['tiny']['ddp'] * 1e3:.2f} ms**, of which compute is "
-    f"{med['tiny']['compute'] * 1e3:.2f} ms, so communication is **{share['tiny']:.0%}** of the step. An "
-    f"all-reduce of its {cu.display.format_bytes(4 * timings['tiny']['params'])} gradient alone takes "
-    f"{med['tiny']['allreduce'] * 1e3:.2f} ms, leaving {rest * 1e3:.2f} ms of the step (medians) "
-    + (f"that is within the step's own quartile range ({step_iqr * 1e3:.2f} ms wide): compute plus one all-reduce "
-       "account for the step, within this run's noise. " if abs(rest) <= step_iqr else
-       f"that exceeds the step's quartile range ({step_iqr * 1e3:.2f} ms wide): time in the DDP step that neither "
-       "its compute nor the all-reduce alone contains. Candidates are waiting for the slower rank, DDP copying "
-       "gradients into its bucket, a rank waiting for a core; which one is not established by this run. ")
-    + f"Wide model: step {med['wide']['ddp'] * 1e3:.1f} ms, compute {med['wide']['compute'] * 1e3:.1f} ms, "
-    f"communication **{share['wide']:.0%}**"
-    + (" (smaller, as predicted)" if share["wide"] < share["tiny"] else
-       f" (not smaller: the prediction failed there. Of its {(med['wide']['ddp'] - med['wide']['compute']) * 1e3:.1f}"
-       f" ms of exposed communication, an all-reduce of its {4 * timings['wide']['params'] / 1e6:.1f} MB alone took "
-       f"{med['wide']['allreduce'] * 1e3:.1f} ms"
-       + ("; what the rest was is not established by this run)"
-          if med["wide"]["allreduce"] < med["wide"]["ddp"] - med["wide"]["compute"]
-          else ": gloo moves that gradient that slowly here, and none of it overlapped the compute)"))
+    "Tiny model: " + step_parts("tiny")
+    + "Wide model" + (" (its communication share smaller, as predicted): " if share["wide"] < share["tiny"] else
+                      " (its communication share not smaller: the prediction failed there): ") + step_parts("wide")
     + ("" if apart(spread["wide"]["ddp"], spread["wide"]["compute"]) else
-       ", though its step and its compute alone overlap in their quartiles: the wide model's communication is "
-       "lost in this run's noise")
-    + ". "
-    + f"Against one process with one thread on the whole batch, two ranks give a speed-up of **{speedup['tiny']:.2f}x** "
-    f"(tiny) and **{speedup['wide']:.2f}x** (wide), scaling efficiency {speedup['tiny'] / 2:.0%} and "
-    f"{speedup['wide'] / 2:.0%}. The next two subsections take the step apart, and then ask whether one process "
-    "with every thread would have been the better baseline."
+       "Its step and its compute alone overlap in their quartiles: the wide model's communication is lost in this "
+       "run's noise. ")
+    + f"Against one process with one thread on the whole batch, measured by rank 0 inside the job, two ranks give a "
+    f"speed-up of **{speedup['tiny']:.2f}x** (tiny) and **{speedup['wide']:.2f}x** (wide), scaling efficiency "
+    f"{speedup['tiny'] / 2:.0%} and {speedup['wide'] / 2:.0%}. The next two subsections take the step apart, and then "
+    "ask whether one process with every thread would have been the better baseline."
 )
+
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Is the all-reduce the only new cost? (section 1's prediction)
@@ -452,8 +448,8 @@ cu.display.table(["model", "where", "threads", "median", "quartiles", "cores bus
 # %%
 slower = [n for n, t in threads.items() if t[ALL].measurement.p25 > t[1].measurement.p75]
 thread_ratio = {n: t[ALL].measurement.median / t[1].measurement.median for n, t in threads.items()}
-cu.display.verdict(not slower, ", ".join(f"{n}: {ALL} threads took {cu.display.ratio(r)} the 1-thread time"
-                                         for n, r in thread_ratio.items()),
+cu.display.verdict(not slower, "in this kernel, " + ", ".join(f"{n}: {ALL} threads took {cu.display.ratio(r)} the "
+                                                             "1-thread time" for n, r in thread_ratio.items()),
                    f"with {ALL} threads the {' and the '.join(slower)} step was slower than with one, beyond the quartiles")
 
 # %%
@@ -469,22 +465,7 @@ def one_thread_busy(n):
 
 def spin(n):
     """The same step with every thread in two fresh processes: default OpenMP wait policy, then passive."""
-    d, p = fresh["default"][n][ALL], fresh["passive"][n][ALL]
-    said = (f"In fresh processes with {ALL} threads: default policy {fmt(d.measurement.median)} and "
-            f"{d.cores_busy:.2f} cores busy, `OMP_WAIT_POLICY=passive` {fmt(p.measurement.median)} and "
-            f"{p.cores_busy:.2f}")
-    timing_said = ("within the noise of each other" if not apart(d.measurement, p.measurement) else
-                   "faster with passive, beyond the quartiles" if p.measurement.median < d.measurement.median
-                   else "slower with passive, beyond the quartiles (a sleeping thread takes time to wake)")
-    if d.cores_busy - p.cores_busy > 0.25:
-        return (said + f": {d.cores_busy - p.cores_busy:.2f} of the default's busy cores were threads spinning at "
-                f"a barrier, not computing; the step times were {timing_said}.")
-    if apart(d.measurement, p.measurement) and d.measurement.median > 2 * p.measurement.median:
-        return (said + ": the default policy's threads kept no more cores busy than passive's, yet its step took "
-                f"{d.measurement.median / p.measurement.median:.1f}x as long. That is consistent with threads "
-                "spinning through the time slices that the thread they wait for needed; not measured apart here.")
-    return (said + ": passive did not lower the busy cores by more than 0.25, so no spinning shows in this run's "
-            f"numbers; the step times were {timing_said}.")
+    return cu.distributed.findings.spin_finding(fresh["default"][n][ALL], fresh["passive"][n][ALL])
 
 
 contended = [n for n in threads if threads[n][1].caller_busy < 0.9]  # one thread that did not get a whole core
@@ -506,7 +487,15 @@ Markdown(
        f"core: other processes on this machine (load average {os.getloadavg()[0]:.1f} on {CORES} cores) took the "
        "rest, so every number in this table was measured on contended cores." if contended else "")
     + " A spinning thread holds a core that another process (a second rank, a data worker) could have used: that "
-    "is one reason the course gives each rank `OMP_NUM_THREADS = cores / processes`."
+    "is one reason the course gives each rank `OMP_NUM_THREADS = cores / processes`.\n\n"
+    + "Two 1-thread baselines, side by side: " + "; ".join(
+        cu.distributed.findings.baseline_finding(threads[n][1].measurement, spread[n]["single"], f"{n} model")
+        for n in threads)
+    + f". Section 3's speed-ups ({speedup['tiny']:.2f}x tiny, {speedup['wide']:.2f}x wide) use the job's, measured "
+    f"beside the other rank and gloo; this table's thread ratios and the {ALL}-thread comparison above use this "
+    "kernel's. Tiny model, " + cu.distributed.findings.fresh_agreement(
+        threads["tiny"][1].measurement, threads["tiny"][ALL].measurement, fresh["default"]["tiny"][ALL].measurement)
+    + "."
 )
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -780,8 +769,8 @@ Markdown(
     f"{own * 1e3:.2f} ms (computed) for that all-reduce on 2 processes, against {med['wide']['allreduce'] * 1e3:.2f} ms "
     f"measured for it in section 3 (medians both; measured / model {med['wide']['allreduce'] / own:.2f}x"
     + (", within the factor 2 the fit was held to" if 0.5 <= med['wide']['allreduce'] / own <= 2 else
-       ", outside the factor 2 the fit was held to: a message inside a training step, beside backward, is not "
-       "the sweep's bare all-reduce")
+       ", outside the factor 2 the fit was held to: the same job's all-reduce of this size, timed alone at another "
+       "moment than the sweep, disagrees with the sweep's fit; why is not established by this run")
     + f") and {med['wide']['compute'] * 1e3:.1f} ms of one-thread compute, all on the same machine. The same "
     "arithmetic is the seed's pitfall: a model that fits on one card gains nothing from a slow network."
 )
@@ -1104,14 +1093,19 @@ rows = [
     ("DDP ranks' max weight difference", max(rank_diff.values()), "", "2 ranks, 20 steps: bit-identical"),
     ("DDP vs one process, max weight difference", max(single_diff.values()), "", "float rounding only"),
     ("tiny model: DDP step, 2 ranks", med["tiny"]["ddp"] * 1e3, "ms", f"{timings['tiny']['params']:,} parameters"),
-    ("tiny model: one process, whole batch", med["tiny"]["single"] * 1e3, "ms", "1 thread, the baseline"),
+    ("tiny model: one process, whole batch", med["tiny"]["single"] * 1e3, "ms",
+     "1 thread, rank 0 in the job: the speed-ups' baseline"),
     ("tiny model: communication share", share["tiny"] * 100, "%", "seed: multi-device can be slower"),
     ("tiny model: speed-up of 2 ranks", speedup["tiny"], "x", "vs 1 process, 1 thread; < 1 means slower"),
     ("wide model: speed-up of 2 ranks", speedup["wide"], "x", f"{timings['wide']['params']:,} parameters"),
     ("rank's half-batch compute / whole-batch step", half_ratio["tiny"], "x", "tiny model; 0.5 if compute halved"),
     ("half batch alone / whole batch", med["tiny"]["single_half"] / med["tiny"]["single"], "x",
      "tiny model, 1 process: the per-operator cost"),
-    ("whole-batch step, all threads / 1 thread", thread_ratio["tiny"], "x", f"tiny model, {ALL} threads, {CORES} cores"),
+    ("whole-batch step, all threads / 1 thread", thread_ratio["tiny"], "x",
+     f"tiny model, measured in this kernel, {ALL} threads, {CORES} cores; "
+     + ("a fresh process agreed" if cu.distributed.findings.fresh_agrees(
+         threads["tiny"][1].measurement, threads["tiny"][ALL].measurement, fresh["default"]["tiny"][ALL].measurement)
+        else "a fresh process did not agree")),
     ("no_sync: step time saved", saved * 100, "%", "4 micro-batches, 1 all-reduce instead of 4"),
     ("fitted all-reduce bandwidth", fit.bandwidth / 1e9, "GB/s", "gloo, 2 processes, this machine"),
     ("fitted all-reduce latency", fit.latency * 1e6, "µs", "per ring step"),

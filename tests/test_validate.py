@@ -56,3 +56,11 @@ def test_range_messages_say_what_is_accepted() -> None:
         validate.fraction("share", 2)
     with pytest.raises(ValueError, match="'a', 'b'"):
         validate.choice("mode", "z", ("a", "b"))
+
+
+def test_framework_title_names_each_framework_for_prose() -> None:
+    from course_utils import validate
+
+    assert [validate.framework_title(f) for f in ("pytorch", "JAX", "tf")] == ["PyTorch", "JAX", "TensorFlow"]
+    with pytest.raises(ValueError, match="framework"):
+        validate.framework_title("mxnet")

@@ -6,6 +6,7 @@
 - ``devices``: simulated JAX CPU devices and TensorFlow logical CPUs;
 - ``comms``: the ring all-reduce cost model, fitted and scored against measurement, and ZeRO traffic;
 - ``memory``: model-state bytes per device under DDP and ZeRO stages 1-3;
+- ``findings``: sentences that weigh several of its measurements at once (remainders, spinning, baselines);
 - ``plots``: the notebook's figures; ``exercises``: the checkers of its exercises.
 
 Notebook 06 (modules kept apart because several share names such as ``run`` and ``reference``):
@@ -13,11 +14,21 @@ Notebook 06 (modules kept apart because several share names such as ``run`` and 
 - ``jaxmulti``, ``tfmulti``: multi-process JAX (``jax.distributed``) and TF ``MultiWorkerMirroredStrategy``;
 - ``sharded``: ZeRO-1 and FSDP2 memory and collectives measured against DDP, JAX parameter sharding;
 - ``elastic``: a rank that dies once and a restart from an atomic checkpoint;
+- ``beyond_findings``: its sentences on traffic over gloo, profiled steps and what a prediction leaves unexplained;
 - ``beyond_plots``, ``beyond_exercises``: the figures and exercise checkers of notebook 06.
 """
 
 from course_utils.distributed import beyond_exercises as _beyond_exercises  # noqa: F401  (registers 06.k)
-from course_utils.distributed import beyond_plots, elastic, jaxmulti, multinode, sharded, tfmulti
+from course_utils.distributed import (
+    beyond_findings,
+    beyond_plots,
+    elastic,
+    findings,
+    jaxmulti,
+    multinode,
+    sharded,
+    tfmulti,
+)
 from course_utils.distributed import exercises as _exercises  # noqa: F401  (registers 05.k)
 from course_utils.distributed.comms import AllReduceModel, fit_allreduce, ring_allreduce_time, score, zero_traffic
 from course_utils.distributed.devices import simulate_devices, tf_logical_cpus
@@ -44,8 +55,8 @@ from course_utils.distributed.worker import emit, local_rank, progress, rank, sa
 
 __all__ = [
     "WORKERS", "AllReduceModel", "BYTES_PER_PARAMETER", "ElasticRun", "LaunchError", "LaunchResult", "LaunchTimeout",
-    "NodesResult", "beyond_plots", "cluster_commands", "elastic", "hang_checklist", "jaxmulti", "launch_nodes",
-    "multinode", "node_command", "sharded", "tf_config", "tfmulti",
+    "NodesResult", "beyond_findings", "beyond_plots", "cluster_commands", "elastic", "findings", "hang_checklist",
+    "jaxmulti", "launch_nodes", "multinode", "node_command", "sharded", "tf_config", "tfmulti",
     "allreduce_fit_plot", "breakdown_plot", "diagram", "emit", "fit_allreduce", "free_port", "largest_model",
     "launch", "learner_lines", "local_rank", "loopback_env", "memory_per_device", "progress", "rank",
     "ring_allreduce_time", "save", "scaling_plot", "score", "show_worker", "simulate_devices", "tf_logical_cpus",

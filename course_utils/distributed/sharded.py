@@ -266,11 +266,11 @@ def step_predictions(fit: Any, result: Any, ddp_timing: dict[str, Any] | None = 
 
     Per row (seconds): "compute" (measured, no communication), "comm model" (computed from the counted calls
     and bytes with ``fit``, 05's ``AllReduceModel``), "predicted" (their sum), "measured" (the step), "comm
-    measured" (time with a collective running: the profiled share of the step times the step; for 05's wide
+    measured" (time with a collective running: the profiled share of the step times the step; for the wide
     DDP step and the JAX step their all-reduce measured alone, NaN if not recorded), "optimizer" (``zero_grad``
     + ``optimizer.step()``, NaN if not measured); the JAX row adds "operands" (of its all-reduce). Sources:
     ``result`` (DDP, ZeRO-1, FSDP2 from ``fsdp_train.py``; compute: the full model and Adam on the rank's rows),
-    ``ddp_timing`` (05's wide DDP step, compute = its ``no_sync`` step),
+    ``ddp_timing`` (the wide DDP step of ``ddp_train.py``'s timing phase, compute = its ``no_sync`` step),
     ``jax_record`` (the 2-process JAX step, compute = one device on its process's rows; its all-reduce
     spans ``jax_ranks`` gloo ranks, default one per device).
     """
@@ -295,7 +295,7 @@ def step_predictions(fit: Any, result: Any, ddp_timing: dict[str, Any] | None = 
         rows[f"{label} step"] = row(compute, comm, steps[kind], share[kind] * steps[kind], optimizer)
     if ddp_timing is not None:
         comm = model_comm_seconds(fit, {"allreduce": 1}, {"allreduce": 4 * ddp_timing["params"]}, n)
-        rows[f"DDP step, {ddp_timing['params']:,} params"] = row(
+        rows[f"wide DDP step, {ddp_timing['params']:,} params"] = row(
             float(np.median(ddp_timing["compute"])), comm, float(np.median(ddp_timing["ddp"])),
             float(np.median(ddp_timing["allreduce"])), float("nan"))
     if jax_record is not None:

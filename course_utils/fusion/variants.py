@@ -114,34 +114,49 @@ def copy_into(framework: str, like: Any) -> Callable[[Any], Any] | None:
     return None
 
 
-def measure_variants(data: Mapping[str, tuple[Any, Any]], *, known: Mapping[str, Any] | None = None,
-                     **bench: Any) -> dict[str, Any]:
-    """Time the chain like for like in each framework of ``data`` ({framework: (x, bias)}): compiled with and
-    without tanh, each with a fresh output and into a reused buffer (torch ``out=``, JAX donation; TensorFlow
-    has no such buffer), a copy of ``x`` into a reused buffer (the same bytes, no arithmetic), and eager
-    PyTorch without tanh. ``known`` supplies measurements already taken (by name), so nothing runs twice.
+def variant_calls(data: Mapping[str, tuple[Any, Any]]) -> dict[str, Callable[[], Any]]:
+    """Zero-argument calls, by name, of the chain like for like in each framework of ``data`` ({framework:
+    (x, bias)}): compiled with and without tanh, each with a fresh output and into a reused buffer (torch
+    ``out=``, JAX donation; TensorFlow has no such buffer), a copy of ``x`` into a reused buffer (the same bytes,
+    no arithmetic), and eager PyTorch without tanh. Nothing runs yet: compiled calls compile on their first call.
     """
     validate.instance("data", data, Mapping)
     validate.non_empty("data", data)
     for key, value in data.items():
         if not (isinstance(value, tuple) and len(value) == 2):
             raise TypeError(f"data[{key!r}] must be an (x, bias) pair; got {type(value).__name__}")
-    if known is not None:
-        validate.instance("known", known, Mapping)
-    found: dict[str, Any] = dict(known or {})
+    calls: dict[str, Callable[[], Any]] = {}
 
-    def time(name: str, fn: Callable[..., Any] | None, *args: Any) -> None:
-        if fn is not None and name not in found:
-            found[name] = timing.benchmark(fn, *args, label=name, **bench)
+    def add(name: str, fn: Callable[..., Any] | None, *args: Any) -> None:
+        if fn is not None:
+            calls[name] = lambda: fn(*args)
 
     for framework, (x, bias) in data.items():
         framework = validate.framework(framework, "data key")
         for tanh in (True, False):
             fn, tag = chain(framework, tanh=tanh), "" if tanh else ", no tanh"
-            time(f"{FUSED[framework]}{tag}", interop.compile_default(framework, fn), x, bias)
+            add(f"{FUSED[framework]}{tag}", interop.compile_default(framework, fn), x, bias)
             if framework in INTO:
-                time(f"{INTO[framework]}{tag}", into_buffer(framework, fn, x), x, bias)
-        time(f"{framework} copy, same bytes", copy_into(framework, x), x)
+                add(f"{INTO[framework]}{tag}", into_buffer(framework, fn, x), x, bias)
+        add(f"{framework} copy, same bytes", copy_into(framework, x), x)
         if framework == "torch":
-            time("torch eager, no tanh", chain("torch", tanh=False), x, bias)
+            add("torch eager, no tanh", chain("torch", tanh=False), x, bias)
+    return calls
+
+
+def measure_variants(data: Mapping[str, tuple[Any, Any]], *, known: Mapping[str, Any] | None = None,
+                     rounds: int = 4, min_time: float = 0.2) -> dict[str, Any]:
+    """Time every call of ``variant_calls(data)`` in ``rounds`` alternating rounds (``timing.interleaved``), so
+    that a machine changing speed widens every variant's quartiles alike instead of moving one median against
+    another. ``known`` supplies measurements already taken (by name), so nothing runs twice.
+    """
+    if known is not None:
+        validate.instance("known", known, Mapping)
+    validate.number("rounds", rounds, low=1, high=100, integer=True)
+    validate.number("min_time", min_time, low=0, high=60, low_open=True)
+    calls = variant_calls(data)
+    found: dict[str, Any] = dict(known or {})
+    todo = {name: call for name, call in calls.items() if name not in found}
+    if todo:
+        found.update(timing.interleaved(todo, rounds=rounds, min_time=min_time))
     return found

@@ -175,19 +175,26 @@ def measure_vector_roof(framework: str = "torch", *, elements: int | None = None
 class ChainRoof:
     """What can limit one framework's fused chain, in seconds: its arithmetic at the in-cache rates and its bytes
     at the memory roof (both computed), and, where the framework cannot write into a reused buffer, the measured
-    time of the same chain without tanh into a fresh output (its 'fresh output' floor)."""
+    time of the same chain without tanh into a fresh output (its 'fresh output' floor; ``fresh_low``: the lower
+    quartile of that measurement, where it was given as one)."""
 
     parts: dict[str, float]
+    fresh_low: float | None = None
 
     @property
     def limit(self) -> str:
-        """The name of the largest part: what the chain's roof is made of."""
-        return max(self.parts, key=self.parts.__getitem__)
+        """The name of the largest part; 'fresh output' only when it exceeds the bytes' time by more than its noise
+        (its lower quartile above the bytes' time), since a fresh output that costs its bytes adds nothing to them."""
+        largest = max(self.parts, key=self.parts.__getitem__)
+        low = self.parts[largest] if self.fresh_low is None else self.fresh_low
+        if largest == "fresh output" and low <= self.parts["bytes"]:
+            return max((k for k in self.parts if k != "fresh output"), key=self.parts.__getitem__)
+        return largest
 
     @property
     def seconds(self) -> float:
-        """The roof time: the largest part (everything else overlapping with it)."""
-        return max(self.parts.values())
+        """The roof time: the limiting part (everything else overlapping with it)."""
+        return self.parts[self.limit]
 
     @property
     def serial(self) -> float:
@@ -196,9 +203,10 @@ class ChainRoof:
 
 
 def chain_roofs(roofs: Mapping[str, VectorRoof], *, elements: int, flops: float, tanh: float, memory_seconds: float,
-                fresh_output: Mapping[str, float] | None = None) -> dict[str, ChainRoof]:
+                fresh_output: Mapping[str, Any] | None = None) -> dict[str, ChainRoof]:
     """Per framework of ``roofs``: the ``ChainRoof`` of a chain of ``elements`` x (``flops`` + ``tanh``) moving
-    ``memory_seconds`` of bytes; ``fresh_output`` ({framework: seconds measured}) adds that floor where given."""
+    ``memory_seconds`` of bytes; ``fresh_output`` ({framework: a Measurement, or seconds}) adds that floor where
+    given (a Measurement's median, its lower quartile kept to tell it from the bytes beyond the noise)."""
     validate.instance("roofs", roofs, Mapping)
     validate.non_empty("roofs", roofs)
     validate.positive("memory_seconds", memory_seconds)
@@ -207,14 +215,45 @@ def chain_roofs(roofs: Mapping[str, VectorRoof], *, elements: int, flops: float,
     for name, roof in roofs.items():
         validate.instance(f"roofs[{name!r}]", roof, VectorRoof)
         parts = {"arithmetic": roof.chain_seconds(elements, flops=flops, tanh=tanh), "bytes": memory_seconds}
+        low = None
         if name in fresh_output:
-            parts["fresh output"] = validate.positive(f"fresh_output[{name!r}]", fresh_output[name])
-        found[name] = ChainRoof(parts)
+            value = fresh_output[name]
+            if isinstance(value, timing.Measurement):
+                parts["fresh output"], low = value.median, value.p25
+            else:
+                parts["fresh output"] = validate.positive(f"fresh_output[{name!r}]", value)
+        found[name] = ChainRoof(parts, low)
     return found
 
 
+def overlap_text(name: str, measured: timing.Measurement, roof: ChainRoof) -> str:
+    """One sentence: how much of a chain's parts overlapped, from its measured quartiles against its largest part
+    (everything hidden under it) and the parts added up (nothing hidden); both computed or measured as labelled."""
+    validate.text("name", name)
+    validate.instance("measured", measured, timing.Measurement)
+    validate.instance("roof", roof, ChainRoof)
+    top, serial, t = roof.seconds, roof.serial, measured.median
+    head = (f"{name} took {display.format_time(t)} against its {roof.limit} ({display.format_time(top)}) and its "
+            f"parts added up ({display.format_time(serial)})")
+    low, high = measured.p25, measured.p75
+    if low <= top and serial <= high:
+        return f"{head}: its quartiles span both, so this run cannot tell how much of its parts overlapped. "
+    if low > serial:
+        return f"{head}: more than the sum, so its parts did not overlap. "
+    if high < top:
+        return (f"{head}: faster than its largest part beyond the noise, so that part, computed from rates measured "
+                "at another moment, over-states what limited it in this run. ")
+    if serial <= high:
+        return f"{head}: at the sum within the noise, so no overlap is measurable. "
+    if low <= top:
+        return f"{head}: at its largest part within the noise, so the other parts hid under it. "
+    return (f"{head}: between the two beyond the noise, so they overlapped in part: about "
+            f"{display.format_time(serial - t)} of the {display.format_time(serial - top)} the smaller parts would add "
+            "was hidden. ")
+
+
 def vector_roof_table(roofs: Mapping[str, VectorRoof], *, elements: int, flops: float, tanh: float,
-                      memory_seconds: float, fresh_output: Mapping[str, float] | None = None) -> display.Table:
+                      memory_seconds: float, fresh_output: Mapping[str, Any] | None = None) -> display.Table:
     """Per framework: its in-cache rates and fixed call cost, the arithmetic time of ``elements`` x (``flops`` +
     ``tanh``) at those rates (computed), the bytes' time at the memory roof (``memory_seconds``, computed), the
     measured fresh-output floor where ``fresh_output`` gives one (see ``chain_roofs``) and which one is largest."""
@@ -234,5 +273,6 @@ def vector_roof_table(roofs: Mapping[str, VectorRoof], *, elements: int, flops: 
                          title="The vector units' roof of each framework (measured in cache), and the chain's limits",
                          note=f"per element: {flops:g} FLOPs + {tanh:g} tanh; rates and fixed cost from two in-cache "
                               "sizes (slope and intercept); bytes at the measured memory roof; fresh output: the same "
-                              "chain without tanh into a fresh output, where no reused buffer exists; tanh error: "
-                              "largest |tanh - float64 tanh| on [-5, 5]")
+                              "chain without tanh into a fresh output, where no reused buffer exists (the limit only "
+                              "when its lower quartile is above the bytes' time); tanh error: largest |tanh - float64 "
+                              "tanh| on [-5, 5]")

@@ -87,6 +87,128 @@ def compile_cache_times(elements: int = 2**16, *, timeout: float = 300.0) -> dic
     return times
 
 
+def timed_pair(eager: Callable[..., Any], compiled: Callable[..., Any], args: Sequence[Any], *, label: str,
+               min_time: float = 0.2, rounds: int = 4) -> tuple[timing.Measurement, timing.Measurement]:
+    """(eager, compiled) Measurements of ``fn(*args)``, labelled ``"<label> eager"`` and ``"<label> compiled"``,
+    timed in ``rounds`` alternating rounds (``timing.interleaved``); each one's first call is its first round's,
+    so the compiled one's is the compile when it had not been called before."""
+    validate.function("eager", eager)
+    validate.function("compiled", compiled)
+    validate.instance("args", args, (tuple, list))
+    validate.text("label", label)
+    names = (f"{label} eager", f"{label} compiled")
+    found = timing.interleaved({names[0]: lambda: eager(*args), names[1]: lambda: compiled(*args)}, rounds=rounds,
+                               min_time=min_time)
+    return found[names[0]], found[names[1]]
+
+
+def beat_text(eager: Mapping[str, timing.Measurement], compiled: Mapping[str, timing.Measurement]) -> str:
+    """Which frameworks' compiled calls beat eager beyond the noise, which are within it, which are slower: the
+    sentence for Measurements timed in alternating rounds (``timed_pair``), per framework."""
+    validate.non_empty("eager", eager)
+    validate.instance("compiled", compiled, Mapping)
+    same = [fw for fw in eager if not timing.apart(eager[fw], compiled[fw])]
+    fast = [fw for fw in eager if fw not in same and compiled[fw].median < eager[fw].median]
+    slow = [fw for fw in eager if fw not in same and fw not in fast]
+    text = ""
+    if fast:
+        text += (f"{'Every' if len(fast) == len(eager) else 'The'} compiled call beat its eager counterpart beyond the "
+                 f"noise (quartile ranges apart, timed in alternating rounds) in {', '.join(fast)}. ")
+    if same:
+        text += (f"Within the noise of eager: {', '.join(same)} (the quartile ranges overlap): this run cannot tell "
+                 "the two apart at this size. ")
+    if slow:
+        text += (f"Slower than eager beyond the noise: {', '.join(slow)}; why is not established here (section 3 "
+                 "measures what one compiled call costs). ")
+    return text
+
+
+def inductor_cache_counts(since: Mapping[str, int] | None = None) -> dict[str, int]:
+    """Inductor's FX-graph cache hits and misses in this process (``{"hit": n, "miss": n}``), minus ``since``
+    (an earlier reading) where given: read before and after a compile to see what that compile found on disk."""
+    import torch._dynamo.utils
+
+    counters = torch._dynamo.utils.counters["inductor"]
+    now = {"hit": int(counters["fxgraph_cache_hit"]), "miss": int(counters["fxgraph_cache_miss"])}
+    if since is None:
+        return now
+    validate.instance("since", since, Mapping)
+    return {k: v - int(since.get(k, 0)) for k, v in now.items()}
+
+
+def compile_again(chain: Callable[..., Any], args: Sequence[Any]) -> tuple[float, dict[str, int]]:
+    """(seconds of the first call, Inductor cache counts of that call) of ``chain`` compiled afresh in this
+    process: set against the process's first compile, it shows what part of that one was paid once per process."""
+    import time
+
+    import torch
+
+    validate.function("chain", chain)
+    validate.instance("args", args, (tuple, list))
+    fn, before = torch.compile(fresh_function(chain)), inductor_cache_counts()
+    start = time.perf_counter()
+    timing.sync(fn(*args))
+    return time.perf_counter() - start, inductor_cache_counts(since=before)
+
+
+def _cache_clause(counts: Mapping[str, int]) -> str:
+    hit, miss = counts.get("hit", 0), counts.get("miss", 0)
+    if miss:
+        return (f"; Inductor's FX-graph cache counted {miss} miss(es) and {hit} hit(s) for it: code was generated "
+                "and compiled in that call")
+    if hit:
+        return f"; Inductor's FX-graph cache counted {hit} hit(s) and no miss for it: its code came from the cache"
+    return "; Inductor's FX-graph cache counted neither a hit nor a miss for it (bypassed or switched off)"
+
+
+def first_compile_text(first: float, first_cache: Mapping[str, int], again: float, again_cache: Mapping[str, int],
+                       ) -> str:
+    """The process's first compile against a second, fresh compile of the same chain in the same process, with
+    the Inductor cache counts of each: how much of the first call was paid once per process."""
+    first, again = _time("first", first), _time("again", again)
+    validate.instance("first_cache", first_cache, Mapping)
+    validate.instance("again_cache", again_cache, Mapping)
+    fmt = display.format_time
+    text = (f"This chain's own first `torch.compile` call (section 2) took **{fmt(first)}**"
+            f"{_cache_clause(first_cache)}. "
+            f"Compiled afresh a second time in this process, the same chain's first call took **{fmt(again)}**"
+            f"{_cache_clause(again_cache)}. ")
+    if again < first / 2:
+        return text + (f"So {fmt(first - again)} ({(first - again) / first:.0%}) of the first call was not paid again "
+                       "by a second compile of the same graph in the same process: work done once per process (loading "
+                       "and initialising the compiler's own modules is a candidate) or once per graph and then kept in "
+                       "memory; this run does not separate the two. ")
+    return text + ("The second compile cost at least half as much as the first: here the first call's time is "
+                   "mostly per graph, not a one-time start-up of the process. ")
+
+
+def xla_gap_text(jax_call: timing.Measurement, tf_call: timing.Measurement, size: int,
+                 probes: tuple[timing.Measurement, timing.Measurement] | None = None) -> str:
+    """JAX's and TensorFlow's XLA-compiled chain at ``size`` elements, when they differ by more than 2x beyond
+    the noise; with ``probes`` (JAX's and TensorFlow's compiled ``x + 1`` call), how much of the gap their
+    per-call fixed costs account for (computed). '' when they are within 2x or within the noise."""
+    validate.instance("jax_call", jax_call, timing.Measurement)
+    validate.instance("tf_call", tf_call, timing.Measurement)
+    validate.positive("size", size, integer=True)
+    fmt, ratio = display.format_time, tf_call.median / jax_call.median
+    if 0.5 <= ratio <= 2 or not timing.apart(tf_call, jax_call):
+        return ""
+    text = (f"TensorFlow's XLA-compiled chain took {fmt(tf_call.median)} per call at {size:,} elements, "
+            f"{ratio:.1f}x JAX's {fmt(jax_call.median)} (beyond the noise), though both compile it with XLA")
+    gap = tf_call.median - jax_call.median
+    if probes is None or gap <= 0:
+        return text + ("; the cause is not established by this run" + (
+            " (TensorFlow's per-call overhead is a candidate: section 3 measures each framework's fixed cost of a "
+            "compiled call). " if gap > 0 else ". "))
+    validate.instance("probes", probes, tuple)
+    jax_probe, tf_probe = probes
+    fixed = tf_probe.median - jax_probe.median
+    return text + (f". Their compiled `{PROBE}` calls cost {fmt(tf_probe.median)} (TensorFlow) and "
+                   f"{fmt(jax_probe.median)} (JAX): a per-call difference of {fmt(fixed)}, {fixed / gap:.0%} of the "
+                   f"{fmt(gap)} gap (computed); " + ("the rest is not established by this run. " if fixed < 0.8 * gap
+                                                    else "per-call overhead accounts for most of it. "))
+
+
 # ---------------------------------------------------------------------------------------------------------
 # The per-call overhead model
 

@@ -92,19 +92,125 @@ def dynamic_text(found: dict[str, Variant], first_size: int) -> str:
     text = (f"Per call, `dynamic=True` took {cost[DYNAMIC]:.2f}x and `mark_dynamic` {cost[MARKED]:.2f}x the static "
             f"graph's time, both compiled afresh at this size and timed in turns with it. ")
     if slower:
-        text += (f"Beyond the noise for {' and '.join(f'`{k}`' for k in slower)}: that is the price of one graph for "
-                 "every length, paid on every call (symbolic sizes passed in and checked); use it where shapes "
-                 "really vary (section 4), not by default. ")
+        text += (f"Beyond the noise for {' and '.join(f'`{k}`' for k in slower)}: a cost paid on every call for one "
+                 "graph that serves every length (its sizes are passed in and checked on every call, a candidate "
+                 "cause this run does not time apart); use it where shapes really vary (section 4), not by default. ")
     else:
         text += "Neither is slower beyond the noise: here the symbolic size costs less than the run's spread. "
-    faster = [k for k in (DYNAMIC, MARKED) if cost[k] < 1 and timing.apart(found[k].measurement, base)]
-    if faster:
-        text += (f"{' and '.join(f'`{k}`' for k in faster)} ran faster than the static graph, beyond the noise, which "
-                 "a symbolic size does not explain: why is not established by this run. ")
     if REUSED in found:
         r = found[REUSED]
         text += (f"The function of section 2, first called at {first_size:,} elements and reused here, compiled "
-                 f"{r.graphs} new graph(s) for this length and took {cost[REUSED]:.2f}x the static graph's time: "
-                 "after a length changes, the default compiles a shape-generic graph (section 4 counts it), so a "
-                 "reused compiled function is no static baseline. ")
+                 f"{r.graphs} new graph(s) for this length and took {cost[REUSED]:.2f}x the static graph's time "
+                 f"({'beyond' if timing.apart(r.measurement, base) else 'within'} the noise): after a length "
+                 "changes, the default compiles a shape-generic graph (section 4 counts it), so a reused compiled "
+                 "function is no static baseline. ")
+    faster = [k for k in (DYNAMIC, MARKED, REUSED) if k in found and cost[k] < 1
+              and timing.apart(found[k].measurement, base)]
+    if faster:
+        text += (f"{' and '.join(f'`{k}`' for k in faster)} ran faster than the static graph, beyond the noise "
+                 f"(static: {timing.quartiles(base, display.format_time)}), which a shape-generic graph does not "
+                 "explain: why is not established by this run; section 3 times the same static graph again. ")
     return text
+
+
+def static_again_text(first: timing.Measurement, again: timing.Measurement, size: int) -> str:
+    """The same static graph of the chain timed at two moments (section 2's variants, section 3's probe pair):
+    whether the two timings agree within their quartiles."""
+    validate.instance("first", first, timing.Measurement)
+    validate.instance("again", again, timing.Measurement)
+    validate.positive("size", size, integer=True)
+    fmt = display.format_time
+    text = (f"The static graph of section 2 (the same chain at {size:,} elements) took {fmt(first.median)} "
+            f"(quartiles {timing.quartiles(first, fmt)}) there and {fmt(again.median)} "
+            f"({timing.quartiles(again, fmt)}) here: ")
+    if timing.apart(first, again):
+        return text + ("the same code, timed at two moments, differs beyond its quartiles, so a difference of that "
+                       "size between separate timings is not a property of the graph; why it moved is not "
+                       "established by this run. ")
+    return text + "within the noise of each other. "
+
+
+@dataclass(frozen=True)
+class ThreadCheck:
+    """The static and the shape-generic graph of one chain at one size on the CPU: the OpenMP parallel regions
+    in each one's generated C++, and their times with one thread, timed in turns."""
+
+    threads: int  # torch's thread count otherwise
+    static_regions: int
+    generic_regions: int
+    static_one: timing.Measurement
+    generic_one: timing.Measurement
+
+
+def thread_check(chain: Callable[..., Any], args: Sequence[Any], *, min_time: float = 0.2) -> ThreadCheck | None:
+    """Compile ``chain`` afresh static and with ``dynamic=True``, count ``#pragma omp parallel`` in the C++ each
+    generated, and time both with ``torch.set_num_threads(1)`` (restored after); None off the CPU (no C++ to
+    read)."""
+    import torch
+    from torch._inductor.utils import run_and_get_code
+
+    validate.function("chain", chain)
+    validate.instance("args", args, (tuple, list))
+    validate.positive("min_time", min_time)
+    if not args or getattr(getattr(args[0], "device", None), "type", None) != "cpu":
+        return None
+    fns = {STATIC: torch.compile(fresh_function(chain), dynamic=False),
+           DYNAMIC: torch.compile(fresh_function(chain), dynamic=True)}
+    regions = {k: sum(code.count("#pragma omp parallel") for code in run_and_get_code(fn, *args)[1])
+               for k, fn in fns.items()}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        one = timing.interleaved({k: (lambda f=fn: f(*args)) for k, fn in fns.items()}, min_time=min_time)
+    finally:
+        torch.set_num_threads(threads)
+    return ThreadCheck(threads, regions[STATIC], regions[DYNAMIC], one[STATIC], one[DYNAMIC])
+
+
+def thread_text(check: ThreadCheck | None) -> str:
+    """What the generated code and the one-thread timing say about a shape-generic graph's extra time; a
+    sentence that says the cause is not established where ``check`` is None or does not explain it."""
+    if check is None:
+        return "Why the shape-generic graph is slower is not established by this run. "
+    validate.instance("check", check, ThreadCheck)
+    fmt = display.format_time
+    one = (f"with one thread (`torch.set_num_threads(1)`, timed in turns) the static graph took "
+           f"{fmt(check.static_one.median)} and the shape-generic one {fmt(check.generic_one.median)} "
+           f"({check.generic_one.median / check.static_one.median:.2f}x, "
+           f"{'beyond' if timing.apart(check.generic_one, check.static_one) else 'within'} the noise)")
+    if check.generic_regions >= check.static_regions:
+        return (f"Inductor's C++ holds {check.static_regions} OpenMP parallel region(s) in the static kernel and "
+                f"{check.generic_regions} in the shape-generic one, so threads are not the difference; {one}. The "
+                "cause is not established by this run. ")
+    text = (f"Inductor's generated C++ shows a candidate: the static kernel holds {check.static_regions} OpenMP "
+            f"parallel region(s), the shape-generic one {check.generic_regions}, so it runs its loop on fewer of the "
+            f"{check.threads} threads; {one}")
+    if timing.apart(check.generic_one, check.static_one):
+        return text + (": they differ even on one thread, so the threads explain only part of it; the rest is not "
+                       "established by this run. ")
+    return text + (f": on one thread the two are within the noise, so the gap at {check.threads} threads is the "
+                   "static kernel's parallel loop. ")
+
+
+def dynamic_summary(found: dict[str, Variant], small: int, static_big: timing.Measurement,
+                    generic_big: timing.Measurement, big: int, check: ThreadCheck | None = None) -> str:
+    """What a shape-generic graph cost per call in this run, at ``small`` elements (``found``) and at ``big``
+    elements (``static_big``, ``generic_big``), each beyond the noise or not, and what ``check`` says of why."""
+    validate.non_empty("found", found)
+    validate.instance("static_big", static_big, timing.Measurement)
+    validate.instance("generic_big", generic_big, timing.Measurement)
+    base = found[STATIC].measurement
+    parts = [f"`dynamic=True` {found[DYNAMIC].measurement.median / base.median:.2f}x the static graph's time at "
+             f"{small:,} elements ({'beyond' if timing.apart(found[DYNAMIC].measurement, base) else 'within'} the "
+             f"noise)", f"{generic_big.median / static_big.median:.2f}x at {big:,} elements "
+             f"({'beyond' if timing.apart(generic_big, static_big) else 'within'} the noise)"]
+    costs = [m.median / b.median > 1 and timing.apart(m, b)
+             for m, b in ((found[DYNAMIC].measurement, base), (generic_big, static_big))]
+    text = "this run measured " + " and ".join(parts)
+    if not any(costs):
+        return text + ": no cost beyond the noise at either size."
+    text += f": a real cost at {' and '.join(f'{n:,}' for n, c in zip((small, big), costs) if c)} elements. "
+    if costs[0]:
+        text += (f"Why it cost at {small:,} elements is not established by this run (sizes passed in and checked on "
+                 "every call are a candidate). ")
+    return text + (thread_text(check) if costs[1] else "")

@@ -38,8 +38,13 @@ class TracedCalls:
     def table_row(self) -> tuple[str, ...]:
         eager_pattern, compiled_pattern = DISPATCH_EVENTS[self.framework]
         return (self.framework, f"{self.eager_per_call:g}", f"{self.compiled_per_call:g}",
-                f"{len(self.eager.events) / self.calls:g}", f"{len(self.compiled.events) / self.calls:g}",
+                _per_call(len(self.eager.events) / self.calls), _per_call(len(self.compiled.events) / self.calls),
                 f"{eager_pattern} / {compiled_pattern}")
+
+
+def _per_call(value: float) -> str:
+    """A count per call: whole numbers as they are, others to one decimal (27.6667 -> '27.7')."""
+    return f"{value:g}" if value == round(value) else f"{value:.1f}"
 
 
 def trace_calls(framework: str, eager: Callable[..., Any], compiled: Callable[..., Any], args: Sequence[Any], *,

@@ -92,7 +92,8 @@ def step_parts(pair: StepPair, batch: Sequence[Any], *, min_time: float = 0.2,
 def step_parts_text(parts: dict[str, tuple[timing.Measurement, timing.Measurement]],
                     step: tuple[timing.Measurement, timing.Measurement]) -> str:
     """The parts of the step against the whole: each part's ratio, the parts' sum against the whole step on
-    both sides, and each part's share of what the whole compiled step lost or won (uncapped); '' without parts."""
+    both sides, and each part's share of what the whole compiled step lost or won (uncapped); '' without parts.
+    Why a part is slower is left to ``steptrace``, which measures where the time goes."""
     validate.instance("parts", parts, dict)
     if not parts:
         return ""
@@ -122,9 +123,7 @@ def step_parts_text(parts: dict[str, tuple[timing.Measurement, timing.Measuremen
     slower = [name for name, d in deltas.items() if d > 0]
     if diff > 0 and slower:
         text += (". Compiled, " + " and ".join(f"{name} runs at {parts[name][0].median / parts[name][1].median:.3g}x "
-                                               "its eager twin" for name in slower)
-                 + ": on a model this small that fits a fixed cost per compiled call (guards, the wrappers around "
-                 "the graph) larger than the few small kernels it replaces, which this run does not time apart")
+                                               "its eager twin" for name in slower))
     return text + ". "
 
 

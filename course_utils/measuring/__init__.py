@@ -11,8 +11,10 @@ from course_utils.measuring.hierarchy import (
     DramRetime,
     HierarchySweep,
     default_working_sets,
+    drawn_roof_text,
     levels_text,
     retime_dram,
+    roof_verdict,
     sweep_hierarchy,
 )
 from course_utils.measuring.kernels import KernelLibrary, libraries_table, matmul_libraries
@@ -22,7 +24,9 @@ from course_utils.measuring.regimes import Bend, bend, bends, bends_table, slope
 from course_utils.measuring.roofs import (
     above_roof_text,
     best_roof,
+    fresh_output_note,
     load_note,
+    matmul_point_text,
     present_frameworks,
     probe_size_text,
     roofs_table,
@@ -32,6 +36,8 @@ from course_utils.measuring.speedups import (
     amdahl,
     amdahl_table,
     cache_state,
+    compile_phase_times,
+    first_call_text,
     inductor_cache_counts,
     share_needed,
     variant_name,
@@ -46,17 +52,18 @@ from course_utils.measuring.workloads import (
     matmul_workload,
     overhead_sweep,
     torch_device,
-    torch_eager_one_thread,
+    torch_eager_threads,
 )
 
 __all__ = [
     "above_roof_text", "amdahl", "amdahl_table", "Bend", "bend", "bends", "bends_table", "best_roof",
     "cache_roof_text", "cache_state", "chain_faults", "chain_inputs", "chain_limits", "chain_limits_text",
-    "chain_runs", "ChainSpeedups", "clock_ghz", "default_working_sets", "dispatch_trap", "DramRetime", "eager_gap",
-    "EagerGap", "exercises", "HierarchySweep", "host_copy_runs", "host_copy_text", "inductor_cache_counts",
-    "KernelLibrary", "levels_text", "libraries_table", "limits", "load_note", "matmul_libraries",
-    "matmul_workload", "matmuls_text", "on_fresh_pages", "outputs_worth", "overhead_sweep", "PeakEstimate", "plots",
-    "present_frameworks", "probe_size_text", "retime_dram", "roofs_table", "share_needed",
+    "chain_runs", "ChainSpeedups", "clock_ghz", "compile_phase_times", "default_working_sets", "dispatch_trap",
+    "DramRetime", "drawn_roof_text", "eager_gap", "EagerGap", "exercises", "first_call_text", "fresh_output_note",
+    "HierarchySweep", "host_copy_runs", "host_copy_text", "inductor_cache_counts", "KernelLibrary", "levels_text",
+    "libraries_table", "limits", "load_note", "matmul_libraries", "matmul_point_text", "matmul_workload",
+    "matmuls_text", "on_fresh_pages", "outputs_worth", "overhead_sweep", "PeakEstimate", "plots",
+    "present_frameworks", "probe_size_text", "retime_dram", "roof_verdict", "roofs_table", "share_needed",
     "slope_budget", "slope_why", "steep_top_text", "sweep_hierarchy", "theoretical_peak", "torch_device",
-    "torch_eager_one_thread", "variant_name", "warm_allocator",
+    "torch_eager_threads", "variant_name", "warm_allocator",
 ]

@@ -201,9 +201,9 @@ class DramRetime:
                            for s, m in self.points)
         return (f"Timed again in alternating rounds, the probe's copy ({display.format_bytes(self.probe_bytes)}) ran "
                 f"at {rate(self.probe_rate)} ({spread(self.probe, self.probe_bytes)}) and the sweep's main-memory "
-                f"points at {points}; the roof's own probe, timed earlier, gave {rate(self.earlier)} "
-                f"({self.earlier / self.probe_rate:.2f}x the re-timed probe: the roof carries the moment it was "
-                "measured at). ")
+                f"points at {points}; the same copy probe, timed with the roofs at the start, gave "
+                f"{rate(self.earlier)} ({self.earlier / self.probe_rate:.2f}x its re-timed rate: a roof carries the "
+                "moment it was measured at). ")
 
 
 def retime_dram(sweep: HierarchySweep, probe_bytes: int, earlier: float, *, rounds: int = 4,
@@ -260,8 +260,79 @@ def levels_text(sweep: HierarchySweep, retimed: DramRetime | None, probe_rate: f
     text += (f"The probe, at {display.format_bytes(probe_bytes)}, ran at {ratio:.2f}x the plateau "
              f"({display.format_rate(plateau)}) measured in the same rounds: ")
     if 1 / 1.3 <= ratio <= 1.3:
-        return text + "the roof is main memory. "
+        return text + "its working set streams from main memory. "
     if ratio > 1.3 and probe_bytes < 2 * (sweep.last_level_cache or 0):
         return text + "faster, so part of it came from cache and the roofline's memory roof is drawn too high. "
     return text + ("both lie past twice the cache and were timed in the same rounds, so neither the level nor the "
                    "moment explains the gap; what does is not established by this run. ")
+
+
+def roof_verdict(sweep: HierarchySweep, retimed: DramRetime | None, roof: tuple[str, float] | None,
+                 probe_bytes: int) -> display.Verdict:
+    """Score the prediction that the roof drawn (``roof``: name and bytes/s of the best in-place probe, measured
+    once at the start) lies within 1.3x of the sweep's main-memory plateau. ``retimed`` (the roof's copy probe and
+    the plateau's points in the same rounds) tells the probe's working set from the moment it was measured at.
+    ``roof`` None (a GPU runtime, whose roofs are the GPU's): the sweep's own point at the probe's working set."""
+    validate.instance("sweep", sweep, HierarchySweep)
+    probe_bytes = validate.number("probe_bytes", probe_bytes, low=2 * _FP32, integer=True)
+    rate, dram = display.format_rate, sweep.dram_points()
+    plateau = retimed.plateau if retimed else sweep.dram_plateau()
+    name, value = roof if roof else (f"the sweep's copy at {display.format_bytes(probe_bytes)}",
+                                     sweep.rate_at(probe_bytes))
+    value = validate.positive("roof", value)
+    if not plateau:
+        return display.verdict(False, f"{name} {rate(value)}; main-memory plateau not measured: {len(dram)} point(s) "
+                               "at twice the last-level cache", "the free memory left room for fewer than two working "
+                               "sets at twice the last-level cache, so this run cannot tell")
+    vs = value / plateau
+    numbers = (f"{'roof drawn (' + name + ', measured once at the start)' if roof else name} {rate(value)}; "
+               f"main-memory plateau {rate(plateau)} over {len(dram)} points "
+               f"({', '.join(display.format_bytes(s) for s, _ in dram)}): {vs:.2f}x")
+    if retimed:
+        numbers += (f"; torch's copy probe ({display.format_bytes(retimed.probe_bytes)}) re-timed in the same "
+                    f"rounds as the plateau {rate(retimed.probe_rate)} ({retimed.probe_rate / plateau:.2f}x the "
+                    f"plateau), {rate(retimed.earlier)} when the roofs were measured")
+    if 1 / 1.3 <= vs <= 1.3:
+        return display.verdict(True, numbers)
+    return display.verdict(False, numbers, _roof_why(sweep, retimed, vs, plateau, probe_bytes))
+
+
+def _roof_why(sweep: HierarchySweep, retimed: DramRetime | None, vs: float, plateau: float, probe_bytes: int) -> str:
+    """Why the roof missed the plateau: the moment (the same probe re-timed lands on it), the cache, or unknown."""
+    cached = probe_bytes < 2 * (sweep.last_level_cache or 0)
+    drift = retimed.earlier / retimed.probe_rate if retimed else 1.0
+    if retimed and 1 / 1.3 <= retimed.probe_rate / plateau <= 1.3 and not 1 / 1.3 <= drift <= 1.3:
+        return (f"timed beside the plateau, torch's copy probe lands within 1.3x of it, so the probes' working set "
+                f"does stream from main memory; but when the roofs were measured the same copy ran at {drift:.2f}x "
+                f"that rate, so the roof drawn carries a {'slower' if drift < 1 else 'faster'} moment than the sweep's "
+                "rounds; what changed the machine's speed between the two moments is not established by this run")
+    if vs > 1.3 and cached:
+        return ("the probe ran faster than main memory: part of its working set was served from cache, so the roof "
+                "is drawn too high")
+    if retimed and 1 / 1.3 <= retimed.probe_rate / plateau <= 1.3:
+        return (f"torch's copy probe lands within 1.3x of the plateau when timed beside it, and ran at {drift:.2f}x "
+                "that rate when the roofs were measured, so neither the working set nor the moment explains the "
+                "gap; the roof drawn is another probe (another access pattern), and what makes the gap is not "
+                "established by this run")
+    if retimed:
+        return ("timed in the same rounds and both past twice the cache, the probe and the plateau still differ: see "
+                "the points' quartiles below; the cause is not established by this run")
+    return ("the roof and the sweep's main-memory points were measured at different moments, with different access "
+            "patterns; which of the two makes the gap is not established by this run")
+
+
+def drawn_roof_text(roof: tuple[str, float], plateau: float | None) -> str:
+    """One sentence: what the roof drawn (name, bytes/s) against the main-memory plateau means for the rooflines."""
+    name, value = roof
+    value = validate.positive("roof", value)
+    if not plateau:
+        return ""
+    vs = value / validate.positive("plateau", plateau)
+    text = (f"The memory roof drawn on the rooflines below is the {name} probe ({display.format_rate(value)}), "
+            f"{vs:.2f}x that plateau")
+    if 1 / 1.3 <= vs <= 1.3:
+        return text + ": main memory's speed. "
+    if vs < 1:
+        return text + (": lower, so a kernel's share of that roof overstates how close it comes to what main memory "
+                       "gave in the sweep's rounds, and a kernel streaming from main memory may sit above it. ")
+    return text + ": higher, so a kernel's share of that roof understates how close it comes to main memory. "

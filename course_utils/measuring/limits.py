@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from course_utils import display, env, models, timing, validate
@@ -49,22 +49,36 @@ def chain_limits(x: Any, bias: Any, fused: Mapping[str, Callable[[Any, Any], Any
     return timing.interleaved(calls, rounds=rounds, min_time=min_time)
 
 
-def cache_roof_text(moved: float, seconds: float, sweep: HierarchySweep, dram: float) -> str:
+def cache_roof_text(moved: float, seconds: float, sweep: HierarchySweep, roof: float,
+                    copy: timing.Measurement | None = None) -> str:
     """One sentence: a kernel moving ``moved`` bytes per call in ``seconds`` against the copy bandwidth the
-    hierarchy ``sweep`` measured at that working set (the cache level it fits in), and against main memory's
-    roof ``dram`` (bytes/s), which is its roof only when the working set outgrows the caches."""
+    hierarchy ``sweep`` measured at that working set (the cache level it fits in), and against the memory roof
+    drawn (``roof``, bytes/s: the best in-place probe, measured once at the start), which is its roof only when the
+    working set outgrows the caches; ``copy`` (a copy of the same bytes, timed beside the kernel) is set beside
+    the sweep's rate at that working set."""
     moved, seconds = validate.positive("moved", moved), validate.positive("seconds", seconds)
     validate.instance("sweep", sweep, HierarchySweep)
-    dram = validate.positive("dram", dram)
+    roof = validate.positive("roof", roof)
     rate, level, here = moved / seconds, sweep.level_of(int(moved)), sweep.rate_at(int(moved))
     text = (f"The compiled chain (fresh output) moves {display.format_bytes(moved)} per call (input and output) at "
             f"{display.format_rate(rate)}: {display.percent(rate / here)} of the copy bandwidth the hierarchy sweep "
             f"measured at that working set ({display.format_rate(here)}; ")
     if level == "DRAM":
-        return text + "main memory, which is its roof here). "
-    return text + (f"a working set that fits in {level}). Against the main-memory roof "
-                   f"({display.format_rate(dram)}) it would read {display.percent(rate / dram)}, but at this size its "
-                   "arrays do not come from main memory. ")
+        text += "main memory, where the memory roof applies). "
+    else:
+        text += (f"a working set that fits in {level}). Against the memory roof drawn (the best in-place probe, "
+                 f"measured once at the start: {display.format_rate(roof)}) it would read "
+                 f"{display.percent(rate / roof)}, but at this size its arrays do not come from main memory. ")
+    if copy is None:
+        return text
+    copied = moved / validate.instance("copy", copy, timing.Measurement).median
+    both = ("main-memory rates" if level == "DRAM" else
+            f"{level} rates (the working set fits in the {display.format_bytes(sweep.caches[level])} {level})")
+    return text + (f"The like-for-like copy below moves the same bytes at {display.format_rate(copied)}, "
+                   f"{copied / here:.2f}x the sweep's rate there: "
+                   + ("close to it. " if 1 / 1.3 <= copied / here <= 1.3 else
+                      f"both are {both}, timed at different moments on different arrays; which of the two makes the "
+                      "difference is not established by this run. "))
 
 
 def _spread(m: timing.Measurement) -> float:
@@ -173,6 +187,7 @@ class EagerGap:
     torch_library: str = ""  # the library torch was built with (kernels.torch_library)
     fresh: timing.Measurement | None = None  # torch's eager chain on fresh pages (malloc_trim before each call)
     fresh_faults: float = math.nan  # its page faults per call, in outputs' worth
+    earlier_faults: Mapping[str, float] = field(default_factory=dict)  # the same counts from section 3's table
 
     @property
     def fault_cost(self) -> float:
@@ -192,8 +207,8 @@ class EagerGap:
         text = (f"torch eager took {fmt(a)} on the chain, {variant_name(fast, False)} {fmt(b)} ({a / b:.1f}x). "
                 "Measured "
                 f"apart: tanh alone {fmt(ta)} in torch, {fmt(tb)} in {fast}; fresh pages per call of the chain "
-                f"{self.faults['torch']:.1f} outputs' worth in torch, {self.faults[fast]:.1f} in {fast}; torch's "
-                f"chain on one thread {fmt(t1)} (on {self.threads}: {fmt(a)}). ")
+                f"{self.faults['torch']:.1f} outputs' worth in torch, {self.faults[fast]:.1f} in {fast}"
+                f"{self._recount()}; torch's chain on one thread {fmt(t1)} (on {self.threads}: {fmt(a)}). ")
         if self.fresh is not None:
             text += (f"With the memory each call freed handed back to the OS first (`malloc_trim`, as an allocator "
                      f"that trims does), torch's chain took {fmt(self.fresh.median)} with "
@@ -208,21 +223,37 @@ class EagerGap:
             return text + "Within 1.5x: at this size the two eager runtimes cost about the same."
         return text + self._budget(a, b, ta, tb, t1)
 
+    def _recount(self) -> str:
+        """Where section 3's table counted other fault numbers for the same chains: both, and that they differ."""
+        before = {fw: self.earlier_faults.get(fw) for fw in ("torch", self.fast)}
+        if any(v is None or math.isnan(v) for v in before.values()) or all(
+                abs(before[fw] - self.faults[fw]) < 0.2 for fw in before):
+            return ""
+        return (f" (the table above counted {before['torch']:.1f} and {before[self.fast]:.1f} on other calls of the "
+                "same chains, at another moment; why the counts move between calls is not established by this run)")
+
     def _budget(self, a: float, b: float, ta: float, tb: float, t1: float) -> str:
         fmt, fast, gap = display.format_time, self.fast, a - b
-        parts = {f"tanh (torch's {ta / tb:.1f}x {fast}'s: the two run different tanh kernels)": max(ta - tb, 0.0)}
+        parts = {"tanh": max(ta - tb, 0.0)}
+        names = {"tanh": f"tanh (torch's {ta / tb:.1f}x {fast}'s: the two run different tanh kernels)"}
         extra = self.faults["torch"] - self.faults[fast]
         if extra >= 0.5 and not math.isnan(self.fault_cost):
-            parts[f"page faults ({extra:.1f} outputs' worth more per call, at the cost measured above)"] = (
-                extra * self.fault_cost)
-        left = gap - sum(parts.values())
+            parts["page faults"] = extra * self.fault_cost
+            names["page faults"] = (f"page faults ({extra:.1f} outputs' worth more per call, as counted here, at the "
+                                    "cost measured above)")
+        total = sum(parts.values())
+        left = gap - total
         text = (f"Time budget of the {fmt(gap)} gap (computed from these measurements): "
-                + "; ".join(f"{name} {fmt(t)} ({t / gap:.0%})" for name, t in parts.items()))
+                + "; ".join(f"{names[k]} {fmt(t)} ({t / gap:.0%})" for k, t in parts.items()))
         if extra >= 0.5 and math.isnan(self.fault_cost):
             text += f"; torch's {extra:.1f} more outputs' worth of page faults, whose cost this run did not measure"
-        text += (f"; left unexplained {fmt(max(left, 0.0))} ({max(left, 0.0) / gap:.0%}): what that is, is not "
-                 "established by this run" if left > 0.1 * gap else
-                 f"; together {fmt(gap - left)}: the gap is accounted for")
+        if left > 0.1 * gap:
+            text += (f"; left unexplained {fmt(left)} ({left / gap:.0%}): what that is, is not established by this "
+                     "run")
+        elif left >= -0.1 * gap:
+            text += f"; together {fmt(total)} ({total / gap:.0%}): the gap is accounted for"
+        else:
+            text += self._overshoot(parts, gap, total)
         if t1 < a / 1.3:
             ops = models.GELU_CHAIN_OPS
             text += (f". On one thread the chain ran {a / t1:.1f}x faster ({fmt(t1 / ops)} per op against "
@@ -231,11 +262,29 @@ class EagerGap:
                      "added to them")
         return text + "."
 
+    def _overshoot(self, parts: Mapping[str, float], gap: float, total: float) -> str:
+        """The budget's parts add up to more than the gap: say so, and name the part most likely overestimated."""
+        top = max(parts, key=lambda k: parts[k])
+        why = {"page faults": "its cost per output's worth comes from the chain run with `malloc_trim` before every "
+                              "call, which adds the trim's own time and has the OS hand over (and zero) every page "
+                              "anew, so it may overstate what the faults of the chain as timed cost",
+               "tanh": "it was timed alone, outside the chain"}
+        alone = ": more than the whole gap on its own" if parts[top] > gap else ""
+        overlap = (" (the tanh timed alone also writes a fresh output, whose faults the fault part may count again)"
+                   if len(parts) > 1 else "")
+        return (f"; together {display.format_time(total)} ({total / gap:.0%} of the gap): more than the gap, so "
+                f"the parts do not account for it. Either they overlap{overlap}, or a part is overestimated: the "
+                f"largest, {top} ({parts[top] / gap:.0%} of the gap{alone}): {why[top]}; or torch is faster than "
+                f"{self.fast} in the chain's other ops, which offsets them (not timed apart). Which of these it is, "
+                "is not established by this run")
+
 
 def eager_gap(inputs: Mapping[str, tuple], eager: Mapping[str, timing.Measurement],
-              chain: Callable[[str], Callable[..., Any]]) -> EagerGap | None:
+              chain: Callable[[str], Callable[..., Any]],
+              earlier_faults: Mapping[str, float] | None = None) -> EagerGap | None:
     """Measure ``EagerGap`` for torch against the fastest other eager framework of ``eager``; None when torch is
-    the only framework. ``chain(framework)`` returns the eager chain (``models.chain_for``)."""
+    the only framework. ``chain(framework)`` returns the eager chain (``models.chain_for``); ``earlier_faults``
+    (framework -> outputs' worth) are the fault counts an earlier table showed, set beside the ones taken here."""
     import torch
 
     validate.non_empty("eager", eager)
@@ -260,4 +309,7 @@ def eager_gap(inputs: Mapping[str, tuple], eager: Mapping[str, timing.Measuremen
     if trimmed is not None and inputs["torch"][0].device.type == "cpu":
         fresh = timing.benchmark(trimmed, *inputs["torch"], label="torch eager, fresh pages")
         fresh_faults = outputs_worth(trimmed, *inputs["torch"], output_bytes=tensor_bytes(inputs["torch"][0]))
-    return EagerGap(fast, dict(eager), tanh, faults, one, threads, torch_library().library, fresh, fresh_faults)
+    earlier = {fw: validate.non_negative(f"earlier_faults[{fw!r}]", v)
+               for fw, v in (earlier_faults or {}).items() if not (isinstance(v, float) and math.isnan(v))}
+    return EagerGap(fast, dict(eager), tanh, faults, one, threads, torch_library().library, fresh, fresh_faults,
+                    earlier)

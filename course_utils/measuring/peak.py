@@ -139,5 +139,7 @@ def matmuls_text(matmuls: Mapping[str, float], peak: PeakEstimate) -> str:
     return text + (f"{', '.join(over)} exceed{'s' if len(over) == 1 else ''} it: with the formula's other factors "
                    f"({peak.cores} cores x {peak.lanes} lanes x {peak.fma_units} FMA units x "
                    f"{2 if peak.fma else 1}), {display.format_flops(over[fastest])} needs a clock of at least "
-                   f"{needed:.2f} GHz (computed), above the {peak.ghz:.2f} GHz it took from {peak.clock_source}: the "
-                   "cores ran faster than that clock (a boost clock this source does not report). ")
+                   f"{needed:.2f} GHz (computed), above the {peak.ghz:.2f} GHz it took from {peak.clock_source}. "
+                   f"That rests on the {peak.fma_units} FMA units per core the formula assumes (the flags do not "
+                   "say): if that is right, the cores ran faster than that clock (a boost clock this source does "
+                   "not report); this run measures neither the units nor the clock. ")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from course_utils import display, env, timing, validate
@@ -135,11 +135,13 @@ def slope_budget(sizes: Sequence[int], found: dict[str, Bend], series: dict[str,
 
 
 def slope_why(sizes: Sequence[int], series: dict[str, Sequence[timing.Measurement]], found: dict[str, Bend],
-              labels: Sequence[str], *, element_bytes: int = 8, retime: dict[str, float] | None = None) -> str:
+              labels: Sequence[str], *, element_bytes: int = 8,
+              retime: Mapping[str, Mapping[tuple[int, int], timing.Measurement]] | None = None) -> str:
     """Why each series in ``labels`` missed the prediction, from its own numbers: the bend outside the sweep, or
     a top slope under 0.7, with the two largest points' times, bytes/s (``element_bytes`` read + written per
-    element: 8 for ``x + 1`` in fp32) and quartile spread; ``retime`` (label -> seconds) adds the second-largest
-    point timed again on one thread."""
+    element: 8 for ``x + 1`` in fp32) and quartile spread; ``retime`` (label -> {(size, threads): Measurement},
+    ``torch_eager_threads``) adds the two largest points timed again on one thread and on several, in
+    alternating rounds."""
     validate.non_empty("labels", labels)
     validate.positive("element_bytes", element_bytes, integer=True)
     retime = retime or {}
@@ -157,14 +159,61 @@ def slope_why(sizes: Sequence[int], series: dict[str, Sequence[timing.Measuremen
                 f"({display.format_time(m1.median)} at {n1:,}, {display.format_time(m2.median)} at {n2:,}), so the "
                 f"smaller size ran at {rates[0]:.3g} GB/s against {rates[1]:.3g} GB/s")
         if label in retime:
-            again = retime[label]
-            text += (f"; timed again on one thread, the {n1:,}-element point took {display.format_time(again)}"
-                     + (": the slow point was the threads waiting for each other (on busy cores a thread waits for "
-                        "the scheduler at the end of every op), not the bytes"
-                        if again < m1.median / 1.5 else ": the threads do not explain it"))
+            text += "; " + _threads_text({n1: m1, n2: m2}, retime[label])
         elif spread > 1.5:
             text += f"; its quartiles spread {spread:.1f}x, so a point was disturbed while it ran"
         reasons.append(text)
     cores = os.cpu_count() or 1
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     return "; ".join(reasons) + (f" (load average {load:.1f} on {cores} cores)" if load > cores else "")
+
+
+def _threads_text(sweep: Mapping[int, timing.Measurement], runs: Mapping[tuple[int, int], timing.Measurement]) -> str:
+    """The sweep's two points (size -> Measurement) against the same calls re-timed on one thread and on several
+    in alternating rounds (``runs``): were the sweep's points slowed, do the threads cost, what slope is left."""
+    (n1, n2), counts = sorted(sweep), sorted({t for _, t in runs})
+    one, many = counts[0], counts[-1]
+    for key in ((n, t) for n in (n1, n2) for t in (one, many)):
+        if key not in runs:
+            raise ValueError(f"retime must hold a measurement for (size, threads) {key}; got {sorted(runs)}")
+    fmt = display.format_time
+    times = ", ".join(f"{n:,} elements {fmt(runs[(n, one)].median)}"
+                      + (f" and {fmt(runs[(n, many)].median)}" if many > one else "") for n in (n1, n2))
+    text = (f"timed again in alternating rounds, on one thread and on {many}: {times}" if many > one else
+            f"timed again in alternating rounds (torch runs one thread here): {times}")
+    slowed = {n: m.median / runs[(n, many)].median for n, m in sweep.items()
+              if timing.apart(m, runs[(n, many)]) and m.median > runs[(n, many)].median}
+    text += (". The sweep's " + " and its ".join(f"{n:,}-element point took {r:.1f}x" for n, r in slowed.items())
+             + " the same call re-timed (quartile ranges apart): slowed while the sweep ran, by what, this run does "
+             "not establish" if slowed else ". The sweep's points are within the noise of (or faster than) the same "
+             "calls re-timed")
+    if many > one:
+        faster = {n: ("one" if runs[(n, one)].median < runs[(n, many)].median else "many")
+                  for n in (n1, n2) if timing.apart(runs[(n, one)], runs[(n, many)])}
+        if not faster:
+            text += (f"; one thread and {many} are within the noise of each other at both sizes: the threads do not "
+                     "explain it")
+        elif set(faster.values()) == {"one"} and len(faster) == 2:
+            text += (f"; one thread was faster than {many} at both sizes (quartile ranges apart): handing each op to "
+                     f"{many} threads costs here")
+        elif set(faster.values()) == {"many"} and len(faster) == 2:
+            text += f"; {many} threads were faster than one at both sizes: the threads pay off, they are not the cause"
+        else:
+            text += ("; the threads' effect differs between the sizes (" + ", ".join(
+                f"{n:,}: {'one thread' if w == 'one' else f'{many} threads'} faster" for n, w in faster.items())
+                + ", quartile ranges apart; elsewhere within the noise)")
+    slope = math.log(runs[(n2, many)].median / runs[(n1, many)].median) / math.log(n2 / n1)
+    ratios = {n: m.median / runs[(n, many)].median for n, m in sweep.items()}
+    text += f"; re-timed, the top slope is {slope:.2f}" + (f" on {many} threads" if many > one else "") + (
+        f": at least 0.7, so the sweep's shallow slope came from its {n1:,}-element point, {ratios[n1]:.1f}x the "
+        f"re-timed call, against {ratios[n2]:.1f}x at the top (computed)" if slope >= 0.7 else
+        ": still under 0.7")
+    if slope >= 0.7:
+        return text
+    single = math.log(runs[(n2, one)].median / runs[(n1, one)].median) / math.log(n2 / n1)
+    if many > one and single >= 0.7:
+        return text + (f", and {single:.2f} on one thread: the shallow slope comes with the threads (at "
+                       f"{n1:,} elements {many} threads took {runs[(n1, many)].median / runs[(n1, one)].median:.1f}x "
+                       "one thread's time); why they cost that much there is not established by this run")
+    return (text + (f" (and {single:.2f} on one thread)" if many > one else "")
+            + ", and why is not established by this run")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from course_utils import display, env, notebook, probes, roofline, validate
+from course_utils import display, env, notebook, probes, roofline, timing, validate
 
 
 def present_frameworks() -> list[str]:
@@ -64,7 +64,7 @@ def above_roof_text(points: list[roofline.Point], machine: roofline.Machine) -> 
     text = ""
     if memory:
         text += (f" Above the memory roof: {', '.join(memory)}: their arrays fit in the caches, which are "
-                 "faster than the main-memory roof.")
+                 "faster than the memory roof drawn from main-memory probes.")
     if compute:
         text += (" Above the compute roof: " + ", ".join(
             f"{p.label} at {display.format_flops(p.flops / p.seconds)} against the best matmul probe's "
@@ -88,3 +88,71 @@ def best_roof(machines: Mapping[str, roofline.Machine]) -> roofline.Machine:
         {f"{name} {k}": v for name, m in machines.items() for k, v in m.fresh_output_probes.items()},
         first.array_bytes,
     )
+
+
+def matmul_point_text(n: int, rate: float, machines: Mapping[str, roofline.Machine], libraries: Mapping[str, str],
+                      peak_flops: float | None = None, *, again: timing.Measurement | None = None) -> str:
+    """Torch's n x n matmul (``rate`` FLOP/s) judged like for like against torch's own matmul probe (same
+    library, larger n), then the library gap between that probe and the compute roof drawn (the best probe of
+    any framework, ``libraries``: framework -> library name), then the computed peak where there is one.
+    ``again``: the same matmul timed at another moment, which tells a slowed timing from the size."""
+    n = validate.positive("n", n, integer=True)
+    rate = validate.positive("rate", rate)
+    validate.non_empty("machines", machines)
+    if "torch" not in machines:
+        raise ValueError(f"machines must hold 'torch' (the matmul is torch's); got {sorted(machines)}")
+    if again is not None:
+        validate.instance("again", again, timing.Measurement)
+    own, probe_n = machines["torch"].peak_flops, roofline.default_matmul_n()
+    share, lib = rate / own, libraries.get("torch", "its library")
+    text = (f"The {n}x{n} torch matmul ran at {display.format_flops(rate)}: {display.percent(share)} of torch's own "
+            f"n = {probe_n} probe ({display.format_flops(own)}, {lib}), the same library on a larger product. ")
+    if share > 1:
+        text += ("It beat the larger probe, which was timed at another moment; one median each, so how much of that "
+                 "is the moment is not established by this run. ")
+    elif share >= 0.8:
+        cost = display.percent(1 - share) if 1 - share >= 0.01 else "under 1%"
+        text += (f"Like for like the two are close: the smaller size (and the other moment it was timed at) cost it "
+                 f"{cost}. ")
+    elif again is not None and 2 * n**3 / again.median / own >= 0.8:
+        text += (f"Like for like it is {1 / share:.2f}x slower than its probe, but the same matmul timed again in "
+                 f"section 2's alternating rounds took {display.format_time(again.median)} "
+                 f"({display.format_flops(2 * n**3 / again.median)}, {display.percent(2 * n**3 / again.median / own)} "
+                 "of the probe): the first timing was slowed at its moment, not by the size; by what, this run does "
+                 "not establish." + load_note() + " ")
+    else:
+        text += (f"Like for like it is {1 / share:.2f}x slower than its probe: a smaller product keeps the cores busy "
+                 "for a shorter time per call, so the library's blocking and thread hand-offs weigh more (a "
+                 "candidate; the two were also timed at different moments, and which it is, is not established "
+                 "by this run)." + load_note() + " ")
+    best = max(machines, key=lambda fw: machines[fw].peak_flops)
+    roof = machines[best].peak_flops
+    if best != "torch" and roof > 1.3 * own:
+        text += (f"The compute roof drawn is {best}'s probe ({display.format_flops(roof)}, "
+                 f"{libraries.get(best, 'its library')}), {roof / own:.2f}x torch's: that gap is the libraries (the "
+                 f"table above), not the size, so against the roof drawn the matmul reads only "
+                 f"{display.percent(rate / roof)}. ")
+    elif best != "torch":
+        text += (f"The compute roof drawn ({best}'s probe, {display.format_flops(roof)}) is within 1.3x of torch's: "
+                 f"against it the matmul reads {display.percent(rate / roof)}. ")
+    else:
+        text += "torch's probe is itself the compute roof drawn. "
+    if peak_flops:
+        text += f"Against the computed peak it reads {display.percent(rate / peak_flops)}. "
+    return text
+
+
+def fresh_output_note(machine: roofline.Machine, *, slower: float = 1.25) -> str:
+    """The summary's note on a framework's fresh-output triad, from its numbers: its cost claimed only when it ran
+    over ``slower`` x the in-place triad's time (single probes: no spread to judge the noise by)."""
+    validate.instance("machine", machine, roofline.Machine)
+    slower = validate.number("slower", slower, low=1)
+    fresh = machine.fresh_output_probes.get("triad, fresh output")
+    in_place = machine.bandwidth_probes.get("triad", machine.bandwidth)
+    if not fresh:
+        return "not measured"
+    if in_place / fresh > slower:
+        return (f"{in_place / fresh:.1f}x the in-place triad's time: what a fresh output adds (allocation, page "
+                "faults); not a bandwidth")
+    return (f"{fresh / in_place:.2f}x the in-place triad: no fresh-output cost shows here (one probe each, "
+            f"threshold {slower}x)")

@@ -128,3 +128,43 @@ def cache_state(before: Mapping[str, int], after: Mapping[str, int]) -> str:
     if misses > 0:
         return "cold"
     return "warm" if hits > 0 else "unknown"
+
+
+_PHASES = (("_compile.compile_inner", "Dynamo's whole compile"), ("bytecode_tracing", "tracing the bytecode"),
+           ("build_guards", "building guards"), ("OutputGraph.call_user_compiler", "the backend"),
+           ("PyCodeCache.load_by_key_path", "loading the generated code"), ("compile_file", "C++ compiles"))
+
+
+def compile_phase_times() -> dict[str, float]:
+    """Seconds per torch.compile phase so far in this process, from Dynamo's own timers (summed per phase);
+    {} where this torch keeps none (snapshot before and after a first call)."""
+    try:
+        from torch._dynamo.utils import compilation_time_metrics
+    except ImportError:
+        return {}
+    return {name: float(sum(times)) for name, times in compilation_time_metrics.items()}
+
+
+def first_call_text(first_call: float, cache: str, before: Mapping[str, float], after: Mapping[str, float]) -> str:
+    """One sentence: torch.compile's first call, the Inductor cache state (``cache_state``) and what Dynamo's
+    timers (``compile_phase_times`` snapshots ``before`` and ``after`` it) say it spent; where they say nothing,
+    what else the first call paid is not established."""
+    first_call = validate.positive("first_call", first_call)
+    cache = validate.choice("cache", cache, ("warm", "cold", "unknown"))
+    spent = {name: after.get(name, 0.0) - before.get(name, 0.0) for name, _ in _PHASES}
+    words = {"warm": "a **warm** Inductor cache (every graph was found in the cache an earlier run left on disk)",
+             "cold": "a **cold** Inductor cache (the code was generated in this call)",
+             "unknown": "an Inductor cache state this run could not tell"}
+    text = f"torch.compile's first call took {display.format_time(first_call)} with {words[cache]}"
+    if spent["_compile.compile_inner"] <= 0:
+        return text + (". What it paid beside the cache (Dynamo's tracing and guards, starting compile workers are "
+                       "candidates) is not established by this run: this torch's Dynamo timers recorded nothing. ")
+    parts = ", ".join(f"{label} {display.format_time(spent[name])}" for name, label in _PHASES[1:] if spent[name] > 0)
+    text += (f". Dynamo's own timers put {display.format_time(spent['_compile.compile_inner'])} of it in compiling "
+             f"({parts}; the phases nest, so they do not add up)")
+    if cache == "warm" and spent["compile_file"] > 0:
+        text += (f": even with the cache warm, {display.format_time(spent['compile_file'])} went to C++ compiles, "
+                 "which the cache lookup did not spare; why is not established by this run")
+    rest = first_call - spent["_compile.compile_inner"]
+    return text + (f". The remaining {display.format_time(rest)} is the call itself and what the timers do not "
+                   "cover. " if rest > 0 else ". ")

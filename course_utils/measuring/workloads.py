@@ -173,18 +173,38 @@ def _call(make: Callable[[int], tuple[Callable[..., Any], tuple]], size: int) ->
     return (fn, *args)
 
 
-def torch_eager_one_thread(size: int, *, min_time: float = 0.03) -> float:
-    """Median seconds of torch eager ``x + 1`` on ``size`` floats with ``torch.set_num_threads(1)`` (restored
-    after): the same point of the sweep without any thread hand-off."""
+def torch_eager_threads(sizes: Sequence[int], *, rounds: int = 4,
+                        min_time: float = 0.2) -> dict[tuple[int, int], timing.Measurement]:
+    """torch eager ``x + 1`` at each of ``sizes`` on one thread and on torch's thread count, all timed in
+    ``rounds`` alternating rounds (``interleaved``) so that they see the same moments: {(size, threads):
+    Measurement}. Each call sets its thread count where it differs (paid by the first call, reported apart);
+    the thread count is restored after."""
     import torch
 
-    size = validate.number("size", size, low=1, integer=True)
+    validate.non_empty("sizes", sizes)
+    sizes = [validate.number(f"sizes[{i}]", s, low=1, integer=True) for i, s in enumerate(sizes)]
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+    calls: dict[str, Callable[[], Any]] = {}
+    keys: dict[str, tuple[int, int]] = {}
+    for size in sizes:
+        fn, *args = _call(_add_one("torch", False), size)
+        for count in sorted({1, threads}):
+            name = f"{size:,} elements, {count} thread{'s' if count > 1 else ''}"
+            calls[name] = lambda f=fn, a=args, c=count: _on_threads(c, f, a)
+            keys[name] = (int(size), count)
     try:
-        return timing.benchmark(*_call(_add_one("torch", False), size), min_time=min_time).median
+        found = timing.interleaved(calls, rounds=rounds, min_time=min_time)
     finally:
         torch.set_num_threads(threads)
+    return {keys[name]: m for name, m in found.items()}
+
+
+def _on_threads(count: int, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
+    import torch
+
+    if torch.get_num_threads() != count:
+        torch.set_num_threads(count)
+    return fn(*args)
 
 
 def host_copy_text(host: dict[str, tuple[timing.Measurement, timing.Measurement, bool]], result_bytes: int) -> str:

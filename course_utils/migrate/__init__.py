@@ -29,6 +29,7 @@ from course_utils.migrate.cost import (
 from course_utils.migrate.explain import cheap_story, outcome, outcomes, rung_sentence
 from course_utils.migrate.frameworks import (
     FrameworkTable,
+    compile_not_faster,
     framework_table,
     jax_step_factory,
     jax_step_hlo,
@@ -64,13 +65,13 @@ from course_utils.migrate.torch_rungs import (
 )
 
 __all__ = [
-    "AMP_LOSS_RTOL", "AMP_UPDATE_RTOL", "DROPPED", "MIGRATION", "TWIN", "NO_MIGRATION", "SEED_COMPETITOR_HOURS",
-    "SEED_GPU_HOURS_EXAMPLE", "SEED_JOB_HOURS", "SEED_SPEND", "SEED_UTILISATION", "Check", "Checklist",
-    "CompileAccount", "CostEstimate", "FixedBatch", "FrameworkTable", "Ladder", "MigrationGain", "Monitoring",
-    "Rung", "amp_agreement", "autocast_dtype", "build_ladder", "busy_share", "cheap_story", "compare_estimates",
-    "compile_account", "compile_model", "compile_or_eager", "compile_seconds", "compilers", "empty_compile_cache",
-    "estimate", "explore", "fixed_batch", "framework_table", "jax_step_factory", "jax_step_hlo", "make_loader",
-    "measure_rung", "measure_rungs", "monitor", "monthly_spend_for", "months_text", "outcome", "outcomes",
-    "outputs_agree", "payback", "run_checklist", "rung_sentence", "seed_example", "step_agreement",
-    "step_factory", "torch_ladder", "train_step", "waterfall", "workers_label", "xla_cpu_kernels",
+    "AMP_LOSS_RTOL", "AMP_UPDATE_RTOL", "Check", "Checklist", "CompileAccount", "CostEstimate", "DROPPED",
+    "FixedBatch", "FrameworkTable", "Ladder", "MIGRATION", "MigrationGain", "Monitoring", "NO_MIGRATION", "Rung",
+    "SEED_COMPETITOR_HOURS", "SEED_GPU_HOURS_EXAMPLE", "SEED_JOB_HOURS", "SEED_SPEND", "SEED_UTILISATION", "TWIN",
+    "amp_agreement", "autocast_dtype", "build_ladder", "busy_share", "cheap_story", "compare_estimates",
+    "compile_account", "compile_model", "compile_not_faster", "compile_or_eager", "compile_seconds", "compilers",
+    "empty_compile_cache", "estimate", "explore", "fixed_batch", "framework_table", "jax_step_factory",
+    "jax_step_hlo", "make_loader", "measure_rung", "measure_rungs", "monitor", "monthly_spend_for", "months_text",
+    "outcome", "outcomes", "outputs_agree", "payback", "run_checklist", "rung_sentence", "seed_example",
+    "step_agreement", "step_factory", "torch_ladder", "train_step", "waterfall", "workers_label", "xla_cpu_kernels",
 ]

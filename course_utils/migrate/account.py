@@ -53,19 +53,20 @@ class FixedBatch:
 
 def fixed_batch(make_model: Callable[[], Any], compiled_model: Any, batch: Any, *, amp_dtype: Any = None,
                 min_time: float = 0.3) -> FixedBatch:
-    """Time eager (a fresh model from ``make_model``) against ``compiled_model`` on ``batch`` in fp32 and, where
-    ``amp_dtype`` is given, under autocast: the compiled model of the ladder's last rung is reused (no new
-    compile where its precision matches)."""
+    """Time eager (a fresh model from ``make_model``) against ``compiled_model`` on ``batch`` in alternating rounds,
+    in fp32 and, where ``amp_dtype`` is given, under autocast: the compiled model of the ladder's last rung is
+    reused (no new compile where its precision matches; a first call outside the timings where it does not)."""
     validate.function("make_model", make_model)
     validate.positive("min_time", min_time)
     runs = {}
     for dtype in (None, amp_dtype) if amp_dtype is not None else (None,):
         name = _precision(dtype)
-        eager = timing.benchmark(torch_rungs.train_step(make_model(), dtype), batch, min_time=min_time,
-                                 label=f"eager {name}")
-        compiled = timing.benchmark(torch_rungs.train_step(compiled_model, dtype), batch, min_time=min_time,
-                                    label=f"compiled {name}")
-        runs[name] = (eager, compiled)
+        steps = {"eager": torch_rungs.train_step(make_model(), dtype),
+                 "compiled": torch_rungs.train_step(compiled_model, dtype)}
+        timing.sync(steps["compiled"](batch))  # a precision it was not compiled in recompiles here, untimed
+        timed = timing.interleaved({k: (lambda f=f: f(batch)) for k, f in steps.items()}, rounds=3,
+                                   min_time=2 * min_time)
+        runs[name] = (timed["eager"], timed["compiled"])
     size = batch[0].shape[0] if isinstance(batch, (tuple, list)) else len(batch)
     return FixedBatch(int(size), runs)
 
@@ -95,6 +96,7 @@ class CompileAccount:
     rounds: int
     times: dict[str, float]
     loads: tuple[float | None, float | None] = (None, None)
+    drift: float | None = None  # Ladder.twin_drift of the stated gain
 
     def __getitem__(self, name: str) -> AccountRow:
         for row in self.rows:
@@ -160,6 +162,24 @@ class CompileAccount:
         out.append(f"**The loader.** At batch {last.batch} {last.precision}: no loader {ref.step[0]:.2f}x; the "
                    f"ladder's compute parts, {last.loader} running beside them, {last.compute[0]:.2f}x ({moved}); "
                    f"its whole steps {last.step[0]:.2f}x (waiting for data: {last.waits}).")
+        if {"fixed eager", "fixed compiled", "twin compute", "last compute"} <= set(t):
+            eager_grew = self.times["twin compute"] / self.times["fixed eager"]
+            compiled_grew = self.times["last compute"] / self.times["fixed compiled"]
+            out.append(f"Per step, eager computed in {t['fixed eager']} with no loader and {t['twin compute']} with "
+                       f"the loader worker beside it ({eager_grew:.2f}x); the compiled step in {t['fixed compiled']} "
+                       f"and {t['last compute']} ({compiled_grew:.2f}x). "
+                       + ("The worker beside the model slowed eager's compute more than the compiled one's, which is "
+                          "where the ladder's larger gain comes from; why (candidates: the shared last-level cache "
+                          "and memory bandwidth, which eager's separate passes over memory use more) is not "
+                          "established by this run." if eager_grew > 1.1 * compiled_grew else
+                          "The worker changed both about alike." if abs(eager_grew / compiled_grew - 1) <= 0.1 else
+                          "The worker slowed the compiled step's compute more than eager's; why is not established "
+                          "by this run."))
+        if self.drift is not None:
+            out.append(f"**The repeat of the set-up.** The eager twin beside compile took {1 / self.drift:.2f}x the "
+                       "time of the same set-up measured earlier in its own group, beyond their quartiles; why (the "
+                       "machine at another moment, or what ran beside it) is not established by this run, so the "
+                       "stated gain's band is widened to cover both.")
         return out
 
 
@@ -192,6 +212,10 @@ def compile_account(ladder: Ladder, frameworks: FrameworkTable, fixed: FixedBatc
                            ladder.over_previous_band(last, "compute"), waits(last)))
     rung = ladder[last]
     times = {"loop eager": ladder.baseline.compute_time, "loop compiled": ladder[first].compute_time,
-             "table eager": torch_row.eager.median, "table compiled": torch_row.compiled.median}
+             "table eager": torch_row.eager.median, "table compiled": torch_row.compiled.median,
+             "twin compute": ladder.before(last).compute_time, "last compute": rung.compute_time}
+    if fixed.batch_size == rung.batch_size and final_precision in fixed.runs:
+        eager, compiled = fixed.runs[final_precision]
+        times |= {"fixed eager": eager.median, "fixed compiled": compiled.median}
     return CompileAccount(tuple(rows), gain, rung.steps.n, len(rung.round_medians), times,
-                          (ladder[first].load, frameworks.load))
+                          (ladder[first].load, frameworks.load), ladder.twin_drift(last))

@@ -7,7 +7,7 @@ A rung *won* when its whole band (quartiles of the per-round ratios) lies above 
 
 from __future__ import annotations
 
-from course_utils import display, validate
+from course_utils import display, timing, validate
 from course_utils.migrate.ladder import NO_MIGRATION, Ladder, Rung
 
 OUTCOMES = ("won", "lost", "no measurable change")
@@ -51,6 +51,11 @@ def rung_sentence(ladder: Ladder, label: str, cores: int) -> str:
         text += (": the compute rose more than the wait fell" if rose else ": the wait grew") + load
         if rose and "loader worker" in label:
             text += "; the model's core was not its own: the worker, and any other load, took cycles from it"
+    if ("loader worker" in label or "pinned memory" in label) and rung.batch_size == before.batch_size and \
+            rung.computes is not None and before.computes is not None and timing.apart(before.computes, rung.computes):
+        text += (f"; its compute changed too ({c0} -> {c1} per sample, beyond the quartiles), which a loader change "
+                 "does not do directly: candidates are the caches (data preparation no longer runs on the model's "
+                 "core) and the machine's drift between measurement groups; which, is not established by this run")
     if rung in ladder.dropped:
         text += "; not kept: compile is measured on the faster set-up before it"
     return text + "."

@@ -20,7 +20,6 @@ from course_utils import display, env, graphs, memory, models, timing, validate
 from course_utils.migrate import torch_rungs
 
 _LR = 0.05
-_NAMES = {"torch": "PyTorch", "jax": "JAX", "tensorflow": "TensorFlow"}
 _EAGER = {"torch": "eager", "jax": "op-by-op (not how JAX is used)", "tensorflow": "eager"}
 _COMPILED = {"torch": "torch.compile", "jax": "jax.jit", "tensorflow": "tf.function(jit_compile=True)"}
 
@@ -108,6 +107,16 @@ class FrameworkTable:
         row = self[framework]
         return row.eager.median / row.compiled.median
 
+    def own_band(self, framework: str) -> tuple[float, float]:
+        """(low, high) of ``vs_own_eager``: opposite quartiles of the eager and compiled steps."""
+        row = self[framework]
+        return row.eager.p25 / row.compiled.p75, row.eager.p75 / row.compiled.p25
+
+    def compile_apart(self, framework: str) -> bool:
+        """True when this framework's eager and compiled steps differ beyond their quartiles (timed in turns)."""
+        row = self[framework]
+        return timing.apart(row.eager, row.compiled)
+
     def runtime_factor(self, framework: str) -> float:
         """PyTorch eager median / this framework's eager median: what its libraries and runtime give before any
         whole-step compile ("library/runtime"). ``vs_baseline = runtime_factor * vs_own_eager``."""
@@ -115,7 +124,7 @@ class FrameworkTable:
 
     def decomposition(self) -> display.Table:
         """The common-baseline speed-up split into library/runtime x compilation (computed from the medians)."""
-        rows = [(_NAMES[r.framework], f"{self.runtime_factor(r.framework):.2f}x",
+        rows = [(validate.framework_title(r.framework), f"{self.runtime_factor(r.framework):.2f}x",
                  f"{self.vs_own_eager(r.framework):.2f}x", f"{self.vs_baseline(r.framework):.2f}x") for r in self.rows]
         return display.table(["framework", "library/runtime: its eager vs PyTorch eager",
                               "compilation: compiled vs its eager", "= compiled vs PyTorch eager"], rows,
@@ -126,14 +135,20 @@ class FrameworkTable:
     def table(self) -> display.Table:
         rows = []
         for r in self.rows:
-            rows.append((_NAMES[r.framework], f"{display.format_time(r.eager.median)} ({_EAGER[r.framework]})",
+            title = validate.framework_title(r.framework)
+            rows.append((title, f"{display.format_time(r.eager.median)} ({_EAGER[r.framework]})",
                          f"{display.format_time(r.compiled.median)} ({_COMPILED[r.framework]})",
                          display.format_time(r.compiled.first_call),
-                         f"{self.vs_baseline(r.framework):.2f}x", f"{self.vs_own_eager(r.framework):.2f}x",
+                         f"{self.vs_baseline(r.framework):.2f}x",
+                         f"{self.vs_own_eager(r.framework):.2f}x ({self.own_band(r.framework)[0]:.2f} to "
+                         f"{self.own_band(r.framework)[1]:.2f}" + ("" if self.compile_apart(r.framework) else
+                                                                   ", within the noise") + ")",
                          "n/a" if r.peak_bytes is None else display.format_bytes(r.peak_bytes),
                          "n/a (traces all or raises)" if r.graph_breaks is None else str(r.graph_breaks)))
-        note = ("Same CNN, same batch, fp32, one SGD step, no loader. 'vs PyTorch eager' is the common baseline; "
-                "peak memory: growth of the process's peak RSS during one compiled step.")
+        note = ("Same CNN, same batch, fp32, one SGD step, no loader; each framework's eager and compiled steps "
+                "timed in alternating rounds. 'vs PyTorch eager' is the common baseline; 'vs its own eager' gives "
+                "the band of opposite quartiles; peak memory: growth of the process's peak RSS during one compiled "
+                "step.")
         if self.skipped:
             note += " Skipped: " + " ".join(self.skipped)
         return display.table(["framework", "its eager step", "compiled step", "first compiled call",
@@ -162,7 +177,7 @@ def framework_table(x_nchw: np.ndarray, y: np.ndarray, *, classes: int = 10, min
     rows, skipped = [], []
     for name in dict.fromkeys(["torch", *names]):
         if not env.available(name):
-            skipped.append(f"{_NAMES[name]} is not installed here, so its row is skipped.")
+            skipped.append(f"{validate.framework_title(name)} is not installed here: its row is skipped.")
             continue
         if name == "torch":
             batch = (torch.from_numpy(x_nchw), torch.from_numpy(y))
@@ -180,12 +195,27 @@ def framework_table(x_nchw: np.ndarray, y: np.ndarray, *, classes: int = 10, min
             tf = env.import_tensorflow()
             batch = (tf.constant(x_nhwc), tf.constant(y))
             (eager, compiled), breaks = _tensorflow_steps(classes, x_nchw.shape[-1]), None
-        measured_eager = timing.benchmark(eager, batch, min_time=min_time, label=f"{name} eager")
-        measured = timing.benchmark(compiled, batch, min_time=min_time, label=f"{name} compiled")
+        calls = {"eager": lambda e=eager, b=batch: e(b), "compiled": lambda c=compiled, b=batch: c(b)}
+        timed = timing.interleaved(calls, rounds=3, min_time=2 * min_time)  # alternating rounds: the same moments
+        measured_eager, measured = timed["eager"], timed["compiled"]
         peak = memory.torch_peak_bytes(lambda c=compiled, b=batch: timing.sync(c(b)), "cpu")
         rows.append(FrameworkRow(name, measured_eager, measured, peak, breaks))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     return FrameworkTable(tuple(rows), tuple(skipped), int(x_nchw.shape[0]), load)
+
+
+def compile_not_faster(table: FrameworkTable, framework: str) -> str:
+    """A sentence for a framework whose compiled step did not beat its own eager step beyond the noise (slower
+    beyond it, or within it); '' where it did."""
+    validate.instance("table", table, FrameworkTable)
+    ratio, (low, high) = table.vs_own_eager(framework), table.own_band(framework)
+    if table.compile_apart(framework) and ratio > 1:
+        return ""
+    title = validate.framework_title(framework)
+    how = "was slower than" if table.compile_apart(framework) else "was not faster than"
+    return (f" {title}'s compiled step {how} its own eager step ({ratio:.2f}x, band {low:.2f} to {high:.2f}"
+            + ("" if table.compile_apart(framework) else ", within the noise")
+            + "): on this model its compiler bought nothing here; why is not established by this run.")
 
 
 def xla_cpu_kernels(hlo_text: str) -> dict[str, int]:

@@ -199,7 +199,7 @@ def torch_ladder(dataset: Any, batch_size: int, make_model: Callable[[], Any], *
         skipped.append("data parallel (one device here; notebook 05 measured two processes on one CPU)")
     return _ladder.build_ladder(
         [*chain[:best + 1], replace(last, over=twin_label)], skipped=skipped,
-        extra=[base[1], *dropped, replace(twin, note=_ladder.TWIN)]), compiled
+        extra=[base[1], *dropped, replace(twin, note=_ladder.TWIN, over=chain[best].label)]), compiled
 
 
 def step_agreement(make_model: Callable[[], Any], batch: Any, *, amp_dtype: Any = None, steps: int = 3,

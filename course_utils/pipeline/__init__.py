@@ -9,9 +9,12 @@
 - ``steps``: the course MLP's one SGD step per framework (from ``course_utils.models``), warmed up;
 - ``tfdata``: tf.data pipelines in TF ops (vectorised) or through ``tf.numpy_function`` (the slow path);
 - ``stall``: the data stall read from a profiler trace alone (gaps between marked steps);
+- ``compare``: two loops compared in words (medians, quartiles, outlier steps flagged), the before/after table;
+- ``explain``: the explanations whose wording depends on which way this run's numbers fell;
 - ``plots``: the notebook's figures; ``exercises``: the checkers of its exercises.
 """
 
+from course_utils.pipeline import compare, explain
 from course_utils.pipeline import exercises as _exercises  # noqa: F401  (registers 04.k)
 from course_utils.pipeline.dataset import (
     AugmentParams,
@@ -41,6 +44,7 @@ from course_utils.pipeline.workers import (
 )
 
 __all__ = [
+    "compare", "explain",
     "STEP_MARK", "Stalls", "capture_loop", "data_stalls", "stalls_table",
     "AugmentParams", "InLoop", "apart", "NumpyBatches", "Prefetch", "PrefetchIterator", "SyntheticImages", "Timeline",
     "data_cores", "fingerprint", "limit_compute_threads", "max_difference", "mlp_step", "numpy_collate",

@@ -143,21 +143,34 @@ def _quartiles(m: timing.Measurement) -> str:
     return f"{_fmt(m.p25)} to {_fmt(m.p75)}"
 
 
+def _spread_row(t: Timeline) -> tuple[tuple[str, ...], bool]:
+    """A row of medians and quartiles, and whether a mean of step or compute lies outside its quartiles."""
+    step, wait, compute = (t.part(p) for p in PARTS)
+    skewed = any(not m.p25 <= m.mean <= m.p75 for m in (step, compute))
+    return ((t.label + (" *" if skewed else ""), _fmt(step.median), _quartiles(step), _fmt(wait.median),
+             _fmt(compute.median), _quartiles(compute), display.percent(t.utilisation), _fmt(t.startups[0])), skewed)
+
+
 def timelines_table(timelines: Sequence[Timeline], *, title: str | None = None, spread: bool = False) -> display.Table:
-    """One row per loop: steady step time, wait, compute, utilisation (busy time share), first start-up; with
-    ``spread`` also the quartiles of the step and of the compute per steady step."""
+    """One row per loop: steady step time, wait, compute (means), utilisation (busy time share), first start-up;
+    with ``spread`` the medians with the quartiles of step and compute instead, means outside them flagged."""
     validate.non_empty("timelines", timelines)
     for t in timelines:
         validate.instance("timelines", t, Timeline)
     validate.instance("spread", spread, bool)
-    headers = ["loop", "step", "wait", "compute", "utilisation", "start-up"]
-    rows = [t.row() for t in timelines]
-    note = "Steady steps (first step of each epoch left out); utilisation = compute / step time."
-    if spread:
-        headers += ["step quartiles", "compute quartiles"]
-        rows = [(*r, _quartiles(t.part("step")), _quartiles(t.part("compute"))) for r, t in zip(rows, timelines)]
-        note += " Step and compute are means; quartiles are over the steady steps."
-    return display.table(headers, rows, title=title, note=note)
+    if not spread:
+        return display.table(["loop", "step", "wait", "compute", "utilisation", "start-up"],
+                             [t.row() for t in timelines], title=title,
+                             note="Steady steps (first step of each epoch left out), means; utilisation = compute "
+                                  "/ step time.")
+    rows, flags = zip(*(_spread_row(t) for t in timelines))
+    note = ("Steady steps (first step of each epoch left out): step, wait and compute are medians, quartiles over "
+            "the steady steps; utilisation = total compute / total step time.")
+    if any(flags):
+        note += (" * the mean step or compute of this loop lies outside its quartiles: a few outlier steps, which "
+                 "the utilisation (made of totals) includes.")
+    return display.table(["loop", "step", "step quartiles", "wait", "compute", "compute quartiles", "utilisation",
+                          "start-up"], rows, title=title, note=note)
 
 
 def run_loop(

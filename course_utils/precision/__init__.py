@@ -3,9 +3,10 @@
 One file per job: ``formats`` (bit layouts, range, rounding, long sums), ``scaling`` (fp16 underflow and loss
 scaling), ``training`` (the AMP loop with and without a GradScaler, over seeds), ``policies`` (torch autocast,
 Keras dtype policies, an explicit JAX policy, dtypes read back), ``speed`` (FLOP/s and bytes per format),
-``memory`` (bytes per parameter per training scheme; the peak, saved-tensor and held-state measurements
-it shows come from the core ``course_utils.memory``), ``remat`` (activation checkpointing in
-each framework), ``exercises`` (the checkers) and ``plots``.
+``speed_text`` (the speed section's sentences, generated from the run's numbers), ``memory`` (bytes per parameter
+per training scheme; the peak, saved-tensor and held-state measurements it shows come from the core
+``course_utils.memory``), ``remat`` (activation checkpointing in each framework), ``exercises`` (the checkers)
+and ``plots``.
 """
 
 from course_utils.memory import (  # core; re-exported because notebook 03 calls them as cu.precision.*
@@ -61,6 +62,7 @@ from course_utils.precision.remat import (
     block_weights,
     jax_remat,
     predicted_peak_with_remat,
+    temp_change_text,
     tf_recompute_same,
     torch_grouped_saved,
     torch_live_peak,
@@ -87,6 +89,23 @@ from course_utils.precision.speed import (
     stream_times,
     torch_onednn_bf16,
 )
+from course_utils.precision.speed_text import (
+    CLAIM_BAND,
+    bandwidth_text,
+    bf16_unit_ratio,
+    bf16_units,
+    bf16_units_text,
+    claim_outcome,
+    claim_text,
+    fp32_share_text,
+    matmul_share_text,
+    matmul_shares,
+    mlp_step_flops,
+    ratio_band,
+    roof_share_text,
+    step_outcome,
+    step_reason,
+)
 from course_utils.precision.training import MODES, SeedSpread, TrainRun, amp_train, seed_spread, unscale_norms
 
 __all__ = [
@@ -102,5 +121,7 @@ __all__ = [
     "torch_fp16_overflows", "torch_grouped_saved", "torch_peak_bytes", "torch_remat", "torch_state_bytes",
     "training_memory", "TrainRun", "underflow_stats", "UnderflowStats", "unscale_norms", "STREAM_OPS",
     "bandwidth_ratio", "jax_dot_dtypes", "stream_point", "stream_times", "torch_live_peak", "adam_eps_share",
-    "torch_weight_grads", "torch_onednn_bf16",
+    "torch_weight_grads", "torch_onednn_bf16", "CLAIM_BAND", "bandwidth_text", "bf16_unit_ratio", "bf16_units",
+    "bf16_units_text", "claim_outcome", "claim_text", "fp32_share_text", "matmul_share_text", "matmul_shares",
+    "mlp_step_flops", "ratio_band", "roof_share_text", "step_outcome", "step_reason", "temp_change_text",
 ]

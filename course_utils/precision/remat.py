@@ -243,3 +243,25 @@ def torch_grouped_saved(weights: list[tuple[np.ndarray, np.ndarray]], batch: int
         return (h**2).mean()
 
     return saved_activation_bytes(loss, exclude=[p for pair in tw for p in pair])
+
+
+def temp_change_text(temp: tuple[int | None, int | None], batch: int, width: int) -> str:
+    """How the compiled step's temp buffers changed with checkpointing, sized against one block's 4x-wide fp32
+    activation (batch x 4·width x 4 bytes, computed); a growth is stated, its cause left open."""
+    if len(temp) != 2 or temp[0] is None or temp[1] is None:
+        return "XLA did not report the temp buffers on this backend. "
+    before, after = (validate.positive("temp", t, integer=True) for t in temp)
+    batch = validate.positive("batch", batch, integer=True)
+    width = validate.positive("width", width, integer=True)
+    unit = batch * 4 * width * 4
+    change = (f"The compiled step's temp buffers went from {display.format_bytes(before)} to "
+              f"{display.format_bytes(after)} ({after / before - 1:+.0%})")
+    if after > before:
+        return change + (f": they grew with checkpointing instead of shrinking. For scale (computed), one block's "
+                         f"4x-wide fp32 activation is {display.format_bytes(unit)}, so the growth equals "
+                         f"{(after - before) / unit:.1f} of them; which buffers XLA added, and why, is not established "
+                         "by this run. ")
+    if after < 0.5 * before:
+        return change + ": below half, as the `jax.vjp` residuals suggest. "
+    return change + (f": a saving of {(before - after) / unit:.1f} 4x-wide block activations (computed), less than "
+                     "half; which buffers XLA kept is not established by this run. ")

@@ -92,7 +92,7 @@ def test_step_predictions_add_compute_and_the_ring_model() -> None:
     assert fsdp["compute"] == pytest.approx(5e-4) and fsdp["measured"] == pytest.approx(0.003)
     assert fsdp["comm model"] == pytest.approx(6 * 1e-5 + 0.5 * 12 * P / 1e9)
     assert fsdp["comm measured"] == pytest.approx(0.2 * 0.003)  # the profiled share times the step
-    wide = rows[f"DDP step, {P:,} params"]
+    wide = rows[f"wide DDP step, {P:,} params"]
     assert wide["predicted"] == pytest.approx(1e-3 + fit.time(4 * P, 2))
     jax = rows["JAX step, 2 processes"]
     assert jax["predicted"] == pytest.approx(2e-3 + fit.time(4 * P, 4)) and np.isnan(jax["comm measured"])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from badinput import rejects
 
-from course_utils import fusion, memory, roofline
+from course_utils import fusion, memory, roofline, timing
 
 torch = pytest.importorskip("torch")
 
@@ -17,6 +17,7 @@ MODULE = fusion.InductorCode("cpp_fused_0 = async_compile.cpp_pybinding(['float*
 HLO = fusion.hlo_summary("HloModule m\n\nENTRY %main (x: f32[2]) -> f32[2] {\n  ROOT %x = f32[2]{0} parameter(0)\n}\n")
 ROOF = fusion.VectorRoof(1e10, 1e9, 4096)
 CHAIN = fusion.chain("torch")
+RUN = timing.Measurement.from_times("run", [1e-3, 2e-3])
 
 BAD_CALLS = [
     # the traffic model
@@ -93,6 +94,22 @@ BAD_CALLS = [
     ("data['torch']", lambda: fusion.measure_variants({"torch": 3})),
     ("data key", lambda: fusion.measure_variants({"mxnet": (1, 2)})),
     ("known", lambda: fusion.measure_variants({"torch": (1, 2)}, known=[1])),
+    ("rounds", lambda: fusion.measure_variants({"torch": (1, 2)}, rounds=0)),
+    ("min_time", lambda: fusion.measure_variants({"torch": (1, 2)}, min_time=NAN)),
+    ("data", lambda: fusion.variant_calls([])),
+    # the generated sentences
+    ("working_bytes", lambda: fusion.working_set_text(0, 1024)),
+    ("llc_bytes", lambda: fusion.working_set_text(1024, -1)),
+    ("copies", lambda: fusion.copies_text({}, {}, "torch")),
+    ("copies['a']", lambda: fusion.copies_text({"a": 1.0}, {"a": 1.0}, "torch")),
+    ("fresh", lambda: fusion.fresh_sum_text("c", fresh=NAN, into=1.0, fresh_plain=1.0, into_plain=1.0)),
+    ("points", lambda: fusion.matmul_shares_text([], MACHINE)),
+    ("points[0]", lambda: fusion.matmul_shares_text([1.0], MACHINE)),
+    ("n_ops", lambda: fusion.small_call_text("torch", fused=RUN, eager=RUN, n_ops=0, gains=(1.0, 2.0),
+                                             eager_fresh_outputs=0.0, fixed_costs={})),
+    ("measured", lambda: fusion.overlap_text("tf", 1.0, fusion.chain_roofs({"a": ROOF}, elements=10, flops=1, tanh=1,
+                                                                             memory_seconds=1.0)["a"])),
+    ("copy", lambda: fusion.fast_tanh_report({"f": RUN}, fast="f", default="f", plain="f", copy="g")),
     # the legacy operator and the exercises' reference
     ("a", lambda: fusion.table_tanh_np("abc")),
     ("t", lambda: fusion.legacy_tanh_torch([1.0])),

@@ -122,10 +122,18 @@ def test_best_matmul_roof_lifts_a_depressed_probe_and_keeps_a_good_one() -> None
 
 def test_measure_variants_names_every_like_for_like_variant() -> None:
     x, bias = interop.to_framework("torch", X, B)
-    found = fusion.measure_variants({"torch": (x, bias)}, known={"torch.compile": 1.0}, min_time=0.01, min_repeats=1)
+    found = fusion.measure_variants({"torch": (x, bias)}, known={"torch.compile": 1.0}, rounds=2, min_time=0.01)
     assert found["torch.compile"] == 1.0  # known results are not measured again
     assert set(found) == {"torch.compile", "torch.compile, no tanh", "torch.compile, out=",
                           "torch.compile, out=, no tanh", "torch copy, same bytes", "torch eager, no tanh"}
+    assert all(len(found[name].times) >= 2 * 3 for name in found if name != "torch.compile")  # 3 blocks a round
+
+
+def test_variant_calls_run_nothing_until_called_and_then_compute_the_chain() -> None:
+    x, bias = interop.to_framework("torch", X, B)
+    calls = fusion.variant_calls({"torch": (x, bias)})
+    assert np.allclose(calls["torch.compile, out=, no tanh"]().numpy(), POLYNOMIAL, atol=1e-5)
+    assert np.array_equal(calls["torch copy, same bytes"]().numpy(), X)
 
 
 def test_the_legacy_operator_is_a_close_tanh_in_every_framework() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from course_utils import graphs, interop, models
+from course_utils import graphs, interop, models, profile
 
 torch = pytest.importorskip("torch")
 
@@ -18,3 +18,10 @@ def test_torch_eager_chain_dispatches_eleven_ops_and_compiled_one() -> None:
     assert traced.eager_per_call == 11 and traced.compiled_per_call == 1
     table = graphs.traced_table([traced])
     assert table.column("eager dispatches / call") == ["11"]
+
+
+def test_trace_events_per_call_are_rounded() -> None:
+    events = tuple(profile.Event("ExecuteHelperOnSingleDevice", "op", "t", i * 1e-6, 1e-7) for i in range(83))
+    trace = profile.Trace("jax", None, events)
+    row = graphs.TracedCalls("jax", 3, trace, profile.Trace("jax", None, events[:9])).table_row()
+    assert row[3] == "27.7" and row[4] == "3"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from course_utils import measuring, timing
+from course_utils import measuring, roofline, timing
 
 CACHES = {"L1d": 48 * 2**10, "L2": 2 * 2**20, "L3": 32 * 2**20}
 
@@ -115,15 +115,37 @@ def test_slope_budget_names_what_the_hierarchy_leaves() -> None:
     assert "not established" in measuring.slope_budget([4, 2**20, 2**23], {"a": steep["a"]}, {}, sweep)
 
 
-def test_slope_why_names_the_points_and_the_threads() -> None:
+def _retimed(t1: tuple[float, float], t2: tuple[float, float]) -> dict[tuple[int, int], timing.Measurement]:
+    """Re-timed points: (one thread, two threads) at 2**20 and at 2**23 elements."""
+    return {(2**20, 1): _m(t1[0]), (2**20, 2): _m(t1[1]), (2**23, 1): _m(t2[0]), (2**23, 2): _m(t2[1])}
+
+
+def test_slope_why_names_the_points_and_the_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(measuring.regimes.os, "getloadavg", lambda: (0.5, 0.5, 0.5))
     sizes = [4, 2**10, 2**20, 2**23]
     slow = [_m(2e-6), _m(3e-6), _m(7.5e-3), _m(16e-3)]
     found = {"torch eager": measuring.bend(sizes, slow, "torch eager")}
-    text = measuring.slope_why(sizes, {"torch eager": slow}, found, ["torch eager"],
-                               retime={"torch eager": 0.5e-3})
-    assert "8x the elements took only 2.1x the time" in text and "threads waiting" in text
-    assert "do not explain" in measuring.slope_why(sizes, {"torch eager": slow}, found, ["torch eager"],
-                                                    retime={"torch eager": 7e-3})
+
+    def why(retimed: dict[tuple[int, int], timing.Measurement]) -> str:
+        return measuring.slope_why(sizes, {"torch eager": slow}, found, ["torch eager"],
+                                   retime={"torch eager": retimed})
+
+    slowed = why(_retimed((0.1e-3, 0.1e-3), (1.6e-3, 1.6e-3)))
+    assert "8x the elements took only 2.1x the time" in slowed and "on one thread and on 2" in slowed
+    assert "1,048,576-element point took 75.0x" in slowed and "slowed while the sweep ran" in slowed
+    assert "within the noise of each other at both sizes: the threads do not explain it" in slowed
+    assert "re-timed, the top slope is 1.33 on 2 threads: at least 0.7" in slowed
+    assert "75.0x the re-timed call" in slowed
+    assert "busy" not in slowed and "load average" not in slowed
+    handoff = why(_retimed((5e-3, 7.5e-3), (10e-3, 16e-3)))
+    assert "one thread was faster than 2 at both sizes" in handoff and "still under 0.7 (and 0.33" in handoff
+    threads = why(_retimed((0.1e-3, 8e-3), (14e-3, 19e-3)))
+    assert "0.42 on 2 threads: still under 0.7, and 2.38 on one thread" in threads and "80.0x" in threads
+    assert "within the noise of (or faster than)" in handoff
+    assert "pay off" in why(_retimed((9e-3, 7.5e-3), (20e-3, 16e-3)))
+    assert "differs between the sizes" in why(_retimed((5e-3, 7.5e-3), (20e-3, 16e-3)))
+    single = {(2**20, 1): _m(7.5e-3), (2**23, 1): _m(16e-3)}
+    assert "torch runs one thread here" in why(single)
     outside = {"x": measuring.Bend("x", 1e-6, 1e-15, 1e9, 1.0)}
     assert "outside the sweep" in measuring.slope_why(sizes, {"x": slow}, outside, ["x"])
 
@@ -158,8 +180,12 @@ def test_chain_limits_text_follows_the_run() -> None:
 def test_cache_roof_text_uses_the_level_that_holds_the_working_set() -> None:
     sweep = measuring.HierarchySweep((2**23, 2**26), (120e9, 25e9), {"L3": 32 * 2**20})
     text = measuring.cache_roof_text(8 * 2**20, 1e-3, sweep, 22e9)
-    assert "fits in L3" in text and " 7% of" in text and "38%" in text
-    assert "which is its roof here" in measuring.cache_roof_text(2**26, 1e-2, sweep, 22e9)
+    assert "fits in L3" in text and " 7% of" in text and "38%" in text and "measured once at the start" in text
+    assert "where the memory roof applies" in measuring.cache_roof_text(2**26, 1e-2, sweep, 22e9)
+    fast_copy = measuring.cache_roof_text(8 * 2**20, 1e-3, sweep, 22e9, copy=_m(8 * 2**20 / 190e9))
+    assert "1.58x the sweep's rate there" in fast_copy and "both are L3 rates" in fast_copy
+    assert "not established" in fast_copy
+    assert "close to it" in measuring.cache_roof_text(8 * 2**20, 1e-3, sweep, 22e9, copy=_m(8 * 2**20 / 120e9))
 
 
 def _gap(**kw: object) -> measuring.EagerGap:
@@ -184,6 +210,15 @@ def test_eager_gap_prints_its_time_budget() -> None:
     assert "faster of the two" in faster and "5.5x its time" in faster
     assert "Within 1.5x" in _gap(chain={"torch": _m(7e-3), "tensorflow": _m(6e-3)}).text()
     assert "accounted for" in _gap(chain={"torch": _m(15e-3), "tensorflow": _m(6e-3)}).text()
+    over = _gap(chain={"torch": _m(4.45e-3), "tensorflow": _m(2.8e-3)}, tanh={"torch": _m(1.46e-3), "tensorflow":
+                _m(0.26e-3)}, faults={"torch": 1.7, "tensorflow": 0.0}, fresh=_m(11.9e-3), fresh_faults=7.0).text()
+    assert "more than the gap, so the parts do not account for it" in over and "accounted for" not in over.replace(
+        "do not account for it", "")
+    assert "the largest, page faults (145% of the gap: more than the whole gap on its own)" in over
+    assert "malloc_trim" in over and "not established" in over and "count again" in over
+    recount = _gap(faults={"torch": 1.7, "tensorflow": 0.0}, earlier_faults={"torch": 1.3, "tensorflow": 0.0})
+    assert "the table above counted 1.3 and 0.0 on other calls" in recount.text()
+    assert "table above" not in _gap(earlier_faults={"torch": 0.05, "tensorflow": 0.0}).text()
 
 
 def test_host_copy_of_a_cpu_tensor_is_a_view() -> None:
@@ -208,6 +243,7 @@ def test_matmuls_text_computes_the_clock_a_matmul_needs() -> None:
     peak = measuring.PeakEstimate(2, "given", 8, "AVX2", 2, True, 2.45, "cpuinfo")
     over = measuring.matmuls_text({"torch 768": 173e9, "jax probe": 143e9}, peak)
     assert "110%" in over and "at least 2.70 GHz" in over and "2.45 GHz" in over and "torch 768 exceeds" in over
+    assert "the 2 FMA units per core the formula assumes" in over
     assert "cannot see" in measuring.matmuls_text({"jax probe": 143e9}, peak)
     assert "AVX2" in peak.table().note and "AVX-512" not in peak.table().note
 
@@ -233,3 +269,69 @@ print(measuring.outputs_worth(measuring.on_fresh_pages(chain), x, output_bytes=4
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.split() == ["True", "True"], out.stdout + out.stderr[-2000:]
+
+
+def _retime(probe: float, points: tuple[float, float], earlier: float) -> measuring.DramRetime:
+    """A re-timed copy probe (256 MiB) and two main-memory points, each given as bytes/s."""
+    sizes = (2**26, 2**28)
+    return measuring.DramRetime(2**28, _m(2**28 / probe), tuple((s, _m(s / r)) for s, r in zip(sizes, points)),
+                                earlier)
+
+
+def test_roof_verdict_judges_the_roof_drawn() -> None:
+    sweep = measuring.HierarchySweep((2**23, 2**26, 2**28), (100e9, 45e9, 37e9), {"L3": 32 * 2**20})
+    moment = measuring.roof_verdict(sweep, _retime(59.6e9, (64.4e9, 66.2e9), 34e9), ("torch triad", 37.1e9), 2**28)
+    assert not moment.held and "roof drawn (torch triad, measured once at the start) 37.1 GB/s" in str(moment)
+    assert "0.57x" in str(moment) and "0.57x that rate" in str(moment) and "slower moment" in str(moment)
+    held = measuring.roof_verdict(sweep, _retime(59.6e9, (64.4e9, 66.2e9), 60e9), ("torch triad", 62e9), 2**28)
+    assert held.held
+    pattern = measuring.roof_verdict(sweep, _retime(64e9, (64.4e9, 66.2e9), 63e9), ("torch triad", 37e9), 2**28)
+    assert "neither the working set nor the moment" in str(pattern)
+    cached = measuring.roof_verdict(sweep, _retime(100e9, (64.4e9, 66.2e9), 100e9), ("torch copy", 100e9), 2**25)
+    assert "served from cache" in str(cached)
+    lone = measuring.HierarchySweep((2**23, 2**26), (100e9, 45e9), {"L3": 32 * 2**20})
+    assert "cannot tell" in str(measuring.roof_verdict(lone, None, ("torch triad", 37e9), 2**28))
+    gpu = measuring.roof_verdict(sweep, None, None, 2**28)
+    assert gpu.held and "the sweep's copy at 256 MiB" in str(gpu)
+    assert "overstates" in measuring.drawn_roof_text(("torch triad", 37.1e9), 65.3e9)
+    assert "main memory's speed" in measuring.drawn_roof_text(("torch triad", 60e9), 65.3e9)
+    assert measuring.drawn_roof_text(("torch triad", 60e9), None) == ""
+
+
+def test_matmul_point_is_judged_like_for_like() -> None:
+    machines = {"torch": roofline.Machine("torch", "cpu", {"triad": 3e10}, {"mm": 184e9}),
+                "jax": roofline.Machine("jax", "cpu", {"triad": 3e10}, {"mm": 427e9})}
+    libs = {"torch": "Intel MKL", "jax": "YNNPACK"}
+    text = measuring.matmul_point_text(768, 175e9, machines, libs, 332e9)
+    assert "95% of torch's own n = " in text and "Intel MKL" in text and "close" in text
+    assert "2.32x torch's: that gap is the libraries" in text and "YNNPACK" in text and "41%" in text
+    assert "53%" in text
+    slow = measuring.matmul_point_text(768, 60e9, machines, libs)
+    assert "3.07x slower than its probe" in slow and "candidate" in slow and "computed peak" not in slow
+    assert "beat the larger probe" in measuring.matmul_point_text(768, 200e9, machines, libs)
+    slowed = measuring.matmul_point_text(768, 33e9, machines, libs, again=_m(2 * 768**3 / 180e9))
+    assert "timed again" in slowed and "98% of the probe" in slowed and "candidate" not in slowed
+    assert "candidate" in measuring.matmul_point_text(768, 33e9, machines, libs, again=_m(2 * 768**3 / 40e9))
+    alone = measuring.matmul_point_text(768, 175e9, {"torch": machines["torch"]}, libs)
+    assert "itself the compute roof" in alone
+
+
+def test_fresh_output_note_follows_the_numbers() -> None:
+    slow = roofline.Machine("torch", "cpu", {"triad": 37.1e9}, {"mm": 1e11}, {"triad, fresh output": 1.51e9})
+    assert "24.6x the in-place triad's time" in measuring.fresh_output_note(slow)
+    same = roofline.Machine("tf", "cpu", {"scale": 34.2e9}, {"mm": 1e11}, {"triad, fresh output": 34.3e9})
+    assert "no fresh-output cost shows" in measuring.fresh_output_note(same)
+    assert measuring.fresh_output_note(roofline.Machine("x", "cpu", {"t": 1e9}, {"m": 1e9})) == "not measured"
+
+
+def test_first_call_text_reports_dynamo_timers() -> None:
+    before = {"_compile.compile_inner": 1.0, "compile_file": 0.1}
+    after = {"_compile.compile_inner": 3.0, "bytecode_tracing": 0.2, "OutputGraph.call_user_compiler": 1.5,
+             "PyCodeCache.load_by_key_path": 1.2, "compile_file": 0.35}
+    text = measuring.first_call_text(2.1, "warm", before, after)
+    assert "2.1 s" in text and "**warm**" in text and "2 s of it in compiling" in text
+    assert "C++ compiles 250 ms" in text and "even with the cache warm, 250 ms" in text
+    assert "remaining 100 ms" in text
+    none = measuring.first_call_text(2.1, "unknown", {}, {})
+    assert "not established" in none and "could not tell" in none
+    assert "even with" not in measuring.first_call_text(2.1, "cold", before, after)

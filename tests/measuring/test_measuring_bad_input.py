@@ -7,11 +7,12 @@ import math
 import pytest
 from badinput import rejects
 
-from course_utils import measuring, timing
+from course_utils import measuring, roofline, timing
 
 NAN, INF = math.nan, math.inf
 M = timing.Measurement("m", (1e-3,))
 SWEEP = measuring.HierarchySweep((2**14, 2**20), (1e10, 5e9), {"L2": 2**21})
+MACHINE = roofline.Machine("torch", "cpu", {"triad": 2e10}, {"mm": 1e11})
 
 BAD_CALLS = [
     (lambda: measuring.amdahl([0.5, 0.6], [2.0, 1.0]), "shares"),
@@ -72,7 +73,8 @@ BAD_CALLS = [
     (lambda: measuring.eager_gap({}, {}, measuring.variant_name), "eager"),
     (lambda: measuring.eager_gap({}, {"torch": M}, None), "chain"),
     (lambda: measuring.host_copy_runs([], 8), "frameworks"),
-    (lambda: measuring.torch_eager_one_thread(0), "size"),
+    (lambda: measuring.torch_eager_threads([0]), "sizes"),
+    (lambda: measuring.torch_eager_threads([]), "sizes"),
     (lambda: measuring.slope_why([1, 2, 3], {}, {}, []), "labels"),
     (lambda: SWEEP.dram_plateau(points=0), "points"),
     (lambda: SWEEP.dram_points(multiple=0.5), "multiple"),
@@ -102,6 +104,23 @@ BAD_CALLS = [
     (lambda: measuring.slope_budget([1, 2], {"a": None}, {}, None), "sweep"),
     (lambda: measuring.host_copy_text({}, 8), "host"),
     (lambda: measuring.chain_faults({}, {}), "inputs"),
+    (lambda: measuring.cache_roof_text(2**20, 1e-3, SWEEP, 1e9, copy=1e-3), "copy"),
+    (lambda: measuring.roof_verdict(None, None, ("torch triad", 1e9), 2**20), "sweep"),
+    (lambda: measuring.roof_verdict(SWEEP, None, ("torch triad", -1.0), 2**20), "roof"),
+    (lambda: measuring.roof_verdict(SWEEP, None, None, 0), "probe_bytes"),
+    (lambda: measuring.drawn_roof_text(("torch triad", 0.0), 1e9), "roof"),
+    (lambda: measuring.drawn_roof_text(("torch triad", 1e9), -1.0), "plateau"),
+    (lambda: measuring.matmul_point_text(0, 1e9, {"torch": MACHINE}, {}), "n"),
+    (lambda: measuring.matmul_point_text(8, NAN, {"torch": MACHINE}, {}), "rate"),
+    (lambda: measuring.matmul_point_text(8, 1e9, {}, {}), "machines"),
+    (lambda: measuring.matmul_point_text(8, 1e9, {"jax": MACHINE}, {}), "machines"),
+    (lambda: measuring.matmul_point_text(8, 1e9, {"torch": MACHINE}, {}, again=1.0), "again"),
+    (lambda: measuring.fresh_output_note(None), "machine"),
+    (lambda: measuring.fresh_output_note(MACHINE, slower=0.5), "slower"),
+    (lambda: measuring.first_call_text(0.0, "warm", {}, {}), "first_call"),
+    (lambda: measuring.first_call_text(1.0, "hot", {}, {}), "cache"),
+    (lambda: measuring.slope_why([1, 2, 4], {"a": [M, M, M]}, {"a": measuring.Bend("a", 1e-6, 1e-9, 2.0, 0.5)},
+                                 ["a"], retime={"a": {(2, 1): M}}), "retime"),
 ]
 
 

@@ -58,3 +58,10 @@ def test_a_setting_measured_twice_is_called_a_repeat_not_a_change() -> None:
     fixed = migrate.FixedBatch(32, {"fp32": (_m("e", 7.0), _m("c", 3.5))})
     text = " ".join(migrate.compile_account(ladder, table, fixed).findings())
     assert "The repeat" in text and "32 fp32 -> 32 fp32" not in text
+
+
+def test_the_loader_sentence_sets_each_side_with_and_without_the_worker() -> None:
+    ladder, table, _ = _inputs()
+    fixed = migrate.FixedBatch(64, {"fp32": (_m("e", 10.0), _m("c", 8.0))})
+    text = " ".join(migrate.compile_account(ladder, table, fixed).findings())
+    assert "slowed eager's compute more than the compiled one's" in text  # eager 15.8/10, compiled 8.5/8

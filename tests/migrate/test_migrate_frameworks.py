@@ -42,3 +42,17 @@ def test_jax_step_hlo_shows_what_xla_cpu_runs() -> None:
     hlo = migrate.jax_step_hlo(np.zeros((2, 3, 16, 16), np.float32), np.zeros(2, np.int32))
     counts = migrate.xla_cpu_kernels(hlo)
     assert counts["all convolutions"] >= 3
+
+
+def test_compile_not_faster_says_slower_within_noise_or_nothing() -> None:
+    from course_utils import timing
+    from course_utils.migrate import frameworks as fw
+
+    def row(name, eager, compiled):
+        m = lambda v: timing.Measurement(name, (v * 0.98, v, v * 1.02))  # noqa: E731
+        return fw.FrameworkRow(name, m(eager), m(compiled), None, None)
+
+    table = fw.FrameworkTable((row("torch", 20.0, 10.0), row("jax", 50.0, 70.0), row("tensorflow", 30.0, 30.2)), ())
+    assert fw.compile_not_faster(table, "torch") == ""
+    assert "JAX's compiled step was slower than" in fw.compile_not_faster(table, "jax")
+    assert "within the noise" in fw.compile_not_faster(table, "tensorflow")

@@ -162,7 +162,8 @@ def test_torch_ladder_tags_only_the_compile_rungs_as_migration() -> None:
     twin = result.before("+ torch.compile")
     assert twin.note == lad.TWIN and twin.label.startswith(kept[-1].label) and twin.batch_size == kept[-1].batch_size
     gain = result.migration_gain()
-    assert gain.label == "+ torch.compile" and gain.source == f"measured over '{twin.label}'"
+    assert gain.label == "+ torch.compile" and gain.source.startswith(f"measured over '{twin.label}'")
+    assert ("band widened" in gain.source) == (result.twin_drift(gain.label) is not None)
     assert result[gain.label].setup == twin.setup == kept[-1].setup and result.baseline.setup == {
         "workers": 0, "pin": False, "amp": None, "batch": 4}
     assert compiled is not None and migrate.estimate(1000, gain, 10).speedup is gain
@@ -186,7 +187,21 @@ def test_a_migration_rung_built_on_a_losing_rung_cannot_feed_the_cost_model() ->
     gain = kept.migration_gain()
     assert gain.median == pytest.approx(48 / 40) and twin.label in gain.source
     assert [r.label for r in kept.dropped] == ["batch 64"] and "not kept" in repr(kept)
-    assert kept.attribution("compile").rows and kept.total() == pytest.approx(80 / 48 * 48 / 40)
+    assert kept.attribution("compile").rows and kept.total() == pytest.approx(80 / 40)
+    assert kept.product() == pytest.approx(80 / 48 * 48 / 40) and kept.twin_drift("compile") is None
+
+
+def test_a_twin_slower_than_the_set_up_it_repeats_widens_the_gain_band() -> None:
+    base, kept = _rung("base", "no migration", 80.0, batch=32), _rung("workers", "no migration", 40.0, batch=32)
+    twin = replace(_rung("workers (eager, beside compile)", "no migration", 52.0, batch=32), note=lad.TWIN,
+                   over="workers")
+    last = replace(_rung("compile", "migration", 30.0, batch=32), over=twin.label)
+    ladder = migrate.build_ladder([base, kept, last], extra=[twin])
+    gain = ladder.migration_gain()
+    assert gain.median == pytest.approx(52 / 30) and gain.low < 40 / 30 < gain.median and "band widened" in gain.source
+    assert ladder.twin_drift("compile") == pytest.approx(40 / 52)
+    note = ladder.attribution("compile").note
+    assert f"{ladder.total():.2f}x" in note and "quartiles are apart" in note
     with pytest.raises(ValueError, match="not another rung"):
         migrate.build_ladder([_rung("base", "no migration", 1.0), replace(_rung("c", "migration", 1.0), over="x")])
 

@@ -8,10 +8,12 @@ import numpy as np
 import pytest
 from badinput import rejects
 
-from course_utils import pipeline
+from course_utils import pipeline, timing
 
 DATA = pipeline.SyntheticImages(8, size=16, work=0)
 TIMELINE = pipeline.Timeline("t", (0.0, 0.1), (0.05, 0.01), (0.05, 0.05), (0, 0))
+MEASURED = timing.Measurement.from_times("m", [0.01, 0.02])
+STALLS = pipeline.Stalls("s", "main", (0.01, 0.01), (0.002,))
 
 BAD_CALLS = [
     ("n", lambda: pipeline.SyntheticImages(0)),
@@ -92,6 +94,30 @@ BAD_CALLS = [
     ("trace", lambda: pipeline.data_stalls("trace.json")),
     ("stalls", lambda: pipeline.stalls_table([])),
     ("frameworks", lambda: pipeline.warm_steps((4, 2), (np.zeros((1, 4)), np.zeros(1)), frameworks=[])),
+    ("seconds", lambda: pipeline.compare.ms(math.nan)),
+    ("after", lambda: pipeline.compare.same_drop(TIMELINE, "t")),
+    ("before_after", lambda: pipeline.compare.busy_share_moral([TIMELINE])),
+    ("m", lambda: pipeline.compare.spread(TIMELINE)),
+    ("run", lambda: pipeline.compare.skewed("t")),
+    ("part", lambda: pipeline.compare.median(TIMELINE, "total")),
+    ("before_after", lambda: pipeline.compare.before_after_table({})),
+    ("before_after", lambda: pipeline.compare.before_after_table({"torch": (TIMELINE,)})),
+    ("framework", lambda: pipeline.compare.before_after_text("", TIMELINE, TIMELINE)),
+    ("twin", lambda: pipeline.compare.before_after_text("torch", TIMELINE, TIMELINE, twin="t")),
+    ("batch", lambda: pipeline.explain.wait_vs_batch(TIMELINE, 0.1)),
+    ("run", lambda: pipeline.explain.compute_vs_wait(None)),
+    ("load", lambda: pipeline.explain.trace_worker(MEASURED, STALLS, STALLS, "")),
+    ("before", lambda: pipeline.explain.trace_worker(MEASURED, "s", STALLS, "load")),
+    ("befores", lambda: pipeline.explain.seed_text({}, True, 0.5, 0.9)),
+    ("befores", lambda: pipeline.explain.seed_text({"a": 1.5}, True, 0.5, 0.9)),
+    ("held", lambda: pipeline.explain.seed_text({"a": 0.5}, "yes", 0.5, 0.9)),
+    ("u", lambda: pipeline.explain.share(1.5)),
+    ("fastest", lambda: pipeline.explain.tf_ranking({"a": MEASURED}, slow="a", reference="a", fastest="b")),
+    ("parts", lambda: pipeline.explain.tf_ranking({"a": 0.1}, slow="a", reference="a", fastest="a")),
+    ("again", lambda: pipeline.explain.spawn_compute(TIMELINE, TIMELINE, None, "load")),
+    ("bound", lambda: pipeline.explain.jax_why(TIMELINE, TIMELINE, 0.0)),
+    ("cores", lambda: pipeline.explain.jax_prefetch(TIMELINE, TIMELINE, held=True, bound=0.1, cores=0)),
+    ("held", lambda: pipeline.explain.jax_prefetch(TIMELINE, TIMELINE, held=1, bound=0.1, cores=2)),
 ]
 
 
