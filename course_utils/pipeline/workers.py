@@ -174,23 +174,22 @@ def data_cores(cores: int | None = None) -> int:
 def limit_compute_threads(threads: int = 1) -> dict[str, int]:
     """On a CPU-only machine, give the model ``threads`` cores (its stand-in accelerator), the rest to the data.
 
-    Sets torch's and TensorFlow's intra-op threads and JAX's XLA CPU flags for the frameworks installed;
-    call it before JAX starts (before ``cu.notebook.setup()``, which lists JAX's devices). On a GPU or TPU it
-    does nothing: the model runs on the device there. Returns the threads set per framework.
+    Sets torch's and TensorFlow's intra-op threads for the frameworks installed. JAX 0.10.2 has no such switch
+    (its ``XLA_FLAGS`` thread flags are ignored: measured, a jit matmul still kept 2 cores busy), but XLA sizes
+    its CPU thread pool from the CPU affinity seen when its backend starts: so JAX's backend is started here
+    with this thread restricted to ``threads`` cores, then the affinity is restored (XLA's threads keep the
+    restricted set). Call it before JAX starts (before ``cu.notebook.setup()``, which lists JAX's devices).
+    On a GPU or TPU it does nothing: the model runs on the device there. Returns the threads set per framework.
     """
     validate.positive("threads", threads, integer=True)
     if env.accelerator() != "cpu":
         return {}
     done: dict[str, int] = {}
-    if env.available("jax"):
+    if env.available("jax") and hasattr(os, "sched_setaffinity"):  # Linux; elsewhere JAX keeps every core
         bridge = sys.modules.get("jax._src.xla_bridge")  # private, so looked up defensively
         if bridge is not None and getattr(bridge, "backends_are_initialized", lambda: False)():
             raise RuntimeError("limit_compute_threads() must run before JAX starts (before cu.notebook.setup())")
-        flags = os.environ.get("XLA_FLAGS", "")
-        wanted = f"--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads={threads}"
-        if wanted not in flags:
-            os.environ["XLA_FLAGS"] = f"{flags} {wanted}".strip()
-        done["jax"] = threads
+        done["jax"] = _start_jax_on(threads)
     if env.available("torch"):
         import torch
 
@@ -201,3 +200,17 @@ def limit_compute_threads(threads: int = 1) -> dict[str, int]:
         tf.config.threading.set_intra_op_parallelism_threads(threads)
         done["tensorflow"] = tf.config.threading.get_intra_op_parallelism_threads()
     return done
+
+
+def _start_jax_on(threads: int) -> int:
+    """Start JAX's CPU backend while this thread may run on ``threads`` cores only; return how many it got."""
+    import jax
+
+    everything = os.sched_getaffinity(0)
+    cores = set(sorted(everything)[:threads])
+    os.sched_setaffinity(0, cores)  # this thread only: the threads XLA starts now inherit it
+    try:
+        jax.devices()
+    finally:
+        os.sched_setaffinity(0, everything)
+    return len(cores)

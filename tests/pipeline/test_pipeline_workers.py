@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -110,3 +111,32 @@ def test_oversubscribing_silences_only_the_worker_count_warning() -> None:
             warnings.warn("something else", UserWarning, stacklevel=1)
         warnings.warn("This DataLoader will create 4 worker processes in total.", UserWarning, stacklevel=1)
     assert [str(w.message)[:14] for w in seen] == ["something else", "This DataLoade"]
+
+
+JAX_ON_ONE_CORE = """
+import os, time
+from course_utils import pipeline
+everything = os.sched_getaffinity(0)
+done = pipeline.limit_compute_threads(1)
+import jax, jax.numpy as jnp
+x = jnp.ones((1024, 1024))
+f = jax.jit(lambda a: a @ a)
+f(x).block_until_ready()
+wall, cpu = time.perf_counter(), time.process_time()
+for _ in range(20):
+    f(x).block_until_ready()
+print(done["jax"], (time.process_time() - cpu) / (time.perf_counter() - wall), os.sched_getaffinity(0) == everything)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs sched_setaffinity and two cores")
+def test_limit_compute_threads_keeps_jax_on_one_core() -> None:
+    """XLA ignores its thread flags; the helper's affinity trick must leave JAX one core's worth of CPU time."""
+    pytest.importorskip("jax")
+    out = subprocess.run([sys.executable, "-c", JAX_ON_ONE_CORE], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "JAX_PLATFORMS": "cpu"}, check=True).stdout.split()
+    threads, busy_cores, restored = int(out[-3]), float(out[-2]), out[-1] == "True"
+    assert threads == 1
+    assert busy_cores < 1.3  # CPU seconds per wall second: one core's worth (load can only lower it)
+    assert restored  # the calling thread gets every core back for the loader
