@@ -110,8 +110,8 @@ class CompileAccount:
         return display.table(["torch.compile over eager, measured", "loader", "batch", "precision",
                               "speed-up of the step (band)", "compute part alone", "waiting for data"], rows,
                              title="One number for torch.compile: what differs between the measurements",
-                             note=f"The decision uses the last row: {self.stated}, over {self.steady_steps} steady "
-                                  f"steps in {self.rounds} interleaved rounds.")
+                             note=f"The decision starts from the last row: {self.stated}, over "
+                                  f"{self.steady_steps} steady steps in {self.rounds} interleaved rounds.")
 
     def __repr__(self) -> str:
         return repr(self.table())

@@ -122,13 +122,25 @@ class MigrationGain:
         validate.positive("speedup", speedup)
         return cls(f"claimed by {validate.text('who', who)}", speedup, speedup, speedup, "claimed", _MADE_HERE)
 
+    def widened(self, low: float, high: float, why: str) -> MigrationGain:
+        """The same measured gain, its band stretched to cover [``low``, ``high``]: another measurement of the same
+        rung (e.g. in a fresh process); ``why`` is appended to the source. The median stays this run's."""
+        if not self.measured:
+            raise ValueError("a claimed gain has no measured band to widen")
+        validate.positive("low", low)
+        validate.positive("high", high)
+        if low > high:
+            raise ValueError(f"low <= high must hold; got {low} and {high}")
+        return MigrationGain(self.label, self.median, min(self.low, low), max(self.high, high),
+                             f"{self.source}; {validate.text('why', why)}", _MADE_HERE)
+
     def __str__(self) -> str:
         if self.source == "claimed":
             return f"{self.median:.2f}x ({self.label})"
         return f"{self.median:.2f}x (quartile band {self.low:.2f}x to {self.high:.2f}x, {self.source})"
 
 
-def _band(before: Rung, after: Rung, part: str = "step") -> tuple[float, float, float]:
+def per_sample_band(before: Rung, after: Rung, part: str = "step") -> tuple[float, float, float]:
     """Per-sample speed-up of ``after`` over ``before``: the ratio of medians, and its band.
 
     ``part="step"`` compares whole steps (wait included), ``"compute"`` their compute parts alone. Rungs
@@ -179,7 +191,7 @@ class Ladder:
 
     def speedup(self, label: str) -> float:
         """Per-sample speed-up of rung ``label`` over the baseline (a plain float: NOT accepted by ``cost``)."""
-        return _band(self.baseline, self[validate.instance("label", label, str)])[0]
+        return per_sample_band(self.baseline, self[validate.instance("label", label, str)])[0]
 
     def migration_gain(self, label: str | None = None) -> MigrationGain:
         """What rung ``label`` (default: the last migration rung of the main order) buys over the rung before
@@ -197,11 +209,11 @@ class Ladder:
         before = self.before(label)
         if rung in self.rungs:
             self._check_over_the_fastest(rung)
-        median, low, high = _band(before, rung)
+        median, low, high = per_sample_band(before, rung)
         source = f"measured over '{before.label}'"
         drift = self.twin_drift(label)
         if drift is not None:  # the same set-up ran at another speed in its own group: the band covers both
-            _, alt_low, alt_high = _band(self[before.over], rung)
+            _, alt_low, alt_high = per_sample_band(self[before.over], rung)
             low, high = min(low, alt_low), max(high, alt_high)
             source += (f"; band widened to cover '{before.over}', the same set-up measured in an earlier group "
                        f"({drift:.2f}x the twin's time)")
@@ -249,12 +261,12 @@ class Ladder:
         """(median, low, high) per-sample speed-up of rung ``label`` over the rung before it (an extra rung:
         over the baseline); ``part="compute"`` compares the compute parts alone (the wait for data removed)."""
         rung = self[validate.instance("label", label, str)]
-        return _band(self.before(label), rung, part)
+        return per_sample_band(self.before(label), rung, part)
 
     def steps_taken(self) -> list[tuple[str, str, float, float, float]]:
         """(label, kind, median, low, high) of each rung over the one before it, in ladder order: which rungs
         won (band above 1), which lost (band below 1), which changed nothing measurable (band holds 1)."""
-        return [(r.label, r.kind, *_band(self.before(r.label), r)) for r in (*self.rungs[1:], *self.dropped)]
+        return [(r.label, r.kind, *per_sample_band(self.before(r.label), r)) for r in (*self.rungs[1:], *self.dropped)]
 
     @property
     def dropped(self) -> tuple[Rung, ...]:
@@ -266,11 +278,11 @@ class Ladder:
         """Per-sample speed-up of the last no-migration rung of the main order over the baseline: the best
         set-up the team can have without migrating."""
         cheap = [r for r in self.rungs if r.kind == NO_MIGRATION]
-        return _band(self.baseline, cheap[-1])[0]
+        return per_sample_band(self.baseline, cheap[-1])[0]
 
     def total(self) -> float:
         """Per-sample speed-up of the last rung of the main order over the baseline, measured end to end."""
-        return _band(self.baseline, self.rungs[-1])[0]
+        return per_sample_band(self.baseline, self.rungs[-1])[0]
 
     def product(self) -> float:
         """The no-migration wins times what the last migration rung bought over its eager twin (computed): equal
@@ -283,7 +295,7 @@ class Ladder:
         each gets is not."""
         early = self[validate.instance("first", first, str)]
         cheap, gain, total, product = self.no_migration_gain(), self.migration_gain(), self.total(), self.product()
-        first_gain = _band(self.before(first), early)[0]
+        first_gain = per_sample_band(self.before(first), early)[0]
         rows = [
             ("cheap wins first", "no-migration wins (measured)", f"{cheap:.2f}x"),
             ("cheap wins first", f"then {gain.label}, over its eager twin (measured)", f"{gain.median:.2f}x"),
