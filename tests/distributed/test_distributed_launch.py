@@ -198,6 +198,12 @@ def test_keyboard_interrupt_kills_every_process(tmp_path: Path) -> None:
     _assert_no_orphans(script)
 
 
+def _default_sigint() -> None:
+    """A shell that starts a job in the background (``cmd &``) ignores SIGINT in it, and an ignored SIGINT is
+    inherited: without this the caller would never see the Ctrl-C and the test would hang."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.integration
 @pytest.mark.slow
 def test_sigint_to_the_calling_process_leaves_no_process(tmp_path: Path) -> None:
@@ -213,7 +219,8 @@ def test_sigint_to_the_calling_process_leaves_no_process(tmp_path: Path) -> None
             d.launch({str(script)!r}, nprocs=2, timeout=200, progress=False)
         except KeyboardInterrupt:
             print("interrupted", flush=True)
-    """)], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    """)], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        preexec_fn=_default_sigint)
     for line in caller.stdout:
         if line.startswith("[rank 1] ready") or line.startswith("[rank 0] ready"):
             break
