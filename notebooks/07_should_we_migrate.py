@@ -323,10 +323,10 @@ Markdown(" ".join(account.findings()))
 # %%
 again = cu.migrate.replicate_gain(ladder, dataset, rounds=8, threads=torch.get_num_threads(), device=device.type)
 in_process = gain  # this process's band
+gain = in_process.widened(again.low, again.high, f"band widened to cover a fresh process's run, {again}")
 verdict(again.within(in_process.low, in_process.high),
         f"this process {in_process.median:.2f}x (band {in_process.low:.2f} to {in_process.high:.2f}), "
         f"a fresh process {again}", "one process's band did not cover another process's run of the same pair")
-gain = in_process.widened(again.low, again.high, f"band widened to cover a fresh process's run, {again}")
 
 # %%
 Markdown(cu.migrate.replicate_text(in_process, again, gain)
