@@ -113,8 +113,8 @@ assert all(d < 1e-4 for d in agree.values()), agree
 # last: on the baseline a share of each step is waiting for data, which no compiler shortens.
 
 # %%
-def fresh_model():
-    return cu.models.torch_cnn(classes=10).to(device)
+def fresh_model():  # the model replicate_gain builds in its fresh process too
+    return cu.models.torch_cnn(classes=dataset.classes).to(device)
 
 
 ladder, compiled_model = cu.migrate.torch_ladder(dataset, batch_size, fresh_model, workers=workers,
@@ -323,7 +323,7 @@ Markdown(" ".join(account.findings()))
 # %%
 again = cu.migrate.replicate_gain(ladder, dataset, rounds=8, threads=torch.get_num_threads(), device=device.type)
 in_process = gain  # this process's band
-gain = in_process.widened(again.low, again.high, f"band widened to cover a fresh process's run, {again}")
+gain = in_process.widened(again.low, again.high, f"band made to cover a fresh process's run too, {again}")
 verdict(again.within(in_process.low, in_process.high),
         f"this process {in_process.median:.2f}x (band {in_process.low:.2f} to {in_process.high:.2f}), "
         f"a fresh process {again}", "one process's band did not cover another process's run of the same pair")
