@@ -246,9 +246,11 @@ print("processes left behind:", len(leftover))
 print(failure)
 
 # %%
-cu.display.verdict(failure.rank == 1 and not leftover,
-                   f"LaunchError names rank {failure.rank}, {len(leftover)} process(es) left behind",
-                   "the launcher blamed another rank or left processes running")
+exception_line = failure.traceback.splitlines()[-1] if failure.traceback else ""
+cu.display.verdict(failure.rank == 1 and exception_line.startswith("ValueError:") and not leftover,
+                   f"LaunchError names rank {failure.rank}, its traceback ends in the rank's exception "
+                   f"({exception_line.split(':')[0] or 'none'}), {len(leftover)} process(es) left behind",
+                   "the launcher blamed another rank, lost the rank's exception line or left processes running")
 
 # %%
 from torch.distributed import constants as pg_constants
@@ -260,11 +262,13 @@ print("default for NCCL:", nccl_timeout if nccl_timeout is not None else
 
 # %%
 Markdown(
-    (f"`launch` named rank {failure.rank} and showed the lines of its traceback, without torchrun's "
-     "`[default1]:` prefixes, then stopped rank 0, which would otherwise have slept on (in a real job: waited "
-     "in an all-reduce until the process group timed out, after the default printed above). "
-     if failure.rank == 1 else
-     f"`launch` blamed rank {failure.rank}, not rank 1: torchrun's error summary named another rank first. ")
+    (f"`launch` named rank {failure.rank} and showed its traceback, read from the rank's own `stderr.log` "
+     "(in the console torchrun interleaves a rank's stdout and stderr, so the line the rank printed first can "
+     "land inside its traceback there), then stopped rank 0, which would otherwise have slept on (in a real "
+     "job: waited in an all-reduce until the process group timed out, after the default printed above). "
+     if failure.rank == 1 and exception_line.startswith("ValueError:") else
+     f"`launch` blamed rank {failure.rank} and its traceback ends in {exception_line!r}, not rank 1's "
+     "`ValueError`: the launcher lost the failing rank's exception. ")
     + ("No process of the job is left." if not leftover else
        f"{len(leftover)} process(es) survived: the launcher's clean-up missed them, which is a bug to report.")
 )

@@ -156,8 +156,11 @@ print("last line of its traceback:", failure.traceback.splitlines()[-1])
 print("processes left behind:", len(leftover))
 
 # %%
-cu.display.verdict(failure.rank == 1 and not leftover, f"rank {failure.rank} named, {len(leftover)} processes left",
-                   "the error named another rank or processes survived")
+exception_line = failure.traceback.splitlines()[-1] if failure.traceback else ""
+cu.display.verdict(failure.rank == 1 and exception_line.startswith("ValueError:") and not leftover,
+                   f"rank {failure.rank} named, its traceback ends in its exception "
+                   f"({exception_line.split(':')[0] or 'none'}), {len(leftover)} processes left",
+                   "the error named another rank, lost the rank's exception line, or processes survived")
 
 # %% [markdown] course={"lead": false, "minutes": 6} slideshow={"slide_type": "slide"}
 # ## 2. Multi-process JAX: `jax.distributed` and one global mesh

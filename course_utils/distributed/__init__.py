@@ -1,7 +1,8 @@
 """course_utils.distributed: the helpers of notebook 05 (data parallelism) and notebook 06 (beyond one machine).
 
-- ``launch``: run the real ``torchrun`` on 127.0.0.1 from a notebook (``launch``, ``LaunchResult``,
-  ``LaunchError``, ``LaunchTimeout``), with no process left behind;
+- ``launch``: run the real ``torchrun`` on 127.0.0.1 from a notebook (``launch``, ``LaunchResult``),
+  with no process left behind; ``failures``: what the ranks printed, and which rank failed with what
+  traceback (``LaunchError``, ``LaunchTimeout``);
 - ``worker``: what the launched scripts call (``emit``, ``save``, ``progress``, ``rank``);
 - ``devices``: simulated JAX CPU devices and TensorFlow logical CPUs;
 - ``comms``: the ring all-reduce cost model, fitted and scored against measurement, and ZeRO traffic;
@@ -33,14 +34,12 @@ from course_utils.distributed import exercises as _exercises  # noqa: F401  (reg
 from course_utils.distributed.comms import AllReduceModel, fit_allreduce, ring_allreduce_time, score, zero_traffic
 from course_utils.distributed.devices import simulate_devices, tf_logical_cpus
 from course_utils.distributed.elastic import ElasticRun
+from course_utils.distributed.failures import LaunchError, LaunchTimeout, learner_lines
 from course_utils.distributed.launcher import (
     WORKERS,
-    LaunchError,
     LaunchResult,
-    LaunchTimeout,
     free_port,
     launch,
-    learner_lines,
     loopback_env,
     show_worker,
     torchrun_command,

@@ -13,7 +13,6 @@ import ast
 import json
 import os
 import queue
-import re
 import signal
 import socket
 import subprocess
@@ -32,25 +31,17 @@ import psutil
 
 from course_utils import display, validate
 from course_utils.distributed import worker
+from course_utils.distributed.failures import (
+    PROGRESS_LINE,
+    RANK_LINE,
+    LaunchTimeout,
+    launch_failure,
+    learner_lines,
+)
 
 WORKERS = Path(__file__).resolve().parent.parent / "workers"
 LOOPBACK = "127.0.0.1"
-RANK_LINE = re.compile(r"^\[[A-Za-z_]*?(\d+)\]:(?:\[rank\d+\]: ?)?(.*)$")  # "[default0]:", torch adds "[rank0]: "
-PROGRESS_LINE = re.compile(rf"^{worker.PROGRESS_PREFIX} (\d+) (\d+)\s*$")
 _MAX_PROCS = 256
-
-
-class LaunchError(RuntimeError):
-    """A rank failed: ``rank``, ``exitcode``, the rank's ``traceback`` and the whole raw ``output``."""
-
-    def __init__(self, message: str, *, rank: int | None = None, exitcode: int | None = None,
-                 traceback: str = "", output: Sequence[str] = ()) -> None:
-        super().__init__(message)
-        self.rank, self.exitcode, self.traceback, self.output = rank, exitcode, traceback, list(output)
-
-
-class LaunchTimeout(LaunchError, TimeoutError):
-    """The job ran past ``timeout`` seconds; every process was killed."""
 
 
 @dataclass
@@ -98,16 +89,6 @@ class LaunchResult:
 
     def _repr_html_(self) -> str:
         return self.table()._repr_html_()
-
-
-def learner_lines(output: Sequence[str]) -> list[tuple[int, str]]:
-    """(rank, text) of each line a rank printed: prefixes stripped, progress and empty lines dropped."""
-    found = []
-    for line in output:
-        match = RANK_LINE.match(line.rstrip("\n"))
-        if match and match.group(2).strip() and not PROGRESS_LINE.match(match.group(2)):
-            found.append((int(match.group(1)), match.group(2)))
-    return found
 
 
 def launch_options(args: Sequence[Any], env: Mapping[str, str] | None, *, echo: bool, progress: bool,
@@ -219,7 +200,7 @@ def launch(script: str | os.PathLike, nprocs: int = 2, timeout: float = 120.0, a
             lines = job.stream(timeout, path.name, nprocs, echo, progress, on_line)
             seconds = time.perf_counter() - job.start
             if job.proc.returncode != 0:
-                raise launch_failure(path.name, nprocs, job.proc.returncode, lines)
+                raise launch_failure(path.name, nprocs, job.proc.returncode, lines, out / "logs")
             records, arrays = collect_outputs(out)
             return LaunchResult(path.name, nprocs, command, seconds, lines, records, arrays, sorted(job.tracked))
         finally:
@@ -344,40 +325,6 @@ def _alive(p: Any) -> bool:
         return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
-
-
-def launch_failure(name: str, nprocs: int, returncode: int, lines: list[str]) -> LaunchError:
-    """The error to raise for a failed launch: the failing rank named, with its own lines and traceback."""
-    per_rank: dict[int, list[str]] = {}
-    for r, text in learner_lines(lines):
-        per_rank.setdefault(r, []).append(text)
-    root = "\n".join(lines)
-    cause = root.split("Root Cause", 1)[1] if "Root Cause" in root else ""
-    found_rank = re.search(r"rank\s*:\s*(\d+)", cause)
-    found_code = re.search(r"exitcode\s*:\s*(-?\d+)", cause)
-    failing = int(found_rank.group(1)) if found_rank else None
-    if failing is None or not any("Traceback" in t for t in per_rank.get(failing, [])):
-        with_tb = [r for r, ts in sorted(per_rank.items()) if any("Traceback" in t for t in ts)]
-        failing = with_tb[0] if with_tb else failing
-    tb = ""
-    if failing is not None:
-        own = per_rank.get(failing, [])
-        starts = [i for i, t in enumerate(own) if t.startswith("Traceback (most recent call last)")]
-        tb = "\n".join(_one_traceback(own[starts[-1]:])) if starts else "\n".join(own[-15:])
-    code = int(found_code.group(1)) if found_code else returncode
-    who = f"rank {failing}" if failing is not None else "a rank (which one torchrun did not say)"
-    message = f"{name} x {nprocs}: {who} failed with exit code {code}; every process was stopped."
-    if tb:
-        message += f"\n--- traceback of rank {failing} ---\n{tb}"
-    return LaunchError(message, rank=failing, exitcode=code, traceback=tb, output=lines)
-
-
-def _one_traceback(lines: list[str]) -> list[str]:
-    """A traceback from its header to its exception line: the rank's stdout may interleave after it."""
-    for i, line in enumerate(lines[1:], start=1):
-        if line and not line[0].isspace():
-            return lines[:i + 1]
-    return lines
 
 
 def collect_outputs(out: Path) -> tuple[dict[int, list[dict[str, Any]]], dict[str, dict[int, dict[str, np.ndarray]]]]:

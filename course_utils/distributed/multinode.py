@@ -21,7 +21,7 @@ from typing import Any
 
 from course_utils import data, display, models, validate
 from course_utils.distributed import beyond_exercises as _exercises  # noqa: F401  (registers 06.k)
-from course_utils.distributed import launcher, worker
+from course_utils.distributed import failures, launcher, worker
 
 PREFIX_TEMPLATE = "[${role_name}${rank}]:"  # torchrun's line prefix with the GLOBAL rank (default: local rank)
 _MAX_NODES = 16
@@ -50,7 +50,10 @@ def node_command(script: str | os.PathLike, *, nnodes: int, node_rank: int, npro
 
 @dataclass(repr=False)
 class NodesResult(launcher.LaunchResult):
-    """A finished multi-node launch: ``LaunchResult`` plus one command and one output list per node."""
+    """A finished multi-node launch: ``LaunchResult`` plus one command and one output list per node.
+
+    ``node_ranks[n]``: the global ranks node ``n`` ran (its worker processes' ``RANK``, its output's rank prefixes).
+    """
 
     commands: list[list[str]] = field(default_factory=list)
     node_output: list[list[str]] = field(default_factory=list)
@@ -93,7 +96,9 @@ def launch_nodes(script: str | os.PathLike, nnodes: int = 2, nproc_per_node: int
             for command in commands:
                 jobs.append(launcher.LaunchJob(command, child_env, launch_id))
             node_ranks: dict[int, set[int]] = {n: set() for n in range(nnodes)}
-            per_node = _stream(jobs, timeout, path.name, total, echo, progress, on_line, node_ranks)
+            per_node = _stream(jobs, timeout, path.name, total, echo, progress, on_line, node_ranks, out)
+            for n, node_lines in enumerate(per_node):  # a rank that ended between two scans still printed
+                node_ranks[n].update(int(m.group(1)) for m in map(failures.RANK_LINE.match, node_lines) if m)
             seconds = time.perf_counter() - jobs[0].start
             lines = [line for node in per_node for line in node]
             records, arrays = launcher.collect_outputs(out)
@@ -118,10 +123,12 @@ def _shared_gpu_env(total: int) -> dict[str, str]:
 
 
 def _stream(jobs: list[Any], timeout: float, name: str, total: int, echo: bool, progress: bool,
-            on_line: Callable[[int | None, str], None] | None, node_ranks: dict[int, set[int]]) -> list[list[str]]:
+            on_line: Callable[[int | None, str], None] | None, node_ranks: dict[int, set[int]],
+            out: Path) -> list[list[str]]:
     """Pump every node's output until all launchers exit; raise at the first node that fails or at timeout.
 
-    ``node_ranks[n]`` collects the global ranks (``RANK`` of the worker processes) that node ``n`` started.
+    ``node_ranks[n]`` collects the global ranks (``RANK`` of the worker processes) that node ``n`` started, as
+    far as the scans every 0.2 s saw them; ``out / f"logs{n}"`` is node ``n``'s torchrun log folder.
     """
     per_node: list[list[str]] = [[] for _ in jobs]
     arrival: list[str] = []
@@ -136,8 +143,8 @@ def _stream(jobs: list[Any], timeout: float, name: str, total: int, echo: bool, 
                     node_ranks[n].update(_ranks(job.tracked))
                 next_scan = now + 0.2
             if now - start > timeout:
-                shown = [f"[rank {r}] {t}" for r, t in launcher.learner_lines(arrival)[-10:]] or ["(no rank printed)"]
-                raise launcher.LaunchTimeout(f"{name} on {len(jobs)} nodes did not finish within {timeout:g} s; all "
+                shown = [f"[rank {r}] {t}" for r, t in failures.learner_lines(arrival)[-10:]] or ["(no rank printed)"]
+                raise failures.LaunchTimeout(f"{name} on {len(jobs)} nodes did not finish within {timeout:g} s; all "
                                             "processes of all nodes were killed. Last lines of the ranks:\n"
                                             + "\n".join(shown), output=arrival)
             idle = True
@@ -152,8 +159,8 @@ def _stream(jobs: list[Any], timeout: float, name: str, total: int, echo: bool, 
                         jobs[n].proc.wait()
                         running.discard(n)
                         if jobs[n].proc.returncode != 0:
-                            raise launcher.launch_failure(f"{name} (node {n} failed first)", total,
-                                                   jobs[n].proc.returncode, arrival)
+                            raise failures.launch_failure(f"{name} (node {n} failed first)", total,
+                                                          jobs[n].proc.returncode, arrival, out / f"logs{n}")
                         break
                     line = line.rstrip("\n")
                     per_node[n].append(line)
@@ -169,9 +176,9 @@ def _stream(jobs: list[Any], timeout: float, name: str, total: int, echo: bool, 
 
 def _show(line: str, node: int, bar: Any, name: str, total: int, echo: bool, progress: bool,
           on_line: Callable[[int | None, str], None] | None) -> Any:
-    match = launcher.RANK_LINE.match(line)
+    match = failures.RANK_LINE.match(line)
     rank_, text = (int(match.group(1)), match.group(2)) if match else (None, line)
-    tick = launcher.PROGRESS_LINE.match(text)
+    tick = failures.PROGRESS_LINE.match(text)
     if tick:
         return launcher.advance_progress(bar, int(tick.group(1)), int(tick.group(2)), name, total, progress)
     if on_line is not None:

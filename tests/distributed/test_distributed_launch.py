@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from course_utils import distributed as dist
-from course_utils.distributed import launcher  # the module (dist.launch is the function)
+from course_utils.distributed import failures
 
 
 def _write(tmp_path: Path, body: str) -> Path:
@@ -93,9 +93,27 @@ def test_failure_parsing_prefers_torchruns_root_cause() -> None:
              "[default1]:KeyError: 'x'", "[default1]:", "Root Cause (first observed failure):", "[0]:",
              "  rank      : 1 (local_rank: 1)", "  exitcode  : 1 (pid: 42)"]
     late_stdout = "[default1]:rank 1 started (stdout, after stderr)"
-    error = launcher.launch_failure("w.py", 2, 1, [*lines[:5], late_stdout, *lines[5:]])
+    error = failures.launch_failure("w.py", 2, 1, [*lines[:5], late_stdout, *lines[5:]])
     assert error.rank == 1 and error.traceback.endswith("KeyError: 'x'") and "gloo" not in error.traceback
     assert "started" not in error.traceback
+
+
+def test_failure_takes_the_traceback_from_the_ranks_own_stderr_log(tmp_path: Path) -> None:
+    # torchrun tees stdout and stderr from two files: the console can show a stdout line inside the traceback
+    console = ["[default1]:Traceback (most recent call last):", "[default1]:rank 1 of 2 started (stdout)",
+               '[default1]:  File "w.py", line 3', "[default1]:ValueError: corrupt shard",
+               "Root Cause (first observed failure):", "  rank      : 1 (local_rank: 1)", "  exitcode  : 1 (pid: 42)"]
+    assert failures.launch_failure("w.py", 2, 1, console).traceback.endswith("(stdout)")  # the console alone misleads
+    for attempt, message in ((0, "an older attempt"), (1, "corrupt shard")):
+        rank_dir = tmp_path / "run_x" / f"attempt_{attempt}" / "1"
+        rank_dir.mkdir(parents=True)
+        (rank_dir / "stderr.log").write_text('[rank1]: Traceback (most recent call last):\n[rank1]:   File "w.py", '
+                                             f"line 3\n[rank1]: ValueError: {message}\n")
+    error = failures.launch_failure("w.py", 2, 1, console, log_dir=tmp_path)
+    assert error.rank == 1 and error.exitcode == 1
+    assert error.traceback.splitlines() == ["Traceback (most recent call last):", '  File "w.py", line 3',
+                                            "ValueError: corrupt shard"]
+    assert failures.rank_stderr(tmp_path, 0) == []  # a rank that wrote nothing
 
 
 def test_result_renders_as_a_table() -> None:

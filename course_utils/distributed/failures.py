@@ -1,0 +1,92 @@
+"""What torchrun printed, read for the learner: each rank's own lines and, when a rank fails, which rank it was,
+its exit code and its traceback (``LaunchError``), or that the job ran out of time (``LaunchTimeout``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from course_utils.distributed import worker
+
+RANK_LINE = re.compile(r"^\[[A-Za-z_]*?(\d+)\]:(?:\[rank\d+\]: ?)?(.*)$")  # "[default0]:", torch adds "[rank0]: "
+PROGRESS_LINE = re.compile(rf"^{worker.PROGRESS_PREFIX} (\d+) (\d+)\s*$")
+
+
+class LaunchError(RuntimeError):
+    """A rank failed: ``rank``, ``exitcode``, the rank's ``traceback`` and the whole raw ``output``."""
+
+    def __init__(self, message: str, *, rank: int | None = None, exitcode: int | None = None,
+                 traceback: str = "", output: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.rank, self.exitcode, self.traceback, self.output = rank, exitcode, traceback, list(output)
+
+
+class LaunchTimeout(LaunchError, TimeoutError):
+    """The job ran past ``timeout`` seconds; every process was killed."""
+
+
+def learner_lines(output: Sequence[str]) -> list[tuple[int, str]]:
+    """(rank, text) of each line a rank printed: prefixes stripped, progress and empty lines dropped."""
+    found = []
+    for line in output:
+        match = RANK_LINE.match(line.rstrip("\n"))
+        if match and match.group(2).strip() and not PROGRESS_LINE.match(match.group(2)):
+            found.append((int(match.group(1)), match.group(2)))
+    return found
+
+
+def launch_failure(name: str, nprocs: int, returncode: int, lines: list[str],
+                   log_dir: str | os.PathLike | None = None) -> LaunchError:
+    """The error to raise for a failed launch: the failing rank named, with its own lines and traceback.
+
+    The traceback comes from the rank's own ``stderr.log`` under torchrun's ``log_dir`` when there is one:
+    in the console torchrun tees a rank's stdout and stderr from two files, so a line the rank printed before
+    it failed can land inside its traceback there.
+    """
+    per_rank: dict[int, list[str]] = {}
+    for r, text in learner_lines(lines):
+        per_rank.setdefault(r, []).append(text)
+    root = "\n".join(lines)
+    cause = root.split("Root Cause", 1)[1] if "Root Cause" in root else ""
+    found_rank = re.search(r"rank\s*:\s*(\d+)", cause)
+    found_local = re.search(r"local_rank\s*:\s*(\d+)", cause)
+    found_code = re.search(r"exitcode\s*:\s*(-?\d+)", cause)
+    failing = int(found_rank.group(1)) if found_rank else None
+    logged = rank_stderr(log_dir, int(found_local.group(1))) if log_dir is not None and found_local else []
+    if not _starts(logged) and (failing is None or not any("Traceback" in t for t in per_rank.get(failing, []))):
+        with_tb = [r for r, ts in sorted(per_rank.items()) if any("Traceback" in t for t in ts)]
+        failing = with_tb[0] if with_tb else failing
+    tb = ""
+    if failing is not None:
+        own = logged if _starts(logged) else per_rank.get(failing, [])
+        starts = _starts(own)
+        tb = "\n".join(_one_traceback(own[starts[-1]:])) if starts else "\n".join(own[-15:])
+    code = int(found_code.group(1)) if found_code else returncode
+    who = f"rank {failing}" if failing is not None else "a rank (which one torchrun did not say)"
+    message = f"{name} x {nprocs}: {who} failed with exit code {code}; every process was stopped."
+    if tb:
+        message += f"\n--- traceback of rank {failing} ---\n{tb}"
+    return LaunchError(message, rank=failing, exitcode=code, traceback=tb, output=lines)
+
+
+def rank_stderr(log_dir: str | os.PathLike, local_rank: int) -> list[str]:
+    """The lines a rank wrote to stderr in its latest attempt, from torchrun's ``--log-dir`` (none: [])."""
+    logs = Path(log_dir).glob(f"*/attempt_*/{local_rank}/stderr.log")
+    latest = max(logs, key=lambda f: int(f.parent.parent.name.split("_")[-1]), default=None)
+    text = latest.read_text(errors="replace") if latest is not None else ""
+    return [re.sub(r"^\[rank\d+\]: ?", "", line) for line in text.splitlines()]  # torch's own "[rank1]: "
+
+
+def _starts(lines: list[str]) -> list[int]:
+    return [i for i, t in enumerate(lines) if t.startswith("Traceback (most recent call last)")]
+
+
+def _one_traceback(lines: list[str]) -> list[str]:
+    """A traceback from its header to its exception line: the rank's stdout may interleave after it."""
+    for i, line in enumerate(lines[1:], start=1):
+        if line and not line[0].isspace():
+            return lines[:i + 1]
+    return lines
