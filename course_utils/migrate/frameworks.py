@@ -211,11 +211,13 @@ def compile_not_faster(table: FrameworkTable, framework: str) -> str:
     ratio, (low, high) = table.vs_own_eager(framework), table.own_band(framework)
     if table.compile_apart(framework) and ratio > 1:
         return ""
-    title = validate.framework_title(framework)
-    how = "was slower than" if table.compile_apart(framework) else "was not faster than"
+    title, slower = validate.framework_title(framework), table.compile_apart(framework)
+    how = "was slower than" if slower else "was not faster than"
+    effect = (f"its compiler made each step take {1 / ratio:.2f}x as long" if slower
+              else "its compiler bought nothing measurable")
     return (f" {title}'s compiled step {how} its own eager step ({ratio:.2f}x, band {low:.2f} to {high:.2f}"
-            + ("" if table.compile_apart(framework) else ", within the noise")
-            + "): on this model its compiler bought nothing here; why is not established by this run.")
+            + ("" if slower else ", within the noise")
+            + f"): on this model {effect} here; why is not established by this run.")
 
 
 def xla_cpu_kernels(hlo_text: str) -> dict[str, int]:
