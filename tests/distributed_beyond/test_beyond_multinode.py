@@ -37,15 +37,19 @@ def script(tmp_path: Path) -> Path:
 
 
 def _survivors(marker: str) -> list[psutil.Process]:
-    time.sleep(0.3)
-    found = []
-    for p in psutil.process_iter(["cmdline"]):
-        try:
-            if marker in " ".join(p.info["cmdline"] or []):
-                found.append(p)
-        except psutil.Error:
-            continue
-    return found
+    """Live processes whose command line holds ``marker``, after up to 5 s for signals to be delivered."""
+    deadline = time.time() + 5
+    while True:
+        found = []
+        for p in psutil.process_iter(["cmdline", "status"]):
+            try:
+                if marker in " ".join(p.info["cmdline"] or []) and p.info["status"] != psutil.STATUS_ZOMBIE:
+                    found.append(p)
+            except psutil.Error:
+                continue
+        if not found or time.time() > deadline:
+            return found
+        time.sleep(0.1)
 
 
 def test_node_command_is_a_c10d_rendezvous_on_loopback(script: Path) -> None:
