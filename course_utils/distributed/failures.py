@@ -55,15 +55,14 @@ def launch_failure(name: str, nprocs: int, returncode: int, lines: list[str],
     found_local = re.search(r"local_rank\s*:\s*(\d+)", cause)
     found_code = re.search(r"exitcode\s*:\s*(-?\d+)", cause)
     failing = int(found_rank.group(1)) if found_rank else None
-    logged = rank_stderr(log_dir, int(found_local.group(1))) if log_dir is not None and found_local else []
-    if not _starts(logged) and (failing is None or not any("Traceback" in t for t in per_rank.get(failing, []))):
-        with_tb = [r for r, ts in sorted(per_rank.items()) if any("Traceback" in t for t in ts)]
-        failing = with_tb[0] if with_tb else failing
-    tb = ""
-    if failing is not None:
-        own = logged if _starts(logged) else per_rank.get(failing, [])
-        starts = _starts(own)
-        tb = "\n".join(_one_traceback(own[starts[-1]:])) if starts else "\n".join(own[-15:])
+    own = rank_stderr(log_dir, int(found_local.group(1))) if log_dir is not None and found_local else []
+    if not _starts(own):  # no log to read: the console's lines of the rank that printed a traceback
+        if failing is None or not any("Traceback" in t for t in per_rank.get(failing, [])):
+            with_tb = [r for r, ts in sorted(per_rank.items()) if any("Traceback" in t for t in ts)]
+            failing = with_tb[0] if with_tb else failing
+        own = per_rank.get(failing, []) if failing is not None else []
+    starts = _starts(own)
+    tb = "\n".join(_one_traceback(own[starts[-1]:])) if starts else "\n".join(own[-15:])
     code = int(found_code.group(1)) if found_code else returncode
     who = f"rank {failing}" if failing is not None else "a rank (which one torchrun did not say)"
     message = f"{name} x {nprocs}: {who} failed with exit code {code}; every process was stopped."

@@ -8,12 +8,12 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
 import psutil
 import pytest
+from orphans import survivors
 
 from course_utils import distributed as dist
 from course_utils.distributed import failures
@@ -25,23 +25,9 @@ def _write(tmp_path: Path, body: str) -> Path:
     return script
 
 
-def _survivors(marker: str) -> list[psutil.Process]:
-    """Live processes whose command line mentions ``marker`` (the test's unique script path)."""
-    found = []
-    for p in psutil.process_iter(["cmdline", "status"]):
-        try:
-            if marker in " ".join(p.info["cmdline"] or []) and p.info["status"] != psutil.STATUS_ZOMBIE:
-                found.append(p)
-        except psutil.Error:
-            continue
-    return found
-
-
 def _assert_no_orphans(script: Path, pids: list[int] = ()) -> None:
-    deadline = time.time() + 5  # signals are delivered asynchronously; give the kernel a moment
-    while _survivors(str(script)) and time.time() < deadline:
-        time.sleep(0.1)
-    assert not _survivors(str(script)), [p.info["cmdline"] for p in _survivors(str(script))]
+    left = survivors(str(script))  # signals are delivered asynchronously: it waits up to 5 s
+    assert not left, [p.info["cmdline"] for p in left]
     for pid in pids:
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 

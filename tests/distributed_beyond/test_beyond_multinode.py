@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import textwrap
-import time
 from pathlib import Path
 
-import psutil
 import pytest
+from orphans import survivors
 
 from course_utils.distributed import LaunchError, LaunchTimeout, multinode
 
@@ -36,22 +35,6 @@ def script(tmp_path: Path) -> Path:
     return path
 
 
-def _survivors(marker: str) -> list[psutil.Process]:
-    """Live processes whose command line holds ``marker``, after up to 5 s for signals to be delivered."""
-    deadline = time.time() + 5
-    while True:
-        found = []
-        for p in psutil.process_iter(["cmdline", "status"]):
-            try:
-                if marker in " ".join(p.info["cmdline"] or []) and p.info["status"] != psutil.STATUS_ZOMBIE:
-                    found.append(p)
-            except psutil.Error:
-                continue
-        if not found or time.time() > deadline:
-            return found
-        time.sleep(0.1)
-
-
 def test_node_command_is_a_c10d_rendezvous_on_loopback(script: Path) -> None:
     cmd = multinode.node_command(script, nnodes=2, node_rank=1, nproc_per_node=2, port=29400, log_dir="/x",
                                  args=["--a", 1], max_restarts=1)
@@ -73,7 +56,7 @@ def test_two_nodes_run_and_report_every_rank(script: Path) -> None:
     assert len(result.commands) == 2 and len(result.node_output) == 2
     assert (1, "rank 1 of 2 attempt 0") in seen  # global rank in the prefix, not the local one
     assert "2 torchrun nodes" in repr(result)
-    assert not _survivors(str(script))
+    assert not survivors(str(script))
 
 
 @pytest.mark.integration
@@ -83,7 +66,7 @@ def test_failure_on_the_other_node_names_the_rank_and_kills_everything(script: P
                                progress=False)
     assert caught.value.rank == 1
     assert "rank 1 gives up" in caught.value.traceback
-    assert not _survivors(str(script))
+    assert not survivors(str(script))
 
 
 @pytest.mark.integration
@@ -92,7 +75,7 @@ def test_timeout_kills_both_nodes(script: Path) -> None:
     with pytest.raises(LaunchTimeout):
         multinode.launch_nodes(script, nnodes=2, nproc_per_node=1, timeout=8, args=["sleep"], echo=False,
                                progress=False)
-    assert not _survivors(str(script))
+    assert not survivors(str(script))
 
 
 @pytest.mark.integration
@@ -104,7 +87,7 @@ def test_interrupt_kills_both_nodes(script: Path) -> None:
     with pytest.raises(KeyboardInterrupt):
         multinode.launch_nodes(script, nnodes=2, nproc_per_node=1, timeout=120, args=["sleep"], echo=False,
                                progress=False, on_line=interrupt)
-    assert not _survivors(str(script))
+    assert not survivors(str(script))
 
 
 @pytest.mark.integration
@@ -113,7 +96,7 @@ def test_max_restarts_restarts_the_group_after_a_death(script: Path) -> None:
                                     echo=False, progress=False)
     attempts = {r["attempt"] for r in result.records[1]}
     assert attempts == {0, 1}
-    assert not _survivors(str(script))
+    assert not survivors(str(script))
 
 
 def test_ddp_reference_and_proof_diffs_agree_with_themselves() -> None:
