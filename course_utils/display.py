@@ -108,18 +108,43 @@ def format_flops(flops_per_second: float) -> str:
     return f"{rate / 1e12:.3g} TFLOP/s" if rate >= 1e12 else f"{rate / 1e9:.3g} GFLOP/s"
 
 
+HELD, FAILED, NOT_TESTED = "held", "failed", "not tested"
+_ISSUED: list[Verdict] = []  # every verdict of this process, in order: the summary table counts them
+
+
 @dataclass(frozen=True, repr=False)
 class Verdict:
-    """A prediction scored by code: ``held`` for the explanation that follows, one line to show."""
+    """A prediction scored by code, kept in a variable so that the sentence after it reads it (``v.status``).
 
-    held: bool
+    ``status`` is "held", "failed" or "not tested": a prediction that could not be measured here (a missing
+    tool, framework or device) has not failed, and says why. ``bool(v)`` is True only when it held.
+    """
+
+    status: str
     numbers: str
     why: str = ""
 
+    def __post_init__(self) -> None:
+        validate.choice("status", self.status, (HELD, FAILED, NOT_TESTED))
+
+    @property
+    def held(self) -> bool:
+        return self.status == HELD
+
+    @property
+    def failed(self) -> bool:
+        return self.status == FAILED
+
+    @property
+    def tested(self) -> bool:
+        return self.status != NOT_TESTED
+
     def __str__(self) -> str:
-        if self.held:
+        if self.status == HELD:
             return f"Prediction held: {self.numbers}"
-        return f"Prediction failed: {self.numbers}; {self.why}"
+        if self.status == FAILED:
+            return f"Prediction failed: {self.numbers}; {self.why}"
+        return f"Not tested here: {self.why}" + (f" ({self.numbers})" if self.numbers else "")
 
     __repr__ = __str__
 
@@ -127,7 +152,7 @@ class Verdict:
         return self.held
 
     def _repr_html_(self) -> str:
-        colour = "#009E73" if self.held else "#D55E00"
+        colour = {HELD: "#009E73", FAILED: "#D55E00", NOT_TESTED: "#555555"}[self.status]
         return f"<p style='color:{colour}'><b>{escape(str(self))}</b></p>"
 
 
@@ -135,16 +160,34 @@ def verdict(held: Any, numbers: str, why: str = "") -> Verdict:
     """Score a prediction: 'Prediction held: <numbers>' or 'Prediction failed: <numbers>; <why>'.
 
     ``held`` is the comparison computed from the run (numpy booleans accepted); ``why`` is required when it
-    failed, so that a notebook cannot fail a prediction without saying what happened instead.
+    failed, so that a notebook cannot fail a prediction without saying what happened instead. Store the result
+    (``v = verdict(...)``) and let the explanation read ``v``: the condition is then written once.
     """
     if not isinstance(held, (bool, np.bool_)):
         raise TypeError(f"held must be a bool computed from the run; got {type(held).__name__} {held!r}")
-    held = bool(held)
     validate.text("numbers", numbers)
     validate.instance("why", why, str)
     if not held and not why.strip():
         raise ValueError("why must say what happened instead when a prediction failed")
-    return Verdict(held, numbers, why)
+    return _issue(Verdict(HELD if held else FAILED, numbers, why))
+
+
+def not_tested(why: str, numbers: str = "") -> Verdict:
+    """A prediction this runtime cannot measure (a missing tool, framework or device): 'Not tested here: <why>'.
+    It has not failed; the summary counts it apart."""
+    validate.text("why", why)
+    validate.instance("numbers", numbers, str)
+    return _issue(Verdict(NOT_TESTED, numbers, why))
+
+
+def _issue(v: Verdict) -> Verdict:
+    _ISSUED.append(v)
+    return v
+
+
+def verdict_counts() -> dict[str, int]:
+    """How many predictions this process scored so far, by status: held, failed, not tested."""
+    return {status: sum(v.status == status for v in _ISSUED) for status in (HELD, FAILED, NOT_TESTED)}
 
 
 def percent(value: float, digits: int = 0) -> str:

@@ -33,10 +33,14 @@ from course_utils.validate import FRAMEWORKS
 
 T = TypeVar("T")
 
-SIZES = ("ci", "cpu", "gpu", "tpu")
+SIZES = ("smoke", "ci", "cpu", "gpu", "tpu")
 ACCELERATORS = ("cpu", "gpu", "tpu")
 # Where a size is missing, fall back along this chain (a GPU run without a gpu= size uses cpu=).
-_FALLBACK = {"ci": ("ci", "cpu"), "cpu": ("cpu",), "gpu": ("gpu", "cpu"), "tpu": ("tpu", "gpu", "cpu")}
+_FALLBACK = {"smoke": ("smoke", "ci", "cpu"), "ci": ("ci", "cpu"), "cpu": ("cpu",), "gpu": ("gpu", "cpu"),
+             "tpu": ("tpu", "gpu", "cpu")}
+# smoke: ci sizes with a tenth of the timing (fewer blocks per measurement). It only checks that a notebook runs
+# to the end (the runs without a framework, the learner edition); nbval and the stored outputs use ci.
+SMOKE_TIME_SCALE = 0.1
 
 
 def in_colab() -> bool:
@@ -73,7 +77,7 @@ def _has_cuda_gpu() -> bool:
 
 
 def size_name() -> str:
-    """Return the active size: ``COURSE_SIZE`` if set (ci, cpu, gpu, tpu), else the accelerator's name."""
+    """Return the active size: ``COURSE_SIZE`` if set (smoke, ci, cpu, gpu, tpu), else the accelerator's name."""
     requested = os.environ.get("COURSE_SIZE", "").strip().lower()
     if not requested or requested == "auto":
         return accelerator()
@@ -82,12 +86,14 @@ def size_name() -> str:
     return requested
 
 
-def pick(*, ci: T | None = None, cpu: T | None = None, gpu: T | None = None, tpu: T | None = None) -> T:
-    """Return the value for the active size (see ``size_name``), falling back tpu -> gpu -> cpu and ci -> cpu.
+def pick(*, ci: T | None = None, cpu: T | None = None, gpu: T | None = None, tpu: T | None = None,
+         smoke: T | None = None) -> T:
+    """Return the value for the active size (see ``size_name``), falling back tpu -> gpu -> cpu and
+    smoke -> ci -> cpu.
 
     Example: ``n = pick(ci=2**16, cpu=2**22, gpu=2**26)`` keeps CI fast and makes effects visible on a GPU.
     """
-    options = {"ci": ci, "cpu": cpu, "gpu": gpu, "tpu": tpu}
+    options = {"smoke": smoke, "ci": ci, "cpu": cpu, "gpu": gpu, "tpu": tpu}
     if all(v is None for v in options.values()):
         raise ValueError("pick() needs at least one of ci=, cpu=, gpu=, tpu=")
     if cpu is None:
@@ -96,6 +102,11 @@ def pick(*, ci: T | None = None, cpu: T | None = None, gpu: T | None = None, tpu
         if options[name] is not None:
             return options[name]
     raise AssertionError("unreachable: cpu= is always set")
+
+
+def time_scale() -> float:
+    """The share of its ``min_time`` a measurement spends: 1, or ``SMOKE_TIME_SCALE`` at smoke size."""
+    return SMOKE_TIME_SCALE if size_name() == "smoke" else 1.0
 
 
 BUILD_ENV = "COURSE_BUILD_DIR"

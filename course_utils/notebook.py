@@ -131,16 +131,25 @@ class SummaryTable:
     notebook: str
     rows: tuple[Row, ...]
 
+    verdicts: tuple[tuple[str, int], ...] = ()
+
     def table(self) -> display.Table:
         return display.table(["quantity", "measured", "unit", "note"],
                              [(r.quantity, r.formatted(), r.unit, r.note) for r in self.rows],
-                             title=f"Measured in this run ({self.notebook})")
+                             title=f"Measured in this run ({self.notebook})", note=self.verdict_line())
+
+    def verdict_line(self) -> str:
+        """'Predictions scored in this run: 9 held, 2 failed, 1 not tested here.'"""
+        counts = dict(self.verdicts)
+        return (f"Predictions scored in this run: {counts.get(display.HELD, 0)} held, "
+                f"{counts.get(display.FAILED, 0)} failed, {counts.get(display.NOT_TESTED, 0)} not tested here.")
 
     def to_dict(self) -> dict[str, object]:
         return {
             "notebook": self.notebook,
             "environment": [list(r) for r in env.report(devices=False).rows()],
             "rows": [asdict(r) for r in self.rows],
+            "verdicts": dict(self.verdicts),
         }
 
     def __repr__(self) -> str:
@@ -154,7 +163,7 @@ def summary_table(notebook: str, rows: Iterable[Row | tuple]) -> SummaryTable:
     """Build the notebook's summary; also write it to ``$COURSE_SUMMARY_DIR/<notebook>.json`` when set."""
     validate.text("notebook", notebook)
     built = tuple(r if isinstance(r, Row) else Row(*r) for r in validate.non_empty("rows", list(rows)))
-    summary = SummaryTable(notebook, built)
+    summary = SummaryTable(notebook, built, tuple(display.verdict_counts().items()))
     target = os.environ.get("COURSE_SUMMARY_DIR")
     if target:
         path = Path(target) / f"{notebook}.json"

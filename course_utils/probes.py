@@ -53,7 +53,7 @@ def probe_size(arrays: int = ARRAYS) -> ProbeSize:
     target = max(CACHE_MULTIPLE * llc, MIN_ARRAY_BYTES)
     chosen, capped_by = target, ""
     memory_cap = _free_memory() // (2 * arrays)
-    if env.size_name() == "ci" and CI_CAP < chosen:
+    if env.size_name() in ("ci", "smoke") and CI_CAP < chosen:
         chosen, capped_by = CI_CAP, "ci size"
     if memory_cap < chosen:
         chosen, capped_by = max(memory_cap, 2**20), "memory"

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from course_utils import display, validate
+from course_utils import display, env, validate
 from course_utils.display import format_time
 
 _BLOCK_FRACTION = 0.05  # a block of calls lasts at least this share of min_time (timer cost stays negligible)
@@ -98,6 +98,7 @@ class Measurement:
     first_call: float | None = None
     total: float = 0.0
     synced: bool = True
+    rounds: tuple[float, ...] = ()  # per-round medians, from ``interleaved``: the replicates of an interval
     metadata: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
@@ -106,6 +107,8 @@ class Measurement:
         for t in self.times:
             validate.non_negative("times", t)
         validate.positive("number", self.number, integer=True)
+        for t in self.rounds:
+            validate.positive("rounds", t)
 
     @classmethod
     def from_times(cls, label: str, times: Iterable[float], **metadata: Any) -> Measurement:
@@ -212,9 +215,9 @@ def interleaved(calls: Mapping[str, Callable[[], Any]], *, rounds: int = 4, min_
     """Time each zero-argument callable of ``calls`` in ``rounds`` alternating rounds (the order rotated by one
     each round), ``min_time`` seconds per callable in all; each round's times are pooled into one Measurement per
     name (first call: the first round's). A machine that changes speed between rounds then widens every
-    workload's quartiles alike instead of shifting one median against another, so their differences can be
-    read against their spreads (``apart``). ``sync`` (name -> bool, default True) passes ``sync=False`` where a
-    call waits by itself (a host copy)."""
+    workload's quartiles alike instead of shifting one median against another. Each Measurement keeps its
+    per-round medians (``rounds``): ``cu.intervals.speedup(a, b)`` pairs them into an interval. ``sync``
+    (name -> bool, default True) passes ``sync=False`` where a call waits by itself (a host copy)."""
     validate.instance("calls", calls, Mapping)
     validate.non_empty("calls", calls)
     rounds = validate.number("rounds", rounds, low=1, high=100, integer=True)
@@ -230,7 +233,7 @@ def interleaved(calls: Mapping[str, Callable[[], Any]], *, rounds: int = 4, min_
                                          sync=sync.get(name, True), label=name))
     return {name: Measurement(label=name, times=tuple(t for m in parts for t in m.times), number=parts[0].number,
                               first_call=parts[0].first_call, total=sum(m.total for m in parts),
-                              synced=parts[0].synced)
+                              synced=parts[0].synced, rounds=tuple(m.median for m in parts))
             for name, parts in found.items()}
 
 
@@ -273,6 +276,7 @@ def benchmark(
     validate.choice("sync", sync, ("auto", True, False))
     if label is not None:
         validate.instance("label", label, str)
+    min_time *= env.time_scale()  # a tenth at smoke size, which only checks that a notebook runs to the end
     wait = _wait_for if sync else _no_sync
     label = label if label is not None else getattr(fn, "__name__", "fn")
     if kwargs:  # bind them once: the timed loop then costs what a plain call costs

@@ -141,9 +141,9 @@ Markdown(
 N = cu.env.pick(ci=2**16, cpu=2**20, gpu=2**24)
 compiled = {fw: cu.interop.compile_default(fw, chains[fw]) for fw in FW}
 args = {fw: inputs(fw, N) for fw in FW}
-cache_before = graphs.inductor_cache_counts()
+cache_before = cu.compiled.inductor_cache_counts()
 timed = {fw: graphs.timed_pair(chains[fw], compiled[fw], args[fw], label=fw, min_time=2 * MIN_TIME) for fw in FW}
-first_cache = graphs.inductor_cache_counts(since=cache_before)  # what torch's first compile found in the disk cache
+first_cache = cu.compiled.inductor_cache_counts(since=cache_before)  # what torch's first compile found in the disk cache
 eager_m, compiled_m = ({fw: pair[i] for fw, pair in timed.items()} for i in (0, 1))
 cu.plotting.time_bars({m.label: m for fw in FW for m in (eager_m[fw], compiled_m[fw])},
                       show_first_call=True, log=True, title=f"gelu chain, {N:,} elements: first call vs steady state")

@@ -149,7 +149,7 @@ counted_torch = cu.fusion.torch_counted_flops(chain_t, x_t, b_t)
 print(f"hand count: {traffic.n_ops} eager ops, {traffic.flops:,} FLOPs (tanh as 1), fused bytes {traffic.fused_bytes:,}")
 print(f"FlopCounterMode: {counted_torch:,} FLOPs (it counts matmul-like ops only)")
 if "jax" in FW:
-    cost = cu.fusion.jax_cost(cu.fusion.chain("jax"), *data["jax"])
+    cost = cu.compiled.jax_cost(cu.fusion.chain("jax"), *data["jax"])
     print(f"XLA cost_analysis: {cost['flops']:,.0f} FLOPs + {cost['transcendentals']:,.0f} transcendentals, "
           f"{cost['bytes accessed']:,.0f} bytes")
     print("XLA's FLOPs + transcendentals == hand count:", cost["flops"] + cost["transcendentals"] == traffic.flops)
@@ -163,7 +163,7 @@ if "jax" in FW:
 compiled_fns = {fw: cu.interop.compile_default(fw, cu.fusion.chain(fw)) for fw in FW}
 slow = dict(min_repeats=3)  # the eager runs take tenths of a second each
 runs = {}
-with cu.fusion.capture_inductor_code() as chain_code:
+with cu.compiled.capture_inductor_code() as chain_code:
     for fw in FW:
         runs[cu.fusion.EAGER[fw]] = cu.timing.benchmark(cu.fusion.chain(fw), *data[fw], label=cu.fusion.EAGER[fw], **slow)
         runs[cu.fusion.FUSED[fw]] = cu.timing.benchmark(compiled_fns[fw], *data[fw], label=cu.fusion.FUSED[fw])
@@ -362,9 +362,9 @@ print(f"the arithmetic of {fresh_code.kernels[0]}:\n{fresh_code.excerpt(max_line
 # %%
 hlo = {}
 if "jax" in FW:
-    hlo["jax.jit"] = cu.fusion.hlo_summary(cu.fusion.jax_hlo(compiled_fns["jax"], *data["jax"]))
+    hlo["jax.jit"] = cu.compiled.hlo_summary(cu.compiled.jax_hlo(compiled_fns["jax"], *data["jax"]))
 if "tensorflow" in FW:
-    hlo["tf jit_compile"] = cu.fusion.hlo_summary(cu.fusion.tf_hlo(compiled_fns["tensorflow"], *data["tensorflow"]))
+    hlo["tf jit_compile"] = cu.compiled.hlo_summary(cu.compiled.tf_hlo(compiled_fns["tensorflow"], *data["tensorflow"]))
 for name, summary in hlo.items():
     print(f"{name}: optimized HLO, ENTRY computation:\n{summary.excerpt()}\n")
 
@@ -772,7 +772,7 @@ for fw, args in mm_data.items():
     mm_variants |= {f"{fw} mm": (cu.interop.compile_default(fw, lambda a, w: a @ w), args[:2]),
                     f"{fw} mm + eager epilogue": (mm_epilogue(cu.fusion.chain(fw)), args),
                     f"{fw} mm + fused epilogue": (mm_fused_fns[fw], args)}
-with cu.fusion.capture_inductor_code() as mm_code:  # the first round compiles
+with cu.compiled.capture_inductor_code() as mm_code:  # the first round compiles
     mm_rounds = cu.env.pick(ci=4, cpu=5)
     mm_runs = cu.timing.interleaved({k: (lambda f=f, a=a: f(*a)) for k, (f, a) in mm_variants.items()},
                                     rounds=mm_rounds, min_time=0.05 * mm_rounds)
@@ -789,7 +789,7 @@ for fw, fused in mm_fused_fns.items():
 mm_module = [c for c in mm_code if c.extern_calls][-1]
 print("torch.compile: library matmul calls =", len(mm_module.extern_calls), "| generated kernels =", len(mm_module.kernels))
 if "jax" in FW:
-    hlo_mm = cu.fusion.hlo_summary(cu.fusion.jax_hlo(mm_fused_fns["jax"], *mm_data["jax"]))
+    hlo_mm = cu.compiled.hlo_summary(cu.compiled.jax_hlo(mm_fused_fns["jax"], *mm_data["jax"]))
     print("jax.jit: loop fusions =", sum(kind == "kLoop" for _, kind in hlo_mm.fusions))
 
 # %%
@@ -985,7 +985,7 @@ if "tensorflow" in FW:
     legacy_fns["tf.function + numpy_function"] = ("tensorflow", tf.function(cu.fusion.chain_with_numpy_function_tf))
 legacy_runs, legacy_code = {}, {}
 for name, (fw, fn) in legacy_fns.items():
-    with cu.fusion.capture_inductor_code() as legacy_code[name]:
+    with cu.compiled.capture_inductor_code() as legacy_code[name]:
         legacy_runs[name] = cu.timing.benchmark(fn, *legacy_data[fw], label=name, **slow)
 cu.plotting.time_bars(legacy_runs, title="A NumPy operator inside the chain (median, quartiles)")
 
@@ -1001,7 +1001,7 @@ print(f"torch, legacy op: graphs {legacy_check.graph_count}, breaks {legacy_chec
 print(f"torch, custom op: graphs {registered_check.graph_count}, breaks {registered_check.break_count}, "
       f"generated kernels {len(reg.kernels)}, opaque calls {reg.fallback_ops}")
 if "jax" in FW:
-    hlo_cb = cu.fusion.hlo_summary(cu.fusion.jax_hlo(legacy_fns["jax.jit + pure_callback"][1], *legacy_data["jax"]))
+    hlo_cb = cu.compiled.hlo_summary(cu.compiled.jax_hlo(legacy_fns["jax.jit + pure_callback"][1], *legacy_data["jax"]))
     print(f"jax + pure_callback: fusions {hlo_cb.n_fusions}, host callbacks {len(hlo_cb.custom_calls)}")
 if "tensorflow" in FW:
     print("tf jit_compile with numpy_function:", cu.fusion.compile_error(
@@ -1050,7 +1050,7 @@ Markdown(
 # <details><summary>Hint</summary>
 #
 # `x.amax(dim=-1, keepdim=True)` and `.sum(dim=-1, keepdim=True)` are the reductions. Capture the generated
-# code with `with cu.fusion.capture_inductor_code() as code:` around the first call; `code[0].kernels` lists
+# code with `with cu.compiled.capture_inductor_code() as code:` around the first call; `code[0].kernels` lists
 # the kernels.
 # </details>
 
@@ -1066,7 +1066,7 @@ def softmax_manual(x):
 
 small = x_t[:256]
 softmax_traffic = cu.fusion.trace_traffic(softmax_manual, small)
-with cu.fusion.capture_inductor_code() as softmax_code:
+with cu.compiled.capture_inductor_code() as softmax_code:
     torch.compile(softmax_manual)(small)
 print(f"eager ops {softmax_traffic.n_ops}, bytes ratio {softmax_traffic.ratio:.1f}x (computed), "
       f"Inductor kernels {len(softmax_code[0].kernels)}: {softmax_code[0].kernels}")
@@ -1130,7 +1130,7 @@ with inductor_config.patch({"cpp.use_decompose_tanh": True}):  # read when Induc
     small_v = small_v[small_v != 0]
     tanh_fast = torch.compile(lambda v: torch.tanh(v))(small_v)
 # timed outside the setting, in alternating rounds beside section 5's kernels on the same bytes
-with cu.fusion.capture_inductor_code() as compiled_while_timing:
+with cu.compiled.capture_inductor_code() as compiled_while_timing:
     fast_runs = cu.timing.interleaved({"exp-based tanh, out=": lambda: decomposed_into(xr, br),
                                        **{k: chain_calls[k] for k in _section5}}, rounds=cu.env.pick(ci=3, cpu=4),
                                       min_time=0.2)

@@ -55,3 +55,18 @@ def test_a_failed_verdict_must_say_why() -> None:
         display.verdict(False, "1.2x")
     with pytest.raises(TypeError, match="held"):
         display.verdict("yes", "1.2x")
+
+
+def test_a_prediction_not_tested_here_has_not_failed() -> None:
+    before = display.verdict_counts()
+    v = display.not_tested("tlparse is not installed here")
+    assert str(v) == "Not tested here: tlparse is not installed here"
+    assert (v.status, v.tested, v.held, v.failed, bool(v)) == ("not tested", False, False, False, False)
+    held = display.verdict(True, "2x")
+    assert held.held and held.tested and not held.failed
+    after = display.verdict_counts()
+    assert after["not tested"] == before["not tested"] + 1 and after["held"] == before["held"] + 1
+    with pytest.raises(ValueError, match="status"):
+        display.Verdict("yes", "x")
+    with pytest.raises(ValueError, match="why"):
+        display.not_tested("  ")

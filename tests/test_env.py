@@ -160,3 +160,11 @@ def test_build_dir_is_the_checkout_build_folder_from_any_subfolder(tmp_path, mon
     assert env.build_dir() == tmp_path / "elsewhere"
     with pytest.raises(TypeError, match="parts"):
         env.build_dir(3)
+
+
+def test_smoke_size_takes_ci_sizes_and_a_tenth_of_the_timing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COURSE_SIZE", "smoke")
+    assert env.pick(ci=1, cpu=2) == 1 and env.pick(smoke=0, ci=1, cpu=2) == 0 and env.pick(cpu=2) == 2
+    assert env.time_scale() == env.SMOKE_TIME_SCALE
+    monkeypatch.setenv("COURSE_SIZE", "ci")
+    assert env.time_scale() == 1.0 and env.pick(smoke=0, ci=1, cpu=2) == 1

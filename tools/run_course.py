@@ -58,7 +58,7 @@ def save_figures(nb: nbformat.NotebookNode, folder: Path) -> int:
 
 def budget_minutes(nb: nbformat.NotebookNode, size: str) -> float | None:
     minutes = nb.metadata.get("course", {}).get("minutes", {})
-    return minutes.get("ci" if size == "ci" else "laptop")
+    return minutes.get("ci" if size in ("ci", "smoke") else "laptop")
 
 
 def block_frameworks() -> None:

@@ -41,18 +41,7 @@ from course_utils.fusion.explain import (
 )
 from course_utils.fusion.matmul import best_matmul_roof
 from course_utils.fusion.plots import prediction_plot, roof_bars, roofline_with_vector_roof, speedup_vs_size_plot
-from course_utils.fusion.readers import (
-    HloSummary,
-    InductorCode,
-    capture_inductor_code,
-    compile_error,
-    hlo_summary,
-    jax_cost,
-    jax_hlo,
-    kernel_busy_share,
-    tf_hlo,
-    trace_kernels,
-)
+from course_utils.fusion.readers import compile_error, kernel_busy_share, trace_kernels
 from course_utils.fusion.sweep import SizeSweep, size_sweep
 from course_utils.fusion.traffic import (
     OpTraffic,
@@ -84,12 +73,12 @@ from course_utils.fusion.vector_roof import (
 )
 
 __all__ = [
-    "ChainRoof", "EAGER", "FUSED", "GRID", "HloSummary", "INTO", "InductorCode", "OpTraffic", "PredictionTable",
-    "SizeSweep", "TABLE", "Traffic", "VariantResult", "VectorRoof", "best_matmul_roof", "capture_inductor_code",
+    "ChainRoof", "EAGER", "FUSED", "GRID", "INTO", "OpTraffic", "PredictionTable",
+    "SizeSweep", "TABLE", "Traffic", "VariantResult", "VectorRoof", "best_matmul_roof",
     "chain", "chain_roofs", "chain_with_callback_jax", "chain_with_numpy_function_tf", "compare_to_prediction",
     "compile_error", "copies_text", "copy_into", "decomposed_tanh_error", "fast_tanh_report", "fresh_sum_text",
-    "hlo_summary", "identity", "into_buffer", "jax_cost", "jax_hlo", "kernel_busy_share", "legacy_tanh_torch",
+    "identity", "into_buffer", "kernel_busy_share", "legacy_tanh_torch",
     "matmul_shares_text", "measure_variants", "measure_vector_roof", "overlap_text", "prediction_plot", "roof_bars",
-    "roofline_with_vector_roof", "size_sweep", "small_call_text", "speedup_vs_size_plot", "table_tanh_np", "tf_hlo",
+    "roofline_with_vector_roof", "size_sweep", "small_call_text", "speedup_vs_size_plot", "table_tanh_np",
     "torch_counted_flops", "trace_kernels", "trace_traffic", "variant_calls", "vector_roof_table", "working_set_text",
 ]

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import display, env, interop, timing, validate
+from course_utils import compiled, display, env, interop, timing, validate
 from course_utils.graphs.capture import fresh_function
 from course_utils.graphs.fallback import max_abs_diff
 
@@ -123,19 +123,6 @@ def beat_text(eager: Mapping[str, timing.Measurement], compiled: Mapping[str, ti
     return text
 
 
-def inductor_cache_counts(since: Mapping[str, int] | None = None) -> dict[str, int]:
-    """Inductor's FX-graph cache hits and misses in this process (``{"hit": n, "miss": n}``), minus ``since``
-    (an earlier reading) where given: read before and after a compile to see what that compile found on disk."""
-    import torch._dynamo.utils
-
-    counters = torch._dynamo.utils.counters["inductor"]
-    now = {"hit": int(counters["fxgraph_cache_hit"]), "miss": int(counters["fxgraph_cache_miss"])}
-    if since is None:
-        return now
-    validate.instance("since", since, Mapping)
-    return {k: v - int(since.get(k, 0)) for k, v in now.items()}
-
-
 def compile_again(chain: Callable[..., Any], args: Sequence[Any]) -> tuple[float, dict[str, int]]:
     """(seconds of the first call, Inductor cache counts of that call) of ``chain`` compiled afresh in this
     process: set against the process's first compile, it shows what part of that one was paid once per process."""
@@ -145,14 +132,14 @@ def compile_again(chain: Callable[..., Any], args: Sequence[Any]) -> tuple[float
 
     validate.function("chain", chain)
     validate.instance("args", args, (tuple, list))
-    fn, before = torch.compile(fresh_function(chain)), inductor_cache_counts()
+    fn, before = torch.compile(fresh_function(chain)), compiled.inductor_cache_counts()
     start = time.perf_counter()
     timing.sync(fn(*args))
-    return time.perf_counter() - start, inductor_cache_counts(since=before)
+    return time.perf_counter() - start, compiled.inductor_cache_counts(since=before)
 
 
 def _cache_clause(counts: Mapping[str, int]) -> str:
-    hit, miss = counts.get("hit", 0), counts.get("miss", 0)
+    hit, miss = counts.get("hits", 0), counts.get("misses", 0)
     if miss:
         return (f"; Inductor's FX-graph cache counted {miss} miss(es) and {hit} hit(s) for it: code was generated "
                 "and compiled in that call")

@@ -38,7 +38,6 @@ from course_utils.measuring.speedups import (
     cache_state,
     compile_phase_times,
     first_call_text,
-    inductor_cache_counts,
     share_needed,
     variant_name,
 )
@@ -60,7 +59,7 @@ __all__ = [
     "cache_roof_text", "cache_state", "chain_faults", "chain_inputs", "chain_limits", "chain_limits_text",
     "chain_runs", "ChainSpeedups", "clock_ghz", "compile_phase_times", "default_working_sets", "dispatch_trap",
     "DramRetime", "drawn_roof_text", "eager_gap", "EagerGap", "exercises", "first_call_text", "fresh_output_note",
-    "HierarchySweep", "host_copy_runs", "host_copy_text", "inductor_cache_counts", "KernelLibrary", "levels_text",
+    "HierarchySweep", "host_copy_runs", "host_copy_text", "KernelLibrary", "levels_text",
     "libraries_table", "limits", "load_note", "matmul_libraries", "matmul_point_text", "matmul_workload",
     "matmuls_text", "on_fresh_pages", "outputs_worth", "overhead_sweep", "PeakEstimate", "plots",
     "present_frameworks", "probe_size_text", "retime_dram", "roof_verdict", "roofs_table", "share_needed",

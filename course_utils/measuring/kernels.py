@@ -11,15 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from course_utils import display, env, validate
-
-_HLO_MARKERS = (
-    ("__ynn_fusion", "YNNPACK", "the dot is a __ynn_fusion in the optimised HLO"),
-    ("__onednn", "oneDNN", "a __onednn custom call in the optimised HLO"),
-    ("__cublas", "cuBLAS", "a __cublas custom call in the optimised HLO"),
-    ("cublas", "cuBLAS", "a cuBLAS custom call in the optimised HLO"),
-    ("triton", "Triton", "a Triton fusion in the optimised HLO"),
-)
+from course_utils import compiled, display, env, validate
 
 
 @dataclass(frozen=True)
@@ -32,13 +24,7 @@ class KernelLibrary:
 
 
 def _from_hlo(framework: str, hlo: str) -> KernelLibrary:
-    for marker, library, evidence in _HLO_MARKERS:
-        if marker in hlo:
-            return KernelLibrary(framework, library, evidence)
-    if re.search(r"\bdot\(", hlo):
-        return KernelLibrary(framework, "Eigen (XLA:CPU runtime)", "a plain dot in the optimised HLO, which XLA:CPU "
-                             "runs with Eigen")
-    return KernelLibrary(framework, "unknown", "no dot found in the optimised HLO")
+    return KernelLibrary(framework, *compiled.hlo_summary(hlo).library())
 
 
 def torch_library() -> KernelLibrary:

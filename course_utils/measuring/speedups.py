@@ -113,14 +113,6 @@ def amdahl_table(kernel_speedup: float, shares: Sequence[float] = (0.1, 0.3, 0.5
                          title=f"A {kernel_speedup:.2f}x kernel inside a step")
 
 
-def inductor_cache_counts() -> dict[str, int]:
-    """Inductor's FX-graph cache hits and misses so far in this process (snapshot before and after a compile)."""
-    import torch._dynamo.utils
-
-    counters = torch._dynamo.utils.counters["inductor"]
-    return {"hits": int(counters.get("fxgraph_cache_hit", 0)), "misses": int(counters.get("fxgraph_cache_miss", 0))}
-
-
 def cache_state(before: Mapping[str, int], after: Mapping[str, int]) -> str:
     """'warm' when the compiles between two snapshots all hit Inductor's cache, 'cold' when any missed."""
     hits = validate.non_negative("after['hits']", after["hits"]) - before["hits"]

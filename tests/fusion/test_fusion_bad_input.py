@@ -6,15 +6,17 @@ from __future__ import annotations
 import pytest
 from badinput import rejects
 
-from course_utils import fusion, memory, roofline, timing
+from course_utils import compiled, fusion, memory, roofline, timing
 
 torch = pytest.importorskip("torch")
 
 NAN, INF = float("nan"), float("inf")
 MACHINE = roofline.Machine("torch", "cpu", {"copy": 1e10}, {"mm": 1e11})
 TRAFFIC = fusion.trace_traffic(lambda x: x + 1, ((8,), "float32"))
-MODULE = fusion.InductorCode("cpp_fused_0 = async_compile.cpp_pybinding(['float*'], r'''\n''')\n")
-HLO = fusion.hlo_summary("HloModule m\n\nENTRY %main (x: f32[2]) -> f32[2] {\n  ROOT %x = f32[2]{0} parameter(0)\n}\n")
+MODULE = compiled.InductorCode("cpp_fused_0 = async_compile.cpp_pybinding(['float*'], r'''\n''')\n"
+                               "def call(args):\n    pass\n\n")
+HLO = compiled.hlo_summary("HloModule m\n\nENTRY %main (x: f32[2]) -> f32[2] {\n  ROOT %x = f32[2]{0} parameter(0)"
+                           "\n}\n")
 ROOF = fusion.VectorRoof(1e10, 1e9, 4096)
 CHAIN = fusion.chain("torch")
 RUN = timing.Measurement.from_times("run", [1e-3, 2e-3])
@@ -41,16 +43,16 @@ BAD_CALLS = [
     ("unfused['a']", lambda: fusion.compare_to_prediction(TRAFFIC, MACHINE, unfused={"a": "fast"})),
     ("fused key", lambda: fusion.compare_to_prediction(TRAFFIC, MACHINE, fused={"": 1.0})),
     # the readers
-    ("source", lambda: fusion.InductorCode(None)),
+    ("source", lambda: compiled.InductorCode(None)),
     ("name", lambda: MODULE.kernel_source("nope")),
     ("max_lines", lambda: MODULE.excerpt(max_lines=0)),
-    ("text", lambda: fusion.hlo_summary(None)),
-    ("text", lambda: fusion.hlo_summary("not hlo")),
+    ("text", lambda: compiled.hlo_summary(None)),
+    ("text", lambda: compiled.hlo_summary("not hlo")),
     ("max_lines", lambda: HLO.excerpt(max_lines=-1)),
     ("width", lambda: HLO.excerpt(width=5)),
-    ("fn", lambda: fusion.jax_hlo("notfn", 1.0)),
-    ("fn", lambda: fusion.jax_cost(42)),
-    ("fn", lambda: fusion.tf_hlo(lambda x: x, 1.0)),
+    ("fn", lambda: compiled.jax_hlo("notfn", 1.0)),
+    ("fn", lambda: compiled.jax_cost(42)),
+    ("fn", lambda: compiled.tf_hlo(lambda x: x, 1.0)),
     ("fn", lambda: fusion.compile_error(3)),
     ("framework", lambda: fusion.trace_kernels(None, "mxnet")),
     ("trace", lambda: fusion.trace_kernels(None, "torch")),

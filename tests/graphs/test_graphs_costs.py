@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from course_utils import graphs, timing
+from course_utils import compiled, graphs, timing
 
 
 def _m(seconds: float, first_call: float | None = None) -> timing.Measurement:
@@ -41,19 +41,19 @@ def test_xla_gap_text_states_the_gap_and_what_is_not_established() -> None:
 
 
 def test_first_compile_text_separates_the_once_per_process_part() -> None:
-    text = graphs.first_compile_text(1.41, {"hit": 1, "miss": 0}, 0.047, {"hit": 1, "miss": 0})
+    text = graphs.first_compile_text(1.41, {"hits": 1, "misses": 0}, 0.047, {"hits": 1, "misses": 0})
     assert "1 hit(s) and no miss" in text and "took **47 ms**" in text and "(97%)" in text
     assert "does not separate the two" in text
-    cold = graphs.first_compile_text(1.0, {"hit": 0, "miss": 1}, 0.8, {"hit": 0, "miss": 0})
+    cold = graphs.first_compile_text(1.0, {"hits": 0, "misses": 1}, 0.8, {"hits": 0, "misses": 0})
     assert "1 miss(es)" in cold and "neither a hit nor a miss" in cold and "mostly per graph" in cold
 
 
 def test_cache_counts_and_compile_again() -> None:
     torch = pytest.importorskip("torch")
-    before = graphs.inductor_cache_counts()
+    before = compiled.inductor_cache_counts()
     seconds, counts = graphs.compile_again(lambda x: torch.sin(x) + 1, (torch.ones(8),))
-    assert seconds > 0 and set(counts) == {"hit", "miss"}
-    assert graphs.inductor_cache_counts(since=before) == counts  # the only compile in between
+    assert seconds > 0 and set(counts) == {"hits", "misses"}
+    assert compiled.inductor_cache_counts(since=before) == counts  # the only compile in between
 
 
 def _variants(static: float, dynamic: float, marked: float, reused: float | None = None) -> dict:

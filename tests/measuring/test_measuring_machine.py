@@ -39,7 +39,7 @@ def test_clock_has_a_source() -> None:
     ("ROOT %add = f32[8] add(%a, %b)", "unknown"),
 ])
 def test_libraries_are_read_from_the_hlo(hlo: str, library: str) -> None:
-    assert kernels._from_hlo("jax", hlo).library == library
+    assert kernels._from_hlo("jax", f"HloModule m\n\nENTRY %main {{\n  {hlo}\n}}\n").library == library
 
 
 def test_torch_and_numpy_libraries_are_found() -> None:

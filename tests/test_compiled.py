@@ -1,10 +1,10 @@
-"""course_utils.fusion.readers: Inductor's code, XLA's HLO and cost analysis, a compiler's refusal."""
+"""course_utils.compiled (Inductor code, XLA HLO, cost analysis, cache counts) and fusion.compile_error."""
 
 from __future__ import annotations
 
 import pytest
 
-from course_utils import fusion, interop, models
+from course_utils import compiled, fusion, interop, models
 
 torch = pytest.importorskip("torch")
 
@@ -91,7 +91,7 @@ def call(args):
 
 
 def test_inductor_code_counts_kernels_library_calls_and_fallbacks() -> None:
-    code = fusion.InductorCode(_CPU_MODULE)
+    code = compiled.InductorCode(_CPU_MODULE)
     assert code.kernels == ["cpp_fused_add_mul_tanh_0", "cpp_fused_add_1"]
     assert code.language == "c++"
     assert code.extern_calls == ["mm"]
@@ -105,20 +105,20 @@ def test_inductor_code_counts_kernels_library_calls_and_fallbacks() -> None:
 
 
 def test_inductor_code_reads_triton() -> None:
-    code = fusion.InductorCode(_TRITON_MODULE)
+    code = compiled.InductorCode(_TRITON_MODULE)
     assert code.kernels == ["triton_poi_fused_add_mul_tanh_0"] and code.language == "triton"
     assert "tl.store(" in code.excerpt() and "empty_strided_cuda" in code.call_body()
 
 
 def test_a_module_without_kernels_says_so() -> None:
     with pytest.raises(ValueError, match="no generated kernel"):
-        fusion.InductorCode("def call(args):\n    return args\n\n").kernel_source()
+        compiled.InductorCode("def call(args):\n    return args\n\n").kernel_source()
 
 
 @pytest.mark.slow
 def test_capture_inductor_code_sees_one_fused_kernel_and_out_writes_into_the_buffer() -> None:
     x, bias = torch.randn(16, 8), torch.randn(8)
-    with fusion.capture_inductor_code() as modules:
+    with compiled.capture_inductor_code() as modules:
         out = interop.compile_default("torch", fusion.chain("torch"))(x, bias)
         into = fusion.into_buffer("torch", fusion.chain("torch"), x)(x, bias)
     reference = models.chain_for("torch")(x, bias)
@@ -128,7 +128,7 @@ def test_capture_inductor_code_sees_one_fused_kernel_and_out_writes_into_the_buf
 
 
 def test_hlo_summary_counts_fusions_and_callbacks() -> None:
-    summary = fusion.hlo_summary(_HLO)
+    summary = compiled.hlo_summary(_HLO)
     assert summary.fusions == [("ynn_fusion", "kCustom"), ("add_fusion", "kLoop")]
     assert summary.n_fusions == 2
     assert summary.custom_calls == ["xla_ffi_python_cpu_callback"]
@@ -141,9 +141,9 @@ def test_hlo_summary_counts_fusions_and_callbacks() -> None:
 def test_jax_hlo_of_the_chain_has_one_loop_fusion_and_cost_analysis_agrees_with_the_hand_count() -> None:
     jnp = pytest.importorskip("jax.numpy")
     x, bias = jnp.ones((16, 8)), jnp.ones(8)
-    summary = fusion.hlo_summary(fusion.jax_hlo(models.chain_for("jax"), x, bias))
+    summary = compiled.hlo_summary(compiled.jax_hlo(models.chain_for("jax"), x, bias))
     assert [kind for _, kind in summary.fusions] == ["kLoop"]
-    cost = fusion.jax_cost(models.chain_for("jax"), x, bias)
+    cost = compiled.jax_cost(models.chain_for("jax"), x, bias)
     traffic = fusion.trace_traffic(models.chain_for("torch"), ((16, 8), "float32"), ((8,), "float32"))
     assert cost["flops"] + cost["transcendentals"] == traffic.flops
     assert cost["bytes accessed"] == traffic.fused_bytes
@@ -156,7 +156,7 @@ def test_tf_hlo_of_the_chain_has_one_fusion() -> None:
 
     tf = env.import_tensorflow()
     fn = tf.function(models.chain_for("tensorflow"), jit_compile=True)
-    summary = fusion.hlo_summary(fusion.tf_hlo(fn, tf.ones((16, 8)), tf.ones(8)))
+    summary = compiled.hlo_summary(compiled.tf_hlo(fn, tf.ones((16, 8)), tf.ones(8)))
     assert summary.n_fusions == 1
 
 
@@ -201,3 +201,23 @@ def test_kernel_busy_share_counts_overlapping_kernels_once_and_the_gaps_between_
     assert fusion.kernel_busy_share(trace, "jax") == pytest.approx(7 / 9)
     with pytest.raises(ValueError, match="no generated kernel"):
         fusion.kernel_busy_share(_trace("aten::mul"), "torch")
+
+
+def test_readers_refuse_text_that_is_not_compiler_output() -> None:
+    with pytest.raises(ValueError, match="source"):
+        compiled.InductorCode("garbage that holds no launch function")
+    for text in ("garbage", "HloModule m but no entry computation"):
+        with pytest.raises(ValueError, match="text"):
+            compiled.hlo_summary(text)
+
+
+def test_hlo_summary_reads_collectives_operand_types_and_counts() -> None:
+    text = ("HloModule m\n\nENTRY %main (a: bf16[4,4], b: bf16[4,4]) -> f32[4,4] {\n"
+            "  %a = bf16[4,4]{1,0} parameter(0)\n  %b = bf16[4,4]{1,0} parameter(1)\n"
+            "  %d = f32[4,4]{1,0} dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+            "  %r = f32[4,4]{1,0} all-reduce(%d), replica_groups={{0,1}}, to_apply=%sum\n"
+            "  ROOT %s = f32[4,4]{1,0} all-reduce-start(%r), replica_groups={{0,1}}, to_apply=%sum\n}\n")
+    summary = compiled.hlo_summary(text)
+    assert summary.collectives()["all-reduce"] == 2 and summary.collectives()["all-gather"] == 0
+    assert summary.operand_types("dot") == ("bf16",)
+    assert summary.count("dot") == 1 and summary.library()[0] == "Eigen (XLA:CPU runtime)"

@@ -1,0 +1,270 @@
+"""One reader of compiler output: what Inductor generated, what XLA optimised, which library got the matmul, and
+what Inductor's on-disk cache found. Every lesson that counts kernels, fusions or collectives reads them here.
+
+- Inductor (PyTorch): ``capture_inductor_code`` collects the generated modules (C++ on CPU, Triton on GPU);
+  ``InductorCode`` lists their kernels, library calls and opaque fallbacks; ``inductor_cache_counts`` reads the
+  FX-graph cache's hits and misses.
+- XLA (JAX and TensorFlow): ``jax_hlo`` / ``tf_hlo`` return optimized HLO text; ``hlo_summary`` reads its
+  ``fusion`` instructions, custom-calls, dots, collectives and the library markers; ``jax_cost`` is XLA's own
+  FLOP and byte count.
+A reader refuses text that does not look like what it reads, rather than counting zero of everything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from course_utils import validate
+
+# ---------------------------------------------------------------------------------------------------------
+# Inductor's generated code
+
+_KERNEL_DEF = re.compile(r"^(\w+) = async_compile\.(\w+)\(", re.MULTILINE)
+_EXTERN = re.compile(r"extern_kernels\.(\w+)\(")
+_FALLBACK = re.compile(r"torch\.ops\.(\w+)\.(\w+)\.\w+\(")
+
+
+@dataclass(frozen=True)
+class InductorCode:
+    """One graph's generated module: its kernels (C++ ``cpp_fused_*`` or Triton), library calls, fallbacks."""
+
+    source: str
+
+    def __post_init__(self) -> None:
+        validate.instance("source", self.source, str)
+        if "def call(" not in self.source:
+            raise ValueError("source must be a module Inductor generated (it defines call(args)); got text without "
+                             f"one: {self.source[:60]!r}")
+
+    @property
+    def kernels(self) -> list[str]:
+        """Names of the kernels Inductor generated (each one fused loop nest)."""
+        return [m.group(1) for m in _KERNEL_DEF.finditer(self.source)]
+
+    @property
+    def language(self) -> str:
+        kinds = {m.group(2) for m in _KERNEL_DEF.finditer(self.source)}
+        return "triton" if "triton" in kinds else "c++" if kinds else "none"
+
+    @property
+    def extern_calls(self) -> list[str]:
+        """Library kernels called as they are (matmul goes to oneDNN/MKL/cuBLAS: ``mm``, ``addmm``)."""
+        return _EXTERN.findall(self.call_body())
+
+    @property
+    def fallback_ops(self) -> list[str]:
+        """Ops Inductor could not generate code for and calls as opaque ops (a custom op, an aten fallback)."""
+        return [f"{ns}.{op}" for ns, op in _FALLBACK.findall(self.call_body())]
+
+    @property
+    def allocates_output(self) -> bool:
+        """True when the launch code allocates a fresh buffer (``empty_strided``) rather than writing into one given."""
+        return "empty_strided" in self.call_body()
+
+    def call_body(self) -> str:
+        """The ``call`` function: the launch sequence, one line per kernel (comments dropped)."""
+        match = re.search(r"\n    def call\(self, args\):\n(.*?)\n\n", self.source, re.DOTALL)
+        if match is None:
+            match = re.search(r"\ndef call\(args\):\n(.*?)\n\n", self.source, re.DOTALL)
+        body = match.group(1) if match else ""
+        return "\n".join(line for line in body.splitlines() if line.strip() and not line.strip().startswith("#"))
+
+    def kernel_source(self, name: str | None = None) -> str:
+        """Source of one generated kernel (the first one by default)."""
+        names = self.kernels
+        if not names:
+            raise ValueError("this module has no generated kernel (kernels is empty)")
+        name = names[0] if name is None else validate.choice("name", name, names)
+        start = self.source.index(f"{name} = async_compile.")
+        end = self.source.find("''')", start)
+        return self.source[start:end + 4] if end >= 0 else self.source[start:]
+
+    def excerpt(self, max_lines: int = 14) -> str:
+        """The arithmetic of the first kernel (its ``tmp`` lines, C++ or Triton), at most ``max_lines``."""
+        validate.positive("max_lines", max_lines, integer=True)
+        lines = [line.strip() for line in self.kernel_source().splitlines()]
+        body = [line for line in lines if re.match(r"(auto\s+)?tmp\d+ = ", line) or ".store(" in line
+                or "tl.store(" in line]
+        return "\n".join(body[:max_lines] + ([f"... ({len(body) - max_lines} more lines)"]
+                                             if len(body) > max_lines else []))
+
+
+@contextlib.contextmanager
+def capture_inductor_code() -> Iterator[list[InductorCode]]:
+    """Collect the modules Inductor writes (also on a cache hit) while the block runs a function's first call.
+
+    Uses the hook that ``torch._inductor.utils.run_and_get_code`` uses, without its ``dynamo.reset()``, so
+    compiled functions elsewhere keep their caches.
+    """
+    from torch._inductor.graph import GraphLowering
+
+    found: list[InductorCode] = []
+    previous = GraphLowering.save_output_code
+    GraphLowering.save_output_code = lambda code: found.append(InductorCode(code))  # type: ignore[assignment]
+    try:
+        yield found
+    finally:
+        GraphLowering.save_output_code = previous  # type: ignore[assignment]
+
+
+def inductor_cache_counts(since: Mapping[str, int] | None = None) -> dict[str, int]:
+    """Inductor's FX-graph cache ``{"hits": n, "misses": n}`` so far in this process, minus ``since`` (an earlier
+    reading) where given: read before and after a compile to see what that compile found on disk."""
+    import torch._dynamo.utils
+
+    counters = torch._dynamo.utils.counters["inductor"]
+    now = {"hits": int(counters.get("fxgraph_cache_hit", 0)), "misses": int(counters.get("fxgraph_cache_miss", 0))}
+    if since is None:
+        return now
+    validate.instance("since", since, Mapping)
+    return {k: v - int(validate.non_negative(f"since[{k!r}]", since.get(k, 0), integer=True)) for k, v in now.items()}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# XLA's optimized HLO (JAX and TensorFlow)
+
+# Which library XLA handed a dot or convolution to, from markers in the optimised HLO.
+LIBRARY_MARKERS = (
+    ("__ynn_fusion", "YNNPACK", "the dot is a __ynn_fusion in the optimised HLO"),
+    ("__onednn", "oneDNN", "a __onednn custom call in the optimised HLO"),
+    ("__cublas", "cuBLAS", "a __cublas custom call in the optimised HLO"),
+    ("cublas", "cuBLAS", "a cuBLAS custom call in the optimised HLO"),
+    ("triton", "Triton", "a Triton fusion in the optimised HLO"),
+)
+COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute")
+
+_HLO_FUSION = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=.*?\bfusion\(.*?kind=(k\w+)", re.MULTILINE)
+_HLO_ATTRS = ("metadata", "backend_config", "frontend_attributes", "statistics", "origin")
+
+
+@dataclass(frozen=True)
+class HloSummary:
+    """The ``fusion`` instructions (name, kind) and custom-calls found in an optimized HLO module."""
+
+    text: str
+
+    @property
+    def fusions(self) -> list[tuple[str, str]]:
+        return _HLO_FUSION.findall(self.text)
+
+    @property
+    def n_fusions(self) -> int:
+        return len(self.fusions)
+
+    @property
+    def custom_calls(self) -> list[str]:
+        """Targets of custom-calls: host callbacks (``pure_callback``) and library calls."""
+        return re.findall(r'custom-call\(.*?custom_call_target="([^"]+)"', self.text)
+
+    @property
+    def dots(self) -> int:
+        """Dot instructions in the ENTRY computation (those inside library fusions are not counted)."""
+        return len(re.findall(r"\bdot\(", self.entry()))
+
+    def count(self, op: str) -> int:
+        """How many instructions of ``op`` (e.g. 'dot', 'convert', 'convolution') the whole module holds."""
+        validate.text("op", op)
+        return len(re.findall(rf"\s{re.escape(op)}\(", self.text))
+
+    def collectives(self) -> dict[str, int]:
+        """Collective instructions per kind (the async ``-start`` form counted as one)."""
+        return {op: self.count(op) + self.count(f"{op}-start") for op in COLLECTIVES}
+
+    def library(self) -> tuple[str, str]:
+        """(library, evidence) that XLA handed the module's dot/convolution to: YNNPACK, oneDNN, cuBLAS, Triton,
+        or XLA:CPU's own Eigen runtime for a plain dot."""
+        for marker, library, evidence in LIBRARY_MARKERS:
+            if marker in self.text:
+                return library, evidence
+        if re.search(r"\bdot\(", self.text):
+            return "Eigen (XLA:CPU runtime)", "a plain dot in the optimised HLO, which XLA:CPU runs with Eigen"
+        return "unknown", "no dot found in the optimised HLO"
+
+    def operand_types(self, op: str = "dot") -> tuple[str, ...]:
+        """The element types (e.g. 'bf16', 'f32') of the operands of every ``op`` instruction."""
+        validate.text("op", op)
+        types = dict(re.findall(r"%([\w.\-]+) = (\w+)\[", self.text))  # every value: name -> element type
+        found: set[str] = set()
+        for args in re.findall(rf"= \w+\[[^\]]*\]\{{?[^ ]*\}}? {re.escape(op)}\(([^)]*)\)", self.text):
+            found |= {types.get(name.strip().lstrip("%"), "?") for name in args.split(",")}
+        return tuple(sorted(found))
+
+    def entry(self) -> str:
+        """The ENTRY computation: what runs, one instruction per line."""
+        match = re.search(r"^ENTRY .*?^}", self.text, re.MULTILINE | re.DOTALL)
+        return match.group(0) if match else ""
+
+    def excerpt(self, max_lines: int = 12, width: int = 150) -> str:
+        """The ENTRY computation with metadata stripped, lines cut at ``width``."""
+        validate.positive("max_lines", max_lines, integer=True)
+        validate.number("width", width, low=20, integer=True)
+        lines = [_strip_hlo_attrs(line).rstrip() for line in self.entry().splitlines()]
+        lines = [line if len(line) <= width else line[: width - 3] + "..." for line in lines]
+        return "\n".join(lines[:max_lines] + ([f"... ({len(lines) - max_lines} more lines)"]
+                                              if len(lines) > max_lines else []))
+
+
+def _strip_hlo_attrs(line: str) -> str:
+    """Drop ``, metadata={...}`` and similar attributes (balanced braces) from one HLO line."""
+    for attr in _HLO_ATTRS:
+        while (start := line.find(f", {attr}=")) >= 0:
+            i = line.find("=", start) + 1
+            if i >= len(line) or line[i] not in "{\"'":
+                end = line.find(",", i)
+                line = line[:start] + (line[end:] if end >= 0 else "")
+                continue
+            opening, closing = ("{", "}") if line[i] == "{" else (line[i], line[i])
+            depth, j = 0, i
+            while j < len(line):
+                if line[j] == opening and (opening != closing or depth == 0):
+                    depth += 1
+                elif line[j] == closing:
+                    depth -= 1
+                    if depth == 0:
+                        break
+                j += 1
+            line = line[:start] + line[j + 1:]
+    return line
+
+
+def hlo_summary(text: str) -> HloSummary:
+    """Summarise optimized HLO text (from ``jax_hlo`` or ``tf_hlo``)."""
+    validate.instance("text", text, str)
+    if "HloModule" not in text or "ENTRY" not in text:
+        raise ValueError(f"text must be HLO module text (HloModule ... ENTRY ...); got {text[:60]!r}")
+    return HloSummary(text)
+
+
+def _jitted(fn: Any, jit_kwargs: dict[str, Any]) -> Any:
+    validate.function("fn", fn)
+    import jax
+
+    return fn if hasattr(fn, "lower") else jax.jit(fn, **jit_kwargs)
+
+
+def jax_hlo(fn: Callable[..., Any], *args: Any, **jit_kwargs: Any) -> str:
+    """Optimized HLO of ``jax.jit(fn, **jit_kwargs)`` for ``args``: ``jit(f).lower(*args).compile().as_text()``."""
+    return _jitted(fn, jit_kwargs).lower(*args).compile().as_text()
+
+
+def jax_cost(fn: Callable[..., Any], *args: Any, **jit_kwargs: Any) -> dict[str, float]:
+    """XLA's own count for the compiled ``fn(*args)``: 'flops', 'transcendentals', 'bytes accessed'.
+
+    From ``jax.jit(fn).lower(*args).compile().cost_analysis()``; XLA counts a tanh as one transcendental,
+    not as a FLOP, and the bytes of the fused module (each input read once, the output written once).
+    """
+    analysis = _jitted(fn, jit_kwargs).lower(*args).compile().cost_analysis()
+    if isinstance(analysis, (list, tuple)):  # older jax returned one dict per device
+        analysis = analysis[0] if analysis else {}
+    return {key: float(analysis.get(key, 0.0)) for key in ("flops", "transcendentals", "bytes accessed")}
+
+
+def tf_hlo(fn: Any, *args: Any) -> str:
+    """Optimized HLO of a ``tf.function(jit_compile=True)`` for ``args`` (``experimental_get_compiler_ir``)."""
+    if not hasattr(fn, "experimental_get_compiler_ir"):
+        raise TypeError(f"fn must be a tf.function created with jit_compile=True; got {type(fn).__name__}")
+    return fn.experimental_get_compiler_ir(*args)(stage="optimized_hlo")

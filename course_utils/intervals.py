@@ -1,0 +1,156 @@
+"""Faster, slower or within the noise: a 95% interval on a speed ratio, printed with every such claim.
+
+The unit of replication is a *round* of ``timing.interleaved`` (every workload timed once per round, in turns)
+or a *fresh process* (``migrate.assess``, ``migrate.replicate``). Within a round, timed blocks follow each other
+and share the machine's moment, so they are not independent: treating them as samples would make the interval
+far too narrow. Across rounds (or processes) the two workloads are *paired*: both ran at the same moment. So the
+interval is a Student-t interval on the paired log-ratios: log because a speed-up is a ratio (1.25x and 0.8x
+are the same distance from 1), t because there are few replicates (4-8 rounds, 2-5 processes). A bootstrap over
+so few replicates has too few distinct resamples to give a 95% interval, which is why it is not used here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from course_utils import timing, validate
+
+FASTER, SLOWER, WITHIN_NOISE = "faster", "slower", "within the noise"
+ROUNDS, PROCESSES = "rounds", "processes"
+METHOD = "Student-t interval on paired log-ratios"
+
+
+@dataclass(frozen=True, repr=False)
+class Speedup:
+    """How many times faster ``candidate`` ran than ``baseline`` (baseline time over candidate time): the
+    geometric mean over paired replicates, and its interval. Above 1: the candidate is faster."""
+
+    baseline: str
+    candidate: str
+    ratio: float
+    low: float
+    high: float
+    n: int
+    unit: str
+    confidence: float = 0.95
+
+    @property
+    def outcome(self) -> str:
+        """"faster" when the whole interval lies above 1, "slower" below it, else "within the noise"."""
+        if self.low > 1:
+            return FASTER
+        if self.high < 1:
+            return SLOWER
+        return WITHIN_NOISE
+
+    @property
+    def faster(self) -> bool:
+        return self.outcome == FASTER
+
+    @property
+    def slower(self) -> bool:
+        return self.outcome == SLOWER
+
+    @property
+    def within_noise(self) -> bool:
+        return self.outcome == WITHIN_NOISE
+
+    def above(self, threshold: float) -> bool:
+        """True when the whole interval lies above ``threshold`` (e.g. a break-even speed-up)."""
+        return self.low > validate.positive("threshold", threshold)
+
+    def below(self, threshold: float) -> bool:
+        """True when the whole interval lies below ``threshold``."""
+        return self.high < validate.positive("threshold", threshold)
+
+    @property
+    def interval(self) -> str:
+        """'95% interval 1.21x to 1.58x over 6 paired rounds'."""
+        return (f"{self.confidence:.0%} interval {_x(self.low)} to {_x(self.high)} over {self.n} paired "
+                f"{self.unit if self.n != 1 else self.unit[:-1]}")
+
+    def __str__(self) -> str:
+        """'1.42x (95% interval 1.21x to 1.58x over 6 paired rounds)'."""
+        return f"{_x(self.ratio)} ({self.interval})"
+
+    __repr__ = __str__
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"baseline": self.baseline, "candidate": self.candidate, "ratio": self.ratio, "low": self.low,
+                "high": self.high, "n": self.n, "unit": self.unit, "confidence": self.confidence,
+                "outcome": self.outcome, "method": METHOD}
+
+
+def _x(value: float) -> str:
+    return f"{value:.3g}x" if math.isfinite(value) else "unbounded"
+
+
+def speedup(baseline: Any, candidate: Any, *, confidence: float = 0.95) -> Speedup:
+    """The speed-up of ``candidate`` over ``baseline`` with its interval (see the module docstring for why).
+
+    Pass two ``timing.Measurement`` from one ``timing.interleaved`` call (their per-round medians are paired),
+    or two equally long sequences of seconds measured in pairs (e.g. one median per fresh process).
+    """
+    confidence = validate.number("confidence", confidence, low=0.5, high=0.999)
+    base, cand, names, unit = _paired(baseline, candidate)
+    logs = np.log(base) - np.log(cand)
+    n = len(logs)
+    centre = float(np.mean(logs))
+    half = t_quantile(0.5 + confidence / 2, n - 1) * float(np.std(logs, ddof=1)) / math.sqrt(n)
+    return Speedup(names[0], names[1], math.exp(centre), math.exp(centre - half), math.exp(centre + half), n, unit,
+                   confidence)
+
+
+def _paired(baseline: Any, candidate: Any) -> tuple[np.ndarray, np.ndarray, tuple[str, str], str]:
+    if isinstance(baseline, timing.Measurement) or isinstance(candidate, timing.Measurement):
+        validate.instance("baseline", baseline, timing.Measurement)
+        validate.instance("candidate", candidate, timing.Measurement)
+        for name, m in (("baseline", baseline), ("candidate", candidate)):
+            if len(m.rounds) < 2:
+                raise ValueError(f"{name} ({m.label!r}) has {len(m.rounds)} timed round(s); an interval needs the "
+                                 "per-round medians of at least 2 rounds: time both in one cu.timing.interleaved()")
+        if len(baseline.rounds) != len(candidate.rounds):
+            raise ValueError(f"baseline has {len(baseline.rounds)} rounds, candidate {len(candidate.rounds)}: pair "
+                             "rounds of the same cu.timing.interleaved() call")
+        return (np.array(baseline.rounds), np.array(candidate.rounds), (baseline.label, candidate.label), ROUNDS)
+    values = []
+    for name, seq in (("baseline", baseline), ("candidate", candidate)):
+        if isinstance(seq, (str, bytes)) or not isinstance(seq, Sequence | np.ndarray):
+            raise TypeError(f"{name} must be a timing.Measurement or a sequence of seconds; got {type(seq).__name__}")
+        if len(seq) < 2:
+            raise ValueError(f"{name} holds {len(seq)} value(s); an interval needs at least 2 paired replicates")
+        values.append(np.array([validate.positive(f"{name}[{i}]", v) for i, v in enumerate(seq)], dtype=float))
+    if len(values[0]) != len(values[1]):
+        raise ValueError(f"baseline holds {len(values[0])} values, candidate {len(values[1])}: they must be paired")
+    return values[0], values[1], ("baseline", "candidate"), PROCESSES
+
+
+def t_quantile(p: float, df: int) -> float:
+    """The ``p`` quantile of Student's t with ``df`` degrees of freedom (p in (0.5, 1)), from its density
+    integrated numerically and inverted by bisection: no SciPy needed."""
+    p = validate.number("p", p, low=0.5, high=1, low_open=True, high_open=True)
+    df = validate.number("df", df, low=1, high=10**6, integer=True)
+    low, high = 0.0, 1.0
+    while _t_cdf(high, df) < p:
+        high *= 2
+    for _ in range(60):
+        mid = (low + high) / 2
+        low, high = (mid, high) if _t_cdf(mid, df) < p else (low, mid)
+    return (low + high) / 2
+
+
+def _t_cdf(t: float, df: int) -> float:
+    """P(T <= t) for t >= 0. With t = sqrt(df)·tan(u) the density becomes c·cos(u)^(df-1) on [0, pi/2), smooth
+    enough for Simpson's rule on a fixed grid at any t and df."""
+    angle = math.atan(t / math.sqrt(df))
+    grid = np.linspace(0.0, angle, 2001)
+    values = np.cos(grid) ** (df - 1)
+    weights = np.ones_like(grid)
+    weights[1:-1:2], weights[2:-1:2] = 4, 2
+    scale = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(math.pi)
+    return 0.5 + scale * float(np.dot(weights, values)) * (grid[1] - grid[0]) / 3

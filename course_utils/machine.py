@@ -1,0 +1,213 @@
+"""The machine, measured once per run and reused by every notebook: its roofs, the cost of a fresh output's page
+faults, and the fixed cost of one compiled call.
+
+One machine, one figure: notebooks 00-03 all need "the" memory roof, "the" compute roof, what first-touching a
+new output costs and what a compiled call costs before any arithmetic. Measured separately they disagreed
+(different probes, moments and frameworks), so they are measured here, in one way, by whichever notebook asks
+first, and written to ``build/machine/<key>.json``; later notebooks of the same run read the file and say so.
+The key names this boot of this machine, the problem size and the frameworks present, so a cache never crosses
+machines, reboots or a runtime with a framework missing.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from course_utils import display, env, interop, roofline, timing, validate
+
+FAULT_PROBE_BYTES = 64 * 2**20  # above glibc's largest mmap threshold (32 MiB): every allocation gets new pages
+CALL_PROBE_ELEMENTS = 16  # the compiled call probe works on almost nothing: its time is the fixed cost
+_FIGURES: dict[str, MachineFigures] = {}
+
+
+@dataclass(frozen=True, repr=False)
+class MachineFigures:
+    """This machine's figures for this run; ``source`` says whether this process measured them or read them.
+
+    ``roofs``: each framework's own probes (``roofline.Machine``); ``fault_seconds_per_byte``: first-touching a
+    fresh output (page fault + zero fill) beyond writing memory it already owns; ``call_cost``: seconds per
+    call of a compiled ``x + 1`` on 16 float32 elements, per framework (its default compile).
+    """
+
+    key: str
+    roofs: Mapping[str, roofline.Machine]
+    fault_seconds_per_byte: float
+    call_cost: Mapping[str, float]
+    measured_at: str
+    source: str
+
+    @property
+    def best(self) -> roofline.Machine:
+        """One roofline whose roofs are the best probe of any framework (the hardware's, whoever got there)."""
+        return best_roof(self.roofs)
+
+    @property
+    def bandwidth(self) -> float:
+        return self.best.bandwidth
+
+    @property
+    def peak_flops(self) -> float:
+        return self.best.peak_flops
+
+    @property
+    def ridge_intensity(self) -> float:
+        return self.best.ridge_intensity
+
+    @property
+    def bandwidth_probe(self) -> str:
+        """Which framework's probe set the memory roof, e.g. 'jax triad'."""
+        return max(self.best.bandwidth_probes.items(), key=lambda kv: kv[1])[0]
+
+    @property
+    def flops_probe(self) -> str:
+        """Which framework's matmul set the compute roof, e.g. 'jax matmul'."""
+        return max(self.best.flops_probes.items(), key=lambda kv: kv[1])[0]
+
+    def fault_seconds(self, nbytes: float) -> float:
+        """Seconds of page faults a fresh output of ``nbytes`` costs on this machine (computed from the probe)."""
+        return validate.non_negative("nbytes", nbytes) * self.fault_seconds_per_byte
+
+    @property
+    def how(self) -> str:
+        """One sentence for the notebook: measured now, or read from this run's file (and when it was measured)."""
+        when = self.measured_at[11:16]
+        if self.source == "measured":
+            return f"Measured now ({when}) and kept for the other notebooks of this run in build/machine/."
+        return (f"Read from build/machine/ (measured at {when} by the first notebook of this run on this machine, "
+                "in this boot, at this size); delete that folder to measure again.")
+
+    def table(self) -> display.Table:
+        rows = [(f"memory roof ({self.bandwidth_probe})", display.format_rate(self.bandwidth)),
+                (f"compute roof ({self.flops_probe})", display.format_flops(self.peak_flops)),
+                ("ridge point", f"{self.ridge_intensity:.1f} FLOP/byte")]
+        rows += [(f"{fw}: best bandwidth probe / matmul", f"{display.format_rate(m.bandwidth)} / "
+                  f"{display.format_flops(m.peak_flops)}") for fw, m in self.roofs.items()]
+        rows.append(("page faults of a fresh output", f"{display.format_time(self.fault_seconds(2**20))} per MiB"))
+        rows += [(f"{fw}: one compiled call (x + 1, 16 elements)", display.format_time(cost))
+                 for fw, cost in self.call_cost.items()]
+        return display.table(["figure", "measured"], rows, title="This machine, measured once for the run",
+                             note=self.how)
+
+    def __repr__(self) -> str:
+        return repr(self.table())
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
+
+
+def best_roof(machines: Mapping[str, roofline.Machine]) -> roofline.Machine:
+    """One machine whose roofs are the best any framework reached: every in-place bandwidth probe and every
+    matmul probe, named by framework."""
+    validate.instance("machines", machines, Mapping)
+    validate.non_empty("machines", machines)
+    for name, m in machines.items():
+        validate.instance(f"machines[{name!r}]", m, roofline.Machine)
+    first = next(iter(machines.values()))
+    return roofline.Machine(
+        "best of " + ", ".join(machines), first.device,
+        {f"{name} {k}": v for name, m in machines.items() for k, v in m.bandwidth_probes.items()},
+        {f"{name} {k}": v for name, m in machines.items() for k, v in m.flops_probes.items()},
+        {f"{name} {k}": v for name, m in machines.items() for k, v in m.fresh_output_probes.items()},
+        first.array_bytes,
+    )
+
+
+def figures(*, refresh: bool = False) -> MachineFigures:
+    """This machine's figures: read from this run's file when one exists for this machine, boot, size and set of
+    frameworks, else measured now (about 10-30 s) and written for the notebooks after this one."""
+    validate.instance("refresh", refresh, bool)
+    key = machine_key()
+    if not refresh and key in _FIGURES:
+        return _FIGURES[key]
+    path = env.build_dir("machine", f"{key}.json")
+    found = None if refresh else _read(path, key)
+    if found is None:
+        found = _measure(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{time.monotonic_ns()}.tmp")
+        tmp.write_text(json.dumps(_to_json(found), indent=2))
+        tmp.replace(path)  # atomic: a notebook running beside this one reads a whole file or none
+    _FIGURES[key] = found
+    return found
+
+
+def machine_key() -> str:
+    """A short hash of what makes figures comparable: CPU, cores, boot, accelerator, size, frameworks present."""
+    boot = Path("/proc/sys/kernel/random/boot_id")
+    parts = [env.cpu_model(), str(os.cpu_count()), boot.read_text().strip() if boot.exists() else "",
+             env.accelerator(), env.size_name(), ",".join(present())]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+
+def present() -> list[str]:
+    """The frameworks whose roofs are measured: those importable here."""
+    return [fw for fw in validate.FRAMEWORKS if env.available(fw)]
+
+
+def fault_cost(nbytes: int = FAULT_PROBE_BYTES, repeats: int = 7) -> float:
+    """Seconds per byte that first-touching a fresh output adds to writing memory already owned: a new array of
+    ``nbytes`` is filled twice, and the first fill (page faults + the kernel's zeroing) minus the second (a plain
+    write) is the fault cost; the median over ``repeats`` fresh arrays."""
+    nbytes = validate.number("nbytes", nbytes, low=2**20, high=2**32, integer=True)
+    repeats = validate.number("repeats", repeats, low=1, high=100, integer=True)
+    extra = []
+    for _ in range(repeats):
+        fresh = np.empty(nbytes // 4, dtype=np.float32)
+        start = time.perf_counter()
+        fresh.fill(1.0)
+        first = time.perf_counter()
+        fresh.fill(2.0)
+        second = time.perf_counter()
+        extra.append(max((first - start) - (second - first), 0.0))
+        del fresh  # unmapped here: the next array faults in new pages
+    return float(np.median(extra)) / nbytes
+
+
+def call_cost(framework: str, *, min_time: float = 0.2) -> float:
+    """Seconds per call of ``x + 1`` on 16 float32 elements compiled with ``framework``'s default compile
+    (torch.compile, jax.jit, tf.function(jit_compile=True)): a real graph with one tiny kernel and a fresh output,
+    so its time is the fixed cost every compiled call pays."""
+    name = validate.framework(framework)
+    x = interop.to_framework(name, np.ones(CALL_PROBE_ELEMENTS, np.float32))
+    compiled = interop.compile_default(name, _plus_one)
+    return timing.benchmark(compiled, x, min_time=min_time, label=f"{name} compiled x + 1").median
+
+
+def _plus_one(x: Any) -> Any:
+    return x + 1
+
+
+def _measure(key: str) -> MachineFigures:
+    frameworks = present()
+    roofs = {fw: roofline.measure_machine(fw) for fw in frameworks}
+    return MachineFigures(key, roofs, fault_cost(), {fw: call_cost(fw) for fw in frameworks},
+                          datetime.datetime.now().isoformat(timespec="seconds"), "measured")
+
+
+def _to_json(found: MachineFigures) -> dict[str, Any]:
+    return {"key": found.key, "measured_at": found.measured_at, "fault_seconds_per_byte": found.fault_seconds_per_byte,
+            "call_cost": dict(found.call_cost),
+            "roofs": {fw: {**asdict(m), "bandwidth_probes": dict(m.bandwidth_probes),
+                           "flops_probes": dict(m.flops_probes), "fresh_output_probes": dict(m.fresh_output_probes)}
+                      for fw, m in found.roofs.items()}}
+
+
+def _read(path: Path, key: str) -> MachineFigures | None:
+    """The figures in ``path`` if it holds a whole record for ``key``; None otherwise (then they are measured)."""
+    try:
+        data = json.loads(path.read_text())
+        return MachineFigures(key, {fw: roofline.Machine(**m) for fw, m in data["roofs"].items()},
+                              float(data["fault_seconds_per_byte"]), dict(data["call_cost"]), data["measured_at"],
+                              "read")
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

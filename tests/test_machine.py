@@ -1,0 +1,67 @@
+"""course_utils.machine: the machine measured once per run, then read by every notebook that asks again."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from course_utils import machine, roofline
+
+
+def _figures() -> machine.MachineFigures:
+    roofs = {"torch": roofline.Machine("torch", "cpu", {"copy": 10e9}, {"matmul": 100e9}),
+             "jax": roofline.Machine("jax", "cpu", {"triad": 12e9}, {"matmul": 300e9})}
+    return machine.MachineFigures("k", roofs, 1e-10, {"torch": 1e-5, "jax": 3e-6}, "2026-12-05T10:00:00", "measured")
+
+
+def test_best_roof_names_the_framework_that_reached_it() -> None:
+    f = _figures()
+    assert f.bandwidth == 12e9 and f.bandwidth_probe == "jax triad"
+    assert f.peak_flops == 300e9 and f.flops_probe == "jax matmul"
+    assert f.ridge_intensity == pytest.approx(25.0)
+    assert f.fault_seconds(2**20) == pytest.approx(2**20 * 1e-10)
+    assert "Measured now" in repr(f) and "torch: one compiled call" in repr(f)
+
+
+def test_figures_are_measured_once_then_read_back(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    monkeypatch.setenv("COURSE_BUILD_DIR", str(tmp_path))
+    measured = []
+    monkeypatch.setattr(machine, "_measure", lambda key: measured.append(key) or
+                        machine.MachineFigures(key, *list(vars(_figures()).values())[1:]))
+    machine._FIGURES.clear()
+    first = machine.figures()
+    machine._FIGURES.clear()  # a new process: only the file remains
+    second = machine.figures()
+    assert len(measured) == 1 and first.source == "measured" and second.source == "read"
+    assert "Read from build/machine/" in second.how and second.bandwidth == first.bandwidth
+    (file,) = (tmp_path / "machine").glob("*.json")
+    json.loads(file.read_text())
+    machine._FIGURES.clear()
+    assert machine.figures(refresh=True).source == "measured" and len(measured) == 2
+    machine._FIGURES.clear()
+
+
+def test_a_damaged_file_is_measured_again(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    monkeypatch.setenv("COURSE_BUILD_DIR", str(tmp_path))
+    path = tmp_path / "machine" / f"{machine.machine_key()}.json"
+    path.parent.mkdir()
+    path.write_text("{not json")
+    assert machine._read(path, "k") is None
+
+
+def test_fault_cost_and_call_cost_are_positive_and_small() -> None:
+    assert 0 <= machine.fault_cost(2**22, repeats=3) < 1e-6  # seconds per byte: under 1 ms per KiB is certain
+    torch = pytest.importorskip("torch")
+    assert torch is not None and 0 < machine.call_cost("torch", min_time=0.02) < 0.1
+
+
+def test_bad_input_is_named() -> None:
+    with pytest.raises(ValueError, match="nbytes"):
+        machine.fault_cost(10)
+    with pytest.raises(TypeError, match="refresh"):
+        machine.figures(refresh="yes")
+    with pytest.raises(ValueError, match="framework"):
+        machine.call_cost("caffe")
+    with pytest.raises(ValueError, match="machines"):
+        machine.best_roof({})
