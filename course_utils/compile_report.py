@@ -65,8 +65,9 @@ def tlparse_command() -> str:
 
 def torch_compile_report(code: str, name: str = "compile", *, folder: str | Path | None = None,
                          timeout: float = 600) -> CompileReport:
-    """Run ``code`` (Python source that uses torch.compile) in a fresh process with ``TORCH_TRACE`` set,
-    turn the logs into a tlparse report under ``folder/name`` and read the counts back."""
+    """Run ``code`` (Python source that uses torch.compile), written to ``folder/name/job.py`` where the learner can
+    rerun it, in a fresh process with ``TORCH_TRACE`` set; turn the logs into a tlparse report under
+    ``folder/name`` and read the counts back."""
     validate.text("code", code)
     if not re.fullmatch(r"[\w.-]+", validate.text("name", name)):
         raise ValueError(f"name must be a folder name of letters, digits, '.', '-' or '_'; got {name!r}")
@@ -77,7 +78,9 @@ def torch_compile_report(code: str, name: str = "compile", *, folder: str | Path
     shutil.rmtree(out, ignore_errors=True)
     logs.mkdir(parents=True)
     environ = {**os.environ, "TORCH_TRACE": str(logs)}
-    run = subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True, text=True, timeout=timeout)
+    job = out / "job.py"
+    job.write_text(code)
+    run = subprocess.run([sys.executable, str(job)], env=environ, capture_output=True, text=True, timeout=timeout)
     if run.returncode != 0:
         raise RuntimeError(f"the traced code failed (exit {run.returncode}):\n{run.stderr[-2000:]}")
     log_files = sorted(logs.glob("*.log"))

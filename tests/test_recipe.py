@@ -1,0 +1,153 @@
+"""The recipe stays in the cell: what a learner can copy is visible, the prose behind it is hidden, short and told
+from stored verdicts, and helpers are reached one way (``cu.<package>.<name>``). Limits and measures come from
+``tools/lesson_share.py``, which prints them per notebook."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import COURSE_NOTEBOOKS, ROOT, read_notebook
+
+sys.path.insert(0, str(ROOT / "tools"))
+share = importlib.import_module("lesson_share")
+
+pytestmark = pytest.mark.integration  # reads the executed notebooks
+
+# The calls each lesson teaches, found in a visible code cell (05, 06: or in the worker file a cell shows).
+TAUGHT = {
+    "00_measuring": ["block_until_ready(", "torch.compile("],
+    "01_dynamic_vs_static": ["torch.compile(", "jax.jit(", "jit_compile=True", "torch.compiler.set_stance("],
+    "02_operator_fusion": ["torch.compile(", "jax.jit(", "jit_compile=True", "out=", "donate_argnums"],
+    "03_mixed_precision": ["torch.autocast(", "torch.amp.GradScaler(", "DTypePolicy(", "jnp.bfloat16"],
+    "04_input_pipeline": ["DataLoader(", "num_workers=", "pin_memory=", "persistent_workers=", "prefetch_factor=",
+                          ".prefetch("],
+    "05_data_parallel": ["DistributedDataParallel(", "no_sync(", "NamedSharding(", "MirroredStrategy("],
+    "06_beyond_one_machine": ["torchrun", "fully_shard(", "jax.distributed.initialize(",
+                              "MultiWorkerMirroredStrategy("],
+    "07_should_we_migrate": ["torch.compile("],
+}
+SHOWN_FILES = {"05_data_parallel", "06_beyond_one_machine"}
+MAX_PREDICTION_WORDS = 60  # "at most two clauses"
+# Notebooks not yet rewritten to these rules: their tests are expected to fail until then (run them anyway with
+# pytest --runxfail). Remove a notebook from this set when it passes.
+NOT_YET = {p.stem for p in COURSE_NOTEBOOKS}
+
+
+@pytest.fixture(autouse=True)
+def _not_yet(request: pytest.FixtureRequest) -> None:
+    ipynb = request.node.callspec.params.get("ipynb") if hasattr(request.node, "callspec") else None
+    if ipynb is not None and ipynb.stem in NOT_YET:
+        pytest.xfail(f"{ipynb.stem} is not yet rewritten to keep the recipe in the cell")
+
+
+def _ids(paths: list[Path]) -> list[str]:
+    return [p.stem for p in paths]
+
+
+def _code(path: Path) -> list[dict]:
+    return [c for c in read_notebook(path)["cells"] if c["cell_type"] == "code"]
+
+
+def _tree(cell: dict) -> ast.Module | None:
+    text = "\n".join(line for line in share.source(cell).splitlines() if not line.lstrip().startswith(("%", "!")))
+    try:
+        return ast.parse(text)
+    except SyntaxError:
+        return None
+
+
+@pytest.mark.parametrize("ipynb", COURSE_NOTEBOOKS, ids=_ids(COURSE_NOTEBOOKS))
+def test_lesson_code_dominates_and_the_prose_is_short(ipynb: Path) -> None:
+    found = share.measure(ipynb)
+    assert found.lesson_share >= share.MIN_LESSON_SHARE, found.line()
+    assert found.words <= share.MAX_WORDS, found.line()
+    assert found.longest_paragraph <= share.MAX_PARAGRAPH_WORDS, found.line()
+
+
+@pytest.mark.parametrize("ipynb", COURSE_NOTEBOOKS, ids=_ids(COURSE_NOTEBOOKS))
+def test_prose_cells_are_hidden_short_off_the_slides_and_compare_nothing(ipynb: Path) -> None:
+    for cell in _code(ipynb):
+        if not share.builds_prose(cell):
+            continue
+        head = share.source(cell).splitlines()[:2]
+        assert share.hidden(cell), f"{ipynb.name}: a prose cell shows its source: {head}"
+        assert (cell["metadata"].get("slideshow") or {}).get("slide_type") == "skip", f"{ipynb.name}: {head} on slides"
+        assert share.code_lines(share.source(cell))[0] <= share.MAX_HIDDEN_LINES, f"{ipynb.name}: {head} is long"
+        tree = _tree(cell)
+        assert tree is not None, f"{ipynb.name}: {head} does not parse"
+        decided = [type(n).__name__ for n in ast.walk(tree) if isinstance(n, ast.Compare | ast.If | ast.IfExp)]
+        assert not decided, f"{ipynb.name}: {head} decides something ({decided}): a stored verdict already did"
+
+
+def _calls(tree: ast.AST, names: set[str]) -> list[ast.Call]:
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Call) and
+            (getattr(n.func, "attr", None) in names or getattr(n.func, "id", None) in names)]
+
+
+@pytest.mark.parametrize("ipynb", COURSE_NOTEBOOKS, ids=_ids(COURSE_NOTEBOOKS))
+def test_every_verdict_is_stored(ipynb: Path) -> None:
+    for cell in _code(ipynb):
+        tree = _tree(cell)
+        if tree is None:
+            continue
+        stored = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Assign | ast.AnnAssign)}
+        for call in _calls(tree, {"verdict", "not_tested"}):
+            assert id(call) in stored, f"{ipynb.name}: a verdict is not stored (v = verdict(...)): " \
+                                       f"{ast.unparse(call)[:80]}"
+
+
+def _aliases(tree: ast.AST) -> list[str]:
+    """Assignments whose value is a bare attribute of ``cu`` (``m0 = cu.measuring``, ``fmt = cu.display.x``)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+            for value in values:
+                root = value
+                while isinstance(root, ast.Attribute):
+                    root = root.value
+                if isinstance(value, ast.Attribute) and isinstance(root, ast.Name) and root.id == "cu":
+                    found.append(ast.unparse(node)[:60])
+    return found
+
+
+@pytest.mark.parametrize("ipynb", COURSE_NOTEBOOKS, ids=_ids(COURSE_NOTEBOOKS))
+def test_helpers_are_reached_one_way(ipynb: Path) -> None:
+    for cell in _code(ipynb):
+        tree = _tree(cell)
+        if tree is None:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                assert not (node.module or "").startswith("course_utils"), f"{ipynb.name}: {ast.unparse(node)}"
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    assert alias.name == "course_utils" or not alias.name.startswith("course_utils"), \
+                        f"{ipynb.name}: {ast.unparse(node)}: reach helpers as cu.<package>.<name>"
+        assert not _aliases(tree), f"{ipynb.name}: helpers renamed: {_aliases(tree)}; write cu.<package>.<name>"
+
+
+@pytest.mark.parametrize("ipynb", COURSE_NOTEBOOKS, ids=_ids(COURSE_NOTEBOOKS))
+def test_the_taught_calls_are_in_the_cells(ipynb: Path) -> None:
+    visible = "\n".join(share.source(c) for c in _code(ipynb) if not share.hidden(c))
+    if ipynb.stem in SHOWN_FILES:
+        visible += "\n".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/markdown", ""))
+                             for c in _code(ipynb) for o in c.get("outputs", []))
+    missing = [call for call in TAUGHT[ipynb.stem] if call not in visible]
+    assert not missing, f"{ipynb.name}: the recipe is not in a visible cell: {missing}"
+
+
+@pytest.mark.parametrize("ipynb", COURSE_NOTEBOOKS, ids=_ids(COURSE_NOTEBOOKS))
+def test_predictions_are_short(ipynb: Path) -> None:
+    for cell in read_notebook(ipynb)["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        for para in re.split(r"\n\s*\n", share.source(cell)):
+            if "**Prediction" in para:
+                said = para[para.index("**Prediction"):]
+                assert share.words(said) <= MAX_PREDICTION_WORDS, f"{ipynb.name}: a long prediction: {said[:90]}"
