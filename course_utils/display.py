@@ -190,6 +190,44 @@ def verdict_counts() -> dict[str, int]:
     return {status: sum(v.status == status for v in _ISSUED) for status in (HELD, FAILED, NOT_TESTED)}
 
 
+MAX_PARAGRAPH_WORDS = 120
+
+
+@dataclass(frozen=True, repr=False)
+class Prose:
+    """Markdown told from a run's verdicts and numbers (a lesson's ``story`` returns it); Jupyter renders it as
+    Markdown, a terminal as text. Paragraphs are kept to ``MAX_PARAGRAPH_WORDS`` by each story's tests."""
+
+    text: str
+
+    def __post_init__(self) -> None:
+        validate.text("text", self.text)
+
+    @property
+    def paragraphs(self) -> list[str]:
+        return [p.strip() for p in self.text.split("\n\n") if p.strip()]
+
+    @property
+    def longest_paragraph(self) -> int:
+        """Words in the longest paragraph that is not a table or a list of table rows."""
+        return max((len(p.split()) for p in self.paragraphs if not p.lstrip().startswith("|")), default=0)
+
+    def __str__(self) -> str:
+        return self.text
+
+    __repr__ = __str__
+
+    def _repr_markdown_(self) -> str:
+        return self.text
+
+
+def prose(*paragraphs: str) -> Prose:
+    """Join non-empty paragraphs into one Markdown block (empty strings, e.g. a branch with nothing to say,
+    are dropped)."""
+    kept = [validate.instance(f"paragraphs[{i}]", p, str).strip() for i, p in enumerate(paragraphs)]
+    return Prose("\n\n".join(p for p in kept if p))
+
+
 def percent(value: float, digits: int = 0) -> str:
     """A share as a percentage: 0.426 -> '43%'; NaN is refused rather than printed."""
     value = validate.number("value", value)

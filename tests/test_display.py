@@ -70,3 +70,13 @@ def test_a_prediction_not_tested_here_has_not_failed() -> None:
         display.Verdict("yes", "x")
     with pytest.raises(ValueError, match="why"):
         display.not_tested("  ")
+
+
+def test_prose_joins_paragraphs_and_measures_the_longest() -> None:
+    text = display.prose("One two three.", "", "| a | b |\n|---|---|", "Four five.")
+    assert str(text) == "One two three.\n\nThe table".replace("The table", "| a | b |\n|---|---|") + "\n\nFour five."
+    assert text._repr_markdown_() == str(text) and text.longest_paragraph == 3
+    with pytest.raises(TypeError, match=r"paragraphs\[0\]"):
+        display.prose(None)
+    with pytest.raises(ValueError, match="text"):
+        display.prose("", " ")
