@@ -67,7 +67,7 @@ def expected_slide_count(nb: dict, deck: dict) -> int:
     count, started = 0, False
     for cell in nb["cells"]:
         kind = _slide_type(cell)
-        if to_notes and cell["cell_type"] == "code" and cell["metadata"].get("jupyter", {}).get("source_hidden"):
+        if to_notes and cell["cell_type"] == "code" and "solution" in cell["metadata"].get("tags", []):
             kind = "notes"
         if kind in ("skip", "notes"):
             continue

@@ -158,7 +158,7 @@ def _synthetic_notebook(path: Path) -> Path:
         code("plot()", outputs=[png]),
         md("A point that appears on click"),
         md("Say this, do not show it"),
-        code("answer = 42", metadata={"jupyter": {"source_hidden": True}}),
+        code("answer = 42", metadata={"jupyter": {"source_hidden": True}, "tags": ["solution"]}),
         md("## Exercises"),
         md("Second point"),
     ]

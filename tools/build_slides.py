@@ -101,8 +101,9 @@ def slide_type(cell: dict) -> str:
 
 
 def is_solution(cell: dict) -> bool:
-    """True for an exercise solution: a code cell whose source is hidden in the notebook."""
-    return cell.get("cell_type") == "code" and bool(cell.get("metadata", {}).get("jupyter", {}).get("source_hidden"))
+    """True for an exercise solution: a code cell tagged ``solution`` (hidden in the notebook; prose cells are
+    hidden too, but they are not solutions)."""
+    return cell.get("cell_type") == "code" and "solution" in cell.get("metadata", {}).get("tags", [])
 
 
 def workshop_minutes(nb: dict) -> int | None:
@@ -344,7 +345,7 @@ def prepare(nb: nbformat.NotebookNode, solutions: str = "notes") -> nbformat.Not
             cell.source = _offline_markdown(cell.source)
         if solutions == "notes" and is_solution(cell):
             cell.metadata.setdefault("slideshow", {})["slide_type"] = "notes"
-            cell.metadata.jupyter["source_hidden"] = False  # the instructor sees the code in the notes
+            cell.metadata.setdefault("jupyter", {})["source_hidden"] = False  # the instructor sees the code
         elif generates_prose(cell) or builds_summary(cell):
             cell.metadata["transient"] = {"remove_source": True}
         elif cell.cell_type == "code":
