@@ -40,13 +40,21 @@ lab: setup ## open JupyterLab on notebooks/ with the course kernel (adds --allow
 course: setup ## execute every notebook headless into build/ (notebooks, figures, measured summary)
 	$(PY) tools/run_course.py --kernel $(KERNEL) --out build
 
+# make test: two pytest-xdist workers; --dist loadscope keeps a notebook's cells (or a test file, or a class) on
+# one worker, in order. The longest scopes start first (the learner editions without TF and without JAX, then the
+# notebooks under nbval). Every run of one make test shares one Inductor cache (build/test-cache): a graph's first
+# compile pays, later ones load it; notebooks that teach a cold compile make their own empty cache.
+TEST_WORKERS ?= 2
 test: export COURSE_SIZE ?= ci
-test: setup lint browser ## lint, unit tests, every notebook under nbval (ci size), budgets and pairing checks
-	$(PY) -m pytest tests notebooks --nbval-lax --nbval-current-env \
+test: export TORCHINDUCTOR_CACHE_DIR ?= $(abspath build/test-cache/inductor)
+test: setup lint browser ## lint, unit tests, every notebook under nbval (ci size) and its editions, slides, site
+	$(PY) -m pytest tests/test_editions.py notebooks tests -n $(TEST_WORKERS) --dist loadscope \
+		--no-loadscope-reorder --durations=25 --nbval-lax --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 600 --require-notebooks
 
+test-unit: export TORCHINDUCTOR_CACHE_DIR ?= $(abspath build/test-cache/inductor)
 test-unit: setup ## the unit tests of course_utils only (no notebooks, browsers or builds): the fast lane
-	$(PY) -m pytest tests -m "not integration" -q
+	$(PY) -m pytest tests -m "not integration" -q -n $(TEST_WORKERS) --dist loadscope --durations=10
 
 lint: setup ## ruff on course_utils, tests, tools, benchmarks and the notebook sources
 	$(BIN)/ruff check course_utils tests tools benchmarks notebooks

@@ -1,8 +1,11 @@
-"""Shared test plumbing: notebook discovery, and the clock that checks each notebook's minutes budget."""
+"""Shared test plumbing: notebook discovery, and the clock that checks each notebook's minutes budget at the end
+of the session (make test). Under pytest-xdist, make test uses --dist loadscope: a test file (so every cell of one
+notebook, in order, in one kernel) or a test class runs on one worker."""
 
 from __future__ import annotations
 
 import json
+import os
 from collections import defaultdict
 from pathlib import Path
 
@@ -11,9 +14,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 COURSE_NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 ALL_NOTEBOOKS = [*COURSE_NOTEBOOKS, ROOT / "tests" / "smoke_frameworks.ipynb"]
+COURSE_BUDGET_MINUTES = 15  # the whole ci-size course under nbval, on 2 quiet cores
 
 # Seconds spent and cells passed per notebook under nbval in this session (setup of the first cell
-# includes the kernel start-up, so the total is the notebook's real cost).
+# includes the kernel start-up, so the total is the notebook's real cost). Filled in the process that sees every
+# report: the only process without xdist, the controller with it.
 _NOTEBOOK_SECONDS: dict[Path, float] = defaultdict(float)
 _NOTEBOOK_CELLS_PASSED: dict[Path, int] = defaultdict(int)
 
@@ -41,19 +46,54 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "run_last: run after everything else (the notebook budget check)")
     config.pluginmanager.register(_NotebookClock(), "course-notebook-clock")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    last = [item for item in items if item.get_closest_marker("run_last")]
-    items[:] = [item for item in items if not item.get_closest_marker("run_last")] + last
+def _workers(config: pytest.Config) -> int:
+    """How many processes ran tests side by side (pytest-xdist's -n), 1 without it."""
+    return max(1, int(getattr(config.option, "numprocesses", 0) or 0))
 
 
-@pytest.fixture
-def notebook_runs() -> tuple[dict[Path, float], dict[Path, int]]:
-    """(seconds, cells passed) per notebook path, as recorded so far in this session."""
-    return _NOTEBOOK_SECONDS, _NOTEBOOK_CELLS_PASSED
+def budget_problems(seconds: dict[Path, float], passed: dict[Path, int], notebooks: list[Path],
+                    share: int) -> list[str]:
+    """What breaks the notebooks' ci budgets: a notebook nbval never ran, or one over its budget times ``share``
+    (the number of test processes that shared the machine's cores with it; 1 on a quiet machine)."""
+    problems = []
+    for ipynb in notebooks:
+        path = ipynb.resolve()
+        if passed.get(path, 0) == 0:
+            problems.append(f"nbval executed no cell of {ipynb.name}: was it collected?")
+            continue
+        budget = json.loads(ipynb.read_text())["metadata"]["course"]["minutes"]["ci"] * 60 * share
+        if seconds[path] > budget:
+            problems.append(f"{ipynb.name} took {seconds[path]:.0f} s under nbval, over its {budget:.0f} s budget")
+    course = sum(seconds.get(p.resolve(), 0.0) for p in notebooks if p in COURSE_NOTEBOOKS)
+    if course > COURSE_BUDGET_MINUTES * 60 * share:
+        problems.append(f"the ci-size course took {course / 60:.1f} minutes under nbval, over "
+                        f"{COURSE_BUDGET_MINUTES * share}")
+    return problems
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """With --require-notebooks (make test): every notebook ran under nbval within its budget, or the run fails.
+    Checked where every report arrives, after every test ended, so the order of xdist workers does not matter."""
+    config = session.config
+    if not config.getoption("--require-notebooks") or hasattr(config, "workerinput") or session.shouldfail:
+        return
+    share = _workers(config)
+    problems = budget_problems(_NOTEBOOK_SECONDS, _NOTEBOOK_CELLS_PASSED, ALL_NOTEBOOKS, share)
+    lines = [f"  {p.stem:<28} {_NOTEBOOK_SECONDS.get(p.resolve(), 0.0):6.0f} s" for p in ALL_NOTEBOOKS]
+    note = (f"(under nbval, {share} test processes sharing {os.cpu_count()} cores: each notebook may take {share}x "
+            "its quiet-machine budget here; make course records quiet-machine minutes in build/summary.md)")
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_sep("-", "notebook minutes under nbval " + note)
+        for line in lines:
+            reporter.write_line(line)
+        for problem in problems:
+            reporter.write_line(f"BUDGET: {problem}", red=True)
+    if problems:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def read_notebook(path: Path) -> dict:

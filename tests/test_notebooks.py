@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import jupytext
 import pytest
-from conftest import ALL_NOTEBOOKS, COURSE_NOTEBOOKS, ROOT, read_notebook
+from conftest import ALL_NOTEBOOKS, COURSE_NOTEBOOKS, ROOT, budget_problems, read_notebook
 
 from course_utils import notebook
 
@@ -84,18 +85,13 @@ def test_title_cell_has_colab_badge(ipynb: Path) -> None:
     assert first["cell_type"] == "markdown" and notebook.badge(ipynb.name) in _source(first)
 
 
-@pytest.mark.run_last
-def test_every_notebook_ran_under_nbval_within_budget(request: pytest.FixtureRequest, notebook_runs) -> None:
-    if not request.config.getoption("--require-notebooks"):
-        pytest.skip("checks the nbval run of this session: pass --require-notebooks (make test does)")
-    seconds, passed = notebook_runs
-    for ipynb in ALL_NOTEBOOKS:
-        path = ipynb.resolve()
-        assert passed.get(path, 0) > 0, f"nbval executed no cell of {ipynb.name}: was it collected?"
-        budget = read_notebook(ipynb)["metadata"]["course"]["minutes"]["ci"] * 60
-        assert seconds[path] <= budget, f"{ipynb.name} took {seconds[path]:.0f} s, over its {budget:.0f} s budget"
-    course = sum(seconds[p.resolve()] for p in COURSE_NOTEBOOKS)
-    assert course <= 15 * 60, f"the ci-size course took {course / 60:.1f} minutes under nbval, over 15"
+def test_the_budget_check_names_what_broke_it(tmp_path: Path) -> None:
+    nb = tmp_path / "99_x.ipynb"
+    nb.write_text(json.dumps({"metadata": {"course": {"minutes": {"ci": 1}}}}))
+    seconds, passed = {nb.resolve(): 90.0}, {nb.resolve(): 3}
+    assert budget_problems(seconds, passed, [nb], share=2) == []
+    assert budget_problems(seconds, passed, [nb], share=1) == ["99_x.ipynb took 90 s under nbval, over its 60 s budget"]
+    assert "executed no cell" in budget_problems(seconds, {}, [nb], share=1)[0]
 
 
 def _stored_text(ipynb: Path) -> str:

@@ -2,6 +2,7 @@
 
     python tools/learner_edition.py --out build/learner            # write the edition
     python tools/learner_edition.py --out build/learner --execute  # and run it at the current COURSE_SIZE
+    COURSE_BLOCK=tensorflow python tools/learner_edition.py --out /tmp/e --execute  # as in a runtime without TF
 
 With ``--execute`` each notebook of the edition runs top to bottom; the run fails when a cell raises or when
 an exercise check prints anything but ``not attempted`` (a learner who has not answered yet must see exactly
@@ -11,6 +12,7 @@ that, and nothing may break before they start).
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from pathlib import Path
@@ -18,7 +20,7 @@ from pathlib import Path
 import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run_course import course_notebooks, execute  # noqa: E402
+from run_course import block_frameworks, course_notebooks, execute  # noqa: E402
 
 CHECK_LINE = re.compile(r"^exercise (\d\d\.\d+): (.*)$", re.M)
 
@@ -51,6 +53,8 @@ def main() -> int:
     parser.add_argument("--timeout", type=int, default=900, help="seconds allowed per cell")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    if os.environ.get("COURSE_BLOCK"):
+        block_frameworks()
     failures = []
     for path in [p.resolve().with_suffix(".ipynb") for p in args.notebooks] or course_notebooks():
         target = args.out / path.name

@@ -13,13 +13,17 @@ import argparse
 import base64
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import nbformat
+import psutil
 from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError
+from nbclient.exceptions import CellExecutionError, DeadKernelError
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -30,16 +34,61 @@ def course_notebooks() -> list[Path]:
     return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 
 
+class KernelWatch:
+    """Keeps the kernel's process and samples its memory (with its children) every half second while a notebook
+    runs, so that a kernel that dies is reported with its exit status, the signal that ended it and its peak."""
+
+    def __init__(self) -> None:
+        self.process: Any = None
+        self.peak = 0
+        self._stop = threading.Event()
+
+    def start(self, client: NotebookClient) -> None:
+        self.process = getattr(client.km.provisioner, "process", None)
+        if self.process is not None:
+            threading.Thread(target=self._sample, daemon=True).start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.5):
+            try:
+                kernel = psutil.Process(self.process.pid)
+                rss = sum(p.memory_info().rss for p in (kernel, *kernel.children(recursive=True)))
+            except (psutil.Error, OSError):
+                return
+            self.peak = max(self.peak, rss)
+
+    def why(self) -> str:
+        """What ended the kernel: its exit status (a negative one names the signal) and its sampled peak memory."""
+        code = self.process.poll() if self.process is not None else None
+        ended = ("the kernel process is still running (it stopped answering)" if code is None else
+                 f"the kernel exited with {signal.Signals(-code).name}" + (" (the Linux OOM killer, or a kill -9)"
+                                                                          if code == -signal.SIGKILL else "")
+                 if code < 0 else f"the kernel exited with status {code}")
+        available = psutil.virtual_memory().available
+        return (f"{ended}; peak memory of the kernel and its children {self.peak / 2**30:.2f} GiB (sampled every "
+                f"0.5 s), {available / 2**30:.1f} GiB available on the machine now")
+
+
 def execute(path: Path, kernel: str, timeout: int) -> tuple[nbformat.NotebookNode, float, str | None]:
-    """Run one notebook top to bottom in its own folder; return it, the seconds it took and any error."""
+    """Run one notebook top to bottom in its own folder; return it, the seconds it took and any error (a kernel
+    that died says how: exit status or signal, and peak memory)."""
     nb = nbformat.read(path, as_version=4)
+    watch = KernelWatch()
     client = NotebookClient(nb, kernel_name=kernel, timeout=timeout, resources={"metadata": {"path": str(path.parent)}})
+    client.on_notebook_start = lambda notebook: watch.start(client)
     start = time.perf_counter()
     error = None
     try:
         client.execute()
     except CellExecutionError as exc:
         error = str(exc).strip().splitlines()[-1] if str(exc).strip() else repr(exc)
+    except DeadKernelError:
+        error = f"DeadKernelError: {watch.why()}"
+    finally:
+        watch.stop()
     return nb, time.perf_counter() - start, error
 
 
