@@ -45,7 +45,8 @@ def _small_notebook() -> nbformat.NotebookNode:
     solution = nbformat.v4.new_code_cell("answer = 2", metadata={"tags": ["solution"]})
     widget = nbformat.v4.new_code_cell("explore()", outputs=[nbformat.v4.new_output(
         "display_data", data={build_site.WIDGET: {"model_id": "m"}, "text/plain": "VBox(...)"})])
-    link = nbformat.v4.new_markdown_cell("See [04](04_input_pipeline.ipynb) and [the env](../ENVIRONMENT.md).")
+    link = nbformat.v4.new_markdown_cell("See [04](04_input_pipeline.ipynb) and [the env](../ENVIRONMENT.md); "
+                                         "`calls[0](x)` is code.")
     last = nbformat.v4.new_code_cell("print(cu.notebook.last_verified())", outputs=[nbformat.v4.new_output(
         "stream", name="stdout", text="Last verified 2026-01-01 on a laptop; torch 2.13.\n")])
     nb.cells = [title, notes, hidden, solution, widget, link, last]
@@ -73,6 +74,7 @@ def test_site_notebook_works_from_metadata() -> None:
     assert "[04](04_input_pipeline.ipynb)" in sources[4]
     env_url = f"{course_notebook.REPO_URL}/blob/{course_notebook.RELEASE}/ENVIRONMENT.md"
     assert f"[the env]({env_url})" in sources[4]
+    assert "`calls[0](x)` is code." in sources[4]
 
 
 def test_a_notebook_without_its_last_verified_line_says_so() -> None:
@@ -118,6 +120,10 @@ def test_notebook_page(notebook: Path, site: Path) -> None:
     collapsed = len(re.findall(r'<details class="[^"]*\bhide\b', text))
     assert collapsed >= _hidden_cells(nb), f"{notebook.stem}: {collapsed} collapsed cells, {_hidden_cells(nb)} hidden"
     assert "colab.research.google.com/github/" in text and f"{notebook.name}\"" in text  # badge, download
+    plots = sum("image/png" in out.get("data", {}) for cell in nb["cells"] for out in cell.get("outputs", [])
+                if (cell["metadata"].get("slideshow") or {}).get("slide_type") != "notes")
+    shown = len(re.findall(r'<img [^>]*src="\.\./_images/[0-9a-f]+\.png"', text))
+    assert shown == plots, f"{notebook.stem}: {shown} plots on the page, {plots} stored in the notebook"
 
 
 @pytest.mark.integration

@@ -46,6 +46,7 @@ ASSESS = "Assess your own model"
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
 _LINK = re.compile(r"\]\(([^)\s]+)")  # the target of a Markdown link or image
+_CODE = re.compile(r"(```.*?```|`[^`\n]*`)", re.DOTALL)
 _SCHEME = re.compile(r"^(?:[a-z][a-z0-9+.-]*:|#|/)", re.IGNORECASE)
 _H1 = re.compile(r"^# .+$", re.MULTILINE)
 _REMOTE_CSS_URL = re.compile(r"url\(\s*[\"']?(?:https?:)?//", re.IGNORECASE)
@@ -95,7 +96,8 @@ def site_markdown(markdown: str, where: str, pages: set[str]) -> str:
             return match.group(0)
         return f"]({course_notebook.REPO_URL}/blob/{course_notebook.RELEASE}/{path})"
 
-    return _LINK.sub(target, markdown)
+    parts = _CODE.split(markdown)  # code (odd items) keeps its brackets as they are
+    return "".join(part if i % 2 else _LINK.sub(target, part) for i, part in enumerate(parts))
 
 
 # --- notebooks ----------------------------------------------------------------------------------
@@ -262,7 +264,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=OUT, help="output folder (default build/site)")
     args = parser.parse_args()
-    built = build(args.out.resolve())
+    built = build(args.out.resolve(), quiet=True)
     print(f"{len(built['notebooks'])} notebooks in {built['seconds']:.0f} s: open {args.out / 'index.html'}")
     return 0
 
