@@ -98,7 +98,7 @@ def test_readme_sections() -> None:
 # --- the built site ----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def site() -> Path:
-    build_site.build(quiet=True)
+    build_site.build()
     return build_site.OUT
 
 

@@ -11,6 +11,7 @@ ARCHITECTURE.md), then Sphinx writes build/site/ with the configuration in site/
 metadata only: hidden code (jupyter.source_hidden) gets MyST-NB's `hide-input` tag, cells tagged `solution`
 `hide-cell`, speaker notes (slide_type `notes`) are dropped. MathJax comes from the pinned npm package the
 slides use (slides/package-lock.json). The build fails if a page would load anything from the network.
+MyST-NB keeps the images it extracts in build/jupyter_execute/ (next to the output folder).
 
     python tools/build_site.py                 # build/site/index.html
 """
@@ -243,16 +244,17 @@ def remote_loads(out: Path) -> list[str]:
     return found
 
 
-def build(out: Path = OUT, quiet: bool = False) -> dict:
-    """Stage the sources and build the website into ``out`` (replaced); return what was built."""
+def build(out: Path = OUT) -> dict:
+    """Stage the sources and build the website into ``out`` (replaced); return what was built. Sphinx's
+    warnings (a broken link, a missing image) fail the build."""
     start = time.perf_counter()
     names = stage()
     shutil.rmtree(out, ignore_errors=True)
     cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-c", str(CONF), "-d", str(DOCTREES), "-E",
-           "-j", "auto", "--fail-on-warning", "--keep-going", *(["-q"] if quiet else []), str(STAGE), str(out)]
-    result = subprocess.run(cmd, cwd=ROOT, capture_output=quiet, text=True)
+           "-j", "auto", "--fail-on-warning", "--keep-going", "-q", str(STAGE), str(out)]
+    result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     if result.returncode != 0:
-        raise RuntimeError(f"sphinx-build failed ({result.returncode}):\n{result.stdout or ''}{result.stderr or ''}")
+        raise RuntimeError(f"sphinx-build failed ({result.returncode}):\n{result.stdout}{result.stderr}")
     math = install_mathjax(out)
     remote = remote_loads(out)
     if remote:
@@ -264,7 +266,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=OUT, help="output folder (default build/site)")
     args = parser.parse_args()
-    built = build(args.out.resolve(), quiet=True)
+    built = build(args.out.resolve())
     print(f"{len(built['notebooks'])} notebooks in {built['seconds']:.0f} s: open {args.out / 'index.html'}")
     return 0
 
