@@ -10,7 +10,7 @@ KERNEL := eager-to-compiled
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.py))
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab course test test-unit lint sync execute bench clean slides browser learner wheelhouse device-check
+.PHONY: help setup lab course test test-unit lint sync execute bench clean slides site browser learner wheelhouse device-check
 
 help: ## list the targets
 	@grep -E '^[a-z.]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -56,8 +56,8 @@ test-unit: export TORCHINDUCTOR_CACHE_DIR ?= $(abspath build/test-cache/inductor
 test-unit: setup ## the unit tests of course_utils only (no notebooks, browsers or builds): the fast lane
 	$(PY) -m pytest tests -m "not integration" -q -n $(TEST_WORKERS) --dist loadscope --durations=10
 
-lint: setup ## ruff on course_utils, tests, tools, benchmarks and the notebook sources
-	$(BIN)/ruff check course_utils tests tools benchmarks notebooks
+lint: setup ## ruff on course_utils, tests, tools, benchmarks, the website's configuration and the notebook sources
+	$(BIN)/ruff check course_utils tests tools benchmarks site notebooks
 
 sync: setup ## jupytext: bring every .py/.ipynb pair in line (newest side wins)
 	$(BIN)/jupytext --sync $(NOTEBOOKS)
@@ -71,6 +71,9 @@ bench: setup ## run benchmarks/*.py and write build/bench.json
 
 slides: setup ## one offline reveal.js deck per notebook into build/slides (reveal.js from npm, exact version)
 	$(PY) tools/build_slides.py --out build/slides
+
+site: setup ## the course as a static website into build/site: stored outputs, offline, searchable (tools/build_site.py)
+	$(PY) tools/build_site.py --out build/site
 
 browser: ## install Debian's Chromium for the browser tests when it is missing (needs root and apt-get)
 	@if [ -x /usr/bin/chromium ]; then :; \
