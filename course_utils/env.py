@@ -114,9 +114,12 @@ BUILD_ENV = "COURSE_BUILD_DIR"
 
 def build_dir(*parts: str) -> Path:
     """Where generated files (traces, reports) go: ``$COURSE_BUILD_DIR`` if set; else ``build/`` at the root of
-    the course checkout the kernel runs in (a notebook's kernel starts in ``notebooks/``); else ``./build``."""
+    the course checkout the kernel runs in (a notebook's kernel starts in ``notebooks/``); else ``./build``.
+    ``parts`` are relative names inside it: an absolute path or a '..' would leave the build folder."""
     for part in parts:
         validate.text("parts", part)
+        if Path(part).is_absolute() or ".." in Path(part).parts:
+            raise ValueError(f"parts must stay inside the build folder (no absolute path, no '..'); got {part!r}")
     if os.environ.get(BUILD_ENV):
         root = Path(os.environ[BUILD_ENV])
     else:

@@ -53,10 +53,18 @@ def register(exercise_id: str, hint: str) -> Callable[[Checker], Checker]:
 
     def decorate(checker: Checker) -> Checker:
         validate.function("checker", checker)
+        known = _REGISTRY.get(exercise_id)
+        if known is not None and _origin(known.checker) != _origin(checker):  # a module reloaded registers again
+            raise ValueError(f"exercise_id {exercise_id!r} is already registered by {_origin(known.checker)}: "
+                             "choose another id")
         _REGISTRY[exercise_id] = _Entry(checker, hint)
         return checker
 
     return decorate
+
+
+def _origin(checker: Checker) -> str:
+    return f"{getattr(checker, '__module__', '?')}.{getattr(checker, '__qualname__', repr(checker))}"
 
 
 def registered() -> list[str]:

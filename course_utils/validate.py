@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Iterable, Sized
+from collections.abc import Callable, Iterable, Sequence, Sized
 from typing import Any, TypeVar
+
+import psutil
 
 T = TypeVar("T")
 
@@ -130,3 +132,35 @@ def framework(value: Any, name: str = "framework") -> str:
     if canonical is None:
         raise ValueError(f"{name} must be one of 'torch' ('pytorch'), 'jax', 'tensorflow' ('tf'); got {value!r}")
     return canonical
+
+
+def count(name: str, value: Any, *, high: int, low: int = 1) -> int:
+    """Return ``value`` if it is an integer in [low, high] (numpy integers accepted): a repeat, step or process
+    count whose upper bound is what a notebook can afford, so a typo (10**12) fails at once instead of hanging."""
+    return int(number(name, value, low=low, high=high, integer=True))
+
+
+def seconds(name: str, value: Any, *, high: float = 3600.0, low_open: bool = True) -> float:
+    """Return ``value`` if it is a duration in seconds in (0, high]: a timeout, a minimum time."""
+    return float(number(name, value, low=0, high=high, low_open=low_open))
+
+
+def elements(name: str, value: Any, *, itemsize: int = 4, arrays: int = 1) -> int:
+    """Return ``value`` if it is an element count >= 1 whose ``arrays`` arrays of ``itemsize`` bytes fit in half
+    of the memory available now: a size that would exhaust the machine fails here, naming the argument."""
+    value = int(number(name, value, low=1, integer=True))
+    needed, available = value * itemsize * arrays, psutil.virtual_memory().available
+    if needed > available // 2:
+        raise ValueError(f"{name}={value:,} needs {needed / 2**30:.3g} GiB ({arrays} array(s) of {itemsize}-byte "
+                         f"elements), more than half of the {available / 2**30:.3g} GiB available now")
+    return value
+
+
+def sequence(name: str, value: Any, *, min_length: int = 0) -> Any:
+    """Return ``value`` if it is a list, tuple or other sequence (a string is not one) of at least
+    ``min_length`` items."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise TypeError(f"{name} must be a list or tuple; got {type(value).__name__} {value!r}")
+    if len(value) < min_length:
+        raise ValueError(f"{name} must hold at least {min_length} item(s); got {len(value)}")
+    return value

@@ -168,3 +168,11 @@ def test_smoke_size_takes_ci_sizes_and_a_tenth_of_the_timing(monkeypatch: pytest
     assert env.time_scale() == env.SMOKE_TIME_SCALE
     monkeypatch.setenv("COURSE_SIZE", "ci")
     assert env.time_scale() == 1.0 and env.pick(smoke=0, ci=1, cpu=2) == 1
+
+
+def test_build_dir_stays_inside_the_build_folder(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    monkeypatch.setenv("COURSE_BUILD_DIR", str(tmp_path))
+    assert env.build_dir("traces", "a.json") == tmp_path / "traces" / "a.json"
+    for bad in ("/etc", "../x", "a/../../etc"):
+        with pytest.raises(ValueError, match="parts"):
+            env.build_dir(bad)

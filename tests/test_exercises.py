@@ -76,3 +76,15 @@ def test_unknown_or_malformed_ids_are_errors() -> None:
         exercises.evaluate(21, 1)
     with pytest.raises(ValueError, match="hint"):
         exercises.register("99.9", hint="")
+
+
+def test_an_id_cannot_be_taken_twice() -> None:
+    @exercises.register("99.7", "a hint")
+    def first(answer, **context):
+        return None
+
+    exercises.register("99.7", "a hint")(first)  # the same checker again (a module reloaded) is fine
+    with pytest.raises(ValueError, match="already registered"):
+        @exercises.register("99.7", "another")
+        def second(answer, **context):
+            return None

@@ -64,3 +64,24 @@ def test_framework_title_names_each_framework_for_prose() -> None:
     assert [validate.framework_title(f) for f in ("pytorch", "JAX", "tf")] == ["PyTorch", "JAX", "TensorFlow"]
     with pytest.raises(ValueError, match="framework"):
         validate.framework_title("mxnet")
+
+
+def test_counts_durations_sizes_and_sequences_have_bounds() -> None:
+    import numpy as np
+
+    assert validate.count("steps", np.int64(8), high=100) == 8
+    for bad, error in ((10**12, ValueError), (0, ValueError), (2.5, TypeError), (True, TypeError)):
+        with pytest.raises(error, match="steps"):
+            validate.count("steps", bad, high=100)
+    assert validate.seconds("timeout", 1) == 1.0
+    for bad in (0, -1, float("nan"), float("inf"), 10**9):
+        with pytest.raises(ValueError, match="timeout"):
+            validate.seconds("timeout", bad)
+    assert validate.elements("n", 1024) == 1024
+    with pytest.raises(ValueError, match=r"n=1,000,000,000,000 needs"):
+        validate.elements("n", 10**12)
+    assert validate.sequence("sizes", (1, 2), min_length=2) == (1, 2)
+    with pytest.raises(TypeError, match="sizes"):
+        validate.sequence("sizes", "abc")
+    with pytest.raises(ValueError, match="sizes"):
+        validate.sequence("sizes", [1], min_length=2)

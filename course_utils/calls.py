@@ -1,0 +1,70 @@
+"""Calling the learner's code: under a time limit, so that a function that never returns cannot hang the
+notebook, with an error that names the function.
+
+The limit is a real-time timer (``SIGALRM``) in the main thread, where a Jupyter kernel runs every cell: the
+learner's code runs exactly as it would without the limit (same thread, same grad mode, autocast state and
+streams), and the timer interrupts it as soon as Python regains control. Code stuck inside one long C call is
+interrupted when that call returns. Outside the main thread (or where there is no SIGALRM) no limit is set.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from course_utils import validate
+
+DEFAULT_TIMEOUT = 300.0  # seconds: longer than any call a notebook makes at its size, shorter than its budget
+
+
+class LearnerTimeout(TimeoutError):
+    """A learner's function did not return within its time limit."""
+
+
+def describe(fn: Any) -> str:
+    """How an error names a callable: its qualified name and where it was defined."""
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+    code = getattr(fn, "__code__", None)
+    where = f" (defined at {code.co_filename}:{code.co_firstlineno})" if code is not None else ""
+    return f"{name}{where}"
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float, what: str) -> Iterator[None]:
+    """Raise ``LearnerTimeout`` naming ``what`` if the block runs longer than ``seconds``. Nested limits keep the
+    shorter one; the previous timer and handler are restored."""
+    seconds = validate.seconds("timeout", seconds, high=24 * 3600)
+    validate.text("what", what)
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
+        yield
+        return
+    outer_left, _ = signal.getitimer(signal.ITIMER_REAL)
+    if outer_left and outer_left <= seconds:  # an enclosing limit ends first: let it
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise LearnerTimeout(f"{what} did not return within {seconds:g} s (timeout={seconds:g}); "
+                             "check it for an endless loop or a wait that never ends, or pass a larger timeout")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer_left:  # give the enclosing limit back what was left of it
+            signal.setitimer(signal.ITIMER_REAL, max(outer_left - seconds, 1e-3))
+
+
+def call(fn: Callable[..., Any], *args: Any, timeout: float = DEFAULT_TIMEOUT, name: str = "fn",
+         **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` under ``timeout`` seconds; ``name`` is the argument that passed ``fn`` (for the
+    error message)."""
+    validate.function(name, fn)
+    with time_limit(timeout, f"{name} = {describe(fn)}"):
+        return fn(*args, **kwargs)

@@ -1,0 +1,40 @@
+"""course_utils.calls: a learner's function that never returns cannot hang the notebook."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from course_utils import calls
+
+
+def never_returns() -> None:
+    while True:
+        time.sleep(0.01)
+
+
+def test_a_hung_function_is_stopped_and_named() -> None:
+    start = time.perf_counter()
+    with pytest.raises(calls.LearnerTimeout, match="step = never_returns") as caught:
+        calls.call(never_returns, timeout=0.3, name="step")
+    assert time.perf_counter() - start < 2 and "timeout=0.3" in str(caught.value)
+
+
+def test_a_function_that_returns_is_untouched_and_the_timer_is_cleared() -> None:
+    assert calls.call(lambda a, b=1: a + b, 2, b=3, timeout=1) == 5
+    time.sleep(1.2)  # a timer left running would raise here
+
+
+def test_an_enclosing_limit_that_ends_first_wins() -> None:
+    with pytest.raises(calls.LearnerTimeout, match="outer"), calls.time_limit(0.3, "outer"):
+        calls.call(never_returns, timeout=30)
+
+
+def test_bad_input_is_named() -> None:
+    with pytest.raises(TypeError, match="step"):
+        calls.call(42, name="step")
+    with pytest.raises(ValueError, match="timeout"):
+        calls.call(lambda: 1, timeout=float("nan"))
+    with pytest.raises(ValueError, match="timeout"):
+        calls.call(lambda: 1, timeout=0)
