@@ -1,0 +1,130 @@
+"""The public API of course_utils as a list of calls to try: every public callable of every core module and lesson
+package (``cu.<package>.<name>``), each parameter classified by its type hint and name, and for each kind the
+values a learner who mistypes would pass. Used by tests/test_api_properties.py; a new function is covered the day
+it is added, without writing a case.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+import pkgutil
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import course_utils
+
+# Parameters whose name says what they hold, where the type hint is too loose to tell.
+COUNT_NAMES = re.compile(r"^(n|size|sizes|repeats|rounds|steps|calls|trials|batch_size|workers|processes|epochs|"
+                         r"warmup|classes|ranks|nproc|width|depth|seq_len|heads|max_\w+|min_repeats|"
+                         r"\w+_count|num_\w+|n_\w+)$")
+DURATION_NAMES = re.compile(r"^(min_time|seconds|timeout|\w+_seconds|\w+_timeout|interval)$")
+PATH_NAMES = re.compile(r"^(path|folder|out|directory|dir|\w+_dir|\w+_path|file)$")
+
+
+@dataclass(frozen=True)
+class Target:
+    """One public callable and one of its parameters."""
+
+    spelling: str  # cu.<package>.<name>
+    obj: Any
+    parameter: str
+    kind: str
+    annotation: str
+    required: tuple[str, ...]  # the other parameters without a default
+
+
+def public_modules() -> list[tuple[str, Any]]:
+    """(spelling prefix, module) for every core module and lesson package; workers are scripts, not API."""
+    found = []
+    for info in pkgutil.iter_modules(course_utils.__path__):
+        if info.name.startswith("_") or info.name == "workers":
+            continue
+        found.append((f"cu.{info.name}", importlib.import_module(f"course_utils.{info.name}")))
+    return found
+
+
+def public_callables() -> list[tuple[str, Any]]:
+    """(cu.<package>.<name>, callable) for every public function and class that course_utils defines, once each
+    (a name re-exported by a package's __init__ is spelled through the package)."""
+    seen, found = set(), []
+    for prefix, module in public_modules():
+        names = getattr(module, "__all__", None) or [n for n in vars(module) if not n.startswith("_")]
+        for name in sorted(names):
+            obj = getattr(module, name, None)
+            if not (inspect.isfunction(obj) or inspect.isclass(obj)) or id(obj) in seen:
+                continue
+            if not getattr(obj, "__module__", "").startswith("course_utils"):
+                continue
+            if inspect.isclass(obj) and issubclass(obj, BaseException):
+                continue
+            seen.add(id(obj))
+            found.append((f"{prefix}.{name}", obj))
+    return found
+
+
+def kind_of(name: str, annotation: str) -> str:
+    """The parameter's kind: count, duration, number, text, callable, sequence, mapping, path, flag or other."""
+    hint = annotation.replace(" ", "")
+    if hint.startswith("bool") or hint == "bool|None":
+        return "flag"
+    if DURATION_NAMES.match(name) and re.search(r"\b(float|int)\b", hint):
+        return "duration"
+    if re.fullmatch(r"int(\|None)?", hint) or (COUNT_NAMES.match(name) and re.search(r"\bint\b", hint)):
+        return "count"
+    if re.fullmatch(r"(float|int\|float|float\|int)(\|None)?", hint):
+        return "number"
+    if re.fullmatch(r"str(\|None)?", hint):
+        return "path" if PATH_NAMES.match(name) else "text"
+    if "Callable" in hint:
+        return "callable"
+    if re.search(r"\b(Sequence|list|tuple|Iterable)\[", hint):
+        return "sequence"
+    if re.search(r"\b(Mapping|dict)\[", hint):
+        return "mapping"
+    if "Path" in hint:
+        return "path"
+    return "other"
+
+
+def targets() -> list[Target]:
+    """Every (public callable, parameter) pair whose kind has bad values to try."""
+    found = []
+    for spelling, obj in public_callables():
+        try:
+            signature = inspect.signature(obj)
+        except (TypeError, ValueError):
+            continue
+        params = [p for p in signature.parameters.values()
+                  if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name != "self"]
+        required = tuple(p.name for p in params if p.default is p.empty)
+        for p in params:
+            annotation = p.annotation if isinstance(p.annotation, str) else getattr(p.annotation, "__name__", "")
+            kind = kind_of(p.name, annotation or "")
+            if kind != "other":
+                found.append(Target(spelling, obj, p.name, kind, annotation or "",
+                                    tuple(r for r in required if r != p.name)))
+    return found
+
+
+NAN, INF = math.nan, math.inf
+
+
+def bad_values(kind: str, annotation: str) -> list[Any]:
+    """What a learner who mistypes passes for a parameter of ``kind`` (None only where the hint refuses it)."""
+    values = {
+        "count": [-1, 0, 10**12, 2.5, NAN, "3", True],
+        "duration": [-1.0, 0.0, NAN, INF, 10**9, "1"],
+        "number": [NAN, INF, -INF, "1"],
+        "text": [123, b"x", ["a"]],
+        "path": [123, "/etc/passwd-not-a-course-file/../..", "../../outside"],
+        "callable": [42, "f"],
+        "sequence": ["abc", 5],
+        "mapping": [[1, 2], 5, "ab"],
+        "flag": ["yes", 2],
+    }[kind]
+    if "None" not in annotation:
+        values.append(None)
+    return values
