@@ -27,7 +27,7 @@
 # median with its spread, every speed-up with an interval and a named baseline), read your machine's limits
 # (per-call overhead, memory bandwidth, matmul FLOP/s), and turn a kernel's speed-up into a step's.
 #
-# **Time:** about 40 minutes in a workshop; 3 minutes of run time at ci size on 2 cores.
+# **Time:** about 40 minutes in a workshop; run time budgeted at 3 minutes at ci size on 2 cores.
 # **Accelerators:** every section runs on CPU; on a GPU or TPU the same cells measure the device. JAX and
 # TensorFlow parts are skipped, with one sentence, where those frameworks are missing; PyTorch is required.
 # Every number below is measured in this run, on this machine.
@@ -420,7 +420,8 @@ cu.notebook.summary_table("00_measuring", cu.measuring.summary_rows(trap, runs, 
 # ### Why do the eager rows differ?
 # Every framework runs the same eleven ops on the same array. Two suspects differ between them and are measured
 # apart, slowest eager runtime against fastest: the one transcendental (`tanh` alone, in alternating rounds) and
-# the fresh memory each op's output gets (page faults per call, costed with the machine's page-fault figure).
+# the fresh memory each op's output gets (page faults per call, costed with the machine's page-fault figure);
+# where PyTorch is the slow one, its threads too (its chain on one thread against its default count).
 
 # %%
 gap = cu.measuring.eager_gap(inputs, runs, chains, figures)  # None when only one framework is installed

@@ -177,12 +177,17 @@ def regimes(v: display.Verdict, bends: Mapping[str, Bend], figures: machine.Mach
     else:
         shape = (f"Not every variant bent and climbed as predicted ({v.why}); the table above gives each one's bend "
                  "and top slope.")
-    faulted = {k: b.faulted_from for k, b in bends.items() if b.faulted_from}
+    faulted: dict[int, list[str]] = {}
+    for k, b in bends.items():
+        if b.faulted_from:
+            faulted.setdefault(b.faulted_from, []).append(k)
     if faulted:
         top = int(sizes[-1])
-        shape += (" From " + ", ".join(f"{k} {s:,}" for k, s in faulted.items()) + " elements on, the outputs landed "
-                  f"on fresh memory (page faults counted at each point): at the top size one output's faults cost "
-                  f"{fmt(figures.fault_seconds(4 * top))} (machine figure), which steepens the top past slope 1.")
+        shape += (" Page faults, counted at each point, begin at " + "; ".join(
+            f"{s:,} elements for {', '.join(names)}" for s, names in sorted(faulted.items()))
+                  + f": those outputs land on fresh memory, and at the top size one output's faults cost "
+                  f"{fmt(figures.fault_seconds(4 * top))} (the machine's page-fault figure), time the slope pays on "
+                  "top of the bytes.")
     return display.prose(floors, shape)
 
 

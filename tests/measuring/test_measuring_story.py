@@ -141,6 +141,7 @@ BENDS = {"torch eager": Bend("torch eager", 2e-6, 3e4, 1.8, 8388608), "torch.com
 def test_regimes_every_branch() -> None:
     held = _short(story.regimes(HELD, BENDS, _figures(), [4, 8388608]))
     assert "bent inside the sweep, at torch eager 30,000 elements" in held and "fresh memory" in held
+    assert "begin at 8,388,608 elements for torch eager:" in held
     assert "dashed lines" in held
     no_faults = {"torch eager": Bend("torch eager", 2e-6, 3e4, 1.0)}
     assert "fresh memory" not in _short(story.regimes(HELD, no_faults, _figures(), [4, 2**20]))
