@@ -56,6 +56,9 @@ def overhead_sweep_plot(sizes: Sequence[int], series: Mapping[str, Sequence[timi
     validate.instance("series", series, Mapping)
     validate.non_empty("series", series)
     validate.instance("found", found, Mapping)
+    for label, ms in series.items():
+        if isinstance(ms, (str, bytes)) or len(ms) != len(sizes):
+            raise ValueError(f"series[{label!r}] must hold one measurement per size ({len(sizes)})")
     costs = {validate.framework(fw, "call_cost"): validate.positive(f"call_cost[{fw!r}]", c)
              for fw, c in (call_cost or {}).items()}
     compiled_names = {variant_name(fw, True): fw for fw in costs}

@@ -123,7 +123,8 @@ def tanh_share(runs: ChainRuns) -> display.Prose:
         text += (f"Where it ran faster ({', '.join(paced)}), the tanh, computed with tens of vector instructions per "
                  "vector of floats, sets the pace of the fused loop, not its bytes. ")
     else:
-        text += "No compiled chain ran measurably faster without it in this run: the intervals cannot tell the two apart. "
+        text += ("No compiled chain ran measurably faster without it in this run: the intervals cannot tell the two "
+                 "apart. ")
     best = (f"Best compiled over best eager: **{runs.best_vs_best()}** with tanh "
             f"({variant_name(runs.best(COMPILED), True)} against {variant_name(runs.best(EAGER), False)}), "
             f"**{runs.best_vs_best(tanh=False)}** without it ({variant_name(runs.best(COMPILED_POLY), True)} against "

@@ -18,10 +18,10 @@ import numpy as np
 
 from course_utils import env, timing, validate
 from course_utils.measuring.allocator import outputs_worth
+from course_utils.measuring.bounds import MAX_ELEMENTS, fits
 from course_utils.measuring.guard import deadline, name_of
 from course_utils.measuring.speedups import ChainRuns, variant_name
 
-MAX_ELEMENTS = 2**31  # float32 elements of one array: 8 GiB, past any machine this course runs on
 MAX_SWEEP_POINTS = 40
 
 
@@ -101,10 +101,12 @@ def chain_inputs(frameworks: Sequence[str], size: int, seed: int = 0) -> tuple[n
     """(x, bias, {framework: (x, bias) in that framework}) for ``models.gelu_chain`` over ``size`` floats."""
     size = validate.number("size", size, low=1, high=MAX_ELEMENTS, integer=True)
     rng = np.random.default_rng(validate.number("seed", seed, low=0, high=2**32 - 1, integer=True))
+    frameworks = _frameworks(frameworks)
+    fits("size", 4 * int(size) * (2 + len(frameworks)))  # NumPy's copy, each framework's, and one output
     x_np = rng.standard_normal(int(size), dtype=np.float32)
     bias = np.float32(0.1)
     inputs: dict[str, tuple] = {}
-    for framework in _frameworks(frameworks):
+    for framework in frameworks:
         if framework == "torch":
             import torch
 
@@ -206,6 +208,7 @@ def overhead_sweep(frameworks: Sequence[str], sizes: Sequence[int], *,
     sizes = [validate.number(f"sizes[{i}]", s, low=1, high=MAX_ELEMENTS, integer=True) for i, s in enumerate(sizes)]
     if any(b <= a for a, b in zip(sizes, sizes[1:])):
         raise ValueError("sizes must be strictly increasing")
+    fits("sizes", 3 * 4 * int(sizes[-1]))  # the largest input, its output and the one before it
     min_time = validate.number("min_time", min_time, low=0, high=10, low_open=True)
     series: dict[str, list[timing.Measurement]] = {}
     for compiled in (False, True):
