@@ -41,21 +41,19 @@ def _not_tested(v: display.Verdict) -> display.Prose:
 def dispatch(v: display.Verdict, trap: Mapping[str, tuple[timing.Measurement, timing.Measurement]],
              waits: Mapping[str, intervals.Speedup], early: Sequence[str]) -> display.Prose:
     """Section 2: what the two clock readings said per framework, then the rule."""
-    if not _verdict(v).tested:
-        return display.prose(_not_tested(v).text, _RULE)
     validate.non_empty("trap", trap)
     late = [fw for fw in trap if fw not in early]
-    if v.held and early:
+    if not _verdict(v).tested:
+        return display.prose(f"{_not_tested(v).text} The two readings of each call: "
+                             + ", ".join(f"{fw} {waits[fw]}" for fw in trap) + "; on JAX or a GPU the trap shows.",
+                             _RULE)
+    if v.held:
         text = "; ".join(f"{fw}'s call returned after {fmt(trap[fw][0].median)} while its result took "
                          f"{fmt(trap[fw][1].median)}: the clock read at return is short by a factor of {waits[fw]}"
                          for fw in early) + ". "
         if late:
             text += ("Where the call computes before it returns (" + ", ".join(late) + "), the two readings are one "
                      "measurement: " + ", ".join(f"{fw} {waits[fw]}" for fw in late) + ". ")
-    elif v.held:
-        text = ("No framework here returns before its result is ready (no JAX, and PyTorch and TensorFlow run on a "
-                "CPU): the two readings agree in every one (" + ", ".join(f"{fw} {waits[fw]}" for fw in late)
-                + "), so this runtime cannot show the trap; on JAX or a GPU it can. ")
     else:
         text = (f"The readings did not follow the dispatch model ({v.why}). Expected to return early: "
                 + (", ".join(f"{fw} {waits[fw]}" for fw in early) or "none") + "; expected to compute first: "
