@@ -52,8 +52,8 @@ def dispatch(v: display.Verdict, trap: Mapping[str, tuple[timing.Measurement, ti
                          f"{fmt(trap[fw][1].median)}: the clock read at return is short by a factor of {waits[fw]}"
                          for fw in early) + ". "
         if late:
-            text += ("Where the call computes before it returns (" + ", ".join(late) + "), the two readings are one "
-                     "measurement: " + ", ".join(f"{fw} {waits[fw]}" for fw in late) + ". ")
+            text += ("Where the call computes before it returns (" + ", ".join(late) + "), the two readings agree: "
+                     + ", ".join(f"{fw} {waits[fw]}" for fw in late) + ". ")
     else:
         text = (f"The readings did not follow the dispatch model ({v.why}). Expected to return early: "
                 + (", ".join(f"{fw} {waits[fw]}" for fw in early) or "none") + "; expected to compute first: "
@@ -118,8 +118,9 @@ def tanh_share(runs: ChainRuns) -> display.Prose:
     text = ("Without its tanh, the compiled chain ran " + "; ".join(
         f"{s} as fast in {variant_name(fw, True)} ({s.outcome})" for fw, s in costs.items()) + ". ")
     if paced:
-        text += (f"Where it ran faster ({', '.join(paced)}), the tanh, computed with tens of vector instructions per "
-                 "vector of floats, sets the pace of the fused loop, not its bytes. ")
+        text += (f"Where it ran faster ({', '.join(paced)}), the tanh (tens of vector instructions per vector of "
+                 "floats) costs a measurable share of the fused loop: with the same bytes moved, that loop is not "
+                 "bound by its bytes alone. ")
     else:
         text += ("No compiled chain ran measurably faster without it in this run: the intervals cannot tell the two "
                  "apart. ")
@@ -136,11 +137,9 @@ def machine_figures(figures: machine.MachineFigures, size: probes.ProbeSize) -> 
     """Section 4: where the figures come from, the roofs and ridge, and what the probe size means for them."""
     validate.instance("figures", figures, machine.MachineFigures)
     validate.instance("size", size, probes.ProbeSize)
-    text = (f"{figures.how} The memory roof is {rate(figures.bandwidth)} ({figures.bandwidth_probe}), the compute "
-            f"roof {flops(figures.peak_flops)} ({figures.flops_probe}): the ridge point lies at "
-            f"{figures.ridge_intensity:.1f} FLOP/byte. A fresh output's page faults cost "
-            f"{fmt(figures.fault_seconds(2**20))} per MiB; one compiled call costs "
-            + ", ".join(f"{fmt(c)} in {fw}" for fw, c in figures.call_cost.items()) + " before any arithmetic.")
+    text = (f"The best roofs here are {figures.bandwidth_probe}'s bandwidth and {figures.flops_probe}'s FLOP/s, so "
+            f"the ridge point lies at {figures.ridge_intensity:.1f} FLOP/byte: on this machine a kernel doing fewer "
+            "FLOPs per byte than that is memory-bound, one doing more is compute-bound.")
     if figures.best.device != "cpu":
         where = f"The probes ran on the {figures.best.device} with {nbytes(size.array_bytes)} arrays."
     elif size.capped_by:

@@ -117,9 +117,9 @@ def matmuls(figures: machine.MachineFigures, peak: PeakEstimate, libraries: Sequ
     text = ("Each framework's fp32 matmul probe: " + ", ".join(
         f"{fw} {flops(r)} ({names.get(fw, 'library not found')})" for fw, r in matmul.items()) + ". ")
     if len(matmul) > 1:
-        text += (f"Fastest over slowest: {spread:.2f}x, one probe each" + (
-            ": on the same cores, a gap that size is the libraries, each calling its own kernel. " if spread > 1.3 else
-            ": these libraries end near the same limit here. "))
+        text += (f"Fastest over slowest: {spread:.2f}x (one probe each, at different moments)" + (
+            ". Each framework calls its own library (the table above), the first candidate for a gap this size on the "
+            "same cores. " if spread > 1.3 else ": these libraries end near the same limit here. "))
     mkl = "MKL" in names.get("torch", "") and "intel" not in cpu.lower() and cpu != "" and slowest == "torch"
     if mkl and spread > 1.3:
         text += ("A known candidate for torch's place: MKL picks its code path by CPU vendor and may not take its "

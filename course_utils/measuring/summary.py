@@ -19,7 +19,7 @@ def summary_rows(trap: Mapping[str, tuple[timing.Measurement, timing.Measurement
     validate.instance("adds", adds, Mapping)
     cache = validate.choice("cache", cache, ("warm", "cold", "unknown"))
     rows = [(f"{fw}: matmul, time until ready / until return", intervals.speedup(ready, returned).ratio, "x",
-             "1.0: the call computed before it returned") for fw, (returned, ready) in trap.items()]
+             "1.0: computed before returning; more: returned early") for fw, (returned, ready) in trap.items()]
     for fw in runs.frameworks:
         first = runs.time("compiled", fw).first_call or 0.0
         rows.append((f"{variant_name(fw, True)} first call", first, "s",
