@@ -87,11 +87,11 @@ def clock_pairs(clocks: Mapping[str, Callable[[], Any]], *, rounds: int = 6, min
     result = {}
     for name in names:
         out = []
-        for which, label in ((0, "returned"), (1, "ready")):
+        for which, label in ((0, "at return"), (1, "when ready")):
             per_round = [[p[which] for p in found] for found in pairs[name]]
             times = tuple(t for block in per_round for t in block)
             medians = tuple(max(statistics.median(block), 1e-9) for block in per_round)
-            out.append(timing.Measurement(label=f"{name}: clock at {label}", times=times, first_call=first[name],
+            out.append(timing.Measurement(label=f"{name}: clock {label}", times=times, first_call=first[name],
                                           total=sum(times), synced=bool(which), rounds=medians))
         result[name] = (out[0], out[1])
     return result
