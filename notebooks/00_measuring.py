@@ -304,7 +304,8 @@ v_roofline = cu.display.verdict(
 v_roofline
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.measuring.story.roofline_points(v_roofline, points, figures, add_cost, matmul_rate)
+cu.measuring.story.roofline_points(v_roofline, points, figures, add_cost, matmul_rate,
+                                   cache_bytes=probe_size.last_level_cache)
 
 # %% [markdown] course={"lead": true, "minutes": 3} slideshow={"slide_type": "slide"}
 # ## 5. From a kernel's speed-up to a step's, and to money

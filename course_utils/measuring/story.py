@@ -190,11 +190,13 @@ def regimes(v: display.Verdict, bends: Mapping[str, Bend], figures: machine.Mach
 
 
 def roofline_points(v: display.Verdict, points: Sequence[roofline.Point], figures: machine.MachineFigures,
-                    add_cost: intervals.Speedup, matmul_rate: float) -> display.Prose:
-    """Section 4: the tiny add and the matmul like for like, and the points above a roof."""
+                    add_cost: intervals.Speedup, matmul_rate: float, *, cache_bytes: int = 0) -> display.Prose:
+    """Section 4: the tiny add and the matmul like for like, and the points above a roof. ``cache_bytes``: the
+    last-level cache, which a point whose bytes per call it holds can be served from (0: not known)."""
     validate.instance("figures", figures, machine.MachineFigures)
     validate.instance("add_cost", add_cost, intervals.Speedup)
     matmul_rate = validate.positive("matmul_rate", matmul_rate)
+    cache_bytes = validate.number("cache_bytes", cache_bytes, low=0, high=2**40, integer=True)
     own = figures.roofs["torch"].peak_flops if "torch" in figures.roofs else figures.peak_flops
     text = (f"A 4,096-element add took {add_cost} the time of a 4-element add. Section 2's matmul ran at "
             f"{flops(matmul_rate)}, {display.percent(matmul_rate / own)} of torch's own probe ({flops(own)}, the same "
@@ -209,12 +211,17 @@ def roofline_points(v: display.Verdict, points: Sequence[roofline.Point], figure
         text += f" The prediction failed: {v.why}."
     best = figures.best
     above = [p for p in points if roofline.share_of_roof(p, best) > 1]
-    memory = [p.label for p in above if p.intensity < best.ridge_intensity]
+    memory = [(p.label, p) for p in above if p.intensity < best.ridge_intensity]
     compute = [p.label for p in above if p.intensity >= best.ridge_intensity]
     notes = []
-    if memory:
-        notes.append(f"Above the memory roof: {', '.join(memory)}: their arrays fit in the caches, which are faster "
-                     "than the memory roof.")
+    cached = [label for label, p in memory if p.bytes <= cache_bytes]
+    if cached:
+        notes.append(f"Above the memory roof: {', '.join(cached)}: their bytes per call fit in the "
+                     f"{nbytes(cache_bytes)} last-level cache, which can serve them above the memory roof.")
+    if len(cached) < len(memory):
+        notes.append("Above the memory roof though larger than the cache: " + ", ".join(
+            label for label, p in memory if p.bytes > cache_bytes) + ": the roof is the probes' speed at their own "
+            "size and moment.")
     if compute:
         notes.append(f"Above the compute roof: {', '.join(compute)}: the roof is a probe's speed at its own size and "
                      "moment, not the machine's ceiling.")

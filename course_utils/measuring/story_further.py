@@ -117,7 +117,7 @@ def matmuls(figures: machine.MachineFigures, peak: PeakEstimate, libraries: Sequ
     text = ("Each framework's fp32 matmul probe: " + ", ".join(
         f"{fw} {flops(r)} ({names.get(fw, 'library not found')})" for fw, r in matmul.items()) + ". ")
     if len(matmul) > 1:
-        text += (f"Fastest over slowest: {spread:.2f}x (one probe each, at different moments)" + (
+        text += (f"Highest over lowest probe: {spread:.2f}x (one probe each, at different moments)" + (
             ". Each framework calls its own library (the table above), the first candidate for a gap this size on the "
             "same cores. " if spread > 1.3 else ": these libraries end near the same limit here. "))
     mkl = "MKL" in names.get("torch", "") and "intel" not in cpu.lower() and cpu != "" and slowest == "torch"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from badinput import rejects
 
-from course_utils import display, machine, measuring, probes, roofline, timing
+from course_utils import display, intervals, machine, measuring, probes, roofline, timing
 
 NAN, INF = math.nan, math.inf
 M = timing.Measurement("m", (1e-3,))
@@ -172,6 +172,8 @@ BAD_CALLS = [
     (lambda: measuring.story.machine_figures(FIGURES, None), "size"),
     (lambda: measuring.story.regimes(HELD, {}, FIGURES, [4]), "bends"),
     (lambda: measuring.story.roofline_points(HELD, [], FIGURES, None, 1e9), "add_cost"),
+    (lambda: measuring.story.roofline_points(HELD, [], FIGURES, intervals.Speedup("a", "b", 1, 1, 1, 2, "rounds"), 1e9,
+                                             cache_bytes=-1), "cache_bytes"),
     (lambda: measuring.story.money(RUNS, run_hours=-1, monthly_bill=1, saving=0.3), "run_hours"),
     (lambda: measuring.story.money(RUNS, run_hours=72, monthly_bill=1, saving=1.0), "saving"),
     (lambda: measuring.story.money(RUNS, run_hours=72, monthly_bill=NAN, saving=0.3), "monthly_bill"),

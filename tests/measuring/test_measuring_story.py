@@ -153,9 +153,12 @@ def test_roofline_points_every_branch() -> None:
     figures = _figures()
     points = [roofline.Point("tiny", 4, 32, 2e-6), roofline.Point("cached chain", 1e7, 8e6, 1e-4),
               roofline.Point("mm", 2 * 768**3, 3 * 4 * 768**2, 1e-3)]
-    held = _short(story.roofline_points(HELD, points, figures, _s(1.1, 1.05, 1.15), 1.6e11))
+    held = _short(story.roofline_points(HELD, points, figures, _s(1.1, 1.05, 1.15), 1.6e11, cache_bytes=2**25))
     assert "80% of torch's own probe" in held and "36% of the compute roof drawn" in held
-    assert "overhead dominates" in held and "Above the memory roof: cached chain" in held
+    assert "overhead dominates" in held and "Above the memory roof: cached chain: their bytes" in held
+    assert "larger than the cache" not in held
+    big = _short(story.roofline_points(HELD, points, figures, _s(1.1, 1.05, 1.15), 1.6e11, cache_bytes=2**20))
+    assert "larger than the cache: cached chain" in big
     assert "Above the compute roof: mm" in held
     failed = _short(story.roofline_points(FAILED, points[:1], figures, _s(2.0, 1.9, 2.1), 1e11))
     assert "The prediction failed: not as predicted: jax" in failed and "Above" not in failed
@@ -232,7 +235,8 @@ def test_matmuls_every_branch() -> None:
     libs = [KernelLibrary("torch", "Intel MKL 2024.2", "config"), KernelLibrary("jax", "YNNPACK", "hlo")]
     peak = PeakEstimate(2, "test", 16, "AVX-512", 2, True, 2.6, "cpuinfo")  # 333 GFLOP/s
     over = _short(story.matmuls(_figures(), peak, libs, cpu="AMD EPYC"))
-    assert "2.20x" in over and "its own library" in over and "MKL picks its code path" in over
+    assert "Highest over lowest probe: 2.20x" in over and "its own library" in over
+    assert "MKL picks its code path" in over
     assert "jax exceeds it" in over and "3.44 GHz" in over
     intel = _short(story.matmuls(_figures(), peak, libs, cpu="Intel(R) Xeon(R) Processor"))
     assert "MKL picks" not in intel
