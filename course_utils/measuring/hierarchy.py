@@ -60,30 +60,6 @@ class HierarchySweep:
             groups.setdefault(self.level_of(size), []).append(rate)
         return {level: statistics.median(rates) for level, rates in groups.items()}
 
-    def seconds_per_call(self, level: str) -> float:
-        """Median time of one copy (seconds) over the points that ``level`` holds ('L2', 'DRAM', ...)."""
-        times = [size / rate for size, rate in zip(self.working_sets, self.bandwidths) if self.level_of(size) == level]
-        if not times:
-            raise ValueError(f"level must be one of {sorted(self.plateaus())}; got {level!r}")
-        return statistics.median(times)
-
-    @property
-    def largest(self) -> float:
-        """Bandwidth (bytes/s) at the largest working set: the DRAM figure when it exceeds every cache."""
-        return self.bandwidths[-1]
-
-    def dram_from(self, tolerance: float = 0.25) -> int:
-        """Smallest working set from which every larger point stays within ``tolerance`` of the largest
-        point's bandwidth: where the sweep reaches its last plateau (which can come before the L3 size
-        the OS reports, when other tenants share that cache)."""
-        validate.number("tolerance", tolerance, low=0, high=1, low_open=True)
-        start = self.working_sets[-1]
-        for size, rate in reversed(list(zip(self.working_sets, self.bandwidths))):
-            if abs(rate - self.largest) > tolerance * self.largest:
-                break
-            start = size
-        return start
-
     @property
     def last_level_cache(self) -> int | None:
         """The largest cache the OS reports (bytes), or None when it reports none."""
@@ -97,22 +73,6 @@ class HierarchySweep:
             return ()
         return tuple((s, r) for s, r in zip(self.working_sets, self.bandwidths) if s >= multiple * llc)
 
-    def dram_plateau(self, multiple: float = DRAM_MULTIPLE, points: int = BEYOND) -> float | None:
-        """Median bandwidth (bytes/s) of the main-memory points (``dram_points``), or None when the sweep has
-        fewer than ``points`` of them (or the OS reports no cache): a plateau needs at least two points."""
-        validate.number("points", points, low=1, integer=True)
-        found = self.dram_points(multiple)
-        return statistics.median(r for _, r in found) if len(found) >= points else None
-
-    def rate_at(self, working_set: int) -> float:
-        """Bandwidth (bytes/s) measured at the sweep's working set closest to ``working_set`` (log distance)."""
-        validate.positive("working_set", working_set)
-        import math
-
-        i = min(range(len(self.working_sets)),
-                key=lambda k: abs(math.log(self.working_sets[k] / working_set)))
-        return self.bandwidths[i]
-
     def table(self) -> display.Table:
         rows = [(display.format_bytes(s), self.level_of(s), display.format_rate(r))
                 for s, r in zip(self.working_sets, self.bandwidths)]
@@ -125,8 +85,6 @@ class HierarchySweep:
 
     def _repr_html_(self) -> str:
         return self.table()._repr_html_()
-
-
 
 
 def size_cap() -> int | None:

@@ -24,23 +24,17 @@ def test_hierarchy_levels_follow_the_four_times_rule() -> None:
     assert [sweep.level_of(s) for s in sizes] == ["L1d", "L2", "L3", "L3 or DRAM", "DRAM", "DRAM"]
     assert sweep.plateaus() == {"L1d": 100e9, "L2": 80e9, "L3": 40e9, "L3 or DRAM": 25e9, "DRAM": 19.5e9}
     assert [s for s, _ in sweep.dram_points()] == [2**27, 2**28]  # 4x the 32 MiB L3 and more: 02's rule
-    assert sweep.dram_plateau() == 19.5e9 and sweep.largest == 19e9
     assert "DRAM" in repr(sweep) and "<table>" in sweep._repr_html_()
     assert measuring.HierarchySweep(sizes, (1e9,) * 6, {}).level_of(2**28) == "DRAM"
 
 
-def test_dram_plateau_needs_two_points_past_four_times_the_cache() -> None:
+def test_dram_points_start_at_four_times_the_cache() -> None:
     sizes = (2**14, 2**22, 2**25, 2**26, 2**27)
     sweep = measuring.HierarchySweep(sizes, (100e9, 40e9, 30e9, 20e9, 18e9), {"L3": 2**24})
     assert sweep.last_level_cache == 2**24
     assert [s for s, _ in sweep.dram_points()] == [2**26, 2**27]
-    assert sweep.dram_plateau() == 19e9
-    assert sweep.rate_at(2**26 + 1) == 20e9
-    assert sweep.seconds_per_call("DRAM") == pytest.approx((2**26 / 20e9 + 2**27 / 18e9) / 2)
-    with pytest.raises(ValueError, match="level"):
-        sweep.seconds_per_call("L9")
-    assert measuring.HierarchySweep(sizes[:4], (100e9, 40e9, 30e9, 20e9), {"L3": 2**24}).dram_plateau() is None
-    assert measuring.HierarchySweep(sizes, (1e9,) * 5, {}).dram_plateau() is None
+    assert [s for s, _ in sweep.dram_points(multiple=2)] == [2**25, 2**26, 2**27]
+    assert measuring.HierarchySweep(sizes, (1e9,) * 5, {}).dram_points() == ()
 
 
 def test_default_working_sets_reach_main_memory_within_the_cap() -> None:
