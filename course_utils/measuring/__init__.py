@@ -1,68 +1,51 @@
-"""Notebook 00 (measuring without fooling yourself): the memory-hierarchy sweep, the computed FP32 peak, the
-library behind each framework's matmul, the overhead sweep and its bend, speed-ups with named baselines and
-Amdahl's law, and the checkers of 00's exercises.
+"""Notebook 00 (measuring without fooling yourself): the two clock readings of one call, the learner's chains timed
+in alternating rounds (``ChainRuns``: every speed-up with its interval), the overhead sweep read off its curve, the
+memory-hierarchy sweep, the computed FP32 peak, the library behind each framework's matmul, Amdahl's law, the
+story the notebook tells from its verdicts (``story``), and the checkers of 00's exercises.
 
-The roof probes themselves are core (``course_utils.roofline``, ``course_utils.probes``): notebook 02 uses them too.
+The machine's roofs, page-fault cost and compiled-call cost are core (``cu.machine.figures()``): measured once per
+run and read by every notebook.
 """
 
-from course_utils.measuring import exercises, limits, plots
-from course_utils.measuring.allocator import on_fresh_pages, outputs_worth, warm_allocator
+from course_utils.measuring import exercises, limits, plots, story
+from course_utils.measuring.allocator import on_fresh_pages, outputs_worth, tensor_bytes, warm_allocator
+from course_utils.measuring.guard import LearnerCodeTimeout, deadline
 from course_utils.measuring.hierarchy import (
     DramRetime,
     HierarchySweep,
     default_working_sets,
-    drawn_roof_text,
-    levels_text,
     retime_dram,
-    roof_verdict,
+    size_cap,
     sweep_hierarchy,
 )
 from course_utils.measuring.kernels import KernelLibrary, libraries_table, matmul_libraries
-from course_utils.measuring.limits import EagerGap, cache_roof_text, chain_limits, chain_limits_text, eager_gap
-from course_utils.measuring.peak import PeakEstimate, clock_ghz, matmuls_text, theoretical_peak
-from course_utils.measuring.regimes import Bend, bend, bends, bends_table, slope_budget, slope_why, steep_top_text
-from course_utils.measuring.roofs import (
-    above_roof_text,
-    best_roof,
-    fresh_output_note,
-    load_note,
-    matmul_point_text,
-    present_frameworks,
-    probe_size_text,
-    roofs_table,
-)
+from course_utils.measuring.limits import EagerGap, eager_gap
+from course_utils.measuring.peak import PeakEstimate, clock_ghz, theoretical_peak
+from course_utils.measuring.regimes import Bend, bend, bends, bends_table
 from course_utils.measuring.speedups import (
-    ChainSpeedups,
+    ChainRuns,
     amdahl,
     amdahl_table,
     cache_state,
-    compile_phase_times,
-    first_call_text,
     share_needed,
     variant_name,
 )
+from course_utils.measuring.summary import summary_rows
 from course_utils.measuring.workloads import (
     chain_faults,
     chain_inputs,
-    chain_runs,
-    dispatch_trap,
-    host_copy_runs,
-    host_copy_text,
-    matmul_workload,
+    clock_pairs,
     overhead_sweep,
+    sweep_sizes,
+    time_chains,
     torch_device,
-    torch_eager_threads,
 )
 
 __all__ = [
-    "above_roof_text", "amdahl", "amdahl_table", "Bend", "bend", "bends", "bends_table", "best_roof",
-    "cache_roof_text", "cache_state", "chain_faults", "chain_inputs", "chain_limits", "chain_limits_text",
-    "chain_runs", "ChainSpeedups", "clock_ghz", "compile_phase_times", "default_working_sets", "dispatch_trap",
-    "DramRetime", "drawn_roof_text", "eager_gap", "EagerGap", "exercises", "first_call_text", "fresh_output_note",
-    "HierarchySweep", "host_copy_runs", "host_copy_text", "KernelLibrary", "levels_text",
-    "libraries_table", "limits", "load_note", "matmul_libraries", "matmul_point_text", "matmul_workload",
-    "matmuls_text", "on_fresh_pages", "outputs_worth", "overhead_sweep", "PeakEstimate", "plots",
-    "present_frameworks", "probe_size_text", "retime_dram", "roof_verdict", "roofs_table", "share_needed",
-    "slope_budget", "slope_why", "steep_top_text", "sweep_hierarchy", "theoretical_peak", "torch_device",
-    "torch_eager_threads", "variant_name", "warm_allocator",
+    "amdahl", "amdahl_table", "Bend", "bend", "bends", "bends_table", "cache_state", "chain_faults", "chain_inputs",
+    "ChainRuns", "clock_ghz", "clock_pairs", "deadline", "default_working_sets", "DramRetime", "eager_gap", "EagerGap",
+    "exercises", "HierarchySweep", "KernelLibrary", "LearnerCodeTimeout", "libraries_table", "limits",
+    "matmul_libraries", "on_fresh_pages", "outputs_worth", "overhead_sweep", "PeakEstimate", "plots", "retime_dram",
+    "share_needed", "size_cap", "story", "summary_rows", "sweep_hierarchy", "sweep_sizes", "tensor_bytes",
+    "theoretical_peak", "time_chains", "torch_device", "variant_name", "warm_allocator",
 ]

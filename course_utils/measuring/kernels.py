@@ -22,6 +22,11 @@ class KernelLibrary:
     library: str
     evidence: str
 
+    def __post_init__(self) -> None:
+        validate.text("framework", self.framework)
+        validate.text("library", self.library)
+        validate.instance("evidence", self.evidence, str)
+
 
 def _from_hlo(framework: str, hlo: str) -> KernelLibrary:
     return KernelLibrary(framework, *compiled.hlo_summary(hlo).library())
@@ -77,6 +82,7 @@ def tensorflow_library(n: int = 512) -> KernelLibrary:
 def matmul_libraries(frameworks: tuple[str, ...] | list[str], n: int = 512) -> list[KernelLibrary]:
     """The library behind each framework's fp32 matmul (n x n, the size matters for XLA's choice)."""
     validate.non_empty("frameworks", frameworks)
+    n = validate.number("n", n, low=2, high=16384, integer=True)
     found = []
     for name in frameworks:
         if isinstance(name, str) and name.strip().lower() == "numpy":
@@ -91,7 +97,9 @@ def matmul_libraries(frameworks: tuple[str, ...] | list[str], n: int = 512) -> l
 def libraries_table(libraries: list[KernelLibrary], flops: dict[str, float] | None = None) -> display.Table:
     """One row per framework: library, evidence, and the matmul FLOP/s measured with it (when given)."""
     validate.non_empty("libraries", libraries)
-    flops = flops or {}
+    for i, lib in enumerate(libraries):
+        validate.instance(f"libraries[{i}]", lib, KernelLibrary)
+    flops = {k: validate.positive(f"flops[{k!r}]", v) for k, v in validate.instance("flops", flops or {}, dict).items()}
     rows = [(lib.framework, lib.library, display.format_flops(flops[lib.framework]) if lib.framework in flops
              else "not measured", lib.evidence) for lib in libraries]
     return display.table(["framework", "fp32 matmul library", "measured matmul", "how we know"], rows,

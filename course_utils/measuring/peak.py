@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,7 +75,7 @@ def theoretical_peak(cores: int | None = None) -> PeakEstimate:
     if cores is None:
         cores, cores_source = _cores()
     else:
-        cores, cores_source = validate.positive("cores", cores, integer=True), "given"
+        cores, cores_source = validate.number("cores", cores, low=1, high=4096, integer=True), "given"
     flags = set(env.simd_flags())
     lanes, isa = next(((n, name) for flag, n, name in _LANES if flag in flags), (1, "scalar"))
     fma = "fma" in flags or "avx512f" in flags or isa == "NEON"
@@ -117,29 +116,3 @@ def clock_ghz() -> tuple[float | None, str]:
                 mhz = float(line.split(":", 1)[1])
                 return mhz / 1e3, "'cpu MHz' in /proc/cpuinfo (a VM reports the host's nominal clock, not turbo)"
     return None, "not reported by this OS"
-
-
-def matmuls_text(matmuls: Mapping[str, float], peak: PeakEstimate) -> str:
-    """Every measured matmul (label -> FLOP/s) against the computed peak; where one exceeds it, the clock the
-    formula would need for it (computed from its other factors) against the clock it used."""
-    validate.non_empty("matmuls", matmuls)
-    validate.instance("peak", peak, PeakEstimate)
-    flops = peak.flops
-    if not flops or not peak.ghz:
-        return "No computed peak to compare with: this OS does not report the clock. "
-    text = ("Against the computed peak (" + display.format_flops(flops) + "): "
-            + ", ".join(f"{label} {display.format_flops(v)} ({display.percent(v / flops)})"
-                        for label, v in matmuls.items()) + ". ")
-    over = {label: v for label, v in matmuls.items() if v > flops}
-    if not over:
-        return text + ("The gap is what the formula cannot see: the clock under heavy vector load, the FMA units "
-                       "really present, how well the library's blocking suits this cache, and the threads it got. ")
-    fastest = max(over, key=over.get)
-    needed = over[fastest] / (flops / peak.ghz)
-    return text + (f"{', '.join(over)} exceed{'s' if len(over) == 1 else ''} it: with the formula's other factors "
-                   f"({peak.cores} cores x {peak.lanes} lanes x {peak.fma_units} FMA units x "
-                   f"{2 if peak.fma else 1}), {display.format_flops(over[fastest])} needs a clock of at least "
-                   f"{needed:.2f} GHz (computed), above the {peak.ghz:.2f} GHz it took from {peak.clock_source}. "
-                   f"That rests on the {peak.fma_units} FMA units per core the formula assumes (the flags do not "
-                   "say): if that is right, the cores ran faster than that clock (a boost clock this source does "
-                   "not report); this run measures neither the units nor the clock. ")

@@ -6,11 +6,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from course_utils import display, plotting, timing, validate
-from course_utils.measuring.hierarchy import HierarchySweep
+from course_utils.measuring.hierarchy import DRAM_MULTIPLE, HierarchySweep
 from course_utils.measuring.regimes import Bend
+from course_utils.measuring.speedups import variant_name
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
 
 def hierarchy_plot(sweep: HierarchySweep, *, roof: float | None = None, title: str | None = None) -> Figure:
     """Copy bandwidth (GB/s) against working set (log), each cache level the OS reports marked."""
@@ -22,26 +24,44 @@ def hierarchy_plot(sweep: HierarchySweep, *, roof: float | None = None, title: s
         ax.axvline(size, color="#999999", linewidth=1, linestyle="--")
         ax.annotate(name, (size, 0.98), xycoords=("data", "axes fraction"), xytext=(3, -10),
                     textcoords="offset points", fontsize=8, color="#555555")
+    llc = sweep.last_level_cache
+    if llc:
+        ax.axvline(DRAM_MULTIPLE * llc, color="#555555", linewidth=1, linestyle="-.")
+        ax.annotate(f"{DRAM_MULTIPLE}x last-level cache: main memory", (DRAM_MULTIPLE * llc, 0.05),
+                    xycoords=("data", "axes fraction"), xytext=(-3, 0), textcoords="offset points", fontsize=8,
+                    color="#555555", ha="right")
     if roof is not None:
         ax.axhline(validate.positive("roof", roof) / 1e9, color="#222222", linewidth=1, linestyle=":",
-                   label=f"roof used below: {roof / 1e9:.1f} GB/s")
+                   label=f"memory roof (machine figure): {roof / 1e9:.1f} GB/s")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("working set: source + destination (bytes, log scale)")
     ax.set_ylabel("copy bandwidth (GB/s, read + write; log scale)")
     ax.set_title(title or "Memory hierarchy: bandwidth against working-set size")
+    ax.set_xlim(right=max(max(sweep.working_sets), DRAM_MULTIPLE * (llc or 0)) * 1.5)
     ax.legend(fontsize=8, loc="lower left")
     return fig
 
 
 def overhead_sweep_plot(sizes: Sequence[int], series: Mapping[str, Sequence[timing.Measurement]],
-                        found: Mapping[str, Bend], *, title: str | None = None) -> Figure:
-    """Two panels, eager variants beside compiled ones: time per call (log-log, the bar charts' unit), a
-    slope-1 reference line, and each series' bend marked."""
+                        found: Mapping[str, Bend], *, call_cost: Mapping[str, float] | None = None,
+                        title: str | None = None) -> Figure:
+    """Two panels, eager variants beside compiled ones: time per call (log-log, the bar charts' unit) with its
+    quartile band, a slope-1 reference line, each series' bend (twice its floor) marked, and on the compiled
+    panel one compiled call's fixed cost per framework (``call_cost``: framework -> seconds, the machine figure)
+    as a dashed line."""
     import numpy as np
 
     validate.non_empty("sizes", sizes)
+    validate.instance("series", series, Mapping)
     validate.non_empty("series", series)
+    validate.instance("found", found, Mapping)
+    for label, ms in series.items():
+        if isinstance(ms, (str, bytes)) or len(ms) != len(sizes):
+            raise ValueError(f"series[{label!r}] must hold one measurement per size ({len(sizes)})")
+    costs = {validate.framework(fw, "call_cost"): validate.positive(f"call_cost[{fw!r}]", c)
+             for fw, c in (call_cost or {}).items()}
+    compiled_names = {variant_name(fw, True): fw for fw in costs}
     groups = {"eager": [k for k in series if "eager" in k or "op-by-op" in k]}
     groups["compiled"] = [k for k in series if k not in groups["eager"]]
     scale, unit = display.time_unit(min(m.median for ms in series.values() for m in ms))
@@ -53,9 +73,11 @@ def overhead_sweep_plot(sizes: Sequence[int], series: Mapping[str, Sequence[timi
             color = plotting.color_for(label, i)
             ax.plot(x, [m.median / scale for m in ms], marker="o", markersize=3, color=color, label=label)
             ax.fill_between(x, [m.p25 / scale for m in ms], [m.p75 / scale for m in ms], color=color, alpha=0.2)
-            if label in found and x[0] <= found[label].size <= x[-1]:
-                b = found[label]
+            b = found.get(label)
+            if b is not None and b.size is not None:
                 ax.scatter([b.size], [2 * b.floor / scale], marker="x", s=60, color=color, zorder=3)
+            if label in compiled_names:
+                ax.axhline(costs[compiled_names[label]] / scale, color=color, linestyle="--", linewidth=1)
         if labels:
             top = min(series[label][-1].median for label in labels) / scale
             bottom = min(m.median for label in labels for m in series[label]) / scale
@@ -66,7 +88,8 @@ def overhead_sweep_plot(sizes: Sequence[int], series: Mapping[str, Sequence[timi
         ax.set_yscale("log")
         ax.set_xlabel("elements (log scale)")
         ax.set_ylabel(f"time per call ({unit}, median)")
-        ax.set_title(f"{group}: x marks the bend")
+        ax.set_title(f"{group}: x marks the bend" + (" (dashed: fixed cost of a compiled call)"
+                                                     if group == "compiled" and costs else ""))
         ax.legend(fontsize=8, loc="upper left")
     fig.suptitle(title or "x + 1: the overhead floor, then the bandwidth slope")
     return fig

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from course_utils import display, timing, validate
+from course_utils import display, intervals, timing, validate
 
 _NAMES = {"torch": ("torch eager", "torch.compile"), "jax": ("jax op-by-op", "jax.jit"),
           "tensorflow": ("tensorflow eager", "tf.function(jit_compile)")}
@@ -45,57 +45,126 @@ def share_needed(target: float, speedup: float) -> float:
     return (1 - 1 / target) / (1 - 1 / speedup)
 
 
-@dataclass(frozen=True, repr=False)
-class ChainSpeedups:
-    """Eager and compiled times of one kernel per framework, and the speed-ups between them, baselines named."""
+EAGER, COMPILED = "eager", "compiled"
+EAGER_POLY, COMPILED_POLY = "eager, no tanh", "compiled, no tanh"
 
-    eager: Mapping[str, timing.Measurement]
-    compiled: Mapping[str, timing.Measurement]
-    # framework -> (eager, compiled) page faults per call in outputs' worth (``chain_faults``), where measured
-    faults: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+
+def short(s: intervals.Speedup) -> str:
+    """'3.04x (2.95x to 3.12x)': a speed-up and its interval, for a table cell."""
+    validate.instance("s", s, intervals.Speedup)
+    return f"{s.ratio:.3g}x ({s.low:.3g}x to {s.high:.3g}x)"
+
+
+@dataclass(frozen=True, repr=False)
+class ChainRuns:
+    """The chain's times from one ``timing.interleaved`` call: variant ("eager", "compiled", and optionally
+    "eager, no tanh", "compiled, no tanh") -> framework -> Measurement. Any two pair by round, so every speed-up
+    here comes with its interval (``cu.intervals.speedup``), its baseline named."""
+
+    runs: Mapping[str, Mapping[str, timing.Measurement]]
 
     def __post_init__(self) -> None:
-        validate.non_empty("eager", self.eager)
-        if set(self.eager) != set(self.compiled):
-            raise ValueError(f"compiled must have the frameworks of eager {sorted(self.eager)}; "
-                             f"got {sorted(self.compiled)}")
+        validate.instance("runs", self.runs, Mapping)
+        for variant in (EAGER, COMPILED):
+            if variant not in self.runs:
+                raise ValueError(f"runs must hold {variant!r}; got {sorted(self.runs)}")
+        frameworks = set(validate.non_empty(f"runs[{EAGER!r}]", self.runs[EAGER]))
+        counts = set()
+        for variant, found in self.runs.items():
+            validate.instance(f"runs[{variant!r}]", found, Mapping)
+            if set(found) != frameworks:
+                raise ValueError(f"runs[{variant!r}] must hold the frameworks of runs['eager'] {sorted(frameworks)}; "
+                                 f"got {sorted(found)}")
+            for fw, m in found.items():
+                validate.instance(f"runs[{variant!r}][{fw!r}]", m, timing.Measurement)
+                counts.add(len(m.rounds))
+        if min(counts) < 2 or len(counts) > 1:
+            raise ValueError(f"runs must come from one cu.timing.interleaved call (the same rounds, at least 2); "
+                             f"got round counts {sorted(counts)}")
 
-    def own(self, framework: str) -> float:
+    @property
+    def frameworks(self) -> list[str]:
+        return list(self.runs[EAGER])
+
+    @property
+    def has_polynomial(self) -> bool:
+        return EAGER_POLY in self.runs and COMPILED_POLY in self.runs
+
+    def _pair(self, tanh: bool) -> tuple[str, str]:
+        validate.instance("tanh", tanh, bool)
+        if not tanh and not self.has_polynomial:
+            raise ValueError(f"tanh=False needs runs for {EAGER_POLY!r} and {COMPILED_POLY!r}")
+        return (EAGER, COMPILED) if tanh else (EAGER_POLY, COMPILED_POLY)
+
+    def _fw(self, framework: str) -> str:
+        return validate.choice("framework", validate.framework(framework), tuple(self.frameworks))
+
+    def time(self, variant: str, framework: str) -> timing.Measurement:
+        variant = validate.choice("variant", variant, tuple(self.runs))
+        return self.runs[variant][self._fw(framework)]
+
+    def own(self, framework: str, *, tanh: bool = True) -> intervals.Speedup:
         """Compiled over the same framework's eager (baseline: that framework's eager)."""
-        framework = validate.choice("framework", validate.framework(framework), tuple(self.eager))
-        return self.eager[framework].median / self.compiled[framework].median
+        eager, compiled = self._pair(tanh)
+        fw = self._fw(framework)
+        return intervals.speedup(self.runs[eager][fw], self.runs[compiled][fw])
 
-    @property
-    def best_eager(self) -> str:
-        return min(self.eager, key=lambda f: self.eager[f].median)
+    def best(self, variant: str) -> str:
+        """The framework with the shortest median for ``variant``."""
+        found = self.runs[validate.choice("variant", variant, tuple(self.runs))]
+        return min(found, key=lambda fw: found[fw].median)
 
-    @property
-    def best_compiled(self) -> str:
-        return min(self.compiled, key=lambda f: self.compiled[f].median)
-
-    @property
-    def best_vs_best(self) -> float:
+    def best_vs_best(self, *, tanh: bool = True) -> intervals.Speedup:
         """Fastest compiled over fastest eager: what compiling buys a team free to pick any framework."""
-        return self.eager[self.best_eager].median / self.compiled[self.best_compiled].median
+        eager, compiled = self._pair(tanh)
+        return intervals.speedup(self.runs[eager][self.best(eager)], self.runs[compiled][self.best(compiled)])
+
+    def eager_spread(self) -> intervals.Speedup | None:
+        """How many times longer the slowest eager runtime took than the fastest (baseline: the slowest); None
+        with one framework."""
+        found = self.runs[EAGER]
+        if len(found) < 2:
+            return None
+        slow = max(found, key=lambda fw: found[fw].median)
+        return intervals.speedup(found[slow], found[self.best(EAGER)])
+
+    def tanh_cost(self, framework: str) -> intervals.Speedup:
+        """The compiled chain without its tanh over the compiled chain (baseline: with tanh)."""
+        self._pair(False)
+        fw = self._fw(framework)
+        return intervals.speedup(self.runs[COMPILED][fw], self.runs[COMPILED_POLY][fw])
+
+    def first_call_ratio(self, framework: str) -> float:
+        """The compiled chain's first call (its compile) over its steady median call."""
+        m = self.runs[COMPILED][self._fw(framework)]
+        if m.first_call is None:
+            raise ValueError(f"the compiled {framework} chain has no first call recorded")
+        return m.first_call / m.median
 
     def table(self) -> display.Table:
-        def faults(*frameworks: str) -> str:
-            found = [self.faults.get(f) for f in frameworks]
-            return " / ".join("-" if p is None else f"{p[int(i)]:.1f}" for p, i in zip(found, (0, 1)))
-
-        rows = [(variant_name(f, True), variant_name(f, False), display.format_time(self.eager[f].median),
-                 display.format_time(self.compiled[f].median), display.ratio(self.own(f)), faults(f, f))
-                for f in self.eager]
-        rows.append((f"best compiled ({variant_name(self.best_compiled, True)})",
-                     f"best eager ({variant_name(self.best_eager, False)})",
-                     display.format_time(self.eager[self.best_eager].median),
-                     display.format_time(self.compiled[self.best_compiled].median), display.ratio(self.best_vs_best),
-                     faults(self.best_eager, self.best_compiled)))
-        return display.table(["compiled", "baseline", "baseline time", "compiled time", "speed-up",
-                              "page faults / call, baseline / compiled"], rows,
-                             title="Steady-state speed-ups, each against a named baseline (median per call)",
-                             note="page faults in outputs' worth (the chain's output in 4 KiB pages, from getrusage): "
-                                  "fresh memory each call; '-' where not measured")
+        fmt = display.format_time
+        rows = []
+        for fw in self.frameworks:
+            row = [variant_name(fw, True), variant_name(fw, False), fmt(self.runs[EAGER][fw].median),
+                   fmt(self.runs[COMPILED][fw].median), short(self.own(fw))]
+            if self.has_polynomial:
+                row.append(short(self.own(fw, tanh=False)))
+            rows.append(tuple(row))
+        best = [f"best compiled ({variant_name(self.best(COMPILED), True)})",
+                f"best eager ({variant_name(self.best(EAGER), False)})",
+                fmt(self.runs[EAGER][self.best(EAGER)].median), fmt(self.runs[COMPILED][self.best(COMPILED)].median),
+                short(self.best_vs_best())]
+        if self.has_polynomial:
+            best.append(short(self.best_vs_best(tanh=False)))
+        rows.append(tuple(best))
+        n = len(next(iter(self.runs[EAGER].values())).rounds)
+        columns = ["compiled", "baseline", "baseline time", "compiled time", "speed-up"]
+        if self.has_polynomial:
+            columns.append("speed-up without tanh")
+        return display.table(columns, rows, title="Steady state: each compiled chain against a named baseline",
+                             note=f"median per call; speed-ups with their 95% interval over {n} paired rounds "
+                                  "(cu.intervals.speedup); the last column times the same chain with tanh replaced by "
+                                  "the identity (its best-vs-best row pairs the fastest of those)")
 
     def __repr__(self) -> str:
         return repr(self.table())
@@ -104,59 +173,38 @@ class ChainSpeedups:
         return self.table()._repr_html_()
 
 
-def amdahl_table(kernel_speedup: float, shares: Sequence[float] = (0.1, 0.3, 0.5, 0.9)) -> display.Table:
-    """Computed step speed-ups when the kernel takes each share of the eager step and the rest runs as before."""
-    kernel_speedup = validate.positive("kernel_speedup", kernel_speedup)
+def amdahl_table(kernels: Mapping[str, float], shares: Sequence[float] = (0.1, 0.3, 0.5, 0.9)) -> display.Table:
+    """Computed step speed-ups when a kernel (label -> its measured speed-up) takes each share of the eager step
+    and the rest runs as before: one column per kernel."""
+    validate.instance("kernels", kernels, Mapping)
+    validate.non_empty("kernels", kernels)
+    speeds = {validate.text("kernels key", k): validate.positive(f"kernels[{k!r}]", v) for k, v in kernels.items()}
+    if isinstance(shares, (str, bytes)):
+        raise TypeError(f"shares must be a list or tuple of fractions; got str {shares!r}")
     validate.non_empty("shares", shares)
-    rows = [(display.percent(w), display.ratio(amdahl([w, 1 - w], [kernel_speedup, 1.0]))) for w in shares]
-    return display.table(["kernel's share of the eager step", "step speed-up (computed, Amdahl)"], rows,
-                         title=f"A {kernel_speedup:.2f}x kernel inside a step")
+    checked = [validate.fraction(f"shares[{i}]", w) for i, w in enumerate(shares)]
+    rows = [(display.percent(w), *(display.ratio(amdahl([w, 1 - w], [s, 1.0])) for s in speeds.values()))
+            for w in checked]
+    return display.table(["kernel's share of the eager step",
+                          *(f"step speed-up, {k} ({display.ratio(s)}; computed)" for k, s in speeds.items())], rows,
+                         title="A kernel's speed-up inside a step (Amdahl's law, computed)")
 
 
 def cache_state(before: Mapping[str, int], after: Mapping[str, int]) -> str:
-    """'warm' when the compiles between two snapshots all hit Inductor's cache, 'cold' when any missed."""
-    hits = validate.non_negative("after['hits']", after["hits"]) - before["hits"]
-    misses = validate.non_negative("after['misses']", after["misses"]) - before["misses"]
+    """'warm' when the compiles between two snapshots (``cu.compiled.inductor_cache_counts``) all hit
+    torch.compile's on-disk cache, 'cold' when any missed, 'unknown' when none was counted."""
+    counts = {}
+    for name, found in (("before", before), ("after", after)):
+        validate.instance(name, found, Mapping)
+        for key in ("hits", "misses"):
+            if key not in found:
+                raise ValueError(f"{name} must hold 'hits' and 'misses' (cu.compiled.inductor_cache_counts()); "
+                                 f"got {sorted(found)}")
+            counts[name, key] = validate.non_negative(f"{name}[{key!r}]", found[key], integer=True)
+    hits = counts["after", "hits"] - counts["before", "hits"]
+    misses = counts["after", "misses"] - counts["before", "misses"]
+    if hits < 0 or misses < 0:
+        raise ValueError("after must be taken after before: its counts are smaller")
     if misses > 0:
         return "cold"
     return "warm" if hits > 0 else "unknown"
-
-
-_PHASES = (("_compile.compile_inner", "Dynamo's whole compile"), ("bytecode_tracing", "tracing the bytecode"),
-           ("build_guards", "building guards"), ("OutputGraph.call_user_compiler", "the backend"),
-           ("PyCodeCache.load_by_key_path", "loading the generated code"), ("compile_file", "C++ compiles"))
-
-
-def compile_phase_times() -> dict[str, float]:
-    """Seconds per torch.compile phase so far in this process, from Dynamo's own timers (summed per phase);
-    {} where this torch keeps none (snapshot before and after a first call)."""
-    try:
-        from torch._dynamo.utils import compilation_time_metrics
-    except ImportError:
-        return {}
-    return {name: float(sum(times)) for name, times in compilation_time_metrics.items()}
-
-
-def first_call_text(first_call: float, cache: str, before: Mapping[str, float], after: Mapping[str, float]) -> str:
-    """One sentence: torch.compile's first call, the Inductor cache state (``cache_state``) and what Dynamo's
-    timers (``compile_phase_times`` snapshots ``before`` and ``after`` it) say it spent; where they say nothing,
-    what else the first call paid is not established."""
-    first_call = validate.positive("first_call", first_call)
-    cache = validate.choice("cache", cache, ("warm", "cold", "unknown"))
-    spent = {name: after.get(name, 0.0) - before.get(name, 0.0) for name, _ in _PHASES}
-    words = {"warm": "a **warm** Inductor cache (every graph was found in the cache an earlier run left on disk)",
-             "cold": "a **cold** Inductor cache (the code was generated in this call)",
-             "unknown": "an Inductor cache state this run could not tell"}
-    text = f"torch.compile's first call took {display.format_time(first_call)} with {words[cache]}"
-    if spent["_compile.compile_inner"] <= 0:
-        return text + (". What it paid beside the cache (Dynamo's tracing and guards, starting compile workers are "
-                       "candidates) is not established by this run: this torch's Dynamo timers recorded nothing. ")
-    parts = ", ".join(f"{label} {display.format_time(spent[name])}" for name, label in _PHASES[1:] if spent[name] > 0)
-    text += (f". Dynamo's own timers put {display.format_time(spent['_compile.compile_inner'])} of it in compiling "
-             f"({parts}; the phases nest, so they do not add up)")
-    if cache == "warm" and spent["compile_file"] > 0:
-        text += (f": even with the cache warm, {display.format_time(spent['compile_file'])} went to C++ compiles, "
-                 "which the cache lookup did not spare; why is not established by this run")
-    rest = first_call - spent["_compile.compile_inner"]
-    return text + (f". The remaining {display.format_time(rest)} is the call itself and what the timers do not "
-                   "cover. " if rest > 0 else ". ")

@@ -1,21 +1,38 @@
-"""Notebook 00's workloads in each framework present: a matmul (the async-dispatch trap), the gelu chain
-eager and compiled (first call and steady state), and ``x + 1`` over sizes (overhead, then bandwidth)."""
+"""Notebook 00's measurements of the learner's own functions: the two clock readings of one call (the async-dispatch
+trap), the chains eager and compiled in alternating rounds, and ``x + 1`` over sizes (overhead, then bandwidth).
+
+The learner writes the functions (``torch.compile(...)``, ``jax.jit(...)``, the clock around a call); these
+helpers only call and time them, under a deadline (``guard``) so that a function that never returns cannot hang
+the notebook.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import math
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from course_utils import display, env, interop, models, timing, validate
-from course_utils.measuring.allocator import outputs_worth, tensor_bytes
-from course_utils.measuring.speedups import variant_name
+from course_utils import env, timing, validate
+from course_utils.measuring.allocator import outputs_worth
+from course_utils.measuring.bounds import MAX_ELEMENTS, fits
+from course_utils.measuring.guard import deadline, name_of
+from course_utils.measuring.speedups import ChainRuns, variant_name
+
+MAX_SWEEP_POINTS = 40
 
 
 def _frameworks(frameworks: Sequence[str]) -> list[str]:
     validate.non_empty("frameworks", frameworks)
     return [validate.framework(f, "frameworks") for f in frameworks]
+
+
+def _mapping(name: str, value: Any) -> Mapping[str, Any]:
+    validate.instance(name, value, Mapping)
+    return validate.non_empty(name, value)
 
 
 def torch_device() -> str:
@@ -24,63 +41,72 @@ def torch_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def matmul_workload(framework: str, n: int) -> tuple[Callable[..., Any], tuple[Any, ...]]:
-    """(fn, args) multiplying an n x n fp32 matrix by itself: torch.mm, jax.jit(a @ a), tf.linalg.matmul."""
-    framework = validate.framework(framework)
-    n = validate.number("n", n, low=2, high=32768, integer=True)
-    if framework == "torch":
-        import torch
-
-        x = torch.randn(n, n, device=torch_device())
-        return torch.mm, (x, x)
-    if framework == "jax":
-        import jax
-
-        return jax.jit(lambda a: a @ a), (jax.random.normal(jax.random.key(0), (n, n)),)
-    tf = env.import_tensorflow()
-    return tf.linalg.matmul, (tf.random.normal((n, n), seed=0),) * 2
+def _clock_pair(name: str, fn: Callable[[], Any]) -> tuple[float, float]:
+    got = fn()
+    if (isinstance(got, (str, bytes)) or not isinstance(got, Sequence) or len(got) != 2
+            or not all(isinstance(v, (int, float, np.floating, np.integer)) and not isinstance(v, bool) for v in got)):
+        raise TypeError(f"{name} ({name_of(fn)}) must return two numbers, (seconds until the call returned, seconds "
+                        f"until its result was ready); got {got!r}")
+    returned, ready = (float(v) for v in got)
+    if not (math.isfinite(returned) and math.isfinite(ready)) or returned < 0 or ready < returned:
+        raise ValueError(f"{name} ({name_of(fn)}) must return 0 <= returned <= ready (seconds, read from one clock); "
+                         f"got ({returned!r}, {ready!r})")
+    return returned, ready
 
 
-Timings = dict[str, timing.Measurement]
-
-
-def dispatch_trap(frameworks: Sequence[str], n: int) -> tuple[Timings, Timings]:
-    """(naive, synchronised) timings of an n x n matmul per framework: the clock read when the call returns,
-    and ``timing.benchmark``'s, which waits for the result."""
-    naive, honest = {}, {}
-    for framework in _frameworks(frameworks):
-        fn, args = matmul_workload(framework, n)
-        naive[framework] = timing.dispatch_only(fn, *args, label=f"{framework} naive")
-        honest[framework] = timing.benchmark(fn, *args, label=f"{framework} synchronised")
-    return naive, honest
-
-
-def host_copy_runs(frameworks: Sequence[str], n: int, *, min_time: float = 0.4,
-                   ) -> dict[str, tuple[timing.Measurement, timing.Measurement, bool]]:
-    """Per framework: (the n x n matmul timed with ``np.asarray`` of its result and no other wait, the same
-    matmul synchronised, whether the host copy copied bytes), the two timed in alternating rounds
-    (``interleaved``) so that they see the same moments. It copies nothing where two conversions of one result
-    share memory: NumPy then views the framework's own buffer (CPU tensors), and the time is the wait alone."""
-    found = {}
-    for framework in _frameworks(frameworks):
-        fn, args = matmul_workload(framework, n)
-        result = timing.sync(fn(*args))
-        copied = not np.shares_memory(interop.to_numpy(result), interop.to_numpy(result))
-        runs = timing.interleaved({"host copy": lambda f=fn, a=args: interop.to_numpy(f(*a)),
-                            "synchronised": lambda f=fn, a=args: f(*a)},
-                           min_time=min_time, sync={"host copy": False})
-        found[framework] = (runs["host copy"], runs["synchronised"], copied)
-    return found
+def clock_pairs(clocks: Mapping[str, Callable[[], Any]], *, rounds: int = 6, min_time: float = 0.6,
+                timeout: float = 120.0) -> dict[str, tuple[timing.Measurement, timing.Measurement]]:
+    """Call each of the learner's ``clocks`` (framework -> a function timing one call and returning (seconds until
+    it returned, seconds until its result was ready)) over ``rounds`` alternating rounds, ``min_time`` seconds per
+    function in all (a tenth at smoke size), after one untimed call (the first call, reported apart):
+    {framework: (returned, ready)}, two Measurements whose per-round medians pair for ``cu.intervals.speedup``.
+    Past ``timeout`` seconds in all it raises ``LearnerCodeTimeout`` naming the function."""
+    clocks = _mapping("clocks", clocks)
+    for name, fn in clocks.items():
+        validate.framework(name, "clocks")
+        validate.function(f"clocks[{name!r}]", fn)
+    rounds = validate.number("rounds", rounds, low=2, high=100, integer=True)
+    min_time = validate.number("min_time", min_time, low=0, high=60, low_open=True) * env.time_scale()
+    timeout = validate.number("timeout", timeout, low=0, high=3600, low_open=True)
+    names = list(clocks)
+    first = {}
+    pairs: dict[str, list[list[tuple[float, float]]]] = {name: [] for name in names}
+    with deadline(timeout, "clocks[" + ", ".join(repr(n) for n in names) + "]"):
+        for name in names:
+            start = time.perf_counter()
+            _clock_pair(f"clocks[{name!r}]", clocks[name])
+            first[name] = time.perf_counter() - start
+        for r in range(rounds):
+            for name in names[r % len(names):] + names[:r % len(names)]:
+                found, until = [], time.perf_counter() + min_time / rounds
+                while len(found) < 3 or time.perf_counter() < until:
+                    found.append(_clock_pair(f"clocks[{name!r}]", clocks[name]))
+                    if len(found) >= 10_000:
+                        break
+                pairs[name].append(found)
+    result = {}
+    for name in names:
+        out = []
+        for which, label in ((0, "at return"), (1, "when ready")):
+            per_round = [[p[which] for p in found] for found in pairs[name]]
+            times = tuple(t for block in per_round for t in block)
+            medians = tuple(max(statistics.median(block), 1e-9) for block in per_round)
+            out.append(timing.Measurement(label=f"{name}: clock {label}", times=times, first_call=first[name],
+                                          total=sum(times), synced=bool(which), rounds=medians))
+        result[name] = (out[0], out[1])
+    return result
 
 
 def chain_inputs(frameworks: Sequence[str], size: int, seed: int = 0) -> tuple[np.ndarray, Any, dict[str, tuple]]:
     """(x, bias, {framework: (x, bias) in that framework}) for ``models.gelu_chain`` over ``size`` floats."""
-    size = validate.number("size", size, low=1, integer=True)
-    rng = np.random.default_rng(validate.non_negative("seed", seed, integer=True))
-    x_np = rng.standard_normal(size, dtype=np.float32)
+    size = validate.number("size", size, low=1, high=MAX_ELEMENTS, integer=True)
+    rng = np.random.default_rng(validate.number("seed", seed, low=0, high=2**32 - 1, integer=True))
+    frameworks = _frameworks(frameworks)
+    fits("size", 4 * int(size) * (2 + len(frameworks)))  # NumPy's copy, each framework's, and one output
+    x_np = rng.standard_normal(int(size), dtype=np.float32)
     bias = np.float32(0.1)
     inputs: dict[str, tuple] = {}
-    for framework in _frameworks(frameworks):
+    for framework in frameworks:
         if framework == "torch":
             import torch
 
@@ -96,28 +122,50 @@ def chain_inputs(frameworks: Sequence[str], size: int, seed: int = 0) -> tuple[n
     return x_np, bias, inputs
 
 
-def chain_runs(inputs: dict[str, tuple]) -> tuple[Timings, Timings, dict]:
-    """(eager, compiled, compiled functions) for the gelu chain in each framework of ``inputs``."""
-    validate.non_empty("inputs", inputs)
-    eager, compiled, functions = {}, {}, {}
-    for framework, args in inputs.items():
-        framework = validate.framework(framework, "inputs")
-        chain = models.chain_for(framework)
-        functions[framework] = interop.compile_default(framework, chain)
-        eager[framework] = timing.benchmark(chain, *args, label=f"{framework} eager")
-        compiled[framework] = timing.benchmark(functions[framework], *args, label=f"{framework} compiled")
-    return eager, compiled, functions
+def time_chains(inputs: Mapping[str, tuple], variants: Mapping[str, Mapping[str, Callable[..., Any]]], *,
+                rounds: int = 6, min_time: float = 0.5, timeout: float = 600.0) -> ChainRuns:
+    """Time every function of ``variants`` (variant name -> {framework: f(x, bias)}, e.g. "eager", "compiled")
+    on that framework's ``inputs`` in ``rounds`` alternating rounds (``timing.interleaved``), ``min_time`` seconds
+    per function in all: one call, so that any two of them pair into an interval. A compiled function's first
+    call (its compile) is the first round's and is reported apart. Past ``timeout`` seconds in all it raises
+    ``LearnerCodeTimeout``."""
+    inputs = _mapping("inputs", inputs)
+    variants = _mapping("variants", variants)
+    rounds = validate.number("rounds", rounds, low=2, high=100, integer=True)
+    min_time = validate.number("min_time", min_time, low=0, high=60, low_open=True)
+    timeout = validate.number("timeout", timeout, low=0, high=3600, low_open=True)
+    calls: dict[str, Callable[[], Any]] = {}
+    for variant, fns in variants.items():
+        validate.text("variants key", variant)
+        for framework, fn in _mapping(f"variants[{variant!r}]", fns).items():
+            name = validate.framework(framework, f"variants[{variant!r}]")
+            if name not in inputs:
+                raise ValueError(f"variants[{variant!r}] names {name!r}, which inputs lacks; inputs has "
+                                 f"{sorted(inputs)}")
+            args = tuple(inputs[name])
+            validate.function(f"variants[{variant!r}][{name!r}]", fn)
+            calls[f"{name} {variant}"] = lambda f=fn, a=args: f(*a)
+    with deadline(timeout, "the chains of variants " + ", ".join(repr(v) for v in variants)):
+        found = timing.interleaved(calls, rounds=rounds, min_time=min_time)
+    runs = {variant: {validate.framework(fw): found[f"{validate.framework(fw)} {variant}"] for fw in fns}
+            for variant, fns in variants.items()}
+    return ChainRuns(runs)
 
 
-def chain_faults(inputs: dict[str, tuple], compiled: dict[str, Callable[..., Any]]) -> dict[str, tuple[float, float]]:
-    """Page faults per call of the eager and the compiled chain in each framework of ``inputs``, in outputs'
-    worth (one output's worth: the chain's output in 4 KiB pages): what fresh memory its outputs got."""
-    validate.non_empty("inputs", inputs)
+def chain_faults(inputs: Mapping[str, tuple], fns: Mapping[str, Callable[..., Any]], *,
+                 timeout: float = 120.0) -> dict[str, float]:
+    """Page faults per call of ``fns[framework](*inputs[framework])``, in outputs' worth (one output's worth: the
+    input's bytes in 4 KiB pages): how much fresh memory each call's outputs got."""
+    inputs = _mapping("inputs", inputs)
+    fns = _mapping("fns", fns)
+    timeout = validate.number("timeout", timeout, low=0, high=3600, low_open=True)
     found = {}
-    for framework, args in inputs.items():
-        size = tensor_bytes(args[0])
-        found[framework] = (outputs_worth(models.chain_for(framework), *args, output_bytes=size),
-                            outputs_worth(compiled[framework], *args, output_bytes=size))
+    for framework, fn in fns.items():
+        name = validate.framework(framework, "fns")
+        validate.function(f"fns[{name!r}]", fn)
+        args = inputs[name]
+        with deadline(timeout, f"fns[{name!r}] ({name_of(fn)})"):
+            found[name] = outputs_worth(fn, *args, output_bytes=4 * max(1, int(math.prod(tuple(args[0].shape)))))
     return found
 
 
@@ -142,87 +190,38 @@ def _add_one(framework: str, compiled: bool) -> Callable[[int], tuple[Callable[.
     return lambda s: (fn, (tf.ones([s]),))
 
 
+def sweep_sizes(top_exponent: int, *, step: int = 3) -> list[int]:
+    """Sizes 4, 4 * 2^step, ... up to 2^top_exponent elements (every ``step`` powers of two)."""
+    top = validate.number("top_exponent", top_exponent, low=4, high=31, integer=True)
+    step = validate.number("step", step, low=1, high=8, integer=True)
+    return [2**k for k in range(2, int(top) + 1, int(step))]
+
+
 def overhead_sweep(frameworks: Sequence[str], sizes: Sequence[int], *,
                    min_time: float = 0.03) -> dict[str, list[timing.Measurement]]:
-    """Time ``x + 1`` at each size, eager and compiled, in each framework: {variant name: measurements}."""
+    """Time ``x + 1`` at each size, eager and compiled (each framework's default compile), in each framework:
+    {variant name: measurements}; each point's page faults per call, in outputs' worth, ride along in
+    ``metadata["faults"]`` (fresh memory a call's output got)."""
     validate.non_empty("sizes", sizes)
-    sizes = [validate.number(f"sizes[{i}]", s, low=1, integer=True) for i, s in enumerate(sizes)]
+    if len(sizes) > MAX_SWEEP_POINTS:
+        raise ValueError(f"sizes must hold at most {MAX_SWEEP_POINTS} sizes; got {len(sizes)}")
+    sizes = [validate.number(f"sizes[{i}]", s, low=1, high=MAX_ELEMENTS, integer=True) for i, s in enumerate(sizes)]
+    if any(b <= a for a, b in zip(sizes, sizes[1:])):
+        raise ValueError("sizes must be strictly increasing")
+    fits("sizes", 3 * 4 * int(sizes[-1]))  # the largest input, its output and the one before it
     min_time = validate.number("min_time", min_time, low=0, high=10, low_open=True)
     series: dict[str, list[timing.Measurement]] = {}
     for compiled in (False, True):
         for framework in _frameworks(frameworks):
             make = _add_one(framework, compiled)
             name = variant_name(framework, compiled)
-            series[name] = [_timed(make, s, name, min_time, faults=s in sizes[-2:]) for s in sizes]
+            series[name] = [_timed(make, int(s), name, min_time) for s in sizes]
     return series
 
 
-def _timed(make: Callable[[int], tuple[Callable[..., Any], tuple]], size: int, name: str, min_time: float, *,
-           faults: bool) -> timing.Measurement:
-    """One point of the sweep; at the top sizes (``faults``) its page faults per call, in outputs' worth, ride
-    along in ``metadata["faults"]``."""
+def _timed(make: Callable[[int], tuple[Callable[..., Any], tuple]], size: int, name: str,
+           min_time: float) -> timing.Measurement:
     fn, args = make(size)
     found = timing.benchmark(fn, *args, min_time=min_time, label=f"{name} {size}")
-    if faults:
-        found.metadata["faults"] = outputs_worth(fn, *args, output_bytes=4 * size)
+    found.metadata["faults"] = outputs_worth(fn, *args, output_bytes=4 * size)
     return found
-
-
-def _call(make: Callable[[int], tuple[Callable[..., Any], tuple]], size: int) -> tuple:
-    fn, args = make(size)
-    return (fn, *args)
-
-
-def torch_eager_threads(sizes: Sequence[int], *, rounds: int = 4,
-                        min_time: float = 0.2) -> dict[tuple[int, int], timing.Measurement]:
-    """torch eager ``x + 1`` at each of ``sizes`` on one thread and on torch's thread count, all timed in
-    ``rounds`` alternating rounds (``interleaved``) so that they see the same moments: {(size, threads):
-    Measurement}. Each call sets its thread count where it differs (paid by the first call, reported apart);
-    the thread count is restored after."""
-    import torch
-
-    validate.non_empty("sizes", sizes)
-    sizes = [validate.number(f"sizes[{i}]", s, low=1, integer=True) for i, s in enumerate(sizes)]
-    threads = torch.get_num_threads()
-    calls: dict[str, Callable[[], Any]] = {}
-    keys: dict[str, tuple[int, int]] = {}
-    for size in sizes:
-        fn, *args = _call(_add_one("torch", False), size)
-        for count in sorted({1, threads}):
-            name = f"{size:,} elements, {count} thread{'s' if count > 1 else ''}"
-            calls[name] = lambda f=fn, a=args, c=count: _on_threads(c, f, a)
-            keys[name] = (int(size), count)
-    try:
-        found = timing.interleaved(calls, rounds=rounds, min_time=min_time)
-    finally:
-        torch.set_num_threads(threads)
-    return {keys[name]: m for name, m in found.items()}
-
-
-def _on_threads(count: int, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
-    import torch
-
-    if torch.get_num_threads() != count:
-        torch.set_num_threads(count)
-    return fn(*args)
-
-
-def host_copy_text(host: dict[str, tuple[timing.Measurement, timing.Measurement, bool]], result_bytes: int) -> str:
-    """What ``host_copy_runs`` found, per framework: the host copy against the synchronised call with both
-    quartile ranges, whether the two lie apart (``timing.apart``), and what that difference can be."""
-    validate.non_empty("host", host)
-    fmt, parts = display.format_time, []
-    for framework, (copy, synced, copied) in host.items():
-        apart = timing.apart(copy, synced)
-        text = (f"{framework} {fmt(copy.median)} against {fmt(synced.median)} synchronised "
-                f"({copy.median / synced.median - 1:+.0%}; quartiles {timing.quartiles(copy, fmt)} against "
-                f"{timing.quartiles(synced, fmt)}: {'beyond' if apart else 'within'} the noise); ")
-        if copied:
-            text += (f"it copied the {display.format_bytes(result_bytes)} result"
-                     + (", which is the difference" if apart else ", too little to tell from the noise"))
-        else:
-            text += ("it copied nothing (NumPy viewed the framework's own buffer)"
-                     + (", yet the difference is beyond the noise: what it is, is not established by this run"
-                        if apart else ""))
-        parts.append(text)
-    return "; ".join(parts) + ". "

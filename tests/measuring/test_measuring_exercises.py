@@ -1,5 +1,5 @@
-"""course_utils.measuring.exercises: each checker accepts the right answer, refuses a wrong one, and says
-'not attempted' for None."""
+"""course_utils.measuring.exercises: each checker accepts the right answer, refuses a wrong one (naming the usual
+slip), and says 'not attempted' for None; none depends on the machine's load."""
 
 from __future__ import annotations
 
@@ -9,27 +9,31 @@ MACHINE = roofline.Machine("torch", "cpu", {"triad": 2e10}, {"mm": 1e11})
 
 
 def test_predict_matmul() -> None:
-    predicted = MACHINE.roofline_time(2 * 512**3, 3 * 4 * 512**2)
-    def check(answer: object, measured: float, drift_now: float = 1.0) -> str:
-        return exercises.evaluate("00.1", answer, machine=MACHINE, measured=measured, drift_now=drift_now).status
+    right = MACHINE.roofline_time(2 * 512**3, 3 * 4 * 512**2)  # compute-bound here: 2.68 ms
 
-    assert check(predicted, 1.5 * predicted) == "correct"
-    assert check(predicted, 0.6 * predicted) == "correct"
-    assert check(predicted, 10 * predicted) == "not yet"
-    assert check(predicted, 0.4 * predicted) == "not yet"
-    assert check(predicted, 0.4 * predicted, drift_now=3.0) == "correct"  # the roof was measured in a busy moment
-    assert check(predicted / 100, predicted) == "not yet"
-    assert check(predicted / 2, 10 * predicted) == "not yet"
-    assert check("soon", predicted) == "not yet"
-    assert exercises.evaluate("00.1", None, machine=MACHINE).status == "not attempted"
-    assert measuring.exercises.drift(MACHINE) == 1.0  # no torch probe in this machine: nothing to scale
+    def check(answer: object) -> exercises.Result:
+        return exercises.evaluate("00.1", answer, machine=MACHINE)
+
+    assert check(right).correct and check(1.04 * right).correct
+    assert "two" in check(right / 2).detail  # n³ FLOPs
+    assert "memory time" in check(3 * 4 * 512**2 / 2e10).detail
+    assert "milliseconds" in check(right * 1e3).detail
+    assert "x the roofline's bound" in check(10 * right).detail
+    assert check(-1.0).status == "not yet" and check("soon").status == "not yet"
+    assert check(None).status == "not attempted"
+    memory_bound = roofline.Machine("torch", "cpu", {"triad": 1e9}, {"mm": 1e13})
+    slip = exercises.evaluate("00.1", 2 * 512**3 / 1e13, machine=memory_bound)
+    assert "compute time" in slip.detail
 
 
 def test_host_copy() -> None:
-    assert exercises.evaluate("00.2", 1.2e-3, synchronised=1e-3, naive=1e-5).correct
-    assert exercises.evaluate("00.2", 1e-5, synchronised=1e-3, naive=1e-5).status == "not yet"  # not synchronised
-    assert exercises.evaluate("00.2", 0.2e-3, synchronised=1e-3, naive=1e-5).correct  # load between the two
-    assert exercises.evaluate("00.2", None, synchronised=1e-3, naive=1e-5).status == "not attempted"
+    def check(answer: object) -> exercises.Result:
+        return exercises.evaluate("00.2", answer, fastest_ready=1e-3, typical_ready=1.5e-3)
+
+    assert check(1.2e-3).correct and check(0.6e-3).correct and check(5e-3).correct  # load only slows
+    assert "before the result was ready" in check(1e-5).detail
+    assert "not a loop" in check(1.0).detail
+    assert check(None).status == "not attempted"
 
 
 def test_amdahl_exercise() -> None:
