@@ -17,6 +17,8 @@ import psutil
 T = TypeVar("T")
 
 FRAMEWORKS = ("torch", "jax", "tensorflow")
+MAX_ELEMENTS = 2**31  # elements of one array: 8 GiB of float32, past any machine this course runs on
+MAX_WORKING_SET = 2**36  # bytes a probe may touch: 64 GiB
 _FRAMEWORK_ALIASES = {"torch": "torch", "pytorch": "torch", "jax": "jax",
                       "tensorflow": "tensorflow", "tf": "tensorflow"}
 _FRAMEWORK_TITLES = {"torch": "PyTorch", "jax": "JAX", "tensorflow": "TensorFlow"}
@@ -148,12 +150,21 @@ def seconds(name: str, value: Any, *, high: float = 3600.0, low_open: bool = Tru
 def elements(name: str, value: Any, *, itemsize: int = 4, arrays: int = 1) -> int:
     """Return ``value`` if it is an element count >= 1 whose ``arrays`` arrays of ``itemsize`` bytes fit in half
     of the memory available now: a size that would exhaust the machine fails here, naming the argument."""
-    value = int(number(name, value, low=1, integer=True))
-    needed, available = value * itemsize * arrays, psutil.virtual_memory().available
-    if needed > available // 2:
-        raise ValueError(f"{name}={value:,} needs {needed / 2**30:.3g} GiB ({arrays} array(s) of {itemsize}-byte "
-                         f"elements), more than half of the {available / 2**30:.3g} GiB available now")
+    value = int(number(name, value, low=1, high=MAX_ELEMENTS, integer=True))
+    memory_fits(name, value * itemsize * arrays, what=f"{name}={value:,} ({arrays} array(s) of {itemsize}-byte "
+                "elements)")
     return value
+
+
+def memory_fits(name: str, nbytes: int, *, share: float = 0.5, what: str | None = None) -> int:
+    """Return ``nbytes`` if allocating it takes at most ``share`` of the memory available now; else ValueError
+    naming ``name``: a mistyped size is refused here instead of reaching the allocator (or the swap)."""
+    nbytes = int(number(name, nbytes, low=0, integer=True))
+    available = psutil.virtual_memory().available
+    if nbytes > share * available:
+        raise ValueError(f"{what or name} needs {nbytes / 2**30:.3g} GiB, more than {share:.0%} of the "
+                         f"{available / 2**30:.3g} GiB available now; use a smaller {name}")
+    return nbytes
 
 
 def sequence(name: str, value: Any, *, min_length: int = 0) -> Any:

@@ -9,7 +9,6 @@ run and read by every notebook.
 
 from course_utils.measuring import exercises, limits, plots, story
 from course_utils.measuring.allocator import on_fresh_pages, outputs_worth, tensor_bytes, warm_allocator
-from course_utils.measuring.guard import LearnerCodeTimeout, deadline
 from course_utils.measuring.hierarchy import (
     DramRetime,
     HierarchySweep,
@@ -43,8 +42,8 @@ from course_utils.measuring.workloads import (
 
 __all__ = [
     "amdahl", "amdahl_table", "Bend", "bend", "bends", "bends_table", "cache_state", "chain_faults", "chain_inputs",
-    "ChainRuns", "clock_ghz", "clock_pairs", "deadline", "default_working_sets", "DramRetime", "eager_gap", "EagerGap",
-    "exercises", "HierarchySweep", "KernelLibrary", "LearnerCodeTimeout", "libraries_table", "limits",
+    "ChainRuns", "clock_ghz", "clock_pairs", "default_working_sets", "DramRetime", "eager_gap", "EagerGap",
+    "exercises", "HierarchySweep", "KernelLibrary", "libraries_table", "limits",
     "matmul_libraries", "on_fresh_pages", "outputs_worth", "overhead_sweep", "PeakEstimate", "plots", "retime_dram",
     "share_needed", "size_cap", "story", "summary_rows", "sweep_hierarchy", "sweep_sizes", "tensor_bytes",
     "theoretical_peak", "time_chains", "torch_device", "variant_name", "warm_allocator",

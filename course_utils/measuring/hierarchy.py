@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from course_utils import display, env, probes, timing, validate
-from course_utils.measuring.bounds import MAX_WORKING_SET, fits
+from course_utils.validate import MAX_WORKING_SET
 
 _FP32 = 4
 DRAM_MULTIPLE = probes.CACHE_MULTIPLE  # a working set this many times the last-level cache streams from main memory
@@ -138,7 +138,7 @@ def sweep_hierarchy(working_sets: Sequence[int] | None = None, *, min_time: floa
         raise ValueError(f"working_sets must hold at most 40 sizes; got {len(working_sets)}")
     sizes = [validate.number(f"working_sets[{i}]", s, low=2 * _FP32, high=MAX_WORKING_SET, integer=True)
              for i, s in enumerate(working_sets)]
-    fits("working_sets", max(sizes))
+    validate.memory_fits("working_sets", max(sizes))
     min_time = validate.number("min_time", min_time, low=0, high=10, low_open=True)
     rates = []
     for size in sizes:
@@ -198,7 +198,7 @@ def retime_dram(sweep: HierarchySweep, probe_bytes: int, earlier: float, *, roun
     rounds = validate.number("rounds", rounds, low=2, high=20, integer=True)
     min_time = validate.number("min_time", min_time, low=0, high=10, low_open=True)
     arrays = {"probe": probe_bytes, **{f"sweep {s}": s for s, _ in sweep.dram_points()}}
-    fits("probe_bytes", sum(arrays.values()))  # the probe's and every point's arrays are held together
+    validate.memory_fits("probe_bytes", sum(arrays.values()))  # the probe's and every point's arrays are held together
     held = {name: (torch.ones(int(size) // (2 * _FP32)), torch.full((int(size) // (2 * _FP32),), 2.0))
             for name, size in arrays.items()}
     calls = {name: (lambda a=a, b=b: a.copy_(b)) for name, (a, b) in held.items()}

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from course_utils import env, intervals, machine, timing, validate
-from course_utils.measuring.guard import deadline, name_of
 from course_utils.measuring.speedups import EAGER, ChainRuns
 from course_utils.measuring.workloads import chain_faults
 
@@ -143,7 +142,7 @@ def eager_gap(inputs: Mapping[str, tuple], runs: ChainRuns, eager: Mapping[str, 
 
     default = torch.get_num_threads()
     try:
-        with deadline(timeout, f"eager[{slow!r}] ({name_of(eager[slow])})"):
+        with calls.time_limit(timeout, f"eager[{slow!r}] ({calls.describe(eager[slow])})"):
             timed = timing.interleaved(calls, rounds=rounds, min_time=min_time)
     finally:
         torch.set_num_threads(default)

@@ -2,7 +2,7 @@
 trap), the chains eager and compiled in alternating rounds, and ``x + 1`` over sizes (overhead, then bandwidth).
 
 The learner writes the functions (``torch.compile(...)``, ``jax.jit(...)``, the clock around a call); these
-helpers only call and time them, under a deadline (``guard``) so that a function that never returns cannot hang
+helpers only call and time them, under a time limit (``calls``) so that a function that never returns cannot hang
 the notebook.
 """
 
@@ -16,11 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import env, timing, validate
+from course_utils import calls, env, timing, validate
 from course_utils.measuring.allocator import outputs_worth
-from course_utils.measuring.bounds import MAX_ELEMENTS, fits
-from course_utils.measuring.guard import deadline, name_of
 from course_utils.measuring.speedups import ChainRuns, variant_name
+from course_utils.validate import MAX_ELEMENTS
 
 MAX_SWEEP_POINTS = 40
 
@@ -45,12 +44,12 @@ def _clock_pair(name: str, fn: Callable[[], Any]) -> tuple[float, float]:
     got = fn()
     if (isinstance(got, (str, bytes)) or not isinstance(got, Sequence) or len(got) != 2
             or not all(isinstance(v, (int, float, np.floating, np.integer)) and not isinstance(v, bool) for v in got)):
-        raise TypeError(f"{name} ({name_of(fn)}) must return two numbers, (seconds until the call returned, seconds "
-                        f"until its result was ready); got {got!r}")
+        raise TypeError(f"{name} ({calls.describe(fn)}) must return two numbers, (seconds until the call returned, "
+                        f"seconds until its result was ready); got {got!r}")
     returned, ready = (float(v) for v in got)
     if not (math.isfinite(returned) and math.isfinite(ready)) or returned < 0 or ready < returned:
-        raise ValueError(f"{name} ({name_of(fn)}) must return 0 <= returned <= ready (seconds, read from one clock); "
-                         f"got ({returned!r}, {ready!r})")
+        raise ValueError(f"{name} ({calls.describe(fn)}) must return 0 <= returned <= ready (seconds, read from one "
+                         f"clock); got ({returned!r}, {ready!r})")
     return returned, ready
 
 
@@ -60,7 +59,7 @@ def clock_pairs(clocks: Mapping[str, Callable[[], Any]], *, rounds: int = 6, min
     it returned, seconds until its result was ready)) over ``rounds`` alternating rounds, ``min_time`` seconds per
     function in all (a tenth at smoke size), after one untimed call (the first call, reported apart):
     {framework: (returned, ready)}, two Measurements whose per-round medians pair for ``cu.intervals.speedup``.
-    Past ``timeout`` seconds in all it raises ``LearnerCodeTimeout`` naming the function."""
+    Past ``timeout`` seconds in all it raises ``calls.LearnerTimeout`` naming the function."""
     clocks = _mapping("clocks", clocks)
     for name, fn in clocks.items():
         validate.framework(name, "clocks")
@@ -71,7 +70,7 @@ def clock_pairs(clocks: Mapping[str, Callable[[], Any]], *, rounds: int = 6, min
     names = list(clocks)
     first = {}
     pairs: dict[str, list[list[tuple[float, float]]]] = {name: [] for name in names}
-    with deadline(timeout, "clocks[" + ", ".join(repr(n) for n in names) + "]"):
+    with calls.time_limit(timeout, "clocks[" + ", ".join(repr(n) for n in names) + "]"):
         for name in names:
             start = time.perf_counter()
             _clock_pair(f"clocks[{name!r}]", clocks[name])
@@ -102,7 +101,7 @@ def chain_inputs(frameworks: Sequence[str], size: int, seed: int = 0) -> tuple[n
     size = validate.number("size", size, low=1, high=MAX_ELEMENTS, integer=True)
     rng = np.random.default_rng(validate.number("seed", seed, low=0, high=2**32 - 1, integer=True))
     frameworks = _frameworks(frameworks)
-    fits("size", 4 * int(size) * (2 + len(frameworks)))  # NumPy's copy, each framework's, and one output
+    validate.memory_fits("size", 4 * int(size) * (2 + len(frameworks)))  # NumPy's copy, each framework's, an output
     x_np = rng.standard_normal(int(size), dtype=np.float32)
     bias = np.float32(0.1)
     inputs: dict[str, tuple] = {}
@@ -128,13 +127,13 @@ def time_chains(inputs: Mapping[str, tuple], variants: Mapping[str, Mapping[str,
     on that framework's ``inputs`` in ``rounds`` alternating rounds (``timing.interleaved``), ``min_time`` seconds
     per function in all: one call, so that any two of them pair into an interval. A compiled function's first
     call (its compile) is the first round's and is reported apart. Past ``timeout`` seconds in all it raises
-    ``LearnerCodeTimeout``."""
+    ``calls.LearnerTimeout``."""
     inputs = _mapping("inputs", inputs)
     variants = _mapping("variants", variants)
     rounds = validate.number("rounds", rounds, low=2, high=100, integer=True)
     min_time = validate.number("min_time", min_time, low=0, high=60, low_open=True)
     timeout = validate.number("timeout", timeout, low=0, high=3600, low_open=True)
-    calls: dict[str, Callable[[], Any]] = {}
+    timed: dict[str, Callable[[], Any]] = {}
     for variant, fns in variants.items():
         validate.text("variants key", variant)
         for framework, fn in _mapping(f"variants[{variant!r}]", fns).items():
@@ -144,9 +143,9 @@ def time_chains(inputs: Mapping[str, tuple], variants: Mapping[str, Mapping[str,
                                  f"{sorted(inputs)}")
             args = tuple(inputs[name])
             validate.function(f"variants[{variant!r}][{name!r}]", fn)
-            calls[f"{name} {variant}"] = lambda f=fn, a=args: f(*a)
-    with deadline(timeout, "the chains of variants " + ", ".join(repr(v) for v in variants)):
-        found = timing.interleaved(calls, rounds=rounds, min_time=min_time)
+            timed[f"{name} {variant}"] = lambda f=fn, a=args: f(*a)
+    with calls.time_limit(timeout, "the chains of variants " + ", ".join(repr(v) for v in variants)):
+        found = timing.interleaved(timed, rounds=rounds, min_time=min_time)
     runs = {variant: {validate.framework(fw): found[f"{validate.framework(fw)} {variant}"] for fw in fns}
             for variant, fns in variants.items()}
     return ChainRuns(runs)
@@ -164,7 +163,7 @@ def chain_faults(inputs: Mapping[str, tuple], fns: Mapping[str, Callable[..., An
         name = validate.framework(framework, "fns")
         validate.function(f"fns[{name!r}]", fn)
         args = inputs[name]
-        with deadline(timeout, f"fns[{name!r}] ({name_of(fn)})"):
+        with calls.time_limit(timeout, f"fns[{name!r}] ({calls.describe(fn)})"):
             found[name] = outputs_worth(fn, *args, output_bytes=4 * max(1, int(math.prod(tuple(args[0].shape)))))
     return found
 
@@ -208,7 +207,7 @@ def overhead_sweep(frameworks: Sequence[str], sizes: Sequence[int], *,
     sizes = [validate.number(f"sizes[{i}]", s, low=1, high=MAX_ELEMENTS, integer=True) for i, s in enumerate(sizes)]
     if any(b <= a for a, b in zip(sizes, sizes[1:])):
         raise ValueError("sizes must be strictly increasing")
-    fits("sizes", 3 * 4 * int(sizes[-1]))  # the largest input, its output and the one before it
+    validate.memory_fits("sizes", 3 * 4 * int(sizes[-1]))  # the largest input, its output and the one before it
     min_time = validate.number("min_time", min_time, low=0, high=10, low_open=True)
     series: dict[str, list[timing.Measurement]] = {}
     for compiled in (False, True):

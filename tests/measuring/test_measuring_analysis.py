@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from course_utils import intervals, measuring, timing
+from course_utils import calls, intervals, measuring, timing
 
 CACHES = {"L1d": 48 * 2**10, "L2": 2 * 2**20, "L3": 32 * 2**20}
 
@@ -161,13 +161,13 @@ def test_a_learner_function_that_never_returns_is_stopped_and_named() -> None:
             time.sleep(0.01)
 
     start = time.monotonic()
-    with pytest.raises(measuring.LearnerCodeTimeout, match="clocks"):
+    with pytest.raises(calls.LearnerTimeout, match="clocks"):
         measuring.clock_pairs({"torch": hangs}, rounds=2, min_time=0.01, timeout=0.3)
     assert time.monotonic() - start < 5
-    with pytest.raises(measuring.LearnerCodeTimeout, match="the chains"):
+    with pytest.raises(calls.LearnerTimeout, match="the chains"):
         measuring.time_chains({"torch": (1,)}, {"eager": {"torch": lambda x: hangs()}, "compiled": {"torch": abs}},
                               rounds=2, min_time=0.01, timeout=0.3)
-    with measuring.deadline(5, "quick"):  # the timer is disarmed after the block
+    with calls.time_limit(5, "quick"):  # the timer is disarmed after the block
         pass
     time.sleep(0.05)
 
