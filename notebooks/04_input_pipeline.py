@@ -70,7 +70,7 @@ CORES = os.cpu_count() or 1
 FREE = cu.pipeline.data_cores(CORES)  # one core stays with the training process (section 4 says why)
 SIZE = cu.env.pick(ci=64, cpu=64)  # image side in pixels
 BATCH = cu.env.pick(ci=32, cpu=32, gpu=128)
-STEPS = cu.env.pick(ci=16, cpu=48, gpu=48)  # steps per epoch
+STEPS = cu.env.pick(ci=12, cpu=48, gpu=48)  # steps per epoch
 HIDDEN = cu.env.pick(ci=512, cpu=512, gpu=4096)  # the MLP's width sets how long a step computes
 ROUNDS = cu.env.pick(smoke=3, ci=4, cpu=6, gpu=6)  # loaders compared run one epoch each per round, in turns
 data = cu.pipeline.SyntheticImages(STEPS * BATCH, size=SIZE, work=4, seed=0)
@@ -210,12 +210,11 @@ cu.pipeline.story.trace_stall(v_trace, stalls, torch_base)
 # its own Python interpreter, so the GIL does not serialise them.
 #
 # **The trap in a notebook.** On Linux, Python up to 3.13 starts workers with `fork` by default. `fork` copies
-# the whole memory of the kernel but only the *one thread* that called it: the threads that TensorFlow, JAX and
-# OpenMP keep running do not exist in the child, yet every lock they held is copied in its *held* state, and no
-# thread is left to release it. The child deadlocks the first time it takes such a lock. `spawn` and `forkserver`
-# start from a clean process, which must **import** the dataset: a class or function defined in the notebook
-# cannot be found there. So the dataset lives in a module, and the context comes from
-# `cu.pipeline.worker_context()`.
+# the kernel's memory but only the *one thread* that called it: the threads of TensorFlow, JAX and OpenMP are
+# gone in the child, yet every lock they held is copied *held*, and nobody is left to release it. The child
+# deadlocks the first time it takes such a lock. `spawn` and `forkserver` start from a clean process, which must
+# **import** the dataset: a class defined in the notebook cannot be found there. So the dataset lives in a
+# module, and the context comes from `cu.pipeline.worker_context()`.
 
 # %%
 def add_noise(batch):  # defined in the notebook: lives in __main__, which a worker cannot import
@@ -290,16 +289,16 @@ print(f"predicted: {answer} worker(s)")
 
 # %%
 loader_kwargs = dict(batch_size=BATCH, multiprocessing_context=ctx, pin_memory=torch.cuda.is_available())
-counts = sorted({*cu.pipeline.worker_counts(CORES), FREE})  # 0, 1, half, all cores, and more than there are
-with cu.pipeline.oversubscribing():  # more workers than cores, on purpose: silence PyTorch's warning of it
-    loaders = {"torch, 0 workers": DataLoader(data, batch_size=BATCH)}
-    loaders |= {f"torch, {n} workers": DataLoader(data, num_workers=n, **loader_kwargs) for n in counts if n > 0}
+counts = cu.pipeline.worker_counts(CORES)  # 0, 1, half the cores, FREE, and one more than FREE
+with cu.pipeline.oversubscribing():  # more workers than free cores, on purpose: silence PyTorch's warning of it
+    loaders = {"torch, num_workers=0": DataLoader(data, batch_size=BATCH)}
+    loaders |= {f"torch, num_workers={n}": DataLoader(data, num_workers=n, **loader_kwargs) for n in counts if n > 0}
     loaders["torch, prefetch_factor=8"] = DataLoader(data, num_workers=FREE, prefetch_factor=8, **loader_kwargs)
     loaders["torch, persistent_workers"] = DataLoader(data, num_workers=FREE, persistent_workers=True, **loader_kwargs)
     sweep = cu.pipeline.run_loops({name: (loader, steps["torch"]) for name, loader in loaders.items()}, rounds=ROUNDS)
 worker_mib = max(cu.pipeline.worker_memory().values(), default=0) / 2**20  # the persistent worker is still alive
 del loaders  # the persistent loader's workers end with it
-by_count = {n: sweep[f"torch, {n} workers"] for n in counts}
+by_count = {n: sweep[f"torch, num_workers={n}"] for n in counts}
 cu.pipeline.timelines_table(sweep, title=f"DataLoader variants on {CORES} cores ({FREE} free), {ROUNDS} rounds",
                             spread=True)
 
@@ -331,7 +330,7 @@ compute_gains = {n: cu.intervals.speedup(by_count[0].part("compute"), by_count[n
 cu.pipeline.story.workers_compute(compute_gains, CORES)
 
 # %%
-depth = {part: cu.intervals.speedup(sweep[f"torch, {FREE} workers"].part(part),
+depth = {part: cu.intervals.speedup(by_count[FREE].part(part),
                                     sweep["torch, prefetch_factor=8"].part(part)) for part in ("step", "compute")}
 v_depth = cu.display.verdict(not depth["step"].faster, f"prefetch_factor=8 against 2: {depth['step']} (steady step)",
                              "the deeper queue made the steady step faster beyond the noise")
@@ -345,12 +344,11 @@ cu.pipeline.story.queue_depth(v_depth, depth["step"], depth["compute"], FREE, FR
 # loader without it:
 
 # %%
-restart = cu.intervals.speedup(sweep[f"torch, {FREE} workers"].startup_part(),
-                               sweep["torch, persistent_workers"].startup_part())
+restart = cu.intervals.speedup(by_count[FREE].startup_part(), sweep["torch, persistent_workers"].startup_part())
 restart
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.pipeline.story.persistent(restart, sweep[f"torch, {FREE} workers"], sweep["torch, persistent_workers"], worker_mib)
+cu.pipeline.story.persistent(restart, by_count[FREE], sweep["torch, persistent_workers"], worker_mib)
 
 # %%
 if torch.cuda.is_available():  # page-locked batches let .to("cuda", non_blocking=True) overlap the copy
@@ -499,7 +497,8 @@ cu.pipeline.story.jax_prefetch(v_jax, jax_runs)
 
 # %%
 if HAS_GRAIN:
-    grain_gain = cu.intervals.speedup(alone.part(), jax_runs[f"jax, Grain ({FREE} worker process)"].part())
+    grain_run = jax_runs[f"jax, Grain ({FREE} worker process)"]
+    grain_gain = cu.intervals.speedup(alone.part(), grain_run.part())
     v_grain = cu.display.verdict(grain_gain.faster, f"Grain's step against the loop's own: {grain_gain}",
                                  f"the step was {grain_gain.outcome}")
     display(v_grain)
@@ -625,11 +624,9 @@ print("new order after set_epoch(1):", list(shards[0]) != epoch0[0])
 #
 # Exercise 04.1 was the worker-count prediction in section 4.
 #
-# **Exercise 04.2 (predict, then run).** Threads share one GIL; processes do not. Feed JAX from one `DataLoader`
-# worker process (`collate_fn=cu.pipeline.numpy_collate`, a module-level function the worker can import) wrapped
-# in `cu.pipeline.Prefetch`, in alternating rounds with section 6's prefetch thread. Before running the next
-# cell, predict which gives the shorter steady step *in this run*: `"threads"`, `"processes"`, or `"tie"` when
-# the interval of the speed-up contains 1.
+# **Exercise 04.2 (decide with an interval).** Threads share one GIL; processes do not. Section 6 timed JAX fed by
+# a thread (`Prefetch`) and by Grain's worker process in the same rounds. Which gave the shorter steady step *in
+# this run*: `"threads"`, `"processes"`, or `"tie"` when the interval of the speed-up contains 1?
 #
 # <details><summary>Hint</summary><code>cu.intervals.speedup(a.part(), b.part())</code> on the two runs; its
 # <code>.outcome</code> is "faster", "slower" or "within the noise".</details>
@@ -637,29 +634,16 @@ print("new order after set_epoch(1):", list(shards[0]) != epoch0[0])
 # %%
 answer = None  # your answer here
 
-# %%
-ex2 = {}  # the measurement the check compares with (empty without JAX)
-if HAS_JAX:
-    fed = cu.pipeline.run_loops({
-        "thread": (cu.pipeline.Prefetch(source, size=2), steps["jax"]),
-        "process": (cu.pipeline.Prefetch(DataLoader(data, batch_size=BATCH, num_workers=1, multiprocessing_context=ctx,
-                                                    collate_fn=cu.pipeline.numpy_collate), size=2), steps["jax"])},
-        rounds=ROUNDS)
-    assert all(t.fingerprints == reference * ROUNDS for t in fed.values())
-    ex2 = dict(thread_rounds=fed["thread"].part().rounds, process_rounds=fed["process"].part().rounds)
-    display(cu.pipeline.timelines_table(fed, title="JAX fed by a thread or by a process", spread=True))
-
 # %% jupyter={"source_hidden": true} tags=["solution"]
-if ex2:
-    by_process = cu.intervals.speedup(fed["thread"].part(), fed["process"].part())
+if HAS_GRAIN:
+    by_process = cu.intervals.speedup(ahead.part(), grain_run.part())
     answer = {"faster": "processes", "slower": "threads"}.get(by_process.outcome, "tie")
-    compute = cu.intervals.speedup(fed["thread"].part("compute"), fed["process"].part("compute"))
-    print(f"{answer}: the process ran the step {by_process} the thread's speed; the step's compute beside the "
-          f"process ran {compute} its compute beside the thread ({compute.outcome}). A process escapes the GIL but "
-          "pays a copy of every batch through shared memory and a core of its own.")
+    print(f"{answer}: Grain's process ran the step {by_process} the thread's speed ({by_process.outcome}). A process "
+          "escapes the GIL but pays a copy of every batch between processes and a core of its own.")
 
 # %%
 # NBVAL_CHECK_OUTPUT
+ex2 = dict(thread_rounds=ahead.part().rounds, process_rounds=grain_run.part().rounds) if HAS_GRAIN else {}
 cu.exercises.check("04.2", answer, **ex2)
 
 # %% [markdown]
@@ -706,16 +690,13 @@ cu.notebook.summary_table("04_input_pipeline", [
 
 # %% [markdown]
 # **What to remember**
-# - Measure the wait: a loop that times *waiting for the batch* apart from the (synchronised) step, or the
-#   gaps between steps in a profiler trace, tells you at once whether the model or the input pipeline is the
-#   bottleneck; no compiler fixes the latter.
-# - Overlap, then parallelise: prefetching hides data time up to the compute time; workers share the cores
-#   with the model, so more of them pay only while cores are free; decide "faster" with an interval over
-#   paired rounds, never from one run of each.
-# - Write tf.data pipelines in TF ops, batch before `map`, and `cache()` only what is deterministic; start
-#   PyTorch workers with `forkserver` or `spawn` from module-level code and keep them (`persistent_workers`);
-#   for JAX, Grain gives worker processes and a checkpointable iterator. Prove the faster pipeline yields the
-#   same data.
+# - Measure the wait: time *waiting for the batch* apart from the (synchronised) step, or read the gaps between
+#   steps in a profiler trace; no compiler fixes a data stall.
+# - Overlap, then parallelise: prefetching hides data time up to the compute time; workers share the cores with
+#   the model. Call a change "faster" only when an interval over paired rounds says so.
+# - In your own code: `DataLoader` workers from module-level code with `forkserver` or `spawn`, kept by
+#   `persistent_workers`; tf.data in TF ops with parallel `map` and `prefetch`; Grain's worker processes for JAX.
+#   Then prove the faster pipeline yields the same data.
 #
 # **Next:** [05 · data parallelism](05_data_parallel.ipynb): when one device is kept busy, does a second one pay?
 

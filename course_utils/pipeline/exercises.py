@@ -66,9 +66,9 @@ def faster(thread_rounds: Sequence[float], process_rounds: Sequence[float]) -> s
     return {intervals.FASTER: "processes", intervals.SLOWER: "threads"}.get(s.outcome, "tie")
 
 
-@exercises.register("04.2", hint="time the prefetch thread and the worker process + Prefetch in the same rounds, "
-                                 "then read the interval of cu.intervals.speedup on their steady steps: if it "
-                                 "contains 1, it is a tie")
+@exercises.register("04.2", hint="take the prefetch thread's and Grain's runs of section 6 (the same rounds) and "
+                                 "read the interval of cu.intervals.speedup on their steady steps: if it contains 1, "
+                                 "it is a tie")
 def _processes_or_threads(answer: Any, *, thread_rounds: Sequence[float],
                           process_rounds: Sequence[float]) -> str | None:
     """'threads', 'processes' or 'tie': which gave JAX the shorter steady step in this run (the interval decides)."""

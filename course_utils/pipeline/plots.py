@@ -160,21 +160,22 @@ def utilisation_plot(before_after: Mapping[str, tuple[Timeline, Timeline]], *, t
 
 
 def workers_plot(runs: Mapping[int, Timeline], *, free_cores: int, title: str | None = None) -> Figure:
-    """Measured step and compute time per worker count against the model max(compute, data / min(n, free))."""
+    """Median step and compute per worker count against the model max(compute, data / min(n, free)), whose data
+    and compute times are the 0-worker run's medians."""
     validate.instance("runs", runs, Mapping)
     validate.non_empty("runs", runs)
     if 0 not in runs:
         raise ValueError("runs must include 0 workers (the data time and compute time of the model come from it)")
     validate.positive("free_cores", free_cores, integer=True)
     counts = sorted(runs)
-    data_time, compute_time = runs[0].wait_time, runs[0].compute_time
+    data_time, compute_time = runs[0].part("wait").median, runs[0].part("compute").median
     model = [data_time + compute_time if n == 0 else max(compute_time, data_time / min(n, free_cores))
              for n in counts]
     fig, (ax,) = plotting.figure(width=6.4, height=3.8)
     color = plotting.color_for("torch")
-    ax.plot(counts, [runs[n].step_time * 1e3 for n in counts], "o-", color=color, label="measured step time")
-    ax.plot(counts, [runs[n].compute_time * 1e3 for n in counts], "o:", color=color, alpha=0.6,
-            label="measured compute per step")
+    ax.plot(counts, [runs[n].part().median * 1e3 for n in counts], "o-", color=color, label="median step")
+    ax.plot(counts, [runs[n].part("compute").median * 1e3 for n in counts], "o:", color=color, alpha=0.6,
+            label="median compute per step")
     ax.plot(counts, [m * 1e3 for m in model], "s--", color="#555555",
             label="model (computed): max(compute, data / workers)")
     ax.axvline(free_cores, color=WAIT_COLOR, linestyle=":", label=f"cores free for data = {free_cores}")

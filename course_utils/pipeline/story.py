@@ -77,7 +77,7 @@ def busy_share(v: display.Verdict, run: Timeline, batch: timing.Measurement) -> 
             f"the accelerator was busy **{run.utilisation:.0%}** of the time.")
     if v.held:
         said += (" Nothing overlaps, so wait and compute add up, and the batch measured alone in section 1 "
-                 f"({ms(batch.median)}) predicts the wait.")
+                 f"({ms(batch.median)}) predicts the busy share within 10 points.")
     else:
         said += (f" The loop's wait is not the {ms(batch.median)} that the batch took alone (section 1): what the "
                  "DataLoader adds or saves (fetching samples one by one, collating NumPy into a torch tensor) is not "
@@ -124,7 +124,7 @@ def start_methods(v: display.Verdict, spawned: Timeline, forked: Timeline, serve
 
 
 def _listed(found: Mapping[int, intervals.Speedup], words: Mapping[str, str]) -> str:
-    return "; ".join(f"{n} worker{'s' * (n != 1)} {_speedup('speedups', s)} ({words[s.outcome]})"
+    return "; ".join(f"{n} worker{'s' * (n != 1)} {_speedup('speedups', s)}, {words[s.outcome]}"
                      for n, s in found.items())
 
 
@@ -177,8 +177,8 @@ def queue_depth(v: display.Verdict, step: intervals.Speedup, compute: intervals.
     workers, in_flight, steps = (validate.number(n, x, low=1, integer=True) for n, x in
                                  (("workers", workers), ("in_flight", in_flight), ("steps", steps)))
     said = (f"With `prefetch_factor=8`, {workers} worker{'s' * (workers != 1)} may hold {in_flight} batches of the "
-            f"{steps} per epoch. Against depth 2 the steady step ran {step} ({OUTCOME[step.outcome]}), the model's "
-            f"compute {compute} ({LONGER[compute.outcome]}).")
+            f"{steps} per epoch. Against depth 2 the steady step ran {step}: {OUTCOME[step.outcome]}; the model's "
+            f"compute {compute}: {LONGER[compute.outcome]}.")
     if v.held:
         said += (" A deeper queue absorbs jitter; it cannot make batches faster than the workers make them. It is "
                  "worth its memory where batch times vary (network storage, images of varying size).")
@@ -198,7 +198,7 @@ def persistent(restart: intervals.Speedup, plain: Timeline, kept: Timeline, work
     return display.prose(
         f"Without `persistent_workers` a loader starts its workers again at every epoch: the later rounds' first "
         f"batches arrived after {listed[0]} ms; with them the workers stay and each epoch only waits for its first "
-        f"batch: {listed[1]} ms. Persistent workers started those epochs {restart} ({OUTCOME[restart.outcome]}). "
+        f"batch: {listed[1]} ms. Persistent workers started those epochs {restart}: {OUTCOME[restart.outcome]}. "
         f"The price: an idle persistent worker held {worker_mib:.0f} MiB of private memory (USS, measured) between "
         "epochs.")
 

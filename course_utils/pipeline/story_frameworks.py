@@ -36,7 +36,7 @@ def tf_prefetch(v: display.Verdict, runs: Mapping[str, Timeline]) -> display.Pro
     step, compute = speedup(before, after), speedup(before, after, "compute")
     said = (f"Parallel `map` + `prefetch` took the steady wait from {ms(before.wait_time)} to {ms(after.wait_time)} "
             f"per step (means) and the busy share from {before.utilisation:.0%} to {after.utilisation:.0%}; the step "
-            f"ran {step} ({OUTCOME[step.outcome]}).")
+            f"ran {step}: {OUTCOME[step.outcome]}.")
     if v.held:
         said += (" tf.data's C++ threads made the next batch while the step computed, without the GIL: the wait fell "
                  "to less than half.")
@@ -44,8 +44,8 @@ def tf_prefetch(v: display.Verdict, runs: Mapping[str, Timeline]) -> display.Pro
         said += (" The wait did not fall to less than half beyond the noise. A step lasts at least max(compute, data):"
                  " where making a batch on the one core left takes longer than the step computes, the rest of the wait "
                  "cannot be hidden (a candidate: this run did not measure the batch alone in TF).")
-    return display.prose(said + f" The model's compute beside tf.data's threads: {compute} "
-                                f"({LONGER[compute.outcome]}).")
+    return display.prose(said + f" The model's compute beside tf.data's threads: {compute}: "
+                                f"{LONGER[compute.outcome]}.")
 
 
 def jax_prefetch(v: display.Verdict, runs: Mapping[str, Timeline]) -> display.Prose | None:
@@ -55,15 +55,15 @@ def jax_prefetch(v: display.Verdict, runs: Mapping[str, Timeline]) -> display.Pr
     alone, ahead = _runs(runs, 2)
     compute = speedup(alone, ahead, "compute")
     said = (f"Without the thread JAX waited {ms(alone.wait_time)} per step (busy {alone.utilisation:.0%}); with it "
-            f"{ms(ahead.wait_time)} (busy {ahead.utilisation:.0%}). The step's compute beside the thread: {compute} "
-            f"against the loop alone ({LONGER[compute.outcome]}).")
+            f"{ms(ahead.wait_time)} (busy {ahead.utilisation:.0%}). The step's compute beside the thread, against "
+            f"the loop alone: {compute}: {LONGER[compute.outcome]}.")
     if v.held:
-        said += (" The step came down to its floor and not below it: the thread made the next batch while XLA "
-                 "computed, since a compiled JAX computation releases the GIL.")
+        said += (" Within this run's noise the step came down to its floor and not below it: the thread made the "
+                 "next batch while XLA computed, since a compiled JAX computation releases the GIL.")
     else:
-        said += (" Below the floor, the loop alone was slower than its parts; above 1.2x of it, the thread did not "
-                 "keep up (the verdict above says which). Why is not established by this run (candidates: the cores "
-                 "and the GIL that the thread shares with the step).")
+        said += (" A step below the floor means the loop alone waited or computed longer than the same work beside "
+                 "the thread; above 1.2x of it, the thread and the step slowed each other (the verdict above says "
+                 "which). Why is not established by this run (candidates: the cores and the GIL they share).")
     return display.prose(said)
 
 
@@ -75,8 +75,8 @@ def grain(v: display.Verdict, runs: Mapping[str, Timeline], workers: int) -> dis
     workers = validate.number("workers", workers, low=1, integer=True)
     gain, compute = speedup(alone, fed), speedup(alone, fed, "compute")
     said = (f"Grain's {workers} worker process{'es' * (workers != 1)} called the same `data[i]` as the DataLoader; "
-            f"the JAX step ran {gain} against the loop alone, busy {fed.utilisation:.0%}, its compute {compute} "
-            f"({LONGER[compute.outcome]}). The process started once: the first batch arrived "
+            f"against the loop alone the JAX step ran {gain}: {OUTCOME[gain.outcome]}, busy {fed.utilisation:.0%}; "
+            f"its compute {compute}: {LONGER[compute.outcome]}. The process started once: the first batch arrived "
             f"{fed.startups[0]:.2f} s after `iter()` (a spawned process imports Grain and the dataset's module).")
     if v.held:
         said += (" A process escapes the GIL and overlaps the step, as a DataLoader worker does; Grain adds an "
@@ -99,8 +99,8 @@ def before_after(pairs: Mapping[str, tuple[Timeline, Timeline]]) -> display.Pros
         step, compute = speedup(a, b), speedup(a, b, "compute")
         paragraphs.append(
             f"**{validate.text('pairs', framework)}**: median step {ms(a.part().median)} → {ms(b.part().median)}, "
-            f"{step} against its own baseline ({OUTCOME[step.outcome]}); busy {a.utilisation:.0%} → "
-            f"{b.utilisation:.0%}; compute per step {compute} ({LONGER[compute.outcome]}).")
+            f"{step} against its own baseline: {OUTCOME[step.outcome]}. Busy {a.utilisation:.0%} → "
+            f"{b.utilisation:.0%}; compute per step {compute}: {LONGER[compute.outcome]}.")
     return display.prose(*paragraphs, "The busy share rewards a step that computes longer: judge a pipeline fix by "
                                       "its step time, and read the busy share next to the compute.")
 
@@ -128,9 +128,9 @@ def tf_slow_path(v: display.Verdict, runs: Mapping[str, Timeline]) -> display.Pr
     direct, crossing, ops = _runs(runs, 3)
     slow, fast = speedup(direct, crossing, "wait"), speedup(direct, ops, "wait")
     said = (f"Through `tf.numpy_function` a batch took {ms(crossing.part('wait').median)} against "
-            f"{ms(direct.part('wait').median)} for the same NumPy code called directly ({slow}, "
-            f"{OUTCOME[slow.outcome]}); in TF ops, a whole batch per `map` call, {ms(ops.part('wait').median)} "
-            f"({fast}, {OUTCOME[fast.outcome]}).")
+            f"{ms(direct.part('wait').median)} for the same NumPy code called directly: {slow}, "
+            f"{OUTCOME[slow.outcome]}. In TF ops, a whole batch per `map` call, {ms(ops.part('wait').median)}: "
+            f"{fast}, {OUTCOME[fast.outcome]}.")
     if v.held:
         said += (" Every `numpy_function` call leaves TF's C++ runtime for Python under the GIL and converts tensors "
                  "to arrays and back, so parallel `map` calls cannot overlap it; in TF ops the work stays in C++.")

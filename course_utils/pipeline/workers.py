@@ -149,10 +149,12 @@ def worker_memory(pids: Iterable[int] | None = None) -> dict[int, int]:
 
 
 def worker_counts(cores: int | None = None) -> list[int]:
-    """Worker counts worth measuring on a machine with ``cores`` cores: 0, 1, half, all, and a few too many."""
+    """Worker counts worth measuring on a machine with ``cores`` cores: 0, 1, half, the cores free for data
+    (``data_cores``), and one more than those, so that a count above the free cores is always measured."""
     cores = (os.cpu_count() or 1) if cores is None else validate.number("cores", cores, low=1, high=MAX_CORES,
                                                                         integer=True)
-    return sorted({0, 1, max(1, cores // 2), cores, min(2 * cores, cores + 4)})
+    free = data_cores(cores)
+    return sorted({0, 1, max(1, cores // 2), free, free + 1})
 
 
 OVERSUBSCRIBED_WARNING = r"This DataLoader will create \d+ worker processes in total"

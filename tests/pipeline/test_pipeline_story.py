@@ -49,7 +49,7 @@ def test_sample_cost() -> None:
 
 
 def test_busy_share() -> None:
-    assert "predicts the wait" in _short(story.busy_share(HELD, RUN, COST["one batch"]))
+    assert "predicts the busy share" in _short(story.busy_share(HELD, RUN, COST["one batch"]))
     assert "not measured apart" in _short(story.busy_share(FAILED, RUN, COST["one batch"]))
 
 
@@ -86,7 +86,7 @@ def test_queue_depth_and_persistent_workers() -> None:
     plain = rounds_run("plain", BASE, startups=[0.3, 0.2, 0.25, 0.22])
     kept = rounds_run("kept", BASE, startups=[0.3, 0.01, 0.012, 0.011])
     said = _short(story.persistent(FAST, plain, kept, 48.6))
-    assert "200, 250, 220 ms" in said and "10, 12, 11 ms" in said and "49 MiB" in said and "(faster)" in said
+    assert "200, 250, 220 ms" in said and "10, 12, 11 ms" in said and "49 MiB" in said and ": faster." in said
 
 
 def test_cores_rule_with_and_without_a_gpu() -> None:
@@ -114,8 +114,8 @@ def test_tf_and_jax_paragraphs_follow_the_verdict() -> None:
     assert "without the GIL" in _short(story.tf_prefetch(HELD, runs))
     assert "cannot be hidden" in _short(story.tf_prefetch(FAILED, runs))
     jax = _short(story.jax_prefetch(HELD, runs))
-    assert "(longer)" in jax and "releases the GIL" in jax  # DOUBLE computes longer than BASE in every round
-    assert "did not keep up" in _short(story.jax_prefetch(FAILED, runs))
+    assert ": longer." in jax and "releases the GIL" in jax  # DOUBLE computes longer than BASE in every round
+    assert "slowed each other" in _short(story.jax_prefetch(FAILED, runs))
     three = {**runs, "numpy_function": rounds_run("nf", BASE, 0.04)}
     assert "stays in C++" in _short(story.tf_slow_path(HELD, three))
     assert "did not hold" in _short(story.tf_slow_path(FAILED, three))
@@ -126,7 +126,7 @@ def test_before_after_one_paragraph_per_framework() -> None:
              "jax": (rounds_run("b", BASE, 0.02), rounds_run("a", DOUBLE, 0.001))}
     said = story.before_after(pairs)
     assert len(said.paragraphs) == 3 and said.paragraphs[0].startswith("**torch**")
-    assert "(faster)" in said.paragraphs[0] and "compute per step" in said.paragraphs[1]
+    assert ": faster." in said.paragraphs[0] and "compute per step" in said.paragraphs[1]
     _short(said)
     with pytest.raises(TypeError, match="pairs"):
         story.before_after({"torch": (RUN,)})
