@@ -17,7 +17,7 @@ from course_utils import display, profile, timing, validate
 from course_utils.pipeline.guard import deadline
 
 STEP_MARK = "train step"
-CAPTURE_TIMEOUT = 300.0
+CAPTURE_TIMEOUT = 480.0
 
 
 def capture_loop(batches: Iterable[Any], step: Callable[[Any], Any], *, steps: int, name: str,

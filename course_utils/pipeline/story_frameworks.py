@@ -105,15 +105,16 @@ def before_after(pairs: Mapping[str, tuple[Timeline, Timeline]]) -> display.Pros
                                       "its step time, and read the busy share next to the compute.")
 
 
-def seed(v: display.Verdict, narrow: Timeline, wide: Timeline, hidden: int) -> display.Prose:
+def seed(v: display.Verdict, narrow: Timeline, wide: Timeline, hidden: int, wide_hidden: int) -> display.Prose:
     """Section 7: why the seed's 40-60% is not testable here, from the same loader feeding two model widths."""
     if _verdict(v).tested:
         raise ValueError("v must be the 'not tested' verdict of the seed's claim")
     for name, run in (("narrow", narrow), ("wide", wide)):
         validate.instance(name, run, Timeline)
-    hidden = validate.number("hidden", hidden, low=1, integer=True)
+    hidden, wide_hidden = (validate.number(n, x, low=1, integer=True) for n, x in
+                           (("hidden", hidden), ("wide_hidden", wide_hidden)))
     return display.prose(
-        f"With width {hidden} the loop was busy {narrow.utilisation:.0%} of the time; with width {4 * hidden}, the "
+        f"With width {hidden} the loop was busy {narrow.utilisation:.0%} of the time; with width {wide_hidden}, the "
         f"same loader, {wide.utilisation:.0%} (compute per step {ms(narrow.compute_time)} → {ms(wide.compute_time)}). "
         "A busy share is set by the ratio of model to data work, which this notebook chose; the seed's 40-60% speaks "
         "of real jobs' accelerators. What transfers to your job is the method: measure the wait and the compute of "

@@ -133,7 +133,7 @@ def test_before_after_one_paragraph_per_framework() -> None:
 
 
 def test_the_seed_claim_is_never_scored() -> None:
-    said = _short(story.seed(SKIPPED, RUN, rounds_run("wide", DOUBLE, 0.015), 512))
-    assert "width 2048" in said and "measure the wait" in said
+    said = _short(story.seed(SKIPPED, RUN, rounds_run("wide", DOUBLE, 0.015), 512, 1024))
+    assert "width 1024" in said and "measure the wait" in said
     with pytest.raises(ValueError, match="not tested"):
-        story.seed(HELD, RUN, RUN, 512)
+        story.seed(HELD, RUN, RUN, 512, 1024)
