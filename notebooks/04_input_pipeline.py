@@ -162,10 +162,11 @@ cu.pipeline.story.busy_share(v_util, torch_base, cost["one batch"])
 # In a real job nobody hands you `run_loop`'s numbers. A profiler trace does: `cu.pipeline.capture_loop`
 # records a few training steps with `torch.profiler` (each step marked `train step`), saves the trace under
 # `build/traces/` and reads it back with `cu.profile`. The gaps between two marked steps on the training
-# thread are the time it had nothing to compute: the data stall, found from the trace alone.
+# thread are the time it had nothing to compute: the data stall, found from the trace alone. A second trace, with
+# one `DataLoader` worker, shows what the fix looks like there (section 4 decides with an interval whether it pays).
 #
-# **Prediction:** the trace's mean gap matches the wait that `run_loop` measured (within 50%: the profiler adds
-# overhead), and one `DataLoader` worker shrinks the gap to less than half.
+# **Prediction:** the trace's mean gap matches the wait that `run_loop` measured, within 50% (the profiler adds
+# its own overhead).
 
 # %%
 ctx = cu.pipeline.worker_context()  # forkserver where available: section 4 explains why not fork
@@ -190,13 +191,10 @@ print("gaps between steps in each trace:", [len(s.gaps) for s in stalls])
 print("trace files saved:", all(t.path is not None and t.path.is_file() for t in (before_trace, after_trace)))
 
 # %%
-gap_before, gap_after = (float(np.mean(s.gaps)) for s in stalls)
-v_trace = cu.display.verdict(
-    abs(gap_before / torch_base.wait_time - 1) <= 0.5 and gap_after < 0.5 * gap_before,
-    f"trace gap {gap_before * 1e3:.1f} ms vs run_loop wait {torch_base.wait_time * 1e3:.1f} ms; with 1 worker "
-    f"{gap_after * 1e3:.1f} ms",
-    f"the gap was {gap_before / torch_base.wait_time:.2f}x the wait and one worker left {gap_after / gap_before:.0%} "
-    "of it")
+gap_before = float(np.mean(stalls[0].gaps))
+v_trace = cu.display.verdict(abs(gap_before / torch_base.wait_time - 1) <= 0.5,
+                             f"trace gap {gap_before * 1e3:.1f} ms, run_loop wait {torch_base.wait_time * 1e3:.1f} ms",
+                             f"the gap was {gap_before / torch_base.wait_time:.2f}x the wait")
 v_trace
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}

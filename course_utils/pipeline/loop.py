@@ -123,7 +123,7 @@ class Timeline:
         """The steps of one epoch (one round of ``run_loops``) as a Timeline of their own, numbered epoch 0."""
         validate.choice("epoch", epoch, sorted(set(self.epochs)))
         keep = [i for i, e in enumerate(self.epochs) if e == epoch]
-        return Timeline(f"{self.label}", tuple(self.starts[i] - self.starts[keep[0]] for i in keep),
+        return Timeline(self.label, tuple(self.starts[i] - self.starts[keep[0]] for i in keep),
                         tuple(self.waits[i] for i in keep), tuple(self.computes[i] for i in keep),
                         (0,) * len(keep), tuple(self.fingerprints[i] for i in keep if i < len(self.fingerprints)),
                         dict(self.metadata))

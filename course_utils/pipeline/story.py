@@ -30,6 +30,8 @@ __all__ = ["before_after", "busy_share", "cores_rule", "grain", "jax_prefetch", 
            "sample_cost", "seed", "start_methods", "tf_prefetch", "tf_slow_path", "trace_stall", "workers_compute",
            "workers_sweep"]
 
+TRACED_NOTE = "a few steps each: whether a worker pays is decided in section 4, with an interval over rounds"
+
 
 def _verdict(v: object) -> display.Verdict:
     return validate.instance("v", v, display.Verdict)
@@ -95,15 +97,16 @@ def trace_stall(v: display.Verdict, stalls: Sequence[Stalls], run: Timeline) -> 
     gap, gap1 = (sum(s.gaps) / len(s.gaps) for s in (before, after))
     said = (f"From the trace alone, the training thread sat idle {ms(gap)} between steps (mean; longest "
             f"{ms(max(before.gaps))}) and was busy {before.busy_share:.0%} of the time; `run_loop` had measured a "
-            f"wait of {ms(run.wait_time)}. With one worker the gaps fell to {ms(gap1)} (busy "
-            f"{after.busy_share:.0%}).")
+            f"wait of {ms(run.wait_time)}.")
     if v.held:
-        said += (" Both readings agree within the predicted 50% and one worker removed more than half of the stall: "
-                 "a trace is enough to find a data stall in a job you did not instrument.")
+        said += (" The two readings agree within 50%: a trace is enough to find a data stall in a job you did not "
+                 "instrument.")
     else:
-        said += (" The prediction failed where the verdict says. The profiler adds overhead to every traced op (a "
-                 "candidate, not measured apart here): compare gaps within one trace, not across tools.")
-    return display.prose(said, "Drop the saved `.json` on https://ui.perfetto.dev to browse it.")
+        said += (" They differ by more than 50%. The profiler adds overhead to every traced op (a candidate, not "
+                 "measured apart here): compare gaps within one trace, not across tools.")
+    return display.prose(said, f"The trace with one worker had gaps of {ms(gap1)} on average (busy "
+                               f"{after.busy_share:.0%}), from {TRACED_NOTE}. Drop the saved `.json` files on "
+                               "https://ui.perfetto.dev to browse them.")
 
 
 def start_methods(v: display.Verdict, spawned: Timeline, forked: Timeline, server: float) -> display.Prose:
