@@ -456,7 +456,8 @@ if HAS_GRAIN:
                 .to_iter_dataset(grain.ReadOptions(num_threads=1, prefetch_buffer_size=BATCH))
                 .mp_prefetch(grain.MultiprocessingOptions(num_workers=FREE, per_worker_buffer_size=2)))
     grain_batches = iter(grain_ds)  # starts FREE worker process(es)
-    jax_loops[f"jax, Grain ({FREE} worker process)"] = (cu.pipeline.EpochsOf(grain_batches, STEPS), steps["jax"])
+    grain_label = f"jax, Grain, num_workers={FREE}"
+    jax_loops[grain_label] = (cu.pipeline.EpochsOf(grain_batches, STEPS), steps["jax"])
 elif HAS_JAX:
     v_grain = cu.display.not_tested("Grain is not installed in this runtime (pip install grain): its run is skipped")
     display(v_grain)
@@ -473,9 +474,9 @@ if HAS_GRAIN:
 # %%
 # NBVAL_CHECK_OUTPUT
 if HAS_JAX:
-    with iter(cu.pipeline.Prefetch(source, size=2)) as ahead:
-        next(ahead)  # the loop has taken one batch; meanwhile the thread keeps transferring the next ones
-        print("the thread ran ahead of the loop (3 batches transferred while 1 was consumed):", ahead.wait_ahead(3))
+    with iter(cu.pipeline.Prefetch(source, size=2)) as early:
+        next(early)  # the loop has taken one batch; meanwhile the thread keeps transferring the next ones
+        print("the thread ran ahead of the loop (3 batches transferred while 1 was consumed):", early.wait_ahead(3))
     print("JAX batches identical to the DataLoader's, every round:",
           all(t.fingerprints == reference * ROUNDS for t in jax_runs.values()))
     print("prefetch threads still running:", cu.pipeline.prefetch_threads())
@@ -495,7 +496,7 @@ cu.pipeline.story.jax_prefetch(v_jax, jax_runs)
 
 # %%
 if HAS_GRAIN:
-    grain_run = jax_runs[f"jax, Grain ({FREE} worker process)"]
+    grain_run = jax_runs[grain_label]
     grain_gain = cu.intervals.speedup(alone.part(), grain_run.part())
     v_grain = cu.display.verdict(grain_gain.faster, f"Grain's step against the loop's own: {grain_gain}",
                                  f"the step was {grain_gain.outcome}")

@@ -136,6 +136,8 @@ def tf_slow_path(v: display.Verdict, runs: Mapping[str, Timeline]) -> display.Pr
         said += (" Every `numpy_function` call leaves TF's C++ runtime for Python under the GIL and converts tensors "
                  "to arrays and back, so parallel `map` calls cannot overlap it; in TF ops the work stays in C++.")
     else:
-        said += (" The ranking did not hold beyond the noise where the verdict says; the GIL still serialises every "
-                 "`numpy_function` call, so parallel `map` calls cannot overlap them.")
+        said += (" The ranking did not hold (the verdict says which way each pipeline went), and why is not "
+                 "established by this run: the crossings themselves are a few per sample. What holds either way: "
+                 "every `numpy_function` call takes the GIL, so parallel `map` calls cannot overlap them, while TF "
+                 "ops can.")
     return display.prose(said)

@@ -120,6 +120,7 @@ def test_tf_and_jax_paragraphs_follow_the_verdict() -> None:
     three = {**runs, "numpy_function": rounds_run("nf", BASE, 0.04)}
     assert "stays in C++" in _short(story.tf_slow_path(HELD, three))
     assert "did not hold" in _short(story.tf_slow_path(FAILED, three))
+    assert "while TF ops can" in _short(story.tf_slow_path(FAILED, three))
 
 
 def test_before_after_one_paragraph_per_framework() -> None:
