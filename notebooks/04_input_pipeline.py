@@ -70,9 +70,9 @@ CORES = os.cpu_count() or 1
 FREE = cu.pipeline.data_cores(CORES)  # one core stays with the training process (section 4 says why)
 SIZE = cu.env.pick(ci=64, cpu=64)  # image side in pixels
 BATCH = cu.env.pick(ci=32, cpu=32, gpu=128)
-STEPS = cu.env.pick(ci=12, cpu=48, gpu=48)  # steps per epoch
+STEPS = cu.env.pick(ci=12, cpu=24, gpu=48)  # steps per epoch
 HIDDEN = cu.env.pick(ci=512, cpu=512, gpu=4096)  # the MLP's width sets how long a step computes
-ROUNDS = cu.env.pick(smoke=3, ci=4, cpu=6, gpu=6)  # loaders compared run one epoch each per round, in turns
+ROUNDS = cu.env.pick(smoke=3, ci=4, cpu=5, gpu=6)  # loaders compared run one epoch each per round, in turns
 data = cu.pipeline.SyntheticImages(STEPS * BATCH, size=SIZE, work=4, seed=0)
 print(data, f"| {BATCH} images per batch, {STEPS} steps per epoch, {CORES} cores ({FREE} for data), "
       f"frameworks: {', '.join(FRAMEWORKS)}, Grain: {HAS_GRAIN}, compute threads {compute_threads}")
