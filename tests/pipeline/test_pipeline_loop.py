@@ -193,3 +193,32 @@ def test_a_hung_loader_or_step_raises_and_names_it() -> None:
     assert time.monotonic() - start < 10
     assert pipeline.run_loop([1], lambda b: b, timeout=0.3).steps == 1  # the alarm is gone afterwards
     time.sleep(0.4)
+
+
+def test_an_outer_alarm_is_given_back() -> None:
+    import signal
+
+    fired = []
+    previous = signal.signal(signal.SIGALRM, lambda *_: fired.append(True))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 5.0)
+        pipeline.run_loop([1, 2], lambda b: b, timeout=60)
+        left = signal.getitimer(signal.ITIMER_REAL)[0]
+        assert 0 < left <= 5.0 and not fired
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_an_outer_alarm_due_first_reaches_its_own_handler() -> None:
+    import signal
+
+    fired = []
+    previous = signal.signal(signal.SIGALRM, lambda *_: fired.append(True))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.1)
+        pipeline.run_loop([1, 2], lambda b: time.sleep(0.15), timeout=60)
+        assert fired == [True] and signal.getitimer(signal.ITIMER_REAL)[0] == 0
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
