@@ -1,21 +1,28 @@
 """course_utils.pipeline: the helpers of notebook 04 (04_input_pipeline, "Is my accelerator waiting for my CPU?").
 
+The notebook writes the loaders itself (``DataLoader(...)``, the ``tf.data`` chain, Grain's dataset); these
+helpers make the data, run and time the learner's loaders, and explain what they measured.
+
 - ``dataset``: ``SyntheticImages`` (seeded samples whose decode and augmentation cost CPU time), ``NumpyBatches``,
   ``numpy_collate``, ``fingerprint`` (equal batches from every loader);
-- ``workers``: DataLoader workers from a notebook (forkserver, never fork), unpickling in a fresh process,
-  leftover workers and their memory, cores kept for compute;
-- ``prefetch``: ``Prefetch`` (a background thread running ``jax.device_put`` ahead) and ``InLoop`` (the baseline);
-- ``loop``: ``run_loop`` and ``Timeline`` (wait vs compute per step, utilisation = busy time share);
+- ``workers``: DataLoader workers from a notebook (forkserver, never fork), unpickling in a fresh process
+  (``workers/unpickle_check.py``), leftover workers and their memory, cores kept for compute;
+- ``prefetch``: ``Prefetch`` (a background thread running ``jax.device_put`` ahead), ``InLoop`` (the baseline),
+  ``grain_available``;
+- ``loop``: ``run_loop``, ``run_loops`` (loaders in alternating rounds: paired replicates for an interval),
+  ``Timeline`` (wait vs compute per step, utilisation = busy time share), ``EpochsOf``;
+- ``guard``: the deadline under which a learner's loader or step runs (``LearnerTimeout``);
 - ``steps``: the course MLP's one SGD step per framework (from ``course_utils.models``), warmed up;
-- ``tfdata``: tf.data pipelines in TF ops (vectorised) or through ``tf.numpy_function`` (the slow path);
+- ``tfdata``: the TF-ops map function, and tf.data's slow path through ``tf.numpy_function``;
 - ``stall``: the data stall read from a profiler trace alone (gaps between marked steps);
-- ``compare``: two loops compared in words (medians, quartiles, outlier steps flagged), the before/after table;
-- ``explain``: the explanations whose wording depends on which way this run's numbers fell;
+- ``compare``: loops compared with intervals, the floor overlap can reach, the before/after table;
+- ``story``, ``story_frameworks``: every sentence told from this run's verdicts and intervals;
 - ``plots``: the notebook's figures; ``exercises``: the checkers of its exercises.
 """
 
-from course_utils.pipeline import compare, explain
+from course_utils.pipeline import compare, story
 from course_utils.pipeline import exercises as _exercises  # noqa: F401  (registers 04.k)
+from course_utils.pipeline.compare import before_after_table, floor
 from course_utils.pipeline.dataset import (
     AugmentParams,
     NumpyBatches,
@@ -25,12 +32,13 @@ from course_utils.pipeline.dataset import (
     numpy_collate,
 )
 from course_utils.pipeline.exercises import reference_utilisation, smallest_removing
-from course_utils.pipeline.loop import Timeline, apart, run_loop, timelines_table
-from course_utils.pipeline.plots import timeline_plot, utilisation_plot, workers_plot
-from course_utils.pipeline.prefetch import InLoop, Prefetch, PrefetchIterator, prefetch_threads
+from course_utils.pipeline.guard import LearnerTimeout
+from course_utils.pipeline.loop import EpochsOf, Timeline, run_loop, run_loops, timelines_table
+from course_utils.pipeline.plots import samples_plot, timeline_plot, trace_plot, utilisation_plot, workers_plot
+from course_utils.pipeline.prefetch import InLoop, Prefetch, PrefetchIterator, grain_available, prefetch_threads
 from course_utils.pipeline.stall import STEP_MARK, Stalls, capture_loop, data_stalls, stalls_table
 from course_utils.pipeline.steps import mlp_step, warm_steps
-from course_utils.pipeline.tfdata import tf_augment_ops, tf_decode_ops, tf_pipeline
+from course_utils.pipeline.tfdata import tf_augment_ops, tf_decode_augment, tf_decode_ops, tf_pipeline
 from course_utils.pipeline.workers import (
     data_cores,
     limit_compute_threads,
@@ -44,13 +52,13 @@ from course_utils.pipeline.workers import (
 )
 
 __all__ = [
-    "compare", "explain",
+    "compare", "story",
     "STEP_MARK", "Stalls", "capture_loop", "data_stalls", "stalls_table",
-    "AugmentParams", "InLoop", "apart", "NumpyBatches", "Prefetch", "PrefetchIterator", "SyntheticImages", "Timeline",
-    "data_cores", "fingerprint", "limit_compute_threads", "max_difference", "mlp_step", "numpy_collate",
-    "oversubscribing",
-    "prefetch_threads", "reference_utilisation", "run_loop", "smallest_removing", "start_forkserver", "tf_augment_ops",
-    "tf_decode_ops", "tf_pipeline", "timeline_plot", "timelines_table", "unpickles_in_fresh_process",
-    "utilisation_plot", "warm_steps", "worker_context", "worker_counts", "worker_memory", "worker_processes",
-    "workers_plot",
+    "AugmentParams", "EpochsOf", "InLoop", "LearnerTimeout", "NumpyBatches", "Prefetch", "PrefetchIterator",
+    "SyntheticImages", "Timeline", "before_after_table", "data_cores", "fingerprint", "floor", "grain_available",
+    "limit_compute_threads", "max_difference", "mlp_step", "numpy_collate", "oversubscribing", "prefetch_threads",
+    "reference_utilisation", "run_loop", "run_loops", "samples_plot", "smallest_removing", "start_forkserver",
+    "tf_augment_ops", "tf_decode_augment", "tf_decode_ops", "tf_pipeline", "timeline_plot", "timelines_table",
+    "trace_plot", "unpickles_in_fresh_process", "utilisation_plot", "warm_steps", "worker_context", "worker_counts",
+    "worker_memory", "worker_processes", "workers_plot",
 ]

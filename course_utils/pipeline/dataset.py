@@ -18,6 +18,11 @@ MEAN = np.float32(0.5)
 STD = np.float32(0.25)
 CROP_PAD = 4  # pixels of reflected border the random crop chooses from
 UPSAMPLE = 4  # stored pictures are 1/4 of the side; decoding repeats each pixel 4 x 4
+MAX_SAMPLES = 1_000_000  # samples are made on demand, but records() and an epoch grow with n
+MAX_SIZE = 512  # pixels per side: one decoded float32 image is then 3 MiB
+MAX_WORK = 64  # smoothing passes per decode
+MAX_BATCH = 4096
+MAX_BYTES = 2**30  # one batch, or all stored records, at most 1 GiB: a learner's typo must not fill the memory
 
 
 class AugmentParams(NamedTuple):
@@ -41,13 +46,13 @@ class SyntheticImages:
     """
 
     def __init__(self, n: int, *, size: int = 64, classes: int = 10, work: int = 8, seed: int = 0) -> None:
-        validate.positive("n", n, integer=True)
-        validate.number("size", size, low=8, integer=True)
+        validate.number("n", n, low=1, high=MAX_SAMPLES, integer=True)
+        validate.number("size", size, low=8, high=MAX_SIZE, integer=True)
         if size % UPSAMPLE:
             raise ValueError(f"size must be a multiple of {UPSAMPLE}; got {size!r}")
-        validate.number("classes", classes, low=2, integer=True)
-        validate.non_negative("work", work, integer=True)
-        validate.non_negative("seed", seed, integer=True)
+        validate.number("classes", classes, low=2, high=1000, integer=True)
+        validate.number("work", work, low=0, high=MAX_WORK, integer=True)
+        validate.number("seed", seed, low=0, high=2**32 - 1, integer=True)
         self.n, self.size, self.classes, self.work, self.seed = int(n), int(size), int(classes), int(work), int(seed)
         rng = np.random.default_rng(self.seed)
         side = self.size // UPSAMPLE
@@ -124,7 +129,10 @@ class SyntheticImages:
 
     def batch(self, indices: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """Stacked samples: (float32 (B, 3, size, size), int64 (B,))."""
+        if isinstance(indices, (str, bytes)):
+            raise TypeError(f"indices must be a sequence of sample indices; got {type(indices).__name__} {indices!r}")
         validate.non_empty("indices", indices)
+        _batch_fits(self, len(indices), "indices")
         return numpy_collate([self[i] for i in indices])
 
     def records(self) -> dict[str, np.ndarray]:
@@ -148,9 +156,8 @@ class NumpyBatches:
 
     def __init__(self, dataset: SyntheticImages, batch_size: int) -> None:
         validate.instance("dataset", dataset, SyntheticImages)
-        validate.positive("batch_size", batch_size, integer=True)
-        if batch_size > len(dataset):
-            raise ValueError(f"batch_size must be <= len(dataset) = {len(dataset)}; got {batch_size!r}")
+        validate.number("batch_size", batch_size, low=1, high=min(len(dataset), MAX_BATCH), integer=True)
+        _batch_fits(dataset, batch_size, "batch_size")
         self.dataset, self.batch_size = dataset, int(batch_size)
 
     def __len__(self) -> int:
@@ -159,6 +166,12 @@ class NumpyBatches:
     def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         for b in range(len(self)):
             yield self.dataset.batch(range(b * self.batch_size, (b + 1) * self.batch_size))
+
+
+def _batch_fits(dataset: SyntheticImages, count: int, name: str) -> None:
+    if count > MAX_BATCH or count * dataset.sample_bytes > MAX_BYTES:
+        raise ValueError(f"{name}: a batch of {count} samples of {dataset.sample_bytes} bytes is over this notebook's "
+                         f"limits ({MAX_BATCH} samples, {MAX_BYTES / 2**30:.0f} GiB)")
 
 
 def numpy_collate(samples: Sequence[tuple[np.ndarray, Any]]) -> tuple[np.ndarray, np.ndarray]:
@@ -183,8 +196,8 @@ def fingerprint(batch: Any) -> str:
 
     Integer arrays are compared as int64 (JAX stores int64 labels as int32 unless x64 is enabled).
     """
-    if batch is None:
-        raise TypeError("batch must be an array or a tuple of arrays; got None")
+    if batch is None or isinstance(batch, (str, bytes)):
+        raise TypeError(f"batch must be an array or a tuple of arrays; got {type(batch).__name__} {batch!r:.40}")
     parts = batch if isinstance(batch, (tuple, list)) else (batch,)
     validate.non_empty("batch", parts)
     arrays = [_numpy(p) for p in parts]

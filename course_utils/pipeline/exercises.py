@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import exercises, timing, validate
+from course_utils import exercises, intervals, validate
 
 REMOVED = 0.5  # a worker count "removes the wait" when its steady wait is at most half the in-process wait
 CHOICES = ("threads", "processes", "tie")
@@ -51,42 +51,38 @@ def _workers_needed(answer: Any, *, wait: float, compute: float, free: int,
             f"{compute * 1e3:.1f} ms per step, {free} free core(s)) nor from the sweep ({seen})")
 
 
-def _steps(name: str, values: Sequence[float]) -> timing.Measurement:
+def _rounds(name: str, values: Sequence[float]) -> list[float]:
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
-        raise TypeError(f"{name} must be a sequence of seconds per step; got {values!r:.60}")
-    validate.non_empty(name, values)
-    return timing.Measurement.from_times(name, [validate.non_negative(name, t) for t in values])
+        raise TypeError(f"{name} must be a sequence of per-round median step times (seconds); got {values!r:.60}")
+    if len(values) < 2:
+        raise ValueError(f"{name} must hold at least 2 rounds; got {len(values)}")
+    return [validate.positive(name, t) for t in values]
 
 
-def faster(thread_steps: Sequence[float], process_steps: Sequence[float]) -> str:
-    """'threads', 'processes' or 'tie': which run's steady steps were shorter, judged by their quartile ranges
-    (overlapping quartiles are a tie: a difference within this run's noise)."""
-    thread, process = _steps("thread_steps", thread_steps), _steps("process_steps", process_steps)
-    if thread.p75 < process.p25:
-        return "threads"
-    if process.p75 < thread.p25:
-        return "processes"
-    return "tie"
+def faster(thread_rounds: Sequence[float], process_rounds: Sequence[float]) -> str:
+    """'threads', 'processes' or 'tie': which fed JAX the shorter steady step, decided by the interval on the
+    paired per-round medians (an interval that contains 1 is a tie: a difference within this run's noise)."""
+    s = intervals.speedup(_rounds("thread_rounds", thread_rounds), _rounds("process_rounds", process_rounds))
+    return {intervals.FASTER: "processes", intervals.SLOWER: "threads"}.get(s.outcome, "tie")
 
 
-@exercises.register("04.2", hint="compare the steady step times of the thread prefetcher and of the worker "
-                                 "process + Prefetch, both measured in this run: if their quartile ranges overlap, "
+@exercises.register("04.2", hint="take the prefetch thread's and Grain's runs of section 6 (the same rounds) and "
+                                 "read the interval of cu.intervals.speedup on their steady steps: if it contains 1, "
                                  "it is a tie")
-def _processes_or_threads(answer: Any, *, thread_steps: Sequence[float], process_steps: Sequence[float]) -> str | None:
-    """'threads', 'processes' or 'tie': which gave JAX the shorter steady step in this run (quartiles decide)."""
+def _processes_or_threads(answer: Any, *, thread_rounds: Sequence[float],
+                          process_rounds: Sequence[float]) -> str | None:
+    """'threads', 'processes' or 'tie': which gave JAX the shorter steady step in this run (the interval decides)."""
     if not isinstance(answer, str):
         raise TypeError(f"the answer should be 'threads', 'processes' or 'tie'; got {answer!r}")
     choice = answer.strip().lower()
     if choice not in CHOICES:
         raise ValueError(f"the answer should be 'threads', 'processes' or 'tie'; got {answer!r}")
-    expected = faster(thread_steps, process_steps)
+    expected = faster(thread_rounds, process_rounds)
     if choice == expected:
         return None
-    thread, process = _steps("thread_steps", thread_steps), _steps("process_steps", process_steps)
-    seen = (f"threads {thread.median * 1e3:.1f} ms (quartiles {thread.p25 * 1e3:.1f}-{thread.p75 * 1e3:.1f}), "
-            f"processes {process.median * 1e3:.1f} ms ({process.p25 * 1e3:.1f}-{process.p75 * 1e3:.1f}) per step")
-    verdict = "the quartile ranges overlap: a tie" if expected == "tie" else f"{expected} gave the shorter step"
-    return f"this run measured {seen}: {verdict}"
+    s = intervals.speedup(list(thread_rounds), list(process_rounds))
+    verdict = "the interval contains 1: a tie" if expected == "tie" else f"{expected} gave the shorter step"
+    return f"this run measured the process at {s} the thread's speed: {verdict}"
 
 
 def reference_utilisation(waits: Any, computes: Any) -> float:

@@ -1,12 +1,16 @@
 """The instrumented training loop of notebook 04: per step, the time spent waiting for the batch and the time
 spent computing (synchronised), kept as a ``Timeline``; "utilisation" here is always the accelerator's busy
 time share: compute / (wait + compute) over the steady steps.
+
+``run_loops`` runs several loaders in alternating rounds, one epoch each per round, so that a change in the
+machine's load hits every loader alike; each epoch's median is then one paired replicate for
+``cu.intervals.speedup`` (``Timeline.part(...).rounds``).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,10 +18,15 @@ import numpy as np
 
 from course_utils import display, timing, validate
 from course_utils.pipeline.dataset import fingerprint
+from course_utils.pipeline.guard import Deadline, deadline
 
 _fmt = display.format_time
 _clock = time.perf_counter  # module-level so that tests can drive the loop with a fake clock
 PARTS = ("step", "wait", "compute")
+CLOCK_FLOOR = 1e-9  # a per-round median below the clock's resolution counts as 1 ns, so that a ratio exists
+LOOP_TIMEOUT = 480.0  # seconds one loop call (all its epochs and rounds) may run: under nbval's 600 s cell timeout
+MAX_EPOCHS = 1000
+MAX_ROUNDS = 100
 
 
 @dataclass(frozen=True, repr=False)
@@ -43,6 +52,10 @@ class Timeline:
         for name in ("starts", "waits", "computes"):
             for value in getattr(self, name):
                 validate.non_negative(name, value)
+        for value in self.epochs:
+            validate.non_negative("epochs", value, integer=True)
+        if list(self.epochs) != sorted(self.epochs):
+            raise ValueError("epochs must not decrease from one step to the next")
 
     @property
     def steps(self) -> int:
@@ -82,29 +95,47 @@ class Timeline:
         total = self.step_time
         return self.compute_time / total if total > 0 else 0.0
 
+    def _values(self, name: str) -> np.ndarray:
+        waits, computes = np.asarray(self.waits), np.asarray(self.computes)
+        return {"step": waits + computes, "wait": waits, "compute": computes}[name]
+
     def part(self, name: str = "step") -> timing.Measurement:
-        """The steady steps' ``name`` times ("step" = wait + compute, "wait", "compute") as a Measurement, for
-        their median and quartiles."""
+        """The steady steps' ``name`` times ("step" = wait + compute, "wait", "compute") as a Measurement (median,
+        quartiles); with two epochs or more, its ``rounds`` are the epochs' medians, the paired replicates of
+        ``cu.intervals.speedup`` when the epochs were run in alternating rounds (``run_loops``)."""
         validate.choice("name", name, PARTS)
-        waits, computes = (np.asarray(getattr(self, a))[self._steady()] for a in ("waits", "computes"))
-        values = {"step": waits + computes, "wait": waits, "compute": computes}[name]
-        return timing.Measurement.from_times(f"{self.label}: {name}", values.tolist())
+        values = self._values(name)
+        steady = self._steady()
+        epochs = sorted(set(self.epochs))
+        rounds = tuple(max(CLOCK_FLOOR, self.epoch_part(e, name).median) for e in epochs) if len(epochs) > 1 else ()
+        return timing.Measurement(label=f"{self.label}: {name}", times=tuple(values[steady].tolist()),
+                                  total=float(values[steady].sum()), rounds=rounds)
 
     def epoch_part(self, epoch: int, name: str = "wait") -> timing.Measurement:
-        """One epoch's steady steps' ``name`` times (its first step, the start-up, left out) as a Measurement, for
-        comparing epochs by their quartiles; an epoch of a single step keeps that step."""
+        """One epoch's steady steps' ``name`` times (its first step, the start-up, left out) as a Measurement; an
+        epoch of a single step keeps that step."""
         validate.choice("epoch", epoch, sorted(set(self.epochs)))
         validate.choice("name", name, PARTS)
-        rows = [(w, c) for w, c, e in zip(self.waits, self.computes, self.epochs) if e == epoch]
-        rows = rows[1:] or rows
-        values = [{"step": w + c, "wait": w, "compute": c}[name] for w, c in rows]
-        return timing.Measurement.from_times(f"{self.label}: epoch {epoch + 1} {name}", values)
+        values = [float(v) for v, e in zip(self._values(name), self.epochs) if e == epoch]
+        return timing.Measurement.from_times(f"{self.label}: epoch {epoch + 1} {name}", values[1:] or values)
 
-    def epoch_wait(self, epoch: int) -> float:
-        """Mean wait per steady step of one epoch (its first step, the start-up, left out), seconds."""
+    def epoch(self, epoch: int) -> Timeline:
+        """The steps of one epoch (one round of ``run_loops``) as a Timeline of their own, numbered epoch 0."""
         validate.choice("epoch", epoch, sorted(set(self.epochs)))
-        waits = [w for w, e in zip(self.waits, self.epochs) if e == epoch][1:]
-        return float(np.mean(waits)) if waits else 0.0
+        keep = [i for i, e in enumerate(self.epochs) if e == epoch]
+        return Timeline(self.label, tuple(self.starts[i] - self.starts[keep[0]] for i in keep),
+                        tuple(self.waits[i] for i in keep), tuple(self.computes[i] for i in keep),
+                        (0,) * len(keep), tuple(self.fingerprints[i] for i in keep if i < len(self.fingerprints)),
+                        dict(self.metadata))
+
+    def startup_part(self) -> timing.Measurement:
+        """The start-ups of the epochs after the first as a Measurement whose ``rounds`` are those start-ups: what
+        a loader pays at each later ``iter()`` (restarting workers, or reusing persistent ones)."""
+        later = self.startups[1:]
+        if len(later) < 2:
+            raise ValueError(f"{self.label!r} ran {len(self.startups)} epoch(s); comparing start-ups needs at least 3")
+        return timing.Measurement(label=f"{self.label}: start-up", times=later, total=sum(later),
+                                  rounds=tuple(max(CLOCK_FLOOR, s) for s in later))
 
     def row(self) -> tuple[str, ...]:
         return (self.label, _fmt(self.step_time), _fmt(self.wait_time), _fmt(self.compute_time),
@@ -131,30 +162,22 @@ class Timeline:
         return self.table()._repr_html_()
 
 
-def apart(a: Timeline, b: Timeline, part: str = "step") -> bool:
-    """True when the quartile ranges of ``part`` per steady step do not overlap: a difference this run's noise
-    does not explain (overlapping quartiles: within the noise)."""
-    validate.instance("a", a, Timeline)
-    validate.instance("b", b, Timeline)
-    return timing.apart(a.part(part), b.part(part))
-
-
 def _quartiles(m: timing.Measurement) -> str:
     return f"{_fmt(m.p25)} to {_fmt(m.p75)}"
 
 
-def _spread_row(t: Timeline) -> tuple[tuple[str, ...], bool]:
-    """A row of medians and quartiles, and whether a mean of step or compute lies outside its quartiles."""
+def _spread_row(t: Timeline) -> tuple[str, ...]:
     step, wait, compute = (t.part(p) for p in PARTS)
-    skewed = any(not m.p25 <= m.mean <= m.p75 for m in (step, compute))
-    return ((t.label + (" *" if skewed else ""), _fmt(step.median), _quartiles(step), _fmt(wait.median),
-             _fmt(compute.median), _quartiles(compute), display.percent(t.utilisation), _fmt(t.startups[0])), skewed)
+    return (t.label, _fmt(step.median), _quartiles(step), _fmt(wait.median), _fmt(compute.median),
+            _quartiles(compute), display.percent(t.utilisation), _fmt(t.startups[0]))
 
 
-def timelines_table(timelines: Sequence[Timeline], *, title: str | None = None, spread: bool = False) -> display.Table:
+def timelines_table(timelines: Iterable[Timeline], *, title: str | None = None, spread: bool = False) -> display.Table:
     """One row per loop: steady step time, wait, compute (means), utilisation (busy time share), first start-up;
-    with ``spread`` the medians with the quartiles of step and compute instead, means outside them flagged."""
-    validate.non_empty("timelines", timelines)
+    with ``spread`` the medians with the quartiles of step and compute instead."""
+    if isinstance(timelines, Mapping):
+        timelines = list(timelines.values())
+    timelines = list(validate.non_empty("timelines", list(timelines)))
     for t in timelines:
         validate.instance("timelines", t, Timeline)
     validate.instance("spread", spread, bool)
@@ -163,14 +186,73 @@ def timelines_table(timelines: Sequence[Timeline], *, title: str | None = None, 
                              [t.row() for t in timelines], title=title,
                              note="Steady steps (first step of each epoch left out), means; utilisation = compute "
                                   "/ step time.")
-    rows, flags = zip(*(_spread_row(t) for t in timelines))
-    note = ("Steady steps (first step of each epoch left out): step, wait and compute are medians, quartiles over "
-            "the steady steps; utilisation = total compute / total step time.")
-    if any(flags):
-        note += (" * the mean step or compute of this loop lies outside its quartiles: a few outlier steps, which "
-                 "the utilisation (made of totals) includes.")
     return display.table(["loop", "step", "step quartiles", "wait", "compute", "compute quartiles", "utilisation",
-                          "start-up"], rows, title=title, note=note)
+                          "start-up"], [_spread_row(t) for t in timelines], title=title,
+                         note="Steady steps (first step of each epoch left out): step, wait and compute are medians, "
+                              "quartiles over the steady steps; utilisation = total compute / total step time; "
+                              "start-up: the first epoch's first wait.")
+
+
+def _batches(name: str, batches: Any, epochs: int) -> Iterable[Any]:
+    if batches is None or isinstance(batches, (str, bytes)) or not isinstance(batches, Iterable):
+        raise TypeError(f"{name} must be an iterable of batches (a loader); got {type(batches).__name__} "
+                        f"{batches!r:.60}")
+    if isinstance(batches, Iterator) and epochs > 1:
+        raise TypeError(f"{name} is a one-shot iterator ({type(batches).__name__}): a second epoch would be empty. "
+                        "Pass the loader itself (re-iterable), or wrap one long iterator in "
+                        "cu.pipeline.EpochsOf(iterator, steps)")
+    return batches
+
+
+@dataclass
+class _Rows:
+    starts: list[float] = field(default_factory=list)
+    waits: list[float] = field(default_factory=list)
+    computes: list[float] = field(default_factory=list)
+    epochs: list[int] = field(default_factory=list)
+    prints: list[str] = field(default_factory=list)
+    elapsed: float = 0.0  # this loop's own time so far, so that rounds of other loops leave no hole in starts
+
+    def timeline(self, label: str, metadata: dict[str, Any]) -> Timeline:
+        return Timeline(label, tuple(self.starts), tuple(self.waits), tuple(self.computes), tuple(self.epochs),
+                        tuple(self.prints), metadata)
+
+
+def _epoch(rows: _Rows, batches: Iterable[Any], step: Callable[[Any], Any], epoch: int, record: bool,
+           guard: Deadline, what: str) -> None:
+    """One epoch of ``step`` over ``batches``, appended to ``rows``."""
+    before = len(rows.waits)
+    origin = begin = _clock()
+    guard.doing = f"iter() of {what}"
+    iterator = iter(batches)
+    try:
+        while True:
+            guard.doing = f"the loader of {what} (next batch)"
+            try:
+                batch = next(iterator)
+            except StopIteration:
+                break
+            got = _clock()
+            guard.doing = f"the step {getattr(step, '__name__', repr(step))!s:.60} of {what}"
+            timing.sync(step(batch))
+            done = _clock()
+            rows.starts.append(rows.elapsed + begin - origin)
+            rows.waits.append(got - begin)
+            rows.computes.append(done - got)
+            rows.epochs.append(epoch)
+            if record:
+                rows.prints.append(fingerprint(batch))
+            del batch
+            guard.check()
+            begin = _clock()
+    finally:
+        close = getattr(iterator, "close", None)
+        if callable(close):
+            close()
+        del iterator
+    if len(rows.waits) == before:
+        raise ValueError(f"batches of {what} yielded no batch in epoch {epoch + 1}")
+    rows.elapsed += begin - origin
 
 
 def run_loop(
@@ -180,49 +262,77 @@ def run_loop(
     epochs: int = 1,
     label: str = "loop",
     record: bool = True,
+    timeout: float = LOOP_TIMEOUT,
     **metadata: Any,
 ) -> Timeline:
     """Run ``step(batch)`` over every batch of ``batches`` for ``epochs`` epochs, timing wait and compute.
 
     Wait: from asking the iterator for the next batch until it arrives (the first step of an epoch includes
-    ``iter()``, i.e. starting workers or threads, and the end of the previous epoch). Compute: ``step(batch)``
+    ``iter()``, i.e. starting workers or threads). Compute: ``step(batch)``
     plus ``course_utils.timing.sync`` of its result, so asynchronous frameworks are charged for the work they
     queued. ``record`` keeps a fingerprint of each batch (computed outside both timed intervals) to prove
-    variants yield equal data. An exception raised by ``step`` or by the loader passes through unchanged.
+    variants yield equal data. A loader or step that does not return within ``timeout`` seconds (all epochs
+    together) raises ``LearnerTimeout``; an exception raised by ``step`` or by the loader passes through.
     """
-    if batches is None or isinstance(batches, (str, bytes)) or not isinstance(batches, Iterable):
-        raise TypeError(f"batches must be an iterable of batches (a loader); got {type(batches).__name__} "
-                        f"{batches!r:.60}")
+    validate.number("epochs", epochs, low=1, high=MAX_EPOCHS, integer=True)
+    batches = _batches("batches", batches, epochs)
     validate.function("step", step)
-    validate.positive("epochs", epochs, integer=True)
     validate.text("label", label)
     validate.instance("record", record, bool)
-    starts, waits, computes, epoch_of, prints = [], [], [], [], []
-    origin = begin = _clock()
-    for epoch in range(epochs):  # an epoch's first wait includes the end of the previous epoch (workers stop...)
-        iterator = iter(batches)
-        try:
-            while True:
-                try:
-                    batch = next(iterator)
-                except StopIteration:
-                    break
-                got = _clock()
-                timing.sync(step(batch))
-                done = _clock()
-                starts.append(begin - origin)
-                waits.append(got - begin)
-                computes.append(done - got)
-                epoch_of.append(epoch)
-                if record:
-                    prints.append(fingerprint(batch))
-                del batch
-                begin = _clock()
-        finally:
-            close = getattr(iterator, "close", None)
-            if callable(close):
-                close()
-            del iterator
-    if not waits:
-        raise ValueError("batches yielded no batch")
-    return Timeline(label, tuple(starts), tuple(waits), tuple(computes), tuple(epoch_of), tuple(prints), metadata)
+    rows = _Rows()
+    with deadline(timeout) as guard:
+        for epoch in range(epochs):
+            _epoch(rows, batches, step, epoch, record, guard, repr(label))
+    return rows.timeline(label, metadata)
+
+
+def run_loops(loops: Mapping[str, tuple[Iterable[Any], Callable[[Any], Any]]], *, rounds: int, record: bool = True,
+              timeout: float = LOOP_TIMEOUT) -> dict[str, Timeline]:
+    """Run each ``label: (batches, step)`` of ``loops`` for one epoch per round, ``rounds`` rounds, in turns (the
+    order rotated by one each round); return one Timeline per label whose epochs are the rounds.
+
+    Loops that ran in the same round shared the machine's moment, so each round's median is a paired replicate:
+    ``cu.intervals.speedup(a.part(), b.part())`` turns them into an interval. ``timeout``: seconds for all of it.
+    """
+    validate.instance("loops", loops, Mapping)
+    validate.non_empty("loops", loops)
+    rounds = validate.number("rounds", rounds, low=2, high=MAX_ROUNDS, integer=True)
+    validate.instance("record", record, bool)
+    for label, pair in loops.items():
+        validate.text("loops", label)
+        if not isinstance(pair, tuple) or len(pair) != 2:
+            raise TypeError(f"loops[{label!r}] must be a (batches, step) pair; got {type(pair).__name__}")
+        _batches(f"loops[{label!r}] batches", pair[0], rounds)
+        validate.function(f"loops[{label!r}] step", pair[1])
+    names = list(loops)
+    rows = {name: _Rows() for name in names}
+    with deadline(timeout) as guard:
+        for r in range(rounds):
+            for name in names[r % len(names):] + names[:r % len(names)]:
+                _epoch(rows[name], loops[name][0], loops[name][1], r, record, guard, repr(name))
+    return {name: rows[name].timeline(name, {"rounds": rounds}) for name in names}
+
+
+class EpochsOf:
+    """Re-iterable view of one long-lived ``iterator``: each ``iter()`` yields its next ``steps`` items.
+
+    For loaders that are one iterator over many epochs (Grain's, a ``repeat()``-ed tf.data): their workers start
+    once, at the first ``iter()`` of the loader, instead of once per epoch. An ``iter()`` that finds the iterator
+    exhausted yields nothing (``run_loop`` then says so).
+    """
+
+    def __init__(self, iterator: Iterator[Any], steps: int) -> None:
+        if not isinstance(iterator, Iterator):
+            raise TypeError(f"iterator must be an iterator (what iter(loader) returns); got {type(iterator).__name__}")
+        self.iterator = iterator
+        self.steps = int(validate.number("steps", steps, low=1, high=10**6, integer=True))
+
+    def __len__(self) -> int:
+        return self.steps
+
+    def __iter__(self) -> Iterator[Any]:
+        for _ in range(self.steps):
+            try:
+                yield next(self.iterator)
+            except StopIteration:
+                return

@@ -1,4 +1,5 @@
-"""The figures of notebook 04: step timelines (Gantt), before/after utilisation, and the worker sweep."""
+"""The figures of notebook 04: samples, step timelines (Gantt), the stall in a profiler trace, before/after
+utilisation, and the worker sweep."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from course_utils import plotting, validate
+from course_utils import plotting, profile, validate
+from course_utils.pipeline.dataset import MEAN, STD, SyntheticImages
 from course_utils.pipeline.loop import Timeline
+from course_utils.pipeline.stall import STEP_MARK, Stalls
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -20,18 +23,79 @@ def _framework_of(label: str) -> str:
     return label.split(",")[0].split()[0].strip().lower()
 
 
-def timeline_plot(timelines: Sequence[Timeline], *, title: str | None = None, width: float = 9.0) -> Figure:
+def samples_plot(dataset: SyntheticImages, count: int = 8) -> Figure:
+    """The first ``count`` augmented samples, as the model receives them (normalised; shown rescaled to [0, 1])."""
+    validate.instance("dataset", dataset, SyntheticImages)
+    count = validate.number("count", count, low=1, high=min(16, len(dataset)), integer=True)
+    fig, axes = plotting.figure(count, width=1.2 * count, height=1.6)
+    for i, ax in enumerate(axes):
+        x, y = dataset[i]
+        ax.imshow(np.clip(x.transpose(1, 2, 0) * STD + MEAN, 0, 1))
+        ax.set_title(f"class {y}", fontsize=9)
+        ax.axis("off")
+    fig.suptitle("Synthetic samples after decode + augment (seeded: the same on every run)")
+    return fig
+
+
+LOADER_PATTERN = "DataLoader"  # the profiler's name for the loader's __next__ contains it
+
+
+def trace_plot(trace: profile.Trace, stalls: Stalls, *, steps: int = 3, title: str | None = None) -> Figure:
+    """The training thread of ``trace`` over ``steps`` marked steps: each step, the loader's calls, and the gaps
+    between steps (idle: waiting for data) labelled with their length, with a legend that names all three."""
+    from matplotlib.patches import Patch
+
+    validate.instance("trace", trace, profile.Trace)
+    validate.instance("stalls", stalls, Stalls)
+    steps = validate.number("steps", steps, low=1, high=50, integer=True)
+    marked = sorted((e for e in trace.events if e.thread == stalls.thread and e.name == STEP_MARK),
+                    key=lambda e: e.start)
+    if len(marked) < 2:
+        raise ValueError(f"trace must hold at least two {STEP_MARK!r} events on thread {stalls.thread!r}")
+    shown = marked[1:steps + 2] if len(marked) > steps + 1 else marked  # the first step holds the loader's start
+    start, end = shown[0].start, shown[-1].end
+    loader = [e for e in trace.events if e.thread == stalls.thread and LOADER_PATTERN in e.name
+              and e.end > start and e.start < end]
+    fig, (ax,) = plotting.figure(width=8.0, height=2.6)
+    step_color = plotting.color_for("torch")
+    ax.broken_barh([((e.start - start) * 1e3, e.duration * 1e3) for e in shown], (0.55, 0.4), facecolors=step_color)
+    ax.broken_barh([((max(e.start, start) - start) * 1e3, (min(e.end, end) - max(e.start, start)) * 1e3)
+                    for e in loader], (0.05, 0.4), facecolors=WAIT_COLOR)
+    for a, b in zip(shown, shown[1:]):
+        gap = b.start - a.end
+        if gap > 0:
+            ax.annotate(f"{gap * 1e3:.1f} ms idle", xy=((a.end + gap / 2 - start) * 1e3, 1.02), ha="center",
+                        va="bottom", fontsize=9)
+    ax.set_ylim(0, 1.3)
+    ax.set_yticks([0.25, 0.75], ["loader calls", "train steps"])
+    ax.set_xlabel(f"ms on the training thread ({stalls.label}), from the second marked step")
+    ax.grid(axis="y", visible=False)
+    handles = [Patch(color=step_color, label=f"'{STEP_MARK}': the model computes"),
+               Patch(color=WAIT_COLOR, label="DataLoader __next__: the batch is made here")]
+    fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=9)
+    ax.set_title(title or "The stall in the trace: between steps, the training thread makes the next batch")
+    return fig
+
+
+def timeline_plot(timelines: Sequence[Timeline] | Mapping[str, Timeline], *, title: str | None = None,
+                  width: float = 9.0, epoch: int | None = None) -> Figure:
     """Gantt chart, one row per loop, time measured from the arrival of each loop's first batch.
 
     Grey bars wait for data, coloured bars compute (the legend names each colour). The first batch's wait
     (the loader's start-up: a spawned worker can take a second) is written on the right instead of drawn, so
     that one slow start does not squash the steady steps of the other rows; later epochs' start-ups are drawn.
+    ``epoch``: draw only that epoch (one round of ``run_loops``) of each loop.
     """
     from matplotlib.patches import Patch
 
-    validate.non_empty("timelines", timelines)
+    if isinstance(timelines, Mapping):
+        timelines = list(timelines.values())
+    timelines = validate.non_empty("timelines", list(timelines))
     for t in timelines:
         validate.instance("timelines", t, Timeline)
+    validate.number("width", width, low=2, high=40)
+    if epoch is not None:
+        timelines = [t.epoch(epoch) for t in timelines]
     fig, (ax,) = plotting.figure(width=width, height=1.9 + 0.42 * len(timelines))
     shift = [t.starts[0] + t.waits[0] for t in timelines]
     end = max(t.starts[-1] + t.waits[-1] + t.computes[-1] - s for t, s in zip(timelines, shift)) * 1e3
@@ -96,21 +160,22 @@ def utilisation_plot(before_after: Mapping[str, tuple[Timeline, Timeline]], *, t
 
 
 def workers_plot(runs: Mapping[int, Timeline], *, free_cores: int, title: str | None = None) -> Figure:
-    """Measured step and compute time per worker count against the model max(compute, data / min(n, free))."""
+    """Median step and compute per worker count against the model max(compute, data / min(n, free)), whose data
+    and compute times are the 0-worker run's medians."""
     validate.instance("runs", runs, Mapping)
     validate.non_empty("runs", runs)
     if 0 not in runs:
         raise ValueError("runs must include 0 workers (the data time and compute time of the model come from it)")
     validate.positive("free_cores", free_cores, integer=True)
     counts = sorted(runs)
-    data_time, compute_time = runs[0].wait_time, runs[0].compute_time
+    data_time, compute_time = runs[0].part("wait").median, runs[0].part("compute").median
     model = [data_time + compute_time if n == 0 else max(compute_time, data_time / min(n, free_cores))
              for n in counts]
     fig, (ax,) = plotting.figure(width=6.4, height=3.8)
     color = plotting.color_for("torch")
-    ax.plot(counts, [runs[n].step_time * 1e3 for n in counts], "o-", color=color, label="measured step time")
-    ax.plot(counts, [runs[n].compute_time * 1e3 for n in counts], "o:", color=color, alpha=0.6,
-            label="measured compute per step")
+    ax.plot(counts, [runs[n].part().median * 1e3 for n in counts], "o-", color=color, label="median step")
+    ax.plot(counts, [runs[n].part("compute").median * 1e3 for n in counts], "o:", color=color, alpha=0.6,
+            label="median compute per step")
     ax.plot(counts, [m * 1e3 for m in model], "s--", color="#555555",
             label="model (computed): max(compute, data / workers)")
     ax.axvline(free_cores, color=WAIT_COLOR, linestyle=":", label=f"cores free for data = {free_cores}")

@@ -4,6 +4,7 @@ batches to the device while the step runs; ``InLoop`` does the same work in the 
 
 from __future__ import annotations
 
+import importlib.util
 import queue
 import threading
 import time
@@ -11,9 +12,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from course_utils import validate
+from course_utils import env, validate
+from course_utils.pipeline.guard import LearnerTimeout, timeout_seconds
 
 THREAD_NAME = "course-prefetch"
+WAIT_TIMEOUT = 120.0  # seconds the loop waits for one batch from the thread before it gives up
+MAX_SIZE = 1024  # batches held ahead
 _DONE = object()
 
 
@@ -57,19 +61,22 @@ class Prefetch:
 
     ``transfer`` defaults to ``jax.device_put`` (the copy to the accelerator starts before the step asks for
     the batch). The thread overlaps with the step whenever the step releases the GIL, as compiled JAX/XLA
-    computations do. ``size`` >= 1; for no overlap at all use ``InLoop``.
+    computations do. ``size`` in [1, 1024]; for no overlap at all use ``InLoop``. A batch that takes longer
+    than ``timeout`` seconds to arrive (a source or transfer that hangs) raises ``LearnerTimeout``.
     """
 
-    def __init__(self, source: Iterable[Any], size: int = 2, transfer: Callable[[Any], Any] | None = None) -> None:
+    def __init__(self, source: Iterable[Any], size: int = 2, transfer: Callable[[Any], Any] | None = None, *,
+                 timeout: float = WAIT_TIMEOUT) -> None:
         self.source = _source(source)
-        self.size = int(validate.positive("size", size, integer=True))
+        self.size = int(validate.number("size", size, low=1, high=MAX_SIZE, integer=True))
         self.transfer = None if transfer is None else validate.function("transfer", transfer)
+        self.timeout = timeout_seconds(timeout)
 
     def __len__(self) -> int:
         return len(self.source)  # type: ignore[arg-type]
 
     def __iter__(self) -> PrefetchIterator:
-        return PrefetchIterator(iter(self.source), self.size, _transfer(self.transfer))
+        return PrefetchIterator(iter(self.source), self.size, _transfer(self.transfer), timeout=self.timeout)
 
 
 class _State:
@@ -117,9 +124,12 @@ class PrefetchIterator:
     the one it holds while waiting for room).
     """
 
-    def __init__(self, source: Iterator[Any], size: int, transfer: Callable[[Any], Any]) -> None:
+    def __init__(self, source: Iterator[Any], size: int, transfer: Callable[[Any], Any], *,
+                 timeout: float = WAIT_TIMEOUT) -> None:
         self._state = _State(size)
         self._finished = False
+        self._timeout = timeout_seconds(timeout)
+        self._transfer_name = getattr(transfer, "__name__", repr(transfer))
         self._thread = threading.Thread(target=_produce, args=(self._state, source, transfer), daemon=True,
                                         name=THREAD_NAME)
         self._thread.start()
@@ -156,7 +166,12 @@ class PrefetchIterator:
     def __next__(self) -> Any:
         if self._finished:
             raise StopIteration
-        item = self._state.queue.get()
+        try:
+            item = self._state.queue.get(timeout=self._timeout)
+        except queue.Empty:
+            self.close(timeout=0.1)
+            raise LearnerTimeout(f"no batch arrived from the prefetch thread within {self._timeout:g} s: the source "
+                                 f"or the transfer {self._transfer_name!s:.60} does not return") from None
         if item is _DONE:
             self.close()
             raise StopIteration
@@ -193,3 +208,12 @@ class PrefetchIterator:
 def prefetch_threads() -> int:
     """How many prefetch threads are running in this process (0 once every iterator has stopped)."""
     return sum(t.name == THREAD_NAME for t in threading.enumerate())
+
+
+def grain_available() -> bool:
+    """True when Grain (JAX's data loader) can be imported here: ``grain`` is installed and so is JAX, which Grain
+    imports (a runtime without JAX, or the course's ``COURSE_BLOCK=jax`` shim, answers False). Imports nothing."""
+    try:
+        return env.available("jax") and importlib.util.find_spec("grain") is not None
+    except (ImportError, ValueError):
+        return False

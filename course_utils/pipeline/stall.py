@@ -14,29 +14,37 @@ from typing import Any
 import numpy as np
 
 from course_utils import display, profile, timing, validate
+from course_utils.pipeline.guard import deadline
 
 STEP_MARK = "train step"
+CAPTURE_TIMEOUT = 480.0
 
 
-def capture_loop(batches: Iterable[Any], step: Callable[[Any], Any], *, steps: int, name: str) -> profile.Trace:
+def capture_loop(batches: Iterable[Any], step: Callable[[Any], Any], *, steps: int, name: str,
+                 timeout: float = CAPTURE_TIMEOUT) -> profile.Trace:
     """Profile ``steps`` PyTorch training steps fed by ``batches`` (each step marked ``STEP_MARK``, its result
-    waited for); the trace is saved under ``build/traces/<name>.torch.json`` and returned loaded."""
+    waited for); the trace is saved under ``build/traces/<name>.torch.json`` and returned loaded. A loader or
+    step that does not return within ``timeout`` seconds raises ``LearnerTimeout``."""
     if batches is None or isinstance(batches, (str, bytes)) or not isinstance(batches, Iterable):
         raise TypeError(f"batches must be an iterable of batches (a loader); got {type(batches).__name__}")
     validate.function("step", step)
-    validate.number("steps", steps, low=2, high=10_000, integer=True)
+    validate.number("steps", steps, low=2, high=1000, integer=True)
+    validate.text("name", name)
 
     def run() -> None:
         from torch.profiler import record_function
 
         iterator = iter(batches)
         try:
-            for _ in range(steps):
-                batch = next(iterator, None)
-                if batch is None:
-                    break
-                with record_function(STEP_MARK):
-                    timing.sync(step(batch))
+            with deadline(timeout) as guard:
+                for _ in range(steps):
+                    guard.doing = "the loader (next batch)"
+                    batch = next(iterator, None)
+                    if batch is None:
+                        break
+                    guard.doing = f"the step {getattr(step, '__name__', repr(step))!s:.60}"
+                    with record_function(STEP_MARK):
+                        timing.sync(step(batch))
         finally:
             close = getattr(iterator, "close", None)
             if callable(close):
@@ -53,6 +61,16 @@ class Stalls:
     thread: str
     steps: tuple[float, ...]
     gaps: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        validate.text("label", self.label)
+        validate.instance("thread", self.thread, str)
+        if len(self.steps) < 2 or len(self.gaps) != len(self.steps) - 1:
+            raise ValueError(f"steps must hold at least 2 durations and gaps one fewer; got {len(self.steps)} steps "
+                             f"and {len(self.gaps)} gaps")
+        for name in ("steps", "gaps"):
+            for value in getattr(self, name):
+                validate.non_negative(name, value)
 
     @property
     def busy_share(self) -> float:

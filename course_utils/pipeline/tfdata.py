@@ -1,12 +1,10 @@
-"""tf.data pipelines of notebook 04, in two flavours that compute the same images:
+"""tf.data for notebook 04. The notebook writes the pipeline itself (``from_tensor_slices`` ... ``map`` ...
+``prefetch``); this module gives it the map function and, for "Going further", tf.data's slow path:
 
-- ``ops="tf"``: decode and augment written in TensorFlow ops, which tf.data runs in C++ on its own threads
-  (no GIL); with ``vectorized=True`` the map runs once per *batch* (batch before map), not once per sample;
-- ``ops="numpy"``: the dataset's NumPy code called through ``tf.numpy_function``, once per sample: every call
-  leaves the C++ runtime, takes the GIL, converts tensors to arrays and back. That is tf.data's slow path, and
-  the notebook measures it as a lesson of its own;
-- ``ops="crossing"``: the same two ``tf.numpy_function`` calls per sample, but the Python functions do no NumPy
-  work (they hand back a stored image and the label): what the crossing itself costs, measured apart.
+- ``tf_decode_augment``: decode and augment written in TensorFlow ops, one call per *batch* (batch before map),
+  which tf.data runs in C++ on its own threads, without the GIL;
+- ``tf_pipeline(ops="numpy")``: the dataset's NumPy code called through ``tf.numpy_function``, once per sample:
+  every call leaves the C++ runtime, takes the GIL, converts tensors to arrays and back.
 
 The TF-ops images equal the NumPy ones up to float rounding (the per-image mean is summed in another order);
 labels are identical.
@@ -14,12 +12,13 @@ labels are identical.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from course_utils import env, validate
 from course_utils.pipeline.dataset import CROP_PAD, MEAN, STD, UPSAMPLE, SyntheticImages
 
-OPS = ("tf", "numpy", "crossing")
+OPS = ("tf", "numpy")
 
 
 def tf_decode_ops(stored: Any, work: int) -> Any:
@@ -52,16 +51,16 @@ def tf_augment_ops(images: Any, dy: Any, dx: Any, flip: Any, brightness: Any, co
     return (out - float(MEAN)) / float(STD)
 
 
-def _tf_map(dataset: SyntheticImages, batched: bool) -> Any:
-    tf = env.import_tensorflow()
+def tf_decode_augment(dataset: SyntheticImages) -> Callable[[dict[str, Any]], tuple[Any, Any]]:
+    """The map function of a batched ``tf.data.Dataset.from_tensor_slices(dataset.records())``: a dict of
+    records of one batch -> (images (B, 3, size, size) float32, labels (B,) int64), in TF ops."""
+    validate.instance("dataset", dataset, SyntheticImages)
     work = dataset.work
 
     def decode_augment(r: dict[str, Any]) -> tuple[Any, Any]:
-        if not batched:  # one sample: give it a batch axis of 1 and take it off again
-            r = {k: tf.expand_dims(v, 0) for k, v in r.items()}
         x = tf_augment_ops(tf_decode_ops(r["stored"], work), r["dy"], r["dx"], r["flip"], r["brightness"],
                            r["contrast"])
-        return (x, r["label"]) if batched else (x[0], r["label"][0])
+        return x, r["label"]
 
     return decode_augment
 
@@ -82,81 +81,23 @@ def _numpy_maps(dataset: SyntheticImages) -> tuple[Any, Any]:
     return decode, augment
 
 
-def _crossing_maps(dataset: SyntheticImages) -> tuple[Any, Any]:
-    """``_numpy_maps`` with the NumPy work taken out: the same calls, conversions and GIL, no decode or augment."""
-    tf = env.import_tensorflow()
-    shape = (3, dataset.size, dataset.size)
-    stored = dataset.decode(0)  # computed once, outside the pipeline
+def tf_pipeline(dataset: SyntheticImages, batch_size: int, *, ops: str = "tf") -> Any:
+    """A ``tf.data.Dataset`` of (images, labels) batches of ``dataset``, in order, nothing overlapped.
 
-    def decode(i: Any) -> tuple[Any, Any]:
-        image = tf.numpy_function(lambda j: stored, [i], tf.float32, stateful=False)
-        return i, tf.ensure_shape(image, shape)
-
-    def augment(i: Any, image: Any) -> tuple[Any, Any]:
-        x, y = tf.numpy_function(lambda j, im: (im, dataset.label(int(j))), [i, image], (tf.float32, tf.int64),
-                                 stateful=False)
-        return tf.ensure_shape(x, shape), tf.ensure_shape(y, ())
-
-    return decode, augment
-
-
-def tf_pipeline(dataset: SyntheticImages, batch_size: int, *, ops: str = "tf", vectorized: bool = False,
-                parallel: bool = False, prefetch: bool = False, cache: bool = False) -> Any:
-    """A ``tf.data.Dataset`` of (images, labels) batches of ``dataset``, in order, built only as asked.
-
-    ``ops``: 'tf' (TF ops), 'numpy' (``tf.numpy_function``, per sample) or 'crossing' (the same calls doing no
-    work: the images are all one stored image, the labels right); ``vectorized``: batch before map
-    (TF ops only); ``parallel``: ``map(num_parallel_calls=AUTOTUNE)``; ``prefetch``: ``prefetch(AUTOTUNE)``;
-    ``cache``: keep decoded images after the first epoch (per-sample pipelines only: what is cached must come
-    before the random augmentation). tf.data's default rewrites (which parallelise and prefetch on their own)
-    are switched off, so each variant measures only what it names.
+    ``ops``: 'tf' (``tf_decode_augment``, batch before map) or 'numpy' (the NumPy code through
+    ``tf.numpy_function``, per sample). tf.data's default rewrites (which parallelise the map and add a prefetch
+    on their own) are switched off, so each pipeline measures only what it names.
     """
     tf = env.import_tensorflow()
     validate.instance("dataset", dataset, SyntheticImages)
-    validate.positive("batch_size", batch_size, integer=True)
-    if batch_size > len(dataset):
-        raise ValueError(f"batch_size must be <= len(dataset) = {len(dataset)}; got {batch_size!r}")
+    validate.number("batch_size", batch_size, low=1, high=len(dataset), integer=True)
     validate.choice("ops", ops, OPS)
-    for name, value in (("vectorized", vectorized), ("parallel", parallel), ("prefetch", prefetch),
-                        ("cache", cache)):
-        validate.instance(name, value, bool)
-    if vectorized and ops != "tf":
-        raise ValueError(f"vectorized must be False with ops={ops!r} (numpy_function runs per sample here)")
-    if cache and vectorized:
-        raise ValueError("cache must be False with vectorized=True (decode and augment run in one map)")
-    calls = tf.data.AUTOTUNE if parallel else None
-    if ops != "tf":
-        decode, augment = (_numpy_maps if ops == "numpy" else _crossing_maps)(dataset)
-        ds = tf.data.Dataset.range(len(dataset)).map(decode, num_parallel_calls=calls)
-        ds = (ds.cache() if cache else ds).map(augment, num_parallel_calls=calls)
-        ds = ds.batch(batch_size, drop_remainder=True)
+    if ops == "numpy":
+        decode, augment = _numpy_maps(dataset)
+        ds = tf.data.Dataset.range(len(dataset)).map(decode).map(augment).batch(batch_size, drop_remainder=True)
     else:
-        ds = tf.data.Dataset.from_tensor_slices(dataset.records())
-        if vectorized:
-            ds = ds.batch(batch_size, drop_remainder=True).map(_tf_map(dataset, True), num_parallel_calls=calls)
-        else:
-            ds = _cached_tf_ops(ds, dataset, calls) if cache else ds.map(_tf_map(dataset, False),
-                                                                          num_parallel_calls=calls)
-            ds = ds.batch(batch_size, drop_remainder=True)
-    if prefetch:
-        ds = ds.prefetch(tf.data.AUTOTUNE)
+        ds = tf.data.Dataset.from_tensor_slices(dataset.records()).batch(batch_size, drop_remainder=True)
+        ds = ds.map(tf_decode_augment(dataset))
     options = tf.data.Options()
     options.experimental_optimization.apply_default_optimizations = False
     return ds.with_options(options)
-
-
-def _cached_tf_ops(ds: Any, dataset: SyntheticImages, calls: Any) -> Any:
-    """Per-sample TF ops with ``cache()`` between decode (deterministic, cached) and augmentation (random)."""
-    tf = env.import_tensorflow()
-    work = dataset.work
-
-    def decode(r: dict[str, Any]) -> dict[str, Any]:
-        image = tf_decode_ops(tf.expand_dims(r["stored"], 0), work)[0]
-        return {**{k: v for k, v in r.items() if k != "stored"}, "image": image}
-
-    def augment(r: dict[str, Any]) -> tuple[Any, Any]:
-        one = {k: tf.expand_dims(v, 0) for k, v in r.items()}
-        x = tf_augment_ops(one["image"], one["dy"], one["dx"], one["flip"], one["brightness"], one["contrast"])
-        return x[0], r["label"]
-
-    return ds.map(decode, num_parallel_calls=calls).cache().map(augment, num_parallel_calls=calls)

@@ -19,11 +19,14 @@ import time
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from course_utils import env, validate
 
 PRELOAD = ("torch", "course_utils.pipeline")
+MAX_CORES = 1024
+UNPICKLE_CHECK = Path(__file__).resolve().parent.parent / "workers" / "unpickle_check.py"
 
 
 def _preload(preload: Any) -> list[str]:
@@ -58,26 +61,28 @@ def start_forkserver(preload: Sequence[str] = PRELOAD) -> float:
     process = context.Process(target=time.sleep, args=(0,), daemon=True)
     process.start()
     process.join(120)
+    if process.is_alive():
+        process.kill()
+        raise TimeoutError("the forkserver did not start a trivial process within 120 s")
     return time.perf_counter() - start
 
 
 def unpickles_in_fresh_process(obj: Any, timeout: float = 60.0) -> str:
     """Pickle ``obj`` here and unpickle it in a new Python process, as a spawn/forkserver worker does.
 
-    Returns "ok", or the name of the exception that stopped it: raised here when ``obj`` cannot be pickled at
+    The new process runs ``course_utils/workers/unpickle_check.py``. Returns "ok", or the name of the exception
+    that stopped it: raised here when ``obj`` cannot be pickled at
     all (a lambda: PicklingError), or in the new process when it cannot be found there (a function defined in
     a notebook pickles as a reference to ``__main__``, which the worker cannot resolve: AttributeError), or
     "TimeoutExpired" after ``timeout`` seconds.
     """
-    validate.positive("timeout", timeout)
+    validate.number("timeout", timeout, low=0, high=600, low_open=True)
     try:
         payload = pickle.dumps(obj)
     except Exception as error:  # noqa: BLE001 - the answer is the kind of failure, as a worker would meet it
         return type(error).__name__
-    code = ("import pickle, sys\ntry:\n    pickle.loads(sys.stdin.buffer.read())\nexcept Exception as e:\n"
-            "    print(type(e).__name__)\nelse:\n    print('ok')")
     try:
-        result = subprocess.run([sys.executable, "-c", code], input=payload, capture_output=True,
+        result = subprocess.run([sys.executable, str(UNPICKLE_CHECK)], input=payload, capture_output=True,
                                 timeout=timeout, cwd=os.getcwd())
     except subprocess.TimeoutExpired:
         return "TimeoutExpired"
@@ -144,9 +149,12 @@ def worker_memory(pids: Iterable[int] | None = None) -> dict[int, int]:
 
 
 def worker_counts(cores: int | None = None) -> list[int]:
-    """Worker counts worth measuring on a machine with ``cores`` cores: 0, 1, half, all, and a few too many."""
-    cores = (os.cpu_count() or 1) if cores is None else validate.positive("cores", cores, integer=True)
-    return sorted({0, 1, max(1, cores // 2), cores, min(2 * cores, cores + 4)})
+    """Worker counts worth measuring on a machine with ``cores`` cores: 0, 1, half, the cores free for data
+    (``data_cores``), and one more than those, so that a count above the free cores is always measured."""
+    cores = (os.cpu_count() or 1) if cores is None else validate.number("cores", cores, low=1, high=MAX_CORES,
+                                                                        integer=True)
+    free = data_cores(cores)
+    return sorted({0, 1, max(1, cores // 2), free, free + 1})
 
 
 OVERSUBSCRIBED_WARNING = r"This DataLoader will create \d+ worker processes in total"
@@ -167,7 +175,8 @@ def data_cores(cores: int | None = None) -> int:
     On a CPU-only machine that core computes the model (our stand-in accelerator); on a GPU it runs the
     training process itself: Python, kernel launches, the pin-memory thread. Starving it starves the device.
     """
-    cores = (os.cpu_count() or 1) if cores is None else validate.positive("cores", cores, integer=True)
+    cores = (os.cpu_count() or 1) if cores is None else validate.number("cores", cores, low=1, high=MAX_CORES,
+                                                                        integer=True)
     return max(1, cores - 1)
 
 
@@ -181,7 +190,7 @@ def limit_compute_threads(threads: int = 1) -> dict[str, int]:
     restricted set). Call it before JAX starts (before ``cu.notebook.setup()``, which lists JAX's devices).
     On a GPU or TPU it does nothing: the model runs on the device there. Returns the threads set per framework.
     """
-    validate.positive("threads", threads, integer=True)
+    validate.number("threads", threads, low=1, high=os.cpu_count() or 1, integer=True)
     if env.accelerator() != "cpu":
         return {}
     done: dict[str, int] = {}

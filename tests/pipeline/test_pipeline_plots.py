@@ -34,3 +34,27 @@ def test_utilisation_and_workers_plots() -> None:
     a, b = _timeline("torch before"), _timeline("torch after")
     assert isinstance(pipeline.utilisation_plot({"torch": (a, b)}), Figure)
     assert isinstance(pipeline.workers_plot({0: a, 1: b, 2: b}, free_cores=1), Figure)
+
+
+def test_trace_plot_names_steps_and_loader_in_a_readable_legend() -> None:
+    from course_utils import profile
+
+    events = []
+    for i in range(5):  # steps of 10 ms, the loader's 6 ms call in each 8 ms gap
+        start = i * 0.018
+        events.append(profile.Event(pipeline.STEP_MARK, "user_annotation", "main", start, 0.010))
+        events.append(profile.Event("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "user_annotation",
+                                    "main", start + 0.011, 0.006))
+    trace = profile.Trace("torch", None, tuple(events))
+    stalls = pipeline.data_stalls(trace, label="num_workers=0")
+    fig = pipeline.trace_plot(trace, stalls, steps=2)
+    legend = fig.legends[0]
+    assert all(t.get_fontsize() >= 9 for t in legend.get_texts())
+    assert [t.get_text().split(":")[0] for t in legend.get_texts()] == ["'train step'", "DataLoader __next__"]
+    assert sum("idle" in t.get_text() for t in fig.axes[0].texts) == 2  # the gaps between the three steps drawn
+
+
+def test_samples_plot_and_one_epoch_of_a_timeline() -> None:
+    assert len(pipeline.samples_plot(pipeline.SyntheticImages(4, size=16, work=0), count=3).axes) == 3
+    two = pipeline.Timeline("t", (0.0, 0.1, 0.2, 0.3), (0.5, 0.01, 0.4, 0.01), (0.1,) * 4, (0, 0, 1, 1))
+    assert isinstance(pipeline.timeline_plot({"t": two}, epoch=1), Figure)

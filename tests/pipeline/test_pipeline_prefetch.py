@@ -85,3 +85,29 @@ def test_an_abandoned_iterator_stops_its_thread() -> None:
     gc.collect()
     thread.join(5)
     assert not thread.is_alive()
+
+
+def test_a_hung_transfer_raises_instead_of_waiting_forever() -> None:
+    import time
+
+    release = threading.Event()
+
+    def stuck(batch):
+        release.wait(30)
+        return batch
+
+    iterator = iter(pipeline.Prefetch([1, 2], size=1, transfer=stuck, timeout=0.2))
+    with pytest.raises(pipeline.LearnerTimeout, match="stuck"):
+        next(iterator)
+    release.set()
+    deadline = time.monotonic() + 5
+    while pipeline.prefetch_threads() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert pipeline.prefetch_threads() == 0
+
+
+def test_grain_available_needs_jax_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    from course_utils import env
+
+    monkeypatch.setattr(env, "available", lambda name: False)
+    assert pipeline.grain_available() is False
