@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -32,33 +33,51 @@ def describe(fn: Any) -> str:
     return f"{name}{where}"
 
 
+class Limit:
+    """A running time limit: ``doing`` names what runs now (a loop sets it before each call of learner code, so the
+    error says which call hung); ``check()`` raises once the time is up (for code off the main thread)."""
+
+    def __init__(self, seconds: float, doing: str) -> None:
+        self.seconds = seconds
+        self.doing = doing
+        self.ends = time.monotonic() + seconds
+
+    def expired(self) -> LearnerTimeout:
+        return LearnerTimeout(f"{self.doing} did not return within {self.seconds:g} s (timeout={self.seconds:g}); "
+                              "check it for an endless loop or a wait that never ends, or pass a larger timeout")
+
+    def check(self) -> None:
+        if time.monotonic() > self.ends:
+            raise self.expired()
+
+
 @contextlib.contextmanager
-def time_limit(seconds: float, what: str) -> Iterator[None]:
-    """Raise ``LearnerTimeout`` naming ``what`` if the block runs longer than ``seconds``. Nested limits keep the
-    shorter one; the previous timer and handler are restored."""
+def time_limit(seconds: float, what: str) -> Iterator[Limit]:
+    """Raise ``LearnerTimeout`` naming ``what`` (or the ``doing`` the block sets on the yielded ``Limit``) if the
+    block runs longer than ``seconds``. Nested limits keep the shorter one; the previous timer and handler are
+    restored."""
     seconds = validate.seconds("timeout", seconds, high=24 * 3600)
-    validate.text("what", what)
+    limit = Limit(seconds, validate.text("what", what))
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
-        yield
+        yield limit
         return
     outer_left, _ = signal.getitimer(signal.ITIMER_REAL)
     if outer_left and outer_left <= seconds:  # an enclosing limit ends first: let it
-        yield
+        yield limit
         return
 
     def expire(signum: int, frame: Any) -> None:
-        raise LearnerTimeout(f"{what} did not return within {seconds:g} s (timeout={seconds:g}); "
-                             "check it for an endless loop or a wait that never ends, or pass a larger timeout")
+        raise limit.expired()
 
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        yield
+        yield limit
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
         if outer_left:  # give the enclosing limit back what was left of it
-            signal.setitimer(signal.ITIMER_REAL, max(outer_left - seconds, 1e-3))
+            signal.setitimer(signal.ITIMER_REAL, max(outer_left - (time.monotonic() - (limit.ends - seconds)), 1e-3))
 
 
 def call(fn: Callable[..., Any], *args: Any, timeout: float = DEFAULT_TIMEOUT, name: str = "fn",

@@ -11,7 +11,6 @@ helpers make the data, run and time the learner's loaders, and explain what they
   ``grain_available``;
 - ``loop``: ``run_loop``, ``run_loops`` (loaders in alternating rounds: paired replicates for an interval),
   ``Timeline`` (wait vs compute per step, utilisation = busy time share), ``EpochsOf``;
-- ``guard``: the deadline under which a learner's loader or step runs (``LearnerTimeout``);
 - ``steps``: the course MLP's one SGD step per framework (from ``course_utils.models``), warmed up;
 - ``tfdata``: the TF-ops map function, and tf.data's slow path through ``tf.numpy_function``;
 - ``stall``: the data stall read from a profiler trace alone (gaps between marked steps);
@@ -32,7 +31,6 @@ from course_utils.pipeline.dataset import (
     numpy_collate,
 )
 from course_utils.pipeline.exercises import reference_utilisation, smallest_removing
-from course_utils.pipeline.guard import LearnerTimeout
 from course_utils.pipeline.loop import EpochsOf, Timeline, run_loop, run_loops, timelines_table
 from course_utils.pipeline.plots import samples_plot, timeline_plot, trace_plot, utilisation_plot, workers_plot
 from course_utils.pipeline.prefetch import InLoop, Prefetch, PrefetchIterator, grain_available, prefetch_threads
@@ -54,7 +52,7 @@ from course_utils.pipeline.workers import (
 __all__ = [
     "compare", "story",
     "STEP_MARK", "Stalls", "capture_loop", "data_stalls", "stalls_table",
-    "AugmentParams", "EpochsOf", "InLoop", "LearnerTimeout", "NumpyBatches", "Prefetch", "PrefetchIterator",
+    "AugmentParams", "EpochsOf", "InLoop", "NumpyBatches", "Prefetch", "PrefetchIterator",
     "SyntheticImages", "Timeline", "before_after_table", "data_cores", "fingerprint", "floor", "grain_available",
     "limit_compute_threads", "max_difference", "mlp_step", "numpy_collate", "oversubscribing", "prefetch_threads",
     "reference_utilisation", "run_loop", "run_loops", "samples_plot", "smallest_removing", "start_forkserver",

@@ -16,9 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import display, timing, validate
+from course_utils import calls, display, timing, validate
 from course_utils.pipeline.dataset import fingerprint
-from course_utils.pipeline.guard import Deadline, deadline
 
 _fmt = display.format_time
 _clock = time.perf_counter  # module-level so that tests can drive the loop with a fake clock
@@ -219,7 +218,7 @@ class _Rows:
 
 
 def _epoch(rows: _Rows, batches: Iterable[Any], step: Callable[[Any], Any], epoch: int, record: bool,
-           guard: Deadline, what: str) -> None:
+           guard: calls.Limit, what: str) -> None:
     """One epoch of ``step`` over ``batches``, appended to ``rows``."""
     before = len(rows.waits)
     origin = begin = _clock()
@@ -280,7 +279,7 @@ def run_loop(
     validate.text("label", label)
     validate.instance("record", record, bool)
     rows = _Rows()
-    with deadline(timeout) as guard:
+    with calls.time_limit(timeout, repr(label)) as guard:
         for epoch in range(epochs):
             _epoch(rows, batches, step, epoch, record, guard, repr(label))
     return rows.timeline(label, metadata)
@@ -306,7 +305,7 @@ def run_loops(loops: Mapping[str, tuple[Iterable[Any], Callable[[Any], Any]]], *
         validate.function(f"loops[{label!r}] step", pair[1])
     names = list(loops)
     rows = {name: _Rows() for name in names}
-    with deadline(timeout) as guard:
+    with calls.time_limit(timeout, "the loops") as guard:
         for r in range(rounds):
             for name in names[r % len(names):] + names[:r % len(names)]:
                 _epoch(rows[name], loops[name][0], loops[name][1], r, record, guard, repr(name))

@@ -12,8 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from course_utils import env, validate
-from course_utils.pipeline.guard import LearnerTimeout, timeout_seconds
+from course_utils import calls, env, validate
 
 THREAD_NAME = "course-prefetch"
 WAIT_TIMEOUT = 120.0  # seconds the loop waits for one batch from the thread before it gives up
@@ -70,7 +69,7 @@ class Prefetch:
         self.source = _source(source)
         self.size = int(validate.number("size", size, low=1, high=MAX_SIZE, integer=True))
         self.transfer = None if transfer is None else validate.function("transfer", transfer)
-        self.timeout = timeout_seconds(timeout)
+        self.timeout = validate.seconds("timeout", timeout)
 
     def __len__(self) -> int:
         return len(self.source)  # type: ignore[arg-type]
@@ -128,7 +127,7 @@ class PrefetchIterator:
                  timeout: float = WAIT_TIMEOUT) -> None:
         self._state = _State(size)
         self._finished = False
-        self._timeout = timeout_seconds(timeout)
+        self._timeout = validate.seconds("timeout", timeout)
         self._transfer_name = getattr(transfer, "__name__", repr(transfer))
         self._thread = threading.Thread(target=_produce, args=(self._state, source, transfer), daemon=True,
                                         name=THREAD_NAME)
@@ -170,8 +169,8 @@ class PrefetchIterator:
             item = self._state.queue.get(timeout=self._timeout)
         except queue.Empty:
             self.close(timeout=0.1)
-            raise LearnerTimeout(f"no batch arrived from the prefetch thread within {self._timeout:g} s: the source "
-                                 f"or the transfer {self._transfer_name!s:.60} does not return") from None
+            raise calls.LearnerTimeout(f"no batch arrived from the prefetch thread within {self._timeout:g} s: the "
+                                       f"source or the transfer {self._transfer_name!s:.60} does not return") from None
         if item is _DONE:
             self.close()
             raise StopIteration

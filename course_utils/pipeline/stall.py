@@ -13,8 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import display, profile, timing, validate
-from course_utils.pipeline.guard import deadline
+from course_utils import calls, display, profile, timing, validate
 
 STEP_MARK = "train step"
 CAPTURE_TIMEOUT = 480.0
@@ -36,7 +35,7 @@ def capture_loop(batches: Iterable[Any], step: Callable[[Any], Any], *, steps: i
 
         iterator = iter(batches)
         try:
-            with deadline(timeout) as guard:
+            with calls.time_limit(timeout, "the profiled loop") as guard:
                 for _ in range(steps):
                     guard.doing = "the loader (next batch)"
                     batch = next(iterator, None)

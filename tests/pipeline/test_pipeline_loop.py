@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from course_utils import display, pipeline
+from course_utils import calls, display, pipeline
 from course_utils.pipeline import loop
 
 
@@ -186,9 +186,9 @@ def test_a_hung_loader_or_step_raises_and_names_it() -> None:
             return forever()
 
     start = time.monotonic()
-    with pytest.raises(pipeline.LearnerTimeout, match="the step hang"):
+    with pytest.raises(calls.LearnerTimeout, match="the step hang"):
         pipeline.run_loop([1], hang, timeout=0.3)
-    with pytest.raises(pipeline.LearnerTimeout, match="the loader"):
+    with pytest.raises(calls.LearnerTimeout, match="the loader"):
         pipeline.run_loops({"stuck": (Stuck(), lambda b: b)}, rounds=2, timeout=0.3)
     assert time.monotonic() - start < 10
     assert pipeline.run_loop([1], lambda b: b, timeout=0.3).steps == 1  # the alarm is gone afterwards

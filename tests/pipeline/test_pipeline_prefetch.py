@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from course_utils import pipeline
+from course_utils import calls, pipeline
 
 
 def test_prefetch_and_in_loop_yield_the_same_items_in_order() -> None:
@@ -97,7 +97,7 @@ def test_a_hung_transfer_raises_instead_of_waiting_forever() -> None:
         return batch
 
     iterator = iter(pipeline.Prefetch([1, 2], size=1, transfer=stuck, timeout=0.2))
-    with pytest.raises(pipeline.LearnerTimeout, match="stuck"):
+    with pytest.raises(calls.LearnerTimeout, match="stuck"):
         next(iterator)
     release.set()
     deadline = time.monotonic() + 5
