@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 
 from course_utils import env
-from course_utils.distributed import jaxmulti, multinode, sharded, tfmulti
+from course_utils.beyond import jaxmulti, multinode, sharded, tfmulti
 
 ONE_THREAD = {"OMP_NUM_THREADS": "1"}  # a "device" is one core in every run
 

@@ -19,7 +19,7 @@ import psutil
 
 from course_utils import data, env, models
 from course_utils.distributed import worker
-from course_utils.distributed.tfmulti import tf_config
+from course_utils.beyond.tfmulti import tf_config
 
 
 def main() -> None:

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from orphans import survivors
 
-from course_utils.distributed import LaunchError, LaunchTimeout, multinode
+from course_utils.beyond import multinode
+from course_utils.distributed import LaunchError, LaunchTimeout
 
 WORKER = textwrap.dedent("""
     import os, sys, time

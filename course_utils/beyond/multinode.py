@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from course_utils import data, display, models, validate
-from course_utils.distributed import beyond_exercises as _exercises  # noqa: F401  (registers 06.k)
 from course_utils.distributed import failures, launcher, worker
 
 PREFIX_TEMPLATE = "[${role_name}${rank}]:"  # torchrun's line prefix with the GLOBAL rank (default: local rank)

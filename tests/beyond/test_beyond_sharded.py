@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from course_utils.distributed import AllReduceModel, LaunchResult, sharded
+from course_utils.beyond import sharded
+from course_utils.distributed import AllReduceModel, LaunchResult
 
 P = 1000
 
@@ -145,7 +146,7 @@ def test_reduce_scatter_finding_judges_by_the_quartiles() -> None:
 
 
 def test_operand_finding_both_branches() -> None:
-    from course_utils.distributed import jaxmulti
+    from course_utils.beyond import jaxmulti
 
     rec = {"allreduce_operands": [10, 20, 1],
            "allreduce_alone": {"one float": [1e-3] * 3, "one array": [2e-3] * 3, "operands": [6e-3] * 3}}
@@ -203,7 +204,7 @@ def test_real_run_on_two_ranks_measures_and_agrees() -> None:
 
 
 def test_prediction_plot_takes_step_prediction_rows() -> None:
-    from course_utils.distributed import beyond_plots
+    from course_utils.beyond import plots as beyond_plots
 
     rows = sharded.step_predictions(AllReduceModel(1e9, 1e-5), _fake())
     fig = beyond_plots.prediction_plot(rows)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from course_utils.distributed import AllReduceModel, LaunchResult, beyond_findings
+from course_utils.beyond import findings as beyond_findings
+from course_utils.distributed import AllReduceModel, LaunchResult
 
 P = 1000
 

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from course_utils import validate
-from course_utils.distributed import launcher, sharded
+from course_utils.beyond import sharded
+from course_utils.distributed import launcher
 from course_utils.distributed.comms import AllReduceModel
 
 

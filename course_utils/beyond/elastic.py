@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from course_utils import data, display, models, validate
-from course_utils.distributed import multinode
+from course_utils.beyond import multinode
 
 LR, MOMENTUM = 0.05, 0.9
 

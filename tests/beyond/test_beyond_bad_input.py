@@ -5,16 +5,9 @@ from __future__ import annotations
 import pytest
 from badinput import rejects
 
-from course_utils.distributed import (
-    AllReduceModel,
-    LaunchResult,
-    beyond_plots,
-    elastic,
-    jaxmulti,
-    multinode,
-    sharded,
-    tfmulti,
-)
+from course_utils.beyond import elastic, jaxmulti, multinode, sharded, tfmulti
+from course_utils.beyond import plots as beyond_plots
+from course_utils.distributed import AllReduceModel, LaunchResult
 
 NAN = float("nan")
 EMPTY = LaunchResult("w.py", 2, [], 1.0, [], {}, {})

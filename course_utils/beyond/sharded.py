@@ -19,7 +19,7 @@ import numpy as np
 
 from course_utils import display, timing, validate
 from course_utils.distributed import launcher
-from course_utils.distributed.jaxmulti import jax_sharding, spread  # noqa: F401  (re-exported for 06)
+from course_utils.beyond.jaxmulti import jax_sharding, spread  # noqa: F401  (re-exported for 06)
 from course_utils.distributed.memory import memory_per_device
 
 KINDS = {"ddp": ("DDP", 0), "zero1": ("ZeRO-1", 1), "fsdp2": ("FSDP2 (ZeRO-3)", 3)}
