@@ -3,7 +3,8 @@
 ``run`` launches the job with a crash planted at one step, in a fresh checkpoint folder, and returns an
 ``ElasticRun``: what each attempt computed, where it resumed, how many steps were computed twice (the
 work lost since the last checkpoint) and the final weights. ``reference`` is the same training in this
-process without any crash, the run the resumed job must reproduce.
+process without any crash, the run the resumed job must reproduce. The checkpoint folder is one folder on this
+machine; on a cluster it must be storage every node sees (see ``workers/elastic_train.py``).
 """
 
 from __future__ import annotations

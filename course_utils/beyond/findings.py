@@ -1,10 +1,10 @@
-"""Notebook 06's generated sentences that weigh several measurements at once, with a branch for each outcome.
+"""What several of notebook 06's measurements add up to (numbers only; the sentences are in ``story``).
 
 ``traffic``: FSDP2's bytes per step over DDP's, computed from the counted calls, with the ring factors the
-prediction assumes and with what gloo really runs (a reduce-scatter as an all-reduce). ``profiled_finding``: the
-profiled step against the plain one. ``collective_time_finding``: FSDP2's time in collectives over DDP's against
-the fitted ring model's ratio (latency included). ``unexplained`` and ``unexplained_finding``: the part of a step
-that neither its compute alone nor its time in collectives covers, where it exceeds the model's communication.
+prediction assumes and with what gloo really runs (a reduce-scatter as an all-reduce). ``collective_ratios``: the
+fitted ring model's ratio of FSDP2's collectives to DDP's (latency included), also priced as gloo runs them.
+``unexplained``: the part of a step that neither its compute alone nor its time in collectives covers, where it
+exceeds the model's whole communication.
 """
 
 from __future__ import annotations
@@ -14,13 +14,23 @@ from typing import Any
 import numpy as np
 
 from course_utils import validate
-from course_utils.beyond import sharded
+from course_utils.beyond import predict, sharded
 from course_utils.distributed import launcher
 from course_utils.distributed.comms import AllReduceModel
 
 
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.2f} ms"
+def gloo_inside(result: Any) -> bool:
+    """True when rank 0's trace of one reduce-scatter shows gloo running an all-reduce under it (measured)."""
+    return "gloo:all_reduce" in sharded.reduce_scatter_trace(result)
+
+
+def _as_gloo(per_op: dict[str, float]) -> dict[str, float]:
+    """A step's calls or bytes with each reduce-scatter counted as the all-reduce gloo runs for it."""
+    out: dict[str, float] = {}
+    for op, value in per_op.items():
+        key = "allreduce" if op == "reduce_scatter" else op
+        out[key] = out.get(key, 0) + value
+    return out
 
 
 def traffic(result: Any) -> dict[str, Any]:
@@ -29,64 +39,33 @@ def traffic(result: Any) -> dict[str, Any]:
     reduce-scatter priced as the all-reduce gloo runs inside it when the trace shows one ("inside")."""
     validate.instance("result", result, launcher.LaunchResult)
     ddp, fsdp = result.record("ddp"), result.record("fsdp2")
-    n = ddp["world"]
-    inside = "gloo:all_reduce" in sharded.reduce_scatter_trace(result)
-    ddp_sent = sharded.ring_cost("allreduce", n)[1] * ddp["comm_bytes"]["allreduce"]
+    n, inside = ddp["world"], gloo_inside(result)
+    ddp_sent = predict.ring_cost("allreduce", n)[1] * ddp["comm_bytes"]["allreduce"]
 
-    def sent(as_gloo: bool) -> float:
-        return sum(sharded.ring_cost("allreduce" if as_gloo and op == "reduce_scatter" else op, n)[1] * b
-                   for op, b in fsdp["comm_bytes"].items())
+    def sent(per_op: dict[str, float]) -> float:
+        return sum(predict.ring_cost(op, n)[1] * b for op, b in per_op.items())
 
-    return {"ring": sent(False) / ddp_sent, "gloo": sent(inside) / ddp_sent, "inside": inside}
-
-
-def profiled_finding(prof: dict[str, dict[str, float]]) -> str:
-    """The profiled step over the plain one per kind (``sharded.profiled_steps``, computed): a ratio below 1 is
-    said to be no slowdown and unexplained; the kinds' ratios are not ranked (3 profiled steps, no spread)."""
-    validate.non_empty("prof", prof)
-    names = {"ddp": "DDP", "zero1": "ZeRO-1", "fsdp2": "FSDP2"}
-    ratios = ", ".join(f"{names.get(k, k)} {v['slowdown']:.2f}x" for k, v in prof.items())
-    below = [names.get(k, k) for k, v in prof.items() if v["slowdown"] < 1]
-    said = (f"Against the plain step's median, a profiled step (the trace's span over 3 steps: one number, no spread) "
-            f"took {ratios} (computed). ")
-    if below:
-        said += (f"Below 1 for {' and '.join(below)}: the profiled step was shorter than the plain one, which is no "
-                 "slowdown by the profiler, and why is not established by this run (a candidate: the span runs from "
-                 "the first recorded event to the last and may leave part of each step out). ")
-    return said + "With no spread, whether profiling changed the kinds differently is not judged here. "
+    return {"ring": sent(fsdp["comm_bytes"]) / ddp_sent,
+            "gloo": sent(_as_gloo(fsdp["comm_bytes"]) if inside else fsdp["comm_bytes"]) / ddp_sent, "inside": inside}
 
 
-def collective_time_finding(slower: float, counted: float, fit: AllReduceModel, result: Any) -> str:
-    """FSDP2's time in collectives over DDP's (``slower``) against its bytes ratio ``counted`` and the ratio the
-    fitted ring model gives for the counted calls, latency included (computed), also with the reduce-scatters
-    priced as all-reduces where gloo runs them so."""
-    slower = validate.positive("slower", slower)
-    counted = validate.positive("counted", counted)
+def collective_ratios(fit: AllReduceModel, result: Any) -> dict[str, float]:
+    """FSDP2's collectives over DDP's as the fitted ring model prices them, latency included (computed): "model"
+    with the ring factors, "as gloo" with the reduce-scatters priced as all-reduces where the trace shows gloo
+    running one inside (else equal to "model"); "calls": FSDP2's collectives per step (counted)."""
     validate.instance("fit", fit, AllReduceModel)
     validate.instance("result", result, launcher.LaunchResult)
     ddp, fsdp = result.record("ddp"), result.record("fsdp2")
     n = ddp["world"]
-    base = sharded.model_comm_seconds(fit, ddp["calls"], ddp["comm_bytes"], n)
-    model = sharded.model_comm_seconds(fit, fsdp["calls"], fsdp["comm_bytes"], n) / base
-    said = (f"{slower:.1f}x DDP's, against its {counted:.2f}x bytes and the fitted ring model's {model:.1f}x "
-            f"(computed: the latency of each of its {sum(fsdp['calls'].values())} collectives included")
-    top = model
-    if traffic(result)["inside"]:
-        as_gloo = {("allreduce" if op == "reduce_scatter" else op): v for op, v in fsdp["calls"].items()}
-        as_bytes = {("allreduce" if op == "reduce_scatter" else op): v for op, v in fsdp["comm_bytes"].items()}
-        top = max(top, sharded.model_comm_seconds(fit, as_gloo, as_bytes, n) / base)
-        said += f"; {top:.1f}x with its reduce-scatters priced as the all-reduces gloo runs"
-    said += ")"
-    if slower > top:
-        return said + (": the latency the model prices per collective does not account for it, and the rest is not "
-                       "established by this run. ")
-    if slower > counted:
-        return said + ": more than its bytes, no more than the model with its latencies: consistent with the model. "
-    return said + ": no more than its bytes: here the bytes, not the count of collectives, set the time. "
+    base = predict.model_comm_seconds(fit, ddp["calls"], ddp["comm_bytes"], n)
+    model = predict.model_comm_seconds(fit, fsdp["calls"], fsdp["comm_bytes"], n) / base
+    as_gloo = (predict.model_comm_seconds(fit, _as_gloo(fsdp["calls"]), _as_gloo(fsdp["comm_bytes"]), n) / base
+               if gloo_inside(result) else model)
+    return {"model": model, "as gloo": as_gloo, "calls": float(sum(fsdp["calls"].values()))}
 
 
 def unexplained(rows: dict[str, dict[str, float]]) -> dict[str, float]:
-    """Seconds of each step (``sharded.step_predictions`` rows) that neither its compute alone nor its measured time
+    """Seconds of each step (``predict.step_predictions`` rows) that neither its compute alone nor its measured time
     in collectives covers, for the steps where that rest exceeds the model's whole communication."""
     validate.non_empty("rows", rows)
     out = {}
@@ -95,18 +74,3 @@ def unexplained(rows: dict[str, dict[str, float]]) -> dict[str, float]:
         if not np.isnan(rest) and rest > r["comm model"]:
             out[name] = float(rest)
     return out
-
-
-def unexplained_finding(rows: dict[str, dict[str, float]]) -> str:
-    """One sentence per step whose unexplained rest exceeds the model's communication (``unexplained``); a step
-    whose factor-2 verdict held is told that the band does not explain the rest. Empty when there is none."""
-    said = []
-    for name, rest in unexplained(rows).items():
-        r = rows[name]
-        held = 0.5 <= r["measured"] / r["predicted"] <= 2
-        said.append(f"*{name}*: {_ms(r['measured'])} measured, less {_ms(r['compute'])} of compute alone and "
-                    f"{_ms(r['comm measured'])} in collectives, leaves {_ms(rest)}, more than the model's whole "
-                    f"communication ({_ms(r['comm model'])}); what the step spent it on is not established by this run"
-                    + ("; its verdict held within a factor of 2, but a band that holds is not an explanation of "
-                       "the rest" if held else ""))
-    return ("Not accounted for: " + ". ".join(said) + ". ") if said else ""

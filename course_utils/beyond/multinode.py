@@ -1,15 +1,18 @@
 """Several torchrun "nodes" on one machine: one launcher process per node, joined by a c10d rendezvous.
 
 On a cluster every machine runs the same ``torchrun --nnodes=N --rdzv-backend=c10d --rdzv-endpoint=<node0>:<port>``
-command; here ``launch_nodes`` starts those N launcher processes side by side on 127.0.0.1, each with its own
-``--nproc-per-node`` workers. As with ``launch``: the ranks' lines stream into the cell (``[node n rank r]``),
-what the workers ``emit``/``save`` is collected, a failing rank raises ``LaunchError`` naming it with its
-traceback, and every process of every node is gone when the call returns (success, error, timeout, Ctrl-C).
+command. ``run_nodes`` takes those command lines as the learner writes them (one per node) and starts them side by
+side on 127.0.0.1, adding only what collects their output (``--tee``, ``--log-dir``, ``--local-addr``,
+``--monitor-interval``); ``launch_nodes`` writes the lines for a worker script itself (``node_command``). As with
+``cu.distributed.launch``: the ranks' lines stream into the cell (``[node n rank r]``), what the workers
+``emit``/``save`` is collected, a failing rank raises ``LaunchError`` naming it with its traceback, and every
+process of every node is gone when the call returns (success, error, timeout, Ctrl-C).
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import tempfile
 import time
@@ -24,27 +27,88 @@ from course_utils.distributed import failures, launcher, worker
 
 PREFIX_TEMPLATE = "[${role_name}${rank}]:"  # torchrun's line prefix with the GLOBAL rank (default: local rank)
 _MAX_NODES = 16
+_PLUMBING = ("--tee", "--log-dir", "--local-addr", "--monitor-interval", "--redirects")  # set by run_nodes
 
 
 def node_command(script: str | os.PathLike, *, nnodes: int, node_rank: int, nproc_per_node: int, port: int,
-                 log_dir: str | os.PathLike, args: Sequence[Any] = (), job_id: str = "course",
-                 max_restarts: int = 0, host: str = launcher.LOOPBACK) -> list[str]:
-    """The torchrun command one node runs: c10d rendezvous at ``host:port``, loopback addresses only."""
+                 args: Sequence[Any] = (), job_id: str = "course", max_restarts: int = 0,
+                 host: str = launcher.LOOPBACK) -> list[str]:
+    """The torchrun command one node runs, as a learner types it: c10d rendezvous at ``host:port``."""
     nnodes = validate.number("nnodes", nnodes, low=1, high=_MAX_NODES, integer=True)
     node_rank = validate.number("node_rank", node_rank, low=0, high=nnodes - 1, integer=True)
     nproc_per_node = validate.number("nproc_per_node", nproc_per_node, low=1, high=64, integer=True)
     port = validate.number("port", port, low=1, high=65535, integer=True)
     max_restarts = validate.number("max_restarts", max_restarts, low=0, high=10, integer=True)
-    validate.instance("args", args, (list, tuple))
+    _check_args(args)
     validate.text("job_id", job_id)
     validate.text("host", host)
     path = launcher.worker_path(script)
-    exe = Path(sys.executable).with_name("torchrun")
-    torchrun = [str(exe)] if exe.exists() else [sys.executable, "-m", "torch.distributed.run"]
-    return [*torchrun, f"--nnodes={nnodes}", f"--nproc-per-node={nproc_per_node}", f"--node-rank={node_rank}",
+    return ["torchrun", f"--nnodes={nnodes}", f"--nproc-per-node={nproc_per_node}", f"--node-rank={node_rank}",
             "--rdzv-backend=c10d", f"--rdzv-endpoint={host}:{port}", f"--rdzv-id={job_id}",
-            f"--local-addr={launcher.LOOPBACK}", f"--max-restarts={max_restarts}", "--monitor-interval=0.1",
-            "--tee=3", f"--log-dir={log_dir}", str(path), *map(str, args)]
+            f"--max-restarts={max_restarts}", str(path), *map(str, args)]
+
+
+def _check_args(args: Any) -> None:
+    if isinstance(args, (str, bytes)) or not isinstance(args, (list, tuple)):
+        raise TypeError(f"args must be a list or tuple of arguments; got {type(args).__name__} {args!r:.60}")
+
+
+@dataclass(frozen=True)
+class NodeCommand:
+    """One node's torchrun line, read: its ``--key=value`` options, the worker script and the script's arguments."""
+
+    options: dict[str, str]
+    script: Path
+    args: tuple[str, ...]
+
+    @property
+    def nnodes(self) -> int:
+        return int(self.options["--nnodes"])
+
+    @property
+    def nproc_per_node(self) -> int:
+        return int(self.options.get("--nproc-per-node", "1"))
+
+    def runnable(self, log_dir: Path) -> list[str]:
+        """The line as run here: this Python's torchrun, plus the options that collect the ranks' output."""
+        exe = Path(sys.executable).with_name("torchrun")
+        torchrun = [str(exe)] if exe.exists() else [sys.executable, "-m", "torch.distributed.run"]
+        options = {"--max-restarts": "0", **self.options, "--local-addr": launcher.LOOPBACK,
+                   "--monitor-interval": "0.1", "--tee": "3", "--log-dir": str(log_dir)}
+        return [*torchrun, *(f"{k}={v}" for k, v in options.items()), str(self.script), *self.args]
+
+
+def read_command(command: str | Sequence[str]) -> NodeCommand:
+    """Read one torchrun line (a string or its tokens): ``torchrun --key=value ... script.py [script args]``.
+
+    Options are written ``--key=value`` (as in the notebook); the first token without ``--`` is the script (a
+    path, or the name of a file in ``course_utils/workers``). Raises ValueError on anything else.
+    """
+    if isinstance(command, str):
+        tokens = shlex.split(command)
+    elif isinstance(command, (list, tuple)) and all(isinstance(t, str) for t in command):
+        tokens = list(command)
+    else:
+        raise TypeError(f"command must be a string or a list of strings; got {command!r:.80}")
+    if not tokens or Path(tokens[0]).name != "torchrun":
+        raise ValueError(f"command must start with 'torchrun'; got {' '.join(tokens)[:80]!r}")
+    options: dict[str, str] = {}
+    at = next((i for i, token in enumerate(tokens[1:], start=1) if not token.startswith("--")), None)
+    if at is None:
+        raise ValueError(f"command names no worker script: {' '.join(tokens)[:80]!r}")
+    for token in tokens[1:at]:
+        key, eq, value = token.partition("=")
+        if not eq:
+            raise ValueError(f"command: write torchrun options as --key=value; got {token!r}")
+        if key in _PLUMBING:
+            raise ValueError(f"command: {key} is set by run_nodes to collect the ranks' output; leave it out")
+        options[key.replace("_", "-")] = value
+    script = launcher.worker_path(tokens[at])
+    if options.get("--rdzv-backend") != "c10d" or "--rdzv-endpoint" not in options:
+        raise ValueError("command: a multi-node job needs --rdzv-backend=c10d and --rdzv-endpoint=<host>:<port>")
+    if not options.get("--nnodes", "").isdigit():
+        raise ValueError("command: --nnodes=<number of machines> is missing")
+    return NodeCommand(options, script, tuple(tokens[at + 1:]))
 
 
 @dataclass(repr=False)
@@ -66,48 +130,69 @@ class NodesResult(launcher.LaunchResult):
                              "(start-up and rendezvous included)")
 
 
-def launch_nodes(script: str | os.PathLike, nnodes: int = 2, nproc_per_node: int = 1, timeout: float = 120.0,
-                 args: Sequence[Any] = (), *, max_restarts: int = 0, env: dict[str, str] | None = None,
-                 echo: bool = True, progress: bool = True,
-                 on_line: Callable[[int | None, str], None] | None = None) -> NodesResult:
-    """Run ``nnodes`` torchrun launchers (``node_command``) for ``script`` and return what all ranks recorded.
+def run_nodes(commands: Sequence[str | Sequence[str]], timeout: float = 120.0, *, env: dict[str, str] | None = None,
+              echo: bool = True, progress: bool = True,
+              on_line: Callable[[int | None, str], None] | None = None) -> NodesResult:
+    """Run one torchrun line per node (as ``read_command`` reads them) side by side; return what all ranks recorded.
 
-    ``max_restarts`` > 0 lets torchrun restart the whole group after a worker dies (elastic training).
+    The lines must agree on ``--nnodes`` (= the number of lines), ``--rdzv-endpoint`` (on 127.0.0.1 here),
+    ``--rdzv-id`` and the script. ``--max-restarts`` > 0 lets torchrun restart the whole group after a worker dies.
     """
-    path = launcher.worker_path(script)
-    nnodes = validate.number("nnodes", nnodes, low=1, high=_MAX_NODES, integer=True)
-    nproc_per_node = validate.number("nproc_per_node", nproc_per_node, low=1, high=64, integer=True)
+    if isinstance(commands, (str, bytes)) or not isinstance(commands, Sequence):
+        raise TypeError(f"commands must be a list of torchrun lines, one per node; got {commands!r:.80}")
+    nodes = [read_command(c) for c in validate.non_empty("commands", list(commands))]
+    validate.number("commands", len(nodes), low=1, high=_MAX_NODES, integer=True)
+    first = nodes[0]
+    for key in ("--nnodes", "--rdzv-endpoint", "--rdzv-id", "--nproc-per-node"):
+        if len({n.options.get(key) for n in nodes}) > 1:
+            raise ValueError(f"commands: every node must give the same {key}; got "
+                             f"{[n.options.get(key) for n in nodes]}")
+    if first.nnodes != len(nodes) or len({(n.script, n.args) for n in nodes}) > 1:
+        raise ValueError(f"commands: {len(nodes)} lines must run the same script with --nnodes={len(nodes)}")
+    if not first.options["--rdzv-endpoint"].startswith(f"{launcher.LOOPBACK}:"):
+        raise ValueError(f"commands: on this machine the endpoint is {launcher.LOOPBACK}:<port>; got "
+                         f"{first.options['--rdzv-endpoint']!r}")
     timeout = validate.positive("timeout", timeout)
-    extra = launcher.launch_options(args, env, echo=echo, progress=progress, on_line=on_line)
-    total = nnodes * nproc_per_node
+    extra = launcher.launch_options([], env, echo=echo, progress=progress, on_line=on_line)
+    total, name = len(nodes) * first.nproc_per_node, first.script.name
     launch_id = uuid.uuid4().hex
     with tempfile.TemporaryDirectory(prefix="course_nodes_") as tmp:
-        out, port = Path(tmp), launcher.free_port()
-        commands = [node_command(path, nnodes=nnodes, node_rank=n, nproc_per_node=nproc_per_node, port=port,
-                                 log_dir=out / f"logs{n}", args=[str(a) for a in args], job_id=launch_id[:8],
-                                 max_restarts=max_restarts) for n in range(nnodes)]
+        out = Path(tmp)
+        runnable = [node.runnable(out / f"logs{n}") for n, node in enumerate(nodes)]
         child_env = {**os.environ, "PYTHONUNBUFFERED": "1", worker.OUT_ENV: str(out), worker.ID_ENV: launch_id,
                      "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // total)),
                      "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": PREFIX_TEMPLATE, **launcher.loopback_env(),
                      **_shared_gpu_env(total), **extra}
         jobs: list[Any] = []
         try:
-            for command in commands:
+            for command in runnable:
                 jobs.append(launcher.LaunchJob(command, child_env, launch_id))
-            node_ranks: dict[int, set[int]] = {n: set() for n in range(nnodes)}
-            per_node = _stream(jobs, timeout, path.name, total, echo, progress, on_line, node_ranks, out)
+            node_ranks: dict[int, set[int]] = {n: set() for n in range(len(nodes))}
+            per_node = _stream(jobs, timeout, name, total, echo, progress, on_line, node_ranks, out)
             for n, node_lines in enumerate(per_node):  # a rank that ended between two scans still printed
                 node_ranks[n].update(int(m.group(1)) for m in map(failures.RANK_LINE.match, node_lines) if m)
             seconds = time.perf_counter() - jobs[0].start
             lines = [line for node in per_node for line in node]
             records, arrays = launcher.collect_outputs(out)
             pids = sorted({pid for job in jobs for pid in job.tracked})
-            return NodesResult(path.name, total, commands[0], seconds, lines, records, arrays, pids,
-                               commands=commands, node_output=per_node,
+            return NodesResult(name, total, runnable[0], seconds, lines, records, arrays, pids,
+                               commands=runnable, node_output=per_node,
                                node_ranks={n: sorted(r) for n, r in node_ranks.items()})
         finally:
             for job in jobs:
                 job.close()
+
+
+def launch_nodes(script: str | os.PathLike, nnodes: int = 2, nproc_per_node: int = 1, timeout: float = 120.0,
+                 args: Sequence[Any] = (), *, max_restarts: int = 0, env: dict[str, str] | None = None,
+                 echo: bool = True, progress: bool = True,
+                 on_line: Callable[[int | None, str], None] | None = None) -> NodesResult:
+    """``run_nodes`` with the lines ``node_command`` writes for ``script``: ``nnodes`` nodes on a free port."""
+    nnodes = validate.number("nnodes", nnodes, low=1, high=_MAX_NODES, integer=True)
+    port, job_id = launcher.free_port(), uuid.uuid4().hex[:8]
+    commands = [node_command(script, nnodes=nnodes, node_rank=n, nproc_per_node=nproc_per_node, port=port,
+                             args=args, job_id=job_id, max_restarts=max_restarts) for n in range(nnodes)]
+    return run_nodes(commands, timeout, env=env, echo=echo, progress=progress, on_line=on_line)
 
 
 def _shared_gpu_env(total: int) -> dict[str, str]:
@@ -248,48 +333,20 @@ def time_split(result: Any) -> dict[str, float]:
             "outside": float(result.seconds) - phases}
 
 
-def cluster_commands(host: str = "node0.example", nnodes: int = 2, nproc_per_node: int = 8) -> str:
-    """The commands for a real cluster of ``nnodes`` machines (text): torchrun, jax.distributed, TF_CONFIG."""
-    validate.text("host", host)
-    nnodes = validate.number("nnodes", nnodes, low=2, high=4096, integer=True)
-    nproc_per_node = validate.number("nproc_per_node", nproc_per_node, low=1, high=64, integer=True)
-    if nnodes <= 4:  # the JSON written out; the shell splices in $NODE_INDEX between the single-quoted parts
-        workers = ", ".join(f'"node{i}.example:12345"' for i in range(nnodes))
-        tf_line = (f'export TF_CONFIG=\'{{"cluster": {{"worker": [{workers}]}}, "task": {{"type": "worker", '
-                   f'"index": \'"$NODE_INDEX"\'}}}}\'')
-    else:  # too many hosts to write out: let Python build the same JSON
-        tf_line = ("export TF_CONFIG=\"$(python -c 'import json, os; print(json.dumps({\"cluster\": {\"worker\": "
-                   f'[f\"node{{i}}.example:12345\" for i in range({nnodes})]}}, \"task\": {{\"type\": \"worker\", '
-                   '\"index\": int(os.environ[\"NODE_INDEX\"])}}))\')\"')
-    return "\n".join([
-        f"export NODE_INDEX=0   # this machine's index, 0 to {nnodes - 1} (0 on {host}): set it on every machine",
-        "",
-        "# PyTorch: the SAME line on every machine (c10d elects the store host; ranks come from the rendezvous)",
-        "export NCCL_SOCKET_IFNAME=eth0 GLOO_SOCKET_IFNAME=eth0   # the NIC that reaches the other nodes",
-        f"torchrun --nnodes={nnodes} --nproc-per-node={nproc_per_node} --rdzv-backend=c10d \\",
-        f"         --rdzv-endpoint={host}:29400 --rdzv-id=job42 --max-restarts=3 course_utils/workers/ddp_train.py",
-        "",
-        "# JAX: one process per machine (all its accelerators) or per GPU, before any other JAX call",
-        f'jax.distributed.initialize(coordinator_address="{host}:1234", num_processes={nnodes},',
-        '                           process_id=int(os.environ["NODE_INDEX"]))',
-        f"#   or one process per GPU: num_processes={nnodes * nproc_per_node}, process_id = NODE_INDEX x "
-        f"{nproc_per_node} + LOCAL_RANK, local_device_ids=[LOCAL_RANK]",
-        "#   (on Cloud TPU pods and SLURM, jax.distributed.initialize() with no arguments finds all three itself)",
-        "",
-        "# TensorFlow: each machine sets its own TF_CONFIG (same cluster, its own index), then builds the strategy",
-        tf_line,
-        "strategy = tf.distribute.MultiWorkerMirroredStrategy()",
-    ])
+def rank_warning(result: NodesResult) -> tuple[int, str] | None:
+    """(node, text) of torchrun's warning that ``--node-rank`` is ignored under c10d, if a node printed it."""
+    validate.instance("result", result, NodesResult)
+    for node, lines in enumerate(result.node_output):
+        for line in lines:
+            if "node_rank is only used for static" in line:
+                return node, line[line.index("node_rank is only"):].strip()
+    return None
 
 
-def hang_checklist() -> display.Table:
-    """What to check first when a multi-node job hangs at start-up or mid-run, in order."""
-    rows = (
-        ("1", "Can every node reach the endpoint?", "nc -zv node0.example 29400 from each node; firewalls"),
-        ("2", "Same --nnodes, --rdzv-id, endpoint, script, versions?", "a node with other flags waits forever"),
-        ("3", "Right network interface?", "NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME; NCCL_DEBUG=INFO shows the NIC"),
-        ("4", "Which rank is missing?", "TORCH_DISTRIBUTED_DEBUG=DETAIL; py-spy dump --pid on the stuck rank"),
-        ("5", "Mismatched collectives?", "a rank skipped or added an all-reduce (data-dependent branch, uneven data)"),
-        ("6", "Set a timeout", "init_process_group(timeout=...), TORCH_NCCL_ASYNC_ERROR_HANDLING=1: fail, don't hang"),
-    )
-    return display.Table(("#", "check", "how"), rows, title="A multi-node job hangs: check in this order")
+def backend(result: launcher.LaunchResult) -> str:
+    """The backend ``ddp_train.py``'s rank 0 said it joined with ("gloo" or "nccl"), from its own line."""
+    validate.instance("result", result, launcher.LaunchResult)
+    for rank_, text in result.lines:
+        if rank_ == 0 and text.startswith("backend "):
+            return text.split()[1]
+    raise ValueError("result holds no 'backend ...' line of rank 0: pass a launch of ddp_train.py")

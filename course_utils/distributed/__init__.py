@@ -12,8 +12,8 @@
 - ``plots``: the notebook's figures; ``exercises``: the checkers of its exercises.
 """
 
-from course_utils.distributed import findings
 from course_utils.distributed import exercises as _exercises  # noqa: F401  (registers 05.k)
+from course_utils.distributed import findings
 from course_utils.distributed.comms import AllReduceModel, fit_allreduce, ring_allreduce_time, score, zero_traffic
 from course_utils.distributed.devices import simulate_devices, tf_logical_cpus
 from course_utils.distributed.failures import LaunchError, LaunchTimeout, learner_lines

@@ -9,7 +9,7 @@ import pytest
 from orphans import survivors
 
 from course_utils.beyond import multinode
-from course_utils.distributed import LaunchError, LaunchTimeout
+from course_utils.distributed import LaunchError, LaunchResult, LaunchTimeout, launcher
 
 WORKER = textwrap.dedent("""
     import os, sys, time
@@ -37,20 +37,63 @@ def script(tmp_path: Path) -> Path:
 
 
 def test_node_command_is_a_c10d_rendezvous_on_loopback(script: Path) -> None:
-    cmd = multinode.node_command(script, nnodes=2, node_rank=1, nproc_per_node=2, port=29400, log_dir="/x",
-                                 args=["--a", 1], max_restarts=1)
-    text = " ".join(cmd)
+    cmd = multinode.node_command(script, nnodes=2, node_rank=1, nproc_per_node=2, port=29400, args=["--a", 1],
+                                 max_restarts=1)
+    assert cmd[0] == "torchrun"
     for part in ("--nnodes=2", "--nproc-per-node=2", "--node-rank=1", "--rdzv-backend=c10d",
-                 "--rdzv-endpoint=127.0.0.1:29400", "--local-addr=127.0.0.1", "--max-restarts=1", "--tee=3"):
-        assert part in text
+                 "--rdzv-endpoint=127.0.0.1:29400", "--max-restarts=1"):
+        assert part in cmd
     assert cmd[-3:] == [str(script.resolve()), "--a", "1"]
+    assert not any(c.startswith(("--tee", "--log-dir")) for c in cmd)  # the learner's line: no plumbing
+
+
+def test_read_command_reads_a_learners_line_and_adds_only_the_plumbing(script: Path) -> None:
+    line = (f"torchrun --nnodes=2 --nproc-per-node=1 --node-rank=0 --rdzv-backend=c10d "
+            f"--rdzv-endpoint=127.0.0.1:29400 --rdzv-id=job {script} --steps 3")
+    node = multinode.read_command(line)
+    assert node.nnodes == 2 and node.nproc_per_node == 1 and node.script == script.resolve()
+    assert node.args == ("--steps", "3")
+    run = node.runnable(Path("/tmp/logs0"))
+    assert run[-3:] == [str(script.resolve()), "--steps", "3"] and "--tee=3" in run and "--log-dir=/tmp/logs0" in run
+    assert "--max-restarts=0" in run and "--rdzv-id=job" in run
+    assert multinode.read_command(line.split()).options == node.options  # tokens work as well as a string
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ("python {s}", "start with 'torchrun'"),
+    ("torchrun --nnodes=2 --rdzv-backend=c10d --rdzv-endpoint=127.0.0.1:1", "no worker script"),
+    ("torchrun --nnodes 2 --rdzv-backend=c10d --rdzv-endpoint=127.0.0.1:1 {s}", "--key=value"),
+    ("torchrun --nnodes=2 --tee=3 --rdzv-backend=c10d --rdzv-endpoint=127.0.0.1:1 {s}", "leave it out"),
+    ("torchrun --nnodes=2 {s}", "c10d"),
+    ("torchrun --rdzv-backend=c10d --rdzv-endpoint=127.0.0.1:1 {s}", "--nnodes"),
+])
+def test_read_command_refuses_what_it_cannot_run(script: Path, line: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        multinode.read_command(line.format(s=script))
+
+
+def test_run_nodes_refuses_lines_that_disagree(script: Path) -> None:
+    def line(n: int, nnodes: int = 2, endpoint: str = "127.0.0.1:29400", rid: str = "a") -> str:
+        return (f"torchrun --nnodes={nnodes} --node-rank={n} --rdzv-backend=c10d --rdzv-endpoint={endpoint} "
+                f"--rdzv-id={rid} {script}")
+
+    for commands, message in (([line(0), line(1, rid="b")], "--rdzv-id"), ([line(0, 3), line(1, 3)], "--nnodes=2"),
+                              ([line(0, endpoint="10.0.0.1:1"), line(1, endpoint="10.0.0.1:1")], "127.0.0.1"),
+                              ([line(0), line(1, endpoint="127.0.0.1:2")], "--rdzv-endpoint")):
+        with pytest.raises(ValueError, match=message):
+            multinode.run_nodes(commands, echo=False, progress=False)
+    with pytest.raises(TypeError, match="commands"):
+        multinode.run_nodes(line(0))  # one string is not a list of lines
 
 
 @pytest.mark.integration
 def test_two_nodes_run_and_report_every_rank(script: Path) -> None:
     seen = []
-    result = multinode.launch_nodes(script, nnodes=2, nproc_per_node=1, timeout=120, args=["ok"], echo=False,
-                                    progress=False, on_line=lambda r, t: seen.append((r, t)))
+    port = launcher.free_port()
+    lines = [f"torchrun --nnodes=2 --nproc-per-node=1 --node-rank={n} --rdzv-backend=c10d "
+             f"--rdzv-endpoint=127.0.0.1:{port} --rdzv-id=t {script} ok" for n in range(2)]
+    result = multinode.run_nodes(lines, timeout=120, echo=False, progress=False,
+                                 on_line=lambda r, t: seen.append((r, t)))
     assert sorted(result.records) == [0, 1]
     assert {result.record("hello", r)["local_rank"] for r in (0, 1)} == {0}  # one process per node
     assert sorted(r for ranks in result.node_ranks.values() for r in ranks) == [0, 1]
@@ -113,35 +156,16 @@ def test_ddp_reference_and_proof_diffs_agree_with_themselves() -> None:
     assert all(abs(d - 1e-3) < 1e-6 for d in diffs["ranks"].values())
 
 
-def test_cluster_commands_and_checklist() -> None:
-    text = multinode.cluster_commands("10.1.2.3", nnodes=4, nproc_per_node=8)
-    assert "--rdzv-endpoint=10.1.2.3:29400" in text and "num_processes=4" in text and "TF_CONFIG" in text
-    assert "local_device_ids" in text  # one JAX process per GPU is shown too
-    assert len(multinode.hang_checklist().rows) >= 5
-
-
-@pytest.mark.parametrize("nnodes", [2, 6])  # written out, and built by Python for many hosts
-def test_cluster_tf_config_line_is_valid_json_in_a_shell(nnodes: int) -> None:
-    import json
-    import shutil
-    import subprocess
-    import sys
-
-    bash = shutil.which("bash")
-    if bash is None:
-        pytest.skip("no bash")
-    (line,) = [t for t in multinode.cluster_commands(nnodes=nnodes).splitlines() if t.startswith("export TF_CONFIG=")]
-    line = line.replace("$(python ", f"$({sys.executable} ")
-    out = subprocess.run([bash, "-c", f'export NODE_INDEX=1; {line}; printf %s "$TF_CONFIG"'], capture_output=True,
-                         text=True, check=True).stdout
-    config = json.loads(out)
-    assert config["task"] == {"type": "worker", "index": 1} and len(config["cluster"]["worker"]) == nnodes
-
-
-def test_time_split_of_a_ddp_launch() -> None:
-    from course_utils.distributed import LaunchResult
-
+def test_time_split_backend_and_rank_warning_of_a_ddp_launch() -> None:
     records = {r: [{"kind": "startup", "seconds": 2.0 + r}, {"kind": "phases", "seconds": {"a": 1.0, "b": 2.0}}]
                for r in (0, 1)}
-    split = multinode.time_split(LaunchResult("ddp_train.py", 2, [], 10.0, [], records))
-    assert split == {"wall": 10.0, "phases": 3.0, "startup": 3.0, "outside": 7.0}
+    output = ["[default0]:backend gloo on cpu: no GPU on this machine", "[default1]:hello"]
+    result = LaunchResult("ddp_train.py", 2, [], 10.0, output, records)
+    assert multinode.time_split(result) == {"wall": 10.0, "phases": 3.0, "startup": 3.0, "outside": 7.0}
+    assert multinode.backend(result) == "gloo"
+    with pytest.raises(ValueError, match="backend"):
+        multinode.backend(LaunchResult("ddp_train.py", 2, [], 10.0, [], records))
+    warned = multinode.NodesResult("x", 2, [], 1.0, [], node_output=[[], ["W torch: node_rank is only used for "
+                                                                         "static rendezvous"]])
+    assert multinode.rank_warning(warned) == (1, "node_rank is only used for static rendezvous")
+    assert multinode.rank_warning(multinode.NodesResult("x", 2, [], 1.0, [], node_output=[[], []])) is None
