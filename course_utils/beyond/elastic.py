@@ -100,8 +100,8 @@ def reference(steps: int = 12, batch: int = 64) -> np.ndarray:
     """The uninterrupted training in this process: one process, whole batches, the same SGD with momentum."""
     import torch
 
-    steps = validate.positive("steps", steps, integer=True)
-    batch = validate.positive("batch", batch, integer=True)
+    steps = validate.number("steps", steps, low=1, high=10_000, integer=True)
+    batch = validate.number("batch", batch, low=1, high=2**14, integer=True)
     x_all, y_all = data.classification(steps * batch, seed=7)
     model = models.torch_mlp()
     step = models.torch_sgd_step(model, lr=LR, momentum=MOMENTUM)

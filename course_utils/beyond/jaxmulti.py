@@ -50,8 +50,8 @@ def reference(steps: int = 10, batch: int = 64) -> list[np.ndarray]:
     import jax
     import jax.numpy as jnp
 
-    steps = validate.positive("steps", steps, integer=True)
-    batch = validate.positive("batch", batch, integer=True)
+    steps = validate.number("steps", steps, low=1, high=10_000, integer=True)
+    batch = validate.number("batch", batch, low=1, high=2**14, integer=True)
     x_all, y_all = data.classification(steps * batch, seed=6)
     device = jax.devices("cpu")[0]
     params = jax.device_put(models.jax_mlp_params(), device)
@@ -125,10 +125,12 @@ def jax_sharding(sizes: tuple[int, ...] = (32, 512, 512, 10), batch: int = 64) -
     Returns per-device bytes from ``compiled.memory_analysis()`` (arguments, outputs, temporaries), the
     collectives counted in each optimized HLO, and the max difference between the two steps' results.
     """
-    validate.instance("sizes", sizes, tuple)
-    if len(sizes) < 2:
-        raise ValueError(f"sizes must hold at least two layer widths; got {sizes!r}")
-    batch = validate.positive("batch", batch, integer=True)
+    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, (list, tuple)):
+        raise TypeError(f"sizes must be a tuple of layer widths; got {type(sizes).__name__} {sizes!r:.60}")
+    if not 2 <= len(sizes) <= 16:
+        raise ValueError(f"sizes must hold 2 to 16 layer widths; got {sizes!r:.80}")
+    sizes = tuple(validate.number("sizes", w, low=1, high=8192, integer=True) for w in sizes)
+    batch = validate.number("batch", batch, low=1, high=4096, integer=True)
     import jax
     import jax.numpy as jnp
     from jax.sharding import NamedSharding

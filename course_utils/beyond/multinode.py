@@ -15,6 +15,7 @@ import os
 import shlex
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -152,7 +153,7 @@ def run_nodes(commands: Sequence[str | Sequence[str]], timeout: float = 120.0, *
     if not first.options["--rdzv-endpoint"].startswith(f"{launcher.LOOPBACK}:"):
         raise ValueError(f"commands: on this machine the endpoint is {launcher.LOOPBACK}:<port>; got "
                          f"{first.options['--rdzv-endpoint']!r}")
-    timeout = validate.positive("timeout", timeout)
+    timeout = validate.number("timeout", timeout, low=0, high=24 * 3600, low_open=True)
     extra = launcher.launch_options([], env, echo=echo, progress=progress, on_line=on_line)
     total, name = len(nodes) * first.nproc_per_node, first.script.name
     launch_id = uuid.uuid4().hex
@@ -249,7 +250,8 @@ def _stream(jobs: list[Any], timeout: float, name: str, total: int, echo: bool, 
                     line = line.rstrip("\n")
                     per_node[n].append(line)
                     arrival.append(line)
-                    bar = _show(line, n, bar, name, total, echo, progress, on_line)
+                    left = max(1.0, timeout - (time.perf_counter() - start))
+                    bar = _show(line, n, bar, name, total, echo, progress, on_line, left)
             if idle:
                 time.sleep(0.05)
     finally:
@@ -259,17 +261,41 @@ def _stream(jobs: list[Any], timeout: float, name: str, total: int, echo: bool, 
 
 
 def _show(line: str, node: int, bar: Any, name: str, total: int, echo: bool, progress: bool,
-          on_line: Callable[[int | None, str], None] | None) -> Any:
+          on_line: Callable[[int | None, str], None] | None, seconds: float) -> Any:
     match = failures.RANK_LINE.match(line)
     rank_, text = (int(match.group(1)), match.group(2)) if match else (None, line)
     tick = failures.PROGRESS_LINE.match(text)
     if tick:
         return launcher.advance_progress(bar, int(tick.group(1)), int(tick.group(2)), name, total, progress)
     if on_line is not None:
-        on_line(rank_, text)
+        call_learner(on_line, seconds, rank_, text)
     if echo and rank_ is not None and text.strip():
         print(f"[node {node} rank {rank_}] {text}", flush=True)
     return bar
+
+
+def call_learner(fn: Callable[..., Any], seconds: float, *args: Any) -> Any:
+    """``fn(*args)``, the learner's own callable, given at most ``seconds``: one that never returns raises
+    ``LaunchTimeout`` naming it (the launch then stops every process) instead of hanging the notebook. An exception
+    it raises (Ctrl-C's ``KeyboardInterrupt`` included) is raised here."""
+    seconds = validate.positive("seconds", seconds)
+    box: dict[str, Any] = {}
+
+    def call() -> None:
+        try:
+            box["value"] = fn(*args)
+        except BaseException as exc:  # noqa: BLE001  (handed back to the caller's thread)
+            box["error"] = exc
+
+    thread = threading.Thread(target=call, daemon=True, name="course-on-line")
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise failures.LaunchTimeout(f"{getattr(fn, '__qualname__', repr(fn))} (the on_line callable) did not return "
+                                     f"within {seconds:.0f} s; every process of the launch was stopped")
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
 
 
 def _ranks(tracked: dict[int, Any]) -> set[int]:
@@ -293,10 +319,10 @@ def ddp_reference(steps: int = 20, batch: int = 64, every: int = 5, lr: float = 
     """One process, whole batches: the weights ``ddp_train.py``'s proof phase must reproduce, per checkpoint."""
     import torch
 
-    steps = validate.positive("steps", steps, integer=True)
-    batch = validate.positive("batch", batch, integer=True)
-    every = validate.positive("every", every, integer=True)
-    lr = validate.positive("lr", lr)
+    steps = validate.number("steps", steps, low=1, high=10_000, integer=True)
+    batch = validate.number("batch", batch, low=1, high=2**14, integer=True)
+    every = validate.number("every", every, low=1, high=steps, integer=True)
+    lr = validate.number("lr", lr, low=0, high=10, low_open=True)
     x_all, y_all = data.classification(steps * batch, seed=0)
     model = models.torch_mlp()
     step = models.torch_sgd_step(model, lr=lr)

@@ -115,7 +115,7 @@ def steps(result: Any) -> dict[str, timing.Measurement]:
     rows, no process group), measured in rounds (the four in turns): pair any two with ``cu.intervals.speedup``."""
     records = _records(result)
     found = {kind: rounds_measurement(kind, r["round_times"]) for kind, r in records.items()}
-    found["compute"] = rounds_measurement("compute", launcher.LaunchResult.record(result, "compute")["round_times"])
+    found["compute"] = rounds_measurement("compute", result.record("compute")["round_times"])
     return found
 
 
@@ -152,11 +152,6 @@ def gathered(result: Any) -> dict[str, Any] | None:
         return None
     sizes = rec.get("layer_bytes", {})
     return {**peak, "largest": max(sizes.values(), default=0), "all": int(sum(sizes.values()))}
-
-
-def backend_events(result: Any) -> dict[str, dict[str, float]]:
-    """The backend's collective events per step in rank 0's profile, per kind: {"gloo:all_gather": 8.0, ...}."""
-    return {kind: dict(sorted(r["comm_seconds"]["events"].items())) for kind, r in _records(result).items()}
 
 
 def phase_medians(result: Any) -> dict[str, dict[str, float]]:

@@ -2,7 +2,8 @@
 the stored verdict (``v.status``) and the run's measurements, never deciding again what the verdict decided.
 
 A function returns ``cu.display.prose(...)``, or None after a verdict that was not tested here (the verdict already
-said why, once). The sentences of the "Going further" sections are in ``story_further``.
+said why, once). The sentences of the "Going further" sections are in ``story_further``, re-exported here so that
+the notebook reaches every sentence as ``cu.beyond.story.<name>``.
 """
 
 from __future__ import annotations
@@ -11,8 +12,12 @@ from typing import Any
 
 from course_utils import display, validate
 from course_utils.beyond import jaxmulti, tfmulti
+from course_utils.beyond.story_further import jax_operands, jax_sharding, reduce_scatter, traffic
 from course_utils.display import Prose, Verdict
 from course_utils.distributed import launcher
+
+__all__ = ["cost_model", "elastic", "jax_operands", "jax_processes", "jax_sharding", "memory", "reduce_scatter",
+           "reshard", "tf_workers", "traffic", "two_nodes"]
 
 
 def _ms(seconds: float) -> str:
@@ -114,7 +119,7 @@ def memory(v: Verdict, ratios: dict[str, float], per_rank: dict[str, list[int]],
 
 
 def elastic(v: Verdict, crash: Any, diff: float) -> Prose:
-    """After the crash-and-resume verdict: what was lost, where the time went, and the checkpoint's storage."""
+    """After the crash-and-resume verdict: what was lost and where the time went."""
     _verdict(v)
     spent = crash.timeline
     first = (f"Rank 1 died at step {crash.crash_at}, torchrun restarted both ranks, they resumed at step "
@@ -126,12 +131,7 @@ def elastic(v: Verdict, crash: Any, diff: float) -> Prose:
             f"{spent['startup 0']:.1f} s before the crash and {spent['startup 1']:.1f} s after it, training "
             f"{spent['training 0'] + spent['training 1']:.1f} s in all, and the other {spent['outside']:.1f} s went to "
             "torchrun noticing the failure and restarting the group.")
-    storage = ("**The checkpoint needs storage every node sees.** Rank 0 wrote it, every rank tests "
-               "`path.exists()`: on one machine that is one folder. On two machines without a shared file system, "
-               "node 1 finds nothing and starts from step 0 with fresh weights while node 0 resumes, and the ranks "
-               "disagree. Replicated DDP state can be written by rank 0; sharded state is written by every rank, "
-               "with `torch.distributed.checkpoint`, next.")
-    return display.prose(first + time, storage)
+    return display.prose(first + time)
 
 
 def reshard(v: Verdict, two_to_one: dict[str, Any], one_to_two: dict[str, Any], files: dict[str, int]) -> Prose:

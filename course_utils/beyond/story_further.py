@@ -26,8 +26,9 @@ def traffic(v: Verdict, moved: dict[str, Any], calls: dict[str, dict[str, int]],
     counted = (f"FSDP2 issued {calls['fsdp2'].get('allgather', 0)} all-gathers and "
                f"{calls['fsdp2'].get('reduce_scatter', 0)} reduce-scatters per step (one per layer and pass), DDP "
                f"{calls['ddp'].get('allreduce', 0)} all-reduce. ")
-    bytes_ = (f"By the ring factors that is {moved['ring']:.2f}x DDP's bytes, as predicted. " if v.held else
-              f"By the ring factors that is {moved['ring']:.2f}x DDP's bytes"
+    bytes_ = (f"By the ring factors that is {moved['ring']:.2f}x DDP's bytes"
+              + (", as predicted" if v.held else ", not the formula's 1.5x: the counts above differ from one "
+                 "all-gather per layer and pass")
               + (f"; but gloo runs an all-reduce inside each reduce-scatter (rank 0's trace), so priced as what runs, "
                  f"FSDP2 moves {moved['gloo']:.2f}x. " if moved["inside"] else ". "))
     timed = (f"With a collective running, DDP spent {busy['ddp'] * 1e3:.2f} ms and FSDP2 {busy['fsdp2'] * 1e3:.2f} ms "

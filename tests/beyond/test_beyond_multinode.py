@@ -169,3 +169,18 @@ def test_time_split_backend_and_rank_warning_of_a_ddp_launch() -> None:
                                                                          "static rendezvous"]])
     assert multinode.rank_warning(warned) == (1, "node_rank is only used for static rendezvous")
     assert multinode.rank_warning(multinode.NodesResult("x", 2, [], 1.0, [], node_output=[[], []])) is None
+
+
+def test_a_learner_callable_that_never_returns_stops_the_launch_by_name() -> None:
+    import time as _time
+
+    def stuck(rank, text):
+        _time.sleep(30)
+
+    started = _time.perf_counter()
+    with pytest.raises(LaunchTimeout, match="stuck"):
+        multinode.call_learner(stuck, 0.3, 0, "hello")
+    assert _time.perf_counter() - started < 5
+    assert multinode.call_learner(lambda r, t: (r, t), 5, 1, "x") == (1, "x")
+    with pytest.raises(KeyboardInterrupt):  # Ctrl-C raised by the callable reaches the launcher's clean-up
+        multinode.call_learner(lambda r, t: (_ for _ in ()).throw(KeyboardInterrupt()), 5, 0, "x")

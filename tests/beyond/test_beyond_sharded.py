@@ -34,7 +34,6 @@ def test_comm_table_counts_times_and_ring_traffic() -> None:
     assert sent[0] == "3.91 KiB" and sent[2] == "5.86 KiB"  # FSDP: 1.5x DDP
     assert sharded.comm_seconds(fake()) == pytest.approx({"ddp": 2e-4, "zero1": 3e-4, "fsdp2": 6e-4})
     assert table.column("in collectives, of a profiled step (measured)")[1] == "300 µs of 2 ms (15%)"
-    assert sharded.backend_events(fake())["fsdp2"] == {"gloo:all_gather": 4.0, "gloo:all_reduce": 2.0}
     assert sharded.phase_medians(fake())["ddp"]["optimizer_step"] == pytest.approx(1e-4)
 
 

@@ -91,7 +91,6 @@ def test_elastic(v: Verdict) -> None:
     crash = ElasticRun(12, 3, 8, 6, {0: list(range(8)), 1: list(range(6, 12))}, {}, 10.0, None, timeline)
     text = short(story.elastic(v, crash, 1e-7))
     assert ("resumed at step 6" in text) == v.held and ("2 lost" in text) == v.failed
-    assert "shared file system" in text and "starts from step 0" in text and "torch.distributed.checkpoint" in text
     assert "1.2 s in all" in text
 
 
@@ -122,16 +121,16 @@ CALLS = {"ddp": {"allreduce": 1}, "fsdp2": {"allgather": 8, "reduce_scatter": 4}
 BUSY = {"ddp": 0.002, "fsdp2": 0.023}
 
 
-@pytest.mark.parametrize(("v", "moved"), [(HELD_V, {**MOVED, "inside": False}), (FAILED_V, MOVED),
-                                          (FAILED_V, {**MOVED, "inside": False})])
+@pytest.mark.parametrize("v", [HELD_V, FAILED_V])
+@pytest.mark.parametrize("moved", [MOVED, {**MOVED, "inside": False}])
 @pytest.mark.parametrize(("low", "high", "said"), [(0.2, 0.4, "slower than DDP's"), (1.2, 1.4, "faster than DDP's"),
                                                    (0.8, 1.2, "within the noise of DDP's")])
 def test_traffic(v: Verdict, moved: dict, low: float, high: float, said: str) -> None:
     model = {"model": 2.3, "as gloo": 3.1, "calls": 12.0}
     text = short(story_further.traffic(v, moved, CALLS, BUSY, model, speedup(low, high)))
     assert said in text and "8 all-gathers and 4 reduce-scatters" in text and "11.5x" in text
-    assert ("as predicted" in text) == v.held
-    assert ("2.00x" in text) == (v.failed and moved["inside"]) and ("3.1x as gloo" in text) == moved["inside"]
+    assert ("as predicted" in text) == v.held and ("not the formula's" in text) == v.failed
+    assert ("2.00x" in text) == moved["inside"] and ("3.1x as gloo" in text) == moved["inside"]
 
 
 @pytest.mark.parametrize("v", [HELD_V, FAILED_V])
