@@ -109,6 +109,11 @@ def read_command(command: str | Sequence[str]) -> NodeCommand:
         raise ValueError("command: a multi-node job needs --rdzv-backend=c10d and --rdzv-endpoint=<host>:<port>")
     if not options.get("--nnodes", "").isdigit():
         raise ValueError("command: --nnodes=<number of machines> is missing")
+    validate.number("command (--nnodes)", int(options["--nnodes"]), low=1, high=_MAX_NODES)
+    per_node = options.get("--nproc-per-node", "1")
+    if not per_node.isdigit():
+        raise ValueError(f"command: --nproc-per-node must be a number of processes here; got {per_node!r}")
+    validate.number("command (--nproc-per-node)", int(per_node), low=1, high=64)
     return NodeCommand(options, script, tuple(tokens[at + 1:]))
 
 

@@ -66,6 +66,9 @@ def test_read_command_reads_a_learners_line_and_adds_only_the_plumbing(script: P
     ("torchrun --nnodes=2 --tee=3 --rdzv-backend=c10d --rdzv-endpoint=127.0.0.1:1 {s}", "leave it out"),
     ("torchrun --nnodes=2 {s}", "c10d"),
     ("torchrun --rdzv-backend=c10d --rdzv-endpoint=127.0.0.1:1 {s}", "--nnodes"),
+    ("torchrun --nnodes=99 --rdzv-backend=c10d --rdzv-endpoint=127.0.0.1:1 {s}", "--nnodes"),
+    ("torchrun --nnodes=2 --nproc-per-node=auto --rdzv-backend=c10d --rdzv-endpoint=127.0.0.1:1 {s}", "--nproc"),
+    ("torchrun --nnodes=2 --nproc-per-node=1000 --rdzv-backend=c10d --rdzv-endpoint=127.0.0.1:1 {s}", "--nproc"),
 ])
 def test_read_command_refuses_what_it_cannot_run(script: Path, line: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
