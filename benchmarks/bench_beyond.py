@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 
 from course_utils import env
-from course_utils.distributed import jaxmulti, multinode, sharded, tfmulti
+from course_utils.beyond import jaxmulti, multinode, sharded, tfmulti
 
 ONE_THREAD = {"OMP_NUM_THREADS": "1"}  # a "device" is one core in every run
 
@@ -21,14 +21,14 @@ def _median(values) -> float:
 
 
 def run() -> dict:
-    shard = sharded.run(steps=5, repeats=20, timeout=600, env=ONE_THREAD, echo=False, progress=False)
+    shard = sharded.run(steps=5, rounds=8, per_round=5, timeout=600, env=ONE_THREAD, echo=False, progress=False)
     held = sharded.held_bytes(shard)
-    params = shard.record("ddp")["params"]
+    params = sharded.params(shard)
     out = {
         "model_state_bytes_per_rank": {k: {str(r): h for r, h in per.items()} for k, per in held.items()},
         "formula_bytes_per_rank": sharded.formula_bytes(params, 2),
         "params": params,
-        "collectives_per_step": {k: shard.record(k)["calls"] for k in sharded.KINDS},
+        "collectives_per_step": sharded.calls(shard),
         "step_seconds_2_ranks": sharded.step_medians(shard),
         "collective_seconds": sharded.collective_medians(shard),
         "weights_max_diff_vs_ddp": sharded.weight_diffs(shard),
@@ -42,7 +42,7 @@ def run() -> dict:
                             for name in ("tiny", "wide") for r in [nodes.record(f"timing_{name}")]}
     out["launch_seconds"] = {"fsdp_train": shard.seconds, "two_nodes": nodes.seconds}
     if env.available("jax"):
-        jax_run = jaxmulti.run(steps=10, repeats=30, timeout=600, echo=False, progress=False)
+        jax_run = jaxmulti.run(steps=10, rounds=8, per_round=5, timeout=600, echo=False, progress=False)
         out["jax_2_processes_step_seconds"] = _median(jax_run.record("jax")["step_times"])
         out["launch_seconds"]["jax"] = jax_run.seconds
     if env.available("tensorflow"):

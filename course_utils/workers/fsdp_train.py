@@ -1,7 +1,7 @@
 """Sharded data parallelism on 2+ ranks: DDP vs ZeRO-1 vs FSDP2, same model, same data, same Adam.
 
-Launched from notebook 06 with ``cu.distributed.launch("fsdp_train.py", nprocs=2, args=[...])``. For each of
-the three ways to train, every rank records (``cu.worker.emit``):
+Launched from notebook 06 by ``cu.beyond.sharded.run()`` (``cu.distributed.launch("fsdp_train.py", 2, ...)``).
+For each of the three ways to train, every rank records (``cu.worker.emit``):
 
 - the bytes it holds for parameters, gradients and optimizer state, counted from the real tensors
   (a sharded tensor counts only its local shard: ``DTensor.to_local()``);
@@ -9,13 +9,16 @@ the three ways to train, every rank records (``cu.worker.emit``):
   DDP gets the default all-reduce as a Python communication hook, so that its all-reduce is seen too), and
   timed from a profiler trace of 3 steps: the backend's own events (``gloo:all_reduce``, ...); for FSDP2, from
   the same trace, the most layers whose full weights were held at once (FSDP2's own ``FSDP::`` labels);
-- the step time (median of ``--repeats``); once per rank, the same model and Adam on the rank's batch with no
-  process group involved (the compute alone); once, the collectives alone and a profiler trace of one
-  reduce-scatter (which gloo operators run under it);
+- the step time, timed in ``--rounds`` rounds together with the same model and Adam on the rank's rows with no
+  process group involved (the compute alone), the kinds in turns: the rounds pair them for an interval;
+- for DDP, the buckets that its default (``gradient_as_bucket_view=False``) would keep beside the gradients;
+- once, the collectives alone (in rounds too) and a profiler trace of one reduce-scatter (which gloo operators
+  run under it);
 
 and saves its full weights after ``--steps`` steps, so the notebook can check that all three agree.
 
-- DDP: every rank holds everything; gradients are all-reduced.
+- DDP: every rank holds everything; gradients are all-reduced. With ``gradient_as_bucket_view=True`` the gradients
+  live in DDP's all-reduce buckets (16 B/param with Adam); by default DDP copies them into buckets (~20 B/param).
 - ZeRO-1 (``ZeroRedundancyOptimizer``): each rank keeps the Adam state of its share of the parameters only,
   updates that share, then broadcasts it.
 - FSDP2 (``fully_shard``): parameters, gradients and Adam state are all sharded (ZeRO-3): each layer's weights
@@ -168,53 +171,72 @@ def full_weights(model) -> torch.Tensor:
     return torch.cat([p.detach().flatten().cpu() for p in parts])
 
 
-def train(kind, device, args) -> None:
-    rank, world = dist.get_rank(), dist.get_world_size()
-    x_all, y_all = data.classification(args.steps * args.batch, seed=4)
-    per = args.batch // world
-    model, opt = build(kind, device, args.lr)
+class Trained:
+    """One way to train (``kind``) after ``--steps`` steps: what it holds, the collectives of its last step, and a
+    ``step`` to time (with ``marks``: the times when zero_grad ends and when the optimizer step starts)."""
 
-    def batch(s):
-        lo = s * args.batch + rank * per
-        return (torch.from_numpy(x_all[lo:lo + per]).to(device), torch.from_numpy(y_all[lo:lo + per]).to(device))
+    def __init__(self, kind, device, args) -> None:
+        rank, world = dist.get_rank(), dist.get_world_size()
+        self.kind, self.device = kind, device
+        x_all, y_all = data.classification(args.steps * args.batch, seed=4)
+        per = args.batch // world
+        self.model, self.opt = build(kind, device, args.lr)
 
-    def step(x, y, marks=None) -> None:
-        opt.zero_grad(set_to_none=False)
+        def batch(s):
+            lo = s * args.batch + rank * per
+            return (torch.from_numpy(x_all[lo:lo + per]).to(device),
+                    torch.from_numpy(y_all[lo:lo + per]).to(device))
+
+        for s in range(args.steps):
+            if s == args.steps - 1:  # count the collectives of the last step, and measure what is held after it
+                with CountCollectives() as self.seen:
+                    self.step(*batch(s))
+            else:
+                self.step(*batch(s))
+        self.held = {"params": local_bytes(self.model.parameters()),
+                     "grads": local_bytes(p.grad for p in self.model.parameters()),
+                     "optimizer": local_bytes(optimizer_tensors(self.opt))}
+        self.x, self.y = batch(0)
+        self.phases = {"zero_grad": [], "forward_backward": [], "optimizer_step": []}
+
+    def step(self, x, y, marks=None) -> None:
+        self.opt.zero_grad(set_to_none=False)
         if marks is not None:  # when zero_grad ends
             marks.append(time.perf_counter())
-        F.cross_entropy(model(x), y).backward()
+        F.cross_entropy(self.model(x), y).backward()
         if marks is not None:  # when the optimizer step starts
-            wait(device)
+            wait(self.device)
             marks.append(time.perf_counter())
-        opt.step()
+        self.opt.step()
 
-    for s in range(args.steps):
-        if s == args.steps - 1:  # count the collectives of the last step, and measure what is held after it
-            with CountCollectives() as seen:
-                step(*batch(s))
-        else:
-            step(*batch(s))
-    held = {"params": local_bytes(model.parameters()), "grads": local_bytes(p.grad for p in model.parameters()),
-            "optimizer": local_bytes(optimizer_tensors(opt))}
-    x, y = batch(0)
-    times, phases = [], {"zero_grad": [], "forward_backward": [], "optimizer_step": []}
-    for _ in range(args.repeats):
-        dist.barrier()
+    def timed_step(self) -> None:
+        """One step on batch 0, its parts recorded in ``phases``."""
         marks = [time.perf_counter()]
-        step(x, y, marks)
-        wait(device)
+        self.step(self.x, self.y, marks)
+        wait(self.device)
         marks.append(time.perf_counter())
-        times.append(marks[-1] - marks[0])
-        for name, lo, hi in zip(phases, marks, marks[1:]):
-            phases[name].append(hi - lo)
-    layers = {name: 4 * sum(p.numel() for p in layer.parameters())  # full (unsharded) fp32 bytes per layer
-              for name, layer in model.named_children() if isinstance(layer, torch.nn.Linear)}
-    comm = comm_seconds(step, x, y, steps=3, layer_bytes=layers if kind == "fsdp2" else None)
-    nparams = sum(p.numel() for p in models.torch_mlp(SIZES).parameters())
-    worker.emit(kind=kind, world=world, params=nparams, held=held, calls=dict(seen.calls), comm_bytes=dict(seen.nbytes),
-                step_times=times, phase_times=phases, comm_seconds=comm, layer_bytes=layers)
-    weights = full_weights(model)
-    worker.save(kind, weights=weights.numpy())
+        for name, lo, hi in zip(self.phases, marks, marks[1:]):
+            self.phases[name].append(hi - lo)
+
+    def report(self, round_times, extra) -> None:
+        """Emit what this kind held, sent and took; save its full weights."""
+        layers = {name: 4 * sum(p.numel() for p in layer.parameters())  # full (unsharded) fp32 bytes per layer
+                  for name, layer in self.model.named_children() if isinstance(layer, torch.nn.Linear)}
+        comm = comm_seconds(self.step, self.x, self.y, steps=3, layer_bytes=layers if self.kind == "fsdp2" else None)
+        nparams = sum(p.numel() for p in models.torch_mlp(SIZES).parameters())
+        worker.emit(kind=self.kind, world=dist.get_world_size(), params=nparams, held=self.held,
+                    calls=dict(self.seen.calls), comm_bytes=dict(self.seen.nbytes), round_times=round_times,
+                    phase_times=self.phases, comm_seconds=comm, layer_bytes=layers, **extra)
+        worker.save(self.kind, weights=full_weights(self.model).numpy())
+
+
+def default_ddp_buckets(device) -> int:
+    """Bytes of the buckets that DDP with its default ``gradient_as_bucket_view=False`` keeps BESIDE the
+    gradients (they are copied into the buckets for the all-reduce), as DDP itself reports them after a backward."""
+    model = DDP(models.torch_mlp(SIZES).to(device))
+    x = torch.zeros(2, SIZES[0], device=device)
+    F.cross_entropy(model(x), torch.zeros(2, dtype=torch.long, device=device)).backward()
+    return sum(int(b) for b in model._get_ddp_logging_data()["bucket_sizes"].split(","))
 
 
 def wait(device) -> None:
@@ -234,7 +256,19 @@ def timed(repeats, device, fn, *args) -> list[float]:
     return times
 
 
-def compute_alone(device, args) -> None:
+def in_rounds(calls: dict, rounds: int, per_round: int, device) -> dict[str, list[list[float]]]:
+    """Every call timed ``per_round`` times in each of ``rounds`` rounds, the order rotated by one each round
+    (as ``cu.timing.interleaved`` does in one process; every rank runs the same order, so collectives pair up).
+    A machine that slows down for a while then slows every call alike: the rounds pair them for an interval."""
+    names = list(calls)
+    out = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            out[name].append(timed(per_round, device, calls[name]))
+    return out
+
+
+def compute_alone(device, args):
     """The step without any communication: the same model and Adam on this rank's rows, no process group."""
     torch.manual_seed(0)
     model = models.torch_mlp(SIZES).to(device)
@@ -250,12 +284,12 @@ def compute_alone(device, args) -> None:
         opt.step()
 
     step()
-    worker.emit(kind="compute", step_times=timed(args.repeats, device, step))
+    return step
 
 
 def time_collectives(device, args) -> None:
-    """The collectives alone, on buffers the size of all parameters: all-reduce vs all-gather + reduce-scatter;
-    then rank 0 profiles one reduce-scatter and records the c10d and gloo operators the trace shows."""
+    """The collectives alone, on buffers the size of all parameters, in rounds: all-reduce vs all-gather vs
+    reduce-scatter; then rank 0 profiles one reduce-scatter and records the c10d and gloo operators it shows."""
     world = dist.get_world_size()
     nparams = sum(p.numel() for p in models.torch_mlp(SIZES).parameters())
     full = torch.zeros(nparams - nparams % world + world, device=device)  # divisible by the world size
@@ -263,19 +297,17 @@ def time_collectives(device, args) -> None:
     ops = {"allreduce": lambda: dist.all_reduce(full),
            "allgather": lambda: dist.all_gather_single(full, shard),
            "reducescatter": lambda: dist.reduce_scatter_single(shard, full)}
-    result = {}
-    for name, op in ops.items():
+    for op in ops.values():
         op()
-        result[name] = timed(4 * args.repeats, device, op)  # small and noisy: more repeats than a step
+    result = in_rounds(ops, args.rounds, 4 * args.per_round, device)  # small and noisy: more calls than a step
     names = []
     if dist.get_rank() == 0:
-
         with tempfile.TemporaryDirectory() as folder:
             trace = profile.capture("torch", ops["reducescatter"], steps=1, name="reduce_scatter", folder=folder)
         names = [e.name for e in sorted(trace.events, key=lambda e: e.start) if e.name.startswith(("c10d", "gloo"))]
     else:
         ops["reducescatter"]()  # the partner of rank 0's profiled call
-    worker.emit(kind="collectives", nbytes=full.numel() * 4, times=result, reduce_scatter_trace=names)
+    worker.emit(kind="collectives", nbytes=full.numel() * 4, round_times=result, reduce_scatter_trace=names)
 
 
 def main() -> None:
@@ -284,24 +316,36 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--batch", type=int, default=64, help="global batch (all ranks together)")
     parser.add_argument("--lr", type=float, default=1e-3)
-    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=6, help="timing rounds, the kinds in turns")
+    parser.add_argument("--per-round", type=int, default=3, help="steps timed per kind and round")
     args = parser.parse_args()
     device = setup()
     kinds = args.kinds.split(",")
-    for i, kind in enumerate([*kinds, "compute", "collectives"]):
+    unknown = [k for k in kinds if k not in ("ddp", "zero1", "fsdp2")]
+    if unknown:
+        raise ValueError(f"--kinds must name ddp, zero1, fsdp2; got {unknown}")
+    total = len(kinds) + 2
+    trained = {}
+    for i, kind in enumerate(kinds):
         if dist.get_rank() == 0:
-            worker.progress(i, len(kinds) + 2)
+            worker.progress(i, total)
             print(f"{kind} on {dist.get_world_size()} ranks ({dist.get_backend()}, {device})", flush=True)
-        if kind == "collectives":
-            time_collectives(device, args)
-        elif kind == "compute":
-            compute_alone(device, args)
-        elif kind in ("ddp", "zero1", "fsdp2"):
-            train(kind, device, args)
-        else:
-            raise ValueError(f"--kinds must name ddp, zero1, fsdp2; got {kind!r}")
+        trained[kind] = Trained(kind, device, args)
     if dist.get_rank() == 0:
-        worker.progress(len(kinds) + 2, len(kinds) + 2)
+        worker.progress(len(kinds), total)
+        print(f"timing {', '.join(kinds)} and the compute alone in {args.rounds} rounds", flush=True)
+    calls = {kind: t.timed_step for kind, t in trained.items()} | {"compute": compute_alone(device, args)}
+    times = in_rounds(calls, args.rounds, args.per_round, device)
+    for kind, t in trained.items():
+        extra = {"default_bucket_bytes": default_ddp_buckets(device)} if kind == "ddp" else {}
+        t.report(times[kind], extra)
+    worker.emit(kind="compute", round_times=times["compute"])
+    if dist.get_rank() == 0:
+        worker.progress(len(kinds) + 1, total)
+        print("the collectives alone", flush=True)
+    time_collectives(device, args)
+    if dist.get_rank() == 0:
+        worker.progress(total, total)
     dist.barrier()
     dist.destroy_process_group()
 

@@ -1,6 +1,6 @@
 """Multi-process JAX: ``jax.distributed.initialize`` joins the processes, one global mesh spans all devices.
 
-Launched from notebook 06 with ``cu.distributed.launch("jax_multiprocess.py", nprocs=2, args=["--port", ...])``:
+Launched from notebook 06 by ``cu.beyond.jaxmulti.run()`` (``cu.distributed.launch("jax_multiprocess.py", 2)``):
 torchrun only starts the processes and sets ``RANK``/``WORLD_SIZE``; JAX has its own coordinator, a
 service that process 0 runs on 127.0.0.1:<port> (on a cluster: node 0's address). Every process then sees
 every device of the job (``jax.devices()``) but can touch only its own (``jax.local_devices()``).
@@ -8,9 +8,10 @@ every device of the job (``jax.devices()``) but can touch only its own (``jax.lo
 Each process gets ``--devices`` CPU devices (``jax_num_cpu_devices``), loads only ITS rows of every global
 batch, and builds the global batch array from them (``make_array_from_process_local_data``). The training
 step is the same ``jax.jit`` as on one device: XLA inserts the all-reduce of the gradients, across processes.
-Every process saves its final parameters and records the all-reduces of the compiled program (its HLO), the
-step time, and the compute alone: the same step on one of its devices over its own rows, no collective; then
-the all-reduce alone, of one float, of the step's bytes as one array, and of the step's own operands.
+Every process saves its final parameters and records the all-reduces of the compiled program (its HLO, read
+with ``cu.compiled``); then it times, in rounds (the calls in turns, so that the rounds pair them): the step, the
+compute alone (the same step on one of its devices over its own rows, no collective), and an all-reduce alone of
+one float, of the step's bytes as one array, and of the step's own operands.
 """
 
 import argparse
@@ -19,24 +20,52 @@ import time
 
 import numpy as np
 
-from course_utils import data, models
+from course_utils import compiled, data, models
 from course_utils.distributed import worker
 
 
-def local_compute(train_step, local, params, x, y, repeats: int) -> list[float]:
-    """Seconds per step of the same jitted step on this process's first device and rows: no collective at all."""
+def join(port: int, devices: int):
+    """Join the job (before any other JAX call) and return ONE mesh over the devices of all its processes."""
     import jax
 
-    device = jax.local_devices()[0]
-    tree = jax.tree.unflatten(jax.tree.structure(params), [jax.device_put(a, device) for a in local])
-    xd, yd = jax.device_put(x, device), jax.device_put(y, device)
-    jax.block_until_ready(train_step(tree, xd, yd))  # compile for one device
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(train_step(tree, xd, yd))
-        times.append(time.perf_counter() - start)
-    return times
+    jax.config.update("jax_platforms", "cpu")  # on a GPU/TPU cluster: drop this line, the accelerators are used
+    jax.config.update("jax_num_cpu_devices", devices)  # this process's CPU devices
+    jax.distributed.initialize(coordinator_address=f"127.0.0.1:{port}",  # on a cluster: node 0's address
+                               num_processes=worker.world_size(), process_id=worker.rank())
+    return jax.make_mesh((jax.device_count(),), ("data",))  # jax.devices() now lists every process's devices
+
+
+def local_rows(sharding, x_all, y_all, s: int, batch: int):
+    """This process loads only its rows of global batch ``s``; JAX assembles the global arrays from them."""
+    import jax
+
+    per = batch // jax.process_count()
+    lo = s * batch + jax.process_index() * per
+    return (jax.make_array_from_process_local_data(sharding, x_all[lo:lo + per], (batch, x_all.shape[1])),
+            jax.make_array_from_process_local_data(sharding, y_all[lo:lo + per], (batch,)))
+
+
+def timer(fn, *args):
+    """A call that runs ``fn(*args)`` to completion (``block_until_ready``)."""
+    import jax
+
+    return lambda: jax.block_until_ready(fn(*args))
+
+
+def in_rounds(calls: dict, rounds: int, per_round: int) -> dict[str, list[list[float]]]:
+    """Every call timed ``per_round`` times in each of ``rounds`` rounds, the order rotated by one each round; every
+    process runs the same order, so the collectives inside pair up. The rounds pair the calls for an interval."""
+    names = list(calls)
+    out = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            times = []
+            for _ in range(per_round):
+                start = time.perf_counter()
+                calls[name]()
+                times.append(time.perf_counter() - start)
+            out[name].append(times)
+    return out
 
 
 def operand_sizes(lines: list[str]) -> list[int]:
@@ -46,26 +75,22 @@ def operand_sizes(lines: list[str]) -> list[int]:
     for line in lines:
         for dims in re.findall(r"\b[a-z]+\d*\[([\d,]*)\]", line.split(" all-reduce", 1)[0]):
             sizes.append(int(np.prod([int(d) for d in dims.split(",") if d])))
-    return sizes or [1]
+    return sizes
 
 
-def allreduce_alone(mesh, by_rows, replicated, sizes: list[int], repeats: int) -> list[float]:
-    """Seconds of one all-reduce over the global mesh, alone, of arrays of ``sizes`` floats: each device holds
-    one row of a (devices, n) array per size, and summing the rows into replicated results is one all-reduce
-    (of a tuple when there are several arrays, as in the training step)."""
+def summed_rows(mesh, sizes: list[int]):
+    """One all-reduce over the global mesh, alone: each device holds one row of a (devices, n) array per size, and
+    summing the rows into replicated results is one all-reduce (of a tuple when there are several arrays)."""
     import jax
     import jax.numpy as jnp
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
 
-    rows = [jax.make_array_from_callback((jax.device_count(), n), by_rows, lambda idx, n=n: np.ones((1, n), np.float32))
-            for n in sizes]
-    total = jax.jit(lambda *a: [jnp.sum(x, axis=0) for x in a], out_shardings=replicated)
+    rows = [jax.make_array_from_callback((jax.device_count(), n), NamedSharding(mesh, P("data")),
+                                         lambda idx, n=n: np.ones((1, n), np.float32)) for n in sizes]
+    total = jax.jit(lambda *a: [jnp.sum(x, axis=0) for x in a], out_shardings=NamedSharding(mesh, P()))
     jax.block_until_ready(total(*rows))  # compile
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(total(*rows))
-        times.append(time.perf_counter() - start)
-    return times
+    return timer(total, *rows)
 
 
 def main() -> None:
@@ -75,21 +100,16 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--batch", type=int, default=64, help="global batch (all processes together)")
     parser.add_argument("--lr", type=float, default=0.1)
-    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=6, help="timing rounds, the timed calls in turns")
+    parser.add_argument("--per-round", type=int, default=3, help="calls timed per round")
     args = parser.parse_args()
+    mesh = join(args.port, args.devices)
     import jax
-
-    jax.config.update("jax_platforms", "cpu")  # on a GPU/TPU cluster: drop this line, the accelerators are used
-    jax.config.update("jax_num_cpu_devices", args.devices)  # before the first JAX computation
-    jax.distributed.initialize(f"127.0.0.1:{args.port}", num_processes=worker.world_size(),
-                               process_id=worker.rank())
     import jax.numpy as jnp
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
-
     me, nproc = jax.process_index(), jax.process_count()
-    mesh = jax.make_mesh((jax.device_count(),), ("data",))  # ONE mesh over the devices of all processes
     if me == 0:
         worker.progress(0, args.steps)
         print(f"{nproc} processes, {jax.local_device_count()} local devices each, "
@@ -108,38 +128,33 @@ def main() -> None:
     params = jax.tree.map(lambda a: jax.make_array_from_callback(a.shape, replicated, lambda idx, a=a: a[idx]),
                           [{k: np.asarray(v) for k, v in layer.items()} for layer in models.jax_mlp_params()])
     x_all, y_all = data.classification(args.steps * args.batch, seed=6)
-    per = args.batch // nproc
-
-    def global_batch(s):
-        """This process loads only its rows of global batch ``s``; JAX assembles the global array."""
-        lo = s * args.batch + me * per
-        return (jax.make_array_from_process_local_data(by_batch, x_all[lo:lo + per], (args.batch, x_all.shape[1])),
-                jax.make_array_from_process_local_data(by_batch, y_all[lo:lo + per], (args.batch,)))
-
     for s in range(args.steps):
-        params, loss = train_step(params, *global_batch(s))
+        params, loss = train_step(params, *local_rows(by_batch, x_all, y_all, s, args.batch))
         if me == 0:
             worker.progress(s + 1, args.steps)
-    x, y = global_batch(0)
-    hlo = train_step.lower(params, x, y).compile().as_text()
-    reduces = [line.strip() for line in hlo.splitlines() if " all-reduce(" in line or " all-reduce-start(" in line]
-    times = []
-    for _ in range(args.repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(train_step(params, x, y))
-        times.append(time.perf_counter() - start)
-    local = [np.asarray(leaf.addressable_data(0)) for leaf in jax.tree.leaves(params)]  # replicated: a full copy
-    compute = local_compute(train_step, local, params, x_all[me * per:(me + 1) * per], y_all[me * per:(me + 1) * per],
-                            args.repeats)
+    x, y = local_rows(by_batch, x_all, y_all, 0, args.batch)
+    hlo = compiled.hlo_summary(train_step.lower(params, x, y).compile().as_text())
+    reduces = [line.strip() for line in hlo.text.splitlines() if " all-reduce(" in line or " all-reduce-start(" in line]
     operands = operand_sizes(reduces)  # the step's all-reduce: the gradients and the loss, as one tuple
-    allreduce = {name: allreduce_alone(mesh, by_batch, replicated, sizes, args.repeats)
-                 for name, sizes in (("one float", [1]), ("one array", [sum(operands)]), ("operands", operands))}
+    if not operands:
+        raise RuntimeError("the compiled step holds no all-reduce: the batch is not sharded over the mesh")
+    local = [np.asarray(leaf.addressable_data(0)) for leaf in jax.tree.leaves(params)]  # replicated: a full copy
+    per = args.batch // nproc
+    device = jax.local_devices()[0]  # the compute alone: the same step on one device and this process's rows
+    alone = jax.tree.unflatten(jax.tree.structure(params), [jax.device_put(a, device) for a in local])
+    xd, yd = (jax.device_put(a[me * per:(me + 1) * per], device) for a in (x_all, y_all))
+    jax.block_until_ready(train_step(alone, xd, yd))  # compile for one device
+    calls = {"step": timer(train_step, params, x, y), "compute": timer(train_step, alone, xd, yd),
+             "one float": summed_rows(mesh, [1]), "one array": summed_rows(mesh, [sum(operands)]),
+             "operands": summed_rows(mesh, operands)}
+    times = in_rounds(calls, args.rounds, args.per_round)
     worker.save("jax", **{f"p{i}": a for i, a in enumerate(local)})
     worker.emit(kind="jax", processes=nproc, local_devices=jax.local_device_count(), devices=jax.device_count(),
-                device_ids=[d.id for d in jax.devices()], allreduces=reduces, step_times=times,
-                batch_sharding=str(x.sharding.spec), local_batch_rows=per, compute_times=compute,
-                param_bytes=int(sum(a.nbytes for a in local)), allreduce_alone=allreduce,
-                allreduce_operands=operands)
+                device_ids=[d.id for d in jax.devices()], allreduces=reduces,
+                allreduce_count=hlo.collectives()["all-reduce"], batch_sharding=str(x.sharding.spec),
+                local_batch_rows=per, param_bytes=int(sum(a.nbytes for a in local)), allreduce_operands=operands,
+                step_times=sum(times["step"], []), compute_times=sum(times["compute"], []),
+                allreduce_alone={name: times[name] for name in ("one float", "one array", "operands")})
     jax.distributed.shutdown()
 
 

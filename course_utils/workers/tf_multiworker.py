@@ -1,10 +1,10 @@
 """TensorFlow multi-worker data parallelism: ``MultiWorkerMirroredStrategy`` configured by ``TF_CONFIG``.
 
-Launched from notebook 06 with ``cu.distributed.launch("tf_multiworker.py", nprocs=2, args=["--ports", ...])``:
+Launched from notebook 06 by ``cu.beyond.tfmulti.run()`` (``cu.distributed.launch("tf_multiworker.py", 2)``):
 torchrun only starts the processes and sets ``RANK``; TensorFlow has its own rendezvous, described by the
 ``TF_CONFIG`` environment variable that each worker builds below (on a cluster, each machine sets it
-itself, with real host names). The training loop is a custom one: Keras 3 ``model.fit`` under this strategy
-is reported broken upstream (keras-team/keras#20585).
+itself, with real host names). The training loop is a custom one: an open report (keras-team/keras#20585) says
+TensorFlow's multi-worker ``model.fit`` tutorial fails with Keras 3; the course does not test that claim.
 
 Each worker trains the course MLP with SGD on its half of every global batch; the strategy all-reduces
 the gradients. Every worker saves its final weights; worker 0 then trains the same model on the whole
@@ -18,8 +18,14 @@ import time
 import psutil
 
 from course_utils import data, env, models
+from course_utils.beyond.tfmulti import tf_config
 from course_utils.distributed import worker
-from course_utils.distributed.tfmulti import tf_config
+
+
+def join_cluster(tf, hosts: list[str], index: int):
+    """Describe the cluster and this worker's place in it, then join: blocks until every worker is up."""
+    os.environ["TF_CONFIG"] = tf_config(hosts, index)  # '{"cluster": {"worker": hosts}, "task": {"type": ...'
+    return tf.distribute.MultiWorkerMirroredStrategy()  # collective all-reduce across the workers
 
 
 def main() -> None:
@@ -33,14 +39,12 @@ def main() -> None:
     index = worker.rank()
     if len(ports) != worker.world_size():
         raise ValueError(f"--ports must list {worker.world_size()} ports, one per worker; got {args.ports!r}")
-    os.environ["TF_CONFIG"] = tf_config([f"127.0.0.1:{p}" for p in ports], index)  # before the strategy is created
-
     before_import = time.time()
     tf = env.import_tensorflow()  # import tensorflow, without its start-up banner
     imported = time.time()
 
     tf.get_logger().setLevel("ERROR")
-    strategy = tf.distribute.MultiWorkerMirroredStrategy()  # joins the cluster: blocks until every worker is up
+    strategy = join_cluster(tf, [f"127.0.0.1:{p}" for p in ports], index)  # on a cluster: real host names
     joined = time.time()
     if index == 0:
         worker.progress(0, args.steps)

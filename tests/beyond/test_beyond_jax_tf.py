@@ -7,7 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from course_utils.distributed import LaunchResult, jaxmulti, tfmulti
+from course_utils.beyond import jaxmulti, tfmulti
+from course_utils.distributed import LaunchResult
 
 HLO = ("%all-reduce.7 = (f32[64]{0}, f32[64,32]{1,0}) all-reduce(%a, %b), channel_id=1, "
        "replica_groups=mesh['axis_0'=4,'axis_1'=1] {'axis_0'}, use_global_device_ids=true, to_apply=%r")
@@ -20,6 +21,15 @@ def _result(arrays, records=None) -> LaunchResult:
 def test_tf_config_json() -> None:
     config = json.loads(tfmulti.tf_config(["a:1", "b:2"], 1))
     assert config == {"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker", "index": 1}}
+    assert json.loads(tfmulti.tf_config(("a:1", "b:2"), np.int64(0)))["task"]["index"] == 0
+
+
+def test_jax_sharding_reads_collectives_with_the_course_reader() -> None:
+    pytest.importorskip("jax")
+    out = jaxmulti.jax_sharding(sizes=(8, 16, 4), batch=8)
+    assert out["max_diff"] < 1e-6
+    assert out["sharded"]["argument_bytes"] <= out["replicated"]["argument_bytes"]
+    assert set(out["sharded"]["collectives"]) >= {"all-gather", "all-reduce", "reduce-scatter"}
 
 
 def test_tf_compare_workers_and_single() -> None:
@@ -38,11 +48,18 @@ def test_jax_compare_and_allreduce_groups() -> None:
     assert line.startswith("all-reduce of 2 arrays (f32[64], f32[64,32])") and "'axis_0'=4" in line
 
 
+def test_allreduce_groups_refuse_lines_that_are_not_all_reduces() -> None:
+    fake = _result({}, {0: [{"kind": "jax", "allreduces": ["%add.1 = f32[4] add(%a, %b)"]}]})
+    with pytest.raises(ValueError, match="not an all-reduce"):
+        jaxmulti.allreduce_groups(fake)
+
+
 def test_allreduce_alone_and_the_cost_per_operand() -> None:
     rec = {"allreduce_operands": [10, 20, 1],
-           "allreduce_alone": {"one float": [1e-3] * 3, "one array": [2e-3] * 3, "operands": [6e-3] * 3}}
+           "allreduce_alone": {"one float": [[1e-3]] * 3, "one array": [[2e-3]] * 3, "operands": [[6e-3, 6e-3]] * 3}}
     found = jaxmulti.alone(rec)
     assert set(found) == {"one float", "one array", "operands"} and found["operands"].median == pytest.approx(6e-3)
+    assert len(found["operands"].rounds) == 3  # paired by round for cu.intervals.speedup
     assert jaxmulti.per_operand(rec) == pytest.approx(2e-3)  # (6 - 2) ms over 2 operands beyond the first
     assert np.isnan(jaxmulti.per_operand({**rec, "allreduce_operands": [31]}))
     with pytest.raises(ValueError, match="allreduce_alone"):
@@ -61,6 +78,7 @@ def test_worker_reads_operand_sizes_from_the_hlo() -> None:
     spec.loader.exec_module(module)
     line = HLO.replace("f32[64,32]{1,0})", "f32[64,32]{1,0}, f32[])")
     assert module.operand_sizes([line]) == [64, 2048, 1]
+    assert module.operand_sizes([]) == []  # the worker raises on a step without an all-reduce
 
 
 def test_tf_time_split_from_the_workers_clocks() -> None:
@@ -81,10 +99,11 @@ def test_gloo_ranks_read_from_gloo_lines() -> None:
 @pytest.mark.integration
 def test_real_two_process_jax_equals_one_device() -> None:
     pytest.importorskip("jax")
-    result = jaxmulti.run(steps=3, repeats=2, echo=False, progress=False)
+    result = jaxmulti.run(steps=3, rounds=2, per_round=2, echo=False, progress=False)
     rec = result.record("jax")
     assert (rec["processes"], rec["devices"]) == (2, 4) and rec["allreduces"]
-    assert len(rec["compute_times"]) == 2 and rec["param_bytes"] > 0
+    assert len(rec["compute_times"]) == 4 and rec["param_bytes"] > 0  # 2 rounds x 2 calls
+    assert rec["allreduce_count"] >= 1 and jaxmulti.allreduce_groups(result)
     assert len(rec["allreduce_operands"]) == len(result.arrays["jax"][0]) + 1  # the gradients and the loss
     assert jaxmulti.per_operand(rec) == jaxmulti.per_operand(rec)  # a number, not NaN
     diff = jaxmulti.compare(result, jaxmulti.reference(steps=3))

@@ -3,10 +3,11 @@
 ``run`` starts ``workers/jax_multiprocess.py`` through the course launcher (torchrun only starts the
 processes; JAX's own coordinator joins them), ``reference`` trains the same model in this process on one
 device, and ``compare`` checks the processes against each other and against the reference. ``alone`` gives the
-all-reduces the worker timed alone (one float, the step's bytes as one array, the step's own operands) and
-``per_operand`` what each extra operand of one all-reduce cost (computed from those medians), ``operand_finding``
-the verdict on both in words. ``jax_sharding`` compiles one step with replicated and with FSDP-style sharded
-parameters in this process and reads XLA's per-device memory and collectives.
+all-reduces the worker timed alone, in rounds (one float, the step's bytes as one array, the step's own
+operands), as Measurements that ``cu.intervals.speedup`` pairs; ``per_operand`` what each extra operand of one
+all-reduce cost (computed from their medians). ``jax_sharding`` compiles one step with replicated and with
+FSDP-style sharded parameters in this process and reads XLA's per-device memory and collectives
+(``cu.compiled``).
 """
 
 from __future__ import annotations
@@ -16,26 +17,29 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import data, models, timing, validate
+from course_utils import compiled, data, models, timing, validate
+from course_utils.beyond.rounds import measurement as rounds_measurement
 from course_utils.distributed import launcher
 
 LR = 0.1
 
 
-def run(steps: int = 10, batch: int = 64, devices_per_process: int = 2, processes: int = 2, repeats: int = 10,
-        timeout: float = 180.0, **launch_options: Any) -> Any:
+def run(steps: int = 10, batch: int = 64, devices_per_process: int = 2, processes: int = 2, rounds: int = 6,
+        per_round: int = 3, timeout: float = 180.0, **launch_options: Any) -> Any:
     """Launch the multi-process JAX worker; returns the ``LaunchResult`` (records "jax", arrays "jax"); no bar
     unless ``progress=True``."""
-    steps = validate.positive("steps", steps, integer=True)
-    batch = validate.positive("batch", batch, integer=True)
+    steps = validate.number("steps", steps, low=1, high=10_000, integer=True)
+    batch = validate.number("batch", batch, low=1, high=2**16, integer=True)
     devices_per_process = validate.number("devices_per_process", devices_per_process, low=1, high=64, integer=True)
     processes = validate.number("processes", processes, low=1, high=16, integer=True)
-    repeats = validate.positive("repeats", repeats, integer=True)
+    rounds = validate.number("rounds", rounds, low=2, high=100, integer=True)
+    per_round = validate.number("per_round", per_round, low=1, high=1000, integer=True)
+    timeout = validate.number("timeout", timeout, low=1, high=3600)
     if batch % (processes * devices_per_process):
         raise ValueError(f"batch must be divisible by processes x devices_per_process = "
                          f"{processes * devices_per_process}; got {batch}")
     args = ["--port", launcher.free_port(), "--devices", devices_per_process, "--steps", steps, "--batch", batch,
-            "--lr", LR, "--repeats", repeats]
+            "--lr", LR, "--rounds", rounds, "--per-round", per_round]
     env = {"XLA_FLAGS": "", **launch_options.pop("env", {})}  # the notebook's simulated-device flag stays here
     launch_options.setdefault("progress", False)  # a stored notebook would keep the bar frozen at its start
     return launcher.launch("jax_multiprocess.py", processes, timeout=timeout, args=args, env=env, **launch_options)
@@ -46,8 +50,8 @@ def reference(steps: int = 10, batch: int = 64) -> list[np.ndarray]:
     import jax
     import jax.numpy as jnp
 
-    steps = validate.positive("steps", steps, integer=True)
-    batch = validate.positive("batch", batch, integer=True)
+    steps = validate.number("steps", steps, low=1, high=10_000, integer=True)
+    batch = validate.number("batch", batch, low=1, high=2**14, integer=True)
     x_all, y_all = data.classification(steps * batch, seed=6)
     device = jax.devices("cpu")[0]
     params = jax.device_put(models.jax_mlp_params(), device)
@@ -77,6 +81,8 @@ def allreduce_groups(result: Any) -> list[str]:
     lines = result.record("jax")["allreduces"]
     found = []
     for line in lines:
+        if not re.search(r" all-reduce(-start)?\(", line):
+            raise ValueError(f"result: not an all-reduce instruction of an HLO module: {line[:80]!r}")
         shapes = re.findall(r"f32\[[\d,]*\]", line.split(" all-reduce", 1)[0])
         groups = re.search(r"replica_groups=(.*?), (?:use_global|to_apply|metadata)", line)
         listed = ", ".join(shapes[:4]) + (", ..." if len(shapes) > 4 else "")
@@ -94,12 +100,13 @@ def gloo_ranks(result: Any) -> int:
 
 
 def alone(record: dict[str, Any]) -> dict[str, timing.Measurement]:
-    """The all-reduces process 0 timed alone over the global mesh, as Measurements: "one float", "one array"
-    (the step's bytes in one array) and "operands" (the step's own operands, ``record["allreduce_operands"]``)."""
+    """The all-reduces process 0 timed alone over the global mesh, in rounds, as Measurements (per-round medians
+    kept for ``cu.intervals.speedup``): "one float", "one array" (the step's bytes in one array) and "operands"
+    (the step's own operands, ``record["allreduce_operands"]``)."""
     validate.instance("record", record, dict)
     if "allreduce_alone" not in record:
         raise ValueError("record holds no 'allreduce_alone': pass jax_run.record('jax')")
-    return {name: timing.Measurement.from_times(name, times) for name, times in record["allreduce_alone"].items()}
+    return {name: rounds_measurement(name, per_round) for name, per_round in record["allreduce_alone"].items()}
 
 
 def per_operand(record: dict[str, Any]) -> float:
@@ -112,44 +119,18 @@ def per_operand(record: dict[str, Any]) -> float:
     return (found["operands"].median - found["one array"].median) / (k - 1)
 
 
-def operand_finding(record: dict[str, Any], row: dict[str, float]) -> str:
-    """What the all-reduces alone say about the JAX step (``row``: its ``sharded.step_predictions`` row): one array
-    against the step's operands, judged by ``timing.apart``, and what compute alone plus that all-reduce leave."""
-    validate.instance("row", row, dict)
-    found, k = alone(record), len(record.get("allreduce_operands", []))
-    one, many = found["one array"], found["operands"]
-    said = (f"In JAX the step's bytes took {spread(one)} as one array and {spread(many)} as the step's {k} operands "
-            "in one all-reduce")
-    if timing.apart(many, one) and many.median > one.median:
-        said += (f", beyond the noise: XLA:CPU's all-reduce pays per operand, about {per_operand(record) * 1e3:.2f} ms "
-                 "for each beyond the first (computed), so merging the arrays into one call did not save their cost, "
-                 "and the ring model, priced per call, has no such term. ")
-    else:
-        said += (": the quartiles overlap or the operands cost less, so a cost per operand is not established by "
-                 "this run. ")
-    rest = row["measured"] - row["compute"] - many.median
-    if rest > 0:
-        return said + (f"The step ({row['measured'] * 1e3:.2f} ms) is still {rest * 1e3:.2f} ms more than its "
-                       f"compute alone ({row['compute'] * 1e3:.2f} ms) plus that all-reduce alone: not established by "
-                       "this run. ")
-    return said + "Its compute alone plus that all-reduce alone account for the whole step. "
-
-
-def spread(m: timing.Measurement) -> str:
-    """'median ms (p25-p75)' of a Measurement."""
-    return f"{m.median * 1e3:.2f} ms ({m.p25 * 1e3:.2f}-{m.p75 * 1e3:.2f})"
-
-
 def jax_sharding(sizes: tuple[int, ...] = (32, 512, 512, 10), batch: int = 64) -> dict[str, Any]:
     """Compile one SGD step with parameters replicated vs sharded (FSDP-style) over all JAX devices.
 
     Returns per-device bytes from ``compiled.memory_analysis()`` (arguments, outputs, temporaries), the
     collectives counted in each optimized HLO, and the max difference between the two steps' results.
     """
-    validate.instance("sizes", sizes, tuple)
-    if len(sizes) < 2:
-        raise ValueError(f"sizes must hold at least two layer widths; got {sizes!r}")
-    batch = validate.positive("batch", batch, integer=True)
+    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, (list, tuple)):
+        raise TypeError(f"sizes must be a tuple of layer widths; got {type(sizes).__name__} {sizes!r:.60}")
+    if not 2 <= len(sizes) <= 16:
+        raise ValueError(f"sizes must hold 2 to 16 layer widths; got {sizes!r:.80}")
+    sizes = tuple(validate.number("sizes", w, low=1, high=8192, integer=True) for w in sizes)
+    batch = validate.number("batch", batch, low=1, high=4096, integer=True)
     import jax
     import jax.numpy as jnp
     from jax.sharding import NamedSharding
@@ -179,13 +160,11 @@ def jax_sharding(sizes: tuple[int, ...] = (32, 512, 512, 10), batch: int = 64) -
     results = {}
     for name, spec in (("replicated", lambda leaf: P()), ("sharded", layout)):
         placed = jax.tree.map(lambda leaf, spec=spec: jax.device_put(leaf, NamedSharding(mesh, spec(leaf))), params)
-        compiled = step.lower(placed, xs, ys).compile()
-        mem, hlo = compiled.memory_analysis(), compiled.as_text()
+        executable = step.lower(placed, xs, ys).compile()
+        mem, hlo = executable.memory_analysis(), compiled.hlo_summary(executable.as_text())
         out[name] = {"argument_bytes": int(mem.argument_size_in_bytes), "output_bytes": int(mem.output_size_in_bytes),
-                     "temp_bytes": int(mem.temp_size_in_bytes),
-                     "collectives": {op: hlo.count(f" {op}(") + hlo.count(f" {op}-start(")
-                                     for op in ("all-gather", "all-reduce", "reduce-scatter")}}
-        results[name] = compiled(placed, xs, ys)
+                     "temp_bytes": int(mem.temp_size_in_bytes), "collectives": hlo.collectives()}
+        results[name] = executable(placed, xs, ys)
     out["max_diff"] = max(float(jnp.max(jnp.abs(a - b)))
                           for a, b in zip(jax.tree.leaves(results["replicated"]), jax.tree.leaves(results["sharded"])))
     return out

@@ -3,7 +3,8 @@
 ``run`` launches the job with a crash planted at one step, in a fresh checkpoint folder, and returns an
 ``ElasticRun``: what each attempt computed, where it resumed, how many steps were computed twice (the
 work lost since the last checkpoint) and the final weights. ``reference`` is the same training in this
-process without any crash, the run the resumed job must reproduce.
+process without any crash, the run the resumed job must reproduce. The checkpoint folder is one folder on this
+machine; on a cluster it must be storage every node sees (see ``workers/elastic_train.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from course_utils import data, display, models, validate
-from course_utils.distributed import multinode
+from course_utils.beyond import multinode
 
 LR, MOMENTUM = 0.05, 0.9
 
@@ -99,8 +100,8 @@ def reference(steps: int = 12, batch: int = 64) -> np.ndarray:
     """The uninterrupted training in this process: one process, whole batches, the same SGD with momentum."""
     import torch
 
-    steps = validate.positive("steps", steps, integer=True)
-    batch = validate.positive("batch", batch, integer=True)
+    steps = validate.number("steps", steps, low=1, high=10_000, integer=True)
+    batch = validate.number("batch", batch, low=1, high=2**14, integer=True)
     x_all, y_all = data.classification(steps * batch, seed=7)
     model = models.torch_mlp()
     step = models.torch_sgd_step(model, lr=LR, momentum=MOMENTUM)

@@ -23,20 +23,23 @@ CPU_ONLY = {"CUDA_VISIBLE_DEVICES": ""}  # two workers on one machine would both
 
 def tf_config(hosts: Sequence[str], index: int) -> str:
     """The TF_CONFIG JSON of worker ``index`` in a cluster of ``hosts`` ("host:port" strings)."""
+    if isinstance(hosts, (str, bytes)) or not isinstance(hosts, Sequence):
+        raise TypeError(f"hosts must be a list of 'host:port' strings; got {type(hosts).__name__} {hosts!r:.60}")
     hosts = [validate.text("hosts", h) for h in validate.non_empty("hosts", list(hosts))]
     for h in hosts:
         if ":" not in h:
             raise ValueError(f"hosts must be 'host:port' strings; got {h!r}")
-    index = validate.number("index", index, low=0, high=len(hosts) - 1, integer=True)
+    index = int(validate.number("index", index, low=0, high=len(hosts) - 1, integer=True))
     return json.dumps({"cluster": {"worker": hosts}, "task": {"type": "worker", "index": index}})
 
 
 def run(steps: int = 8, batch: int = 64, workers: int = 2, timeout: float = 240.0, **launch_options: Any) -> Any:
     """Launch the multi-worker TF script; returns the ``LaunchResult`` (arrays "multiworker", "one_worker"); no
     bar unless ``progress=True``."""
-    steps = validate.positive("steps", steps, integer=True)
-    batch = validate.positive("batch", batch, integer=True)
+    steps = validate.number("steps", steps, low=1, high=10_000, integer=True)
+    batch = validate.number("batch", batch, low=1, high=2**16, integer=True)
     workers = validate.number("workers", workers, low=1, high=16, integer=True)
+    timeout = validate.number("timeout", timeout, low=1, high=3600)
     if batch % workers:
         raise ValueError(f"batch must be divisible by workers = {workers}; got {batch}")
     ports = ",".join(str(launcher.free_port()) for _ in range(workers))

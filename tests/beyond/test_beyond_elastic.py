@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from course_utils.distributed import elastic
+from course_utils.beyond import elastic
 
 
 def test_lost_steps_formula() -> None:

@@ -1,0 +1,383 @@
+"""Several torchrun "nodes" on one machine: one launcher process per node, joined by a c10d rendezvous.
+
+On a cluster every machine runs the same ``torchrun --nnodes=N --rdzv-backend=c10d --rdzv-endpoint=<node0>:<port>``
+command. ``run_nodes`` takes those command lines as the learner writes them (one per node) and starts them side by
+side on 127.0.0.1, adding only what collects their output (``--tee``, ``--log-dir``, ``--local-addr``,
+``--monitor-interval``); ``launch_nodes`` writes the lines for a worker script itself (``node_command``). As with
+``cu.distributed.launch``: the ranks' lines stream into the cell (``[node n rank r]``), what the workers
+``emit``/``save`` is collected, a failing rank raises ``LaunchError`` naming it with its traceback, and every
+process of every node is gone when the call returns (success, error, timeout, Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from course_utils import data, display, models, validate
+from course_utils.distributed import failures, launcher, worker
+
+PREFIX_TEMPLATE = "[${role_name}${rank}]:"  # torchrun's line prefix with the GLOBAL rank (default: local rank)
+_MAX_NODES = 16
+_PLUMBING = ("--tee", "--log-dir", "--local-addr", "--monitor-interval", "--redirects")  # set by run_nodes
+
+
+def node_command(script: str | os.PathLike, *, nnodes: int, node_rank: int, nproc_per_node: int, port: int,
+                 args: Sequence[Any] = (), job_id: str = "course", max_restarts: int = 0,
+                 host: str = launcher.LOOPBACK) -> list[str]:
+    """The torchrun command one node runs, as a learner types it: c10d rendezvous at ``host:port``."""
+    nnodes = validate.number("nnodes", nnodes, low=1, high=_MAX_NODES, integer=True)
+    node_rank = validate.number("node_rank", node_rank, low=0, high=nnodes - 1, integer=True)
+    nproc_per_node = validate.number("nproc_per_node", nproc_per_node, low=1, high=64, integer=True)
+    port = validate.number("port", port, low=1, high=65535, integer=True)
+    max_restarts = validate.number("max_restarts", max_restarts, low=0, high=10, integer=True)
+    _check_args(args)
+    validate.text("job_id", job_id)
+    validate.text("host", host)
+    path = launcher.worker_path(script)
+    return ["torchrun", f"--nnodes={nnodes}", f"--nproc-per-node={nproc_per_node}", f"--node-rank={node_rank}",
+            "--rdzv-backend=c10d", f"--rdzv-endpoint={host}:{port}", f"--rdzv-id={job_id}",
+            f"--max-restarts={max_restarts}", str(path), *map(str, args)]
+
+
+def _check_args(args: Any) -> None:
+    if isinstance(args, (str, bytes)) or not isinstance(args, (list, tuple)):
+        raise TypeError(f"args must be a list or tuple of arguments; got {type(args).__name__} {args!r:.60}")
+
+
+@dataclass(frozen=True)
+class NodeCommand:
+    """One node's torchrun line, read: its ``--key=value`` options, the worker script and the script's arguments."""
+
+    options: dict[str, str]
+    script: Path
+    args: tuple[str, ...]
+
+    @property
+    def nnodes(self) -> int:
+        return int(self.options["--nnodes"])
+
+    @property
+    def nproc_per_node(self) -> int:
+        return int(self.options.get("--nproc-per-node", "1"))
+
+    def runnable(self, log_dir: Path) -> list[str]:
+        """The line as run here: this Python's torchrun, plus the options that collect the ranks' output."""
+        exe = Path(sys.executable).with_name("torchrun")
+        torchrun = [str(exe)] if exe.exists() else [sys.executable, "-m", "torch.distributed.run"]
+        options = {"--max-restarts": "0", **self.options, "--local-addr": launcher.LOOPBACK,
+                   "--monitor-interval": "0.1", "--tee": "3", "--log-dir": str(log_dir)}
+        return [*torchrun, *(f"{k}={v}" for k, v in options.items()), str(self.script), *self.args]
+
+
+def read_command(command: str | Sequence[str]) -> NodeCommand:
+    """Read one torchrun line (a string or its tokens): ``torchrun --key=value ... script.py [script args]``.
+
+    Options are written ``--key=value`` (as in the notebook); the first token without ``--`` is the script (a
+    path, or the name of a file in ``course_utils/workers``). Raises ValueError on anything else.
+    """
+    if isinstance(command, str):
+        tokens = shlex.split(command)
+    elif isinstance(command, (list, tuple)) and all(isinstance(t, str) for t in command):
+        tokens = list(command)
+    else:
+        raise TypeError(f"command must be a string or a list of strings; got {command!r:.80}")
+    if not tokens or Path(tokens[0]).name != "torchrun":
+        raise ValueError(f"command must start with 'torchrun'; got {' '.join(tokens)[:80]!r}")
+    options: dict[str, str] = {}
+    at = next((i for i, token in enumerate(tokens[1:], start=1) if not token.startswith("--")), None)
+    if at is None:
+        raise ValueError(f"command names no worker script: {' '.join(tokens)[:80]!r}")
+    for token in tokens[1:at]:
+        key, eq, value = token.partition("=")
+        if not eq:
+            raise ValueError(f"command: write torchrun options as --key=value; got {token!r}")
+        if key in _PLUMBING:
+            raise ValueError(f"command: {key} is set by run_nodes to collect the ranks' output; leave it out")
+        options[key.replace("_", "-")] = value
+    script = launcher.worker_path(tokens[at])
+    if options.get("--rdzv-backend") != "c10d" or "--rdzv-endpoint" not in options:
+        raise ValueError("command: a multi-node job needs --rdzv-backend=c10d and --rdzv-endpoint=<host>:<port>")
+    if not options.get("--nnodes", "").isdigit():
+        raise ValueError("command: --nnodes=<number of machines> is missing")
+    validate.number("command (--nnodes)", int(options["--nnodes"]), low=1, high=_MAX_NODES)
+    per_node = options.get("--nproc-per-node", "1")
+    if not per_node.isdigit():
+        raise ValueError(f"command: --nproc-per-node must be a number of processes here; got {per_node!r}")
+    validate.number("command (--nproc-per-node)", int(per_node), low=1, high=64)
+    return NodeCommand(options, script, tuple(tokens[at + 1:]))
+
+
+@dataclass(repr=False)
+class NodesResult(launcher.LaunchResult):
+    """A finished multi-node launch: ``LaunchResult`` plus one command and one output list per node.
+
+    ``node_ranks[n]``: the global ranks node ``n`` ran (its worker processes' ``RANK``, its output's rank prefixes).
+    """
+
+    commands: list[list[str]] = field(default_factory=list)
+    node_output: list[list[str]] = field(default_factory=list)
+    node_ranks: dict[int, list[int]] = field(default_factory=dict)
+
+    def table(self) -> display.Table:
+        base = super().table()
+        nodes = len(self.commands)
+        return display.Table(base.header, base.rows, title=f"{self.script}: {nodes} torchrun nodes x "
+                             f"{self.nprocs // max(nodes, 1)} processes, {self.seconds:.1f} s wall "
+                             "(start-up and rendezvous included)")
+
+
+def run_nodes(commands: Sequence[str | Sequence[str]], timeout: float = 120.0, *, env: dict[str, str] | None = None,
+              echo: bool = True, progress: bool = True,
+              on_line: Callable[[int | None, str], None] | None = None) -> NodesResult:
+    """Run one torchrun line per node (as ``read_command`` reads them) side by side; return what all ranks recorded.
+
+    The lines must agree on ``--nnodes`` (= the number of lines), ``--rdzv-endpoint`` (on 127.0.0.1 here),
+    ``--rdzv-id`` and the script. ``--max-restarts`` > 0 lets torchrun restart the whole group after a worker dies.
+    """
+    if isinstance(commands, (str, bytes)) or not isinstance(commands, Sequence):
+        raise TypeError(f"commands must be a list of torchrun lines, one per node; got {commands!r:.80}")
+    nodes = [read_command(c) for c in validate.non_empty("commands", list(commands))]
+    validate.number("commands", len(nodes), low=1, high=_MAX_NODES, integer=True)
+    first = nodes[0]
+    for key in ("--nnodes", "--rdzv-endpoint", "--rdzv-id", "--nproc-per-node"):
+        if len({n.options.get(key) for n in nodes}) > 1:
+            raise ValueError(f"commands: every node must give the same {key}; got "
+                             f"{[n.options.get(key) for n in nodes]}")
+    if first.nnodes != len(nodes) or len({(n.script, n.args) for n in nodes}) > 1:
+        raise ValueError(f"commands: {len(nodes)} lines must run the same script with --nnodes={len(nodes)}")
+    if not first.options["--rdzv-endpoint"].startswith(f"{launcher.LOOPBACK}:"):
+        raise ValueError(f"commands: on this machine the endpoint is {launcher.LOOPBACK}:<port>; got "
+                         f"{first.options['--rdzv-endpoint']!r}")
+    timeout = validate.number("timeout", timeout, low=0, high=24 * 3600, low_open=True)
+    extra = launcher.launch_options([], env, echo=echo, progress=progress, on_line=on_line)
+    total, name = len(nodes) * first.nproc_per_node, first.script.name
+    launch_id = uuid.uuid4().hex
+    with tempfile.TemporaryDirectory(prefix="course_nodes_") as tmp:
+        out = Path(tmp)
+        runnable = [node.runnable(out / f"logs{n}") for n, node in enumerate(nodes)]
+        child_env = {**os.environ, "PYTHONUNBUFFERED": "1", worker.OUT_ENV: str(out), worker.ID_ENV: launch_id,
+                     "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // total)),
+                     "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": PREFIX_TEMPLATE, **launcher.loopback_env(),
+                     **_shared_gpu_env(total), **extra}
+        jobs: list[Any] = []
+        try:
+            for command in runnable:
+                jobs.append(launcher.LaunchJob(command, child_env, launch_id))
+            node_ranks: dict[int, set[int]] = {n: set() for n in range(len(nodes))}
+            per_node = _stream(jobs, timeout, name, total, echo, progress, on_line, node_ranks, out)
+            for n, node_lines in enumerate(per_node):  # a rank that ended between two scans still printed
+                node_ranks[n].update(int(m.group(1)) for m in map(failures.RANK_LINE.match, node_lines) if m)
+            seconds = time.perf_counter() - jobs[0].start
+            lines = [line for node in per_node for line in node]
+            records, arrays = launcher.collect_outputs(out)
+            pids = sorted({pid for job in jobs for pid in job.tracked})
+            return NodesResult(name, total, runnable[0], seconds, lines, records, arrays, pids,
+                               commands=runnable, node_output=per_node,
+                               node_ranks={n: sorted(r) for n, r in node_ranks.items()})
+        finally:
+            for job in jobs:
+                job.close()
+
+
+def launch_nodes(script: str | os.PathLike, nnodes: int = 2, nproc_per_node: int = 1, timeout: float = 120.0,
+                 args: Sequence[Any] = (), *, max_restarts: int = 0, env: dict[str, str] | None = None,
+                 echo: bool = True, progress: bool = True,
+                 on_line: Callable[[int | None, str], None] | None = None) -> NodesResult:
+    """``run_nodes`` with the lines ``node_command`` writes for ``script``: ``nnodes`` nodes on a free port."""
+    nnodes = validate.number("nnodes", nnodes, low=1, high=_MAX_NODES, integer=True)
+    port, job_id = launcher.free_port(), uuid.uuid4().hex[:8]
+    commands = [node_command(script, nnodes=nnodes, node_rank=n, nproc_per_node=nproc_per_node, port=port,
+                             args=args, job_id=job_id, max_restarts=max_restarts) for n in range(nnodes)]
+    return run_nodes(commands, timeout, env=env, echo=echo, progress=progress, on_line=on_line)
+
+
+def _shared_gpu_env(total: int) -> dict[str, str]:
+    """Hide the GPUs when this machine has fewer than one per rank of all its "nodes" together.
+
+    Each node's ``LOCAL_WORLD_SIZE`` counts only its own ranks, so on a 1-GPU machine two 1-rank nodes would
+    both bind GPU 0 and NCCL would refuse the duplicate GPU; without GPUs the workers fall back to gloo.
+    """
+    import torch
+
+    return {"CUDA_VISIBLE_DEVICES": ""} if 0 < torch.cuda.device_count() < total else {}
+
+
+def _stream(jobs: list[Any], timeout: float, name: str, total: int, echo: bool, progress: bool,
+            on_line: Callable[[int | None, str], None] | None, node_ranks: dict[int, set[int]],
+            out: Path) -> list[list[str]]:
+    """Pump every node's output until all launchers exit; raise at the first node that fails or at timeout.
+
+    ``node_ranks[n]`` collects the global ranks (``RANK`` of the worker processes) that node ``n`` started, as
+    far as the scans every 0.2 s saw them; ``out / f"logs{n}"`` is node ``n``'s torchrun log folder.
+    """
+    per_node: list[list[str]] = [[] for _ in jobs]
+    arrival: list[str] = []
+    running, bar, next_scan = set(range(len(jobs))), None, 0.0
+    start = jobs[0].start
+    try:
+        while running:
+            now = time.perf_counter()
+            if now > next_scan:
+                for n, job in enumerate(jobs):
+                    launcher.track_processes(job.proc.pid, job.tracked)
+                    node_ranks[n].update(_ranks(job.tracked))
+                next_scan = now + 0.2
+            if now - start > timeout:
+                shown = [f"[rank {r}] {t}" for r, t in failures.learner_lines(arrival)[-10:]] or ["(no rank printed)"]
+                raise failures.LaunchTimeout(f"{name} on {len(jobs)} nodes did not finish within {timeout:g} s; all "
+                                            "processes of all nodes were killed. Last lines of the ranks:\n"
+                                            + "\n".join(shown), output=arrival)
+            idle = True
+            for n in sorted(running):
+                while True:
+                    try:
+                        line = jobs[n].lines_q.get_nowait()
+                    except Exception:  # queue.Empty
+                        break
+                    idle = False
+                    if line is None:
+                        jobs[n].proc.wait()
+                        running.discard(n)
+                        if jobs[n].proc.returncode != 0:
+                            raise failures.launch_failure(f"{name} (node {n} failed first)", total,
+                                                          jobs[n].proc.returncode, arrival, out / f"logs{n}")
+                        break
+                    line = line.rstrip("\n")
+                    per_node[n].append(line)
+                    arrival.append(line)
+                    left = max(1.0, timeout - (time.perf_counter() - start))
+                    bar = _show(line, n, bar, name, total, echo, progress, on_line, left)
+            if idle:
+                time.sleep(0.05)
+    finally:
+        if bar is not None:
+            bar.close()
+    return per_node
+
+
+def _show(line: str, node: int, bar: Any, name: str, total: int, echo: bool, progress: bool,
+          on_line: Callable[[int | None, str], None] | None, seconds: float) -> Any:
+    match = failures.RANK_LINE.match(line)
+    rank_, text = (int(match.group(1)), match.group(2)) if match else (None, line)
+    tick = failures.PROGRESS_LINE.match(text)
+    if tick:
+        return launcher.advance_progress(bar, int(tick.group(1)), int(tick.group(2)), name, total, progress)
+    if on_line is not None:
+        call_learner(on_line, seconds, rank_, text)
+    if echo and rank_ is not None and text.strip():
+        print(f"[node {node} rank {rank_}] {text}", flush=True)
+    return bar
+
+
+def call_learner(fn: Callable[..., Any], seconds: float, *args: Any) -> Any:
+    """``fn(*args)``, the learner's own callable, given at most ``seconds``: one that never returns raises
+    ``LaunchTimeout`` naming it (the launch then stops every process) instead of hanging the notebook. An exception
+    it raises (Ctrl-C's ``KeyboardInterrupt`` included) is raised here."""
+    seconds = validate.positive("seconds", seconds)
+    box: dict[str, Any] = {}
+
+    def call() -> None:
+        try:
+            box["value"] = fn(*args)
+        except BaseException as exc:  # noqa: BLE001  (handed back to the caller's thread)
+            box["error"] = exc
+
+    thread = threading.Thread(target=call, daemon=True, name="course-on-line")
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise failures.LaunchTimeout(f"{getattr(fn, '__qualname__', repr(fn))} (the on_line callable) did not return "
+                                     f"within {seconds:.0f} s; every process of the launch was stopped")
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+def _ranks(tracked: dict[int, Any]) -> set[int]:
+    """The RANK environment variable of the worker processes among ``tracked`` (psutil processes)."""
+    found = set()
+    for p in tracked.values():
+        try:
+            value = p.environ().get("RANK")
+        except Exception:  # psutil.Error: gone or not ours
+            continue
+        if value is not None and value.isdigit():
+            found.add(int(value))
+    return found
+
+
+# ---------------------------------------------------------------------------------------------------------
+# What the notebook checks and shows
+
+
+def ddp_reference(steps: int = 20, batch: int = 64, every: int = 5, lr: float = 0.1) -> dict[str, Any]:
+    """One process, whole batches: the weights ``ddp_train.py``'s proof phase must reproduce, per checkpoint."""
+    import torch
+
+    steps = validate.number("steps", steps, low=1, high=10_000, integer=True)
+    batch = validate.number("batch", batch, low=1, high=2**14, integer=True)
+    every = validate.number("every", every, low=1, high=steps, integer=True)
+    lr = validate.number("lr", lr, low=0, high=10, low_open=True)
+    x_all, y_all = data.classification(steps * batch, seed=0)
+    model = models.torch_mlp()
+    step = models.torch_sgd_step(model, lr=lr)
+    snapshots = {}
+    for s in range(steps):
+        step((torch.from_numpy(x_all[s * batch:(s + 1) * batch]), torch.from_numpy(y_all[s * batch:(s + 1) * batch])))
+        if (s + 1) % every == 0:
+            snapshots[f"step{s + 1}"] = torch.cat([p.detach().flatten() for p in model.parameters()]).numpy()
+    return snapshots
+
+
+def proof_diffs(result: launcher.LaunchResult, reference: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Max |difference| per checkpoint: every rank vs rank 0 ("ranks") and rank 0 vs ``reference`` ("single")."""
+    import numpy as np
+
+    validate.instance("result", result, launcher.LaunchResult)
+    validate.non_empty("reference", reference)
+    proof = result.arrays.get("proof")
+    if not proof:
+        raise ValueError("result holds no 'proof' arrays: launch ddp_train.py with the proof phase")
+    ranks = {c: max(float(np.max(np.abs(proof[r][c] - proof[0][c]))) for r in proof) for c in reference}
+    single = {c: float(np.max(np.abs(proof[0][c] - reference[c]))) for c in reference}
+    return {"ranks": ranks, "single": single}
+
+
+def time_split(result: Any) -> dict[str, float]:
+    """Where a ``ddp_train.py`` launch's wall time went (seconds): "wall", "phases" (rank 0's phases, measured by
+    the worker), "startup" (the slowest rank's process start to joined group: imports and rendezvous, measured),
+    "outside" (wall minus phases, computed: torchrun's start, the ranks' start-up, shut-down)."""
+    validate.instance("result", result, launcher.LaunchResult)
+    phases = float(sum(result.record("phases", 0)["seconds"].values()))
+    startup = max(float(result.record("startup", r)["seconds"]) for r in sorted(result.records))
+    return {"wall": float(result.seconds), "phases": phases, "startup": startup,
+            "outside": float(result.seconds) - phases}
+
+
+def rank_warning(result: NodesResult) -> tuple[int, str] | None:
+    """(node, text) of torchrun's warning that ``--node-rank`` is ignored under c10d, if a node printed it."""
+    validate.instance("result", result, NodesResult)
+    for node, lines in enumerate(result.node_output):
+        for line in lines:
+            if "node_rank is only used for static" in line:
+                return node, line[line.index("node_rank is only"):].strip()
+    return None
+
+
+def backend(result: launcher.LaunchResult) -> str:
+    """The backend ``ddp_train.py``'s rank 0 said it joined with ("gloo" or "nccl"), from its own line."""
+    validate.instance("result", result, launcher.LaunchResult)
+    for rank_, text in result.lines:
+        if rank_ == 0 and text.startswith("backend "):
+            return text.split()[1]
+    raise ValueError("result holds no 'backend ...' line of rank 0: pass a launch of ddp_train.py")
