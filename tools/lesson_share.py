@@ -5,10 +5,10 @@
 
 Columns: visible code lines (code cells whose source is not hidden, blank and comment lines left out), the
 share of them that is lesson code (everything but lines that only hold string literals and lines of cells that
-build prose: ``Markdown(`` or a ``.story.`` call), the words of prose before the ``## Going further`` heading
-(markdown cells plus the Markdown that code cells generated, tables and code blocks left out), and the longest
-paragraph of prose in words. ``tests/test_recipe.py`` holds every notebook to the course's limits with the
-same functions.
+build prose: ``Markdown(`` or a call into a lesson's ``story*`` module), the words of prose before the
+``## Going further`` heading (markdown cells plus the Markdown that code cells generated, tables and code blocks
+left out), and the longest paragraph of prose in words. ``tests/test_recipe.py`` holds every notebook to the
+course's limits with the same functions.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ MAX_WORDS = 3000
 MAX_PARAGRAPH_WORDS = 120
 MAX_HIDDEN_LINES = 10
 GOING_FURTHER = re.compile(r"^#+\s*Going further", re.M)
-PROSE_CALL = re.compile(r"\bMarkdown\(|\.story\.")
+PROSE_CALL = re.compile(r"\bMarkdown\(|\.story\w*\.")
 # an f-string is one STRING token up to Python 3.11, three kinds of token from 3.12
 _STRING_TOKENS = {tokenize.STRING, *(getattr(tokenize, n) for n in ("FSTRING_START", "FSTRING_MIDDLE", "FSTRING_END")
                                      if hasattr(tokenize, n))}
