@@ -34,7 +34,7 @@ from course_utils.distributed import exercises as _exercises  # noqa: F401  (reg
 from course_utils.distributed.comms import AllReduceModel, fit_allreduce, ring_allreduce_time, score, zero_traffic
 from course_utils.distributed.devices import simulate_devices, tf_logical_cpus
 from course_utils.distributed.elastic import ElasticRun
-from course_utils.distributed.failures import LaunchError, LaunchTimeout, learner_lines
+from course_utils.distributed.failures import LaunchError, LaunchTimeout, LoopbackError, learner_lines
 from course_utils.distributed.launcher import (
     WORKERS,
     LaunchResult,
@@ -54,7 +54,7 @@ from course_utils.distributed.worker import emit, local_rank, progress, rank, sa
 
 __all__ = [
     "WORKERS", "AllReduceModel", "BYTES_PER_PARAMETER", "ElasticRun", "LaunchError", "LaunchResult", "LaunchTimeout",
-    "NodesResult", "beyond_findings", "beyond_plots", "cluster_commands", "elastic", "findings", "hang_checklist",
+    "LoopbackError", "NodesResult", "beyond_findings", "beyond_plots", "cluster_commands", "elastic", "findings", "hang_checklist",
     "jaxmulti", "launch_nodes", "multinode", "node_command", "sharded", "tf_config", "tfmulti",
     "allreduce_fit_plot", "breakdown_plot", "diagram", "emit", "fit_allreduce", "free_port", "largest_model",
     "launch", "learner_lines", "local_rank", "loopback_env", "memory_per_device", "progress", "rank",

@@ -2,11 +2,14 @@
 
 A worker records JSON-ready dicts with ``emit`` and NumPy arrays with ``save``; ``launch`` collects them per
 rank into ``LaunchResult.records`` and ``LaunchResult.arrays``. Outside ``launch`` (a script run by hand),
-``emit`` prints its JSON line and ``save`` writes into the current directory.
+``emit`` prints its JSON line, and ``save`` refuses unless ``COURSE_DIST_OUT`` names a folder (``ddp_train.py``
+sets it from its ``--out``): it never writes into whatever the current directory happens to be.
+``pg_timeout()`` is the process-group timeout the launch chose, for ``init_process_group(timeout=...)``.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 from pathlib import Path
@@ -19,6 +22,7 @@ from course_utils import validate
 OUT_ENV = "COURSE_DIST_OUT"  # the folder where launch() collects records and arrays
 ID_ENV = "COURSE_LAUNCH_ID"  # marks every process of one launch, so that none is left behind
 PROGRESS_PREFIX = "@@progress"  # a line the launcher turns into its progress bar (never shown as output)
+PG_TIMEOUT_ENV = "COURSE_PG_TIMEOUT"  # seconds a rank waits in a collective before it raises (set by launch())
 
 
 def rank() -> int:
@@ -34,6 +38,20 @@ def local_rank() -> int:
 def world_size() -> int:
     """How many workers the job has (1 outside torchrun)."""
     return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def pg_timeout() -> datetime.timedelta | None:
+    """The process-group timeout ``launch`` chose (``COURSE_PG_TIMEOUT`` seconds), for
+    ``init_process_group(backend, timeout=pg_timeout())``; None outside a launch (torch's default then applies:
+    30 minutes for gloo, 10 for NCCL)."""
+    value = os.environ.get(PG_TIMEOUT_ENV)
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise ValueError(f"{PG_TIMEOUT_ENV} must be a number of seconds; got {value!r}") from None
+    return datetime.timedelta(seconds=validate.number(PG_TIMEOUT_ENV, seconds, low=1, high=86400))
 
 
 def emit(**record: Any) -> None:
@@ -54,7 +72,13 @@ def save(name: str, **arrays: Any) -> None:
     if "." in name or "/" in name:
         raise ValueError(f"name must be a plain word without '.' or '/'; got {name!r}")
     validate.non_empty("arrays", arrays)
-    target = Path(os.environ.get(OUT_ENV, "."))
+    folder = os.environ.get(OUT_ENV)
+    if folder is None:
+        raise RuntimeError(f"save({name!r}) outside cu.distributed.launch has no folder to write into: launch the "
+                           f"script with cu.distributed.launch, or set {OUT_ENV} to a folder (ddp_train.py's --out)")
+    target = Path(folder)
+    if not target.is_dir():
+        raise ValueError(f"{OUT_ENV} must name an existing folder; got {folder!r}")
     np.savez(target / f"{name}.rank{rank()}.npz", **{k: np.asarray(v) for k, v in arrays.items()})
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from course_utils.distributed import worker
 
@@ -33,3 +35,25 @@ def test_ranks_default_outside_torchrun(monkeypatch) -> None:
 def test_progress_prints_the_launchers_line(capsys) -> None:
     worker.progress(2, 5)
     assert capsys.readouterr().out == f"{worker.PROGRESS_PREFIX} 2 5\n"
+
+
+def test_save_outside_launch_refuses_instead_of_writing_into_the_current_directory(monkeypatch, tmp_path) -> None:
+    monkeypatch.delenv(worker.OUT_ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(RuntimeError, match="outside cu.distributed.launch"):
+        worker.save("w", x=[1])
+    assert not list(tmp_path.iterdir())
+    monkeypatch.setenv(worker.OUT_ENV, str(tmp_path / "missing"))
+    with pytest.raises(ValueError, match=worker.OUT_ENV):
+        worker.save("w", x=[1])
+
+
+def test_pg_timeout_reads_what_the_launch_chose(monkeypatch) -> None:
+    monkeypatch.delenv(worker.PG_TIMEOUT_ENV, raising=False)
+    assert worker.pg_timeout() is None
+    monkeypatch.setenv(worker.PG_TIMEOUT_ENV, "60")
+    assert worker.pg_timeout() == datetime.timedelta(seconds=60)
+    for bad in ("soon", "nan", "0", "-5"):
+        monkeypatch.setenv(worker.PG_TIMEOUT_ENV, bad)
+        with pytest.raises(ValueError, match=worker.PG_TIMEOUT_ENV):
+            worker.pg_timeout()
