@@ -27,6 +27,7 @@ class LaunchError(RuntimeError):
         super().__init__(message)
         self.rank, self.exitcode, self.traceback, self.output = rank, exitcode, traceback, list(output)
         self.signal = signal_name(exitcode)
+        self.processes: list = []  # the launch's processes, attached by launch() (see launcher.leftover)
 
 
 class LaunchTimeout(LaunchError, TimeoutError):

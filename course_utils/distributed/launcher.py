@@ -43,6 +43,7 @@ from course_utils.distributed import reaping, worker
 from course_utils.distributed.failures import (
     PROGRESS_LINE,
     RANK_LINE,
+    LaunchError,
     LaunchTimeout,
     LoopbackError,
     launch_failure,
@@ -248,8 +249,19 @@ def launch(script: str | os.PathLike, nprocs: int = 2, timeout: float = 120.0, a
                 raise launch_failure(path.name, nprocs, job.proc.returncode, lines, out / "logs")
             records, arrays = collect_outputs(out)
             return LaunchResult(path.name, nprocs, command, seconds, lines, records, arrays, sorted(job.tracked))
+        except LaunchError as error:
+            error.processes = list(job.tracked.values())  # what the launch saw, for ``leftover``
+            raise
         finally:
             job.close()
+
+
+def leftover(error: LaunchError) -> list[Any]:
+    """The processes a failed launch started (as far as it saw them) that are still alive: [] when the clean-up
+    worked. Read from the launch's own record of its processes, not from a scan of the machine, so another job
+    running the same script at the same time cannot show up here."""
+    validate.instance("error", error, LaunchError)
+    return [p for p in getattr(error, "processes", []) if reaping.alive(p)]
 
 
 class LaunchJob:

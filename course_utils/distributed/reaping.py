@@ -52,7 +52,7 @@ def kill_tree(proc: subprocess.Popen, tracked: dict[int, Any], launch_id: str) -
     """Last resort, when the reaper did not end the job: terminate every process seen under it and anything that
     carries this launch's id; KILL what remains."""
     track_processes(proc.pid, tracked)
-    victims = {p for p in tracked.values() if _alive(p)}
+    victims = {p for p in tracked.values() if alive(p)}
     for p in psutil.process_iter():
         try:
             if p.pid != os.getpid() and p.environ().get(worker.ID_ENV) == launch_id:
@@ -79,7 +79,8 @@ def kill_tree(proc: subprocess.Popen, tracked: dict[int, Any], launch_id: str) -
         pass
 
 
-def _alive(p: Any) -> bool:
+def alive(p: Any) -> bool:
+    """True while the psutil process ``p`` runs (not a zombie); its pid reused by another process does not count."""
     try:
         return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:

@@ -392,3 +392,16 @@ def test_a_killed_kernel_leaves_no_process(tmp_path: Path) -> None:
     caller.wait(timeout=10)
     left = survivors(str(script), wait=20)  # the reaper's grace before SIGKILL: 3 s
     assert not left, [p.info["cmdline"] for p in left]
+
+
+def test_leftover_reads_the_launchs_own_processes_not_a_scan() -> None:
+    error = dist.LaunchError("x")
+    assert dist.leftover(error) == []
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        error.processes = [psutil.Process(sleeper.pid)]
+        assert [p.pid for p in dist.leftover(error)] == [sleeper.pid]
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert dist.leftover(error) == []

@@ -57,3 +57,18 @@ def test_pg_timeout_reads_what_the_launch_chose(monkeypatch) -> None:
         monkeypatch.setenv(worker.PG_TIMEOUT_ENV, bad)
         with pytest.raises(ValueError, match=worker.PG_TIMEOUT_ENV):
             worker.pg_timeout()
+
+
+def test_timed_rounds_takes_the_calls_in_turns_and_keeps_one_median_per_round() -> None:
+    order = []
+    found = worker.timed_rounds(None, {"a": (order.append, "a"), "b": (order.append, "b")}, 3, 5, together=False)
+    assert order[:2] == ["a", "b"]  # one warm-up call each
+    timed = order[2:]
+    assert timed[:2] == ["a", "a"] and timed[4:6] == ["b", "b"] and timed[6:8] == ["a", "a"]  # the order rotates
+    assert len(found["a"]) == len(found["b"]) == 6  # 5 calls asked, 2 per round over 3 rounds
+    assert len(found["rounds"]["a"]) == 3 and found["rounds"]["a"][0] == pytest.approx(np.median(found["a"][:2]))
+    skipped = []
+    worker.timed_rounds(None, {"a": (skipped.append, 1)}, 1, 1, together=False, warmup=False)
+    assert skipped == [1]
+    with pytest.raises(ValueError, match="n_rounds"):
+        worker.timed_rounds(None, {"a": (print,)}, 0, 1, together=False)
