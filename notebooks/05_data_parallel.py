@@ -775,7 +775,7 @@ print(failure)
 v_fail
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.distributed.story.failure(v_fail, cu.distributed.launcher.pg_timeout_for(60))
+cu.distributed.story.failure(v_fail, cu.distributed.pg_timeout_for(60))
 
 # %% [markdown]
 # ### C. Where a DataLoader meets DDP

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from course_utils import display, env, intervals, machine, validate
+from course_utils.distributed import launcher, worker
 
 
 def _array(name: str, value: Any, *, low: float, low_open: bool = False) -> np.ndarray:
@@ -177,8 +178,6 @@ def sweep_in_rank(sizes: Sequence[int], n_rounds: int, repeats: int, device: Any
     import torch
     import torch.distributed as dist
 
-    from course_utils.distributed import worker
-
     calls = {str(n): (dist.all_reduce, torch.zeros(max(1, int(n) // 4), device=device)) for n in sizes}
     found = worker.timed_rounds(device, calls, n_rounds, repeats)
     for n in sizes:
@@ -285,8 +284,6 @@ def allreduce_cost(nprocs: int = 2, *, refresh: bool = False, timeout: float = 2
     """This machine's all-reduce cost model on ``nprocs`` ranks: read from this run's ``build/machine/`` when a
     notebook already measured it (same machine, boot, size and frameworks), else measured now by one launch of
     ``ddp_train.py --phases allreduce`` (a few seconds, most of them torchrun's start) and written there."""
-    from course_utils.distributed import launcher
-
     nprocs = validate.number("nprocs", nprocs, low=2, high=64, integer=True)
     validate.instance("refresh", refresh, bool)
     key = f"{machine.machine_key()}-n{nprocs}"

@@ -56,6 +56,8 @@ def ending(exitcode: int) -> str:
 
 def learner_lines(output: Sequence[str]) -> list[tuple[int, str]]:
     """(rank, text) of each line a rank printed: prefixes stripped, progress and empty lines dropped."""
+    if isinstance(output, (str, bytes)) or not isinstance(output, Sequence):
+        raise TypeError(f"output must be a sequence of lines (LaunchResult.output); got {type(output).__name__}")
     found = []
     for line in output:
         match = RANK_LINE.match(line.rstrip("\n"))

@@ -147,3 +147,7 @@ def test_a_bad_timeout_starts_nothing(monkeypatch) -> None:
     for timeout in (float("nan"), float("inf"), -5.0):
         with pytest.raises(ValueError, match="timeout"):
             dist.launch("fail_demo.py", 2, timeout=timeout)
+
+
+def test_a_string_is_not_a_sequence_of_lines() -> None:
+    rejects(lambda: dist.learner_lines("[default0]:hello"), "output")
