@@ -56,11 +56,11 @@ def chain_table(timed: Mapping[str, Mapping[str, timing.Measurement]],
 
 
 def accumulation_saving(record: Mapping[str, Any]) -> dict[str, Any]:
-    """What ``no_sync`` saved per optimizer step (``saved``: median over rounds of every - no_sync), and the
-    K - 1 all-reduces it removed priced three ways: timed back to back (``back_to_back``), as the time a synced
-    micro-batch spent inside its all-reduce call in the training loop (``inside``, per call, median; the partner's
-    lateness included), and what is left per removed sync (``around``: saved / (K - 1) - inside, computed: DDP's
-    work around the call). ``table`` shows them."""
+    """What ``no_sync`` saved per optimizer step (``saved``: median over rounds of every - no_sync) against the
+    K - 1 all-reduces it removed, timed back to back (``back_to_back``; ``one`` per call); what one sync cost in
+    the training loop (``per_sync``: median over rounds of (every - local) / K, computed); and the time a synced
+    micro-batch spent inside its all-reduce call in a loop with a timing hook (``inside``, median per call, the
+    partner's lateness included). ``table`` shows them, each labelled measured or computed."""
     validate.instance("record", record, Mapping)
     k = validate.number("k", record.get("k"), low=2, high=10**4, integer=True)
     parts = measurements(record)
@@ -72,22 +72,21 @@ def accumulation_saving(record: Mapping[str, Any]) -> dict[str, Any]:
         raise ValueError("record lacks 'inside_allreduce', the per-call times of the hooked loop")
     inside = float(np.median([validate.non_negative("inside_allreduce", t) for t in inside_calls]))
     saved = float(np.median(np.subtract(parts["every"].rounds, parts["no_sync"].rounds)))
+    per_sync = float(np.median(np.subtract(parts["every"].rounds, parts["local"].rounds))) / k
     back = parts["allreduces"].median
-    per_sync = saved / (k - 1)
     ms = "{:.3f} ms".format
     rows = [("syncing every micro-batch", ms(parts["every"].median * 1e3), "measured"),
             ("no_sync, one all-reduce", ms(parts["no_sync"].median * 1e3), "measured"),
             ("no communication at all (every micro-batch under no_sync)", ms(parts["local"].median * 1e3), "measured"),
-            ("saved per optimizer step (every - no_sync)", ms(saved * 1e3), "measured, median over rounds"),
+            ("saved per optimizer step (row 1 - row 2)", ms(saved * 1e3), "measured, median over rounds"),
             (f"{k - 1} all-reduces of the gradient, back to back", ms(back * 1e3), "measured"),
-            ("saved per removed sync", ms(per_sync * 1e3), "computed: saved / (K - 1)"),
-            ("of which inside the all-reduce call, in the loop", ms(inside * 1e3),
+            ("one sync in the loop ((row 1 - row 3) / K)", ms(per_sync * 1e3), "computed, median over rounds"),
+            ("inside one all-reduce call, in the loop", ms(inside * 1e3),
              "measured by a timing hook, partner's lateness included"),
-            ("one all-reduce, back to back", ms(back / (k - 1) * 1e3), "computed: row 5 / (K - 1)"),
-            ("left per removed sync, outside the call", ms((per_sync - inside) * 1e3), "computed: row 6 - row 7")]
+            ("one all-reduce, back to back (row 5 / (K - 1))", ms(back / (k - 1) * 1e3), "computed")]
     return {"k": k, "saved": saved, "back_to_back": back, "inside": inside, "per_sync": per_sync,
-            "around": per_sync - inside, "one": back / (k - 1), "parts": parts,
-            "table": display.table(["per optimizer step of 4 micro-batches", "time", "how"], rows,
+            "one": back / (k - 1), "parts": parts,
+            "table": display.table([f"per optimizer step of {k} micro-batches", "time", "how"], rows,
                                    title="What no_sync saved, and what the removed all-reduces cost")}
 
 

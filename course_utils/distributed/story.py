@@ -81,19 +81,22 @@ def _rest(name: str, parts: Mapping[str, timing.Measurement], rest: intervals.Sp
 
 
 def breakdown(v: display.Verdict, timed: Mapping[str, Mapping[str, timing.Measurement]],
-              rest: Mapping[str, intervals.Speedup], speedup: Mapping[str, intervals.Speedup]) -> display.Prose:
+              comm: Mapping[str, intervals.Speedup], rest: Mapping[str, intervals.Speedup],
+              speedup: Mapping[str, intervals.Speedup]) -> display.Prose:
     """Each model's DDP step split into compute, the all-reduce and the rest; then two ranks against one process."""
     _verdict(v)
     validate.non_empty("timed", timed)
     said = []
     for name, parts in timed.items():
-        step = parts["ddp"].median
+        step, c = parts["ddp"].median, _speedup(f"comm[{name!r}]", comm[name])
         said.append(f"**{name.capitalize()} model**: a DDP step takes **{_ms(step)}** (median); its compute alone "
                     f"{_ms(parts['compute'].median)}, an all-reduce of its gradient alone "
-                    f"{_ms(parts['allreduce'].median)}, {display.percent(parts['allreduce'].median / step)} of the "
-                    f"step. " + _rest(name, parts, _speedup(f"rest[{name!r}]", rest[name])))
-    verdict = ("As predicted, the all-reduce is a larger share of the tiny model's step than of the wide one's: a "
-               "fixed latency weighs most where there is little to compute." if v.held else
+                    f"{_ms(parts['allreduce'].median)} ({display.percent(parts['allreduce'].median / step)} of the "
+                    f"step; compute over all-reduce {c}, "
+                    + outcome(c, "the all-reduce shorter", "the all-reduce longer", "no difference beyond the noise")
+                    + "). " + _rest(name, parts, _speedup(f"rest[{name!r}]", rest[name])))
+    verdict = ("As predicted, a fixed latency weighs most where there is little to compute: the tiny model's "
+               "all-reduce outlasts its compute, the wide model's does not." if v.held else
                f"The prediction failed: {v.why}.")
     ranks = "; ".join(f"the {name} step {_speedup(f'speedup[{name!r}]', s)}, "
                       + outcome(s, "faster", "**slower**", "no difference beyond the noise")
@@ -163,12 +166,14 @@ def accumulation(v_accum: display.Verdict, v_saving: display.Verdict, gain: inte
     second = (f"The saving, {_ms(saving['saved'])} per update, is {times:.1f} times what the {k - 1} removed "
               f"all-reduces cost back to back ({_ms(saving['back_to_back'])}). "
               + ("The cost model's view, fewer all-reduces and nothing else, accounts for it." if v_saving.held else
-                 f"Inside the training loop each synced micro-batch spent {_ms(saving['inside'])} in its all-reduce "
-                 f"call, against {_ms(saving['one'])} back to back: a rank reaching the all-reduce waits there for "
-                 "its partner to finish its own backward, time no back-to-back measurement contains. The rest per "
-                 f"removed sync, {_ms(saving['around'])} (computed), is DDP's own work around the call (hooks, "
-                 "copying the gradient into its bucket and back) plus noise: a candidate, not measured apart."))
-    return display.prose(first, second)
+                 "So the cost model's view, fewer all-reduces and nothing else, does not account for it."))
+    third = (f"A sync in the training loop cost {_ms(saving['per_sync'])} (computed: syncing every micro-batch minus "
+             f"no communication, over {k}); a synced micro-batch spent {_ms(saving['inside'])} inside its all-reduce "
+             f"call (a timing hook), and the same all-reduce back to back takes {_ms(saving['one'])}. Inside the call "
+             "a rank waits for its partner to finish its own backward (the two ranks share the cores): time no "
+             "back-to-back measurement contains. DDP's own work around the call (hooks, copying the gradient into "
+             "its bucket and back) is the other candidate, not measured apart.")
+    return display.prose(first, second, third)
 
 
 def cost_model(v: display.Verdict, cost: comms.AllReduceCost, ratio: Any, job_allreduce: timing.Measurement,
@@ -239,14 +244,15 @@ def mirrored(v: display.Verdict, times: Mapping[str, timing.Measurement] | None,
         return display.prose("Sections 2 to 6 carry the same lesson in PyTorch and JAX.")
     validate.non_empty("times", times)
     plain, one, two = times.values()
-    machinery, replica = intervals.speedup(plain, one), intervals.speedup(one, two)
+    machinery, replica = intervals.speedup(one, plain), intervals.speedup(two, one)
     told = ("Same weights with and without the strategy: the replicas' averaged gradient is the whole batch's."
             if v.held else f"The prediction failed: {v.why}.")
     return display.prose(
-        told + f" An epoch on one replica of the strategy ran at {machinery} the speed of no strategy ("
-        + outcome(machinery, "faster", "slower: the strategy's own machinery, distributed datasets and per-replica "
-                  "functions, costs that", "no difference beyond the noise")
-        + f"), and the second replica at {replica} of one replica's ("
-        + outcome(replica, "faster", "slower", "no difference beyond the noise")
-        + f"). Two logical devices on one CPU add no computing power: both replicas compute on the same {cores} "
+        told + f" Against one replica of the strategy, an epoch without a strategy ran {machinery}: "
+        + outcome(machinery, "faster, so the strategy's own machinery (distributed datasets, per-replica functions) "
+                  "costs that much", "slower", "the same within the noise")
+        + f". Against two replicas, one replica ran {replica}: "
+        + outcome(replica, "faster, so the second replica adds cost of its own", "slower",
+                  "the same within the noise")
+        + f". Two logical devices on one CPU add no computing power: both replicas compute on the same {cores} "
         "cores. On a Cloud TPU VM with TensorFlow the same code runs with `TPUStrategy`; not run in this course.")

@@ -119,8 +119,9 @@ def threads(v: display.Verdict, runs: Mapping[str, Mapping[int, ThreadRun]],
                 f"busy ({display.format_time(r.cores_busy * r.measurement.median)} of CPU per step, computed)"
                 for policy, r in policies.items()) + ".")
     closing = ("Every thread did not make a step slower here." if v.held else
-               "Where every thread was slower, the operators are too small to split: the threads meet at a barrier "
-               "after each one, and a waiting OpenMP thread spins before it sleeps.")
+               "Where every thread was slower, the candidates: operators too small to split well (the threads meet "
+               "at a barrier after each one, and a waiting OpenMP thread spins before it sleeps), or other processes "
+               "taking the cores.")
     return display.prose(" ".join(said), closing + " One process per wait policy is a hint, not a result this run "
                          "can decide. A spinning thread holds a core another process (a second rank, a data worker) "
                          "could use: one reason the course gives each rank `OMP_NUM_THREADS = cores / processes`.")

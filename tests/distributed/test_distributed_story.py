@@ -46,12 +46,17 @@ def timed() -> dict:
             "wide": {"ddp": m(20.0), "compute": m(11.0), "allreduce": m(3.6)}}
 
 
+COMM = {"tiny": SLOWER, "wide": FASTER}
+
+
 @pytest.mark.parametrize(("rest", "said"), [(FASTER, "outlasts compute plus all-reduce"),
                                             (SLOWER, "outlast the step itself"), (SAME, "account for the step")])
 def test_breakdown_reads_the_rest_from_its_interval(rest, said) -> None:
-    text = short(story.breakdown(HELD, timed(), {"tiny": rest, "wide": rest}, {"tiny": SLOWER, "wide": SAME}))
+    text = short(story.breakdown(HELD, timed(), COMM, {"tiny": rest, "wide": rest}, {"tiny": SLOWER, "wide": SAME}))
     assert said in text and "As predicted" in text and "**slower**" in text and "beyond the noise" in text
-    failed = short(story.breakdown(FAILED, timed(), {"tiny": rest, "wide": rest}, {"tiny": FASTER, "wide": FASTER}))
+    assert "the all-reduce longer" in text and "the all-reduce shorter" in text
+    failed = short(story.breakdown(FAILED, timed(), {"tiny": SAME, "wide": SAME}, {"tiny": rest, "wide": rest},
+                                   {"tiny": FASTER, "wide": FASTER}))
     assert "The prediction failed: what happened instead" in failed and "faster" in failed
 
 
@@ -77,14 +82,15 @@ def test_buckets() -> None:
 def saving() -> dict:
     parts = {"every": m(11.0), "no_sync": m(1.7), "local": m(1.2), "allreduces": m(1.5)}
     return {"k": 4, "parts": parts, "saved": 9.4e-3, "back_to_back": 1.5e-3, "inside": 2.9e-3, "one": 0.5e-3,
-            "around": 0.2e-3}
+            "per_sync": 2.45e-3}
 
 
 def test_accumulation_both_verdicts_both_ways() -> None:
     text = short(story.accumulation(HELD, HELD, FASTER, saving()))
     assert "seed's suggestion holds" in text and "accounts for it" in text and "6.3 times" in text
+    assert "waits for its partner" in text and "2.90 ms" in text and "2.45 ms" in text
     text = short(story.accumulation(FAILED, FAILED, SAME, saving()))
-    assert "The prediction failed" in text and "waits there for its partner" in text and "2.90 ms" in text
+    assert "The prediction failed" in text and "does not account for it" in text
     with pytest.raises(ValueError, match="not tested"):
         story.accumulation(NOT_TESTED, HELD, FASTER, saving())
 
@@ -116,7 +122,7 @@ def test_jax_steps() -> None:
 def test_mirrored() -> None:
     times = {"no strategy": m(8.0), "x1": m(135.0), "x2": m(250.0)}
     text = short(story.mirrored(HELD, times, 2))
-    assert "Same weights" in text and "machinery" in text and "TPUStrategy" in text
+    assert "Same weights" in text and "machinery" in text and "adds cost of its own" in text and "TPUStrategy" in text
     assert "The prediction failed" in short(story.mirrored(FAILED, times, 2))
     assert "JAX" in short(story.mirrored(NOT_TESTED, None, 2))
 
@@ -163,4 +169,14 @@ def test_bad_verdicts_are_refused() -> None:
     with pytest.raises(TypeError, match="v must be"):
         story.proof("held", {"a": 0.0}, {"a": 0.0}, run())
     with pytest.raises(TypeError, match="rest"):
-        story.breakdown(HELD, timed(), {"tiny": 1.0, "wide": 1.0}, {})
+        story.breakdown(HELD, timed(), COMM, {"tiny": 1.0, "wide": 1.0}, {})
+
+
+@pytest.mark.parametrize(("times", "said"), [((250.0, 135.0, 8.0), "slower"), ((8.0, 8.0, 8.0), "within the noise")])
+def test_mirrored_other_outcomes(times, said) -> None:
+    values = [tuple(t * f * 1e-3 for f in (1.0, 1.3, 0.8, 1.1)) for t in times]
+    rounds = {k: timing.Measurement(k, v, rounds=v) for k, v in zip(("plain", "one", "two"), values)}
+    if said == "within the noise":  # the same times, jittered differently: no interval excludes 1
+        jitter = (8.8e-3, 7.2e-3, 8.1e-3, 8.0e-3)
+        rounds["one"] = timing.Measurement("one", jitter, rounds=jitter)
+    assert said in short(story.mirrored(HELD, rounds, 2))
