@@ -511,7 +511,8 @@ if HAVE_JAX:
                                        "NamedSharding": lambda: train_step(p_s, x_s, y_s),
                                        "shard_map": lambda: shard_mapped(p_s, x_s, y_s)}, rounds=4, min_time=0.3)
 else:
-    v_jax, jax_times = cu.display.not_tested("JAX is not installed in this runtime"), None
+    v_jax = cu.display.not_tested("JAX is not installed in this runtime")
+    jax_times = None
 v_jax
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
@@ -567,7 +568,8 @@ if HAVE_TF:
     v_tf = cu.display.verdict(tf_diff < 1e-5, f"max weight difference {tf_diff:.1e} after 2 epochs",
                               "the replicas' update differs from the single-device one")
 else:
-    v_tf, tf_times = cu.display.not_tested("TensorFlow is not installed in this runtime"), None
+    v_tf = cu.display.not_tested("TensorFlow is not installed in this runtime")
+    tf_times = None
 v_tf
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}

@@ -151,11 +151,24 @@ def worker_source(script: str | os.PathLike, only: Sequence[str] | None = None) 
     return "\n\n\n".join(parts)
 
 
-def show_worker(script: str | os.PathLike, only: Sequence[str] | None = None) -> Any:
-    """The worker's source (or the functions in ``only``), syntax-highlighted in a notebook (IPython Code)."""
-    from IPython.display import Code
+@dataclass(frozen=True, repr=False)
+class WorkerSource:
+    """A worker's lines as a notebook shows them: a Python code block (Markdown, highlighted by Jupyter), plain text
+    in a terminal; the text is the file's own, so what the cell shows is what the ranks run."""
 
-    return Code(worker_source(script, only), language="python")
+    name: str
+    text: str
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_markdown_(self) -> str:
+        return f"`{self.name}`:\n\n```python\n{self.text}\n```"
+
+
+def show_worker(script: str | os.PathLike, only: Sequence[str] | None = None) -> WorkerSource:
+    """The worker's source (or the functions in ``only``), shown in a notebook as a highlighted code block."""
+    return WorkerSource(worker_path(script).name, worker_source(script, only))
 
 
 def free_port() -> int:

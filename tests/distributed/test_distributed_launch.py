@@ -57,7 +57,8 @@ def test_free_port_can_be_bound() -> None:
 def test_shipped_workers_exist_and_show() -> None:
     for name in ("ddp_train.py", "fail_demo.py"):
         assert dist.worker_path(name).is_file()
-    assert "init_process_group" in dist.show_worker("ddp_train.py").data
+    shown = dist.show_worker("ddp_train.py")
+    assert "init_process_group" in shown.text and shown._repr_markdown_().startswith("`ddp_train.py`:\n\n```python\n")
 
 
 def test_worker_source_keeps_only_the_named_functions_in_file_order() -> None:
