@@ -187,17 +187,17 @@ for name, r in info.items():
 # %%
 share = {n: m["allreduce"].median / m["ddp"].median for n, m in timed.items()}  # for the summary
 comm = {n: cu.intervals.speedup(m["compute"], m["allreduce"]) for n, m in timed.items()}  # < 1: all-reduce longer
-v_share = cu.display.verdict(comm["tiny"].slower and comm["wide"].faster,
+v_comm = cu.display.verdict(comm["tiny"].slower and comm["wide"].faster,
                              f"compute over the all-reduce: tiny {comm['tiny']}, wide {comm['wide']}",
                              "the tiny model's all-reduce was not longer than its compute beyond the noise"
                              if not comm["tiny"].slower else
                              "the wide model's all-reduce was not shorter than its compute beyond the noise")
 rest = {n: cu.intervals.speedup(timed[n]["ddp"], parts[n]) for n in timed}  # > 1: the step outlasts its parts
 speedup = {n: cu.intervals.speedup(m["single"], m["ddp"]) for n, m in timed.items()}  # 2 ranks vs 1 process
-v_share
+v_comm
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.distributed.story.breakdown(v_share, timed, comm, rest, speedup)
+cu.distributed.story.breakdown(v_comm, timed, comm, rest, speedup)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Is the all-reduce the only new cost? (section 1's prediction)
@@ -911,8 +911,7 @@ cu.notebook.summary_table("05_data_parallel", [
      f"95% interval {no_sync_gain.low:.2f}-{no_sync_gain.high:.2f}x; 4 micro-batches"),
     ("all-reduce latency α", cost.model.latency * 1e6, "µs",
      "95% interval {:.0f}-{:.0f} µs; gloo, 2 processes".format(*(v * 1e6 for v in cost.latency_interval))),
-    ("all-reduce bandwidth β", cost.model.bandwidth / 1e9, "GB/s",
-     "95% interval {:.2f}-{:.2f} GB/s".format(*(v / 1e9 for v in cost.bandwidth_interval))),
+    ("all-reduce bandwidth β", cost.model.bandwidth / 1e9, "GB/s", f"95% interval {cost.bandwidth_text}"),
     ("torchrun launch, all phases", run.seconds, "s", "start-up included"),
 ])
 

@@ -214,9 +214,17 @@ class AllReduceCost:
 
     @property
     def bandwidth_interval(self) -> tuple[float, float]:
-        """(low, high) bytes/s, from the interval on seconds per byte (the quantity the model is linear in)."""
+        """(low, high) bytes/s, from the interval on seconds per byte (the quantity the model is linear in); high is
+        ``math.inf`` when that interval reaches 0 (the rounds do not bound the bandwidth from above)."""
         _, low, high = _t_interval([1 / m.bandwidth for m in self.per_round])
         return 1 / high, (1 / low if low > 0 else math.inf)
+
+    @property
+    def bandwidth_text(self) -> str:
+        """The bandwidth interval in words: 'a GB/s to b GB/s', or 'a GB/s and above' when it has no upper end."""
+        low, high = self.bandwidth_interval
+        return (f"{display.format_rate(low)} to {display.format_rate(high)}" if math.isfinite(high) else
+                f"{display.format_rate(low)} and above (no upper end over these rounds)")
 
     def predict(self, nbytes: float, n: int) -> tuple[float, float, float]:
         """(seconds, low, high) for an all-reduce of ``nbytes`` over ``n`` ranks (computed): the mean of the rounds'
@@ -234,12 +242,12 @@ class AllReduceCost:
                 f"{self.measured_at}): {verb}")
 
     def table(self) -> display.Table:
-        lat, bw = self.latency_interval, self.bandwidth_interval
+        lat = self.latency_interval
         return display.Table(("parameter", "value", "95% interval over rounds"), (
             ("latency α per ring step", display.format_time(self.model.latency),
              f"{display.format_time(lat[0])} to {display.format_time(lat[1])}"),
             ("bandwidth β", display.format_rate(self.model.bandwidth),
-             f"{display.format_rate(bw[0])} to {display.format_rate(bw[1])}"),
+             self.bandwidth_text),
             ("fitted on", f"{self.nprocs} processes, {len(self.sweep[0])} message sizes", "")),
             title="Ring all-reduce model of this machine (fitted per round)", note=self.how)
 

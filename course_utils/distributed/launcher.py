@@ -40,6 +40,7 @@ import psutil
 
 from course_utils import display, validate
 from course_utils.distributed import reaping, worker
+from course_utils.distributed.devices import time_limit
 from course_utils.distributed.failures import (
     PROGRESS_LINE,
     RANK_LINE,
@@ -233,7 +234,8 @@ def launch(script: str | os.PathLike, nprocs: int = 2, timeout: float = 120.0, a
     """Run ``torchrun --nproc-per-node=nprocs script *args`` on 127.0.0.1 and return what the ranks recorded.
 
     Lines of rank r are printed as ``[rank r] ...`` (``echo``); ``progress(step, total)`` calls in the
-    workers drive a progress bar; ``on_line(rank, text)`` sees every line (an exception in it stops the job).
+    workers drive a progress bar; ``on_line(rank, text)`` sees every line (an exception in it stops the job, and
+    so does a call still running when the launch's time is up: ``TimeoutError`` naming it).
     Each process gets ``OMP_NUM_THREADS = cores // nprocs`` unless ``env`` says otherwise, and a process-group
     timeout of ``pg_timeout`` seconds (``COURSE_PG_TIMEOUT``; default ``pg_timeout_for(timeout)``, half the
     launch's). A failing rank raises ``LaunchError`` with its traceback; past ``timeout`` seconds
@@ -319,8 +321,9 @@ class LaunchJob:
             if tick:
                 self.bar = advance_progress(self.bar, int(tick.group(1)), int(tick.group(2)), name, nprocs, progress)
                 continue
-            if on_line is not None:
-                on_line(rank_, text)
+            if on_line is not None:  # the learner's callable: it may not hold the launch past its timeout
+                with time_limit(max(1.0, timeout - (time.perf_counter() - self.start)), on_line):
+                    on_line(rank_, text)
             if echo and rank_ is not None and text.strip():
                 print(f"[rank {rank_}] {text}", flush=True)
 

@@ -183,11 +183,11 @@ def cost_model(v: display.Verdict, cost: comms.AllReduceCost, ratio: Any, job_al
     validate.instance("cost", cost, comms.AllReduceCost)
     validate.instance("job_allreduce", job_allreduce, timing.Measurement)
     ratio = np.asarray(ratio, dtype=float)
-    (lat_lo, lat_hi), (bw_lo, bw_hi) = cost.latency_interval, cost.bandwidth_interval
+    lat_lo, lat_hi = cost.latency_interval
     fitted = (f"Fitted on each of {len(cost.per_round)} rounds: **α = {cost.model.latency * 1e6:.1f} µs** per ring "
               f"step (95% interval {lat_lo * 1e6:.1f} to {lat_hi * 1e6:.1f} µs) and **β = "
-              f"{display.format_rate(cost.model.bandwidth)}** ({display.format_rate(bw_lo)} to "
-              f"{display.format_rate(bw_hi)}): gloo, TCP over the loopback interface. The sweep's medians are "
+              f"{display.format_rate(cost.model.bandwidth)}** ({cost.bandwidth_text}): gloo, TCP over the loopback "
+              "interface. The sweep's medians are "
               f"{ratio.min():.2f}-{ratio.max():.2f}x the model; the wide gradient's all-reduce, timed inside the "
               f"training job, took {_ms(job_allreduce.median)} against {_ms(predicted[0])} computed (interval "
               f"{_ms(predicted[1])} to {_ms(predicted[2])}).")

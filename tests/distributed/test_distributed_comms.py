@@ -146,3 +146,10 @@ def test_sweep_sizes_are_powers_of_two_a_factor_4_apart() -> None:
     assert dist.comms.sweep_sizes(4096, 4096) == [4096]
     with pytest.raises(ValueError, match="max_bytes"):
         dist.comms.sweep_sizes(2**12, 2**10)
+
+
+def test_a_bandwidth_the_rounds_do_not_bound_from_above_is_said_in_words() -> None:
+    fits = tuple(dist.AllReduceModel(bw, 5e-5, 2) for bw in (1e9, 1e11, 1e12))  # seconds per byte near 0 in two
+    cost = dist.AllReduceCost(dist.comms.combine(fits), fits, ((4096,), (1e-4,)), 2, "now", "measured", "k")
+    assert cost.bandwidth_interval[1] == float("inf")
+    assert "and above" in cost.bandwidth_text and "and above" in repr(cost)

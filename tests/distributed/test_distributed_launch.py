@@ -406,3 +406,23 @@ def test_leftover_reads_the_launchs_own_processes_not_a_scan() -> None:
         sleeper.kill()
         sleeper.wait()
     assert dist.leftover(error) == []
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_an_on_line_that_never_returns_is_stopped_with_the_launch(tmp_path: Path) -> None:
+    script = _write(tmp_path, """
+        import time
+        print("ready", flush=True)
+        time.sleep(300)
+    """)
+
+    def stuck(rank, text):
+        while True:
+            time.sleep(0.05)
+
+    start = time.monotonic()
+    with pytest.raises(TimeoutError, match="stuck"):
+        dist.launch(script, nprocs=1, timeout=20, echo=False, progress=False, on_line=stuck)
+    assert time.monotonic() - start < 60
+    _assert_no_orphans(script)
