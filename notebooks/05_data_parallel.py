@@ -358,7 +358,7 @@ cu.distributed.story.accumulation(v_accum, v_saving, no_sync_gain, saving)
 #
 # with α the latency per ring step and β the link bandwidth. `cu.distributed.allreduce_cost` measures it the
 # one way the course does: a 2-rank job sweeps the message size in rounds, fits α and β on each round, and
-# keeps them for the rest of this run (notebook 06 reads the same figures).
+# keeps them for the rest of this run (a later notebook that asks reads the same figures).
 #
 # **Prediction:** the model is within a factor of 2 of its own sweep at every size, and of section 3's
 # all-reduce of the wide gradient, timed inside the training job.

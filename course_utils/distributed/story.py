@@ -195,8 +195,8 @@ def cost_model(v: display.Verdict, cost: comms.AllReduceCost, ratio: Any, job_al
             "on and in a job it was not. " if v.held else
             "The model misses by more than 2x somewhere: gloo changes algorithm with the message size, and a job's "
             "all-reduce competes with its ranks' compute; which of the two, this run does not establish. ")
-    return display.prose(fitted, read + f"Source: the {cost.how}. Notebook 06 prices its collectives with the same "
-                         "figures.")
+    return display.prose(fitted, read + f"Source: the {cost.how}. A later notebook of this run that calls "
+                         "`cu.distributed.allreduce_cost` reads these same figures instead of measuring again.")
 
 
 def links(nbytes: float, compute_seconds: float, link_specs: Mapping[str, tuple[float, float]]) -> display.Prose:

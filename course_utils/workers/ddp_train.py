@@ -282,7 +282,7 @@ class DeepMLP(torch.nn.Module):
         return self.layers(x)
 
 
-def compiled_ddp(device, x, y, backend: str, cap: float):
+def compiled_ddp(device, backend: str, cap: float):
     """DDP's step eager and compiled: ``torch.compile`` of the DDP-wrapped model (Dynamo's DDPOptimizer splits
     the graph at DDP's bucket boundaries, so each bucket's all-reduce can start while backward goes on)."""
     torch.manual_seed(0)
@@ -307,7 +307,7 @@ def compiled(rank, world, device, batch: int, backend: str, n_rounds: int, repea
     before = counters["aot_autograd"]["total"]
     models.torch_sgd_step(sequential, lr=LR)((x, y))
     graphs_sequential = counters["aot_autograd"]["total"] - before
-    eager_step, compiled_step = compiled_ddp(device, x, y, backend, cap)
+    eager_step, compiled_step = compiled_ddp(device, backend, cap)
     before, start = counters["aot_autograd"]["total"], time.perf_counter()
     compiled_step((x, y))  # the first call compiles
     first = time.perf_counter() - start
