@@ -22,19 +22,20 @@ class HeldInterrupts:
 
     def __init__(self) -> None:
         self.pressed = 0
-        self._previous: Any = None
+        self._installed, self._previous = False, None
 
     def __enter__(self) -> HeldInterrupts:
         if threading.current_thread() is threading.main_thread():
             self._previous = signal.signal(signal.SIGINT, self._press)
+            self._installed = True
         return self
 
     def _press(self, signum: int, frame: Any) -> None:
         self.pressed += 1
 
     def __exit__(self, *exc: object) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
+        if self._installed:  # a handler set outside Python reads as None: Python's own default takes its place
+            signal.signal(signal.SIGINT, signal.default_int_handler if self._previous is None else self._previous)
 
 
 def track_processes(pid: int, tracked: dict[int, Any]) -> None:
