@@ -357,18 +357,21 @@ cu.beyond.story.reshard(v_reshard, two_to_one, one_to_two, cu.beyond.reshard.fil
 # %% [markdown] course={"lead": true, "minutes": 5} slideshow={"slide_type": "slide"}
 # ## 6. 05's cost model meets this notebook's steps
 #
-# 05 fitted the ring all-reduce model T = 2(N-1)α + 2(N-1)/N · bytes/β on an all-reduce sweep. Section 1's job
-# ran the same sweep (05's worker phase, sizes, repeats and median); fitted with 05's function, the model prices
-# (computed) every collective a step issued: per call 2(N-1) latency steps for an all-reduce, N-1 for an
-# all-gather, reduce-scatter or broadcast, per byte its ring share. A step's prediction = its compute alone
-# (measured: the same step with no communication) + that price.
+# 05 fitted the ring all-reduce model T = 2(N-1)α + 2(N-1)/N · bytes/β, measured once per run
+# (`cu.distributed.allreduce_cost`: this notebook reads 05's figures, or measures them the same way if 05 did not
+# run). Section 1's job ran the same sweep again; the model is scored on it, then prices (computed) every
+# collective a step issued: per call 2(N-1) latency steps for an all-reduce, N-1 for an all-gather,
+# reduce-scatter or broadcast, per byte its ring share. A step's prediction = its compute alone (measured: the
+# same step with no communication) + that price.
 #
 # **Prediction:** every multi-process step measured here lands within a factor of 2 of its prediction.
 
 # %%
-sweep = cu.distributed.comms.allreduce_sweep(nodes.records[0])  # (bytes, median seconds): 05's statistic
-fit = cu.distributed.fit_allreduce(*sweep, n=2)  # 05's ring model, fitted as 05 fits it
-scores = cu.distributed.score(fit, *sweep, 2)  # measured / model at each size of the sweep
+cost = cu.distributed.allreduce_cost(2)  # this machine's all-reduce: one figure for the run (05's)
+print(cost.how)
+fit = cost.model
+sweep = cu.distributed.comms.allreduce_sweep(nodes.records[0])  # this notebook's own sweep: (bytes, median seconds)
+scores = cu.distributed.score(fit, *sweep, 2)  # measured here / 05's model, at each size of the sweep
 predicted = cu.beyond.predict.step_predictions(fit, shard_run, nodes.record("timing_wide"), jax_rec,
                                                cu.beyond.jaxmulti.gloo_ranks(jax_run) if jax_run else None)
 display(cu.beyond.predict.prediction_table(predicted))

@@ -1,41 +1,62 @@
 """course_utils.distributed: the helpers of notebook 05 (data parallelism); notebook 06 builds on them in
 ``course_utils.beyond``.
 
-- ``launch``: run the real ``torchrun`` on 127.0.0.1 from a notebook (``launch``, ``LaunchResult``),
-  with no process left behind; ``failures``: what the ranks printed, and which rank failed with what
-  traceback (``LaunchError``, ``LaunchTimeout``);
-- ``worker``: what the launched scripts call (``emit``, ``save``, ``progress``, ``rank``);
-- ``devices``: simulated JAX CPU devices and TensorFlow logical CPUs;
-- ``comms``: the ring all-reduce cost model, fitted and scored against measurement, and ZeRO traffic;
+Notebook 05:
+- ``launch``: run the real ``torchrun`` on 127.0.0.1 from a notebook (``launch``, ``LaunchResult``), with no
+  process left behind (``reaping``: a reaper ends the job whatever the learner presses); ``failures``: what the
+  ranks printed, and which rank failed with what traceback or signal (``LaunchError``, ``LaunchTimeout``,
+  ``LoopbackError``);
+- ``worker``: what the launched scripts call (``emit``, ``save``, ``progress``, ``rank``, ``pg_timeout``,
+  ``timed_rounds``);
+- ``records``: the workers' timings as Measurements with per-round medians (``measurements``, ``summed``);
+- ``breakdown``: a step's time taken apart (``chain``, ``accumulation_saving``) and its tables;
+- ``devices``: simulated JAX CPU devices, TensorFlow logical CPUs, torch's threads (``time_threads``);
+- ``comms``: the ring all-reduce cost model, measured one way for the whole course (``allreduce_cost``, with an
+  interval over rounds), fitted and scored, and ZeRO traffic;
 - ``memory``: model-state bytes per device under DDP and ZeRO stages 1-3;
-- ``findings``: sentences that weigh several of its measurements at once (remainders, spinning, baselines);
+- ``story`` (and ``story_further``): every sentence the notebook tells, from its stored verdicts;
 - ``plots``: the notebook's figures; ``exercises``: the checkers of its exercises.
 """
 
+from course_utils.distributed import breakdown, launcher, records, story
 from course_utils.distributed import exercises as _exercises  # noqa: F401  (registers 05.k)
-from course_utils.distributed import findings
-from course_utils.distributed.comms import AllReduceModel, fit_allreduce, ring_allreduce_time, score, zero_traffic
-from course_utils.distributed.devices import simulate_devices, tf_logical_cpus
-from course_utils.distributed.failures import LaunchError, LaunchTimeout, learner_lines
+from course_utils.distributed.breakdown import accumulation_saving, chain, chain_table, threads_table
+from course_utils.distributed.comms import (
+    AllReduceCost,
+    AllReduceModel,
+    allreduce_cost,
+    fit_allreduce,
+    ring_allreduce_time,
+    score,
+    zero_traffic,
+)
+from course_utils.distributed.devices import mlp_threads_fresh, simulate_devices, tf_logical_cpus, time_threads
+from course_utils.distributed.failures import LaunchError, LaunchTimeout, LoopbackError, learner_lines
 from course_utils.distributed.launcher import (
     WORKERS,
     LaunchResult,
     free_port,
     launch,
+    leftover,
     loopback_env,
+    pg_timeout_for,
     show_worker,
     torchrun_command,
     worker_path,
     worker_source,
 )
 from course_utils.distributed.memory import BYTES_PER_PARAMETER, largest_model, memory_per_device
-from course_utils.distributed.plots import allreduce_fit_plot, breakdown_plot, diagram, scaling_plot
+from course_utils.distributed.plots import allreduce_fit_plot, breakdown_plot, diagram, proof_plot, scaling_plot
+from course_utils.distributed.records import measurements, summed
 from course_utils.distributed.worker import emit, local_rank, progress, rank, save, world_size
 
 __all__ = [
-    "WORKERS", "AllReduceModel", "BYTES_PER_PARAMETER", "LaunchError", "LaunchResult", "LaunchTimeout", "findings",
-    "allreduce_fit_plot", "breakdown_plot", "diagram", "emit", "fit_allreduce", "free_port", "largest_model",
-    "launch", "learner_lines", "local_rank", "loopback_env", "memory_per_device", "progress", "rank",
-    "ring_allreduce_time", "save", "scaling_plot", "score", "show_worker", "simulate_devices", "tf_logical_cpus",
-    "torchrun_command", "worker_path", "worker_source", "world_size", "zero_traffic",
+    "WORKERS", "AllReduceCost", "AllReduceModel", "BYTES_PER_PARAMETER", "LaunchError", "LaunchResult",
+    "LaunchTimeout", "LoopbackError", "accumulation_saving", "allreduce_cost", "allreduce_fit_plot", "breakdown",
+    "breakdown_plot", "chain", "chain_table", "diagram", "emit", "fit_allreduce", "free_port", "largest_model",
+    "launch", "launcher", "learner_lines", "leftover", "local_rank", "loopback_env", "measurements",
+    "memory_per_device", "mlp_threads_fresh", "pg_timeout_for", "progress", "proof_plot", "rank", "records",
+    "ring_allreduce_time", "save", "scaling_plot", "score", "show_worker", "simulate_devices", "story", "summed",
+    "tf_logical_cpus", "threads_table", "time_threads", "torchrun_command", "worker_path", "worker_source",
+    "world_size", "zero_traffic",
 ]

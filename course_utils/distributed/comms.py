@@ -1,20 +1,32 @@
 """The ring all-reduce cost model: T(N) = 2(N-1)·latency + 2(N-1)/N · bytes / bandwidth, fitted to measured
 times, scored out of sample, and the traffic of ZeRO stages against plain DDP.
 
-All numbers here are *computed* from the formula (a notebook labels them so); only the times passed to
+One machine, one figure: ``allreduce_cost(nprocs)`` is *the* way the course measures this machine's all-reduce
+(every notebook that prices a collective should call it): a job of ``nprocs`` ranks times ``dist.all_reduce`` over
+a sweep of message sizes in rounds (``sweep_in_rank``, run inside the ranks), the model is fitted on each round,
+and the rounds give a 95% Student-t interval on the latency, the bandwidth and every prediction (``AllReduceCost``).
+The result is written to ``build/machine/`` under this machine's key, so a later notebook of the same run reads it
+(and says so) instead of measuring the machine again at another moment.
+
+All other numbers here are *computed* from the formula (a notebook labels them so); only the times passed to
 ``fit_allreduce``/``score`` are measured, one statistic of the repeats per size (``allreduce_sweep``, the
 median by default) for the fit and the scores alike.
 """
 
 from __future__ import annotations
 
+import datetime
+import json
+import math
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from course_utils import display, validate
+from course_utils import display, env, intervals, machine, validate
+from course_utils.distributed import launcher, worker
 
 
 def _array(name: str, value: Any, *, low: float, low_open: bool = False) -> np.ndarray:
@@ -150,3 +162,174 @@ def zero_traffic(nbytes: float, n: int, stage: int) -> float:
     stage = validate.choice("stage", validate.number("stage", stage, integer=True), (0, 1, 2, 3))
     passes = 3 if stage == 3 else 2
     return float(passes * (n - 1) / n * nbytes)
+
+
+def sweep_sizes(min_bytes: int, max_bytes: int) -> list[int]:
+    """The message sizes of a sweep: powers of two from ``min_bytes`` to ``max_bytes``, every factor of 4."""
+    low = validate.number("min_bytes", min_bytes, low=4, high=2**34, integer=True)
+    high = validate.number("max_bytes", max_bytes, low=low, high=2**34, integer=True)
+    return [2**p for p in range(low.bit_length() - 1, high.bit_length(), 2)]
+
+
+def sweep_in_rank(sizes: Sequence[int], n_rounds: int, repeats: int, device: Any) -> None:
+    """Inside a launched rank (every rank calls it): time ``dist.all_reduce`` of each message size, the ranks
+    aligned by a barrier before every call, the sizes in turns over ``n_rounds`` rounds (``worker.timed_rounds``),
+    ``repeats`` calls per size in all. Emits one record per size: kind "allreduce", "nbytes", "times", "rounds"."""
+    import torch
+    import torch.distributed as dist
+
+    calls = {str(n): (dist.all_reduce, torch.zeros(max(1, int(n) // 4), device=device)) for n in sizes}
+    found = worker.timed_rounds(device, calls, n_rounds, repeats)
+    for n in sizes:
+        worker.emit(kind="allreduce", nbytes=int(n), times=found[str(n)], rounds=found["rounds"][str(n)])
+
+
+def _t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
+    """(mean, low, high): a Student-t interval on the mean of ``values`` (replicates: one per round)."""
+    v = np.asarray(values, dtype=float)
+    half = intervals.t_quantile(0.5 + confidence / 2, len(v) - 1) * float(np.std(v, ddof=1)) / math.sqrt(len(v))
+    return float(np.mean(v)), float(np.mean(v) - half), float(np.mean(v) + half)
+
+
+@dataclass(frozen=True, repr=False)
+class AllReduceCost:
+    """This machine's all-reduce, measured one way (``allreduce_cost``): the ring model fitted on each round of a
+    sweep (``per_round``), their mean (``model``), and a 95% Student-t interval over the rounds on the latency, the
+    bandwidth and any prediction. ``sweep``: (bytes, median seconds over every call); ``source``: whether this
+    process "measured" it or "read" it from ``build/machine/``."""
+
+    model: AllReduceModel
+    per_round: tuple[AllReduceModel, ...]
+    sweep: tuple[tuple[int, ...], tuple[float, ...]]
+    nprocs: int
+    measured_at: str
+    source: str
+    key: str
+
+    @property
+    def latency_interval(self) -> tuple[float, float]:
+        """(low, high) seconds per ring step."""
+        _, low, high = _t_interval([m.latency for m in self.per_round])
+        return max(low, 0.0), high
+
+    @property
+    def bandwidth_interval(self) -> tuple[float, float]:
+        """(low, high) bytes/s, from the interval on seconds per byte (the quantity the model is linear in); high is
+        ``math.inf`` when that interval reaches 0 (the rounds do not bound the bandwidth from above)."""
+        _, low, high = _t_interval([1 / m.bandwidth for m in self.per_round])
+        return 1 / high, (1 / low if low > 0 else math.inf)
+
+    @property
+    def bandwidth_text(self) -> str:
+        """The bandwidth interval in words: 'a GB/s to b GB/s', or 'a GB/s and above' when it has no upper end."""
+        low, high = self.bandwidth_interval
+        return (f"{display.format_rate(low)} to {display.format_rate(high)}" if math.isfinite(high) else
+                f"{display.format_rate(low)} and above (no upper end over these rounds)")
+
+    def predict(self, nbytes: float, n: int) -> tuple[float, float, float]:
+        """(seconds, low, high) for an all-reduce of ``nbytes`` over ``n`` ranks (computed): the mean of the rounds'
+        predictions and its 95% interval."""
+        nbytes = validate.non_negative("nbytes", nbytes)
+        n = validate.number("n", n, low=1, high=1 << 20, integer=True)
+        mean, low, high = _t_interval([m.time(nbytes, n) for m in self.per_round])
+        return mean, max(low, 0.0), high
+
+    @property
+    def how(self) -> str:
+        """Where these figures come from, in one line."""
+        verb = "measured by this notebook" if self.source == "measured" else "read from this run's build/machine/"
+        return (f"all-reduce cost model of this machine ({self.nprocs} ranks, {len(self.per_round)} rounds, "
+                f"{self.measured_at}): {verb}")
+
+    def table(self) -> display.Table:
+        lat = self.latency_interval
+        return display.Table(("parameter", "value", "95% interval over rounds"), (
+            ("latency α per ring step", display.format_time(self.model.latency),
+             f"{display.format_time(lat[0])} to {display.format_time(lat[1])}"),
+            ("bandwidth β", display.format_rate(self.model.bandwidth),
+             self.bandwidth_text),
+            ("fitted on", f"{self.nprocs} processes, {len(self.sweep[0])} message sizes", "")),
+            title="Ring all-reduce model of this machine (fitted per round)", note=self.how)
+
+    def __repr__(self) -> str:
+        return repr(self.table())
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
+
+
+def fit_rounds(records: Sequence[Mapping[str, Any]], n: int) -> tuple[list[AllReduceModel], tuple[list, list]]:
+    """The ring model fitted on each round of a sweep's records (kind "allreduce", with "rounds": one median per
+    round), and the sweep itself as (bytes, median of every call); rounds whose times do not grow with the message
+    size are left out. Raises unless at least 2 rounds could be fitted."""
+    sizes, medians = allreduce_sweep(records)
+    rows = [r for r in records if isinstance(r, Mapping) and r.get("kind") == "allreduce"]
+    per = [list(r.get("rounds") or ()) for r in rows]
+    if not per or any(len(p) != len(per[0]) for p in per) or len(per[0]) < 2:
+        raise ValueError("records must hold an 'allreduce' record per size with the same number (>= 2) of 'rounds'")
+    fits = []
+    for k in range(len(per[0])):
+        try:
+            fits.append(fit_allreduce(sizes, [p[k] for p in per], n))
+        except ValueError:
+            continue
+    if len(fits) < 2:
+        raise ValueError(f"only {len(fits)} round(s) of the sweep could be fitted: the times do not grow with size")
+    return fits, (sizes, medians)
+
+
+def combine(fits: Sequence[AllReduceModel]) -> AllReduceModel:
+    """The mean of several fits in the quantities the model is linear in: latency and seconds per byte."""
+    fits = validate.non_empty("fits", list(fits))
+    return AllReduceModel(bandwidth=1 / float(np.mean([1 / f.bandwidth for f in fits])),
+                          latency=float(np.mean([f.latency for f in fits])), fitted_on=fits[0].fitted_on)
+
+
+_COSTS: dict[str, AllReduceCost] = {}
+
+
+def allreduce_cost(nprocs: int = 2, *, refresh: bool = False, timeout: float = 240.0) -> AllReduceCost:
+    """This machine's all-reduce cost model on ``nprocs`` ranks: read from this run's ``build/machine/`` when a
+    notebook already measured it (same machine, boot, size and frameworks), else measured now by one launch of
+    ``ddp_train.py --phases allreduce`` (a few seconds, most of them torchrun's start) and written there."""
+    nprocs = validate.number("nprocs", nprocs, low=2, high=64, integer=True)
+    validate.instance("refresh", refresh, bool)
+    key = f"{machine.machine_key()}-n{nprocs}"
+    if not refresh and key in _COSTS:
+        return _COSTS[key]
+    path = env.build_dir("machine", f"allreduce-{key}.json")
+    found = None if refresh else _read(path, key)
+    if found is None:
+        rounds, repeats, top = env.pick(ci=(5, 10, 2**22), cpu=(6, 12, 2**24), gpu=(6, 12, 2**26))
+        run = launcher.launch("ddp_train.py", nprocs, timeout=timeout, echo=False, progress=False,
+                              args=["--phases", "allreduce", "--rounds", rounds, "--repeats", repeats,
+                                    "--min-bytes", 2**12, "--max-bytes", top])
+        fits, sweep = fit_rounds(run.records[0], nprocs)
+        found = AllReduceCost(combine(fits), tuple(fits), (tuple(sweep[0]), tuple(sweep[1])), nprocs,
+                              datetime.datetime.now().isoformat(timespec="seconds"), "measured", key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{time.monotonic_ns()}.tmp")
+        tmp.write_text(json.dumps(_to_json(found), indent=2))
+        tmp.replace(path)  # atomic: a notebook running beside this one reads a whole file or none
+    _COSTS[key] = found
+    return found
+
+
+def _to_json(cost: AllReduceCost) -> dict[str, Any]:
+    return {"key": cost.key, "nprocs": cost.nprocs, "measured_at": cost.measured_at,
+            "per_round": [[m.bandwidth, m.latency] for m in cost.per_round],
+            "sweep": [list(cost.sweep[0]), list(cost.sweep[1])]}
+
+
+def _read(path: Any, key: str) -> AllReduceCost | None:
+    """The cost model in ``path`` if it holds a whole record for ``key``; None otherwise (then it is measured)."""
+    try:
+        data = json.loads(path.read_text())
+        if data["key"] != key:
+            return None
+        n = int(data["nprocs"])
+        fits = tuple(AllReduceModel(float(b), float(lat), n) for b, lat in data["per_round"])
+        sweep = (tuple(int(b) for b in data["sweep"][0]), tuple(float(t) for t in data["sweep"][1]))
+        return AllReduceCost(combine(fits), fits, sweep, n, str(data["measured_at"]), "read", key)
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None

@@ -1,7 +1,7 @@
 """Simulated devices on one CPU: several JAX CPU devices, several TensorFlow logical CPUs; and the CPU threads
 of one PyTorch process (``time_threads``: the same step with 1 and with more threads, and how many cores it
-kept busy; ``mlp_threads_fresh``: the same in a fresh process, for settings read once at start-up such as
-``OMP_WAIT_POLICY``).
+kept busy, under a time limit; ``mlp_threads_fresh``: the same in a fresh process started from
+``workers/threads_probe.py``, for settings read once at start-up such as ``OMP_WAIT_POLICY``).
 
 Both frameworks fix their device list when their runtime starts, so these calls must come before the first
 JAX computation (``jax.config.update("jax_num_cpu_devices", n)`` works right after ``import jax``) or the first
@@ -10,13 +10,17 @@ TensorFlow operation. A framework that is not installed (or blocked by ``COURSE_
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from course_utils import data, env, models, timing, validate
@@ -77,33 +81,72 @@ class ThreadRun:
 
 
 def time_threads(fn: Callable[..., Any], *args: Any, threads: Sequence[int],
-                 min_time: float = 0.2) -> dict[int, ThreadRun]:
-    """``fn(*args)`` benchmarked under ``torch.set_num_threads(n)`` for each ``n`` of ``threads``; returns
-    {n: ThreadRun}. ``cores_busy`` is CPU time of all the process's threads / wall time: a thread that
+                 min_time: float = 0.2, rounds: int = 4, timeout: float = 120.0) -> dict[int, ThreadRun]:
+    """``fn(*args)`` benchmarked under ``torch.set_num_threads(n)`` for each ``n`` of ``threads``, the counts taken
+    in turns over ``rounds`` rounds (each Measurement keeps its per-round medians, for ``cu.intervals.speedup``);
+    returns {n: ThreadRun}. ``cores_busy`` is CPU time of all the process's threads / wall time: a thread that
     computes counts, and so does one that *spins* while it waits (OpenMP's threads busy-wait at a barrier for
     a while before they sleep, see ``OMP_WAIT_POLICY``); a thread that sleeps does not. ``caller_busy`` counts
-    the calling thread alone. The thread count in force before the call is restored."""
+    the calling thread alone. The thread count in force before the call is restored. A ``fn`` still running after
+    ``timeout`` seconds in all is stopped with ``TimeoutError`` naming it (in the main thread, where Python can
+    set a timer signal)."""
     validate.function("fn", fn)
+    validate.number("min_time", min_time, low=0, high=60, low_open=True)
+    timeout = validate.number("timeout", timeout, low=0, high=3600, low_open=True)
+    if isinstance(threads, (str, bytes)):
+        raise TypeError(f"threads must be a sequence of thread counts; got {threads!r}")
     validate.non_empty("threads", threads)
     counts = [validate.number("threads", n, low=1, high=_MAX_DEVICES, integer=True) for n in threads]
+    rounds = validate.number("rounds", rounds, low=1, high=100, integer=True)
     import torch
 
     before = torch.get_num_threads()
-    runs = {}
+    parts: dict[int, list[timing.Measurement]] = {n: [] for n in counts}
+    busy = {n: [0.0, 0.0, 0.0] for n in counts}  # process CPU, calling thread's CPU, wall seconds
     try:
-        for n in counts:
-            torch.set_num_threads(n)
-            cpu, mine, wall = time.process_time(), time.thread_time(), time.perf_counter()
-            m = timing.benchmark(fn, *args, min_time=min_time, label=f"{n} thread{'s' if n > 1 else ''}")
-            elapsed = time.perf_counter() - wall
-            runs[n] = ThreadRun(n, m, (time.process_time() - cpu) / elapsed, (time.thread_time() - mine) / elapsed)
+        with time_limit(timeout, fn):
+            for r in range(rounds):
+                for n in counts[r % len(counts):] + counts[:r % len(counts)]:
+                    torch.set_num_threads(n)
+                    cpu, mine, wall = time.process_time(), time.thread_time(), time.perf_counter()
+                    parts[n].append(timing.benchmark(fn, *args, min_time=min_time / rounds, min_repeats=3,
+                                                     label=f"{n} thread{'s' if n > 1 else ''}"))
+                    for i, spent in enumerate((time.process_time() - cpu, time.thread_time() - mine,
+                                               time.perf_counter() - wall)):
+                        busy[n][i] += spent
     finally:
         torch.set_num_threads(before)
-    return runs
+    return {n: ThreadRun(n, timing.Measurement(label=ms[0].label, times=tuple(t for m in ms for t in m.times),
+                                               number=ms[0].number, rounds=tuple(m.median for m in ms)),
+                         busy[n][0] / busy[n][2], busy[n][1] / busy[n][2]) for n, ms in parts.items()}
 
 
-def _mlp_threads_report(workloads: dict[str, list], threads: list[int], min_time: float) -> dict[str, Any]:
-    """Run in the fresh process of ``mlp_threads_fresh``: each MLP step under ``time_threads``, as plain numbers."""
+@contextlib.contextmanager
+def time_limit(seconds: float, fn: Callable[..., Any]) -> Iterator[None]:
+    """Raise ``TimeoutError`` naming ``fn`` if the block runs longer than ``seconds`` (a real-time timer signal, so
+    only in the main thread; elsewhere the block runs unlimited). Code stuck inside one C call is stopped when that
+    call returns to Python."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    name = getattr(fn, "__qualname__", None) or repr(fn)
+
+    def expired(signum: int, frame: Any) -> None:
+        raise TimeoutError(f"{name} was still running after {seconds:g} s (the time limit of the helper calling it): "
+                           "it may never return; check it on its own first")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def mlp_threads_report(workloads: dict[str, list], threads: list[int], min_time: float) -> dict[str, Any]:
+    """What ``workers/threads_probe.py`` runs in the fresh process of ``mlp_threads_fresh``: each MLP step under
+    ``time_threads``, as plain numbers."""
     import torch
 
     report = {}
@@ -140,14 +183,13 @@ def mlp_threads_fresh(workloads: Mapping[str, tuple[Sequence[int], int]], thread
                                       validate.positive("batch", batch, integer=True)]
     request["threads"] = [validate.number("threads", n, low=1, high=_MAX_DEVICES, integer=True)
                           for n in validate.non_empty("threads", list(threads))]
-    validate.positive("timeout", timeout)
+    validate.number("timeout", timeout, low=1, high=3600)
     extra = {} if env is None else validate.instance("env", env, Mapping)
     for key, value in extra.items():
         validate.text("env", key)
         validate.instance("env", value, str)
-    code = ("import json, sys\nfrom course_utils.distributed.devices import _mlp_threads_report\n"
-            "print(json.dumps(_mlp_threads_report(**json.loads(sys.stdin.read()))))")
-    done = subprocess.run([sys.executable, "-c", code], input=json.dumps(request), capture_output=True, text=True,
+    probe = Path(__file__).resolve().parent.parent / "workers" / "threads_probe.py"
+    done = subprocess.run([sys.executable, str(probe)], input=json.dumps(request), capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **extra})
     if done.returncode != 0:
         raise RuntimeError(f"the fresh process failed (exit code {done.returncode}): {done.stderr.strip()[-800:]}")

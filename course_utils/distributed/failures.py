@@ -1,11 +1,14 @@
 """What torchrun printed, read for the learner: each rank's own lines and, when a rank fails, which rank it was,
-its exit code and its traceback (``LaunchError``), or that the job ran out of time (``LaunchTimeout``).
+its exit code (or the signal that killed it, by name: ``SIGSEGV``, not "exit code -11") and its traceback
+(``LaunchError``), that the job ran out of time (``LaunchTimeout``), or that nothing could start because the
+loopback interface is down (``LoopbackError``).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import signal
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -16,20 +19,45 @@ PROGRESS_LINE = re.compile(rf"^{worker.PROGRESS_PREFIX} (\d+) (\d+)\s*$")
 
 
 class LaunchError(RuntimeError):
-    """A rank failed: ``rank``, ``exitcode``, the rank's ``traceback`` and the whole raw ``output``."""
+    """A rank failed: ``rank``, ``exitcode``, ``signal`` (the name of the signal that killed it, e.g. "SIGSEGV", or
+    None when it exited), the rank's ``traceback`` and the whole raw ``output``."""
 
     def __init__(self, message: str, *, rank: int | None = None, exitcode: int | None = None,
                  traceback: str = "", output: Sequence[str] = ()) -> None:
         super().__init__(message)
         self.rank, self.exitcode, self.traceback, self.output = rank, exitcode, traceback, list(output)
+        self.signal = signal_name(exitcode)
+        self.processes: list = []  # the launch's processes, attached by launch() (see launcher.leftover)
 
 
 class LaunchTimeout(LaunchError, TimeoutError):
     """The job ran past ``timeout`` seconds; every process was killed."""
 
 
+class LoopbackError(LaunchError):
+    """127.0.0.1 accepts no connection on this machine (the loopback interface is down): nothing was started."""
+
+
+def signal_name(exitcode: int | None) -> str | None:
+    """The name of the signal behind a negative exit code (-11 -> "SIGSEGV"); None for an exit, or an unknown number."""
+    if exitcode is None or isinstance(exitcode, bool) or not isinstance(exitcode, int) or exitcode >= 0:
+        return None
+    try:
+        return signal.Signals(-exitcode).name
+    except ValueError:
+        return None
+
+
+def ending(exitcode: int) -> str:
+    """How a process ended, in words: "was killed by SIGSEGV (exit code -11)" or "failed with exit code 1"."""
+    name = signal_name(exitcode)
+    return f"was killed by {name} (exit code {exitcode})" if name else f"failed with exit code {exitcode}"
+
+
 def learner_lines(output: Sequence[str]) -> list[tuple[int, str]]:
     """(rank, text) of each line a rank printed: prefixes stripped, progress and empty lines dropped."""
+    if isinstance(output, (str, bytes)) or not isinstance(output, Sequence):
+        raise TypeError(f"output must be a sequence of lines (LaunchResult.output); got {type(output).__name__}")
     found = []
     for line in output:
         match = RANK_LINE.match(line.rstrip("\n"))
@@ -55,19 +83,20 @@ def launch_failure(name: str, nprocs: int, returncode: int, lines: list[str],
     found_local = re.search(r"local_rank\s*:\s*(\d+)", cause)
     found_code = re.search(r"exitcode\s*:\s*(-?\d+)", cause)
     failing = int(found_rank.group(1)) if found_rank else None
+    code = int(found_code.group(1)) if found_code else returncode
     own = rank_stderr(log_dir, int(found_local.group(1))) if log_dir is not None and found_local else []
     if not _starts(own):  # no log to read: the console's lines of the rank that printed a traceback
-        if failing is None or not any("Traceback" in t for t in per_rank.get(failing, [])):
+        killed = found_rank is not None and signal_name(code) is not None  # a signal leaves no traceback
+        if failing is None or not (killed or any("Traceback" in t for t in per_rank.get(failing, []))):
             with_tb = [r for r, ts in sorted(per_rank.items()) if any("Traceback" in t for t in ts)]
             failing = with_tb[0] if with_tb else failing
         own = per_rank.get(failing, []) if failing is not None else []
     starts = _starts(own)
     tb = "\n".join(_one_traceback(own[starts[-1]:])) if starts else "\n".join(own[-15:])
-    code = int(found_code.group(1)) if found_code else returncode
     who = f"rank {failing}" if failing is not None else "a rank (which one torchrun did not say)"
-    message = f"{name} x {nprocs}: {who} failed with exit code {code}; every process was stopped."
+    message = f"{name} x {nprocs}: {who} {ending(code)}; every process was stopped."
     if tb:
-        message += f"\n--- traceback of rank {failing} ---\n{tb}"
+        message += f"\n--- {'traceback' if starts else 'last lines'} of rank {failing} ---\n{tb}"
     return LaunchError(message, rank=failing, exitcode=code, traceback=tb, output=lines)
 
 

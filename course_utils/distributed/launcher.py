@@ -2,9 +2,19 @@
 cell with a progress bar, collect what the workers recorded, and leave no process behind.
 
 ``launch(script, nprocs, timeout=...)`` returns a ``LaunchResult``; a failing rank raises ``LaunchError``
-with that rank's traceback, a job past its timeout ``LaunchTimeout``. Whatever happens (success, error,
-timeout, Ctrl-C) every process the launch started is gone when it returns. Every address is the loopback
-address 127.0.0.1, so that no host name is ever resolved (offline machines, strict sandboxes).
+with that rank's traceback (or the signal that killed it, by name), a job past its timeout ``LaunchTimeout``, a
+machine whose loopback interface is down ``LoopbackError`` within seconds, before anything starts. Whatever
+happens (success, error, timeout, Ctrl-C, a second Ctrl-C during the clean-up, the kernel itself killed) every
+process the launch started is gone: torchrun runs under a reaper (``workers/launch_reaper.py``), a child
+subreaper in a session of its own that ends every process of the job and returns only when the kernel reports
+none left; the notebook holds Ctrl-C while it waits for that, and raises it afterwards. Every address is the
+loopback address 127.0.0.1, so that no host name is ever resolved (offline machines, strict sandboxes).
+
+Process-group timeout: a rank blocked in a collective whose partner never arrives waits ``pg_timeout`` seconds
+(the workers pass ``worker.pg_timeout()`` to ``init_process_group``), then raises with a traceback that names the
+collective. ``launch`` sets it to half the launch's ``timeout`` (at least 10 s) unless told otherwise, so such a
+rank fails with its own traceback before the launcher gives up on the whole job; torch's own defaults (30 min
+for gloo, 10 min for NCCL) would leave a notebook cell hanging that long.
 """
 
 from __future__ import annotations
@@ -13,7 +23,6 @@ import ast
 import json
 import os
 import queue
-import signal
 import socket
 import subprocess
 import sys
@@ -30,18 +39,24 @@ import numpy as np
 import psutil
 
 from course_utils import display, validate
-from course_utils.distributed import worker
+from course_utils.distributed import reaping, worker
+from course_utils.distributed.devices import time_limit
 from course_utils.distributed.failures import (
     PROGRESS_LINE,
     RANK_LINE,
+    LaunchError,
     LaunchTimeout,
+    LoopbackError,
     launch_failure,
     learner_lines,
 )
+from course_utils.distributed.reaping import track_processes  # noqa: F401  (06's multinode uses it)
 
 WORKERS = Path(__file__).resolve().parent.parent / "workers"
 LOOPBACK = "127.0.0.1"
 _MAX_PROCS = 256
+_MAX_SECONDS = 24 * 3600.0  # a launch longer than a day is a typo
+REAPER_GRACE = 3.0  # seconds between the reaper's SIGTERM and its SIGKILL
 
 
 @dataclass
@@ -137,11 +152,24 @@ def worker_source(script: str | os.PathLike, only: Sequence[str] | None = None) 
     return "\n\n\n".join(parts)
 
 
-def show_worker(script: str | os.PathLike, only: Sequence[str] | None = None) -> Any:
-    """The worker's source (or the functions in ``only``), syntax-highlighted in a notebook (IPython Code)."""
-    from IPython.display import Code
+@dataclass(frozen=True, repr=False)
+class WorkerSource:
+    """A worker's lines as a notebook shows them: a Python code block (Markdown, highlighted by Jupyter), plain text
+    in a terminal; the text is the file's own, so what the cell shows is what the ranks run."""
 
-    return Code(worker_source(script, only), language="python")
+    name: str
+    text: str
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_markdown_(self) -> str:
+        return f"`{self.name}`:\n\n```python\n{self.text}\n```"
+
+
+def show_worker(script: str | os.PathLike, only: Sequence[str] | None = None) -> WorkerSource:
+    """The worker's source (or the functions in ``only``), shown in a notebook as a highlighted code block."""
+    return WorkerSource(worker_path(script).name, worker_source(script, only))
 
 
 def free_port() -> int:
@@ -149,6 +177,26 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((LOOPBACK, 0))
         return s.getsockname()[1]
+
+
+def check_loopback(timeout: float = 2.0) -> None:
+    """Raise ``LoopbackError`` unless a TCP connection to 127.0.0.1 opens within ``timeout`` seconds.
+
+    torchrun's rendezvous and gloo talk over 127.0.0.1. With the loopback interface down a port can still be
+    bound but no connection opens ("Network is unreachable"), and a launch would wait for its whole timeout.
+    """
+    timeout = validate.number("timeout", timeout, low=0, high=60, low_open=True)
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
+            server.bind((LOOPBACK, 0))
+            server.listen(1)
+            with socket.create_connection(server.getsockname(), timeout=timeout):
+                pass
+    except OSError as exc:
+        raise LoopbackError(
+            f"this machine's loopback address {LOOPBACK} does not accept connections ({exc}): the loopback "
+            "interface looks down, and torchrun's rendezvous and gloo run over it, so nothing was started. "
+            "Bring it up (as root: `ip link set lo up`) or run the notebook where it is up.") from exc
 
 
 def loopback_env() -> dict[str, str]:
@@ -174,26 +222,39 @@ def torchrun_command(script: str | os.PathLike, nprocs: int, args: Sequence[Any]
             "--tee=3", f"--log-dir={log_dir}", str(script), *map(str, args)]
 
 
+def pg_timeout_for(timeout: float) -> float:
+    """The process-group timeout ``launch`` gives its ranks by default: half the launch's ``timeout``, at least
+    10 s (see the module docstring)."""
+    return max(10.0, validate.positive("timeout", timeout) / 2)
+
+
 def launch(script: str | os.PathLike, nprocs: int = 2, timeout: float = 120.0, args: Sequence[Any] = (), *,
            env: dict[str, str] | None = None, echo: bool = True, progress: bool = True,
-           on_line: Callable[[int | None, str], None] | None = None) -> LaunchResult:
+           on_line: Callable[[int | None, str], None] | None = None, pg_timeout: float | None = None) -> LaunchResult:
     """Run ``torchrun --nproc-per-node=nprocs script *args`` on 127.0.0.1 and return what the ranks recorded.
 
     Lines of rank r are printed as ``[rank r] ...`` (``echo``); ``progress(step, total)`` calls in the
-    workers drive a progress bar; ``on_line(rank, text)`` sees every line (an exception in it stops the job).
-    Each process gets ``OMP_NUM_THREADS = cores // nprocs`` unless ``env`` says otherwise. A failing rank
-    raises ``LaunchError`` with its traceback; past ``timeout`` seconds ``LaunchTimeout``.
+    workers drive a progress bar; ``on_line(rank, text)`` sees every line (an exception in it stops the job, and
+    so does a call still running when the launch's time is up: ``TimeoutError`` naming it).
+    Each process gets ``OMP_NUM_THREADS = cores // nprocs`` unless ``env`` says otherwise, and a process-group
+    timeout of ``pg_timeout`` seconds (``COURSE_PG_TIMEOUT``; default ``pg_timeout_for(timeout)``, half the
+    launch's). A failing rank raises ``LaunchError`` with its traceback; past ``timeout`` seconds
+    ``LaunchTimeout``; a loopback interface that is down ``LoopbackError``, before anything starts.
     """
     path = worker_path(script)
     nprocs = validate.number("nprocs", nprocs, low=1, high=_MAX_PROCS, integer=True)
-    timeout = validate.positive("timeout", timeout)
+    timeout = validate.number("timeout", timeout, low=0, high=_MAX_SECONDS, low_open=True)
+    pg_timeout = pg_timeout_for(timeout) if pg_timeout is None else validate.number(
+        "pg_timeout", pg_timeout, low=1, high=_MAX_SECONDS)
     extra = launch_options(args, env, echo=echo, progress=progress, on_line=on_line)
+    check_loopback()
     launch_id = uuid.uuid4().hex
     with tempfile.TemporaryDirectory(prefix="course_launch_") as tmp:
         out = Path(tmp)
         (out / "logs").mkdir()
         command = torchrun_command(path, nprocs, [str(a) for a in args], free_port(), out / "logs")
         child_env = {**os.environ, "PYTHONUNBUFFERED": "1", worker.OUT_ENV: str(out), worker.ID_ENV: launch_id,
+                     worker.PG_TIMEOUT_ENV: f"{pg_timeout:g}",
                      "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // nprocs)), **loopback_env(), **extra}
         job = LaunchJob(command, child_env, launch_id)
         try:
@@ -203,18 +264,31 @@ def launch(script: str | os.PathLike, nprocs: int = 2, timeout: float = 120.0, a
                 raise launch_failure(path.name, nprocs, job.proc.returncode, lines, out / "logs")
             records, arrays = collect_outputs(out)
             return LaunchResult(path.name, nprocs, command, seconds, lines, records, arrays, sorted(job.tracked))
+        except LaunchError as error:
+            error.processes = list(job.tracked.values())  # what the launch saw, for ``leftover``
+            raise
         finally:
             job.close()
 
 
+def leftover(error: LaunchError) -> list[Any]:
+    """The processes a failed launch started (as far as it saw them) that are still alive: [] when the clean-up
+    worked. Read from the launch's own record of its processes, not from a scan of the machine, so another job
+    running the same script at the same time cannot show up here."""
+    validate.instance("error", error, LaunchError)
+    return [p for p in getattr(error, "processes", []) if reaping.alive(p)]
+
+
 class LaunchJob:
-    """One torchrun process tree: its output pumped through a queue, its processes tracked for the kill."""
+    """One torchrun process tree under its reaper: output pumped through a queue, processes tracked, and a
+    ``close`` that ends them all whatever the learner presses meanwhile."""
 
     def __init__(self, command: list[str], env: dict[str, str], launch_id: str) -> None:
-        self.launch_id, self.tracked, self.bar = launch_id, {}, None
+        self.launch_id, self.tracked, self.bar, self.command = launch_id, {}, None, list(command)
         self.start = time.perf_counter()
-        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                     env=env, start_new_session=True, bufsize=1)
+        reaper = [sys.executable, str(WORKERS / "launch_reaper.py"), "--grace", f"{REAPER_GRACE:g}", "--", *command]
+        self.proc = subprocess.Popen(reaper, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, env=env, start_new_session=True, bufsize=1)
         self.lines_q: queue.Queue[str | None] = queue.Queue()
         self.pump = threading.Thread(target=_pump, args=(self.proc.stdout, self.lines_q), daemon=True)
         self.pump.start()
@@ -226,7 +300,7 @@ class LaunchJob:
         while True:
             now = time.perf_counter()
             if now > next_scan:
-                track_processes(self.proc.pid, self.tracked)
+                reaping.track_processes(self.proc.pid, self.tracked)
                 next_scan = now + 0.2
             if now - self.start > timeout:
                 shown = [f"[rank {r}] {t}" for r, t in learner_lines(lines)[-10:]] or ["(no rank printed anything)"]
@@ -247,18 +321,38 @@ class LaunchJob:
             if tick:
                 self.bar = advance_progress(self.bar, int(tick.group(1)), int(tick.group(2)), name, nprocs, progress)
                 continue
-            if on_line is not None:
-                on_line(rank_, text)
+            if on_line is not None:  # the learner's callable: it may not hold the launch past its timeout
+                with time_limit(max(1.0, timeout - (time.perf_counter() - self.start)), on_line):
+                    on_line(rank_, text)
             if echo and rank_ is not None and text.strip():
                 print(f"[rank {rank_}] {text}", flush=True)
 
     def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-        _kill(self.proc, self.tracked, self.launch_id)
-        self.pump.join(timeout=5)  # the pipe reaches EOF once every process holding it is gone
-        if not self.pump.is_alive() and self.proc.stdout is not None:
-            self.proc.stdout.close()
+        """End every process of the job and wait until they are gone. A Ctrl-C meanwhile is held, and raised
+        once everything is gone (unless an exception, such as the first Ctrl-C, is already on its way out)."""
+        with reaping.HeldInterrupts() as held:
+            if self.bar is not None:
+                self.bar.close()
+            self._stop()
+            self.pump.join(timeout=5)  # the pipe reaches EOF once every process holding it is gone
+            if not self.pump.is_alive() and self.proc.stdout is not None:
+                self.proc.stdout.close()
+        if held.pressed and sys.exc_info()[0] is None:
+            raise KeyboardInterrupt
+
+    def _stop(self) -> None:
+        """Tell the reaper to stop the job and wait for it; if the reaper itself is gone or stuck, kill the tree."""
+        try:
+            self.proc.stdin.write("stop\n")
+            self.proc.stdin.close()
+        except (OSError, ValueError):  # the reaper has already exited (the job ended): nothing to tell it
+            pass
+        try:
+            self.proc.wait(timeout=REAPER_GRACE + 30)
+        except subprocess.TimeoutExpired:
+            pass
+        if self.proc.returncode is None or not sys.platform.startswith("linux"):
+            reaping.kill_tree(self.proc, self.tracked, self.launch_id)  # last resort, or no subreaper on this system
 
 
 def _pump(stream: Any, lines_q: queue.Queue) -> None:
@@ -278,53 +372,6 @@ def advance_progress(bar: Any, step: int, total: int, name: str, nprocs: int, en
     bar.n = min(step, total)
     bar.refresh()
     return bar
-
-
-def track_processes(pid: int, tracked: dict[int, Any]) -> None:
-    """Remember every process under ``pid`` (torchrun and its ranks), so that none outlives the launch."""
-    try:
-        root = psutil.Process(pid)
-        for p in [root, *root.children(recursive=True)]:
-            tracked.setdefault(p.pid, p)
-    except psutil.Error:
-        pass
-
-
-def _kill(proc: subprocess.Popen, tracked: dict[int, Any], launch_id: str) -> None:
-    """Terminate torchrun, its workers and anything that carries this launch's id; KILL what remains."""
-    track_processes(proc.pid, tracked)
-    victims = {p for p in tracked.values() if _alive(p)}
-    for p in psutil.process_iter():
-        try:
-            if p.pid != os.getpid() and p.environ().get(worker.ID_ENV) == launch_id:
-                victims.add(p)
-        except psutil.Error:
-            continue
-    for p in list(victims):
-        try:
-            victims.update(p.children(recursive=True))
-        except psutil.Error:
-            pass
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for p in victims:
-            try:
-                p.send_signal(sig)
-            except psutil.Error:
-                pass
-        _, victims = psutil.wait_procs(victims, timeout=3)
-        if not victims:
-            break
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        pass
-
-
-def _alive(p: Any) -> bool:
-    try:
-        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
 
 
 def collect_outputs(out: Path) -> tuple[dict[int, list[dict[str, Any]]], dict[str, dict[int, dict[str, np.ndarray]]]]:

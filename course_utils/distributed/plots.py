@@ -1,5 +1,6 @@
-"""The figures of notebook 05: the data-parallel diagram, where a step's time goes, the all-reduce fit
-against measurement, and the computed scaling of a ring all-reduce over typical links.
+"""The figures of notebook 05: the data-parallel diagram, the proof's weight differences, where a step's time
+goes, the all-reduce fit against measurement (with its interval), and the computed scaling of a ring all-reduce
+over typical links.
 """
 
 from __future__ import annotations
@@ -40,61 +41,88 @@ def diagram() -> Any:
     return fig
 
 
-def breakdown_plot(groups: Mapping[str, Mapping[str, tuple[float, float]]],
+def proof_plot(rank_diff: Mapping[str, float], single_diff: Mapping[str, float]) -> Any:
+    """The largest weight difference at each checkpoint ("stepN"): rank 0 against rank 1, and against one process."""
+    validate.non_empty("rank_diff", rank_diff)
+    if list(rank_diff) != list(single_diff):
+        raise ValueError("rank_diff and single_diff must have the same checkpoints, in the same order")
+    steps = [int(validate.text("checkpoint", c).removeprefix("step")) for c in rank_diff]
+    fig, (ax,) = plotting.figure(width=6.4, height=3.4)
+    floor = 1e-12
+    ax.plot(steps, [max(validate.non_negative("single_diff", v), floor) for v in single_diff.values()], marker="o",
+            label="DDP rank 0 vs one process")
+    ax.plot(steps, [max(validate.non_negative("rank_diff", v), floor) for v in rank_diff.values()], marker="s",
+            label=f"rank 0 vs rank 1 (0 drawn at {floor:g})")
+    ax.axhline(1e-5, color="#333333", linestyle="--", linewidth=1, label="tolerance 1e-5")
+    ax.set_yscale("log")
+    ax.set_xlabel("training step")
+    ax.set_ylabel("max |weight difference|")
+    ax.set_title("Two DDP ranks vs each other and vs one process on the whole batch")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def breakdown_plot(groups: Mapping[str, Mapping[str, tuple[float, float, float]]],
                    *, title: str = "Where a step's time goes") -> Any:
-    """One panel per group (e.g. model): stacked bars of compute and exposed communication (seconds) per label."""
+    """One panel per group (e.g. model), one bar per label from (compute, all-reduce, step) seconds: compute and the
+    all-reduce (each measured alone) stacked, then the rest of the step (step minus both, computed; where the
+    parts outlast the step, a black tick marks the step instead)."""
     validate.non_empty("groups", groups)
     for group, rows in groups.items():
         validate.non_empty(f"groups[{group!r}]", rows)
-        for label, pair in rows.items():
-            if len(pair) != 2:
-                raise ValueError(f"groups[{group!r}][{label!r}] must be (compute, communication) seconds")
-            for part in pair:
+        for label, triple in rows.items():
+            if isinstance(triple, (str, bytes)) or len(triple) != 3:
+                raise ValueError(f"groups[{group!r}][{label!r}] must be (compute, all-reduce, step) seconds")
+            for part in triple:
                 validate.non_negative(f"groups[{group!r}][{label!r}]", part)
     rows_max = max(len(g) for g in groups.values())
-    fig, axes = plotting.figure(len(groups), width=5.0 * len(groups), height=1.2 + 0.55 * rows_max)
+    fig, axes = plotting.figure(len(groups), width=5.2 * len(groups), height=1.4 + 0.55 * rows_max)
     for ax, (group, rows) in zip(axes, groups.items()):
         names = list(rows)
-        compute = np.array([rows[n][0] for n in names]) * 1e3
-        comm = np.array([rows[n][1] for n in names]) * 1e3
-        ax.barh(names, compute, color=plotting.PALETTE[0], label="compute (forward + backward + update)")
-        ax.barh(names, comm, left=compute, color=plotting.PALETTE[1], label="communication not hidden by compute")
-        for y, (c, m) in enumerate(zip(compute, comm)):
-            share = m / (c + m) if c + m > 0 else 0.0
-            ax.text(c + m, y, f" {c + m:.3g} ms ({share:.0%} comm)", va="center", fontsize=8)
+        compute, comm, step = (np.array([rows[n][i] for n in names]) * 1e3 for i in range(3))
+        rest = np.maximum(step - compute - comm, 0.0)
+        ax.barh(names, compute, color=plotting.PALETTE[0], label="compute (measured)")
+        ax.barh(names, comm, left=compute, color=plotting.PALETTE[1], label="all-reduce, timed alone (measured)")
+        ax.barh(names, rest, left=compute + comm, color="#BBBBBB", hatch="//",
+                label="rest of the step (step − compute − all-reduce, computed)")
+        for y, (s, c, m) in enumerate(zip(step, compute, comm)):
+            if c + m > s:
+                ax.plot([s, s], [y - 0.4, y + 0.4], color="black", linewidth=2)
+            ax.text(max(s, c + m), y, f" step {s:.3g} ms", va="center", fontsize=8)
         ax.invert_yaxis()
-        ax.set_xlim(0, float((compute + comm).max()) * 1.6 or 1.0)
+        ax.set_xlim(0, float(np.maximum(step, compute + comm).max()) * 1.5 or 1.0)
         ax.set_xlabel("time per step (ms, median)")
-        ax.set_title(group)
+        ax.set_title(group, fontsize=10)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=2)
+    fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=8)
     fig.suptitle(title)
     return fig
 
 
-def allreduce_fit_plot(sweeps: Mapping[int, tuple[Sequence[float], Sequence[float]]],
-                       model: comms.AllReduceModel) -> Any:
-    """Measured all-reduce times against message size for each process count, with the model's lines.
-
-    ``sweeps`` maps a process count N to (bytes, seconds); the model was fitted on ``model.fitted_on`` only,
-    so the other counts are out of sample.
-    """
-    validate.non_empty("sweeps", sweeps)
-    validate.instance("model", model, comms.AllReduceModel)
+def allreduce_fit_plot(cost: comms.AllReduceCost, others: Mapping[int, comms.AllReduceCost] | None = None) -> Any:
+    """The all-reduce sweep (median per size) against message size, with the model fitted on it and the band of
+    its 95% interval over rounds; ``others`` (process count -> cost) are drawn against the same model, out of
+    sample."""
+    validate.instance("cost", cost, comms.AllReduceCost)
+    others = dict(validate.instance("others", others, Mapping)) if others is not None else {}
     fig, (ax,) = plotting.figure(width=6.8, height=4.0)
-    for i, (n, (nbytes, seconds)) in enumerate(sorted(sweeps.items())):
-        b = np.asarray(nbytes, dtype=float)
+    for i, (n, c) in enumerate([(cost.nprocs, cost), *sorted(others.items())]):
+        validate.instance(f"others[{n}]", c, comms.AllReduceCost)
+        b = np.asarray(c.sweep[0], dtype=float)
         color = plotting.PALETTE[i % len(plotting.PALETTE)]
-        kind = "fitted" if n == model.fitted_on else "out of sample"
-        ax.scatter(b, np.asarray(seconds) * 1e3, color=color, zorder=3, label=f"measured, N={n} ({kind})")
-        grid = np.logspace(np.log10(max(b.min(), 1.0)), np.log10(b.max()), 100)
-        ax.plot(grid, model.time(grid, n) * 1e3, color=color, linestyle="-" if n == model.fitted_on else "--")
+        kind = "fitted" if c is cost else "out of sample"
+        ax.scatter(b, np.asarray(c.sweep[1]) * 1e3, color=color, zorder=3, label=f"measured, N={n} ({kind})")
+        grid = np.logspace(np.log10(max(b.min(), 1.0)), np.log10(b.max()), 60)
+        bands = np.array([cost.predict(g, n) for g in grid])
+        ax.plot(grid, bands[:, 0] * 1e3, color=color, linestyle="-" if c is cost else "--")
+        ax.fill_between(grid, bands[:, 1] * 1e3, bands[:, 2] * 1e3, color=color, alpha=0.2, linewidth=0)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("message size (bytes)")
     ax.set_ylabel("all-reduce time (ms)")
-    ax.set_title(f"Ring model fitted on N={model.fitted_on}: {model.latency * 1e6:.3g} µs/step, "
-                 f"{model.bandwidth / 1e9:.3g} GB/s (lines: computed)", fontsize=10)
+    lat, bw = cost.model.latency, cost.model.bandwidth
+    ax.set_title(f"Ring model fitted on N={cost.nprocs}: {lat * 1e6:.3g} µs/step, {bw / 1e9:.3g} GB/s "
+                 "(lines: computed; bands: 95% interval over rounds)", fontsize=9)
     ax.legend(fontsize=8)
     return fig
 

@@ -2,13 +2,18 @@
 
 A worker records JSON-ready dicts with ``emit`` and NumPy arrays with ``save``; ``launch`` collects them per
 rank into ``LaunchResult.records`` and ``LaunchResult.arrays``. Outside ``launch`` (a script run by hand),
-``emit`` prints its JSON line and ``save`` writes into the current directory.
+``emit`` prints its JSON line, and ``save`` refuses unless ``COURSE_DIST_OUT`` names a folder (``ddp_train.py``
+sets it from its ``--out``): it never writes into whatever the current directory happens to be.
+``pg_timeout()`` is the process-group timeout the launch chose, for ``init_process_group(timeout=...)``;
+``timed_rounds`` the one timing loop of the workers: variants timed in turns, over rounds, ranks aligned.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +24,7 @@ from course_utils import validate
 OUT_ENV = "COURSE_DIST_OUT"  # the folder where launch() collects records and arrays
 ID_ENV = "COURSE_LAUNCH_ID"  # marks every process of one launch, so that none is left behind
 PROGRESS_PREFIX = "@@progress"  # a line the launcher turns into its progress bar (never shown as output)
+PG_TIMEOUT_ENV = "COURSE_PG_TIMEOUT"  # seconds a rank waits in a collective before it raises (set by launch())
 
 
 def rank() -> int:
@@ -34,6 +40,20 @@ def local_rank() -> int:
 def world_size() -> int:
     """How many workers the job has (1 outside torchrun)."""
     return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def pg_timeout() -> datetime.timedelta | None:
+    """The process-group timeout ``launch`` chose (``COURSE_PG_TIMEOUT`` seconds), for
+    ``init_process_group(backend, timeout=pg_timeout())``; None outside a launch (torch's default then applies:
+    30 minutes for gloo, 10 for NCCL)."""
+    value = os.environ.get(PG_TIMEOUT_ENV)
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise ValueError(f"{PG_TIMEOUT_ENV} must be a number of seconds; got {value!r}") from None
+    return datetime.timedelta(seconds=validate.number(PG_TIMEOUT_ENV, seconds, low=1, high=86400))
 
 
 def emit(**record: Any) -> None:
@@ -54,7 +74,13 @@ def save(name: str, **arrays: Any) -> None:
     if "." in name or "/" in name:
         raise ValueError(f"name must be a plain word without '.' or '/'; got {name!r}")
     validate.non_empty("arrays", arrays)
-    target = Path(os.environ.get(OUT_ENV, "."))
+    folder = os.environ.get(OUT_ENV)
+    if folder is None:
+        raise RuntimeError(f"save({name!r}) outside cu.distributed.launch has no folder to write into: launch the "
+                           f"script with cu.distributed.launch, or set {OUT_ENV} to a folder (ddp_train.py's --out)")
+    target = Path(folder)
+    if not target.is_dir():
+        raise ValueError(f"{OUT_ENV} must name an existing folder; got {folder!r}")
     np.savez(target / f"{name}.rank{rank()}.npz", **{k: np.asarray(v) for k, v in arrays.items()})
 
 
@@ -63,3 +89,48 @@ def progress(step: int, total: int) -> None:
     total = validate.positive("total", total, integer=True)
     step = validate.number("step", step, low=0, high=total, integer=True)
     print(f"{PROGRESS_PREFIX} {step} {total}", flush=True)
+
+
+def sync_device(device: Any) -> None:
+    """Wait for the GPU's queued work (nothing to wait for on a CPU)."""
+    if getattr(device, "type", None) == "cuda":
+        import torch
+
+        torch.cuda.synchronize(device)
+
+
+def timed_rounds(device: Any, calls: dict, n_rounds: int, repeats: int, together: bool = True, *,
+                 warmup: bool = True, offset: int = 0) -> dict:
+    """Each call of ``calls`` (name -> (fn, *args)) timed ``repeats`` times in all, spread over ``n_rounds`` rounds
+    (the same number each round, rounded up), the names taken in turns (the order rotated each round, starting
+    ``offset`` places on) after one untimed warm-up call each (``warmup``), so that a change in the machine's load
+    falls on all of them alike. ``together``: the ranks start each call at a barrier (every rank must then make the
+    same calls). Returns {name: [seconds, ...], "rounds": {name: [per-round median, ...]}}: the rounds are the
+    replicates of an interval."""
+    validate.non_empty("calls", calls)
+    n_rounds = validate.number("n_rounds", n_rounds, low=1, high=1000, integer=True)
+    repeats = validate.number("repeats", repeats, low=1, high=10**6, integer=True)
+    offset = validate.number("offset", offset, low=0, integer=True)
+    if together:
+        import torch.distributed as dist
+    names = list(calls)
+    per_round = -(-repeats // n_rounds)  # at least ``repeats`` calls in all, the same number each round
+    for fn, *args in calls.values() if warmup else ():
+        fn(*args)
+    found: dict = {name: [] for name in names}
+    found["rounds"] = {name: [] for name in names}
+    for r in range(offset, offset + n_rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            fn, *args = calls[name]
+            times = []
+            for _ in range(per_round):
+                if together:
+                    dist.barrier()
+                sync_device(device)
+                start = time.perf_counter()
+                fn(*args)
+                sync_device(device)
+                times.append(time.perf_counter() - start)
+            found[name] += times
+            found["rounds"][name].append(float(np.median(times)))
+    return found

@@ -6,13 +6,18 @@ what the ranks record. Run by hand (``torchrun ... ddp_train.py --out DIR``) the
 numbers with ``worker.emit`` (JSON) or ``worker.save`` (arrays):
 
 proof      20 SGD steps of the course MLP; every rank saves its weights at each checkpoint.
-accum      gradient accumulation over K micro-batches, syncing every micro-batch vs ``no_sync()``:
-           all-reduce calls counted with a DDP communication hook, times taken on a model without the hook.
-timing     per-step time of a tiny and a wide model: DDP step, the same step without all-reduce
-           (``no_sync``), the all-reduce alone, and rank 0 alone on the whole and on half the batch, plain and
-           in a one-rank DDP (``no_sync``: DDP's hooks without a partner process).
-buckets    DDP step time and bucket count of a deeper MLP for several ``bucket_cap_mb`` values.
-allreduce  all-reduce time against message size (for the cost model).
+accum      gradient accumulation over K micro-batches, syncing every micro-batch vs ``no_sync()``: all-reduce
+           calls counted with a DDP communication hook; timed in rounds with K micro-batches all under
+           ``no_sync`` (no communication) and K-1 bare all-reduces beside them; and the time each synced
+           micro-batch spends inside its all-reduce call (a timing hook), to say what ``no_sync`` saves.
+timing     per-step time of a tiny and a wide model, in rounds: DDP step, the same step without all-reduce
+           (``no_sync``), the all-reduce alone; and rank 0 alone on the whole and on half the batch, plain and in
+           a one-rank DDP (``no_sync``: DDP's hooks without a partner process).
+buckets    DDP step time and bucket count of a deeper MLP for several ``bucket_cap_mb`` values, in rounds.
+batchnorm  a BatchNorm layer's batch statistics on each rank, without and with ``SyncBatchNorm``.
+compiled   ``torch.compile`` of a DDP model: the graphs Dynamo's DDPOptimizer compiled (one per bucket) and the
+           step time against eager DDP, in rounds.
+allreduce  all-reduce time against message size, in rounds (``comms.sweep_in_rank``: the cost model's data).
 Every rank runs the same number of steps in every phase: collective calls must match across ranks.
 """
 
@@ -28,14 +33,15 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
-from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.nn.parallel import DistributedDataParallel
 
 from course_utils import data, models
-from course_utils.distributed import worker
+from course_utils.distributed import comms, worker
 
 TINY, WIDE = (32, 64, 64, 10), (32, 1024, 1024, 10)
 DEEP = (32, *[256] * 9, 10)  # many same-sized layers: bucket boundaries fall between them
 LR = 0.1
+PHASES = ("proof", "accum", "timing", "buckets", "batchnorm", "compiled", "allreduce")
 
 
 def setup() -> tuple[int, int, torch.device]:
@@ -59,7 +65,9 @@ def setup() -> tuple[int, int, torch.device]:
     backend = "nccl" if device.type == "cuda" else "gloo"
     if worker.rank() == 0:
         print(f"backend {backend} on {device.type}: {why}", flush=True)
-    dist.init_process_group(backend)  # MASTER_ADDR/PORT from torchrun
+    # MASTER_ADDR/PORT come from torchrun. timeout: how long a rank waits in a collective before it raises
+    # (the launcher's choice; torch's default is 30 min for gloo, 10 for NCCL)
+    dist.init_process_group(backend, timeout=worker.pg_timeout())
     same_backend_everywhere(backend)  # a GPU node and a CPU-only node in one job would hang: stop instead
     return dist.get_rank(), dist.get_world_size(), device
 
@@ -85,7 +93,7 @@ def shard(x: np.ndarray, rank: int, world: int, device: torch.device) -> torch.T
 
 def proof(rank, world, device, steps: int, batch: int, every: int) -> None:
     x_all, y_all = data.classification(steps * batch, seed=0)
-    model = DDP(models.torch_mlp(models.DEFAULT_SIZES).to(device))  # same initial weights on every rank
+    model = DistributedDataParallel(models.torch_mlp().to(device))  # same initial weights on every rank
     step = models.torch_sgd_step(model, lr=LR)  # forward, backward (DDP all-reduces the gradients), update
     snapshots = {}
     for s in range(steps):
@@ -94,71 +102,6 @@ def proof(rank, world, device, steps: int, batch: int, every: int) -> None:
         if (s + 1) % every == 0:
             snapshots[f"step{s + 1}"] = torch.cat([p.detach().flatten() for p in model.parameters()]).cpu()
     worker.save("proof", **snapshots)
-
-
-# --- measurement plumbing below: timing loops and counters, not part of the lesson's listing ---------------
-
-
-def wait(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def counting_hook(counter: dict, bucket):
-    """A DDP communication hook: all-reduce as usual, and count the calls (one per gradient bucket)."""
-    counter["calls"] += 1
-    return allreduce_hook(None, bucket)  # None: the default process group
-
-
-def ddp_model(sizes, device, count: bool = False, **kwargs) -> tuple[DDP, dict]:
-    """The course MLP in DDP; with ``count`` a Python hook counts all-reduce calls (used for counting, not timing)."""
-    torch.manual_seed(0)
-    model = DDP(models.torch_mlp(sizes).to(device), **kwargs)
-    counter = {"calls": 0}
-    if count:
-        model.register_comm_hook(counter, counting_hook)
-    return model, counter
-
-
-def timed(repeats: int, device: torch.device, fn, *args, together: bool = True) -> list[float]:
-    """Seconds of each of ``repeats`` calls ``fn(*args)`` after one warm-up call (ranks start each together)."""
-    fn(*args)
-    times = []
-    for _ in range(repeats):
-        if together:
-            dist.barrier()
-        wait(device)
-        start = time.perf_counter()
-        fn(*args)
-        wait(device)
-        times.append(time.perf_counter() - start)
-    return times
-
-
-def interleaved(repeats: int, device: torch.device, calls: dict) -> dict[str, list[float]]:
-    """Seconds of each call of ``calls`` (name -> (fn, *args)), taken in turns, so that a change in the
-    machine's load during the measurement falls on all of them alike; one untimed warm-up call each."""
-    times = {name: [] for name in calls}
-    for fn, *args in calls.values():
-        fn(*args)
-    for _ in range(repeats):
-        for name, (fn, *args) in calls.items():
-            wait(device)
-            start = time.perf_counter()
-            fn(*args)
-            wait(device)
-            times[name].append(time.perf_counter() - start)
-    return times
-
-
-def compute_only(model, step, batch) -> None:
-    """The same step without communication: under ``no_sync`` DDP skips the all-reduce."""
-    with model.no_sync():
-        step(batch)
-
-
-def flat_grad(model) -> np.ndarray:
-    return torch.cat([p.grad.flatten() for p in model.parameters()]).cpu().numpy()
 
 
 def accumulate(model, xs, ys, use_no_sync: bool) -> None:
@@ -174,67 +117,205 @@ def accumulate(model, xs, ys, use_no_sync: bool) -> None:
             (F.cross_entropy(model(x), y) / k).backward()  # an all-reduce of the (accumulated) gradient
 
 
-def accum(rank, world, device, k: int, micro: int, repeats: int) -> None:
+def batchnorm(rank, world, device, batch: int) -> None:
+    """A BatchNorm layer's statistics on each rank's half of one batch: plain, then ``SyncBatchNorm``."""
+    x_all, _ = data.classification(batch, seed=4)
+    x = shard(x_all, rank, world, device)
+    found = {}
+    for name in ("plain", "sync"):
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(torch.nn.Linear(32, 16), torch.nn.BatchNorm1d(16, momentum=1.0))
+        if name == "sync":  # every BatchNorm becomes a SyncBatchNorm: statistics over the global batch
+            net = torch.nn.SyncBatchNorm.convert_sync_batchnorm(net)
+        try:
+            model = DistributedDataParallel(net.to(device))
+            model(x)  # train mode: normalise with the batch's statistics; momentum 1: running_mean = them
+        except (ValueError, RuntimeError) as error:  # this torch runs SyncBatchNorm only on GPUs
+            worker.emit(kind="batchnorm_refused", variant=name, device=device.type, error=str(error)[:300])
+            continue
+        found[name] = model.module[1].running_mean.detach().cpu()
+    worker.save("batchnorm", **found)
+
+
+# --- measurement plumbing below: timing loops and counters, not part of the lesson's listing ---------------
+
+
+def counting_hook(counter: dict, bucket):
+    """A DDP communication hook: all-reduce as usual, and count the calls (one per gradient bucket)."""
+    counter["calls"] += 1
+    return allreduce_hook(None, bucket)  # None: the default process group
+
+
+def timing_hook(state: dict, bucket):
+    """A DDP communication hook that all-reduces the bucket itself, blocking, and records how long this rank
+    spent inside that call (waiting for its partner included); it returns the averaged bucket."""
+    buffer = bucket.buffer()
+    worker.sync_device(buffer.device)
+    start = time.perf_counter()
+    dist.all_reduce(buffer)
+    worker.sync_device(buffer.device)
+    state["inside"].append(time.perf_counter() - start)
+    future = torch.futures.Future()
+    future.set_result(buffer.div_(dist.get_world_size()))
+    return future
+
+
+def ddp_model(sizes, device, count: bool = False, **kwargs) -> tuple[DistributedDataParallel, dict]:
+    """The course MLP in DDP; with ``count`` a Python hook counts all-reduce calls (used for counting, not timing)."""
+    torch.manual_seed(0)
+    model = DistributedDataParallel(models.torch_mlp(sizes).to(device), **kwargs)
+    counter = {"calls": 0}
+    if count:
+        model.register_comm_hook(counter, counting_hook)
+    return model, counter
+
+
+def compute_only(model, step, batch) -> None:
+    """The same step without communication: under ``no_sync`` DDP skips the all-reduce."""
+    with model.no_sync():
+        step(batch)
+
+
+def all_no_sync(model, xs, ys) -> None:
+    """K micro-batches, every one under ``no_sync``: DDP's bookkeeping and the compute, no communication."""
+    model.zero_grad(set_to_none=True)
+    with model.no_sync():
+        for x, y in zip(xs, ys):
+            (F.cross_entropy(model(x), y) / len(xs)).backward()
+
+
+def repeated_allreduce(buffer: torch.Tensor, times: int) -> None:
+    for _ in range(times):
+        dist.all_reduce(buffer)
+
+
+def flat_grad(model) -> np.ndarray:
+    return torch.cat([p.grad.flatten() for p in model.parameters()]).cpu().numpy()
+
+
+def accum(rank, world, device, k: int, micro: int, n_rounds: int, repeats: int) -> None:
     x_all, y_all = data.classification(k * world * micro, seed=1)
     xs = [shard(x_all[i * world * micro:(i + 1) * world * micro], rank, world, device) for i in range(k)]
     ys = [shard(y_all[i * world * micro:(i + 1) * world * micro], rank, world, device) for i in range(k)]
     counted, counter = ddp_model(models.DEFAULT_SIZES, device, count=True)
-    plain, _ = ddp_model(models.DEFAULT_SIZES, device)  # timed without the Python hook
-    result = {}
+    grads = {}
     for name, use_no_sync in (("every_micro_batch", False), ("no_sync", True)):
         counter["calls"] = 0
         accumulate(counted, xs, ys, use_no_sync)
-        calls = counter["calls"]
-        result[name] = flat_grad(counted)
-        times = timed(repeats, device, accumulate, plain, xs, ys, use_no_sync)
-        worker.emit(kind=f"accum_{name}", allreduce_calls=calls, times=times)
-    worker.save("accum", **result)
+        grads[name] = flat_grad(counted)
+        worker.emit(kind=f"accum_{name}", allreduce_calls=counter["calls"])
+    worker.save("accum", **grads)
+    plain, _ = ddp_model(models.DEFAULT_SIZES, device)  # timed without any Python hook
+    nparams = sum(p.numel() for p in plain.parameters())
+    variants = {"every": (accumulate, plain, xs, ys, False), "no_sync": (accumulate, plain, xs, ys, True),
+                "local": (all_no_sync, plain, xs, ys),  # K micro-batches, no communication at all
+                "allreduces": (repeated_allreduce, torch.zeros(nparams, device=device), k - 1)}  # what no_sync drops
+    timed = worker.timed_rounds(device, variants, n_rounds, repeats)
+    hooked, _ = ddp_model(models.DEFAULT_SIZES, device)
+    state = {"inside": []}
+    hooked.register_comm_hook(state, timing_hook)
+    worker.timed_rounds(device, {"every": (accumulate, hooked, xs, ys, False)}, 1, repeats)
+    worker.emit(kind="accum_timing", k=k, nbytes=4 * nparams, **timed, inside_allreduce=state["inside"][k:])
 
 
-def timing(rank, world, device, workloads: dict, repeats: int) -> None:
+def timing(rank, world, device, workloads: dict, n_rounds: int, repeats: int) -> None:
     for name, (sizes, batch) in workloads.items():
         x_all, y_all = data.classification(batch, seed=2)
         x, y = shard(x_all, rank, world, device), shard(y_all, rank, world, device)
         model, _ = ddp_model(sizes, device)  # DDP's own C++ all-reduce, as in real training
         nparams = sum(p.numel() for p in model.parameters())
         step = models.torch_sgd_step(model, lr=LR)
-        ddp = timed(repeats, device, step, (x, y))
-        compute = timed(repeats, device, compute_only, model, step, (x, y))
-        comm = timed(repeats, device, dist.all_reduce, torch.zeros(nparams, device=device))
+        both = {"ddp": (step, (x, y)), "compute": (compute_only, model, step, (x, y)),
+                "allreduce": (dist.all_reduce, torch.zeros(nparams, device=device))}
         group0 = dist.new_group([0])  # every rank creates it; only rank 0 is in it
-        alone = {"single": [], "single_half": [], "solo_ddp": []}  # rank 0 alone; the other ranks wait
+        alone = {}  # rank 0 alone, while the other ranks wait
         if rank == 0:
             plain = models.torch_sgd_step(models.torch_mlp(sizes).to(device), lr=LR)
             solo, _ = ddp_model(sizes, device, process_group=group0)  # DDP's hooks, and no partner process
             solo_step = models.torch_sgd_step(solo, lr=LR)
             xb, yb = torch.from_numpy(x_all).to(device), torch.from_numpy(y_all).to(device)
             half = (xb[:len(xb) // 2], yb[:len(xb) // 2])
-            alone = interleaved(repeats, device, {"single": (plain, (xb, yb)), "single_half": (plain, half),
-                                                  "solo_ddp": (compute_only, solo, solo_step, half)})
-        dist.barrier()
-        worker.emit(kind=f"timing_{name}", params=nparams, global_batch=batch, ddp=ddp, compute=compute,
-                    allreduce=comm, **alone, threads=torch.get_num_threads())
+            alone = {"single": (plain, (xb, yb)), "single_half": (plain, half),
+                     "solo_ddp": (compute_only, solo, solo_step, half)}
+        found: dict = {"rounds": {}}
+        for r in range(n_rounds):  # one round of the ranks together, then one of rank 0 alone: paired by round
+            parts = [worker.timed_rounds(device, both, 1, -(-repeats // n_rounds), warmup=r == 0, offset=r)]
+            if alone:
+                parts.append(worker.timed_rounds(device, alone, 1, -(-repeats // n_rounds), together=False,
+                                                 warmup=r == 0, offset=r))
+            dist.barrier()
+            for part in parts:
+                for key, value in part.pop("rounds").items():
+                    found["rounds"].setdefault(key, []).extend(value)
+                for key, value in part.items():
+                    found.setdefault(key, []).extend(value)
+        worker.emit(kind=f"timing_{name}", params=nparams, global_batch=batch, **found, threads=torch.get_num_threads())
 
 
-def buckets(rank, world, device, caps: list[float], batch: int, repeats: int) -> None:
+def buckets(rank, world, device, caps: list[float], batch: int, n_rounds: int, repeats: int) -> None:
     x_all, y_all = data.classification(batch, seed=3)
     x, y = shard(x_all, rank, world, device), shard(y_all, rank, world, device)
+    counts, steps = {}, {}
     for cap in caps:
         model, counter = ddp_model(DEEP, device, count=True, bucket_cap_mb=cap)
         step = models.torch_sgd_step(model, lr=LR)
         step((x, y))  # DDP rebuilds its buckets after the first iteration, in the order gradients arrive
         counter["calls"] = 0
         step((x, y))
-        calls = counter["calls"]
+        counts[cap] = counter["calls"]
         model, _ = ddp_model(DEEP, device, bucket_cap_mb=cap)  # timed without the Python hook
-        step = models.torch_sgd_step(model, lr=LR)
-        worker.emit(kind="bucket", cap_mb=cap, buckets=calls, times=timed(repeats, device, step, (x, y)))
+        steps[f"{cap:g}"] = (models.torch_sgd_step(model, lr=LR), (x, y))
+    timed = worker.timed_rounds(device, steps, n_rounds, repeats)
+    for cap in caps:
+        worker.emit(kind="bucket", cap_mb=cap, buckets=counts[cap], times=timed[f"{cap:g}"],
+                    rounds=timed["rounds"][f"{cap:g}"])
 
 
-def allreduce(rank, world, device, sizes_bytes: list[int], repeats: int) -> None:
-    for nbytes in sizes_bytes:
-        buffer = torch.zeros(nbytes // 4, device=device)
-        worker.emit(kind="allreduce", nbytes=nbytes, times=timed(repeats, device, dist.all_reduce, buffer))
+class DeepMLP(torch.nn.Module):
+    """The deep MLP as a module class of its own: Dynamo starts compiling at a frame outside torch's own files."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = models.torch_mlp(DEEP)
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+def compiled_ddp(device, backend: str, cap: float):
+    """DDP's step eager and compiled: ``torch.compile`` of the DDP-wrapped model (Dynamo's DDPOptimizer splits
+    the graph at DDP's bucket boundaries, so each bucket's all-reduce can start while backward goes on)."""
+    torch.manual_seed(0)
+    ddp = DistributedDataParallel(DeepMLP().to(device), bucket_cap_mb=cap)
+    compiled = torch.compile(ddp, backend=backend)
+    return models.torch_sgd_step(ddp, lr=LR), models.torch_sgd_step(compiled, lr=LR)
+
+
+def compiled(rank, world, device, batch: int, backend: str, n_rounds: int, repeats: int) -> None:
+    from torch._dynamo.utils import counters
+
+    x_all, y_all = data.classification(batch, seed=3)
+    x, y = shard(x_all, rank, world, device), shard(y_all, rank, world, device)
+    cap = 1.0  # DDPOptimizer needs the cap >= DDP's first bucket (1 MiB)
+    model, counter = ddp_model(DEEP, device, count=True, bucket_cap_mb=cap)
+    step = models.torch_sgd_step(model, lr=LR)
+    step((x, y))
+    counter["calls"] = 0
+    step((x, y))
+    sequential = torch.compile(DistributedDataParallel(models.torch_mlp(DEEP).to(device), bucket_cap_mb=cap),
+                               backend=backend)  # nn.Sequential itself: a torch file, where Dynamo does not start
+    before = counters["aot_autograd"]["total"]
+    models.torch_sgd_step(sequential, lr=LR)((x, y))
+    graphs_sequential = counters["aot_autograd"]["total"] - before
+    eager_step, compiled_step = compiled_ddp(device, backend, cap)
+    before, start = counters["aot_autograd"]["total"], time.perf_counter()
+    compiled_step((x, y))  # the first call compiles
+    first = time.perf_counter() - start
+    graphs = counters["aot_autograd"]["total"] - before
+    timed = worker.timed_rounds(device, {"eager": (eager_step, (x, y)), "compiled": (compiled_step, (x, y))},
+                                n_rounds, repeats)
+    worker.emit(kind="compiled", backend=backend, buckets=counter["calls"], graphs=graphs,
+                graphs_sequential=graphs_sequential, first_call=first, **timed)
 
 
 def main() -> None:
@@ -245,13 +326,19 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=5, help="checkpoint every N steps")
     parser.add_argument("--accum", type=int, default=4, help="micro-batches per optimizer step")
     parser.add_argument("--wide-batch", type=int, default=512, help="global batch of the wide model")
-    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=4, help="rounds every timed comparison is spread over")
+    parser.add_argument("--repeats", type=int, default=10, help="timed calls per variant in all (over the rounds)")
     parser.add_argument("--caps", default="0.1,0.3,1,25", help="bucket_cap_mb values")
-    parser.add_argument("--min-bytes", type=int, default=2**10)
+    parser.add_argument("--backend", default="inductor", help="torch.compile backend of the compiled phase")
+    parser.add_argument("--min-bytes", type=int, default=2**12)
     parser.add_argument("--max-bytes", type=int, default=2**24)
     parser.add_argument("--out", default="ddp_out", help="folder for records and arrays when run by hand "
                         "(cu.distributed.launch collects them itself)")
     args = parser.parse_args()
+    phases = args.phases.split(",")
+    unknown = [p for p in phases if p not in PHASES]
+    if unknown:
+        raise ValueError(f"--phases must name some of {', '.join(PHASES)}; got {unknown}")
     if worker.OUT_ENV not in os.environ:  # run by hand: write into a named folder, never the working directory
         os.environ[worker.OUT_ENV] = str(Path(args.out).resolve())
         Path(args.out).mkdir(parents=True, exist_ok=True)
@@ -259,7 +346,6 @@ def main() -> None:
     rank, world, device = setup()
     joined = time.time()
     worker.emit(kind="startup", seconds=joined - psutil.Process().create_time())  # process start -> group joined
-    phases = args.phases.split(",")
     seconds = {}
     for i, phase in enumerate(phases):
         if rank == 0:
@@ -269,16 +355,20 @@ def main() -> None:
         if phase == "proof":
             proof(rank, world, device, args.steps, args.batch, args.every)
         elif phase == "accum":
-            accum(rank, world, device, args.accum, args.batch // world, args.repeats)
+            accum(rank, world, device, args.accum, args.batch // world, args.rounds, args.repeats)
         elif phase == "timing":
-            timing(rank, world, device, {"tiny": (TINY, args.batch), "wide": (WIDE, args.wide_batch)}, args.repeats)
+            timing(rank, world, device, {"tiny": (TINY, args.batch), "wide": (WIDE, args.wide_batch)}, args.rounds,
+                   args.repeats)
         elif phase == "buckets":
-            buckets(rank, world, device, [float(c) for c in args.caps.split(",")], args.wide_batch, args.repeats)
+            buckets(rank, world, device, [float(c) for c in args.caps.split(",")], args.wide_batch, args.rounds,
+                    args.repeats)
+        elif phase == "batchnorm":
+            batchnorm(rank, world, device, args.batch)
+        elif phase == "compiled":
+            compiled(rank, world, device, args.wide_batch, args.backend, args.rounds, args.repeats)
         elif phase == "allreduce":
-            sizes = [2**p for p in range(args.min_bytes.bit_length() - 1, args.max_bytes.bit_length(), 2)]
-            allreduce(rank, world, device, sizes, 2 * args.repeats)
-        else:
-            raise ValueError(f"--phases must name proof, accum, timing, buckets, allreduce; got {phase!r}")
+            comms.sweep_in_rank(comms.sweep_sizes(args.min_bytes, args.max_bytes), args.rounds, 2 * args.repeats,
+                                device)
         gc.collect()  # free this phase's DDP objects (they hold reference cycles) while the group still exists
         seconds[phase] = time.time() - start
     if rank == 0:

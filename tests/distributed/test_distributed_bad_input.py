@@ -6,6 +6,7 @@ import pytest
 from badinput import rejects
 
 from course_utils import distributed as dist
+from course_utils.timing import Measurement
 
 NAN, INF = float("nan"), float("inf")
 MODEL = dist.AllReduceModel(1e9, 1e-5)
@@ -98,8 +99,36 @@ BAD_CALLS = [
     ("compute_seconds", lambda: dist.scaling_plot(4e6, -1, {"link": (1e10, 5e-6)})),
     ("links", lambda: dist.scaling_plot(4e6, 0.03, {})),
     ("groups", lambda: dist.breakdown_plot({})),
-    ("sweeps", lambda: dist.allreduce_fit_plot({}, MODEL)),
-    ("model", lambda: dist.allreduce_fit_plot({2: ([1e3], [1e-4])}, None)),
+    ("cost", lambda: dist.allreduce_fit_plot({}, None)),
+    ("cost", lambda: dist.allreduce_fit_plot(MODEL)),
+    ("rank_diff", lambda: dist.proof_plot({}, {})),
+    ("rank_diff", lambda: dist.proof_plot({"step5": NAN}, {"step5": 0.0})),
+    # the cost model, measured one way
+    ("nprocs", lambda: dist.allreduce_cost(1)),
+    ("nprocs", lambda: dist.allreduce_cost(2.5)),
+    ("refresh", lambda: dist.allreduce_cost(2, refresh="yes")),
+    ("min_bytes", lambda: dist.comms.sweep_sizes(0, 2**20)),
+    ("max_bytes", lambda: dist.comms.sweep_sizes(2**12, 2**40)),
+    ("fits", lambda: dist.comms.combine([])),
+    # records, breakdown
+    ("record", lambda: dist.measurements([1.0])),
+    ("label", lambda: dist.summed("", Measurement("m", (1.0,), rounds=(1.0,)))),
+    ("parts", lambda: dist.summed("x")),
+    ("parts", lambda: dist.chain([])),
+    ("record", lambda: dist.accumulation_saving("accum")),
+    ("k", lambda: dist.accumulation_saving({"k": 0})),
+    ("cores", lambda: dist.threads_table({"m": {}}, {}, 0)),
+    # devices: time limits and rounds
+    ("min_time", lambda: dist.time_threads(print, threads=[1], min_time=NAN)),
+    ("timeout", lambda: dist.time_threads(print, threads=[1], timeout=0)),
+    ("rounds", lambda: dist.time_threads(print, threads=[1], rounds=0)),
+    ("threads", lambda: dist.time_threads(print, threads="12")),
+    ("timeout", lambda: dist.mlp_threads_fresh({"tiny": ([8, 4], 32)}, [1], timeout=INF)),
+    # launcher
+    ("error", lambda: dist.leftover("failure")),
+    ("pg_timeout", lambda: dist.launch("fail_demo.py", 2, pg_timeout=NAN)),
+    ("timeout", lambda: dist.launch("fail_demo.py", 2, timeout=10**9)),
+    ("timeout", lambda: dist.launcher.check_loopback(0)),
 ]
 
 
@@ -118,3 +147,7 @@ def test_a_bad_timeout_starts_nothing(monkeypatch) -> None:
     for timeout in (float("nan"), float("inf"), -5.0):
         with pytest.raises(ValueError, match="timeout"):
             dist.launch("fail_demo.py", 2, timeout=timeout)
+
+
+def test_a_string_is_not_a_sequence_of_lines() -> None:
+    rejects(lambda: dist.learner_lines("[default0]:hello"), "output")

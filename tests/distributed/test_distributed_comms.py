@@ -64,3 +64,92 @@ def test_allreduce_sweep_takes_one_statistic_per_size_for_fit_and_score() -> Non
         dist.comms.allreduce_sweep(records[:1])
     with pytest.raises(TypeError, match="records"):
         dist.comms.allreduce_sweep("allreduce")
+
+
+def _sweep_records(rounds: list[tuple[float, float]], sizes=(2**12, 2**14, 2**16, 2**18, 2**20)) -> list[dict]:
+    """ddp_train.py's allreduce records for rounds whose (bandwidth, latency) are given: times exact per round."""
+    found = []
+    for n in sizes:
+        per = [dist.ring_allreduce_time(n, 2, bw, lat) for bw, lat in rounds]
+        found.append({"kind": "allreduce", "nbytes": n, "times": per, "rounds": per})
+    return found
+
+
+def test_fit_rounds_gives_one_model_per_round_and_an_interval_that_holds_them() -> None:
+    truth = [(1e9, 50e-6), (1.2e9, 60e-6), (0.9e9, 40e-6), (1.1e9, 55e-6)]
+    fits, sweep = dist.comms.fit_rounds(_sweep_records(truth), 2)
+    assert len(fits) == 4 and sweep[0] == [2**12, 2**14, 2**16, 2**18, 2**20]
+    for fit, (bw, lat) in zip(fits, truth):
+        assert fit.bandwidth == pytest.approx(bw, rel=1e-6) and fit.latency == pytest.approx(lat, rel=1e-6)
+    cost = dist.AllReduceCost(dist.comms.combine(fits), tuple(fits), (tuple(sweep[0]), tuple(sweep[1])), 2, "now",
+                              "measured", "k")
+    low, high = cost.latency_interval
+    assert low < cost.model.latency < high and low < 40e-6 < 60e-6 < high * 1.5
+    lo_bw, hi_bw = cost.bandwidth_interval
+    assert lo_bw < cost.model.bandwidth < hi_bw
+    mean, low_t, high_t = cost.predict(2**20, 2)
+    assert low_t < mean < high_t and mean == pytest.approx(cost.model.time(2**20, 2), rel=1e-9)
+    assert "95% interval" in repr(cost) and "measured by this notebook" in cost.how
+
+
+def test_an_interval_over_identical_rounds_is_a_point() -> None:
+    fits, sweep = dist.comms.fit_rounds(_sweep_records([(1e9, 50e-6)] * 3), 2)
+    cost = dist.AllReduceCost(dist.comms.combine(fits), tuple(fits), (tuple(sweep[0]), tuple(sweep[1])), 2, "now",
+                              "read", "k")
+    assert cost.predict(1e6, 2)[1] == pytest.approx(cost.predict(1e6, 2)[2])
+    assert "read from this run's build/machine/" in cost.how
+
+
+def test_fit_rounds_refuses_records_without_rounds() -> None:
+    with pytest.raises(ValueError, match="rounds"):
+        dist.comms.fit_rounds([{"kind": "allreduce", "nbytes": 1024, "times": [1e-4]},
+                               {"kind": "allreduce", "nbytes": 4096, "times": [2e-4]}], 2)
+    flat = _sweep_records([(1e9, 5e-5), (1e9, 5e-5)])
+    for i, r in enumerate(flat):
+        r["rounds"] = [1e-3 / (i + 1)] * 2  # times that fall with the size: no round can be fitted
+    with pytest.raises(ValueError, match="could be fitted"):
+        dist.comms.fit_rounds(flat, 2)
+
+
+def test_the_cost_is_measured_once_then_read_by_the_next_notebook(monkeypatch, tmp_path) -> None:
+    """allreduce_cost launches one job the first time, writes build/machine/, and a fresh process reads it."""
+    from course_utils import env
+    from course_utils.distributed import launcher
+
+    monkeypatch.setenv(env.BUILD_ENV, str(tmp_path))
+    launches = []
+
+    def fake_launch(script, nprocs, **kwargs):
+        launches.append((script, nprocs, kwargs["args"]))
+        return launcher.LaunchResult(script, nprocs, [], 1.0, [],
+                                     records={0: _sweep_records([(1e9, 5e-5), (1.1e9, 6e-5), (0.9e9, 4e-5)])})
+
+    monkeypatch.setattr(launcher, "launch", fake_launch)
+    monkeypatch.setattr(dist.comms, "_COSTS", {})
+    first = dist.allreduce_cost(2)
+    assert first.source == "measured" and len(launches) == 1 and "--phases" in launches[0][2]
+    assert dist.allreduce_cost(2) is first and len(launches) == 1  # this process: the same object
+    monkeypatch.setattr(dist.comms, "_COSTS", {})  # another notebook of the same run
+    again = dist.allreduce_cost(2)
+    assert again.source == "read" and len(launches) == 1
+    assert again.model.latency == pytest.approx(first.model.latency) and again.per_round == first.per_round
+    fresh = dist.allreduce_cost(2, refresh=True)
+    assert fresh.source == "measured" and len(launches) == 2
+    path = next(tmp_path.rglob("allreduce-*.json"))
+    path.write_text("{not json")
+    monkeypatch.setattr(dist.comms, "_COSTS", {})
+    assert dist.allreduce_cost(2).source == "measured"  # an unreadable file is measured again, not trusted
+
+
+def test_sweep_sizes_are_powers_of_two_a_factor_4_apart() -> None:
+    assert dist.comms.sweep_sizes(2**12, 2**18) == [2**12, 2**14, 2**16, 2**18]
+    assert dist.comms.sweep_sizes(4096, 4096) == [4096]
+    with pytest.raises(ValueError, match="max_bytes"):
+        dist.comms.sweep_sizes(2**12, 2**10)
+
+
+def test_a_bandwidth_the_rounds_do_not_bound_from_above_is_said_in_words() -> None:
+    fits = tuple(dist.AllReduceModel(bw, 5e-5, 2) for bw in (1e9, 1e11, 1e12))  # seconds per byte near 0 in two
+    cost = dist.AllReduceCost(dist.comms.combine(fits), fits, ((4096,), (1e-4,)), 2, "now", "measured", "k")
+    assert cost.bandwidth_interval[1] == float("inf")
+    assert "and above" in cost.bandwidth_text and "and above" in repr(cost)

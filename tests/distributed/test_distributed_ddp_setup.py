@@ -3,6 +3,7 @@ instead of falling back to gloo on its own (which would mix NCCL and gloo ranks 
 
 from __future__ import annotations
 
+import datetime
 import importlib.util
 
 import pytest
@@ -32,11 +33,11 @@ def test_no_gpu_anywhere_runs_gloo_on_the_cpu(monkeypatch) -> None:
     ddp_train = _ddp_train()
     joined, checked = [], []
     monkeypatch.setattr(ddp_train.torch.cuda, "device_count", lambda: 0)
-    monkeypatch.setattr(ddp_train.dist, "init_process_group", joined.append)
+    monkeypatch.setattr(ddp_train.dist, "init_process_group", lambda b, timeout: joined.append((b, timeout)))
     monkeypatch.setattr(ddp_train, "same_backend_everywhere", checked.append)
     monkeypatch.setattr(ddp_train.dist, "get_rank", lambda: 0)
     monkeypatch.setattr(ddp_train.dist, "get_world_size", lambda: 2)
-    for name, value in (("LOCAL_WORLD_SIZE", "2"), ("LOCAL_RANK", "0"), ("RANK", "0")):
+    for name, value in (("LOCAL_WORLD_SIZE", "2"), ("LOCAL_RANK", "0"), ("RANK", "0"), ("COURSE_PG_TIMEOUT", "60")):
         monkeypatch.setenv(name, value)
     assert ddp_train.setup() == (0, 2, ddp_train.torch.device("cpu"))
-    assert joined == checked == ["gloo"]
+    assert joined == [("gloo", datetime.timedelta(seconds=60))] and checked == ["gloo"]  # the launcher's timeout

@@ -65,8 +65,9 @@ def test_time_threads_times_each_count_and_restores_the_thread_count() -> None:
 
     before = torch.get_num_threads()
     x = torch.ones(64, 64)
-    runs = devices.time_threads(torch.mm, x, x, threads=[1, 2], min_time=0.01)
+    runs = devices.time_threads(torch.mm, x, x, threads=[1, 2], min_time=0.01, rounds=3)
     assert sorted(runs) == [1, 2] and torch.get_num_threads() == before
+    assert all(len(run.measurement.rounds) == 3 for run in runs.values())  # the counts in turns: an interval
     for n, run in runs.items():
         assert run.threads == n and run.measurement.median > 0 and run.measurement.label.startswith(f"{n} thread")
         assert 0 < run.cores_busy < 2 * n + 1  # CPU seconds per wall second: at most about n busy cores
@@ -81,3 +82,19 @@ def test_mlp_threads_fresh_times_the_step_in_a_new_process_with_its_environment(
     assert list(runs) == ["tiny"] and list(runs["tiny"]) == [1]
     run = runs["tiny"][1]
     assert run.threads == 1 and run.measurement.median > 0 and 0 < run.caller_busy <= run.cores_busy + 0.05
+
+
+def test_a_step_that_never_returns_is_stopped_and_named() -> None:
+    pytest.importorskip("torch")
+    import time
+
+    from course_utils.distributed import devices
+
+    def stuck_step() -> None:
+        while True:
+            time.sleep(0.01)
+
+    start = time.perf_counter()
+    with pytest.raises(TimeoutError, match="stuck_step"):
+        devices.time_threads(stuck_step, threads=[1], timeout=0.5)
+    assert time.perf_counter() - start < 10

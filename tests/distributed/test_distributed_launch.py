@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -56,7 +57,8 @@ def test_free_port_can_be_bound() -> None:
 def test_shipped_workers_exist_and_show() -> None:
     for name in ("ddp_train.py", "fail_demo.py"):
         assert dist.worker_path(name).is_file()
-    assert "init_process_group" in dist.show_worker("ddp_train.py").data
+    shown = dist.show_worker("ddp_train.py")
+    assert "init_process_group" in shown.text and shown._repr_markdown_().startswith("`ddp_train.py`:\n\n```python\n")
 
 
 def test_worker_source_keeps_only_the_named_functions_in_file_order() -> None:
@@ -232,3 +234,205 @@ def test_sigint_to_the_calling_process_leaves_no_process(tmp_path: Path) -> None
     rest = caller.communicate(timeout=60)[0]
     assert "interrupted" in rest
     _assert_no_orphans(script)
+
+
+def test_a_rank_killed_by_a_signal_is_named_by_the_signal() -> None:
+    lines = ["[default0]:ready", "Root Cause (first observed failure):", "[0]:", "  rank      : 1 (local_rank: 1)",
+             "  exitcode  : -11 (pid: 42)", "  traceback : Signal 11 (SIGSEGV) received by PID 42",
+             "[default0]:Traceback (most recent call last):", "[default0]:RuntimeError: gloo: connection closed"]
+    error = failures.launch_failure("w.py", 2, 1, lines)
+    assert error.rank == 1 and error.exitcode == -11 and error.signal == "SIGSEGV"  # not rank 0's traceback
+    assert "rank 1 was killed by SIGSEGV (exit code -11)" in str(error)
+    assert failures.signal_name(1) is None and failures.signal_name(None) is None and failures.signal_name(-999) is None
+    assert failures.launch_failure("w.py", 2, 1, lines[:4] + ["  exitcode  : 3 (pid: 42)"]).signal is None
+
+
+def test_a_loopback_that_accepts_no_connection_is_named(monkeypatch) -> None:
+    def unreachable(*args, **kwargs):
+        raise OSError(101, "Network is unreachable")
+
+    monkeypatch.setattr(socket, "create_connection", unreachable)
+    with pytest.raises(dist.LoopbackError, match="loopback interface looks down"):
+        dist.launch("fail_demo.py", 2, timeout=60)
+
+
+def test_the_process_group_timeout_defaults_to_half_the_launch() -> None:
+    assert dist.launcher.pg_timeout_for(240) == 120 and dist.launcher.pg_timeout_for(5) == 10
+    with pytest.raises(ValueError, match="pg_timeout"):
+        dist.launch("fail_demo.py", 2, timeout=60, pg_timeout=0)
+
+
+def _in_a_network_namespace() -> list[str] | None:
+    """A command prefix that runs in a fresh network namespace, whose loopback interface is down; None if this
+    machine does not allow one (no ``unshare``, or no right to create namespaces)."""
+    for prefix in (["unshare", "-n"], ["unshare", "-rn"]):
+        try:
+            if subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0:
+                return prefix
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+    return None
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_launch_with_the_loopback_down_says_so_within_seconds() -> None:
+    prefix = _in_a_network_namespace()
+    if prefix is None:
+        pytest.skip("this machine cannot create a network namespace (unshare -n) to take the loopback down in")
+    code = textwrap.dedent("""
+        import time
+        from course_utils import distributed as d
+        start = time.perf_counter()
+        try:
+            d.launch("fail_demo.py", 2, timeout=120, progress=False)
+        except d.LoopbackError as error:
+            print(f"LoopbackError after {time.perf_counter() - start:.1f} s: {error}")
+    """)
+    done = subprocess.run([*prefix, sys.executable, "-c", code], capture_output=True, text=True, timeout=90,
+                          env={**os.environ, "PYTHONPATH": str(Path(dist.__file__).parents[2])})
+    assert "LoopbackError after" in done.stdout, done.stdout + done.stderr
+    assert float(done.stdout.split("after ")[1].split(" s")[0]) < 10
+    assert "127.0.0.1" in done.stdout and "ip link set lo up" in done.stdout
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_segfaulting_rank_is_named_by_its_signal(tmp_path: Path) -> None:
+    script = _write(tmp_path, """
+        import os, signal, time
+        print("ready", flush=True)
+        if os.environ["RANK"] == "1":
+            os.kill(os.getpid(), signal.SIGSEGV)
+        time.sleep(300)
+    """)
+    with pytest.raises(dist.LaunchError) as info:
+        dist.launch(script, nprocs=2, timeout=100, echo=False, progress=False)
+    assert info.value.rank == 1 and info.value.signal == "SIGSEGV" and info.value.exitcode == -11
+    assert "rank 1 was killed by SIGSEGV" in str(info.value)
+    _assert_no_orphans(script)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_rank_stuck_in_a_collective_fails_with_its_traceback_before_the_launch_times_out(tmp_path: Path) -> None:
+    script = _write(tmp_path, """
+        import os, time
+        import torch, torch.distributed as dist
+        from course_utils.distributed import worker
+        dist.init_process_group("gloo", timeout=worker.pg_timeout())
+        if dist.get_rank() == 0:
+            dist.all_reduce(torch.ones(4))  # rank 1 never joins it
+        time.sleep(300)
+    """)
+    with pytest.raises(dist.LaunchError) as info:
+        dist.launch(script, nprocs=2, timeout=120, pg_timeout=8, echo=False, progress=False)
+    assert not isinstance(info.value, dist.LaunchTimeout)
+    assert info.value.rank == 0 and "Traceback" in info.value.traceback
+    _assert_no_orphans(script)
+
+
+def _ranks_that_ignore_sigterm(tmp_path: Path) -> tuple[Path, Path]:
+    marker = tmp_path / "sigterms"
+    script = _write(tmp_path, f"""
+        import os, signal, time
+        def note(*_):  # a rank that ignores SIGTERM: it only writes down that it got one
+            with open({str(marker)!r}, "a") as f:
+                f.write(os.environ["RANK"] + "\\n")
+        signal.signal(signal.SIGTERM, note)
+        print("ready", flush=True)
+        while True:
+            time.sleep(0.1)
+    """)
+    return script, marker
+
+
+def _caller(script: Path) -> subprocess.Popen:
+    """A Python process blocked in launch(), as a notebook kernel would be; it prints 'interrupted' at the end."""
+    caller = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        from course_utils import distributed as d
+        try:
+            d.launch({str(script)!r}, nprocs=2, timeout=200, progress=False)
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+    """)], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        preexec_fn=_default_sigint)
+    ready = set()
+    for line in caller.stdout:
+        if line.startswith(("[rank 0] ready", "[rank 1] ready")):
+            ready.add(line[:8])
+        if len(ready) == 2:
+            return caller
+    raise AssertionError("the ranks never said ready")
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_second_ctrl_c_during_the_clean_up_still_leaves_no_process(tmp_path: Path) -> None:
+    script, marker = _ranks_that_ignore_sigterm(tmp_path)
+    caller = _caller(script)
+    caller.send_signal(signal.SIGINT)  # the first Ctrl-C: the clean-up starts and SIGTERMs the ranks
+    deadline = time.monotonic() + 30
+    while not (marker.exists() and {"0", "1"} <= set(marker.read_text().split())):
+        assert time.monotonic() < deadline, "the clean-up never sent SIGTERM to both ranks"
+        time.sleep(0.05)
+    for _ in range(3):  # pressed again (and again) while the ranks ignore SIGTERM and the clean-up waits
+        caller.send_signal(signal.SIGINT)
+        time.sleep(0.2)
+    rest = caller.communicate(timeout=60)[0]
+    assert "interrupted" in rest and caller.returncode == 0
+    _assert_no_orphans(script)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_killed_kernel_leaves_no_process(tmp_path: Path) -> None:
+    script, _ = _ranks_that_ignore_sigterm(tmp_path)
+    caller = _caller(script)
+    caller.kill()  # no clean-up can run in the caller: the reaper sees its pipe close
+    caller.wait(timeout=10)
+    left = survivors(str(script), wait=20)  # the reaper's grace before SIGKILL: 3 s
+    assert not left, [p.info["cmdline"] for p in left]
+
+
+def test_leftover_reads_the_launchs_own_processes_not_a_scan() -> None:
+    error = dist.LaunchError("x")
+    assert dist.leftover(error) == []
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        error.processes = [psutil.Process(sleeper.pid)]
+        assert [p.pid for p in dist.leftover(error)] == [sleeper.pid]
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert dist.leftover(error) == []
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_an_on_line_that_never_returns_is_stopped_with_the_launch(tmp_path: Path) -> None:
+    script = _write(tmp_path, """
+        import time
+        print("ready", flush=True)
+        time.sleep(300)
+    """)
+
+    def stuck(rank, text):
+        while True:
+            time.sleep(0.05)
+
+    start = time.monotonic()
+    with pytest.raises(TimeoutError, match="stuck"):
+        dist.launch(script, nprocs=1, timeout=20, echo=False, progress=False, on_line=stuck)
+    assert time.monotonic() - start < 60
+    _assert_no_orphans(script)
+
+
+def test_held_interrupts_record_a_press_and_restore_the_handler() -> None:
+    from course_utils.distributed import reaping
+
+    before = signal.getsignal(signal.SIGINT)
+    with reaping.HeldInterrupts() as held:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)  # the handler runs at the next bytecode boundary
+    assert held.pressed == 1 and signal.getsignal(signal.SIGINT) is before

@@ -2,18 +2,33 @@
 
 from __future__ import annotations
 
+import pytest
 from matplotlib.figure import Figure
 
 from course_utils import distributed as dist
 
 
+def _cost(n: int = 2, scale: float = 1.0) -> dist.AllReduceCost:
+    fits = tuple(dist.AllReduceModel(bw * scale, lat, 2) for bw, lat in ((1e9, 5e-5), (1.1e9, 6e-5), (0.9e9, 4e-5)))
+    sizes = (2**12, 2**16, 2**20)
+    return dist.AllReduceCost(dist.comms.combine(fits), fits, (sizes, tuple(fits[0].time(b, n) for b in sizes)), n,
+                              "now", "measured", "k")
+
+
 def test_figures_are_returned() -> None:
-    model = dist.AllReduceModel(1e9, 1e-5)
     assert isinstance(dist.diagram(), Figure)
     fig = dist.scaling_plot(4e6, 0.03, {"link": (1e10, 5e-6)}, compute_label="assumed GPU step")
     assert isinstance(fig, Figure) and "assumed GPU step" in fig.axes[0].get_legend_handles_labels()[1][-1]
-    sweeps = {2: ([1e3, 1e6], [1e-4, 1e-3]), 4: ([1e3, 1e6], [2e-4, 2e-3])}
-    fig = dist.allreduce_fit_plot(sweeps, model)
+    fig = dist.allreduce_fit_plot(_cost(), {4: _cost(4)})
+    assert fig.axes[0].get_legend_handles_labels()[1] == ["measured, N=2 (fitted)", "measured, N=4 (out of sample)"]
+    fig = dist.breakdown_plot({"m": {"one": (1e-3, 0.0, 1e-3), "two": (5e-4, 1e-3, 1.2e-3)}})
     labels = fig.axes[0].get_legend_handles_labels()[1]
-    assert labels == ["measured, N=2 (fitted)", "measured, N=4 (out of sample)"]
-    assert isinstance(dist.breakdown_plot({"m": {"a": (1e-3, 0.0), "b": (5e-4, 1e-3)}}), Figure)
+    assert isinstance(fig, Figure) and any("timed alone" in label for label in labels)
+    assert isinstance(dist.proof_plot({"step5": 0.0, "step10": 0.0}, {"step5": 1e-8, "step10": 2e-8}), Figure)
+
+
+def test_figures_refuse_what_they_cannot_draw() -> None:
+    with pytest.raises(ValueError, match="compute, all-reduce, step"):
+        dist.breakdown_plot({"m": {"a": (1e-3, 0.0)}})
+    with pytest.raises(ValueError, match="checkpoints"):
+        dist.proof_plot({"step5": 0.0}, {"step10": 0.0})

@@ -1,0 +1,108 @@
+"""What a data-parallel step's time is made of, from the worker's measurements (no prose: ``story`` tells it).
+
+``chain``: rank 0's step from one process on the whole batch to the DDP step, one suspect added at a time, each
+link an interval (``cu.intervals.speedup`` over paired rounds); ``chain_table`` shows it. ``accumulation_saving``:
+what ``no_sync`` saved per optimizer step, set against the all-reduces it removed, timed back to back and inside
+the training loop. ``threads_table``: the whole-batch step with one thread and with every thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from course_utils import display, intervals, timing, validate
+from course_utils.distributed.devices import ThreadRun
+from course_utils.distributed.records import measurements
+
+# rank 0's step, one suspect added at a time: (variant, what it adds to the variant before it)
+CHAIN = (("single", "whole batch, plain model (baseline)"), ("single_half", "halving the batch"),
+         ("solo_ddp", "DDP's bookkeeping, no partner (no_sync)"),
+         ("compute", "the partner rank computing beside it (no_sync)"), ("ddp", "the all-reduce (the DDP step)"))
+
+
+def chain(parts: Mapping[str, timing.Measurement]) -> dict[str, intervals.Speedup]:
+    """{what a link adds: the variant before it over the variant with it} for each link of ``CHAIN``: above 1 the
+    addition made the step faster, below 1 slower (each a 95% interval over the paired rounds)."""
+    validate.instance("parts", parts, Mapping)
+    missing = [name for name, _ in CHAIN if name not in parts]
+    if missing:
+        raise ValueError(f"parts lacks {missing}: pass the timing record's measurements (cu.distributed.measurements)")
+    return {what: intervals.speedup(parts[before], parts[name])
+            for (before, _), (name, what) in zip(CHAIN, CHAIN[1:])}
+
+
+def chain_table(timed: Mapping[str, Mapping[str, timing.Measurement]],
+                links: Mapping[str, Mapping[str, intervals.Speedup]]) -> display.Table:
+    """Rank 0's step per model (median and quartiles), and each link's factor with its interval."""
+    validate.non_empty("timed", timed)
+    rows = []
+    for name, label in CHAIN:
+        row = [label]
+        for model, parts in timed.items():
+            m = parts[name]
+            row.append(f"{m.median * 1e3:.2f} ms ({m.p25 * 1e3:.2f}-{m.p75 * 1e3:.2f})")
+            link = links[model].get(label)
+            row.append("-" if link is None else f"{1 / link.ratio:.2f}x ({1 / link.high:.2f}-{1 / link.low:.2f})")
+        rows.append(row)
+    header = ["rank 0's step"]
+    for model in timed:
+        header += [f"{model}: median (quartiles)", f"{model}: x the step above (95% interval)"]
+    return display.table(header, rows, title="One suspect at a time: rank 0's step, 1 thread per process (measured)",
+                         note="Rows 1-3: rank 0 alone while the other rank waits; rows 4-5: both ranks at once. "
+                              "Each factor: this row's time over the row above, over paired rounds.")
+
+
+def accumulation_saving(record: Mapping[str, Any]) -> dict[str, Any]:
+    """What ``no_sync`` saved per optimizer step (``saved``: median over rounds of every - no_sync) against the
+    K - 1 all-reduces it removed, timed back to back (``back_to_back``; ``one`` per call); what one sync cost in
+    the training loop (``per_sync``: median over rounds of (every - local) / K, computed); and the time a synced
+    micro-batch spent inside its all-reduce call in a loop with a timing hook (``inside``, median per call, the
+    partner's lateness included). ``table`` shows them, each labelled measured or computed."""
+    validate.instance("record", record, Mapping)
+    k = validate.number("k", record.get("k"), low=2, high=10**4, integer=True)
+    parts = measurements(record)
+    for name in ("every", "no_sync", "local", "allreduces"):
+        if name not in parts:
+            raise ValueError(f"record lacks {name!r}: it is not ddp_train.py's accum_timing record")
+    inside_calls = record.get("inside_allreduce")
+    if isinstance(inside_calls, (str, bytes)) or not isinstance(inside_calls, (list, tuple)) or not inside_calls:
+        raise ValueError("record lacks 'inside_allreduce', the per-call times of the hooked loop")
+    inside = float(np.median([validate.non_negative("inside_allreduce", t) for t in inside_calls]))
+    saved = float(np.median(np.subtract(parts["every"].rounds, parts["no_sync"].rounds)))
+    per_sync = float(np.median(np.subtract(parts["every"].rounds, parts["local"].rounds))) / k
+    back = parts["allreduces"].median
+    ms = "{:.3f} ms".format
+    rows = [("syncing every micro-batch", ms(parts["every"].median * 1e3), "measured"),
+            ("no_sync, one all-reduce", ms(parts["no_sync"].median * 1e3), "measured"),
+            ("no communication at all (every micro-batch under no_sync)", ms(parts["local"].median * 1e3), "measured"),
+            ("saved per optimizer step (row 1 - row 2)", ms(saved * 1e3), "measured, median over rounds"),
+            (f"{k - 1} all-reduces of the gradient, back to back", ms(back * 1e3), "measured"),
+            ("one sync in the loop ((row 1 - row 3) / K)", ms(per_sync * 1e3), "computed, median over rounds"),
+            ("inside one all-reduce call, in the loop", ms(inside * 1e3),
+             "measured by a timing hook, partner's lateness included"),
+            ("one all-reduce, back to back (row 5 / (K - 1))", ms(back / (k - 1) * 1e3), "computed")]
+    return {"k": k, "saved": saved, "back_to_back": back, "inside": inside, "per_sync": per_sync,
+            "one": back / (k - 1), "parts": parts,
+            "table": display.table([f"per optimizer step of {k} micro-batches", "time", "how"], rows,
+                                   title="What no_sync saved, and what the removed all-reduces cost")}
+
+
+def threads_table(threads: Mapping[str, Mapping[int, ThreadRun]],
+                  fresh: Mapping[str, Mapping[str, Mapping[int, ThreadRun]]], cores: int) -> display.Table:
+    """The whole-batch step per model and thread count, in this kernel and in fresh processes per wait policy."""
+    validate.non_empty("threads", threads)
+    cores = validate.positive("cores", cores, integer=True)
+    fmt = display.format_time
+    rows = [(n, "this kernel", r.threads, r) for n, t in threads.items() for r in t.values()]
+    rows += [(n, f"fresh process, {policy} wait", r.threads, r) for policy, f in fresh.items()
+             for n, t in f.items() for r in t.values()]
+    return display.table(["model", "where", "threads", "median", "quartiles", "cores busy", "of which the caller"],
+                         [(n, where, k, fmt(r.measurement.median), f"{fmt(r.measurement.p25)} to "
+                           f"{fmt(r.measurement.p75)}", f"{r.cores_busy:.2f}", f"{r.caller_busy:.2f}")
+                          for n, where, k, r in rows],
+                         title=f"The whole-batch step ({cores} cores)",
+                         note="cores busy: the process's CPU seconds per wall second, every thread; the calling "
+                              "thread's alone beside it.")
