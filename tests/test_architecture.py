@@ -143,7 +143,7 @@ def test_every_lesson_package_is_in_the_lesson_order() -> None:
 
 
 # Entry points not yet moved into workers/ (remove each when its lesson is rewritten).
-NOT_YET_IN_WORKERS = {"migrate/replicate.py", "distributed/devices.py"}
+NOT_YET_IN_WORKERS = {"migrate/replicate.py"}
 
 
 def test_child_processes_run_files_in_workers_not_strings() -> None:
