@@ -199,26 +199,6 @@ def lines_plot(x: Sequence[float], series: Mapping[str, Sequence[float]], *, xla
     return fig
 
 
-def before_after_plot(rows: Mapping[str, tuple[float, float]], *, ylabel: str, title: str) -> Figure:
-    """Pairs of bars (without, with) per row, the ratio written above: e.g. memory without/with checkpointing."""
-    validate.non_empty("rows", rows)
-    fig, (ax,) = plotting.figure(width=6.8, height=3.6)
-    x = np.arange(len(rows))
-    before = np.array([v[0] for v in rows.values()], dtype=float)
-    after = np.array([v[1] for v in rows.values()], dtype=float)
-    ax.bar(x - 0.2, before, 0.4, label="without checkpointing", color="#0072B2")
-    ax.bar(x + 0.2, after, 0.4, label="with checkpointing", color="#009E73")
-    for xi, b, a in zip(x, before, after):
-        ax.text(xi + 0.2, a, f"{a / b:.2f}x" if b else "", ha="center", va="bottom", fontsize=8)
-    ax.set_xticks(x, list(rows), fontsize=8)
-    ax.set_ylabel(ylabel)
-    ax.set_ylim(0, max(before.max(), after.max()) * 1.2)
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-    return fig
-
-
-
 def loss_curves_plot(runs: Mapping[str, Sequence[Any]], *, window: int = 20, title: str = "Training loss") -> Figure:
     """Per label: the mean over seeds of the ``window``-step moving average of the loss, and the seeds' range."""
     validate.non_empty("runs", runs)
@@ -236,6 +216,6 @@ def loss_curves_plot(runs: Mapping[str, Sequence[Any]], *, window: int = 20, tit
     ax.set_yscale("log")
     ax.set_xlabel("step")
     ax.set_ylabel(f"training loss ({window}-step mean)")
-    ax.set_title(title + " (band: range over seeds)")
+    ax.set_title(title + (" (band: range over seeds)" if max(len(seeds) for seeds in runs.values()) > 1 else ""))
     ax.legend(fontsize=8)
     return fig
