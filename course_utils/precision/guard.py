@@ -32,12 +32,17 @@ def describe(fn: Any) -> str:
     return f"{name}{where}"
 
 
-@contextlib.contextmanager
-def deadline(seconds: float, fn: Callable[..., Any], what: str = "call") -> Iterator[None]:
-    """Raise ``LearnerTimeout`` naming ``fn`` if the block runs longer than ``seconds``."""
+def deadline(seconds: float, fn: Callable[..., Any], what: str = "call") -> contextlib.AbstractContextManager[None]:
+    """A context manager that raises ``LearnerTimeout`` naming ``fn`` if its block runs longer than ``seconds``
+    (the arguments are checked here, at the call)."""
     seconds = validate.number("seconds", seconds, low=0, high=MAX_SECONDS, low_open=True)
     validate.function("fn", fn)
     validate.text("what", what)
+    return _deadline(seconds, fn, what)
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float, fn: Callable[..., Any], what: str) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         yield
         return

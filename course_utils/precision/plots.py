@@ -202,7 +202,7 @@ def lines_plot(x: Sequence[float], series: Mapping[str, Sequence[float]], *, xla
 def loss_curves_plot(runs: Mapping[str, Sequence[Any]], *, window: int = 20, title: str = "Training loss") -> Figure:
     """Per label: the mean over seeds of the ``window``-step moving average of the loss, and the seeds' range."""
     validate.non_empty("runs", runs)
-    window = validate.positive("window", window, integer=True)
+    window = validate.number("window", window, low=1, high=100_000, integer=True)
     fig, (ax,) = plotting.figure(width=7.0, height=3.8)
     kernel = np.ones(window) / window
     for i, (label, seeds) in enumerate(runs.items()):

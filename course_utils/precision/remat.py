@@ -19,11 +19,16 @@ from course_utils import display, env, intervals, timing, validate
 from course_utils.memory import compiled_stats, jax_compiled_stats, saved_activation_bytes, torch_peak_bytes
 from course_utils.precision import guard
 
+MAX_WEIGHT_BYTES = 2**30  # the blocks' weights a lesson may ask for: 1 GiB
+
 
 def block_weights(width: int, blocks: int, *, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     """(W1: width x 4width, W2: 4width x width) per block, float32, scaled so that activations stay O(1)."""
     width = validate.number("width", width, low=1, high=65536, integer=True)
     blocks = validate.number("blocks", blocks, low=1, high=1024, integer=True)
+    if 8 * width * width * 4 * blocks > MAX_WEIGHT_BYTES:
+        raise ValueError(f"width and blocks ask for {8 * width * width * 4 * blocks / 2**30:.1f} GiB of weights "
+                         f"(8 x width^2 x 4 bytes per block); at most {MAX_WEIGHT_BYTES / 2**30:g} GiB")
     validate.non_negative("seed", seed, integer=True)
     rng = np.random.default_rng(seed)
     return [((rng.standard_normal((width, 4 * width)) / np.sqrt(width)).astype(np.float32),
@@ -170,9 +175,20 @@ def jax_remat(loss: Callable[[Any, Any, bool], Any], params: Any, x: Any, *, rou
                  dots=tuple(dots))  # type: ignore[arg-type]
 
 
+def _weights(weights: Any) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``weights`` if it is a non-empty list of (W1, W2) array pairs, as ``block_weights`` returns."""
+    validate.non_empty("weights", weights)
+    for i, pair in enumerate(weights):
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(w, np.ndarray) and w.ndim == 2
+                                                                           for w in pair)):
+            raise TypeError(f"weights[{i}] must be a (W1, W2) pair of 2-d arrays, as block_weights returns; got "
+                            f"{type(pair).__name__}")
+    return list(weights)
+
+
 def tf_recompute_same(weights: list[tuple[np.ndarray, np.ndarray]], batch: int = 64) -> bool:
     """True when ``tf.recompute_grad`` of one block gives the plain block's input gradient (exact GELU)."""
-    validate.non_empty("weights", weights)
+    weights = _weights(weights)
     batch = validate.number("batch", batch, low=1, high=2**20, integer=True)
     tf = env.import_tensorflow()
     w1, w2 = tf.constant(weights[0][0]), tf.constant(weights[0][1])
@@ -212,7 +228,7 @@ def torch_grouped_saved(weights: list[tuple[np.ndarray, np.ndarray]], batch: int
     import torch.nn.functional as F
     from torch.utils.checkpoint import checkpoint
 
-    validate.non_empty("weights", weights)
+    weights = _weights(weights)
     batch = validate.number("batch", batch, low=1, high=2**24, integer=True)
     group = validate.number("group", group, low=1, high=len(weights), integer=True)
     tw = [(torch.tensor(a, device=device, requires_grad=True), torch.tensor(b, device=device, requires_grad=True))

@@ -166,7 +166,7 @@ def claim_outcome(step: intervals.Speedup, band: tuple[float, float] = CLAIM_BAN
     end is below it, 'unresolved' otherwise (the interval reaches the band but also 1, or the ratio lies outside
     the band while the interval reaches it)."""
     validate.instance("step", step, intervals.Speedup)
-    if isinstance(band, (str, bytes)) or len(band) != 2:
+    if isinstance(band, (str, bytes)) or not isinstance(band, (tuple, list)) or len(band) != 2:
         raise ValueError(f"band must be a (low, high) pair; got {band!r}")
     low, high = (validate.positive("band", b) for b in band)
     if low > high:

@@ -7,7 +7,7 @@ the notebook reaches all of them as ``cu.precision.story.<name>``.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from course_utils import validate
@@ -82,7 +82,8 @@ def loss_scale(v: Verdict, trace: ScaleTrace, *, overflow_log2: int, growth_inte
         f"settled between 2^{trace.settled_low:.0f} and 2^{trace.settled_high:.0f}, its top {abs(trace.gap):.1f} "
         f"powers of two {side} the ceiling computed from each step's largest weight gradient (median 2^"
         f"{trace.ceiling_median:.1f}): the prediction {'held' if v.held else 'failed'}.",
-        f"For the *activation* gradients, Exercise 1's formula gives a higher overflow point, 2^{overflow_log2} (computed from `g32`), "
+        f"For the *activation* gradients, Exercise 1's formula gives a higher overflow point, 2^{overflow_log2} "
+        "(computed from `g32`), "
         f"{overflow_log2 - trace.ceiling_median:.0f} powers of two above the weight gradients' ceiling; that weight "
         "gradients sum over the batch is a candidate reason, not established by this run. A skipped step costs a "
         f"forward and a backward pass, which is why the default growth interval is long ({growth_interval} steps).")
@@ -114,7 +115,7 @@ def autocast_ops(ops: Mapping[str, str], *, device_type: str, amp_name: str) -> 
     validate.choice("device_type", device_type, ("cpu", "cuda"))
     low = [op for op, dt in ops.items() if dt in ("bfloat16", "float16")]
     wide = [op for op, dt in ops.items() if dt == "float32"]
-    text = (f"Under autocast on this {device_type.upper() if device_type == 'cuda' else 'CPU'}, "
+    text = (f"Under autocast on this {'CUDA GPU' if device_type == 'cuda' else 'CPU'}, "
             + (f"{', '.join(low)} returned {amp_name}" if low else "no probed op returned a 16-bit result")
             + (f" and {', '.join(wide)} returned float32. " if wide else ". "))
     if device_type == "cuda":
@@ -127,19 +128,19 @@ def autocast_ops(ops: Mapping[str, str], *, device_type: str, amp_name: str) -> 
     return prose(text)
 
 
-def apis(v: Verdict, losses: Mapping[str, float], *, frameworks_missing: Sequence[str] = ()) -> Prose:
-    """Section 4: the three APIs' dtypes and losses on the same batch, and who decides the casts."""
+def apis(v: Verdict, losses: Mapping[str, float]) -> Prose:
+    """Section 4: the frameworks' dtypes and losses on the same batch, and who decides the casts (a framework
+    missing here was already named by the cell that skipped it)."""
     v = _verdict(v)
     validate.instance("losses", losses, Mapping)
     validate.non_empty("losses", losses)
     spread = max(losses.values()) - min(losses.values())
     found = ("and the dtypes predicted: fp32 master weights, 16-bit activations, fp32 loss and gradients. "
              if v.held else "but not everything matched the prediction (see the verdict). ")
-    missing = (f" ({', '.join(frameworks_missing)} not installed here: skipped.)" if frameworks_missing else "")
     return prose(
         f"On the same batch the {len(losses)} framework(s) measured gave losses within {spread:.4f} of each other "
         + found + "They differ in who casts: autocast decides per operation (the list above), Keras per layer (the "
-        "policy's compute dtype), and in JAX you decide, in the function you write." + missing)
+        "policy's compute dtype), and in JAX you decide, in the function you write.")
 
 
 def seeds(v: Verdict, spread: SeedSpread) -> Prose:

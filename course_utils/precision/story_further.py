@@ -103,7 +103,7 @@ def mkl(vendor: str, report: LibraryReport, *, flags: Sequence[str], jax_over_to
     if not report.mkl_ran:
         return prose("MKL printed no GEMM call: torch's fp32 matmul did not go through MKL on this machine, so MKL's "
                      "vendor dispatch is not the story here.")
-    compared = ("JAX is not installed here, so torch's fp32 matmul was not compared with another library's. "
+    compared = ("Without JAX in this runtime, torch's fp32 matmul was not compared with another library's. "
                 if jax_over_torch is None else
                 f"JAX's fp32 matmul (XLA's own kernels) ran at {jax_over_torch} torch's speed: "
                 + {"faster": "JAX faster beyond the noise. ", "slower": "JAX slower beyond the noise. ",

@@ -3,6 +3,7 @@ verdict and the outcome label that ``speed`` computed from the intervals; re-exp
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,22 +29,28 @@ def matmul_speed(v: Verdict, kind: str, speed: intervals.Speedup, bound: UnitBou
     validate.instance("bound", bound, UnitBound)
     head = (f"torch's bf16 matmul ran at **{speed}** the speed of fp32 ({format_flops(flops['torch bf16'])} against "
             f"{format_flops(flops['torch fp32'])}, n = {n}). ")
-    head += (f"The bound, {bound.ratio:g}x for {bound.unit}, is {bound.source}. " if bound.ratio is not None
-             else f"This machine has no bf16 units ({bound.source}). ")
-    tail = {
-        "within bound": "bf16 was faster beyond the noise and within that bound, as predicted.",
-        "beyond bound": (f"The whole interval lies above it, so the units do not explain all of it: the fp32 kernel "
-                         f"at this size is the slow side, running at most {percent(bound.ratio / speed.ratio)} of the "
-                         "rate an fp32 kernel as efficient as the bf16 one would reach (computed: bound over "
-                         "measured ratio). Why is not established here; Going further reads what the fp32 library "
-                         "reported."),
-        "not faster": ("The units were there, yet bf16 was not faster beyond the noise at this size: the library did "
-                       "not turn them into speed here; why is not established by this run."),
-        "slower": ("bf16 ran slower beyond the noise, as predicted: without units every value is converted to fp32 "
-                   "in software, so bf16 is a memory format here, not a speed-up."),
-        "not slower": ("bf16 was not slower beyond the noise, which the prediction did not expect without units; why "
-                       "is not established by this run."),
-    }[kind]
+    if bound.ratio is None:
+        head += f"This machine has no bf16 units ({bound.source}). "
+    elif math.isinf(bound.ratio):
+        head += f"No bound is computed for {bound.unit}: {bound.source}. "
+    else:
+        head += f"The bound, {bound.ratio:g}x for {bound.unit}, is {bound.source}. "
+    if kind == "within bound":
+        tail = "bf16 was faster beyond the noise and within that bound, as predicted."
+    elif kind == "beyond bound":
+        tail = (f"The whole interval lies above it, so the units do not explain all of it: the fp32 kernel at this "
+                f"size is the slow side, running at most {percent(bound.ratio / speed.ratio)} of the rate an fp32 "
+                "kernel as efficient as the bf16 one would reach (computed: bound over measured ratio). Why is not "
+                "established here; Going further reads what the fp32 library reported.")
+    elif kind == "not faster":
+        tail = ("The units were there, yet bf16 was not faster beyond the noise at this size: the library did not "
+                "turn them into speed here; why is not established by this run.")
+    elif kind == "slower":
+        tail = ("bf16 ran slower beyond the noise, as predicted: without units every value is converted to fp32 in "
+                "software, so bf16 is a memory format here, not a speed-up.")
+    else:
+        tail = ("bf16 was not slower beyond the noise, which the prediction did not expect without units; why is not "
+                "established by this run.")
     return prose(head, tail)
 
 
@@ -156,8 +163,8 @@ def step_speed(v: Verdict, kind: str, step: intervals.Speedup, matmul_speed: int
     validate.instance("shares", shares, Mapping)
     text = (f"The {amp_name} autocast step ran at **{step}** the speed of the fp32 step, against {matmul_speed} for "
             f"the bare matmul: " + _step_reason(kind, step, matmul_speed))
-    text += (f"At the bare matmul's rates, the step's matmuls ({step_flops / 1e9:.2f} GFLOP, computed from the layer "
-             f"widths) would take {percent(shares['fp32'])} of the fp32 step's median time and "
+    text += (f"\n\nAt the bare matmul's rates, the step's matmuls ({step_flops / 1e9:.2f} GFLOP, computed from the "
+             f"layer widths) would take {percent(shares['fp32'])} of the fp32 step's median time and "
              f"{percent(shares['bf16'])} of the 16-bit step's (computed, assuming the step's shapes run at the square "
              "matmul's rate)")
     if max(shares.values()) > 1:

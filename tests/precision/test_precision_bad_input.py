@@ -181,8 +181,15 @@ BAD_CALLS = [
     (lambda: P.compare_training({"bf16": _model(), "fp8": None}, X, Y), "models"),
     (lambda: P.compare_training({"bf16": _model(), "fp8": _model()}, X, Y, steps=0), "steps"),
     # guard
-    (lambda: P.deadline(0, print).__enter__(), "seconds"),
-    (lambda: P.deadline(1, None).__enter__(), "fn"),
+    (lambda: P.deadline(0, print), "seconds"),
+    (lambda: P.deadline(1, None), "fn"),
+    (lambda: P.block_weights(8192, 8), "width and blocks"),
+    (lambda: P.tf_recompute_same("abc"), "weights"),
+    (lambda: P.tf_recompute_same([1.0, 2.0]), "weights"),
+    (lambda: P.torch_grouped_saved([(1, 2)], 8, 1), "weights"),
+    (lambda: P.relative_rounding_error([1.0], "float16", samples=10**9), "samples"),
+    (lambda: P.loss_curves_plot({"a": [1]}, window=10**12), "window"),
+    (lambda: P.claim_outcome(SP, band=5), "band"),
     # plots
     (lambda: P.bit_layout_plot([]), "names"),
     (lambda: P.bit_layout_plot(["fp64"]), "names"),

@@ -93,7 +93,8 @@ def test_a_step_that_never_returns_is_stopped_and_named() -> None:
 
 
 def test_seed_spread_table_and_gap() -> None:
-    runs = {"fp32": [_run(25, seed=s) for s in (0, 1)], "bf16": [_run(25, dtype=torch.bfloat16, seed=s) for s in (0, 1)]}
+    runs = {"fp32": [_run(25, seed=s) for s in (0, 1)],
+            "bf16": [_run(25, dtype=torch.bfloat16, seed=s) for s in (0, 1)]}
     spread = P.SeedSpread(runs)
     assert spread.final_losses("fp32").shape == (2,) and spread.seeds() == 2
     assert spread.gap("fp32") == 0.0 and math.isfinite(spread.gap("bf16"))
