@@ -38,7 +38,6 @@ from course_utils.precision.fp8 import (
     Fp8Status,
     Fp8Training,
     amax_history,
-    amax_plot,
     cast_error,
     cast_errors,
     compare_training,
@@ -51,6 +50,7 @@ from course_utils.precision.library import LibraryReport, cpu_vendor, library_ve
 from course_utils.precision.memory import TRAINING_SCHEMES, training_memory
 from course_utils.precision.plots import (
     accumulation_plot,
+    amax_plot,
     bit_layout_plot,
     gradient_histogram_plot,
     lines_plot,

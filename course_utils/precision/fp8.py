@@ -64,16 +64,18 @@ class CastError:
     nonfinite: float
 
 
-def cast_error(tensors: Sequence[Any], roundtrip: Callable[[Any], Any]) -> CastError:
-    """``roundtrip(t)`` (the learner's scale-cast-unscale) applied to each tensor, compared with the tensor."""
+def cast_error(tensors: Sequence[Any], roundtrip: Callable[[Any], Any], *, timeout: float = 60.0) -> CastError:
+    """``roundtrip(t)`` (the learner's scale-cast-unscale) applied to each tensor, compared with the tensor; all
+    round trips within ``timeout`` seconds."""
     import torch
 
     if isinstance(tensors, (str, bytes)):
         raise TypeError("tensors must be a list of tensors, not a string")
     validate.non_empty("tensors", tensors)
     validate.function("roundtrip", roundtrip)
+    timeout = validate.number("timeout", timeout, low=0, high=guard.MAX_SECONDS, low_open=True)
     errors, nonzero, flushed, bad, total = [], 0, 0, 0, 0
-    with guard.deadline(60, roundtrip, "round trips"):
+    with guard.deadline(timeout, roundtrip, "round trips"):
         for i, t in enumerate(tensors):
             validate.instance(f"tensors[{i}]", t, torch.Tensor)
             back = roundtrip(t)
@@ -210,23 +212,6 @@ def delayed_scaling(history: AmaxHistory, kind: str, *, window: int = 16) -> Del
     unused = np.log2(1 / ratio[ok & ~over]) if np.any(ok & ~over) else np.array([0.0])
     return DelayedScaling(kind, window, int(ok.sum()), int(over.sum()),
                           float(np.nanmax(ratio[over])) if over.any() else 1.0, float(np.median(unused)))
-
-
-def amax_plot(history: AmaxHistory, *, layer: int = 1) -> Any:
-    """The amax of one layer's output and of its gradient per step (log scale): what a per-tensor scale follows."""
-    from course_utils import plotting
-
-    fig, (ax,) = plotting.figure(width=7.0, height=3.4)
-    for i, kind in enumerate(KINDS):
-        series = history.series(kind)
-        layer = validate.number("layer", layer, low=0, high=series.shape[1] - 1, integer=True)
-        ax.plot(series[:, layer], color=plotting.PALETTE[i], label=f"{kind} of Linear {layer}")
-    ax.set_yscale("log", base=2)
-    ax.set_xlabel("training step")
-    ax.set_ylabel("amax (largest |value|)")
-    ax.set_title("The amax a per-tensor fp8 scale follows, one layer, fp32 training")
-    ax.legend(fontsize=8)
-    return fig
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from course_utils.precision.formats import (
     float_format,
     relative_rounding_error,
 )
+from course_utils.precision.fp8 import KINDS, AmaxHistory
 
 _COMPONENT_COLORS = {"fp32 weights": "#0072B2", "fp32 master weights": "#0072B2", "16-bit weights": "#56B4E9",
                      "fp32 gradients": "#D55E00", "16-bit gradients": "#E69F00", "Adam moments (fp32)": "#009E73",
@@ -217,5 +218,21 @@ def loss_curves_plot(runs: Mapping[str, Sequence[Any]], *, window: int = 20, tit
     ax.set_xlabel("step")
     ax.set_ylabel(f"training loss ({window}-step mean)")
     ax.set_title(title + (" (band: range over seeds)" if max(len(seeds) for seeds in runs.values()) > 1 else ""))
+    ax.legend(fontsize=8)
+    return fig
+
+
+def amax_plot(history: AmaxHistory, *, layer: int = 1) -> Figure:
+    """The amax of one layer's output and of its gradient per step (log scale): what a per-tensor scale follows."""
+    validate.instance("history", history, AmaxHistory)
+    fig, (ax,) = plotting.figure(width=7.0, height=3.4)
+    for i, kind in enumerate(KINDS):
+        series = history.series(kind)
+        layer = validate.number("layer", layer, low=0, high=series.shape[1] - 1, integer=True)
+        ax.plot(series[:, layer], color=plotting.PALETTE[i], label=f"{kind} of Linear {layer}")
+    ax.set_yscale("log", base=2)
+    ax.set_xlabel("training step")
+    ax.set_ylabel("amax (largest |value|)")
+    ax.set_title("The amax a per-tensor fp8 scale follows, one layer, fp32 training")
     ax.legend(fontsize=8)
     return fig

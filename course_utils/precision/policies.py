@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from course_utils import env, validate
+from course_utils.precision import guard
 
 DtypeReport = dict[str, set[str]]
 REPORT_KEYS = ("weights", "activations", "loss", "gradients")
@@ -128,13 +129,18 @@ def jax_activation_dtypes(apply: Callable[[Any, Any], Any], params: Any, x: Any)
     return {dtype for prim, dtype in values if prim != "convert_element_type"}
 
 
-def jax_dtypes(apply: Callable[[Any, Any], Any], params: Any, x: Any, y: Any) -> DtypeReport:
+def jax_dtypes(apply: Callable[[Any, Any], Any], params: Any, x: Any, y: Any, *, timeout: float = 120.0) -> DtypeReport:
     """Dtypes of the weights, the activations (read from the program), the cross-entropy loss and the gradients
-    of the learner's ``apply(params, x)``."""
+    of the learner's ``apply(params, x)``, which must trace and run within ``timeout`` seconds."""
+    validate.function("apply", apply)
+    timeout = validate.number("timeout", timeout, low=0, high=guard.MAX_SECONDS, low_open=True)
+    with guard.deadline(timeout, apply, "trace and run"):
+        return _jax_dtypes(apply, params, x, y)
+
+
+def _jax_dtypes(apply: Callable[[Any, Any], Any], params: Any, x: Any, y: Any) -> DtypeReport:
     import jax
     import jax.numpy as jnp
-
-    validate.function("apply", apply)
 
     def loss_fn(p: Any, xb: Any, yb: Any) -> Any:
         logits = apply(p, xb)

@@ -98,6 +98,7 @@ def torch_remat(loss: Callable[[bool], Any], params: Sequence[Any], *, rounds: i
     import torch
 
     validate.function("loss", loss)
+    timeout = validate.number("timeout", timeout, low=0, high=guard.MAX_SECONDS, low_open=True)
     if isinstance(params, (str, bytes)):
         raise TypeError("params must be a list of tensors, not a string")
     flat = list(validate.non_empty("params", params))
@@ -147,15 +148,22 @@ def torch_live_peak(fn: Callable[[], Any]) -> int | None:
 
 
 def jax_remat(loss: Callable[[Any, Any, bool], Any], params: Any, x: Any, *, rounds: int = 4,
-              min_time: float = 0.1) -> Remat:
+              min_time: float = 0.1, timeout: float = 300.0) -> Remat:
     """The learner's ``loss(params, x, remat)`` (``remat=True`` wraps its blocks in ``jax.checkpoint``): the
     ``jax.vjp`` residuals sized by XLA, and the compiled gradient step's FLOPs (``cost_analysis``), temp bytes
     (``memory_analysis``), dot count and time, without and with checkpointing; the two steps' times interleaved."""
-    import jax
 
     validate.function("loss", loss)
     rounds = validate.number("rounds", rounds, low=2, high=100, integer=True)
     validate.number("min_time", min_time, low=0, high=60, low_open=True)
+    timeout = validate.number("timeout", timeout, low=0, high=guard.MAX_SECONDS, low_open=True)
+    with guard.deadline(timeout, loss, "checkpointing measurements"):
+        return _jax_remat(loss, params, x, rounds, min_time)
+
+
+def _jax_remat(loss: Callable[[Any, Any, bool], Any], params: Any, x: Any, rounds: int, min_time: float) -> Remat:
+    import jax
+
     weight_bytes = sum(a.nbytes for a in jax.tree.leaves(params))  # vjp residuals include the weights
     saved, flops, temp, dots, steps, grads = [], [], [], [], {}, []
     for remat in (False, True):

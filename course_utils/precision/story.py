@@ -59,6 +59,9 @@ def underflow(v: Verdict, plain: UnderflowStats, scaled: UnderflowStats, *, pred
     validate.instance("plain", plain, UnderflowStats)
     validate.instance("scaled", scaled, UnderflowStats)
     predicted = validate.fraction("predicted", predicted)
+    steps = validate.positive("steps", steps, integer=True)
+    final_loss = validate.non_negative("final_loss", final_loss)
+    scale_log2 = validate.number("scale_log2", scale_log2, low=-64, high=64)
     rescued = 1 - scaled.flushed / max(plain.flushed, 1)
     outcome = (", as predicted. " if v.held else
                ", which is not what the prediction said: the histogram shows where this run's gradients sit. ")
@@ -76,6 +79,8 @@ def loss_scale(v: Verdict, trace: ScaleTrace, *, overflow_log2: int, growth_inte
     """Section 2: what the dynamic scale of ``GradScaler`` did against the ceiling computed from the gradients."""
     v = _verdict(v)
     validate.instance("trace", trace, ScaleTrace)
+    overflow_log2 = validate.number("overflow_log2", overflow_log2, low=-200, high=200, integer=True)
+    growth_interval = validate.positive("growth_interval", growth_interval, integer=True)
     side = "below" if trace.gap >= 0 else "above"
     return prose(
         f"The scale started at 2^{trace.start:.0f}; {trace.skipped} of {trace.steps} steps were skipped and it "
@@ -93,6 +98,8 @@ def accumulation(v: Verdict, at_1e4: Mapping[str, float], *, bound: float, torch
     """Section 3: the three ways of summing bf16 values, at 10^4 terms."""
     v = _verdict(v)
     validate.instance("at_1e4", at_1e4, Mapping)
+    bound = validate.positive("bound", bound)
+    torch_sum, loop_sum = validate.number("torch_sum", torch_sum), validate.number("loop_sum", loop_sum)
     lead = "The prediction held: " if v.held else "The prediction failed, but the lesson stands: "
     return prose(
         f"At 10^4 terms the bf16 accumulator is off by **{percent(at_1e4['bf16 accumulator'])}**, the fp32 "
@@ -164,6 +171,7 @@ def state_memory(v: Verdict, per_param: Mapping[str, float], *, copies: int, n_p
     v = _verdict(v)
     validate.instance("per_param", per_param, Mapping)
     n_params = validate.positive("n_params", n_params, integer=True)
+    copies = validate.non_negative("copies", copies, integer=True)
     fp32, amp = per_param["fp32"], per_param[f"{amp_name} autocast"]
     lead = "So the prediction held: " if v.held else "The prediction failed; what was measured: "
     return prose(
@@ -181,6 +189,9 @@ def activations(v: Verdict, *, per_sample: Mapping[str, float], constant: float,
     v = _verdict(v)
     validate.instance("per_sample", per_sample, Mapping)
     validate.instance("at_batch", at_batch, Mapping)
+    batch = validate.positive("batch", batch, integer=True)
+    constant, copies = validate.number("constant", constant), validate.non_negative("copies", copies)
+    state = validate.non_negative("state", state)
     f32, f16 = per_sample["fp32"], per_sample[f"{amp_name} autocast"]
     end = ", as predicted." if v.held else "; this run did not show it as cleanly as predicted (see the verdict)."
     return prose(

@@ -21,6 +21,8 @@ def no_scaler(v: Verdict, final: Mapping[str, float], *, lost: Mapping[str, Unde
     validate.instance("final", final, Mapping)
     validate.instance("lost", lost, Mapping)
     eps_share = validate.fraction("eps_share", eps_share)
+    adam_eps = validate.positive("adam_eps", adam_eps)
+    batch = validate.positive("batch", batch, integer=True)
     ref, ref1 = final["fp32, loss x 2^-12"], final["fp32, loss x 1"]
     small = lost["2^-12"]
     no_small, gs_small = final["fp16, no scaler, loss x 2^-12"] / ref, final["fp16 + GradScaler, loss x 2^-12"] / ref
@@ -59,6 +61,8 @@ def jax_remat(v: Verdict, r: Remat | None, checks: Mapping[str, Any], *, batch: 
     validate.instance("r", r, Remat)
     validate.instance("checks", checks, Mapping)
     computed_extra = validate.positive("checks['computed extra']", checks["computed extra"])
+    batch, width = validate.positive("batch", batch, integer=True), validate.positive("width", width, integer=True)
+    blocks = validate.positive("blocks", blocks, integer=True)
     extra = r.flops[1] - r.flops[0]
     per_element = extra / (batch * 4 * width * blocks)
     first = (f"XLA's own numbers: the compiled step has {r.flops[0] / 1e9:.2f} GFLOP without and "

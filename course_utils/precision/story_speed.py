@@ -27,6 +27,8 @@ def matmul_speed(v: Verdict, kind: str, speed: intervals.Speedup, bound: UnitBou
     validate.choice("kind", kind, MATMUL_OUTCOMES)
     speed = _speedup("speed", speed)
     validate.instance("bound", bound, UnitBound)
+    n = validate.positive("n", n, integer=True)
+    validate.instance("flops", flops, Mapping)
     head = (f"torch's bf16 matmul ran at **{speed}** the speed of fp32 ({format_flops(flops['torch bf16'])} against "
             f"{format_flops(flops['torch fp32'])}, n = {n}). ")
     if bound.ratio is None:
@@ -59,6 +61,7 @@ def which_kernel(report: LibraryReport, *, dot_operands: tuple[str, ...] | None 
     """Section 5: which kernels ran, from the libraries' own lines (MKL, oneDNN) and from XLA's optimized HLO."""
     validate.instance("report", report, LibraryReport)
     validate.choice("device_type", device_type, ("cpu", "cuda"))
+    converts = validate.non_negative("converts", converts, integer=True)
     parts = ["On the GPU the matmuls above ran in cuBLAS; the lines printed are this machine's CPU libraries. "
              if device_type == "cuda" else ""]
     if report.mkl_ran:
@@ -91,6 +94,7 @@ def fp32_roof(fp32_flops: float, figures: machine.MachineFigures, *, n: int) -> 
     """Section 5: torch's fp32 matmul against the machine's compute roof (measured once for the run)."""
     fp32_flops = validate.positive("fp32_flops", fp32_flops)
     validate.instance("figures", figures, machine.MachineFigures)
+    n = validate.positive("n", n, integer=True)
     share = fp32_flops / figures.peak_flops
     text = (f"torch's fp32 matmul reached {format_flops(fp32_flops)} at n = {n}: {percent(share)} of this machine's "
             f"compute roof ({figures.flops_probe}, {format_flops(figures.peak_flops)}, measured once for the run). ")
@@ -161,6 +165,8 @@ def step_speed(v: Verdict, kind: str, step: intervals.Speedup, matmul_speed: int
     validate.choice("kind", kind, STEP_OUTCOMES)
     step, matmul_speed = _speedup("step", step), _speedup("matmul_speed", matmul_speed)
     validate.instance("shares", shares, Mapping)
+    step_flops = validate.positive("step_flops", step_flops, integer=True)
+    validate.text("amp_name", amp_name)
     text = (f"The {amp_name} autocast step ran at **{step}** the speed of the fp32 step, against {matmul_speed} for "
             f"the bare matmul: " + _step_reason(kind, step, matmul_speed))
     text += (f"\n\nAt the bare matmul's rates, the step's matmuls ({step_flops / 1e9:.2f} GFLOP, computed from the "

@@ -79,6 +79,9 @@ def test_amax_history_records_training_steps_only() -> None:
     acts, grads = history.series("activations"), history.series("gradients")
     assert acts.shape == grads.shape == (5, 3) and np.all(acts > 0) and np.all(grads > 0)
     assert not any(m._forward_hooks for m in model.modules())
+    assert len(P.amax_plot(history, layer=1).axes[0].lines) == 2
+    with pytest.raises(ValueError, match="layer"):
+        P.amax_plot(history, layer=3)
     with pytest.raises(ValueError, match="no step"):
         P.AmaxHistory().series("activations")
     with pytest.raises(ValueError, match="kind"):

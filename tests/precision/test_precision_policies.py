@@ -86,3 +86,15 @@ def test_keras_dtypes_of_a_model_built_under_a_policy() -> None:
         keras.config.set_dtype_policy(before)
     assert P.dtype_summary(P.keras_dtypes(model, x, y)) == EXPECTED
     assert P.keras_dtypes(models.keras_mlp(seed=0), x, y)["activations"] == {"float32"}
+
+
+def test_a_jax_apply_that_never_returns_is_stopped_and_named() -> None:
+    pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    def endless_apply(params, x):
+        while True:
+            pass
+
+    with pytest.raises(P.LearnerTimeout, match="endless_apply"):
+        P.jax_dtypes(endless_apply, {}, jnp.ones((2, 2)), jnp.zeros(2, dtype=jnp.int32), timeout=0.3)
