@@ -818,15 +818,15 @@ cu.precision.story.jax_remat(v_jremat, jremat, jchecks, batch=CB, width=D, block
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The library behind torch's fp32 matmul
-# On AMD EPYC machines this course has measured torch's fp32 matmul (MKL) at about half the rate of JAX's (XLA's
-# own kernels) on the same cores. MKL picks its code path per CPU at run time, and its choice on non-Intel CPUs is
-# the known candidate. The MKL line printed in section 5 names the path it chose here; this run's CPU and the two
+# On AMD EPYC machines, earlier runs of this course saw torch's fp32 matmul (MKL) reach about half the rate of JAX's
+# (XLA's own kernels) on the same cores. MKL picks its code path per CPU at run time, and its choice on non-Intel
+# CPUs is the known candidate. The MKL line printed in section 5 names the path it chose here; this run's CPU and the two
 # frameworks' fp32 matmuls, timed in the same rounds:
 
 # %%
 vendor = cu.precision.cpu_vendor()
 jax_over_torch = cu.intervals.speedup(mm["torch fp32"], mm["jax fp32"]) if HAS_JAX else None
-print(f"CPU vendor: {vendor}; MKL path: {libraries.mkl_path}; JAX fp32 over torch fp32: {jax_over_torch}")
+print(f"CPU vendor: {vendor}; MKL's code path: {libraries.mkl_path}")
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 cu.precision.story.mkl(vendor, libraries, flags=FLAGS, jax_over_torch=jax_over_torch)

@@ -107,8 +107,7 @@ def mkl(vendor: str, report: LibraryReport, *, flags: Sequence[str], jax_over_to
     if not report.mkl_ran:
         return prose("MKL printed no GEMM call: torch's fp32 matmul did not go through MKL on this machine, so MKL's "
                      "vendor dispatch is not the story here.")
-    compared = ("Without JAX in this runtime, torch's fp32 matmul was not compared with another library's. "
-                if jax_over_torch is None else
+    compared = ("" if jax_over_torch is None else
                 f"JAX's fp32 matmul (XLA's own kernels) ran at {jax_over_torch} torch's speed: "
                 + {"faster": "JAX faster beyond the noise. ", "slower": "JAX slower beyond the noise. ",
                    "within the noise": "within the noise. "}[jax_over_torch.outcome])
@@ -126,7 +125,9 @@ def mkl(vendor: str, report: LibraryReport, *, flags: Sequence[str], jax_over_to
                 if narrower else f"Here MKL reported \"{path}\". ")
         return prose(compared + "A known candidate on AMD: MKL chooses its code path by CPU vendor at run time, and "
                      "has been reported to choose narrower paths on AMD than the CPU supports. " + seen
-                     + ("That stays a candidate for the shortfall, not a measurement: this run did not time MKL on "
+                     + ("Whether torch's fp32 matmul trails another library's here was not measured (no second "
+                        "library in this runtime)." if jax_over_torch is None else
+                        "That stays a candidate for the shortfall, not a measurement: this run did not time MKL on "
                         "another path or another BLAS on this CPU." if trails else
                         "The shortfall seen on other AMD machines did not show in this run."))
     return prose(compared + "MKL's vendor dispatch is a known issue on AMD CPUs; this CPU is neither Intel nor AMD, so "

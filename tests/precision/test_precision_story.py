@@ -254,10 +254,11 @@ AVX512 = ("avx2", "avx512f")
 @pytest.mark.parametrize(("vendor", "report", "speed", "phrases"), [
     ("Intel", _report(), sp(2.0, 1.5, 2.5), ("Intel CPU", "does not apply", "not established")),
     ("Intel", _report(), sp(1.0, 0.9, 1.1), ("within the noise", "does not apply")),
-    ("Intel", _report(), None, ("Without JAX",)),
+    ("Intel", _report(), None, ("does not apply",)),
     ("AMD", _report(path="Intel(R) Advanced Vector Extensions 2 (Intel(R) AVX2) enabled processors"), sp(2.0, 1.6, 2.4),
      ("known candidate", "a narrower path, observed", "stays a candidate")),
     ("AMD", _report(), sp(0.8, 0.7, 0.9), ("JAX slower", "did not show in this run")),
+    ("AMD", _report(), None, ("was not measured",)),
     ("other", _report(), sp(1.0, 0.9, 1.1), ("neither Intel nor AMD",)),
     ("AMD", _report(mkl=False), sp(2.0, 1.5, 2.5), ("did not go through MKL",)),
 ])
