@@ -382,7 +382,7 @@ mm = cu.timing.interleaved(calls, rounds=6, min_time=6 * QUICK)
 speed = cu.intervals.speedup(mm["torch fp32"], mm["torch bf16"])
 jax_speed = cu.intervals.speedup(mm["jax fp32"], mm["jax bf16"]) if HAS_JAX else None
 flops = {name: 2 * n**3 / m.median for name, m in mm.items()}
-print(f"bf16 units: {bound.unit}; bound: {bound.ratio}x ({bound.source})")
+print(f"bf16 units: {bound}")
 print(f"torch bf16 over fp32, n = {n}: {speed}")
 cu.precision.throughput_plot(flops, None if DEVICE.type == "cuda" else cu.precision.A100_PUBLISHED,
                              published_label="published, NVIDIA A100 datasheet (not measured)")
@@ -413,7 +413,7 @@ print("bf16 matmul error < 2e-2 of max (bf16 inputs, fp32 accumulation):", err[t
 matmul_kind = cu.precision.matmul_outcome(speed, bound)
 v_matmul = cu.display.verdict(matmul_kind in ("within bound", "slower"),
                               f"bf16 units: {bound.unit}; torch bf16 over fp32 {speed}, n = {n}",
-                              f"the interval landed '{matmul_kind}' (units: {bound.unit}, bound {bound.ratio}x)")
+                              f"the interval landed '{matmul_kind}' against the units' bound ({bound})")
 v_matmul
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
@@ -994,8 +994,7 @@ rows = [
     ("... with loss scale 2^14", scaled.flushed_fraction * 100, "%", "static loss scaling"),
     ("GradScaler steps skipped", trace.skipped, "steps", f"of {trace.steps}, init scale 2^24, growth every {GROWTH}"),
     ("bf16 accumulator error, 10^4 terms", at_1e4["bf16 accumulator"] * 100, "%", "fp32 accumulation: ~0"),
-    ("torch bf16 / fp32 matmul speed", speed.ratio, "x", f"n = {n}; {speed.interval}; bound {bound.ratio}x "
-     f"({bound.unit})"),
+    ("torch bf16 / fp32 matmul speed", speed.ratio, "x", f"n = {n}; {speed.interval}; units: {bound.unit}"),
     ("bf16 / fp32 triad speed", halving["triad"].ratio, "x", f"half the bytes: at most 2x; {halving['triad'].interval}"),
     ("autocast training step speed-up", step_speed.ratio, "x", f"over the fp32 step; {step_speed.interval}; seed "
      f"claims ~1.3x: {claim}"),

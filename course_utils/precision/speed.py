@@ -54,6 +54,14 @@ class UnitBound:
     ratio: float | None
     source: str
 
+    def __str__(self) -> str:
+        """'AMX: at most 16x (...)', 'none: ...', 'tensor cores: no bound computed (...)'."""
+        if self.ratio is None:
+            return f"{self.unit}: {self.source}"
+        if math.isinf(self.ratio):
+            return f"{self.unit}: no bound computed ({self.source})"
+        return f"{self.unit}: at most {self.ratio:g}x ({self.source})"
+
 
 def bf16_bound(flags: Sequence[str], device_type: str = "cpu") -> UnitBound:
     """The bound a bf16 matmul's speed-up over fp32 is predicted from: AMX 16x (Intel's published per-core rates,

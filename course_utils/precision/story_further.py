@@ -180,8 +180,8 @@ def fp8_training(v: Verdict, status: Fp8Status, result: Fp8Training | None = Non
               "inputs and weights and e5m2 output gradients with dynamic per-tensor scales, accumulating in higher "
               "precision.")
     if not v.tested or result is None:
-        return prose(f"Not run here: {status.why}. On a GPU with fp8 units the cell above trains the same model in "
-                     "bf16 and in fp8 and compares their losses and step times. " + recipe)
+        return prose("On a GPU with fp8 units the cell above trains the same model in bf16 and in fp8 and compares "
+                     "their losses and step times (the verdict says why it did not run here). " + recipe)
     validate.instance("result", result, Fp8Training)
     loss = result.final_loss
     end = " The prediction held." if v.held else " The prediction failed (see the verdict)."
