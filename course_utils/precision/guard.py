@@ -46,6 +46,10 @@ def _deadline(seconds: float, fn: Callable[..., Any], what: str) -> Iterator[Non
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         yield
         return
+    outer, _ = signal.getitimer(signal.ITIMER_REAL)
+    if outer and outer <= seconds:  # an outer time limit ends first: it stays in charge, never extended
+        yield
+        return
 
     def expire(signum: int, frame: Any) -> None:
         raise LearnerTimeout(f"{describe(fn)} did not finish its {what} within {seconds:g} s: check it for an "

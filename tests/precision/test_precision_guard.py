@@ -41,3 +41,18 @@ def test_a_call_within_its_deadline_runs_and_an_outer_deadline_survives() -> Non
 def test_bad_deadlines_are_refused(seconds) -> None:
     with pytest.raises(ValueError, match="seconds"):
         P.deadline(seconds, print)  # refused at the call, before any block runs
+
+
+def test_an_inner_deadline_never_extends_an_outer_one() -> None:
+    def slow():
+        while True:
+            pass
+
+    with pytest.raises(P.LearnerTimeout, match="outer_fn"):
+        with P.deadline(0.2, outer_fn, "outer"):
+            with P.deadline(30, slow, "inner"):  # longer than what is left outside: the outer one fires
+                slow()
+
+
+def outer_fn():
+    return None
