@@ -115,9 +115,11 @@ def mkl(vendor: str, report: LibraryReport, *, flags: Sequence[str], jax_over_to
     path = report.mkl_path or "not printed"
     narrower = "avx512f" in flags and "AVX-512" not in path
     if vendor == "Intel":
-        return prose(compared + f"This is an Intel CPU, where MKL takes its Intel code paths (here: \"{path}\"), so "
+        return prose(compared, f"This is an Intel CPU, where MKL takes its Intel code paths (here: \"{path}\"), so "
                      "the AMD candidate does not apply" + ("; why torch's fp32 trails is not established by this "
-                                                             "run. " if trails else ". ")
+                                                             "run (a candidate on a shared machine: MKL's threads "
+                                                             "waiting for each other under load; the load average is "
+                                                             "in the report at the top). " if trails else ". ")
                      + "On AMD CPUs MKL has been reported to choose narrower code paths by vendor; run this notebook "
                      "there to see what its header says.")
     if vendor == "AMD":

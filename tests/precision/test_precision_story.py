@@ -252,7 +252,7 @@ AVX512 = ("avx2", "avx512f")
 
 
 @pytest.mark.parametrize(("vendor", "report", "speed", "phrases"), [
-    ("Intel", _report(), sp(2.0, 1.5, 2.5), ("Intel CPU", "does not apply", "not established")),
+    ("Intel", _report(), sp(2.0, 1.5, 2.5), ("Intel CPU", "does not apply", "not established", "under load")),
     ("Intel", _report(), sp(1.0, 0.9, 1.1), ("within the noise", "does not apply")),
     ("Intel", _report(), None, ("does not apply",)),
     ("AMD", _report(path="Intel(R) Advanced Vector Extensions 2 (Intel(R) AVX2) enabled processors"), sp(2.0, 1.6, 2.4),
