@@ -1,26 +1,22 @@
 """Notebook 03 (``03_mixed_precision``): what fp16 and bf16 buy, and what they break.
 
-One file per job: ``formats`` (bit layouts, range, rounding, long sums), ``scaling`` (fp16 underflow and loss
-scaling), ``training`` (the AMP loop with and without a GradScaler, over seeds), ``policies`` (torch autocast,
-Keras dtype policies, an explicit JAX policy, dtypes read back), ``speed`` (FLOP/s and bytes per format),
-``speed_text`` (the speed section's sentences, generated from the run's numbers), ``memory`` (bytes per parameter
-per training scheme; the peak, saved-tensor and held-state measurements it shows come from the core
-``course_utils.memory``), ``remat`` (activation checkpointing in each framework), ``exercises`` (the checkers)
-and ``plots``.
+One file per job: ``formats`` (bit layouts, range, rounding, long sums), ``scaling`` (fp16 underflow, loss scaling,
+the dynamic scale's trace), ``training`` (runs the learner's AMP step over batches and seeds), ``policies`` (the
+dtypes a learner's autocast block, Keras policy or JAX cast policy produced, read back), ``speed`` (the bf16 units'
+bound, roofline points, outcomes decided from intervals), ``library`` (what MKL and oneDNN report for a torch
+matmul, from ``workers/blas_verbose.py``), ``memory`` (bytes per parameter per training scheme; the measurements come
+from the core ``course_utils.memory``), ``remat`` (activation checkpointing, measured on the learner's loss), ``fp8``
+(fp8 round trips, amax history and delayed scaling, fp8 training on a GPU that has the units), ``guard`` (a deadline
+around learner code), ``story`` (every sentence the notebook tells, with ``story_speed`` and ``story_further``),
+``exercises`` (the checkers) and ``plots``.
 """
 
 from course_utils.memory import (  # core; re-exported because notebook 03 calls them as cu.precision.*
-    compiled_stats,
-    jax_compiled_stats,
-    jax_memory,
-    peak_rss_delta,
-    rss_peak_supported,
     saved_activation_bytes,
     saved_for_backward,
-    torch_peak_bytes,
     torch_state_bytes,
 )
-from course_utils.precision import exercises
+from course_utils.precision import exercises, story
 from course_utils.precision.formats import (
     FORMATS,
     SHORT,
@@ -34,10 +30,27 @@ from course_utils.precision.formats import (
     relative_rounding_error,
     round_to,
 )
+from course_utils.precision.fp8 import (
+    AmaxHistory,
+    CastError,
+    CastTable,
+    DelayedScaling,
+    Fp8Status,
+    Fp8Training,
+    amax_history,
+    cast_error,
+    cast_errors,
+    compare_training,
+    delayed_scaling,
+    gpu_fp8_status,
+    layer_tensors,
+)
+from course_utils.precision.guard import LearnerTimeout, deadline
+from course_utils.precision.library import LibraryReport, cpu_vendor, library_verbose, read_verbose
 from course_utils.precision.memory import TRAINING_SCHEMES, training_memory
 from course_utils.precision.plots import (
     accumulation_plot,
-    before_after_plot,
+    amax_plot,
     bit_layout_plot,
     gradient_histogram_plot,
     lines_plot,
@@ -48,30 +61,30 @@ from course_utils.precision.plots import (
     throughput_plot,
 )
 from course_utils.precision.policies import (
-    KERAS_POLICIES,
-    Policy,
+    DtypeWatch,
     dtype_summary,
     jax_activation_dtypes,
     jax_dtypes,
-    keras_compile_wraps_optimizer,
     keras_dtypes,
-    torch_dtypes,
+    op_dtypes,
+    watch_dtypes,
 )
 from course_utils.precision.remat import (
     Remat,
     block_weights,
     jax_remat,
     predicted_peak_with_remat,
-    temp_change_text,
     tf_recompute_same,
     torch_grouped_saved,
     torch_live_peak,
     torch_remat,
 )
 from course_utils.precision.scaling import (
+    ScaleTrace,
     UnderflowStats,
     adam_eps_share,
     overflow_exponent,
+    scale_trace,
     simulate_cast,
     torch_activation_grads,
     torch_fp16_overflows,
@@ -80,48 +93,35 @@ from course_utils.precision.scaling import (
 )
 from course_utils.precision.speed import (
     A100_PUBLISHED,
-    STREAM_OPS,
-    bandwidth_ratio,
-    copy_times,
-    jax_dot_dtypes,
-    matmul_times,
-    stream_point,
-    stream_times,
-    torch_onednn_bf16,
-)
-from course_utils.precision.speed_text import (
     CLAIM_BAND,
-    bandwidth_text,
-    bf16_unit_ratio,
+    STREAM_OPS,
+    UnitBound,
+    bf16_bound,
     bf16_units,
-    bf16_units_text,
     claim_outcome,
-    claim_text,
-    fp32_share_text,
-    matmul_share_text,
+    halving_outcome,
+    matmul_outcome,
     matmul_shares,
     mlp_step_flops,
-    ratio_band,
-    roof_share_text,
     step_outcome,
-    step_reason,
+    stream_point,
 )
-from course_utils.precision.training import MODES, SeedSpread, TrainRun, amp_train, seed_spread, unscale_norms
+from course_utils.precision.training import SeedSpread, TrainRun, train, unscale_norms
 
 __all__ = [
-    "A100_PUBLISHED", "FORMATS", "KERAS_POLICIES", "MODES", "SHORT", "TRAINING_SCHEMES", "accumulation_error",
-    "accumulation_plot", "amp_train", "before_after_plot", "bit_layout_plot", "block_weights", "compiled_stats",
-    "copy_times", "dtype_summary", "exercises", "float_format", "FloatFormat", "format_table", "FormatTable",
-    "gradient_histogram_plot", "jax_activation_dtypes", "jax_compiled_stats", "jax_dtypes", "jax_memory",
-    "jax_remat", "kahan_sum_bf16", "keras_compile_wraps_optimizer", "keras_dtypes", "lines_plot",
-    "loss_curves_plot", "matmul_times", "memory_stack_plot", "numpy_dtype", "overflow_exponent", "peak_rss_delta",
-    "Policy", "predicted_peak_with_remat", "relative_rounding_error", "Remat", "round_to", "rounding_error_plot",
-    "rss_peak_supported", "saved_activation_bytes", "saved_for_backward", "scale_trace_plot", "seed_spread",
-    "SeedSpread", "simulate_cast", "tf_recompute_same", "throughput_plot", "torch_activation_grads", "torch_dtypes",
-    "torch_fp16_overflows", "torch_grouped_saved", "torch_peak_bytes", "torch_remat", "torch_state_bytes",
-    "training_memory", "TrainRun", "underflow_stats", "UnderflowStats", "unscale_norms", "STREAM_OPS",
-    "bandwidth_ratio", "jax_dot_dtypes", "stream_point", "stream_times", "torch_live_peak", "adam_eps_share",
-    "torch_weight_grads", "torch_onednn_bf16", "CLAIM_BAND", "bandwidth_text", "bf16_unit_ratio", "bf16_units",
-    "bf16_units_text", "claim_outcome", "claim_text", "fp32_share_text", "matmul_share_text", "matmul_shares",
-    "mlp_step_flops", "ratio_band", "roof_share_text", "step_outcome", "step_reason", "temp_change_text",
+    "A100_PUBLISHED", "AmaxHistory", "CLAIM_BAND", "CastError", "CastTable", "DelayedScaling", "DtypeWatch",
+    "FORMATS", "FloatFormat", "FormatTable", "Fp8Status", "Fp8Training", "LearnerTimeout", "LibraryReport",
+    "Remat", "SHORT", "STREAM_OPS", "ScaleTrace", "SeedSpread", "TRAINING_SCHEMES", "TrainRun", "UnderflowStats",
+    "UnitBound", "accumulation_error", "accumulation_plot", "adam_eps_share", "amax_history", "amax_plot",
+    "bf16_bound", "bf16_units", "bit_layout_plot", "block_weights", "cast_error", "cast_errors", "claim_outcome",
+    "compare_training", "cpu_vendor", "deadline", "delayed_scaling", "dtype_summary", "exercises", "float_format",
+    "format_table", "gpu_fp8_status", "gradient_histogram_plot", "halving_outcome", "jax_activation_dtypes",
+    "jax_dtypes", "jax_remat", "kahan_sum_bf16", "keras_dtypes", "layer_tensors", "library_verbose", "lines_plot",
+    "loss_curves_plot", "matmul_outcome", "matmul_shares", "memory_stack_plot", "mlp_step_flops", "numpy_dtype",
+    "op_dtypes", "overflow_exponent", "predicted_peak_with_remat", "read_verbose", "relative_rounding_error",
+    "round_to", "rounding_error_plot", "saved_activation_bytes", "saved_for_backward", "scale_trace",
+    "scale_trace_plot", "simulate_cast", "step_outcome", "story", "stream_point", "tf_recompute_same",
+    "throughput_plot", "torch_activation_grads", "torch_fp16_overflows", "torch_grouped_saved", "torch_live_peak",
+    "torch_remat", "torch_state_bytes", "torch_weight_grads", "train", "training_memory", "underflow_stats",
+    "unscale_norms", "watch_dtypes",
 ]

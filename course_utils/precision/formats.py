@@ -144,7 +144,7 @@ def relative_rounding_error(magnitudes: Any, name: str, *, samples: int = 256, s
     1.0 means the value was flushed to zero; inf means it overflowed (inf or nan).
     """
     check_format(name)
-    validate.positive("samples", samples, integer=True)
+    validate.number("samples", samples, low=1, high=100_000, integer=True)
     validate.non_negative("seed", seed, integer=True)
     m = _as_float64("magnitudes", magnitudes).reshape(-1, 1)
     if m.size == 0:

@@ -19,6 +19,7 @@ from course_utils.precision.formats import (
     float_format,
     relative_rounding_error,
 )
+from course_utils.precision.fp8 import KINDS, AmaxHistory
 
 _COMPONENT_COLORS = {"fp32 weights": "#0072B2", "fp32 master weights": "#0072B2", "16-bit weights": "#56B4E9",
                      "fp32 gradients": "#D55E00", "16-bit gradients": "#E69F00", "Adam moments (fp32)": "#009E73",
@@ -199,30 +200,10 @@ def lines_plot(x: Sequence[float], series: Mapping[str, Sequence[float]], *, xla
     return fig
 
 
-def before_after_plot(rows: Mapping[str, tuple[float, float]], *, ylabel: str, title: str) -> Figure:
-    """Pairs of bars (without, with) per row, the ratio written above: e.g. memory without/with checkpointing."""
-    validate.non_empty("rows", rows)
-    fig, (ax,) = plotting.figure(width=6.8, height=3.6)
-    x = np.arange(len(rows))
-    before = np.array([v[0] for v in rows.values()], dtype=float)
-    after = np.array([v[1] for v in rows.values()], dtype=float)
-    ax.bar(x - 0.2, before, 0.4, label="without checkpointing", color="#0072B2")
-    ax.bar(x + 0.2, after, 0.4, label="with checkpointing", color="#009E73")
-    for xi, b, a in zip(x, before, after):
-        ax.text(xi + 0.2, a, f"{a / b:.2f}x" if b else "", ha="center", va="bottom", fontsize=8)
-    ax.set_xticks(x, list(rows), fontsize=8)
-    ax.set_ylabel(ylabel)
-    ax.set_ylim(0, max(before.max(), after.max()) * 1.2)
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-    return fig
-
-
-
 def loss_curves_plot(runs: Mapping[str, Sequence[Any]], *, window: int = 20, title: str = "Training loss") -> Figure:
     """Per label: the mean over seeds of the ``window``-step moving average of the loss, and the seeds' range."""
     validate.non_empty("runs", runs)
-    window = validate.positive("window", window, integer=True)
+    window = validate.number("window", window, low=1, high=100_000, integer=True)
     fig, (ax,) = plotting.figure(width=7.0, height=3.8)
     kernel = np.ones(window) / window
     for i, (label, seeds) in enumerate(runs.items()):
@@ -236,6 +217,22 @@ def loss_curves_plot(runs: Mapping[str, Sequence[Any]], *, window: int = 20, tit
     ax.set_yscale("log")
     ax.set_xlabel("step")
     ax.set_ylabel(f"training loss ({window}-step mean)")
-    ax.set_title(title + " (band: range over seeds)")
+    ax.set_title(title + (" (band: range over seeds)" if max(len(seeds) for seeds in runs.values()) > 1 else ""))
+    ax.legend(fontsize=8)
+    return fig
+
+
+def amax_plot(history: AmaxHistory, *, layer: int = 1) -> Figure:
+    """The amax of one layer's output and of its gradient per step (log scale): what a per-tensor scale follows."""
+    validate.instance("history", history, AmaxHistory)
+    fig, (ax,) = plotting.figure(width=7.0, height=3.4)
+    for i, kind in enumerate(KINDS):
+        series = history.series(kind)
+        layer = validate.number("layer", layer, low=0, high=series.shape[1] - 1, integer=True)
+        ax.plot(series[:, layer], color=plotting.PALETTE[i], label=f"{kind} of Linear {layer}")
+    ax.set_yscale("log", base=2)
+    ax.set_xlabel("training step")
+    ax.set_ylabel("amax (largest |value|)")
+    ax.set_title("The amax a per-tensor fp8 scale follows, one layer, fp32 training")
     ax.legend(fontsize=8)
     return fig

@@ -1,72 +1,110 @@
-"""Mixed precision in each framework, with the dtypes of weights, activations, loss and gradients read back:
-``torch.autocast`` (hooks on every Linear), Keras dtype policies (``keras.config.set_dtype_policy``), and an
-explicit JAX policy whose activations are read from the program itself (the jaxpr of the wrapped apply).
+"""Reading back what a mixed-precision recipe did: the dtypes of weights, activations, loss and gradients of the
+learner's own torch model (hooks on every Linear while the learner's autocast block runs), of a Keras model built
+under the learner's dtype policy, and of the learner's JAX cast policy (its activations read from the jaxpr).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
-from course_utils import env, models, validate
+from course_utils import env, validate
+from course_utils.precision import guard
 
 DtypeReport = dict[str, set[str]]
-_POLICY_DTYPES = ("float32", "bfloat16", "float16")
-KERAS_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16", "bfloat16", "float16")
+REPORT_KEYS = ("weights", "activations", "loss", "gradients")
+
+
+def _name(dtype: Any) -> str:
+    return str(dtype).removeprefix("torch.")
 
 
 # ---------------------------------------------------------------------------------------------------------
-# JAX: an explicit policy
+# PyTorch: the learner's autocast block, watched
 
 
-def _cast_floating(tree: Any, dtype: str) -> Any:
-    import jax
-    import jax.numpy as jnp
+@dataclass
+class DtypeWatch:
+    """Dtypes of every ``nn.Linear`` output seen while watching; ``report(loss)`` adds weights, loss, gradients."""
 
-    def cast(leaf: Any) -> Any:
-        if hasattr(leaf, "dtype") and jnp.issubdtype(leaf.dtype, jnp.floating):
-            return leaf.astype(dtype)
-        return leaf
+    model: Any
+    activations: set[str] = field(default_factory=set)
 
-    return jax.tree.map(cast, tree)
+    def report(self, loss: Any) -> DtypeReport:
+        """Weights, the activations seen, ``loss`` and the gradients the backward pass left (call it after
+        ``loss.backward()``)."""
+        import torch
+
+        validate.instance("loss", loss, torch.Tensor)
+        params = list(self.model.parameters())
+        missing = [i for i, p in enumerate(params) if p.grad is None]
+        if missing:
+            raise ValueError(f"parameter {missing[0]} has no gradient: call report(loss) after loss.backward()")
+        if not self.activations:
+            raise ValueError("no Linear output was seen: run the forward pass inside `with watch_dtypes(model)`")
+        return {"weights": {_name(p.dtype) for p in params}, "activations": set(self.activations),
+                "loss": {_name(loss.dtype)}, "gradients": {_name(p.grad.dtype) for p in params},
+                "loss value": {f"{float(loss.detach()):.4f}"}}
 
 
-@dataclass(frozen=True)
-class Policy:
-    """Which dtype parameters are stored in, computed in, and returned in (floating leaves only)."""
+@contextmanager
+def watch_dtypes(model: Any) -> Iterator[DtypeWatch]:
+    """Watch the dtype of every ``nn.Linear`` output of ``model`` while the block runs (the learner's autocast
+    forward goes inside); hooks are removed on exit."""
+    import torch
 
-    param_dtype: str = "float32"
-    compute_dtype: str = "bfloat16"
-    output_dtype: str = "float32"
+    validate.instance("model", model, torch.nn.Module)
+    watch = DtypeWatch(model)
+    hooks = [m.register_forward_hook(lambda m, i, o: watch.activations.add(_name(o.dtype)))
+             for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    if not hooks:
+        raise ValueError("model must contain at least one torch.nn.Linear")
+    try:
+        yield watch
+    finally:
+        for h in hooks:
+            h.remove()
 
-    def __post_init__(self) -> None:
-        for field_name in ("param_dtype", "compute_dtype", "output_dtype"):
-            value = getattr(self, field_name)
-            validate.instance(field_name, value, str)
-            validate.choice(field_name, value, _POLICY_DTYPES)
 
-    def cast_to_param(self, tree: Any) -> Any:
-        return _cast_floating(tree, self.param_dtype)
+def op_dtypes(outputs: dict[str, Any]) -> dict[str, str]:
+    """{op: dtype name} of the tensors an autocast block produced (``{"linear": h, "softmax": s, ...}``)."""
+    validate.instance("outputs", outputs, dict)
+    validate.non_empty("outputs", outputs)
+    found = {}
+    for op, t in outputs.items():
+        if not hasattr(t, "dtype"):
+            raise TypeError(f"outputs[{op!r}] must be a tensor; got {type(t).__name__}")
+        found[str(op)] = _name(t.dtype)
+    return found
 
-    def cast_to_compute(self, tree: Any) -> Any:
-        return _cast_floating(tree, self.compute_dtype)
 
-    def cast_to_output(self, tree: Any) -> Any:
-        return _cast_floating(tree, self.output_dtype)
+# ---------------------------------------------------------------------------------------------------------
+# Keras 3: a model built under the learner's dtype policy
 
-    def wrap(self, apply: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-        """``apply(params, x)`` run in the compute dtype, its output cast to the output dtype.
 
-        The gradient with respect to fp32 parameters comes back in fp32: the transpose of a cast is a cast.
-        """
-        validate.function("apply", apply)
+def keras_dtypes(model: Any, x: Any, y: Any) -> DtypeReport:
+    """One forward and backward pass of the learner's Keras ``model`` (built under its dtype policy) on (x, y):
+    dtypes of its variables, of each layer's output, of the cross-entropy loss and of the gradients."""
+    tf = env.import_tensorflow()
+    import keras
 
-        def wrapped(params: Any, x: Any) -> Any:
-            return self.cast_to_output(apply(self.cast_to_compute(params), self.cast_to_compute(x)))
+    validate.instance("model", model, keras.Model)
+    acts, h = set(), tf.convert_to_tensor(x)
+    with tf.GradientTape() as tape:
+        for layer in model.layers:
+            h = layer(h)
+            acts.add(h.dtype.name)
+        loss = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(y, tf.cast(h, "float32"),
+                                                                           from_logits=True))
+    grads = tape.gradient(loss, model.trainable_variables)
+    return {"weights": {v.dtype for v in model.trainable_variables}, "activations": acts, "loss": {loss.dtype.name},
+            "gradients": {g.dtype.name for g in grads}, "loss value": {f"{float(loss):.4f}"}}
 
-        wrapped.__name__ = f"{getattr(apply, '__name__', 'apply')}_{self.compute_dtype}"
-        return wrapped
+
+# ---------------------------------------------------------------------------------------------------------
+# JAX: the learner's cast policy
 
 
 def _jaxpr_values(jaxpr: Any, out: list[tuple[str, str]]) -> None:
@@ -91,8 +129,16 @@ def jax_activation_dtypes(apply: Callable[[Any, Any], Any], params: Any, x: Any)
     return {dtype for prim, dtype in values if prim != "convert_element_type"}
 
 
-def jax_dtypes(apply: Callable[[Any, Any], Any], params: Any, x: Any, y: Any) -> DtypeReport:
-    """Dtypes of weights, activations (read from the program), cross-entropy loss and gradients in JAX."""
+def jax_dtypes(apply: Callable[[Any, Any], Any], params: Any, x: Any, y: Any, *, timeout: float = 120.0) -> DtypeReport:
+    """Dtypes of the weights, the activations (read from the program), the cross-entropy loss and the gradients
+    of the learner's ``apply(params, x)``, which must trace and run within ``timeout`` seconds."""
+    validate.function("apply", apply)
+    timeout = validate.number("timeout", timeout, low=0, high=guard.MAX_SECONDS, low_open=True)
+    with guard.deadline(timeout, apply, "trace and run"):
+        return _jax_dtypes(apply, params, x, y)
+
+
+def _jax_dtypes(apply: Callable[[Any, Any], Any], params: Any, x: Any, y: Any) -> DtypeReport:
     import jax
     import jax.numpy as jnp
 
@@ -101,104 +147,15 @@ def jax_dtypes(apply: Callable[[Any, Any], Any], params: Any, x: Any, y: Any) ->
         return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), yb[:, None], axis=1))
 
     loss, grads = jax.jit(jax.value_and_grad(loss_fn))(params, x, y)
-    return {
-        "weights": {str(a.dtype) for a in jax.tree.leaves(params)},
-        "activations": jax_activation_dtypes(apply, params, x),
-        "loss": {str(loss.dtype)},
-        "gradients": {str(a.dtype) for a in jax.tree.leaves(grads)},
-        "loss value": {f"{float(loss):.4f}"},
-    }
-
-
-# ---------------------------------------------------------------------------------------------------------
-# PyTorch: autocast
-
-
-def torch_dtypes(model: Any, x: Any, y: Any, dtype: Any) -> DtypeReport:
-    """One autocast forward and backward in ``dtype``; dtypes of weights, Linear outputs, loss and gradients."""
-    import torch
-    import torch.nn.functional as F
-
-    validate.instance("model", model, torch.nn.Module)
-    validate.instance("x", x, torch.Tensor)
-    validate.choice("dtype", dtype, (torch.bfloat16, torch.float16, torch.float32))
-    acts: list[str] = []
-    hooks = [m.register_forward_hook(lambda m, i, o: acts.append(str(o.dtype).removeprefix("torch.")))
-             for m in model.modules() if isinstance(m, torch.nn.Linear)]
-    if not hooks:
-        raise ValueError("model must contain at least one torch.nn.Linear")
-    try:
-        with torch.autocast(x.device.type, dtype=dtype, enabled=dtype != torch.float32):
-            loss = F.cross_entropy(model(x), y)
-        loss.backward()
-    finally:
-        for h in hooks:
-            h.remove()
-    name = lambda t: str(t.dtype).removeprefix("torch.")  # noqa: E731
-    report = {
-        "weights": {name(p) for p in model.parameters()},
-        "activations": set(acts),
-        "loss": {name(loss)},
-        "gradients": {name(p.grad) for p in model.parameters()},
-        "loss value": {f"{loss.item():.4f}"},
-    }
-    model.zero_grad(set_to_none=True)
-    return report
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Keras 3: dtype policies
-
-
-def keras_dtypes(policy: str, x: Any, y: Any, *, seed: int = 0) -> DtypeReport:
-    """Build the course MLP under ``keras.config.set_dtype_policy(policy)``, one step's dtypes; policy restored."""
-    validate.instance("policy", policy, str)
-    validate.choice("policy", policy, KERAS_POLICIES)
-    tf = env.import_tensorflow()
-    import keras
-
-    before = keras.config.dtype_policy().name
-    keras.config.set_dtype_policy(policy)
-    try:
-        model = models.keras_mlp(seed=seed)
-        acts, h = set(), tf.convert_to_tensor(x)
-        with tf.GradientTape() as tape:
-            for layer in model.layers:
-                h = layer(h)
-                acts.add(h.dtype.name)
-            loss = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(y, tf.cast(h, "float32"),
-                                                                               from_logits=True))
-        grads = tape.gradient(loss, model.trainable_variables)
-    finally:
-        keras.config.set_dtype_policy(before)
-    return {
-        "weights": {v.dtype for v in model.trainable_variables},
-        "activations": acts,
-        "loss": {loss.dtype.name},
-        "gradients": {g.dtype.name for g in grads},
-        "loss value": {f"{float(loss):.4f}"},
-    }
-
-
-def keras_compile_wraps_optimizer(policy: str = "mixed_float16") -> bool:
-    """True when ``model.compile`` under ``policy`` wraps the optimizer in a ``LossScaleOptimizer`` by itself."""
-    validate.instance("policy", policy, str)
-    validate.choice("policy", policy, KERAS_POLICIES)
-    env.import_tensorflow()
-    import keras
-
-    before = keras.config.dtype_policy().name
-    keras.config.set_dtype_policy(policy)
-    try:
-        model = models.keras_mlp(seed=0)
-        model.compile(optimizer=keras.optimizers.Adam(1e-3),
-                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    finally:
-        keras.config.set_dtype_policy(before)
-    return isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
+    return {"weights": {str(a.dtype) for a in jax.tree.leaves(params)},
+            "activations": jax_activation_dtypes(apply, params, x), "loss": {str(loss.dtype)},
+            "gradients": {str(a.dtype) for a in jax.tree.leaves(grads)}, "loss value": {f"{float(loss):.4f}"}}
 
 
 def dtype_summary(report: DtypeReport) -> DtypeReport:
     """``report`` without the loss value (the part a notebook compares with the expected dtypes)."""
     validate.instance("report", report, dict)
+    missing = [k for k in REPORT_KEYS if k not in report]
+    if missing:
+        raise ValueError(f"report must hold {', '.join(REPORT_KEYS)}; missing {missing}")
     return {k: v for k, v in report.items() if k != "loss value"}

@@ -9,20 +9,26 @@ TensorFlow: ``tf.recompute_grad`` gives the same gradients.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from course_utils import display, env, timing, validate
+from course_utils import display, env, intervals, timing, validate
 from course_utils.memory import compiled_stats, jax_compiled_stats, saved_activation_bytes, torch_peak_bytes
+from course_utils.precision import guard
+
+MAX_WEIGHT_BYTES = 2**30  # the blocks' weights a lesson may ask for: 1 GiB
 
 
 def block_weights(width: int, blocks: int, *, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     """(W1: width x 4width, W2: 4width x width) per block, float32, scaled so that activations stay O(1)."""
     width = validate.number("width", width, low=1, high=65536, integer=True)
     blocks = validate.number("blocks", blocks, low=1, high=1024, integer=True)
+    if 8 * width * width * 4 * blocks > MAX_WEIGHT_BYTES:
+        raise ValueError(f"width and blocks ask for {8 * width * width * 4 * blocks / 2**30:.1f} GiB of weights "
+                         f"(8 x width^2 x 4 bytes per block); at most {MAX_WEIGHT_BYTES / 2**30:g} GiB")
     validate.non_negative("seed", seed, integer=True)
     rng = np.random.default_rng(seed)
     return [((rng.standard_normal((width, 4 * width)) / np.sqrt(width)).astype(np.float32),
@@ -49,8 +55,10 @@ class Remat:
         return self.saved[1] / self.saved[0]
 
     @property
-    def time_ratio(self) -> float:
-        return self.time[1].median / self.time[0].median
+    def cost(self) -> intervals.Speedup:
+        """How many times as long a step takes with checkpointing, with its interval (the step without it is the
+        candidate, the step with it the baseline: a ratio above 1 means checkpointing costs time)."""
+        return intervals.speedup(self.time[1], self.time[0])
 
     def table(self) -> display.Table:
         fmt = lambda v: "-" if v is None else display.format_bytes(v)  # noqa: E731
@@ -82,29 +90,23 @@ def _timed(fn: Callable[..., Any], *args: Any, min_time: float, label: str) -> A
     return timing.benchmark(fn, *args, warmup=1, min_time=min_time, min_repeats=3, max_repeats=10, label=label)
 
 
-def torch_remat(weights: list[tuple[np.ndarray, np.ndarray]], batch: int, *, device: Any = "cpu",
-                min_time: float = 0.1) -> Remat:
-    """Saved bytes, peak and time of a torch training step over the blocks, with and without checkpointing."""
+def torch_remat(loss: Callable[[bool], Any], params: Sequence[Any], *, rounds: int = 4, min_time: float = 0.1,
+                timeout: float = 300.0) -> Remat:
+    """Saved bytes, peak memory and time of the learner's training step ``loss(remat).backward()`` without
+    (``remat=False``) and with (``remat=True``) its checkpointing, ``params`` being what it differentiates; the
+    two steps are timed in ``rounds`` interleaved rounds, and their gradients compared."""
     import torch
-    import torch.nn.functional as F
-    from torch.utils.checkpoint import checkpoint
 
-    validate.non_empty("weights", weights)
-    batch = validate.number("batch", batch, low=1, high=2**24, integer=True)
-    validate.positive("min_time", min_time)
-    tw = [(torch.tensor(a, device=device, requires_grad=True), torch.tensor(b, device=device, requires_grad=True))
-          for a, b in weights]
-    flat = [p for pair in tw for p in pair]
-    x = torch.ones(batch, weights[0][0].shape[0], device=device)
-
-    def block(h: Any, w1: Any, w2: Any) -> Any:
-        return h + F.gelu(h @ w1) @ w2
-
-    def loss(remat: bool) -> Any:
-        h = x
-        for w1, w2 in tw:
-            h = checkpoint(block, h, w1, w2, use_reentrant=False) if remat else block(h, w1, w2)
-        return (h**2).mean()
+    validate.function("loss", loss)
+    timeout = validate.number("timeout", timeout, low=0, high=guard.MAX_SECONDS, low_open=True)
+    if isinstance(params, (str, bytes)):
+        raise TypeError("params must be a list of tensors, not a string")
+    flat = list(validate.non_empty("params", params))
+    for i, p in enumerate(flat):
+        validate.instance(f"params[{i}]", p, torch.Tensor)
+    rounds = validate.number("rounds", rounds, low=2, high=100, integer=True)
+    validate.number("min_time", min_time, low=0, high=60, low_open=True)
+    device = flat[0].device
 
     def step(remat: bool) -> list[Any]:
         for p in flat:
@@ -112,14 +114,16 @@ def torch_remat(weights: list[tuple[np.ndarray, np.ndarray]], batch: int, *, dev
         loss(remat).backward()
         return [p.grad for p in flat]
 
-    saved = tuple(saved_activation_bytes(lambda r=r: loss(r), exclude=flat) for r in (False, True))
-    peak = tuple(torch_peak_bytes(lambda r=r: step(r), device) for r in (False, True))
-    cuda = torch.device(device).type == "cuda"  # there the allocator's peak already counts live tensors only
-    live = peak if cuda else tuple(torch_live_peak(lambda r=r: step(r)) for r in (False, True))
-    times = tuple(_timed(step, r, min_time=min_time, label=f"torch remat={r}") for r in (False, True))
-    same = all(torch.allclose(a, b, rtol=1e-4, atol=1e-6) for a, b in zip(step(False), step(True)))
-    return Remat("torch", saved, peak, time=times, same_gradients=bool(same),  # type: ignore[arg-type]
-                 live_peak=live)  # type: ignore[arg-type]
+    with guard.deadline(timeout, loss, "checkpointing measurements"):
+        saved = tuple(saved_activation_bytes(lambda r=r: loss(r), exclude=flat) for r in (False, True))
+        peak = tuple(torch_peak_bytes(lambda r=r: step(r), device) for r in (False, True))
+        cuda = device.type == "cuda"  # there the allocator's peak already counts live tensors only
+        live = peak if cuda else tuple(torch_live_peak(lambda r=r: step(r)) for r in (False, True))
+        timed = timing.interleaved({"without": lambda: step(False), "with": lambda: step(True)}, rounds=rounds,
+                                   min_time=min_time)
+        same = all(torch.allclose(a, b, rtol=1e-4, atol=1e-6) for a, b in zip(step(False), step(True)))
+    return Remat("torch", saved, peak, time=(timed["without"], timed["with"]),  # type: ignore[arg-type]
+                 same_gradients=bool(same), live_peak=live)  # type: ignore[arg-type]
 
 
 def torch_live_peak(fn: Callable[[], Any]) -> int | None:
@@ -143,30 +147,25 @@ def torch_live_peak(fn: Callable[[], Any]) -> int | None:
     return int(peak) if peak > 0 else None
 
 
-def jax_remat(weights: list[tuple[np.ndarray, np.ndarray]], batch: int, *, min_time: float = 0.1,
-              prevent_cse: bool = True) -> Remat:
-    """vjp residuals, compiled FLOPs and temp bytes, and time of a JAX gradient step, with and without remat."""
+def jax_remat(loss: Callable[[Any, Any, bool], Any], params: Any, x: Any, *, rounds: int = 4,
+              min_time: float = 0.1, timeout: float = 300.0) -> Remat:
+    """The learner's ``loss(params, x, remat)`` (``remat=True`` wraps its blocks in ``jax.checkpoint``): the
+    ``jax.vjp`` residuals sized by XLA, and the compiled gradient step's FLOPs (``cost_analysis``), temp bytes
+    (``memory_analysis``), dot count and time, without and with checkpointing; the two steps' times interleaved."""
+
+    validate.function("loss", loss)
+    rounds = validate.number("rounds", rounds, low=2, high=100, integer=True)
+    validate.number("min_time", min_time, low=0, high=60, low_open=True)
+    timeout = validate.number("timeout", timeout, low=0, high=guard.MAX_SECONDS, low_open=True)
+    with guard.deadline(timeout, loss, "checkpointing measurements"):
+        return _jax_remat(loss, params, x, rounds, min_time)
+
+
+def _jax_remat(loss: Callable[[Any, Any, bool], Any], params: Any, x: Any, rounds: int, min_time: float) -> Remat:
     import jax
-    import jax.numpy as jnp
 
-    validate.non_empty("weights", weights)
-    batch = validate.number("batch", batch, low=1, high=2**24, integer=True)
-    validate.positive("min_time", min_time)
-    validate.instance("prevent_cse", prevent_cse, bool)
-    params = [(jnp.asarray(a), jnp.asarray(b)) for a, b in weights]
-    x = jnp.ones((batch, weights[0][0].shape[0]))
     weight_bytes = sum(a.nbytes for a in jax.tree.leaves(params))  # vjp residuals include the weights
-
-    def block(p: Any, h: Any) -> Any:
-        return h + jax.nn.gelu(h @ p[0], approximate=False) @ p[1]
-
-    def loss(ps: Any, h: Any, remat: bool) -> Any:
-        fn = jax.checkpoint(block, prevent_cse=prevent_cse) if remat else block
-        for p in ps:
-            h = fn(p, h)
-        return jnp.mean(h**2)
-
-    saved, flops, temp, dots, times, grads = [], [], [], [], [], []
+    saved, flops, temp, dots, steps, grads = [], [], [], [], {}, []
     for remat in (False, True):
         residuals = jax_compiled_stats(lambda p, h, r=remat: jax.vjp(lambda a, b: loss(a, b, r), p, h)[1], params, x)
         saved.append(int(residuals["output"] - weight_bytes))
@@ -175,16 +174,29 @@ def jax_remat(weights: list[tuple[np.ndarray, np.ndarray]], batch: int, *, min_t
         flops.append(stats["flops"])
         temp.append(stats.get("temp"))
         dots.append(int(stats["dots"]))
-        times.append(_timed(step, params, x, min_time=min_time, label=f"jax remat={remat}"))
+        steps["with" if remat else "without"] = lambda step=step: step(params, x)
         grads.append(jax.tree.leaves(step(params, x)))
+    timed = timing.interleaved(steps, rounds=rounds, min_time=min_time)
     same = all(np.allclose(a, b, rtol=1e-4, atol=1e-6) for a, b in zip(*grads))
-    return Remat("jax", tuple(saved), flops=tuple(flops), temp=tuple(temp), time=tuple(times),  # type: ignore[arg-type]
-                 same_gradients=bool(same), dots=tuple(dots))  # type: ignore[arg-type]
+    return Remat("jax", tuple(saved), flops=tuple(flops), temp=tuple(temp),  # type: ignore[arg-type]
+                 time=(timed["without"], timed["with"]), same_gradients=bool(same),  # type: ignore[arg-type]
+                 dots=tuple(dots))  # type: ignore[arg-type]
+
+
+def _weights(weights: Any) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``weights`` if it is a non-empty list of (W1, W2) array pairs, as ``block_weights`` returns."""
+    validate.non_empty("weights", weights)
+    for i, pair in enumerate(weights):
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(w, np.ndarray) and w.ndim == 2
+                                                                           for w in pair)):
+            raise TypeError(f"weights[{i}] must be a (W1, W2) pair of 2-d arrays, as block_weights returns; got "
+                            f"{type(pair).__name__}")
+    return list(weights)
 
 
 def tf_recompute_same(weights: list[tuple[np.ndarray, np.ndarray]], batch: int = 64) -> bool:
     """True when ``tf.recompute_grad`` of one block gives the plain block's input gradient (exact GELU)."""
-    validate.non_empty("weights", weights)
+    weights = _weights(weights)
     batch = validate.number("batch", batch, low=1, high=2**20, integer=True)
     tf = env.import_tensorflow()
     w1, w2 = tf.constant(weights[0][0]), tf.constant(weights[0][1])
@@ -224,7 +236,7 @@ def torch_grouped_saved(weights: list[tuple[np.ndarray, np.ndarray]], batch: int
     import torch.nn.functional as F
     from torch.utils.checkpoint import checkpoint
 
-    validate.non_empty("weights", weights)
+    weights = _weights(weights)
     batch = validate.number("batch", batch, low=1, high=2**24, integer=True)
     group = validate.number("group", group, low=1, high=len(weights), integer=True)
     tw = [(torch.tensor(a, device=device, requires_grad=True), torch.tensor(b, device=device, requires_grad=True))
@@ -243,25 +255,3 @@ def torch_grouped_saved(weights: list[tuple[np.ndarray, np.ndarray]], batch: int
         return (h**2).mean()
 
     return saved_activation_bytes(loss, exclude=[p for pair in tw for p in pair])
-
-
-def temp_change_text(temp: tuple[int | None, int | None], batch: int, width: int) -> str:
-    """How the compiled step's temp buffers changed with checkpointing, sized against one block's 4x-wide fp32
-    activation (batch x 4·width x 4 bytes, computed); a growth is stated, its cause left open."""
-    if len(temp) != 2 or temp[0] is None or temp[1] is None:
-        return "XLA did not report the temp buffers on this backend. "
-    before, after = (validate.positive("temp", t, integer=True) for t in temp)
-    batch = validate.positive("batch", batch, integer=True)
-    width = validate.positive("width", width, integer=True)
-    unit = batch * 4 * width * 4
-    change = (f"The compiled step's temp buffers went from {display.format_bytes(before)} to "
-              f"{display.format_bytes(after)} ({after / before - 1:+.0%})")
-    if after > before:
-        return change + (f": they grew with checkpointing instead of shrinking. For scale (computed), one block's "
-                         f"4x-wide fp32 activation is {display.format_bytes(unit)}, so the growth equals "
-                         f"{(after - before) / unit:.1f} of them; which buffers XLA added, and why, is not established "
-                         "by this run. ")
-    if after < 0.5 * before:
-        return change + ": below half, as the `jax.vjp` residuals suggest. "
-    return change + (f": a saving of {(before - after) / unit:.1f} 4x-wide block activations (computed), less than "
-                     "half; which buffers XLA kept is not established by this run. ")

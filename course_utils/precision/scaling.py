@@ -147,3 +147,47 @@ def adam_eps_share(grads: Any, eps: float = 1e-8) -> float:
     if g.size == 0:
         raise ValueError("grads must hold a finite nonzero value")
     return float(np.median(g / (g + eps)))
+
+
+@dataclass(frozen=True)
+class ScaleTrace:
+    """What a dynamic loss scale did over a run (log2 units): skipped steps, the range it settled in after the
+    first clean step, and the ceiling computed from each clean step's largest gradient, log2(max / max|g|)."""
+
+    steps: int
+    skipped: int
+    first_skipped: bool
+    start: float
+    settled_low: float
+    settled_high: float
+    ceiling_median: float
+
+    @property
+    def gap(self) -> float:
+        """Powers of two from the settled scale's top up to the ceiling's median (negative: the top is above)."""
+        return self.ceiling_median - self.settled_high
+
+
+def scale_trace(scales: Any, skipped: Any, grad_max: Any, name: str = "float16") -> ScaleTrace:
+    """Summarise a run's per-step ``scales``, ``skipped`` flags and largest unscaled gradients ``grad_max``
+    (``TrainRun.scale``, ``.skipped``, ``.grad_max``) against format ``name``'s largest value."""
+    check_format(name)
+    for arg, seq in (("scales", scales), ("skipped", skipped), ("grad_max", grad_max)):
+        if isinstance(seq, (str, bytes)):
+            raise TypeError(f"{arg} must be a sequence of per-step values, not a string")
+    scales = _as_float64("scales", scales).ravel()
+    flags = np.asarray(skipped, dtype=bool).ravel()
+    gmax = _as_float64("grad_max", grad_max).ravel()
+    if not (len(scales) == len(flags) == len(gmax)) or len(scales) == 0:
+        raise ValueError(f"scales, skipped and grad_max must hold one value per step; got {len(scales)}, "
+                         f"{len(flags)} and {len(gmax)}")
+    if not np.all(np.isfinite(scales)) or np.any(scales <= 0):
+        raise ValueError("scales must be finite positive numbers")
+    if flags.all():
+        raise ValueError("every step was skipped: the scale never fitted, there is nothing settled to summarise")
+    logs = np.log2(scales)
+    clean = np.isfinite(gmax) & (gmax > 0) & ~flags
+    ceiling = np.log2(float_format(name).max / gmax[clean])
+    settled = logs[int(np.argmax(~flags)):]
+    return ScaleTrace(len(scales), int(flags.sum()), bool(flags[0]), float(logs[0]), float(settled.min()),
+                      float(settled.max()), float(np.median(ceiling)) if ceiling.size else math.nan)

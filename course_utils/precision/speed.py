@@ -1,161 +1,186 @@
-"""Speed per format on this machine: matmul FLOP/s in fp32 and bf16 (and fp16 on a GPU) for each framework
-present, and a memory-bound op in fp32 against bf16 (bf16 halves the bytes: the roofline's other half).
+"""Speed per format on this machine, computed and classified (the sentences are in ``story_speed``): which bf16
+units the CPU flags show and how much faster they can make a matmul (the bound the prediction comes from), a STREAM
+op as a roofline point, the matmul FLOPs of a training step, and how a step's speed-up relates to the bare matmul's
+and to the seed's "~30% faster", each decided from ``cu.intervals.speedup`` intervals.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from course_utils import env, roofline, timing, validate
+from course_utils import intervals, roofline, validate
 
 # Published dense peaks of one NVIDIA A100 SXM (datasheet); shown as published, never as measured.
 A100_PUBLISHED = {"A100 fp32": 19.5e12, "A100 tf32 (tensor cores)": 156e12, "A100 bf16 / fp16": 312e12}
-
-
-def _formats(device_type: str) -> tuple[str, ...]:
-    return ("fp32", "bf16", "fp16") if device_type == "cuda" else ("fp32", "bf16")
-
-
-def matmul_times(n: int, frameworks: Sequence[str] = ("torch", "jax"), *, device: Any = "cpu",
-                 min_time: float = 0.1) -> dict[str, Any]:
-    """``timing.Measurement`` of an n x n matmul per '<framework> <format>', frameworks missing here skipped."""
-    import numpy as np
-
-    n = validate.number("n", n, low=1, high=2**16, integer=True)
-    validate.non_empty("frameworks", frameworks)
-    validate.positive("min_time", min_time)
-    names = [validate.framework(f, "frameworks") for f in frameworks]
-    rng = np.random.default_rng(0)
-    a, b = rng.standard_normal((n, n), dtype=np.float32), rng.standard_normal((n, n), dtype=np.float32)
-    times: dict[str, Any] = {}
-    for fw in (f for f in names if env.available(f)):
-        for fmt, (x, y, mm) in _matmul_inputs(fw, a, b, device).items():
-            times[f"{fw} {fmt}"] = timing.benchmark(mm, x, y, min_time=min_time, max_repeats=20, label=f"{fw} {fmt}")
-    return times
-
-
-def _matmul_inputs(fw: str, a: Any, b: Any, device: Any) -> dict[str, tuple[Any, Any, Any]]:
-    if fw == "torch":
-        import torch
-
-        ta, tb = torch.from_numpy(a).to(device), torch.from_numpy(b).to(device)
-        dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-        return {f: (ta.to(dtypes[f]), tb.to(dtypes[f]), torch.mm) for f in _formats(ta.device.type)}
-    if fw == "jax":
-        import jax
-        import jax.numpy as jnp
-
-        mm = jax.jit(jnp.matmul)
-        ja, jb = jnp.asarray(a), jnp.asarray(b)
-        kinds = {"fp32": jnp.float32, "bf16": jnp.bfloat16, "fp16": jnp.float16}
-        platform = jax.devices()[0].platform
-        return {f: (ja.astype(kinds[f]), jb.astype(kinds[f]), mm) for f in _formats("cuda" if platform == "gpu"
-                                                                                  else platform)}
-    tf = env.import_tensorflow()
-    mm = tf.function(tf.linalg.matmul, jit_compile=True)
-    return {f: (tf.cast(a, d), tf.cast(b, d), mm) for f, d in (("fp32", tf.float32), ("bf16", tf.bfloat16))}
-
-
+# VDPBF16PS (AVX512-BF16) multiplies two bf16 pairs per fp32 lane where an fp32 FMA multiplies one pair.
+AVX512_BF16_RATIO = 2.0
+# Intel's published per-core rates: AMX-BF16 1,024 FLOPs per cycle; AVX-512 fp32 with two FMA units 64.
+AMX_BF16_FLOPS_PER_CYCLE, AVX512_FP32_FLOPS_PER_CYCLE = 1024, 64
+# The seed's claim, "~30% faster", read as a band: an interval that reaches it is "about 1.3x".
+CLAIM_BAND = (1.2, 1.4)
 STREAM_OPS = ("copy", "triad")
 _STREAM = {"copy": (2, 0), "triad": (3, 2)}  # arrays touched per element (read + write), FLOPs per element
 
 
-def stream_times(n_bytes_fp32: int, *, ops: Sequence[str] = STREAM_OPS, device: Any = "cpu", min_time: float = 0.1,
-                 rounds: int = 3) -> dict[str, Any]:
-    """torch: ``timing.Measurement`` per '<op> <format>' of STREAM-like ops into preallocated outputs, for the
-    same element count in fp32 and bf16: 'copy' (``a.copy_(b)``) and 'triad' (``a = b + 1.5 c``, 2 FLOPs).
-
-    Both are memory-bound, so halving the bytes per element should halve the time where bandwidth is the limit
-    (a CPU without bf16 units converts each value to fp32 and back inside the triad; the copy moves bytes only).
-    The formats are measured alternately ``rounds`` times and each keeps its best median: shared-machine noise
-    hits both.
-    """
-    import torch
-
-    n_bytes_fp32 = validate.number("n_bytes_fp32", n_bytes_fp32, low=4096, high=2**34, integer=True)
-    validate.non_empty("ops", ops)
-    for op in ops:
-        if op not in _STREAM:
-            raise ValueError(f"ops must hold 'copy' and/or 'triad'; got {op!r}")
-    validate.positive("min_time", min_time)
-    rounds = validate.number("rounds", rounds, low=1, high=20, integer=True)
-    count = n_bytes_fp32 // 4
-    arrays = {fmt: tuple(torch.full((count,), float(i), dtype=dtype, device=device) for i in (1, 2, 3))
-              for fmt, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16))}
-    calls = {"copy": lambda a, b, c: (lambda: a.copy_(b)),
-             "triad": lambda a, b, c: (lambda: torch.add(b, c, alpha=1.5, out=a))}
-    best: dict[str, Any] = {}
-    for _ in range(rounds):
-        for op in ops:
-            for fmt, abc in arrays.items():
-                name = f"{op} {fmt}"
-                m = timing.benchmark(calls[op](*abc), min_time=min_time, max_repeats=50, label=name)
-                if name not in best or m.median < best[name].median:
-                    best[name] = m
-    return best
+def _flags(flags: Sequence[str]) -> set[str]:
+    if isinstance(flags, (str, bytes)):
+        raise TypeError("flags must be a list or tuple of CPU flag names, not a string")
+    validate.instance("flags", flags, (list, tuple))
+    for i, f in enumerate(flags):
+        validate.instance(f"flags[{i}]", f, str)
+    return set(flags)
 
 
-def stream_point(name: str, measurement: Any, n_bytes_fp32: int) -> Any:
-    """The roofline ``Point`` of a ``stream_times`` entry ('triad bf16', ...): its FLOPs, bytes and median time."""
+def bf16_units(flags: Sequence[str]) -> tuple[str, ...]:
+    """The bf16 units the CPU flags show, named with their flags ('AMX (amx_bf16, amx_tile)', 'AVX512-BF16
+    (avx512_bf16)'); empty where it has none."""
+    have = _flags(flags)
+    units = []
+    if have & {"amx_bf16", "amx_tile"}:
+        units.append(f"AMX ({', '.join(f for f in ('amx_bf16', 'amx_tile') if f in have)})")
+    if "avx512_bf16" in have:
+        units.append("AVX512-BF16 (avx512_bf16)")
+    return tuple(units)
 
+
+@dataclass(frozen=True)
+class UnitBound:
+    """How much faster than fp32 the CPU's best bf16 unit can make a matmul, and where that figure comes from."""
+
+    unit: str
+    ratio: float | None
+    source: str
+
+    def __str__(self) -> str:
+        """'AMX: at most 16x (...)', 'none: ...', 'tensor cores: no bound computed (...)'."""
+        if self.ratio is None:
+            return f"{self.unit}: {self.source}"
+        if math.isinf(self.ratio):
+            return f"{self.unit}: no bound computed ({self.source})"
+        return f"{self.unit}: at most {self.ratio:g}x ({self.source})"
+
+
+def bf16_bound(flags: Sequence[str], device_type: str = "cpu") -> UnitBound:
+    """The bound a bf16 matmul's speed-up over fp32 is predicted from: AMX 16x (Intel's published per-core rates,
+    1,024 bf16 FLOPs per cycle against 64 fp32 FLOPs of two AVX-512 FMA units), AVX512-BF16 2x (computed from
+    the instruction: two bf16 products per fp32 lane), none without bf16 units (ratio None). On a CUDA device,
+    tensor cores, with no bound computed here (ratio inf: the prediction is only "faster")."""
+    have = _flags(flags)
+    validate.choice("device_type", device_type, ("cpu", "cuda"))
+    if device_type == "cuda":
+        return UnitBound("tensor cores", math.inf, "not computed here: it depends on the GPU (an A100's datasheet "
+                                                   "gives 16x, see the plot)")
+    if "amx_bf16" in have:
+        return UnitBound("AMX", AMX_BF16_FLOPS_PER_CYCLE / AVX512_FP32_FLOPS_PER_CYCLE,
+                         f"Intel's published per-core rates: {AMX_BF16_FLOPS_PER_CYCLE:,} bf16 FLOPs per cycle "
+                         f"with AMX against {AVX512_FP32_FLOPS_PER_CYCLE} fp32 FLOPs with two AVX-512 FMA units")
+    if "avx512_bf16" in have:
+        return UnitBound("AVX512-BF16", AVX512_BF16_RATIO,
+                         "computed from the instruction: VDPBF16PS does two bf16 multiply-adds per fp32 lane where "
+                         "an fp32 FMA does one")
+    return UnitBound("none", None, "no avx512_bf16 or amx_bf16 flag: bf16 is converted to fp32 in software")
+
+
+def matmul_outcome(speed: intervals.Speedup, bound: UnitBound) -> str:
+    """Where the bf16 matmul's speed-up over fp32 landed against the units' bound: 'within bound' (faster, not
+    beyond the bound), 'beyond bound' (the whole interval above it), 'not faster' (units present, interval reaches
+    1 or below), 'slower' (no units, interval below 1), 'not slower' (no units, interval reaches 1 or above)."""
+    validate.instance("speed", speed, intervals.Speedup)
+    validate.instance("bound", bound, UnitBound)
+    if bound.ratio is None:
+        return "slower" if speed.slower else "not slower"
+    if not speed.faster:
+        return "not faster"
+    return "beyond bound" if math.isfinite(bound.ratio) and speed.above(bound.ratio) else "within bound"
+
+
+def stream_point(name: str, seconds: Any, n_bytes_fp32: int) -> roofline.Point:
+    """The roofline ``Point`` of a STREAM op ('triad bf16', 'copy fp32', ...) over ``n_bytes_fp32 // 4`` elements
+    that took ``seconds`` (a number, or a Measurement whose median is used)."""
     validate.text("name", name)
     op, _, fmt = name.partition(" ")
     if op not in _STREAM or fmt not in ("fp32", "bf16"):
         raise ValueError(f"name must be '<copy|triad> <fp32|bf16>'; got {name!r}")
-    n_bytes_fp32 = validate.number("n_bytes_fp32", n_bytes_fp32, low=4096, integer=True)
+    n_bytes_fp32 = validate.number("n_bytes_fp32", n_bytes_fp32, low=4096, high=2**40, integer=True)
     count = n_bytes_fp32 // 4
     arrays, flops = _STREAM[op]
-    seconds = validate.positive("measurement", getattr(measurement, "median", measurement))
+    seconds = validate.positive("seconds", getattr(seconds, "median", seconds))
     return roofline.Point(name, flops * count, arrays * count * (4 if fmt == "fp32" else 2), float(seconds))
 
 
-def bandwidth_ratio(fp32: Any, bf16: Any) -> tuple[float, float, float]:
-    """bf16's bandwidth over fp32's for the same op and element count (bf16 moves half the bytes): the ratio of
-    medians, and the low and high ends from the quartiles (bf16's slow quartile against fp32's fast one)."""
-    for name, m in (("fp32", fp32), ("bf16", bf16)):
-        for attr in ("median", "p25", "p75"):
-            if not hasattr(m, attr):
-                raise TypeError(f"{name} must be a timing.Measurement; got {type(m).__name__}")
-    return (0.5 * fp32.median / bf16.median, 0.5 * fp32.p25 / bf16.p75, 0.5 * fp32.p75 / bf16.p25)
+def halving_outcome(speed: intervals.Speedup) -> str:
+    """A bf16 STREAM op against its fp32 twin (half the bytes): 'as predicted' (faster, not beyond 2x), 'beyond 2x'
+    (the whole interval above 2: more than the bytes explain), 'not faster' (the interval reaches 1 or below)."""
+    validate.instance("speed", speed, intervals.Speedup)
+    if not speed.faster:
+        return "not faster"
+    return "beyond 2x" if speed.above(2.0) else "as predicted"
 
 
-def jax_dot_dtypes(n: int = 64, dtype: str = "bfloat16") -> dict[str, Any]:
-    """What XLA makes of an n x n ``jnp.matmul`` in ``dtype``, read from the optimized HLO of this backend:
-    the element types the dot's operands have ('dot operands') and how many ``convert`` ops surround it."""
-    import re
-
-    import jax
-    import jax.numpy as jnp
-
-    n = validate.number("n", n, low=1, high=4096, integer=True)
-    validate.text("dtype", dtype)
-    a = jnp.ones((n, n), getattr(jnp, dtype))
-    text = jax.jit(jnp.matmul).lower(a, a).compile().as_text()
-    types = dict(re.findall(r"%([\w.\-]+) = (\w+)\[", text))  # every value: name -> element type
-    operands: set[str] = set()
-    for args in re.findall(r"= \w+\[[^\]]*\]\{?[^ ]*\}? dot\(([^)]*)\)", text):
-        operands |= {types.get(name.strip().lstrip("%"), "?") for name in args.split(",")}
-    return {"dot operands": tuple(sorted(operands)), "converts": len(re.findall(r"\bconvert\(", text)),
-            "dots": len(re.findall(r"\bdot\(", text))}
+def mlp_step_flops(sizes: Sequence[int], batch: int) -> int:
+    """Matmul FLOPs of one MLP training step (computed): 2·B·in·out per layer forward, the same again for its
+    weight gradient and for its input gradient, except the first layer's (its input needs none)."""
+    if isinstance(sizes, (str, bytes)):
+        raise TypeError("sizes must be a sequence of layer widths, not a string")
+    validate.non_empty("sizes", sizes)
+    if len(sizes) < 2:
+        raise ValueError(f"sizes must hold at least an input and an output width; got {sizes!r}")
+    widths = [validate.number("sizes", s, low=1, high=2**20, integer=True) for s in sizes]
+    batch = validate.number("batch", batch, low=1, high=2**24, integer=True)
+    products = [a * b for a, b in zip(widths[:-1], widths[1:])]
+    return int(2 * batch * (3 * sum(products) - products[0]))
 
 
-def copy_times(n_bytes_fp32: int, *, device: Any = "cpu", min_time: float = 0.1, rounds: int = 3) -> dict[str, Any]:
-    """torch: time of ``out.copy_(x)`` (read + write, preallocated) for the same element count in fp32 and bf16,
-    as {'fp32': Measurement, 'bf16': Measurement} (``stream_times`` with the copy only)."""
-    times = stream_times(n_bytes_fp32, ops=("copy",), device=device, min_time=min_time, rounds=rounds)
-    return {fmt: times[f"copy {fmt}"] for fmt in ("fp32", "bf16")}
+def matmul_shares(step_flops: float, flops: Mapping[str, float], step_seconds: Mapping[str, float]) -> dict[str, float]:
+    """Per format ('fp32', 'bf16'), the share of the step's median time its matmuls would take at the bare
+    matmul's measured rate (computed): ``step_flops`` / ``flops[f]`` / ``step_seconds[f]``."""
+    step_flops = validate.positive("step_flops", step_flops)
+    for name, mapping in (("flops", flops), ("step_seconds", step_seconds)):
+        validate.instance(name, mapping, Mapping)
+        if set(mapping) != {"fp32", "bf16"}:
+            raise ValueError(f"{name} must map exactly 'fp32' and 'bf16'; got {sorted(mapping)}")
+    return {f: step_flops / validate.positive("flops", flops[f]) / validate.positive("step_seconds", step_seconds[f])
+            for f in ("fp32", "bf16")}
 
 
-def torch_onednn_bf16() -> bool | None:
-    """Whether PyTorch would hand a bf16 matmul on this CPU to oneDNN: ``torch.ops.mkldnn._is_mkldnn_bf16_supported()``,
-    the device check that PyTorch's CPU gemm consults before its own fallback loop; None where PyTorch was built
-    without oneDNN or lacks the check."""
-    import torch
+STEP_OUTCOMES = ("diluted", "noise of matmul", "noise of 1", "further", "opposite")
 
-    try:
-        if not torch.backends.mkldnn.is_available():
-            return None
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):
-        return None
+
+def step_outcome(step: intervals.Speedup, matmul: intervals.Speedup) -> str:
+    """How a training step's bf16/fp32 speed-up relates to the bare matmul's, both as intervals: 'diluted' (the
+    step's interval lies between 1 and the matmul's), 'noise of matmul' (the two intervals overlap), 'noise of 1'
+    (the step's interval holds 1), 'further' (beyond the matmul's, apart) or 'opposite' (the other side of 1)."""
+    validate.instance("step", step, intervals.Speedup)
+    validate.instance("matmul", matmul, intervals.Speedup)
+    if (matmul.ratio > 1 and step.low > 1 and step.high < matmul.low) or \
+            (matmul.ratio < 1 and step.low > matmul.high and step.high < 1):
+        return "diluted"
+    if step.low <= matmul.high and matmul.low <= step.high:
+        return "noise of matmul"
+    if step.low <= 1 <= step.high:
+        return "noise of 1"
+    return "further" if (step.ratio > matmul.ratio > 1 or step.ratio < matmul.ratio < 1) else "opposite"
+
+
+CLAIM_OUTCOMES = ("held", "exceeded", "short", "unresolved")
+
+
+def claim_outcome(step: intervals.Speedup, band: tuple[float, float] = CLAIM_BAND) -> str:
+    """The seed's "~30% faster" against the step's interval: 'held' where the step is faster beyond the noise and
+    its ratio lies in ``band``, 'exceeded' where the interval's low end is above the band, 'short' where its high
+    end is below it, 'unresolved' otherwise (the interval reaches the band but also 1, or the ratio lies outside
+    the band while the interval reaches it)."""
+    validate.instance("step", step, intervals.Speedup)
+    if isinstance(band, (str, bytes)) or not isinstance(band, (tuple, list)) or len(band) != 2:
+        raise ValueError(f"band must be a (low, high) pair; got {band!r}")
+    low, high = (validate.positive("band", b) for b in band)
+    if low > high:
+        raise ValueError(f"band must have low <= high; got {band!r}")
+    if step.low > high:
+        return "exceeded"
+    if step.high < low:
+        return "short"
+    return "held" if step.faster and low <= step.ratio <= high else "unresolved"

@@ -1,130 +1,125 @@
-"""The standard PyTorch AMP loop (autocast + GradScaler), run in fp32, bf16 or fp16, with or without a scaler,
-for several seeds: the loss curves, the dynamic loss scale and the largest gradient of every step.
-
-Read ``amp_train`` with ``cu.precision.amp_train??``: the loop body is the lesson.
+"""Running the learner's training step: ``train`` calls the step written in the notebook (autocast + GradScaler)
+over batches and records what the lesson reads: the loss, the loss scale used, skipped steps and the largest
+gradient of every step. ``SeedSpread`` holds runs of several configurations over seeds.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from course_utils import display, models, validate
+from course_utils import display, validate
+from course_utils.precision import guard
 
-MODES = ("fp32", "bf16", "fp16")
+MAX_STEPS = 100_000
+FINAL_WINDOW = 20  # the final loss is the mean of the last 20 steps: one step's loss is too noisy to compare
 
 
 @dataclass(frozen=True)
 class TrainRun:
-    """One training run: per-step loss, loss scale used, skipped flag and largest |weight gradient| (unscaled)."""
+    """One training run: per-step loss, loss scale used, skipped flag and largest |gradient| after the step."""
 
-    mode: str
-    scaler: bool
+    label: str
     seed: int
-    loss_multiplier: float
     loss: tuple[float, ...]
     scale: tuple[float, ...]
     skipped: tuple[bool, ...]
     grad_max: tuple[float, ...]
     accuracy: float
 
-    @property
-    def label(self) -> str:
-        if self.mode == "fp32":
-            return "fp32"
-        return f"{self.mode} autocast" + (" + GradScaler" if self.scaler else (" (no scaler)" if self.mode == "fp16"
-                                                                                 else ""))
-
-    def final_loss(self, last: int = 20) -> float:
+    def final_loss(self, last: int = FINAL_WINDOW) -> float:
         """Mean training loss of the last ``last`` steps (NaN steps included: a diverged run shows as NaN)."""
-        validate.positive("last", last, integer=True)
+        last = validate.number("last", last, low=1, high=MAX_STEPS, integer=True)
         return float(np.mean(self.loss[-last:]))
 
 
-def _dtype(mode: str) -> Any:
-    import torch
+def train(step: Callable[..., Any], model: Any, opt: Any, scaler: Any, x: Any, y: Any, *, steps: int, batch: int,
+          seed: int = 0, label: str = "run", x_test: Any = None, y_test: Any = None, threads: int | None = 1,
+          timeout: float = 300.0, **step_kwargs: Any) -> TrainRun:
+    """Call the learner's ``step(model, opt, scaler, xb, yb, **step_kwargs)`` on ``steps`` batches of ``batch`` rows
+    of (``x``, ``y``) in a seeded order; return the run (and the model is trained in place).
 
-    return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[mode]
-
-
-def amp_train(sizes: Sequence[int], x: Any, y: Any, *, mode: str = "fp32", steps: int = 100, batch: int = 64,
-              lr: float = 3e-3, seed: int = 0, scaler: bool = True, clip: float | None = None,
-              loss_multiplier: float = 1.0, x_test: Any = None, y_test: Any = None,
-              **scaler_args: Any) -> tuple[Any, TrainRun]:
-    """Train ``cu.models.torch_mlp(sizes, seed=seed)`` with Adam under autocast in ``mode``; return model and run.
-
-    fp16 uses a ``torch.amp.GradScaler`` unless ``scaler=False``; ``clip`` clips the gradient norm, after
-    ``scaler.unscale_`` so that the threshold applies to the true gradients, not to the scaled ones.
-    ``loss_multiplier`` multiplies the loss before backward (a loss whose gradients are small as a whole, like a
-    mean over many tokens); Adam's update does not depend on it in exact arithmetic, fp16's range does.
+    Recorded per step: the loss the step returns, the scale ``scaler`` held before it (1.0 when disabled), whether
+    the step was skipped (the scale went down: an inf or nan gradient), and the largest |gradient| the step left
+    in ``.grad`` (unscaled if the step calls ``scaler.unscale_``, as the recipe does). ``threads`` sets torch's
+    CPU threads during the run (a model this small runs fastest on one core), then restores them; the whole run
+    must end within ``timeout`` seconds.
     """
     import torch
-    import torch.nn.functional as F
 
-    validate.choice("mode", mode, MODES)
+    validate.function("step", step)
+    validate.instance("model", model, torch.nn.Module)
+    validate.instance("opt", opt, torch.optim.Optimizer)
+    validate.instance("scaler", scaler, torch.amp.GradScaler)
     validate.instance("x", x, torch.Tensor)
     validate.instance("y", y, torch.Tensor)
-    steps = validate.positive("steps", steps, integer=True)
+    if len(x) != len(y):
+        raise ValueError(f"x and y must hold the same number of rows; got {len(x)} and {len(y)}")
+    steps = validate.number("steps", steps, low=1, high=MAX_STEPS, integer=True)
     batch = validate.number("batch", batch, low=1, high=len(x), integer=True)
-    validate.positive("lr", lr)
-    validate.non_negative("seed", seed, integer=True)
-    validate.instance("scaler", scaler, bool)
-    validate.positive("loss_multiplier", loss_multiplier)
-    if clip is not None:
-        validate.positive("clip", clip)
+    seed = validate.number("seed", seed, low=0, high=2**32 - 1, integer=True)
+    validate.text("label", label)
+    if threads is not None:
+        threads = validate.number("threads", threads, low=1, high=1024, integer=True)
+    timeout = validate.number("timeout", timeout, low=0, high=guard.MAX_SECONDS, low_open=True)
     torch.manual_seed(seed)
-    device = x.device
-    threads = torch.get_num_threads()
-    if device.type == "cpu":
-        torch.set_num_threads(1)  # a model this small is fastest on one core: no fork/join around every op
-    model = models.torch_mlp(sizes, seed=seed).to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    gscaler = torch.amp.GradScaler(device.type, enabled=mode == "fp16" and scaler, **scaler_args)
-    order = torch.from_numpy(np.random.default_rng(seed).permutation(len(x))).to(device)
+    order = torch.from_numpy(np.random.default_rng(seed).permutation(len(x))).to(x.device)
+    params = [p for p in model.parameters() if p.requires_grad]
+    before_threads = torch.get_num_threads()
     losses, scales, skipped, gmax = [], [], [], []
     try:
-        for step in range(steps):
-            i = (step * batch) % (len(x) - batch + 1)
-            xb, yb = x[order[i:i + batch]], y[order[i:i + batch]]
-            with torch.autocast(device.type, dtype=_dtype(mode), enabled=mode != "fp32"):
-                loss = F.cross_entropy(model(xb), yb)
-            opt.zero_grad(set_to_none=True)
-            gscaler.scale(loss * loss_multiplier).backward()
-            scale = gscaler.get_scale() if gscaler.is_enabled() else 1.0
-            gscaler.unscale_(opt)  # true-size gradients from here on: clip and inspect them unscaled
-            if clip is not None:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-            gmax.append(max(p.grad.abs().max().item() for p in model.parameters()))
-            gscaler.step(opt)  # skipped when the gradients hold an inf or nan
-            gscaler.update()  # halves the scale after an overflow, doubles it after growth_interval good steps
-            losses.append(loss.item())
-            scales.append(scale)
-            skipped.append(gscaler.is_enabled() and gscaler.get_scale() < scale)
+        if threads is not None:
+            torch.set_num_threads(threads)
+        with guard.deadline(timeout, step, f"{steps} training steps"):
+            for i in range(steps):
+                start = (i * batch) % (len(x) - batch + 1)
+                rows = order[start:start + batch]
+                scale = float(scaler.get_scale()) if scaler.is_enabled() else 1.0
+                loss = step(model, opt, scaler, x[rows], y[rows], **step_kwargs)
+                if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+                    raise TypeError(f"{guard.describe(step)} must return the loss (a one-element tensor); got "
+                                    f"{type(loss).__name__}")
+                grads = [p.grad.detach().abs().max() for p in params if p.grad is not None]
+                losses.append(float(loss.detach()))
+                scales.append(scale)
+                skipped.append(bool(scaler.is_enabled() and scaler.get_scale() < scale))
+                gmax.append(float(torch.stack(grads).max()) if grads else math.nan)
     finally:
-        torch.set_num_threads(threads)
+        torch.set_num_threads(before_threads)
     accuracy = math.nan
     if x_test is not None and y_test is not None:
         with torch.no_grad():
-            accuracy = (model(x_test).argmax(1) == y_test).float().mean().item()
-    return model, TrainRun(mode, gscaler.is_enabled(), seed, float(loss_multiplier), tuple(losses), tuple(scales),
-                           tuple(skipped), tuple(gmax), accuracy)
+            accuracy = float((model(x_test).argmax(1) == y_test).float().mean())
+    return TrainRun(label, seed, tuple(losses), tuple(scales), tuple(skipped), tuple(gmax), accuracy)
 
 
 @dataclass(frozen=True, repr=False)
 class SeedSpread:
     """Runs of several configurations over the same seeds: final loss and test accuracy, mean and spread."""
 
-    runs: dict[str, tuple[TrainRun, ...]]
+    runs: Mapping[str, Sequence[TrainRun]]
+
+    def __post_init__(self) -> None:
+        validate.instance("runs", self.runs, Mapping)
+        validate.non_empty("runs", self.runs)
+        for label, group in self.runs.items():
+            validate.non_empty(f"runs[{label!r}]", group)
+            for run in group:
+                validate.instance(f"runs[{label!r}]", run, TrainRun)
 
     def final_losses(self, label: str) -> np.ndarray:
-        return np.array([r.final_loss() for r in self.runs[label]])
+        return np.array([r.final_loss() for r in self.runs[validate.choice("label", label, self.runs)]])
 
     def accuracies(self, label: str) -> np.ndarray:
-        return np.array([r.accuracy for r in self.runs[label]])
+        return np.array([r.accuracy for r in self.runs[validate.choice("label", label, self.runs)]])
+
+    def seeds(self) -> int:
+        """How many seeds the largest configuration ran."""
+        return max(len(group) for group in self.runs.values())
 
     def gap(self, label: str, baseline: str = "fp32") -> float:
         """|mean final loss of ``label`` - that of ``baseline``|, in units of the larger of the two seed spreads."""
@@ -142,7 +137,7 @@ class SeedSpread:
                  else "seeds per run as listed")
         return display.table(["run", "seeds", "final loss (mean)", "range over seeds", "test accuracy (mean)",
                               "range over seeds"], rows, title=f"Same model and data, {seeds}",
-                             note="final loss: mean of the last 20 training steps")
+                             note=f"final loss: mean of the last {FINAL_WINDOW} training steps")
 
     def __repr__(self) -> str:
         return repr(self.table())
@@ -151,44 +146,35 @@ class SeedSpread:
         return self.table()._repr_html_()
 
 
-def seed_spread(configs: dict[str, dict[str, Any]], seeds: Sequence[int], sizes: Sequence[int], x: Any, y: Any,
-                **common: Any) -> SeedSpread:
-    """``amp_train`` for each named config (keyword overrides, e.g. ``{"mode": "bf16"}``) and each seed."""
-    validate.non_empty("configs", configs)
-    validate.non_empty("seeds", seeds)
-    for config in configs.values():
-        validate.instance("configs", config, dict)
-    runs = {}
-    for label, config in configs.items():
-        runs[label] = tuple(amp_train(sizes, x, y, seed=s, **(common | config))[1] for s in seeds)
-    return SeedSpread(runs)
-
-
-def unscale_norms(model: Any, x: Any, y: Any, *, init_scale: float = 2.0**16) -> dict[str, float]:
-    """Gradient norm of one fp16 GradScaler step read before and after ``scaler.unscale_``, and in fp32.
-
-    ``clip_grad_norm_`` compares the norm it reads with its threshold: called before ``unscale_`` it would see
-    the scaled norm and clip almost everything.
-    """
+def unscale_norms(model: Any, x: Any, y: Any, scaler: Any) -> dict[str, float]:
+    """Gradient norm of one fp16 step with the learner's ``scaler``, read before and after ``scaler.unscale_``,
+    and the same gradient's norm in fp32 (``clip_grad_norm_`` reads the norm it is given: before ``unscale_`` it
+    would see the scaled one and clip almost everything). The model's gradients are cleared afterwards."""
     import torch
     import torch.nn.functional as F
 
     validate.instance("model", model, torch.nn.Module)
     validate.instance("x", x, torch.Tensor)
-    validate.positive("init_scale", init_scale)
+    validate.instance("y", y, torch.Tensor)
+    validate.instance("scaler", scaler, torch.amp.GradScaler)
+    if not scaler.is_enabled():
+        raise ValueError("scaler must be enabled (a GradScaler(..., enabled=False) scales nothing)")
     params = list(model.parameters())
     opt = torch.optim.SGD(params, lr=0.0)
-    norm = lambda: torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params])).item()  # noqa: E731
+
+    def norm() -> float:
+        return float(torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params])))
+
     model.zero_grad(set_to_none=True)
     F.cross_entropy(model(x), y).backward()
     fp32 = norm()
     model.zero_grad(set_to_none=True)
-    scaler = torch.amp.GradScaler(x.device.type, init_scale=init_scale)
     with torch.autocast(x.device.type, dtype=torch.float16):
         loss = F.cross_entropy(model(x), y)
     scaler.scale(loss).backward()
     before = norm()
+    scale = float(scaler.get_scale())
     scaler.unscale_(opt)
     after = norm()
     model.zero_grad(set_to_none=True)
-    return {"before unscale_": before, "after unscale_": after, "fp32": fp32, "scale": scaler.get_scale()}
+    return {"before unscale_": before, "after unscale_": after, "fp32": fp32, "scale": scale}

@@ -1,4 +1,4 @@
-"""course_utils.precision.remat: checkpointing keeps gradients, saves bytes, and the peak formula."""
+"""course_utils.precision.remat: checkpointing the learner's loss keeps gradients, saves bytes, and the peak formula."""
 
 from __future__ import annotations
 
@@ -10,14 +10,36 @@ from course_utils import precision as P
 W = P.block_weights(16, 4, seed=0)
 
 
+def _torch_loss():
+    import torch
+    import torch.nn.functional as F
+    from torch.utils.checkpoint import checkpoint
+
+    blocks = [(torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)) for a, b in W]
+    x = torch.ones(64, 16)
+
+    def block(h, w1, w2):
+        return h + F.gelu(h @ w1) @ w2
+
+    def loss(remat):
+        h = x
+        for w1, w2 in blocks:
+            h = checkpoint(block, h, w1, w2, use_reentrant=False) if remat else block(h, w1, w2)
+        return (h**2).mean()
+
+    return loss, [p for pair in blocks for p in pair]
+
+
 def test_block_weights_shapes() -> None:
     assert len(W) == 4 and W[0][0].shape == (16, 64) and W[0][1].shape == (64, 16)
 
 
 def test_torch_remat_saves_less_with_the_same_gradients() -> None:
     pytest.importorskip("torch")
-    result = P.torch_remat(W, 64, min_time=0.001)
+    loss, params = _torch_loss()
+    result = P.torch_remat(loss, params, rounds=2, min_time=0.01)
     assert result.same_gradients and result.saved_ratio < 0.5
+    assert result.cost.n == 2 and result.cost.ratio > 0
     assert "saved for backward" in repr(result) and "<table>" in result._repr_html_()
     grouped = P.torch_grouped_saved(W, 64, 2)
     assert result.saved[1] > grouped > 0
@@ -50,8 +72,20 @@ def test_live_peak_counts_tensors_alive_at_once_not_all_allocated() -> None:
 
 
 def test_jax_remat_adds_flops_and_cuts_residuals() -> None:
-    pytest.importorskip("jax")
-    result = P.jax_remat(W, 64, min_time=0.001)
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    def block(p, h):
+        return h + jax.nn.gelu(h @ p[0], approximate=False) @ p[1]
+
+    def loss(ps, h, remat):
+        f = jax.checkpoint(block) if remat else block
+        for p in ps:
+            h = f(p, h)
+        return jnp.mean(h**2)
+
+    result = P.jax_remat(loss, [(jnp.asarray(a), jnp.asarray(b)) for a, b in W], jnp.ones((64, 16)), rounds=2,
+                         min_time=0.01)
     assert result.same_gradients and result.saved_ratio < 0.5
     assert result.flops[1] > result.flops[0]
     assert all(isinstance(d, int) and d > 0 for d in result.dots) and "dot ops" in repr(result)

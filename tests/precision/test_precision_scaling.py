@@ -70,6 +70,23 @@ def test_adam_eps_share_is_one_for_large_gradients_and_small_near_eps() -> None:
     assert P.adam_eps_share([1e-10], eps=1e-8) < 0.02
 
 
-def test_torch_onednn_bf16_answers_a_bool_or_none() -> None:
-    pytest.importorskip("torch")
-    assert P.torch_onednn_bf16() in (True, False, None)
+def test_scale_trace_summarises_a_dynamic_scale() -> None:
+    scales = [2.0**24, 2.0**23, 2.0**22, 2.0**22, 2.0**23]
+    skipped = [True, True, False, False, False]
+    grads = [np.inf, np.inf, 2.0**-6, 2.0**-6, 2.0**-5]  # ceiling log2(65504 / g): ~22, ~22, ~21
+    trace = P.scale_trace(scales, skipped, grads)
+    assert (trace.steps, trace.skipped, trace.first_skipped, trace.start) == (5, 2, True, 24.0)
+    assert (trace.settled_low, trace.settled_high) == (22.0, 23.0)
+    assert trace.ceiling_median == pytest.approx(np.log2(65504 / 2.0**-6))
+    assert trace.gap == pytest.approx(trace.ceiling_median - 23.0)
+
+
+def test_scale_trace_refuses_what_it_cannot_summarise() -> None:
+    with pytest.raises(ValueError, match="every step"):
+        P.scale_trace([2.0, 1.0], [True, True], [np.inf, np.inf])
+    with pytest.raises(ValueError, match="one value per step"):
+        P.scale_trace([2.0, 1.0], [True], [1.0, 1.0])
+    with pytest.raises(ValueError, match="scales"):
+        P.scale_trace([0.0], [False], [1.0])
+    with pytest.raises(TypeError, match="skipped"):
+        P.scale_trace([1.0], "no", [1.0])

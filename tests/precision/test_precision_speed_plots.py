@@ -1,40 +1,81 @@
-"""course_utils.precision.speed and plots: measurements come back named; every figure renders."""
+"""course_utils.precision.speed and plots: the bf16 units' bound, outcomes decided from intervals, roofline points,
+and every figure renders."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
+from course_utils import intervals
 from course_utils import precision as P
 
 
-def test_matmul_and_copy_times_are_named_per_format() -> None:
-    pytest.importorskip("torch")
-    times = P.matmul_times(16, ["torch"], min_time=0.001)
-    assert set(times) == {"torch fp32", "torch bf16"}
-    copies = P.copy_times(64 * 1024, min_time=0.001, rounds=1)
-    assert set(copies) == {"fp32", "bf16"} and all(m.median > 0 for m in copies.values())
+def sp(ratio: float, low: float, high: float) -> intervals.Speedup:
+    return intervals.Speedup("base", "cand", ratio, low, high, 6, "rounds")
 
 
-def test_stream_times_give_roofline_points_of_half_the_bytes() -> None:
-    pytest.importorskip("torch")
-    times = P.stream_times(64 * 1024, min_time=0.001, rounds=1)
-    assert set(times) == {"copy fp32", "copy bf16", "triad fp32", "triad bf16"}
-    fp32, bf16 = (P.stream_point(f"triad {f}", times[f"triad {f}"], 64 * 1024) for f in ("fp32", "bf16"))
+def test_bf16_bound_follows_the_flags() -> None:
+    amx = P.bf16_bound(("avx512f", "avx512_bf16", "amx_bf16", "amx_tile"))
+    assert amx.unit == "AMX" and amx.ratio == 16.0 and "published" in amx.source
+    avx = P.bf16_bound(("avx512f", "avx512_bf16"))
+    assert avx.unit == "AVX512-BF16" and avx.ratio == 2.0 and "computed" in avx.source
+    none = P.bf16_bound(("avx2", "fma"))
+    assert none.ratio is None and none.unit == "none"
+    gpu = P.bf16_bound((), "cuda")
+    assert gpu.unit == "tensor cores" and math.isinf(gpu.ratio)
+    assert str(amx).startswith("AMX: at most 16x") and str(none).startswith("none: no avx512_bf16")
+    assert "no bound computed" in str(gpu)
+    assert P.bf16_units(("amx_bf16", "amx_tile", "avx512_bf16")) == ("AMX (amx_bf16, amx_tile)",
+                                                                     "AVX512-BF16 (avx512_bf16)")
+    assert P.bf16_units(("avx2",)) == ()
+
+
+def test_matmul_outcome_reads_the_interval_against_the_bound() -> None:
+    avx = P.bf16_bound(("avx512_bf16",))
+    none = P.bf16_bound(("avx2",))
+    gpu = P.bf16_bound((), "cuda")
+    assert P.matmul_outcome(sp(1.8, 1.5, 2.2), avx) == "within bound"
+    assert P.matmul_outcome(sp(4.0, 3.5, 4.5), avx) == "beyond bound"
+    assert P.matmul_outcome(sp(1.05, 0.9, 1.2), avx) == "not faster"
+    assert P.matmul_outcome(sp(0.1, 0.05, 0.2), none) == "slower"
+    assert P.matmul_outcome(sp(1.0, 0.8, 1.2), none) == "not slower"
+    assert P.matmul_outcome(sp(50, 40, 60), gpu) == "within bound"
+
+
+def test_halving_step_and_claim_outcomes() -> None:
+    assert P.halving_outcome(sp(1.9, 1.7, 2.1)) == "as predicted"
+    assert P.halving_outcome(sp(2.6, 2.2, 3.0)) == "beyond 2x"
+    assert P.halving_outcome(sp(1.0, 0.8, 1.3)) == "not faster"
+    mm = sp(4.0, 3.8, 4.2)
+    assert P.step_outcome(sp(3.0, 2.8, 3.2), mm) == "diluted"
+    assert P.step_outcome(sp(3.9, 3.5, 4.0), mm) == "noise of matmul"
+    assert P.step_outcome(sp(1.0, 0.9, 1.1), mm) == "noise of 1"
+    assert P.step_outcome(sp(5.0, 4.6, 5.4), mm) == "further"
+    assert P.step_outcome(sp(0.5, 0.4, 0.6), mm) == "opposite"
+    slow = sp(0.2, 0.18, 0.22)
+    assert P.step_outcome(sp(0.5, 0.4, 0.6), slow) == "diluted"
+    assert P.claim_outcome(sp(1.3, 1.1, 1.5)) == "held"
+    assert P.claim_outcome(sp(2.0, 1.6, 2.4)) == "exceeded"
+    assert P.claim_outcome(sp(1.05, 1.01, 1.1)) == "short"
+    assert P.claim_outcome(sp(1.3, 0.9, 1.7)) == "unresolved"  # reaches the band, but also 1
+    assert P.claim_outcome(sp(1.5, 1.3, 1.7)) == "unresolved"  # faster, ratio outside the band
+
+
+def test_stream_point_has_half_the_bytes_in_bf16() -> None:
+    fp32, bf16 = (P.stream_point(f"triad {f}", 1e-3, 64 * 1024) for f in ("fp32", "bf16"))
     assert fp32.flops == bf16.flops == 2 * 16 * 1024 and fp32.bytes == 2 * bf16.bytes == 3 * 64 * 1024
     assert bf16.intensity == pytest.approx(2 * fp32.intensity)
-    ratio, low, high = P.bandwidth_ratio(times["copy fp32"], times["copy bf16"])
-    assert low <= ratio <= high
+    copy = P.stream_point("copy fp32", 1e-3, 64 * 1024)
+    assert copy.flops == 0 and copy.bytes == 2 * 64 * 1024
 
 
-def test_jax_dot_dtypes_reads_the_dot_operands() -> None:
-    pytest.importorskip("jax")
-    f32 = P.jax_dot_dtypes(16, "float32")
-    assert f32["dot operands"] == ("f32",) and f32["dots"] >= 1 and f32["converts"] == 0
-    bf16 = P.jax_dot_dtypes(16, "bfloat16")
-    assert set(bf16["dot operands"]) <= {"bf16", "f32"}
-    assert bf16["dot operands"] == ("bf16",) or bf16["converts"] >= 2  # widened: inputs converted to f32
+def test_step_flops_and_matmul_shares_are_computed() -> None:
+    assert P.mlp_step_flops((8, 4, 2), 10) == 2 * 10 * (3 * (32 + 8) - 32)
+    shares = P.matmul_shares(1e9, {"fp32": 1e10, "bf16": 2e10}, {"fp32": 0.2, "bf16": 0.1})
+    assert shares == pytest.approx({"fp32": 0.5, "bf16": 0.5})
 
 
 def test_plots_return_figures() -> None:
@@ -51,10 +92,11 @@ def test_plots_return_figures() -> None:
         P.throughput_plot({"torch fp32": 1e11, "torch bf16": 4e11}, {"A100 bf16": 3e14}, "published"),
         P.memory_stack_plot({k: P.TRAINING_SCHEMES[k] for k in P.TRAINING_SCHEMES}),
         P.lines_plot([1, 2, 3], {"a": [1, 2, 3]}, xlabel="x", ylabel="y", title="t", logy=True),
-        P.before_after_plot({"torch": (10.0, 2.0)}, ylabel="MiB", title="t"),
         P.loss_curves_plot({"fp32": [Run(1.0), Run(1.1)]}, window=5),
     ]
     assert all(isinstance(f, Figure) for f in figs)
     assert len(figs[0].axes[0].patches) == 3 * len(P.FORMATS)
     assert len(figs[5].axes) == 2 and len(P.throughput_plot({"a": 1e9}).axes) == 1
-    assert "0.20x" in [t.get_text() for t in figs[8].axes[0].texts]
+    assert "range over seeds" in figs[8].axes[0].get_title()
+    one = P.loss_curves_plot({"fp32": [Run(1.0)]}, window=5)
+    assert "range over seeds" not in one.axes[0].get_title()  # one seed: no band, and the title says none

@@ -1,0 +1,290 @@
+"""fp8 numerics on real tensors of the course model, measured on any CPU: each Linear's output (activations) and the
+gradient arriving at it, cast by the learner's round trip (scale, cast to fp8, cast back, unscale) and compared with
+the fp32 original; the amax of those tensors recorded step by step, and what a scale taken from that history
+(delayed scaling) does against one taken from the current tensor (dynamic scaling, torchao's float8 default).
+
+fp8 *training* needs fp8 matrix units (NVIDIA compute capability 8.9 or later: Ada, Hopper, Blackwell);
+``gpu_fp8_status`` says whether this runtime has them and torchao, without importing torchao (its import loads
+CUDA libraries and prints warnings on a CPU-only machine).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from course_utils import display, intervals, timing, validate
+from course_utils.precision import guard
+
+KINDS = ("activations", "gradients")
+MAX_WINDOW = 100_000
+
+
+def layer_tensors(model: Any, x: Any, y: Any) -> dict[str, list[Any]]:
+    """{'activations': each ``nn.Linear`` output of ``model`` on (x, y), 'gradients': the cross-entropy loss's
+    gradient with respect to each of them}, fp32, detached, in layer order (the model's gradients are cleared)."""
+    import torch
+    import torch.nn.functional as F
+
+    validate.instance("model", model, torch.nn.Module)
+    validate.instance("x", x, torch.Tensor)
+    validate.instance("y", y, torch.Tensor)
+    outputs: list[Any] = []
+
+    def keep(module: Any, inputs: Any, output: Any) -> None:
+        output.retain_grad()
+        outputs.append(output)
+
+    hooks = [m.register_forward_hook(keep) for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    if not hooks:
+        raise ValueError("model must contain at least one torch.nn.Linear")
+    try:
+        F.cross_entropy(model(x), y).backward()
+    finally:
+        for h in hooks:
+            h.remove()
+    model.zero_grad(set_to_none=True)
+    return {"activations": [o.detach().float() for o in outputs],
+            "gradients": [o.grad.detach().float() for o in outputs]}
+
+
+@dataclass(frozen=True)
+class CastError:
+    """One format's round trip over a list of tensors: the normwise relative error ||back - x|| / ||x|| (median
+    over the tensors), the share of nonzero values that came back as zero, and of finite values that did not."""
+
+    error: float
+    flushed: float
+    nonfinite: float
+
+
+def cast_error(tensors: Sequence[Any], roundtrip: Callable[[Any], Any], *, timeout: float = 60.0) -> CastError:
+    """``roundtrip(t)`` (the learner's scale-cast-unscale) applied to each tensor, compared with the tensor; all
+    round trips within ``timeout`` seconds."""
+    import torch
+
+    if isinstance(tensors, (str, bytes)):
+        raise TypeError("tensors must be a list of tensors, not a string")
+    validate.non_empty("tensors", tensors)
+    validate.function("roundtrip", roundtrip)
+    timeout = validate.number("timeout", timeout, low=0, high=guard.MAX_SECONDS, low_open=True)
+    errors, nonzero, flushed, bad, total = [], 0, 0, 0, 0
+    with guard.deadline(timeout, roundtrip, "round trips"):
+        for i, t in enumerate(tensors):
+            validate.instance(f"tensors[{i}]", t, torch.Tensor)
+            back = roundtrip(t)
+            if not isinstance(back, torch.Tensor) or back.shape != t.shape:
+                raise ValueError(f"{guard.describe(roundtrip)} must return a tensor of the input's shape "
+                                 f"{tuple(t.shape)}; got {getattr(back, 'shape', type(back).__name__)}")
+            t64, b64 = t.double(), back.double()
+            finite = torch.isfinite(b64)
+            norm = float(t64.norm())
+            errors.append(float((torch.where(finite, b64, 0) - t64).norm()) / norm if norm else 0.0)
+            nz = t64 != 0
+            nonzero += int(nz.sum())
+            flushed += int((nz & (b64 == 0)).sum())
+            bad += int((~finite).sum())
+            total += t.numel()
+    return CastError(float(np.median(errors)), flushed / max(nonzero, 1), bad / max(total, 1))
+
+
+@dataclass(frozen=True, repr=False)
+class CastTable:
+    """``cast_error`` per tensor kind (activations, gradients) and format."""
+
+    errors: Mapping[str, Mapping[str, CastError]]
+
+    def __getitem__(self, kind: str) -> Mapping[str, CastError]:
+        return self.errors[validate.choice("kind", kind, self.errors)]
+
+    def table(self) -> display.Table:
+        rows = [(kind, fmt, f"{e.error:.2e}", display.percent(e.flushed, 2), display.percent(e.nonfinite, 2))
+                for kind, per in self.errors.items() for fmt, e in per.items()]
+        return display.table(["tensors", "format", "relative error (median over layers)", "nonzero -> 0",
+                              "inf or nan"], rows,
+                             title="Round trip through each format, on the trained model's tensors")
+
+    def __repr__(self) -> str:
+        return repr(self.table())
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
+
+
+def cast_errors(tensors: Mapping[str, Sequence[Any]], roundtrips: Mapping[str, Callable[[Any], Any]]) -> CastTable:
+    """``cast_error`` for every kind of ``tensors`` (e.g. from ``layer_tensors``) and every named round trip."""
+    validate.instance("tensors", tensors, Mapping)
+    validate.instance("roundtrips", roundtrips, Mapping)
+    validate.non_empty("tensors", tensors)
+    validate.non_empty("roundtrips", roundtrips)
+    return CastTable({kind: {name: cast_error(ts, fn) for name, fn in roundtrips.items()}
+                      for kind, ts in tensors.items()})
+
+
+@dataclass
+class AmaxHistory:
+    """Per step and per Linear layer, the amax (largest |value|) of its output and of the gradient arriving at it."""
+
+    activations: list[list[float]] = field(default_factory=list)
+    gradients: list[list[float]] = field(default_factory=list)
+
+    def series(self, kind: str) -> np.ndarray:
+        """steps x layers array of amax values for 'activations' or 'gradients' (whole steps only)."""
+        validate.choice("kind", kind, KINDS)
+        rows = getattr(self, kind)
+        layers = max((len(r) for r in rows), default=0)
+        whole = [r for r in rows if len(r) == layers]
+        if not whole or layers == 0:
+            raise ValueError("no step was recorded: run training steps inside `with amax_history(model)`")
+        return np.array(whole, dtype=float)
+
+
+@contextmanager
+def amax_history(model: Any) -> Iterator[AmaxHistory]:
+    """Record the amax of every ``nn.Linear`` output of ``model`` and of its gradient, once per forward pass that
+    builds a graph (a training step), while the block runs; hooks are removed on exit."""
+    import torch
+
+    validate.instance("model", model, torch.nn.Module)
+    history = AmaxHistory()
+    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    if not linears:
+        raise ValueError("model must contain at least one torch.nn.Linear")
+    first = linears[0]
+
+    def record(module: Any, inputs: Any, output: Any) -> None:
+        if not (torch.is_grad_enabled() and output.requires_grad):
+            return
+        if module is first:
+            history.activations.append([])
+            history.gradients.append([])
+        acts, grads = history.activations[-1], history.gradients[-1]
+        acts.append(float(output.detach().abs().max()))
+        grads.append(math.nan)
+        slot = len(grads) - 1
+        output.register_hook(lambda g: grads.__setitem__(slot, float(g.detach().abs().max())))
+
+    hooks = [m.register_forward_hook(record) for m in linears]
+    try:
+        yield history
+    finally:
+        for h in hooks:
+            h.remove()
+
+
+@dataclass(frozen=True)
+class DelayedScaling:
+    """A scale taken from the last ``window`` steps' amax (delayed scaling) against the current amax, over every
+    step after the first ``window`` and every layer: how often the tensor outgrew its history (its top values would
+    saturate), by how much at most, and how many powers of two of range the stale scale left unused (median)."""
+
+    kind: str
+    window: int
+    checked: int
+    saturated: int
+    worst_overshoot: float
+    unused_log2: float
+
+    @property
+    def saturated_share(self) -> float:
+        return self.saturated / self.checked if self.checked else 0.0
+
+
+def delayed_scaling(history: AmaxHistory, kind: str, *, window: int = 16) -> DelayedScaling:
+    """Score delayed scaling on ``history``'s ``kind`` series: step t is scaled by the max amax of steps t-window
+    to t-1; it saturates where its own amax is larger (dynamic scaling, from the current amax, never does)."""
+    validate.instance("history", history, AmaxHistory)
+    window = validate.number("window", window, low=1, high=MAX_WINDOW, integer=True)
+    amax = history.series(kind)
+    if len(amax) <= window:
+        raise ValueError(f"history holds {len(amax)} steps; delayed scaling over a window of {window} needs more")
+    past = np.array([amax[t - window:t].max(axis=0) for t in range(window, len(amax))])
+    now = amax[window:]
+    ok = np.isfinite(now) & np.isfinite(past) & (now > 0) & (past > 0)
+    over = (now > past) & ok
+    ratio = np.where(ok, now / np.where(ok, past, 1), np.nan)
+    unused = np.log2(1 / ratio[ok & ~over]) if np.any(ok & ~over) else np.array([0.0])
+    return DelayedScaling(kind, window, int(ok.sum()), int(over.sum()),
+                          float(np.nanmax(ratio[over])) if over.any() else 1.0, float(np.median(unused)))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# fp8 training on a GPU that has the units
+
+
+@dataclass(frozen=True)
+class Fp8Status:
+    """Whether this runtime can run fp8 training with torchao, and if not, why (one sentence)."""
+
+    ready: bool
+    why: str
+
+
+def gpu_fp8_status() -> Fp8Status:
+    """fp8 training needs a CUDA GPU of compute capability 8.9 or later and torchao; checked without importing
+    torchao (``importlib.util.find_spec``), the device first."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return Fp8Status(False, "fp8 training needs an NVIDIA GPU of compute capability 8.9 or later (Ada, Hopper, "
+                                "Blackwell); this runtime has no CUDA GPU")
+    capability = torch.cuda.get_device_capability()
+    name = torch.cuda.get_device_name()
+    if capability < (8, 9):
+        return Fp8Status(False, f"fp8 training needs compute capability 8.9 or later; this {name} has "
+                                f"{capability[0]}.{capability[1]}")
+    if importlib.util.find_spec("torchao") is None:
+        return Fp8Status(False, f"this {name} has fp8 units, but torchao is not installed (pip install torchao)")
+    return Fp8Status(True, f"{name}, compute capability {capability[0]}.{capability[1]}, torchao installed")
+
+
+@dataclass(frozen=True)
+class Fp8Training:
+    """The same model trained from the same weights in bf16 autocast and in fp8: final losses and step times."""
+
+    final_loss: Mapping[str, float]
+    speed: intervals.Speedup
+
+
+def compare_training(models: Mapping[str, Any], x: Any, y: Any, *, steps: int = 50, lr: float = 1e-3,
+                     rounds: int = 6, min_time: float = 1.0, timeout: float = 600.0) -> Fp8Training:
+    """Train each of two models (``{"bf16": ..., "fp8": ...}``, the learner's, the fp8 one converted with
+    ``convert_to_float8_training``) on the regression ``x`` -> ``y`` with AdamW under bf16 autocast for ``steps``
+    steps, then time one step of each in interleaved rounds: the speed-up of fp8 over bf16 with its interval."""
+    import torch
+
+    validate.instance("models", models, Mapping)
+    if set(models) != {"bf16", "fp8"}:
+        raise ValueError(f"models must map exactly 'bf16' and 'fp8'; got {sorted(models)}")
+    for name, m in models.items():
+        validate.instance(f"models[{name!r}]", m, torch.nn.Module)
+    validate.instance("x", x, torch.Tensor)
+    validate.instance("y", y, torch.Tensor)
+    steps = validate.number("steps", steps, low=1, high=MAX_WINDOW, integer=True)
+    validate.positive("lr", lr)
+    rounds = validate.number("rounds", rounds, low=2, high=100, integer=True)
+    validate.number("min_time", min_time, low=0, high=60, low_open=True)
+    calls, losses = {}, {}
+    for name, model in models.items():
+        opt = torch.optim.AdamW(model.parameters(), lr=lr)
+
+        def one_step(model: Any = model, opt: Any = opt) -> Any:
+            with torch.autocast(x.device.type, dtype=torch.bfloat16):
+                loss = torch.nn.functional.mse_loss(model(x).float(), y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            return loss
+
+        with guard.deadline(timeout, model.forward, "training steps"):
+            run = [float(one_step().detach()) for _ in range(steps)]
+        losses[name] = float(np.mean(run[-max(1, steps // 5):]))
+        calls[name] = one_step
+    timed = timing.interleaved(calls, rounds=rounds, min_time=min_time)
+    return Fp8Training(losses, intervals.speedup(timed["bf16"], timed["fp8"]))

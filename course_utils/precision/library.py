@@ -1,0 +1,99 @@
+"""Which library kernel ran: the CPU vendor, and what MKL and oneDNN say about a torch matmul when asked to
+(``MKL_VERBOSE=1``, ``ONEDNN_VERBOSE=1``), read from a child process that runs ``workers/blas_verbose.py``.
+
+MKL chooses a code path per CPU at run time; on non-Intel CPUs it has been reported to choose narrower paths than
+the CPU supports, a known candidate when torch's fp32 matmul (MKL) trails JAX's (XLA's own kernels) on AMD. The
+verbose header names the path MKL chose on this machine; oneDNN's line names the kernel a bf16 matmul ran.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from course_utils import validate
+
+WORKER = Path(__file__).resolve().parent.parent / "workers" / "blas_verbose.py"
+VENDORS = ("Intel", "AMD", "other")
+_DONE = "blas_verbose: two"
+_MKL_HEADER = re.compile(r"^MKL_VERBOSE (?P<version>(?:oneMKL|Intel\(R\) MKL) [^ ].*?) (?:Product )?build \d+ for "
+                         r"(?P<path>.*?), Lnx", re.M)
+_MKL_CALL = re.compile(r"^MKL_VERBOSE (?P<routine>[SDCZ]GEMM\w*)\(.*?\) (?P<time>[\d.]+(?:us|ms|s))", re.M)
+_ONEDNN_ISA = re.compile(r"^onednn_verbose,.*?info,cpu,isa:(?P<isa>[^\n]*)$", re.M)
+_ONEDNN_EXEC = re.compile(r"^onednn_verbose,.*?primitive,exec,cpu,(?P<kind>\w+),(?P<impl>[^,]+),[^,]*,"
+                          r"src:(?P<src>\w+)", re.M)
+
+
+def cpu_vendor(cpuinfo: str | None = None) -> str:
+    """'Intel', 'AMD' or 'other', from the ``vendor_id`` line of /proc/cpuinfo (or of ``cpuinfo`` text given)."""
+    if cpuinfo is None:
+        path = Path("/proc/cpuinfo")
+        cpuinfo = path.read_text(errors="replace") if path.exists() else ""
+    validate.instance("cpuinfo", cpuinfo, str)
+    match = re.search(r"^vendor_id\s*:\s*(\S+)", cpuinfo, re.M)
+    vendor = match.group(1) if match else ""
+    return {"GenuineIntel": "Intel", "AuthenticAMD": "AMD"}.get(vendor, "other")
+
+
+@dataclass(frozen=True)
+class LibraryReport:
+    """What MKL and oneDNN printed for one fp32 and one bf16 torch matmul: MKL's version and chosen code path and
+    its GEMM calls; oneDNN's detected ISA and the matmul kernels it executed as (implementation, source dtype)."""
+
+    mkl_version: str | None
+    mkl_path: str | None
+    mkl_calls: tuple[tuple[str, str], ...]
+    onednn_isa: str | None
+    onednn_matmuls: tuple[tuple[str, str], ...]
+    lines: tuple[str, ...]
+
+    @property
+    def mkl_ran(self) -> bool:
+        """True when MKL reported a GEMM call: torch's fp32 matmul went through MKL."""
+        return bool(self.mkl_calls)
+
+    @property
+    def bf16_kernel(self) -> str | None:
+        """The oneDNN kernel that ran the bf16 matmul (e.g. 'brg_matmul:avx10_1_512_amx'); None when oneDNN ran
+        none (torch's own loop, or a torch without oneDNN)."""
+        return next((impl for impl, src in self.onednn_matmuls if src == "bf16"), None)
+
+    def excerpt(self) -> str:
+        """The lines worth reading: MKL's header and GEMM lines, oneDNN's ISA and matmul lines."""
+        return "\n".join(self.lines) if self.lines else "(neither MKL nor oneDNN printed a line)"
+
+
+def read_verbose(text: str) -> LibraryReport:
+    """Read the output of ``workers/blas_verbose.py`` run with MKL_VERBOSE=1 and ONEDNN_VERBOSE=1. Raises on text
+    that is not that worker's output (its closing line is missing)."""
+    validate.instance("text", text, str)
+    if _DONE not in text:
+        raise ValueError(f"text must be the output of {WORKER.name} (its last line starts {_DONE!r}); got "
+                         f"{text[:60]!r}")
+    header = _MKL_HEADER.search(text)
+    calls = tuple((m.group("routine"), m.group("time")) for m in _MKL_CALL.finditer(text))
+    isa = _ONEDNN_ISA.search(text)
+    matmuls = tuple((m.group("impl"), m.group("src")) for m in _ONEDNN_EXEC.finditer(text)
+                    if m.group("kind") == "matmul")
+    keep = [line for line in text.splitlines()
+            if line.startswith("MKL_VERBOSE") or ",info,cpu,isa:" in line or ",primitive,exec,cpu,matmul," in line]
+    path = header.group("path").removeprefix("Intel(R) 64 architecture ").strip() if header else None
+    return LibraryReport(header.group("version") if header else None, path, calls,
+                         isa.group("isa").strip() if isa else None, matmuls, tuple(keep))
+
+
+def library_verbose(n: int = 256, *, timeout: float = 120.0) -> LibraryReport:
+    """Run ``workers/blas_verbose.py`` (one n x n torch matmul in fp32 and one in bf16) in a child process with
+    MKL_VERBOSE=1 and ONEDNN_VERBOSE=1, and read what the libraries printed."""
+    n = validate.number("n", n, low=16, high=4096, integer=True)
+    timeout = validate.number("timeout", timeout, low=1, high=3600)
+    environ = os.environ | {"MKL_VERBOSE": "1", "ONEDNN_VERBOSE": "1", "PYTHONUNBUFFERED": "1"}
+    run = subprocess.run([sys.executable, str(WORKER), str(n)], env=environ, capture_output=True, text=True,
+                         timeout=timeout)
+    if run.returncode != 0:
+        raise RuntimeError(f"{WORKER.name} exited with {run.returncode}: {run.stderr.strip()[-400:]}")
+    return read_verbose(run.stdout + run.stderr)
