@@ -576,10 +576,10 @@ for mode, dt in (("fp32", torch.float32), (AMP_NAME + " autocast", AMP)):
         with torch.autocast("cpu", dtype=dt, enabled=dt != torch.float32):
             return F.cross_entropy(model(xm), ym)
 
-    copies[mode] = cu.precision.saved_for_backward(forward, mem_model.parameters())["weight copies"]
+    copies[mode] = cu.memory.saved_for_backward(forward, mem_model.parameters())["weight copies"]
     forward().backward()
     mopt.step()
-    held[mode] = cu.precision.torch_state_bytes(mem_model, mopt)
+    held[mode] = cu.memory.torch_state_bytes(mem_model, mopt)
 n_params = sum(p.numel() for p in mem_model.parameters())
 later_weights = sum(m.weight.numel() for m in mem_model if isinstance(m, torch.nn.Linear)) - mem_model[0].weight.numel()
 {mode: {k: f"{v / n_params:g} B/param" for k, v in h.items()} for mode, h in held.items()}
@@ -624,7 +624,7 @@ def saved_bytes(batch, dtype):
     def forward():
         with torch.autocast(DEVICE.type, dtype=dtype, enabled=dtype != torch.float32):
             return F.cross_entropy(act_model(xb_), yb_)
-    return cu.precision.saved_activation_bytes(forward, exclude=act_model.parameters())
+    return cu.memory.saved_activation_bytes(forward, exclude=act_model.parameters())
 
 
 act_mem = {name: [saved_bytes(b, dt) for b in batches] for name, dt in (("fp32", torch.float32), (amp_mode, AMP))}

@@ -133,17 +133,17 @@ def eager_gap(inputs: Mapping[str, tuple], runs: ChainRuns, eager: Mapping[str, 
         if fw not in inputs or fw not in eager:
             raise ValueError(f"inputs and eager must hold {fw!r}; got {sorted(inputs)} and {sorted(eager)}")
     tanhs = {fw: _tanh(fw) for fw in (slow, fast)}
-    calls = {f"{fw} tanh": (lambda f=tanhs[fw], x=inputs[fw][0]: f(x)) for fw in (slow, fast)}
+    timed_calls = {f"{fw} tanh": (lambda f=tanhs[fw], x=inputs[fw][0]: f(x)) for fw in (slow, fast)}
     counts = _thread_counts() if slow == "torch" else []
     for count in counts:
-        calls[f"torch chain, {count} threads"] = (lambda c=count, f=eager["torch"], a=inputs["torch"]:
-                                                  _on_threads(c, f, a))
+        timed_calls[f"torch chain, {count} threads"] = (lambda c=count, f=eager["torch"], a=inputs["torch"]:
+                                                        _on_threads(c, f, a))
     import torch
 
     default = torch.get_num_threads()
     try:
         with calls.time_limit(timeout, f"eager[{slow!r}] ({calls.describe(eager[slow])})"):
-            timed = timing.interleaved(calls, rounds=rounds, min_time=min_time)
+            timed = timing.interleaved(timed_calls, rounds=rounds, min_time=min_time)
     finally:
         torch.set_num_threads(default)
     tanh = {fw: timed[f"{fw} tanh"] for fw in (slow, fast)}

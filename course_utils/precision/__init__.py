@@ -6,16 +6,10 @@ dtypes a learner's autocast block, Keras policy or JAX cast policy produced, rea
 bound, roofline points, outcomes decided from intervals), ``library`` (what MKL and oneDNN report for a torch
 matmul, from ``workers/blas_verbose.py``), ``memory`` (bytes per parameter per training scheme; the measurements come
 from the core ``course_utils.memory``), ``remat`` (activation checkpointing, measured on the learner's loss), ``fp8``
-(fp8 round trips, amax history and delayed scaling, fp8 training on a GPU that has the units), ``guard`` (a deadline
-around learner code), ``story`` (every sentence the notebook tells, with ``story_speed`` and ``story_further``),
-``exercises`` (the checkers) and ``plots``.
+(fp8 round trips, amax history and delayed scaling, fp8 training on a GPU that has the units), ``story`` (every
+sentence the notebook tells, with ``story_speed`` and ``story_further``), ``exercises`` (the checkers), ``plots``.
 """
 
-from course_utils.memory import (  # core; re-exported because notebook 03 calls them as cu.precision.*
-    saved_activation_bytes,
-    saved_for_backward,
-    torch_state_bytes,
-)
 from course_utils.precision import exercises, story
 from course_utils.precision.formats import (
     FORMATS,
@@ -45,7 +39,6 @@ from course_utils.precision.fp8 import (
     gpu_fp8_status,
     layer_tensors,
 )
-from course_utils.precision.guard import LearnerTimeout, deadline
 from course_utils.precision.library import LibraryReport, cpu_vendor, library_verbose, read_verbose
 from course_utils.precision.memory import TRAINING_SCHEMES, training_memory
 from course_utils.precision.plots import (
@@ -110,18 +103,18 @@ from course_utils.precision.training import SeedSpread, TrainRun, train, unscale
 
 __all__ = [
     "A100_PUBLISHED", "AmaxHistory", "CLAIM_BAND", "CastError", "CastTable", "DelayedScaling", "DtypeWatch",
-    "FORMATS", "FloatFormat", "FormatTable", "Fp8Status", "Fp8Training", "LearnerTimeout", "LibraryReport",
+    "FORMATS", "FloatFormat", "FormatTable", "Fp8Status", "Fp8Training", "LibraryReport",
     "Remat", "SHORT", "STREAM_OPS", "ScaleTrace", "SeedSpread", "TRAINING_SCHEMES", "TrainRun", "UnderflowStats",
     "UnitBound", "accumulation_error", "accumulation_plot", "adam_eps_share", "amax_history", "amax_plot",
     "bf16_bound", "bf16_units", "bit_layout_plot", "block_weights", "cast_error", "cast_errors", "claim_outcome",
-    "compare_training", "cpu_vendor", "deadline", "delayed_scaling", "dtype_summary", "exercises", "float_format",
+    "compare_training", "cpu_vendor", "delayed_scaling", "dtype_summary", "exercises", "float_format",
     "format_table", "gpu_fp8_status", "gradient_histogram_plot", "halving_outcome", "jax_activation_dtypes",
     "jax_dtypes", "jax_remat", "kahan_sum_bf16", "keras_dtypes", "layer_tensors", "library_verbose", "lines_plot",
     "loss_curves_plot", "matmul_outcome", "matmul_shares", "memory_stack_plot", "mlp_step_flops", "numpy_dtype",
     "op_dtypes", "overflow_exponent", "predicted_peak_with_remat", "read_verbose", "relative_rounding_error",
-    "round_to", "rounding_error_plot", "saved_activation_bytes", "saved_for_backward", "scale_trace",
+    "round_to", "rounding_error_plot", "scale_trace",
     "scale_trace_plot", "simulate_cast", "step_outcome", "story", "stream_point", "tf_recompute_same",
     "throughput_plot", "torch_activation_grads", "torch_fp16_overflows", "torch_grouped_saved", "torch_live_peak",
-    "torch_remat", "torch_state_bytes", "torch_weight_grads", "train", "training_memory", "underflow_stats",
+    "torch_remat", "torch_weight_grads", "train", "training_memory", "underflow_stats",
     "unscale_norms", "watch_dtypes",
 ]

@@ -19,8 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import display, intervals, timing, validate
-from course_utils.precision import guard
+from course_utils import calls, display, intervals, timing, validate
 
 KINDS = ("activations", "gradients")
 MAX_WINDOW = 100_000
@@ -73,14 +72,14 @@ def cast_error(tensors: Sequence[Any], roundtrip: Callable[[Any], Any], *, timeo
         raise TypeError("tensors must be a list of tensors, not a string")
     validate.non_empty("tensors", tensors)
     validate.function("roundtrip", roundtrip)
-    timeout = validate.number("timeout", timeout, low=0, high=guard.MAX_SECONDS, low_open=True)
+    timeout = validate.seconds("timeout", timeout)
     errors, nonzero, flushed, bad, total = [], 0, 0, 0, 0
-    with guard.deadline(timeout, roundtrip, "round trips"):
+    with calls.time_limit(timeout, "round trips of " + calls.describe(roundtrip)):
         for i, t in enumerate(tensors):
             validate.instance(f"tensors[{i}]", t, torch.Tensor)
             back = roundtrip(t)
             if not isinstance(back, torch.Tensor) or back.shape != t.shape:
-                raise ValueError(f"{guard.describe(roundtrip)} must return a tensor of the input's shape "
+                raise ValueError(f"{calls.describe(roundtrip)} must return a tensor of the input's shape "
                                  f"{tuple(t.shape)}; got {getattr(back, 'shape', type(back).__name__)}")
             t64, b64 = t.double(), back.double()
             finite = torch.isfinite(b64)
@@ -270,7 +269,7 @@ def compare_training(models: Mapping[str, Any], x: Any, y: Any, *, steps: int = 
     validate.positive("lr", lr)
     rounds = validate.number("rounds", rounds, low=2, high=100, integer=True)
     validate.number("min_time", min_time, low=0, high=60, low_open=True)
-    calls, losses = {}, {}
+    steps_of, losses = {}, {}
     for name, model in models.items():
         opt = torch.optim.AdamW(model.parameters(), lr=lr)
 
@@ -282,9 +281,9 @@ def compare_training(models: Mapping[str, Any], x: Any, y: Any, *, steps: int = 
             opt.step()
             return loss
 
-        with guard.deadline(timeout, model.forward, "training steps"):
+        with calls.time_limit(timeout, "training steps of " + calls.describe(model.forward)):
             run = [float(one_step().detach()) for _ in range(steps)]
         losses[name] = float(np.mean(run[-max(1, steps // 5):]))
-        calls[name] = one_step
-    timed = timing.interleaved(calls, rounds=rounds, min_time=min_time)
+        steps_of[name] = one_step
+    timed = timing.interleaved(steps_of, rounds=rounds, min_time=min_time)
     return Fp8Training(losses, intervals.speedup(timed["bf16"], timed["fp8"]))

@@ -10,8 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from course_utils import env, validate
-from course_utils.precision import guard
+from course_utils import calls, env, validate
 
 DtypeReport = dict[str, set[str]]
 REPORT_KEYS = ("weights", "activations", "loss", "gradients")
@@ -133,8 +132,8 @@ def jax_dtypes(apply: Callable[[Any, Any], Any], params: Any, x: Any, y: Any, *,
     """Dtypes of the weights, the activations (read from the program), the cross-entropy loss and the gradients
     of the learner's ``apply(params, x)``, which must trace and run within ``timeout`` seconds."""
     validate.function("apply", apply)
-    timeout = validate.number("timeout", timeout, low=0, high=guard.MAX_SECONDS, low_open=True)
-    with guard.deadline(timeout, apply, "trace and run"):
+    timeout = validate.seconds("timeout", timeout)
+    with calls.time_limit(timeout, "trace and run of " + calls.describe(apply)):
         return _jax_dtypes(apply, params, x, y)
 
 

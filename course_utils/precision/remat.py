@@ -15,9 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import display, env, intervals, timing, validate
+from course_utils import calls, display, env, intervals, timing, validate
 from course_utils.memory import compiled_stats, jax_compiled_stats, saved_activation_bytes, torch_peak_bytes
-from course_utils.precision import guard
 
 MAX_WEIGHT_BYTES = 2**30  # the blocks' weights a lesson may ask for: 1 GiB
 
@@ -98,7 +97,7 @@ def torch_remat(loss: Callable[[bool], Any], params: Sequence[Any], *, rounds: i
     import torch
 
     validate.function("loss", loss)
-    timeout = validate.number("timeout", timeout, low=0, high=guard.MAX_SECONDS, low_open=True)
+    timeout = validate.seconds("timeout", timeout)
     if isinstance(params, (str, bytes)):
         raise TypeError("params must be a list of tensors, not a string")
     flat = list(validate.non_empty("params", params))
@@ -114,7 +113,7 @@ def torch_remat(loss: Callable[[bool], Any], params: Sequence[Any], *, rounds: i
         loss(remat).backward()
         return [p.grad for p in flat]
 
-    with guard.deadline(timeout, loss, "checkpointing measurements"):
+    with calls.time_limit(timeout, "checkpointing measurements of " + calls.describe(loss)):
         saved = tuple(saved_activation_bytes(lambda r=r: loss(r), exclude=flat) for r in (False, True))
         peak = tuple(torch_peak_bytes(lambda r=r: step(r), device) for r in (False, True))
         cuda = device.type == "cuda"  # there the allocator's peak already counts live tensors only
@@ -156,8 +155,8 @@ def jax_remat(loss: Callable[[Any, Any, bool], Any], params: Any, x: Any, *, rou
     validate.function("loss", loss)
     rounds = validate.number("rounds", rounds, low=2, high=100, integer=True)
     validate.number("min_time", min_time, low=0, high=60, low_open=True)
-    timeout = validate.number("timeout", timeout, low=0, high=guard.MAX_SECONDS, low_open=True)
-    with guard.deadline(timeout, loss, "checkpointing measurements"):
+    timeout = validate.seconds("timeout", timeout)
+    with calls.time_limit(timeout, "checkpointing measurements of " + calls.describe(loss)):
         return _jax_remat(loss, params, x, rounds, min_time)
 
 

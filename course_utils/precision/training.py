@@ -12,8 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import display, validate
-from course_utils.precision import guard
+from course_utils import calls, display, validate
 
 MAX_STEPS = 100_000
 FINAL_WINDOW = 20  # the final loss is the mean of the last 20 steps: one step's loss is too noisy to compare
@@ -65,7 +64,7 @@ def train(step: Callable[..., Any], model: Any, opt: Any, scaler: Any, x: Any, y
     validate.text("label", label)
     if threads is not None:
         threads = validate.number("threads", threads, low=1, high=1024, integer=True)
-    timeout = validate.number("timeout", timeout, low=0, high=guard.MAX_SECONDS, low_open=True)
+    timeout = validate.seconds("timeout", timeout)
     torch.manual_seed(seed)
     order = torch.from_numpy(np.random.default_rng(seed).permutation(len(x))).to(x.device)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -74,14 +73,14 @@ def train(step: Callable[..., Any], model: Any, opt: Any, scaler: Any, x: Any, y
     try:
         if threads is not None:
             torch.set_num_threads(threads)
-        with guard.deadline(timeout, step, f"{steps} training steps"):
+        with calls.time_limit(timeout, f"{steps} training steps of " + calls.describe(step)):
             for i in range(steps):
                 start = (i * batch) % (len(x) - batch + 1)
                 rows = order[start:start + batch]
                 scale = float(scaler.get_scale()) if scaler.is_enabled() else 1.0
                 loss = step(model, opt, scaler, x[rows], y[rows], **step_kwargs)
                 if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
-                    raise TypeError(f"{guard.describe(step)} must return the loss (a one-element tensor); got "
+                    raise TypeError(f"{calls.describe(step)} must return the loss (a one-element tensor); got "
                                     f"{type(loss).__name__}")
                 grads = [p.grad.detach().abs().max() for p in params if p.grad is not None]
                 losses.append(float(loss.detach()))

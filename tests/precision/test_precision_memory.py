@@ -3,7 +3,6 @@ it re-exports are core: tests/test_memory.py)."""
 
 from __future__ import annotations
 
-from course_utils import memory
 from course_utils import precision as P
 
 
@@ -14,6 +13,3 @@ def test_training_memory_per_scheme() -> None:
     assert P.training_memory(0, "pure bf16 + Adam") == dict.fromkeys(P.TRAINING_SCHEMES["pure bf16 + Adam"], 0)
 
 
-def test_precision_reexports_the_core_measurements() -> None:
-    for name in ("saved_for_backward", "saved_activation_bytes", "torch_state_bytes"):  # the ones notebook 03 calls
-        assert getattr(P, name) is getattr(memory, name), name

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from course_utils import env
+from course_utils import calls, env
 from course_utils import precision as P
 
 EXPECTED = {"weights": {"float32"}, "activations": {"bfloat16"}, "loss": {"float32"}, "gradients": {"float32"}}
@@ -96,5 +96,5 @@ def test_a_jax_apply_that_never_returns_is_stopped_and_named() -> None:
         while True:
             pass
 
-    with pytest.raises(P.LearnerTimeout, match="endless_apply"):
+    with pytest.raises(calls.LearnerTimeout, match="endless_apply"):
         P.jax_dtypes(endless_apply, {}, jnp.ones((2, 2)), jnp.zeros(2, dtype=jnp.int32), timeout=0.3)

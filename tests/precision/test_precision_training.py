@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from course_utils import calls
 from course_utils import precision as P
 
 torch = pytest.importorskip("torch")
@@ -87,7 +88,7 @@ def test_a_step_that_never_returns_is_stopped_and_named() -> None:
         while True:
             pass
 
-    with pytest.raises(P.LearnerTimeout, match="endless"):
+    with pytest.raises(calls.LearnerTimeout, match="endless"):
         P.train(endless, m, torch.optim.SGD(m.parameters(), lr=0.1), torch.amp.GradScaler("cpu", enabled=False),
                 x, y, steps=2, batch=8, timeout=0.3)
 
