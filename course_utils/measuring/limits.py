@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from course_utils import env, intervals, machine, timing, validate
+from course_utils import calls, env, intervals, machine, timing, validate
 from course_utils.measuring.speedups import EAGER, ChainRuns
 from course_utils.measuring.workloads import chain_faults
 
