@@ -24,10 +24,11 @@ def rounded(s: intervals.Speedup) -> str:
 
 
 def _round(value: float, step: int) -> str:
-    """``value`` rounded to a multiple of 10**step, but never to fewer than two significant digits (a ratio of 2.7
-    in an interval 80 wide is '2.7', not '0'), written without false digits."""
+    """``value`` rounded to a multiple of 10**step, but to no fewer than two significant digits (a ratio of 2.7 in
+    an interval 80 wide is '2.7', not '0') and no more than four, written without false digits."""
     if value > 0:
-        step = min(step, math.floor(math.log10(value)) - 1)
+        magnitude = math.floor(math.log10(value))
+        step = max(min(step, magnitude - 1), magnitude - 3)
     return f"{round(value, -step):.0f}" if step >= 0 else f"{value:.{-step}f}"
 
 

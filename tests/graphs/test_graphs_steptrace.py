@@ -58,7 +58,7 @@ def test_step_time_story_computes_from_the_measured_parts() -> None:
                                     compiled_per_call=10 * US)
     text = slower.text
     assert slower.longest_paragraph <= 120
-    assert "500 µs compiled and 350 µs eager" in text and "optimizer.step 0.227x" in text
+    assert "500 µs compiled and 350 µs eager" in text and "optimizer.step 0.2273x" in text
     assert "dispatched 4 ops" in text and "that is 20 µs (computed), 20% of the timed eager step" in text
     assert "times 2 calls is 20 µs (computed), against the 100 µs" in text and "not established" in text
     mostly = graphs.story.step_time(PARTS, _s(0.67, 0.6, 0.7), st, (_m(30 * US), _m(45 * US)), eager_per_op=5 * US,
