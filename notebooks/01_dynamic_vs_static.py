@@ -23,21 +23,18 @@
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/eager-to-compiled/course/blob/v0.2.0/notebooks/01_dynamic_vs_static.ipynb)
 #
 # Eager execution runs your Python one operation at a time; a compiler first *captures* the whole function
-# as a graph and then runs that graph. After this notebook you will be able to:
+# as a graph and then runs that graph. You will be able to:
 #
 # - show the graph that `torch.compile`, `jax.jit` and `tf.function` capture from the same function;
-# - measure what compiling costs (the first call) and saves (every later call), and cut the cost: a warm cache,
-#   a portable cache, regional compilation;
-# - predict the small-tensor speed-up from two fixed costs, and count **recompilations** when shapes change;
+# - measure what compiling costs and saves, and cut the cost (kept caches, regional compilation);
+# - predict the small-tensor speed-up from two fixed costs, and count **recompilations**;
 # - fix capture that breaks on a Python `if`, and keep a **rollback path** to eager;
-# - compile a whole training step in all three frameworks and prove it equal to the same program run eagerly.
+# - compile a whole training step in all three frameworks and prove it equal to eager.
 #
-# **Time**: about 50 minutes as a workshop; 3 minutes of run time at ci size and 5 at the laptop size on
-# 2 CPU cores (the notebook's metadata; CI checks the ci budget).
-# **Accelerators**: every section runs on CPU; on a GPU runtime all three frameworks use the GPU and
-# `mode="reduce-overhead"` (CUDA graphs) is measured; on a Colab TPU runtime JAX uses the TPU, PyTorch stays on
-# the CPU, and TensorFlow (not installed there) is skipped with one sentence. `## Going further` at the end is
-# optional reading.
+# **Time**: about 50 minutes as a workshop; 3 minutes of run time at ci size on 2 CPU cores (CI checks it).
+# **Accelerators**: every section runs on CPU; on a GPU all three frameworks use it and CUDA graphs are measured;
+# on a Colab TPU JAX uses it, PyTorch stays on the CPU and TensorFlow (not installed there) is skipped.
+# `## Going further` at the end is optional reading.
 
 # %%
 # Colab only: install the course helpers. Colab's own torch, jax and tensorflow are left as they are.
@@ -81,11 +78,13 @@ for fw in ("jax", "tensorflow"):
 # ## 1. The same function, captured three ways
 #
 # - **PyTorch's Dynamo** analyses the function's bytecode as it is about to run: tensor operations go into an FX
-#   graph, and every fact the graph relies on (shape, dtype, the value of a Python number) becomes a **guard**,
-#   checked on every later call; a failed guard means a recompile. Bytecode it cannot put in a graph (a Python
-#   `if` on a tensor's value, a `print`) ends the graph there: a **graph break**, and CPython runs that piece.
-# - **JAX** *runs* the function once with tracer objects in place of arrays and records each primitive in a
-#   jaxpr; Python control flow on a tracer's value has nothing to decide with, so it raises.
+#   graph, and every fact the graph relies on (shape, dtype, a Python number's value) becomes a **guard**, checked
+#   on every later call; a failed guard means a recompile. Bytecode it cannot capture (an `if` on a tensor's value,
+#   a `print`) ends the graph there: a **graph break**, and CPython runs that piece.
+#
+# - **JAX** *runs* the function once with tracers in place of arrays and records each primitive in a jaxpr;
+#   Python control flow on a tracer's value has nothing to decide with, so it raises.
+#
 # - **TensorFlow**'s `tf.function` traces with symbolic tensors, after AutoGraph has rewritten `if`/`for` on
 #   tensors into graph control flow.
 #
@@ -113,10 +112,9 @@ cu.graphs.story.same_ops(v_ops, op_counts)
 # %% [markdown] course={"lead": true, "minutes": 6} slideshow={"slide_type": "slide"}
 # ## 2. Compiling costs once and saves on every call
 #
-# The first call of a compiled function traces and compiles; later calls reuse the result. Below is the compile
-# call each framework's users write, with the defaults (`tf.function` with `jit_compile=True` uses XLA, like
-# JAX). We time the first call apart from the steady state, eager and compiled in alternating rounds, so both see
-# the same moments of the machine; the 95% interval on their ratio decides "faster".
+# The first call of a compiled function traces and compiles; later calls reuse the result. Below is each
+# framework's compile call with its defaults (`jit_compile=True` makes `tf.function` use XLA, like JAX). Eager and
+# compiled are timed in alternating rounds; the 95% interval on their ratio decides "faster".
 #
 # **Prediction**: in every framework the first compiled call costs at least 100 steady-state calls, and the
 # compiled call is faster than the eager one (the interval lies above 1x), since the ops run as one fused loop.
@@ -169,17 +167,14 @@ cu.graphs.story.break_even(N, eager_m, compiled_m, speed)
 # ## 3. Compile time is a cost you can cut
 #
 # A job pays its compile before its first step, in every fresh process. Two remedies, measured on a model of
-# `DEPTH` identical residual blocks (`cu.graphs.stack`: LayerNorm, Linear, GELU, Linear, the shape of a
-# transformer's layer stack without attention), forward passes only:
-#
-# - **keep the compiled code**: Inductor caches what it generated on disk (`TORCHINDUCTOR_CACHE_DIR`); a job on
-#   another machine can carry it as a file, saved with `torch.compiler.save_cache_artifacts()` and loaded with
-#   `torch.compiler.load_cache_artifacts()` before compiling;
-# - **compile less**: compile the repeated block once instead of the whole model (regional compilation).
+# `DEPTH` identical residual blocks (`cu.graphs.stack`: a transformer's layer stack without attention), forward
+# passes only: **keep the compiled code** (Inductor's disk cache, `TORCHINDUCTOR_CACHE_DIR`, or a file of
+# artifacts from `torch.compiler.save_cache_artifacts()`, loaded elsewhere with
+# `torch.compiler.load_cache_artifacts()`), and **compile less** (the repeated block only: regional compilation).
 #
 # ### Cold, warm, and portable caches, each in a fresh process
-# The worker below runs three times: with an empty cache (then it saves the artifacts), with another empty
-# cache plus the loaded artifacts (a new machine), and with the first run's cache folder (a persistent volume).
+# The worker below runs three times: with an empty cache (then it saves the artifacts), with another empty cache
+# plus the loaded artifacts (a new machine), and with the first run's cache folder (a persistent volume).
 #
 # **Prediction** (the caching recipe's promise): both warm processes pay at most a third of the cold first call.
 
@@ -214,11 +209,10 @@ cu.graphs.story.compile_cache(v_cache, cache)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Regional compilation
-# `torch.compile(model)` traces every block into one graph, and Inductor generates code for all of them.
-# Compiling the block instead (`block.compile()` on each: identical blocks share one compiled graph), or marking
-# it as a region that `torch.compile` compiles once and stamps out (`torch.compiler.nested_compile_region`),
-# compiles one block's worth. Compile times below are first calls with Inductor's caches off, so each pays its
-# whole compile; step times come from alternating rounds.
+# `torch.compile(model)` traces every block into one graph and generates code for all of them. Compiling the block
+# instead (`block.compile()` on each: identical blocks share one compiled graph), or marking it as a region compiled
+# once and stamped out (`torch.compiler.nested_compile_region`), compiles one block's worth. Compile times are first
+# calls with Inductor's caches off; step times come from alternating rounds.
 #
 # **Prediction**: both regional forms take less compile time than the whole model (one compile each), and the nested
 # region, one graph like the whole model, runs its step at least 0.8x as fast (interval).
@@ -271,16 +265,14 @@ cu.graphs.story.regional(v_regional, compile_s, step_vs_whole, DEPTH)
 # %% [markdown] course={"lead": false, "minutes": 7} slideshow={"slide_type": "slide"}
 # ## 4. Eager dispatch overhead: why small tensors gain most
 #
-# Every eager op pays a fixed price before any arithmetic: Python, the framework's dispatcher, an output
-# allocation. A compiled call pays its own fixed price once (guards, argument handling, launching the code) for
-# all the ops. For tiny tensors the arithmetic is nanoseconds, so two measured costs should explain the speed-up:
+# Every eager op pays a fixed price before any arithmetic (Python, the dispatcher, an output allocation); a compiled
+# call pays its own fixed price once (guards, arguments, launching the code) for all the ops. For tiny tensors:
 #
 # small-size speed-up ≈ n_ops × (eager cost of one op) / (cost of one compiled call)
 #
 # The compiled call's cost is this run's machine figure, measured once for every notebook
-# (`cu.machine.figures().call_cost`: a compiled `x + 1` on 16 elements). The eager side is measured here: one
-# eager op of each kind the chain holds, weighted as in its graph. Then the chain is timed from 16 elements up,
-# compiled afresh at every size (one static graph each).
+# (`cu.machine.figures().call_cost`: a compiled `x + 1` on 16 elements); the eager op mix is measured here. The
+# chain is timed from 16 elements up, compiled afresh at every size.
 #
 # **Prediction**: at 16 elements the measured chain speed-up is within 2x of the computed one, in every framework.
 
@@ -350,11 +342,10 @@ cu.graphs.story.cuda_graphs(v_graphs, s_graphs)
 # %% [markdown] course={"lead": false, "minutes": 3} slideshow={"slide_type": "slide"}
 # ## 5. Recompilation: new shapes, new traces
 #
-# A compiled function is specialised to the shapes (and dtypes) it was traced with; in PyTorch the guards say
-# so. We call each function with 6 different lengths and count the compilations per strategy
-# (`cu.graphs.strategy_counts`): in PyTorch `torch.compile(f, dynamic=False)`, the default, and
-# `torch._dynamo.mark_dynamic(x, 0)`; in JAX plain `jax.jit` and zero-padding to multiples of 256; in TensorFlow
-# plain `tf.function`, `reduce_retracing=True` and `input_signature=[tf.TensorSpec([None])]`.
+# A compiled function is specialised to the shapes it was traced with. We call each function with 6 lengths and
+# count compilations per strategy (`cu.graphs.strategy_counts`): PyTorch `dynamic=False`, the default and
+# `torch._dynamo.mark_dynamic(x, 0)`; JAX plain `jax.jit` and zero-padding to multiples of 256; TensorFlow plain
+# `tf.function`, `reduce_retracing=True` and `input_signature=[tf.TensorSpec([None])]`.
 #
 # **Prediction**: 6 compilations by default, except PyTorch's "automatic dynamic" (2: it recompiles once with the
 # length symbolic); `mark_dynamic` and the `None` signature 1, `reduce_retracing` 2, padding one per bucket.
@@ -382,10 +373,9 @@ v_counts = cu.display.verdict(not wrong, ", ".join(f"{fw} {s}: {n}" for fw in FW
 v_counts
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# What Dynamo checks, and why it recompiled: the same function compiled afresh and called with two lengths, with
-# `TORCH_LOGS=guards,recompiles` captured (`cu.graphs.torch_compile_log` sets it through `torch._logging.set_logs`;
-# from a shell, `TORCH_LOGS=guards,recompiles python train.py` prints the same). The tensor's guard lists its dtype,
-# size and stride; the new length fails the size check.
+# What Dynamo checks, and why it recompiled: the function compiled afresh and called with two lengths, with
+# `TORCH_LOGS=guards,recompiles` captured (`cu.graphs.torch_compile_log`; from a shell,
+# `TORCH_LOGS=guards,recompiles python train.py`). The new length fails the tensor's size check.
 
 # %%
 compile_log = cu.graphs.torch_compile_log(step_fns["torch"], [(x,) for x in xs["torch"][:2]])
@@ -642,14 +632,11 @@ cu.graphs.story.fallbacks(v_fallback, decisions)
 # %% [markdown] course={"lead": true, "minutes": 3} slideshow={"slide_type": "slide"}
 # ## 8. A whole training step, compiled, against the same program run eagerly
 #
-# Forward, loss, backward and the SGD update of the course's tiny MLP (32-64-64-10, identical initial weights in
-# all three frameworks) on one fixed batch, with the course's one train step per framework (`cu.models`):
-# - PyTorch, as its tutorials do it: `torch.compile(model)` plus a compiled `optimizer.step`; eager: the same
-#   step on an uncompiled model;
-# - JAX: the update under `jax.jit`; eager: the same update called without `jit`, so each `jnp` call is
-#   dispatched on its own (op by op), as ordinary JAX code runs;
-# - TensorFlow: the Keras step as `tf.function(jit_compile=True)`; eager: the same step with
-#   `tf.config.run_functions_eagerly(True)`.
+# Forward, loss, backward and SGD update of the course's tiny MLP (32-64-64-10, same initial weights everywhere)
+# on one batch, with the course's train step per framework (`cu.models`). Compiled: `torch.compile(model)` plus a
+# compiled `optimizer.step`; the update under `jax.jit`; the Keras step as `tf.function(jit_compile=True)`. Eager:
+# the same step on an uncompiled model; the same update without `jit` (each `jnp` call dispatched on its own, as
+# ordinary JAX runs); the same step with `tf.config.run_functions_eagerly(True)`.
 #
 # **Prediction**: the compiled losses equal eager to float32 rounding (within `TOL`), and with a model this small
 # (per-op overhead dominates) every compiled step is faster than its own eager step (interval above 1x).
@@ -735,13 +722,15 @@ cu.graphs.story.seed_claim(v_seed, step_speed["torch"])
 
 # %% [markdown]
 # **What to remember**
+#
 # - A compiler sees the whole function as a graph: it fuses ops and pays one fixed cost per call instead of one
 #   per op; for small tensors the speed-up is about n_ops × (eager op cost) / (compiled call cost).
-# - Compiling costs a first call, again for every new shape: count recompilations (`TORCH_LOGS=recompiles`), make
-#   the varying dimension dynamic, padded or part of the signature; cut the compile itself with a kept cache and
-#   regional compilation, and monitor compile time as the seed's checklist asks.
-# - Capture breaks on Python control flow over tensor values and on Python side effects: use `where`/`cond`; keep
-#   each framework's eager switch as the rollback and check compiled results against eager.
+#
+# - Compiling costs a first call, again for every new shape: count recompilations, make the varying dimension
+#   dynamic or padded; cut the compile with a kept cache and regional compilation, and monitor it.
+#
+# - Capture breaks on Python control flow over tensor values: use `where`/`cond`; keep each framework's eager
+#   switch as the rollback and check compiled results against eager.
 #
 # **Next**: notebook 02 opens the fused kernel itself: how many bytes the chain moves, the roofline of this
 # machine, and how close each compiler gets to it.

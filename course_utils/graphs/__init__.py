@@ -107,5 +107,5 @@ __all__ = [
     "overhead_model", "overhead_plot", "overhead_table", "parts_table", "ran_compiled", "run_losses", "same_outputs",
     "side_by_side", "size_sweep", "stack", "step_parts", "step_table", "step_times", "story", "strategy_counts",
     "tf_retracing_warnings", "time_limit", "torch_compile_log", "torch_graph_breaks", "torch_graph_count",
-    "trace_calls", "trace_step", "traced_table",
+    "timed_pair", "trace_calls", "trace_step", "traced_table",
 ]

@@ -127,7 +127,8 @@ def overhead_model(framework: str, *, n_ops: int, eager_per_op: float, compiled_
     size), validated."""
     validate.instance("eager_chain", eager_chain, timing.Measurement)
     validate.instance("compiled_chain", compiled_chain, timing.Measurement)
-    return OverheadModel(validate.framework(framework), validate.number("n_ops", n_ops, low=1, high=10**6, integer=True),
+    n_ops = validate.number("n_ops", n_ops, low=1, high=10**6, integer=True)
+    return OverheadModel(validate.framework(framework), int(n_ops),
                          float(validate.positive("eager_per_op", eager_per_op)),
                          float(validate.positive("compiled_per_call", compiled_per_call)),
                          eager_chain.median / compiled_chain.median, compiled_chain.median)

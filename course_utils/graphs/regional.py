@@ -45,7 +45,8 @@ def stack(depth: int = 4, width: int = 32, *, block_call: Callable[[Any, Any], A
 
         def __init__(self) -> None:
             super().__init__()
-            self.norm, self.up, self.down = nn.LayerNorm(width), nn.Linear(width, 4 * width), nn.Linear(4 * width, width)
+            self.norm, self.up = nn.LayerNorm(width), nn.Linear(width, 4 * width)
+            self.down = nn.Linear(4 * width, width)
 
         def forward(self, x: Any) -> Any:
             return x + self.down(nn.functional.gelu(self.up(self.norm(x))))
@@ -76,7 +77,8 @@ def first_call_seconds(fn: Callable[..., Any], *args: Any, timeout: float = 600.
     validate.function("fn", fn)
     timeout = validate.number("timeout", timeout, low=0, high=3600, low_open=True)
     with config.patch(force_disable_caches=True), time_limit(timeout, fn), warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*force_disable_caches.*")  # "dynamo_pgo force disabled by ...": that is the point
+        # "dynamo_pgo force disabled by torch.compiler.config.force_disable_caches": that is the point here
+        warnings.filterwarnings("ignore", message=".*force_disable_caches.*")
         start = time.perf_counter()
         timing.sync(fn(*args))
         return time.perf_counter() - start
@@ -107,7 +109,7 @@ def call_times(steps: dict[str, Callable[[Any], Any]], x: Any, *, rounds: int = 
     validate.number("rounds", rounds, low=2, high=100, integer=True)
     validate.number("min_time", min_time, low=0, high=60, low_open=True)
     timeout = validate.number("timeout", timeout, low=0, high=3600, low_open=True)
-    for name, step in steps.items():
+    for step in steps.values():
         with time_limit(timeout, step):
             timing.sync(step(x))
     with time_limit(timeout, next(iter(steps.values()))):

@@ -19,7 +19,8 @@ from course_utils.graphs.cache import COLD, LOCAL, PORTABLE, CacheTimes
 from course_utils.graphs.fallback import CompileDecision
 from course_utils.graphs.recompiles import GraphBreaks
 from course_utils.graphs.wording import OUTCOME as _OUTCOME
-from course_utils.graphs.wording import rounded, share as _share
+from course_utils.graphs.wording import rounded
+from course_utils.graphs.wording import share as _share
 
 _fmt = display.format_time
 
@@ -69,12 +70,11 @@ def break_even(size: int, eager: Mapping[str, timing.Measurement], compiled: Map
             text += ("faster over the paired rounds, but its median per call is not below eager's, so the "
                      "break-even is not established.")
         else:
-            text += (f"compiling pays off after **{calls:,.0f} call{'s' * (calls != 1)}**, counting eager's own "
-                     f"first call ({_fmt(e.first_call or e.median)})"
+            text += (f"compiling pays off after **{calls:,.0f} call{'s' * (calls != 1)}** (eager's own first call: "
+                     f"{_fmt(e.first_call or e.median)})"
                      + (" (JAX's eager first call compiles each primitive the first time it runs)." if fw == "jax"
                         else "."))
         paragraphs.append(text)
-    paragraphs.append("Section 4 shows how large the speed-up should be at small sizes, from two fixed costs.")
     return display.prose(*paragraphs)
 
 
@@ -94,19 +94,18 @@ def compile_cache(v: display.Verdict, cache: CacheTimes) -> display.Prose:
     if portable.libraries_built:
         portable_text = (f"The portable process loaded the artifacts ({_fmt(portable.load_seconds)}) into an empty "
                          f"folder, hit the FX-graph cache, and still built {portable.libraries_built} compiled "
-                         f"libraries in its first call (the cold one built {cold.libraries_built}); its folder held "
-                         f"{portable.libraries_before} before it. The artifacts carry the generated code, not the "
-                         "libraries the C++ compiler makes from it, so on a CPU that process paid "
-                         f"{_share(portable.seconds, cold.seconds)} of the cold compile. PyTorch's caching recipe "
-                         "lists Triton's compiled kernels among the artifacts: on a GPU, run this cell to see.")
+                         f"libraries in its first call (the cold one {cold.libraries_built}; {portable.libraries_before}"
+                         " were there before it): the artifacts carry the generated code, not the libraries the C++ "
+                         f"compiler makes from it, so it paid {_share(portable.seconds, cold.seconds)} of the cold "
+                         "compile. PyTorch's caching recipe lists Triton's kernels among the artifacts: on a GPU, "
+                         "this cell shows whether they spare the compile.")
     else:
         portable_text = (f"The portable process loaded the artifacts ({_fmt(portable.load_seconds)}) into an empty "
                          f"folder and built no library: its first call took {_fmt(portable.seconds)}, "
                          f"{_share(portable.seconds, cold.seconds)} of the cold one.")
-    advice = ("For a job: keep `TORCHINDUCTOR_CACHE_DIR` on a persistent volume, or ship the artifacts with "
-              "`save_cache_artifacts()` where they carry what your device needs, and monitor compile time. Notebook "
-              "07's cost model takes the cold and warm seconds from `cu.graphs.compile_cache_times`."
-              + ("" if v.held else " One process each: a decision on a budget should repeat them."))
+    advice = ("For a job: keep `TORCHINDUCTOR_CACHE_DIR` on a persistent volume, and monitor compile time; notebook "
+              "07's cost model takes these seconds from `cu.graphs.compile_cache_times`."
+              + ("" if v.held else " One process each: repeat them before a budget rests on them."))
     return display.prose(mechanism, local_text, portable_text, advice)
 
 
@@ -211,8 +210,8 @@ def recompiles(v: display.Verdict, counts: Mapping[str, Mapping[str, int]], retr
                      f"warning(s) (the one shown above), {f['reduce_retracing=True']} with `reduce_retracing=True` and "
                      f"{f['input_signature [None]']} with a `None` length in the signature.")
     lead = "" if v.held else f"Not as predicted: {v.why}. "
-    return display.prose(lead + " ".join(parts) + " In a training loop the usual culprit is the last, smaller batch "
-                         "of an epoch: drop it or pad it.")
+    return display.prose(lead + " ".join(parts) + " In training, the usual culprit is an epoch's last, smaller "
+                         "batch: drop it or pad it.")
 
 
 def control_flow(v: display.Verdict, breaks: GraphBreaks, clip_diff: float, frameworks: Sequence[str],

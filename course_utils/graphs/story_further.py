@@ -91,8 +91,8 @@ def harnesses(v: display.Verdict, found: Mapping[str, Harness], factors: Mapping
     validate.non_empty("factors", factors)
     size = validate.number("size", size, low=1, high=2**40, integer=True)
     text = (f"At {size:,} elements, notebook 00's harness gives {rounded(found[OTHER].speedup)} and this sweep's "
-            f"{rounded(found[SWEEP].speedup)}. Each factor measured apart, as the time without it over the time with it "
-            "(below 1x it costs time): "
+            f"{rounded(found[SWEEP].speedup)}. Each factor measured apart, as the time without it over the time with "
+            "it (below 1x it costs time): "
             + "; ".join(f"{name}: {rounded(s)}, {OUTCOME[s.outcome]}" for name, s in factors.items()) + ".")
     if v.held:
         return display.prose(text, "Within 1.5x: the two harnesses measure the same thing. Compare ratios from one "
@@ -111,7 +111,8 @@ def prints(v: display.Verdict, breaks: int, frameworks: Sequence[str]) -> displa
     v = _verdict(v)
     breaks = validate.number("breaks", breaks, low=0, high=10**6, integer=True)
     validate.instance("frameworks", frameworks, (list, tuple))
-    tools = {"jax": "in JAX use `jax.debug.print` (or `jax.debug.breakpoint`)", "tensorflow": "in TensorFlow `tf.print`"}
+    tools = {"jax": "in JAX use `jax.debug.print` (or `jax.debug.breakpoint`)",
+             "tensorflow": "in TensorFlow `tf.print`"}
     traced_ = [tools[fw] for fw in frameworks if fw in tools]
     text = (f"In PyTorch a `print` of a tensor keeps working, with real values on every call, because Dynamo leaves "
             f"it out of the graph: it cost {breaks} graph break(s) here; `torch.compile(fullgraph=True)` turns such "
@@ -169,10 +170,10 @@ def _trace(st: StepTrace, step: tuple[timing.Measurement, timing.Measurement], s
     if s.outcome != intervals.SLOWER:
         return eager_text, text + "."
     slower = compiled.median - eager.median
-    return eager_text, text + (f", against the {_fmt(slower)} by which the compiled step is slower: "
-                               + ("a fixed cost of that size accounts for at least half of it." if calls_cost >= slower / 2
-                                  else f"{calls_cost / slower:.0%} of it; the wrappers' time under the profiler includes "
-                                  "the profiler's own cost, so the rest is not established by this run."))
+    share = ("a fixed cost of that size accounts for at least half of it." if calls_cost >= slower / 2 else
+             f"{calls_cost / slower:.0%} of it; the wrappers' time under the profiler includes the profiler's own "
+             "cost, so the rest is not established by this run.")
+    return eager_text, text + f", against the {_fmt(slower)} by which the compiled step is slower: " + share
 
 
 def step_time(parts: Mapping[str, tuple[timing.Measurement, timing.Measurement]], s: intervals.Speedup,

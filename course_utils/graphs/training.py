@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import display, intervals, interop, timing, validate
+from course_utils import display, interop, intervals, timing, validate
 from course_utils.graphs.limits import DEFAULT_TIMEOUT, MAX_SECONDS, time_limit
 
 MAX_STEPS = 10_000

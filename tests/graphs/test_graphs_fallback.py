@@ -113,4 +113,4 @@ def test_eagerly_runs_a_compiled_function_with_compilation_off() -> None:
     for framework in ("torch", "jax", "tensorflow"):
         if not env.available(framework):
             continue
-        assert graphs.eagerly(framework, lambda: graphs.ran_compiled(framework))() is False
+        assert graphs.eagerly(framework, graphs.ran_compiled)(framework) is False
