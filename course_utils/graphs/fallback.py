@@ -84,8 +84,8 @@ def compile_or_fallback(
 @contextmanager
 def eager_mode(framework: str) -> Iterator[str]:
     """Inside the block, the framework's compiled functions run eagerly, through its own switch (yielded as
-    text): ``torch.compiler.set_stance("force_eager")``, ``jax.disable_jit()``,
-    ``tf.config.run_functions_eagerly(True)``. The rollback a team keeps ready, one line each."""
+    text): ``torch.compiler.set_stance("force_eager")`` and ``tf.config.run_functions_eagerly(True)``, the rollback a
+    team keeps ready; ``jax.disable_jit()``, a debugging switch that also un-jits jnp's own jitted internals."""
     name = validate.framework(framework)
     if name == "torch":
         import torch

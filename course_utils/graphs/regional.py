@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from course_utils import timing, validate
+from course_utils.graphs.fallback import max_abs_diff
 from course_utils.graphs.limits import time_limit
 
 MAX_DEPTH, MAX_WIDTH = 64, 4096
@@ -119,8 +120,6 @@ def call_times(steps: dict[str, Callable[[Any], Any]], x: Any, *, rounds: int = 
 
 def same_outputs(reference: Callable[[Any], Any], others: Sequence[Callable[[Any], Any]], x: Any) -> float:
     """The largest absolute difference between ``reference(x)`` and each of ``others(x)``."""
-    from course_utils.graphs.fallback import max_abs_diff
-
     validate.function("reference", reference)
     validate.non_empty("others", others)
     expected = reference(x)
