@@ -152,7 +152,7 @@ first_in_calls = {fw: compiled_m[fw].first_call / compiled_m[fw].median for fw i
 paid_and_saved = {fw: first_in_calls[fw] >= 100 and speed[fw].faster for fw in FW}
 v_compile = cu.display.verdict(
     all(paid_and_saved.values()),
-    "; ".join(f"{fw}: first call = {first_in_calls[fw]:,.0f} steady calls, compiled {speed[fw]}" for fw in FW),
+    "; ".join(f"{fw}: first call = {first_in_calls[fw]:,.0f} steady calls, compiled {cu.graphs.rounded(speed[fw])}" for fw in FW),
     "not in " + ", ".join(fw for fw, ok in paid_and_saved.items() if not ok) + " (see the numbers)")
 v_compile
 
@@ -254,7 +254,8 @@ v_regional = cu.display.verdict(
     all(share < 1 for share in compile_share.values()) and step_vs_whole["nested_compile_region"].above(0.8),
     f"compile: whole model {cu.display.format_time(compile_s['whole model'])}, " + ", ".join(
         f"{k} {cu.display.format_time(compile_s[k])} ({share:.0%})" for k, share in compile_share.items())
-    + "; step, each one's speed over the whole model: " + ", ".join(f"{k} {s}" for k, s in step_vs_whole.items()),
+    + "; step, each one's speed over the whole model: " + ", ".join(f"{k} {cu.graphs.rounded(s)}"
+                                                                   for k, s in step_vs_whole.items()),
     "a regional form took as long to compile as the whole model, or the nested region's step did not reach 0.8x "
     "the whole model's speed beyond the noise (see the numbers)")
 v_regional
@@ -328,7 +329,7 @@ if cu.env.accelerator() == "gpu":
     graph_m = cu.timing.interleaved({"default": lambda: default(*x16), "reduce-overhead": lambda: graphed(*x16)},
                                     rounds=ROUNDS, min_time=4 * MIN_TIME)
     s_graphs = cu.intervals.speedup(graph_m["default"], graph_m["reduce-overhead"])
-    v_graphs = cu.display.verdict(s_graphs.faster, f"reduce-overhead over the default compile: {s_graphs}",
+    v_graphs = cu.display.verdict(s_graphs.faster, f"reduce-overhead over the default compile: {cu.graphs.rounded(s_graphs)}",
                                   "the CUDA-graph replay was not faster per call beyond the noise")
 else:
     s_graphs = None
@@ -679,7 +680,7 @@ cu.graphs.step_table(runs, step_m)
 # %%
 step_speed = {fw: cu.intervals.speedup(*step_m[fw]) for fw in FW}
 v_step = cu.display.verdict(all(step_speed[fw].faster and runs[fw].max_abs_diff < TOL for fw in FW),
-                            "; ".join(f"{fw}: {s}, loss diff {runs[fw].max_abs_diff:.1e}"
+                            "; ".join(f"{fw}: {cu.graphs.rounded(s)}, loss diff {runs[fw].max_abs_diff:.1e}"
                                       for fw, s in step_speed.items()),
                             "not faster than its own eager step: "
                             + ", ".join(f"{fw} ({s.outcome})" for fw, s in step_speed.items() if not s.faster))
@@ -697,7 +698,7 @@ cu.graphs.story.training_step(v_step, step_m, step_speed, BATCH)
 # **Prediction** (the seed's claim, on this model): `torch.compile` saves at least 30% of the step (interval above 1.43x).
 
 # %%
-v_seed = cu.display.verdict(step_speed["torch"].above(1 / 0.7), f"torch.compile over torch eager: {step_speed['torch']}",
+v_seed = cu.display.verdict(step_speed["torch"].above(1 / 0.7), f"torch.compile over torch eager: {cu.graphs.rounded(step_speed['torch'])}",
                             "the interval does not lie above the 1.43x that a 30% saving needs")
 v_seed
 
@@ -706,10 +707,12 @@ rows = []  # measured only: the seed's ~30% claim is quoted in the notes and sco
 for fw in FW:
     rows += [
         cu.notebook.Row(f"{fw}: first compiled call", compiled_m[fw].first_call, "s", f"gelu chain, {N:,} elements"),
-        cu.notebook.Row(f"{fw}: chain speed-up over own eager", speed[fw].ratio, "x", f"{N:,} elements"),
+        cu.notebook.Row(f"{fw}: chain speed-up over own eager", speed[fw].ratio, "x",
+                        f"{N:,} elements; {cu.graphs.rounded(speed[fw])}"),
         cu.notebook.Row(f"{fw}: chain speed-up at 16 elements", model[FW.index(fw)].measured, "x",
                         f"overhead model computed {model[FW.index(fw)].predicted:.2g}x"),
-        cu.notebook.Row(f"{fw}: training step over own eager", step_speed[fw].ratio, "x", f"MLP, batch {BATCH}"),
+        cu.notebook.Row(f"{fw}: training step over own eager", step_speed[fw].ratio, "x",
+                        f"MLP, batch {BATCH}; {cu.graphs.rounded(step_speed[fw])}"),
     ]
 rows += [cu.notebook.Row("torch: cold compile of the stack, fresh process", cache.cold, "s", f"{DEPTH} blocks"),
          cu.notebook.Row("torch: warm compile (local cache), fresh process", cache.local, "s", f"{DEPTH} blocks"),
@@ -860,7 +863,8 @@ print("graphs compiled at 16 elements:", {k: v.graphs for k, v in dyn.items()})
 # %%
 dyn_speed = cu.graphs.against_baseline(dyn)
 v_dynamic = cu.display.verdict(dyn_speed[cu.graphs.DYNAMIC].slower and dyn_speed[cu.graphs.MARKED].slower,
-                               "speed over the static graph: " + ", ".join(f"{k} {s}" for k, s in dyn_speed.items()),
+                               "speed over the static graph: " + ", ".join(f"{k} {cu.graphs.rounded(s)}"
+                                                                           for k, s in dyn_speed.items()),
                                "not slower per call beyond the noise: " + ", ".join(
                                    k for k in (cu.graphs.DYNAMIC, cu.graphs.MARKED) if not dyn_speed[k].slower))
 v_dynamic
@@ -934,8 +938,8 @@ cu.graphs.harness_table(harnesses)
 # %%
 harness_ratio = harnesses[cu.graphs.OTHER].speedup.ratio / harnesses[cu.graphs.SWEEP].speedup.ratio
 v_harness = cu.display.verdict(1 / 1.5 <= harness_ratio <= 1.5,
-                               f"notebook 00's harness {harnesses[cu.graphs.OTHER].speedup}, this sweep's "
-                               f"{harnesses[cu.graphs.SWEEP].speedup} ({harness_ratio:.2g}x apart)",
+                               f"notebook 00's harness {cu.graphs.rounded(harnesses[cu.graphs.OTHER].speedup)}, this sweep's "
+                               f"{cu.graphs.rounded(harnesses[cu.graphs.SWEEP].speedup)} ({harness_ratio:.2g}x apart)",
                                "the two harnesses measure different speed-ups: see the factors below")
 v_harness
 

@@ -94,6 +94,7 @@ from course_utils.graphs.training import (
     step_table,
     step_times,
 )
+from course_utils.graphs.wording import rounded
 
 __all__ = [
     "BUCKET", "CHAIN_MIX", "CacheTimes", "Capture", "CompileDecision", "CompileLog", "DISPATCH_EVENTS", "DYNAMIC",
@@ -104,7 +105,8 @@ __all__ = [
     "compile_or_fallback", "count_compiles", "crossover_plot", "cumulative_time", "decisions_table", "dynamic_costs",
     "dynamic_table", "eager_mode", "eager_op_cost", "eager_op_costs", "eagerly", "exercises", "first_call_seconds",
     "forward_step", "fresh_function", "harness_factors", "harness_table", "loss_difference_plot", "max_abs_diff",
-    "overhead_model", "overhead_plot", "overhead_table", "parts_table", "ran_compiled", "run_losses", "same_outputs",
+    "overhead_model", "overhead_plot", "overhead_table", "parts_table", "ran_compiled", "rounded", "run_losses",
+    "same_outputs",
     "side_by_side", "size_sweep", "stack", "step_parts", "step_table", "step_times", "story", "strategy_counts",
     "tf_retracing_warnings", "time_limit", "torch_compile_log", "torch_graph_breaks", "torch_graph_count",
     "timed_pair", "trace_calls", "trace_step", "traced_table",

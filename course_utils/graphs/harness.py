@@ -15,6 +15,7 @@ from typing import Any
 
 from course_utils import display, intervals, timing, validate
 from course_utils.graphs.limits import MAX_SECONDS, time_limit
+from course_utils.graphs.wording import rounded
 from course_utils.measuring.allocator import outputs_worth, tensor_bytes, warm_allocator
 
 SWEEP = "this sweep's harness: static graph, `bias` array"
@@ -41,7 +42,7 @@ class Harness:
 
     def row(self) -> tuple[str, ...]:
         return (self.label, display.format_time(self.eager.median), display.format_time(self.compiled.median),
-                str(self.speedup), _faults(self.faults), _faults(self.compiled_faults))
+                rounded(self.speedup), _faults(self.faults), _faults(self.compiled_faults))
 
 
 def _faults(value: float) -> str:

@@ -94,8 +94,9 @@ def compile_cache(v: display.Verdict, cache: CacheTimes) -> display.Prose:
     if portable.libraries_built:
         portable_text = (f"The portable process loaded the artifacts ({_fmt(portable.load_seconds)}) into an empty "
                          f"folder, hit the FX-graph cache, and still built {portable.libraries_built} compiled "
-                         f"libraries in its first call (the cold one {cold.libraries_built}; {portable.libraries_before}"
-                         " were there before it): the artifacts carry the generated code, not the libraries the C++ "
+                         f"libraries in its first call (the cold one {cold.libraries_built}; "
+                         f"{portable.libraries_before} were there before it): the artifacts carry the generated code, "
+                         "not the libraries the C++ "
                          f"compiler makes from it, so it paid {_share(portable.seconds, cold.seconds)} of the cold "
                          "compile. PyTorch's caching recipe lists Triton's kernels among the artifacts: on a GPU, "
                          "this cell shows whether they spare the compile.")
