@@ -152,7 +152,8 @@ first_in_calls = {fw: compiled_m[fw].first_call / compiled_m[fw].median for fw i
 paid_and_saved = {fw: first_in_calls[fw] >= 100 and speed[fw].faster for fw in FW}
 v_compile = cu.display.verdict(
     all(paid_and_saved.values()),
-    "; ".join(f"{fw}: first call = {first_in_calls[fw]:,.0f} steady calls, compiled {cu.graphs.rounded(speed[fw])}" for fw in FW),
+    "; ".join(f"{fw}: first call = {first_in_calls[fw]:,.0f} steady calls, compiled {cu.graphs.rounded(speed[fw])}"
+              for fw in FW),
     "not in " + ", ".join(fw for fw, ok in paid_and_saved.items() if not ok) + " (see the numbers)")
 v_compile
 
@@ -237,7 +238,7 @@ graphs_before = cu.graphs.torch_graph_count()
 compile_s = {name: cu.graphs.first_call_seconds(forward[name], x_stack) for name in list(stacks)[1:]}
 graphs_built = cu.graphs.torch_graph_count() - graphs_before
 stack_m = cu.graphs.call_times(forward, x_stack, rounds=ROUNDS, min_time=4 * MIN_TIME)
-cu.plotting.time_bars({name: m for name, m in stack_m.items()}, title=f"{DEPTH} blocks: forward step per call")
+cu.plotting.time_bars(stack_m, title=f"{DEPTH} blocks: forward step per call")
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -329,7 +330,8 @@ if cu.env.accelerator() == "gpu":
     graph_m = cu.timing.interleaved({"default": lambda: default(*x16), "reduce-overhead": lambda: graphed(*x16)},
                                     rounds=ROUNDS, min_time=4 * MIN_TIME)
     s_graphs = cu.intervals.speedup(graph_m["default"], graph_m["reduce-overhead"])
-    v_graphs = cu.display.verdict(s_graphs.faster, f"reduce-overhead over the default compile: {cu.graphs.rounded(s_graphs)}",
+    v_graphs = cu.display.verdict(s_graphs.faster,
+                                  f"reduce-overhead over the default compile: {cu.graphs.rounded(s_graphs)}",
                                   "the CUDA-graph replay was not faster per call beyond the noise")
 else:
     s_graphs = None

@@ -74,8 +74,12 @@ def traced(v: display.Verdict, found: Sequence[TracedCalls], models: Sequence[Ov
         text += "The traces count exactly the graph's ops: section 4's model charged the dispatches that happened."
     else:
         by_fw = {m.framework: m for m in models}
-        fed = [f"{t.framework} {t.eager_per_call * by_fw[t.framework].eager_per_op / (t.compiled_per_call * by_fw[t.framework].compiled_per_call):.2g}x"  # noqa: E501
-               for t in found if t.framework in by_fw and t.compiled_per_call]
+        fed = []
+        for t in found:
+            m = by_fw.get(t.framework)
+            if m is not None and t.compiled_per_call:
+                computed = t.eager_per_call * m.eager_per_op / (t.compiled_per_call * m.compiled_per_call)
+                fed.append(f"{t.framework} {computed:.2g}x")
         text += ("The traces count other dispatches than the graph's ops (see the table); fed with them, the model "
                  f"computes {', '.join(fed) or 'nothing (no compiled dispatch counted)'}.")
     return display.prose(text, "What a trace cannot show is the compiled call's own fixed cost: that is the run's "
