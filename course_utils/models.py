@@ -237,14 +237,19 @@ def torch_sgd_step(model: Any, *, lr: float = 0.05, momentum: float = 0.0, amp_d
 
 
 def jax_sgd_step(params: Any, apply: Callable[[Any, Any], Any], *, lr: float = 0.05,
-                 flatten: bool = False) -> Callable[[Any], Any]:
+                 flatten: bool = False, jit: bool = True) -> Callable[[Any], Any]:
     """``step((x, y)) -> loss`` for ``apply(params, x)``: one jit-compiled SGD update; ``step.state['params']``
-    holds the current parameters (JAX arrays are immutable, so the step keeps them between calls)."""
+    holds the current parameters (JAX arrays are immutable, so the step keeps them between calls).
+
+    ``jit=False`` runs the same update without ``jax.jit``: each jnp call dispatched on its own, as ordinary
+    (eager) JAX code runs; the baseline a compiled step is compared with (``jax.disable_jit`` would also un-jit
+    jnp's own jitted internals)."""
     import jax
     import jax.numpy as jnp
 
     validate.positive("lr", lr)
     validate.function("apply", apply)
+    validate.instance("jit", jit, bool)
 
     def loss_fn(p: Any, x: Any, y: Any) -> Any:
         if flatten:
@@ -252,10 +257,12 @@ def jax_sgd_step(params: Any, apply: Callable[[Any, Any], Any], *, lr: float = 0
         logits = apply(p, x)
         return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], axis=1))
 
-    @jax.jit
     def update(p: Any, x: Any, y: Any) -> tuple[Any, Any]:
         loss, grads = jax.value_and_grad(loss_fn)(p, x, y)
         return jax.tree.map(lambda w, g: w - lr * g, p, grads), loss
+
+    if jit:
+        update = jax.jit(update)
 
     state = {"params": params}
 

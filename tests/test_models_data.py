@@ -95,6 +95,16 @@ def test_the_three_sgd_steps_compute_the_same_update() -> None:
     np.testing.assert_allclose(losses["tensorflow"], losses["torch"], rtol=1e-4)
 
 
+def test_jax_sgd_step_without_jit_runs_the_same_update_op_by_op() -> None:
+    pytest.importorskip("jax")
+    rng = np.random.default_rng(2)
+    x, y = rng.normal(size=(8, 32)).astype(np.float32), rng.integers(0, 10, size=8)
+    jitted = models.jax_sgd_step(models.jax_mlp_params(), models.jax_mlp_apply, lr=0.1)
+    plain = models.jax_sgd_step(models.jax_mlp_params(), models.jax_mlp_apply, lr=0.1, jit=False)
+    np.testing.assert_allclose([float(plain((x, y))) for _ in range(3)],
+                               [float(jitted((x, y))) for _ in range(3)], rtol=1e-5)
+
+
 def test_sgd_steps_refuse_bad_arguments() -> None:
     from badinput import rejects
 
@@ -103,5 +113,6 @@ def test_sgd_steps_refuse_bad_arguments() -> None:
     rejects(lambda: models.torch_sgd_step(model, momentum=1.5), "momentum")
     rejects(lambda: models.torch_sgd_step(model, amp_dtype="half"), "amp_dtype")
     rejects(lambda: models.jax_sgd_step([], None), "apply")
+    rejects(lambda: models.jax_sgd_step([], models.jax_mlp_apply, jit="no"), "jit")
     rejects(lambda: models.mlp_weights((4,)), "sizes")
     rejects(lambda: models.cnn_weights(in_channels=0), "in_channels")

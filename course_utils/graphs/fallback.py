@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from course_utils import display, env, interop, validate
+from course_utils.graphs.limits import MAX_SECONDS, LearnerCodeTimeout, time_limit
 from course_utils.graphs.recompiles import first_line
 
 # The switch each framework offers to run compiled code eagerly, as the notebook shows it.
@@ -43,29 +44,35 @@ def compile_or_fallback(
     fn: Callable[..., Any],
     sample_args: Sequence[Any],
     *,
+    compiler: Callable[[Callable[..., Any]], Callable[..., Any]],
     framework: str,
     rtol: float = 1e-5,
     atol: float = 1e-5,
-    **compile_kwargs: Any,
+    timeout: float = 600.0,
 ) -> CompileDecision:
-    """Compile ``fn``, run it on ``sample_args`` and compare with eager; fall back to eager if either fails.
-
-    torch: ``torch.compile(fn, fullgraph=True)`` (a graph break counts as a failure: it would silently run
-    part of the function eagerly); jax: ``jax.jit``; tensorflow: ``tf.function``. ``compile_kwargs`` pass on
-    (e.g. ``jit_compile=True``, ``backend=``). The returned object is callable. An error that ``fn`` raises
-    eagerly on the sample is the caller's own and passes through unchanged.
+    """Compile ``fn`` with the learner's ``compiler`` (e.g. ``lambda f: torch.compile(f, fullgraph=True)``: with
+    ``fullgraph`` a graph break is a failure instead of a silently partly eager function), run it on
+    ``sample_args`` and compare with eager; fall back to eager if either step fails. ``framework`` labels the
+    decision. The returned object is callable. An error that ``fn`` raises eagerly on the sample is the caller's
+    own and passes through unchanged; so does ``LearnerCodeTimeout`` after ``timeout`` seconds.
     """
     validate.function("fn", fn)
+    validate.function("compiler", compiler)
     name = validate.framework(framework)
     validate.instance("sample_args", sample_args, (tuple, list))
-    validate.non_negative("rtol", rtol)
-    validate.non_negative("atol", atol)
-    expected = _to_numpy(fn(*sample_args))  # the user's own error, if any, is theirs to see
-    try:
-        compiled = _compile(name, fn, compile_kwargs)
-        got = _to_numpy(compiled(*sample_args))
-    except Exception as exc:
-        return CompileDecision(fn, name, False, f"compile failed: {type(exc).__name__}: {first_line(str(exc), 100)}")
+    validate.number("rtol", rtol, low=0, high=1e6)
+    validate.number("atol", atol, low=0, high=1e6)
+    timeout = validate.number("timeout", timeout, low=0, high=MAX_SECONDS, low_open=True)
+    with time_limit(timeout, fn):
+        expected = _to_numpy(fn(*sample_args))  # the user's own error, if any, is theirs to see
+        try:
+            compiled = compiler(fn)
+            got = _to_numpy(compiled(*sample_args))
+        except LearnerCodeTimeout:
+            raise
+        except Exception as exc:
+            return CompileDecision(fn, name, False,
+                                   f"compile failed: {type(exc).__name__}: {first_line(str(exc), 100)}")
     diff = _max_abs_diff(expected, got)
     if diff is None:
         return CompileDecision(fn, name, False, "disagrees with eager: outputs differ in structure or shape")
@@ -74,23 +81,11 @@ def compile_or_fallback(
     return CompileDecision(compiled, name, True, f"agrees with eager on the sample (max abs diff {diff:.1e})", diff)
 
 
-def _compile(name: str, fn: Callable[..., Any], kwargs: dict[str, Any]) -> Callable[..., Any]:
-    if name == "torch":
-        import torch
-
-        return torch.compile(fn, **{"fullgraph": True, **kwargs})
-    if name == "jax":
-        import jax
-
-        return jax.jit(fn, **kwargs)
-    return env.import_tensorflow().function(fn, **kwargs)
-
-
 @contextmanager
 def eager_mode(framework: str) -> Iterator[str]:
     """Inside the block, the framework's compiled functions run eagerly, through its own switch (yielded as
-    text): ``torch.compiler.set_stance("force_eager")``, ``jax.disable_jit()``,
-    ``tf.config.run_functions_eagerly(True)``. The rollback a team keeps ready, one line each."""
+    text): ``torch.compiler.set_stance("force_eager")`` and ``tf.config.run_functions_eagerly(True)``, the rollback a
+    team keeps ready; ``jax.disable_jit()``, a debugging switch that also un-jits jnp's own jitted internals."""
     name = validate.framework(framework)
     if name == "torch":
         import torch
@@ -110,6 +105,20 @@ def eager_mode(framework: str) -> Iterator[str]:
             yield EAGER_SWITCHES[name]
         finally:
             tf.config.run_functions_eagerly(before)
+
+
+def eagerly(framework: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` (a compiled function or a step that calls one) run inside ``eager_mode(framework)`` on every call: the
+    same program, dispatched op by op (TensorFlow's ``run_functions_eagerly``; for JAX prefer calling the function
+    without ``jax.jit``, since ``jax.disable_jit`` also un-jits jnp's own internals)."""
+    name = validate.framework(framework)
+    validate.function("fn", fn)
+
+    def eager(*args: Any, **kwargs: Any) -> Any:
+        with eager_mode(name):
+            return fn(*args, **kwargs)
+
+    return eager
 
 
 def decisions_table(decisions: Mapping[tuple[str, str], CompileDecision]) -> display.Table:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from course_utils import display, profile, validate
+from course_utils.graphs.limits import DEFAULT_TIMEOUT, time_limit
 
 # The trace event that marks one dispatched unit of work, eager and compiled, per framework.
 DISPATCH_EVENTS = {
@@ -56,10 +57,11 @@ def trace_calls(framework: str, eager: Callable[..., Any], compiled: Callable[..
     validate.function("compiled", compiled)
     validate.instance("args", args, (tuple, list))
     validate.number("calls", calls, low=1, high=100, integer=True)
-    eager(*args)
-    compiled(*args)
-    traces = [profile.capture(name, fn, *args, steps=calls, name=f"01_chain_{kind}")
-              for kind, fn in (("eager", eager), ("compiled", compiled))]
+    with time_limit(DEFAULT_TIMEOUT, compiled):
+        eager(*args)
+        compiled(*args)
+        traces = [profile.capture(name, fn, *args, steps=calls, name=f"01_chain_{kind}")
+                  for kind, fn in (("eager", eager), ("compiled", compiled))]
     return TracedCalls(name, calls, *traces)
 
 

@@ -10,6 +10,17 @@ from course_utils import env, graphs
 torch = pytest.importorskip("torch")
 
 
+def _strict(fn):
+    """The learner's compile call: with fullgraph, a graph break is a failure."""
+    return torch.compile(fn, fullgraph=True, backend="eager")
+
+
+def _jit():
+    import jax
+
+    return jax.jit
+
+
 def _branchy_torch(x):
     if x.sum() > 0:
         return x * 2
@@ -18,14 +29,14 @@ def _branchy_torch(x):
 
 def test_fallback_keeps_a_compilable_function_compiled() -> None:
     jnp = pytest.importorskip("jax.numpy")
-    decision = graphs.compile_or_fallback(jnp.sin, (jnp.arange(4.0),), framework="jax")
+    decision = graphs.compile_or_fallback(jnp.sin, (jnp.arange(4.0),), compiler=_jit(), framework="jax")
     assert decision.compiled and decision.max_abs_diff is not None and decision.max_abs_diff < 1e-6
     assert "agrees with eager" in decision.reason and "compiled" in repr(decision)
     assert np.allclose(decision(jnp.arange(3.0)), np.sin(np.arange(3.0)))
 
 
 def test_fallback_on_graph_break_in_torch_returns_eager() -> None:
-    decision = graphs.compile_or_fallback(_branchy_torch, (torch.ones(3),), framework="torch", backend="eager")
+    decision = graphs.compile_or_fallback(_branchy_torch, (torch.ones(3),), compiler=_strict, framework="torch")
     assert not decision.compiled and decision.fn is _branchy_torch
     assert decision.reason.startswith("compile failed: ") and "\n" not in decision.reason
     assert torch.equal(decision(-torch.ones(2)), _branchy_torch(-torch.ones(2)))
@@ -34,7 +45,8 @@ def test_fallback_on_graph_break_in_torch_returns_eager() -> None:
 
 def test_fallback_on_tracer_error_in_jax() -> None:
     jnp = pytest.importorskip("jax.numpy")
-    decision = graphs.compile_or_fallback(lambda x: x if x.sum() > 0 else -x, (jnp.ones(2),), framework="jax")
+    decision = graphs.compile_or_fallback(lambda x: x if x.sum() > 0 else -x, (jnp.ones(2),), compiler=_jit(),
+                                          framework="jax")
     assert not decision.compiled and "TracerBoolConversionError" in decision.reason
 
 
@@ -46,7 +58,7 @@ def test_fallback_catches_a_compiled_function_that_disagrees() -> None:
         seen.append(x)
         return sum(seen)
 
-    decision = graphs.compile_or_fallback(running_sum, (jnp.ones(3),), framework="jax")
+    decision = graphs.compile_or_fallback(running_sum, (jnp.ones(3),), compiler=_jit(), framework="jax")
     assert not decision.compiled and decision.reason.startswith("disagrees with eager")
     assert decision.max_abs_diff == pytest.approx(1.0)
 
@@ -60,7 +72,8 @@ def test_fallback_in_tensorflow_compiles_autograph_if() -> None:
             return x * 2
         return x - 1
 
-    decision = graphs.compile_or_fallback(branchy, (tf.ones(3),), framework="tf", jit_compile=True)
+    decision = graphs.compile_or_fallback(branchy, (tf.ones(3),), compiler=lambda f: tf.function(f, jit_compile=True),
+                                          framework="tf")
     assert decision.compiled and decision.framework == "tensorflow"
 
 
@@ -69,11 +82,11 @@ def test_fallback_lets_an_eager_error_of_the_users_function_through() -> None:
         raise ZeroDivisionError("user bug")
 
     with pytest.raises(ZeroDivisionError, match="user bug"):
-        graphs.compile_or_fallback(broken, (torch.ones(2),), framework="torch")
+        graphs.compile_or_fallback(broken, (torch.ones(2),), compiler=_strict, framework="torch")
 
 
 def test_decisions_table_has_one_row_per_function() -> None:
-    decision = graphs.compile_or_fallback(_branchy_torch, (torch.ones(3),), framework="torch", backend="eager")
+    decision = graphs.compile_or_fallback(_branchy_torch, (torch.ones(3),), compiler=_strict, framework="torch")
     table = graphs.decisions_table({("torch", "branchy"): decision})
     assert table.column("kept") == ["EAGER"]
 
@@ -94,3 +107,10 @@ def test_max_abs_diff_across_structures() -> None:
     assert graphs.max_abs_diff(a, torch.from_numpy(a)) == 0.0
     with pytest.raises(ValueError, match="structure or shape"):
         graphs.max_abs_diff(a, a[:1])
+
+
+def test_eagerly_runs_a_compiled_function_with_compilation_off() -> None:
+    for framework in ("torch", "jax", "tensorflow"):
+        if not env.available(framework):
+            continue
+        assert graphs.eagerly(framework, graphs.ran_compiled)(framework) is False

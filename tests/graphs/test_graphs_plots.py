@@ -32,6 +32,6 @@ def test_loss_difference_plot_uses_a_log_axis_and_draws_zeros() -> None:
 
 
 def test_overhead_plot_bars_and_op_count_line() -> None:
-    m = graphs.overhead_model("torch", n_ops=11, eager_per_op=5e-6, compiled_per_call=1e-5, measured=4.0)
+    m = graphs.OverheadModel("torch", 11, 5e-6, 1e-5, 4.0, 2e-5)
     ax = graphs.overhead_plot([m]).axes[0]
     assert len(ax.patches) == 2 and ax.get_yscale() == "log"

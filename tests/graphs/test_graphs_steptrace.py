@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from course_utils import graphs, profile, timing
+from course_utils import graphs, intervals, profile, timing
 
 US = 1e-6
 
@@ -42,36 +42,54 @@ def test_step_trace_counts_dispatches_graphs_and_wrappers() -> None:
 
 
 def _m(seconds: float) -> timing.Measurement:
-    return timing.Measurement("m", (seconds * 0.95, seconds, seconds * 1.05))
+    return timing.Measurement("m", (seconds * 0.95, seconds, seconds * 1.05), rounds=(seconds, seconds * 1.02))
 
 
-def test_step_trace_text_computes_from_the_measured_parts() -> None:
+def _s(ratio: float, low: float, high: float) -> intervals.Speedup:
+    return intervals.Speedup("eager", "compiled", ratio, low, high, 6, "rounds")
+
+
+PARTS = {"forward + backward": (_m(300 * US), _m(280 * US)), "optimizer.step": (_m(50 * US), _m(220 * US))}
+
+
+def test_step_time_story_computes_from_the_measured_parts() -> None:
     st = _traces()
-    slower = graphs.step_trace_text(st, (_m(100 * US), _m(200 * US)), eager_per_op=5 * US, compiled_per_call=10 * US)
-    assert "dispatched 4 ops per step" in slower and "that is 20 µs (computed), 20% of the timed eager step" in slower
-    assert "dispatch is not most of this step" in slower and "called 2 compiled graphs" in slower
-    assert "times 2 calls is 20 µs (computed), 20% of the 100 µs" in slower and "not established" in slower
-    mostly = graphs.step_trace_text(st, (_m(30 * US), _m(45 * US)), eager_per_op=5 * US, compiled_per_call=10 * US)
-    assert "dispatch is most of it" in mostly and "accounts for at least half" in mostly
-    faster = graphs.step_trace_text(st, (_m(100 * US), _m(50 * US)), eager_per_op=5 * US, compiled_per_call=10 * US)
-    assert "slower" not in faster and faster.endswith("(computed). ")
+    slower = graphs.story.step_time(PARTS, _s(0.5, 0.45, 0.55), st, (_m(100 * US), _m(200 * US)), eager_per_op=5 * US,
+                                    compiled_per_call=10 * US)
+    text = slower.text
+    assert slower.longest_paragraph <= 120
+    assert "500 µs compiled and 350 µs eager" in text and "optimizer.step 0.2273x" in text
+    assert "dispatched 4 ops" in text and "that is 20 µs (computed), 20% of the timed eager step" in text
+    assert "times 2 calls is 20 µs (computed), against the 100 µs" in text and "not established" in text
+    mostly = graphs.story.step_time(PARTS, _s(0.67, 0.6, 0.7), st, (_m(30 * US), _m(45 * US)), eager_per_op=5 * US,
+                                    compiled_per_call=10 * US).text
+    assert "accounts for at least half" in mostly
+    faster = graphs.story.step_time(PARTS, _s(2.0, 1.8, 2.2), st, (_m(100 * US), _m(50 * US)), eager_per_op=5 * US,
+                                    compiled_per_call=10 * US).text
+    assert "by which the compiled step is slower" not in faster and faster.endswith("(computed).")
+    empty = graphs.StepTrace(st.eager, profile.Trace("torch", None, (_ev("aten::mm", 0, 5),)), 1)
+    assert "names no call of generated code" in graphs.story.step_time(
+        PARTS, _s(2.0, 1.8, 2.2), empty, (_m(100 * US), _m(50 * US)), eager_per_op=5 * US,
+        compiled_per_call=10 * US).text
 
 
-def test_trace_step_profiles_torch_steps() -> None:
-    pytest.importorskip("torch")
-    from course_utils import data
+def test_trace_step_profiles_the_learners_torch_steps() -> None:
+    torch = pytest.importorskip("torch")
+    from course_utils import data, models
 
     x, y = data.classification(32)
-    pair = graphs.step_pair("torch", lr=0.1)
-    st = graphs.trace_step(pair, graphs.batch_for("torch", x, y), steps=2)
+    steps = (models.torch_sgd_step(models.torch_mlp(), lr=0.1),
+             models.torch_sgd_step(torch.compile(models.torch_mlp()), lr=0.1))
+    st = graphs.trace_step("torch", *steps, graphs.batch_for("torch", x, y), steps=2)
     assert st.eager_ops > 10 and st.graph_calls >= 2 and st.graph_time > 0
 
 
 @pytest.mark.parametrize(("call", "name"), [
-    (lambda: graphs.trace_step(None, ()), "pair"),
-    (lambda: graphs.step_trace_text(None, (_m(1.0), _m(1.0)), eager_per_op=1, compiled_per_call=1), "st"),
-    (lambda: graphs.step_trace_text(_traces(), (_m(1.0), _m(1.0)), eager_per_op=0, compiled_per_call=1),
-     "eager_per_op"),
+    (lambda: graphs.trace_step("torch", None, abs, ()), "eager"),
+    (lambda: graphs.story.step_time(PARTS, _s(1, 0.9, 1.1), None, (_m(1.0), _m(1.0)), eager_per_op=1,
+                                    compiled_per_call=1), "st"),
+    (lambda: graphs.story.step_time(PARTS, _s(1, 0.9, 1.1), _traces(), (_m(1.0), _m(1.0)), eager_per_op=0,
+                                    compiled_per_call=1), "eager_per_op"),
     (lambda: _traces().span("both"), "kind"),
 ])
 def test_bad_input_names_the_argument(call, name: str) -> None:

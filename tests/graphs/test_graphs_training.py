@@ -1,49 +1,57 @@
-"""course_utils.graphs.training: the same SGD step eager and compiled gives the same losses."""
+"""course_utils.graphs.training: the learner's eager and compiled steps give the same losses; their times are paired
+in rounds; PyTorch's step part by part."""
 
 from __future__ import annotations
 
 import pytest
 
-from course_utils import data, env, graphs, timing
+from course_utils import data, env, graphs, models, timing
+
+
+def _steps(framework: str) -> tuple:
+    """The eager and compiled steps as notebook 01 builds them."""
+    if framework == "torch":
+        import torch
+
+        pair = (models.torch_mlp(), torch.compile(models.torch_mlp()))
+        steps = tuple(models.torch_sgd_step(m, lr=0.1) for m in pair)
+        steps[1].optimizer.step = torch.compile(steps[1].optimizer.step)
+        return pair, steps
+    if framework == "jax":
+        params = models.jax_mlp_params()
+        return None, (models.jax_sgd_step(params, models.jax_mlp_apply, lr=0.1, jit=False),
+                      models.jax_sgd_step(params, models.jax_mlp_apply, lr=0.1))
+    return None, (graphs.eagerly("tensorflow", models.keras_sgd_step(models.keras_mlp(), lr=0.1)),
+                  models.keras_sgd_step(models.keras_mlp(), lr=0.1, jit_compile=True))
 
 
 @pytest.mark.parametrize("framework", ["jax", "tensorflow", "torch"])
-def test_step_pair_same_losses_eager_and_compiled(framework: str) -> None:
+def test_same_losses_eager_and_compiled(framework: str) -> None:
     if not env.available(framework):
         pytest.skip(f"{framework} not installed")
     x, y = data.classification(32)
-    pair = graphs.step_pair(framework, lr=0.1)
-    run = graphs.run_losses(pair, graphs.batch_for(framework, x, y), 3)
+    batch = graphs.batch_for(framework, x, y)
+    modules, steps = _steps(framework)
+    run = graphs.run_losses(framework, *steps, batch, 3)
     assert len(run.eager) == len(run.compiled) == 3 and run.max_abs_diff < 1e-4
     assert run.eager[-1] < run.eager[0] and run.first_compiled_step > 0
-    parts = graphs.step_parts(pair, graphs.batch_for(framework, x, y), min_time=0.01)
-    assert set(parts) == ({"forward + backward", "optimizer.step"} if framework == "torch" else set())
+    times = graphs.step_times({framework: steps}, {framework: batch}, rounds=2, min_time=0.01)
+    assert all(len(m.rounds) == 2 for m in times[framework])
+    if framework == "torch":
+        parts = graphs.step_parts(modules, steps, batch, rounds=2, min_time=0.01)
+        assert set(parts) == {"forward + backward", "optimizer.step"}
+        assert graphs.parts_table(parts, times["torch"]).column("part")[-1] == "whole step"
 
 
-def test_step_table_without_first_call_from_benchmark() -> None:
-    e = timing.Measurement("e", (2.0, 2.0, 2.0))
-    c = timing.Measurement("c", (1.0, 1.0, 1.0))
+def test_step_parts_needs_the_courses_torch_steps() -> None:
+    with pytest.raises(ValueError, match="optimizer"):
+        graphs.step_parts((abs, abs), (abs, abs), (1, 2))
+
+
+def test_step_table_prints_the_interval() -> None:
+    e = timing.Measurement("e", (2.0, 2.0, 2.0), rounds=(2.0, 2.1, 1.9))
+    c = timing.Measurement("c", (1.0, 1.0, 1.0), rounds=(1.0, 1.0, 1.0))
     run = graphs.LossRun("torch", (1.0,), (1.0,), 3.0)
     table = graphs.step_table({"torch": run}, {"torch": (e, c)})
-    assert table.column("speed-up over own eager (IQR range)")[0].startswith("2.00x")
+    assert table.column("speed-up over own eager")[0].startswith("2.0x (95% interval 1.76x")
     assert table.column("first compiled step (compile)") == ["3 s"]
-
-
-def _m(seconds: float) -> timing.Measurement:
-    return timing.Measurement("m", (seconds,) * 3)
-
-
-def test_step_parts_text_adds_the_parts_up_against_the_whole() -> None:
-    step = (_m(450e-6), _m(600e-6))
-    parts = {"forward + backward": (_m(300e-6), _m(280e-6)), "optimizer.step": (_m(50e-6), _m(220e-6))}
-    text = graphs.step_parts_text(parts, step)
-    assert "0.227x" in text and "500 µs compiled and 350 µs eager" in text and "fixed cost" not in text
-    assert "optimizer.step 170 µs slower (113% of that)" in text and "forward + backward 20 µs faster (-13%" in text
-    assert "optimizer.step runs at 0.227x its eager twin" in text
-    over = {"forward + backward": (_m(300e-6), _m(479e-6)), "optimizer.step": (_m(56e-6), _m(140e-6))}
-    lost = graphs.step_parts_text(over, (_m(776e-6), _m(869e-6)))
-    assert "192% of that" in lost and "do not add up to the step's" in lost and "0.4x its eager twin" in lost
-    faster = {"forward + backward": (_m(300e-6), _m(200e-6)), "optimizer.step": (_m(50e-6), _m(40e-6))}
-    assert "faster than eager" in graphs.step_parts_text(faster, (_m(450e-6), _m(300e-6)))
-    assert "not established" in graphs.step_parts_text(parts, (_m(450e-6), _m(97e-3)))
-    assert graphs.step_parts_text({}, step) == ""

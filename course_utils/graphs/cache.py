@@ -1,0 +1,125 @@
+"""One job's compile, cold and warm, each in a fresh process: the cost a job pays before its first step.
+
+``compile_cache_times`` runs ``workers/compile_cache.py`` three times on the same model:
+- **cold**: an empty ``TORCHINDUCTOR_CACHE_DIR`` (a new machine); it then saves the portable artifacts
+  (``torch.compiler.save_cache_artifacts()``) to a file;
+- **portable**: another empty cache folder, filled only by ``torch.compiler.load_cache_artifacts()`` from that
+  file (what a job on another machine gets from an artifact store);
+- **local**: the cold run's own folder (a cache kept on a persistent volume of the same machine).
+Seconds are the first call of the compiled model (imports and model building excluded). Notebook 07's cost
+model reads the cold and warm seconds from here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from course_utils import display, validate
+from course_utils.graphs.regional import MAX_DEPTH, MAX_WIDTH
+
+WORKER = Path(__file__).resolve().parent.parent / "workers" / "compile_cache.py"
+COLD, PORTABLE, LOCAL = "cold", "portable", "local"
+_HOW = {COLD: "empty cache folder; then save_cache_artifacts()",
+        PORTABLE: "another empty folder + load_cache_artifacts()",
+        LOCAL: "the cold run's own folder (persistent cache)"}
+
+
+@dataclass(frozen=True)
+class Run:
+    """One fresh process's first call: seconds, FX-graph cache hits and misses, compiled libraries (``*.so``) in
+    its cache folder before and after the first call, and the seconds ``load_cache_artifacts`` took (0 if none)."""
+
+    seconds: float
+    hits: int
+    misses: int
+    libraries_before: int
+    libraries_after: int
+    load_seconds: float = 0.0
+
+    @property
+    def libraries_built(self) -> int:
+        """Compiled libraries the first call had to build (the C++ compiler ran for each, on a CPU)."""
+        return self.libraries_after - self.libraries_before
+
+
+@dataclass(frozen=True, repr=False)
+class CacheTimes:
+    """The three runs of ``compile_cache_times``; ``cold``, ``portable`` and ``local`` are seconds of the first
+    call, ``runs`` the details; ``artifact_bytes`` the size of the saved artifacts."""
+
+    runs: dict[str, Run]
+    artifact_bytes: int
+
+    @property
+    def cold(self) -> float:
+        return self.runs[COLD].seconds
+
+    @property
+    def portable(self) -> float:
+        return self.runs[PORTABLE].seconds
+
+    @property
+    def local(self) -> float:
+        return self.runs[LOCAL].seconds
+
+    def table(self) -> display.Table:
+        rows = [(name, _HOW[name], display.format_time(r.seconds), f"{r.hits} / {r.misses}", str(r.libraries_built),
+                 display.format_time(r.load_seconds) if name == PORTABLE else "-") for name, r in self.runs.items()]
+        return display.table(["process", "its Inductor cache", "first call (compile)", "FX-graph cache hits / misses",
+                              "compiled libraries built", "load_cache_artifacts"], rows,
+                             title="One job's compile in three fresh processes",
+                             note=f"artifacts saved by the cold process: {display.format_bytes(self.artifact_bytes)}; "
+                                  "imports and model building are not counted")
+
+    def __repr__(self) -> str:
+        return repr(self.table())
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
+
+
+def compile_cache_times(depth: int = 4, width: int = 32, *, timeout: float = 600.0) -> CacheTimes:
+    """The first call of ``torch.compile(stack(depth, width))`` in three fresh processes (module docstring):
+    cold, warm from the portable artifacts, warm from the local disk cache."""
+    depth = validate.number("depth", depth, low=1, high=MAX_DEPTH, integer=True)
+    width = validate.number("width", width, low=1, high=MAX_WIDTH, integer=True)
+    timeout = validate.number("timeout", timeout, low=1, high=3600)
+    runs: dict[str, Run] = {}
+    with tempfile.TemporaryDirectory(prefix="compile-cache-") as tmp:
+        first, other, artifacts = Path(tmp, "cold"), Path(tmp, "portable"), Path(tmp, "artifacts.bin")
+        plan = ((COLD, "save", first), (PORTABLE, "load", other), (LOCAL, "local", first))
+        for name, mode, folder in plan:
+            folder.mkdir(exist_ok=True)
+            found = _run(mode, artifacts, folder, depth, width, timeout)
+            runs[name] = Run(float(found["first_call_s"]), int(found["hits"]), int(found["misses"]),
+                             int(found["libraries_before"]), int(found["libraries_after"]),
+                             float(found.get("load_s", 0.0)))
+        size = artifacts.stat().st_size
+    return CacheTimes(runs, size)
+
+
+def _run(mode: str, artifacts: Path, folder: Path, depth: int, width: int, timeout: float) -> dict[str, Any]:
+    environ = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(folder)}
+    command = [sys.executable, str(WORKER), mode, str(artifacts), "--depth", str(depth), "--width", str(width)]
+    done = subprocess.run(command, env=environ, capture_output=True, text=True, timeout=timeout, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"the {mode} run of {WORKER.name} failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+    lines = done.stdout.strip().splitlines()
+    try:
+        return json.loads(lines[-1])
+    except (IndexError, json.JSONDecodeError):
+        raise RuntimeError(f"the {mode} run of {WORKER.name} printed no result:\n{done.stdout[-1000:]}") from None
+
+
+def cache_worker() -> Any:
+    """The worker's source, syntax-highlighted in a notebook: what each of the three processes runs."""
+    from IPython.display import Code
+
+    return Code(WORKER.read_text(), language="python")

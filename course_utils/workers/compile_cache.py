@@ -1,0 +1,58 @@
+"""One job's compile, cold and then warm from a portable cache: torch.compiler.save_cache_artifacts() in one
+process, torch.compiler.load_cache_artifacts() in another.
+
+    python compile_cache.py save ARTIFACTS [--depth 4 --width 32]   # cold: compile, run, save the artifacts
+    python compile_cache.py load ARTIFACTS [--depth 4 --width 32]   # warm: load the artifacts, compile, run
+    python compile_cache.py local ARTIFACTS [--depth 4 --width 32]  # warm: the disk cache a save run left
+
+Each run is a fresh process. Give a ``save`` and a ``load`` run each its own empty TORCHINDUCTOR_CACHE_DIR (as a
+new machine or container would have), so that the only thing the second one reuses is the file of artifacts;
+give a ``local`` run the ``save`` run's folder (a persistent cache on the same machine). It prints one line of
+JSON: the seconds of the first call (the compile; imports and model building are not counted), the seconds to
+load the artifacts, their size, Inductor's FX-graph cache hits and misses during the first call, and the
+compiled libraries (``*.so``) in the cache folder before and after it (those the first call had to build).
+"""
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from course_utils import compiled, graphs
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("mode", choices=("save", "load", "local"))
+    parser.add_argument("artifacts", type=Path, help="the file the artifacts are written to (save) or read from (load)")
+    parser.add_argument("--depth", type=int, default=4)
+    parser.add_argument("--width", type=int, default=32)
+    args = parser.parse_args()
+    found = {"mode": args.mode}
+    cache = Path(os.environ.get("TORCHINDUCTOR_CACHE_DIR") or Path(tempfile.gettempdir()) / "torchinductor_default")
+
+    if args.mode == "load":
+        start = time.perf_counter()
+        torch.compiler.load_cache_artifacts(args.artifacts.read_bytes())  # fills this process's caches
+        found["load_s"] = time.perf_counter() - start
+
+    model = torch.compile(graphs.stack(args.depth, args.width))  # the job's model, compiled as in the notebook
+    x = torch.randn(64, args.width)
+    before, found["libraries_before"] = compiled.inductor_cache_counts(), len(list(cache.rglob("*.so")))
+    start = time.perf_counter()
+    with torch.no_grad():
+        model(x)  # the first call compiles (cold) or assembles the compiled code from the loaded cache (warm)
+    found["first_call_s"] = time.perf_counter() - start
+    found |= compiled.inductor_cache_counts(since=before)
+    found["libraries_after"] = len(list(cache.rglob("*.so")))
+
+    if args.mode == "save":
+        saved = torch.compiler.save_cache_artifacts()  # (bytes, CacheInfo), or None if nothing was cached
+        if saved is None:
+            raise SystemExit("torch.compiler.save_cache_artifacts() returned nothing: were the caches switched off?")
+        args.artifacts.write_bytes(saved[0])
+    found["artifact_bytes"] = args.artifacts.stat().st_size
+    print(json.dumps(found))
