@@ -294,9 +294,10 @@ into_calls = {}
 for fw in FW:
     into_calls[cu.fusion.FUSED[fw]] = chain_calls[cu.fusion.FUSED[fw]]
     into_calls[cu.fusion.INTO[fw]] = into[fw]
-into_runs = cu.timing.interleaved(into_calls, rounds=4, min_time=0.6)
-print("; ".join(f"{fw}: {fresh_faults[fw]:.1f} outputs' worth of faults fresh, {into_faults[fw]:.1f} into the buffer"
-                for fw in FW if fw == "tensorflow"))
+into_runs = cu.timing.interleaved(into_calls, rounds=6, min_time=0.9)
+if "tensorflow" in FW:  # TensorFlow's own allocator: its counts, not checked by nbval
+    print(f"tensorflow: outputs' worth of page faults per call: fresh output {fresh_faults['tensorflow']:.1f}, "
+          f"Variable {into_faults['tensorflow']:.1f}")
 cu.plotting.time_bars(into_runs, title="The fused chain: a fresh output against a reused buffer")
 
 # %%

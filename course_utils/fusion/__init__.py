@@ -7,7 +7,8 @@ The notebook writes the compiled variants itself; this package measures, counts 
   (``attention_bytes``);
 - ``readers``: kernels in a profiler trace (``trace_kernels``) and their busy time (``kernel_busy_share``), a
   compiler's refusal as a name (``compile_error``); the compilers' own output is read by ``course_utils.compiled``;
-- ``variants``: the chain per framework (``chain``) and the names of its variants (``EAGER``, ``FUSED``, ``INTO``);
+- ``variants``: the chain per framework (``chain``), the names of its variants (``EAGER``, ``FUSED``, ``INTO``), and
+  section 3's reused-buffer recipe as one function for probes and later notebooks (``into_buffer``);
 - ``vector_roof``: each framework's in-cache multiply-add and tanh rates (``measure_vector_roof``), what limits a
   chain (``chain_roofs``) and its table (``vector_roof_table``);
 - ``sweep``: fused against eager across sizes, compiled per size with the learner's compile call (``size_sweep``);
@@ -44,14 +45,14 @@ from course_utils.fusion.traffic import (
     torch_counted_flops,
     trace_traffic,
 )
-from course_utils.fusion.variants import EAGER, FUSED, INTO, chain, identity
+from course_utils.fusion.variants import EAGER, FUSED, INTO, chain, identity, into_buffer
 from course_utils.fusion.vector_roof import ChainRoof, VectorRoof, chain_roofs, measure_vector_roof, vector_roof_table
 
 __all__ = [
     "AttentionBytes", "ChainRoof", "EAGER", "FUSED", "GRID", "INTO", "LearnerCodeTimeout", "OpTraffic",
     "PredictionTable", "SizeSweep", "TABLE", "Traffic", "VariantResult", "VectorRoof", "attention_bytes", "chain",
     "chain_roofs", "chain_with_callback_jax", "chain_with_numpy_function_tf", "compare_to_prediction",
-    "compile_error", "decomposed_tanh_error", "identity", "kernel_busy_share", "legacy_tanh_torch",
+    "compile_error", "decomposed_tanh_error", "identity", "into_buffer", "kernel_busy_share", "legacy_tanh_torch",
     "measure_vector_roof", "prediction_plot", "roof_bars", "roofline_with_vector_roof", "size_sweep",
     "speedup_vs_size_plot", "story", "table_tanh_np", "torch_counted_flops", "trace_kernels", "trace_traffic",
     "vector_roof_table",

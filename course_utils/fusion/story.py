@@ -71,9 +71,10 @@ def chain_gains(v: display.Verdict, gains: Mapping[str, intervals.Speedup], traf
             + "; ".join(f"{FUSED[fw]} {g.ratio:.3g}x" for fw, g in gains.items())
             + f", against a bytes ratio of {traffic.ratio:.1f}x.")
     if v.held:
-        return display.prose(head, "Fusion paid in every framework and stayed under the bytes ratio: each fused "
-                             "kernel reached a smaller share of the roof than its eager version, so it did not run as "
-                             "much faster as its bytes allow. Section 5 looks for what else a fused kernel pays.")
+        return display.prose(head, "Fusion paid in every framework, and no speed-up went beyond the bytes ratio. "
+                             "A speed-up under the ratio means the fused kernel reached a smaller share of the roof "
+                             "than its eager version (the shares above): it did not run as much faster as its bytes "
+                             "allow. Section 5 looks for what else a fused kernel pays.")
     if not v.tested:
         return display.prose(head, w.untested(v, "The fusion speed-up"))
     parts = []

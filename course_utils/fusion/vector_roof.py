@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from course_utils import display, env, interop, timing, validate
-from course_utils.graphs.capture import fresh_function
+from course_utils.fusion.variants import into_buffer
 
 
 @dataclass(frozen=True)
@@ -69,34 +69,10 @@ def _tanh_of(framework: str) -> Callable[[Any], Any]:
 
 
 def _in_cache_kernel(framework: str, fn: Callable[[Any], Any], x: Any) -> Callable[[], Any]:
-    """The probe's own kernel: ``fn(x)`` compiled by ``framework`` and written into a buffer it keeps (torch
-    ``out.copy_``, JAX donation, a TensorFlow Variable), so that no fresh output's page faults enter a rate."""
-    if framework == "torch":
-        import torch
-
-        out = torch.empty_like(x)
-
-        def write(v: Any, buffer: Any) -> Any:
-            return buffer.copy_(fn(v))
-
-        kernel = torch.compile(fresh_function(write), dynamic=False)
-        return lambda: kernel(x, out)
-    if framework == "jax":
-        import jax
-        import jax.numpy as jnp
-
-        donating = jax.jit(lambda v, buffer: fn(v), donate_argnums=1, keep_unused=True)
-        state = {"buffer": jnp.zeros_like(x)}
-
-        def run() -> Any:
-            state["buffer"] = donating(x, state["buffer"])
-            return state["buffer"]
-
-        return run
-    tf = env.import_tensorflow()
-    target = tf.Variable(tf.zeros_like(x))
-    assign = tf.function(lambda v: target.assign(fn(v)), jit_compile=True)
-    return lambda: assign(x)
+    """The probe's own kernel: ``fn(x)`` compiled by ``framework`` into a buffer it keeps (``into_buffer``), so that
+    no fresh output's page faults enter a rate."""
+    into = into_buffer(framework, lambda v, _unused: fn(v), x)
+    return lambda: into(x, x)
 
 
 @contextmanager

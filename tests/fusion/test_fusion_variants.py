@@ -27,6 +27,27 @@ def test_the_chain_and_its_polynomial_twin_in_every_framework(framework: str) ->
     assert set(fusion.EAGER) == set(fusion.FUSED) == set(fusion.INTO) == {"torch", "jax", "tensorflow"}
 
 
+@pytest.mark.parametrize("framework", ["torch", "jax", "tensorflow"])
+def test_into_buffer_writes_the_chain_into_the_same_buffer_every_call(framework: str) -> None:
+    pytest.importorskip(framework)
+    x, bias = interop.to_framework(framework, X, B)
+    into = fusion.into_buffer(framework, fusion.chain(framework, tanh=False), x)
+    assert np.allclose(interop.to_numpy(into(x, bias)), POLYNOMIAL, atol=1e-5)
+    assert np.allclose(interop.to_numpy(into(x, bias)), POLYNOMIAL, atol=1e-5)  # again: the donated buffer
+    if framework == "torch":
+        assert into(x, bias).data_ptr() == into(x, bias).data_ptr()
+
+
+def test_two_buffers_of_different_shapes_get_their_own_static_graph() -> None:
+    chain = fusion.chain("torch", tanh=False)
+    for rows in (8, 24, 40):  # a shared code object would compile a shape-generic graph at 24, reused at 40
+        x, bias = torch.from_numpy(X[:rows].copy()), torch.from_numpy(B)
+        before = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+        into = fusion.into_buffer("torch", chain, x)
+        assert np.allclose(into(x, bias).numpy(), POLYNOMIAL[:rows], atol=1e-5)
+        assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == before + 1
+
+
 def test_page_faults_count_fresh_pages_and_none_for_a_reused_buffer() -> None:
     x = torch.ones(16 * 2**20 // 4)  # 16 MiB: glibc maps it fresh unless it keeps it
     out = torch.empty_like(x)
