@@ -458,10 +458,10 @@ cu.fusion.story.matmul_sweep(v_sweep, mm_points, machine, to_probe=to_probe, cpu
 # ### The epilogue
 #
 # What fusion can do for a matmul is its **epilogue**: bias + GELU + residual on the `n x n` output, one pass
-# instead of eleven. By default both compilers hand the matmul itself to a library (oneDNN or MKL, XNNPACK or
-# YNNPACK, cuBLAS) and fuse the epilogue into one loop after it. They can also fuse it *into* the matmul: Inductor's
+# instead of eleven. On a CPU, by default, both compilers hand the matmul itself to a library (MKL or oneDNN,
+# XNNPACK or YNNPACK) and fuse the epilogue into one loop after it. They can also fuse it *into* the matmul: Inductor's
 # `mode="max-autotune"` benchmarks its own GEMM templates (C++ on a CPU, for frozen weights; Triton on a GPU) against
-# the library and fuses the epilogue into a template that wins; oneDNN fuses recognised activations as post-ops;
+# the library and fuses the epilogue into a template that wins; oneDNN can fuse recognised activations as post-ops;
 # XLA on GPU emits cuBLASLt epilogues or Triton GEMM fusions. Going further measures max-autotune here.
 #
 # **Prediction**: the compiled matmul + epilogue is faster than the matmul with an eager epilogue, beyond the noise,
@@ -612,11 +612,11 @@ cu.fusion.story.custom_op(v_custom, legacy_check, registered_gain, kernels=len(r
 # Attention computes a `length x length` score matrix per head, modifies it (a position bias, a causal mask),
 # takes a softmax and multiplies by the values. Written out, every step writes that matrix to memory. FlexAttention
 # takes the modification as code: a `score_mod` that changes one score, a `block_mask` that says which blocks of
-# scores exist at all. Compiled, it becomes one blocked kernel that keeps scores in registers and skips masked
-# blocks. JAX's `jax.nn.dot_product_attention` stands beside it.
+# scores exist at all. Compiled, it becomes one blocked kernel that computes the scores a block at a time, never
+# writing the whole matrix, and skips masked blocks. JAX's `jax.nn.dot_product_attention` stands beside it.
 #
-# **Prediction**: compiled FlexAttention never writes the score matrix, so its peak memory stays under one score
-# matrix while the unfused version's exceeds it; and it runs faster, beyond the noise.
+# **Prediction**: compiled FlexAttention peaks under one score matrix of memory where the unfused version peaks
+# above it, and runs faster, beyond the noise.
 
 # %%
 from torch.nn.attention.flex_attention import create_block_mask, flex_attention
@@ -976,10 +976,10 @@ summary_rows = [
     *[(f"{cu.fusion.FUSED[fw]} over {cu.fusion.EAGER[fw]}", gains[fw].ratio, "x", gains[fw].interval) for fw in FW],
     *[(f"{cu.fusion.FUSED[fw]}, % of bandwidth", 100 * chain_table[cu.fusion.FUSED[fw]].fraction_of_bandwidth, "%",
        "fraction of memory bandwidth (not busy time)") for fw in FW],
-    ("torch.add, fresh output over out=", add_gain.ratio, "x", add_gain.interval),
+    ("torch.add: out= over a fresh output", add_gain.ratio, "x", add_gain.interval),
     *[(f"{cu.fusion.INTO[fw]} over {cu.fusion.FUSED[fw]}", into_gains[fw].ratio, "x", into_gains[fw].interval)
       for fw in FW],
-    *[(f"{fw} copy over the polynomial into a buffer", vs_copy[fw].ratio, "x", "1.0 = on the roof") for fw in FW],
+    *[(f"{fw}: polynomial into a buffer over its copy", vs_copy[fw].ratio, "x", vs_copy[fw].interval) for fw in FW],
     ("largest matmul / torch's probe", to_probe, "x", f"n={MM_SIZES[-1]}, the same size"),
     *[(f"{fw} fused epilogue over eager", g.ratio, "x", g.interval) for fw, g in epilogue_gains.items()],
     ("graphs with a NumPy op inside", legacy_check.graph_count, "graphs", "Dynamo, unregistered"),

@@ -18,8 +18,9 @@ def compile_error(fn: Callable[..., Any], *args: Any, timeout: float = 300) -> s
 
     For showing an expected compiler refusal (``tf.function(jit_compile=True)`` around a Python callback)
     without a traceback; the C++ log lines the failure writes to file descriptor 2 are dropped. Only an error
-    raised while compiling is reported: one whose traceback passes through ``fn``'s own code (the learner's bug,
-    or a time limit of ``timeout`` seconds) is raised as it is.
+    raised inside a framework is reported (the innermost frame of its traceback lives in torch, jax, jaxlib,
+    tensorflow or keras); one raised in the learner's own code, or the time limit of ``timeout`` seconds, is
+    raised as it is.
     """
     validate.function("fn", fn)
     with env.silenced_stderr(), time_limit(timeout, name_of(fn)):
@@ -74,6 +75,8 @@ def _kernel_events(trace: Any, framework: str) -> list[tuple[str, Any]]:
     events = getattr(trace, "events", None)
     if events is None:
         raise TypeError(f"trace must be a course_utils.profile.Trace; got {type(trace).__name__}")
+    if not events:
+        raise ValueError("trace holds no events at all: nothing was recorded, so no kernel can be counted")
     if framework == "torch":
         return [(m.group(1), e) for e in events if (m := _INDUCTOR_EVENT.match(e.name))]
     closed = {e.name[len("end: "):] for e in events if e.name.startswith("end: ")}

@@ -186,10 +186,10 @@ def on_roof(v: display.Verdict, vs_copy: Mapping[str, intervals.Speedup], tanh_c
     shares = ", ".join(f"{r.name.split(' copy')[0]} {percent(r.fraction_of_bandwidth)}"
                        for r in table.rows if " copy" in r.name)
     if v.held:
-        first = (f"Copy over polynomial, into the same kind of buffer: {copies}. **On the roof**, as far as a copy of "
+        first = (f"Polynomial over copy, each into a reused buffer: {copies}. **On the roof**, as far as a copy of "
                  f"the same bytes shows the roof in this run; the copies reached {shares} of the memory roof.")
     elif v.failed:
-        first = (f"Copy over polynomial, into the same kind of buffer: {copies}. Not every polynomial is shown within "
+        first = (f"Polynomial over copy, each into a reused buffer: {copies}. Not every polynomial is shown within "
                  f"1.25x of its copy here; the copies reached {shares} of the memory roof.")
     else:
         first = w.untested(v, "The polynomial against its copy")

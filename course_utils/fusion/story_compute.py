@@ -50,7 +50,7 @@ def matmul_sweep(v: display.Verdict, points: Sequence[roofline.Point], figures: 
             third += (" On AMD CPUs a known candidate is MKL's code-path dispatch, which picks its kernels by CPU "
                       "vendor; `MKL_VERBOSE=1` prints the path MKL took. A candidate, not measured here.")
     else:
-        third = "Torch's own matmul probe is within 1.25x of the best framework's, so the roof is one torch reaches."
+        third = "Torch's own matmul probe reached within 1.25x of the best framework's."
     return display.prose(first, second, third)
 
 
@@ -71,7 +71,7 @@ def epilogue(v: display.Verdict, gains: Mapping[str, intervals.Speedup], extra: 
         first += " Fusing the epilogue paid in every framework; the matmul itself is untouched."
     elif v.failed:
         first += (" Not beyond the noise in " + w.listed(fw for fw, g in gains.items() if not g.faster)
-                  + ": at this size the epilogue is small next to the matmul.")
+                  + ": this run does not separate the two epilogues there.")
     else:
         first += " " + w.untested(v, "The fused epilogue")
     second = ("With its fused epilogue the call took, against the matmul alone: "

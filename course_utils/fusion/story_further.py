@@ -93,10 +93,16 @@ def size_sweep(v: display.Verdict, sweep: SizeSweep, *, lost: list[str], n_ops: 
     parts = [first]
     for fw in lost:
         fused, eager = sweep.fused[fw][0].median, sweep.eager[fw][0].median
+        ops = fused / (eager / n_ops)
         cost = f", where the machine figures price a compiled call at {format_time(costs[fw])}" if fw in costs else ""
-        parts.append(f"In {fw} the fused call at the smallest size took {format_time(fused)}{cost}; its {n_ops} eager "
-                     f"ops took {format_time(eager)}, so the one fused call cost {fused / (eager / n_ops):.1f} eager "
-                     "ops' worth: a compiled call's fixed cost is paid once, but it is larger than one eager op's.")
+        text = (f"In {fw} the fused call at the smallest size took {format_time(fused)}{cost}; its {n_ops} eager ops "
+                f"took {format_time(eager)}, so the one fused call cost {ops:.1f} eager ops' worth")
+        if ops >= 1:
+            text += ": a compiled call's fixed cost is paid once, but it is larger than one eager op's."
+        else:
+            text += (": less than one eager op, so the call itself did not cost the gain; what did is not established "
+                     "by this run.")
+        parts.append(text)
     return display.prose(*parts)
 
 

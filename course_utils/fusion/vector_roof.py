@@ -123,13 +123,13 @@ def measure_vector_roof(framework: str = "torch", *, elements: int | None = None
     """
     framework = validate.framework(framework)
     if threads is not None:
-        validate.positive("threads", threads, integer=True)
+        validate.number("threads", threads, low=1, high=1024, integer=True)
         if framework != "torch":
             raise ValueError(f"threads is a torch setting; got threads={threads} for framework {framework!r}")
-    validate.positive("steps", steps, integer=True)
-    validate.positive("chains", chains, integer=True)
-    validate.positive("tanhs", tanhs, integer=True)
-    validate.positive("min_time", min_time)
+    validate.number("steps", steps, low=1, high=64, integer=True)  # each is an op in the probe's graph
+    validate.number("chains", chains, low=1, high=16, integer=True)
+    validate.number("tanhs", tanhs, low=1, high=64, integer=True)
+    validate.number("min_time", min_time, low=0, high=10, low_open=True)
     if elements is None:
         elements = min(max(2**16, (env.last_level_cache_bytes() or 2**23) // 32), 2**20)
     validate.number("elements", elements, low=8192, high=2**26, integer=True)

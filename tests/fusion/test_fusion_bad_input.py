@@ -3,10 +3,11 @@ and an error raised by the learner's own function passes through unchanged."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from badinput import rejects
 
-from course_utils import compiled, fusion, memory, roofline
+from course_utils import compiled, fusion, memory, profile, roofline
 
 torch = pytest.importorskip("torch")
 
@@ -93,6 +94,11 @@ BAD_CALLS = [
     ("threads", lambda: fusion.measure_vector_roof(threads=0)),
     ("threads", lambda: fusion.measure_vector_roof("jax", threads=1)),
     ("chains", lambda: fusion.measure_vector_roof(chains=0)),
+    ("steps", lambda: fusion.measure_vector_roof(steps=10**9)),
+    ("tanhs", lambda: fusion.measure_vector_roof(tanhs=np.int64(10**6))),
+    ("min_time", lambda: fusion.measure_vector_roof(min_time=10**6)),
+    ("points", lambda: fusion.decomposed_tanh_error(points=10**12)),
+    ("trace", lambda: fusion.trace_kernels(profile.Trace("empty", None, ()), "torch")),
     ("tanhs", lambda: fusion.measure_vector_roof(tanhs=1.5)),
     ("roofs", lambda: fusion.vector_roof_table({}, elements=10, flops=1, tanh=1, memory_seconds=1.0)),
     ("roofs['a']", lambda: fusion.vector_roof_table({"a": 1}, elements=10, flops=1, tanh=1, memory_seconds=1.0)),
