@@ -97,7 +97,10 @@ def size_sweep(v: display.Verdict, sweep: SizeSweep, *, lost: list[str], n_ops: 
         cost = f", where the machine figures price a compiled call at {format_time(costs[fw])}" if fw in costs else ""
         text = (f"In {fw} the fused call at the smallest size took {format_time(fused)}{cost}; its {n_ops} eager ops "
                 f"took {format_time(eager)}, so the one fused call cost {ops:.1f} eager ops' worth")
-        if ops >= 1:
+        if fw in costs and fused > 2 * costs[fw]:
+            text += (f", {fused / costs[fw]:.0f}x what a compiled call costs on this machine: what else this call paid "
+                     "is not established by this run.")
+        elif ops >= 1:
             text += ": a compiled call's fixed cost is paid once, but it is larger than one eager op's."
         else:
             text += (": less than one eager op, so the call itself did not cost the gain; what did is not established "

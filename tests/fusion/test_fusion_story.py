@@ -287,6 +287,11 @@ def test_size_sweep_without_a_call_cost_leaves_it_out() -> None:
     assert "machine figures" not in found and "20 µs" in found and "larger than one eager op's" in found
 
 
+def test_size_sweep_does_not_blame_the_call_cost_for_a_call_far_above_it() -> None:
+    found = text(story.size_sweep(FAILED, SWEEP, lost=["torch"], n_ops=11, call_cost={"torch": 1e-6}))
+    assert "20x what a compiled call costs" in found and "not established" in found and "larger than" not in found
+
+
 def test_size_sweep_says_when_the_fused_call_was_cheaper_than_one_eager_op() -> None:
     cheap = SizeSweep((4, 64), {"torch": [m("e", 0.3), m("e", 1.0)]}, {"torch": [m("f", 0.02), m("f", 0.02)]},
                       {"torch": True}, {"torch": 2})
