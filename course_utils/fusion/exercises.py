@@ -43,8 +43,8 @@ def decomposed_tanh_error(points: int = 20001, span: float = 1e-3) -> float:
     """Max relative error of ``2 / (1 + exp(-2v)) - 1`` against ``torch.tanh`` for float32 v in [-span, span]."""
     import torch
 
-    validate.positive("points", points, integer=True)
-    validate.positive("span", span)
+    validate.number("points", points, low=2, high=10**7, integer=True)
+    validate.number("span", span, low=0, high=10, low_open=True)
     v = torch.linspace(-span, span, points, dtype=torch.float32)
     v = v[v != 0]
     exact = torch.tanh(v.double())

@@ -10,21 +10,43 @@ from collections.abc import Callable
 from typing import Any
 
 from course_utils import env, validate
+from course_utils.fusion.guard import name_of, time_limit
 
 
-def compile_error(fn: Callable[..., Any], *args: Any) -> str | None:
-    """Call ``fn(*args)``; return the type name of the exception it raises, or None when it runs.
+def compile_error(fn: Callable[..., Any], *args: Any, timeout: float = 300) -> str | None:
+    """Call ``fn(*args)``; return the type name of the compiler's exception, or None when it runs.
 
     For showing an expected compiler refusal (``tf.function(jit_compile=True)`` around a Python callback)
-    without a traceback; the C++ log lines the failure writes to file descriptor 2 are dropped.
+    without a traceback; the C++ log lines the failure writes to file descriptor 2 are dropped. Only an error
+    raised inside a framework is reported (the innermost frame of its traceback lives in torch, jax, jaxlib,
+    tensorflow or keras); one raised in the learner's own code, or the time limit of ``timeout`` seconds, is
+    raised as it is.
     """
     validate.function("fn", fn)
-    with env.silenced_stderr():
+    with env.silenced_stderr(), time_limit(timeout, name_of(fn)):
         try:
             fn(*args)
         except Exception as error:  # the point is to report it, not to raise it
+            if not _from_compiler(error):
+                raise
             return type(error).__name__
     return None
+
+
+_COMPILER_MODULES = ("tensorflow", "jax", "jaxlib", "torch", "keras")
+
+
+def _from_compiler(error: BaseException) -> bool:
+    """True when ``error`` was raised inside a framework (the compiler refused), not in the learner's own code."""
+    if isinstance(error, TimeoutError):
+        return False
+    frames = []
+    tb = error.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame.f_globals.get("__name__", ""))
+        tb = tb.tb_next
+    last = frames[-1] if frames else ""
+    return last.split(".")[0] in _COMPILER_MODULES
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -53,6 +75,8 @@ def _kernel_events(trace: Any, framework: str) -> list[tuple[str, Any]]:
     events = getattr(trace, "events", None)
     if events is None:
         raise TypeError(f"trace must be a course_utils.profile.Trace; got {type(trace).__name__}")
+    if not events:
+        raise ValueError("trace holds no events at all: nothing was recorded, so no kernel can be counted")
     if framework == "torch":
         return [(m.group(1), e) for e in events if (m := _INDUCTOR_EVENT.match(e.name))]
     closed = {e.name[len("end: "):] for e in events if e.name.startswith("end: ")}

@@ -11,6 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from course_utils import display, roofline, validate
+from course_utils.fusion.guard import name_of, time_limit
+
+# ops that hand back their input under another shape without moving a byte, although their schema is not a view
+ALIASING_OPS = frozenset({"_unsafe_view", "alias", "lift_fresh"})
 
 
 @dataclass(frozen=True)
@@ -103,11 +107,12 @@ def _meta_tensor(spec: Any, index: int) -> Any:
     return torch.empty(tuple(shape), dtype=dtype, device="meta")
 
 
-def trace_traffic(fn: Callable[..., Any], *inputs: Any) -> Traffic:
+def trace_traffic(fn: Callable[..., Any], *inputs: Any, timeout: float = 120) -> Traffic:
     """Run ``fn`` (PyTorch code) on shape-only tensors and record the bytes of each op it would launch.
 
     ``inputs`` are tensors or ``(shape, dtype)`` pairs; nothing is computed, so any size is free. A tensor
-    read twice by one op (``h * h``) counts once; view ops (reshape, expand) move nothing and are skipped.
+    read twice by one op (``h * h``) counts once; view ops (reshape, expand) and ops that only alias their input
+    (``ALIASING_OPS``) move nothing and are skipped. ``fn`` must return within ``timeout`` seconds.
     """
     validate.function("fn", fn)
     if not inputs:
@@ -128,28 +133,29 @@ def trace_traffic(fn: Callable[..., Any], *inputs: Any) -> Traffic:
     class Recorder(TorchDispatchMode):
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             out = func(*args, **(kwargs or {}))
-            if not getattr(func, "is_view", False):
+            name = str(func.overloadpacket.__name__)
+            if not getattr(func, "is_view", False) and name not in ALIASING_OPS:
                 reads = sum(t.nbytes for t in tensors((args, kwargs)))
                 outs = tensors(out)
-                ops.append(OpTraffic(str(func.overloadpacket.__name__), reads, sum(t.nbytes for t in outs),
+                ops.append(OpTraffic(name, reads, sum(t.nbytes for t in outs),
                                      sum(t.numel() for t in outs)))
             return out
 
     metas = [_meta_tensor(spec, i) for i, spec in enumerate(inputs)]
-    with Recorder():
+    with time_limit(timeout, name_of(fn)), Recorder():
         result = fn(*metas)
     return Traffic(tuple(ops), sum(t.nbytes for t in metas), sum(t.nbytes for t in tensors(result)))
 
 
-def torch_counted_flops(fn: Callable[..., Any], *args: Any) -> int:
-    """FLOPs that ``torch.utils.flop_counter.FlopCounterMode`` counts for ``fn(*args)``.
-
-    It counts matmul-like ops (mm, addmm, bmm, convolution, attention) only: elementwise ops count 0.
+def torch_counted_flops(fn: Callable[..., Any], *args: Any, timeout: float = 120) -> int:
+    """FLOPs that ``torch.utils.flop_counter.FlopCounterMode`` counts for ``fn(*args)`` (which must return within
+    ``timeout`` seconds). It counts matmul-like ops (mm, addmm, bmm, convolution, attention) only: elementwise
+    ops count 0.
     """
     validate.function("fn", fn)
     from torch.utils.flop_counter import FlopCounterMode
 
-    with FlopCounterMode(display=False) as counter:
+    with time_limit(timeout, name_of(fn)), FlopCounterMode(display=False) as counter:
         fn(*args)
     return int(counter.get_total_flops())
 

@@ -3,10 +3,11 @@ and an error raised by the learner's own function passes through unchanged."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from badinput import rejects
 
-from course_utils import compiled, fusion, memory, roofline, timing
+from course_utils import compiled, fusion, memory, profile, roofline
 
 torch = pytest.importorskip("torch")
 
@@ -19,7 +20,6 @@ HLO = compiled.hlo_summary("HloModule m\n\nENTRY %main (x: f32[2]) -> f32[2] {\n
                            "\n}\n")
 ROOF = fusion.VectorRoof(1e10, 1e9, 4096)
 CHAIN = fusion.chain("torch")
-RUN = timing.Measurement.from_times("run", [1e-3, 2e-3])
 
 BAD_CALLS = [
     # the traffic model
@@ -57,16 +57,32 @@ BAD_CALLS = [
     ("framework", lambda: fusion.trace_kernels(None, "mxnet")),
     ("trace", lambda: fusion.trace_kernels(None, "torch")),
     ("trace", lambda: fusion.kernel_busy_share(None, "jax")),
-    ("data", lambda: fusion.size_sweep({}, [4], None)),
-    ("rows", lambda: fusion.size_sweep({"torch": (1, 2)}, [], None)),
-    ("rows", lambda: fusion.size_sweep({"torch": (1, 2)}, [0], None)),
+    ("data", lambda: fusion.size_sweep({}, [4], None, compile={})),
+    ("rows", lambda: fusion.size_sweep({"torch": (1, 2)}, [], None, compile={"torch": torch.compile})),
+    ("rows[0]", lambda: fusion.size_sweep({"torch": (1, 2)}, [0], None, compile={"torch": torch.compile})),
+    ("rows", lambda: fusion.size_sweep({"torch": (1, 2)}, "48", None, compile={"torch": torch.compile})),
+    ("rows", lambda: fusion.size_sweep({"torch": (1, 2)}, list(range(1, 100)), None, compile={"torch": torch.compile})),
+    ("rows[0]", lambda: fusion.size_sweep({"torch": (1, 2)}, [2**40], None, compile={"torch": torch.compile})),
+    ("compile", lambda: fusion.size_sweep({"torch": (1, 2)}, [4], None, compile={})),
+    ("compile['torch']", lambda: fusion.size_sweep({"torch": (1, 2)}, [4], None, compile={"torch": 3})),
+    ("data['torch']", lambda: fusion.size_sweep({"torch": 3}, [4], None, compile={"torch": torch.compile})),
+    ("min_time", lambda: fusion.size_sweep({"torch": (1, 2)}, [4], None, compile={"torch": torch.compile},
+                                           min_time=float("nan"))),
+    ("timeout", lambda: fusion.trace_traffic(lambda x: x, ((2,), "float32"), timeout=0)),
+    ("timeout", lambda: fusion.torch_counted_flops(lambda x: x, torch.ones(2), timeout=10**9)),
+    ("timeout", lambda: fusion.compile_error(lambda x: x, 1, timeout=float("inf"))),
+    # attention
+    ("q", lambda: fusion.attention_bytes(None, None, None)),
+    ("block_mask", lambda: fusion.attention_bytes(*[torch.empty(1, 1, 8, 4, device="meta")] * 3, block_mask=3)),
+    ("visited", lambda: fusion.AttentionBytes(8, 8, 8, 9, 4)),
+    ("scores", lambda: fusion.AttentionBytes(0, 8, 8, 1, 4)),
     # the variants and probes
     ("framework", lambda: fusion.chain("mxnet")),
     ("framework", lambda: fusion.chain(None)),
     ("tanh", lambda: fusion.chain("torch", tanh="yes")),
     ("like", lambda: fusion.into_buffer("torch", CHAIN, None)),
     ("fn", lambda: fusion.into_buffer("torch", None, torch.ones(2))),
-    ("like", lambda: fusion.copy_into("jax", None)),
+    ("framework", lambda: fusion.into_buffer("mxnet", CHAIN, torch.ones(2))),
     ("steps", lambda: fusion.measure_vector_roof(steps=0)),
     ("elements", lambda: fusion.measure_vector_roof(elements=10)),
     ("min_time", lambda: fusion.measure_vector_roof(min_time=NAN)),
@@ -78,40 +94,23 @@ BAD_CALLS = [
     ("threads", lambda: fusion.measure_vector_roof(threads=0)),
     ("threads", lambda: fusion.measure_vector_roof("jax", threads=1)),
     ("chains", lambda: fusion.measure_vector_roof(chains=0)),
+    ("steps", lambda: fusion.measure_vector_roof(steps=10**9)),
+    ("tanhs", lambda: fusion.measure_vector_roof(tanhs=np.int64(10**6))),
+    ("min_time", lambda: fusion.measure_vector_roof(min_time=10**6)),
+    ("points", lambda: fusion.decomposed_tanh_error(points=10**12)),
+    ("trace", lambda: fusion.trace_kernels(profile.Trace("empty", None, ()), "torch")),
     ("tanhs", lambda: fusion.measure_vector_roof(tanhs=1.5)),
     ("roofs", lambda: fusion.vector_roof_table({}, elements=10, flops=1, tanh=1, memory_seconds=1.0)),
     ("roofs['a']", lambda: fusion.vector_roof_table({"a": 1}, elements=10, flops=1, tanh=1, memory_seconds=1.0)),
+    ("call_cost", lambda: fusion.vector_roof_table({"a": ROOF}, elements=10, flops=1, tanh=1, memory_seconds=1.0,
+                                                   call_cost=[1.0])),
+    ("call_cost['a']", lambda: fusion.vector_roof_table({"a": ROOF}, elements=10, flops=1, tanh=1,
+                                                        memory_seconds=1.0, call_cost={"a": float("nan")})),
+    ("arithmetic", lambda: fusion.ChainRoof(float("nan"), 1.0)),
+    ("bytes", lambda: fusion.ChainRoof(1.0, -1.0)),
     ("memory_seconds", lambda: fusion.vector_roof_table({"a": ROOF}, elements=10, flops=1, tanh=1, memory_seconds=0)),
-    ("fresh_output", lambda: fusion.chain_roofs({"a": ROOF}, elements=10, flops=1, tanh=1, memory_seconds=1.0,
-                                                fresh_output=[1.0])),
-    ("fresh_output['a']", lambda: fusion.chain_roofs({"a": ROOF}, elements=10, flops=1, tanh=1, memory_seconds=1.0,
-                                                     fresh_output={"a": -1.0})),
-    ("machine", lambda: fusion.best_matmul_roof(None, [])),
-    ("points", lambda: fusion.best_matmul_roof(MACHINE, [])),
-    ("points[0]", lambda: fusion.best_matmul_roof(MACHINE, [1.0])),
     ("elements", lambda: ROOF.chain_seconds(-5, flops=1, tanh=1)),
     ("tanh", lambda: ROOF.chain_seconds(10, flops=1, tanh=INF)),
-    ("data", lambda: fusion.measure_variants({})),
-    ("data", lambda: fusion.measure_variants(None)),
-    ("data['torch']", lambda: fusion.measure_variants({"torch": 3})),
-    ("data key", lambda: fusion.measure_variants({"mxnet": (1, 2)})),
-    ("known", lambda: fusion.measure_variants({"torch": (1, 2)}, known=[1])),
-    ("rounds", lambda: fusion.measure_variants({"torch": (1, 2)}, rounds=0)),
-    ("min_time", lambda: fusion.measure_variants({"torch": (1, 2)}, min_time=NAN)),
-    ("data", lambda: fusion.variant_calls([])),
-    # the generated sentences
-    ("working_bytes", lambda: fusion.working_set_text(0, 1024)),
-    ("llc_bytes", lambda: fusion.working_set_text(1024, -1)),
-    ("copies", lambda: fusion.copies_text({}, {}, "torch")),
-    ("copies['a']", lambda: fusion.copies_text({"a": 1.0}, {"a": 1.0}, "torch")),
-    ("fresh", lambda: fusion.fresh_sum_text("c", fresh=NAN, into=1.0, fresh_plain=1.0, into_plain=1.0)),
-    ("points", lambda: fusion.matmul_shares_text([], MACHINE)),
-    ("points[0]", lambda: fusion.matmul_shares_text([1.0], MACHINE)),
-    ("n_ops", lambda: fusion.small_call_text("torch", fused=RUN, eager=RUN, n_ops=0, gains=(1.0, 2.0),
-                                             eager_fresh_outputs=0.0, fixed_costs={})),
-    ("measured", lambda: fusion.overlap_text("tf", 1.0, fusion.chain_roofs({"a": ROOF}, elements=10, flops=1, tanh=1,
-                                                                             memory_seconds=1.0)["a"])),
-    ("copy", lambda: fusion.fast_tanh_report({"f": RUN}, fast="f", default="f", plain="f", copy="g")),
     # the legacy operator and the exercises' reference
     ("a", lambda: fusion.table_tanh_np("abc")),
     ("t", lambda: fusion.legacy_tanh_torch([1.0])),
@@ -156,7 +155,10 @@ def _raises(*args):
     lambda: fusion.trace_traffic(_raises, ((2,), "float32")),
     lambda: fusion.torch_counted_flops(_raises, torch.ones(2)),
     lambda: memory.page_faults(_raises),
-], ids=["trace_traffic", "torch_counted_flops", "page_faults"])
+    lambda: fusion.compile_error(_raises, 1),
+    lambda: fusion.size_sweep({"torch": (torch.ones(4, 2), torch.ones(2))}, [2], torch.ones(4, 2).numpy(),
+                              compile={"torch": _raises}),
+], ids=["trace_traffic", "torch_counted_flops", "page_faults", "compile_error", "size_sweep"])
 def test_the_learners_own_error_passes_through(call) -> None:
     with pytest.raises(LearnerError, match="own bug"):
         call()
