@@ -18,7 +18,7 @@ from typing import Any
 
 from course_utils import validate
 
-DEFAULT_TIMEOUT = 300.0  # seconds: longer than any call a notebook makes at its size, shorter than its budget
+DEFAULT_TIMEOUT = 480.0  # seconds: longer than any call a notebook makes at its size, below nbval's 600 s per cell
 
 
 class LearnerTimeout(TimeoutError):

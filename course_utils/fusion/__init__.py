@@ -13,7 +13,6 @@ The notebook writes the compiled variants itself; this package measures, counts 
   chain (``chain_roofs``) and its table (``vector_roof_table``);
 - ``sweep``: fused against eager across sizes, compiled per size with the learner's compile call (``size_sweep``);
 - ``custom_ops``: a legacy NumPy operator and its per-framework wrappers;
-- ``guard``: the time limit around the learner's own functions;
 - ``story`` (with ``story_compute``, ``story_further``, ``story_words``): every sentence the notebook tells after a
   verdict, read from the stored verdict and the measurements;
 - ``plots``: the notebook's figures; ``exercises``: the checkers of exercises 02.1-02.3.
@@ -32,7 +31,6 @@ from course_utils.fusion.custom_ops import (
     table_tanh_np,
 )
 from course_utils.fusion.exercises import decomposed_tanh_error
-from course_utils.fusion.guard import LearnerCodeTimeout
 from course_utils.fusion.plots import prediction_plot, roof_bars, roofline_with_vector_roof, speedup_vs_size_plot
 from course_utils.fusion.readers import compile_error, kernel_busy_share, trace_kernels
 from course_utils.fusion.sweep import SizeSweep, size_sweep
@@ -49,7 +47,7 @@ from course_utils.fusion.variants import EAGER, FUSED, INTO, chain, identity, in
 from course_utils.fusion.vector_roof import ChainRoof, VectorRoof, chain_roofs, measure_vector_roof, vector_roof_table
 
 __all__ = [
-    "AttentionBytes", "ChainRoof", "EAGER", "FUSED", "GRID", "INTO", "LearnerCodeTimeout", "OpTraffic",
+    "AttentionBytes", "ChainRoof", "EAGER", "FUSED", "GRID", "INTO", "OpTraffic",
     "PredictionTable", "SizeSweep", "TABLE", "Traffic", "VariantResult", "VectorRoof", "attention_bytes", "chain",
     "chain_roofs", "chain_with_callback_jax", "chain_with_numpy_function_tf", "compare_to_prediction",
     "compile_error", "decomposed_tanh_error", "identity", "into_buffer", "kernel_busy_share", "legacy_tanh_torch",

@@ -9,8 +9,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from course_utils import env, validate
-from course_utils.fusion.guard import name_of, time_limit
+from course_utils import calls, env, validate
 
 
 def compile_error(fn: Callable[..., Any], *args: Any, timeout: float = 300) -> str | None:
@@ -23,7 +22,7 @@ def compile_error(fn: Callable[..., Any], *args: Any, timeout: float = 300) -> s
     raised as it is.
     """
     validate.function("fn", fn)
-    with env.silenced_stderr(), time_limit(timeout, name_of(fn)):
+    with env.silenced_stderr(), calls.time_limit(timeout, calls.describe(fn)):
         try:
             fn(*args)
         except Exception as error:  # the point is to report it, not to raise it

@@ -13,8 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from course_utils import interop, timing, validate
-from course_utils.fusion.guard import name_of, time_limit
+from course_utils import calls, interop, timing, validate
 from course_utils.fusion.variants import chain
 from course_utils.graphs.capture import fresh_function
 
@@ -94,7 +93,7 @@ def size_sweep(data: Mapping[str, tuple[Any, Any]], rows: Sequence[int], referen
         for fw, (x, bias) in frameworks.items():
             xs, fn = x[:n], chain(fw)
             wrapped, count = _counted(fw, fn)
-            with time_limit(timeout, f"{name_of(compile[fw])} (compile[{fw!r}]) at {n} rows"):
+            with calls.time_limit(timeout, f"{calls.describe(compile[fw])} (compile[{fw!r}]) at {n} rows"):
                 compiled = compile[fw](wrapped)
                 result = interop.to_numpy(compiled(xs, bias))
             equal[fw] &= bool(np.allclose(result, reference[:n], atol=atol))

@@ -10,8 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from course_utils import display, roofline, validate
-from course_utils.fusion.guard import name_of, time_limit
+from course_utils import calls, display, roofline, validate
 
 # ops that hand back their input under another shape without moving a byte, although their schema is not a view
 ALIASING_OPS = frozenset({"_unsafe_view", "alias", "lift_fresh"})
@@ -142,7 +141,7 @@ def trace_traffic(fn: Callable[..., Any], *inputs: Any, timeout: float = 120) ->
             return out
 
     metas = [_meta_tensor(spec, i) for i, spec in enumerate(inputs)]
-    with time_limit(timeout, name_of(fn)), Recorder():
+    with calls.time_limit(timeout, calls.describe(fn)), Recorder():
         result = fn(*metas)
     return Traffic(tuple(ops), sum(t.nbytes for t in metas), sum(t.nbytes for t in tensors(result)))
 
@@ -155,7 +154,7 @@ def torch_counted_flops(fn: Callable[..., Any], *args: Any, timeout: float = 120
     validate.function("fn", fn)
     from torch.utils.flop_counter import FlopCounterMode
 
-    with time_limit(timeout, name_of(fn)), FlopCounterMode(display=False) as counter:
+    with calls.time_limit(timeout, calls.describe(fn)), FlopCounterMode(display=False) as counter:
         fn(*args)
     return int(counter.get_total_flops())
 

@@ -16,7 +16,7 @@ The notebook writes the compile calls (``torch.compile``, ``jax.jit``, ``tf.func
 - ``steptrace``, ``traced``: profiler traces of the step and of the chain's dispatches;
 - ``harness``: the sweep's speed-up at notebook 00's size against 00's own harness, each factor timed apart;
 - ``dynamic``: what ``dynamic=True`` and ``mark_dynamic`` cost per call against a fresh static graph;
-- ``limits``: the time limit on learner code; ``wording``: how numbers are written;
+- ``wording``: how numbers are written (learner code runs under core ``calls.time_limit``);
 - ``story`` (and ``story_further``): every sentence the notebook tells after a verdict;
 - ``plots``: the lesson's figures; ``exercises``: the checkers of its exercises.
 """
@@ -70,7 +70,6 @@ from course_utils.graphs.fallback import (
 )
 from course_utils.graphs.harness import GENERIC, OTHER, SWEEP, Harness, compare_harnesses, harness_table
 from course_utils.graphs.harness import factors as harness_factors
-from course_utils.graphs.limits import LearnerCodeTimeout, time_limit
 from course_utils.graphs.plots import compile_count_bars, crossover_plot, loss_difference_plot, overhead_plot
 from course_utils.graphs.recompiles import (
     BUCKET,
@@ -98,7 +97,7 @@ from course_utils.graphs.wording import rounded
 
 __all__ = [
     "BUCKET", "CHAIN_MIX", "CacheTimes", "Capture", "CompileDecision", "CompileLog", "DISPATCH_EVENTS", "DYNAMIC",
-    "EAGER_SWITCHES", "GENERIC", "GraphBreaks", "GraphRecorder", "Harness", "LearnerCodeTimeout", "LossRun", "MARKED",
+    "EAGER_SWITCHES", "GENERIC", "GraphBreaks", "GraphRecorder", "Harness", "LossRun", "MARKED",
     "OTHER", "OverheadModel", "REUSED", "Run", "STATIC", "SWEEP", "SideBySide", "StepTrace", "TracedCalls", "Variant",
     "against_baseline", "batch_for", "break_even", "break_even_calls", "cache_worker", "call_times", "capture",
     "capture_jax", "capture_tf", "capture_torch", "compare_harnesses", "compile_cache_times", "compile_count_bars",
@@ -108,6 +107,6 @@ __all__ = [
     "overhead_model", "overhead_plot", "overhead_table", "parts_table", "ran_compiled", "rounded", "run_losses",
     "same_outputs",
     "side_by_side", "size_sweep", "stack", "step_parts", "step_table", "step_times", "story", "strategy_counts",
-    "tf_retracing_warnings", "time_limit", "torch_compile_log", "torch_graph_breaks", "torch_graph_count",
+    "tf_retracing_warnings", "torch_compile_log", "torch_graph_breaks", "torch_graph_count",
     "timed_pair", "trace_calls", "trace_step", "traced_table",
 ]

@@ -15,9 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import display, env, interop, timing, validate
+from course_utils import calls, display, env, interop, timing, validate
 from course_utils.graphs.fallback import max_abs_diff
-from course_utils.graphs.limits import MAX_SECONDS, time_limit
 
 
 def _time(name: str, value: Any) -> float:
@@ -75,9 +74,9 @@ def timed_pair(eager: Callable[..., Any], compiled: Callable[..., Any], args: Se
     validate.instance("args", args, (tuple, list))
     validate.text("label", label)
     rounds = validate.number("rounds", rounds, low=2, high=100, integer=True)
-    timeout = validate.number("timeout", timeout, low=0, high=MAX_SECONDS, low_open=True)
+    timeout = validate.seconds("timeout", timeout)
     names = (f"{label} eager", f"{label} compiled")
-    with time_limit(timeout, compiled):
+    with calls.time_limit(timeout, calls.describe(compiled)):
         found = timing.interleaved({names[0]: lambda: eager(*args), names[1]: lambda: compiled(*args)},
                                    rounds=rounds, min_time=min_time)
     return found[names[0]], found[names[1]]
@@ -211,7 +210,7 @@ def size_sweep(eager: Mapping[str, Callable[..., Any]], compile_fresh: Callable[
         validate.number("sizes", n, low=1, high=MAX_SWEEP_SIZE, integer=True)
     validate.function("make_inputs", make_inputs)
     validate.number("min_time", min_time, low=0, high=60, low_open=True)
-    timeout = validate.number("timeout", timeout, low=0, high=MAX_SECONDS, low_open=True)
+    timeout = validate.seconds("timeout", timeout)
     count = _graph_counter("torch" in eager)
     before = count()
     out: dict[str, list[timing.Measurement]] = {f"{fw} {k}": [] for fw in eager for k in ("eager", "compiled")}
@@ -220,7 +219,7 @@ def size_sweep(eager: Mapping[str, Callable[..., Any]], compile_fresh: Callable[
         for fw in eager:
             args = make_inputs(fw, n)
             compiled = validate.function("compile_fresh(...)", compile_fresh(fw, eager[fw]))
-            with time_limit(timeout, compiled):
+            with calls.time_limit(timeout, calls.describe(compiled)):
                 worst = max(worst, max_abs_diff(eager[fw](*args), compiled(*args)))
                 out[f"{fw} eager"].append(timing.benchmark(eager[fw], *args, min_time=min_time, label=f"{fw} eager"))
                 out[f"{fw} compiled"].append(timing.benchmark(compiled, *args, min_time=min_time,

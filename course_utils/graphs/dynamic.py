@@ -12,8 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from course_utils import display, intervals, timing, validate
-from course_utils.graphs.limits import MAX_SECONDS, time_limit
+from course_utils import calls, display, intervals, timing, validate
 from course_utils.graphs.wording import rounded
 
 STATIC = "static (dynamic=False)"
@@ -54,14 +53,14 @@ def dynamic_costs(variants: Mapping[str, tuple[Callable[..., Any], Sequence[Any]
         validate.instance(f"variants[{name!r}][1]", pair[1], (tuple, list))
     validate.number("min_time", min_time, low=0, high=60, low_open=True)
     rounds = validate.number("rounds", rounds, low=2, high=100, integer=True)
-    timeout = validate.number("timeout", timeout, low=0, high=MAX_SECONDS, low_open=True)
+    timeout = validate.seconds("timeout", timeout)
     graphs = {}
     for name, (fn, args) in variants.items():
         before = torch_graph_count()
-        with time_limit(timeout, fn):
+        with calls.time_limit(timeout, calls.describe(fn)):
             fn(*args)
         graphs[name] = torch_graph_count() - before
-    with time_limit(timeout, next(iter(variants.values()))[0]):
+    with calls.time_limit(timeout, calls.describe(next(iter(variants.values()))[0])):
         timed = timing.interleaved({name: (lambda f=fn, a=args: f(*a)) for name, (fn, args) in variants.items()},
                                    rounds=rounds, min_time=min_time)
     return {name: Variant(name, timed[name], graphs[name]) for name in variants}

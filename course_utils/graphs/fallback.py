@@ -11,8 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import display, env, interop, validate
-from course_utils.graphs.limits import MAX_SECONDS, LearnerCodeTimeout, time_limit
+from course_utils import calls, display, env, interop, validate
 from course_utils.graphs.recompiles import first_line
 
 # The switch each framework offers to run compiled code eagerly, as the notebook shows it.
@@ -54,7 +53,7 @@ def compile_or_fallback(
     ``fullgraph`` a graph break is a failure instead of a silently partly eager function), run it on
     ``sample_args`` and compare with eager; fall back to eager if either step fails. ``framework`` labels the
     decision. The returned object is callable. An error that ``fn`` raises eagerly on the sample is the caller's
-    own and passes through unchanged; so does ``LearnerCodeTimeout`` after ``timeout`` seconds.
+    own and passes through unchanged; so does ``calls.LearnerTimeout`` after ``timeout`` seconds.
     """
     validate.function("fn", fn)
     validate.function("compiler", compiler)
@@ -62,13 +61,13 @@ def compile_or_fallback(
     validate.instance("sample_args", sample_args, (tuple, list))
     validate.number("rtol", rtol, low=0, high=1e6)
     validate.number("atol", atol, low=0, high=1e6)
-    timeout = validate.number("timeout", timeout, low=0, high=MAX_SECONDS, low_open=True)
-    with time_limit(timeout, fn):
+    timeout = validate.seconds("timeout", timeout)
+    with calls.time_limit(timeout, calls.describe(fn)):
         expected = _to_numpy(fn(*sample_args))  # the user's own error, if any, is theirs to see
         try:
             compiled = compiler(fn)
             got = _to_numpy(compiled(*sample_args))
-        except LearnerCodeTimeout:
+        except calls.LearnerTimeout:
             raise
         except Exception as exc:
             return CompileDecision(fn, name, False,

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from course_utils import display, intervals, timing, validate
-from course_utils.graphs.limits import MAX_SECONDS, time_limit
 from course_utils.graphs.wording import rounded
 from course_utils.measuring.allocator import outputs_worth, tensor_bytes, warm_allocator
 
@@ -66,11 +65,11 @@ def compare_harnesses(chain: Callable[..., Any], compiled: Mapping[str, Callable
     validate.instance("other_args", other_args, (tuple, list))
     validate.number("min_time", min_time, low=0, high=60, low_open=True)
     rounds = validate.number("rounds", rounds, low=2, high=100, integer=True)
-    timeout = validate.number("timeout", timeout, low=0, high=MAX_SECONDS, low_open=True)
+    timeout = validate.seconds("timeout", timeout)
     args = {SWEEP: sweep_args, GENERIC: sweep_args, OTHER: other_args}
     warm_allocator()
     calls = {}
-    with time_limit(timeout, compiled[SWEEP]):
+    with calls.time_limit(timeout, calls.describe(compiled[SWEEP])):
         for h in HARNESSES:
             compiled[h](*args[h])  # compile outside the clock
             calls[f"{h} eager"] = lambda a=args[h]: chain(*a)

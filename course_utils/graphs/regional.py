@@ -16,9 +16,8 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from course_utils import timing, validate
+from course_utils import calls, timing, validate
 from course_utils.graphs.fallback import max_abs_diff
-from course_utils.graphs.limits import time_limit
 
 MAX_DEPTH, MAX_WIDTH = 64, 4096
 
@@ -72,12 +71,13 @@ def stack(depth: int = 4, width: int = 32, *, block_call: Callable[[Any, Any], A
 def first_call_seconds(fn: Callable[..., Any], *args: Any, timeout: float = 600.0) -> float:
     """Seconds of ``fn(*args)``'s first call (its compile, for a compiled function), synchronised, with Inductor's
     on-disk and in-memory caches switched off (``force_disable_caches``) so that it pays its whole compile even
-    where an earlier run left the generated code on disk. Raises ``LearnerCodeTimeout`` after ``timeout`` s."""
+    where an earlier run left the generated code on disk. Raises ``calls.LearnerTimeout`` after ``timeout`` s."""
     from torch._inductor import config
 
     validate.function("fn", fn)
-    timeout = validate.number("timeout", timeout, low=0, high=3600, low_open=True)
-    with config.patch(force_disable_caches=True), time_limit(timeout, fn), warnings.catch_warnings():
+    timeout = validate.seconds("timeout", timeout)
+    limit = calls.time_limit(timeout, calls.describe(fn))
+    with config.patch(force_disable_caches=True), limit, warnings.catch_warnings():
         # "dynamo_pgo force disabled by torch.compiler.config.force_disable_caches": that is the point here
         warnings.filterwarnings("ignore", message=".*force_disable_caches.*")
         start = time.perf_counter()
@@ -111,9 +111,9 @@ def call_times(steps: dict[str, Callable[[Any], Any]], x: Any, *, rounds: int = 
     validate.number("min_time", min_time, low=0, high=60, low_open=True)
     timeout = validate.number("timeout", timeout, low=0, high=3600, low_open=True)
     for step in steps.values():
-        with time_limit(timeout, step):
+        with calls.time_limit(timeout, calls.describe(step)):
             timing.sync(step(x))
-    with time_limit(timeout, next(iter(steps.values()))):
+    with calls.time_limit(timeout, calls.describe(next(iter(steps.values())))):
         return timing.interleaved({name: (lambda s=step: s(x)) for name, step in steps.items()}, rounds=rounds,
                                   min_time=min_time)
 

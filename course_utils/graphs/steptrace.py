@@ -10,8 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from course_utils import profile, timing, validate
-from course_utils.graphs.limits import DEFAULT_TIMEOUT, time_limit
+from course_utils import calls, profile, timing, validate
 
 GRAPH_CALL = r"^## Call CompiledFxGraph"  # one call of Inductor's generated code
 COMPILED_PART = (r"^(Torch-Compiled Region|TorchDynamo Cache Lookup|"  # a compiled call with all its wrappers
@@ -99,7 +98,7 @@ def trace_step(framework: str, eager: Callable[[Any], Any], compiled: Callable[[
     validate.number("steps", steps, low=1, high=100, integer=True)
     traces = []
     for kind, step in (("eager", eager), ("compiled", compiled)):
-        with time_limit(DEFAULT_TIMEOUT, step):
+        with calls.time_limit(calls.DEFAULT_TIMEOUT, calls.describe(step)):
             timing.sync(step(batch))
             traces.append(profile.capture(name, step, batch, steps=steps, name=f"01_step_{kind}"))
     return StepTrace(*traces, steps)

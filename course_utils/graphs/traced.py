@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from course_utils import display, profile, validate
-from course_utils.graphs.limits import DEFAULT_TIMEOUT, time_limit
 
 # The trace event that marks one dispatched unit of work, eager and compiled, per framework.
 DISPATCH_EVENTS = {
@@ -57,7 +56,7 @@ def trace_calls(framework: str, eager: Callable[..., Any], compiled: Callable[..
     validate.function("compiled", compiled)
     validate.instance("args", args, (tuple, list))
     validate.number("calls", calls, low=1, high=100, integer=True)
-    with time_limit(DEFAULT_TIMEOUT, compiled):
+    with calls.time_limit(calls.DEFAULT_TIMEOUT, calls.describe(compiled)):
         eager(*args)
         compiled(*args)
         traces = [profile.capture(name, fn, *args, steps=calls, name=f"01_chain_{kind}")

@@ -19,8 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import display, interop, intervals, timing, validate
-from course_utils.graphs.limits import DEFAULT_TIMEOUT, MAX_SECONDS, time_limit
+from course_utils import calls, display, interop, intervals, timing, validate
 from course_utils.graphs.wording import rounded
 
 MAX_STEPS = 10_000
@@ -81,14 +80,14 @@ def run_losses(framework: str, eager: Callable[[Any], Any], compiled: Callable[[
     validate.function("compiled", compiled)
     validate.instance("batch", batch, (tuple, list))
     steps = validate.number("steps", steps, low=1, high=MAX_STEPS, integer=True)
-    timeout = validate.number("timeout", timeout, low=0, high=MAX_SECONDS, low_open=True)
-    with time_limit(timeout, compiled):
+    timeout = validate.seconds("timeout", timeout)
+    with calls.time_limit(timeout, calls.describe(compiled)):
         start = time.perf_counter()
         with _quiet_record_function():
             losses = [float(timing.sync(compiled(batch)))]
         first = time.perf_counter() - start
         losses += [float(compiled(batch)) for _ in range(steps - 1)]
-    with time_limit(timeout, eager):
+    with calls.time_limit(timeout, calls.describe(eager)):
         eager_losses = [float(eager(batch)) for _ in range(steps)]
     return LossRun(name, tuple(eager_losses), tuple(losses), first)
 
@@ -103,7 +102,7 @@ def step_times(steps: Mapping[str, tuple[Callable[[Any], Any], Callable[[Any], A
     validate.instance("batches", batches, Mapping)
     rounds = validate.number("rounds", rounds, low=2, high=100, integer=True)
     validate.number("min_time", min_time, low=0, high=60, low_open=True)
-    timeout = validate.number("timeout", timeout, low=0, high=MAX_SECONDS, low_open=True)
+    timeout = validate.seconds("timeout", timeout)
     found = {}
     for fw, pair in steps.items():
         validate.instance(f"steps[{fw!r}]", pair, tuple)
@@ -113,7 +112,7 @@ def step_times(steps: Mapping[str, tuple[Callable[[Any], Any], Callable[[Any], A
         if fw not in batches:
             raise ValueError(f"batches has no batch for {fw!r}")
         batch = batches[fw]
-        with time_limit(timeout, compiled):
+        with calls.time_limit(timeout, calls.describe(compiled)):
             timed = timing.interleaved({"eager": lambda e=eager, b=batch: e(b), "compiled": lambda c=compiled, b=batch:
                                         c(b)}, rounds=rounds, min_time=min_time)
         found[fw] = (timed["eager"], timed["compiled"])
@@ -170,7 +169,7 @@ def step_parts(models: Sequence[Any], steps: Sequence[Callable[[Any], Any]], bat
     for name, (eager, compiled, args) in {
             "forward + backward": (*(_forward_backward(m, o) for m, o in zip(models, optimizers)), (batch,)),
             "optimizer.step": (optimizers[0].step, optimizers[1].step, ())}.items():
-        with time_limit(DEFAULT_TIMEOUT, compiled):
+        with calls.time_limit(calls.DEFAULT_TIMEOUT, calls.describe(compiled)):
             timed = timing.interleaved({"eager": lambda f=eager, a=args: f(*a), "compiled": lambda f=compiled, a=args:
                                         f(*a)}, rounds=rounds, min_time=min_time)
         found[name] = (timed["eager"], timed["compiled"])
