@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from course_utils import display, intervals, timing, validate
+from course_utils import calls, display, intervals, timing, validate
 from course_utils.graphs.wording import rounded
 from course_utils.measuring.allocator import outputs_worth, tensor_bytes, warm_allocator
 
@@ -68,13 +68,13 @@ def compare_harnesses(chain: Callable[..., Any], compiled: Mapping[str, Callable
     timeout = validate.seconds("timeout", timeout)
     args = {SWEEP: sweep_args, GENERIC: sweep_args, OTHER: other_args}
     warm_allocator()
-    calls = {}
+    timed_calls = {}
     with calls.time_limit(timeout, calls.describe(compiled[SWEEP])):
         for h in HARNESSES:
             compiled[h](*args[h])  # compile outside the clock
-            calls[f"{h} eager"] = lambda a=args[h]: chain(*a)
-            calls[f"{h} compiled"] = lambda f=compiled[h], a=args[h]: f(*a)
-        timed = timing.interleaved(calls, rounds=rounds, min_time=min_time)
+            timed_calls[f"{h} eager"] = lambda a=args[h]: chain(*a)
+            timed_calls[f"{h} compiled"] = lambda f=compiled[h], a=args[h]: f(*a)
+        timed = timing.interleaved(timed_calls, rounds=rounds, min_time=min_time)
         return {h: Harness(h, timed[f"{h} eager"], timed[f"{h} compiled"],
                            outputs_worth(chain, *args[h], output_bytes=tensor_bytes(args[h][0])),
                            outputs_worth(compiled[h], *args[h], output_bytes=tensor_bytes(args[h][0])))

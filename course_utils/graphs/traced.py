@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from course_utils import display, profile, validate
+from course_utils import calls, display, profile, validate
 
 # The trace event that marks one dispatched unit of work, eager and compiled, per framework.
 DISPATCH_EVENTS = {
@@ -48,20 +48,20 @@ def _per_call(value: float) -> str:
 
 
 def trace_calls(framework: str, eager: Callable[..., Any], compiled: Callable[..., Any], args: Sequence[Any], *,
-                calls: int = 3) -> TracedCalls:
-    """Profile ``calls`` calls of ``eager(*args)`` and of ``compiled(*args)`` (both run once before, so no
+                repeats: int = 3) -> TracedCalls:
+    """Profile ``repeats`` calls of ``eager(*args)`` and of ``compiled(*args)`` (both run once before, so no
     compilation is traced); traces are saved under ``build/traces/``."""
     name = validate.framework(framework)
     validate.function("eager", eager)
     validate.function("compiled", compiled)
     validate.instance("args", args, (tuple, list))
-    validate.number("calls", calls, low=1, high=100, integer=True)
+    validate.number("repeats", repeats, low=1, high=100, integer=True)
     with calls.time_limit(calls.DEFAULT_TIMEOUT, calls.describe(compiled)):
         eager(*args)
         compiled(*args)
-        traces = [profile.capture(name, fn, *args, steps=calls, name=f"01_chain_{kind}")
+        traces = [profile.capture(name, fn, *args, steps=repeats, name=f"01_chain_{kind}")
                   for kind, fn in (("eager", eager), ("compiled", compiled))]
-    return TracedCalls(name, calls, *traces)
+    return TracedCalls(name, repeats, *traces)
 
 
 def traced_table(traced: Sequence[TracedCalls]) -> display.Table:

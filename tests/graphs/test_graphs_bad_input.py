@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from badinput import rejects
 
-from course_utils import graphs, interop, timing
+from course_utils import calls, graphs, interop, timing
 
 torch = pytest.importorskip("torch")
 
@@ -169,8 +169,6 @@ BAD_CALLS = [
     ("width", lambda: graphs.compile_cache_times(2, 10**9)),
     ("timeout", lambda: graphs.compile_cache_times(2, 8, timeout=NAN)),
     # limits
-    ("seconds", lambda: graphs.time_limit(0, _f).__enter__()),
-    ("seconds", lambda: graphs.time_limit(INF, _f).__enter__()),
     # training
     ("framework", lambda: graphs.batch_for("mxnet", ARR, ARR)),
     ("x", lambda: graphs.batch_for("torch", ARR, np.ones(2))),
@@ -218,7 +216,7 @@ TRACED_BAD_CALLS = [
     ("eager", lambda: graphs.trace_calls("torch", None, _f, (X,))),
     ("compiled", lambda: graphs.trace_calls("torch", _f, 1, (X,))),
     ("args", lambda: graphs.trace_calls("torch", _f, _f, X)),
-    ("calls", lambda: graphs.trace_calls("torch", _f, _f, (X,), calls=0)),
+    ("repeats", lambda: graphs.trace_calls("torch", _f, _f, (X,), repeats=0)),
     ("traced", lambda: graphs.traced_table([])),
     ("traced", lambda: graphs.traced_table([1])),
 ]
@@ -243,11 +241,11 @@ def test_a_learner_function_that_never_returns_is_stopped_and_named() -> None:
         while True:
             time.sleep(0.01)
 
-    with pytest.raises(graphs.LearnerCodeTimeout, match="hangs"):
+    with pytest.raises(calls.LearnerTimeout, match="hangs"):
         graphs.timed_pair(_f, hangs, (X,), label="x", timeout=0.5)
-    with pytest.raises(graphs.LearnerCodeTimeout, match="hangs"):
+    with pytest.raises(calls.LearnerTimeout, match="hangs"):
         graphs.compile_or_fallback(hangs, (X,), compiler=_f, framework="torch", timeout=0.5)
-    with pytest.raises(graphs.LearnerCodeTimeout, match="hangs"):
+    with pytest.raises(calls.LearnerTimeout, match="hangs"):
         graphs.run_losses("torch", _step, hangs, (X, X), 2, timeout=0.5)
-    with pytest.raises(graphs.LearnerCodeTimeout, match="hangs"):
+    with pytest.raises(calls.LearnerTimeout, match="hangs"):
         graphs.dynamic_costs({"static": (hangs, (X,))}, timeout=0.5)

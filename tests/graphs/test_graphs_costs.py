@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from course_utils import graphs, models
+from course_utils import calls, graphs, models
 
 
 def test_dynamic_costs_counts_graphs_of_the_learners_variants() -> None:
@@ -91,15 +91,5 @@ def test_first_call_seconds_stops_a_hang() -> None:
         while True:
             time.sleep(0.01)
 
-    with pytest.raises(graphs.LearnerCodeTimeout, match="hangs"):
+    with pytest.raises(calls.LearnerTimeout, match="hangs"):
         graphs.first_call_seconds(hangs, 1, timeout=0.3)
-
-
-def test_time_limit_restores_an_outer_limit() -> None:
-    with graphs.time_limit(5, abs):
-        with graphs.time_limit(1, abs):
-            pass
-        import signal
-
-        remaining = signal.getitimer(signal.ITIMER_REAL)[0]
-        assert 3 < remaining <= 5
