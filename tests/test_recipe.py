@@ -35,7 +35,7 @@ SHOWN_FILES = {"05_data_parallel", "06_beyond_one_machine"}
 MAX_PREDICTION_WORDS = 60  # "at most two clauses"
 # Notebooks not yet rewritten to these rules: their tests are expected to fail until then (run them anyway with
 # pytest --runxfail). Remove a notebook from this set when it passes.
-NOT_YET = {"01_dynamic_vs_static", "02_operator_fusion", "03_mixed_precision", "07_should_we_migrate"}
+NOT_YET = {"07_should_we_migrate"}
 
 
 @pytest.fixture(autouse=True)
