@@ -12,12 +12,14 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from course_utils import validate
 
 DEFAULT_TIMEOUT = 300.0  # seconds: longer than any call a notebook makes at its size, shorter than its budget
+MAX_TIMEOUT = 24 * 3600.0  # seconds: a longer limit is a typo (and no limit at all)
 
 
 class LearnerTimeout(TimeoutError):
@@ -32,12 +34,16 @@ def describe(fn: Any) -> str:
     return f"{name}{where}"
 
 
-@contextlib.contextmanager
-def time_limit(seconds: float, what: str) -> Iterator[None]:
+def time_limit(seconds: float, what: str) -> contextlib.AbstractContextManager[None]:
     """Raise ``LearnerTimeout`` naming ``what`` if the block runs longer than ``seconds``. Nested limits keep the
-    shorter one; the previous timer and handler are restored."""
-    seconds = validate.seconds("timeout", seconds, high=24 * 3600)
+    shorter one; the previous timer and handler are restored. The arguments are checked here, at the call."""
+    seconds = validate.seconds("seconds", seconds, high=MAX_TIMEOUT)
     validate.text("what", what)
+    return _time_limit(seconds, what)
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float, what: str) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
         yield
         return
@@ -51,14 +57,27 @@ def time_limit(seconds: float, what: str) -> Iterator[None]:
                              "check it for an endless loop or a wait that never ends, or pass a larger timeout")
 
     previous = signal.signal(signal.SIGALRM, expire)
+    started = time.monotonic()
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-        if outer_left:  # give the enclosing limit back what was left of it
-            signal.setitimer(signal.ITIMER_REAL, max(outer_left - seconds, 1e-3))
+        if outer_left:  # give the enclosing limit back what is left of it (not what the inner one allowed)
+            signal.setitimer(signal.ITIMER_REAL, max(outer_left - (time.monotonic() - started), 1e-3))
+
+
+def checked_timeout(timeout: Any) -> float:
+    """Return ``timeout`` if it is a duration in (0, 24 h] seconds: what a helper that runs the learner's code
+    checks at its start, before any work."""
+    return validate.seconds("timeout", timeout, high=MAX_TIMEOUT)
+
+
+def limit(fn: Any, timeout: float, name: str = "fn") -> contextlib.AbstractContextManager[None]:
+    """``time_limit`` for a block that runs the learner's ``fn``: the error names the argument and the function.
+    ``timeout`` is checked as the caller's ``timeout`` argument."""
+    return time_limit(checked_timeout(timeout), f"{name} = {describe(fn)}")
 
 
 def call(fn: Callable[..., Any], *args: Any, timeout: float = DEFAULT_TIMEOUT, name: str = "fn",
@@ -66,5 +85,5 @@ def call(fn: Callable[..., Any], *args: Any, timeout: float = DEFAULT_TIMEOUT, n
     """``fn(*args, **kwargs)`` under ``timeout`` seconds; ``name`` is the argument that passed ``fn`` (for the
     error message)."""
     validate.function(name, fn)
-    with time_limit(timeout, f"{name} = {describe(fn)}"):
+    with limit(fn, checked_timeout(timeout), name):
         return fn(*args, **kwargs)

@@ -114,14 +114,18 @@ def capture_inductor_code() -> Iterator[list[InductorCode]]:
 def inductor_cache_counts(since: Mapping[str, int] | None = None) -> dict[str, int]:
     """Inductor's FX-graph cache ``{"hits": n, "misses": n}`` so far in this process, minus ``since`` (an earlier
     reading) where given: read before and after a compile to see what that compile found on disk."""
+    if since is not None:  # checked before torch is imported: a bad reading fails at once
+        validate.instance("since", since, Mapping)
+        for key in since:
+            validate.choice("since key", key, ("hits", "misses"))
+            validate.non_negative(f"since[{key!r}]", since[key], integer=True)
     import torch._dynamo.utils
 
     counters = torch._dynamo.utils.counters["inductor"]
     now = {"hits": int(counters.get("fxgraph_cache_hit", 0)), "misses": int(counters.get("fxgraph_cache_miss", 0))}
     if since is None:
         return now
-    validate.instance("since", since, Mapping)
-    return {k: v - int(validate.non_negative(f"since[{k!r}]", since.get(k, 0), integer=True)) for k, v in now.items()}
+    return {k: v - int(since.get(k, 0)) for k, v in now.items()}
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -13,10 +13,11 @@ import math
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sized
 from dataclasses import dataclass, field
 from typing import Any
 
+from course_utils import calls as _calls  # interleaved() has a parameter named calls
 from course_utils import display, env, validate
 from course_utils.display import format_time
 
@@ -107,8 +108,16 @@ class Measurement:
         for t in self.times:
             validate.non_negative("times", t)
         validate.positive("number", self.number, integer=True)
+        if self.first_call is not None:
+            validate.non_negative("first_call", self.first_call)
+        validate.non_negative("total", self.total)
+        validate.instance("synced", self.synced, bool)
+        if isinstance(self.rounds, (str, bytes)) or not isinstance(self.rounds, Sized):
+            raise TypeError(f"rounds must be a tuple of per-round seconds; got {type(self.rounds).__name__} "
+                            f"{self.rounds!r}")
         for t in self.rounds:
             validate.positive("rounds", t)
+        validate.instance("metadata", self.metadata, dict)
 
     @classmethod
     def from_times(cls, label: str, times: Iterable[float], **metadata: Any) -> Measurement:
@@ -207,30 +216,40 @@ def apart(a: Measurement, b: Measurement) -> bool:
 def quartiles(m: Measurement, fmt: Callable[[float], str]) -> str:
     """'a to b': the quartile range of ``m``, each end formatted by ``fmt``."""
     validate.instance("m", m, Measurement)
+    validate.function("fmt", fmt)
     return f"{fmt(m.p25)} to {fmt(m.p75)}"
 
 
 def interleaved(calls: Mapping[str, Callable[[], Any]], *, rounds: int = 4, min_time: float = 0.2,
-                sync: Mapping[str, bool] | None = None) -> dict[str, Measurement]:
+                sync: Mapping[str, bool] | None = None,
+                timeout: float = _calls.DEFAULT_TIMEOUT) -> dict[str, Measurement]:
     """Time each zero-argument callable of ``calls`` in ``rounds`` alternating rounds (the order rotated by one
     each round), ``min_time`` seconds per callable in all; each round's times are pooled into one Measurement per
     name (first call: the first round's). A machine that changes speed between rounds then widens every
     workload's quartiles alike instead of shifting one median against another. Each Measurement keeps its
     per-round medians (``rounds``): ``cu.intervals.speedup(a, b)`` pairs them into an interval. ``sync``
-    (name -> bool, default True) passes ``sync=False`` where a call waits by itself (a host copy)."""
+    (name -> bool, default True) passes ``sync=False`` where a call waits by itself (a host copy). A call that
+    does not return within ``timeout`` seconds raises ``calls.LearnerTimeout`` naming it."""
     validate.instance("calls", calls, Mapping)
     validate.non_empty("calls", calls)
     rounds = validate.number("rounds", rounds, low=1, high=100, integer=True)
     min_time = validate.number("min_time", min_time, low=0, high=60, low_open=True)
+    timeout = _calls.checked_timeout(timeout)
+    if sync is not None:
+        validate.instance("sync", sync, Mapping)
     sync = dict(sync or {})
     for name, fn in calls.items():
         validate.function(f"calls[{name!r}]", fn)
+    for name, wait in sync.items():
+        validate.choice(f"sync[{name!r}]", name, list(calls))
+        validate.instance(f"sync[{name!r}]", wait, bool)
     names = list(calls)
     found: dict[str, list[Measurement]] = {name: [] for name in names}
     for r in range(rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
-            found[name].append(benchmark(calls[name], min_time=min_time / rounds, min_repeats=3,
-                                         sync=sync.get(name, True), label=name))
+            limit = functools.partial(_calls.limit, calls[name], timeout, f"calls[{name!r}]")
+            found[name].append(_benchmark(calls[name], (), 0, min_time / rounds, 200, 3, sync.get(name, True),
+                                          name, limit))
     return {name: Measurement(label=name, times=tuple(t for m in parts for t in m.times), number=parts[0].number,
                               first_call=parts[0].first_call, total=sum(m.total for m in parts),
                               synced=parts[0].synced, rounds=tuple(m.median for m in parts))
@@ -255,6 +274,7 @@ def benchmark(
     min_repeats: int = 5,
     sync: bool | str = "auto",
     label: str | None = None,
+    timeout: float = _calls.DEFAULT_TIMEOUT,
     **kwargs: Any,
 ) -> Measurement:
     """Time ``fn(*args, **kwargs)``: first call apart, ``warmup`` more untimed calls, then blocks of calls.
@@ -266,38 +286,51 @@ def benchmark(
     ``min_time`` seconds and ``min_repeats`` blocks have passed, or ``max_repeats`` blocks.
     ``sync="auto"`` (or True) waits on the returned arrays; ``sync=False`` does not (only to show why
     you must). The first call (compile, trace, caches) and the calibration of the block size warm up;
-    pass ``warmup`` for workloads that need more calls before they settle.
+    pass ``warmup`` for workloads that need more calls before they settle. A call (or block of calls) that does
+    not return within ``timeout`` seconds raises ``calls.LearnerTimeout`` naming ``fn``: a function that never
+    returns stops the benchmark instead of the notebook.
     """
     validate.function("fn", fn)
-    validate.number("warmup", warmup, low=0, high=10_000, integer=True)
+    warmup = validate.number("warmup", warmup, low=0, high=10_000, integer=True)
     validate.number("min_time", min_time, low=0, high=_MAX_MIN_TIME, low_open=True)
     validate.number("max_repeats", max_repeats, low=1, high=100_000, integer=True)
     validate.number("min_repeats", min_repeats, low=1, high=max_repeats, integer=True)
     validate.choice("sync", sync, ("auto", True, False))
     if label is not None:
         validate.instance("label", label, str)
+    timeout = _calls.checked_timeout(timeout)
+    label = label if label is not None else getattr(fn, "__name__", "fn")
+    limit = functools.partial(_calls.limit, fn, timeout, "fn")
+    if kwargs:  # bind them once: the timed loop then costs what a plain call costs
+        fn = functools.partial(fn, **kwargs)
+    return _benchmark(fn, args, int(warmup), min_time, int(max_repeats), int(min_repeats), sync, label, limit)
+
+
+def _benchmark(fn: Callable[..., Any], args: tuple[Any, ...], warmup: int, min_time: float, max_repeats: int,
+               min_repeats: int, sync: bool | str, label: str, limit: Callable[[], Any]) -> Measurement:
+    """``benchmark`` with checked arguments; ``limit()`` is a fresh time limit for each call or block of calls."""
     min_time *= env.time_scale()  # a tenth at smoke size, which only checks that a notebook runs to the end
     wait = _wait_for if sync else _no_sync
-    label = label if label is not None else getattr(fn, "__name__", "fn")
-    if kwargs:  # bind them once: the timed loop then costs what a plain call costs
-        fn, args = functools.partial(fn, **kwargs), args
     clock = time.perf_counter
 
-    start = clock()
-    wait(fn(*args))
-    first_call = clock() - start
-    for _ in range(warmup):
+    with limit():
+        start = clock()
         wait(fn(*args))
+        first_call = clock() - start
+    for _ in range(warmup):
+        with limit():
+            wait(fn(*args))
 
     target = min_time * _BLOCK_FRACTION
-    number, times = _calibrate(fn, args, wait, target)
+    number, times = _calibrate(fn, args, wait, target, limit)
     started = clock()
     while len(times) < max_repeats and (len(times) < min_repeats or clock() - started < min_time):
-        block_start = clock()
-        for _ in range(number - 1):
-            fn(*args)  # results are dropped at once, as in a training loop; the last one is waited for
-        wait(fn(*args))
-        times.append((clock() - block_start) / number)
+        with limit():
+            block_start = clock()
+            for _ in range(number - 1):
+                fn(*args)  # results are dropped at once, as in a training loop; the last one is waited for
+            wait(fn(*args))
+            times.append((clock() - block_start) / number)
     return Measurement(
         label=label,
         times=tuple(times),
@@ -308,21 +341,29 @@ def benchmark(
     )
 
 
-def dispatch_only(fn: Callable[..., Any], *args: Any, repeats: int = 20, label: str | None = None) -> Measurement:
+def dispatch_only(fn: Callable[..., Any], *args: Any, repeats: int = 20, label: str | None = None,
+                  timeout: float = _calls.DEFAULT_TIMEOUT) -> Measurement:
     """What a naive timer sees: the time until ``fn`` *returns*, not until its result is ready.
 
     Each call is timed without synchronising, then synchronised outside the clock so that calls do not
     queue up behind each other. Only for showing the async-dispatch trap; measure with ``benchmark``.
+    A call that does not return (or whose result is not ready) within ``timeout`` seconds raises
+    ``calls.LearnerTimeout`` naming ``fn``.
     """
     validate.function("fn", fn)
-    validate.number("repeats", repeats, low=1, high=100_000, integer=True)
-    _wait_for(fn(*args))
+    repeats = validate.number("repeats", repeats, low=1, high=100_000, integer=True)
+    if label is not None:
+        validate.instance("label", label, str)
+    timeout = _calls.checked_timeout(timeout)
+    with _calls.limit(fn, timeout):
+        _wait_for(fn(*args))
     times = []
     for _ in range(repeats):
-        start = time.perf_counter()
-        out = fn(*args)
-        times.append(time.perf_counter() - start)
-        _wait_for(out)
+        with _calls.limit(fn, timeout):
+            start = time.perf_counter()
+            out = fn(*args)
+            times.append(time.perf_counter() - start)
+            _wait_for(out)
     label = label if label is not None else getattr(fn, "__name__", "fn")
     return Measurement(label=label, times=tuple(times), total=sum(times), synced=False)
 
@@ -332,7 +373,8 @@ def _no_sync(value: Any) -> Any:
 
 
 def _calibrate(
-    fn: Callable[..., Any], args: tuple[Any, ...], wait: Callable[[Any], Any], target: float
+    fn: Callable[..., Any], args: tuple[Any, ...], wait: Callable[[Any], Any], target: float,
+    limit: Callable[[], Any],
 ) -> tuple[int, list[float]]:
     """Calls per block so that a block lasts about ``target`` s or more (1, 2, 5, 10, 20, ... as in timeit).
 
@@ -341,11 +383,12 @@ def _calibrate(
     """
     number = 1
     while True:
-        start = time.perf_counter()
-        for _ in range(number - 1):
-            fn(*args)
-        wait(fn(*args))
-        elapsed = time.perf_counter() - start
+        with limit():
+            start = time.perf_counter()
+            for _ in range(number - 1):
+                fn(*args)
+            wait(fn(*args))
+            elapsed = time.perf_counter() - start
         if elapsed >= target / 2 or number >= _MAX_CALLS_PER_BLOCK:
             return number, [elapsed / number]
         per_call = elapsed / number
@@ -377,6 +420,15 @@ class ComparisonRow:
     speedup_low: float
     speedup_high: float
 
+    def __post_init__(self) -> None:
+        validate.instance("name", self.name, str)
+        validate.instance("measurement", self.measurement, Measurement)
+        for field_name in ("speedup", "speedup_low", "speedup_high"):
+            validate.positive(field_name, getattr(self, field_name))
+        if not self.speedup_low <= self.speedup <= self.speedup_high:
+            raise ValueError(f"speedup must lie in [speedup_low, speedup_high]; got {self.speedup:g} outside "
+                             f"[{self.speedup_low:g}, {self.speedup_high:g}]")
+
 
 @dataclass(frozen=True)
 class Comparison:
@@ -384,6 +436,14 @@ class Comparison:
 
     baseline: str
     rows: tuple[ComparisonRow, ...]
+
+    def __post_init__(self) -> None:
+        validate.instance("baseline", self.baseline, str)
+        validate.non_empty("rows", validate.instance("rows", self.rows, (tuple, list)))
+        for i, row in enumerate(self.rows):
+            validate.instance(f"rows[{i}]", row, ComparisonRow)
+        validate.choice("baseline", self.baseline, [row.name for row in self.rows])
+        object.__setattr__(self, "rows", tuple(self.rows))
 
     def __getitem__(self, name: str) -> ComparisonRow:
         for row in self.rows:
@@ -424,7 +484,8 @@ def compare(
     """Benchmark each callable (or take a ready ``Measurement``) and tabulate speed-ups over ``baseline``.
 
     ``baseline`` defaults to the first entry. The speed-up range divides the baseline's quartiles by the
-    candidate's opposite quartiles: a range that contains 1.0 means "no measurable difference".
+    candidate's opposite quartiles: a range that contains 1.0 means "no measurable difference". A Measurement
+    whose quartiles reach 0 s (the clock did not resolve the call) has no speed-up and is refused by name.
     """
     validate.instance("candidates", candidates, Mapping)
     validate.non_empty("candidates", candidates)
@@ -437,6 +498,11 @@ def compare(
             measured[name] = benchmark(candidate, *args, label=name, **benchmark_kwargs)
         else:
             raise TypeError(f"candidates[{name!r}] must be callable or a Measurement; got {type(candidate).__name__}")
+    for name, m in measured.items():
+        if m.p25 <= 0:
+            raise ValueError(f"candidates[{name!r}] measured {format_time(m.p25)} at its lower quartile: the clock did "
+                             "not resolve the call, so no ratio can be taken; time blocks of several calls "
+                             "(timing.benchmark does)")
     base = measured[baseline]
     rows = tuple(
         ComparisonRow(
