@@ -27,6 +27,9 @@ def gelu_chain(x: Any, bias: Any, tanh: Callable[[Any], Any]) -> Any:
 
     Pass the framework's tanh (``torch.tanh``, ``jnp.tanh``, ``tf.tanh``); ``chain_for`` does that.
     """
+    if not callable(tanh):  # traced by torch.compile without a graph break
+        raise TypeError(f"tanh must be the framework's tanh function (torch.tanh, jnp.tanh, tf.tanh); got "
+                        f"{type(tanh).__name__} {tanh!r}")
     h = x + bias
     inner = _SQRT_2_OVER_PI * (h + 0.044715 * (h * h * h))
     return x + 0.5 * h * (1.0 + tanh(inner))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import json
 import math
+import numbers
 import os
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
@@ -119,9 +120,12 @@ class Row:
 
     def __post_init__(self) -> None:
         validate.text("quantity", self.quantity)
-        if isinstance(self.value, bool) or not isinstance(self.value, (int, float)):
+        if isinstance(self.value, bool) or not isinstance(self.value, numbers.Real):
             raise TypeError(f"value of {self.quantity!r} must be a number; got {type(self.value).__name__} "
                             f"{self.value!r}")
+        # NumPy scalars in, Python numbers kept: the summary is written as JSON
+        object.__setattr__(self, "value", int(self.value) if isinstance(self.value, numbers.Integral)
+                           else float(self.value))
         validate.instance("unit", self.unit, str)
         validate.instance("note", self.note, str)
 
