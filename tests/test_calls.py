@@ -38,3 +38,18 @@ def test_bad_input_is_named() -> None:
         calls.call(lambda: 1, timeout=float("nan"))
     with pytest.raises(ValueError, match="timeout"):
         calls.call(lambda: 1, timeout=0)
+
+
+def test_an_enclosing_limit_keeps_the_time_an_inner_one_did_not_use() -> None:
+    # The inner call returns at once; the outer second is then still (almost) whole, not cut by the inner 0.5 s
+    # (helpers nest limits: a lesson's time_limit around timing.benchmark, whose calls each have their own).
+    with calls.time_limit(1.0, "outer"):
+        calls.call(lambda: None, timeout=0.5)
+        time.sleep(0.7)
+
+
+def test_a_limit_checks_its_arguments_at_the_call_not_when_entered() -> None:
+    with pytest.raises(ValueError, match="seconds"):
+        calls.time_limit(float("nan"), "x")
+    with pytest.raises(TypeError, match="what"):
+        calls.time_limit(1.0, None)

@@ -65,3 +65,13 @@ def test_bad_input_is_named() -> None:
         machine.call_cost("caffe")
     with pytest.raises(ValueError, match="machines"):
         machine.best_roof({})
+
+
+
+def test_a_bad_min_time_is_refused_before_the_compile_it_would_time() -> None:
+    import time
+
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match="min_time"):
+        machine.call_cost("torch", min_time=-1.0)  # used to compile first (seconds), then refuse
+    assert time.perf_counter() - start < 2
