@@ -68,7 +68,7 @@ def _time_limit(seconds: float, what: str) -> Iterator[None]:
             signal.setitimer(signal.ITIMER_REAL, max(outer_left - (time.monotonic() - started), 1e-3))
 
 
-def checked_timeout(timeout: Any) -> float:
+def checked_timeout(timeout: float) -> float:
     """Return ``timeout`` if it is a duration in (0, 24 h] seconds: what a helper that runs the learner's code
     checks at its start, before any work."""
     return validate.seconds("timeout", timeout, high=MAX_TIMEOUT)

@@ -151,6 +151,11 @@ class HloSummary:
 
     text: str
 
+    def __post_init__(self) -> None:
+        validate.instance("text", self.text, str)
+        if "HloModule" not in self.text or "ENTRY" not in self.text:
+            raise ValueError(f"text must be HLO module text (HloModule ... ENTRY ...); got {self.text[:60]!r}")
+
     @property
     def fusions(self) -> list[tuple[str, str]]:
         return _HLO_FUSION.findall(self.text)
@@ -237,10 +242,7 @@ def _strip_hlo_attrs(line: str) -> str:
 
 def hlo_summary(text: str) -> HloSummary:
     """Summarise optimized HLO text (from ``jax_hlo`` or ``tf_hlo``)."""
-    validate.instance("text", text, str)
-    if "HloModule" not in text or "ENTRY" not in text:
-        raise ValueError(f"text must be HLO module text (HloModule ... ENTRY ...); got {text[:60]!r}")
-    return HloSummary(text)
+    return HloSummary(text)  # which refuses text that is not an HLO module
 
 
 def _jitted(fn: Any, jit_kwargs: dict[str, Any]) -> Any:

@@ -393,7 +393,7 @@ def _calibrate(
             return number, [elapsed / number]
         per_call = elapsed / number
         wanted = target / per_call if per_call > 0 else number * 10
-        number = min(_round_up_125(max(wanted, number * 2)), _MAX_CALLS_PER_BLOCK)
+        number = min(_round_up_125(min(max(wanted, number * 2), _MAX_CALLS_PER_BLOCK)), _MAX_CALLS_PER_BLOCK)
 
 
 def _round_up_125(value: float) -> int:
