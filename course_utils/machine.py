@@ -221,5 +221,5 @@ def _read(path: Path, key: str) -> MachineFigures | None:
         return MachineFigures(key, {fw: roofline.Machine(**m) for fw, m in data["roofs"].items()},
                               float(data["fault_seconds_per_byte"]), dict(data["call_cost"]), data["measured_at"],
                               "read")
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # a partial or foreign file: measure again
         return None
