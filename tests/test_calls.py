@@ -53,3 +53,32 @@ def test_a_limit_checks_its_arguments_at_the_call_not_when_entered() -> None:
         calls.time_limit(float("nan"), "x")
     with pytest.raises(TypeError, match="what"):
         calls.time_limit(1.0, None)
+
+
+# Core helpers whose callable argument is not run here: described, wrapped, passed on (compare hands timeout= to
+# benchmark through its keyword arguments), or the course's own formatter.
+_NOT_RUN_HERE = {"calls.describe", "interop.compile_default", "timing.compare", "timing.quartiles",
+                 "models.gelu_chain", "models.jax_sgd_step", "exercises.register"}
+
+
+def test_every_core_helper_that_runs_learner_code_takes_a_timeout() -> None:
+    import importlib
+    import inspect
+
+    from api_walk import kind_of
+
+    core = ("calls", "compiled", "display", "env", "exercises", "interop", "machine", "memory", "models",
+            "notebook", "plotting", "profile", "roofline", "timing")
+    missing = []
+    for module_name in core:
+        module = importlib.import_module(f"course_utils.{module_name}")
+        for name, fn in vars(module).items():
+            if name.startswith("_") or not inspect.isfunction(fn) or fn.__module__ != module.__name__:
+                continue
+            params = inspect.signature(fn).parameters
+            kinds = {p.name: kind_of(p.name, str(p.annotation)) for p in params.values()}
+            runs = [p for p in params.values() if kinds[p.name] == "callable" or p.name == "fn"
+                    or p.name == "calls" and kinds[p.name] == "mapping"]
+            if runs and f"{module_name}.{name}" not in _NOT_RUN_HERE and "timeout" not in params:
+                missing.append(f"{module_name}.{name}({', '.join(p.name for p in runs)})")
+    assert not missing, f"no timeout= although they call the learner's code: {missing}"
