@@ -37,8 +37,7 @@ def sync(value: Any) -> Any:
     tensors on an accelerator: ``tf.test.experimental.sync_devices()``, TF's public wait for every device (it
     copies nothing to the host); on the CPU, TF's eager runtime is synchronous (the op has finished when it
     returns), so there is nothing to wait for. NumPy arrays and torch CPU tensors are already computed.
-    ``None`` (an in-place op) synchronises torch's current CUDA
-    device when CUDA is in use, since there is no output to wait on.
+    ``None`` (an in-place op) synchronises torch's current CUDA device when CUDA is in use: no output to wait on.
     """
     torch = sys.modules.get("torch")
     tf = sys.modules.get("tensorflow")
@@ -104,8 +103,7 @@ class Measurement:
 
     def __post_init__(self) -> None:
         validate.instance("label", self.label, str)
-        validate.non_empty("times", self.times)
-        for t in self.times:
+        for t in validate.non_empty("times", self.times):
             validate.non_negative("times", t)
         validate.positive("number", self.number, integer=True)
         if self.first_call is not None:
@@ -113,8 +111,7 @@ class Measurement:
         validate.non_negative("total", self.total)
         validate.instance("synced", self.synced, bool)
         if isinstance(self.rounds, (str, bytes)) or not isinstance(self.rounds, Sized):
-            raise TypeError(f"rounds must be a tuple of per-round seconds; got {type(self.rounds).__name__} "
-                            f"{self.rounds!r}")
+            raise TypeError(f"rounds must be a tuple of per-round seconds; got {self.rounds!r}")
         for t in self.rounds:
             validate.positive("rounds", t)
         validate.instance("metadata", self.metadata, dict)
@@ -161,26 +158,13 @@ class Measurement:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain numbers (seconds) for JSON: median, p25, p75, min, n, number, first_call, total."""
-        return {
-            "label": self.label,
-            "median": self.median,
-            "p25": self.p25,
-            "p75": self.p75,
-            "min": self.min,
-            "n": self.n,
-            "number": self.number,
-            "first_call": self.first_call,
-            "total": self.total,
-            "synced": self.synced,
-        }
+        keys = ("label", "median", "p25", "p75", "min", "n", "number", "first_call", "total", "synced")
+        return {key: getattr(self, key) for key in keys}
 
     def summary(self) -> str:
         """One line: median, IQR, min, repeats, first call."""
-        text = (
-            f"{self.label}: median {format_time(self.median)} "
-            f"(IQR {format_time(self.p25)} to {format_time(self.p75)}, min {format_time(self.min)}, "
-            f"{self.n} x {self.number} calls)"
-        )
+        text = (f"{self.label}: median {format_time(self.median)} (IQR {format_time(self.p25)} to "
+                f"{format_time(self.p75)}, min {format_time(self.min)}, {self.n} x {self.number} calls)")
         if self.first_call is not None:
             text += f", first call {format_time(self.first_call)}"
         if not self.synced:
@@ -193,13 +177,9 @@ class Measurement:
     def table(self) -> display.Table:
         first = format_time(self.first_call) if self.first_call is not None else "not measured"
         return display.table(["", self.label], [
-            ("median", format_time(self.median)),
-            ("IQR", f"{format_time(self.p25)} to {format_time(self.p75)}"),
-            ("min", format_time(self.min)),
-            ("repeats", f"{self.n} blocks x {self.number} calls"),
-            ("first call", first),
-            ("synchronised", "yes" if self.synced else "no"),
-        ])
+            ("median", format_time(self.median)), ("IQR", f"{format_time(self.p25)} to {format_time(self.p75)}"),
+            ("min", format_time(self.min)), ("repeats", f"{self.n} blocks x {self.number} calls"),
+            ("first call", first), ("synchronised", "yes" if self.synced else "no")])
 
     def _repr_html_(self) -> str:
         return self.table()._repr_html_()
@@ -230,14 +210,11 @@ def interleaved(calls: Mapping[str, Callable[[], Any]], *, rounds: int = 4, min_
     per-round medians (``rounds``): ``cu.intervals.speedup(a, b)`` pairs them into an interval. ``sync``
     (name -> bool, default True) passes ``sync=False`` where a call waits by itself (a host copy). A call that
     does not return within ``timeout`` seconds raises ``calls.LearnerTimeout`` naming it."""
-    validate.instance("calls", calls, Mapping)
-    validate.non_empty("calls", calls)
+    validate.non_empty("calls", validate.instance("calls", calls, Mapping))
     rounds = validate.number("rounds", rounds, low=1, high=100, integer=True)
     min_time = validate.number("min_time", min_time, low=0, high=60, low_open=True)
     timeout = _calls.checked_timeout(timeout)
-    if sync is not None:
-        validate.instance("sync", sync, Mapping)
-    sync = dict(sync or {})
+    sync = dict(validate.instance("sync", sync, Mapping) if sync is not None else {})
     for name, fn in calls.items():
         validate.function(f"calls[{name!r}]", fn)
     for name, wait in sync.items():
@@ -265,18 +242,9 @@ def _quantile(values: Iterable[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def benchmark(
-    fn: Callable[..., Any],
-    *args: Any,
-    warmup: int = 0,
-    min_time: float = 0.2,
-    max_repeats: int = 200,
-    min_repeats: int = 5,
-    sync: bool | str = "auto",
-    label: str | None = None,
-    timeout: float = _calls.DEFAULT_TIMEOUT,
-    **kwargs: Any,
-) -> Measurement:
+def benchmark(fn: Callable[..., Any], *args: Any, warmup: int = 0, min_time: float = 0.2, max_repeats: int = 200,
+              min_repeats: int = 5, sync: bool | str = "auto", label: str | None = None,
+              timeout: float = _calls.DEFAULT_TIMEOUT, **kwargs: Any) -> Measurement:
     """Time ``fn(*args, **kwargs)``: first call apart, ``warmup`` more untimed calls, then blocks of calls.
 
     Calls are grouped into blocks long enough (>= 5% of ``min_time``) that reading the clock costs
@@ -286,9 +254,8 @@ def benchmark(
     ``min_time`` seconds and ``min_repeats`` blocks have passed, or ``max_repeats`` blocks.
     ``sync="auto"`` (or True) waits on the returned arrays; ``sync=False`` does not (only to show why
     you must). The first call (compile, trace, caches) and the calibration of the block size warm up;
-    pass ``warmup`` for workloads that need more calls before they settle. A call (or block of calls) that does
-    not return within ``timeout`` seconds raises ``calls.LearnerTimeout`` naming ``fn``: a function that never
-    returns stops the benchmark instead of the notebook.
+    pass ``warmup`` for workloads that need more calls before they settle. A call (or block) that has not returned
+    after ``timeout`` seconds raises ``calls.LearnerTimeout`` naming ``fn``, instead of hanging the notebook.
     """
     validate.function("fn", fn)
     warmup = validate.number("warmup", warmup, low=0, high=10_000, integer=True)
@@ -296,10 +263,8 @@ def benchmark(
     validate.number("max_repeats", max_repeats, low=1, high=100_000, integer=True)
     validate.number("min_repeats", min_repeats, low=1, high=max_repeats, integer=True)
     validate.choice("sync", sync, ("auto", True, False))
-    if label is not None:
-        validate.instance("label", label, str)
+    label = validate.instance("label", label, str) if label is not None else getattr(fn, "__name__", "fn")
     timeout = _calls.checked_timeout(timeout)
-    label = label if label is not None else getattr(fn, "__name__", "fn")
     limit = functools.partial(_calls.limit, fn, timeout, "fn")
     if kwargs:  # bind them once: the timed loop then costs what a plain call costs
         fn = functools.partial(fn, **kwargs)
@@ -331,14 +296,8 @@ def _benchmark(fn: Callable[..., Any], args: tuple[Any, ...], warmup: int, min_t
                 fn(*args)  # results are dropped at once, as in a training loop; the last one is waited for
             wait(fn(*args))
             times.append((clock() - block_start) / number)
-    return Measurement(
-        label=label,
-        times=tuple(times),
-        number=number,
-        first_call=first_call,
-        total=clock() - started,
-        synced=bool(sync),
-    )
+    return Measurement(label=label, times=tuple(times), number=number, first_call=first_call,
+                       total=clock() - started, synced=bool(sync))
 
 
 def dispatch_only(fn: Callable[..., Any], *args: Any, repeats: int = 20, label: str | None = None,
@@ -352,8 +311,7 @@ def dispatch_only(fn: Callable[..., Any], *args: Any, repeats: int = 20, label: 
     """
     validate.function("fn", fn)
     repeats = validate.number("repeats", repeats, low=1, high=100_000, integer=True)
-    if label is not None:
-        validate.instance("label", label, str)
+    label = validate.instance("label", label, str) if label is not None else getattr(fn, "__name__", "fn")
     timeout = _calls.checked_timeout(timeout)
     with _calls.limit(fn, timeout):
         _wait_for(fn(*args))
@@ -364,7 +322,6 @@ def dispatch_only(fn: Callable[..., Any], *args: Any, repeats: int = 20, label: 
             out = fn(*args)
             times.append(time.perf_counter() - start)
             _wait_for(out)
-    label = label if label is not None else getattr(fn, "__name__", "fn")
     return Measurement(label=label, times=tuple(times), total=sum(times), synced=False)
 
 
@@ -423,9 +380,8 @@ class ComparisonRow:
     def __post_init__(self) -> None:
         validate.instance("name", self.name, str)
         validate.instance("measurement", self.measurement, Measurement)
-        for field_name in ("speedup", "speedup_low", "speedup_high"):
-            validate.positive(field_name, getattr(self, field_name))
-        if not self.speedup_low <= self.speedup <= self.speedup_high:
+        low, mid, high = (validate.positive(k, getattr(self, k)) for k in ("speedup_low", "speedup", "speedup_high"))
+        if not low <= mid <= high:
             raise ValueError(f"speedup must lie in [speedup_low, speedup_high]; got {self.speedup:g} outside "
                              f"[{self.speedup_low:g}, {self.speedup_high:g}]")
 
@@ -438,12 +394,10 @@ class Comparison:
     rows: tuple[ComparisonRow, ...]
 
     def __post_init__(self) -> None:
-        validate.instance("baseline", self.baseline, str)
-        validate.non_empty("rows", validate.instance("rows", self.rows, (tuple, list)))
-        for i, row in enumerate(self.rows):
-            validate.instance(f"rows[{i}]", row, ComparisonRow)
-        validate.choice("baseline", self.baseline, [row.name for row in self.rows])
-        object.__setattr__(self, "rows", tuple(self.rows))
+        rows = tuple(validate.instance(f"rows[{i}]", row, ComparisonRow) for i, row in
+                     enumerate(validate.non_empty("rows", validate.instance("rows", self.rows, (tuple, list)))))
+        validate.choice("baseline", validate.instance("baseline", self.baseline, str), [row.name for row in rows])
+        object.__setattr__(self, "rows", rows)
 
     def __getitem__(self, name: str) -> ComparisonRow:
         for row in self.rows:
@@ -460,12 +414,9 @@ class Comparison:
         return self[name].speedup
 
     def table(self) -> display.Table:
-        rows = []
-        for row in self.rows:
-            m = row.measurement
-            first = format_time(m.first_call) if m.first_call is not None else "-"
-            rows.append([row.name, format_time(m.median), f"{format_time(m.p25)} to {format_time(m.p75)}", first,
-                         f"{row.speedup:.2f}x ({row.speedup_low:.2f} to {row.speedup_high:.2f})"])
+        rows = [[r.name, format_time(r.measurement.median), quartiles(r.measurement, format_time),
+                 format_time(r.measurement.first_call) if r.measurement.first_call is not None else "-",
+                 f"{r.speedup:.2f}x ({r.speedup_low:.2f} to {r.speedup_high:.2f})"] for r in self.rows]
         return display.table(["", "median", "IQR", "first call", f"speed-up vs {self.baseline}"], rows)
 
     def __repr__(self) -> str:
@@ -475,12 +426,8 @@ class Comparison:
         return self.table()._repr_html_()
 
 
-def compare(
-    candidates: Mapping[str, Callable[..., Any] | Measurement],
-    *args: Any,
-    baseline: str | None = None,
-    **benchmark_kwargs: Any,
-) -> Comparison:
+def compare(candidates: Mapping[str, Callable[..., Any] | Measurement], *args: Any, baseline: str | None = None,
+            **benchmark_kwargs: Any) -> Comparison:
     """Benchmark each callable (or take a ready ``Measurement``) and tabulate speed-ups over ``baseline``.
 
     ``baseline`` defaults to the first entry. The speed-up range divides the baseline's quartiles by the
@@ -504,24 +451,14 @@ def compare(
                              "not resolve the call, so no ratio can be taken; time blocks of several calls "
                              "(timing.benchmark does)")
     base = measured[baseline]
-    rows = tuple(
-        ComparisonRow(
-            name=name,
-            measurement=m,
-            speedup=base.median / m.median,
-            speedup_low=base.p25 / m.p75,
-            speedup_high=base.p75 / m.p25,
-        )
-        for name, m in measured.items()
-    )
-    return Comparison(baseline=baseline, rows=rows)
+    return Comparison(baseline=baseline, rows=tuple(
+        ComparisonRow(name=name, measurement=m, speedup=base.median / m.median, speedup_low=base.p25 / m.p75,
+                      speedup_high=base.p75 / m.p25) for name, m in measured.items()))
 
 
 class Timer:
-    """Wall-clock time of a coarse section: ``with Timer("load") as t: ...`` then ``t.elapsed`` (seconds).
-
-    Call ``sync(result)`` inside the block when it launches asynchronous work.
-    """
+    """Wall-clock time of a coarse section: ``with Timer("load") as t: ...`` then ``t.elapsed`` (seconds). Call
+    ``sync(result)`` inside the block when it launches asynchronous work."""
 
     def __init__(self, label: str = "section") -> None:
         self.label = validate.instance("label", label, str)

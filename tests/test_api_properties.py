@@ -60,11 +60,20 @@ def _trace_file(tmp_path: Any) -> Any:
     return path
 
 
+def _xla_function(_: Any) -> Any:
+    from course_utils import env
+
+    if not env.available("tensorflow"):
+        raise KeyError("fn (TensorFlow is not installed)")
+    return env.import_tensorflow().function(lambda x: x + 1, jit_compile=True)
+
+
 # By target (cu.<package>.<name>.<parameter>), where neither the kind nor the name says what a valid value is.
 GOOD_BY_TARGET = {
     "cu.calls.limit.fn": abs,
     "cu.compile_report.CompileReport.recompile_reasons": (),
     "cu.compile_report.CompileReport.break_reasons": (),
+    "cu.compiled.tf_hlo.fn": Lazy(_xla_function),
     "cu.display.Table.header": ("a", "b"),
     "cu.display.Table.rows": (("1", "2"),),
     "cu.display.table.rows": [(1, 2)],
