@@ -19,6 +19,7 @@ from typing import Any
 from course_utils import validate
 
 DEFAULT_TIMEOUT = 480.0  # seconds: longer than any call a notebook makes at its size, below nbval's 600 s per cell
+MAX_TIMEOUT = 24 * 3600.0  # seconds: a longer limit is a typo (and no limit at all)
 
 
 class LearnerTimeout(TimeoutError):
@@ -51,13 +52,17 @@ class Limit:
             raise self.expired()
 
 
-@contextlib.contextmanager
-def time_limit(seconds: float, what: str) -> Iterator[Limit]:
+def time_limit(timeout: float, what: str) -> contextlib.AbstractContextManager[Limit]:
     """Raise ``LearnerTimeout`` naming ``what`` (or the ``doing`` the block sets on the yielded ``Limit``) if the
-    block runs longer than ``seconds``. Nested limits keep the shorter one; the previous timer and handler are
-    restored."""
-    seconds = validate.seconds("timeout", seconds, high=24 * 3600)
-    limit = Limit(seconds, validate.text("what", what))
+    block runs longer than ``timeout`` seconds. Nested limits keep the shorter one; the previous timer and handler
+    are restored. The arguments are checked here, at the call (a helper passes its own ``timeout`` on)."""
+    timeout = validate.seconds("timeout", timeout, high=MAX_TIMEOUT)
+    return _time_limit(Limit(timeout, validate.text("what", what)))
+
+
+@contextlib.contextmanager
+def _time_limit(limit: Limit) -> Iterator[Limit]:
+    seconds = limit.seconds
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
         yield limit
         return
@@ -70,14 +75,27 @@ def time_limit(seconds: float, what: str) -> Iterator[Limit]:
         raise limit.expired()
 
     previous = signal.signal(signal.SIGALRM, expire)
+    started = time.monotonic()
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield limit
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-        if outer_left:  # give the enclosing limit back what was left of it
-            signal.setitimer(signal.ITIMER_REAL, max(outer_left - (time.monotonic() - (limit.ends - seconds)), 1e-3))
+        if outer_left:  # give the enclosing limit back what is left of it (not what the inner one allowed)
+            signal.setitimer(signal.ITIMER_REAL, max(outer_left - (time.monotonic() - started), 1e-3))
+
+
+def checked_timeout(timeout: float) -> float:
+    """Return ``timeout`` if it is a duration in (0, 24 h] seconds: what a helper that runs the learner's code
+    checks at its start, before any work."""
+    return validate.seconds("timeout", timeout, high=MAX_TIMEOUT)
+
+
+def limit(fn: Any, timeout: float, name: str = "fn") -> contextlib.AbstractContextManager[Limit]:
+    """``time_limit`` for a block that runs the learner's ``fn``: the error names the argument and the function.
+    ``timeout`` is checked as the caller's ``timeout`` argument."""
+    return time_limit(checked_timeout(timeout), f"{name} = {describe(fn)}")
 
 
 def call(fn: Callable[..., Any], *args: Any, timeout: float = DEFAULT_TIMEOUT, name: str = "fn",
@@ -85,5 +103,5 @@ def call(fn: Callable[..., Any], *args: Any, timeout: float = DEFAULT_TIMEOUT, n
     """``fn(*args, **kwargs)`` under ``timeout`` seconds; ``name`` is the argument that passed ``fn`` (for the
     error message)."""
     validate.function(name, fn)
-    with time_limit(timeout, f"{name} = {describe(fn)}"):
+    with limit(fn, checked_timeout(timeout), name):
         return fn(*args, **kwargs)

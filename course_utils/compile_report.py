@@ -16,10 +16,12 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from course_utils import display, env, validate
 
 _COMPILE_ID = re.compile(r"^\[(\d+)/(\d+)\]$")
+_REPORT_ENTRIES = {"job.py", "logs", "report"}  # what torch_compile_report writes into folder/name
 
 
 @dataclass(frozen=True, repr=False)
@@ -33,6 +35,16 @@ class CompileReport:
     graph_breaks: int
     recompile_reasons: tuple[str, ...]
     break_reasons: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        validate.instance("folder", self.folder, Path)
+        for name in ("frames", "compilations", "recompiles", "graph_breaks"):
+            validate.non_negative(name, getattr(self, name), integer=True)
+        if self.recompiles > self.compilations:
+            raise ValueError(f"recompiles ({self.recompiles}) cannot exceed compilations ({self.compilations})")
+        for name in ("recompile_reasons", "break_reasons"):
+            for i, reason in enumerate(validate.instance(name, getattr(self, name), tuple)):
+                validate.instance(f"{name}[{i}]", reason, str)
 
     def table(self) -> display.Table:
         rows = [("frames compiled", str(self.frames)), ("compilations", str(self.compilations)),
@@ -67,15 +79,24 @@ def torch_compile_report(code: str, name: str = "compile", *, folder: str | Path
                          timeout: float = 600) -> CompileReport:
     """Run ``code`` (Python source that uses torch.compile), written to ``folder/name/job.py`` where the learner can
     rerun it, in a fresh process with ``TORCH_TRACE`` set; turn the logs into a tlparse report under
-    ``folder/name`` and read the counts back."""
+    ``folder/name`` and read the counts back.
+
+    ``folder`` defaults to ``build/tlparse`` (no '..' in it). A previous report at ``folder/name`` is replaced; any
+    other folder there is refused, never deleted."""
     validate.text("code", code)
-    if not re.fullmatch(r"[\w.-]+", validate.text("name", name)):
-        raise ValueError(f"name must be a folder name of letters, digits, '.', '-' or '_'; got {name!r}")
+    if not re.fullmatch(r"\w[\w.-]*", validate.text("name", name)):
+        raise ValueError(f"name must be a folder name of letters, digits, '.', '-' or '_' (not starting with '.'); "
+                         f"got {name!r}")
     validate.number("timeout", timeout, low=1, high=3600)
-    folder = env.build_dir("tlparse") if folder is None else validate.instance("folder", folder, (str, Path))
-    out = Path(folder) / name
+    folder = env.build_dir("tlparse") if folder is None else validate.folder("folder", folder)
+    out = folder / name
     logs = out / "logs"
-    shutil.rmtree(out, ignore_errors=True)
+    if out.exists():
+        found = {p.name for p in out.iterdir()} if out.is_dir() else {"(a file)"}
+        if not found <= _REPORT_ENTRIES:
+            raise ValueError(f"folder/name {str(out)!r} exists and is not a report this function wrote (it holds "
+                             f"{sorted(found - _REPORT_ENTRIES)[:3]}): choose another name or folder")
+        shutil.rmtree(out)
     logs.mkdir(parents=True)
     environ = {**os.environ, "TORCH_TRACE": str(logs)}
     job = out / "job.py"
@@ -104,14 +125,17 @@ def read_report(folder: str | Path) -> CompileReport:
         directory = json.loads(index.read_text())
     except json.JSONDecodeError as exc:
         raise ValueError(f"folder {str(folder)!r}: compile_directory.json is not JSON: {exc}") from None
+    if not isinstance(directory, dict):
+        raise ValueError(f"folder {str(folder)!r}: compile_directory.json must hold an object of compile ids; got "
+                         f"{type(directory).__name__}")
     ids = {cid: m for cid in directory if (m := _COMPILE_ID.match(cid))}
     recompile_reasons, break_reasons = [], []
     for cid, match in ids.items():
-        for artifact in directory[cid].get("artifacts", []):
-            path = folder / artifact.get("url", "")
-            if artifact["name"].startswith("recompile_reasons") and path.is_file():
+        for name, url in _artifacts(folder, cid, directory[cid]):
+            path = folder / url
+            if name.startswith("recompile_reasons") and path.is_file():
                 recompile_reasons.append(_first_line(path))
-            if artifact["name"].startswith("dynamo_graph_break_reason") and match.group(2) == "0" and path.is_file():
+            if name.startswith("dynamo_graph_break_reason") and match.group(2) == "0" and path.is_file():
                 break_reasons.append(_graph_break_reason(path))
     return CompileReport(
         folder=folder,
@@ -122,6 +146,24 @@ def read_report(folder: str | Path) -> CompileReport:
         recompile_reasons=tuple(recompile_reasons),
         break_reasons=tuple(break_reasons),
     )
+
+
+def _artifacts(folder: Path, cid: str, entry: Any) -> list[tuple[str, str]]:
+    """(name, url) of each artifact of one compile id; ValueError naming the field that is not what tlparse writes."""
+    where = f"folder {str(folder)!r}: compile_directory.json entry {cid!r}"
+    if not isinstance(entry, dict) or not isinstance(entry.get("artifacts", []), list):
+        raise ValueError(f"{where} must be an object with an 'artifacts' list")
+    found = []
+    for i, artifact in enumerate(entry.get("artifacts", [])):
+        if not isinstance(artifact, dict) or not isinstance(artifact.get("name"), str) \
+                or not isinstance(artifact.get("url", ""), str):
+            raise ValueError(f"{where}: artifacts[{i}] must be an object with a 'name' and a 'url' string; "
+                             f"got {artifact!r:.80}")
+        url = artifact.get("url", "")
+        if Path(url).is_absolute() or ".." in Path(url).parts:
+            raise ValueError(f"{where}: artifacts[{i}] field 'url' must stay inside the report folder; got {url!r}")
+        found.append((artifact["name"], url))
+    return found
 
 
 def _first_line(path: Path) -> str:

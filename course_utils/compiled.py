@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from course_utils import validate
+from course_utils import calls, validate
 
 # ---------------------------------------------------------------------------------------------------------
 # Inductor's generated code
@@ -114,14 +114,18 @@ def capture_inductor_code() -> Iterator[list[InductorCode]]:
 def inductor_cache_counts(since: Mapping[str, int] | None = None) -> dict[str, int]:
     """Inductor's FX-graph cache ``{"hits": n, "misses": n}`` so far in this process, minus ``since`` (an earlier
     reading) where given: read before and after a compile to see what that compile found on disk."""
+    if since is not None:  # checked before torch is imported: a bad reading fails at once
+        validate.instance("since", since, Mapping)
+        for key in since:
+            validate.choice("since key", key, ("hits", "misses"))
+            validate.non_negative(f"since[{key!r}]", since[key], integer=True)
     import torch._dynamo.utils
 
     counters = torch._dynamo.utils.counters["inductor"]
     now = {"hits": int(counters.get("fxgraph_cache_hit", 0)), "misses": int(counters.get("fxgraph_cache_miss", 0))}
     if since is None:
         return now
-    validate.instance("since", since, Mapping)
-    return {k: v - int(validate.non_negative(f"since[{k!r}]", since.get(k, 0), integer=True)) for k, v in now.items()}
+    return {k: v - int(since.get(k, 0)) for k, v in now.items()}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -146,6 +150,11 @@ class HloSummary:
     """The ``fusion`` instructions (name, kind) and custom-calls found in an optimized HLO module."""
 
     text: str
+
+    def __post_init__(self) -> None:
+        validate.instance("text", self.text, str)
+        if "HloModule" not in self.text or "ENTRY" not in self.text:
+            raise ValueError(f"text must be HLO module text (HloModule ... ENTRY ...); got {self.text[:60]!r}")
 
     @property
     def fusions(self) -> list[tuple[str, str]]:
@@ -233,10 +242,7 @@ def _strip_hlo_attrs(line: str) -> str:
 
 def hlo_summary(text: str) -> HloSummary:
     """Summarise optimized HLO text (from ``jax_hlo`` or ``tf_hlo``)."""
-    validate.instance("text", text, str)
-    if "HloModule" not in text or "ENTRY" not in text:
-        raise ValueError(f"text must be HLO module text (HloModule ... ENTRY ...); got {text[:60]!r}")
-    return HloSummary(text)
+    return HloSummary(text)  # which refuses text that is not an HLO module
 
 
 def _jitted(fn: Any, jit_kwargs: dict[str, Any]) -> Any:
@@ -246,25 +252,38 @@ def _jitted(fn: Any, jit_kwargs: dict[str, Any]) -> Any:
     return fn if hasattr(fn, "lower") else jax.jit(fn, **jit_kwargs)
 
 
-def jax_hlo(fn: Callable[..., Any], *args: Any, **jit_kwargs: Any) -> str:
-    """Optimized HLO of ``jax.jit(fn, **jit_kwargs)`` for ``args``: ``jit(f).lower(*args).compile().as_text()``."""
-    return _jitted(fn, jit_kwargs).lower(*args).compile().as_text()
+def _compiled(fn: Any, args: tuple[Any, ...], jit_kwargs: dict[str, Any], timeout: float) -> Any:
+    """``jax.jit(fn).lower(*args).compile()``: tracing runs ``fn``'s Python, so it and the compile must end within
+    ``timeout`` seconds (else ``calls.LearnerTimeout`` names ``fn``)."""
+    jitted = _jitted(fn, jit_kwargs)
+    with calls.limit(fn, calls.checked_timeout(timeout)):
+        return jitted.lower(*args).compile()
 
 
-def jax_cost(fn: Callable[..., Any], *args: Any, **jit_kwargs: Any) -> dict[str, float]:
+def jax_hlo(fn: Callable[..., Any], *args: Any, timeout: float = calls.DEFAULT_TIMEOUT, **jit_kwargs: Any) -> str:
+    """Optimized HLO of ``jax.jit(fn, **jit_kwargs)`` for ``args``: ``jit(f).lower(*args).compile().as_text()``.
+    Tracing and compiling must end within ``timeout`` seconds."""
+    return _compiled(fn, args, jit_kwargs, timeout).as_text()
+
+
+def jax_cost(fn: Callable[..., Any], *args: Any, timeout: float = calls.DEFAULT_TIMEOUT,
+             **jit_kwargs: Any) -> dict[str, float]:
     """XLA's own count for the compiled ``fn(*args)``: 'flops', 'transcendentals', 'bytes accessed'.
 
     From ``jax.jit(fn).lower(*args).compile().cost_analysis()``; XLA counts a tanh as one transcendental,
-    not as a FLOP, and the bytes of the fused module (each input read once, the output written once).
+    not as a FLOP, and the bytes of the fused module (each input read once, the output written once). Tracing
+    and compiling must end within ``timeout`` seconds.
     """
-    analysis = _jitted(fn, jit_kwargs).lower(*args).compile().cost_analysis()
+    analysis = _compiled(fn, args, jit_kwargs, timeout).cost_analysis()
     if isinstance(analysis, (list, tuple)):  # older jax returned one dict per device
         analysis = analysis[0] if analysis else {}
     return {key: float(analysis.get(key, 0.0)) for key in ("flops", "transcendentals", "bytes accessed")}
 
 
-def tf_hlo(fn: Any, *args: Any) -> str:
-    """Optimized HLO of a ``tf.function(jit_compile=True)`` for ``args`` (``experimental_get_compiler_ir``)."""
+def tf_hlo(fn: Any, *args: Any, timeout: float = calls.DEFAULT_TIMEOUT) -> str:
+    """Optimized HLO of a ``tf.function(jit_compile=True)`` for ``args`` (``experimental_get_compiler_ir``).
+    Tracing (``fn``'s Python) and compiling must end within ``timeout`` seconds."""
     if not hasattr(fn, "experimental_get_compiler_ir"):
         raise TypeError(f"fn must be a tf.function created with jit_compile=True; got {type(fn).__name__}")
-    return fn.experimental_get_compiler_ir(*args)(stage="optimized_hlo")
+    with calls.limit(fn, calls.checked_timeout(timeout)):
+        return fn.experimental_get_compiler_ir(*args)(stage="optimized_hlo")

@@ -4,23 +4,31 @@ from __future__ import annotations
 
 import numpy as np
 
+from course_utils import validate
+
+_TEACHER_WIDTH = 64
+
 
 def classification(
     n: int, features: int = 32, classes: int = 10, *, seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray]:
     """``n`` samples (float32, shape (n, features)) labelled (int64) by a fixed random teacher network.
 
-    A teacher makes the task learnable (loss really goes down) while staying cheap and download-free.
+    A teacher makes the task learnable (loss really goes down) while staying cheap and download-free. Integers
+    of any kind are accepted (``np.int64(8)``); sizes whose arrays would not fit in half of the free memory are
+    refused by name before anything is allocated.
     """
-    for name, value in (("n", n), ("features", features), ("classes", classes)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int; got {value!r}")
-    if classes < 2:
-        raise ValueError(f"classes must be >= 2; got {classes!r}")
+    n = validate.count("n", n, high=validate.MAX_ELEMENTS)
+    features = validate.count("features", features, high=validate.MAX_ELEMENTS)
+    classes = validate.count("classes", classes, low=2, high=validate.MAX_ELEMENTS)
+    seed = int(validate.non_negative("seed", seed, integer=True))
+    floats = n * features + 2 * n * _TEACHER_WIDTH + 2 * n * classes + _TEACHER_WIDTH * (features + classes)
+    largest = max((n, "n"), (features, "features"), (classes, "classes"))[1]
+    validate.memory_fits(largest, 4 * floats + 8 * n,
+                         what=f"n={n:,} samples of features={features:,} in classes={classes:,}")
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, features), dtype=np.float32)
     teacher = np.random.default_rng(10_000 + seed)
-    hidden = np.tanh(x @ teacher.standard_normal((features, 64), dtype=np.float32) / np.sqrt(features))
-    logits = hidden @ teacher.standard_normal((64, classes), dtype=np.float32)
+    hidden = np.tanh(x @ teacher.standard_normal((features, _TEACHER_WIDTH), dtype=np.float32) / np.sqrt(features))
+    logits = hidden @ teacher.standard_normal((_TEACHER_WIDTH, classes), dtype=np.float32)
     return x, logits.argmax(axis=1).astype(np.int64)
-

@@ -24,9 +24,21 @@ class Table:
     note: str | None = None
 
     def __post_init__(self) -> None:
-        for i, row in enumerate(self.rows):
-            if len(row) != len(self.header):
-                raise ValueError(f"rows[{i}] has {len(row)} cells; the header has {len(self.header)}")
+        header = tuple(validate.non_empty("header", validate.instance("header", self.header, (tuple, list))))
+        rows = tuple(tuple(validate.instance(f"rows[{i}]", row, (tuple, list)))
+                     for i, row in enumerate(validate.instance("rows", self.rows, (tuple, list))))
+        for i, cell in enumerate(header):
+            validate.instance(f"header[{i}]", cell, str)
+        for i, row in enumerate(rows):
+            if len(row) != len(header):
+                raise ValueError(f"rows[{i}] has {len(row)} cells; the header has {len(header)}")
+            for j, cell in enumerate(row):
+                validate.instance(f"rows[{i}][{j}]", cell, str)
+        for name, value in (("title", self.title), ("note", self.note)):
+            if value is not None:
+                validate.instance(name, value, str)
+        object.__setattr__(self, "header", header)  # lists in, tuples kept: the table is frozen
+        object.__setattr__(self, "rows", rows)
 
     def column(self, name: str) -> list[str]:
         """The cells of the column headed ``name``."""
@@ -62,14 +74,24 @@ def _align(cell: str) -> str:
 
 def table(header: Iterable[Any], rows: Iterable[Iterable[Any]], *, title: str | None = None,
           note: str | None = None) -> Table:
-    """Build a Table; cells are turned into text with ``str`` (format numbers before passing them)."""
-    head = tuple(str(h) for h in validate.non_empty("header", list(header)))
-    validate.instance("rows", rows, Iterable)
-    body = tuple(tuple(str(c) for c in validate.instance(f"rows[{i}]", row, Iterable)) for i, row in enumerate(rows))
+    """Build a Table; cells are turned into text with ``str`` (format numbers before passing them).
+
+    ``header``, ``rows`` and each row are lists, tuples or other iterables, never a string: ``rows="abc"`` would
+    otherwise be three one-letter rows."""
+    head = tuple(str(h) for h in validate.non_empty("header", list(_cells("header", header))))
+    body = tuple(tuple(str(c) for c in _cells(f"rows[{i}]", row)) for i, row in enumerate(_cells("rows", rows)))
     wrong = [i for i, row in enumerate(body) if len(row) != len(head)]
     if wrong:
         raise ValueError(f"rows[{wrong[0]}] has {len(body[wrong[0]])} cells; the header has {len(head)}")
     return Table(head, body, title, note)
+
+
+def _cells(name: str, value: Any) -> Iterable[Any]:
+    """``value`` if it is an iterable of cells (or of rows); a string is one text, not a list of letters."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise TypeError(f"{name} must be a list or tuple (a string is not a list of cells); got "
+                        f"{type(value).__name__} {value!r}")
+    return value
 
 
 TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
@@ -229,11 +251,13 @@ def prose(*paragraphs: str) -> Prose:
 
 
 def percent(value: float, digits: int = 0) -> str:
-    """A share as a percentage: 0.426 -> '43%'; NaN is refused rather than printed."""
+    """A share as a percentage: 0.426 -> '43%' (``digits`` decimals, 0 to 6); NaN is refused rather than printed."""
     value = validate.number("value", value)
+    digits = validate.count("digits", digits, low=0, high=6)
     return f"{value:.{digits}%}"
 
 
 def ratio(value: float) -> str:
-    """A speed-up or ratio: 2.345 -> '2.35x' (three significant digits)."""
-    return f"{validate.number('value', value):.3g}x"
+    """A speed-up or ratio: 2.345 -> '2.35x' (three significant digits). A ratio of two times or sizes is positive:
+    zero, a negative or NaN is refused rather than printed."""
+    return f"{validate.positive('value', value):.3g}x"

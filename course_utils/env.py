@@ -13,6 +13,7 @@ import importlib.util
 import os
 import platform
 import random
+import re
 import sys
 import warnings
 from collections.abc import Iterator
@@ -130,6 +131,9 @@ def build_dir(*parts: str) -> Path:
     return root.joinpath(*parts)
 
 
+MAX_SEED = 2**32 - 1
+
+
 def seed_everything(seed: int = 0) -> list[str]:
     """Seed Python's ``random``, NumPy and whichever of torch / TensorFlow are already imported.
 
@@ -137,8 +141,7 @@ def seed_everything(seed: int = 0) -> list[str]:
     (``jax.random.key(seed)``), which is why JAX code in this course passes keys around.
     Frameworks not yet imported are left alone (importing TensorFlow costs seconds): seed after importing.
     """
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int; got {seed!r}")
+    seed = validate.count("seed", seed, low=0, high=MAX_SEED)  # NumPy's global seed takes 32 bits
     import numpy as np
 
     random.seed(seed)
@@ -197,8 +200,14 @@ def fail_on_deprecations(module: str = r"__main__|course_utils(\..*)?") -> None:
     """Turn DeprecationWarning/FutureWarning raised from the notebook's own code into errors.
 
     Courses rot when they teach deprecated APIs; under nbval a deprecated call then fails the notebook.
-    Warnings that libraries raise about their own internals are left as they are.
+    Warnings that libraries raise about their own internals are left as they are. ``module`` is a regular
+    expression matched against the module that raises the warning.
     """
+    validate.text("module", module)
+    try:
+        re.compile(module)
+    except re.error as exc:
+        raise ValueError(f"module must be a regular expression; {module!r} is not one: {exc}") from None
     for category in (DeprecationWarning, FutureWarning):
         warnings.filterwarnings("error", category=category, module=module)
 

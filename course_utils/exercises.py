@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from course_utils import validate
+from course_utils import calls, validate
 
 Checker = Callable[..., "str | None"]
 _ID = re.compile(r"^\d\d\.\d+$")
@@ -27,6 +27,8 @@ class _Entry:
 
 
 _REGISTRY: dict[str, _Entry] = {}
+STATUSES = ("correct", "not attempted", "not yet")
+MAX_TRIALS = 1000  # random inputs same_function may try: a handful decide, more is a typo
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,11 @@ class Result:
     exercise_id: str
     status: str
     detail: str = ""
+
+    def __post_init__(self) -> None:
+        _check_id(self.exercise_id)
+        validate.choice("status", self.status, STATUSES)
+        validate.instance("detail", self.detail, str)
 
     @property
     def correct(self) -> bool:
@@ -136,21 +143,29 @@ def within(answer: Any, low: float, high: float) -> str | None:
 
 
 def same_function(candidate: Any, reference: Callable[..., Any], make_inputs: Callable[[int], tuple],
-                  trials: int = 5, rtol: float = 1e-5) -> str | None:
-    """A function the learner wrote: right when it matches ``reference`` on ``trials`` random inputs.
+                  trials: int = 5, rtol: float = 1e-5, *, timeout: float = calls.DEFAULT_TIMEOUT) -> str | None:
+    """A function the learner wrote: right when it matches ``reference`` on ``trials`` (1 to 1000) random inputs.
 
-    ``make_inputs(seed)`` returns the argument tuple of one trial; outputs are compared with numpy.
+    ``make_inputs(seed)`` returns the argument tuple of one trial; outputs are compared with numpy. A candidate
+    that does not return within ``timeout`` seconds is an answer ("did not return"), not a hung notebook.
     """
     import numpy as np
 
     validate.function("candidate", candidate)
-    validate.positive("trials", trials, integer=True)
+    validate.function("reference", reference)
+    validate.function("make_inputs", make_inputs)
+    trials = validate.count("trials", trials, high=MAX_TRIALS)
+    rtol = validate.positive("rtol", rtol)
+    timeout = calls.checked_timeout(timeout)
     for seed in range(trials):
-        args = make_inputs(seed)
-        want = np.asarray(reference(*args))
+        args = calls.call(make_inputs, seed, timeout=timeout, name="make_inputs")
+        if not isinstance(args, tuple):
+            raise TypeError(f"make_inputs must return the tuple of arguments of one trial; make_inputs = "
+                            f"{calls.describe(make_inputs)} returned {type(args).__name__} {args!r:.60}")
+        want = np.asarray(calls.call(reference, *args, timeout=timeout, name="reference"))
         try:
-            got = np.asarray(candidate(*args))
-        except Exception as exc:  # the learner's function failing is an answer, not a crash
+            got = np.asarray(calls.call(candidate, *args, timeout=timeout, name="candidate"))
+        except Exception as exc:  # the learner's function failing (or never returning) is an answer, not a crash
             return f"your function raised {type(exc).__name__}: {exc}"
         if got.shape != want.shape:
             return f"output shape {got.shape} differs from {want.shape} (trial {seed})"

@@ -4,6 +4,7 @@ lesson needs, written once so that "the same input in every framework" means the
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +20,11 @@ def to_framework(framework: str, *arrays: Any, device: str | None = None) -> Any
     arrays on their default device. The NumPy input is copied, so later edits to it change nothing.
     """
     name = validate.framework(framework)
+    if device is not None:
+        torch = sys.modules.get("torch")
+        if not (isinstance(device, str) and device.strip() or torch is not None and isinstance(device, torch.device)):
+            raise TypeError(f"device must be None or a torch device name such as 'cpu' or 'cuda:0'; got "
+                            f"{type(device).__name__} {device!r}")
     validate.non_empty("arrays", arrays)
     converted = tuple(_convert(name, f"arrays[{i}]", array, device) for i, array in enumerate(arrays))
     return converted[0] if len(converted) == 1 else converted
@@ -33,7 +39,10 @@ def _convert(name: str, label: str, array: Any, device: str | None) -> Any:
     if name == "torch":
         import torch
 
-        target = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        try:
+            target = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        except RuntimeError as err:
+            raise ValueError(f"device must name a torch device such as 'cpu' or 'cuda:0'; got {device!r}") from err
         return torch.from_numpy(array.copy()).to(target)
     if name == "jax":
         import jax.numpy as jnp

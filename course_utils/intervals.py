@@ -12,6 +12,7 @@ so few replicates has too few distinct resamples to give a 95% interval, which i
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,7 @@ from course_utils import timing, validate
 FASTER, SLOWER, WITHIN_NOISE = "faster", "slower", "within the noise"
 ROUNDS, PROCESSES = "rounds", "processes"
 METHOD = "Student-t interval on paired log-ratios"
+MAX_P = 0.99999  # t_quantile's largest p: 0.5 + confidence / 2 at the highest confidence (0.999) is 0.9995
 
 
 @dataclass(frozen=True, repr=False)
@@ -38,6 +40,22 @@ class Speedup:
     n: int
     unit: str
     confidence: float = 0.95
+
+    def __post_init__(self) -> None:
+        validate.instance("baseline", self.baseline, str)
+        validate.instance("candidate", self.candidate, str)
+        validate.positive("ratio", self.ratio)
+        validate.non_negative("low", self.low)  # exp() of a very wide interval may reach 0 or infinity
+        if isinstance(self.high, bool) or not isinstance(self.high, numbers.Real):
+            raise TypeError(f"high must be a number; got {type(self.high).__name__} {self.high!r}")
+        if math.isnan(self.high):
+            raise ValueError(f"high must be a number (infinity allowed: an unbounded interval); got {self.high!r}")
+        if not self.low <= self.ratio <= self.high:
+            raise ValueError(f"ratio must lie within its interval [low, high]; got {self.ratio!r} outside "
+                             f"[{self.low!r}, {self.high!r}]")
+        validate.count("n", self.n, high=10**6)
+        validate.choice("unit", self.unit, (ROUNDS, PROCESSES))
+        validate.number("confidence", self.confidence, low=0.5, high=0.999)
 
     @property
     def outcome(self) -> str:
@@ -131,13 +149,16 @@ def _paired(baseline: Any, candidate: Any) -> tuple[np.ndarray, np.ndarray, tupl
 
 
 def t_quantile(p: float, df: int) -> float:
-    """The ``p`` quantile of Student's t with ``df`` degrees of freedom (p in (0.5, 1)), from its density
-    integrated numerically and inverted by bisection: no SciPy needed."""
-    p = validate.number("p", p, low=0.5, high=1, low_open=True, high_open=True)
+    """The ``p`` quantile of Student's t with ``df`` degrees of freedom (p in (0.5, 0.99999]), from its density
+    integrated numerically and inverted by bisection: no SciPy needed. Nearer 1 the numerical tail is not accurate
+    (and the quantile of one degree of freedom runs past any bracket), so such a p is refused."""
+    p = validate.number("p", p, low=0.5, high=MAX_P, low_open=True)
     df = validate.number("df", df, low=1, high=10**6, integer=True)
     low, high = 0.0, 1.0
     while _t_cdf(high, df) < p:
         high *= 2
+        if high > 2**40:  # t(1) at p = 0.99999 is ~31831: a bracket this wide means the integral went wrong
+            raise RuntimeError(f"t_quantile({p!r}, {df!r}) found no bracket below {high:g}")
     for _ in range(60):
         mid = (low + high) / 2
         low, high = (mid, high) if _t_cdf(mid, df) < p else (low, mid)

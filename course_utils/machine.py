@@ -46,6 +46,16 @@ class MachineFigures:
     measured_at: str
     source: str
 
+    def __post_init__(self) -> None:
+        validate.text("key", self.key)
+        for fw, m in validate.instance("roofs", self.roofs, Mapping).items():
+            validate.instance(f"roofs[{fw!r}]", m, roofline.Machine)
+        validate.non_negative("fault_seconds_per_byte", self.fault_seconds_per_byte)
+        for fw, cost in validate.instance("call_cost", self.call_cost, Mapping).items():
+            validate.positive(f"call_cost[{fw!r}]", cost)
+        validate.text("measured_at", self.measured_at)
+        validate.choice("source", self.source, ("measured", "read"))
+
     @property
     def best(self) -> roofline.Machine:
         """One roofline whose roofs are the best probe of any framework (the hardware's, whoever got there)."""
@@ -158,8 +168,9 @@ def fault_cost(nbytes: int = FAULT_PROBE_BYTES, repeats: int = 7) -> float:
     """Seconds per byte that first-touching a fresh output adds to writing memory already owned: a new array of
     ``nbytes`` is filled twice, and the first fill (page faults + the kernel's zeroing) minus the second (a plain
     write) is the fault cost; the median over ``repeats`` fresh arrays."""
-    nbytes = validate.number("nbytes", nbytes, low=2**20, high=2**32, integer=True)
-    repeats = validate.number("repeats", repeats, low=1, high=100, integer=True)
+    nbytes = validate.count("nbytes", nbytes, low=2**20, high=2**32)
+    repeats = validate.count("repeats", repeats, high=100)
+    validate.memory_fits("nbytes", nbytes)
     extra = []
     for _ in range(repeats):
         fresh = np.empty(nbytes // 4, dtype=np.float32)
@@ -178,6 +189,7 @@ def call_cost(framework: str, *, min_time: float = 0.2) -> float:
     (torch.compile, jax.jit, tf.function(jit_compile=True)): a real graph with one tiny kernel and a fresh output,
     so its time is the fixed cost every compiled call pays."""
     name = validate.framework(framework)
+    min_time = validate.number("min_time", min_time, low=0, high=60, low_open=True)  # before the compile it times
     x = interop.to_framework(name, np.ones(CALL_PROBE_ELEMENTS, np.float32))
     compiled = interop.compile_default(name, _plus_one)
     return timing.benchmark(compiled, x, min_time=min_time, label=f"{name} compiled x + 1").median
@@ -209,5 +221,5 @@ def _read(path: Path, key: str) -> MachineFigures | None:
         return MachineFigures(key, {fw: roofline.Machine(**m) for fw, m in data["roofs"].items()},
                               float(data["fault_seconds_per_byte"]), dict(data["call_cost"]), data["measured_at"],
                               "read")
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # a partial or foreign file: measure again
         return None

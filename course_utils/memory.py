@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from course_utils import calls as _calls  # page_faults() has a parameter named calls
 from course_utils import display, timing, validate
 
 SAVED_KINDS = ("parameters", "weight copies", "activations")
@@ -53,10 +54,12 @@ def _malloc_trim() -> Callable[[], None]:
     return lambda: None
 
 
-def peak_rss_delta(fn: Callable[[], Any], *, repeats: int = 2) -> int | None:
-    """Peak resident bytes ``fn()`` adds to this process (smallest of ``repeats`` runs); None where unsupported."""
+def peak_rss_delta(fn: Callable[[], Any], *, repeats: int = 2, timeout: float = _calls.DEFAULT_TIMEOUT) -> int | None:
+    """Peak resident bytes ``fn()`` adds to this process (smallest of ``repeats`` runs); None where unsupported.
+    A run of ``fn`` that does not return within ``timeout`` seconds raises ``calls.LearnerTimeout`` naming it."""
     validate.function("fn", fn)
     repeats = validate.number("repeats", repeats, low=1, high=100, integer=True)
+    timeout = _calls.checked_timeout(timeout)
     if not rss_peak_supported():
         return None
     trim = _malloc_trim()
@@ -65,7 +68,8 @@ def peak_rss_delta(fn: Callable[[], Any], *, repeats: int = 2) -> int | None:
         trim()
         Path("/proc/self/clear_refs").write_text("5")
         base = _status_bytes("VmRSS")
-        fn()
+        with _calls.limit(fn, timeout):
+            fn()
         peaks.append(_status_bytes("VmHWM") - base)
     return max(0, min(peaks))
 
@@ -87,20 +91,24 @@ def _torch_device(device: Any) -> Any:
     return device
 
 
-def torch_peak_bytes(fn: Callable[[], Any], device: Any = "cpu") -> int | None:
-    """Peak bytes ``fn()`` adds on ``device``: CUDA's ``max_memory_allocated`` on a GPU, else the process peak RSS."""
+def torch_peak_bytes(fn: Callable[[], Any], device: Any = "cpu", *,
+                     timeout: float = _calls.DEFAULT_TIMEOUT) -> int | None:
+    """Peak bytes ``fn()`` adds on ``device``: CUDA's ``max_memory_allocated`` on a GPU, else the process peak RSS.
+    ``fn`` must return within ``timeout`` seconds (else ``calls.LearnerTimeout`` names it)."""
     import torch
 
     validate.function("fn", fn)
     device = _torch_device(device)
+    timeout = _calls.checked_timeout(timeout)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
         base = torch.cuda.memory_allocated(device)
-        fn()
-        torch.cuda.synchronize(device)
+        with _calls.limit(fn, timeout):
+            fn()
+            torch.cuda.synchronize(device)
         return int(torch.cuda.max_memory_allocated(device) - base)
-    return peak_rss_delta(fn)
+    return peak_rss_delta(fn, timeout=timeout)
 
 
 def _tensors(name: str, values: Any) -> list[Any]:
@@ -115,11 +123,12 @@ def _tensors(name: str, values: Any) -> list[Any]:
     return values
 
 
-def _saved(fn: Callable[[], Any], params: Any, name: str) -> dict[str, int]:
+def _saved(fn: Callable[[], Any], params: Any, name: str, timeout: float) -> dict[str, int]:
     import torch
 
     validate.function("fn", fn)
     params = _tensors(name, params)
+    timeout = _calls.checked_timeout(timeout)
     own = {p.untyped_storage().data_ptr() for p in params}
     shapes = {(tuple(p.shape), p.dtype) for p in params} | {(tuple(p.shape[::-1]), p.dtype) for p in params}
     shapes_only = {s for s, _ in shapes}
@@ -136,7 +145,7 @@ def _saved(fn: Callable[[], Any], params: Any, name: str) -> dict[str, int]:
         seen[ptr] = (kind, t.untyped_storage().nbytes())
         return t
 
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), _calls.limit(fn, timeout):
         out = fn()
     del out
     result = dict.fromkeys(SAVED_KINDS, 0)
@@ -145,14 +154,18 @@ def _saved(fn: Callable[[], Any], params: Any, name: str) -> dict[str, int]:
     return result
 
 
-def saved_for_backward(fn: Callable[[], Any], params: Iterable[Any] = ()) -> dict[str, int]:
-    """Bytes autograd saves while ``fn()`` runs (torch), by kind: what backward will hold on to, and why."""
-    return _saved(fn, params, "params")
+def saved_for_backward(fn: Callable[[], Any], params: Iterable[Any] = (), *,
+                       timeout: float = _calls.DEFAULT_TIMEOUT) -> dict[str, int]:
+    """Bytes autograd saves while ``fn()`` runs (torch), by kind: what backward will hold on to, and why.
+    ``fn`` must return within ``timeout`` seconds (else ``calls.LearnerTimeout`` names it)."""
+    return _saved(fn, params, "params", timeout)
 
 
-def saved_activation_bytes(fn: Callable[[], Any], exclude: Iterable[Any] = ()) -> int:
-    """Bytes autograd saves for backward while ``fn()`` runs, the tensors in ``exclude`` (parameters) not counted."""
-    saved = _saved(fn, exclude, "exclude")
+def saved_activation_bytes(fn: Callable[[], Any], exclude: Iterable[Any] = (), *,
+                           timeout: float = _calls.DEFAULT_TIMEOUT) -> int:
+    """Bytes autograd saves for backward while ``fn()`` runs, the tensors in ``exclude`` (parameters) not counted.
+    ``fn`` must return within ``timeout`` seconds (else ``calls.LearnerTimeout`` names it)."""
+    saved = _saved(fn, exclude, "exclude", timeout)
     return saved["weight copies"] + saved["activations"]
 
 
@@ -207,17 +220,21 @@ def compiled_stats(compiled: Any) -> dict[str, float]:
     return stats
 
 
-def jax_compiled_stats(fn: Callable[..., Any], *args: Any) -> dict[str, float]:
-    """``compiled_stats`` of ``jax.jit(fn)`` compiled for ``args``: XLA's FLOPs, dot count and buffer bytes."""
+def jax_compiled_stats(fn: Callable[..., Any], *args: Any, timeout: float = _calls.DEFAULT_TIMEOUT) -> dict[str, float]:
+    """``compiled_stats`` of ``jax.jit(fn)`` compiled for ``args``: XLA's FLOPs, dot count and buffer bytes.
+    Tracing runs ``fn``'s Python: it and the compile must end within ``timeout`` seconds."""
     import jax
 
     validate.function("fn", fn)
-    return compiled_stats(jax.jit(fn).lower(*args).compile())
+    timeout = _calls.checked_timeout(timeout)
+    with _calls.limit(fn, timeout):
+        compiled = jax.jit(fn).lower(*args).compile()
+    return compiled_stats(compiled)
 
 
-def jax_memory(fn: Callable[..., Any], *args: Any) -> dict[str, int]:
+def jax_memory(fn: Callable[..., Any], *args: Any, timeout: float = _calls.DEFAULT_TIMEOUT) -> dict[str, int]:
     """XLA's argument, output and temp bytes for ``jax.jit(fn)(*args)``: the compiled program's memory plan."""
-    stats = jax_compiled_stats(fn, *args)
+    stats = jax_compiled_stats(fn, *args, timeout=timeout)
     if "temp" not in stats:
         raise RuntimeError("this JAX backend gives no memory_analysis()")
     return {k: int(v) for k, v in stats.items() if k not in ("flops", "dots")}
@@ -249,17 +266,24 @@ def breakdown_table(held: Mapping[str, float], *, title: str | None = None, note
     return display.table(("kind", "bytes", "share"), rows, title=title, note=note)
 
 
-def page_faults(fn: Callable[..., Any], *args: Any, calls: int = 3) -> float:
+MAX_FAULT_CALLS = 1000  # calls page_faults may make: a few suffice (the count is exact), more is a typo
+
+
+def page_faults(fn: Callable[..., Any], *args: Any, calls: int = 3, timeout: float = _calls.DEFAULT_TIMEOUT) -> float:
     """Minor page faults per call of ``fn(*args)`` (after one untimed call), from ``getrusage``: a fresh
-    32 MiB output costs 8192 (one per 4 KiB page), a reused buffer none; nan where the OS has no ``resource``."""
+    32 MiB output costs 8192 (one per 4 KiB page), a reused buffer none; nan where the OS has no ``resource``.
+    ``calls`` is 1 to 1000; all the calls together must end within ``timeout`` seconds (else
+    ``calls.LearnerTimeout`` names ``fn``)."""
     validate.function("fn", fn)
-    validate.positive("calls", calls, integer=True)
+    calls = validate.count("calls", calls, high=MAX_FAULT_CALLS)
+    timeout = _calls.checked_timeout(timeout)
     try:
         import resource
     except ImportError:  # Windows
         return float("nan")
-    timing.sync(fn(*args))
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    for _ in range(calls):
+    with _calls.limit(fn, timeout):
         timing.sync(fn(*args))
-    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        for _ in range(calls):
+            timing.sync(fn(*args))
+        return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -17,6 +17,7 @@ import numpy as np
 from course_utils import env, validate
 
 DEFAULT_SIZES = (32, 64, 64, 10)
+_DRAWN_BYTES = 12  # per weight while drawing: NumPy draws float64, then keeps a float32 copy
 GELU_CHAIN_OPS = 11  # elementwise ops in gelu_chain, each a full pass over memory when run eagerly
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
@@ -26,6 +27,9 @@ def gelu_chain(x: Any, bias: Any, tanh: Callable[[Any], Any]) -> Any:
 
     Pass the framework's tanh (``torch.tanh``, ``jnp.tanh``, ``tf.tanh``); ``chain_for`` does that.
     """
+    if not callable(tanh):  # traced by torch.compile without a graph break
+        raise TypeError(f"tanh must be the framework's tanh function (torch.tanh, jnp.tanh, tf.tanh); got "
+                        f"{type(tanh).__name__} {tanh!r}")
     h = x + bias
     inner = _SQRT_2_OVER_PI * (h + 0.044715 * (h * h * h))
     return x + 0.5 * h * (1.0 + tanh(inner))
@@ -55,13 +59,15 @@ def chain_for(framework: str) -> Callable[[Any, Any], Any]:
 
 
 def mlp_weights(sizes: Sequence[int] = DEFAULT_SIZES, *, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
-    """He-uniform weights (in, out) and zero biases, float32, for each layer; shared by all three frameworks."""
+    """He-uniform weights (in, out) and zero biases, float32, for each layer; shared by all three frameworks.
+    Widths whose weights would not fit in half of the free memory are refused by name."""
     validate.instance("sizes", sizes, (list, tuple))
     if len(sizes) < 2:
         raise ValueError(f"sizes must hold at least two layer widths (input, output); got {sizes!r}")
-    for width in sizes:
-        validate.positive("sizes", width, integer=True)
-    validate.non_negative("seed", seed, integer=True)
+    sizes = [validate.count(f"sizes[{i}]", width, high=validate.MAX_ELEMENTS) for i, width in enumerate(sizes)]
+    seed = int(validate.non_negative("seed", seed, integer=True))
+    elements = sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
+    validate.memory_fits("sizes", elements * _DRAWN_BYTES, what=f"sizes={tuple(sizes)} ({elements:,} weights)")
     rng = np.random.default_rng(seed)
     layers = []
     for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
@@ -96,9 +102,21 @@ def jax_mlp_apply(params: Sequence[dict[str, Any]], x: Any) -> Any:
     """Forward pass of the MLP in JAX (pure function: parameters in, logits out)."""
     import jax
 
+    _layers("params", params)
     for layer in params[:-1]:
         x = jax.nn.relu(x @ layer["w"] + layer["b"])
     return x @ params[-1]["w"] + params[-1]["b"]
+
+
+def _layers(name: str, params: Any, count: int | None = None) -> None:
+    """Refuse ``params`` unless it is a list of {"w", "b"} layers (``count`` of them when given), as
+    ``jax_mlp_params`` and ``jax_cnn_params`` return."""
+    validate.sequence(name, params, min_length=1)
+    if count is not None and len(params) != count:
+        raise ValueError(f"{name} must hold {count} layers; got {len(params)}")
+    for i, layer in enumerate(params):
+        if not isinstance(layer, Mapping) or not {"w", "b"} <= set(layer):
+            raise TypeError(f"{name}[{i}] must be a {{'w': ..., 'b': ...}} layer; got {type(layer).__name__}")
 
 
 def keras_mlp(sizes: Sequence[int] = DEFAULT_SIZES, *, seed: int = 0) -> Any:
@@ -117,20 +135,24 @@ def keras_mlp(sizes: Sequence[int] = DEFAULT_SIZES, *, seed: int = 0) -> Any:
 
 
 CNN_CHANNELS = (16, 32, 32)
+MAX_IMAGE_SIDE = 2**14  # pixels: an image side past this is a typo
 _CNN_STRIDES = (1, 2, 2)
 
 
 def cnn_weights(in_channels: int = 3, classes: int = 2, *, channels: Sequence[int] = CNN_CHANNELS,
                 seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     """He-uniform conv kernels in HWIO layout (3, 3, in, out) plus the head (in, classes); zero biases."""
-    validate.positive("in_channels", in_channels, integer=True)
-    validate.positive("classes", classes, integer=True)
-    validate.non_negative("seed", seed, integer=True)
+    in_channels = validate.count("in_channels", in_channels, high=validate.MAX_ELEMENTS)
+    classes = validate.count("classes", classes, high=validate.MAX_ELEMENTS)
+    seed = int(validate.non_negative("seed", seed, integer=True))
     validate.instance("channels", channels, (list, tuple))
     if len(channels) != len(_CNN_STRIDES):
         raise ValueError(f"channels must have {len(_CNN_STRIDES)} entries; got {channels!r}")
-    for width in channels:
-        validate.positive("channels", width, integer=True)
+    channels = [validate.count(f"channels[{i}]", w, high=validate.MAX_ELEMENTS) for i, w in enumerate(channels)]
+    widths = [in_channels, *channels]
+    for name, elements in (("in_channels", 9 * in_channels * channels[0]), ("classes", channels[-1] * classes),
+                           ("channels", sum(9 * a * b for a, b in zip(widths[1:-1], widths[2:])))):
+        validate.memory_fits(name, elements * _DRAWN_BYTES, what=f"{name} ({elements:,} weights)")
     rng = np.random.default_rng(seed)
     layers, fan_in = [], in_channels
     for out in channels:
@@ -172,6 +194,7 @@ def jax_cnn_apply(params: Sequence[dict[str, Any]], x: Any) -> Any:
     """Forward pass of the CNN in JAX on NHWC input (symmetric padding of 1, as PyTorch's padding=1)."""
     import jax
 
+    _layers("params", params, count=len(_CNN_STRIDES) + 1)
     for layer, stride in zip(params[:-1], _CNN_STRIDES):
         x = jax.lax.conv_general_dilated(x, layer["w"], (stride, stride), ((1, 1), (1, 1)),
                                          dimension_numbers=("NHWC", "HWIO", "NHWC"))
@@ -180,11 +203,12 @@ def jax_cnn_apply(params: Sequence[dict[str, Any]], x: Any) -> Any:
 
 
 def keras_cnn(in_channels: int = 3, classes: int = 2, *, size: int = 32, seed: int = 0) -> Any:
-    """The CNN as a built ``keras.Sequential`` on NHWC input holding ``cnn_weights``."""
+    """The CNN as a built ``keras.Sequential`` on NHWC input of ``size`` x ``size`` pixels holding ``cnn_weights``."""
+    size = validate.count("size", size, high=MAX_IMAGE_SIDE)
+    weights = cnn_weights(in_channels, classes, seed=seed)
     env.import_tensorflow()
     import keras
 
-    weights = cnn_weights(in_channels, classes, seed=seed)
     layers: list[Any] = [keras.Input(shape=(size, size, in_channels))]
     for (w, _), stride in zip(weights[:-1], _CNN_STRIDES):
         layers += [keras.layers.ZeroPadding2D(1), keras.layers.Conv2D(w.shape[3], 3, strides=stride, activation="relu")]
@@ -212,9 +236,21 @@ def torch_sgd_step(model: Any, *, lr: float = 0.05, momentum: float = 0.0, amp_d
     import torch
     import torch.nn.functional as F
 
+    validate.instance("model", model, torch.nn.Module)
     validate.positive("lr", lr)
     validate.number("momentum", momentum, low=0, high=1, high_open=True)
-    device = torch.device(device) if device is not None else next(model.parameters()).device
+    validate.instance("flatten", flatten, bool)
+    first = next(model.parameters(), None)
+    if first is None:
+        raise ValueError(f"model ({type(model).__name__}) has no parameters to train")
+    if device is not None:
+        validate.instance("device", device, (str, torch.device))
+        try:
+            device = torch.device(device)
+        except RuntimeError as err:
+            raise ValueError(f"device must name a torch device such as 'cpu' or 'cuda:0'; got {device!r}") from err
+    else:
+        device = first.device
     if amp_dtype is not None and amp_dtype not in (torch.float16, torch.bfloat16):
         raise ValueError(f"amp_dtype must be None, torch.float16 or torch.bfloat16; got {amp_dtype!r}")
     optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
@@ -250,6 +286,9 @@ def jax_sgd_step(params: Any, apply: Callable[[Any, Any], Any], *, lr: float = 0
     validate.positive("lr", lr)
     validate.function("apply", apply)
     validate.instance("jit", jit, bool)
+    validate.instance("flatten", flatten, bool)
+    if params is None:
+        raise TypeError("params must be the model's parameters (a pytree of arrays, e.g. jax_mlp_params()); got None")
 
     def loss_fn(p: Any, x: Any, y: Any) -> Any:
         if flatten:
@@ -278,9 +317,17 @@ def keras_sgd_step(model: Any, *, lr: float = 0.05, flatten: bool = False,
                    jit_compile: bool = False) -> Callable[[Any], Any]:
     """``step((x, y)) -> loss`` for a Keras model: a ``tf.function`` (XLA when ``jit_compile``) with a
     GradientTape and plain SGD on its trainable variables."""
-    tf = env.import_tensorflow()
     validate.positive("lr", lr)
+    validate.instance("flatten", flatten, bool)
+    validate.instance("jit_compile", jit_compile, bool)
+    if not hasattr(model, "trainable_variables") or not callable(model):
+        raise TypeError(f"model must be a Keras model (callable, with trainable_variables); got "
+                        f"{type(model).__name__} {model!r:.80}")
+    tf = env.import_tensorflow()
     variables = model.trainable_variables
+    if not variables:
+        raise ValueError(f"model ({type(model).__name__}) has no trainable variables: build it first (give it an "
+                         "Input, or call it once)")
 
     @tf.function(jit_compile=jit_compile, reduce_retracing=True)
     def tf_step(x: Any, y: Any) -> Any:

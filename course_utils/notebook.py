@@ -10,10 +10,12 @@ from __future__ import annotations
 import datetime
 import json
 import math
+import numbers
 import os
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from course_utils import display, env, plotting, validate
 
@@ -33,7 +35,7 @@ def setup(seed: int = 0) -> env.EnvReport:
     Returns the environment report so that the cell displays it. Without PyTorch it says so first: every
     notebook needs it, while JAX and TensorFlow sections are skipped with a sentence when they are missing.
     """
-    validate.non_negative("seed", seed, integer=True)
+    seed = validate.count("seed", seed, low=0, high=env.MAX_SEED)
     if not env.available("torch"):
         print(f"PyTorch is not installed: this course needs it ({_INSTALL_HINT['torch']}).")
     env.quiet_tensorflow()
@@ -50,7 +52,8 @@ def needs(*frameworks: str) -> bool:
     runtime without it (Colab TPU runtimes ship no TensorFlow) skips that part and goes on.
     """
     validate.non_empty("frameworks", frameworks)
-    missing = [name for name in (validate.framework(f) for f in frameworks) if not env.available(name)]
+    missing = [name for name in (validate.framework(f, f"frameworks[{i}]") for i, f in enumerate(frameworks))
+               if not env.available(name)]
     if not missing:
         return True
     names = " and ".join(validate.framework_title(m) for m in missing)
@@ -62,8 +65,13 @@ def needs(*frameworks: str) -> bool:
 
 
 def present(frameworks: Iterable[str] = validate.FRAMEWORKS) -> list[str]:
-    """The canonical names among ``frameworks`` that can be imported here, in the order given."""
-    return [name for name in (validate.framework(f) for f in frameworks) if env.available(name)]
+    """The canonical names among ``frameworks`` (a list or tuple of names, not one string) that can be imported
+    here, in the order given."""
+    if isinstance(frameworks, (str, bytes)) or not isinstance(frameworks, Iterable):
+        raise TypeError(f"frameworks must be a list or tuple of framework names (a string is not one); got "
+                        f"{type(frameworks).__name__} {frameworks!r}")
+    return [name for name in (validate.framework(f, f"frameworks[{i}]") for i, f in enumerate(frameworks))
+            if env.available(name)]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -112,9 +120,12 @@ class Row:
 
     def __post_init__(self) -> None:
         validate.text("quantity", self.quantity)
-        if isinstance(self.value, bool) or not isinstance(self.value, (int, float)):
+        if isinstance(self.value, bool) or not isinstance(self.value, numbers.Real):
             raise TypeError(f"value of {self.quantity!r} must be a number; got {type(self.value).__name__} "
                             f"{self.value!r}")
+        # NumPy scalars in, Python numbers kept: the summary is written as JSON
+        object.__setattr__(self, "value", int(self.value) if isinstance(self.value, numbers.Integral)
+                           else float(self.value))
         validate.instance("unit", self.unit, str)
         validate.instance("note", self.note, str)
 
@@ -132,6 +143,18 @@ class SummaryTable:
     rows: tuple[Row, ...]
 
     verdicts: tuple[tuple[str, int], ...] = ()
+
+    def __post_init__(self) -> None:
+        validate.text("notebook", self.notebook)
+        for i, row in enumerate(validate.non_empty("rows", validate.instance("rows", self.rows, (tuple, list)))):
+            validate.instance(f"rows[{i}]", row, Row)
+        for i, pair in enumerate(validate.instance("verdicts", self.verdicts, (tuple, list))):
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise TypeError(f"verdicts[{i}] must be a (status, count) pair; got {pair!r}")
+            validate.choice(f"verdicts[{i}]", pair[0], (display.HELD, display.FAILED, display.NOT_TESTED))
+            validate.non_negative(f"verdicts[{i}]", pair[1], integer=True)
+        object.__setattr__(self, "rows", tuple(self.rows))
+        object.__setattr__(self, "verdicts", tuple(tuple(p) for p in self.verdicts))
 
     def table(self) -> display.Table:
         return display.table(["quantity", "measured", "unit", "note"],
@@ -162,7 +185,10 @@ class SummaryTable:
 def summary_table(notebook: str, rows: Iterable[Row | tuple]) -> SummaryTable:
     """Build the notebook's summary; also write it to ``$COURSE_SUMMARY_DIR/<notebook>.json`` when set."""
     validate.text("notebook", notebook)
-    built = tuple(r if isinstance(r, Row) else Row(*r) for r in validate.non_empty("rows", list(rows)))
+    if isinstance(rows, (str, bytes)) or not isinstance(rows, Iterable):
+        raise TypeError(f"rows must be a list of Row or (quantity, value[, unit[, note]]) tuples; got "
+                        f"{type(rows).__name__} {rows!r}")
+    built = tuple(_row(i, r) for i, r in enumerate(validate.non_empty("rows", list(rows))))
     summary = SummaryTable(notebook, built, tuple(display.verdict_counts().items()))
     target = os.environ.get("COURSE_SUMMARY_DIR")
     if target:
@@ -170,6 +196,14 @@ def summary_table(notebook: str, rows: Iterable[Row | tuple]) -> SummaryTable:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(summary.to_dict(), indent=2))
     return summary
+
+
+def _row(i: int, row: Any) -> Row:
+    if isinstance(row, Row):
+        return row
+    if not isinstance(row, (tuple, list)) or not 2 <= len(row) <= 4:
+        raise TypeError(f"rows[{i}] must be a Row or a (quantity, value[, unit[, note]]) tuple; got {row!r}")
+    return Row(*row)
 
 
 def last_verified() -> str:

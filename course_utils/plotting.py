@@ -64,6 +64,11 @@ def _show_figures_in_notebook() -> None:
         select_figure_formats(shell, {"png"}, bbox_inches="tight")
 
 
+def _title(title: str | None) -> None:
+    if title is not None:
+        validate.instance("title", title, str)
+
+
 def color_for(label: str, index: int = 0) -> str:
     """The framework's colour when ``label`` names one (e.g. 'jax jit'), else the palette's ``index``-th."""
     validate.instance("label", label, str)
@@ -92,6 +97,7 @@ def figure(ncols: int = 1, nrows: int = 1, *, width: float = 6.4, height: float 
 def speedup_bars(table: timing.Comparison, *, title: str | None = None) -> Figure:
     """Horizontal bars of each row's speed-up over the table's baseline, whiskers from the quartiles."""
     validate.instance("table", table, timing.Comparison)
+    _title(title)
     rows = list(table.rows)
     fig, (ax,) = figure(height=0.5 + 0.45 * len(rows))
     names = [r.name for r in rows]
@@ -118,6 +124,9 @@ def time_bars(
 ) -> Figure:
     """Median time per call with quartile whiskers; optionally the first call (compile/trace) beside it."""
     validate.instance("measurements", measurements, (Mapping, list, tuple))
+    _title(title)
+    validate.instance("log", log, bool)
+    validate.instance("show_first_call", show_first_call, bool)
     values = list(measurements.values()) if isinstance(measurements, Mapping) else list(measurements)
     validate.non_empty("measurements", values)
     for m in values:
@@ -160,11 +169,18 @@ def sweep_plot(
     validate.non_empty("sizes", sizes)
     validate.instance("series", series, Mapping)
     validate.non_empty("series", series)
+    validate.instance("xlabel", xlabel, str)
+    _title(title)
+    validate.instance("per_element", per_element, bool)
     for size in sizes:
         validate.positive("sizes", size)
     for label, ms in series.items():
+        validate.instance(f"series key {label!r}", label, str)
+        validate.sequence(f"series[{label!r}]", ms)
         if len(ms) != len(sizes):
             raise ValueError(f"series[{label!r}] has {len(ms)} measurements for {len(sizes)} sizes")
+        for i, m in enumerate(ms):
+            validate.instance(f"series[{label!r}][{i}]", m, timing.Measurement)
     fig, (ax,) = figure(width=6.4, height=4.0)
     x = np.asarray(sizes, dtype=float)
     norm = x if per_element else np.ones_like(x)
@@ -190,11 +206,15 @@ def waterfall(steps: Sequence[tuple[str, float]], *, unit: str = "ms", title: st
     scales = {name: scale for scale, name in display.TIME_UNITS}
     validate.choice("unit", unit, tuple(scales))
     validate.instance("steps", steps, (list, tuple))
+    _title(title)
     if len(steps) < 2:
         raise ValueError("steps needs a baseline and at least one more rung")
-    for step in steps:
-        validate.instance("steps", step, tuple)
-        validate.positive("steps", step[1])
+    for i, step in enumerate(steps):
+        validate.instance(f"steps[{i}]", step, tuple)
+        if len(step) != 2:
+            raise ValueError(f"steps[{i}] must be a (label, seconds) pair; got {step!r}")
+        validate.instance(f"steps[{i}] label", step[0], str)
+        validate.positive(f"steps[{i}] seconds", step[1])
     values = [seconds / scales[unit] for _, seconds in steps]
     fig, (ax,) = figure(width=max(6.4, 1.3 * len(steps)), height=3.8)
     ax.bar(0, values[0], color="#555555")
@@ -217,6 +237,7 @@ def roofline_plot(machine: Machine, points: Iterable[Point] = (), *, title: str 
     import numpy as np
 
     validate.instance("machine", machine, Machine)
+    _title(title)
     validate.instance("points", points, Iterable)
     points = [validate.instance(f"points[{i}]", p, Point) for i, p in enumerate(points)]
     fig, (ax,) = figure(width=7.0, height=4.4)
@@ -272,7 +293,14 @@ def trace_timeline(trace: profile.Trace, *, threads: Sequence[str] | None = None
     """A profiler trace drawn as a timeline: one row per thread, one bar per event, the most frequent event
     names coloured (the rest grey), so gaps (idle time) and many small ops read at a glance."""
     validate.instance("trace", trace, profile.Trace)
-    shown = trace.window(start if start is not None else trace.start, end if end is not None else trace.end + 1e-12)
+    _title(title)
+    top_names = validate.count("top_names", top_names, high=1000)
+    if threads is not None:
+        for i, thread in enumerate(validate.sequence("threads", threads, min_length=1)):
+            validate.instance(f"threads[{i}]", thread, str)
+    start = validate.number("start", start) if start is not None else trace.start
+    end = validate.number("end", end, low=start, low_open=True) if end is not None else trace.end + 1e-12
+    shown = trace.window(start, end)
     rows = list(threads) if threads is not None else shown.threads()[:6]
     validate.non_empty("threads", rows)
     colours = {name: PALETTE[i % len(PALETTE)] for i, (name, _) in enumerate(shown.names(top_names))}

@@ -8,6 +8,7 @@ call, as code written without care does: it measures allocation plus traffic and
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -36,10 +37,17 @@ class ProbeSize:
     target: int
     capped_by: str = ""
 
+    def __post_init__(self) -> None:
+        for name in ("array_bytes", "target"):
+            validate.positive(name, getattr(self, name), integer=True)
+        validate.non_negative("last_level_cache", self.last_level_cache, integer=True)  # 0: the OS reports none
+        validate.choice("capped_by", self.capped_by, ("", "memory", "ci size"))
+
     @property
     def cache_multiple(self) -> float:
-        """Probe array size over the last-level cache: 4 or more leaves the caches (when not capped)."""
-        return self.array_bytes / self.last_level_cache
+        """Probe array size over the last-level cache: 4 or more leaves the caches (when not capped); inf where
+        no cache size is known."""
+        return self.array_bytes / self.last_level_cache if self.last_level_cache else math.inf
 
 
 def probe_size(arrays: int = ARRAYS) -> ProbeSize:
@@ -67,6 +75,24 @@ def _free_memory() -> int:
     return int(psutil.virtual_memory().available)
 
 
+def on_host(framework: str) -> bool:
+    """True where ``framework``'s probe arrays live in this machine's memory (NumPy, or no accelerator here)."""
+    return framework == "numpy" or env.accelerator() == "cpu"
+
+
+def sizes(n: int, m: int, *, host: bool = True) -> tuple[int, int]:
+    """(n, m) if ``n`` (elements per bandwidth array) and ``m`` (the matmul's side) are counts whose arrays fit: at
+    most ``validate.MAX_ELEMENTS`` each and, where the arrays live in this machine's memory (``host``), half of the
+    memory free now; else ValueError naming the size, before anything is allocated."""
+    n = validate.count("n", n, high=validate.MAX_ELEMENTS)
+    m = validate.count("m", m, high=math.isqrt(validate.MAX_ELEMENTS))
+    if host:  # probe_size() fills half of the free memory; three quarters leaves room for what others take meanwhile
+        validate.memory_fits("n", ARRAYS * n * FP32, share=0.75, what=f"n={n:,} ({ARRAYS} probe arrays of float32)")
+        validate.memory_fits("m", 3 * m * m * FP32, share=0.75,
+                             what=f"m={m:,} (a {m:,} x {m:,} matmul: input, output, draw)")
+    return n, m
+
+
 @dataclass
 class Probes:
     """One framework's probes: each a zero-argument call and the bytes (or FLOPs) one call moves (does)."""
@@ -76,9 +102,20 @@ class Probes:
     fresh: dict[str, tuple[Callable[[], Any], float]]
     compute: dict[str, tuple[Callable[[], Any], float]]
 
+    def __post_init__(self) -> None:
+        validate.text("device", self.device)
+        for name in ("bandwidth", "fresh", "compute"):
+            probes = validate.instance(name, getattr(self, name), dict)
+            for key, pair in probes.items():
+                if not isinstance(pair, tuple) or len(pair) != 2:
+                    raise TypeError(f"{name}[{key!r}] must be a (call, amount) pair; got {pair!r:.80}")
+                validate.function(f"{name}[{key!r}]", pair[0])
+                validate.positive(f"{name}[{key!r}]", pair[1])
+
 
 def numpy_probes(n: int, m: int) -> Probes:
-    n, m = validate.positive("n", n, integer=True), validate.positive("m", m, integer=True)
+    """NumPy's probes over arrays of ``n`` float32 and an ``m`` x ``m`` matmul (sizes checked by ``sizes``)."""
+    n, m = sizes(n, m, host=on_host("numpy"))
     import numpy as np
 
     a, b, c = np.ones(n, np.float32), np.full(n, 2.0, np.float32), np.full(n, 3.0, np.float32)
@@ -94,7 +131,8 @@ def numpy_probes(n: int, m: int) -> Probes:
 
 
 def torch_probes(n: int, m: int) -> Probes:
-    n, m = validate.positive("n", n, integer=True), validate.positive("m", m, integer=True)
+    """PyTorch's probes over arrays of ``n`` float32 and an ``m`` x ``m`` matmul (sizes checked by ``sizes``)."""
+    n, m = sizes(n, m, host=on_host("torch"))
     import torch
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -114,7 +152,8 @@ def torch_probes(n: int, m: int) -> Probes:
 
 
 def jax_probes(n: int, m: int) -> Probes:
-    n, m = validate.positive("n", n, integer=True), validate.positive("m", m, integer=True)
+    """JAX's probes over arrays of ``n`` float32 and an ``m`` x ``m`` matmul (sizes checked by ``sizes``)."""
+    n, m = sizes(n, m, host=on_host("jax"))
     import jax
     import jax.numpy as jnp
 
@@ -146,7 +185,8 @@ def jax_probes(n: int, m: int) -> Probes:
 
 
 def tensorflow_probes(n: int, m: int) -> Probes:
-    n, m = validate.positive("n", n, integer=True), validate.positive("m", m, integer=True)
+    """TensorFlow's probes over arrays of ``n`` float32 and an ``m`` x ``m`` matmul (sizes checked by ``sizes``)."""
+    n, m = sizes(n, m, host=on_host("tensorflow"))
     tf = env.import_tensorflow()
 
     # A Variable assigned inside an XLA-compiled function is updated in place: no fresh output per call.

@@ -13,16 +13,19 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
+import numbers
 import re
 import shutil
 import tempfile
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from course_utils import display, env, timing, validate
+from course_utils import calls, display, env, timing, validate
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,16 @@ class Event:
     thread: str
     start: float
     duration: float
+
+    def __post_init__(self) -> None:
+        if type(self.name) is type(self.category) is type(self.thread) is str and \
+                type(self.start) is type(self.duration) is float and math.isfinite(self.start) and \
+                0.0 <= self.duration < math.inf:
+            return  # what the loaders make, checked at a glance: a trace holds 10^5 events
+        for name in ("name", "category", "thread"):
+            validate.instance(name, getattr(self, name), str)
+        validate.number("start", self.start)
+        validate.non_negative("duration", self.duration)
 
     @property
     def end(self) -> float:
@@ -49,8 +62,16 @@ class Trace:
     events: tuple[Event, ...]
 
     def __post_init__(self) -> None:
+        validate.text("framework", self.framework)
+        if self.path is not None:
+            validate.instance("path", self.path, Path)
+        if isinstance(self.events, (str, bytes)) or not isinstance(self.events, (tuple, list)):
+            raise TypeError(f"events must be a tuple of Event; got {type(self.events).__name__}")
         if not self.events:
             raise ValueError(f"the trace {self.path} holds no events: was anything run while profiling?")
+        for i, e in enumerate(self.events):
+            validate.instance(f"events[{i}]", e, Event)
+        object.__setattr__(self, "events", tuple(self.events))
 
     @property
     def start(self) -> float:
@@ -154,8 +175,12 @@ class Trace:
 
 
 def load(path: str | Path, framework: str = "trace") -> Trace:
-    """Read a Chrome/Perfetto JSON trace (``.json`` or ``.json.gz``) or an XSpace protobuf (``.xplane.pb``)."""
+    """Read a Chrome/Perfetto JSON trace (``.json`` or ``.json.gz``) or an XSpace protobuf (``.xplane.pb``).
+
+    A field that is not what a trace holds (a ``ts`` that is NaN or text, a negative ``dur``, an ``args`` that is
+    not an object) raises ValueError naming the event and the field, instead of a wrong busy time."""
     path = Path(validate.instance("path", path, (str, Path)))
+    validate.text("framework", framework)
     if not path.is_file():
         raise ValueError(f"path {str(path)!r} is not a file")
     if path.name.endswith(".xplane.pb"):
@@ -164,23 +189,62 @@ def load(path: str | Path, framework: str = "trace") -> Trace:
     try:
         with opener(path, "rt", encoding="utf-8") as handle:
             data = json.load(handle)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"path {str(path)!r} is not a JSON trace: {exc}") from None
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"path {str(path)!r} is not a JSON trace: {type(exc).__name__}: {exc}") from None
+    except RecursionError:
+        raise ValueError(f"path {str(path)!r} is not a JSON trace: nested too deeply to read") from None
     raw = data.get("traceEvents") if isinstance(data, dict) else data
     if not isinstance(raw, list):
         raise ValueError(f"path {str(path)!r} has no 'traceEvents' list: not a Chrome/Perfetto trace")
-    return Trace(framework, path, tuple(_chrome_events(raw)))
+    return Trace(framework, path, tuple(_chrome_events(raw, path)))
 
 
-def _chrome_events(raw: list[Any]) -> Iterable[Event]:
-    names = {(e.get("pid"), e.get("tid")): e.get("args", {}).get("name") for e in raw
-             if isinstance(e, dict) and e.get("ph") == "M" and e.get("name") == "thread_name"}
-    for e in raw:
-        if not isinstance(e, dict) or e.get("ph") != "X" or "ts" not in e or e.get("cat") == "Trace":
+_ID_TYPES = (str, int, float, type(None))  # what a Chrome trace's pid and tid hold
+
+
+def _field(path: Path, i: int, event: dict[str, Any], key: str, *, default: Any = None,
+           low: float | None = None) -> Any:
+    """``event[key]`` as a finite float (µs) at least ``low``, or ``default`` where absent; else ValueError naming
+    the event and the field."""
+    value = event.get(key, default)
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            pass
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) \
+            or (low is not None and value < low):
+        wanted = "a finite number" + (f" >= {low:g}" if low is not None else "")
+        raise ValueError(f"path {str(path)!r}: traceEvents[{i}] field {key!r} must be {wanted} (µs); got {value!r}")
+    return float(value)
+
+
+def _thread_id(path: Path, i: int, event: dict[str, Any]) -> tuple[Any, Any]:
+    ids = (event.get("pid"), event.get("tid"))
+    for key, value in zip(("pid", "tid"), ids):
+        if not isinstance(value, _ID_TYPES):
+            raise ValueError(f"path {str(path)!r}: traceEvents[{i}] field {key!r} must be a number or a string; "
+                             f"got {type(value).__name__}")
+    return ids
+
+
+def _chrome_events(raw: list[Any], path: Path) -> Iterable[Event]:
+    names: dict[tuple[Any, Any], Any] = {}
+    for i, e in enumerate(raw):
+        if isinstance(e, dict) and e.get("ph") == "M" and e.get("name") == "thread_name":
+            args = e.get("args", {})
+            if not isinstance(args, dict):
+                raise ValueError(f"path {str(path)!r}: traceEvents[{i}] field 'args' must be an object; "
+                                 f"got {type(args).__name__}")
+            names[_thread_id(path, i, e)] = args.get("name")
+    for i, e in enumerate(raw):
+        if not isinstance(e, dict) or e.get("ph") != "X" or e.get("cat") == "Trace":
             continue  # 'Trace' is torch.profiler's own span around the whole capture
-        thread = names.get((e.get("pid"), e.get("tid"))) or f"{e.get('pid')}/{e.get('tid')}"
+        key = _thread_id(path, i, e)
+        thread = names.get(key) or f"{key[0]}/{key[1]}"
+        start, duration = _field(path, i, e, "ts"), _field(path, i, e, "dur", default=0.0, low=0.0)
         yield Event(str(e.get("name", "")), str(e.get("cat") or "op"), str(thread),
-                    float(e["ts"]) * 1e-6, float(e.get("dur", 0.0)) * 1e-6)  # Chrome trace times are in µs
+                    start * 1e-6, duration * 1e-6)  # Chrome trace times are in µs
 
 
 def _xplane_events(path: Path) -> Iterable[Event]:
@@ -204,21 +268,37 @@ def _xplane_events(path: Path) -> Iterable[Event]:
 
 
 def capture(framework: str, fn: Callable[..., Any], *args: Any, steps: int = 3, name: str = "trace",
-            folder: str | Path | None = None) -> Trace:
+            folder: str | Path | None = None, timeout: float = calls.DEFAULT_TIMEOUT) -> Trace:
     """Profile ``steps`` calls of ``fn(*args)`` (each waited for), save the trace and return it loaded.
 
-    Run ``fn`` once before (compilation is then not in the trace). The file lands in ``folder`` as
-    ``<name>.<framework>.json`` (torch), ``.json.gz`` (JAX) or ``.xplane.pb`` (TensorFlow).
+    Run ``fn`` once before (compilation is then not in the trace). The file lands in ``folder`` (default
+    ``build/traces``; no '..' in it) as ``<name>.<framework>.json`` (torch), ``.json.gz`` (JAX) or ``.xplane.pb``
+    (TensorFlow). The ``steps`` calls must end within ``timeout`` seconds (else ``calls.LearnerTimeout`` names
+    ``fn``), and the profiler is stopped either way.
     """
     framework = validate.framework(framework)
     validate.function("fn", fn)
-    validate.number("steps", steps, low=1, high=1000, integer=True)
-    if not re.fullmatch(r"[\w.-]+", validate.text("name", name)):
-        raise ValueError(f"name must be a file name of letters, digits, '.', '-' or '_'; got {name!r}")
-    folder = env.build_dir("traces") if folder is None else Path(validate.instance("folder", folder, (str, Path)))
+    steps = validate.number("steps", steps, low=1, high=1000, integer=True)
+    if not re.fullmatch(r"\w[\w.-]*", validate.text("name", name)):
+        raise ValueError(f"name must be a file name of letters, digits, '.', '-' or '_' (not starting with '.'); "
+                         f"got {name!r}")
+    folder = env.build_dir("traces") if folder is None else validate.folder("folder", folder)
+    timeout = calls.checked_timeout(timeout)
     folder.mkdir(parents=True, exist_ok=True)
     run = {"torch": _capture_torch, "jax": _capture_jax, "tensorflow": _capture_tensorflow}[framework]
-    return run(lambda: [timing.sync(fn(*args)) for _ in range(steps)], folder / f"{name}.{framework}")
+
+    def work() -> None:
+        with calls.limit(fn, timeout):
+            for _ in range(steps):
+                timing.sync(fn(*args))
+
+    try:
+        return run(work, folder / f"{name}.{framework}")
+    except ValueError as exc:
+        if "holds no events" not in str(exc):
+            raise
+        raise ValueError(f"fn = {calls.describe(fn)} ran nothing the {framework} profiler records ({steps} call(s)): "
+                         "profile a function that runs the framework's operations") from None
 
 
 def _capture_torch(work: Callable[[], Any], stem: Path) -> Trace:

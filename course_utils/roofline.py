@@ -178,11 +178,16 @@ def measure_machine(
     framework = _framework(framework)
     if array_bytes is None:
         array_bytes = probes.probe_size().array_bytes
-    array_bytes = validate.number("array_bytes", array_bytes, low=1024, integer=True)
+    array_bytes = validate.count("array_bytes", array_bytes, low=1024, high=validate.MAX_ELEMENTS * probes.FP32)
     if matmul_n is None:
         matmul_n = default_matmul_n()
-    matmul_n = validate.number("matmul_n", matmul_n, low=16, high=65536, integer=True)
+    matmul_n = validate.count("matmul_n", matmul_n, low=16, high=math.isqrt(validate.MAX_ELEMENTS))
     min_time = validate.number("min_time", min_time, low=0, high=60, low_open=True)
+    if probes.on_host(framework):  # refused here, by name, rather than by the probes' own n and m
+        validate.memory_fits("array_bytes", probes.ARRAYS * array_bytes, share=0.75,
+                             what=f"array_bytes={array_bytes:,} ({probes.ARRAYS} probe arrays)")
+        validate.memory_fits("matmul_n", 3 * matmul_n**2 * probes.FP32, share=0.75,
+                             what=f"matmul_n={matmul_n:,} (input, output and draw of the matmul probe)")
     key = (framework, int(array_bytes), int(matmul_n))
     if key not in _CACHE:
         built = probes.BUILDERS[framework](int(array_bytes) // probes.FP32, int(matmul_n))

@@ -13,10 +13,11 @@ import math
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sized
 from dataclasses import dataclass, field
 from typing import Any
 
+from course_utils import calls as _calls  # interleaved() has a parameter named calls
 from course_utils import display, env, validate
 from course_utils.display import format_time
 
@@ -36,8 +37,7 @@ def sync(value: Any) -> Any:
     tensors on an accelerator: ``tf.test.experimental.sync_devices()``, TF's public wait for every device (it
     copies nothing to the host); on the CPU, TF's eager runtime is synchronous (the op has finished when it
     returns), so there is nothing to wait for. NumPy arrays and torch CPU tensors are already computed.
-    ``None`` (an in-place op) synchronises torch's current CUDA
-    device when CUDA is in use, since there is no output to wait on.
+    ``None`` (an in-place op) synchronises torch's current CUDA device when CUDA is in use: no output to wait on.
     """
     torch = sys.modules.get("torch")
     tf = sys.modules.get("tensorflow")
@@ -103,12 +103,18 @@ class Measurement:
 
     def __post_init__(self) -> None:
         validate.instance("label", self.label, str)
-        validate.non_empty("times", self.times)
-        for t in self.times:
+        for t in validate.non_empty("times", self.times):
             validate.non_negative("times", t)
         validate.positive("number", self.number, integer=True)
+        if self.first_call is not None:
+            validate.non_negative("first_call", self.first_call)
+        validate.non_negative("total", self.total)
+        validate.instance("synced", self.synced, bool)
+        if isinstance(self.rounds, (str, bytes)) or not isinstance(self.rounds, Sized):
+            raise TypeError(f"rounds must be a tuple of per-round seconds; got {self.rounds!r}")
         for t in self.rounds:
             validate.positive("rounds", t)
+        validate.instance("metadata", self.metadata, dict)
 
     @classmethod
     def from_times(cls, label: str, times: Iterable[float], **metadata: Any) -> Measurement:
@@ -152,26 +158,13 @@ class Measurement:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain numbers (seconds) for JSON: median, p25, p75, min, n, number, first_call, total."""
-        return {
-            "label": self.label,
-            "median": self.median,
-            "p25": self.p25,
-            "p75": self.p75,
-            "min": self.min,
-            "n": self.n,
-            "number": self.number,
-            "first_call": self.first_call,
-            "total": self.total,
-            "synced": self.synced,
-        }
+        keys = ("label", "median", "p25", "p75", "min", "n", "number", "first_call", "total", "synced")
+        return {key: getattr(self, key) for key in keys}
 
     def summary(self) -> str:
         """One line: median, IQR, min, repeats, first call."""
-        text = (
-            f"{self.label}: median {format_time(self.median)} "
-            f"(IQR {format_time(self.p25)} to {format_time(self.p75)}, min {format_time(self.min)}, "
-            f"{self.n} x {self.number} calls)"
-        )
+        text = (f"{self.label}: median {format_time(self.median)} (IQR {format_time(self.p25)} to "
+                f"{format_time(self.p75)}, min {format_time(self.min)}, {self.n} x {self.number} calls)")
         if self.first_call is not None:
             text += f", first call {format_time(self.first_call)}"
         if not self.synced:
@@ -184,13 +177,9 @@ class Measurement:
     def table(self) -> display.Table:
         first = format_time(self.first_call) if self.first_call is not None else "not measured"
         return display.table(["", self.label], [
-            ("median", format_time(self.median)),
-            ("IQR", f"{format_time(self.p25)} to {format_time(self.p75)}"),
-            ("min", format_time(self.min)),
-            ("repeats", f"{self.n} blocks x {self.number} calls"),
-            ("first call", first),
-            ("synchronised", "yes" if self.synced else "no"),
-        ])
+            ("median", format_time(self.median)), ("IQR", f"{format_time(self.p25)} to {format_time(self.p75)}"),
+            ("min", format_time(self.min)), ("repeats", f"{self.n} blocks x {self.number} calls"),
+            ("first call", first), ("synchronised", "yes" if self.synced else "no")])
 
     def _repr_html_(self) -> str:
         return self.table()._repr_html_()
@@ -207,30 +196,37 @@ def apart(a: Measurement, b: Measurement) -> bool:
 def quartiles(m: Measurement, fmt: Callable[[float], str]) -> str:
     """'a to b': the quartile range of ``m``, each end formatted by ``fmt``."""
     validate.instance("m", m, Measurement)
+    validate.function("fmt", fmt)
     return f"{fmt(m.p25)} to {fmt(m.p75)}"
 
 
 def interleaved(calls: Mapping[str, Callable[[], Any]], *, rounds: int = 4, min_time: float = 0.2,
-                sync: Mapping[str, bool] | None = None) -> dict[str, Measurement]:
+                sync: Mapping[str, bool] | None = None,
+                timeout: float = _calls.DEFAULT_TIMEOUT) -> dict[str, Measurement]:
     """Time each zero-argument callable of ``calls`` in ``rounds`` alternating rounds (the order rotated by one
     each round), ``min_time`` seconds per callable in all; each round's times are pooled into one Measurement per
     name (first call: the first round's). A machine that changes speed between rounds then widens every
     workload's quartiles alike instead of shifting one median against another. Each Measurement keeps its
     per-round medians (``rounds``): ``cu.intervals.speedup(a, b)`` pairs them into an interval. ``sync``
-    (name -> bool, default True) passes ``sync=False`` where a call waits by itself (a host copy)."""
-    validate.instance("calls", calls, Mapping)
-    validate.non_empty("calls", calls)
+    (name -> bool, default True) passes ``sync=False`` where a call waits by itself (a host copy). A call that
+    does not return within ``timeout`` seconds raises ``calls.LearnerTimeout`` naming it."""
+    validate.non_empty("calls", validate.instance("calls", calls, Mapping))
     rounds = validate.number("rounds", rounds, low=1, high=100, integer=True)
     min_time = validate.number("min_time", min_time, low=0, high=60, low_open=True)
-    sync = dict(sync or {})
+    timeout = _calls.checked_timeout(timeout)
+    sync = dict(validate.instance("sync", sync, Mapping) if sync is not None else {})
     for name, fn in calls.items():
         validate.function(f"calls[{name!r}]", fn)
+    for name, wait in sync.items():
+        validate.choice(f"sync[{name!r}]", name, list(calls))
+        validate.instance(f"sync[{name!r}]", wait, bool)
     names = list(calls)
     found: dict[str, list[Measurement]] = {name: [] for name in names}
     for r in range(rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
-            found[name].append(benchmark(calls[name], min_time=min_time / rounds, min_repeats=3,
-                                         sync=sync.get(name, True), label=name))
+            limit = functools.partial(_calls.limit, calls[name], timeout, f"calls[{name!r}]")
+            found[name].append(_benchmark(calls[name], (), 0, min_time / rounds, 200, 3, sync.get(name, True),
+                                          name, limit))
     return {name: Measurement(label=name, times=tuple(t for m in parts for t in m.times), number=parts[0].number,
                               first_call=parts[0].first_call, total=sum(m.total for m in parts),
                               synced=parts[0].synced, rounds=tuple(m.median for m in parts))
@@ -246,17 +242,9 @@ def _quantile(values: Iterable[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def benchmark(
-    fn: Callable[..., Any],
-    *args: Any,
-    warmup: int = 0,
-    min_time: float = 0.2,
-    max_repeats: int = 200,
-    min_repeats: int = 5,
-    sync: bool | str = "auto",
-    label: str | None = None,
-    **kwargs: Any,
-) -> Measurement:
+def benchmark(fn: Callable[..., Any], *args: Any, warmup: int = 0, min_time: float = 0.2, max_repeats: int = 200,
+              min_repeats: int = 5, sync: bool | str = "auto", label: str | None = None,
+              timeout: float = _calls.DEFAULT_TIMEOUT, **kwargs: Any) -> Measurement:
     """Time ``fn(*args, **kwargs)``: first call apart, ``warmup`` more untimed calls, then blocks of calls.
 
     Calls are grouped into blocks long enough (>= 5% of ``min_time``) that reading the clock costs
@@ -266,64 +254,74 @@ def benchmark(
     ``min_time`` seconds and ``min_repeats`` blocks have passed, or ``max_repeats`` blocks.
     ``sync="auto"`` (or True) waits on the returned arrays; ``sync=False`` does not (only to show why
     you must). The first call (compile, trace, caches) and the calibration of the block size warm up;
-    pass ``warmup`` for workloads that need more calls before they settle.
+    pass ``warmup`` for workloads that need more calls before they settle. A call (or block) that has not returned
+    after ``timeout`` seconds raises ``calls.LearnerTimeout`` naming ``fn``, instead of hanging the notebook.
     """
     validate.function("fn", fn)
-    validate.number("warmup", warmup, low=0, high=10_000, integer=True)
+    warmup = validate.number("warmup", warmup, low=0, high=10_000, integer=True)
     validate.number("min_time", min_time, low=0, high=_MAX_MIN_TIME, low_open=True)
     validate.number("max_repeats", max_repeats, low=1, high=100_000, integer=True)
     validate.number("min_repeats", min_repeats, low=1, high=max_repeats, integer=True)
     validate.choice("sync", sync, ("auto", True, False))
-    if label is not None:
-        validate.instance("label", label, str)
+    label = validate.instance("label", label, str) if label is not None else getattr(fn, "__name__", "fn")
+    timeout = _calls.checked_timeout(timeout)
+    limit = functools.partial(_calls.limit, fn, timeout, "fn")
+    if kwargs:  # bind them once: the timed loop then costs what a plain call costs
+        fn = functools.partial(fn, **kwargs)
+    return _benchmark(fn, args, int(warmup), min_time, int(max_repeats), int(min_repeats), sync, label, limit)
+
+
+def _benchmark(fn: Callable[..., Any], args: tuple[Any, ...], warmup: int, min_time: float, max_repeats: int,
+               min_repeats: int, sync: bool | str, label: str, limit: Callable[[], Any]) -> Measurement:
+    """``benchmark`` with checked arguments; ``limit()`` is a fresh time limit for each call or block of calls."""
     min_time *= env.time_scale()  # a tenth at smoke size, which only checks that a notebook runs to the end
     wait = _wait_for if sync else _no_sync
-    label = label if label is not None else getattr(fn, "__name__", "fn")
-    if kwargs:  # bind them once: the timed loop then costs what a plain call costs
-        fn, args = functools.partial(fn, **kwargs), args
     clock = time.perf_counter
 
-    start = clock()
-    wait(fn(*args))
-    first_call = clock() - start
-    for _ in range(warmup):
+    with limit():
+        start = clock()
         wait(fn(*args))
+        first_call = clock() - start
+    for _ in range(warmup):
+        with limit():
+            wait(fn(*args))
 
     target = min_time * _BLOCK_FRACTION
-    number, times = _calibrate(fn, args, wait, target)
+    number, times = _calibrate(fn, args, wait, target, limit)
     started = clock()
     while len(times) < max_repeats and (len(times) < min_repeats or clock() - started < min_time):
-        block_start = clock()
-        for _ in range(number - 1):
-            fn(*args)  # results are dropped at once, as in a training loop; the last one is waited for
-        wait(fn(*args))
-        times.append((clock() - block_start) / number)
-    return Measurement(
-        label=label,
-        times=tuple(times),
-        number=number,
-        first_call=first_call,
-        total=clock() - started,
-        synced=bool(sync),
-    )
+        with limit():
+            block_start = clock()
+            for _ in range(number - 1):
+                fn(*args)  # results are dropped at once, as in a training loop; the last one is waited for
+            wait(fn(*args))
+            times.append((clock() - block_start) / number)
+    return Measurement(label=label, times=tuple(times), number=number, first_call=first_call,
+                       total=clock() - started, synced=bool(sync))
 
 
-def dispatch_only(fn: Callable[..., Any], *args: Any, repeats: int = 20, label: str | None = None) -> Measurement:
+def dispatch_only(fn: Callable[..., Any], *args: Any, repeats: int = 20, label: str | None = None,
+                  timeout: float = _calls.DEFAULT_TIMEOUT) -> Measurement:
     """What a naive timer sees: the time until ``fn`` *returns*, not until its result is ready.
 
     Each call is timed without synchronising, then synchronised outside the clock so that calls do not
     queue up behind each other. Only for showing the async-dispatch trap; measure with ``benchmark``.
+    A call that does not return (or whose result is not ready) within ``timeout`` seconds raises
+    ``calls.LearnerTimeout`` naming ``fn``.
     """
     validate.function("fn", fn)
-    validate.number("repeats", repeats, low=1, high=100_000, integer=True)
-    _wait_for(fn(*args))
+    repeats = validate.number("repeats", repeats, low=1, high=100_000, integer=True)
+    label = validate.instance("label", label, str) if label is not None else getattr(fn, "__name__", "fn")
+    timeout = _calls.checked_timeout(timeout)
+    with _calls.limit(fn, timeout):
+        _wait_for(fn(*args))
     times = []
     for _ in range(repeats):
-        start = time.perf_counter()
-        out = fn(*args)
-        times.append(time.perf_counter() - start)
-        _wait_for(out)
-    label = label if label is not None else getattr(fn, "__name__", "fn")
+        with _calls.limit(fn, timeout):
+            start = time.perf_counter()
+            out = fn(*args)
+            times.append(time.perf_counter() - start)
+            _wait_for(out)
     return Measurement(label=label, times=tuple(times), total=sum(times), synced=False)
 
 
@@ -332,7 +330,8 @@ def _no_sync(value: Any) -> Any:
 
 
 def _calibrate(
-    fn: Callable[..., Any], args: tuple[Any, ...], wait: Callable[[Any], Any], target: float
+    fn: Callable[..., Any], args: tuple[Any, ...], wait: Callable[[Any], Any], target: float,
+    limit: Callable[[], Any],
 ) -> tuple[int, list[float]]:
     """Calls per block so that a block lasts about ``target`` s or more (1, 2, 5, 10, 20, ... as in timeit).
 
@@ -341,16 +340,17 @@ def _calibrate(
     """
     number = 1
     while True:
-        start = time.perf_counter()
-        for _ in range(number - 1):
-            fn(*args)
-        wait(fn(*args))
-        elapsed = time.perf_counter() - start
+        with limit():
+            start = time.perf_counter()
+            for _ in range(number - 1):
+                fn(*args)
+            wait(fn(*args))
+            elapsed = time.perf_counter() - start
         if elapsed >= target / 2 or number >= _MAX_CALLS_PER_BLOCK:
             return number, [elapsed / number]
         per_call = elapsed / number
         wanted = target / per_call if per_call > 0 else number * 10
-        number = min(_round_up_125(max(wanted, number * 2)), _MAX_CALLS_PER_BLOCK)
+        number = min(_round_up_125(min(max(wanted, number * 2), _MAX_CALLS_PER_BLOCK)), _MAX_CALLS_PER_BLOCK)
 
 
 def _round_up_125(value: float) -> int:
@@ -377,6 +377,14 @@ class ComparisonRow:
     speedup_low: float
     speedup_high: float
 
+    def __post_init__(self) -> None:
+        validate.instance("name", self.name, str)
+        validate.instance("measurement", self.measurement, Measurement)
+        low, mid, high = (validate.positive(k, getattr(self, k)) for k in ("speedup_low", "speedup", "speedup_high"))
+        if not low <= mid <= high:
+            raise ValueError(f"speedup must lie in [speedup_low, speedup_high]; got {self.speedup:g} outside "
+                             f"[{self.speedup_low:g}, {self.speedup_high:g}]")
+
 
 @dataclass(frozen=True)
 class Comparison:
@@ -384,6 +392,12 @@ class Comparison:
 
     baseline: str
     rows: tuple[ComparisonRow, ...]
+
+    def __post_init__(self) -> None:
+        rows = tuple(validate.instance(f"rows[{i}]", row, ComparisonRow) for i, row in
+                     enumerate(validate.non_empty("rows", validate.instance("rows", self.rows, (tuple, list)))))
+        validate.choice("baseline", validate.instance("baseline", self.baseline, str), [row.name for row in rows])
+        object.__setattr__(self, "rows", rows)
 
     def __getitem__(self, name: str) -> ComparisonRow:
         for row in self.rows:
@@ -400,12 +414,9 @@ class Comparison:
         return self[name].speedup
 
     def table(self) -> display.Table:
-        rows = []
-        for row in self.rows:
-            m = row.measurement
-            first = format_time(m.first_call) if m.first_call is not None else "-"
-            rows.append([row.name, format_time(m.median), f"{format_time(m.p25)} to {format_time(m.p75)}", first,
-                         f"{row.speedup:.2f}x ({row.speedup_low:.2f} to {row.speedup_high:.2f})"])
+        rows = [[r.name, format_time(r.measurement.median), quartiles(r.measurement, format_time),
+                 format_time(r.measurement.first_call) if r.measurement.first_call is not None else "-",
+                 f"{r.speedup:.2f}x ({r.speedup_low:.2f} to {r.speedup_high:.2f})"] for r in self.rows]
         return display.table(["", "median", "IQR", "first call", f"speed-up vs {self.baseline}"], rows)
 
     def __repr__(self) -> str:
@@ -415,16 +426,13 @@ class Comparison:
         return self.table()._repr_html_()
 
 
-def compare(
-    candidates: Mapping[str, Callable[..., Any] | Measurement],
-    *args: Any,
-    baseline: str | None = None,
-    **benchmark_kwargs: Any,
-) -> Comparison:
+def compare(candidates: Mapping[str, Callable[..., Any] | Measurement], *args: Any, baseline: str | None = None,
+            **benchmark_kwargs: Any) -> Comparison:
     """Benchmark each callable (or take a ready ``Measurement``) and tabulate speed-ups over ``baseline``.
 
     ``baseline`` defaults to the first entry. The speed-up range divides the baseline's quartiles by the
-    candidate's opposite quartiles: a range that contains 1.0 means "no measurable difference".
+    candidate's opposite quartiles: a range that contains 1.0 means "no measurable difference". A Measurement
+    whose quartiles reach 0 s (the clock did not resolve the call) has no speed-up and is refused by name.
     """
     validate.instance("candidates", candidates, Mapping)
     validate.non_empty("candidates", candidates)
@@ -437,25 +445,20 @@ def compare(
             measured[name] = benchmark(candidate, *args, label=name, **benchmark_kwargs)
         else:
             raise TypeError(f"candidates[{name!r}] must be callable or a Measurement; got {type(candidate).__name__}")
+    for name, m in measured.items():
+        if m.p25 <= 0:
+            raise ValueError(f"candidates[{name!r}] measured {format_time(m.p25)} at its lower quartile: the clock did "
+                             "not resolve the call, so no ratio can be taken; time blocks of several calls "
+                             "(timing.benchmark does)")
     base = measured[baseline]
-    rows = tuple(
-        ComparisonRow(
-            name=name,
-            measurement=m,
-            speedup=base.median / m.median,
-            speedup_low=base.p25 / m.p75,
-            speedup_high=base.p75 / m.p25,
-        )
-        for name, m in measured.items()
-    )
-    return Comparison(baseline=baseline, rows=rows)
+    return Comparison(baseline=baseline, rows=tuple(
+        ComparisonRow(name=name, measurement=m, speedup=base.median / m.median, speedup_low=base.p25 / m.p75,
+                      speedup_high=base.p75 / m.p25) for name, m in measured.items()))
 
 
 class Timer:
-    """Wall-clock time of a coarse section: ``with Timer("load") as t: ...`` then ``t.elapsed`` (seconds).
-
-    Call ``sync(result)`` inside the block when it launches asynchronous work.
-    """
+    """Wall-clock time of a coarse section: ``with Timer("load") as t: ...`` then ``t.elapsed`` (seconds). Call
+    ``sync(result)`` inside the block when it launches asynchronous work."""
 
     def __init__(self, label: str = "section") -> None:
         self.label = validate.instance("label", label, str)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections.abc import Callable, Iterable, Sequence, Sized
+from pathlib import Path
 from typing import Any, TypeVar
 
 import psutil
@@ -38,6 +40,10 @@ def number(
 
     ``low_open``/``high_open`` exclude the bound itself. bool is refused: ``True`` is not a count.
     """
+    _bounds(name, low, high)
+    for flag, given in (("low_open", low_open), ("high_open", high_open), ("integer", integer)):
+        if not isinstance(given, bool):
+            raise TypeError(f"{flag} must be True or False; got {type(given).__name__} {given!r}")
     kind = "an integer" if integer else "a number"
     wanted = numbers.Integral if integer else numbers.Real
     if isinstance(value, bool) or not isinstance(value, wanted):
@@ -51,12 +57,33 @@ def number(
     return value
 
 
+def _bounds(name: str, low: Any, high: Any) -> None:
+    """Refuse bounds that are not finite numbers, or reversed ones (low above high): no value could pass them."""
+    for bound, given in (("low", low), ("high", high)):
+        if given is None:
+            continue
+        if isinstance(given, bool) or not isinstance(given, numbers.Real):
+            raise TypeError(f"the {bound} bound of {name} must be a number or None; got {type(given).__name__} "
+                            f"{given!r}")
+        if not math.isfinite(given):
+            raise ValueError(f"the {bound} bound of {name} must be finite; got {given!r}")
+    if low is not None and high is not None and low > high:
+        raise ValueError(f"{name} has no accepted value: its bounds are reversed (low={low!r} above high={high!r})")
+
+
 def _range_text(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
     if high is None:
-        return f"{'>' if low_open else '>='} {low:g}"
+        return f"{'>' if low_open else '>='} {_bound_text(low)}"
     if low is None:
-        return f"{'<' if high_open else '<='} {high:g}"
-    return f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+        return f"{'<' if high_open else '<='} {_bound_text(high)}"
+    return f"in {'(' if low_open else '['}{_bound_text(low)}, {_bound_text(high)}{')' if high_open else ']'}"
+
+
+def _bound_text(bound: Any) -> str:
+    """A bound as a reader takes it in: whole numbers in full ('2,147,483,648'), others with :g."""
+    if isinstance(bound, numbers.Integral) or float(bound).is_integer() and abs(bound) < 1e15:
+        return f"{int(bound):,}" if abs(bound) >= 10_000 else f"{int(bound)}"
+    return f"{bound:g}"
 
 
 def positive(name: str, value: Any, *, integer: bool = False) -> Any:
@@ -76,6 +103,9 @@ def fraction(name: str, value: Any) -> Any:
 
 def choice(name: str, value: Any, choices: Iterable[T]) -> T:
     """Return ``value`` if it is one of ``choices``; the error lists them."""
+    if isinstance(choices, (str, bytes)) or not isinstance(choices, Iterable):
+        raise TypeError(f"choices must be a list or tuple of the accepted values; got {type(choices).__name__} "
+                        f"{choices!r}")
     options = tuple(choices)
     try:
         ok = value in options
@@ -96,6 +126,8 @@ def function(name: str, value: Any) -> Callable[..., Any]:
 
 def instance(name: str, value: Any, types: type | tuple[type, ...]) -> Any:
     """Return ``value`` if it is an instance of ``types``; the error names the accepted types."""
+    if not (isinstance(types, type) or isinstance(types, tuple) and types and all(isinstance(t, type) for t in types)):
+        raise TypeError(f"types must be a type or a tuple of types; got {types!r}")
     if not isinstance(value, types):
         accepted = types if isinstance(types, tuple) else (types,)
         names = " or ".join(t.__name__ for t in accepted)
@@ -150,6 +182,8 @@ def seconds(name: str, value: Any, *, high: float = 3600.0, low_open: bool = Tru
 def elements(name: str, value: Any, *, itemsize: int = 4, arrays: int = 1) -> int:
     """Return ``value`` if it is an element count >= 1 whose ``arrays`` arrays of ``itemsize`` bytes fit in half
     of the memory available now: a size that would exhaust the machine fails here, naming the argument."""
+    itemsize = count("itemsize", itemsize, high=64)
+    arrays = count("arrays", arrays, high=1024)
     value = int(number(name, value, low=1, high=MAX_ELEMENTS, integer=True))
     memory_fits(name, value * itemsize * arrays, what=f"{name}={value:,} ({arrays} array(s) of {itemsize}-byte "
                 "elements)")
@@ -160,6 +194,9 @@ def memory_fits(name: str, nbytes: int, *, share: float = 0.5, what: str | None 
     """Return ``nbytes`` if allocating it takes at most ``share`` of the memory available now; else ValueError
     naming ``name``: a mistyped size is refused here instead of reaching the allocator (or the swap)."""
     nbytes = int(number(name, nbytes, low=0, integer=True))
+    share = number("share", share, low=0, high=1, low_open=True)
+    if what is not None:
+        text("what", what)
     available = psutil.virtual_memory().available
     if nbytes > share * available:
         raise ValueError(f"{what or name} needs {nbytes / 2**30:.3g} GiB, more than {share:.0%} of the "
@@ -170,8 +207,25 @@ def memory_fits(name: str, nbytes: int, *, share: float = 0.5, what: str | None 
 def sequence(name: str, value: Any, *, min_length: int = 0) -> Any:
     """Return ``value`` if it is a list, tuple or other sequence (a string is not one) of at least
     ``min_length`` items."""
+    min_length = count("min_length", min_length, low=0, high=2**62)
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
         raise TypeError(f"{name} must be a list or tuple; got {type(value).__name__} {value!r}")
     if len(value) < min_length:
         raise ValueError(f"{name} must hold at least {min_length} item(s); got {len(value)}")
     return value
+
+
+def folder(name: str, value: Any) -> Path:
+    """Return ``value`` as a Path if it can name a folder to write into: a non-empty str or path, without a '..'
+    part (a folder that climbs out of where it points is a typo or an escape), and not an existing file."""
+    if isinstance(value, bool) or not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a folder path (str or pathlib.Path); got {type(value).__name__} {value!r}")
+    path = Path(value)
+    if not str(value).strip():
+        raise ValueError(f"{name} must name a folder; got {value!r}")
+    if ".." in path.parts:
+        raise ValueError(f"{name} must not climb out with '..'; got {str(value)!r}: pass the folder itself "
+                         "(an absolute path, or one below the current folder)")
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{name} {str(value)!r} is a file, not a folder")
+    return path

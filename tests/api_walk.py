@@ -47,46 +47,73 @@ def public_modules() -> list[tuple[str, Any]]:
 
 
 def public_callables() -> list[tuple[str, Any]]:
-    """(cu.<package>.<name>, callable) for every public function and class that course_utils defines, once each
-    (a name re-exported by a package's __init__ is spelled through the package)."""
-    seen, found = set(), []
+    """(cu.<package>.<name>, callable) for every public function and class that course_utils defines, once each,
+    spelled through the package that defines it (``Machine`` is ``cu.roofline.Machine`` although ``cu.plotting``
+    imports it too; a lesson's name re-exported by its ``__init__`` is ``cu.<lesson>.<name>``)."""
+    found: dict[int, tuple[str, Any]] = {}
     for prefix, module in public_modules():
         names = getattr(module, "__all__", None) or [n for n in vars(module) if not n.startswith("_")]
         for name in sorted(names):
             obj = getattr(module, name, None)
-            if not (inspect.isfunction(obj) or inspect.isclass(obj)) or id(obj) in seen:
+            if not (inspect.isfunction(obj) or inspect.isclass(obj)):
                 continue
-            if not getattr(obj, "__module__", "").startswith("course_utils"):
+            home = getattr(obj, "__module__", "") or ""
+            if not home.startswith("course_utils"):
                 continue
             if inspect.isclass(obj) and issubclass(obj, BaseException):
                 continue
-            seen.add(id(obj))
-            found.append((f"{prefix}.{name}", obj))
-    return found
+            defines = home == f"course_utils.{prefix[3:]}" or home.startswith(f"course_utils.{prefix[3:]}.")
+            if defines or id(obj) not in found:
+                found[id(obj)] = (f"{prefix}.{name}", obj)
+    return sorted(found.values(), key=lambda pair: pair[0])
+
+
+def _members(hint: str) -> list[str]:
+    """The members of a union hint at its top level ("Mapping[str, int | None] | None" -> ["Mapping[str, int | None]"]),
+    without None."""
+    members, depth, current = [], 0, ""
+    for char in hint:
+        depth += char == "["
+        depth -= char == "]"
+        if char == "|" and depth == 0:
+            members.append(current)
+            current = ""
+        else:
+            current += char
+    members.append(current)
+    return [m for m in members if m and m != "None"]
+
+
+def _outer(member: str) -> str:
+    """The outer type of one hint member, without its module and parameters: "collections.abc.Mapping[str, X]" ->
+    "Mapping"."""
+    return member.split("[", 1)[0].rsplit(".", 1)[-1]
 
 
 def kind_of(name: str, annotation: str) -> str:
-    """The parameter's kind: count, duration, number, text, callable, sequence, mapping, path, flag or other."""
-    hint = annotation.replace(" ", "")
-    if hint.startswith("bool") or hint == "bool|None":
+    """The parameter's kind: count, duration, number, text, callable, sequence, mapping, path, flag or other.
+
+    Decided by the hint's outer types (a ``Sequence[int]`` is a sequence, a ``Mapping[str, Callable]`` a mapping),
+    then by the name where the hint is a bare int or float."""
+    members = _members(annotation.replace(" ", ""))
+    outer = [_outer(m) for m in members]
+    if not outer:
+        return "other"
+    if outer[0] == "bool":
         return "flag"
-    if DURATION_NAMES.match(name) and re.search(r"\b(float|int)\b", hint):
-        return "duration"
-    if re.fullmatch(r"int(\|None)?", hint) or (COUNT_NAMES.match(name) and re.search(r"\bint\b", hint)):
-        return "count"
-    if re.fullmatch(r"(float|int\|float|float\|int)(\|None)?", hint):
+    if set(outer) <= {"int", "float"}:
+        if DURATION_NAMES.match(name):
+            return "duration"
+        if outer == ["int"] or COUNT_NAMES.match(name) and "int" in outer:
+            return "count"
         return "number"
-    if re.fullmatch(r"str(\|None)?", hint):
+    if outer == ["str"]:
         return "path" if PATH_NAMES.match(name) else "text"
-    if "Callable" in hint:
-        return "callable"
-    if re.search(r"\b(Sequence|list|tuple|Iterable)\[", hint):
-        return "sequence"
-    if re.search(r"\b(Mapping|dict)\[", hint):
-        return "mapping"
-    if "Path" in hint:
+    if set(outer) <= {"str", "Path", "PathLike"}:
         return "path"
-    return "other"
+    containers = {"Callable": "callable", "Sequence": "sequence", "list": "sequence", "tuple": "sequence",
+                  "Iterable": "sequence", "Mapping": "mapping", "dict": "mapping"}
+    return next((containers[o] for o in outer if o in containers), "other")
 
 
 def targets() -> list[Target]:

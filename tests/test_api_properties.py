@@ -6,8 +6,10 @@ The hand-written cases in tests/*/test_*_bad_input.py stay: they teach what each
 from __future__ import annotations
 
 import importlib
+import json
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -17,7 +19,7 @@ from api_walk import Target, bad_values, kind_of, targets
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from course_utils import calls, roofline, timing
+from course_utils import calls, exercises, models, notebook, profile, roofline, timing
 
 # Until the lesson packages' bounds land (issue 31), a failure here is expected; this mark goes with them.
 pytestmark = pytest.mark.xfail(strict=False, reason="issue 31: lesson packages not yet bounded")
@@ -29,10 +31,120 @@ TARGETS = targets()
 GOOD_BY_KIND = {"count": 4, "duration": 0.05, "number": 1.0, "text": "x", "callable": lambda *a, **k: 0.0,
                 "sequence": [1.0, 2.0], "mapping": {"a": 1.0}, "flag": False}
 GOOD_BY_NAME = {"framework": "torch", "label": "x", "name": "x", "device": "cpu", "dtype": "float32"}
+_M = timing.Measurement.from_times("m", [1e-3, 1.2e-3, 1.1e-3])
+_EVENTS = (profile.Event("op", "cpu_op", "main", 0.0, 1e-6), profile.Event("op", "cpu_op", "main", 2e-6, 1e-6))
+# By the hint's class: a parameter of that class (or a sequence or mapping of them) gets this value.
 GOOD_BY_ANNOTATION = {
-    "Measurement": timing.Measurement.from_times("m", [1e-3, 1.2e-3, 1.1e-3]),
+    "Measurement": _M,
     "Machine": roofline.Machine("torch", "cpu", {"triad": 20e9}, {"matmul": 100e9}),
+    "Point": roofline.Point("p", 1e6, 1e6, 1e-3),
+    "Comparison": timing.compare({"a": _M, "b": _M}),
+    "ComparisonRow": timing.ComparisonRow("a", _M, 1.0, 1.0, 1.0),
+    "Event": _EVENTS[0],
+    "Trace": profile.Trace("torch", None, _EVENTS),
+    "Row": notebook.Row("q", 1.0),
     "ndarray": np.ones(8, np.float32),
+}
+
+
+class Lazy:
+    """A good value made when a case needs it (from the case's tmp_path): a model, a file on disk."""
+
+    def __init__(self, make: Callable[[Any], Any]) -> None:
+        self.make = make
+
+
+def _trace_file(tmp_path: Any) -> Any:
+    path = tmp_path / "good.json"
+    path.write_text(json.dumps({"traceEvents": [{"ph": "X", "pid": 1, "tid": 1, "name": "op", "ts": 0, "dur": 1}]}))
+    return path
+
+
+def _xla_function(_: Any) -> Any:
+    from course_utils import env
+
+    if not env.available("tensorflow"):
+        raise KeyError("fn (TensorFlow is not installed)")
+    return env.import_tensorflow().function(lambda x: x + 1, jit_compile=True)
+
+
+# By target (cu.<package>.<name>.<parameter>), where neither the kind nor the name says what a valid value is.
+GOOD_BY_TARGET = {
+    "cu.calls.limit.fn": abs,
+    "cu.compile_report.CompileReport.recompile_reasons": (),
+    "cu.compile_report.CompileReport.break_reasons": (),
+    "cu.compiled.tf_hlo.fn": Lazy(_xla_function),
+    "cu.display.Table.header": ("a", "b"),
+    "cu.display.Table.rows": (("1", "2"),),
+    "cu.display.table.rows": [(1, 2)],
+    "cu.display.Verdict.status": "held",
+    "cu.display.verdict.held": True,
+    "cu.exercises.Result.exercise_id": "00.1",
+    "cu.exercises.Result.status": "correct",
+    "cu.exercises.check.answer": 1.0,
+    "cu.exercises.check.exercise_id": Lazy(lambda _: exercises.registered()[0]),
+    "cu.exercises.close.answer": 1.0,
+    "cu.exercises.evaluate.answer": 1.0,
+    "cu.exercises.evaluate.exercise_id": Lazy(lambda _: exercises.registered()[0]),
+    "cu.exercises.register.exercise_id": "99.9",
+    "cu.exercises.register.hint": "a hint",
+    "cu.exercises.same_function.candidate": abs,
+    "cu.exercises.same_function.reference": abs,
+    "cu.exercises.same_function.make_inputs": lambda seed: (float(seed),),
+    "cu.exercises.within.answer": 1.0,
+    "cu.intervals.Speedup.unit": "rounds",
+    "cu.intervals.speedup.baseline": [1.0, 1.1, 1.2],
+    "cu.intervals.speedup.candidate": [0.9, 1.0, 1.1],
+    "cu.intervals.t_quantile.p": 0.9,
+    "cu.machine.MachineFigures.roofs": {"torch": GOOD_BY_ANNOTATION["Machine"]},
+    "cu.machine.MachineFigures.call_cost": {"torch": 1e-5},
+    "cu.machine.MachineFigures.source": "measured",
+    "cu.machine.best_roof.machines": {"torch": GOOD_BY_ANNOTATION["Machine"]},
+    "cu.models.gelu_chain.x": 1.0,
+    "cu.models.gelu_chain.bias": 0.0,
+    "cu.models.jax_cnn_apply.params": Lazy(lambda _: models.jax_cnn_params()),
+    "cu.models.jax_cnn_apply.x": np.ones((1, 8, 8, 3), np.float32),
+    "cu.models.jax_mlp_apply.params": Lazy(lambda _: models.jax_mlp_params()),
+    "cu.models.jax_mlp_apply.x": np.ones((2, models.DEFAULT_SIZES[0]), np.float32),
+    "cu.models.jax_sgd_step.params": Lazy(lambda _: models.jax_mlp_params()),
+    "cu.models.jax_sgd_step.apply": models.jax_mlp_apply,
+    "cu.models.keras_sgd_step.model": Lazy(lambda _: models.keras_mlp()),
+    "cu.models.torch_sgd_step.model": Lazy(lambda _: models.torch_mlp()),
+    "cu.notebook.SummaryTable.rows": (notebook.Row("q", 1.0),),
+    "cu.notebook.summary_table.rows": [("q", 1.0)],
+    "cu.plotting.sweep_plot.series": {"a": [_M, _M]},
+    "cu.plotting.waterfall.steps": [("a", 1.0), ("b", 0.5)],
+    "cu.probes.ProbeSize.capped_by": "",
+    "cu.probes.Probes.bandwidth": {"copy": (lambda: 0.0, 1.0)},
+    "cu.probes.Probes.fresh": {"copy": (lambda: 0.0, 1.0)},
+    "cu.probes.Probes.compute": {"matmul": (lambda: 0.0, 1.0)},
+    "cu.profile.Trace.events": _EVENTS,
+    "cu.profile.load.path": Lazy(_trace_file),
+    "cu.timing.Comparison.baseline": "a",
+    "cu.timing.Comparison.rows": (GOOD_BY_ANNOTATION["ComparisonRow"],),
+    "cu.timing.compare.candidates": {"a": _M, "b": _M},
+    "cu.timing.interleaved.calls": {"a": lambda: None},
+    # validate's checks: the value each one accepts (its errors name the ``name`` they are given: the walk passes
+    # the parameter under test as that name)
+    "cu.validate.choice.value": "a",
+    "cu.validate.choice.choices": ("a", "b"),
+    "cu.validate.count.value": 4,
+    "cu.validate.count.high": 10,
+    "cu.validate.elements.value": 4,
+    "cu.validate.fraction.value": 0.5,
+    "cu.validate.framework.value": "torch",
+    "cu.validate.function.value": abs,
+    "cu.validate.instance.value": 1,
+    "cu.validate.instance.types": int,
+    "cu.validate.memory_fits.nbytes": 1024,
+    "cu.validate.non_empty.value": [1],
+    "cu.validate.non_negative.value": 1,
+    "cu.validate.number.value": 1,
+    "cu.validate.positive.value": 1,
+    "cu.validate.seconds.value": 1.0,
+    "cu.validate.sequence.value": [1],
+    "cu.validate.text.value": "x",
+    "cu.validate.folder.value": Lazy(lambda tmp_path: tmp_path),
 }
 
 
@@ -49,16 +161,24 @@ def _frameworks_imported() -> None:
         env.import_tensorflow()
 
 
-def _good(name: str, annotation: str, tmp_path: Any) -> Any:
+def _good(target: Target, name: str, annotation: str, tmp_path: Any) -> Any:
     """A valid value for a parameter, or KeyError when the walk knows none (the target is then not covered)."""
+    key = f"{target.spelling}.{name}"
+    if key in GOOD_BY_TARGET:
+        value = GOOD_BY_TARGET[key]
+        return value.make(tmp_path) if isinstance(value, Lazy) else value
+    if target.spelling.startswith("cu.validate.") and name == "name":
+        return target.parameter  # validate's errors name what they are given as name
     if name in GOOD_BY_NAME:
         return GOOD_BY_NAME[name]
-    for key, value in GOOD_BY_ANNOTATION.items():
-        if key in annotation:
-            return value
     kind = kind_of(name, annotation)
+    classes = re.findall(r"\b([A-Z]\w*|ndarray)\b", annotation)
+    for cls in classes:
+        if cls in GOOD_BY_ANNOTATION and kind in ("other", "sequence", "mapping"):
+            value = GOOD_BY_ANNOTATION[cls]
+            return {"other": value, "sequence": [value, value], "mapping": {"a": value, "b": value}}[kind]
     if kind == "path":
-        return str(tmp_path / name)
+        return tmp_path / name if "Path" in annotation else str(tmp_path / name)
     return GOOD_BY_KIND[kind]
 
 
@@ -106,8 +226,8 @@ def test_a_bad_value_is_refused_by_name_or_answered(target: Target, tmp_path, mo
 
     params = inspect.signature(target.obj).parameters
     try:
-        others = {n: _good(n, params[n].annotation if isinstance(params[n].annotation, str) else "", tmp_path)
-                  for n in target.required}
+        others = {n: _good(target, n, params[n].annotation if isinstance(params[n].annotation, str) else "",
+                           tmp_path) for n in target.required}
     except KeyError as unknown:
         pytest.skip(f"no valid example for parameter {unknown} of {target.spelling}")
 

@@ -62,3 +62,26 @@ def test_tlparse_available_follows_the_executable(monkeypatch, tmp_path) -> None
     assert not compile_report.tlparse_available()
     with pytest.raises(RuntimeError, match="pip install tlparse"):
         compile_report.tlparse_command()
+
+
+@pytest.mark.parametrize(("directory", "field"), [
+    ([], "must hold an object"),
+    ({"[0/0]": {"artifacts": 3}}, "'artifacts' list"),
+    ({"[0/0]": {"artifacts": [{"url": "a.txt"}]}}, r"artifacts\[0\]"),
+    ({"[0/0]": {"artifacts": [{"name": "recompile_reasons_1.json", "url": "../../etc/passwd"}]}}, "'url'"),
+], ids=["not-an-object", "artifacts-not-a-list", "artifact-without-name", "url-leaving-the-report"])
+def test_a_malformed_directory_field_is_named(tmp_path, directory, field) -> None:
+    (tmp_path / "compile_directory.json").write_text(json.dumps(directory))
+    with pytest.raises(ValueError, match=field):
+        compile_report.read_report(tmp_path)
+
+
+def test_a_report_never_deletes_a_folder_it_did_not_write(tmp_path) -> None:
+    from badinput import rejects
+
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "mine.txt").write_text("the learner's own file")
+    rejects(lambda: compile_report.torch_compile_report("pass", "notes", folder=tmp_path), "folder/name")
+    assert (tmp_path / "notes" / "mine.txt").exists()
+    rejects(lambda: compile_report.torch_compile_report("pass", "..", folder=tmp_path), "name")  # rmtree(folder/..)
+    rejects(lambda: compile_report.torch_compile_report("pass", "x", folder=tmp_path / ".." / "up"), "folder")

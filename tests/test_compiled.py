@@ -213,6 +213,8 @@ def test_readers_refuse_text_that_is_not_compiler_output() -> None:
     for text in ("garbage", "HloModule m but no entry computation"):
         with pytest.raises(ValueError, match="text"):
             compiled.hlo_summary(text)
+        with pytest.raises(ValueError, match="text"):
+            compiled.HloSummary(text)  # built directly, it counted zero fusions in garbage
 
 
 def test_hlo_summary_reads_collectives_operand_types_and_counts() -> None:

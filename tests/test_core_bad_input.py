@@ -18,6 +18,7 @@ from course_utils import (
     models,
     notebook,
     plotting,
+    probes,
     profile,
     roofline,
     timing,
@@ -142,6 +143,9 @@ BAD_CALLS = [
     (lambda: exercises.same_function(None, abs, lambda s: (1,)), "candidate"),
     # validate itself refuses a non-list for choices-like containers
     (lambda: validate.non_empty("xs", None), "xs"),
+    # probes and roofline: past any machine (the memory check is tested below)
+    (lambda: probes.torch_probes(10**10, 64), "n"),
+    (lambda: roofline.measure_machine("numpy", array_bytes=2**20, matmul_n=10**6), "matmul_n"),
     # profile
     (lambda: profile.load(None), "path"),
     (lambda: profile.capture("torch", _noop, steps=INF), "steps"),
@@ -160,3 +164,16 @@ def test_user_errors_pass_through_unchanged() -> None:
 
     with pytest.raises(KeyError, match="learner's own bug"):
         timing.benchmark(broken)
+
+
+@pytest.mark.parametrize(("call", "argument"), [
+    (lambda: probes.numpy_probes(2**28, 64), "n"),
+    (lambda: probes.numpy_probes(1024, 20_000), "m"),
+    (lambda: roofline.measure_machine("numpy", array_bytes=2**30), "array_bytes"),
+    (lambda: roofline.measure_machine("numpy", array_bytes=2**20, matmul_n=20_000), "matmul_n"),
+], ids=["probe-n", "probe-m", "array_bytes", "matmul_n"])
+def test_sizes_are_checked_against_the_memory_free_now(call, argument, monkeypatch) -> None:
+    # "Unable to allocate 116. TiB" named nothing; a size that the machine cannot hold is refused by name
+    free = type("Memory", (), {"available": 2**30})()
+    monkeypatch.setattr(validate.psutil, "virtual_memory", lambda: free)
+    rejects(call, argument)

@@ -80,3 +80,26 @@ def test_prose_joins_paragraphs_and_measures_the_longest() -> None:
         display.prose(None)
     with pytest.raises(ValueError, match="text"):
         display.prose("", " ")
+
+
+def test_a_string_is_never_taken_for_a_list_of_rows_or_cells() -> None:
+    # table(["a"], "abc") used to make three one-letter rows
+    for bad, name in ((lambda: display.table(["a"], "abc"), "rows"),
+                      (lambda: display.table("ab", [("1", "2")]), "header"),
+                      (lambda: display.table(["a", "b"], ["xy"]), r"rows\[0\]")):
+        with pytest.raises(TypeError, match=name):
+            bad()
+    table = display.Table(["a"], [["1"]])  # lists in, tuples kept
+    assert table.rows == (("1",),) and table.column("a") == ["1"]
+    with pytest.raises(TypeError, match=r"rows\[0\]\[0\]"):
+        display.Table(("a",), ((1,),))
+
+
+def test_ratios_are_positive_and_percent_digits_bounded() -> None:
+    assert display.ratio(2.345) == "2.35x" and display.percent(0.4263, 1) == "42.6%"
+    for bad in (-2, 0, float("nan")):
+        with pytest.raises(ValueError, match="value"):
+            display.ratio(bad)
+    for bad, error in ((-1, ValueError), (2.5, TypeError), (99, ValueError)):
+        with pytest.raises(error, match="digits"):
+            display.percent(0.5, bad)

@@ -176,3 +176,13 @@ def test_build_dir_stays_inside_the_build_folder(monkeypatch: pytest.MonkeyPatch
     for bad in ("/etc", "../x", "a/../../etc"):
         with pytest.raises(ValueError, match="parts"):
             env.build_dir(bad)
+
+
+def test_seeds_take_numpy_integers_and_stop_at_32_bits() -> None:
+    assert env.seed_everything(np.int64(3))[:2] == ["random", "numpy"]
+    with pytest.raises(ValueError, match="seed"):
+        env.seed_everything(2**32)  # NumPy's own error did not name the argument
+    with pytest.raises(TypeError, match="module"):
+        env.fail_on_deprecations(123)  # the warnings module raised a bare AssertionError
+    with pytest.raises(ValueError, match="module"):
+        env.fail_on_deprecations("(")

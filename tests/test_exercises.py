@@ -88,3 +88,22 @@ def test_an_id_cannot_be_taken_twice() -> None:
         @exercises.register("99.7", "another")
         def second(answer, **context):
             return None
+
+
+def test_same_function_names_a_callback_that_returned_none_and_stops_a_hung_candidate() -> None:
+    import time
+
+    def inputs(seed: int) -> None:  # forgot the return
+        np.ones(3)
+
+    with pytest.raises(TypeError, match="make_inputs = .*inputs.* returned NoneType"):
+        exercises.same_function(abs, abs, inputs)
+
+    def hangs(x: float) -> float:
+        while True:
+            time.sleep(0.01)
+
+    problem = exercises.same_function(hangs, abs, lambda seed: (1.0,), timeout=0.3)
+    assert "LearnerTimeout" in problem and "hangs" in problem  # an answer ("not yet"), not a hung notebook
+    with pytest.raises(ValueError, match="trials"):
+        exercises.same_function(abs, abs, lambda seed: (1.0,), trials=10**12)

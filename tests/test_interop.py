@@ -46,6 +46,8 @@ def test_compile_default_equals_eager(framework: str) -> None:
     ("fn", lambda: interop.compile_default("torch", None)),
     ("fn", lambda: interop.compile_default("jax", 3)),
     ("framework", lambda: interop.compile_default("caffe", abs)),
+    ("device", lambda: interop.to_framework("torch", ARR, device=3)),
+    ("device", lambda: interop.to_framework("torch", ARR, device="gpu0")),
 ])
 def test_bad_input_names_the_argument(name: str, call) -> None:
     with pytest.raises((TypeError, ValueError), match=name.replace("[", r"\[").replace("]", r"\]")):

@@ -71,3 +71,19 @@ def test_bad_input_is_named() -> None:
         intervals.speedup([1.0, 1.0], [1.0, 1.0], confidence=1.5)
     with pytest.raises(ValueError, match="threshold"):
         intervals.speedup([1.0, 1.1], [1.0, 1.0]).above(float("nan"))
+
+
+def test_t_quantile_refuses_a_tail_it_cannot_integrate_instead_of_looping() -> None:
+    # p = 1 - 1e-16 with one degree of freedom doubled its bracket forever
+    with pytest.raises(ValueError, match="p must be"):
+        intervals.t_quantile(1 - 1e-16, 1)
+    assert intervals.t_quantile(intervals.MAX_P, 1) == pytest.approx(31830.99, rel=1e-4)
+
+
+def test_a_speedup_holds_its_ratio_inside_its_interval() -> None:
+    with pytest.raises(ValueError, match="ratio"):
+        intervals.Speedup("a", "b", math.nan, 1.0, 1.0, 4, "rounds")
+    with pytest.raises(ValueError, match="ratio must lie within"):
+        intervals.Speedup("a", "b", 2.0, 1.0, 1.5, 4, "rounds")
+    with pytest.raises(ValueError, match="unit"):
+        intervals.Speedup("a", "b", 1.0, 1.0, 1.0, 4, "runs")

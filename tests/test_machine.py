@@ -48,6 +48,19 @@ def test_a_damaged_file_is_measured_again(monkeypatch: pytest.MonkeyPatch, tmp_p
     path.parent.mkdir()
     path.write_text("{not json")
     assert machine._read(path, "k") is None
+    # a whole JSON file whose fields are not figures: a list of roofs, a NaN fault cost, a zero call cost
+    good = {"measured_at": "2025-01-01T00:00:00", "fault_seconds_per_byte": 1e-10, "call_cost": {"torch": 1e-5},
+            "roofs": {"torch": {"framework": "torch", "device": "cpu", "bandwidth_probes": {"triad": 2e10},
+                                "flops_probes": {"matmul": 1e11}}}}
+    assert machine._read(_written(path, good), "k").source == "read"
+    for damaged in ({**good, "roofs": []}, {**good, "fault_seconds_per_byte": float("nan")},
+                    {**good, "call_cost": {"torch": 0.0}}, []):
+        assert machine._read(_written(path, damaged), "k") is None
+
+
+def _written(path, data):
+    path.write_text(json.dumps(data))
+    return path
 
 
 def test_fault_cost_and_call_cost_are_positive_and_small() -> None:
@@ -65,3 +78,13 @@ def test_bad_input_is_named() -> None:
         machine.call_cost("caffe")
     with pytest.raises(ValueError, match="machines"):
         machine.best_roof({})
+
+
+
+def test_a_bad_min_time_is_refused_before_the_compile_it_would_time() -> None:
+    import time
+
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match="min_time"):
+        machine.call_cost("torch", min_time=-1.0)  # used to compile first (seconds), then refuse
+    assert time.perf_counter() - start < 2

@@ -175,3 +175,25 @@ def test_page_faults_count_fresh_pages_and_refuse_bad_input() -> None:
     for bad, name in ((lambda: memory.page_faults(None), "fn"), (lambda: memory.page_faults(abs, 1, calls=0), "calls")):
         with pytest.raises((TypeError, ValueError), match=name):
             bad()
+
+
+def test_page_faults_refuse_a_count_no_notebook_can_wait_for() -> None:
+    with pytest.raises(ValueError, match="calls"):
+        memory.page_faults(abs, 1, calls=10**12)
+
+
+def test_a_measured_function_that_never_returns_is_stopped_and_named() -> None:
+    import time
+
+    from course_utils import calls
+
+    def never_returns() -> None:
+        while True:
+            time.sleep(0.01)
+
+    if not memory.rss_peak_supported():
+        pytest.skip("no peak RSS here: peak_rss_delta returns None without calling fn")
+    with pytest.raises(calls.LearnerTimeout, match="fn = .*never_returns"):
+        memory.peak_rss_delta(never_returns, timeout=0.3)
+    with pytest.raises(calls.LearnerTimeout, match="never_returns"):
+        memory.page_faults(never_returns, timeout=0.3)

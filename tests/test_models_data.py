@@ -116,3 +116,35 @@ def test_sgd_steps_refuse_bad_arguments() -> None:
     rejects(lambda: models.jax_sgd_step([], models.jax_mlp_apply, jit="no"), "jit")
     rejects(lambda: models.mlp_weights((4,)), "sizes")
     rejects(lambda: models.cnn_weights(in_channels=0), "in_channels")
+
+
+def test_numpy_integers_are_sizes_like_any_other() -> None:
+    x, y = data.classification(np.int64(8), np.int32(4), np.int64(3), seed=np.int64(1))
+    assert x.shape == (8, 4) and y.shape == (8,)
+    assert [w.shape for w, _ in models.mlp_weights((np.int64(4), np.int64(2)))] == [(4, 2)]
+
+
+@pytest.mark.parametrize(("call", "argument"), [
+    (lambda: data.classification(2**30), "n"),  # "Unable to allocate 116. TiB" came from NumPy, naming nothing
+    (lambda: data.classification(8, features=2**30), "features"),
+    (lambda: models.cnn_weights(in_channels=2**30), "in_channels"),
+    (lambda: models.cnn_weights(classes=2**30), "classes"),
+    (lambda: models.mlp_weights((4, 2**30, 2**30)), "sizes"),
+    (lambda: models.keras_cnn(size=10**9), "size"),
+], ids=["n", "features", "in_channels", "classes", "sizes", "size"])
+def test_a_size_past_the_memory_is_refused_by_name_before_allocating(call, argument) -> None:
+    from badinput import rejects
+
+    rejects(call, argument)
+
+
+def test_a_callback_that_returned_none_is_named_not_a_missing_attribute() -> None:
+    from badinput import rejects
+
+    def make_model() -> None:  # forgot the return
+        models.torch_mlp((4, 2))
+
+    rejects(lambda: models.torch_sgd_step(make_model()), "model")  # was "'NoneType' ... has no attribute 'parameters'"
+    rejects(lambda: models.keras_sgd_step(make_model()), "model")
+    rejects(lambda: models.jax_sgd_step(make_model(), models.jax_mlp_apply), "params")
+    rejects(lambda: models.jax_mlp_apply(make_model(), np.ones((1, 4), np.float32)), "params")

@@ -69,7 +69,8 @@ def test_summary_table_keeps_numbers_and_writes_json(tmp_path, monkeypatch) -> N
 
 
 @pytest.mark.parametrize(("rows", "argument"), [([("q", "fast")], "value"), ([], "rows"), ([("", 1.0)], "quantity"),
-                                                ([("q", True)], "value")])
+                                                ([("q", True)], "value"), ([("q",)], r"rows\[0\]"),
+                                                ("abc", "rows")])
 def test_summary_table_refuses_bad_rows(rows, argument) -> None:
     with pytest.raises((TypeError, ValueError), match=argument):
         notebook.summary_table("99_x", rows)
@@ -78,3 +79,18 @@ def test_summary_table_refuses_bad_rows(rows, argument) -> None:
 def test_last_verified_names_versions_and_date() -> None:
     line = notebook.last_verified()
     assert re.match(r"Last verified \d{4}-\d\d-\d\d on ", line) and "torch" in line
+
+
+def test_numpy_numbers_are_kept_as_json_numbers(tmp_path, monkeypatch) -> None:
+    import numpy as np
+
+    monkeypatch.setenv("COURSE_SUMMARY_DIR", str(tmp_path))
+    notebook.summary_table("99_np", [("steps", np.int64(3)), ("speed-up", np.float32(1.5))])
+    assert [r["value"] for r in json.loads((tmp_path / "99_np.json").read_text())["rows"]] == [3, 1.5]
+
+
+def test_present_takes_a_list_of_names_not_one_string() -> None:
+    with pytest.raises(TypeError, match="frameworks"):
+        notebook.present("torch")  # used to read as 't', 'o', 'r', ...
+    with pytest.raises(ValueError, match=r"frameworks\[1\]"):
+        notebook.present(["torch", "caffe"])

@@ -55,6 +55,42 @@ def test_malformed_or_empty_traces_are_clear_errors(tmp_path, content, message) 
         profile.load(path)
 
 
+@pytest.mark.parametrize(("event", "field"), [
+    ({"ts": float("nan")}, "ts"),  # json writes NaN; a NaN start made every busy time NaN
+    ({"ts": "soon"}, "ts"),
+    ({"ts": None}, "ts"),
+    ({"ts": [1]}, "ts"),
+    ({"dur": -5}, "dur"),  # busy -5 µs was accepted
+    ({"dur": float("inf")}, "dur"),
+    ({"tid": [7]}, "tid"),
+], ids=["ts-nan", "ts-text", "ts-null", "ts-list", "dur-negative", "dur-inf", "tid-list"])
+def test_a_malformed_event_field_is_named_not_read_as_a_number(tmp_path, event, field) -> None:
+    with pytest.raises(ValueError, match=rf"traceEvents\[1\] field '{field}'"):
+        profile.load(_chrome(tmp_path, [{**_x("op", 0, 10), **event}]))
+
+
+def test_a_trace_file_that_is_not_json_says_so(tmp_path) -> None:
+    meta = {"ph": "M", "pid": 1, "tid": 7, "name": "thread_name", "args": "main"}  # args must be an object
+    with pytest.raises(ValueError, match="field 'args'"):
+        profile.load(_chrome(tmp_path, [meta, _x("op", 0, 1)]))
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)  # json.load raised RecursionError
+    with pytest.raises(ValueError, match="nested too deeply"):
+        profile.load(deep)
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(gzip.compress(json.dumps({"traceEvents": []}).encode())[:-8])  # gzip raised EOFError
+    with pytest.raises(ValueError, match="not a JSON trace"):
+        profile.load(cut)
+
+
+def test_a_capture_writes_only_below_the_folder_it_is_given(tmp_path) -> None:
+    from badinput import rejects
+
+    rejects(lambda: profile.capture("torch", print, folder=tmp_path / ".." / "elsewhere"), "folder")
+    rejects(lambda: profile.capture("torch", print, name=".."), "name")
+    rejects(lambda: profile.capture("torch", print, timeout=0), "timeout")
+
+
 def test_bad_arguments_name_themselves(tmp_path) -> None:
     from badinput import rejects
 

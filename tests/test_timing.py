@@ -204,3 +204,36 @@ def test_interleaved_takes_turns_rotates_the_order_and_pools_rounds() -> None:
     last_a = len(order) - 1 - order[::-1].index("a")
     assert order.index("b") < last_a  # b ran before a's last round: they took turns
     assert timing.quartiles(found["a"], lambda v: "x") == "x to x"
+
+
+def _never_returns() -> None:
+    while True:
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("run", [
+    lambda t: timing.benchmark(_never_returns, timeout=t),
+    lambda t: timing.dispatch_only(_never_returns, timeout=t),
+    lambda t: timing.interleaved({"hung": _never_returns}, timeout=t),
+], ids=["benchmark", "dispatch_only", "interleaved"])
+def test_a_function_that_never_returns_stops_the_timing_and_is_named(run) -> None:
+    from course_utils import calls
+
+    start = time.perf_counter()
+    with pytest.raises(calls.LearnerTimeout, match="_never_returns") as caught:
+        run(0.3)
+    assert time.perf_counter() - start < 3 and "timeout=0.3" in str(caught.value)
+
+
+def test_a_measured_zero_has_no_speedup_and_is_named() -> None:
+    zero = timing.Measurement("z", (0.0, 0.0, 0.0))  # a clock that did not resolve the call
+    with pytest.raises(ValueError, match=r"candidates\['z'\].*did not resolve"):
+        timing.compare({"base": timing.Measurement("b", (1e-3,)), "z": zero})
+
+
+def test_a_comparison_row_holds_a_speedup_inside_its_range() -> None:
+    m = timing.Measurement("m", (1e-3,))
+    with pytest.raises(ValueError, match="speedup"):
+        timing.ComparisonRow("a", m, float("nan"), 1.0, 1.0)
+    with pytest.raises(ValueError, match="speedup_low"):
+        timing.ComparisonRow("a", m, 2.0, 3.0, 4.0)

@@ -87,3 +87,25 @@ def test_counts_durations_sizes_and_sequences_have_bounds() -> None:
         validate.sequence("sizes", "abc")
     with pytest.raises(ValueError, match="sizes"):
         validate.sequence("sizes", [1], min_length=2)
+
+
+def test_bounds_themselves_are_checked() -> None:
+    # reversed or NaN bounds would refuse (or accept) every value with a message about the value
+    with pytest.raises(ValueError, match="reversed"):
+        validate.count("steps", 3, low=10, high=2)
+    with pytest.raises(ValueError, match="low bound of x"):
+        validate.number("x", 1.0, low=float("nan"))
+    with pytest.raises(TypeError, match="integer"):
+        validate.positive("x", 1, integer="yes")
+    with pytest.raises(TypeError, match="choices"):
+        validate.choice("x", "a", "abc")  # a string is not a list of choices
+    with pytest.raises(ValueError, match="share"):
+        validate.memory_fits("n", 1, share=float("nan"))
+
+
+def test_an_output_folder_does_not_climb_out() -> None:
+    assert validate.folder("folder", "build/traces").parts == ("build", "traces")
+    for bad, error in (("../../outside", ValueError), ("/etc/x/../..", ValueError), ("", ValueError),
+                       (3, TypeError)):
+        with pytest.raises(error, match="folder"):
+            validate.folder("folder", bad)
