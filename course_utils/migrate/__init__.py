@@ -11,7 +11,9 @@ fail), ``monitor`` (compile time and busy share read from profiler traces), ``pl
 widget), ``exercises`` (checkers of exercises 07.x).
 """
 
-from course_utils.migrate import exercises  # noqa: F401  (registers the 07.x checkers)
+from course_utils.migrate import examples, exercises  # noqa: F401  (exercises registers the 07.x checkers)
+from course_utils.migrate.assessing import assess
+from course_utils.migrate.assessment import Assessment
 from course_utils.migrate.account import CompileAccount, FixedBatch, compile_account, fixed_batch
 from course_utils.migrate.checklist import Check, Checklist, compile_or_eager, compilers, run_checklist
 from course_utils.migrate.cost import (
@@ -27,6 +29,15 @@ from course_utils.migrate.cost import (
     months_text,
     seed_example,
 )
+from course_utils.migrate.decision import (
+    DO_NOT_MIGRATE,
+    MIGRATE,
+    NOT_DECIDED,
+    break_even_run,
+    break_even_speedup,
+    decide,
+    processes_needed,
+)
 from course_utils.migrate.explain import cheap_story, outcome, outcomes, rung_sentence
 from course_utils.migrate.frameworks import (
     FrameworkTable,
@@ -37,6 +48,7 @@ from course_utils.migrate.frameworks import (
     outputs_agree,
     xla_cpu_kernels,
 )
+from course_utils.migrate.inputs import Input, Inputs, example_toml, read_config, typed
 from course_utils.migrate.ladder import (
     DROPPED,
     MIGRATION,
@@ -67,7 +79,9 @@ from course_utils.migrate.torch_rungs import (
 )
 
 __all__ = [
-    "AMP_LOSS_RTOL", "AMP_UPDATE_RTOL", "Check", "Checklist", "CompileAccount", "CostEstimate", "DROPPED",
+    "AMP_LOSS_RTOL", "Assessment", "DO_NOT_MIGRATE", "Input", "Inputs", "MIGRATE", "NOT_DECIDED", "assess",
+    "break_even_run", "break_even_speedup", "decide", "example_toml", "examples", "processes_needed", "read_config",
+    "typed", "AMP_UPDATE_RTOL", "Check", "Checklist", "CompileAccount", "CostEstimate", "DROPPED",
     "FixedBatch", "FrameworkTable", "Ladder", "MIGRATION", "MigrationGain", "Monitoring", "NO_MIGRATION",
     "Replicate", "Rung", "SEED_COMPETITOR_HOURS", "SEED_GPU_HOURS_EXAMPLE", "SEED_JOB_HOURS", "SEED_SPEND",
     "SEED_UTILISATION", "TWIN", "amp_agreement", "autocast_dtype", "build_ladder", "busy_share", "cheap_story",

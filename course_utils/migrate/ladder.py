@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import display, timing, validate
+from course_utils import display, intervals, timing, validate
 
 NO_MIGRATION = "no migration"
 MIGRATION = "migration"
@@ -99,6 +99,7 @@ class MigrationGain:
     high: float
     source: str
     _made_by: object = field(default=None, repr=False, compare=False)
+    interval: str = ""  # for a gain measured across processes: the interval's own description
 
     def __post_init__(self) -> None:
         validate.text("label", self.label)
@@ -122,6 +123,15 @@ class MigrationGain:
         validate.positive("speedup", speedup)
         return cls(f"claimed by {validate.text('who', who)}", speedup, speedup, speedup, "claimed", _MADE_HERE)
 
+    @classmethod
+    def across_processes(cls, speedup: intervals.Speedup, label: str) -> MigrationGain:
+        """The gain measured in fresh processes (``migrate.assess``): the geometric mean and the 95% interval of
+        ``speedup`` (``cu.intervals.speedup`` over per-process medians)."""
+        validate.instance("speedup", speedup, intervals.Speedup)
+        return cls(validate.text("label", label), speedup.ratio, speedup.low, speedup.high,
+                   f"measured in {speedup.n} fresh processes", _MADE_HERE,
+                   f"{speedup.interval}, {intervals.METHOD}")
+
     def widened(self, low: float, high: float, why: str) -> MigrationGain:
         """The same measured gain, its band stretched to cover [``low``, ``high``]: another measurement of the same
         rung (e.g. in a fresh process); ``why`` is appended to the source. The median stays this run's."""
@@ -137,6 +147,8 @@ class MigrationGain:
     def __str__(self) -> str:
         if self.source == "claimed":
             return f"{self.median:.2f}x ({self.label})"
+        if self.interval:
+            return f"{self.median:.3g}x ({self.interval})"
         return f"{self.median:.2f}x (quartile band {self.low:.2f}x to {self.high:.2f}x, {self.source})"
 
 

@@ -93,3 +93,38 @@ def explore(gain: MigrationGain, **inputs: Any) -> Any:
         control.observe(redraw, names="value")
     redraw()
     return widgets.VBox([*controls.values(), output])
+
+
+def assess_figure(found: Any) -> Figure:
+    """Each fresh process's speed-up (dots), their 95% interval (bar) and the break-even speed-up (line): the figure
+    that decides ``assess``'s rule. ``found`` is an ``Assessment``."""
+    speedup, rule = found.deciding.speedup, found.decision
+    per_process = [ip.ratio for ip in found.deciding.in_process]
+    fig, (ax,) = plotting.figure(width=6.4, height=2.6)
+    ax.scatter(per_process, [0.0] * len(per_process), color=plotting.color_for("processes", 0), zorder=3,
+               label="one fresh process (median of its rounds)")
+    ax.errorbar([speedup.ratio], [0.25], xerr=[[speedup.ratio - speedup.low], [speedup.high - speedup.ratio]],
+                fmt="s", color=plotting.color_for("interval", 1), capsize=5, label=f"95% interval over {speedup.n} "
+                                                                                     "processes")
+    if rule.break_even < 1000:
+        ax.axvline(rule.break_even, color="#D55E00", linestyle="--", label=f"break-even {rule.break_even:.3g}x")
+    ax.axvline(1.0, color="#999999", linewidth=1)
+    ax.set_yticks([])
+    ax.set_ylim(-0.5, 0.8)
+    ax.set_xlabel("speed-up of a training step, eager time / compiled time")
+    ax.set_title(f"{found.model}: {rule.outcome}")
+    ax.legend(fontsize=7, loc="upper left")
+    return fig
+
+
+def png_base64(fig: Figure) -> str:
+    """The figure as a base64 PNG (for a report readable offline); the figure is closed."""
+    import base64
+    import io
+
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
