@@ -168,5 +168,5 @@ def example_toml() -> str:
     for name, (default, source, _, what) in FIELDS.items():
         shown = f'"{default}"' if isinstance(default, str) else str(default).lower() if isinstance(default, bool) \
             else f"{default:_}" if isinstance(default, int) else f"{default:g}"
-        lines.append(f"{name} = {shown}  # {what}; default from: {source}")
+        lines.append(f"{name} = {shown}  # {what}; if left out: {source}")
     return "\n".join(lines) + "\n"
