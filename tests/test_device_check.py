@@ -37,7 +37,8 @@ def test_every_headline_matches_a_key_the_benchmarks_write() -> None:
 
 
 def test_the_summary_reports_each_assessed_models_gain_interval_and_decision(tmp_path) -> None:
-    """The keys are those ``python -m course_utils.migrate assess`` writes to report.json (tests/migrate checks them)."""
+    """The keys are those ``python -m course_utils.migrate assess`` writes to report.json (tests/migrate checks
+    them)."""
     for name, decision, even in (("cnn", "migrate", 1.04), ("transformer", "not decided: measure more", "inf")):
         (tmp_path / name).mkdir()
         (tmp_path / name / "report.json").write_text(json.dumps({
@@ -51,8 +52,9 @@ def test_the_summary_reports_each_assessed_models_gain_interval_and_decision(tmp
 
 @pytest.mark.integration
 def test_dry_run_executes_a_notebook_and_writes_the_summary(tmp_path) -> None:
-    out = subprocess.run(["bash", "tools/device_check.sh", "--dry-run", "--skip-bench", "--skip-assess", "--notebooks", "00_measuring",
-                          str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    out = subprocess.run(["bash", "tools/device_check.sh", "--dry-run", "--skip-bench", "--skip-assess",
+                          "--notebooks", "00_measuring", str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
+                         timeout=900)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     summary = (tmp_path / "summary.md").read_text()
     assert "| 00_measuring | ok |" in summary and "no GPU (dry run)" in summary
@@ -61,7 +63,8 @@ def test_dry_run_executes_a_notebook_and_writes_the_summary(tmp_path) -> None:
 
 @pytest.mark.integration
 def test_a_spent_budget_fails_loudly_and_keeps_the_summary(tmp_path) -> None:
-    out = subprocess.run(["bash", "tools/device_check.sh", "--dry-run", "--budget", "10", "--skip-assess", "--notebooks", "00_measuring",
+    out = subprocess.run(["bash", "tools/device_check.sh", "--dry-run", "--budget", "10", "--skip-assess",
+                          "--notebooks", "00_measuring",
                           str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 1, out.stdout[-2000:] + out.stderr[-2000:]
     summary = (tmp_path / "summary.md").read_text()

@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import statistics
 import shutil
+import statistics
 import sys
 import tempfile
 import time

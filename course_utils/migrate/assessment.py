@@ -112,6 +112,7 @@ class ModeResult:
     recompiles: tuple[str, ...]
     peak_bytes: int | None
     parity: Parity
+    per_process: tuple[float, ...] = ()  # eager median / compiled median, one per process: the interval's pairs
 
     def to_dict(self) -> dict[str, Any]:
         return {"mode": self.mode, "speedup": {"median": self.speedup.ratio, "low": self.speedup.low,
@@ -119,7 +120,8 @@ class ModeResult:
                 "in_process": [s.to_dict() for s in self.in_process], "step_s": self.step_s,
                 "compile_seconds": {"cold": self.compile_cold_s, "warm": self.compile_warm_s},
                 "graph_breaks": list(self.graph_breaks), "recompiles": list(self.recompiles),
-                "peak_bytes": self.peak_bytes, "parity": self.parity.to_dict()}
+                "peak_bytes": self.peak_bytes, "parity": self.parity.to_dict(),
+                "per_process": list(self.per_process)}
 
 
 def median_or_none(values: Sequence[float | None]) -> float | None:
@@ -156,7 +158,8 @@ def mode_results(results: Sequence[Mapping[str, Any]], modes: Sequence[str], amp
             statistics.median(medians), compile_s[0], median_or_none(compile_s[1:]),
             tuple(sorted({b for v in runs for b in v["graph_breaks"]})),
             tuple(dict.fromkeys(x for v in runs[:1] for x in v["recompiles"])),
-            median_or_none([v["peak_bytes"] for v in runs]), parity))
+            median_or_none([v["peak_bytes"] for v in runs]), parity,
+            tuple(e / c for e, c in zip(eager_medians, medians))))
     return tuple(out)
 
 
@@ -279,7 +282,8 @@ class Assessment:
             "compile_seconds": {"cold": mode.compile_cold_s, "warm": mode.compile_warm_s, "method": CACHE_METHOD},
             "peak_bytes": {"eager": self.eager_peak_bytes, **{m.mode: m.peak_bytes for m in self.modes}},
             "mfu": {"eager": self.mfu(self.eager_step_s), **{m.mode: self.mfu(m.step_s) for m in self.modes},
-                    "flops_per_step": self.flops_per_step, "peak_flops": self.peak_flops, "peak_source": self.peak_source},
+                    "flops_per_step": self.flops_per_step, "peak_flops": self.peak_flops,
+                    "peak_source": self.peak_source},
             "modes": [m.to_dict() for m in self.modes], "skipped": dict(self.skipped),
             "inputs": self.pricing.inputs.to_dict(), "money": self.pricing.to_dict(),
             "eager_step_s": self.eager_step_s, "seconds": self.seconds, "command": self.command,

@@ -31,7 +31,8 @@ _MAX_SPEEDUP = 1000.0
 _MAX_PROCESSES = 1000
 
 
-def estimate_for(inputs: Inputs, gain: MigrationGain, *, job_hours: float, compile_s_per_job: float) -> cost.CostEstimate:
+def estimate_for(inputs: Inputs, gain: MigrationGain, *, job_hours: float, compile_s_per_job: float,
+                 reserved: bool = False) -> cost.CostEstimate:
     """``cost.estimate`` fed from ``inputs`` (each with its source) and the measured ``gain``."""
     validate.instance("inputs", inputs, Inputs)
     v = inputs.value
@@ -39,7 +40,7 @@ def estimate_for(inputs: Inputs, gain: MigrationGain, *, job_hours: float, compi
                          engineer_week_cost=v("engineer_week_cost"), spend_growth=v("spend_growth"),
                          training_share=v("training_share"), debugging_buffer=v("debugging_buffer"),
                          job_hours=job_hours, compile_s_per_job=compile_s_per_job, eager_upkeep=v("eager_upkeep"),
-                         horizon_months=v("horizon_months"))
+                         horizon_months=v("horizon_months"), reserved=reserved)
 
 
 def break_even_speedup(inputs: Inputs, *, job_hours: float, compile_s_per_job: float = 0.0) -> float:

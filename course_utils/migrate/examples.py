@@ -21,7 +21,7 @@ BATCHES = 4  # distinct batches, read again in order (an epoch) for as many step
 
 
 def _image_size() -> dict[str, int]:
-    return {"size": 64, "batch": env.pick(ci=32, cpu=32, gpu=128), "work": 0}  # the data are not measured: keep making them cheap
+    return {"size": 64, "batch": env.pick(ci=32, cpu=32, gpu=128), "work": 0}  # data are not measured: make them cheap
 
 
 def cnn() -> Any:
@@ -63,7 +63,8 @@ def transformer() -> Any:
             self.position = torch.nn.Parameter(0.02 * torch.randn(length, dim))
             self.norm1, self.norm2, self.norm3 = (torch.nn.LayerNorm(dim) for _ in range(3))
             self.qkv, self.proj = torch.nn.Linear(dim, 3 * dim), torch.nn.Linear(dim, dim)
-            self.mlp = torch.nn.Sequential(torch.nn.Linear(dim, 4 * dim), torch.nn.GELU(), torch.nn.Linear(4 * dim, dim))
+            self.mlp = torch.nn.Sequential(torch.nn.Linear(dim, 4 * dim), torch.nn.GELU(),
+                                           torch.nn.Linear(4 * dim, dim))
             self.head = torch.nn.Linear(dim, vocab)
 
         def forward(self, tokens: Any) -> Any:

@@ -95,25 +95,31 @@ def explore(gain: MigrationGain, **inputs: Any) -> Any:
     return widgets.VBox([*controls.values(), output])
 
 
-def assess_figure(found: Any) -> Figure:
-    """Each fresh process's speed-up (dots), their 95% interval (bar) and the break-even speed-up (line): the figure
-    that decides ``assess``'s rule. ``found`` is an ``Assessment``."""
-    speedup, rule = found.deciding.speedup, found.decision
-    per_process = [ip.ratio for ip in found.deciding.in_process]
-    fig, (ax,) = plotting.figure(width=6.4, height=2.6)
-    ax.scatter(per_process, [0.0] * len(per_process), color=plotting.color_for("processes", 0), zorder=3,
-               label="one fresh process (median of its rounds)")
-    ax.errorbar([speedup.ratio], [0.25], xerr=[[speedup.ratio - speedup.low], [speedup.high - speedup.ratio]],
-                fmt="s", color=plotting.color_for("interval", 1), capsize=5, label=f"95% interval over {speedup.n} "
-                                                                                     "processes")
-    if rule.break_even < 1000:
-        ax.axvline(rule.break_even, color="#D55E00", linestyle="--", label=f"break-even {rule.break_even:.3g}x")
+def assess_figure(*found: Any, labels: list[str] | None = None) -> Figure:
+    """One row per ``Assessment``: each fresh process's speed-up (dots), their 95% interval (bar) and the break-even
+    speed-up at that assessment's inputs (a dashed tick): the comparison that decides ``assess``'s rule."""
+    if not found:
+        raise ValueError("found: pass at least one Assessment")
+    labels = labels or [a.model.split(":")[-1] for a in found]
+    if len(labels) != len(found):
+        raise ValueError(f"labels must have one entry per assessment ({len(found)}); got {len(labels)}")
+    fig, (ax,) = plotting.figure(width=6.8, height=1.2 + 0.9 * len(found))
+    for row, (a, label) in enumerate(zip(found, labels)):
+        s, rule, color = a.deciding.speedup, a.decision, plotting.color_for(label, row)
+        ax.scatter(a.deciding.per_process, [row + 0.15] * len(a.deciding.per_process), color=color, s=18, zorder=3,
+                   label="one fresh process" if row == 0 else None)
+        ax.errorbar([s.ratio], [row - 0.1], xerr=[[s.ratio - s.low], [s.high - s.ratio]], fmt="s", color=color,
+                    capsize=4, label="95% interval across processes" if row == 0 else None)
+        if rule.break_even < 1000:
+            ax.plot([rule.break_even] * 2, [row - 0.35, row + 0.35], color="#D55E00", linestyle="--",
+                    label="break-even speed-up" if row == 0 else None)
+        ax.annotate(rule.outcome, (s.high, row - 0.1), xytext=(6, -3), textcoords="offset points", fontsize=8)
     ax.axvline(1.0, color="#999999", linewidth=1)
-    ax.set_yticks([])
-    ax.set_ylim(-0.5, 0.8)
-    ax.set_xlabel("speed-up of a training step, eager time / compiled time")
-    ax.set_title(f"{found.model}: {rule.outcome}")
-    ax.legend(fontsize=7, loc="upper left")
+    ax.set_yticks(range(len(found)), labels)
+    ax.set_ylim(-0.6, len(found) - 0.4)
+    ax.set_xlabel("speed-up of a training step: eager time / compiled time")
+    ax.set_title("Gain across fresh processes against the break-even speed-up")
+    ax.legend(fontsize=7, loc="lower right")
     return fig
 
 

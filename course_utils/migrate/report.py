@@ -41,7 +41,8 @@ def write(found: Assessment, folder: Path) -> dict[str, Path]:
     """Write the three files into ``folder`` (created); returns their paths."""
     folder.mkdir(parents=True, exist_ok=True)
     speed = plots.png_base64(plots.assess_figure(found))
-    payback = plots.png_base64(plots.payback(found.pricing.estimate, labels=[f"measured {found.deciding.speedup.ratio:.3g}x"]))
+    payback = plots.png_base64(plots.payback(found.pricing.estimate,
+                                             labels=[f"measured {found.deciding.speedup.ratio:.3g}x"]))
     figures = {"speedup": f"![speed-up per process, interval and break-even](data:image/png;base64,{speed})",
                "payback": f"![cumulative net per month](data:image/png;base64,{payback})"}
     paths = {"json": folder / "report.json", "md": folder / "report.md", "html": folder / "report.html"}

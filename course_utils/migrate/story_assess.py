@@ -5,10 +5,12 @@ compile cost, parity and the fallback, the money, and exploration against produc
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from course_utils import display, intervals
-from course_utils.migrate import decision
+from course_utils.migrate import cost, decision
 from course_utils.migrate.cost import months_text
 
 if TYPE_CHECKING:
@@ -98,8 +100,8 @@ def compile_sentence(a: Assessment) -> str:
     breaks = "no graph break" if not m.graph_breaks else f"{len(m.graph_breaks)} graph break(s): {m.graph_breaks[0]}"
     recompiles = "no recompile" if not m.recompiles else f"{len(m.recompiles)} recompile(s): {m.recompiles[0]}"
     return (f"Compile per job: cold {display.format_time(m.compile_cold_s)} (empty cache), warm {warm} (the "
-            f"cache the first process left on disk). The compiler logged {breaks}, and {recompiles} (TORCH_LOGS graph_breaks and "
-            "recompiles).")
+            f"cache the first process left on disk). The compiler logged {breaks}, and {recompiles} (TORCH_LOGS "
+            "graph_breaks and recompiles).")
 
 
 def parity_sentence(a: Assessment) -> str:
@@ -148,7 +150,8 @@ def summary_table(a: Assessment) -> display.Table:
             ("compile per job, cold / warm", f"{display.format_time(m.compile_cold_s)} / " + (
                 "n/a" if m.compile_warm_s is None else display.format_time(m.compile_warm_s))),
             ("graph breaks / recompiles", f"{len(m.graph_breaks)} / {len(m.recompiles)}"),
-            ("parity", f"{'passed' if m.parity.passed else 'FAILED'} ({m.parity.largest:.1e} of {m.parity.tolerance:.0e})"),
+            ("parity", f"{'passed' if m.parity.passed else 'FAILED'} ({m.parity.largest:.1e} of "
+                       f"{m.parity.tolerance:.0e})"),
             ("fallback after a forced failure", "passed" if a.fallback.passed else "FAILED"),
             ("peak memory of a step, eager / compiled",
              " / ".join("n/a" if b is None else display.format_bytes(b) for b in (a.eager_peak_bytes, m.peak_bytes))),
@@ -176,7 +179,7 @@ def report_markdown(a: Assessment, figures: dict[str, str] | None = None) -> str
     lines += ["", mfu_sentence(a), "", "## Compile cost, graph breaks, memory", "", compile_sentence(a), ""]
     lines += [f"- graph break: {b}" for b in a.deciding.graph_breaks[:10]]
     lines += [f"- recompile: {r}" for r in a.deciding.recompiles[:10]]
-    lines += [f"Peak memory of one steady step: eager "
+    lines += ["Peak memory of one steady step: eager "
               + ("n/a" if a.eager_peak_bytes is None else display.format_bytes(a.eager_peak_bytes)) + ", compiled "
               + ("n/a" if a.deciding.peak_bytes is None else display.format_bytes(a.deciding.peak_bytes))
               + (" (process peak RSS growth on a CPU)" if a.device == "cpu" else " (CUDA allocator peak)") + ".", ""]
@@ -195,3 +198,48 @@ def report_markdown(a: Assessment, figures: dict[str, str] | None = None) -> str
               + ", ".join(f"{k} {v}" for k, v in a.versions.items()) + f". Took {a.seconds:.0f} s.", "",
               f"Repeat: `{a.command}`", ""]
     return "\n".join(lines)
+
+
+def compare_table(named: Mapping[str, Assessment]) -> display.Table:
+    """Several assessed models side by side: what compile bought across processes and what it cost."""
+    if not isinstance(named, Mapping) or not named:
+        raise TypeError(f"named must be a non-empty mapping of name -> Assessment; got {named!r}")
+    rows = []
+    for name, a in named.items():
+        m = a.deciding
+        mfu = " -> ".join("n/a" if v is None else f"{v:.1%}" for v in (a.mfu(a.eager_step_s), a.mfu(m.step_s)))
+        rows.append((name, str(m.speedup), f"{display.format_time(a.eager_step_s)} -> {display.format_time(m.step_s)}",
+                     f"{display.format_time(m.compile_cold_s)} / "
+                     + ("n/a" if m.compile_warm_s is None else display.format_time(m.compile_warm_s)),
+                     f"{len(m.graph_breaks)} / {len(m.recompiles)}",
+                     f"{'ok' if m.parity.passed else 'FAILED'} ({m.parity.largest:.0e})", mfu))
+    return display.table(["model", "compiled over eager, across fresh processes", "step, eager -> compiled",
+                          "compile cold / warm", "graph breaks / recompiles", "parity", "MFU, eager -> compiled"],
+                         rows, title="assess: the same measurement on two models",
+                         note=f"Each row: {next(iter(named.values())).processes} fresh processes; "
+                              f"{intervals.METHOD} over the per-process medians.")
+
+
+def compare_pricing(named: Mapping[str, Assessment]) -> display.Table:
+    """The same measured gain priced at several sets of inputs: break-even speed-up, decision, months."""
+    if not isinstance(named, Mapping) or not named:
+        raise TypeError(f"named must be a non-empty mapping of name -> Assessment; got {named!r}")
+    rows = []
+    for name, a in named.items():
+        i, est = a.pricing.inputs, a.pricing.estimate
+        soon, late = est.break_even_range
+        rows.append((name, f"{i.value('training_share'):.0%} ({i['training_share'].source})",
+                     f"{i.value('eager_upkeep'):,.0f} ({i['eager_upkeep'].source})", _x(a.pricing.break_even),
+                     str(a.deciding.speedup), a.decision.outcome,
+                     f"{months_text(est.break_even_months)} ({months_text(soon)} to {months_text(late)})"))
+    return display.table(["inputs", "training share (source)", "eager upkeep a month (source)",
+                          "break-even speed-up", "measured gain", "decision", "break-even (interval)"], rows,
+                         title="One measured gain, priced on two sets of inputs (computed)")
+
+
+def pricing_cases(a: Assessment, *, growth: float) -> display.Table:
+    """The assessment's estimate on a flat bill, on a bill growing ``growth`` a month, and on reserved capacity."""
+    est = a.pricing.estimate
+    growing = f"on demand, bill {growth:+.0%} a month (the seed)"
+    return cost.compare_estimates({"on demand, flat bill": est, growing: replace(est, spend_growth=growth),
+                                   "reserved capacity (paid anyway)": replace(est, reserved=True)})

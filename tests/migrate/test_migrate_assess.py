@@ -68,8 +68,9 @@ def test_drifting_losses_fail_parity_and_graph_breaks_are_counted(tmp_path) -> N
 def test_ctrl_c_leaves_no_process_and_no_report(tmp_path) -> None:
     ready, out = tmp_path / "ready", tmp_path / "report"
     env = {**os.environ, "ASSESS_TEST_READY": str(ready), "PYTHONPATH": str(HERE)}
-    caller = subprocess.Popen([sys.executable, "-m", "course_utils.migrate", "assess", "--model", "assess_models:sleeper",
-                               "--batches", "assess_models:mlp_batches", "--processes", "2", "--steps", "2",
+    caller = subprocess.Popen([sys.executable, "-m", "course_utils.migrate", "assess",
+                               "--model", "assess_models:sleeper", "--batches", "assess_models:mlp_batches",
+                               "--processes", "2", "--steps", "2",
                                "--amp", "off", "--out", str(out)], cwd=HERE, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
     try:
