@@ -91,7 +91,7 @@ print(dataset, "| batch", x0.shape, f"| {cores} cores: {workers} for loader work
 # batch). *No migration needed*: loader workers (notebook 04), pinned memory (GPU only), autocast where the
 # hardware has bf16 units (notebook 03), a doubled batch. A rung slower than the set-up before it is *tried, not
 # kept*. *What the migration buys*: `compile_model` at the fastest no-migration set-up, beside its own eager
-# twin, and once more on the baseline ("compile first"; its first step is a cold compile).
+# twin, and once more on the baseline ("compile first").
 #
 # **Prediction.** The no-migration wins together give a larger speed-up than compilation on top of them: this
 # CNN spends its time in convolutions, which are library kernels either way.
@@ -207,8 +207,7 @@ cu.migrate.story.models_story(cnn, block, v_models)
 # `report.html`, the decision first; the same report for the CNN is in `build/assess/cnn/`.
 
 # %%
-print(cnn.command.replace("course_utils.migrate.examples:cnn_batches", "mypkg.data:make_batches")
-      .replace("course_utils.migrate.examples:cnn", "mypkg.models:make_model") + " --config costs.toml")
+print(cu.migrate.command_line("mypkg.models:make_model", "mypkg.data:make_batches", config="costs.toml"))
 
 # %% [markdown] course={"lead": true, "minutes": 9} slideshow={"slide_type": "slide"}
 # ## 4. What is it worth? Every input with its source
@@ -397,7 +396,7 @@ cu.exercises.check("07.3", answer, measured=graphs_built)
 # ## Summary
 
 # %%
-cu.notebook.summary_table("07_should_we_migrate", cu.migrate.summary_rows(ladder, cnn, block, at_lead))
+cu.notebook.summary_table("07_should_we_migrate", cu.migrate.story.summary_rows(ladder, cnn, block, at_lead))
 
 # %% [markdown]
 # **What to remember**

@@ -69,9 +69,12 @@ def split_steps(steps: int) -> list[int]:
     return [steps // rounds + (1 if i < steps % rounds else 0) for i in range(rounds)]
 
 
-def command_line(model: str, batches: str, loss: str | None, config: str | None, processes: int, steps: int,
-                 device: str, modes: Sequence[str], amp: str, out: Path) -> str:
-    """The command that repeats this assessment from a terminal."""
+def command_line(model: str, batches: str, *, loss: str | None = None, config: str | None = None,
+                 processes: int = 5, steps: int = 50, device: str = "auto", modes: Sequence[str] = ("default",),
+                 amp: str = "auto", out: str | Path = "build/assess/mymodel") -> str:
+    """The command line of ``assess`` for these arguments (what a lead runs on their own model)."""
+    validate.text("model", model)
+    validate.text("batches", batches)
     parts = ["python", "-m", "course_utils.migrate", "assess", "--model", model, "--batches", batches]
     parts += ["--loss", loss] if loss else []
     parts += ["--config", config] if config else []
@@ -115,8 +118,8 @@ def assess(model: Any, batches: Any, *, out: str | Path, loss: Any = None, confi
     peak, peak_source = assessment.device_peak(dev, device_name, amp_name,
                                                machine.figures().peak_flops if dev == "cpu" else None)
     per_round = split_steps(steps)
-    command = command_line(model_path, batches_path, loss_path, getattr(inputs, "path", None), processes, steps,
-                           device, mode_list, amp, target)
+    command = command_line(model_path, batches_path, loss=loss_path, config=inputs.path, processes=processes,
+                           steps=steps, device=device, modes=mode_list, amp=amp, out=target)
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{target.name}-assess-", dir=target.parent))
     try:

@@ -1,4 +1,5 @@
-"""The migration lesson's figures: the ladder as a waterfall, the payback curve with its band, the widget."""
+"""The migration lesson's figures: the ladder as a waterfall, the payback curve with its interval, the widget, and
+assess's figure (each process, the interval, the break-even speed-up)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def waterfall(ladder: Ladder, *, title: str | None = None) -> Figure:
 
 
 def payback(*estimates: _cost.CostEstimate, labels: list[str] | None = None) -> Figure:
-    """Cumulative net per month for each estimate: the median line and the quartile band shaded."""
+    """Cumulative net per month for each estimate: the median line and the interval shaded."""
     if not estimates:
         raise ValueError("estimates: pass at least one CostEstimate")
     for est in estimates:
@@ -43,7 +44,7 @@ def payback(*estimates: _cost.CostEstimate, labels: list[str] | None = None) -> 
     ax.axhline(0, color="#333333", linewidth=1)
     ax.set_xlabel("months after the migration starts")
     ax.set_ylabel("cumulative net (thousands, computed)")
-    ax.set_title("When does the migration pay back? (band: the speed-up's quartiles)")
+    ax.set_title("When does the migration pay back? (shaded: the speed-up's interval)")
     ax.legend(fontsize=8)
     return fig
 

@@ -137,8 +137,8 @@ def money_story(priced: Mapping[str, Assessment], v_pays: display.Verdict) -> di
     even = (f"On {seed_name} (training share {seed.pricing.inputs.value('training_share'):.0%}, no upkeep) any gain "
             f"above {seed.pricing.break_even:.3g}x pays back within "
             f"{seed.pricing.inputs.value('horizon_months')} months; on {lead_name} the bar is "
-            f"{lead.pricing.break_even:.3g}x: the share of the bill that is not training and the upkeep of the eager "
-            "path raise it, and each job's cold compile against a 72 h job barely does.")
+            f"{lead.pricing.break_even:.3g}x: the share of the bill that is not training, the upkeep of the eager "
+            "path and each job's cold compile raise it.")
     d = lead.decision
     if v_pays.held:
         verdict = (f"The CNN's interval ({lead.deciding.speedup}) lies above that bar: {d.outcome}. "

@@ -6,21 +6,17 @@ pinned memory (CUDA only), autocast where the hardware has the units, a doubled 
 eager PyTorch today. The fastest of these set-ups (per sample) is kept; a rung slower than the set-up before
 it is shown as tried and not kept. Then ``torch.compile`` at the kept set-up, beside its eager twin: what the
 migration buys over what the team can have anyway. The compiled model is also measured on
-the baseline (compile first) for the attribution in both orders; its first step is the run's first compile,
-made with an empty Inductor cache, so it is what a new job on a fresh machine pays (a cold compile).
+the baseline (compile first), to show how the order of the rungs changes the credit. Compile time is not this
+module's figure: ``assess`` measures it cold and warm in fresh processes.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from course_utils import env, memory, models, pipeline, timing, validate
+from course_utils import env, memory, models, pipeline, validate
 from course_utils.migrate import ladder as _ladder
 from course_utils.migrate import rungs as _rungs
 
@@ -58,42 +54,6 @@ def step_factory(make_model: Callable[[], Any], amp_dtype: Any = None) -> Callab
     return lambda compiler: train_step(validate.function("compiler", compiler)(make_model()), amp_dtype)
 
 
-@contextlib.contextmanager
-def empty_compile_cache() -> Iterator[str]:
-    """Point Inductor's on-disk caches at a new empty folder (in-memory caches cleared) for the block, so a
-    compile inside it is cold, as a new job on a fresh machine compiles; yields the folder, removed after."""
-    import torch._inductor.utils as inductor_utils
-
-    folder = tempfile.mkdtemp(prefix="course-cold-inductor-")
-    before = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    clear = getattr(inductor_utils, "clear_caches", lambda: None)
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = folder
-    clear()
-    try:
-        yield folder
-    finally:
-        clear()
-        if before is None:
-            os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
-        else:
-            os.environ["TORCHINDUCTOR_CACHE_DIR"] = before
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def _cold_first_call(step: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """``step`` whose first call (the compile) runs inside ``empty_compile_cache``."""
-    calls: list[int] = []
-
-    def wrapped(batch: Any) -> Any:
-        if calls:
-            return step(batch)
-        calls.append(1)
-        with empty_compile_cache():
-            return timing.sync(step(batch))
-
-    return wrapped
-
-
 def workers_label(workers: int) -> str:
     """The ladder's label of the loader-workers rung: '+ 1 loader worker', '+ 3 loader workers'."""
     validate.positive("workers", workers, integer=True)
@@ -121,11 +81,10 @@ def torch_ladder(dataset: Any, batch_size: int, make_model: Callable[[], Any], *
     ``compiler`` is the learner's migration, e.g. ``lambda m: torch.compile(m, dynamic=False)``; it wraps the
     models of the two migration rungs and nothing else. ``workers`` defaults to ``pipeline.data_cores()``: every
     core but the one the training process keeps. Two interleaved groups, epoch by epoch: the baseline, compile on
-    the baseline (its first step is the run's first compile, in an empty Inductor cache: cold) and the no-migration
-    rungs, each adding one change to the one before (``rounds``); then, at the set-up that was fastest per sample,
-    its eager twin beside its compiled version (``final_rounds``). A no-migration rung slower per sample than the
-    best set-up before it is kept off the main order (tried, not kept), so compile is never credited for undoing a
-    change that lost.
+    the baseline and the no-migration rungs, each adding one change to the one before (``rounds``); then, at the
+    set-up that was fastest per sample, its eager twin beside its compiled version (``final_rounds``). A
+    no-migration rung slower per sample than the best set-up before it is kept off the main order (tried, not
+    kept), so compile is never credited for undoing a change that lost.
     """
     import torch
 
@@ -170,8 +129,7 @@ def torch_ladder(dataset: Any, batch_size: int, make_model: Callable[[], Any], *
         setups.append({**setups[-1], **change})
     first = _rungs.measure_rungs([
         ("eager fp32", loader(baseline), eager(baseline), _ladder.NO_MIGRATION),
-        ("torch.compile on the baseline", loader(baseline), _cold_first_call(train_step(compiler(make_model()))),
-         _ladder.MIGRATION),
+        ("torch.compile on the baseline", loader(baseline), train_step(compiler(make_model())), _ladder.MIGRATION),
         *[(label, loader(setup), eager(setup), _ladder.NO_MIGRATION) for (label, _), setup in zip(changes, setups[1:])],
     ], rounds=rounds, peak_memory=peak)
     first = [replace(r, setup=setup) for r, setup in zip(first, [baseline, baseline, *setups[1:]])]

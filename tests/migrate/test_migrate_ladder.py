@@ -22,7 +22,7 @@ def _step(batch):
 def _rung(label, kind, median, batch=4, spread=0.1, group=1):
     """A rung of one interleaved group (paired rounds), with four rounds around ``median``."""
     times = tuple(median * f for f in (1 - spread, 1, 1 + spread))
-    rounds = tuple(median * (1 + spread / 10 * math.sin(k + sum(map(ord, label)))) for k in range(4))  # each rung its own noise
+    rounds = tuple(median * (1 + spread / 10 * math.sin(k + sum(map(ord, label)))) for k in range(4))  # own noise
     return lad.Rung(label, kind, batch, median, timing.Measurement(label, times), 0.1, None, round_medians=rounds,
                     group=group)
 
@@ -57,7 +57,8 @@ def test_speedups_are_per_sample() -> None:
 
 def test_migration_gain_takes_only_migration_rungs_over_the_rung_before() -> None:
     result = migrate.build_ladder([_rung("base", "no migration", 4.0), _rung("workers", "no migration", 2.0),
-                                   _rung("compile", "migration", 1.6)], extra=[_rung("compile first", "migration", 3.5)])
+                                   _rung("compile", "migration", 1.6)],
+                                  extra=[_rung("compile first", "migration", 3.5)])
     gain = result.migration_gain()
     assert gain.label == "compile" and gain.median == pytest.approx(2.0 / 1.6, rel=0.01)
     assert gain.low < gain.median < gain.high and "workers" in gain.source and "paired rounds" in str(gain)
@@ -218,13 +219,3 @@ def test_amp_agreement_passes_autocast_and_catches_a_whole_model_cast() -> None:
     right = migrate.amp_agreement(lambda: models.torch_cnn(classes=10), batch, torch.bfloat16)
     wrong = migrate.amp_agreement(lambda: models.torch_cnn(classes=10), batch, torch.bfloat16, master_weights=False)
     assert right["close"] and not wrong["close"] and wrong["update"] > migrate.AMP_UPDATE_RTOL > right["update"]
-
-
-def test_empty_compile_cache_points_inductor_elsewhere_and_restores_it(monkeypatch) -> None:
-    pytest.importorskip("torch")
-    import os
-
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/tmp/course-test-cache")
-    with migrate.empty_compile_cache() as folder:
-        assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == folder and os.path.isdir(folder) and not os.listdir(folder)
-    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == "/tmp/course-test-cache" and not os.path.exists(folder)
