@@ -114,7 +114,6 @@ cu.migrate.waterfall(ladder)
 # %%
 # NBVAL_CHECK_OUTPUT
 print("rungs tagged 'migration':", [r.label for r in (*ladder.rungs, *ladder.extra) if r.kind == cu.migrate.MIGRATION])
-print("rungs tried and not kept:", [r.label for r in ladder.dropped] or "none")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # A faster step is worthless if it trains a different model: three steps of the compiled model give eager's
@@ -396,7 +395,7 @@ cu.exercises.check("07.3", answer, measured=graphs_built)
 # ## Summary
 
 # %%
-cu.notebook.summary_table("07_should_we_migrate", cu.migrate.story.summary_rows(ladder, cnn, block, at_lead))
+cu.notebook.summary_table("07_should_we_migrate", cu.migrate.summary_rows(ladder, cnn, block, at_lead))
 
 # %% [markdown]
 # **What to remember**

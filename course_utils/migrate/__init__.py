@@ -56,6 +56,7 @@ from course_utils.migrate.plots import assess_figure, explore, payback, waterfal
 from course_utils.migrate.rungs import measure_rung, measure_rungs
 from course_utils.migrate.story_assess import compare_pricing, pricing_cases
 from course_utils.migrate.story_assess import compare_table as compare_assessments
+from course_utils.migrate.story_lead import summary_rows
 from course_utils.migrate.torch_rungs import (
     AMP_LOSS_RTOL,
     AMP_UPDATE_RTOL,
@@ -78,6 +79,7 @@ __all__ = [
     "compare_pricing", "compilers", "decide", "estimate", "example_toml", "examples",
     "explore", "fall_back", "framework_table", "jax_step_factory", "make_loader", "measure_rung", "measure_rungs",
     "monthly_spend_for", "months_text", "outputs_agree", "payback", "pricing_cases", "processes_needed",
-    "read_config", "run_checklist", "seed_example", "step_agreement", "step_factory", "story", "torch_ladder",
+    "read_config", "run_checklist", "seed_example", "step_agreement", "step_factory", "story", "summary_rows",
+    "torch_ladder",
     "train_step", "typed", "waterfall", "workers_label",
 ]

@@ -63,7 +63,7 @@ def ladder_story(ladder: Ladder, v_cheap: display.Verdict, v_order: display.Verd
     for name, v in (("v_cheap", v_cheap), ("v_order", v_order)):
         validate.instance(name, v, display.Verdict)
     tried = [r for r in ladder.rungs[1:] if r.kind == NO_MIGRATION] + list(ladder.dropped)
-    rungs = "**Rung by rung.** " + " ".join(rung_sentence(ladder, r.label, cores) for r in tried)
+    rungs = ["**Rung by rung.**", *(rung_sentence(ladder, r.label, cores) for r in tried)]
     first, last = ladder.interval("torch.compile on the baseline"), ladder.interval(ladder.migration_gain().label)
     bare = ladder.interval("torch.compile on the baseline", "compute")
     wait = f"the baseline waited for data {ladder.baseline.wait_share:.0%} of each step"
@@ -78,7 +78,7 @@ def ladder_story(ladder: Ladder, v_cheap: display.Verdict, v_order: display.Verd
             if v_cheap.held else "Compile gave at least as much as the cheap rungs together, or this run cannot "
             "rank them: the migration is worth costing, after the cheap rungs.")
     skipped = "Skipped here: " + "; ".join(ladder.skipped) + "." if ladder.skipped else ""
-    return display.prose(rungs, order + " " + plan, skipped)
+    return display.prose(*rungs, order + " " + plan, skipped)
 
 
 def amp_story(ladder: Ladder, amp_label: str | None, v_amp: display.Verdict) -> display.Prose:

@@ -188,8 +188,7 @@ def report_markdown(a: Assessment, figures: dict[str, str] | None = None) -> str
     if "payback" in figures:
         lines += [figures["payback"], ""]
     lines += ["| input | value | source |", "|---|---|---|"]
-    lines += [f"| {name} | {row[1]} | {row[2]} |" for name, row in zip(a.pricing.inputs.values,
-                                                                           a.pricing.inputs.table().rows)]
+    lines += [f"| {name} | {value} | {source} |" for name, value, source in a.pricing.inputs.table().rows]
     lines += ["", "## Exploration or production", "", run_length_sentence(a), ""]
     lines += ["## How this was measured", "",
               f"{a.processes} fresh processes, each {a.steps} timed steps in {a.rounds} interleaved rounds after 3 "

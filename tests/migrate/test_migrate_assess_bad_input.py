@@ -79,3 +79,12 @@ def test_the_command_line_prints_the_error_and_exits_2(tmp_path) -> None:
     assert done.returncode == 2, done.stderr
     assert "error: model: assess_models:raises() raised ValueError: my own message from make_model" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_the_command_line_for_a_users_own_model() -> None:
+    command = migrate.command_line("mypkg.models:make_model", "mypkg.data:make_batches", config="costs.toml")
+    assert command == ("python -m course_utils.migrate assess --model mypkg.models:make_model --batches "
+                       "mypkg.data:make_batches --config costs.toml --processes 5 --steps 50 --device auto --modes "
+                       "default --amp auto --out build/assess/mymodel")
+    with pytest.raises(ValueError, match="model"):
+        migrate.command_line(" ", "mypkg.data:make_batches")
