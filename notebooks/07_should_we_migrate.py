@@ -263,8 +263,8 @@ cu.migrate.story.money_story(priced, v_pays)
 cu.migrate.pricing_cases(at_lead, growth=0.5)
 
 # %%
-cu.migrate.explore(at_lead.pricing.estimate.speedup, training_share=0.8, eager_upkeep=2_000,
-                   compile_s_per_job=at_lead.deciding.compile_cold_s)
+cu.migrate.explore(at_lead.pricing.estimate.speedup, training_share=lead.value("training_share"),
+                   eager_upkeep=lead.value("eager_upkeep"), compile_s_per_job=at_lead.deciding.compile_cold_s)
 
 # %% [markdown] course={"lead": true, "minutes": 7} slideshow={"slide_type": "slide"}
 # ## 5. The launch checklist, run as code
@@ -286,7 +286,7 @@ ready = cu.migrate.run_checklist(cu.migrate.step_factory(fresh_model, kept["amp"
                                  forward=(fresh_model(), (big[0],)), compile_s=cnn.deciding.compile_cold_s,
                                  compile_budget_s=0.01 * cu.migrate.SEED_COMPETITOR_HOURS * 3600,
                                  utilisation=1 - ladder["+ torch.compile"].wait_share,
-                                 rtol=1e-3 if kept["amp"] is None else 3e-2)
+                                 rtol=cu.migrate.PARITY_RTOL["fp32" if kept["amp"] is None else "amp"])
 ready
 
 # %% [markdown] slideshow={"slide_type": "subslide"}

@@ -16,7 +16,7 @@ sources, TOML), ``decision`` (break-even speed-up, the rule, processes to decide
 
 from course_utils.migrate import examples, exercises, story  # noqa: F401  (exercises registers the 07.x checkers)
 from course_utils.migrate.assessing import assess, command_line
-from course_utils.migrate.assessment import Assessment
+from course_utils.migrate.assessment import PARITY_RTOL, Assessment
 from course_utils.migrate.checklist import Check, Checklist, compilers, fall_back, run_checklist
 from course_utils.migrate.cost import (
     SEED_COMPETITOR_HOURS,
@@ -73,13 +73,12 @@ from course_utils.migrate.torch_rungs import (
 __all__ = [
     "AMP_LOSS_RTOL", "AMP_UPDATE_RTOL", "Assessment", "Check", "Checklist", "CostEstimate", "DO_NOT_MIGRATE",
     "DROPPED", "FrameworkTable", "Input", "Inputs", "Ladder", "MIGRATE", "MIGRATION", "MigrationGain",
-    "NOT_DECIDED", "NO_MIGRATION", "Rung", "SEED_COMPETITOR_HOURS", "SEED_GPU_HOURS_EXAMPLE", "SEED_JOB_HOURS",
-    "SEED_SPEND", "SEED_UTILISATION", "TWIN", "amp_agreement", "assess", "assess_figure", "autocast_dtype",
-    "break_even_run", "break_even_speedup", "build_ladder", "command_line", "compare_assessments", "compare_estimates",
-    "compare_pricing", "compilers", "decide", "estimate", "example_toml", "examples",
+    "NOT_DECIDED", "NO_MIGRATION", "PARITY_RTOL", "Rung", "SEED_COMPETITOR_HOURS", "SEED_GPU_HOURS_EXAMPLE",
+    "SEED_JOB_HOURS", "SEED_SPEND", "SEED_UTILISATION", "TWIN", "amp_agreement", "assess", "assess_figure",
+    "autocast_dtype", "break_even_run", "break_even_speedup", "build_ladder", "command_line", "compare_assessments",
+    "compare_estimates", "compare_pricing", "compilers", "decide", "estimate", "example_toml", "examples",
     "explore", "fall_back", "framework_table", "jax_step_factory", "make_loader", "measure_rung", "measure_rungs",
     "monthly_spend_for", "months_text", "outputs_agree", "payback", "pricing_cases", "processes_needed",
     "read_config", "run_checklist", "seed_example", "step_agreement", "step_factory", "story", "summary_rows",
-    "torch_ladder",
-    "train_step", "typed", "waterfall", "workers_label",
+    "torch_ladder", "train_step", "typed", "waterfall", "workers_label",
 ]
