@@ -90,8 +90,9 @@ def assess(model: Any, batches: Any, *, out: str | Path, loss: Any = None, confi
     """Measure eager against ``torch.compile`` on the model of ``model()`` (a 'package.module:function' path, or a
     function in an importable module) over the batches of ``batches()`` in ``processes`` fresh processes of
     ``steps`` timed steps each, price the gain with ``config`` (a TOML path, ``Inputs``, or None: the seed
-    article's figures) and write ``out``/report.json, report.md and report.html. ``timeout`` bounds each process
-    (seconds); ``threads`` sets the processes' intra-op threads (default: torch's)."""
+    article's figures) and write ``out``/report.json, report.md and report.html. ``timeout`` (seconds) bounds each
+    process, and the user's code run here first (the factories and one eager step); ``threads`` sets the
+    processes' intra-op threads (default: torch's)."""
     start = time.perf_counter()
     import torch
 
@@ -113,7 +114,7 @@ def assess(model: Any, batches: Any, *, out: str | Path, loss: Any = None, confi
     if not measured_modes:
         raise ValueError(f"modes: none of {mode_list} can run on {dev} ({'; '.join(skipped.values())})")
     target = factories.check_out("out", out)
-    probe = factories.probe(model_path, batches_path, loss_path, torch.device(dev))
+    probe = factories.probe(model_path, batches_path, loss_path, torch.device(dev), timeout=timeout)
     device_name = torch.cuda.get_device_name(0) if dev == "cuda" else env.cpu_model()
     peak, peak_source = assessment.device_peak(dev, device_name, amp_name,
                                                machine.figures().peak_flops if dev == "cpu" else None)

@@ -8,9 +8,12 @@ code raised.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,10 +61,33 @@ def function(name: str, path: str) -> Callable[..., Any]:
     return found
 
 
+@contextlib.contextmanager
+def deadline(seconds: float, what: str) -> Iterator[None]:
+    """Raise TimeoutError naming ``what`` when the block runs past ``seconds`` (a SIGALRM timer, so only in the main
+    thread of a POSIX process; elsewhere the block runs without a limit)."""
+    validate.positive("seconds", seconds)
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise TimeoutError(f"{what} did not finish within {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def call_factory(name: str, path: str) -> Any:
     """Call the user's zero-argument factory; an exception in it is reported with its own message."""
     try:
         return function(name, path)()
+    except TimeoutError:
+        raise
     except (TypeError, ValueError) as exc:
         if str(exc).startswith(f"{name}:"):
             raise
@@ -102,6 +128,8 @@ def first_batch(path: str) -> Any:
         batch = next(iter(batches))
     except StopIteration:
         raise ValueError(f"batches: {path}() yielded no batch") from None
+    except TimeoutError:
+        raise
     except Exception as exc:
         raise ValueError(f"batches: reading the first batch of {path}() raised {type(exc).__name__}: {exc}") from exc
     if isinstance(batch, (str, bytes)) or not isinstance(batch, (list, tuple)) or len(batch) != 2:
@@ -110,9 +138,15 @@ def first_batch(path: str) -> Any:
     return batch
 
 
-def probe(model_path: str, batches_path: str, loss_path: str | None, device: Any) -> Probe:
+def probe(model_path: str, batches_path: str, loss_path: str | None, device: Any, *, timeout: float = 600.0) -> Probe:
     """Build the model, read the first batch and take one eager training step on ``device`` under
-    ``FlopCounterMode``: the FLOPs of forward and backward per step (the optimizer's update is not counted)."""
+    ``FlopCounterMode``: the FLOPs of forward and backward per step (the optimizer's update is not counted). The
+    user's code gets ``timeout`` seconds in all (TimeoutError naming it past that)."""
+    with deadline(timeout, f"model/batches/loss: {model_path}(), {batches_path}() and one eager training step"):
+        return _probe(model_path, batches_path, loss_path, device)
+
+
+def _probe(model_path: str, batches_path: str, loss_path: str | None, device: Any) -> Probe:
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
@@ -129,6 +163,8 @@ def probe(model_path: str, batches_path: str, loss_path: str | None, device: Any
         with FlopCounterMode(display=False) as counter:
             loss = loss_fn(trainstep.call(model, inputs), targets)
             loss.backward()
+    except TimeoutError:
+        raise
     except Exception as exc:  # the user's model or loss on the user's batch
         raise ValueError(f"model/batches/loss: one eager training step on the first batch {_shapes(batch)} raised "
                          f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from exc

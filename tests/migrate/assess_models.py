@@ -92,6 +92,11 @@ def not_pairs():
 NOT_CALLABLE = 42
 
 
+def hangs():
+    time.sleep(120)
+    return mlp()
+
+
 def sleeper():
     """In a measuring process: start a grandchild, say so through the file in ASSESS_TEST_READY, then wait."""
     if Path(sys.argv[0]).name == "assess_worker.py":

@@ -48,6 +48,8 @@ def _refused(tmp_path: Path, error: type[Exception] | tuple, match: str, **kwarg
     ({"amp": "fp8"}, ValueError, "amp must be one of"),
     ({"device": "tpu"}, ValueError, "device must be one of"),
     ({"timeout": float("nan")}, ValueError, "timeout"),
+    ({"model": "assess_models:hangs", "timeout": 2}, TimeoutError, "model/batches/loss: assess_models:hangs\\(\\).* "
+                                                                  "did not finish within 2 s"),
 ])
 def test_bad_input_is_named_and_nothing_is_written(tmp_path, kwargs, error, match) -> None:
     _refused(tmp_path, error, match, **kwargs)
