@@ -157,11 +157,13 @@ cu.migrate.story.ladder_story(ladder, v_cheap, v_order, cores)
 
 # %%
 amp_label = ladder.find("+ autocast")  # None where the rung was skipped
-v_amp = (cu.display.not_tested("this CPU has no bf16 units, so the autocast rung was skipped (notebook 03 measured "
-                               "emulated bf16)") if amp_label is None else
-         cu.display.verdict(ladder.interval(amp_label).low >= 1.25, f"autocast {ladder.interval(amp_label)} per "
-                            "sample over the rung before it (the seed: ~1.3x)",
-                            "the interval reaches below 1.25x: here mixed precision is not reliably worth 30%"))
+if amp_label is None:
+    v_amp = cu.display.not_tested("this CPU has no bf16 units, so the autocast rung was skipped (notebook 03 "
+                                  "measured emulated bf16)")
+else:
+    v_amp = cu.display.verdict(ladder.interval(amp_label).low >= 1.25, f"autocast {ladder.interval(amp_label)} per "
+                               "sample over the rung before it (the seed: ~1.3x)",
+                               "the interval reaches below 1.25x: here mixed precision is not reliably worth 30%")
 v_amp
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
@@ -219,12 +221,11 @@ print(cu.migrate.command_line("mypkg.models:make_model", "mypkg.data:make_batche
 # %%
 # NBVAL_CHECK_OUTPUT
 seed = cu.migrate.seed_example()
-(gpus0, hours0), (gpus1, hours1) = cu.migrate.SEED_GPU_HOURS_EXAMPLE
-u0, u1 = cu.migrate.SEED_UTILISATION
+shares = cu.migrate.seed_shares()  # GPU-hours left, computed from the seed's own figures
 print(f"the seed's own numbers: break-even after {seed.break_even_months:.1f} months, net after 12 months "
       f"{seed.net():,.0f}")
-print(f"utilisation {u0:.0%} -> {u1:.0%} leaves {u0 / u1:.0%} of the GPU-hours; their example {gpus1} x {hours1:g} h "
-      f"/ {gpus0} x {hours0:g} h leaves {gpus1 * hours1 / (gpus0 * hours0):.0%} (computed): a quarter, not a half")
+print(f"utilisation 40% -> 80% leaves {shares['utilisation']:.0%} of the GPU-hours; their example, 10 GPUs x 10 h "
+      f"becoming 5 x 5 h, leaves {shares['example']:.0%}")
 
 # %%
 lead = cu.migrate.typed(training_share=(0.8, "the lead's estimate: 20% of the bill is inference"),
@@ -430,10 +431,12 @@ print("the same model in every installed framework (outputs within 1e-4 of PyTor
 
 # %%
 fastest = max((r.framework for r in frameworks.rows), key=frameworks.vs_baseline)
-v_jax = (cu.display.not_tested("JAX is not installed in this runtime, so the seed's claim is not measured")
-         if not cu.env.available("jax") else
-         cu.display.verdict(fastest == "jax", f"fastest compiled step: {fastest} ({frameworks.vs_baseline(fastest):.2f}x"
-                            " over PyTorch eager)", f"{fastest} was faster than JAX here"))
+if cu.env.available("jax"):
+    v_jax = cu.display.verdict(fastest == "jax", f"fastest compiled step: {fastest} "
+                               f"({frameworks.vs_baseline(fastest):.2f}x over PyTorch eager)",
+                               f"{fastest} was faster than JAX here")
+else:
+    v_jax = cu.display.not_tested("JAX is not installed in this runtime, so the seed's claim is not measured")
 v_jax
 
 # %%

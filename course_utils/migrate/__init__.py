@@ -30,6 +30,7 @@ from course_utils.migrate.cost import (
     monthly_spend_for,
     months_text,
     seed_example,
+    seed_shares,
 )
 from course_utils.migrate.decision import (
     DO_NOT_MIGRATE,
@@ -79,6 +80,6 @@ __all__ = [
     "compare_estimates", "compare_pricing", "compilers", "decide", "estimate", "example_toml", "examples",
     "explore", "fall_back", "framework_table", "jax_step_factory", "make_loader", "measure_rung", "measure_rungs",
     "monthly_spend_for", "months_text", "outputs_agree", "payback", "pricing_cases", "processes_needed",
-    "read_config", "run_checklist", "seed_example", "step_agreement", "step_factory", "story", "summary_rows",
-    "torch_ladder", "train_step", "typed", "waterfall", "workers_label",
+    "read_config", "run_checklist", "seed_example", "seed_shares", "step_agreement", "step_factory", "story",
+    "summary_rows", "torch_ladder", "train_step", "typed", "waterfall", "workers_label",
 ]

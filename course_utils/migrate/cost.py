@@ -221,6 +221,14 @@ def seed_example(spend_growth: float = 0.0) -> CostEstimate:
                     engineer_week_cost=10_000, debugging_buffer=0.2, spend_growth=spend_growth)
 
 
+def seed_shares() -> dict[str, float]:
+    """The seed's two utilisation figures as shares of GPU-hours left (computed): utilisation from 40% to 80%
+    leaves ``utilisation`` of them; their example, 10 GPUs x 10 h becoming 5 GPUs x 5 h, leaves ``example``."""
+    (gpus0, hours0), (gpus1, hours1) = SEED_GPU_HOURS_EXAMPLE
+    before, after = SEED_UTILISATION
+    return {"utilisation": before / after, "example": gpus1 * hours1 / (gpus0 * hours0)}
+
+
 def monthly_spend_for(gpus: float, price_per_gpu_hour: float, *, hours_per_month: float = 730.0) -> float:
     """A monthly bill from its parts (computed): GPUs x price per GPU-hour x hours they run in a month."""
     return (validate.positive("gpus", gpus) * validate.positive("price_per_gpu_hour", price_per_gpu_hour)

@@ -68,11 +68,11 @@ def ladder_story(ladder: Ladder, v_cheap: display.Verdict, v_order: display.Verd
     bare = ladder.interval("torch.compile on the baseline", "compute")
     wait = f"the baseline waited for data {ladder.baseline.wait_share:.0%} of each step"
     if v_order.held:
-        order = (f"**Compile, first and last.** Compile first ({first}) was credited with less than compile last "
-                 f"({last}): {wait}, which no compiler shortens; on the compute alone compile first gives {bare}.")
+        order = (f"**Compile, first and last.** Compile first, {first}, was credited with less than compile "
+                 f"last, {last}: {wait}, which no compiler shortens; on the compute alone compile first gives {bare}.")
     else:
-        order = (f"**Compile, first and last.** Compile first ({first}) was not credited with less than compile last "
-                 f"({last}) beyond the noise, although {wait}; on the compute alone compile first gives {bare}. "
+        order = (f"**Compile, first and last.** Compile first, {first}, was not credited with less than compile "
+                 f"last, {last}, beyond the noise, although {wait}; on the compute alone compile first gives {bare}. "
                  "The credit depends on what else differs (batch, precision, the worker beside the model).")
     plan = ("The cheap rungs together gave more than compile on top of them: they come first in any plan."
             if v_cheap.held else "Compile gave at least as much as the cheap rungs together, or this run cannot "
@@ -141,13 +141,13 @@ def money_story(priced: Mapping[str, Assessment], v_pays: display.Verdict) -> di
             "path and each job's cold compile raise it.")
     d = lead.decision
     if v_pays.held:
-        verdict = (f"The CNN's interval ({lead.deciding.speedup}) lies above that bar: {d.outcome}. "
+        verdict = (f"The CNN's gain, {lead.deciding.speedup}, lies above that bar: {d.outcome}. "
                    + story_months(lead))
     elif d.processes_needed is not None:
-        verdict = (f"The CNN's interval ({lead.deciding.speedup}) holds that bar: {d.outcome}; about "
+        verdict = (f"The CNN's gain, {lead.deciding.speedup}, holds that bar in its interval: {d.outcome}; about "
                    f"{d.processes_needed} processes in all would likely decide it. " + story_months(lead))
     else:
-        verdict = (f"The CNN's interval ({lead.deciding.speedup}) does not lie above that bar: {d.outcome}. "
+        verdict = (f"The CNN's gain, {lead.deciding.speedup}, does not lie above that bar: {d.outcome}. "
                    + story_months(lead))
     return display.prose(even, verdict + " A bill that grows by half every month, as the seed says, is a claim "
                          "to check with finance, not an input to trust.")

@@ -72,8 +72,8 @@ def frameworks_story(frameworks: FrameworkTable, v_jax: display.Verdict) -> disp
     validate.instance("v_jax", v_jax, display.Verdict)
     ranking = " > ".join(f"{validate.framework_title(r.framework)} {frameworks.vs_baseline(r.framework):.2f}x"
                          for r in sorted(frameworks.rows, key=lambda r: -frameworks.vs_baseline(r.framework)))
-    own = "; ".join(f"{validate.framework_title(r.framework)} {frameworks.interval(r.framework)} "
-                    f"({frameworks.interval(r.framework).outcome})" for r in frameworks.rows)
+    own = "; ".join(f"{validate.framework_title(r.framework)} {frameworks.interval(r.framework)}: "
+                    f"{frameworks.interval(r.framework).outcome}" for r in frameworks.rows)
     claim = {"held": "The seed's \"JAX is fastest\" held here, for this small CNN on this CPU.",
              "failed": "The seed's \"JAX is fastest\" did not hold here, for this small CNN on this CPU; TPUs and "
                        "other models were not tested by this run.",
