@@ -101,6 +101,8 @@ def assess_figure(*found: Any, labels: list[str] | None = None) -> Figure:
     speed-up at that assessment's inputs (a dashed tick): the comparison that decides ``assess``'s rule."""
     if not found:
         raise ValueError("found: pass at least one Assessment")
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
     labels = labels or [a.model.split(":")[-1] for a in found]
     if len(labels) != len(found):
         raise ValueError(f"labels must have one entry per assessment ({len(found)}); got {len(labels)}")
@@ -116,11 +118,15 @@ def assess_figure(*found: Any, labels: list[str] | None = None) -> Figure:
                     label="break-even speed-up" if row == 0 else None)
         ax.annotate(rule.outcome, (s.high, row - 0.1), xytext=(6, -3), textcoords="offset points", fontsize=8)
     ax.axvline(1.0, color="#999999", linewidth=1)
+    ax.set_xscale("log")  # a ratio: 0.5x and 2x lie as far from 1x
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}x"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_yticks(range(len(found)), labels)
     ax.set_ylim(-0.6, len(found) - 0.4)
-    ax.set_xlabel("speed-up of a training step: eager time / compiled time")
+    ax.set_xlabel("speed-up of a training step: eager time / compiled time (log scale)")
     ax.set_title("Gain across fresh processes against the break-even speed-up")
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.32), ncol=3, frameon=False)
     return fig
 
 
