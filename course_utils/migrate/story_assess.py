@@ -29,7 +29,7 @@ def headline(a: Assessment) -> str:
     """'Decision: migrate' and the one comparison that decided it."""
     d, s = a.decision, a.deciding.speedup
     head = f"**Decision: {d.outcome}.**"
-    gain = f"torch.compile(mode='{a.deciding.mode}') ran a training step {s} (of {a.model})"
+    gain = f"The speed-up of torch.compile(mode='{a.deciding.mode}') over eager on a training step of {a.model} is {s}"
     if d.outcome == decision.MIGRATE:
         return f"{head} {gain}; the whole interval lies above the break-even speed-up, {_x(d.break_even)}."
     if d.outcome == decision.DO_NOT_MIGRATE:
