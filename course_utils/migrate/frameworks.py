@@ -123,7 +123,8 @@ class FrameworkTable:
                               "compilation: compiled vs its eager", "= compiled vs PyTorch eager"], rows,
                              title="Where each speed-up over PyTorch eager comes from (computed from the medians)",
                              note="JAX's 'eager' is op-by-op: each primitive runs as its own small XLA program, "
-                                  "so its convolutions already use XLA:CPU's kernels.")
+                                  "so its convolutions already use XLA:CPU's kernels."
+                             if any(r.framework == "jax" for r in self.rows) else None)
 
     def table(self) -> display.Table:
         rows = []
