@@ -29,7 +29,8 @@ def checklist_story(ready: Checklist, ladder: Ladder, cnn: Assessment) -> displa
     if ready.passed:
         head = "Every check passed: the MVP bar, the break-even speed-up, lies below the whole interval."
     else:
-        head = f"Not ready: {', '.join(ready.failed)} failed (the table gives the evidence)."
+        failed = " and ".join(f"'{name}'" for name in ready.failed)
+        head = f"Not ready: {failed} failed (the table gives the evidence)."
     return display.prose(head + " " + which)
 
 

@@ -111,7 +111,7 @@ def test_checklist_story_reads_the_busy_share_and_says_it_is_not_mfu() -> None:
     not_ready = migrate.Checklist("torch", (migrate.Check("MVP", False, "too slow"),))
     assert "Every check passed" in _short(migrate.story.checklist_story(ready, ladder, cnn)).text
     text = _short(migrate.story.checklist_story(not_ready, ladder, fake(device="cuda", device_name="X"))).text
-    assert "Not ready: MVP failed" in text and "different quantity from MFU" in text and "not computed" in text
+    assert "Not ready: 'MVP' failed" in text and "different quantity from MFU" in text and "not computed" in text
 
 
 @pytest.mark.parametrize("device, phrase", [("cpu", "decides nothing for a GPU fleet"), ("cuda", "this GPU model")])
