@@ -78,8 +78,8 @@ def speed_sentence(a: Assessment) -> str:
     inside = ", ".join(f"{s.ratio:.3g}x ({s.low:.3g} to {s.high:.3g})" for s in m.in_process)
     return (f"Across processes: {m.speedup} ({intervals.METHOD}, one pair of per-process medians per process: "
             f"eager {display.format_time(a.eager_step_s)}, compiled {display.format_time(m.step_s)} per step). "
-            f"Inside each process, over its {a.rounds} interleaved rounds: {inside}. Those narrower intervals "
-            "describe one process only and do not decide anything.")
+            f"Inside each process, over its {a.rounds} interleaved rounds: {inside}. Those describe "
+            "one process only and do not decide anything.")
 
 
 def mfu_sentence(a: Assessment) -> str:
@@ -123,22 +123,29 @@ def money_sentence(a: Assessment) -> str:
     """Break-even months with their interval, and the break-even speed-up."""
     est, p = a.pricing.estimate, a.pricing
     soon, late = est.break_even_range
-    return (f"At these inputs the migration pays back after {months_text(est.break_even_months)} (interval "
-            f"{months_text(soon)} to {months_text(late)}); the break-even speed-up, the smallest gain that pays back "
-            f"within {p.inputs.value('horizon_months')} months, is {_x(p.break_even)} (computed).")
+    when = ("does not pay back within ten years at the median gain" if math.isinf(est.break_even_months) else
+            f"pays back after {months_text(est.break_even_months)} at the median gain")
+    return (f"At these inputs the migration {when} (across the gain's interval: {months_text(soon)} to "
+            f"{months_text(late)}); the break-even speed-up, the smallest gain that pays back within "
+            f"{p.inputs.value('horizon_months')} months, is {_x(p.break_even)} (computed).")
 
 
 def run_length_sentence(a: Assessment) -> str:
     """Exploration against production: the run length from which compiling pays in wall-clock time."""
     r, i = a.pricing.run_length, a.pricing.inputs
-    steps_per_job = i.value("steps_per_job")
+    steps_per_job, edits = i.value("steps_per_job"), i.value("edits_per_day")
+    interval = f"interval {_steps(r.steps_low)} to {_steps(r.steps_high)}"
+    if math.isinf(r.steps):
+        return (f"At the median gain a compiled step saves no time, so compiling never pays for itself in wall-clock "
+                f"time ({interval}): neither a production job of {steps_per_job:,} steps nor the runs after each of "
+                f"{edits} edits a day would end sooner compiled.")
     job = (f"A production job of {steps_per_job:,} steps is " + ("longer" if steps_per_job > r.steps else "shorter")
            + " than that: " + ("compile it." if steps_per_job > r.steps else "at this gain it runs sooner eager."))
-    return (f"Compiling pays for itself in wall-clock time after {_steps(r.steps)} (interval {_steps(r.steps_low)} to "
-            f"{_steps(r.steps_high)}; {display.format_time(r.compile_s)} of cold compile over the time a step saves). "
-            f"{job} While exploring, each of {i.value('edits_per_day')} edits a day compiles again: runs after an "
-            f"edit shorter than {display.format_time(r.seconds()) if math.isfinite(r.steps) else 'that'} are "
-            "faster in eager (the seed's \"explore in eager, compile when mature\").")
+    return (f"Compiling pays for itself in wall-clock time after {_steps(r.steps)} ({interval}; "
+            f"{display.format_time(r.compile_s)} of cold compile over the time a step saves). {job} While exploring, "
+            f"each of {edits} edits a day compiles again: runs after an edit shorter than "
+            f"{display.format_time(r.seconds())} are faster in eager (the seed's \"explore in eager, compile when "
+            "mature\").")
 
 
 def summary_table(a: Assessment) -> display.Table:

@@ -73,7 +73,9 @@ def test_money_and_run_length_sentences() -> None:
     assert "compile it" in production and "explore in eager" in production
     short = MIGRATING.priced(migrate.typed(steps_per_job=(10, "a test")))
     assert "runs sooner eager" in story_assess.run_length_sentence(short)
-    assert "never" in story_assess.run_length_sentence(LOSING)
+    assert "compiling never pays for itself" in story_assess.run_length_sentence(LOSING)
+    assert "does not pay back within ten years" in story_assess.money_sentence(LOSING)
+    assert "pays back after" in story_assess.money_sentence(MIGRATING)
 
 
 def test_tables_and_the_report_markdown() -> None:
