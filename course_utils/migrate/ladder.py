@@ -31,7 +31,7 @@ class Rung:
     """One measured rung: what changed, whether it needs the migration, and its steady per-step times.
 
     ``steps`` are whole steps (wait for the loader + compute); ``computes`` their compute parts alone;
-    ``round_medians`` / ``round_computes`` one median per interleaved round (for the band of a speed-up);
+    ``round_medians`` / ``round_computes`` one median per interleaved round (an interval's paired replicates);
     ``load`` the 1-minute load average when the rung's group finished (None where the OS has none).
     ``over`` names the rung it is measured against where that is not the rung before it (e.g. the eager twin
     measured beside the compiled rung); ``note`` says why a rung stands off the main order; ``setup`` what the
@@ -85,11 +85,12 @@ class Rung:
 
 @dataclass(frozen=True)
 class MigrationGain:
-    """What the migration buys: a speed-up (old time / new time per sample) with its quartile band.
+    """What the migration buys: a speed-up (old time / new time per sample) with its 95% interval.
 
-    Only ``Ladder.migration_gain`` (measured on a migration rung) and ``MigrationGain.claimed`` (a quoted
-    claim, e.g. the seed's 30%) can make one: calling ``MigrationGain(...)`` directly raises TypeError, so a
-    no-migration number cannot reach the cost model, by accident or by hand.
+    Only ``Ladder.migration_gain`` (a migration rung over its paired rounds), ``MigrationGain.across_processes``
+    (``assess``'s interval across fresh processes) and ``MigrationGain.claimed`` (a quoted claim, e.g. the seed's
+    30%) can make one: calling ``MigrationGain(...)`` directly raises TypeError, so a no-migration number cannot
+    reach the cost model, by accident or by hand.
     """
 
     label: str
@@ -108,8 +109,9 @@ class MigrationGain:
             raise ValueError(f"low <= median <= high must hold; got {self.low}, {self.median}, {self.high}")
         validate.text("source", self.source)
         if self._made_by is not _MADE_HERE:
-            raise TypeError("MigrationGain is made only by Ladder.migration_gain() (a measured migration rung) or "
-                            "MigrationGain.claimed(x, who) (a quoted claim); it cannot be built by hand")
+            raise TypeError("MigrationGain is made only by Ladder.migration_gain() (a measured migration rung), "
+                            "MigrationGain.across_processes(speedup, label) (assess) or MigrationGain.claimed(x, who) "
+                            "(a quoted claim); it cannot be built by hand")
 
     @property
     def measured(self) -> bool:
@@ -131,24 +133,12 @@ class MigrationGain:
                    f"measured in {speedup.n} fresh processes", _MADE_HERE,
                    f"{speedup.interval}, {intervals.METHOD}")
 
-    def widened(self, low: float, high: float, why: str) -> MigrationGain:
-        """The same measured gain, its band stretched to cover [``low``, ``high``]: another measurement of the same
-        rung (e.g. in a fresh process); ``why`` is appended to the source. The median stays this run's."""
-        if not self.measured:
-            raise ValueError("a claimed gain has no measured band to widen")
-        validate.positive("low", low)
-        validate.positive("high", high)
-        if low > high:
-            raise ValueError(f"low <= high must hold; got {low} and {high}")
-        return MigrationGain(self.label, self.median, min(self.low, low), max(self.high, high),
-                             f"{self.source}; {validate.text('why', why)}", _MADE_HERE)
-
     def __str__(self) -> str:
         if self.source == "claimed":
             return f"{self.median:.2f}x ({self.label})"
         if self.interval:
             return f"{self.median:.3g}x ({self.interval})"
-        return f"{self.median:.2f}x (quartile band {self.low:.2f}x to {self.high:.2f}x, {self.source})"
+        return f"{self.median:.2f}x ({self.low:.2f}x to {self.high:.2f}x, {self.source})"
 
 
 def per_sample_ratio(before: Rung, after: Rung, part: str = "step") -> float:
@@ -284,10 +274,6 @@ class Ladder:
     def no_migration_gain(self) -> float:
         """Per-sample speed-up of the kept no-migration set-up over the baseline (ratio of medians)."""
         return per_sample_ratio(self.baseline, self.kept)
-
-    def total(self) -> float:
-        """Per-sample speed-up of the last rung of the main order over the baseline, measured end to end."""
-        return per_sample_ratio(self.baseline, self.rungs[-1])
 
     def waterfall_steps(self) -> list[tuple[str, float]]:
         """(label, seconds per sample) in ladder order, for ``plots.waterfall``. A migration rung measured beside an
