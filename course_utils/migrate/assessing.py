@@ -150,7 +150,8 @@ def _run_processes(work: Path, processes: int, spec: dict[str, Any], timeout: fl
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=processes * units, desc="assess: fresh processes", unit="step", leave=False)
+        # tqdm redraws at most twice a second: a widget flooded with updates can lose a notebook's messages
+        bar = tqdm(total=processes * units, desc="assess: fresh processes", unit="step", leave=False, mininterval=0.5)
     results = []
     try:
         for index in range(processes):
@@ -162,12 +163,13 @@ def _run_processes(work: Path, processes: int, spec: dict[str, Any], timeout: fl
                          "TORCHINDUCTOR_AUTOGRAD_CACHE": "1"}
             child_env.pop("TORCH_LOGS", None)
 
+            if bar is not None:
+                bar.set_postfix_str(f"process {index + 1} of {processes}", refresh=False)
+
             def on_line(line: str, index: int = index) -> None:
                 parts = line.split()
                 if bar is not None and len(parts) == 3 and parts[0] == "@@progress":
-                    bar.n = index * units + min(int(parts[1]), units)
-                    bar.set_postfix_str(f"process {index + 1} of {processes}")
-                    bar.refresh()
+                    bar.update(max(0, index * units + min(int(parts[1]), units) - bar.n))
 
             children.run_child([sys.executable, str(WORKER), str(spec_path), str(result_path)],
                                log=work / f"log-{index}.txt", timeout=timeout, env=child_env, on_line=on_line)
