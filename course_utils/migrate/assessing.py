@@ -136,10 +136,12 @@ def assess(model: Any, batches: Any, *, out: str | Path, loss: Any = None, confi
                                                                                           loss_path),
                           seconds=time.perf_counter() - start, command=command)
         report.write(found, work / "report")
-        _replace(work / "report", target)
+        with children.sigint_held():  # a Ctrl-C now waits until the report is in place
+            _replace(work / "report", target)
         return found
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        with children.sigint_held():  # nor can a second Ctrl-C leave the working folder behind
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def _run_processes(work: Path, processes: int, spec: dict[str, Any], timeout: float,

@@ -38,7 +38,7 @@ def _tree(pid: int) -> list[psutil.Process]:
 
 
 @contextlib.contextmanager
-def _sigint_held() -> Iterator[None]:
+def sigint_held() -> Iterator[None]:
     """Hold SIGINT (Ctrl-C) back in the main thread for the block; it is delivered when the block ends."""
     main = threading.current_thread() is threading.main_thread() and hasattr(signal, "pthread_sigmask")
     if main:
@@ -52,7 +52,7 @@ def _sigint_held() -> Iterator[None]:
 
 def stop(proc: subprocess.Popen, known: dict[int, psutil.Process]) -> None:
     """Stop ``proc``, its process group and every descendant in ``known``: TERM, then KILL what remains."""
-    with _sigint_held():
+    with sigint_held():
         for p in _tree(proc.pid):
             known.setdefault(p.pid, p)
         victims = [p for p in known.values() if p.pid != os.getpid()]
