@@ -41,7 +41,10 @@ def device_peak(device: str, device_name: str, amp: str | None, machine_peak: fl
     if device == "cpu":
         if machine_peak is None:
             return None, "no measured peak"
-        return machine_peak, "measured: cu.machine.figures().peak_flops (the best fp32 matmul of the frameworks here)"
+        source = "measured: cu.machine.figures().peak_flops (the best fp32 matmul of the frameworks here)"
+        if amp is not None:
+            source += f"; this run used {amp} autocast, whose matmul units can exceed that fp32 peak, so MFU overstates"
+        return machine_peak, source
     for name, (fp32, half) in DATASHEET.items():
         if name in device_name:
             peak = fp32 if amp is None else half

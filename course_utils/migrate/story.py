@@ -122,9 +122,8 @@ def models_story(cnn: Assessment, block: Assessment, v_models: display.Verdict) 
                              for name, m in (("CNN", a), ("block", b))) + ".")
     mfu = [x.mfu(x.deciding.step_s) for x in (cnn, block)]
     limit = ("MFU was not computed: " + cnn.peak_source + "." if None in mfu else
-             f"Compiled, the CNN reached {mfu[0]:.1%} and the block {mfu[1]:.1%} of {cnn.peak_source.split(':')[0]} "
-             f"peak ({display.format_flops(cnn.peak_flops)}): the rest is what kernels, batch size or another "
-             "compiler could still try to buy.")
+             f"Compiled, the CNN reached {mfu[0]:.1%} and the block {mfu[1]:.1%} MFU against "
+             f"{display.format_flops(cnn.peak_flops)} ({cnn.peak_source}).")
     return display.prose(head, cost_text + " " + limit)
 
 

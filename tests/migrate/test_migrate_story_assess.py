@@ -55,6 +55,8 @@ def test_device_speed_mfu_compile_and_parity_sentences() -> None:
     assert "this GPU model" in story_assess.device_sentence(gpu) and "datasheet" in gpu.peak_source
     assert "do not decide anything" in story_assess.speed_sentence(MIGRATING)
     assert "MFU (model FLOP/s over the peak)" in story_assess.mfu_sentence(MIGRATING)
+    bf16 = migrate.assessment.device_peak("cpu", "Test CPU", "bfloat16", 1e11)[1]
+    assert "MFU overstates" in bf16 and "overstates" not in MIGRATING.peak_source
     unknown = fake(device="cuda", device_name="Some GPU")
     assert "MFU not computed" in story_assess.mfu_sentence(unknown)
     assert "no graph break" in story_assess.compile_sentence(MIGRATING)
