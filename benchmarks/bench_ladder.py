@@ -21,7 +21,8 @@ def run() -> dict:
     torch.set_num_threads(1)
     try:
         result, _ = migrate.torch_ladder(dataset, 32, lambda: models.torch_cnn(classes=10), workers=workers,
-                                         rounds=3, final_rounds=8)
+                                         compiler=lambda m: torch.compile(m, dynamic=False), rounds=4,
+                                         final_rounds=6)
     finally:
         torch.set_num_threads(threads)
     gain = result.migration_gain()
@@ -42,7 +43,9 @@ def run() -> dict:
                 "data_wait_share": r.wait_share,
                 "speedup_per_sample_over_eager": result.speedup(r.label),
                 **({} if r is result.baseline else
-                   {"speedup_per_sample_over_previous": result.over_previous(r.label), "note": r.note}),
+                   {"speedup_per_sample_over_previous": result.interval(r.label).ratio,
+                    "interval_over_previous": [result.interval(r.label).low, result.interval(r.label).high],
+                    "note": r.note}),
             }
             for r in (*result.rungs, *result.extra)
         },

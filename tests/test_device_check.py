@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -9,7 +10,7 @@ import pytest
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
-from device_summary import headlines  # noqa: E402
+from device_summary import assessments, headlines  # noqa: E402
 from gpu_requirements import gpu_lines  # noqa: E402
 
 
@@ -35,10 +36,25 @@ def test_every_headline_matches_a_key_the_benchmarks_write() -> None:
     assert "not recorded" in headlines({}).values()
 
 
+def test_the_summary_reports_each_assessed_models_gain_interval_and_decision(tmp_path) -> None:
+    """The keys are those ``python -m course_utils.migrate assess`` writes to report.json (tests/migrate checks
+    them)."""
+    for name, decision, even in (("cnn", "migrate", 1.04), ("transformer", "not decided: measure more", "inf")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "report.json").write_text(json.dumps({
+            "speedup": {"median": 1.3, "low": 1.2, "high": 1.4}, "break_even_speedup": even, "processes": 5,
+            "decision": decision, "device_name": "NVIDIA H100"}))
+    rows = assessments(tmp_path)
+    assert "| cnn | 1.3x (1.2x to 1.4x, 5 processes) | 1.04x | migrate | NVIDIA H100 |" in rows
+    assert any(r.startswith("| transformer |") and "| inf |" in r for r in rows)
+    assert assessments(tmp_path / "none") == []
+
+
 @pytest.mark.integration
 def test_dry_run_executes_a_notebook_and_writes_the_summary(tmp_path) -> None:
-    out = subprocess.run(["bash", "tools/device_check.sh", "--dry-run", "--skip-bench", "--notebooks", "00_measuring",
-                          str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    out = subprocess.run(["bash", "tools/device_check.sh", "--dry-run", "--skip-bench", "--skip-assess",
+                          "--notebooks", "00_measuring", str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
+                         timeout=900)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     summary = (tmp_path / "summary.md").read_text()
     assert "| 00_measuring | ok |" in summary and "no GPU (dry run)" in summary
@@ -47,7 +63,8 @@ def test_dry_run_executes_a_notebook_and_writes_the_summary(tmp_path) -> None:
 
 @pytest.mark.integration
 def test_a_spent_budget_fails_loudly_and_keeps_the_summary(tmp_path) -> None:
-    out = subprocess.run(["bash", "tools/device_check.sh", "--dry-run", "--budget", "10", "--notebooks", "00_measuring",
+    out = subprocess.run(["bash", "tools/device_check.sh", "--dry-run", "--budget", "10", "--skip-assess",
+                          "--notebooks", "00_measuring",
                           str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 1, out.stdout[-2000:] + out.stderr[-2000:]
     summary = (tmp_path / "summary.md").read_text()

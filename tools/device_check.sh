@@ -4,21 +4,25 @@
 #      that already holds torch/jax, or with --dry-run);
 #   2. execute every notebook at gpu size into OUT/build (COURSE_SIZE=gpu; ci with --dry-run);
 #   3. run `make bench`'s benchmarks into OUT/bench.json (skipped with --skip-bench);
-#   4. write OUT/summary.md: device, versions, minutes per notebook and the headline figures.
-# Usage: tools/device_check.sh [--dry-run] [--preinstalled] [--skip-bench] [--budget SECONDS]
+#   4. run `python -m course_utils.migrate assess` on the course CNN and on the transformer block into
+#      OUT/assess/{cnn,transformer} (skipped with --skip-assess);
+#   5. write OUT/summary.md: device, versions, minutes per notebook, the headline figures, and each assessed
+#      model's gain, interval and decision.
+# Usage: tools/device_check.sh [--dry-run] [--preinstalled] [--skip-bench] [--skip-assess] [--budget SECONDS]
 #                              [--notebooks "00_measuring 02_operator_fusion"] [OUT]
 # --dry-run rehearses steps 2-4 on a CPU with the local .venv at ci size: what CI can test without a GPU.
-# --budget (default 600) bounds steps 2-3 together: the notebooks get 60% of it, the benchmarks the rest; a
-# step cut short keeps what it finished. The script exits 1 when a notebook or benchmark failed or was cut.
+# --budget (default 600) bounds steps 2-4 together: the notebooks get 60% of it, the benchmarks and the
+# assessments share the rest; a step cut short keeps what it finished. The script exits 1 when a notebook or benchmark failed or was cut.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-dry_run=0 preinstalled=0 skip_bench=0 notebooks="" out="" budget=600
+dry_run=0 preinstalled=0 skip_bench=0 skip_assess=0 notebooks="" out="" budget=600
 while [ $# -gt 0 ]; do
   case "$1" in
     --dry-run) dry_run=1 ;;
     --preinstalled) preinstalled=1 ;;
     --skip-bench) skip_bench=1 ;;
+    --skip-assess) skip_assess=1 ;;
     --notebooks) notebooks="$2"; shift ;;
     --budget) budget="$2"; shift ;;
     -*) echo "unknown option $1" >&2; exit 2 ;;
@@ -61,6 +65,7 @@ COURSE_SIZE=$size timeout --signal=INT --kill-after=30 "$notebook_budget" \
 
 if [ "$skip_bench" = 0 ]; then
   bench_budget=$(( budget - ($(date +%s) - start) ))
+  [ "$skip_assess" = 1 ] || bench_budget=$(( bench_budget / 2 ))
   if [ "$bench_budget" -lt 60 ]; then
     failed+=("benchmarks (not run: the budget of ${budget} s was spent)")
   else
@@ -70,9 +75,26 @@ if [ "$skip_bench" = 0 ]; then
   fi
 fi
 
+if [ "$skip_assess" = 0 ]; then
+  # The migration decision on two different models, measured on this device (issue 29).
+  for pair in "cnn:cnn_batches:cnn" "transformer:token_batches:transformer"; do
+    IFS=: read -r make_model make_batches name <<< "$pair"
+    assess_budget=$(( budget - ($(date +%s) - start) ))
+    if [ "$assess_budget" -lt 60 ]; then
+      failed+=("assess $name (not run: the budget of ${budget} s was spent)")
+      continue
+    fi
+    COURSE_SIZE=$size timeout --signal=INT --kill-after=30 "$assess_budget" \
+      "$python" -m course_utils.migrate assess --model "course_utils.migrate.examples:$make_model" \
+      --batches "course_utils.migrate.examples:$make_batches" --processes 5 --steps 50 \
+      --out "$out/assess/$name" > "$out/assess-$name.log" 2>&1 \
+      || failed+=("assess $name (exit $?; see $out/assess-$name.log)")
+  done
+fi
+
 printf '%s\n' "${failed[@]}" > "$out/failed.txt"
 "$python" tools/device_summary.py --out "$out" --seconds "$(( $(date +%s) - start ))"
-echo "device check written to $out (summary.md, build/, bench.json)"
+echo "device check written to $out (summary.md, build/, bench.json, assess/)"
 if [ "${#failed[@]}" -gt 0 ]; then
   printf 'FAILED: %s\n' "${failed[@]}" >&2
   exit 1

@@ -1,4 +1,5 @@
-"""Write OUT/summary.md after tools/device_check.sh: device, versions, minutes per notebook, headline figures."""
+"""Write OUT/summary.md after tools/device_check.sh: device, versions, minutes per notebook, headline figures, and
+the migration decision measured on each assessed model (gain, interval, break-even speed-up, decision)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,22 @@ def headlines(bench: dict) -> dict[str, str]:
             for title, hits in found.items()}
 
 
+def assessments(folder: Path) -> list[str]:
+    """One Markdown table row per ``assess`` report under ``folder`` (OUT/assess/<model>/report.json)."""
+    rows = []
+    for path in sorted(folder.glob("*/report.json")):
+        report = json.loads(path.read_text())
+        gain, even = report["speedup"], report["break_even_speedup"]
+        shown = even if isinstance(even, str) else f"{even:.3g}x"
+        rows.append(f"| {path.parent.name} | {gain['median']:.3g}x ({gain['low']:.3g}x to {gain['high']:.3g}x, "
+                    f"{report['processes']} processes) | {shown} | {report['decision']} | {report['device_name']} |")
+    if not rows:
+        return []
+    return ["", "## The migration decision (assess)", "",
+            "| model | gain: 95% interval across processes | break-even speed-up | decision | measured on |",
+            "|---|---|---|---|---|", *rows]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, required=True)
@@ -58,6 +75,7 @@ def main() -> None:
     if bench.exists():
         lines += ["", "## Headline figures (from bench.json)"]
         lines += [f"- {title}: {shown}" for title, shown in headlines(json.loads(bench.read_text())).items()]
+    lines += assessments(args.out / "assess")
     (args.out / "summary.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -1,19 +1,23 @@
-"""Notebook 07, "Should we migrate?": the optimisation ladder split into no-migration wins and what the
-migration buys, the framework table on a common baseline, the cost model fed only the migration's gain,
-and the launch checklist run as code.
+"""Notebook 07, "Should we migrate?": the optimisation ladder split into no-migration wins and what the migration
+buys, ``assess`` (the decision measured on your own model in fresh processes, priced with every input's source,
+against the break-even speed-up), the cost model, the launch checklist run as code, and the framework table on a
+common baseline.
 
-Files: ``ladder`` (rungs, the ladder's bands, ``MigrationGain``), ``rungs`` (measuring rungs, interleaved),
-``torch_rungs`` (the PyTorch ladder, cold compiles, the mixed-precision agreement), ``replicate`` (the
-compiled rung measured again in a fresh process), ``account`` (every compile speed-up of the run in one
-table, with what differs), ``explain`` (sentences that follow the measured ladder), ``frameworks`` (the
-framework table, XLA:CPU's kernels), ``cost`` (break-even with a band), ``checklist`` (five checks that can
-fail), ``monitor`` (compile time and busy share read from profiler traces), ``plots`` (waterfall, payback,
-widget), ``exercises`` (checkers of exercises 07.x).
+Files: ``ladder`` (rungs, intervals over paired rounds, ``MigrationGain``), ``rungs`` (measuring rungs,
+interleaved), ``torch_rungs`` (the PyTorch ladder, cold compiles, the mixed-precision agreement), ``assessing``
+(``assess``: checks, fresh processes, report), ``assessment`` (what assess found), ``children`` (processes that
+cannot outlive their parent), ``factories`` (the user's 'module:function' factories, probed), ``trainstep`` (the
+step pieces shared with the worker), ``examples`` (two models to assess), ``inputs`` (cost inputs with their
+sources, TOML), ``decision`` (break-even speed-up, the rule, processes to decide, break-even run length), ``cost``
+(break-even with an interval), ``checklist`` (five checks that can fail), ``frameworks`` (the framework table),
+``report`` (report.json/md/html), ``story``, ``story_lead``, ``story_assess`` (every sentence), ``plots``,
+``exercises`` (checkers of exercises 07.x).
 """
 
-from course_utils.migrate import exercises  # noqa: F401  (registers the 07.x checkers)
-from course_utils.migrate.account import CompileAccount, FixedBatch, compile_account, fixed_batch
-from course_utils.migrate.checklist import Check, Checklist, compile_or_eager, compilers, run_checklist
+from course_utils.migrate import examples, exercises, story  # noqa: F401  (exercises registers the 07.x checkers)
+from course_utils.migrate.assessing import assess, command_line
+from course_utils.migrate.assessment import PARITY_RTOL, Assessment
+from course_utils.migrate.checklist import Check, Checklist, compilers, fall_back, run_checklist
 from course_utils.migrate.cost import (
     SEED_COMPETITOR_HOURS,
     SEED_GPU_HOURS_EXAMPLE,
@@ -26,17 +30,19 @@ from course_utils.migrate.cost import (
     monthly_spend_for,
     months_text,
     seed_example,
+    seed_shares,
 )
-from course_utils.migrate.explain import cheap_story, outcome, outcomes, rung_sentence
-from course_utils.migrate.frameworks import (
-    FrameworkTable,
-    compile_not_faster,
-    framework_table,
-    jax_step_factory,
-    jax_step_hlo,
-    outputs_agree,
-    xla_cpu_kernels,
+from course_utils.migrate.decision import (
+    DO_NOT_MIGRATE,
+    MIGRATE,
+    NOT_DECIDED,
+    break_even_run,
+    break_even_speedup,
+    decide,
+    processes_needed,
 )
+from course_utils.migrate.frameworks import FrameworkTable, framework_table, jax_step_factory, outputs_agree
+from course_utils.migrate.inputs import Input, Inputs, example_toml, read_config, typed
 from course_utils.migrate.ladder import (
     DROPPED,
     MIGRATION,
@@ -47,17 +53,16 @@ from course_utils.migrate.ladder import (
     Rung,
     build_ladder,
 )
-from course_utils.migrate.monitor import Monitoring, busy_share, compile_seconds, monitor
-from course_utils.migrate.plots import explore, payback, waterfall
-from course_utils.migrate.replicate import Replicate, replicate_gain, replicate_text
+from course_utils.migrate.plots import assess_figure, explore, payback, waterfall
 from course_utils.migrate.rungs import measure_rung, measure_rungs
+from course_utils.migrate.story_assess import compare_pricing, pricing_cases
+from course_utils.migrate.story_assess import compare_table as compare_assessments
+from course_utils.migrate.story_lead import summary_rows
 from course_utils.migrate.torch_rungs import (
     AMP_LOSS_RTOL,
     AMP_UPDATE_RTOL,
     amp_agreement,
     autocast_dtype,
-    compile_model,
-    empty_compile_cache,
     make_loader,
     step_agreement,
     step_factory,
@@ -67,14 +72,14 @@ from course_utils.migrate.torch_rungs import (
 )
 
 __all__ = [
-    "AMP_LOSS_RTOL", "AMP_UPDATE_RTOL", "Check", "Checklist", "CompileAccount", "CostEstimate", "DROPPED",
-    "FixedBatch", "FrameworkTable", "Ladder", "MIGRATION", "MigrationGain", "Monitoring", "NO_MIGRATION",
-    "Replicate", "Rung", "SEED_COMPETITOR_HOURS", "SEED_GPU_HOURS_EXAMPLE", "SEED_JOB_HOURS", "SEED_SPEND",
-    "SEED_UTILISATION", "TWIN", "amp_agreement", "autocast_dtype", "build_ladder", "busy_share", "cheap_story",
-    "compare_estimates", "compile_account", "compile_model", "compile_not_faster", "compile_or_eager",
-    "compile_seconds", "compilers", "empty_compile_cache", "estimate", "explore", "fixed_batch", "framework_table",
-    "jax_step_factory", "jax_step_hlo", "make_loader", "measure_rung", "measure_rungs", "monitor",
-    "monthly_spend_for", "months_text", "outcome", "outcomes", "outputs_agree", "payback", "replicate_gain",
-    "replicate_text", "run_checklist", "rung_sentence", "seed_example", "step_agreement", "step_factory",
-    "torch_ladder", "train_step", "waterfall", "workers_label", "xla_cpu_kernels",
+    "AMP_LOSS_RTOL", "AMP_UPDATE_RTOL", "Assessment", "Check", "Checklist", "CostEstimate", "DO_NOT_MIGRATE",
+    "DROPPED", "FrameworkTable", "Input", "Inputs", "Ladder", "MIGRATE", "MIGRATION", "MigrationGain",
+    "NOT_DECIDED", "NO_MIGRATION", "PARITY_RTOL", "Rung", "SEED_COMPETITOR_HOURS", "SEED_GPU_HOURS_EXAMPLE",
+    "SEED_JOB_HOURS", "SEED_SPEND", "SEED_UTILISATION", "TWIN", "amp_agreement", "assess", "assess_figure",
+    "autocast_dtype", "break_even_run", "break_even_speedup", "build_ladder", "command_line", "compare_assessments",
+    "compare_estimates", "compare_pricing", "compilers", "decide", "estimate", "example_toml", "examples",
+    "explore", "fall_back", "framework_table", "jax_step_factory", "make_loader", "measure_rung", "measure_rungs",
+    "monthly_spend_for", "months_text", "outputs_agree", "payback", "pricing_cases", "processes_needed",
+    "read_config", "run_checklist", "seed_example", "seed_shares", "step_agreement", "step_factory", "story",
+    "summary_rows", "torch_ladder", "train_step", "typed", "waterfall", "workers_label",
 ]

@@ -37,7 +37,7 @@ def months_text(value: float) -> str:
 
 @dataclass(frozen=True)
 class CostEstimate:
-    """Inputs and outcomes of one migration decision, for the gain's low, median and high quartile."""
+    """Inputs and outcomes of one migration decision, at the gain's median and at the two ends of its interval."""
 
     speedup: MigrationGain
     monthly_spend: float
@@ -103,7 +103,7 @@ class CostEstimate:
 
     @property
     def break_even_range(self) -> tuple[float, float]:
-        """(soonest, latest) break-even over the gain's quartile band."""
+        """(soonest, latest) break-even over the gain's interval."""
         return self.break_even("high"), self.break_even("low")
 
     def net(self, scenario: str = "median") -> float:
@@ -125,10 +125,10 @@ class CostEstimate:
             ("migration (+ debugging buffer)", f"{self.migration_cost:,.0f} (+{self.debugging_buffer:.0%}) = "
                                                f"{self.one_off_cost:,.0f}"),
             ("eager path upkeep", f"{self.eager_upkeep:,.0f} a month"),
-            ("saving in month 1", f"{self.monthly_saving(0):,.0f} (band {self.monthly_saving(0, 'low'):,.0f} to "
+            ("saving in month 1", f"{self.monthly_saving(0):,.0f} (interval {self.monthly_saving(0, 'low'):,.0f} to "
                                   f"{self.monthly_saving(0, 'high'):,.0f})"),
-            ("break-even, months", f"{months(self.break_even_months)} (band {band})"),
-            (f"net after {self.horizon_months} months", f"{self.net():,.0f} (band {self.net('low'):,.0f} to "
+            ("break-even, months", f"{months(self.break_even_months)} (interval {band})"),
+            (f"net after {self.horizon_months} months", f"{self.net():,.0f} (interval {self.net('low'):,.0f} to "
                                                         f"{self.net('high'):,.0f})"),
             ("time to result", f"{self.job_hours:g} h -> {self.time_to_result():.3g} h"),
         ]
@@ -153,7 +153,7 @@ class CostEstimate:
 
 
 def compare_estimates(named: Mapping[str, CostEstimate]) -> display.Table:
-    """Several estimates side by side (computed): break-even, net and time to result, each with its band."""
+    """Several estimates side by side (computed): break-even, net and time to result, each with its interval."""
     if not isinstance(named, Mapping) or not named:
         raise TypeError(f"named must be a non-empty mapping of name -> CostEstimate; got {named!r}")
     rows = []
@@ -167,9 +167,9 @@ def compare_estimates(named: Mapping[str, CostEstimate]) -> display.Table:
                      f"{est.time_to_result():.1f} h ({est.time_to_result('high'):.1f} to "
                      f"{est.time_to_result('low'):.1f})"))
     first = next(iter(named.values()))
-    return display.table(["case", "bill growth a month", "capacity", "break-even (band)",
-                          f"net after {first.horizon_months} months (band)",
-                          f"a {first.job_hours:g} h job takes (band)"], rows,
+    return display.table(["case", "bill growth a month", "capacity", "break-even (interval)",
+                          f"net after {first.horizon_months} months (interval)",
+                          f"a {first.job_hours:g} h job takes (interval)"], rows,
                          title="The same measured gain in three cases (computed)",
                          note=f"Every case is fed {first.speedup}.")
 
@@ -179,7 +179,7 @@ def estimate(monthly_spend: float, speedup: MigrationGain, migration_cost: float
              spend_growth: float = 0.0, training_share: float = 1.0, debugging_buffer: float = 0.2,
              job_hours: float = 72.0, compile_s_per_job: float = 0.0, eager_upkeep: float = 0.0,
              reserved: bool = False, horizon_months: int = 12) -> CostEstimate:
-    """The migration's saving, break-even (with a band from the gain's quartiles) and net.
+    """The migration's saving, break-even (with an interval from the gain's) and net.
 
     ``speedup`` must be a ``MigrationGain``: use ``ladder.migration_gain()`` for a measured one. The one-off
     cost is ``migration_cost`` if given, else engineers x weeks x ``engineer_week_cost``.
@@ -219,6 +219,14 @@ def seed_example(spend_growth: float = 0.0) -> CostEstimate:
     10k (40k), 20% debugging buffer; ``spend_growth=0.5`` adds the seed's +50% a month."""
     return estimate(SEED_SPEND, MigrationGain.claimed(1 / (1 - SEED_SAVING), "the seed"), engineers=2, weeks=2,
                     engineer_week_cost=10_000, debugging_buffer=0.2, spend_growth=spend_growth)
+
+
+def seed_shares() -> dict[str, float]:
+    """The seed's two utilisation figures as shares of GPU-hours left (computed): utilisation from 40% to 80%
+    leaves ``utilisation`` of them; their example, 10 GPUs x 10 h becoming 5 GPUs x 5 h, leaves ``example``."""
+    (gpus0, hours0), (gpus1, hours1) = SEED_GPU_HOURS_EXAMPLE
+    before, after = SEED_UTILISATION
+    return {"utilisation": before / after, "example": gpus1 * hours1 / (gpus0 * hours0)}
 
 
 def monthly_spend_for(gpus: float, price_per_gpu_hour: float, *, hours_per_month: float = 730.0) -> float:

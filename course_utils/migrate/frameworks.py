@@ -7,16 +7,14 @@ not how JAX is used. Frameworks that are not installed are skipped with one sent
 
 from __future__ import annotations
 
-import collections
 import os
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from course_utils import display, env, graphs, memory, models, timing, validate
+from course_utils import display, env, graphs, intervals, memory, models, timing, validate
 from course_utils.migrate import torch_rungs
 
 _LR = 0.05
@@ -107,15 +105,10 @@ class FrameworkTable:
         row = self[framework]
         return row.eager.median / row.compiled.median
 
-    def own_band(self, framework: str) -> tuple[float, float]:
-        """(low, high) of ``vs_own_eager``: opposite quartiles of the eager and compiled steps."""
+    def interval(self, framework: str) -> intervals.Speedup:
+        """This framework's compiled step over its own eager step, with the 95% interval of their paired rounds."""
         row = self[framework]
-        return row.eager.p25 / row.compiled.p75, row.eager.p75 / row.compiled.p25
-
-    def compile_apart(self, framework: str) -> bool:
-        """True when this framework's eager and compiled steps differ beyond their quartiles (timed in turns)."""
-        row = self[framework]
-        return timing.apart(row.eager, row.compiled)
+        return intervals.speedup(row.eager, row.compiled)
 
     def runtime_factor(self, framework: str) -> float:
         """PyTorch eager median / this framework's eager median: what its libraries and runtime give before any
@@ -130,7 +123,8 @@ class FrameworkTable:
                               "compilation: compiled vs its eager", "= compiled vs PyTorch eager"], rows,
                              title="Where each speed-up over PyTorch eager comes from (computed from the medians)",
                              note="JAX's 'eager' is op-by-op: each primitive runs as its own small XLA program, "
-                                  "so its convolutions already use XLA:CPU's kernels.")
+                                  "so its convolutions already use XLA:CPU's kernels."
+                             if any(r.framework == "jax" for r in self.rows) else None)
 
     def table(self) -> display.Table:
         rows = []
@@ -140,15 +134,13 @@ class FrameworkTable:
                          f"{display.format_time(r.compiled.median)} ({_COMPILED[r.framework]})",
                          display.format_time(r.compiled.first_call),
                          f"{self.vs_baseline(r.framework):.2f}x",
-                         f"{self.vs_own_eager(r.framework):.2f}x ({self.own_band(r.framework)[0]:.2f} to "
-                         f"{self.own_band(r.framework)[1]:.2f}" + ("" if self.compile_apart(r.framework) else
-                                                                   ", within the noise") + ")",
+                         str(self.interval(r.framework)),
                          "n/a" if r.peak_bytes is None else display.format_bytes(r.peak_bytes),
                          "n/a (traces all or raises)" if r.graph_breaks is None else str(r.graph_breaks)))
         note = ("Same CNN, same batch, fp32, one SGD step, no loader; each framework's eager and compiled steps "
-                "timed in alternating rounds. 'vs PyTorch eager' is the common baseline; 'vs its own eager' gives "
-                "the band of opposite quartiles; peak memory: growth of the process's peak RSS during one compiled "
-                "step.")
+                "timed in alternating rounds. 'vs PyTorch eager' is the common baseline (ratio of medians); 'vs "
+                "its own eager' gives the 95% interval over the paired rounds; peak memory: growth of the process's "
+                "peak RSS during one compiled step.")
         if self.skipped:
             note += " Skipped: " + " ".join(self.skipped)
         return display.table(["framework", "its eager step", "compiled step", "first compiled call",
@@ -162,9 +154,11 @@ class FrameworkTable:
         return self.table()._repr_html_()
 
 
-def framework_table(x_nchw: np.ndarray, y: np.ndarray, *, classes: int = 10, min_time: float = 0.3,
+def framework_table(x_nchw: np.ndarray, y: np.ndarray, *, torch_compiler: Callable[[Any], Any], classes: int = 10,
+                    min_time: float = 0.3, rounds: int = 4,
                     frameworks: Sequence[str] = ("torch", "jax", "tensorflow")) -> FrameworkTable:
-    """Measure eager and compiled training steps of the course CNN in each installed framework."""
+    """Measure eager and compiled training steps of the course CNN in each installed framework, in ``rounds``
+    alternating rounds; ``torch_compiler`` is the learner's migration for the PyTorch row."""
     import torch
 
     validate.instance("x_nchw", x_nchw, np.ndarray)
@@ -172,6 +166,8 @@ def framework_table(x_nchw: np.ndarray, y: np.ndarray, *, classes: int = 10, min
     if x_nchw.ndim != 4 or len(y) != len(x_nchw):
         raise ValueError(f"x_nchw must be (batch, channels, h, w) with len(y) == batch; got {x_nchw.shape}, {y.shape}")
     validate.positive("min_time", min_time)
+    validate.function("torch_compiler", torch_compiler)
+    validate.number("rounds", rounds, low=2, high=100, integer=True)
     names = [validate.framework(f, "frameworks") for f in validate.non_empty("frameworks", frameworks)]
     x_nhwc = np.ascontiguousarray(x_nchw.transpose(0, 2, 3, 1))
     rows, skipped = [], []
@@ -182,7 +178,7 @@ def framework_table(x_nchw: np.ndarray, y: np.ndarray, *, classes: int = 10, min
         if name == "torch":
             batch = (torch.from_numpy(x_nchw), torch.from_numpy(y))
             make = torch_rungs.step_factory(lambda: models.torch_cnn(classes=classes))
-            eager, compiled = make(lambda m: m), make(torch_rungs.compile_model)
+            eager, compiled = make(lambda m: m), make(torch_compiler)
             forward = models.torch_cnn(classes=classes)
             breaks = graphs.torch_graph_breaks(forward, batch[0]).break_count
         elif name == "jax":
@@ -196,61 +192,12 @@ def framework_table(x_nchw: np.ndarray, y: np.ndarray, *, classes: int = 10, min
             batch = (tf.constant(x_nhwc), tf.constant(y))
             (eager, compiled), breaks = _tensorflow_steps(classes, x_nchw.shape[-1]), None
         calls = {"eager": lambda e=eager, b=batch: e(b), "compiled": lambda c=compiled, b=batch: c(b)}
-        timed = timing.interleaved(calls, rounds=3, min_time=2 * min_time)  # alternating rounds: the same moments
+        timed = timing.interleaved(calls, rounds=rounds, min_time=2 * min_time)  # alternating rounds: the same moments
         measured_eager, measured = timed["eager"], timed["compiled"]
         peak = memory.torch_peak_bytes(lambda c=compiled, b=batch: timing.sync(c(b)), "cpu")
         rows.append(FrameworkRow(name, measured_eager, measured, peak, breaks))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     return FrameworkTable(tuple(rows), tuple(skipped), int(x_nchw.shape[0]), load)
-
-
-def compile_not_faster(table: FrameworkTable, framework: str) -> str:
-    """A sentence for a framework whose compiled step did not beat its own eager step beyond the noise (slower
-    beyond it, or within it); '' where it did."""
-    validate.instance("table", table, FrameworkTable)
-    ratio, (low, high) = table.vs_own_eager(framework), table.own_band(framework)
-    if table.compile_apart(framework) and ratio > 1:
-        return ""
-    title, slower = validate.framework_title(framework), table.compile_apart(framework)
-    how = "was slower than" if slower else "was not faster than"
-    effect = (f"its compiler made each step take {1 / ratio:.2f}x as long" if slower
-              else "its compiler bought nothing measurable")
-    return (f" {title}'s compiled step {how} its own eager step ({ratio:.2f}x, band {low:.2f} to {high:.2f}"
-            + ("" if slower else ", within the noise")
-            + f"): on this model {effect} here; why is not established by this run.")
-
-
-def xla_cpu_kernels(hlo_text: str) -> dict[str, int]:
-    """What XLA:CPU's optimised HLO runs the convolutions and matmuls with: counts of YNNPACK fusions by the
-    op they hold (``__ynn_fusion``), convolutions left to XLA's own emitter, and oneDNN custom calls."""
-    text = validate.text("hlo_text", hlo_text)
-    ynn = collections.Counter()
-    for line in text.splitlines():
-        if "__ynn_fusion" in line and "kind=kCustom" in line:
-            op = re.search(r'op_name="[^"]*/(\w+)"', line)
-            ynn[op.group(1) if op else "other"] += 1
-    convolutions = len(re.findall(r"\sconvolution\(", text))
-    return {"ynn fusions": sum(ynn.values()), "ynn convolutions": ynn["conv_general_dilated"],
-            "ynn dots": ynn["dot_general"], "all convolutions": convolutions,
-            "convolutions outside ynn": max(0, convolutions - ynn["conv_general_dilated"]),
-            "onednn calls": len(re.findall(r"onednn", text, re.IGNORECASE))}
-
-
-def jax_step_hlo(x_nchw: np.ndarray, y: np.ndarray, *, classes: int = 10) -> str:
-    """Optimised HLO text of the JAX CNN's jitted SGD step on this batch (what XLA:CPU will run)."""
-    import jax
-
-    validate.instance("x_nchw", x_nchw, np.ndarray)
-    captured: dict[str, Any] = {}
-
-    def compiler(update: Callable[..., Any]) -> Callable[..., Any]:
-        captured["update"] = update
-        return jax.jit(update)
-
-    jax_step_factory(classes)(compiler)
-    params = models.jax_cnn_params(classes=classes)
-    x = jax.numpy.asarray(np.ascontiguousarray(x_nchw.transpose(0, 2, 3, 1)))
-    return jax.jit(captured["update"]).lower(params, x, jax.numpy.asarray(y)).compile().as_text()
 
 
 def outputs_agree(x_nchw: np.ndarray, *, classes: int = 10) -> dict[str, float]:

@@ -6,7 +6,8 @@ buys** (torch.compile, XLA). The cost model must be fed only the second kind: ``
 is the one way to get a measured ``MigrationGain``, and it refuses a no-migration rung.
 
 Step times include the wait for the loader, as in real training. Rungs may differ in batch size, so every
-speed-up compares time *per sample*, and its band divides opposite quartiles (as ``timing.compare`` does).
+speed-up compares time *per sample*; a claim of faster or slower reads the interval over the paired rounds of
+two rungs measured in one interleaved group (``cu.intervals.speedup``).
 """
 
 from __future__ import annotations
@@ -15,9 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from course_utils import display, timing, validate
+from course_utils import display, intervals, timing, validate
 
 NO_MIGRATION = "no migration"
 MIGRATION = "migration"
@@ -32,7 +31,7 @@ class Rung:
     """One measured rung: what changed, whether it needs the migration, and its steady per-step times.
 
     ``steps`` are whole steps (wait for the loader + compute); ``computes`` their compute parts alone;
-    ``round_medians`` / ``round_computes`` one median per interleaved round (for the band of a speed-up);
+    ``round_medians`` / ``round_computes`` one median per interleaved round (an interval's paired replicates);
     ``load`` the 1-minute load average when the rung's group finished (None where the OS has none).
     ``over`` names the rung it is measured against where that is not the rung before it (e.g. the eager twin
     measured beside the compiled rung); ``note`` says why a rung stands off the main order; ``setup`` what the
@@ -86,11 +85,12 @@ class Rung:
 
 @dataclass(frozen=True)
 class MigrationGain:
-    """What the migration buys: a speed-up (old time / new time per sample) with its quartile band.
+    """What the migration buys: a speed-up (old time / new time per sample) with its 95% interval.
 
-    Only ``Ladder.migration_gain`` (measured on a migration rung) and ``MigrationGain.claimed`` (a quoted
-    claim, e.g. the seed's 30%) can make one: calling ``MigrationGain(...)`` directly raises TypeError, so a
-    no-migration number cannot reach the cost model, by accident or by hand.
+    Only ``Ladder.migration_gain`` (a migration rung over its paired rounds), ``MigrationGain.across_processes``
+    (``assess``'s interval across fresh processes) and ``MigrationGain.claimed`` (a quoted claim, e.g. the seed's
+    30%) can make one: calling ``MigrationGain(...)`` directly raises TypeError, so a no-migration number cannot
+    reach the cost model, by accident or by hand.
     """
 
     label: str
@@ -99,6 +99,7 @@ class MigrationGain:
     high: float
     source: str
     _made_by: object = field(default=None, repr=False, compare=False)
+    interval: str = ""  # for a gain measured across processes: the interval's own description
 
     def __post_init__(self) -> None:
         validate.text("label", self.label)
@@ -108,8 +109,9 @@ class MigrationGain:
             raise ValueError(f"low <= median <= high must hold; got {self.low}, {self.median}, {self.high}")
         validate.text("source", self.source)
         if self._made_by is not _MADE_HERE:
-            raise TypeError("MigrationGain is made only by Ladder.migration_gain() (a measured migration rung) or "
-                            "MigrationGain.claimed(x, who) (a quoted claim); it cannot be built by hand")
+            raise TypeError("MigrationGain is made only by Ladder.migration_gain() (a measured migration rung), "
+                            "MigrationGain.across_processes(speedup, label) (assess) or MigrationGain.claimed(x, who) "
+                            "(a quoted claim); it cannot be built by hand")
 
     @property
     def measured(self) -> bool:
@@ -122,48 +124,48 @@ class MigrationGain:
         validate.positive("speedup", speedup)
         return cls(f"claimed by {validate.text('who', who)}", speedup, speedup, speedup, "claimed", _MADE_HERE)
 
-    def widened(self, low: float, high: float, why: str) -> MigrationGain:
-        """The same measured gain, its band stretched to cover [``low``, ``high``]: another measurement of the same
-        rung (e.g. in a fresh process); ``why`` is appended to the source. The median stays this run's."""
-        if not self.measured:
-            raise ValueError("a claimed gain has no measured band to widen")
-        validate.positive("low", low)
-        validate.positive("high", high)
-        if low > high:
-            raise ValueError(f"low <= high must hold; got {low} and {high}")
-        return MigrationGain(self.label, self.median, min(self.low, low), max(self.high, high),
-                             f"{self.source}; {validate.text('why', why)}", _MADE_HERE)
+    @classmethod
+    def across_processes(cls, speedup: intervals.Speedup, label: str) -> MigrationGain:
+        """The gain measured in fresh processes (``migrate.assess``): the geometric mean and the 95% interval of
+        ``speedup`` (``cu.intervals.speedup`` over per-process medians)."""
+        validate.instance("speedup", speedup, intervals.Speedup)
+        return cls(validate.text("label", label), speedup.ratio, speedup.low, speedup.high,
+                   f"measured in {speedup.n} fresh processes", _MADE_HERE,
+                   f"{speedup.interval}, {intervals.METHOD}")
 
     def __str__(self) -> str:
         if self.source == "claimed":
             return f"{self.median:.2f}x ({self.label})"
-        return f"{self.median:.2f}x (quartile band {self.low:.2f}x to {self.high:.2f}x, {self.source})"
+        if self.interval:
+            return f"{self.median:.3g}x ({self.interval})"
+        return f"{self.median:.2f}x ({self.low:.2f}x to {self.high:.2f}x, {self.source})"
 
 
-def per_sample_band(before: Rung, after: Rung, part: str = "step") -> tuple[float, float, float]:
-    """Per-sample speed-up of ``after`` over ``before``: the ratio of medians, and its band.
-
-    ``part="step"`` compares whole steps (wait included), ``"compute"`` their compute parts alone. Rungs
-    measured together (interleaved rounds) give one ratio per round: the band is those ratios' quartiles,
-    the spread of the speed-up itself. Otherwise the band divides opposite quartiles, which is wider (it
-    mixes the two rungs' step-to-step noise).
-    """
+def per_sample_ratio(before: Rung, after: Rung, part: str = "step") -> float:
+    """Per-sample speed-up of ``after`` over ``before``: the ratio of their median times per sample (a plain float
+    for tables and the waterfall; a claim of faster or slower reads ``Ladder.interval``)."""
     validate.choice("part", part, ("step", "compute"))
-    b, a = before.batch_size, after.batch_size
     if part == "step":
-        x, y, rx, ry = before.steps, after.steps, before.round_medians, after.round_medians
-    else:
-        x, y, rx, ry = before.computes, after.computes, before.round_computes, after.round_computes
-        if x is None or y is None:
-            raise ValueError(f"part: rungs {before.label!r} and {after.label!r} hold no compute times")
-    median = x.median / b / (y.median / a)
-    if before.group and before.group == after.group and len(rx) >= 2 and len(rx) == len(ry):
-        ratios = [(p / b) / (q / a) for p, q in zip(rx, ry)]
-        low, high = (float(v) for v in np.percentile(ratios, [25, 75]))
-    else:
-        low = x.p25 / b / (y.p75 / a)
-        high = x.p75 / b / (y.p25 / a)
-    return median, min(low, median), max(high, median)
+        return before.steps.median / before.batch_size / (after.steps.median / after.batch_size)
+    if before.computes is None or after.computes is None:
+        raise ValueError(f"part: rungs {before.label!r} and {after.label!r} hold no compute times")
+    return before.computes.median / before.batch_size / (after.computes.median / after.batch_size)
+
+
+def paired_interval(before: Rung, after: Rung, part: str = "step") -> intervals.Speedup:
+    """Per-sample speed-up of ``after`` over ``before`` with its 95% interval over their paired rounds (a Student-t
+    interval on paired log-ratios, ``cu.intervals.speedup``): the two rungs must come from one interleaved group."""
+    validate.choice("part", part, ("step", "compute"))
+    rx, ry = (before.round_medians, after.round_medians) if part == "step" else \
+        (before.round_computes, after.round_computes)
+    if not (before.group and before.group == after.group and len(rx) == len(ry) >= 2):
+        raise ValueError(f"rungs {before.label!r} and {after.label!r} were not measured in one interleaved group of "
+                         "at least 2 rounds, so their rounds are not paired: measure them together")
+    b = timing.Measurement(before.label, tuple(t / before.batch_size for t in rx),
+                           rounds=tuple(t / before.batch_size for t in rx))
+    a = timing.Measurement(after.label, tuple(t / after.batch_size for t in ry),
+                           rounds=tuple(t / after.batch_size for t in ry))
+    return intervals.speedup(b, a)
 
 
 @dataclass(frozen=True)
@@ -191,11 +193,18 @@ class Ladder:
 
     def speedup(self, label: str) -> float:
         """Per-sample speed-up of rung ``label`` over the baseline (a plain float: NOT accepted by ``cost``)."""
-        return per_sample_band(self.baseline, self[validate.instance("label", label, str)])[0]
+        return per_sample_ratio(self.baseline, self[validate.instance("label", label, str)])
+
+    def interval(self, label: str, part: str = "step") -> intervals.Speedup:
+        """Per-sample speed-up of rung ``label`` over the rung it is measured against (``before``), with its 95%
+        interval over their paired rounds; ``part="compute"`` compares the compute parts alone (the wait removed)."""
+        rung = self[validate.instance("label", label, str)]
+        return paired_interval(self.before(label), rung, part)
 
     def migration_gain(self, label: str | None = None) -> MigrationGain:
-        """What rung ``label`` (default: the last migration rung of the main order) buys over the rung before
-        it. Raises ValueError for a no-migration rung: those are wins you get without migrating."""
+        """What rung ``label`` (default: the last migration rung of the main order) buys over the rung it is
+        measured against, with the interval of their paired rounds. Raises ValueError for a no-migration rung:
+        those are wins you get without migrating."""
         if label is None:
             labels = [r.label for r in self.rungs if r.kind == MIGRATION]
             if not labels:
@@ -206,30 +215,12 @@ class Ladder:
             raise ValueError(f"label {label!r} is a no-migration rung: it needs no migration, so it must not "
                              "feed the migration's cost model; pick one of "
                              f"{[r.label for r in self.rungs if r.kind == MIGRATION]}")
-        before = self.before(label)
         if rung in self.rungs:
             self._check_over_the_fastest(rung)
-        median, low, high = per_sample_band(before, rung)
-        source = f"measured over '{before.label}'"
-        drift = self.twin_drift(label)
-        if drift is not None:  # the same set-up ran at another speed in its own group: the band covers both
-            _, alt_low, alt_high = per_sample_band(self[before.over], rung)
-            low, high = min(low, alt_low), max(high, alt_high)
-            source += (f"; band widened to cover '{before.over}', the same set-up measured in an earlier group "
-                       f"({drift:.2f}x the twin's time)")
-        return MigrationGain(label, median, low, high, source, _MADE_HERE)
-
-    def twin_drift(self, label: str) -> float | None:
-        """Where migration rung ``label`` is measured over an eager twin of a set-up measured earlier and the two
-        eager timings differ beyond their quartiles: the earlier one's median step over the twin's (the
-        machine's drift between groups); else None."""
-        before = self.before(label)
-        if before.note != TWIN or not before.over:
-            return None
-        earlier = self[before.over]
-        if not timing.apart(earlier.steps, before.steps):
-            return None
-        return earlier.sample_time / before.sample_time
+        found = self.interval(label)
+        return MigrationGain(label, found.ratio, found.low, found.high,
+                             f"measured over '{self.before(label).label}' in one process", _MADE_HERE,
+                             f"{found.interval} of one process, {intervals.METHOD}")
 
     def _check_over_the_fastest(self, rung: Rung) -> None:
         """A migration rung of the main order must build on the fastest no-migration set-up before it: built on a
@@ -253,20 +244,10 @@ class Ladder:
             raise ValueError(f"label {label!r} has no rung before it in the main order")
         return self.rungs[self.rungs.index(rung) - 1]
 
-    def over_previous(self, label: str) -> float:
-        """Per-sample speed-up of rung ``label`` over the rung just before it in the main order."""
-        return self.over_previous_band(label)[0]
-
-    def over_previous_band(self, label: str, part: str = "step") -> tuple[float, float, float]:
-        """(median, low, high) per-sample speed-up of rung ``label`` over the rung before it (an extra rung:
-        over the baseline); ``part="compute"`` compares the compute parts alone (the wait for data removed)."""
-        rung = self[validate.instance("label", label, str)]
-        return per_sample_band(self.before(label), rung, part)
-
-    def steps_taken(self) -> list[tuple[str, str, float, float, float]]:
-        """(label, kind, median, low, high) of each rung over the one before it, in ladder order: which rungs
-        won (band above 1), which lost (band below 1), which changed nothing measurable (band holds 1)."""
-        return [(r.label, r.kind, *per_sample_band(self.before(r.label), r)) for r in (*self.rungs[1:], *self.dropped)]
+    def steps_taken(self) -> list[tuple[str, str, intervals.Speedup]]:
+        """(label, kind, interval) of each rung over the one it is measured against, in ladder order: a rung won
+        when its interval lies above 1, lost when below, changed nothing measurable when it holds 1."""
+        return [(r.label, r.kind, self.interval(r.label)) for r in (*self.rungs[1:], *self.dropped)]
 
     @property
     def dropped(self) -> tuple[Rung, ...]:
@@ -274,54 +255,38 @@ class Ladder:
         order they were measured."""
         return tuple(r for r in self.extra if r.note == DROPPED)
 
+    @property
+    def kept(self) -> Rung:
+        """The last no-migration rung of the main order: the fastest set-up the team can have without migrating."""
+        return [r for r in self.rungs if r.kind == NO_MIGRATION][-1]
+
+    def no_migration_interval(self) -> intervals.Speedup:
+        """Per-sample speed-up of the kept no-migration set-up over the baseline, with the interval of their paired
+        rounds (both are measured in the first group)."""
+        return paired_interval(self.baseline, self.kept)
+
+    def find(self, prefix: str) -> str | None:
+        """The label of the first rung (main order, then tried and not kept) that starts with ``prefix``; None if
+        no rung does (e.g. the autocast rung on hardware without bf16 units)."""
+        validate.text("prefix", prefix)
+        return next((r.label for r in (*self.rungs, *self.dropped) if r.label.startswith(prefix)), None)
+
     def no_migration_gain(self) -> float:
-        """Per-sample speed-up of the last no-migration rung of the main order over the baseline: the best
-        set-up the team can have without migrating."""
-        cheap = [r for r in self.rungs if r.kind == NO_MIGRATION]
-        return per_sample_band(self.baseline, cheap[-1])[0]
-
-    def total(self) -> float:
-        """Per-sample speed-up of the last rung of the main order over the baseline, measured end to end."""
-        return per_sample_band(self.baseline, self.rungs[-1])[0]
-
-    def product(self) -> float:
-        """The no-migration wins times what the last migration rung bought over its eager twin (computed): equal
-        to ``total`` when the twin ran as fast as the set-up it repeats."""
-        return self.no_migration_gain() * self.migration_gain().median
-
-    def attribution(self, first: str) -> display.Table:
-        """Credit of the cheap wins and of the migration rung ``first`` (measured on the baseline) in both
-        orders: the product is the same (each order's second factor is computed from that product), the share
-        each gets is not."""
-        early = self[validate.instance("first", first, str)]
-        cheap, gain, total, product = self.no_migration_gain(), self.migration_gain(), self.total(), self.product()
-        first_gain = per_sample_band(self.before(first), early)[0]
-        rows = [
-            ("cheap wins first", "no-migration wins (measured)", f"{cheap:.2f}x"),
-            ("cheap wins first", f"then {gain.label}, over its eager twin (measured)", f"{gain.median:.2f}x"),
-            ("migration first", f"{early.label} (measured)", f"{first_gain:.2f}x"),
-            ("migration first", "then the no-migration wins (computed: end to end over the row above)",
-             f"{total / first_gain:.2f}x"),
-        ]
-        twin = self.before(gain.label)
-        note = (f"Measured end to end, both orders end at {total:.2f}x over '{self.baseline.label}'; the cheap-first "
-                f"factors multiply to {product:.2f}x (computed)")
-        if abs(product / total - 1) <= 0.05:
-            note += ", the same within 5%."
-        elif twin.note == TWIN and twin.over:
-            earlier = self[twin.over]
-            note += (f": they differ because the eager twin took {display.format_time(twin.step_time)} per step "
-                     f"beside compile and the same set-up {display.format_time(earlier.step_time)} in its own "
-                     "group; " + ("their quartiles are apart, and why is not established by this run."
-                                  if timing.apart(earlier.steps, twin.steps) else "within their quartiles."))
-        else:
-            note += "."
-        return display.table(["order", "step", "speed-up per sample"], rows, title="The same gains, two orders",
-                             note=note)
+        """Per-sample speed-up of the kept no-migration set-up over the baseline (ratio of medians)."""
+        return per_sample_ratio(self.baseline, self.kept)
 
     def waterfall_steps(self) -> list[tuple[str, float]]:
-        """(label, median seconds per sample) in ladder order, for ``plots.waterfall``."""
-        return [(r.label, r.sample_time) for r in self.rungs]
+        """(label, seconds per sample) in ladder order, for ``plots.waterfall``. A migration rung measured beside an
+        eager twin is drawn at the rung before it divided by its gain over that twin: the waterfall shows the same
+        number as ``migration_gain`` (the twin and the rung it repeats ran in different groups, at other moments)."""
+        steps: list[tuple[str, float]] = []
+        for r in self.rungs:
+            twin = self.before(r.label) if r is not self.baseline else None
+            if r.kind == MIGRATION and twin is not None and twin.note == TWIN:
+                steps.append((r.label, steps[-1][1] / self.migration_gain(r.label).median))
+            else:
+                steps.append((r.label, r.sample_time))
+        return steps
 
     def table(self) -> display.Table:
         rows = []

@@ -1,4 +1,5 @@
-"""The migration lesson's figures: the ladder as a waterfall, the payback curve with its band, the widget."""
+"""The migration lesson's figures: the ladder as a waterfall, the payback curve with its interval, the widget, and
+assess's figure (each process, the interval, the break-even speed-up)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def waterfall(ladder: Ladder, *, title: str | None = None) -> Figure:
 
 
 def payback(*estimates: _cost.CostEstimate, labels: list[str] | None = None) -> Figure:
-    """Cumulative net per month for each estimate: the median line and the quartile band shaded."""
+    """Cumulative net per month for each estimate: the median line and the interval shaded."""
     if not estimates:
         raise ValueError("estimates: pass at least one CostEstimate")
     for est in estimates:
@@ -43,7 +44,7 @@ def payback(*estimates: _cost.CostEstimate, labels: list[str] | None = None) -> 
     ax.axhline(0, color="#333333", linewidth=1)
     ax.set_xlabel("months after the migration starts")
     ax.set_ylabel("cumulative net (thousands, computed)")
-    ax.set_title("When does the migration pay back? (band: the speed-up's quartiles)")
+    ax.set_title("When does the migration pay back? (shaded: the speed-up's interval)")
     ax.legend(fontsize=8)
     return fig
 
@@ -93,3 +94,50 @@ def explore(gain: MigrationGain, **inputs: Any) -> Any:
         control.observe(redraw, names="value")
     redraw()
     return widgets.VBox([*controls.values(), output])
+
+
+def assess_figure(*found: Any, labels: list[str] | None = None) -> Figure:
+    """One row per ``Assessment``: each fresh process's speed-up (dots), their 95% interval (bar) and the break-even
+    speed-up at that assessment's inputs (a dashed tick): the comparison that decides ``assess``'s rule."""
+    if not found:
+        raise ValueError("found: pass at least one Assessment")
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    labels = labels or [a.model.split(":")[-1] for a in found]
+    if len(labels) != len(found):
+        raise ValueError(f"labels must have one entry per assessment ({len(found)}); got {len(labels)}")
+    fig, (ax,) = plotting.figure(width=6.8, height=1.2 + 0.9 * len(found))
+    for row, (a, label) in enumerate(zip(found, labels)):
+        s, rule, color = a.deciding.speedup, a.decision, plotting.color_for(label, row)
+        ax.scatter(a.deciding.per_process, [row + 0.15] * len(a.deciding.per_process), color=color, s=18, zorder=3,
+                   label="one fresh process" if row == 0 else None)
+        ax.errorbar([s.ratio], [row - 0.1], xerr=[[s.ratio - s.low], [s.high - s.ratio]], fmt="s", color=color,
+                    capsize=4, label="95% interval across processes" if row == 0 else None)
+        if rule.break_even < 1000:
+            ax.plot([rule.break_even] * 2, [row - 0.35, row + 0.35], color="#D55E00", linestyle="--",
+                    label="break-even speed-up" if row == 0 else None)
+        ax.annotate(rule.outcome, (s.high, row - 0.1), xytext=(6, -3), textcoords="offset points", fontsize=8)
+    ax.axvline(1.0, color="#999999", linewidth=1)
+    ax.set_xscale("log")  # a ratio: 0.5x and 2x lie as far from 1x
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}x"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_yticks(range(len(found)), labels)
+    ax.set_ylim(-0.6, len(found) - 0.4)
+    ax.set_xlabel("speed-up of a training step: eager time / compiled time (log scale)")
+    ax.set_title("Gain across fresh processes against the break-even speed-up")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.32), ncol=3, frameon=False)
+    return fig
+
+
+def png_base64(fig: Figure) -> str:
+    """The figure as a base64 PNG (for a report readable offline); the figure is closed."""
+    import base64
+    import io
+
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")

@@ -1,5 +1,5 @@
 """Measuring rungs: a training loop's steady steps, interleaved epoch by epoch across rungs, so that a drift in
-the machine's load hits every rung alike. ``ladder`` holds what is done with them (bands, the migration's gain).
+the machine's load hits every rung alike. ``ladder`` holds what is done with them (intervals, the migration's gain).
 """
 
 from __future__ import annotations

@@ -6,21 +6,17 @@ pinned memory (CUDA only), autocast where the hardware has the units, a doubled 
 eager PyTorch today. The fastest of these set-ups (per sample) is kept; a rung slower than the set-up before
 it is shown as tried and not kept. Then ``torch.compile`` at the kept set-up, beside its eager twin: what the
 migration buys over what the team can have anyway. The compiled model is also measured on
-the baseline (compile first) for the attribution in both orders; its first step is the run's first compile,
-made with an empty Inductor cache, so it is what a new job on a fresh machine pays (a cold compile).
+the baseline (compile first), to show how the order of the rungs changes the credit. Compile time is not this
+module's figure: ``assess`` measures it cold and warm in fresh processes.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from course_utils import env, memory, models, pipeline, timing, validate
+from course_utils import env, memory, models, pipeline, validate
 from course_utils.migrate import ladder as _ladder
 from course_utils.migrate import rungs as _rungs
 
@@ -58,49 +54,6 @@ def step_factory(make_model: Callable[[], Any], amp_dtype: Any = None) -> Callab
     return lambda compiler: train_step(validate.function("compiler", compiler)(make_model()), amp_dtype)
 
 
-def compile_model(model: Any, **kwargs: Any) -> Any:
-    """``torch.compile(model, dynamic=False)``: shapes are fixed per rung, so no dynamic-shape graph."""
-    import torch
-
-    return torch.compile(model, **{"dynamic": False, **kwargs})
-
-
-@contextlib.contextmanager
-def empty_compile_cache() -> Iterator[str]:
-    """Point Inductor's on-disk caches at a new empty folder (in-memory caches cleared) for the block, so a
-    compile inside it is cold, as a new job on a fresh machine compiles; yields the folder, removed after."""
-    import torch._inductor.utils as inductor_utils
-
-    folder = tempfile.mkdtemp(prefix="course-cold-inductor-")
-    before = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    clear = getattr(inductor_utils, "clear_caches", lambda: None)
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = folder
-    clear()
-    try:
-        yield folder
-    finally:
-        clear()
-        if before is None:
-            os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
-        else:
-            os.environ["TORCHINDUCTOR_CACHE_DIR"] = before
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def _cold_first_call(step: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """``step`` whose first call (the compile) runs inside ``empty_compile_cache``."""
-    calls: list[int] = []
-
-    def wrapped(batch: Any) -> Any:
-        if calls:
-            return step(batch)
-        calls.append(1)
-        with empty_compile_cache():
-            return timing.sync(step(batch))
-
-    return wrapped
-
-
 def workers_label(workers: int) -> str:
     """The ladder's label of the loader-workers rung: '+ 1 loader worker', '+ 3 loader workers'."""
     validate.positive("workers", workers, integer=True)
@@ -120,30 +73,28 @@ def make_loader(dataset: Any, batch_size: int, workers: int = 0, pin: bool = Fal
         multiprocessing_context=pipeline.worker_context() if workers else None)
 
 
-def torch_ladder(dataset: Any, batch_size: int, make_model: Callable[[], Any], *, workers: int | None = None,
-                 rounds: int = 2, final_rounds: int = 4,
-                 compiler: Callable[[Any], Any] | None = None) -> tuple[_ladder.Ladder, Any]:
-    """Measure the ladder; returns it and the model compiled at the best no-migration set-up. Each rung's
-    ``setup`` records its batch, loader workers, pinned memory and autocast dtype (None: fp32).
+def torch_ladder(dataset: Any, batch_size: int, make_model: Callable[[], Any], *, compiler: Callable[[Any], Any],
+                 workers: int | None = None, rounds: int = 4, final_rounds: int = 6) -> tuple[_ladder.Ladder, Any]:
+    """Measure the ladder; returns it and the model ``compiler`` compiled for the last rung. Each rung's ``setup``
+    records its batch, loader workers, pinned memory and autocast dtype (None: fp32).
 
-    ``workers`` defaults to ``pipeline.data_cores()``: every core but the one the training process keeps.
-    Three groups, each interleaved epoch by epoch: the baseline with compile on the baseline (``rounds``); the
-    no-migration rungs, each adding one change to the one before (``rounds``); then, at the set-up that was
-    fastest per sample, its eager twin beside its compiled version (``final_rounds``, so the number that
-    decides what the migration buys rests on enough steady steps). A no-migration rung slower per sample than
-    the best set-up before it is kept off the main order (tried, not kept), so compile is never credited for
-    undoing a change that lost. ``compiler`` (default ``compile_model``) wraps the model of the migration
-    rungs; only those rungs are tagged MIGRATION.
+    ``compiler`` is the learner's migration, e.g. ``lambda m: torch.compile(m, dynamic=False)``; it wraps the
+    models of the two migration rungs and nothing else. ``workers`` defaults to ``pipeline.data_cores()``: every
+    core but the one the training process keeps. Two interleaved groups, epoch by epoch: the baseline, compile on
+    the baseline and the no-migration rungs, each adding one change to the one before (``rounds``); then, at the
+    set-up that was fastest per sample, its eager twin beside its compiled version (``final_rounds``). A
+    no-migration rung slower per sample than the best set-up before it is kept off the main order (tried, not
+    kept), so compile is never credited for undoing a change that lost.
     """
     import torch
 
     validate.function("make_model", make_model)
+    validate.function("compiler", compiler)
     validate.positive("batch_size", batch_size, integer=True)
     workers = pipeline.data_cores() if workers is None else workers
     validate.number("workers", workers, low=1, high=64, integer=True)
-    validate.number("rounds", rounds, low=1, high=100, integer=True)
-    validate.number("final_rounds", final_rounds, low=1, high=100, integer=True)
-    compiler = compile_model if compiler is None else validate.function("compiler", compiler)
+    validate.number("rounds", rounds, low=2, high=100, integer=True)
+    validate.number("final_rounds", final_rounds, low=2, high=100, integer=True)
     if len(dataset) < 2 * batch_size * 2:
         raise ValueError(f"dataset must hold at least {4 * batch_size} samples (two steps at twice batch_size); "
                          f"got {len(dataset)}")
@@ -162,11 +113,6 @@ def torch_ladder(dataset: Any, batch_size: int, make_model: Callable[[], Any], *
         return train_step(make_model(), setup["amp"])
 
     baseline = {"workers": 0, "pin": False, "amp": None, "batch": batch_size}
-    base = _rungs.measure_rungs([
-        ("eager fp32", loader(baseline), eager(baseline), _ladder.NO_MIGRATION),
-        ("torch.compile on the baseline", loader(baseline), _cold_first_call(train_step(compiler(make_model()))),
-         _ladder.MIGRATION),
-    ], rounds=rounds, peak_memory=peak)
     changes = [(workers_label(workers), {"workers": workers})]
     if cuda:
         changes.append(("+ pinned memory", {"pin": True}))
@@ -181,11 +127,14 @@ def torch_ladder(dataset: Any, batch_size: int, make_model: Callable[[], Any], *
     setups = [baseline]
     for _label, change in changes:
         setups.append({**setups[-1], **change})
-    cheap = _rungs.measure_rungs([(label, loader(setup), eager(setup), _ladder.NO_MIGRATION)
-                                   for (label, _), setup in zip(changes, setups[1:])], rounds=rounds, peak_memory=peak)
-    base = [replace(base[0], setup=baseline), replace(base[1], setup=baseline)]
-    cheap = [replace(r, setup=setup) for r, setup in zip(cheap, setups[1:])]
-    chain = [base[0], *cheap]
+    first = _rungs.measure_rungs([
+        ("eager fp32", loader(baseline), eager(baseline), _ladder.NO_MIGRATION),
+        ("torch.compile on the baseline", loader(baseline), train_step(compiler(make_model())), _ladder.MIGRATION),
+        *[(label, loader(setup), eager(setup), _ladder.NO_MIGRATION) for (label, _), setup in zip(changes, setups[1:])],
+    ], rounds=rounds, peak_memory=peak)
+    first = [replace(r, setup=setup) for r, setup in zip(first, [baseline, baseline, *setups[1:]])]
+    base, on_baseline, cheap = first[0], first[1], first[2:]
+    chain = [base, *cheap]
     best = min(range(len(chain)), key=lambda i: chain[i].sample_time)
     twin_label = f"{chain[best].label} (eager, beside compile)"
     compiled = compiler(make_model())
@@ -199,17 +148,17 @@ def torch_ladder(dataset: Any, batch_size: int, make_model: Callable[[], Any], *
         skipped.append("data parallel (one device here; notebook 05 measured two processes on one CPU)")
     return _ladder.build_ladder(
         [*chain[:best + 1], replace(last, over=twin_label)], skipped=skipped,
-        extra=[base[1], *dropped, replace(twin, note=_ladder.TWIN, over=chain[best].label)]), compiled
+        extra=[on_baseline, *dropped, replace(twin, note=_ladder.TWIN, over=chain[best].label)]), compiled
 
 
-def step_agreement(make_model: Callable[[], Any], batch: Any, *, amp_dtype: Any = None, steps: int = 3,
-                   compiler: Callable[[Any], Any] | None = None) -> dict[str, float]:
-    """Largest relative difference of the losses of ``steps`` training steps, eager against compiled
-    (``compiler``, default ``compile_model``), each from fresh identical weights; and of the final weights."""
+def step_agreement(make_model: Callable[[], Any], batch: Any, *, compiler: Callable[[Any], Any],
+                   amp_dtype: Any = None, steps: int = 3) -> dict[str, float]:
+    """Largest relative difference of the losses of ``steps`` training steps, eager against compiled by
+    ``compiler`` (the learner's migration), each from fresh identical weights; and of the final weights."""
 
     validate.function("make_model", make_model)
     validate.number("steps", steps, low=1, high=100, integer=True)
-    compiler = compile_model if compiler is None else validate.function("compiler", compiler)
+    validate.function("compiler", compiler)
     runs = []
     for wrap in (lambda m: m, compiler):
         model = make_model()

@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 from badinput import rejects
 
-from course_utils import migrate, timing
+from course_utils import intervals, migrate, timing
 from course_utils.migrate import ladder as lad
 
 NAN, INF = float("nan"), float("inf")
 GAIN = migrate.MigrationGain.claimed(1.2, "a test")
+SPEEDUP = intervals.Speedup("eager", "compiled", 1.2, 1.1, 1.3, 5, intervals.PROCESSES)
 BATCHES = [(np.zeros((2, 3), np.float32), np.zeros(2)) for _ in range(3)]
 
 
@@ -47,20 +48,19 @@ BAD_CALLS = [
     (lambda: migrate.build_ladder([_rung("c", "migration")]), "rungs"),
     (lambda: LADDER.migration_gain("workers"), "label"),
     (lambda: LADDER.speedup(3), "label"),
-    (lambda: LADDER.over_previous("base"), "label"),
+    (lambda: LADDER.interval("base"), "label"),
+    (lambda: LADDER.interval("workers"), "paired"),
+    (lambda: LADDER.find(""), "prefix"),
     (lambda: migrate.MigrationGain.claimed(NAN, "x"), "speedup"),
     (lambda: migrate.MigrationGain.claimed(-1.0, "x"), "speedup"),
     (lambda: migrate.MigrationGain.claimed(1.2, ""), "who"),
     (lambda: migrate.MigrationGain("g", 1.0, 1.2, 1.3, "m"), "low <= median"),
     (lambda: migrate.MigrationGain("g", INF, 1.0, INF, "m"), "median"),
     (lambda: migrate.MigrationGain("+ 2 loader workers", 2.0, 1.5, 2.5, "measured"), "MigrationGain"),
-    (lambda: LADDER.over_previous_band("compile", "wait"), "part"),
-    (lambda: migrate.rung_sentence(LADDER, "workers", cores=0), "cores"),
-    (lambda: migrate.rung_sentence(LADDER, "base", cores=2), "label"),
-    (lambda: migrate.outcomes(None), "ladder"),
-    (lambda: migrate.compile_account(None, None, None), "ladder"),
-    (lambda: migrate.fixed_batch(None, None, ()), "make_model"),
-    (lambda: migrate.fixed_batch(_step, None, (), min_time=0), "min_time"),
+    (lambda: LADDER.interval("compile", "wait"), "part"),
+    (lambda: migrate.story.rung_sentence(LADDER, "workers", cores=0), "cores"),
+    (lambda: migrate.story.outcomes(None), "ladder"),
+    (lambda: migrate.story.outcome(1.2), "speedup"),
     (lambda: migrate.amp_agreement(None, (), None), "make_model"),
     (lambda: migrate.amp_agreement(_step, (), None, steps=1), "steps"),
     (lambda: migrate.workers_label(0), "workers"),
@@ -69,11 +69,13 @@ BAD_CALLS = [
     (lambda: migrate.autocast_dtype("huge"), "device"),
     (lambda: migrate.autocast_dtype(None), "device"),
     (lambda: migrate.autocast_dtype(3), "device"),
-    (lambda: migrate.torch_ladder([], 0, _step), "batch_size"),
-    (lambda: migrate.torch_ladder(list(range(100)), 8, 42), "make_model"),
-    (lambda: migrate.torch_ladder(list(range(100)), 8, _step, workers=0), "workers"),
+    (lambda: migrate.torch_ladder([], 0, _step, compiler=_step), "batch_size"),
+    (lambda: migrate.torch_ladder(list(range(100)), 8, 42, compiler=_step), "make_model"),
+    (lambda: migrate.torch_ladder(list(range(100)), 8, _step, compiler=_step, workers=0), "workers"),
     (lambda: migrate.torch_ladder(list(range(100)), 8, _step, compiler=3), "compiler"),
-    (lambda: migrate.torch_ladder(list(range(10)), 8, _step), "dataset"),
+    (lambda: migrate.torch_ladder(list(range(100)), 8, _step, compiler=_step, rounds=1), "rounds"),
+    (lambda: migrate.torch_ladder(list(range(10)), 8, _step, compiler=_step), "dataset"),
+    (lambda: migrate.step_agreement(_step, (), compiler=None), "compiler"),
     (lambda: migrate.step_factory(None), "make_model"),
     # the cost model
     (lambda: migrate.estimate(1000, 2, INF), "speedup"),
@@ -111,32 +113,43 @@ BAD_CALLS = [
     (lambda: migrate.run_checklist(_step, (), compile_budget_s=INF), "compile_budget_s"),
     (lambda: migrate.run_checklist(_step, (), forward=_step), "forward"),
     (lambda: migrate.run_checklist(_step, (), steps=0), "steps"),
-    (lambda: migrate.compile_or_eager(None, _step, ()), "make_step"),
-    (lambda: migrate.compile_or_eager(_step, None, ()), "compiler"),
+    (lambda: migrate.fall_back(None, _step, (), 2), "make_step"),
+    (lambda: migrate.fall_back(_step, None, (), 2), "broken"),
+    (lambda: migrate.fall_back(_step, _step, (), 0), "steps"),
     (lambda: migrate.compilers("keras"), "framework"),
-    # monitoring and loaders
-    (lambda: migrate.monitor(None, BATCHES), "make_compiled_step"),
-    (lambda: migrate.monitor(lambda: _step, 42), "loader"),
-    (lambda: migrate.monitor(lambda: _step, BATCHES, steps=0), "steps"),
-    (lambda: migrate.monitor(lambda: _step, BATCHES, steps=1), "loader"),
-    (lambda: migrate.monitor(lambda: _step, BATCHES, name="a/b"), "name"),
-    (lambda: migrate.compile_seconds([]), "trace"),
-    (lambda: migrate.busy_share(None), "trace"),
+    (lambda: migrate.compilers("torch"), "compiler"),
+    # loaders
     (lambda: migrate.make_loader(BATCHES, 0), "batch_size"),
     (lambda: migrate.make_loader(BATCHES, 2, workers=-1), "workers"),
     (lambda: migrate.make_loader(BATCHES, 2, pin="yes"), "pin"),
     # frameworks, plots, exercises' helpers
-    (lambda: migrate.xla_cpu_kernels(""), "hlo_text"),
-    (lambda: migrate.xla_cpu_kernels(None), "hlo_text"),
-    (lambda: migrate.framework_table([1, 2], np.zeros(2)), "x_nchw"),
-    (lambda: migrate.framework_table(np.zeros((2, 3)), np.zeros(2)), "x_nchw"),
-    (lambda: migrate.framework_table(np.zeros((2, 3, 8, 8)), np.zeros(2), frameworks=["mxnet"]), "frameworks"),
-    (lambda: migrate.framework_table(np.zeros((2, 3, 8, 8)), np.zeros(2), min_time=NAN), "min_time"),
+    (lambda: migrate.framework_table([1, 2], np.zeros(2), torch_compiler=_step), "x_nchw"),
+    (lambda: migrate.framework_table(np.zeros((2, 3)), np.zeros(2), torch_compiler=_step), "x_nchw"),
+    (lambda: migrate.framework_table(np.zeros((2, 3, 8, 8)), np.zeros(2), torch_compiler=_step, frameworks=["mxnet"]),
+     "frameworks"),
+    (lambda: migrate.framework_table(np.zeros((2, 3, 8, 8)), np.zeros(2), torch_compiler=_step, min_time=NAN),
+     "min_time"),
+    (lambda: migrate.framework_table(np.zeros((2, 3, 8, 8)), np.zeros(2), torch_compiler=None), "torch_compiler"),
+    (lambda: migrate.framework_table(np.zeros((2, 3, 8, 8)), np.zeros(2), torch_compiler=_step, rounds=1),
+     "rounds"),
     (lambda: migrate.jax_step_factory(0), "classes"),
     (lambda: migrate.waterfall(None), "ladder"),
     (lambda: migrate.payback(), "estimates"),
     (lambda: migrate.payback(migrate.seed_example(), labels=["a", "b"]), "labels"),
     (lambda: migrate.explore(1.3), "speedup"),
+    (lambda: migrate.assess_figure(), "found"),
+    # assess's pieces (assess itself: test_migrate_assess_bad_input.py)
+    (lambda: migrate.typed(training_share=0.8), "training_share"),
+    (lambda: migrate.read_config(42), "config"),
+    (lambda: migrate.decide(1.2, 1.05), "speedup"),
+    (lambda: migrate.decide(SPEEDUP, NAN), "break_even"),
+    (lambda: migrate.decide(SPEEDUP, 0), "break_even"),
+    (lambda: migrate.processes_needed(SPEEDUP, -1), "break_even"),
+    (lambda: migrate.break_even_run(-1, 0.1, SPEEDUP), "compile_s"),
+    (lambda: migrate.break_even_run(1, 0, SPEEDUP), "eager_step_s"),
+    (lambda: migrate.break_even_speedup(migrate.typed(), job_hours=0), "job_hours"),
+    (lambda: migrate.compare_assessments({}), "named"),
+    (lambda: migrate.compare_pricing([]), "named"),
 ]
 
 

@@ -13,7 +13,7 @@ from course_utils.migrate import ladder as lad
 def _ladder():
     def rung(label, kind, median, batch=4):
         return lad.Rung(label, kind, batch, median, timing.Measurement(label, (median * 0.9, median, median * 1.1)),
-                        0.1, None)
+                        0.1, None, round_medians=(median * 0.99, median, median * (1 + len(label) / 100)), group=1)
 
     return migrate.build_ladder([rung("eager", "no migration", 10.0), rung("+ 2 loader workers", "no migration", 4.0),
                            rung("+ torch.compile", "migration", 3.6)])
@@ -34,7 +34,7 @@ def test_a_no_migration_rung_cannot_feed_the_cost_model() -> None:
     with pytest.raises(ValueError, match="no-migration"):
         migrate.estimate(100_000, result.migration_gain("+ 2 loader workers"), 40_000)
     fed = migrate.estimate(100_000, result.migration_gain(), 40_000)
-    assert fed.speedup.median == pytest.approx(4.0 / 3.6)  # over the loader rung, not over eager (2.78x)
+    assert fed.speedup.median == pytest.approx(4.0 / 3.6, rel=0.02)  # over the loader rung, not over eager
 
 
 def test_band_orders_break_even() -> None:

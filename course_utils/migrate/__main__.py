@@ -1,0 +1,55 @@
+"""``python -m course_utils.migrate assess ...``: the migration decision on your own model (see ``assess``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from course_utils.migrate import assessing as _assess
+from course_utils.migrate import children, story_assess
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="python -m course_utils.migrate",
+                                  description="Measure whether compiling your model pays, on your hardware.")
+    commands = top.add_subparsers(dest="command", required=True)
+    cmd = commands.add_parser("assess", help="eager against torch.compile in fresh processes, priced and decided")
+    cmd.add_argument("--model", required=True, help="PKG.MODULE:make_model, returns a torch.nn.Module")
+    cmd.add_argument("--batches", required=True, help="PKG.MODULE:make_batches, returns (inputs, targets) batches")
+    cmd.add_argument("--loss", help="PKG.MODULE:loss_fn(outputs, targets) (default: cross-entropy)")
+    cmd.add_argument("--config", help="costs TOML (default: the seed article's figures, each labelled)")
+    cmd.add_argument("--processes", type=int, default=5, help="fresh processes, at least 2 (default 5)")
+    cmd.add_argument("--steps", type=int, default=50, help="timed steps per variant per process (default 50)")
+    cmd.add_argument("--device", default="auto", choices=_assess.DEVICES)
+    cmd.add_argument("--modes", default="default", help="comma-separated: " + ",".join(_assess.MODES))
+    cmd.add_argument("--amp", default="auto", choices=_assess.AMPS)
+    cmd.add_argument("--threads", type=int, help="intra-op threads of the measuring processes (default: torch's)")
+    cmd.add_argument("--timeout", type=float, default=1800.0, help="seconds allowed per process (default 1800)")
+    cmd.add_argument("--out", required=True, help="folder for report.json, report.md, report.html")
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        found = _assess.assess(args.model, args.batches, loss=args.loss, config=args.config,
+                               processes=args.processes, steps=args.steps, device=args.device, modes=args.modes,
+                               amp=args.amp, threads=args.threads, timeout=args.timeout, out=args.out)
+    except KeyboardInterrupt:
+        print(f"interrupted: every measuring process was stopped; nothing was written to {args.out}", file=sys.stderr)
+        return 130
+    except (TypeError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (children.ChildFailed, TimeoutError) as exc:
+        print(f"error: {exc}\nnothing was written to {args.out}", file=sys.stderr)
+        return 1
+    print(story_assess.headline(found).replace("**", ""))
+    for blocker in story_assess.blockers(found):
+        print(f"blocker: {blocker}")
+    print(f"report: {args.out}/report.html (and report.md, report.json)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

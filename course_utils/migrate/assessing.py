@@ -1,0 +1,220 @@
+"""``assess``: the migration decision measured on the user's own model, device and bill (notebook 07, README).
+
+    python -m course_utils.migrate assess --model PKG.MODULE:make_model --batches PKG.MODULE:make_batches \\
+        [--loss PKG.MODULE:loss_fn] [--config costs.toml] [--processes 5] [--steps 50] \\
+        [--device auto|cpu|cuda] [--modes default,reduce-overhead,max-autotune] [--amp auto|off|bf16|fp16] --out DIR
+
+Everything is checked before anything is measured: the factories import and run, the model is an ``nn.Module``
+that takes one training step on the first batch (its FLOPs counted there), the config's fields are known and
+in range. Then ``processes`` fresh Python processes run ``workers/assess_worker.py`` one after the other, each in
+its own process group (stopped whatever happens, Ctrl-C included). The report is written into a temporary folder
+beside ``out`` and moved into place only when it is whole, so a failed or interrupted run leaves ``out`` as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from course_utils import env, machine, validate
+from course_utils.migrate import assessment, children, factories, report
+from course_utils.migrate.inputs import Inputs, read_config
+from course_utils.migrate.torch_rungs import autocast_dtype
+
+MODES = ("default", "reduce-overhead", "max-autotune")
+AMPS = ("auto", "off", "bf16", "fp16")
+DEVICES = ("auto", "cpu", "cuda")
+WORKER = Path(__file__).resolve().parents[1] / "workers" / "assess_worker.py"
+MAX_ROUNDS = 5
+
+
+def _modes(modes: Any) -> list[str]:
+    if isinstance(modes, str):
+        modes = [m.strip() for m in modes.split(",") if m.strip()]
+    names = [validate.choice("modes", m, MODES) for m in validate.non_empty("modes", list(modes))]
+    return list(dict.fromkeys(names))
+
+
+def _device(device: str) -> str:
+    import torch
+
+    validate.choice("device", device, DEVICES)
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device is 'cuda' but this machine has no CUDA GPU that torch can use; use cpu or auto")
+    return device
+
+
+def _amp(amp: str, device: str) -> str | None:
+    validate.choice("amp", amp, AMPS)
+    if amp == "auto":
+        dtype = autocast_dtype(device)
+        return None if dtype is None else str(dtype).removeprefix("torch.")
+    return {"off": None, "bf16": "bfloat16", "fp16": "float16"}[amp]
+
+
+def split_steps(steps: int) -> list[int]:
+    """``steps`` timed steps split into at most 5 rounds of nearly equal length."""
+    rounds = min(MAX_ROUNDS, steps)
+    return [steps // rounds + (1 if i < steps % rounds else 0) for i in range(rounds)]
+
+
+def command_line(model: str, batches: str, *, loss: str | None = None, config: str | None = None,
+                 processes: int = 5, steps: int = 50, device: str = "auto", modes: Sequence[str] = ("default",),
+                 amp: str = "auto", out: str | Path = "build/assess/mymodel") -> str:
+    """The command line of ``assess`` for these arguments (what a lead runs on their own model)."""
+    validate.text("model", model)
+    validate.text("batches", batches)
+    parts = ["python", "-m", "course_utils.migrate", "assess", "--model", model, "--batches", batches]
+    parts += ["--loss", loss] if loss else []
+    parts += ["--config", config] if config else []
+    parts += ["--processes", str(processes), "--steps", str(steps), "--device", device, "--modes", ",".join(modes),
+              "--amp", amp, "--out", str(out)]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def assess(model: Any, batches: Any, *, out: str | Path, loss: Any = None, config: str | Path | Inputs | None = None,
+           processes: int = 5, steps: int = 50, device: str = "auto", modes: Any = ("default",), amp: str = "auto",
+           threads: int | None = None, seed: int = 0, timeout: float = 1800.0,
+           progress: bool = True) -> assessment.Assessment:
+    """Measure eager against ``torch.compile`` on the model of ``model()`` (a 'package.module:function' path, or a
+    function in an importable module) over the batches of ``batches()`` in ``processes`` fresh processes of
+    ``steps`` timed steps each, price the gain with ``config`` (a TOML path, ``Inputs``, or None: the seed
+    article's figures) and write ``out``/report.json, report.md and report.html. ``timeout`` (seconds) bounds each
+    process, and the user's code run here first (the factories and one eager step); ``threads`` sets the
+    processes' intra-op threads (default: torch's)."""
+    start = time.perf_counter()
+    import torch
+
+    model_path = factories.resolve("model", model)
+    batches_path = factories.resolve("batches", batches)
+    loss_path = None if loss is None else factories.resolve("loss", loss)
+    inputs = config if isinstance(config, Inputs) else read_config(config)
+    processes = validate.number("processes", processes, low=2, high=64, integer=True)
+    steps = validate.number("steps", steps, low=2, high=100_000, integer=True)
+    timeout = validate.number("timeout", timeout, low=1, high=24 * 3600)
+    threads = None if threads is None else validate.number("threads", threads, low=1, high=1024, integer=True)
+    seed = validate.number("seed", seed, low=0, high=2**31 - 1, integer=True)
+    validate.instance("progress", progress, bool)
+    dev, mode_list = _device(device), _modes(modes)
+    amp_name = _amp(amp, dev)
+    skipped = {m: "CUDA graphs need a CUDA device; skipped here" for m in mode_list
+               if m == "reduce-overhead" and dev != "cuda"}
+    measured_modes = [m for m in mode_list if m not in skipped]
+    if not measured_modes:
+        raise ValueError(f"modes: none of {mode_list} can run on {dev} ({'; '.join(skipped.values())})")
+    target = factories.check_out("out", out)
+    probe = factories.probe(model_path, batches_path, loss_path, torch.device(dev), timeout=timeout)
+    device_name = torch.cuda.get_device_name(0) if dev == "cuda" else env.cpu_model()
+    peak, peak_source = assessment.device_peak(dev, device_name, amp_name,
+                                               machine.figures().peak_flops if dev == "cpu" else None)
+    per_round = split_steps(steps)
+    command = command_line(model_path, batches_path, loss=loss_path, config=inputs.path, processes=processes,
+                           steps=steps, device=device, modes=mode_list, amp=amp, out=target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{target.name}-assess-", dir=target.parent))
+    try:
+        results = _run_processes(work, processes, {
+            "model": model_path, "batches": batches_path, "loss": loss_path, "device": dev, "amp": amp_name,
+            "modes": measured_modes, "rounds": len(per_round), "per_round": per_round, "seed": seed,
+            "threads": threads, "optimizer": inputs.value("optimizer"), "learning_rate": inputs.value("learning_rate"),
+            "sys_path": [p for p in sys.path if p],
+        }, timeout, progress)
+        found = _assemble(results, mode_list=measured_modes, skipped=skipped, amp=amp_name, inputs=inputs,
+                          probe=probe, peak=peak, peak_source=peak_source, device=dev, device_name=device_name,
+                          processes=processes, steps=steps, rounds=len(per_round), names=(model_path, batches_path,
+                                                                                          loss_path),
+                          seconds=time.perf_counter() - start, command=command)
+        report.write(found, work / "report")
+        with children.sigint_held():  # a Ctrl-C now waits until the report is in place
+            _replace(work / "report", target)
+        return found
+    finally:
+        with children.sigint_held():  # nor can a second Ctrl-C leave the working folder behind
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _run_processes(work: Path, processes: int, spec: dict[str, Any], timeout: float,
+                   progress: bool) -> list[dict[str, Any]]:
+    """Run the worker ``processes`` times, one after the other; the first with an empty compile cache."""
+    units = (1 + len(spec["modes"])) * (3 + sum(spec["per_round"]))
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        # tqdm redraws at most twice a second: a widget flooded with updates can lose a notebook's messages
+        bar = tqdm(total=processes * units, desc="assess: fresh processes", unit="step", leave=False, mininterval=0.5)
+    results = []
+    try:
+        for index in range(processes):
+            spec_path, result_path = work / f"spec-{index}.json", work / f"result-{index}.json"
+            spec_path.write_text(json.dumps({**spec, "index": index}))
+            cache = work / "compile-cache"  # empty for the first process: cold; then warm
+            child_env = {**os.environ, "PYTHONUNBUFFERED": "1", "TORCHINDUCTOR_CACHE_DIR": str(cache),
+                         "TRITON_CACHE_DIR": str(cache / "triton"), "TORCHINDUCTOR_FX_GRAPH_CACHE": "1",
+                         "TORCHINDUCTOR_AUTOGRAD_CACHE": "1"}
+            child_env.pop("TORCH_LOGS", None)
+
+            if bar is not None:
+                bar.set_postfix_str(f"process {index + 1} of {processes}", refresh=False)
+
+            def on_line(line: str, index: int = index) -> None:
+                parts = line.split()
+                if bar is not None and len(parts) == 3 and parts[0] == "@@progress":
+                    bar.update(max(0, index * units + min(int(parts[1]), units) - bar.n))
+
+            children.run_child([sys.executable, str(WORKER), str(spec_path), str(result_path)],
+                               log=work / f"log-{index}.txt", timeout=timeout, env=child_env, on_line=on_line)
+            results.append(json.loads(result_path.read_text()))
+    finally:
+        if bar is not None:
+            bar.close()
+    return results
+
+
+def _assemble(results: list[dict[str, Any]], *, mode_list: list[str], skipped: dict[str, str], amp: str | None,
+              inputs: Inputs, probe: factories.Probe, peak: float | None, peak_source: str, device: str,
+              device_name: str, processes: int, steps: int, rounds: int, names: tuple[str, str, str | None],
+              seconds: float, command: str) -> assessment.Assessment:
+    import torch
+
+    modes = assessment.mode_results(results, mode_list, amp)
+    first = results[0]["variants"]
+    fallback = assessment.fallback_result(results[0]["fallback"], first["eager"]["losses"],
+                                          first[mode_list[0]]["losses"], amp)
+    eager_step = statistics.median(statistics.median(r["variants"]["eager"]["round_step_s"]) for r in results)
+    deciding = modes[0]
+    pricing = assessment.price(inputs, deciding.speedup, eager_step_s=eager_step,
+                               compile_cold_s=deciding.compile_cold_s, compile_warm_s=deciding.compile_warm_s,
+                               label=f"torch.compile(mode={deciding.mode!r}) over eager, {names[0]}")
+    versions = {"python": sys.version.split()[0], "torch": torch.__version__}
+    return assessment.Assessment(
+        model=names[0], batches=names[1], loss=names[2], device=device, device_name=device_name,
+        versions=versions, threads=int(results[0]["threads"]), processes=processes, steps=steps, rounds=rounds,
+        amp=amp, optimizer=f"{inputs.value('optimizer')} (learning rate {inputs.value('learning_rate'):g})",
+        eager_step_s=eager_step, eager_peak_bytes=assessment.median_or_none([r["variants"]["eager"]["peak_bytes"]
+                                                                      for r in results]),
+        modes=modes, skipped=skipped, flops_per_step=probe.flops_per_step, peak_flops=peak, peak_source=peak_source,
+        fallback=fallback, pricing=pricing, seconds=seconds, command=command, parameters=probe.parameters,
+        batch=probe.batch, cache={"method": assessment.CACHE_METHOD, "per_process": [r["cache"] for r in results]})
+
+
+def _replace(new: Path, target: Path) -> None:
+    """Move the finished report folder ``new`` to ``target``, replacing a previous report folder there."""
+    old = None
+    if target.exists():
+        old = target.with_name(f".{target.name}-old-{os.getpid()}")
+        os.replace(target, old)
+    os.replace(new, target)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

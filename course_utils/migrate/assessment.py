@@ -1,0 +1,303 @@
+"""What ``assess`` found, computed from the fresh processes' results: the gain per compile mode with its interval
+across processes (and each process's own interval over its rounds, kept apart), compile cost cold and warm, graph
+breaks and recompiles, peak memory, parity, the forced-failure fallback, MFU, and the money (``Pricing``).
+
+The interval that decides is ``cu.intervals.speedup`` over the per-process medians: a Student-t interval on the
+paired log-ratios of eager over compiled, one pair per fresh process. The spread of the rounds inside one process
+is reported beside it and never used for the decision: a process keeps state for its whole life (its allocator,
+where its threads run, the code its compiler generated), so its rounds agree with each other more than two
+processes do.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from course_utils import intervals, timing, validate
+from course_utils.migrate import cost, decision, story_assess
+from course_utils.migrate.inputs import MEASURED, SEED, SEED_JOB_HOURS, Inputs
+from course_utils.migrate.ladder import MigrationGain
+
+PARITY_RTOL = {"fp32": 1e-3, "amp": 3e-2}  # the course's launch-checklist tolerances on losses (relative)
+FALLBACK_RTOL = 1e-6  # the fallback runs eager: it must give eager's losses
+CACHE_METHOD = ("on-disk caches: every process uses one TORCHINDUCTOR_CACHE_DIR, empty for the first process (cold "
+                "compile); the later processes find its generated code and compiled kernels there (warm compile), as "
+                "a job does on a machine that compiled the model before. The portable cache "
+                "(torch.compiler.save_cache_artifacts) was not used: on a CPU a process that loads it still builds "
+                "every C++ kernel again (its empty cache folder fills with as many compiled libraries as a cold one)")
+# Dense peak FLOP/s from NVIDIA's datasheets (SXM parts where two exist): fp32 without tensor cores, and 16-bit
+# tensor cores (bf16/fp16). A substring of the device name picks the row.
+DATASHEET = {"H200": (67e12, 989e12), "H100": (67e12, 989e12), "A100": (19.5e12, 312e12), "L40S": (91.6e12, 362e12),
+             "L4": (30.3e12, 121e12), "A10": (31.2e12, 125e12), "T4": (8.1e12, 65e12), "V100": (15.7e12, 125e12)}
+
+
+def device_peak(device: str, device_name: str, amp: str | None, machine_peak: float | None) -> tuple[float | None, str]:
+    """(peak FLOP/s, where the figure comes from): the machine's measured matmul roof on a CPU, the datasheet figure
+    of the GPU named (labelled as such), or (None, why) where neither is known."""
+    if device == "cpu":
+        if machine_peak is None:
+            return None, "no measured peak"
+        source = "measured: cu.machine.figures().peak_flops (the best fp32 matmul of the frameworks here)"
+        if amp is not None:
+            source += f"; this run used {amp} autocast, whose matmul units can exceed that fp32 peak, so MFU overstates"
+        return machine_peak, source
+    for name, (fp32, half) in DATASHEET.items():
+        if name in device_name:
+            peak = fp32 if amp is None else half
+            kind = "fp32, no tensor cores" if amp is None else "16-bit tensor cores, dense"
+            return peak, f"datasheet figure for {name} ({kind}), not measured here"
+    return None, f"no datasheet figure for {device_name!r} in the course's table"
+
+
+def relative(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
+    """(largest, final) relative difference of two loss sequences over their common steps."""
+    pairs = list(zip(a, b))
+    if not pairs:
+        raise ValueError("the loss sequences hold no common step")
+    diffs = [abs(x - y) / max(abs(x), 1e-12) if math.isfinite(x) and math.isfinite(y) else math.inf for x, y in pairs]
+    return max(diffs), diffs[-1]
+
+
+@dataclass(frozen=True)
+class Parity:
+    """Losses of the compiled model against eager's, step by step from the same seed and batches."""
+
+    steps: int
+    largest: float
+    final: float
+    tolerance: float
+
+    @property
+    def passed(self) -> bool:
+        return self.largest <= self.tolerance
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"steps": self.steps, "largest_relative": self.largest, "final_relative": self.final,
+                "tolerance": self.tolerance, "passed": self.passed}
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """The forced compile failure: its error (None: it did not fail), and the fallback's losses against eager's and
+    the compiled path's over the same first steps."""
+
+    error: str | None
+    steps: int
+    vs_eager: float
+    vs_compiled: float
+    tolerance: float
+
+    @property
+    def passed(self) -> bool:
+        return self.error is not None and self.vs_eager <= FALLBACK_RTOL and self.vs_compiled <= self.tolerance
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"forced_error": self.error, "steps": self.steps, "vs_eager_relative": self.vs_eager,
+                "vs_compiled_relative": self.vs_compiled, "eager_tolerance": FALLBACK_RTOL,
+                "compiled_tolerance": self.tolerance, "passed": self.passed}
+
+
+@dataclass(frozen=True)
+class ModeResult:
+    """One compile mode against eager: across processes, in each process, and what compiling it cost."""
+
+    mode: str
+    speedup: intervals.Speedup
+    in_process: tuple[intervals.Speedup, ...]
+    step_s: float
+    compile_cold_s: float
+    compile_warm_s: float | None
+    graph_breaks: tuple[str, ...]
+    recompiles: tuple[str, ...]
+    peak_bytes: int | None
+    parity: Parity
+    per_process: tuple[float, ...] = ()  # eager median / compiled median, one per process: the interval's pairs
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mode": self.mode, "speedup": {"median": self.speedup.ratio, "low": self.speedup.low,
+                                               "high": self.speedup.high, **self.speedup.to_dict()},
+                "in_process": [s.to_dict() for s in self.in_process], "step_s": self.step_s,
+                "compile_seconds": {"cold": self.compile_cold_s, "warm": self.compile_warm_s},
+                "graph_breaks": list(self.graph_breaks), "recompiles": list(self.recompiles),
+                "peak_bytes": self.peak_bytes, "parity": self.parity.to_dict(),
+                "per_process": list(self.per_process)}
+
+
+def median_or_none(values: Sequence[float | None]) -> float | None:
+    kept = [v for v in values if v is not None]
+    return statistics.median(kept) if kept else None
+
+
+def _in_process(label: str, rounds_eager: Sequence[float], rounds_compiled: Sequence[float]) -> intervals.Speedup:
+    eager = timing.Measurement("eager", tuple(rounds_eager), rounds=tuple(rounds_eager))
+    compiled = timing.Measurement(label, tuple(rounds_compiled), rounds=tuple(rounds_compiled))
+    return intervals.speedup(eager, compiled)
+
+
+def mode_results(results: Sequence[Mapping[str, Any]], modes: Sequence[str], amp: str | None) -> tuple[ModeResult, ...]:
+    """Each mode's result from the processes' JSON results (``results[0]`` is the cold process)."""
+    tolerance = PARITY_RTOL["fp32" if amp is None else "amp"]
+    eager = [r["variants"]["eager"] for r in results]
+    eager_medians = [statistics.median(v["round_step_s"]) for v in eager]
+    out = []
+    for mode in modes:
+        runs = [r["variants"][mode] for r in results]
+        medians = [statistics.median(v["round_step_s"]) for v in runs]
+        gain = intervals.speedup(eager_medians, medians)
+        gain = replace(gain, baseline="eager", candidate=f"torch.compile(mode={mode!r})")
+        compile_s = [max(0.0, v["first_s"] - m) for v, m in zip(runs, medians)]
+        largest, final = relative(eager[0]["losses"], runs[0]["losses"])
+        parity = Parity(min(len(eager[0]["losses"]), len(runs[0]["losses"])), largest, final, tolerance)
+        for e, v in zip(eager[1:], runs[1:]):  # every process is checked; the worst one is reported
+            big, last = relative(e["losses"], v["losses"])
+            if big > parity.largest:
+                parity = Parity(parity.steps, big, last, tolerance)
+        out.append(ModeResult(
+            mode, gain, tuple(_in_process(mode, e["round_step_s"], v["round_step_s"]) for e, v in zip(eager, runs)),
+            statistics.median(medians), compile_s[0], median_or_none(compile_s[1:]),
+            tuple(sorted({b for v in runs for b in v["graph_breaks"]})),
+            tuple(dict.fromkeys(x for v in runs[:1] for x in v["recompiles"])),
+            median_or_none([v["peak_bytes"] for v in runs]), parity,
+            tuple(e / c for e, c in zip(eager_medians, medians))))
+    return tuple(out)
+
+
+def fallback_result(found: Mapping[str, Any], eager_losses: Sequence[float], compiled_losses: Sequence[float],
+                    amp: str | None) -> Fallback:
+    """The first process's fallback check against its own eager and compiled losses."""
+    tolerance = PARITY_RTOL["fp32" if amp is None else "amp"]
+    losses = found["losses"]
+    return Fallback(found["error"], len(losses), relative(eager_losses, losses)[0],
+                    relative(compiled_losses, losses)[0], tolerance)
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """The money: inputs with their sources, the estimate fed the measured gain, the break-even speed-up, the rule's
+    decision and the run length from which compiling pays in wall-clock time."""
+
+    inputs: Inputs
+    estimate: cost.CostEstimate
+    break_even: float
+    decision: decision.Decision
+    run_length: decision.RunLength
+
+    def to_dict(self) -> dict[str, Any]:
+        soon, late = self.estimate.break_even_range
+        return {"inputs": self.inputs.to_dict(), "break_even_speedup": self.break_even,
+                "break_even_months": {"median": self.estimate.break_even_months, "soonest": soon, "latest": late},
+                "net": {"median": self.estimate.net(), "low": self.estimate.net("low"),
+                        "high": self.estimate.net("high")},
+                "run_length": self.run_length.to_dict(), **self.decision.to_dict()}
+
+
+def price(inputs: Inputs, speedup: intervals.Speedup, *, eager_step_s: float, compile_cold_s: float,
+          compile_warm_s: float | None, label: str) -> Pricing:
+    """Feed the measured ``speedup`` to the cost model at ``inputs``: the job length from ``steps_per_job`` (or
+    the seed's 72 h job) at the measured eager step, the compile each job pays (cold, or warm where the config
+    says the cache persists and a warm figure exists)."""
+    validate.instance("inputs", inputs, Inputs)
+    steps = inputs.value("steps_per_job")
+    if steps:
+        job_hours = steps * eager_step_s / 3600
+    else:
+        job_hours = SEED_JOB_HOURS
+        inputs = inputs.with_value("steps_per_job", max(1, round(SEED_JOB_HOURS * 3600 / eager_step_s)),
+                                   f"{SEED}: a 72 h job at the {MEASURED} eager step")
+    warm = inputs.value("compile_cache_persists") and compile_warm_s is not None
+    compile_s = compile_warm_s if warm else compile_cold_s
+    gain = MigrationGain.across_processes(speedup, label)
+    estimate = decision.estimate_for(inputs, gain, job_hours=job_hours, compile_s_per_job=compile_s)
+    be = decision.break_even_speedup(inputs, job_hours=job_hours, compile_s_per_job=compile_s)
+    return Pricing(inputs, estimate, be, decision.decide(speedup, be),
+                   decision.break_even_run(compile_cold_s, eager_step_s, speedup))
+
+
+@dataclass(frozen=True, repr=False)
+class Assessment:
+    """Everything one ``assess`` run measured and computed; ``modes[0]`` (the first mode asked for) decides."""
+
+    model: str
+    batches: str
+    loss: str | None
+    device: str
+    device_name: str
+    versions: Mapping[str, str]
+    threads: int
+    processes: int
+    steps: int
+    rounds: int
+    amp: str | None
+    optimizer: str
+    eager_step_s: float
+    eager_peak_bytes: int | None
+    modes: tuple[ModeResult, ...]
+    skipped: Mapping[str, str]
+    flops_per_step: float
+    peak_flops: float | None
+    peak_source: str
+    fallback: Fallback
+    pricing: Pricing
+    seconds: float
+    command: str
+    parameters: int = 0
+    batch: str = ""
+    cache: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def deciding(self) -> ModeResult:
+        return self.modes[0]
+
+    @property
+    def decision(self) -> decision.Decision:
+        return self.pricing.decision
+
+    def mfu(self, step_s: float) -> float | None:
+        """Model FLOPs per second over the peak (None where no peak is known or no FLOP was counted)."""
+        if self.peak_flops is None or self.flops_per_step <= 0:
+            return None
+        return self.flops_per_step / step_s / self.peak_flops
+
+    def priced(self, inputs: Inputs) -> Assessment:
+        """The same measurements priced at other ``inputs`` (e.g. the seed's own terms beside the lead's)."""
+        mode = self.deciding
+        return replace(self, pricing=price(inputs, mode.speedup, eager_step_s=self.eager_step_s,
+                                           compile_cold_s=mode.compile_cold_s, compile_warm_s=mode.compile_warm_s,
+                                           label=self.pricing.estimate.speedup.label))
+
+    def to_dict(self) -> dict[str, Any]:
+        mode = self.deciding
+        return {
+            "model": self.model, "batches": self.batches, "loss": self.loss or "cross-entropy (default)",
+            "device": self.device, "device_name": self.device_name, "versions": dict(self.versions),
+            "threads": self.threads, "processes": self.processes, "steps": self.steps, "rounds": self.rounds,
+            "amp": self.amp or "off", "optimizer": self.optimizer, "parameters": self.parameters, "batch": self.batch,
+            "speedup": {"median": mode.speedup.ratio, "low": mode.speedup.low, "high": mode.speedup.high,
+                        "mode": mode.mode, "method": intervals.METHOD + " over per-process medians"},
+            "decision": self.decision.outcome, "break_even_speedup": self.pricing.break_even,
+            "parity": {m.mode: m.parity.to_dict() for m in self.modes}, "fallback": self.fallback.to_dict(),
+            "graph_breaks": {m.mode: list(m.graph_breaks) for m in self.modes},
+            "recompiles": {m.mode: list(m.recompiles) for m in self.modes},
+            "compile_seconds": {"cold": mode.compile_cold_s, "warm": mode.compile_warm_s, "method": CACHE_METHOD},
+            "peak_bytes": {"eager": self.eager_peak_bytes, **{m.mode: m.peak_bytes for m in self.modes}},
+            "mfu": {"eager": self.mfu(self.eager_step_s), **{m.mode: self.mfu(m.step_s) for m in self.modes},
+                    "flops_per_step": self.flops_per_step, "peak_flops": self.peak_flops,
+                    "peak_source": self.peak_source},
+            "modes": [m.to_dict() for m in self.modes], "skipped": dict(self.skipped),
+            "inputs": self.pricing.inputs.to_dict(), "money": self.pricing.to_dict(),
+            "eager_step_s": self.eager_step_s, "seconds": self.seconds, "command": self.command,
+            "cache": dict(self.cache),
+        }
+
+    def table(self) -> Any:
+        return story_assess.summary_table(self)
+
+    def __repr__(self) -> str:
+        return repr(self.table())
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()

@@ -1,0 +1,156 @@
+"""The migration decision as arithmetic: the break-even speed-up, the rule that compares the measured interval
+with it, how many processes would likely settle an undecided case, and the run length from which compiling pays
+for itself in wall-clock time.
+
+- **Break-even speed-up**: the smallest speed-up whose savings repay the migration within the horizon (computed
+  by bisection on ``cost.CostEstimate.break_even``, so it counts everything the cost model counts: the training
+  share, the upkeep of the eager path, the compile each job pays, the bill's growth).
+- **The rule**: "migrate" when the whole 95% interval of the speed-up lies above the break-even speed-up, "do not
+  migrate" when it lies below, else "not decided: measure more".
+- **Processes to decide**: the interval's half-width is t(n-1) s / sqrt(n) on the log scale; keeping the measured
+  mean and spread, the smallest n whose half-width no longer reaches the break-even speed-up. An estimate, not a
+  promise: the next processes will not have exactly this mean and spread.
+- **Break-even run length**: the cold compile over the time one step saves; shorter runs (an exploring team's
+  runs after each edit) are faster in eager, longer ones (production jobs) faster compiled.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from course_utils import intervals, validate
+from course_utils.migrate import cost
+from course_utils.migrate.inputs import Inputs
+from course_utils.migrate.ladder import MigrationGain
+
+MIGRATE, DO_NOT_MIGRATE, NOT_DECIDED = "migrate", "do not migrate", "not decided: measure more"
+DECISIONS = (MIGRATE, DO_NOT_MIGRATE, NOT_DECIDED)
+_MAX_SPEEDUP = 1000.0
+_MAX_PROCESSES = 1000
+
+
+def estimate_for(inputs: Inputs, gain: MigrationGain, *, job_hours: float, compile_s_per_job: float,
+                 reserved: bool = False) -> cost.CostEstimate:
+    """``cost.estimate`` fed from ``inputs`` (each with its source) and the measured ``gain``."""
+    validate.instance("inputs", inputs, Inputs)
+    v = inputs.value
+    return cost.estimate(v("monthly_spend"), gain, engineers=v("engineers"), weeks=v("weeks"),
+                         engineer_week_cost=v("engineer_week_cost"), spend_growth=v("spend_growth"),
+                         training_share=v("training_share"), debugging_buffer=v("debugging_buffer"),
+                         job_hours=job_hours, compile_s_per_job=compile_s_per_job, eager_upkeep=v("eager_upkeep"),
+                         horizon_months=v("horizon_months"), reserved=reserved)
+
+
+def break_even_speedup(inputs: Inputs, *, job_hours: float, compile_s_per_job: float = 0.0) -> float:
+    """The smallest speed-up that pays the migration back within ``horizon_months`` (``inf`` if none up to
+    1000x does: the upkeep or the compile per job eat every saving)."""
+    validate.positive("job_hours", job_hours)
+    validate.non_negative("compile_s_per_job", compile_s_per_job)
+    horizon = inputs.value("horizon_months")
+
+    def pays(g: float) -> bool:
+        gain = MigrationGain.claimed(g, "the break-even search")
+        months = estimate_for(inputs, gain, job_hours=job_hours, compile_s_per_job=compile_s_per_job).break_even()
+        return months <= horizon
+
+    if pays(1.0):
+        return 1.0
+    if not pays(_MAX_SPEEDUP):
+        return math.inf
+    low, high = 1.0, _MAX_SPEEDUP
+    while high / low > 1 + 1e-6:
+        mid = math.sqrt(low * high)
+        low, high = (low, mid) if pays(mid) else (mid, high)
+    return high
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The rule's outcome for one measured ``speedup`` against ``break_even``; ``processes_needed`` (for an undecided
+    case) is the number of processes in all that would likely decide it at the measured mean and spread (None: the
+    median sits on the break-even speed-up, or more than 1000 would be needed)."""
+
+    outcome: str
+    speedup: intervals.Speedup
+    break_even: float
+    processes_needed: int | None = None
+
+    def __post_init__(self) -> None:
+        validate.choice("outcome", self.outcome, DECISIONS)
+
+    @property
+    def more_processes(self) -> int | None:
+        """Processes to add to the ones measured (None where ``processes_needed`` is None or the case is decided)."""
+        return None if self.processes_needed is None else self.processes_needed - self.speedup.n
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"decision": self.outcome, "break_even_speedup": self.break_even,
+                "processes_needed": self.processes_needed, "more_processes": self.more_processes}
+
+
+def decide(speedup: intervals.Speedup, break_even: float) -> Decision:
+    """Migrate when the whole interval lies above ``break_even``, do not when it lies below, else not decided."""
+    validate.instance("speedup", speedup, intervals.Speedup)
+    if isinstance(break_even, bool) or not isinstance(break_even, (int, float)) or math.isnan(break_even) \
+            or break_even <= 0:
+        raise ValueError(f"break_even must be a positive number (inf allowed); got {break_even!r}")
+    if math.isinf(break_even) or speedup.below(break_even):
+        return Decision(DO_NOT_MIGRATE, speedup, float(break_even))
+    if speedup.above(break_even):
+        return Decision(MIGRATE, speedup, float(break_even))
+    return Decision(NOT_DECIDED, speedup, float(break_even), processes_needed(speedup, break_even))
+
+
+def processes_needed(speedup: intervals.Speedup, break_even: float) -> int | None:
+    """Processes in all whose interval would likely exclude ``break_even``, keeping this measurement's geometric
+    mean and spread; None when the mean sits on it or more than 1000 would be needed."""
+    validate.instance("speedup", speedup, intervals.Speedup)
+    validate.positive("break_even", break_even)
+    n, confidence = speedup.n, speedup.confidence
+    distance = abs(math.log(speedup.ratio) - math.log(break_even))
+    half = math.log(speedup.high / speedup.ratio)
+    if distance == 0 or not math.isfinite(half):
+        return None
+    spread = half * math.sqrt(n) / intervals.t_quantile(0.5 + confidence / 2, n - 1)
+    if spread == 0:
+        return n
+    for m in range(n + 1, _MAX_PROCESSES + 1):
+        if intervals.t_quantile(0.5 + confidence / 2, m - 1) * spread / math.sqrt(m) < distance:
+            return m
+    return None
+
+
+@dataclass(frozen=True)
+class RunLength:
+    """Steps (and eager wall-clock seconds) from which compiling pays for itself: the cold compile over the time one
+    step saves, at the speed-up's median and its interval's ends (``inf`` where that end saves nothing)."""
+
+    compile_s: float
+    eager_step_s: float
+    steps: float
+    steps_low: float  # at the interval's high end (the most saved per step)
+    steps_high: float  # at the interval's low end
+
+    def seconds(self, which: str = "steps") -> float:
+        """Eager wall-clock time of that many steps."""
+        return getattr(self, validate.choice("which", which, ("steps", "steps_low", "steps_high"))) * self.eager_step_s
+
+    def to_dict(self) -> dict[str, float]:
+        return {"compile_s": self.compile_s, "eager_step_s": self.eager_step_s, "steps": self.steps,
+                "steps_low": self.steps_low, "steps_high": self.steps_high}
+
+
+def break_even_run(compile_s: float, eager_step_s: float, speedup: intervals.Speedup) -> RunLength:
+    """The run length from which a compiled run ends sooner than an eager one (compile time included)."""
+    validate.non_negative("compile_s", compile_s)
+    validate.positive("eager_step_s", eager_step_s)
+    validate.instance("speedup", speedup, intervals.Speedup)
+
+    def steps(g: float) -> float:
+        saved = eager_step_s * (1 - 1 / g)
+        return math.inf if saved <= 0 else compile_s / saved
+
+    return RunLength(float(compile_s), float(eager_step_s), steps(speedup.ratio), steps(speedup.high),
+                     steps(speedup.low))

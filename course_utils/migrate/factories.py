@@ -1,0 +1,190 @@
+"""The user's model, batches and loss for ``assess``: named as 'package.module:function' so that a fresh process can
+import them, checked here before anything is measured, and probed once (one eager training step, its FLOPs
+counted with ``torch.utils.flop_counter.FlopCounterMode``).
+
+Every error names the argument (``model``, ``batches``, ``loss``) and shows the user's own message where their
+code raised.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from course_utils import validate
+from course_utils.migrate import trainstep
+
+_PATH = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
+
+
+def resolve(name: str, value: Any) -> str:
+    """``value`` as a 'package.module:function' path a fresh process can import, checked by importing it: a string
+    of that form, or a function defined in an importable module (not in a notebook or a script's __main__)."""
+    if callable(value) and not isinstance(value, str):
+        module, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", "")
+        path = f"{module}:{qualname}"
+        if module in (None, "__main__") or not _PATH.match(path):
+            raise TypeError(f"{name}: {qualname or value!r} is defined in a notebook, a script's __main__ or inside "
+                            "another function, so a fresh process cannot import it; put it in a .py file and pass "
+                            "'module:function'")
+        if function(name, path) is not value:
+            raise TypeError(f"{name}: {path} does not name this function when imported again; pass 'module:function'")
+        return path
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be 'package.module:function' or such a function; got {type(value).__name__} "
+                        f"{value!r}")
+    if not _PATH.match(value):
+        raise ValueError(f"{name} must be 'package.module:function' (e.g. mypkg.models:make_model); got {value!r}")
+    function(name, value)
+    return value
+
+
+def function(name: str, path: str) -> Callable[..., Any]:
+    """The callable at 'package.module:function'; errors say whether the module or the name is missing."""
+    module_name, _, attribute = path.partition(":")
+    try:
+        module = __import__(module_name, fromlist=["__name__"])  # the user's module, named at run time
+    except Exception as exc:  # the user's module: any error on import is theirs to see
+        raise ValueError(f"{name}: module {module_name!r} does not import: {type(exc).__name__}: {exc}") from exc
+    if not hasattr(module, attribute):
+        public = sorted(n for n in vars(module) if not n.startswith("_") and callable(getattr(module, n)))[:12]
+        raise ValueError(f"{name}: module {module_name!r} has no {attribute!r}; its functions: {', '.join(public)}")
+    found = getattr(module, attribute)
+    if not callable(found):
+        raise TypeError(f"{name}: {path} is {type(found).__name__}, not a function")
+    return found
+
+
+@contextlib.contextmanager
+def deadline(seconds: float, what: str) -> Iterator[None]:
+    """Raise TimeoutError naming ``what`` when the block runs past ``seconds`` (a SIGALRM timer, so only in the main
+    thread of a POSIX process; elsewhere the block runs without a limit)."""
+    validate.positive("seconds", seconds)
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise TimeoutError(f"{what} did not finish within {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def call_factory(name: str, path: str) -> Any:
+    """Call the user's zero-argument factory; an exception in it is reported with its own message."""
+    try:
+        return function(name, path)()
+    except TimeoutError:
+        raise
+    except (TypeError, ValueError) as exc:
+        if str(exc).startswith(f"{name}:"):
+            raise
+        raise ValueError(f"{name}: {path}() raised {type(exc).__name__}: {exc}") from exc
+    except Exception as exc:  # the user's code: show its own message
+        raise ValueError(f"{name}: {path}() raised {type(exc).__name__}: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What one eager training step on the first batch showed: FLOPs counted, parameters, the batch's shapes."""
+
+    flops_per_step: float
+    parameters: int
+    batch: str
+    loss: float
+
+
+def _shapes(value: Any) -> str:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return f"{tuple(value.shape)} {str(value.dtype).removeprefix('torch.')}"
+    if isinstance(value, (list, tuple)):
+        return "(" + ", ".join(_shapes(v) for v in value) + ")"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_shapes(v)}" for k, v in value.items()) + "}"
+    return type(value).__name__
+
+
+def first_batch(path: str) -> Any:
+    """The first (inputs, targets) pair of ``make_batches()``."""
+    batches = call_factory("batches", path)
+    if isinstance(batches, (str, bytes, dict)) or not hasattr(batches, "__iter__"):
+        raise TypeError(f"batches: {path}() must return an iterable of (inputs, targets) such as a list or a "
+                        f"DataLoader; got {type(batches).__name__}")
+    try:
+        batch = next(iter(batches))
+    except StopIteration:
+        raise ValueError(f"batches: {path}() yielded no batch") from None
+    except TimeoutError:
+        raise
+    except Exception as exc:
+        raise ValueError(f"batches: reading the first batch of {path}() raised {type(exc).__name__}: {exc}") from exc
+    if isinstance(batch, (str, bytes)) or not isinstance(batch, (list, tuple)) or len(batch) != 2:
+        raise TypeError(f"batches: each batch must be an (inputs, targets) pair; the first is {type(batch).__name__} "
+                        f"{_shapes(batch)}")
+    return batch
+
+
+def probe(model_path: str, batches_path: str, loss_path: str | None, device: Any, *, timeout: float = 600.0) -> Probe:
+    """Build the model, read the first batch and take one eager training step on ``device`` under
+    ``FlopCounterMode``: the FLOPs of forward and backward per step (the optimizer's update is not counted). The
+    user's code gets ``timeout`` seconds in all (TimeoutError naming it past that)."""
+    with deadline(timeout, f"model/batches/loss: {model_path}(), {batches_path}() and one eager training step"):
+        return _probe(model_path, batches_path, loss_path, device)
+
+
+def _probe(model_path: str, batches_path: str, loss_path: str | None, device: Any) -> Probe:
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model = call_factory("model", model_path)
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model: {model_path}() returned {type(model).__name__}, not a torch.nn.Module")
+    if not any(p.requires_grad for p in model.parameters()):
+        raise ValueError(f"model: {model_path}() returned a module with no trainable parameters")
+    batch = first_batch(batches_path)
+    loss_fn = trainstep.default_loss if loss_path is None else function("loss", loss_path)
+    model = model.to(device)
+    inputs, targets = (trainstep.to_device(v, device) for v in batch)
+    try:
+        with FlopCounterMode(display=False) as counter:
+            loss = loss_fn(trainstep.call(model, inputs), targets)
+            loss.backward()
+    except TimeoutError:
+        raise
+    except Exception as exc:  # the user's model or loss on the user's batch
+        raise ValueError(f"model/batches/loss: one eager training step on the first batch {_shapes(batch)} raised "
+                         f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from exc
+    if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+        raise ValueError(f"loss: must return a scalar tensor; got {_shapes(loss)}")
+    value = float(loss.detach())
+    if not math.isfinite(value):
+        raise ValueError(f"loss: the first step's loss is {value}; the model, batches or loss give no finite loss")
+    params = sum(p.numel() for p in model.parameters())
+    return Probe(float(counter.get_total_flops()), int(params), _shapes(batch), value)
+
+
+def check_out(name: str, value: Any) -> Any:
+    """The output folder: a path whose parent can hold it; refused where it holds files of something else."""
+    from pathlib import Path
+
+    path = Path(validate.instance(name, value, (str, Path))).expanduser().resolve()
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{name}: {str(path)!r} is a file, not a folder")
+    if path.exists() and any(path.iterdir()) and not (path / "report.json").exists():
+        raise ValueError(f"{name}: {str(path)!r} holds other files; give an empty or new folder (a previous report "
+                         "folder is replaced)")
+    return path

@@ -1,0 +1,238 @@
+"""One fresh process of ``python -m course_utils.migrate assess``: the user's model trained eager and compiled.
+
+Usage: python assess_worker.py SPEC.json RESULT.json   (written and read by ``course_utils.migrate.assess``)
+
+What it does, in order (every variant starts from the same seed, so from the same weights):
+1. Builds the model from ``make_model()`` once per variant: eager, and ``torch.compile(model, mode=...)`` for each
+   requested mode. The parent points every process at one Inductor cache folder (``TORCHINDUCTOR_CACHE_DIR``),
+   empty for the first process: its first call is a cold compile, the later processes' a warm one (the generated
+   code and compiled kernels found on disk, as on a machine that compiled this model before).
+2. Takes three untimed steps per variant (the first, timed apart, is the compile), then ``rounds`` rounds: each
+   round fetches its batches once and runs them through every variant in turn (the order rotated each round), so
+   all variants see the same batches at the same moments. Losses are kept for the parity check.
+3. Counts graph breaks and recompiles from the compiler's own logs (the ``graph_breaks`` and ``recompiles``
+   artifacts of ``TORCH_LOGS``), with their reasons, and reads one steady step's peak memory per variant.
+4. In the first process only: forces a compile failure (a backend that raises), rolls back with
+   ``torch.compiler.set_stance("force_eager")``, and trains the same steps again, for the fallback check.
+Progress lines ``@@progress DONE TOTAL`` go to stdout; the result is written to RESULT.json at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from course_utils import memory
+from course_utils.migrate.trainstep import call, default_loss, optimizer_for, to_device
+
+PROGRESS = "@@progress"
+FALLBACK_STEPS = 10
+
+
+def load(path: str) -> Callable[..., Any]:
+    """The function named by 'package.module:name'."""
+    module, _, name = path.partition(":")
+    return getattr(__import__(module, fromlist=["__name__"]), name)  # the user's module, named at run time
+
+
+class Batches:
+    """The user's batches in order, read again from the start when they run out (an epoch)."""
+
+    def __init__(self, make_batches: Callable[[], Any]) -> None:
+        self.source = make_batches()
+        self.it: Iterator[Any] = iter(self.source)
+        self.seen = 0
+
+    def next(self) -> Any:
+        try:
+            batch = next(self.it)
+        except StopIteration:
+            self.it = iter(self.source)
+            try:
+                batch = next(self.it)
+            except StopIteration:
+                raise RuntimeError(f"make_batches() gave {self.seen} batches and then none when read again: return "
+                                   "a list or a DataLoader, which can be read more than once") from None
+        self.seen += 1
+        return batch
+
+
+class CompileLog(logging.Handler):
+    """Graph breaks and recompiles, as the compiler logs them, filed under the variant that was running."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.variant = "none"
+        self.breaks: dict[str, dict[str, str]] = {}
+        self.recompiles: dict[str, list[str]] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if record.name.endswith("__graph_breaks"):
+            reason = re.search(r"Graph Break Reason: (.*)", text) or re.search(r"Reason: (.*)", text)
+            where = re.search(r"in user code at (\S+)", text)
+            key = (where.group(1) if where else "") + " " + (reason.group(1) if reason else text.splitlines()[0])
+            self.breaks.setdefault(self.variant, {})[key.strip()] = key.strip()
+        elif record.name.endswith("__recompiles"):
+            guard = re.search(r"^\s*-\s*(.*)$", text, re.M)
+            self.recompiles.setdefault(self.variant, []).append(guard.group(1) if guard else text.splitlines()[0])
+
+    @classmethod
+    def install(cls) -> CompileLog:
+        import torch
+
+        torch._logging.set_logs(graph_breaks=True, recompiles=True)
+        handler = cls()
+        for name in ("torch._dynamo.symbolic_convert.__graph_breaks", "torch._dynamo.guards.__recompiles"):
+            logging.getLogger(name).addHandler(handler)
+        return handler
+
+
+def _failing_backend(gm: Any, example_inputs: Any) -> Any:
+    raise RuntimeError("compile failure forced by the fallback check")
+
+
+class Run:
+    """One variant: a fresh model from the seed, wrapped (or not) by ``wrap``, with its optimizer and step."""
+
+    def __init__(self, spec: dict[str, Any], wrap: Callable[[Any], Any]) -> None:
+        import torch
+
+        self.spec, self.device = spec, torch.device(spec["device"])
+        torch.manual_seed(spec["seed"])
+        self.model = load(spec["model"])().to(self.device)
+        self.loss_fn = load(spec["loss"]) if spec["loss"] else default_loss
+        self.wrapped = wrap(self.model)
+        self.optimizer = optimizer_for(self.model.parameters(), spec["optimizer"], spec["learning_rate"])
+        self.amp = None if spec["amp"] is None else getattr(torch, spec["amp"])
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.amp is torch.float16)
+        self.losses: list[Any] = []
+
+    def step(self, batch: Any, keep: bool = True) -> Any:
+        import torch
+
+        inputs, targets = (to_device(v, self.device) for v in batch)
+        with torch.autocast(self.device.type, dtype=self.amp or torch.float32, enabled=self.amp is not None):
+            loss = self.loss_fn(call(self.wrapped, inputs), targets)
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scaler.scale(loss).backward()
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        if keep:
+            self.losses.append(loss.detach().clone())
+        return loss
+
+
+def sync(device: Any) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def measure(spec: dict[str, Any]) -> dict[str, Any]:
+    import torch
+    from torch._dynamo.utils import counters
+
+    if spec["threads"]:
+        torch.set_num_threads(spec["threads"])
+    device = torch.device(spec["device"])
+    log = CompileLog.install()
+    wraps: dict[str, Callable[[Any], Any]] = {"eager": lambda m: m}
+    for mode in spec["modes"]:
+        wraps[mode] = lambda m, mode=mode: torch.compile(m, mode=mode)
+    runs = {name: Run(spec, wrap) for name, wrap in wraps.items()}
+    batches = Batches(load(spec["batches"]))
+    rounds, per_round = spec["rounds"], spec["per_round"]
+    total, done = len(runs) * (3 + sum(per_round)), 0
+
+    def tick(n: int) -> None:
+        nonlocal done
+        done += n
+        print(f"{PROGRESS} {done} {total}", flush=True)
+
+    kept = [batches.next() for _ in range(3)]  # the untimed steps; the first is the compile
+    first: dict[str, float] = {}
+    for name, run in runs.items():
+        log.variant = name
+        sync(device)
+        start = time.perf_counter()
+        run.step(kept[0])
+        sync(device)
+        first[name] = time.perf_counter() - start
+        run.step(kept[1])
+        run.step(kept[2])
+        tick(3)
+    names, times = list(runs), {name: [] for name in runs}
+    for r in range(rounds):
+        round_batches = [batches.next() for _ in range(per_round[r])]
+        if len(kept) < FALLBACK_STEPS:
+            kept += round_batches[:FALLBACK_STEPS - len(kept)]
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            log.variant, run = name, runs[name]
+            sync(device)
+            start = time.perf_counter()
+            for batch in round_batches:
+                run.step(batch)
+            sync(device)
+            times[name].append((time.perf_counter() - start) / len(round_batches))
+            tick(len(round_batches))
+    log.variant = "none"
+    peaks = {name: memory.torch_peak_bytes(lambda run=run: run.step(kept[-1], keep=False), device)
+             for name, run in runs.items()}
+    result: dict[str, Any] = {
+        "index": spec["index"], "device": str(device), "threads": torch.get_num_threads(),
+        "cache": {"fx_hits": int(counters["inductor"].get("fxgraph_cache_hit", 0)),
+                  "fx_misses": int(counters["inductor"].get("fxgraph_cache_miss", 0)),
+                  "aot_hits": int(counters["aot_autograd"].get("autograd_cache_hit", 0))},
+        "variants": {name: {"first_s": first[name], "round_step_s": times[name],
+                            "losses": [float(v) for v in run.losses], "peak_bytes": peaks[name],
+                            "graph_breaks": sorted(log.breaks.get(name, {})),
+                            "recompiles": log.recompiles.get(name, [])}
+                     for name, run in runs.items()},
+    }
+    if spec["index"] == 0:
+        result["fallback"] = fallback(spec, kept, runs)
+    return result
+
+
+def fallback(spec: dict[str, Any], kept: list[Any], runs: dict[str, Run]) -> dict[str, Any]:
+    """Force a compile failure on a fresh model, roll back to eager with one line, train the first steps again."""
+    import torch
+
+    run = Run(spec, lambda m: torch.compile(m, backend=_failing_backend))
+    try:
+        run.step(kept[0], keep=False)
+        error = None
+    except Exception as exc:  # the failure this check forces
+        error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+    torch.compiler.set_stance("force_eager")  # the rollback: every torch.compile'd model runs eager
+    try:
+        losses = [float(run.step(batch)) for batch in kept]
+    finally:
+        torch.compiler.set_stance("default")
+    return {"error": error, "losses": losses, "steps": len(kept)}
+
+
+def main() -> None:
+    spec = json.loads(Path(sys.argv[1]).read_text())
+    for entry in reversed(spec["sys_path"]):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    result = measure(spec)
+    out = Path(sys.argv[2])
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result, allow_nan=True))
+    os.replace(tmp, out)
+    print(f"{PROGRESS} done", flush=True)
+
+
+if __name__ == "__main__":
+    main()

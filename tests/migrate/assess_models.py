@@ -1,0 +1,106 @@
+"""Tiny models and batches for the assess tests, written as a user writes theirs ('module:function' factories).
+
+Importable as ``assess_models`` (tests/migrate is on sys.path under pytest; the measuring processes get the
+parent's sys.path)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+SLEEP_MARKER = "assess-test-grandchild"
+
+
+def mlp():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3))
+
+
+def mlp_batches():
+    g = torch.Generator().manual_seed(0)
+    return [(torch.randn(4, 8, generator=g), torch.randint(0, 3, (4,), generator=g)) for _ in range(2)]
+
+
+class Tokens(torch.nn.Module):
+    """Embedding, one attention, a vocabulary head: a tiny sequence model of a different kind than the MLP."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = torch.nn.Embedding(16, 8)
+        self.qkv = torch.nn.Linear(8, 24)
+        self.head = torch.nn.Linear(8, 16)
+
+    def forward(self, tokens):
+        q, k, v = self.qkv(self.embed(tokens)).chunk(3, dim=-1)
+        return self.head(torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True))
+
+
+def tokens():
+    torch.manual_seed(0)
+    return Tokens()
+
+
+def token_batches():
+    g = torch.Generator().manual_seed(0)
+    seq = torch.randint(0, 16, (2, 4, 7), generator=g)
+    return [(s[:, :-1], s[:, 1:]) for s in seq]
+
+
+class Drifts(torch.nn.Module):
+    """Compiled, it scales its output (``is_compiling`` is True while Dynamo traces), so its losses drift from
+    eager's; and it branches on a tensor's value, a graph break."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 3)
+
+    def forward(self, x):
+        y = self.lin(x)
+        if torch.compiler.is_compiling():
+            y = y * 1.5
+        if y.mean() > 100:  # data-dependent: a graph break
+            return y * 2
+        return y
+
+
+def drifts():
+    torch.manual_seed(0)
+    return Drifts()
+
+
+def raises():
+    raise ValueError("my own message from make_model")
+
+
+def not_a_module():
+    return [1, 2, 3]
+
+
+def no_batches():
+    return []
+
+
+def not_pairs():
+    return [torch.zeros(3)]
+
+
+NOT_CALLABLE = 42
+
+
+def hangs():
+    time.sleep(120)
+    return mlp()
+
+
+def sleeper():
+    """In a measuring process: start a grandchild, say so through the file in ASSESS_TEST_READY, then wait."""
+    if Path(sys.argv[0]).name == "assess_worker.py":
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", SLEEP_MARKER])
+        Path(os.environ["ASSESS_TEST_READY"]).write_text(str(os.getpid()))
+        time.sleep(300)
+    return mlp()

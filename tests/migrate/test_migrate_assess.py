@@ -1,0 +1,121 @@
+"""assess end to end at tiny sizes (two different models, 2 fresh processes each), a model whose compiled losses
+drift and that breaks its graph, the report's files, and Ctrl-C leaving no process behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from orphans import survivors
+
+from course_utils import migrate
+from course_utils.migrate import children
+
+HERE = Path(__file__).resolve().parent
+
+pytestmark = pytest.mark.integration  # compiles in fresh processes: minutes on a loaded 2-core machine
+
+REPORT_KEYS = {"device", "versions", "processes", "speedup", "break_even_speedup", "decision", "parity",
+               "graph_breaks", "recompiles", "compile_seconds", "peak_bytes", "mfu", "inputs"}
+
+
+@pytest.fixture(autouse=True)
+def _importable(monkeypatch) -> None:
+    monkeypatch.syspath_prepend(str(HERE))
+
+
+@pytest.mark.parametrize("model, batches", [("assess_models:mlp", "assess_models:mlp_batches"),
+                                            ("assess_models:tokens", "assess_models:token_batches")])
+def test_two_models_end_to_end_in_two_processes(tmp_path, model, batches) -> None:
+    config = tmp_path / "costs.toml"
+    config.write_text("monthly_spend = 50_000\ntraining_share = 0.5\n")
+    out = tmp_path / "report"
+    found = migrate.assess(model, batches, config=config, processes=2, steps=4, amp="off", out=out, progress=False)
+    assert found.decision.outcome in migrate.decision.DECISIONS
+    assert found.deciding.speedup.n == 2 and found.deciding.speedup.unit == "processes"
+    assert len(found.deciding.in_process) == 2 and found.deciding.in_process[0].unit == "rounds"
+    assert found.deciding.parity.passed, found.deciding.parity
+    assert found.fallback.error is not None and found.fallback.passed, found.fallback
+    assert found.pricing.inputs["monthly_spend"].source == "your config"
+    assert found.pricing.inputs["engineers"].source == "seed article"
+    assert found.flops_per_step > 0 and found.deciding.compile_cold_s > 0
+    report = json.loads((out / "report.json").read_text())
+    assert REPORT_KEYS <= set(report)
+    assert set(report["speedup"]) >= {"median", "low", "high"}
+    assert set(report["compile_seconds"]) >= {"cold", "warm"}
+    page = (out / "report.html").read_text()
+    assert page.index("Decision:") < page.index("data:image/png;base64,") and "http" not in page.split("<body>")[1]
+    assert (out / "report.md").read_text().startswith(f"# Should we migrate {model}?")
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "the working folder was left behind"
+
+
+def test_drifting_losses_fail_parity_and_graph_breaks_are_counted(tmp_path) -> None:
+    found = migrate.assess("assess_models:drifts", "assess_models:mlp_batches", processes=2, steps=2, amp="off",
+                           out=tmp_path / "report", progress=False)
+    assert not found.deciding.parity.passed
+    assert found.deciding.graph_breaks and "Data-dependent branching" in found.deciding.graph_breaks[0]
+    assert not found.fallback.passed  # the fallback runs eager, so it cannot match the drifting compiled path
+    assert any("parity failed" in b for b in migrate.story_assess.blockers(found))
+    assert json.loads((tmp_path / "report" / "report.json").read_text())["parity"]["default"]["passed"] is False
+
+
+def test_ctrl_c_leaves_no_process_and_no_report(tmp_path) -> None:
+    ready, out = tmp_path / "ready", tmp_path / "report"
+    env = {**os.environ, "ASSESS_TEST_READY": str(ready), "PYTHONPATH": str(HERE)}
+    caller = subprocess.Popen([sys.executable, "-m", "course_utils.migrate", "assess",
+                               "--model", "assess_models:sleeper", "--batches", "assess_models:mlp_batches",
+                               "--processes", "2", "--steps", "2",
+                               "--amp", "off", "--out", str(out)], cwd=HERE, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
+    try:
+        deadline = time.time() + 240
+        while not ready.exists():  # the measuring process has started its grandchild and is waiting
+            assert caller.poll() is None, caller.communicate()
+            assert time.time() < deadline, "the measuring process never started"
+            time.sleep(0.2)
+        worker = int(ready.read_text())
+        caller.send_signal(signal.SIGINT)
+        _, err = caller.communicate(timeout=60)
+    finally:
+        if caller.poll() is None:
+            caller.kill()
+    assert caller.returncode == 130, err
+    assert "interrupted" in err
+    assert not survivors("assess-test-grandchild")
+    assert not survivors(str(tmp_path / ".report-assess-"))
+    assert not _alive(worker)
+    assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def _default_sigint() -> None:
+    """A background job inherits an ignored SIGINT; the caller must see the Ctrl-C (see the launcher's test)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().split()[2] != "Z"
+
+
+def test_a_child_that_fails_shows_its_log_and_one_past_its_timeout_is_stopped(tmp_path) -> None:
+    with pytest.raises(children.ChildFailed, match="(?s)exit code 3.*boom"):
+        children.run_child([sys.executable, "-c", "import sys; print('boom', file=sys.stderr); sys.exit(3)"],
+                           log=tmp_path / "a.log", timeout=60)
+    started = []
+    with pytest.raises(TimeoutError, match="timeout=1"):
+        children.run_child([sys.executable, "-c", "import time; time.sleep(60)", "assess-test-timeout"],
+                           log=tmp_path / "b.log", timeout=1, on_start=started.append)
+    assert not survivors("assess-test-timeout")
+    with pytest.raises(children.ChildFailed, match="killed by SIGSEGV"):
+        children.run_child([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"],
+                           log=tmp_path / "c.log", timeout=60)
