@@ -185,14 +185,6 @@ class Measurement:
         return self.table()._repr_html_()
 
 
-def apart(a: Measurement, b: Measurement) -> bool:
-    """True when the quartile ranges of ``a`` and ``b`` do not overlap: a difference this run's noise does not
-    explain. Overlapping quartiles mean "within the noise": say so rather than ranking the medians."""
-    validate.instance("a", a, Measurement)
-    validate.instance("b", b, Measurement)
-    return a.p75 < b.p25 or b.p75 < a.p25
-
-
 def quartiles(m: Measurement, fmt: Callable[[float], str]) -> str:
     """'a to b': the quartile range of ``m``, each end formatted by ``fmt``."""
     validate.instance("m", m, Measurement)

@@ -33,18 +33,6 @@ TAUGHT = {
 }
 SHOWN_FILES = {"05_data_parallel", "06_beyond_one_machine"}
 MAX_PREDICTION_WORDS = 60  # "at most two clauses"
-# Notebooks not yet rewritten to these rules: their tests are expected to fail until then (run them anyway with
-# pytest --runxfail). Remove a notebook from this set when it passes.
-NOT_YET = {"07_should_we_migrate"}
-
-
-@pytest.fixture(autouse=True)
-def _not_yet(request: pytest.FixtureRequest) -> None:
-    ipynb = request.node.callspec.params.get("ipynb") if hasattr(request.node, "callspec") else None
-    if ipynb is not None and ipynb.stem in NOT_YET:
-        pytest.xfail(f"{ipynb.stem} is not yet rewritten to keep the recipe in the cell")
-
-
 def _ids(paths: list[Path]) -> list[str]:
     return [p.stem for p in paths]
 

@@ -184,16 +184,6 @@ def test_block_sizes_follow_the_1_2_5_series() -> None:
     assert [timing._round_up_125(v) for v in (0.5, 1, 1.5, 3, 7, 11, 4000)] == [1, 1, 2, 5, 10, 20, 5000]
 
 
-def test_apart_is_true_only_when_the_quartile_ranges_do_not_overlap() -> None:
-    low = timing.Measurement("low", (1.0, 1.1, 1.2, 1.3))
-    high = timing.Measurement("high", (2.0, 2.1, 2.2, 2.3))
-    overlapping = timing.Measurement("mid", (1.1, 1.2, 2.0, 2.1))
-    assert timing.apart(low, high) and timing.apart(high, low)
-    assert not timing.apart(low, overlapping) and not timing.apart(low, low)
-    with pytest.raises(TypeError, match="b"):
-        timing.apart(low, 2.0)
-
-
 def test_interleaved_takes_turns_rotates_the_order_and_pools_rounds() -> None:
     order: list[str] = []
     found = timing.interleaved({"a": lambda: order.append("a"), "b": lambda: order.append("b")}, rounds=3,

@@ -9,6 +9,7 @@ code raised.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import math
 import re
 import signal
@@ -49,7 +50,7 @@ def function(name: str, path: str) -> Callable[..., Any]:
     """The callable at 'package.module:function'; errors say whether the module or the name is missing."""
     module_name, _, attribute = path.partition(":")
     try:
-        module = __import__(module_name, fromlist=["__name__"])  # the user's module, named at run time
+        module = importlib.import_module(module_name)  # the user's module, named at run time
     except Exception as exc:  # the user's module: any error on import is theirs to see
         raise ValueError(f"{name}: module {module_name!r} does not import: {type(exc).__name__}: {exc}") from exc
     if not hasattr(module, attribute):

@@ -19,6 +19,7 @@ Progress lines ``@@progress DONE TOTAL`` go to stdout; the result is written to 
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
@@ -39,7 +40,7 @@ FALLBACK_STEPS = 10
 def load(path: str) -> Callable[..., Any]:
     """The function named by 'package.module:name'."""
     module, _, name = path.partition(":")
-    return getattr(__import__(module, fromlist=["__name__"]), name)  # the user's module, named at run time
+    return getattr(importlib.import_module(module), name)  # the user's module, named at run time
 
 
 class Batches:
