@@ -10,20 +10,17 @@ TensorFlow operation. A framework that is not installed (or blocked by ``COURSE_
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from course_utils import data, env, models, timing, validate
+from course_utils import calls, data, env, models, timing, validate
 
 _MAX_DEVICES = 256
 
@@ -104,7 +101,7 @@ def time_threads(fn: Callable[..., Any], *args: Any, threads: Sequence[int],
     parts: dict[int, list[timing.Measurement]] = {n: [] for n in counts}
     busy = {n: [0.0, 0.0, 0.0] for n in counts}  # process CPU, calling thread's CPU, wall seconds
     try:
-        with time_limit(timeout, fn):
+        with calls.time_limit(timeout, calls.describe(fn)):
             for r in range(rounds):
                 for n in counts[r % len(counts):] + counts[:r % len(counts)]:
                     torch.set_num_threads(n)
@@ -119,29 +116,6 @@ def time_threads(fn: Callable[..., Any], *args: Any, threads: Sequence[int],
     return {n: ThreadRun(n, timing.Measurement(label=ms[0].label, times=tuple(t for m in ms for t in m.times),
                                                number=ms[0].number, rounds=tuple(m.median for m in ms)),
                          busy[n][0] / busy[n][2], busy[n][1] / busy[n][2]) for n, ms in parts.items()}
-
-
-@contextlib.contextmanager
-def time_limit(seconds: float, fn: Callable[..., Any]) -> Iterator[None]:
-    """Raise ``TimeoutError`` naming ``fn`` if the block runs longer than ``seconds`` (a real-time timer signal, so
-    only in the main thread; elsewhere the block runs unlimited). Code stuck inside one C call is stopped when that
-    call returns to Python."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    name = getattr(fn, "__qualname__", None) or repr(fn)
-
-    def expired(signum: int, frame: Any) -> None:
-        raise TimeoutError(f"{name} was still running after {seconds:g} s (the time limit of the helper calling it): "
-                           "it may never return; check it on its own first")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def mlp_threads_report(workloads: dict[str, list], threads: list[int], min_time: float) -> dict[str, Any]:

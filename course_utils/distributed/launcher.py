@@ -38,9 +38,8 @@ from typing import Any
 import numpy as np
 import psutil
 
-from course_utils import display, validate
+from course_utils import calls, display, validate
 from course_utils.distributed import reaping, worker
-from course_utils.distributed.devices import time_limit
 from course_utils.distributed.failures import (
     PROGRESS_LINE,
     RANK_LINE,
@@ -322,7 +321,7 @@ class LaunchJob:
                 self.bar = advance_progress(self.bar, int(tick.group(1)), int(tick.group(2)), name, nprocs, progress)
                 continue
             if on_line is not None:  # the learner's callable: it may not hold the launch past its timeout
-                with time_limit(max(1.0, timeout - (time.perf_counter() - self.start)), on_line):
+                with calls.time_limit(max(1.0, timeout - (time.perf_counter() - self.start)), calls.describe(on_line)):
                     on_line(rank_, text)
             if echo and rank_ is not None and text.strip():
                 print(f"[rank {rank_}] {text}", flush=True)

@@ -8,17 +8,14 @@ code raised.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import math
 import re
-import signal
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from course_utils import validate
+from course_utils import calls, validate
 from course_utils.migrate import trainstep
 
 _PATH = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
@@ -60,27 +57,6 @@ def function(name: str, path: str) -> Callable[..., Any]:
     if not callable(found):
         raise TypeError(f"{name}: {path} is {type(found).__name__}, not a function")
     return found
-
-
-@contextlib.contextmanager
-def deadline(seconds: float, what: str) -> Iterator[None]:
-    """Raise TimeoutError naming ``what`` when the block runs past ``seconds`` (a SIGALRM timer, so only in the main
-    thread of a POSIX process; elsewhere the block runs without a limit)."""
-    validate.positive("seconds", seconds)
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
-        yield
-        return
-
-    def expire(signum: int, frame: Any) -> None:
-        raise TimeoutError(f"{what} did not finish within {seconds:g} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def call_factory(name: str, path: str) -> Any:
@@ -143,7 +119,7 @@ def probe(model_path: str, batches_path: str, loss_path: str | None, device: Any
     """Build the model, read the first batch and take one eager training step on ``device`` under
     ``FlopCounterMode``: the FLOPs of forward and backward per step (the optimizer's update is not counted). The
     user's code gets ``timeout`` seconds in all (TimeoutError naming it past that)."""
-    with deadline(timeout, f"model/batches/loss: {model_path}(), {batches_path}() and one eager training step"):
+    with calls.time_limit(timeout, f"model/batches/loss: {model_path}(), {batches_path}() and one eager training step"):
         return _probe(model_path, batches_path, loss_path, device)
 
 

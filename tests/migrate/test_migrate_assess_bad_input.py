@@ -49,7 +49,7 @@ def _refused(tmp_path: Path, error: type[Exception] | tuple, match: str, **kwarg
     ({"device": "tpu"}, ValueError, "device must be one of"),
     ({"timeout": float("nan")}, ValueError, "timeout"),
     ({"model": "assess_models:hangs", "timeout": 2}, TimeoutError, "model/batches/loss: assess_models:hangs\\(\\).* "
-                                                                  "did not finish within 2 s"),
+                                                                  "did not return within 2 s"),
 ])
 def test_bad_input_is_named_and_nothing_is_written(tmp_path, kwargs, error, match) -> None:
     _refused(tmp_path, error, match, **kwargs)
