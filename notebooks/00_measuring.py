@@ -418,7 +418,7 @@ cu.notebook.summary_table("00_measuring", cu.measuring.summary_rows(trap, runs, 
 # **Next:** [01 · Dynamic vs static graphs](01_dynamic_vs_static.ipynb): what a compiler sees that eager
 # execution cannot, and what it costs.
 
-# %% [markdown] course={"lead": false, "minutes": 6} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false, "minutes": 6, "optional": true} slideshow={"slide_type": "slide"}
 # ## Going further
 # Optional reading: three questions this notebook's numbers raise, each measured.
 #

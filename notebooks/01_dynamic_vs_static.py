@@ -832,7 +832,7 @@ if "tensorflow" in FW:
 if "tensorflow" in FW:
     cu.exercises.check("01.4", answer_4)
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false, "minutes": 5, "optional": true} slideshow={"slide_type": "slide"}
 # ## Going further
 #
 # Optional reading: each part below keeps its prediction and verdict, and runs in every run.

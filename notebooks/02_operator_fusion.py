@@ -705,7 +705,7 @@ v_flex
 cu.fusion.story.attention(v_flex, flex_gain, peaks=peaks, counts=attention_bytes, traffic=attention_traffic,
                           xla_plan=xla_plan, jax_gain=jax_gain)
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false, "minutes": 5, "optional": true} slideshow={"slide_type": "slide"}
 # ## Going further
 #
 # Optional reading, measured like the rest: what busy time says about these kernels, the vector units' own roof,

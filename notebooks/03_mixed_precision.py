@@ -708,7 +708,7 @@ v_remat
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 cu.precision.story.remat(v_remat, remat, predicted_peak=predicted_peak)
 
-# %% [markdown] course={"lead": false, "minutes": 2} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false, "minutes": 2, "optional": true} slideshow={"slide_type": "slide"}
 # ## Going further
 # Optional reading, with its own predictions: training without a scaler, what XLA makes of `jax.checkpoint`, the
 # library behind torch's fp32 matmul, and fp8.

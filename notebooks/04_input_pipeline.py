@@ -561,7 +561,7 @@ cu.pipeline.story.seed(v_seed, torch_base, wide_base, HIDDEN, 2 * HIDDEN)
 cu.pipeline.story.cores_rule(FREE, CORES, worker_mib, max(counts), BATCH * data.sample_bytes,
                              torch.cuda.is_available())
 
-# %% [markdown] course={"lead": false, "minutes": 4} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false, "minutes": 4, "optional": true} slideshow={"slide_type": "slide"}
 # ## Going further
 #
 # ### tf.data's slow path: `tf.numpy_function`

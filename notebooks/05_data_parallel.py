@@ -597,7 +597,7 @@ cu.distributed.story.mirrored(v_tf, tf_times, CORES)
 # every device still keeps a **full copy** of weights, gradients and optimizer state: ZeRO and FSDP shard those
 # (Going further, and notebook 06).
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false, "minutes": 5, "optional": true} slideshow={"slide_type": "slide"}
 # ## Going further
 #
 # Optional reading: what the notebook's main path does not need, with its own predictions and verdicts.

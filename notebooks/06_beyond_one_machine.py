@@ -402,7 +402,7 @@ print(cu.beyond.cluster_commands(nnodes=2, nproc_per_node=8))
 # %%
 cu.beyond.hang_checklist()
 
-# %% [markdown] course={"lead": false, "minutes": 5} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false, "minutes": 5, "optional": true} slideshow={"slide_type": "slide"}
 # ## Going further
 #
 # Optional reading: what sharding costs in communication, two collectives timed alone, and FSDP as a layout in

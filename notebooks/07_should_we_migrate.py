@@ -169,7 +169,7 @@ v_amp
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 cu.migrate.story.amp_story(ladder, amp_label, v_amp)
 
-# %% [markdown] course={"lead": true, "minutes": 10} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": true, "minutes": 9} slideshow={"slide_type": "slide"}
 # ## 3. Your model, in fresh processes: `assess`
 # The ladder's intervals come from rounds inside one process, which keeps state for its whole life (its
 # allocator, where its threads run, the code its compiler generated); another process can land elsewhere. A
@@ -210,7 +210,7 @@ cu.migrate.story.models_story(cnn, block, v_models)
 # %%
 print(cu.migrate.command_line("mypkg.models:make_model", "mypkg.data:make_batches", config="costs.toml"))
 
-# %% [markdown] course={"lead": true, "minutes": 9} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": true, "minutes": 8} slideshow={"slide_type": "slide"}
 # ## 4. What is it worth? Every input with its source
 # The seed's rule: GPU spend 100k/month, ~30% saved, 2 engineers x 2 weeks (~40k), a 20% buffer for harder
 # debugging, break-even in about two months; the bill grows 50% a month. The cost model does the same arithmetic
@@ -267,7 +267,7 @@ cu.migrate.pricing_cases(at_lead, growth=0.5)
 cu.migrate.explore(at_lead.pricing.estimate.speedup, training_share=lead.value("training_share"),
                    eager_upkeep=lead.value("eager_upkeep"), compile_s_per_job=at_lead.deciding.compile_cold_s)
 
-# %% [markdown] course={"lead": true, "minutes": 7} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": true, "minutes": 6} slideshow={"slide_type": "slide"}
 # ## 5. The launch checklist, run as code
 # The seed's checklist, each item a check that can fail, on the whole training step at the compiled rung's
 # set-up: the **MVP bar is the break-even speed-up** (the fresh-process interval must lie above it) with compiled
@@ -408,7 +408,7 @@ cu.notebook.summary_table("07_should_we_migrate", cu.migrate.summary_rows(ladder
 #
 # **Next:** rerun notebooks 00-07 on the hardware you actually pay for (Colab GPU or TPU) and compare.
 
-# %% [markdown] course={"lead": false, "minutes": 5} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false, "minutes": 5, "optional": true} slideshow={"slide_type": "slide"}
 # ## Going further: the seed's framework table, rebuilt on a common baseline
 # The seed's view: *PyTorch* high development efficiency, DDP, strongest ecosystem; *TensorFlow* strong
 # deployment, Strategy API; *JAX* highest performance via XLA, cheapest on TPU. Here: the same CNN, the same

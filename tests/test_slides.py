@@ -285,9 +285,11 @@ def test_sections_have_planned_minutes_within_the_session(ipynb: Path) -> None:
     workshop = nb.metadata["course"]["minutes"]["workshop"]
     missing = [s.title for s in found if s.minutes is None]
     assert found and not missing, f"{ipynb.name}: sections without course.minutes metadata: {missing}"
-    planned = sum(s.minutes for s in found)
+    planned = sum(s.minutes for s in found if not s.optional)
     assert planned <= workshop, f"{ipynb.name}: sections plan {planned} minutes, the session has {workshop}"
     assert any(s.lead for s in found), f"{ipynb.name}: no section is marked for the lead track (course.lead)"
+    further = [s for s in found if s.title.startswith("Going further")]
+    assert all(s.optional for s in further), f"{ipynb.name}: 'Going further' is reading after the session (optional)"
 
 
 def test_readme_course_map_is_generated_from_the_deck_and_notebooks(config: dict) -> None:
@@ -310,3 +312,17 @@ def test_guide_blocks_are_generated_from_the_notebooks(config: dict) -> None:
             assert f"**{exercise}**" in answers, f"the guide has no generated answer for exercise {exercise}"
     for line in ("If the laptop is slow", "If the network is down"):
         assert text.count(line) >= len(COURSE_NOTEBOOKS), f"every notebook's section of the guide says: {line}"
+
+
+def test_a_long_table_is_shown_in_parts_with_its_header_on_each() -> None:
+    rows = "".join(f"<tr><td>q{i}</td><td>{i}</td></tr>" for i in range(30))
+    html = f"<table><caption>Measured</caption><tr><th>quantity</th><th>value</th></tr>{rows}</table><p>7 held</p>"
+    cell = nbformat.v4.new_code_cell("cu.summary_table(rows)")
+    cell.outputs = [nbformat.v4.new_output("display_data", {"text/html": html})]
+    cell.metadata["slideshow"] = {"slide_type": "slide"}
+    paged = build_slides.paginate([cell])
+    parts = ["".join(out["data"]["text/html"]) for piece in paged for out in piece.outputs]
+    assert len(parts) == 3 and all("<th>quantity</th>" in p for p in parts)
+    assert [p.count("<td>q") for p in parts] == [14, 14, 2] and "(continued)" in parts[1]
+    assert parts[-1].endswith("<p>7 held</p>") and not parts[0].endswith("</p>")
+    assert all(build_slides.estimated_height(piece) <= build_slides.SLIDE_BUDGET_PX for piece in paged)

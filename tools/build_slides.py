@@ -295,11 +295,37 @@ def _split_outputs(cell: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
     return pieces
 
 
+_TABLE_ROWS = 14  # a longer HTML table is shown in parts of this many rows, each with the header row
+
+
+def _split_table(output: dict) -> list[dict]:
+    """An HTML table output longer than ``_TABLE_ROWS`` data rows, as several outputs of consecutive rows (the
+    caption and the header row repeated, "continued" on the later parts); other outputs are returned as they are."""
+    html = "".join(output.get("data", {}).get("text/html", ""))
+    match = re.fullmatch(r"(?s)(<table>(?:<caption[^>]*>.*?</caption>)?)(<tr>.*?</tr>)((?:<tr>.*?</tr>)+)</table>(.*)",
+                         html.strip())
+    rows = re.findall(r"(?s)<tr>.*?</tr>", match.group(3)) if match else []
+    if len(rows) <= _TABLE_ROWS:
+        return [output]
+    head, header, after = match.group(1), match.group(2), match.group(4)
+    parts = []
+    for start in range(0, len(rows), _TABLE_ROWS):
+        caption = head if not start else head.replace("</caption>", " (continued)</caption>")
+        last = start + _TABLE_ROWS >= len(rows)
+        part = copy.deepcopy(output)
+        part["data"] = {"text/html": caption + header + "".join(rows[start:start + _TABLE_ROWS]) + "</table>"
+                        + (after if last else "")}
+        parts.append(part)
+    return parts
+
+
 def paginate(cells: list[nbformat.NotebookNode]) -> list[nbformat.NotebookNode]:
     """Open a new subslide wherever the cells so far would not fit the slide: a projector cannot scroll."""
     paged: list[nbformat.NotebookNode] = []
     used = 0.0
     for cell in cells:
+        if cell.cell_type == "code":
+            cell.outputs = [part for output in cell.outputs for part in _split_table(output)]
         too_tall = estimated_height(cell) > SLIDE_BUDGET_PX and slide_type(cell) not in ("skip", "notes")
         if too_tall and cell.cell_type == "markdown":
             pieces = _split_markdown(cell)

@@ -2,7 +2,8 @@
 (from the notebooks' cell metadata), and the exercise answers taken from the executed course (never typed).
 
 A section is a Markdown cell that starts with '## '; its metadata ``course.minutes`` is the instructor's plan
-for it and ``course.lead`` (true/false) marks the sections a product or tech lead needs. Answers come from the
+for it, ``course.lead`` (true/false) marks the sections a product or tech lead needs and ``course.optional`` the
+reading after the session ("Going further"), outside the planned minutes. Answers come from the
 solution cells' outputs of build/notebooks/ (make course) when present, else of the stored notebooks.
 """
 
@@ -27,16 +28,18 @@ class Section:
     title: str
     minutes: float | None
     lead: bool
+    optional: bool = False  # "Going further": reading after the session, outside its planned minutes
 
 
 def sections(nb: nbformat.NotebookNode) -> list[Section]:
-    """The notebook's '## ' sections with their planned minutes and lead-track flag."""
+    """The notebook's '## ' sections with their planned minutes, lead-track flag and whether they are optional."""
     found = []
     for cell in nb.cells:
         if cell.cell_type == "markdown" and cell.source.startswith("## "):
             meta = cell.metadata.get("course", {})
             minutes = meta.get("minutes")
-            found.append(Section(cell.source.splitlines()[0][3:].strip(), minutes, bool(meta.get("lead", False))))
+            found.append(Section(cell.source.splitlines()[0][3:].strip(), minutes, bool(meta.get("lead", False)),
+                                 bool(meta.get("optional", False))))
     return found
 
 
@@ -45,13 +48,16 @@ def sections_markdown(notebooks: dict[str, nbformat.NotebookNode]) -> str:
     parts = [SECTIONS_BEGIN, ""]
     for name, nb in notebooks.items():
         found = sections(nb)
-        planned = sum(s.minutes or 0 for s in found)
+        planned = sum(s.minutes or 0 for s in found if not s.optional)
+        optional = sum(s.minutes or 0 for s in found if s.optional)
         session = nb.metadata.get("course", {}).get("minutes", {}).get("workshop", "?")
         lead = sum(s.minutes or 0 for s in found if s.lead)
-        parts += [f"#### `{name}`: {planned:g} of {session} minutes planned; lead track {lead:g} minutes", "",
+        extra = f"; optional reading after the session {optional:g} minutes" if optional else ""
+        parts += [f"#### `{name}`: {planned:g} of {session} minutes planned; lead track {lead:g} minutes{extra}", "",
                   "| section | minutes | lead track |", "|---|---|---|"]
-        parts += [f"| {s.title} | {'?' if s.minutes is None else f'{s.minutes:g}'} | {'yes' if s.lead else ''} |"
-                  for s in found]
+        for s in found:
+            minutes = "?" if s.minutes is None else f"{s.minutes:g}"
+            parts.append(f"| {s.title}{' (optional)' if s.optional else ''} | {minutes} | {'yes' if s.lead else ''} |")
         parts.append("")
     return "\n".join(parts + [SECTIONS_END])
 
