@@ -46,6 +46,9 @@ class Timeline:
 
     def __post_init__(self) -> None:
         validate.instance("label", self.label, str)
+        for name in ("starts", "waits", "computes", "epochs", "fingerprints"):
+            validate.sequence(name, getattr(self, name))
+        validate.instance("metadata", self.metadata, Mapping)
         if not self.waits or not len(self.starts) == len(self.waits) == len(self.computes) == len(self.epochs):
             raise ValueError("starts, waits, computes and epochs must be non-empty and of equal length")
         for name in ("starts", "waits", "computes"):
