@@ -103,8 +103,10 @@ def scale_trace_plot(scales: Sequence[float], skipped: Sequence[bool], ceiling: 
     """The dynamic loss scale per step (log2), skipped (overflowing) steps marked, and optionally the computed
     ceiling log2(fp16 max / largest |gradient|) of each step."""
     validate.non_empty("scales", scales)
-    if len(skipped) != len(scales):
+    if len(validate.non_empty("skipped", skipped)) != len(scales):
         raise ValueError(f"skipped must have one flag per step ({len(scales)}); got {len(skipped)}")
+    if ceiling is not None and len(validate.non_empty("ceiling", ceiling)) != len(scales):
+        raise ValueError(f"ceiling must have one value per step ({len(scales)}); got {len(ceiling)}")
     steps = np.arange(len(scales))
     fig, (ax,) = plotting.figure(width=7.5, height=3.4)
     if ceiling is not None:
