@@ -21,7 +21,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +35,15 @@ AMPS = ("auto", "off", "bf16", "fp16")
 DEVICES = ("auto", "cpu", "cuda")
 WORKER = Path(__file__).resolve().parents[1] / "workers" / "assess_worker.py"
 MAX_ROUNDS = 5
+PROCESSES = (2, 64)  # fresh processes: two for an interval, 64 at most (each runs every mode)
+STEPS = (2, 100_000)  # timed steps per process
 
 
 def _modes(modes: Any) -> list[str]:
+    """The compile modes, once each: a list of names, or a comma-separated string (the command line's)."""
     if isinstance(modes, str):
         modes = [m.strip() for m in modes.split(",") if m.strip()]
+    validate.instance("modes", modes, Iterable)
     names = [validate.choice("modes", m, MODES) for m in validate.non_empty("modes", list(modes))]
     return list(dict.fromkeys(names))
 
@@ -72,14 +76,23 @@ def split_steps(steps: int) -> list[int]:
 def command_line(model: str, batches: str, *, loss: str | None = None, config: str | None = None,
                  processes: int = 5, steps: int = 50, device: str = "auto", modes: Sequence[str] = ("default",),
                  amp: str = "auto", out: str | Path = "build/assess/mymodel") -> str:
-    """The command line of ``assess`` for these arguments (what a lead runs on their own model)."""
+    """The command line of ``assess`` for these arguments (what a lead runs on their own model); each argument is
+    checked as ``assess`` checks it, so a printed command does not fail when it is run."""
     validate.text("model", model)
     validate.text("batches", batches)
+    for name, value in (("loss", loss), ("config", config)):
+        if value is not None:
+            validate.text(name, value)
+    validate.number("processes", processes, low=PROCESSES[0], high=PROCESSES[1], integer=True)
+    validate.number("steps", steps, low=STEPS[0], high=STEPS[1], integer=True)
+    validate.choice("device", device, DEVICES)
+    validate.choice("amp", amp, AMPS)
+    validate.instance("out", out, (str, Path))
     parts = ["python", "-m", "course_utils.migrate", "assess", "--model", model, "--batches", batches]
     parts += ["--loss", loss] if loss else []
     parts += ["--config", config] if config else []
-    parts += ["--processes", str(processes), "--steps", str(steps), "--device", device, "--modes", ",".join(modes),
-              "--amp", amp, "--out", str(out)]
+    parts += ["--processes", str(processes), "--steps", str(steps), "--device", device, "--modes",
+              ",".join(_modes(modes)), "--amp", amp, "--out", str(out)]
     return " ".join(shlex.quote(p) for p in parts)
 
 
@@ -100,8 +113,8 @@ def assess(model: Any, batches: Any, *, out: str | Path, loss: Any = None, confi
     batches_path = factories.resolve("batches", batches)
     loss_path = None if loss is None else factories.resolve("loss", loss)
     inputs = config if isinstance(config, Inputs) else read_config(config)
-    processes = validate.number("processes", processes, low=2, high=64, integer=True)
-    steps = validate.number("steps", steps, low=2, high=100_000, integer=True)
+    processes = validate.number("processes", processes, low=PROCESSES[0], high=PROCESSES[1], integer=True)
+    steps = validate.number("steps", steps, low=STEPS[0], high=STEPS[1], integer=True)
     timeout = validate.number("timeout", timeout, low=1, high=24 * 3600)
     threads = None if threads is None else validate.number("threads", threads, low=1, high=1024, integer=True)
     seed = validate.number("seed", seed, low=0, high=2**31 - 1, integer=True)

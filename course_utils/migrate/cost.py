@@ -31,8 +31,11 @@ SEED_GPU_HOURS_EXAMPLE = ((10, 10.0), (5, 5.0))  # (GPUs, hours) before and afte
 
 
 def months_text(value: float) -> str:
-    """Break-even months as text: '1.2 months', or 'never (within 10 years)'."""
-    return "never (within 10 years)" if math.isinf(value) else f"{value:.1f} months"
+    """Break-even months as text: '1.2 months', or 'never (within 10 years)' for ``math.inf`` (what
+    ``CostEstimate.break_even`` answers when the migration does not pay back); NaN or a negative is refused."""
+    if value == math.inf:
+        return "never (within 10 years)"
+    return f"{validate.non_negative('value', value):.1f} months"
 
 
 @dataclass(frozen=True)

@@ -146,9 +146,9 @@ def read_config(path: str | Path | None) -> Inputs:
     fields it leaves out keep their defaults and say so. ``None``: every field at its default."""
     if path is None:
         return defaults()
-    file = Path(validate.instance("config", path, (str, Path)))
+    file = Path(validate.instance("config path", path, (str, Path)))
     if not file.is_file():
-        raise ValueError(f"config: no file at {str(file)!r}")
+        raise ValueError(f"config path: no file at {str(file)!r}")
     try:
         data = tomllib.loads(file.read_text())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

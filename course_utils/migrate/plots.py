@@ -3,6 +3,7 @@ assess's figure (each process, the interval, the break-even speed-up)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from course_utils import display, plotting, validate
@@ -24,8 +25,17 @@ def waterfall(ladder: Ladder, *, title: str | None = None) -> Figure:
     return fig
 
 
+def _labels(labels: Sequence[str] | None) -> list[str]:
+    """``labels`` checked (a list of non-empty strings), checked before the figures' other arguments so that a
+    wrong kind is named whatever else is missing; [] for None (the figure then labels each row itself)."""
+    if labels is None:
+        return []
+    return [validate.text("labels", label) for label in validate.sequence("labels", labels)]
+
+
 def payback(*estimates: _cost.CostEstimate, labels: list[str] | None = None) -> Figure:
     """Cumulative net per month for each estimate: the median line and the interval shaded."""
+    labels = _labels(labels)
     if not estimates:
         raise ValueError("estimates: pass at least one CostEstimate")
     for est in estimates:
@@ -99,6 +109,7 @@ def explore(gain: MigrationGain, **inputs: Any) -> Any:
 def assess_figure(*found: Any, labels: list[str] | None = None) -> Figure:
     """One row per ``Assessment``: each fresh process's speed-up (dots), their 95% interval (bar) and the break-even
     speed-up at that assessment's inputs (a dashed tick): the comparison that decides ``assess``'s rule."""
+    labels = _labels(labels)
     if not found:
         raise ValueError("found: pass at least one Assessment")
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter

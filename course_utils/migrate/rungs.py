@@ -14,6 +14,7 @@ from course_utils import pipeline, timing, validate
 from course_utils.migrate.ladder import KINDS, NO_MIGRATION, Rung
 
 _GROUPS = itertools.count(1)
+MAX_ROUNDS = 1000  # epochs of each rung: past this a typo, not a measurement
 
 
 def _steady(timelines: Sequence[pipeline.Timeline]) -> tuple[list[float], list[float], float]:
@@ -64,6 +65,7 @@ def measure_rung(label: str, loader: Iterable[Any], step: Callable[[Any], Any], 
 
     ``peak_memory(fn)`` measures what one more step adds (CUDA allocator or process RSS).
     """
+    validate.number("epochs", epochs, low=1, high=MAX_ROUNDS, integer=True)
     return measure_rungs([(label, loader, step, kind)], rounds=epochs, peak_memory=peak_memory)[0]
 
 
@@ -72,7 +74,7 @@ def measure_rungs(specs: Sequence[tuple[str, Iterable[Any], Callable[[Any], Any]
     """Measure several rungs interleaved: one epoch of each in turn, ``rounds`` times, so that a drift in
     the machine's load hits every rung alike. ``specs`` are (label, loader, step, kind)."""
     validate.non_empty("specs", specs)
-    validate.number("rounds", rounds, low=1, high=1000, integer=True)
+    validate.number("rounds", rounds, low=1, high=MAX_ROUNDS, integer=True)
     if peak_memory is not None:
         validate.function("peak_memory", peak_memory)
     firsts = []

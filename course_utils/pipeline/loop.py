@@ -46,6 +46,9 @@ class Timeline:
 
     def __post_init__(self) -> None:
         validate.instance("label", self.label, str)
+        for name in ("starts", "waits", "computes", "epochs", "fingerprints"):
+            validate.sequence(name, getattr(self, name))
+        validate.instance("metadata", self.metadata, Mapping)
         if not self.waits or not len(self.starts) == len(self.waits) == len(self.computes) == len(self.epochs):
             raise ValueError("starts, waits, computes and epochs must be non-empty and of equal length")
         for name in ("starts", "waits", "computes"):
@@ -171,14 +174,21 @@ def _spread_row(t: Timeline) -> tuple[str, ...]:
             _quartiles(compute), display.percent(t.utilisation), _fmt(t.startups[0]))
 
 
+def timeline_list(timelines: Iterable[Timeline] | Mapping[str, Timeline]) -> list[Timeline]:
+    """``timelines`` (an iterable of Timelines, or a mapping's values) as a non-empty list, each one checked: what the
+    tables and plots of several loops take."""
+    if isinstance(timelines, Mapping):
+        timelines = timelines.values()
+    found = validate.non_empty("timelines", list(validate.instance("timelines", timelines, Iterable)))
+    for t in found:
+        validate.instance("timelines", t, Timeline)
+    return found
+
+
 def timelines_table(timelines: Iterable[Timeline], *, title: str | None = None, spread: bool = False) -> display.Table:
     """One row per loop: steady step time, wait, compute (means), utilisation (busy time share), first start-up;
     with ``spread`` the medians with the quartiles of step and compute instead."""
-    if isinstance(timelines, Mapping):
-        timelines = list(timelines.values())
-    timelines = list(validate.non_empty("timelines", list(timelines)))
-    for t in timelines:
-        validate.instance("timelines", t, Timeline)
+    timelines = timeline_list(timelines)
     validate.instance("spread", spread, bool)
     if not spread:
         return display.table(["loop", "step", "wait", "compute", "utilisation", "start-up"],

@@ -10,7 +10,7 @@ import numpy as np
 
 from course_utils import plotting, profile, validate
 from course_utils.pipeline.dataset import MEAN, STD, SyntheticImages
-from course_utils.pipeline.loop import Timeline
+from course_utils.pipeline.loop import Timeline, timeline_list
 from course_utils.pipeline.stall import STEP_MARK, Stalls
 
 if TYPE_CHECKING:
@@ -88,11 +88,7 @@ def timeline_plot(timelines: Sequence[Timeline] | Mapping[str, Timeline], *, tit
     """
     from matplotlib.patches import Patch
 
-    if isinstance(timelines, Mapping):
-        timelines = list(timelines.values())
-    timelines = validate.non_empty("timelines", list(timelines))
-    for t in timelines:
-        validate.instance("timelines", t, Timeline)
+    timelines = timeline_list(timelines)
     validate.number("width", width, low=2, high=40)
     if epoch is not None:
         timelines = [t.epoch(epoch) for t in timelines]

@@ -64,6 +64,8 @@ class Stalls:
     def __post_init__(self) -> None:
         validate.text("label", self.label)
         validate.instance("thread", self.thread, str)
+        validate.sequence("steps", self.steps)
+        validate.sequence("gaps", self.gaps)
         if len(self.steps) < 2 or len(self.gaps) != len(self.steps) - 1:
             raise ValueError(f"steps must hold at least 2 durations and gaps one fewer; got {len(self.steps)} steps "
                              f"and {len(self.gaps)} gaps")
@@ -105,7 +107,7 @@ def data_stalls(trace: profile.Trace, *, label: str = "loop", mark: str = STEP_M
 def stalls_table(stalls: Iterable[Stalls]) -> display.Table:
     """One row per loop: steps seen in the trace, mean step, mean and longest gap, busy share."""
     rows = []
-    for s in validate.non_empty("stalls", list(stalls)):
+    for s in validate.non_empty("stalls", list(validate.instance("stalls", stalls, Iterable))):
         validate.instance("stalls", s, Stalls)
         rows.append((s.label, str(len(s.steps)), display.format_time(float(np.mean(s.steps))),
                      display.format_time(float(np.mean(s.gaps))), display.format_time(max(s.gaps)),

@@ -4,7 +4,7 @@ built and warmed up (compiled) before any clock runs, for the frameworks present
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,13 +32,15 @@ def mlp_step(framework: str, sizes: Sequence[int], *, lr: float = 0.05, seed: in
 
 
 def warm_steps(sizes: Sequence[int], batch: tuple[np.ndarray, np.ndarray], *,
-               frameworks: Iterable[str] | None = None, lr: float = 0.05) -> tuple[dict[str, Any], dict[str, float]]:
+               frameworks: Sequence[str] | None = None, lr: float = 0.05) -> tuple[dict[str, Any], dict[str, float]]:
     """A step per framework present (or per name in ``frameworks``), each called once on ``batch`` so that
     jax.jit and tf.function compile before the clock runs. Returns (steps, first losses)."""
     if not isinstance(batch, (tuple, list)) or len(batch) != 2:
         raise TypeError(f"batch must be an (inputs, labels) pair of NumPy arrays; got {type(batch).__name__}")
-    names = env.installed_frameworks() if frameworks is None else [validate.framework(f) for f in frameworks]
-    validate.non_empty("frameworks", names)
+    if frameworks is None:
+        names = validate.non_empty("frameworks", env.installed_frameworks())
+    else:
+        names = [validate.framework(f, "frameworks") for f in validate.non_empty("frameworks", frameworks)]
     steps, losses = {}, {}
     for name in names:
         steps[name] = mlp_step(name, sizes, lr=lr)

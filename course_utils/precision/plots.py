@@ -103,8 +103,10 @@ def scale_trace_plot(scales: Sequence[float], skipped: Sequence[bool], ceiling: 
     """The dynamic loss scale per step (log2), skipped (overflowing) steps marked, and optionally the computed
     ceiling log2(fp16 max / largest |gradient|) of each step."""
     validate.non_empty("scales", scales)
-    if len(skipped) != len(scales):
+    if len(validate.non_empty("skipped", skipped)) != len(scales):
         raise ValueError(f"skipped must have one flag per step ({len(scales)}); got {len(skipped)}")
+    if ceiling is not None and len(validate.non_empty("ceiling", ceiling)) != len(scales):
+        raise ValueError(f"ceiling must have one value per step ({len(scales)}); got {len(ceiling)}")
     steps = np.arange(len(scales))
     fig, (ax,) = plotting.figure(width=7.5, height=3.4)
     if ceiling is not None:
@@ -124,7 +126,7 @@ def scale_trace_plot(scales: Sequence[float], skipped: Sequence[bool], ceiling: 
 def accumulation_plot(lengths: Sequence[int], errors: Mapping[str, Sequence[float]]) -> Figure:
     """Relative error of long sums against their length, one line per accumulation scheme."""
     validate.non_empty("lengths", lengths)
-    validate.non_empty("errors", errors)
+    validate.non_empty("errors", validate.instance("errors", errors, Mapping))
     fig, (ax,) = plotting.figure(width=7.0, height=3.6)
     for i, (label, err) in enumerate(errors.items()):
         ax.plot(lengths, np.maximum(np.asarray(err), 1e-10), marker="o", markersize=3, label=label,
@@ -142,13 +144,17 @@ def accumulation_plot(lengths: Sequence[int], errors: Mapping[str, Sequence[floa
 def throughput_plot(measured: Mapping[str, float], published: Mapping[str, float] | None = None,
                     published_label: str = "published") -> Figure:
     """Bars of FLOP/s (log scale) measured here, and optionally a second panel of published figures."""
-    validate.non_empty("measured", measured)
-    panels = [(measured, "measured on this machine")] + ([(published, published_label)] if published else [])
-    height = 0.9 + 0.45 * max(len(v) for v, _ in panels)
+    validate.non_empty("measured", validate.instance("measured", measured, Mapping))
+    if published is not None:
+        validate.instance("published", published, Mapping)
+    validate.text("published_label", published_label)
+    panels = [("measured", measured, "measured on this machine")]
+    panels += [("published", published, published_label)] if published else []
+    height = 0.9 + 0.45 * max(len(v) for _, v, _ in panels)
     fig, axes = plotting.figure(ncols=len(panels), width=5.2 * len(panels), height=height)
-    for ax, (values, title) in zip(axes, panels):
+    for ax, (name, values, title) in zip(axes, panels):
         names = list(values)
-        rates = [values[n] / 1e9 for n in names]
+        rates = [validate.positive(f"{name}[{n!r}]", values[n]) / 1e9 for n in names]  # > 0: a log axis
         ax.barh(names, rates, color=[plotting.color_for(n, i) for i, n in enumerate(names)])
         for y, r in enumerate(rates):
             ax.text(r, y, f" {r:,.0f}", va="center", fontsize=8)
@@ -162,7 +168,8 @@ def throughput_plot(measured: Mapping[str, float], published: Mapping[str, float
 
 def memory_stack_plot(breakdowns: Mapping[str, Mapping[str, float]], *, unit: str = "bytes per parameter") -> Figure:
     """Stacked bars: one per scheme, one segment per component (weights, gradients, Adam moments, ...)."""
-    validate.non_empty("breakdowns", breakdowns)
+    validate.non_empty("breakdowns", validate.instance("breakdowns", breakdowns, Mapping))
+    validate.text("unit", unit)
     fig, (ax,) = plotting.figure(width=6.4, height=3.6)
     components = list(dict.fromkeys(c for parts in breakdowns.values() for c in parts))
     bottoms = np.zeros(len(breakdowns))
@@ -184,7 +191,7 @@ def lines_plot(x: Sequence[float], series: Mapping[str, Sequence[float]], *, xla
                title: str, logx: bool = False, logy: bool = False) -> Figure:
     """Several labelled lines over the same x (loss curves, memory against batch size, ...)."""
     validate.non_empty("x", x)
-    validate.non_empty("series", series)
+    validate.non_empty("series", validate.instance("series", series, Mapping))
     fig, (ax,) = plotting.figure(width=6.8, height=3.6)
     for i, (label, ys) in enumerate(series.items()):
         ax.plot(x, ys, label=label, color=plotting.PALETTE[i % len(plotting.PALETTE)], marker="o" if len(x) < 20
@@ -202,7 +209,7 @@ def lines_plot(x: Sequence[float], series: Mapping[str, Sequence[float]], *, xla
 
 def loss_curves_plot(runs: Mapping[str, Sequence[Any]], *, window: int = 20, title: str = "Training loss") -> Figure:
     """Per label: the mean over seeds of the ``window``-step moving average of the loss, and the seeds' range."""
-    validate.non_empty("runs", runs)
+    validate.non_empty("runs", validate.instance("runs", runs, Mapping))
     window = validate.number("window", window, low=1, high=100_000, integer=True)
     fig, (ax,) = plotting.figure(width=7.0, height=3.8)
     kernel = np.ones(window) / window

@@ -119,5 +119,5 @@ def test_a_bad_config_names_the_file_and_the_field(tmp_path, text, match) -> Non
 
 
 def test_a_missing_config_is_named(tmp_path) -> None:
-    with pytest.raises(ValueError, match="config: no file"):
+    with pytest.raises(ValueError, match="config path: no file"):
         migrate.read_config(tmp_path / "nope.toml")
