@@ -10,6 +10,7 @@ from course_utils.timing import Measurement
 
 NAN, INF = float("nan"), float("inf")
 MODEL = dist.AllReduceModel(1e9, 1e-5)
+PARTS = {name: Measurement(name, (1.0,), rounds=(1.0,)) for name, _ in dist.breakdown.CHAIN}
 
 BAD_CALLS = [
     # launch: nothing starts, whatever the timeout or count
@@ -125,7 +126,18 @@ BAD_CALLS = [
     ("parts", lambda: dist.chain([])),
     ("record", lambda: dist.accumulation_saving("accum")),
     ("k", lambda: dist.accumulation_saving({"k": 0})),
+    ("timed", lambda: dist.chain_table([1, 2], {})),
+    ("timed['m']", lambda: dist.chain_table({"m": 1.0}, {"m": {}})),
+    ("timed['m']['single']", lambda: dist.chain_table({"m": {}}, {"m": {}})),
+    ("links", lambda: dist.chain_table({"m": {}}, [1])),
+    ("links['m']", lambda: dist.chain_table({"m": PARTS}, {})),
+    ("links['m']['x']", lambda: dist.chain_table({"m": PARTS}, {"m": {"x": 1.0}})),
     ("cores", lambda: dist.threads_table({"m": {}}, {}, 0)),
+    ("cores", lambda: dist.threads_table({"m": {}}, {}, 10**10)),
+    ("threads", lambda: dist.threads_table([1, 2], {}, 4)),
+    ("threads['m'][1]", lambda: dist.threads_table({"m": {1: 1.0}}, {}, 4)),
+    ("fresh", lambda: dist.threads_table({"m": {}}, None, 4)),
+    ("fresh['passive']['m']", lambda: dist.threads_table({"m": {}}, {"passive": {"m": 1.0}}, 4)),
     # devices: time limits and rounds
     ("min_time", lambda: dist.time_threads(print, threads=[1], min_time=NAN)),
     ("timeout", lambda: dist.time_threads(print, threads=[1], timeout=0)),
