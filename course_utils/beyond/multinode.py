@@ -146,6 +146,8 @@ def run_nodes(commands: Sequence[str | Sequence[str]], timeout: float = 120.0, *
     """
     if isinstance(commands, (str, bytes)) or not isinstance(commands, Sequence):
         raise TypeError(f"commands must be a list of torchrun lines, one per node; got {commands!r:.80}")
+    timeout = validate.number("timeout", timeout, low=0, high=24 * 3600, low_open=True)
+    extra = launcher.launch_options([], env, echo=echo, progress=progress, on_line=on_line)
     nodes = [read_command(c) for c in validate.non_empty("commands", list(commands))]
     validate.number("commands", len(nodes), low=1, high=_MAX_NODES, integer=True)
     first = nodes[0]
@@ -158,8 +160,6 @@ def run_nodes(commands: Sequence[str | Sequence[str]], timeout: float = 120.0, *
     if not first.options["--rdzv-endpoint"].startswith(f"{launcher.LOOPBACK}:"):
         raise ValueError(f"commands: on this machine the endpoint is {launcher.LOOPBACK}:<port>; got "
                          f"{first.options['--rdzv-endpoint']!r}")
-    timeout = validate.number("timeout", timeout, low=0, high=24 * 3600, low_open=True)
-    extra = launcher.launch_options([], env, echo=echo, progress=progress, on_line=on_line)
     total, name = len(nodes) * first.nproc_per_node, first.script.name
     launch_id = uuid.uuid4().hex
     with tempfile.TemporaryDirectory(prefix="course_nodes_") as tmp:

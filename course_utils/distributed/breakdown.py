@@ -37,7 +37,14 @@ def chain(parts: Mapping[str, timing.Measurement]) -> dict[str, intervals.Speedu
 def chain_table(timed: Mapping[str, Mapping[str, timing.Measurement]],
                 links: Mapping[str, Mapping[str, intervals.Speedup]]) -> display.Table:
     """Rank 0's step per model (median and quartiles), and each link's factor with its interval."""
-    validate.non_empty("timed", timed)
+    validate.non_empty("timed", validate.instance("timed", timed, Mapping))
+    validate.instance("links", links, Mapping)
+    for model, parts in timed.items():
+        validate.instance(f"timed[{model!r}]", parts, Mapping)
+        for name, _ in CHAIN:
+            validate.instance(f"timed[{model!r}][{name!r}]", parts.get(name), timing.Measurement)
+        for label, link in validate.instance(f"links[{model!r}]", links.get(model), Mapping).items():
+            validate.instance(f"links[{model!r}][{label!r}]", link, intervals.Speedup)
     rows = []
     for name, label in CHAIN:
         row = [label]
@@ -93,8 +100,14 @@ def accumulation_saving(record: Mapping[str, Any]) -> dict[str, Any]:
 def threads_table(threads: Mapping[str, Mapping[int, ThreadRun]],
                   fresh: Mapping[str, Mapping[str, Mapping[int, ThreadRun]]], cores: int) -> display.Table:
     """The whole-batch step per model and thread count, in this kernel and in fresh processes per wait policy."""
-    validate.non_empty("threads", threads)
-    cores = validate.positive("cores", cores, integer=True)
+    validate.non_empty("threads", validate.instance("threads", threads, Mapping))
+    validate.instance("fresh", fresh, Mapping)
+    cores = validate.count("cores", cores, high=4096)
+    for n, runs in threads.items():
+        _thread_runs(f"threads[{n!r}]", runs)
+    for policy, models in fresh.items():
+        for n, runs in validate.instance(f"fresh[{policy!r}]", models, Mapping).items():
+            _thread_runs(f"fresh[{policy!r}][{n!r}]", runs)
     fmt = display.format_time
     rows = [(n, "this kernel", r.threads, r) for n, t in threads.items() for r in t.values()]
     rows += [(n, f"fresh process, {policy} wait", r.threads, r) for policy, f in fresh.items()
@@ -106,3 +119,9 @@ def threads_table(threads: Mapping[str, Mapping[int, ThreadRun]],
                          title=f"The whole-batch step ({cores} cores)",
                          note="cores busy: the process's CPU seconds per wall second, every thread; the calling "
                               "thread's alone beside it.")
+
+
+def _thread_runs(name: str, runs: Any) -> None:
+    """Refuse what is not {thread count: ThreadRun}, as ``time_threads`` returns, naming where it sits."""
+    for k, run in validate.instance(name, runs, Mapping).items():
+        validate.instance(f"{name}[{k!r}]", run, ThreadRun)

@@ -43,7 +43,8 @@ def diagram() -> Any:
 
 def proof_plot(rank_diff: Mapping[str, float], single_diff: Mapping[str, float]) -> Any:
     """The largest weight difference at each checkpoint ("stepN"): rank 0 against rank 1, and against one process."""
-    validate.non_empty("rank_diff", rank_diff)
+    validate.non_empty("rank_diff", validate.instance("rank_diff", rank_diff, Mapping))
+    validate.instance("single_diff", single_diff, Mapping)
     if list(rank_diff) != list(single_diff):
         raise ValueError("rank_diff and single_diff must have the same checkpoints, in the same order")
     steps = [int(validate.text("checkpoint", c).removeprefix("step")) for c in rank_diff]
@@ -67,11 +68,11 @@ def breakdown_plot(groups: Mapping[str, Mapping[str, tuple[float, float, float]]
     """One panel per group (e.g. model), one bar per label from (compute, all-reduce, step) seconds: compute and the
     all-reduce (each measured alone) stacked, then the rest of the step (step minus both, computed; where the
     parts outlast the step, a black tick marks the step instead)."""
-    validate.non_empty("groups", groups)
+    validate.non_empty("groups", validate.instance("groups", groups, Mapping))
     for group, rows in groups.items():
-        validate.non_empty(f"groups[{group!r}]", rows)
+        validate.non_empty(f"groups[{group!r}]", validate.instance(f"groups[{group!r}]", rows, Mapping))
         for label, triple in rows.items():
-            if isinstance(triple, (str, bytes)) or len(triple) != 3:
+            if len(validate.sequence(f"groups[{group!r}][{label!r}]", triple)) != 3:
                 raise ValueError(f"groups[{group!r}][{label!r}] must be (compute, all-reduce, step) seconds")
             for part in triple:
                 validate.non_negative(f"groups[{group!r}][{label!r}]", part)
@@ -135,9 +136,15 @@ def scaling_plot(nbytes: float, compute_seconds: float, links: Mapping[str, tupl
     the links connect, not this CPU's time. Efficiency assumes no overlap: compute / (compute + all-reduce).
     """
     nbytes = validate.positive("nbytes", nbytes)
-    compute_seconds = validate.positive("compute_seconds", compute_seconds)
-    validate.non_empty("links", links)
+    compute_seconds = validate.seconds("compute_seconds", compute_seconds)
+    validate.non_empty("links", validate.instance("links", links, Mapping))
     validate.non_empty("devices", devices)
+    validate.text("compute_label", compute_label)
+    for label, link in links.items():
+        if len(validate.sequence(f"links[{label!r}]", link)) != 2:
+            raise ValueError(f"links[{label!r}] must be a (bytes/s, latency s) pair; got {len(link)} items")
+        validate.positive(f"links[{label!r}] bytes/s", link[0])
+        validate.non_negative(f"links[{label!r}] latency", link[1])
     fig, (left, right) = plotting.figure(2, width=10.0, height=3.8)
     n = np.asarray(devices, dtype=float)
     for i, (label, (bw, lat)) in enumerate(links.items()):

@@ -114,6 +114,7 @@ def trace_traffic(fn: Callable[..., Any], *inputs: Any, timeout: float = 120) ->
     (``ALIASING_OPS``) move nothing and are skipped. ``fn`` must return within ``timeout`` seconds.
     """
     validate.function("fn", fn)
+    timeout = calls.checked_timeout(timeout)
     if not inputs:
         raise ValueError("inputs must hold at least one tensor or (shape, dtype) pair")
     import torch

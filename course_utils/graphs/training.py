@@ -45,6 +45,8 @@ class LossRun:
     first_compiled_step: float
 
     def __post_init__(self) -> None:
+        validate.sequence("eager", self.eager)
+        validate.sequence("compiled", self.compiled)
         if len(self.eager) != len(self.compiled) or not self.eager:
             raise ValueError(f"eager and compiled must hold the same, non-zero number of losses; got "
                              f"{len(self.eager)} and {len(self.compiled)}")

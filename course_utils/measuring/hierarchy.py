@@ -34,6 +34,7 @@ class HierarchySweep:
 
     def __post_init__(self) -> None:
         validate.non_empty("working_sets", self.working_sets)
+        validate.sequence("bandwidths", self.bandwidths)
         if len(self.bandwidths) != len(self.working_sets):
             raise ValueError(f"bandwidths must have one value per working set ({len(self.working_sets)}); "
                              f"got {len(self.bandwidths)}")

@@ -10,6 +10,7 @@ from course_utils.timing import Measurement
 
 NAN, INF = float("nan"), float("inf")
 MODEL = dist.AllReduceModel(1e9, 1e-5)
+PARTS = {name: Measurement(name, (1.0,), rounds=(1.0,)) for name, _ in dist.breakdown.CHAIN}
 
 BAD_CALLS = [
     # launch: nothing starts, whatever the timeout or count
@@ -98,11 +99,19 @@ BAD_CALLS = [
     # figures
     ("compute_seconds", lambda: dist.scaling_plot(4e6, -1, {"link": (1e10, 5e-6)})),
     ("links", lambda: dist.scaling_plot(4e6, 0.03, {})),
+    ("links", lambda: dist.scaling_plot(4e6, 0.03, [(1e10, 5e-6)])),
+    ("links['link']", lambda: dist.scaling_plot(4e6, 0.03, {"link": 1e10})),
+    ("links['link'] bytes/s", lambda: dist.scaling_plot(4e6, 0.03, {"link": (0.0, 5e-6)})),
+    ("compute_seconds", lambda: dist.scaling_plot(4e6, 10**9, {"link": (1e10, 5e-6)})),
+    ("compute_label", lambda: dist.scaling_plot(4e6, 0.03, {"link": (1e10, 5e-6)}, compute_label=None)),
+    ("groups", lambda: dist.breakdown_plot([("m", {})])),
+    ("groups['m']['a']", lambda: dist.breakdown_plot({"m": {"a": 1e-3}})),
     ("groups", lambda: dist.breakdown_plot({})),
     ("cost", lambda: dist.allreduce_fit_plot({}, None)),
     ("cost", lambda: dist.allreduce_fit_plot(MODEL)),
     ("rank_diff", lambda: dist.proof_plot({}, {})),
     ("rank_diff", lambda: dist.proof_plot({"step5": NAN}, {"step5": 0.0})),
+    ("single_diff", lambda: dist.proof_plot({"step5": 0.0}, 5)),
     # the cost model, measured one way
     ("nprocs", lambda: dist.allreduce_cost(1)),
     ("nprocs", lambda: dist.allreduce_cost(2.5)),
@@ -117,7 +126,18 @@ BAD_CALLS = [
     ("parts", lambda: dist.chain([])),
     ("record", lambda: dist.accumulation_saving("accum")),
     ("k", lambda: dist.accumulation_saving({"k": 0})),
+    ("timed", lambda: dist.chain_table([1, 2], {})),
+    ("timed['m']", lambda: dist.chain_table({"m": 1.0}, {"m": {}})),
+    ("timed['m']['single']", lambda: dist.chain_table({"m": {}}, {"m": {}})),
+    ("links", lambda: dist.chain_table({"m": {}}, [1])),
+    ("links['m']", lambda: dist.chain_table({"m": PARTS}, {})),
+    ("links['m']['x']", lambda: dist.chain_table({"m": PARTS}, {"m": {"x": 1.0}})),
     ("cores", lambda: dist.threads_table({"m": {}}, {}, 0)),
+    ("cores", lambda: dist.threads_table({"m": {}}, {}, 10**10)),
+    ("threads", lambda: dist.threads_table([1, 2], {}, 4)),
+    ("threads['m'][1]", lambda: dist.threads_table({"m": {1: 1.0}}, {}, 4)),
+    ("fresh", lambda: dist.threads_table({"m": {}}, None, 4)),
+    ("fresh['passive']['m']", lambda: dist.threads_table({"m": {}}, {"passive": {"m": 1.0}}, 4)),
     # devices: time limits and rounds
     ("min_time", lambda: dist.time_threads(print, threads=[1], min_time=NAN)),
     ("timeout", lambda: dist.time_threads(print, threads=[1], timeout=0)),

@@ -69,6 +69,7 @@ BAD_CALLS = [
     ("min_time", lambda: fusion.size_sweep({"torch": (1, 2)}, [4], None, compile={"torch": torch.compile},
                                            min_time=float("nan"))),
     ("timeout", lambda: fusion.trace_traffic(lambda x: x, ((2,), "float32"), timeout=0)),
+    ("timeout", lambda: fusion.trace_traffic(lambda x: x, timeout=float("nan"))),
     ("timeout", lambda: fusion.torch_counted_flops(lambda x: x, torch.ones(2), timeout=10**9)),
     ("timeout", lambda: fusion.compile_error(lambda x: x, 1, timeout=float("inf"))),
     # attention

@@ -179,6 +179,8 @@ BAD_CALLS = [
     ("steps", lambda: graphs.run_losses("torch", _step, _step, (X, X), 10**9)),
     ("batch", lambda: graphs.run_losses("torch", _step, _step, X, 3)),
     ("eager", lambda: graphs.LossRun("torch", (1.0,), (1.0, 2.0), 1.0)),
+    ("eager", lambda: graphs.LossRun("torch", 1.0, (1.0,), 1.0)),
+    ("compiled", lambda: graphs.LossRun("torch", (1.0,), None, 1.0)),
     ("times", lambda: graphs.step_table({"torch": RUN}, {})),
     ("steps", lambda: graphs.step_times({}, {})),
     ("steps", lambda: graphs.step_times({"torch": (_step,)}, {"torch": (X, X)})),

@@ -71,6 +71,7 @@ BAD_CALLS = [
     (lambda: measuring.HierarchySweep((2**14,), (-1.0,), {}), "bandwidths"),
     (lambda: measuring.HierarchySweep((0,), (1e9,), {}), "working_sets"),
     (lambda: measuring.HierarchySweep((2**14, 2**15), (1e9,), {}), "bandwidths"),
+    (lambda: measuring.HierarchySweep((2**14,), 1e9, {}), "bandwidths"),
     (lambda: SWEEP.level_of(-1), "working_set"),
     (lambda: SWEEP.dram_points(multiple=0.5), "multiple"),
     (lambda: measuring.default_working_sets(10), "largest"),
