@@ -21,8 +21,6 @@ from hypothesis import strategies as st
 
 from course_utils import calls, exercises, models, notebook, profile, roofline, timing
 
-# Until the lesson packages' bounds land (issue 31), a failure here is expected; this mark goes with them.
-pytestmark = pytest.mark.xfail(strict=False, reason="issue 31: lesson packages not yet bounded")
 TIME_LIMIT = 3.0  # seconds: a bad value must be refused at the call, not after minutes of work
 MEMORY_LIMIT = 1 << 30  # bytes a call may add to the process before it is a runaway allocation
 TARGETS = targets()
