@@ -143,10 +143,7 @@ def figures(*, refresh: bool = False) -> MachineFigures:
     found = None if refresh else _read(path, key)
     if found is None:
         found = _measure(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{time.monotonic_ns()}.tmp")
-        tmp.write_text(json.dumps(_to_json(found), indent=2))
-        tmp.replace(path)  # atomic: a notebook running beside this one reads a whole file or none
+        store(path, _to_json(found))
     _FIGURES[key] = found
     return found
 
@@ -212,6 +209,19 @@ def _to_json(found: MachineFigures) -> dict[str, Any]:
             "roofs": {fw: {**asdict(m), "bandwidth_probes": dict(m.bandwidth_probes),
                            "flops_probes": dict(m.flops_probes), "fresh_output_probes": dict(m.fresh_output_probes)}
                       for fw, m in found.roofs.items()}}
+
+
+def store(path: Path, record: Mapping[str, Any]) -> None:
+    """Write a cached record as JSON through a temporary file renamed over ``path`` (atomic on POSIX): a notebook
+    running beside this one reads the whole record or none. ``path`` lies inside the build folder."""
+    validate.instance("path", path, Path)
+    if not path.resolve().is_relative_to(env.build_dir().resolve()):
+        raise ValueError(f"path must lie inside the build folder {env.build_dir()}; got {path}")
+    validate.instance("record", record, Mapping)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{time.monotonic_ns()}.tmp")
+    tmp.write_text(json.dumps(record, indent=2))
+    tmp.replace(path)
 
 
 def _read(path: Path, key: str) -> MachineFigures | None:

@@ -88,3 +88,14 @@ def test_a_bad_min_time_is_refused_before_the_compile_it_would_time() -> None:
     with pytest.raises(ValueError, match="min_time"):
         machine.call_cost("torch", min_time=-1.0)  # used to compile first (seconds), then refuse
     assert time.perf_counter() - start < 2
+
+
+def test_store_writes_whole_records_inside_the_build_folder_only(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    monkeypatch.setenv("COURSE_BUILD_DIR", str(tmp_path / "build"))
+    target = tmp_path / "build" / "machine" / "k.json"
+    machine.store(target, {"key": "k", "roofs": {}})
+    assert json.loads(target.read_text()) == {"key": "k", "roofs": {}} and not list(target.parent.glob("*.tmp"))
+    with pytest.raises(ValueError, match="path must lie inside the build folder"):
+        machine.store(tmp_path / "elsewhere.json", {"key": "k"})
+    with pytest.raises(TypeError, match="record"):
+        machine.store(target, ["not", "a", "mapping"])

@@ -18,7 +18,6 @@ from __future__ import annotations
 import datetime
 import json
 import math
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -307,10 +306,7 @@ def allreduce_cost(nprocs: int = 2, *, refresh: bool = False, timeout: float = 2
         fits, sweep = fit_rounds(run.records[0], nprocs)
         found = AllReduceCost(combine(fits), tuple(fits), (tuple(sweep[0]), tuple(sweep[1])), nprocs,
                               datetime.datetime.now().isoformat(timespec="seconds"), "measured", key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{time.monotonic_ns()}.tmp")
-        tmp.write_text(json.dumps(_to_json(found), indent=2))
-        tmp.replace(path)  # atomic: a notebook running beside this one reads a whole file or none
+        machine.store(path, _to_json(found))
     _COSTS[key] = found
     return found
 
