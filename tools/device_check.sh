@@ -10,7 +10,7 @@
 #      model's gain, interval and decision.
 # Usage: tools/device_check.sh [--dry-run] [--preinstalled] [--skip-bench] [--skip-assess] [--budget SECONDS]
 #                              [--notebooks "00_measuring 02_operator_fusion"] [OUT]
-# --dry-run rehearses steps 2-4 on a CPU with the local .venv at ci size: what CI can test without a GPU.
+# --dry-run rehearses steps 2-4 on a CPU with the local .venv at ci size (or $COURSE_SIZE, e.g. smoke in the tests).
 # --budget (default 600) bounds steps 2-4 together: the notebooks get 60% of it, the benchmarks and the
 # assessments share the rest; a step cut short keeps what it finished. The script exits 1 when a notebook or benchmark failed or was cut.
 set -euo pipefail
@@ -35,7 +35,7 @@ mkdir -p "$out"
 start=$(date +%s)
 
 if [ "$dry_run" = 1 ]; then
-  python=.venv/bin/python; size=ci
+  python=.venv/bin/python; size=${COURSE_SIZE:-ci}
   [ -x "$python" ] || { echo "--dry-run needs the local .venv: run make setup first" >&2; exit 1; }
 elif [ "$preinstalled" = 1 ]; then
   python=$(command -v python3); size=gpu

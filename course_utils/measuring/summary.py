@@ -39,7 +39,7 @@ def summary_rows(trap: Mapping[str, tuple[timing.Measurement, timing.Measurement
     rows.append(("compute roof", figures.peak_flops / 1e9, "GFLOP/s", f"{figures.flops_probe}; machine figure"))
     rows += [(f"{fw}: best bandwidth probe / matmul probe", m.bandwidth / 1e9, "GB/s",
               f"matmul {m.peak_flops / 1e9:.0f} GFLOP/s") for fw, m in figures.roofs.items()]
-    rows.append(("page faults of a fresh output", figures.fault_seconds(2**20) * 1e3, "ms per MiB", "machine figure"))
+    rows.append(("page faults of a fresh output", figures.fault_seconds(2**20) * 1e6, "µs per MiB", "machine figure"))
     rows += [(f"{fw}: one compiled call's fixed cost", c * 1e6, "µs", "machine figure")
              for fw, c in figures.call_cost.items()]
     return rows
