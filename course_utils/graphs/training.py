@@ -45,8 +45,10 @@ class LossRun:
     first_compiled_step: float
 
     def __post_init__(self) -> None:
+        validate.framework(self.framework)
         validate.sequence("eager", self.eager)
         validate.sequence("compiled", self.compiled)
+        validate.non_negative("first_compiled_step", self.first_compiled_step)
         if len(self.eager) != len(self.compiled) or not self.eager:
             raise ValueError(f"eager and compiled must hold the same, non-zero number of losses; got "
                              f"{len(self.eager)} and {len(self.compiled)}")

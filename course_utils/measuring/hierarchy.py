@@ -41,6 +41,9 @@ class HierarchySweep:
         for i, (size, rate) in enumerate(zip(self.working_sets, self.bandwidths)):
             validate.positive(f"working_sets[{i}]", size, integer=True)
             validate.positive(f"bandwidths[{i}]", rate)
+        validate.instance("caches", self.caches, Mapping)
+        for level, size in self.caches.items():  # 0: a cache the machine does not report
+            validate.non_negative(f"caches[{level!r}]", size, integer=True)
 
     def level_of(self, working_set: int) -> str:
         """The smallest cache that holds ``working_set`` bytes; past the last-level cache 'DRAM' from
