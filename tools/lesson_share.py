@@ -7,8 +7,8 @@ Columns: visible code lines (code cells whose source is not hidden, blank and co
 share of them that is lesson code (everything but lines that only hold string literals and lines of cells that
 build prose: ``Markdown(`` or a call into a lesson's ``story*`` module), the words of prose before the
 ``## Going further`` heading (markdown cells plus the Markdown that code cells generated, tables and code blocks
-left out), and the longest paragraph of prose in words. ``tests/test_recipe.py`` holds every notebook to the
-course's limits with the same functions.
+left out), and the longest paragraph of prose in words (in the whole notebook, "Going further" included).
+``tests/test_recipe.py`` holds every notebook to the course's limits with the same functions.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class Share:
 
     def line(self) -> str:
         return (f"{self.notebook:<28} visible code lines {self.visible_lines:4d}, lesson code {self.lesson_share:4.0%}"
-                f" | prose before 'Going further' {self.words:5d} words, longest paragraph {self.longest_paragraph}")
+                f" | prose before 'Going further' {self.words:5d} words; longest paragraph {self.longest_paragraph}")
 
 
 def source(cell: dict) -> str:
@@ -87,13 +87,13 @@ def code_lines(text: str) -> tuple[int, int]:
     return len(kinds), strings
 
 
-def prose_paragraphs(nb: dict) -> list[str]:
-    """Paragraphs of prose before the 'Going further' heading: markdown cells and generated Markdown outputs,
-    with tables, code blocks, headings and images left out."""
+def prose_paragraphs(nb: dict, main_path: bool = True) -> list[str]:
+    """Paragraphs of prose (before the 'Going further' heading when ``main_path``): markdown cells and generated
+    Markdown outputs, with tables, code blocks, headings and images left out."""
     texts = []
     for cell in nb["cells"]:
         if cell["cell_type"] == "markdown":
-            if GOING_FURTHER.search(source(cell)):
+            if main_path and GOING_FURTHER.search(source(cell)):
                 break
             texts.append(source(cell))
         elif cell["cell_type"] == "code":
@@ -125,9 +125,8 @@ def measure(path: Path) -> Share:
         total, strings = code_lines(source(cell))
         visible += total
         lesson += 0 if builds_prose(cell) else total - strings
-    paragraphs = prose_paragraphs(nb)
-    return Share(path.stem, visible, lesson, sum(words(p) for p in paragraphs),
-                 max((words(p) for p in paragraphs), default=0))
+    return Share(path.stem, visible, lesson, sum(words(p) for p in prose_paragraphs(nb)),
+                 max((words(p) for p in prose_paragraphs(nb, main_path=False)), default=0))
 
 
 def main() -> int:

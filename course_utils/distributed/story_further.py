@@ -104,24 +104,25 @@ def threads(v: display.Verdict, runs: Mapping[str, Mapping[int, ThreadRun]],
     """One process with every thread against one thread, and what the fresh processes' wait policies showed."""
     _verdict(v)
     validate.non_empty("runs", runs)
-    said = []
+    paragraphs = []  # one per model: each stays a readable length
     for name, by_count in runs.items():
         every = max(by_count)
         gain = gains[name]
-        said.append(f"**{name.capitalize()} model**: {every} threads over 1 thread {gain}, "
-                    + _outcome(gain, "faster", "**slower**", "no difference beyond the noise")
-                    + f"; {by_count[every].cores_busy:.2f} cores busy with every thread, "
-                    f"{by_count[1].cores_busy:.2f} with one.")
+        said = [f"**{name.capitalize()} model**: {every} threads over 1 thread {gain}, "
+                + _outcome(gain, "faster", "**slower**", "no difference beyond the noise")
+                + f"; {by_count[every].cores_busy:.2f} cores busy with every thread, "
+                f"{by_count[1].cores_busy:.2f} with one."]
         policies = {policy: f[name][every] for policy, f in fresh.items() if name in f}
         if policies:
             said.append("In fresh processes: " + "; ".join(
                 f"{policy} wait {display.format_time(r.measurement.median)} per step with {r.cores_busy:.2f} cores "
                 f"busy ({display.format_time(r.cores_busy * r.measurement.median)} of CPU per step, computed)"
                 for policy, r in policies.items()) + ".")
+        paragraphs.append(" ".join(said))
     closing = ("Every thread did not make a step slower here." if v.held else
                "Where every thread was slower, the candidates: operators too small to split well (the threads meet "
                "at a barrier after each one, and a waiting OpenMP thread spins before it sleeps), or other processes "
                "taking the cores.")
-    return display.prose(" ".join(said), closing + " One process per wait policy is a hint, not a result this run "
+    return display.prose(*paragraphs, closing + " One process per wait policy is a hint, not a result this run "
                          "can decide. A spinning thread holds a core another process (a second rank, a data worker) "
                          "could use: one reason the course gives each rank `OMP_NUM_THREADS = cores / processes`.")

@@ -163,6 +163,9 @@ def test_threads() -> None:
     text = short(story.threads(FAILED, runs, fresh, {"tiny": SLOWER}))
     assert "**slower**" in text and "passive wait" in text and "spins before it sleeps" in text
     assert "did not make a step slower" in short(story.threads(HELD, runs, {}, {"tiny": SAME}))
+    both = {**runs, "wide": runs["tiny"]}  # one paragraph per model: each stays readable
+    told = story.threads(FAILED, both, fresh, {"tiny": SLOWER, "wide": SLOWER}).text.split("\n\n")
+    assert told[0].startswith("**Tiny model**") and told[1].startswith("**Wide model**")
 
 
 def test_bad_verdicts_are_refused() -> None:
