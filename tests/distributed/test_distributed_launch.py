@@ -219,17 +219,7 @@ def test_sigint_to_the_calling_process_leaves_no_process(tmp_path: Path) -> None
         print("ready", flush=True)
         time.sleep(300)
     """)
-    caller = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
-        from course_utils import distributed as d
-        try:
-            d.launch({str(script)!r}, nprocs=2, timeout=200, progress=False)
-        except KeyboardInterrupt:
-            print("interrupted", flush=True)
-    """)], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        preexec_fn=_default_sigint)
-    for line in caller.stdout:
-        if line.startswith("[rank 1] ready") or line.startswith("[rank 0] ready"):
-            break
+    caller = _caller(script)
     caller.send_signal(signal.SIGINT)
     rest = caller.communicate(timeout=60)[0]
     assert "interrupted" in rest
