@@ -51,7 +51,8 @@ def test_two_buffers_of_different_shapes_get_their_own_static_graph() -> None:
 def test_page_faults_count_fresh_pages_and_none_for_a_reused_buffer() -> None:
     x = torch.ones(16 * 2**20 // 4)  # 16 MiB: glibc maps it fresh unless it keeps it
     out = torch.empty_like(x)
-    assert memory.page_faults(lambda: torch.add(x, 1.0, out=out)) == 0
+    # none of out's 4096 pages (getrusage counts every thread of the worker: another may fault a page meanwhile)
+    assert memory.page_faults(lambda: torch.add(x, 1.0, out=out)) < out.nbytes / 4096 / 100
     assert memory.page_faults(lambda: torch.ones(64 * 2**20 // 4)) >= 64 * 2**20 // 4096 * 0.9  # 64 MiB > mmap max
 
 
