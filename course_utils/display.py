@@ -130,8 +130,9 @@ def format_flops(flops_per_second: float) -> str:
     return f"{rate / 1e12:.3g} TFLOP/s" if rate >= 1e12 else f"{rate / 1e9:.3g} GFLOP/s"
 
 
-HELD, FAILED, NOT_TESTED = "held", "failed", "not tested"
-_ISSUED: list[Verdict] = []  # every verdict of this process, in order: the summary table counts them
+HELD, FAILED, NOT_DECIDED, NOT_TESTED = "held", "failed", "not decided", "not tested"
+STATUSES = (HELD, FAILED, NOT_DECIDED, NOT_TESTED)
+_ISSUED: list[Any] = []  # every verdict or finding of this process, in order: the summary table counts them
 
 
 @dataclass(frozen=True, repr=False)
@@ -203,13 +204,19 @@ def not_tested(why: str, numbers: str = "") -> Verdict:
 
 
 def _issue(v: Verdict) -> Verdict:
-    _ISSUED.append(v)
-    return v
+    return record(v)
+
+
+def record(scored: Any) -> Any:
+    """Count a scored prediction (anything with a ``status``) for this process's summary; returns it."""
+    validate.choice("scored.status", getattr(scored, "status", None), STATUSES)
+    _ISSUED.append(scored)
+    return scored
 
 
 def verdict_counts() -> dict[str, int]:
-    """How many predictions this process scored so far, by status: held, failed, not tested."""
-    return {status: sum(v.status == status for v in _ISSUED) for status in (HELD, FAILED, NOT_TESTED)}
+    """How many predictions this process scored so far, by status: held, failed, not decided, not tested."""
+    return {status: sum(v.status == status for v in _ISSUED) for status in STATUSES}
 
 
 MAX_PARAGRAPH_WORDS = 120

@@ -86,15 +86,40 @@ class Speedup:
         """True when the whole interval lies below ``threshold``."""
         return self.high < validate.positive("threshold", threshold)
 
+    def within(self, margin: float) -> bool:
+        """True when the whole interval lies inside [1/margin, margin]: "no difference" within a stated margin
+        (an equivalence test). A straddling interval is not evidence of no difference: it is not decided."""
+        margin = validate.number("margin", margin, low=1, low_open=True, high=1e6)
+        return self.low >= 1 / margin and self.high <= margin
+
+    @property
+    def scope(self) -> str:
+        """Where the replicates came from: 'over 6 paired rounds in this process' or 'across 5 fresh processes'."""
+        if self.unit == ROUNDS:
+            return f"over {self.n} paired round{'s' if self.n != 1 else ''} in this process"
+        return f"across {self.n} fresh process{'es' if self.n != 1 else ''}"
+
+    @property
+    def estimate(self) -> str:
+        """What the point estimate is: the geometric mean of the paired ratios, not a ratio of pooled medians."""
+        return "geometric mean of the per-round ratios" if self.unit == ROUNDS else \
+            "geometric mean of the per-process ratios"
+
     @property
     def interval(self) -> str:
-        """'95% interval 1.21x to 1.58x over 6 paired rounds'."""
-        return (f"{self.confidence:.0%} interval {_x(self.low)} to {_x(self.high)} over {self.n} paired "
-                f"{self.unit if self.n != 1 else self.unit[:-1]}")
+        """'95% interval 1.21x to 1.58x over 6 paired rounds in this process', written to the digits it supports."""
+        _, low, high = self.printed()
+        return f"{self.confidence:.0%} interval {low} to {high} {self.scope}"
+
+    def printed(self) -> tuple[str, str, str]:
+        """(ratio, low, high) as printed: decimals from the interval's width (a wide interval gets fewer), the
+        bounds rounded outward, so the printed ratio always lies inside the printed interval."""
+        return _printed(self.ratio, self.low, self.high)
 
     def __str__(self) -> str:
-        """'1.42x (95% interval 1.21x to 1.58x over 6 paired rounds)'."""
-        return f"{_x(self.ratio)} ({self.interval})"
+        """'1.42x (geometric mean; 95% interval 1.2x to 1.6x over 6 paired rounds in this process)'."""
+        ratio, _, _ = self.printed()
+        return f"{ratio} (geometric mean; {self.interval})"
 
     __repr__ = __str__
 
@@ -104,8 +129,33 @@ class Speedup:
                 "outcome": self.outcome, "method": METHOD}
 
 
-def _x(value: float) -> str:
-    return f"{value:.3g}x" if math.isfinite(value) else "unbounded"
+MAX_DECIMALS = 3
+
+
+def _decimals(low: float, high: float) -> int:
+    """Decimals an interval supports: one more than the decade of its width, from 1 to ``MAX_DECIMALS``."""
+    width = high - low
+    if not math.isfinite(width):
+        return 1
+    if width <= 0:
+        return MAX_DECIMALS
+    return min(MAX_DECIMALS, max(1, 1 - math.floor(math.log10(width))))
+
+
+def _bound(value: float, decimals: int, direction: int) -> str:
+    """A bound rounded outward (down for a low bound, up for a high one); an infinite one is 'unbounded'."""
+    if not math.isfinite(value):
+        return "unbounded"
+    scaled = value * 10**decimals
+    rounded = (math.floor(scaled + 1e-9) if direction < 0 else math.ceil(scaled - 1e-9)) / 10**decimals
+    return f"{rounded:.{decimals}f}x"
+
+
+def _printed(ratio: float, low: float, high: float) -> tuple[str, str, str]:
+    decimals = _decimals(low, high)
+    if 0 < low < 1:  # a small low bound keeps two significant digits rather than printing 0
+        decimals = max(decimals, min(12, 1 - math.floor(math.log10(low))))
+    return f"{ratio:.{decimals}f}x", _bound(low, decimals, -1), _bound(high, decimals, +1)
 
 
 def speedup(baseline: Any, candidate: Any, *, confidence: float = 0.95) -> Speedup:

@@ -151,7 +151,7 @@ class SummaryTable:
         for i, pair in enumerate(validate.instance("verdicts", self.verdicts, (tuple, list))):
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
                 raise TypeError(f"verdicts[{i}] must be a (status, count) pair; got {pair!r}")
-            validate.choice(f"verdicts[{i}]", pair[0], (display.HELD, display.FAILED, display.NOT_TESTED))
+            validate.choice(f"verdicts[{i}]", pair[0], display.STATUSES)
             validate.non_negative(f"verdicts[{i}]", pair[1], integer=True)
         object.__setattr__(self, "rows", tuple(self.rows))
         object.__setattr__(self, "verdicts", tuple(tuple(p) for p in self.verdicts))
@@ -165,7 +165,8 @@ class SummaryTable:
         """'Predictions scored in this run: 9 held, 2 failed, 1 not tested here.'"""
         counts = dict(self.verdicts)
         return (f"Predictions scored in this run: {counts.get(display.HELD, 0)} held, "
-                f"{counts.get(display.FAILED, 0)} failed, {counts.get(display.NOT_TESTED, 0)} not tested here.")
+                f"{counts.get(display.FAILED, 0)} failed, {counts.get(display.NOT_DECIDED, 0)} not decided, "
+                f"{counts.get(display.NOT_TESTED, 0)} not tested here.")
 
     def to_dict(self) -> dict[str, object]:
         return {

@@ -27,7 +27,7 @@ def test_paired_rounds_give_the_hand_computed_t_interval() -> None:
     assert s.ratio == pytest.approx(math.exp(mean))
     assert (s.low, s.high) == (pytest.approx(math.exp(mean - half)), pytest.approx(math.exp(mean + half)))
     assert s.outcome == "faster" and s.unit == "processes" and s.n == 4
-    assert "95% interval" in str(s) and "over 4 paired processes" in str(s)
+    assert "95% interval" in str(s) and "across 4 fresh processes" in str(s)
 
 
 @pytest.mark.parametrize(("base", "cand", "outcome"), [
