@@ -2,10 +2,13 @@
 
     python tools/lesson_share.py                 # every course notebook
     python tools/lesson_share.py notebooks/01_dynamic_vs_static.ipynb
+    python tools/lesson_share.py --package       # and the size of course_utils: lines, story layer, public names
 
 Columns: visible code lines (code cells whose source is not hidden, blank and comment lines left out), the
-share of them that is lesson code (everything but lines that only hold string literals and lines of cells that
-build prose: ``Markdown(`` or a call into a lesson's ``story*`` module), the words of prose before the
+share of them that is lesson code as a reader sees it: everything but plumbing, which is the lines of statements
+that score or word a finding (``.score(``, ``.not_tested(``, ``cu.findings.``, ``verdict(``), print words, or only
+display something (a bare name, ``cu.display.``, ``Markdown(``, a lesson's ``story``), and lines that only hold
+string literals; then the words of prose before the
 ``## Going further`` heading (markdown cells plus the Markdown that code cells generated, tables and code blocks
 left out), and the longest paragraph of prose in words (in the whole notebook, "Going further" included).
 ``tests/test_recipe.py`` holds every notebook to the course's limits with the same functions.
@@ -14,9 +17,11 @@ left out), and the longest paragraph of prose in words (in the whole notebook, "
 from __future__ import annotations
 
 import argparse
+import ast
 import io
 import json
 import re
+import subprocess
 import sys
 import tokenize
 from dataclasses import dataclass
@@ -67,8 +72,38 @@ def builds_prose(cell: dict) -> bool:
     return cell.get("cell_type") == "code" and bool(PROSE_CALL.search(source(cell)))
 
 
+PLUMBING_CALL = re.compile(r"\.score\(|\.not_tested\(|\bcu\.findings\.|\bverdict\(|\bcu\.display\.|"
+                           r"\bMarkdown\(|\bdisplay\(|\.story\w*\.|\.prose\(")
+
+
+def _prints_text(node: ast.stmt) -> bool:
+    """A ``print`` with words in it (a label, a sentence): a file or a command line printed alone is the recipe."""
+    call = node.value if isinstance(node, ast.Expr) else None
+    return (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "print"
+            and any(isinstance(a, (ast.Constant, ast.JoinedStr)) for a in call.args))
+
+
+def plumbing_rows(text: str) -> set[int]:
+    """Rows (1-based) of the statements in ``text`` that only score, word or display: what a reader skips."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return set()
+    rows: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt) or isinstance(node, (ast.For, ast.While, ast.If, ast.With, ast.Try,
+                                                                ast.FunctionDef, ast.ClassDef)):
+            continue
+        segment = ast.get_source_segment(text, node) or ""
+        bare = isinstance(node, ast.Expr) and isinstance(node.value, (ast.Name, ast.Attribute, ast.Subscript))
+        if bare or PLUMBING_CALL.search(segment) or _prints_text(node):
+            rows.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    return rows
+
+
 def code_lines(text: str) -> tuple[int, int]:
-    """(lines of code, lines that hold only string literals) of a cell: blank and comment lines are not code."""
+    """(lines of code, lines of plumbing) of a cell: blank and comment lines are not code; plumbing is lines that
+    hold only string literals and the statements ``plumbing_rows`` finds."""
     kinds: dict[int, set[str]] = {}
     try:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
@@ -83,7 +118,8 @@ def code_lines(text: str) -> tuple[int, int]:
     except (tokenize.TokenError, SyntaxError, IndentationError):  # a magic or shell line: count lines as code
         lines = [line for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
         return len(lines), 0
-    strings = sum(1 for k in kinds.values() if "string" in k and "code" not in k)
+    plumbing = plumbing_rows(text)
+    strings = sum(1 for row, k in kinds.items() if row in plumbing or ("string" in k and "code" not in k))
     return len(kinds), strings
 
 
@@ -129,10 +165,41 @@ def measure(path: Path) -> Share:
                  max((words(p) for p in prose_paragraphs(nb, main_path=False)), default=0))
 
 
+def package_measures() -> dict[str, int]:
+    """The size of course_utils as issue 35 counts it: lines, the story layer (``story*.py`` and ``findings.py`` of
+    the lessons), public names of the lesson packages and how many no notebook uses, reaches past the public face
+    (``cu.<package>.<module>.<name>``), and the files that name the last notebook (what a new one must touch)."""
+    package = ROOT / "course_utils"
+    lines = {p: len(p.read_text().splitlines()) for p in package.rglob("*.py")}
+    story = sum(n for p, n in lines.items() if p.parent != package and (p.stem.startswith("story")
+                                                                          or p.stem == "findings"))
+    notebooks = "\n".join(p.read_text() for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py")))
+    public = unused = 0
+    for init in sorted(package.glob("*/__init__.py")):
+        names = re.search(r"__all__\s*=\s*\[(.*?)\]", init.read_text(), re.S)
+        for name in re.findall(r"[\"']([A-Za-z_]\w*)[\"']", names.group(1) if names else ""):
+            public += 1
+            unused += not re.search(rf"\bcu\.{init.parent.name}\.{name}\b", notebooks)
+    modules = {p.stem for p in package.glob("*/*.py")} - {"__init__"}
+    past = sum(1 for m in re.finditer(r"\bcu\.(\w+)\.(\w+)\.(\w+)", notebooks)
+               if (package / m.group(1)).is_dir() and m.group(2) in modules and not m.group(2).startswith(("story", "findings")))
+    last = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py"))[-1].stem
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    naming = [f for f in tracked if not f.startswith("notebooks/") and (ROOT / f).is_file()
+              and last in (ROOT / f).read_text(errors="ignore")]
+    return {"course_utils lines": sum(lines.values()), "story layer lines": story,
+            "lesson public names": public, "public names no notebook uses": unused,
+            "notebook reaches past the public face": past, "files naming the last notebook": len(naming)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("notebooks", nargs="*", type=Path, help="notebooks (default: all course notebooks)")
+    parser.add_argument("--package", action="store_true", help="also print the size of course_utils (issue 35)")
     args = parser.parse_args()
+    if args.package:
+        for name, value in package_measures().items():
+            print(f"{name:<40} {value:,}")
     paths = [p.with_suffix(".ipynb") for p in args.notebooks] or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     failed = False
     for path in paths:
