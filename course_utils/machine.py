@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import math
 import os
 import time
 from collections.abc import Mapping
@@ -36,7 +37,9 @@ class MachineFigures:
 
     ``roofs``: each framework's own probes (``roofline.Machine``); ``fault_seconds_per_byte``: first-touching a
     fresh output (page fault + zero fill) beyond writing memory it already owns; ``call_cost``: seconds per
-    call of a compiled ``x + 1`` on 16 float32 elements, per framework (its default compile).
+    call of a compiled ``x + 1`` on 16 float32 elements, per framework (its default compile); ``faults_per_mib``
+    and ``fault_allocator``: the page faults the probe's fresh buffer took per MiB, and whose allocator made it (256
+    per MiB is one fault per 4 KiB page; far fewer means huge pages backed it, as NumPy's large arrays often are).
     """
 
     key: str
@@ -45,6 +48,8 @@ class MachineFigures:
     call_cost: Mapping[str, float]
     measured_at: str
     source: str
+    faults_per_mib: float = math.nan
+    fault_allocator: str = "numpy"
 
     def __post_init__(self) -> None:
         validate.text("key", self.key)
@@ -55,6 +60,9 @@ class MachineFigures:
             validate.positive(f"call_cost[{fw!r}]", cost)
         validate.text("measured_at", self.measured_at)
         validate.choice("source", self.source, ("measured", "read"))
+        if not math.isnan(self.faults_per_mib):
+            validate.non_negative("faults_per_mib", self.faults_per_mib)
+        validate.choice("fault_allocator", self.fault_allocator, ("numpy", "torch"))
 
     @property
     def best(self) -> roofline.Machine:
@@ -102,7 +110,10 @@ class MachineFigures:
                 ("ridge point", f"{self.ridge_intensity:.1f} FLOP/byte")]
         rows += [(f"{fw}: best bandwidth probe / matmul", f"{display.format_rate(m.bandwidth)} / "
                   f"{display.format_flops(m.peak_flops)}") for fw, m in self.roofs.items()]
-        rows.append(("page faults of a fresh output", f"{display.format_time(self.fault_seconds(2**20))} per MiB"))
+        counted = (f" ({self.faults_per_mib:.0f} faults per MiB, {self.fault_allocator} buffer)"
+                   if math.isfinite(self.faults_per_mib) else f" ({self.fault_allocator} buffer)")
+        rows.append(("page faults of a fresh output",
+                     f"{display.format_time(self.fault_seconds(2**20))} per MiB{counted}"))
         rows += [(f"{fw}: one compiled call (x + 1, 16 elements)", display.format_time(cost))
                  for fw, cost in self.call_cost.items()]
         return display.table(["figure", "measured"], rows, title="This machine, measured once for the run",
@@ -161,24 +172,47 @@ def present() -> list[str]:
     return [fw for fw in validate.FRAMEWORKS if env.available(fw)]
 
 
-def fault_cost(nbytes: int = FAULT_PROBE_BYTES, repeats: int = 7) -> float:
-    """Seconds per byte that first-touching a fresh output adds to writing memory already owned: a new array of
-    ``nbytes`` is filled twice, and the first fill (page faults + the kernel's zeroing) minus the second (a plain
-    write) is the fault cost; the median over ``repeats`` fresh arrays."""
+def fault_cost(nbytes: int = FAULT_PROBE_BYTES, repeats: int = 7) -> tuple[float, float, str]:
+    """(seconds per byte, faults per MiB, allocator): what first-touching a fresh output adds to writing memory
+    already owned. A new buffer of ``nbytes`` from the allocator the lessons use (torch's where torch is present:
+    NumPy backs large arrays with huge pages, torch's outputs fault per 4 KiB page) is filled twice; the first fill
+    (page faults + the kernel's zeroing) minus the second (a plain write) is the cost, the median over ``repeats``
+    fresh buffers; the faults of the first fill are counted alongside."""
     nbytes = validate.count("nbytes", nbytes, low=2**20, high=2**32)
     repeats = validate.count("repeats", repeats, high=100)
     validate.memory_fits("nbytes", nbytes)
-    extra = []
+    allocator = "torch" if env.available("torch") else "numpy"
+    extra, faults = [], []
     for _ in range(repeats):
-        fresh = np.empty(nbytes // 4, dtype=np.float32)
+        fresh = _fresh_buffer(allocator, nbytes)
+        fill = fresh.fill_ if allocator == "torch" else fresh.fill
+        before = _minor_faults()
         start = time.perf_counter()
-        fresh.fill(1.0)
+        fill(1.0)
         first = time.perf_counter()
-        fresh.fill(2.0)
+        faults.append(_minor_faults() - before)
+        fill(2.0)
         second = time.perf_counter()
         extra.append(max((first - start) - (second - first), 0.0))
-        del fresh  # unmapped here: the next array faults in new pages
-    return float(np.median(extra)) / nbytes
+        del fresh  # unmapped here: the next buffer faults in new pages
+    return float(np.median(extra)) / nbytes, float(np.median(faults)) * 2**20 / nbytes, allocator
+
+
+def _fresh_buffer(allocator: str, nbytes: int) -> Any:
+    if allocator == "torch":
+        import torch
+
+        return torch.empty(nbytes // 4, dtype=torch.float32)
+    return np.empty(nbytes // 4, dtype=np.float32)
+
+
+def _minor_faults() -> float:
+    """Minor page faults of this process so far (nan where the OS has no ``resource`` module)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return math.nan
+    return float(resource.getrusage(resource.RUSAGE_SELF).ru_minflt)
 
 
 def call_cost(framework: str, *, min_time: float = 0.2) -> float:
@@ -199,12 +233,15 @@ def _plus_one(x: Any) -> Any:
 def _measure(key: str) -> MachineFigures:
     frameworks = present()
     roofs = {fw: roofline.measure_machine(fw) for fw in frameworks}
-    return MachineFigures(key, roofs, fault_cost(), {fw: call_cost(fw) for fw in frameworks},
-                          datetime.datetime.now().isoformat(timespec="seconds"), "measured")
+    per_byte, per_mib, allocator = fault_cost()
+    return MachineFigures(key, roofs, per_byte, {fw: call_cost(fw) for fw in frameworks},
+                          datetime.datetime.now().isoformat(timespec="seconds"), "measured", per_mib, allocator)
 
 
 def _to_json(found: MachineFigures) -> dict[str, Any]:
     return {"key": found.key, "measured_at": found.measured_at, "fault_seconds_per_byte": found.fault_seconds_per_byte,
+            "faults_per_mib": found.faults_per_mib if math.isfinite(found.faults_per_mib) else None,
+            "fault_allocator": found.fault_allocator,
             "call_cost": dict(found.call_cost),
             "roofs": {fw: {**asdict(m), "bandwidth_probes": dict(m.bandwidth_probes),
                            "flops_probes": dict(m.flops_probes), "fresh_output_probes": dict(m.fresh_output_probes)}
@@ -230,6 +267,7 @@ def _read(path: Path, key: str) -> MachineFigures | None:
         data = json.loads(path.read_text())
         return MachineFigures(key, {fw: roofline.Machine(**m) for fw, m in data["roofs"].items()},
                               float(data["fault_seconds_per_byte"]), dict(data["call_cost"]), data["measured_at"],
-                              "read")
+                              "read", math.nan if data["faults_per_mib"] is None else float(data["faults_per_mib"]),
+                              data["fault_allocator"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError):  # a partial or foreign file: measure again
         return None

@@ -50,11 +50,13 @@ def test_a_damaged_file_is_measured_again(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert machine._read(path, "k") is None
     # a whole JSON file whose fields are not figures: a list of roofs, a NaN fault cost, a zero call cost
     good = {"measured_at": "2025-01-01T00:00:00", "fault_seconds_per_byte": 1e-10, "call_cost": {"torch": 1e-5},
+            "faults_per_mib": 256.0, "fault_allocator": "torch",
             "roofs": {"torch": {"framework": "torch", "device": "cpu", "bandwidth_probes": {"triad": 2e10},
                                 "flops_probes": {"matmul": 1e11}}}}
     assert machine._read(_written(path, good), "k").source == "read"
     for damaged in ({**good, "roofs": []}, {**good, "fault_seconds_per_byte": float("nan")},
-                    {**good, "call_cost": {"torch": 0.0}}, []):
+                    {**good, "call_cost": {"torch": 0.0}}, [],
+                    {k: v for k, v in good.items() if k != "faults_per_mib"}):  # an older probe's record
         assert machine._read(_written(path, damaged), "k") is None
 
 
@@ -64,7 +66,9 @@ def _written(path, data):
 
 
 def test_fault_cost_and_call_cost_are_positive_and_small() -> None:
-    assert 0 <= machine.fault_cost(2**22, repeats=3) < 1e-6  # seconds per byte: under 1 ms per KiB is certain
+    per_byte, per_mib, allocator = machine.fault_cost(2**22, repeats=3)
+    assert 0 <= per_byte < 1e-6  # seconds per byte: under 1 ms per KiB is certain
+    assert allocator == "torch" and 0 < per_mib <= 2**20 / 4096 * 1.05  # at most one fault per 4 KiB page
     torch = pytest.importorskip("torch")
     assert torch is not None and 0 < machine.call_cost("torch", min_time=0.02) < 0.1
 
