@@ -5,6 +5,7 @@ only downward (notebooks -> lesson packages -> core -> frameworks), no circles, 
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 import subprocess
 import sys
@@ -135,8 +136,10 @@ def test_no_file_is_over_the_size_limit() -> None:
     assert not big, f"files over {MAX_LINES} lines (one job per file): {big}"
 
 
-# The lesson packages in the order of their notebooks: a lesson may build on an earlier one, never a later one.
-LESSONS = ("measuring", "graphs", "fusion", "precision", "pipeline", "distributed", "beyond", "migrate")
+# The lesson packages in the order of their notebooks (course.toml): a lesson may build on an earlier one, never a
+# later one.
+sys.path.insert(0, str(PACKAGE.parent / "tools"))
+LESSONS = tuple(importlib.import_module("course_file").packages())
 
 
 def test_no_earlier_lesson_imports_a_later_one() -> None:

@@ -18,20 +18,10 @@ share = importlib.import_module("lesson_share")
 
 pytestmark = pytest.mark.integration  # reads the executed notebooks
 
-# The calls each lesson teaches, found in a visible code cell (05, 06: or in the worker file a cell shows).
-TAUGHT = {
-    "00_measuring": ["block_until_ready(", "torch.compile("],
-    "01_dynamic_vs_static": ["torch.compile(", "jax.jit(", "jit_compile=True", "torch.compiler.set_stance("],
-    "02_operator_fusion": ["torch.compile(", "jax.jit(", "jit_compile=True", "out=", "donate_argnums"],
-    "03_mixed_precision": ["torch.autocast(", "torch.amp.GradScaler(", "DTypePolicy(", "jnp.bfloat16"],
-    "04_input_pipeline": ["DataLoader(", "num_workers=", "pin_memory=", "persistent_workers=", "prefetch_factor=",
-                          ".prefetch("],
-    "05_data_parallel": ["DistributedDataParallel(", "no_sync(", "NamedSharding(", "MirroredStrategy("],
-    "06_beyond_one_machine": ["torchrun", "fully_shard(", "jax.distributed.initialize(",
-                              "MultiWorkerMirroredStrategy("],
-    "07_should_we_migrate": ["torch.compile("],
-}
-SHOWN_FILES = {"05_data_parallel", "06_beyond_one_machine"}
+# The calls each lesson teaches (course.toml), found in a visible code cell (or in a worker file the cell shows).
+course_file = importlib.import_module("course_file")
+TAUGHT = {lesson["notebook"]: lesson["taught"] for lesson in course_file.lessons()}
+SHOWN_FILES = {lesson["notebook"] for lesson in course_file.lessons() if lesson["shows_files"]}
 MAX_PREDICTION_WORDS = 60  # "at most two clauses"
 def _ids(paths: list[Path]) -> list[str]:
     return [p.stem for p in paths]

@@ -34,6 +34,7 @@ from pathlib import Path
 import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import course_file  # noqa: E402  (tools/course_file.py: the lessons of course.toml)
 import guide  # noqa: E402  (tools/guide.py: the guide's generated sections and answers)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,8 +80,10 @@ def course_notebooks() -> list[Path]:
 
 
 def planned(config: dict) -> dict[str, dict]:
-    """name -> the [[notebook]] entry of deck.toml (question, planned minutes, accelerators)."""
-    return {entry["name"]: entry for entry in config.get("notebook", [])}
+    """name -> the lesson of the course file (question, planned minutes, accelerators); a ``notebook`` list in
+    ``config`` (a test's synthetic configuration) takes its place."""
+    entries = config.get("notebook") or [{**lesson, "name": lesson["notebook"]} for lesson in course_file.lessons()]
+    return {entry["name"]: entry for entry in entries}
 
 
 def deck_order(config: dict, names: list[str]) -> list[str]:

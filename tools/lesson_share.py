@@ -182,7 +182,8 @@ def package_measures() -> dict[str, int]:
             unused += not re.search(rf"\bcu\.{init.parent.name}\.{name}\b", notebooks)
     modules = {p.stem for p in package.glob("*/*.py")} - {"__init__"}
     past = sum(1 for m in re.finditer(r"\bcu\.(\w+)\.(\w+)\.(\w+)", notebooks)
-               if (package / m.group(1)).is_dir() and m.group(2) in modules and not m.group(2).startswith(("story", "findings")))
+               if (package / m.group(1)).is_dir() and m.group(2) in modules
+               and not m.group(2).startswith(("story", "findings")))
     last = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py"))[-1].stem
     tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
     naming = [f for f in tracked if not f.startswith("notebooks/") and (ROOT / f).is_file()
