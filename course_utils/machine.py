@@ -18,7 +18,7 @@ import math
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,7 @@ class MachineFigures:
     source: str
     faults_per_mib: float = math.nan
     fault_allocator: str = "numpy"
+    remeasured_because: str = ""
 
     def __post_init__(self) -> None:
         validate.text("key", self.key)
@@ -100,7 +101,8 @@ class MachineFigures:
         """One sentence for the notebook: measured now, or read from this run's file (and when it was measured)."""
         when = self.measured_at[11:16]
         if self.source == "measured":
-            return f"Measured now ({when}) and kept for the other notebooks of this run in build/machine/."
+            why = f" (the stored figures were not used: {self.remeasured_because})" if self.remeasured_because else ""
+            return f"Measured now ({when}) and kept for the other notebooks of this run in build/machine/{why}."
         return (f"Read from build/machine/ (measured at {when} by the first notebook of this run on this machine, "
                 "in this boot, at this size); delete that folder to measure again.")
 
@@ -151,9 +153,11 @@ def figures(*, refresh: bool = False) -> MachineFigures:
     if not refresh and key in _FIGURES:
         return _FIGURES[key]
     path = env.build_dir("machine", f"{key}.json")
-    found = None if refresh else _read(path, key)
+    if path.exists() and not path.is_file():
+        raise ValueError(f"the machine figures' file {path} is not a file: remove it, then run again")
+    found, why = (None, "") if refresh else _read(path, key)
     if found is None:
-        found = _measure(key)
+        found = replace(_measure(key), remeasured_because=why)
         store(path, _to_json(found))
     _FIGURES[key] = found
     return found
@@ -257,17 +261,31 @@ def store(path: Path, record: Mapping[str, Any]) -> None:
     validate.instance("record", record, Mapping)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{time.monotonic_ns()}.tmp")
-    tmp.write_text(json.dumps(record, indent=2))
-    tmp.replace(path)
+    try:
+        tmp.write_text(json.dumps(record, indent=2))
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)  # nothing is left behind when the write or the rename fails
 
 
-def _read(path: Path, key: str) -> MachineFigures | None:
-    """The figures in ``path`` if it holds a whole record for ``key``; None otherwise (then they are measured)."""
+def _read(path: Path, key: str) -> tuple[MachineFigures | None, str]:
+    """(the figures in ``path``, "") if it holds a whole, usable record for ``key``; else (None, why it cannot be
+    used: then they are measured again and the notebook says why). Every part is checked on read: a record with no
+    roofs, or with other frameworks than those present, is not used."""
+    if not path.exists():
+        return None, ""
     try:
         data = json.loads(path.read_text())
-        return MachineFigures(key, {fw: roofline.Machine(**m) for fw, m in data["roofs"].items()},
-                              float(data["fault_seconds_per_byte"]), dict(data["call_cost"]), data["measured_at"],
-                              "read", math.nan if data["faults_per_mib"] is None else float(data["faults_per_mib"]),
-                              data["fault_allocator"])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # a partial or foreign file: measure again
-        return None
+        found = MachineFigures(key, {fw: roofline.Machine(**m) for fw, m in data["roofs"].items()},
+                               float(data["fault_seconds_per_byte"]), dict(data["call_cost"]), data["measured_at"],
+                               "read", math.nan if data["faults_per_mib"] is None else float(data["faults_per_mib"]),
+                               data["fault_allocator"])
+    except KeyError as err:
+        return None, f"{path.name} lacks {err} (written by an older probe)"
+    except (OSError, ValueError, TypeError, AttributeError) as err:  # a partial or foreign file
+        return None, f"{path.name} is not a record of figures ({type(err).__name__}: {str(err)[:120]})"
+    frameworks = sorted(present())
+    if sorted(found.roofs) != frameworks or sorted(found.call_cost) != frameworks:
+        return None, (f"{path.name} holds roofs for {sorted(found.roofs) or 'no framework'} and call costs for "
+                      f"{sorted(found.call_cost) or 'no framework'}; the frameworks here are {frameworks}")
+    return found, ""

@@ -26,6 +26,7 @@ def test_best_roof_names_the_framework_that_reached_it() -> None:
 
 def test_figures_are_measured_once_then_read_back(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     monkeypatch.setenv("COURSE_BUILD_DIR", str(tmp_path))
+    monkeypatch.setattr(machine, "present", lambda: ["torch", "jax"])  # the frameworks of _figures()
     measured = []
     monkeypatch.setattr(machine, "_measure", lambda key: measured.append(key) or
                         machine.MachineFigures(key, *list(vars(_figures()).values())[1:]))
@@ -46,18 +47,43 @@ def test_a_damaged_file_is_measured_again(monkeypatch: pytest.MonkeyPatch, tmp_p
     monkeypatch.setenv("COURSE_BUILD_DIR", str(tmp_path))
     path = tmp_path / "machine" / f"{machine.machine_key()}.json"
     path.parent.mkdir()
+    monkeypatch.setattr(machine, "present", lambda: ["torch"])
     path.write_text("{not json")
-    assert machine._read(path, "k") is None
+    assert machine._read(path, "k")[0] is None and "is not a record of figures" in machine._read(path, "k")[1]
     # a whole JSON file whose fields are not figures: a list of roofs, a NaN fault cost, a zero call cost
     good = {"measured_at": "2025-01-01T00:00:00", "fault_seconds_per_byte": 1e-10, "call_cost": {"torch": 1e-5},
             "faults_per_mib": 256.0, "fault_allocator": "torch",
             "roofs": {"torch": {"framework": "torch", "device": "cpu", "bandwidth_probes": {"triad": 2e10},
                                 "flops_probes": {"matmul": 1e11}}}}
-    assert machine._read(_written(path, good), "k").source == "read"
+    assert machine._read(_written(path, good), "k")[0].source == "read"
     for damaged in ({**good, "roofs": []}, {**good, "fault_seconds_per_byte": float("nan")},
                     {**good, "call_cost": {"torch": 0.0}}, [],
                     {k: v for k, v in good.items() if k != "faults_per_mib"}):  # an older probe's record
-        assert machine._read(_written(path, damaged), "k") is None
+        found, why = machine._read(_written(path, damaged), "k")
+        assert found is None and why
+    assert "no framework" in machine._read(_written(path, {**good, "roofs": {}}), "k")[1]
+    assert "lacks 'faults_per_mib'" in machine._read(_written(path, {k: v for k, v in good.items()
+                                                                       if k != "faults_per_mib"}), "k")[1]
+
+
+def test_a_folder_at_the_cache_path_is_refused_before_measuring(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    monkeypatch.setenv("COURSE_BUILD_DIR", str(tmp_path))
+    (tmp_path / "machine" / f"{machine.machine_key()}.json").mkdir(parents=True)
+    monkeypatch.setattr(machine, "_measure", lambda key: pytest.fail("measured before refusing the path"))
+    machine._FIGURES.clear()
+    with pytest.raises(ValueError, match="is not a file: remove it"):
+        machine.figures()
+    assert not list((tmp_path / "machine").glob("*.tmp"))
+
+
+def test_a_failed_write_leaves_no_temporary_file(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    monkeypatch.setenv("COURSE_BUILD_DIR", str(tmp_path))
+    target = tmp_path / "machine" / "x.json"
+    target.mkdir(parents=True)
+    (target / "inside").write_text("a folder that rename cannot replace")
+    with pytest.raises(OSError):
+        machine.store(target, {"a": 1})
+    assert not list((tmp_path / "machine").glob("*.tmp"))
 
 
 def _written(path, data):
