@@ -24,6 +24,7 @@ from course_utils import timing, validate
 FASTER, SLOWER, WITHIN_NOISE = "faster", "slower", "within the noise"
 ROUNDS, PROCESSES = "rounds", "processes"
 METHOD = "Student-t interval on paired log-ratios"
+MIN_SECONDS, MAX_SECONDS = 1e-12, 1e7  # a picosecond to four months: outside it a "time" is a unit or a typo
 MAX_P = 0.99999  # t_quantile's largest p: 0.5 + confidence / 2 at the highest confidence (0.999) is 0.9995
 
 
@@ -192,7 +193,8 @@ def _paired(baseline: Any, candidate: Any) -> tuple[np.ndarray, np.ndarray, tupl
             raise TypeError(f"{name} must be a timing.Measurement or a sequence of seconds; got {type(seq).__name__}")
         if len(seq) < 2:
             raise ValueError(f"{name} holds {len(seq)} value(s); an interval needs at least 2 paired replicates")
-        values.append(np.array([validate.positive(f"{name}[{i}]", v) for i, v in enumerate(seq)], dtype=float))
+        values.append(np.array([validate.number(f"{name}[{i}]", v, low=MIN_SECONDS, high=MAX_SECONDS)
+                                for i, v in enumerate(seq)], dtype=float))
     if len(values[0]) != len(values[1]):
         raise ValueError(f"baseline holds {len(values[0])} values, candidate {len(values[1])}: they must be paired")
     return values[0], values[1], ("baseline", "candidate"), PROCESSES

@@ -65,13 +65,15 @@ def sync(value: Any) -> Any:
 _wait_for = sync  # benchmark() has a parameter named sync
 
 
-def _leaves(value: Any) -> Iterable[Any]:
-    if isinstance(value, Mapping):
-        for item in value.values():
-            yield from _leaves(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _leaves(item)
+def _leaves(value: Any, inside: frozenset[int] = frozenset()) -> Iterable[Any]:
+    """Every array in ``value``'s nesting; a container that holds itself is refused (it has no end to wait for)."""
+    if isinstance(value, (Mapping, list, tuple)):
+        if id(value) in inside:
+            raise ValueError("value holds itself (a list, tuple or dict inside its own nesting): sync needs a finite "
+                             "nesting of arrays")
+        inside = inside | {id(value)}
+        for item in (value.values() if isinstance(value, Mapping) else value):
+            yield from _leaves(item, inside)
     elif value is not None:
         yield value
 
@@ -255,7 +257,7 @@ def benchmark(fn: Callable[..., Any], *args: Any, warmup: int = 0, min_time: flo
     validate.number("max_repeats", max_repeats, low=1, high=100_000, integer=True)
     validate.number("min_repeats", min_repeats, low=1, high=max_repeats, integer=True)
     validate.choice("sync", sync, ("auto", True, False))
-    label = validate.instance("label", label, str) if label is not None else getattr(fn, "__name__", "fn")
+    label = validate.text("label", label) if label is not None else getattr(fn, "__name__", "fn")
     timeout = _calls.checked_timeout(timeout)
     limit = functools.partial(_calls.limit, fn, timeout, "fn")
     if kwargs:  # bind them once: the timed loop then costs what a plain call costs
@@ -303,7 +305,7 @@ def dispatch_only(fn: Callable[..., Any], *args: Any, repeats: int = 20, label: 
     """
     validate.function("fn", fn)
     repeats = validate.number("repeats", repeats, low=1, high=100_000, integer=True)
-    label = validate.instance("label", label, str) if label is not None else getattr(fn, "__name__", "fn")
+    label = validate.text("label", label) if label is not None else getattr(fn, "__name__", "fn")
     timeout = _calls.checked_timeout(timeout)
     with _calls.limit(fn, timeout):
         _wait_for(fn(*args))

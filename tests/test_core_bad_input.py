@@ -177,3 +177,15 @@ def test_sizes_are_checked_against_the_memory_free_now(call, argument, monkeypat
     free = type("Memory", (), {"available": 2**30})()
     monkeypatch.setattr(validate.psutil, "virtual_memory", lambda: free)
     rejects(call, argument)
+
+
+def test_the_last_core_wrong_answers_are_refused_by_name() -> None:  # issue 40
+    from course_utils import intervals, timing
+    with pytest.raises(ValueError, match="label must be a non-empty string"):
+        timing.benchmark(lambda: 1, label="")
+    with pytest.raises(ValueError, match=r"baseline\[0\] must be in \[1e-12"):
+        intervals.speedup([1e-300, 1e300], [1e300, 1e-300])
+    looped: list = [1]
+    looped.append(looped)
+    with pytest.raises(ValueError, match="value holds itself"):
+        timing.sync(looped)
