@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from course_utils import display, env, plotting, validate
+from course_utils import devices, display, env, plotting, validate
 
 REPO_URL = "https://github.com/eager-to-compiled/course"
 RELEASE = "v0.2.0"  # the tag Colab installs course_utils from; one place, checked by tests/test_notebook.py
@@ -30,12 +30,14 @@ _INSTALL_HINT = {
 
 
 def setup(seed: int = 0) -> env.EnvReport:
-    """The one call at the top of each notebook: quiet start, strict deprecations, house plot style, seeds.
+    """The one call at the top of each notebook: the device plan's memory shares, quiet start, strict deprecations,
+    house plot style, seeds.
 
     Returns the environment report so that the cell displays it. Without PyTorch it says so first: every
     notebook needs it, while JAX and TensorFlow sections are skipped with a sentence when they are missing.
     """
     seed = validate.count("seed", seed, low=0, high=env.MAX_SEED)
+    devices.apply(devices.plan(devices.describe()))  # on one GPU: JAX's and TF's share, before their first operation
     if not env.available("torch"):
         print(f"PyTorch is not installed: this course needs it ({_INSTALL_HINT['torch']}).")
     env.quiet_tensorflow()

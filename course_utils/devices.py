@@ -1,0 +1,241 @@
+"""Where the course runs: a device described as data, the known devices' sourced peaks and capabilities, and the
+plan that turns one into what a notebook may do there (memory per framework, the fast dtype, matmul tolerance,
+real or simulated devices for sharding, where PyTorch runs, and what is skipped with which sentence).
+
+The plan is computed from a ``Device``, never from a live query, so every profile (a Colab T4, a TPU v5e-1, a
+laptop CPU) can be planned and tested on any machine: ``describe()`` is the only function that asks the hardware.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from course_utils import env, validate
+
+KINDS = ("cpu", "gpu", "tpu")
+DTYPES = ("float32", "tfloat32", "float16", "bfloat16", "float8")
+GIB = 2**30
+TB = 1e12
+#: one GPU shared by three frameworks in one kernel: PyTorch's caching allocator grows as it needs, JAX and TF are
+#: told their share before their first operation (JAX would take 75% of the card at start, TF all of it)
+GPU_SHARES = {"torch": 0.45, "jax": 0.25, "tensorflow": 0.20}
+SIMULATED_DEVICES = 4  # host CPU devices that stand in for a mesh when the accelerator has one device
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A known device from its data sheet: dense peak FLOP/s per dtype (sparsity figures halved), memory in bytes,
+    which dtypes its matrix units take, and where the numbers come from."""
+
+    name: str
+    kind: str
+    memory: int
+    peaks: Mapping[str, float]
+    source: str
+    capability: tuple[int, int] | None = None  # CUDA compute capability
+    chips: int = 1
+    pattern: str = ""  # a regular expression for the names runtimes report (torch's device name, JAX's device_kind)
+
+    @property
+    def matrix_dtypes(self) -> tuple[str, ...]:
+        """The dtypes with a dense peak above fp32's: what the matrix units (tensor cores, the MXU) run."""
+        return tuple(d for d in DTYPES if d != "float32" and self.peaks.get(d, 0) > self.peaks.get("float32", 0))
+
+
+_NVIDIA = "NVIDIA {} data sheet (dense figures; the sheet's 'with sparsity' figures are twice these)"
+KNOWN: dict[str, Spec] = {s.name: s for s in (
+    Spec("T4", "gpu", 16 * 10**9, {"float32": 8.1 * TB, "float16": 65 * TB}, _NVIDIA.format("T4"), (7, 5),
+         pattern=r"\bT4\b"),
+    Spec("L4", "gpu", 24 * 10**9, {"float32": 30.3 * TB, "tfloat32": 60 * TB, "float16": 121 * TB,
+                                   "bfloat16": 121 * TB, "float8": 242.5 * TB}, _NVIDIA.format("L4"), (8, 9),
+         pattern=r"\bL4\b"),
+    Spec("A100 40GB", "gpu", 40 * 10**9, {"float32": 19.5 * TB, "tfloat32": 156 * TB, "float16": 312 * TB,
+                                          "bfloat16": 312 * TB}, _NVIDIA.format("A100"), (8, 0), pattern=r"\bA100\b"),
+    Spec("A100 80GB", "gpu", 80 * 10**9, {"float32": 19.5 * TB, "tfloat32": 156 * TB, "float16": 312 * TB,
+                                          "bfloat16": 312 * TB}, _NVIDIA.format("A100"), (8, 0), pattern=r"\bA100\b"),
+    Spec("H100 PCIe", "gpu", 80 * 10**9, {"float32": 51 * TB, "tfloat32": 378 * TB, "float16": 756 * TB,
+                                          "bfloat16": 756 * TB, "float8": 1513 * TB}, _NVIDIA.format("H100"), (9, 0),
+         pattern=r"\bH100\b.*\bPCIE\b"),
+    Spec("H100 SXM", "gpu", 80 * 10**9, {"float32": 67 * TB, "tfloat32": 494.5 * TB, "float16": 989.5 * TB,
+                                         "bfloat16": 989.5 * TB, "float8": 1979 * TB}, _NVIDIA.format("H100"),
+         (9, 0), pattern=r"\bH100\b(?!.*\b(PCIE|NVL)\b)"),
+    Spec("TPU v5e-1", "tpu", 16 * 10**9, {"bfloat16": 197 * TB}, "Google Cloud TPU v5e documentation (per chip)",
+         pattern=r"\bV5 ?(E|LITE)"),
+    Spec("TPU v6e-1", "tpu", 32 * 10**9, {"bfloat16": 918 * TB},
+         "Google Cloud TPU v6e (Trillium) documentation (per chip)", pattern=r"\bV6 ?(E|LITE)"),
+    Spec("TPU v5e-8", "tpu", 16 * 10**9, {"bfloat16": 197 * TB},
+         "Google Cloud TPU v5e documentation (per chip; Kaggle's v5e-8 has 8 chips)", chips=8,
+         pattern=r"\bV5 ?(E|LITE)"),
+)}
+
+
+@dataclass(frozen=True)
+class Device:
+    """What a runtime offers, as plain data: the accelerator's kind and name, its memory (bytes, per device), how
+    many devices, the host's cores, a GPU's compute capability or a TPU's generation."""
+
+    kind: str
+    name: str
+    memory: int
+    count: int = 1
+    host_cores: int = 2
+    capability: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        validate.choice("kind", self.kind, KINDS)
+        validate.text("name", self.name)
+        validate.number("memory", self.memory, low=2**26, high=2**44, integer=True)
+        validate.count("count", self.count, high=4096)
+        validate.count("host_cores", self.host_cores, high=4096)
+        if self.capability is not None:
+            if (not isinstance(self.capability, tuple) or len(self.capability) != 2
+                    or not all(isinstance(c, int) and 0 <= c < 100 for c in self.capability)):
+                raise ValueError(f"capability must be a (major, minor) pair of small integers; got {self.capability!r}")
+            if self.kind != "gpu":
+                raise ValueError(f"capability is a GPU's compute capability; got one for a {self.kind}")
+
+
+def spec(device: Device) -> Spec | None:
+    """The known device ``device`` is (matched by kind and the data sheet's name inside its name, memory breaking
+    a tie), or None: then the plan relies on what the run measures, never on a guessed peak."""
+    validate.instance("device", device, Device)
+    name = device.name.upper().replace("-", " ")
+    found = [s for s in KNOWN.values() if s.kind == device.kind and re.search(s.pattern, name)
+             and (s.kind != "tpu" or s.chips == device.count)]
+    found.sort(key=lambda s: abs(s.memory - device.memory))
+    return found[0] if found else None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the notebooks do on ``device``: computed, never measured. ``env`` holds the variables to set before a
+    framework's first operation; ``skips`` maps a capability to the sentence a section prints without it."""
+
+    device: Device
+    spec: Spec | None
+    torch_device: str
+    torch_threads: int
+    fast_dtype: str
+    matmul_tolerance: float
+    mesh_devices: int
+    simulated: bool
+    budgets: Mapping[str, int]
+    env: Mapping[str, str]
+    skips: Mapping[str, str] = field(default_factory=dict)
+
+    def peak(self, dtype: str) -> float | None:
+        """The data sheet's dense peak for ``dtype`` (FLOP/s), or None where this device has no sourced figure."""
+        validate.choice("dtype", dtype, DTYPES)
+        return self.spec.peaks.get(dtype) if self.spec else None
+
+    def fits(self, framework: str, nbytes: float) -> bool:
+        """True when ``nbytes`` of one framework's arrays fit its budget on this device."""
+        return validate.non_negative("nbytes", nbytes) <= self.budgets[validate.framework(framework)]
+
+    def skip(self, capability: str) -> str | None:
+        """The sentence a section prints when this device lacks ``capability`` (None: it has it)."""
+        return self.skips.get(validate.text("capability", capability))
+
+
+CAPABILITIES = ("cuda", "fp8", "bf16 units", "several devices", "tensorflow")
+
+
+def plan(device: Device, *, host_memory: int | None = None) -> Plan:
+    """The plan for ``device``: where each framework runs, its memory budget, the dtype the matrix units favour,
+    the tolerance of a float32 matmul comparison, real or simulated devices for sharding, and the skips."""
+    validate.instance("device", device, Device)
+    known = spec(device)
+    host = validate.number("host_memory", host_memory if host_memory is not None else _host_memory(),
+                           low=2**26, high=2**46, integer=True)
+    skips: dict[str, str] = {}
+    if device.kind != "gpu":
+        skips["cuda"] = f"needs a CUDA GPU; this runtime has a {device.kind.upper()}"
+    if device.kind == "gpu" and (device.capability or (0, 0)) < (8, 9):
+        skips["fp8"] = (f"fp8 matrix units need compute capability 8.9 or newer (L4, H100) or an AMD MI300; "
+                        f"this {device.name} is {'.'.join(map(str, device.capability or (0, 0)))}")
+    elif device.kind != "gpu":
+        skips["fp8"] = "fp8 training needs a GPU with fp8 matrix units (compute capability 8.9+, or an AMD MI300)"
+    bf16_units = known is not None and "bfloat16" in known.matrix_dtypes
+    if device.kind == "gpu" and not bf16_units:
+        skips["bf16 units"] = (f"this {device.name} has no bf16 matrix units: fp16 is its fast format, and bf16 "
+                               "runs at fp32 speed or slower")
+    if device.count == 1 and device.kind != "cpu":
+        skips["several devices"] = (f"this runtime has one {device.kind.upper()}: the sharding sections run on "
+                                    f"{SIMULATED_DEVICES} simulated host devices (Kaggle's TPU v5e-8 or 2x T4 have "
+                                    "several)")
+    if device.kind == "tpu":
+        skips["tensorflow"] = "Colab's TPU runtimes ship no TensorFlow"
+    fast = "float16" if device.kind == "gpu" and not bf16_units else "bfloat16"
+    tolerance = {"tpu": 2e-2, "gpu": 1e-2 if device.capability and device.capability >= (8, 0) else 1e-4}.get(
+        device.kind, 1e-4)  # TPU: bf16 passes by default; Ampere+: TF32 where a framework turns it on
+    budgets, variables = _memory(device, host)
+    torch_device = "cuda" if device.kind == "gpu" else "cpu"
+    threads = device.host_cores
+    real = device.count if device.kind != "cpu" else 1
+    simulated = real < 2
+    return Plan(device, known, torch_device, threads, fast, tolerance, SIMULATED_DEVICES if simulated else real,
+                simulated, budgets, variables, skips)
+
+
+def _memory(device: Device, host: int) -> tuple[dict[str, int], dict[str, str]]:
+    if device.kind != "gpu":  # torch runs on the host; JAX's TPU memory is the chip's own
+        budgets = {fw: host // 4 for fw in validate.FRAMEWORKS}
+        if device.kind == "tpu":
+            budgets["jax"] = int(device.memory * 0.75)
+        return budgets, {}
+    budgets = {fw: int(device.memory * share) for fw, share in GPU_SHARES.items()}
+    variables = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false",
+                 "XLA_PYTHON_CLIENT_MEM_FRACTION": f"{GPU_SHARES['jax']:.2f}",
+                 "TF_FORCE_GPU_ALLOW_GROWTH": "true"}
+    return budgets, variables
+
+
+def _host_memory() -> int:
+    import psutil
+
+    return int(psutil.virtual_memory().total)
+
+
+def apply(plan_: Plan) -> dict[str, str]:
+    """Set the plan's environment variables that are not set yet (before JAX's and TensorFlow's first operation:
+    they read them when their device starts); returns the ones set now."""
+    validate.instance("plan_", plan_, Plan)
+    done = {k: v for k, v in plan_.env.items() if k not in os.environ}
+    os.environ.update(done)
+    return done
+
+
+def describe() -> Device:
+    """This runtime as a ``Device``: the one function that asks the hardware (via ``env.accelerator``, then the
+    framework already imported or importable for a name and memory). Tests build ``Device``s instead."""
+    kind = env.accelerator()
+    cores = os.cpu_count() or 1
+    if kind == "gpu":
+        return _gpu(cores)
+    if kind == "tpu":
+        return _tpu(cores)
+    return Device("cpu", env.cpu_model() or "CPU", _host_memory(), 1, cores)
+
+
+def _gpu(cores: int) -> Device:
+    import torch
+
+    if not torch.cuda.is_available():
+        return Device("cpu", env.cpu_model() or "CPU", _host_memory(), 1, cores)
+    props: Any = torch.cuda.get_device_properties(0)
+    return Device("gpu", props.name, int(props.total_memory), torch.cuda.device_count(), cores,
+                  (int(props.major), int(props.minor)))
+
+
+def _tpu(cores: int) -> Device:
+    import jax
+
+    chips = jax.devices()
+    kind = getattr(chips[0], "device_kind", "TPU")
+    stats = chips[0].memory_stats() or {}
+    return Device("tpu", f"TPU {kind}-{len(chips)}" if "TPU" not in kind.upper() else f"{kind}-{len(chips)}",
+                  int(stats.get("bytes_limit", 16 * 10**9)), len(chips), cores)
