@@ -137,8 +137,11 @@ cu.plotting.time_bars({m.label: m for pair in trap.values() for m in pair}, log=
 early = [fw for fw in trap if fw == "jax" or device == "cuda"]  # calls that return before the result is ready
 checks = [cu.findings.above(f"{fw}: time until ready over until return", waits[fw], 3) if fw in early
           else cu.findings.same(f"{fw}: time until ready over until return", waits[fw], 1.1) for fw in trap]
-v_trap = (cu.measuring.findings.DISPATCH.score(*checks) if early else cu.measuring.findings.DISPATCH.not_tested(
-    "no framework here returns before its result is ready (no JAX, and the others run on a CPU)"))
+if early:
+    v_trap = cu.measuring.findings.DISPATCH.score(*checks)
+else:
+    v_trap = cu.measuring.findings.DISPATCH.not_tested(
+        "no framework here returns before its result is ready (no JAX, and the others run on a CPU)")
 v_trap
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
@@ -156,10 +159,11 @@ v_trap.prose()
 # steady state, that call makes a compiled function look slow in a short benchmark and fast in a long one.
 # The workload: `cu.models.gelu_chain`, eleven elementwise ops (bias, tanh-GELU, residual), eager and compiled
 # in each framework, and the same chain with its `tanh` replaced by the identity (only multiplies and adds
-# remain). All of them are timed in alternating rounds, so any two pair into an interval on their ratio. Such an
-# interval is "in this process": it covers one process's noise from moment to moment, not what changes from one
-# process to the next (where its memory lands, the allocator's state, the code's layout), which can move a result
-# too (Kalibera & Jones 2013; Mytkowicz et al. 2009).
+# remain). All of them are timed in alternating rounds, so any two pair into an interval on their ratio.
+#
+# Such an interval is "in this process": it covers one process's noise from moment to moment, not what changes from
+# one process to the next (where its memory lands, the allocator's state, the code's layout), which can move a
+# result too (Kalibera & Jones 2013; Mytkowicz et al. 2009).
 #
 # **Prediction.** In each framework the first compiled call costs at least 3x a steady-state call, and
 # afterwards the compiled chain beats its own eager one.
