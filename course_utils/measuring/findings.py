@@ -14,7 +14,8 @@ DISPATCH = Template(
           "computes before returning: what ran between the return and the ready clock (the wait call itself, or "
           "work left running) took more than a tenth of the call.",
     below="{failed}: the time until ready over the time until return came out below the predicted range: the call "
-          "spent most of its time before returning, so a clock read at return missed little of the work.",
+          "spent more than a third of its time before returning, so a clock read at return missed less of the work "
+          "than the dispatch model predicts.",
     undecided="{undecided}: the interval straddles its bound, so this run cannot tell on which side the ratio lies.",
     untested="{why}: every call here computes before it returns, so both clocks read the work; on JAX or a GPU the "
              "trap shows.")
@@ -29,8 +30,7 @@ FIRST_CALL = Template(
     below="Below the prediction: {failed}. A first call under 3x a steady one means compiling cost little next to "
           "one call of this size; a compiled chain slower than its own eager one means compiling did not pay on this "
           "chain here." + _CACHE,
-    undecided="{undecided}: the interval straddles 1x, so this run cannot tell whether compiling paid afterwards."
-              + _CACHE)
+    undecided="{undecided}: on its bound or across it, so this run cannot tell on which side it lies." + _CACHE)
 
 SWEEP = Template(
     "measuring.sweep", ("true", "above"),
@@ -38,22 +38,22 @@ SWEEP = Template(
          "overhead sets the time, past it the bytes do.",
     failed="{failed}: false, so each such variant never reached twice its floor inside the sweep: at every size "
            "measured its call's overhead outweighed its bytes.",
-    below="{failed}: under 0.7, so twice the bytes at the top of the sweep cost less than 1.6x the time: that top is "
-          "not yet the bandwidth regime (the overhead still counts there, or a cache serves the data).",
+    below="{failed}: under 0.7, so twice the bytes at the top of the sweep cost less than 2^0.7 (about 1.6x) the "
+          "time: the top did not show the bandwidth regime's slope (the overhead still counts there, a cache serves "
+          "the data, or the timing is noisy).",
     undecided="{undecided}: this run cannot tell on which side of 0.7 the top slope lies.")
 
-_MATMUL = (" Section 2's matmul ran at {rate}; torch's own matmul probe (the same library on a larger product) at "
-           "{probe}; the compute roof drawn ({roof}) is {roof_rate}.")
+_MATMUL = (" Section 2's matmul ran at {rate}; torch's own matmul probe (the same library, at the "
+           "probe's size) at {probe}; the compute roof drawn ({roof}) is {roof_rate}.")
 ROOFLINE = Template(
     "measuring.roofline", ("below", "above"),
     held="A thousand times the bytes cost the add under half again its time: at that size the call's overhead "
          "dominates. The matmul reached over half of torch's own probe." + _MATMUL,
     above="{failed}: above 1.5x, so a thousand times the bytes already cost the add half again its time: at 4,096 "
           "elements the bytes count beside the call's overhead." + _MATMUL,
-    below="{failed}: under half, so the same library ran section 2's smaller product at under half the rate of the "
-          "probe's larger one." + _MATMUL,
-    undecided="{undecided}: the interval straddles 1.5x, so this run cannot tell whether the add's bytes count yet."
-              + _MATMUL)
+    below="{failed}: under half, so the same library ran section 2's product at under half the rate of its own "
+          "probe." + _MATMUL,
+    undecided="{undecided}: on its bound or across it, so this run cannot tell on which side it lies." + _MATMUL)
 
 _DRIFT = (" Re-timed in the same rounds, torch's copy probe ran at {probe_rate}, and at {earlier} when the roofs "
           "were measured ({drift}x): a roof carries the moment it was measured at.")
