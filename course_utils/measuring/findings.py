@@ -30,7 +30,8 @@ FIRST_CALL = Template(
     below="Below the prediction: {failed}. A first call under 3x a steady one means compiling cost little next to "
           "one call of this size; a compiled chain slower than its own eager one means compiling did not pay on this "
           "chain here." + _CACHE,
-    undecided="{undecided}: on its bound or across it, so this run cannot tell on which side it lies." + _CACHE)
+    undecided="{undecided}: on its bound, or its interval across it, so this run cannot tell which side of the bound "
+              "it lies on." + _CACHE)
 
 SWEEP = Template(
     "measuring.sweep", ("true", "above"),
@@ -53,7 +54,8 @@ ROOFLINE = Template(
           "elements the bytes count beside the call's overhead." + _MATMUL,
     below="{failed}: under half, so the same library ran section 2's product at under half the rate of its own "
           "probe." + _MATMUL,
-    undecided="{undecided}: on its bound or across it, so this run cannot tell on which side it lies." + _MATMUL)
+    undecided="{undecided}: on its bound, or its interval across it, so this run cannot tell which side of the bound "
+              "it lies on." + _MATMUL)
 
 _DRIFT = (" Re-timed in the same rounds, torch's copy probe ran at {probe_rate}, and at {earlier} when the roofs "
           "were measured ({drift}x): a roof carries the moment it was measured at.")
