@@ -41,9 +41,9 @@ def torch_library() -> KernelLibrary:
     config = torch.__config__.show()
     blas = re.search(r"BLAS_INFO=(\w+)", config)
     name = blas.group(1) if blas else "unknown"
-    if name == "mkl":
-        version = re.search(r"Math Kernel Library Version ([\w.]+)", config)
-        library = f"Intel MKL {version.group(1) if version else ''}".strip()
+    if name == "mkl":  # MKL's own version line, as it reports it (MKL_Get_Version_String): one spelling
+        version = re.search(r"(Intel\(R\)[^\n]*?Math Kernel Library Version \S+(?: Build \d+)?)", config)
+        library = version.group(1) if version else "Intel MKL (version not reported)"
     else:
         library = name
     dnn = re.search(r"MKL-DNN (v[\w.]+)", config)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from course_utils import calls, env, intervals, machine, timing, validate
+from course_utils import calls, display, env, findings, intervals, machine, timing, validate
 from course_utils.measuring.speedups import EAGER, ChainRuns
 from course_utils.measuring.workloads import chain_faults
 
@@ -48,7 +48,7 @@ def _tanh(framework: str) -> Callable[[Any], Any]:
     return env.import_tensorflow().tanh
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class EagerGap:
     """The slowest eager runtime against the fastest on the chain, and the two suspects measured apart.
 
@@ -109,6 +109,36 @@ class EagerGap:
     def left(self) -> float:
         """Seconds of the gap the suspects leave (negative when they add up to more than the gap)."""
         return self.gap - sum(self.parts.values())
+
+    def table(self) -> display.Table:
+        """The two eager chains, the suspects measured apart, and the gap's budget (computed), one row each."""
+        fmt, slow, fast = display.format_time, self.slow, self.fast
+        share = (lambda t: f"{t / self.gap:.0%} of the gap") if self.gap > 0 else (lambda t: "no gap to share")
+        rows = [("eager chain", fmt(self.chain[slow].median), fmt(self.chain[fast].median),
+                 str(findings.faster(f"{fast} over {slow}", self.spread))),
+                ("tanh alone", fmt(self.tanh[slow].median), fmt(self.tanh[fast].median),
+                 str(findings.faster(f"{fast} over {slow}", self.tanh_spread))),
+                ("page faults per call, outputs' worth", f"{self.faults[slow]:.1f}", f"{self.faults[fast]:.1f}",
+                 f"{fmt(self.fault_seconds)} per output's worth (machine figure)")]
+        rows += [(f"gap's part: {name} (computed)", fmt(t), "", share(t)) for name, t in self.parts.items()]
+        rows.append(("gap left unexplained (computed)", ("-" if self.left < 0 else "") + fmt(abs(self.left)), "",
+                     share(self.left)))
+        if self.one_thread is not None and self.threads is not None:
+            many = max(self.threads)
+            rows.append((f"torch eager chain on 1 thread, then {many}", fmt(self.threads[1].median),
+                         fmt(self.threads[many].median),
+                         str(findings.faster(f"1 thread over {many} threads", self.one_thread))))
+        return display.table(["measured", slow, fast, "compared"], rows,
+                             title=f"{slow}'s eager chain (the longer median) against {fast}'s: the suspects "
+                                   "measured apart",
+                             note="the two chains, the two tanh and the threads each timed in alternating rounds; "
+                                  "a negative remainder: the parts, timed apart from the chain, overlap")
+
+    def __repr__(self) -> str:
+        return repr(self.table())
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
 
 
 def eager_gap(inputs: Mapping[str, tuple], runs: ChainRuns, eager: Mapping[str, Callable[..., Any]],

@@ -37,14 +37,6 @@ def amdahl(shares: Sequence[float], speedups: Sequence[float]) -> float:
     return 1.0 / sum(w / s for w, s in zip(checked, rates))
 
 
-def share_needed(target: float, speedup: float) -> float:
-    """The share of step time that must speed up by ``speedup`` for the whole step to speed up by ``target``
-    (the rest unchanged): (1 - 1/target) / (1 - 1/speedup). Above 1 means impossible."""
-    target = validate.number("target", target, low=1, low_open=True)
-    speedup = validate.number("speedup", speedup, low=1, low_open=True)
-    return (1 - 1 / target) / (1 - 1 / speedup)
-
-
 EAGER, COMPILED = "eager", "compiled"
 EAGER_POLY, COMPILED_POLY = "eager, no tanh", "compiled, no tanh"
 
@@ -127,12 +119,6 @@ class ChainRuns:
             return None
         slow = max(found, key=lambda fw: found[fw].median)
         return intervals.speedup(found[slow], found[self.best(EAGER)])
-
-    def tanh_cost(self, framework: str) -> intervals.Speedup:
-        """The compiled chain without its tanh over the compiled chain (baseline: with tanh)."""
-        self._pair(False)
-        fw = self._fw(framework)
-        return intervals.speedup(self.runs[COMPILED][fw], self.runs[COMPILED_POLY][fw])
 
     def first_call_ratio(self, framework: str) -> float:
         """The compiled chain's first call (its compile) over its steady median call."""

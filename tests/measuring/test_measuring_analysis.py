@@ -83,8 +83,6 @@ def test_amdahl_is_the_time_weighted_harmonic_mean() -> None:
     assert measuring.amdahl([0.5, 0.5], [2.0, 1.0]) == pytest.approx(1 / 0.75)
     assert measuring.amdahl([1.0], [5.0]) == pytest.approx(5.0)
     assert measuring.amdahl([0.3, 0.7], [1e9, 1.0]) == pytest.approx(1 / 0.7, rel=1e-6)  # the cap
-    needed = measuring.share_needed(1 / 0.7, 4.0)
-    assert measuring.amdahl([needed, 1 - needed], [4.0, 1.0]) == pytest.approx(1 / 0.7)
     table = repr(measuring.amdahl_table({"gelu chain": 3.0, "chain without tanh": 1.5}))
     assert "Amdahl" in table and "chain without tanh (1.5x; computed)" in table and "2.5x" in table
 
@@ -104,7 +102,6 @@ def test_chain_runs_name_their_baselines_and_carry_intervals() -> None:
     assert runs.best("eager") == "torch" and runs.best("compiled") == "jax"
     assert runs.best_vs_best().ratio == pytest.approx(5.0)  # best compiled over best eager, not 20x
     assert runs.best_vs_best(tanh=False).ratio == pytest.approx(8e-3 / 1e-3)
-    assert runs.tanh_cost("jax").ratio == pytest.approx(2.0)
     assert runs.eager_spread().ratio == pytest.approx(4.0) and runs.eager_spread().faster
     assert runs.first_call_ratio("torch") == pytest.approx(100.0, rel=0.02)
     text = repr(runs)
