@@ -278,10 +278,12 @@ class Template:
         if not self.untested.strip():
             raise ValueError(f"template {self.key!r} has no 'untested' text: give it one where the prediction may "
                              "not be testable on some runtime")
-        return _issue(Finding(self, (), self._facts(facts), why=validate.text("why", why)))
+        needed = tuple(sorted(_fields(self.untested) - AUTOMATIC))
+        return _issue(Finding(self, (), self._facts(facts, needed), why=validate.text("why", why)))
 
-    def _facts(self, facts: Mapping[str, Any]) -> dict[str, Any]:
-        missing = [name for name in self.facts if name not in facts]
+    def _facts(self, facts: Mapping[str, Any], needed: tuple[str, ...] | None = None) -> dict[str, Any]:
+        """``facts`` if it names every fact the texts use (``needed``: those of one text) and no other."""
+        missing = [name for name in (self.facts if needed is None else needed) if name not in facts]
         if missing:
             raise ValueError(f"template {self.key!r} needs the facts {', '.join(missing)}; got "
                              f"{', '.join(sorted(facts)) or 'none'}")
@@ -380,10 +382,17 @@ def templates() -> dict[str, Template]:
     return dict(_TEMPLATES)
 
 
+class _Named(str):
+    """A stand-in fact that prints its own name whatever format spec the template gives it ('{busy:.0%}')."""
+
+    def __format__(self, spec: str) -> str:
+        return str(self)
+
+
 def render_all(template: Template, make_check: Callable[[str, str], Check]) -> dict[str, str]:
     """Each reachable outcome's sentence of ``template``, with checks from ``make_check(kind, outcome)`` and every
     fact filled with its own name: what the property test and the guide read."""
-    facts = {name: f"<{name}>" for name in template.facts}
+    facts = {name: _Named(f"<{name}>") for name in template.facts}
     out = {}
     for outcome in template.outcomes:
         if outcome == NOT_TESTED:

@@ -177,3 +177,12 @@ def test_the_printed_interval_is_rounded_outward_to_the_digits_it_supports() -> 
     assert str(wide) == "0.64x (geometric mean; 95% interval 0.54x to 0.76x over 4 paired rounds in this process)"
     fresh = intervals.Speedup("a", "b", 1.87, 1.43, 2.44, 3, intervals.PROCESSES)
     assert fresh.interval == "95% interval 1.4x to 2.5x across 3 fresh processes"
+
+
+def test_not_tested_needs_only_the_facts_its_own_text_quotes() -> None:
+    t = findings.Template("test.untested", ("true",), held="ok at {busy:.0%}", failed="not at {busy:.0%}",
+                          untested="{why}, so nothing at {size}")
+    assert t.not_tested("no GPU here", size="4 KiB").sentence == "no GPU here, so nothing at 4 KiB"
+    assert findings.render_all(t, lambda kind, outcome: findings.true("x", outcome == findings.HELD))[
+        findings.HELD] == "ok at <busy>"  # a format spec on a stand-in fact prints its name
+    del findings._TEMPLATES["test.untested"]
