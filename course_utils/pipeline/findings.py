@@ -149,6 +149,5 @@ SLOW_PATH = Template(
          "and back, so parallel `map` calls cannot overlap it; in TF ops the work stays in C++.",
     above="Through `numpy_function` the batches came faster than from the same NumPy code called directly." + _EITHER,
     below="In TF ops the batches came slower than from the NumPy code called directly." + _EITHER,
-    undecided="For {undecided} the interval contains 1x: this run cannot rank it against the NumPy code called "
-              "directly." + _UNSURE,
+    undecided="This run cannot rank {undecided}: within the noise, an interval that contains 1x." + _UNSURE,
     untested="Without TensorFlow tf.data's slow path is not run here.")
