@@ -285,12 +285,12 @@ answer = min(max(1, math.ceil(torch_base.wait_time / torch_base.compute_time)), 
 print(f"predicted: {answer} worker(s)")
 
 # %% [markdown]
-# **Prediction:** no worker count above `FREE` changes the steady step by 20% or more against the best count
-# within `FREE`: past the free cores a worker waits for a core, not for work. "No change" needs the whole
-# interval inside 1/1.2x to 1.2x; an interval reaching past that margin is not decided.
+# **Prediction:** no worker count above `FREE` changes the steady step by a factor of 1.2 or more against the
+# best count within `FREE`: past the free cores a worker waits for a core, not for work. "No change" needs the
+# whole interval inside 1/1.2x to 1.2x; an interval reaching past that margin is not decided.
 #
-# **Prediction:** `prefetch_factor=8` changes the steady step by less than 20% against the default 2 (the same
-# margin): a deeper queue absorbs jitter, but cannot make batches faster than the workers do.
+# **Prediction:** `prefetch_factor=8` changes the steady step by less than a factor of 1.2 against the default
+# 2 (the same margin): a deeper queue absorbs jitter, but cannot make batches faster than the workers do.
 
 # %%
 loader_kwargs = dict(batch_size=BATCH, multiprocessing_context=ctx, pin_memory=torch.cuda.is_available())

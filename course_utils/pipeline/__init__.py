@@ -14,7 +14,8 @@ helpers make the data, run and time the learner's loaders, and explain what they
 - ``steps``: the course MLP's one SGD step per framework (from ``course_utils.models``), warmed up;
 - ``tfdata``: the TF-ops map function, and tf.data's slow path through ``tf.numpy_function``;
 - ``stall``: the data stall read from a profiler trace alone (gaps between marked steps);
-- ``compare``: loops compared with intervals, the floor overlap can reach, the before/after table;
+- ``compare``: loops compared with intervals, the floor overlap can reach, the before/after table, ``ms`` and
+  ``later_startups`` (facts the findings quote);
 - ``findings``: the notebook's predictions, each declared once with a sentence per outcome (``v.prose()``);
 - ``plots``: the notebook's figures; ``exercises``: the checkers of its exercises.
 """

@@ -63,15 +63,15 @@ START_METHODS = Template(
 _FREE = "{free} of {cores} core(s) were free for workers; the best count within them was {best}."
 WORKERS = Template(
     "pipeline.workers", ("within",),
-    held=_FREE + " No count above them changed the steady step by 20% or more either way: past the free cores, a "
-                 "worker waits for a core, not for work.",
-    above=_FREE + " Yet {failed} ran the step more than 20% faster: the free cores are a budget we set, the OS "
+    held=_FREE + " No count above them changed the steady step by a factor of 1.2 or more either way: past the "
+                 "free cores, a worker waits for a core, not for work.",
+    above=_FREE + " Yet {failed} ran the step more than 1.2x as fast: the free cores are a budget we set, the OS "
                   "schedules each process where it likes. Why it paid here is not established by this run (the data "
                   "is in memory: no disk wait for extra workers to hide).",
     below=_FREE + " With {failed} the step took more than 1.2x as long: a worker past the free cores takes core time "
                   "from the model (a candidate, not measured apart here).",
-    undecided=_FREE + " For {undecided} the interval reaches past the 20% margin: this run cannot tell whether workers "
-                      "past the free cores change the step." + _UNSURE)
+    undecided=_FREE + " For {undecided} the interval reaches past the 1.2x margin: this run cannot tell whether "
+                      "workers past the free cores change the step." + _UNSURE)
 
 _DEPTH = "With `prefetch_factor=8`, {workers} worker(s) may hold {in_flight} batches of the {steps} per epoch."
 _SAME_COST = " Its batches all cost the same (synthetic, in memory): why is not established by this run."
@@ -79,9 +79,9 @@ QUEUE_DEPTH = Template(
     "pipeline.queue_depth", ("within",),
     held=_DEPTH + " A deeper queue absorbs jitter; it cannot make batches faster than the workers make them. It is "
                   "worth its memory where batch times vary (network storage, images of varying size).",
-    above=_DEPTH + " The deeper queue ran the step more than 20% faster." + _SAME_COST,
+    above=_DEPTH + " The deeper queue ran the step more than 1.2x as fast." + _SAME_COST,
     below=_DEPTH + " With the deeper queue the step took more than 1.2x as long." + _SAME_COST,
-    undecided=_DEPTH + " The interval reaches past the 20% margin: this run cannot tell whether the deeper queue "
+    undecided=_DEPTH + " The interval reaches past the 1.2x margin: this run cannot tell whether the deeper queue "
                        "changes the step." + _UNSURE)
 
 _RESTART = ("Without `persistent_workers` a loader starts its workers again at every epoch: the later rounds' first "
