@@ -14,14 +14,15 @@ helpers make the data, run and time the learner's loaders, and explain what they
 - ``steps``: the course MLP's one SGD step per framework (from ``course_utils.models``), warmed up;
 - ``tfdata``: the TF-ops map function, and tf.data's slow path through ``tf.numpy_function``;
 - ``stall``: the data stall read from a profiler trace alone (gaps between marked steps);
-- ``compare``: loops compared with intervals, the floor overlap can reach, the before/after table;
-- ``story``, ``story_frameworks``: every sentence told from this run's verdicts and intervals;
+- ``compare``: loops compared with intervals, the floor overlap can reach, the before/after table, ``ms`` and
+  ``later_startups`` (facts the findings quote);
+- ``findings``: the notebook's predictions, each declared once with a sentence per outcome (``v.prose()``);
 - ``plots``: the notebook's figures; ``exercises``: the checkers of its exercises.
 """
 
-from course_utils.pipeline import compare, story
+from course_utils.pipeline import compare, findings
 from course_utils.pipeline import exercises as _exercises  # noqa: F401  (registers 04.k)
-from course_utils.pipeline.compare import before_after_table, floor
+from course_utils.pipeline.compare import before_after_table, floor, later_startups, ms
 from course_utils.pipeline.dataset import (
     AugmentParams,
     NumpyBatches,
@@ -50,11 +51,12 @@ from course_utils.pipeline.workers import (
 )
 
 __all__ = [
-    "compare", "story",
+    "compare", "findings",
     "STEP_MARK", "Stalls", "capture_loop", "data_stalls", "stalls_table",
     "AugmentParams", "EpochsOf", "InLoop", "NumpyBatches", "Prefetch", "PrefetchIterator",
     "SyntheticImages", "Timeline", "before_after_table", "data_cores", "fingerprint", "floor", "grain_available",
-    "limit_compute_threads", "max_difference", "mlp_step", "numpy_collate", "oversubscribing", "prefetch_threads",
+    "later_startups", "limit_compute_threads", "max_difference", "ms", "mlp_step", "numpy_collate", "oversubscribing",
+    "prefetch_threads",
     "reference_utilisation", "run_loop", "run_loops", "samples_plot", "smallest_removing", "start_forkserver",
     "tf_augment_ops", "tf_decode_augment", "tf_decode_ops", "tf_pipeline", "timeline_plot", "timelines_table",
     "trace_plot", "unpickles_in_fresh_process", "utilisation_plot", "warm_steps", "worker_context", "worker_counts",

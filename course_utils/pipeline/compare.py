@@ -25,6 +25,15 @@ def spread(m: timing.Measurement) -> str:
     return f"{display.format_time(m.p25)} to {display.format_time(m.p75)}"
 
 
+def later_startups(run: Timeline) -> str:
+    """'53, 49, 49 ms': the first batch's wait of every epoch after the first, a fact the story of persistent
+    workers quotes."""
+    starts = _timeline("run", run).startups[1:]
+    if not starts:
+        raise ValueError(f"run ({run.label!r}) ran one epoch; later start-ups need at least 2")
+    return ", ".join(f"{s * 1e3:.0f}" for s in starts) + " ms"
+
+
 def _timeline(name: str, run: object) -> Timeline:
     return validate.instance(name, run, Timeline)
 
@@ -66,11 +75,12 @@ def before_after_table(before_after: Mapping[str, tuple[Timeline, Timeline]]) ->
     rows = []
     for framework, pair in before_after.items():
         a, b = _pair(framework, pair)
+        gain = speedup(a, b)
         rows.append((framework, display.percent(a.utilisation), display.percent(b.utilisation),
                      f"{ms(a.part('compute').median)} ({spread(a.part('compute'))})",
                      f"{ms(b.part('compute').median)} ({spread(b.part('compute'))})",
                      f"{ms(a.part().median)} ({spread(a.part())})", f"{ms(b.part().median)} ({spread(b.part())})",
-                     str(speedup(a, b))))
+                     f"{gain}: {gain.outcome}"))
     return display.table(["framework", "busy before", "busy after", "compute before", "compute after",
                           "step before", "step after", "speed-up of the step"], rows,
                          title="Before and after, steady steps",

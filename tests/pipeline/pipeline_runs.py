@@ -1,4 +1,4 @@
-"""Timelines with chosen numbers for the tests of notebook 04's comparisons and stories (no clock involved)."""
+"""Timelines with chosen numbers for the tests of notebook 04's comparisons and findings (no clock involved)."""
 
 from __future__ import annotations
 

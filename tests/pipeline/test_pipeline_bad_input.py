@@ -128,6 +128,8 @@ BAD_CALLS = [
     ("m", lambda: pipeline.compare.spread(TIMELINE)),
     ("before", lambda: pipeline.compare.speedup("t", TIMELINE)),
     ("part", lambda: pipeline.compare.speedup(TIMELINE, TIMELINE, "total")),
+    ("run", lambda: pipeline.later_startups("t")),
+    ("run", lambda: pipeline.later_startups(TIMELINE)),
     ("alone", lambda: pipeline.floor(None)),
     ("alone", lambda: pipeline.floor(TIMELINE)),
     ("before_after", lambda: pipeline.before_after_table({})),

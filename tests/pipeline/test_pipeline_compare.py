@@ -42,5 +42,11 @@ def test_the_floor_is_max_of_compute_and_wait_per_round() -> None:
 def test_before_after_table_prints_the_interval() -> None:
     table = pipeline.before_after_table({"torch": (rounds_run("b", DOUBLE), rounds_run("a", BASE))})
     assert isinstance(table, display.Table)
-    assert "95% interval" in table.column("speed-up of the step")[0]
+    cell = table.column("speed-up of the step")[0]
+    assert "95% interval" in cell and cell.endswith(": faster")  # the interval's own word: DOUBLE -> BASE
     assert table.column("busy before") == [display.percent(rounds_run("b", DOUBLE).utilisation)]
+
+
+def test_later_startups_quote_every_epoch_after_the_first() -> None:
+    run = rounds_run("plain", BASE, startups=[0.3, 0.053, 0.0494, 0.049])
+    assert pipeline.later_startups(run) == "53, 49, 49 ms"
