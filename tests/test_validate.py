@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Annotated, Any, Literal, NamedTuple
 
 import numpy as np
 import pytest
@@ -109,3 +112,67 @@ def test_an_output_folder_does_not_climb_out() -> None:
                        (3, TypeError)):
         with pytest.raises(error, match="folder"):
             validate.folder("folder", bad)
+
+
+# The declared checks: a @checked function's annotations are its argument checks.
+
+@validate.checked
+def _declared(count: Annotated[int, validate.Range(1, 10)], share: Annotated[float, validate.Positive],
+              label: Annotated[str, validate.NonEmpty] = "x", folder: Path | None = None,
+              names: Annotated[Sequence[str], validate.NonEmpty, validate.Unique] = ("a",),
+              xs: Annotated[Sequence[float], validate.SameLength("ys")] = (),
+              ys: Sequence[Annotated[float, validate.NonNegative]] = (),
+              table: Mapping[str, Annotated[float, validate.Positive]] | None = None,
+              fn: Callable[..., Any] | None = None, mode: Literal["a", "b"] = "a",
+              many: Annotated[Sequence[float], validate.MaxItems(5)] = ()) -> int:
+    return count
+
+
+@validate.checked
+class _Pair(NamedTuple):
+    dy: int
+    flip: bool
+
+
+def test_declared_arguments_that_are_good_pass_unchanged() -> None:
+    assert _declared(3, 0.5, names=["a", "b"], xs=np.ones(2), ys=[0.0, 1.0], table={"a": 1.0}, fn=abs, mode="b") == 3
+    assert _Pair(1, True) == (1, True)
+
+
+@pytest.mark.parametrize(("call", "error", "words"), [
+    (lambda: _declared("3", 0.5), TypeError, "count must be an integer"),
+    (lambda: _declared(True, 0.5), TypeError, "count must be an integer"),
+    (lambda: _declared(11, 0.5), ValueError, "count must be in [1, 10]"),
+    (lambda: _declared(3, 0.0), ValueError, "share must be > 0"),
+    (lambda: _declared(3, math.nan), ValueError, "share must be a finite number"),
+    (lambda: _declared(3, 1e308 * 10), ValueError, "share must be a finite number"),
+    (lambda: _declared(3, 1, label=" "), ValueError, "label must be a non-empty string"),
+    (lambda: _declared(3, 1, folder=3), TypeError, "folder must be a path"),
+    (lambda: _declared(3, 1, folder=""), ValueError, "folder must name a file or folder"),
+    (lambda: _declared(3, 1, names=[]), ValueError, "names must not be empty"),
+    (lambda: _declared(3, 1, names="ab"), TypeError, "names must be a list or tuple"),
+    (lambda: _declared(3, 1, names=["a", "a"]), ValueError, "names must not repeat an item"),
+    (lambda: _declared(3, 1, xs=[1.0], ys=[1.0, 2.0]), ValueError, "xs and ys must be the same length"),
+    (lambda: _declared(3, 1, ys=[-1.0]), ValueError, "ys[0] must be >= 0"),
+    (lambda: _declared(3, 1, ys=np.array([1.0, np.nan])), ValueError, "ys must hold finite numbers"),
+    (lambda: _declared(3, 1, ys=np.array([1.0, -2.0])), ValueError, "ys (its lowest item) must be >= 0"),
+    (lambda: _declared(3, 1, table={"a": -1.0}), ValueError, "table['a'] must be > 0"),
+    (lambda: _declared(3, 1, table={1: 1.0}), TypeError, "table key 1 must be a string"),
+    (lambda: _declared(3, 1, fn=3), TypeError, "fn must be callable"),
+    (lambda: _declared(3, 1, mode="c"), ValueError, "mode must be one of 'a', 'b'"),
+    (lambda: _declared(3, 1, many=np.ones(6)), ValueError, "many must hold at most 5 items"),
+    (lambda: _Pair("x", False), TypeError, "dy must be an integer"),
+    (lambda: _Pair(1, "yes"), TypeError, "flip must be True or False"),
+])
+def test_declared_arguments_that_are_bad_are_refused_by_name_and_rule(call, error, words) -> None:
+    with pytest.raises(error) as caught:
+        call()
+    assert words in str(caught.value)
+
+
+def test_the_declarations_are_readable_as_rules() -> None:
+    rules = validate.declared(_declared)
+    assert rules["count"].kind == "int" and rules["count"].marks == (validate.Range(1, 10),)
+    assert rules["folder"].kind == "path" and rules["folder"].optional
+    assert validate.SameLength("ys") in rules["xs"].marks
+    assert rules["table"].items[1].marks == (validate.Positive,)
