@@ -63,11 +63,11 @@ def to_numpy(value: Any) -> np.ndarray:
     return result
 
 
+@validate.checked
 def compile_default(framework: str, fn: Callable[..., Any], **kwargs: Any) -> Callable[..., Any]:
     """``fn`` compiled as a learner would by default: ``torch.compile(fn)``, ``jax.jit(fn)`` or
     ``tf.function(fn, jit_compile=True)`` (XLA, like JAX's); ``kwargs`` pass on to the framework."""
-    name = validate.framework(framework)
-    validate.function("fn", fn)
+    name = validate.framework(framework)  # by hand: it also takes 'pytorch' and 'tf'
     if name == "torch":
         import torch
 

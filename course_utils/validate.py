@@ -274,6 +274,10 @@ class _NonEmpty:
 
 
 NonEmpty = _NonEmpty()
+Text = Annotated[str, NonEmpty]  # the common declarations, spelled once
+PositiveInt = Annotated[int, Positive]
+PositiveFloat = Annotated[float, Positive]
+NonNegativeFloat = Annotated[float, NonNegative]
 
 
 @dataclass(frozen=True)
@@ -481,8 +485,11 @@ def rule(hint: Any) -> Rule:
 
 
 def declared(fn: Callable[..., Any]) -> dict[str, Rule]:
-    """The Rule of each parameter of a ``@checked`` function or class whose annotation checks anything."""
+    """The Rule of each parameter of a ``@checked`` function or class whose annotation checks anything (a
+    dataclass's or NamedTuple's fields, another class's ``__init__`` parameters)."""
     target = getattr(fn, "__checked__", fn)
+    if inspect.isclass(target) and not (hasattr(target, "__dataclass_fields__") or issubclass(target, tuple)):
+        target = target.__init__
     hints = typing.get_type_hints(target, include_extras=True)
     found = {name: rule(hint) for name, hint in hints.items() if name not in ("return", "self")}
     return {name: r for name, r in found.items() if r.kind != "any" or r.marks}
