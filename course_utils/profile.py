@@ -90,9 +90,11 @@ class Trace:
         """Thread names, the busiest first."""
         return sorted({e.thread for e in self.events}, key=lambda t: -self.busy(t))
 
-    def select(self, name: str | None = None, *, thread: str | None = None, category: str | None = None) -> Trace:
+    @validate.checked
+    def select(self, name: validate.Pattern | None = None, *, thread: validate.Pattern | None = None,
+               category: validate.Pattern | None = None) -> Trace:
         """The events whose name / thread / category match these regular expressions (``re.search``)."""
-        patterns = {k: re.compile(validate.instance(k, v, str)) for k, v in
+        patterns = {k: re.compile(v) for k, v in
                     (("name", name), ("thread", thread), ("category", category)) if v is not None}
         kept = tuple(e for e in self.events if all(p.search(getattr(e, k)) for k, p in patterns.items()))
         if not kept:
@@ -100,7 +102,9 @@ class Trace:
                              f"threads: {sorted({e.thread for e in self.events})}")
         return Trace(self.framework, self.path, kept)
 
-    def count(self, name: str | None = None, *, thread: str | None = None, category: str | None = None) -> int:
+    @validate.checked
+    def count(self, name: validate.Pattern | None = None, *, thread: validate.Pattern | None = None,
+              category: validate.Pattern | None = None) -> int:
         """How many events match (0 when none does)."""
         try:
             return len(self.select(name, thread=thread, category=category).events)

@@ -4,9 +4,9 @@ names the argument and what it accepts, so a learner's typo fails at the call, n
 A public function declares its checks in its signature and is decorated with ``@checked``: each annotation
 (``int``, ``float``, ``bool``, ``str``, ``Path``, ``Sequence[...]``, ``Mapping[...]``, ``Callable``, a course class,
 ``Literal``, ``X | None``) is a check, and ``Annotated`` adds the declared constraints (``Range``, ``Positive``,
-``NonNegative``, ``NonEmpty``, ``Unique``, ``MaxItems``, ``SameLength``). Numbers are finite unless declared otherwise.
-The checks below it are what the declarations run; a function calls them by hand only for rules a signature cannot
-state, e.g. ``repeats = validate.positive("repeats", repeats, integer=True)``.
+``NonNegative``, ``NonEmpty``, ``Unique``, ``MaxItems``, ``SameLength``, ``Regex``). Numbers are finite unless
+declared otherwise. The checks below it are what the declarations run; a function calls them by hand only for
+rules a signature cannot state, e.g. ``repeats = validate.positive("repeats", repeats, integer=True)``.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import inspect
 import math
 import numbers
 import os
+import re
+import sys
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
@@ -296,6 +298,21 @@ Unique = _Unique()
 
 
 @dataclass(frozen=True)
+class _Regex:
+    """A string that is a regular expression (``re.compile`` accepts it)."""
+
+    def check(self, name: str, value: Any, arguments: Mapping[str, Any]) -> None:
+        try:
+            re.compile(value)
+        except re.error as error:
+            raise ValueError(f"{name} must be a regular expression; {value!r} is not one: {error}") from None
+
+
+Regex = _Regex()
+Pattern = Annotated[str, Regex]
+
+
+@dataclass(frozen=True)
 class MaxItems:
     """A container (or array) of at most ``high`` items: a size that would run for minutes fails at the call."""
 
@@ -490,9 +507,28 @@ def declared(fn: Callable[..., Any]) -> dict[str, Rule]:
     target = getattr(fn, "__checked__", fn)
     if inspect.isclass(target) and not (hasattr(target, "__dataclass_fields__") or issubclass(target, tuple)):
         target = target.__init__
-    hints = typing.get_type_hints(target, include_extras=True)
-    found = {name: rule(hint) for name, hint in hints.items() if name not in ("return", "self")}
+    if inspect.isclass(target):  # the fields, each evaluated where its class was written
+        owners = [(vars(sys.modules[k.__module__]), inspect.get_annotations(k)) for k in reversed(target.__mro__)]
+    else:
+        owners = [(inspect.unwrap(target).__globals__, inspect.get_annotations(target))]
+    found: dict[str, Rule] = {}
+    for namespace, hints in owners:
+        for name, hint in hints.items():
+            if name not in ("return", "self"):
+                found[name] = rule(_evaluated(hint, namespace))
     return {name: r for name, r in found.items() if r.kind != "any" or r.marks}
+
+
+def _evaluated(hint: Any, namespace: dict[str, Any]) -> Any:
+    """An annotation as an object; a name imported only for type checkers (matplotlib's Axes) checks nothing."""
+    if isinstance(hint, typing.ForwardRef):  # how a NamedTuple keeps its fields' annotation text
+        hint = hint.__forward_arg__
+    if not isinstance(hint, str):
+        return hint
+    try:
+        return eval(hint, namespace)  # the annotation text, in the namespace of the module that wrote it
+    except NameError:
+        return Any
 
 
 def checked(fn: T) -> T:
@@ -513,7 +549,8 @@ def _checking(fn: Callable[..., Any], declares: Any) -> Any:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if not rules:
             rules.update(declared(declares) or {"": Rule("any")})
-        arguments = signature.bind(*args, **kwargs).arguments
+        bound = signature.bind(*args, **kwargs)
+        arguments = bound.arguments
         for name, value in arguments.items():
             found = rules.get(name)
             if found is None:
@@ -527,7 +564,9 @@ def _checking(fn: Callable[..., Any], declares: Any) -> Any:
                     found.check(key, item, arguments)
             else:
                 found.check(name, value, arguments)
-        return fn(*args, **kwargs)
+                if found.kind == "int" and isinstance(value, np.integer):  # NumPy's integers as Python's
+                    arguments[name] = int(value)
+        return fn(*bound.args, **bound.kwargs)
 
     wrapper.__checked__ = declares  # type: ignore[attr-defined]
     return wrapper
