@@ -4,9 +4,10 @@ names the argument and what it accepts, so a learner's typo fails at the call, n
 A public function declares its checks in its signature and is decorated with ``@checked``: each annotation
 (``int``, ``float``, ``bool``, ``str``, ``Path``, ``Sequence[...]``, ``Mapping[...]``, ``Callable``, a course class,
 ``Literal``, ``X | None``) is a check, and ``Annotated`` adds the declared constraints (``Range``, ``Positive``,
-``NonNegative``, ``NonEmpty``, ``Unique``, ``MaxItems``, ``SameLength``, ``Regex``). Numbers are finite unless
-declared otherwise. The checks below it are what the declarations run; a function calls them by hand only for
-rules a signature cannot state, e.g. ``repeats = validate.positive("repeats", repeats, integer=True)``.
+``NonNegative``, ``NonEmpty``, ``Unique``, ``MinItems``, ``MaxItems``, ``SameLength``, ``Regex``, ``Matches``).
+Numbers are finite unless declared otherwise. The checks below it are what the declarations run; a function
+calls them by hand only for rules a signature cannot state, e.g.
+``repeats = validate.positive("repeats", repeats, integer=True)``.
 """
 
 from __future__ import annotations
@@ -313,6 +314,18 @@ Pattern = Annotated[str, Regex]
 
 
 @dataclass(frozen=True)
+class Matches:
+    """A string that ``pattern`` matches whole; ``meaning`` says in words what it accepts ('a host name')."""
+
+    pattern: str
+    meaning: str
+
+    def check(self, name: str, value: Any, arguments: Mapping[str, Any]) -> None:
+        if re.fullmatch(self.pattern, value) is None:
+            raise ValueError(f"{name} must be {self.meaning}; got {value!r}")
+
+
+@dataclass(frozen=True)
 class MaxItems:
     """A container (or array) of at most ``high`` items: a size that would run for minutes fails at the call."""
 
@@ -321,6 +334,17 @@ class MaxItems:
     def check(self, name: str, value: Any, arguments: Mapping[str, Any]) -> None:
         if _size(value) > self.high:
             raise ValueError(f"{name} must hold at most {_bound_text(self.high)} items; got {_size(value):,}")
+
+
+@dataclass(frozen=True)
+class MinItems:
+    """A container (or array) of at least ``low`` items (two points make a line; one step left out leaves one)."""
+
+    low: int
+
+    def check(self, name: str, value: Any, arguments: Mapping[str, Any]) -> None:
+        if _size(value) < self.low:
+            raise ValueError(f"{name} must hold at least {self.low} items; got {_size(value)}")
 
 
 @dataclass(frozen=True)
@@ -336,8 +360,11 @@ class SameLength:
 
 
 def _size(value: Any) -> int:
+    """Items in an array (all of its elements), a container, or a number (one)."""
     size = getattr(value, "size", None)
-    return int(size) if isinstance(size, numbers.Integral) else len(value)
+    if isinstance(size, numbers.Integral):
+        return int(size)
+    return len(value) if isinstance(value, Sized) else int(np.size(value))
 
 
 def _equal(a: Any, b: Any) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
@@ -184,8 +184,13 @@ def accumulation_error(lengths: Sequence[int], *, seed: int = 0) -> dict[str, np
     return {k: np.abs(v - exact) / exact for k, v in sums.items()}
 
 
-def kahan_sum_bf16(values: Any) -> float:
-    """Compensated (Kahan) sum with every operation rounded to bf16: the reference of exercise 03.2."""
+MAX_KAHAN_TERMS = 10**6
+
+
+@validate.checked
+def kahan_sum_bf16(values: Annotated[Any, validate.MaxItems(MAX_KAHAN_TERMS)]) -> float:
+    """Compensated (Kahan) sum with every operation rounded to bf16: the reference of exercise 03.2 (a Python loop:
+    at most ``MAX_KAHAN_TERMS`` values, a fraction of a second)."""
     import ml_dtypes
 
     x = _as_float64("values", values).ravel().astype(ml_dtypes.bfloat16)
