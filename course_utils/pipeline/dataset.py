@@ -203,7 +203,8 @@ def fingerprint(batch: Any) -> str:
     validate.non_empty("batch", parts)
     arrays = [_numpy(p) for p in parts]
     if any(a.dtype == object for a in arrays):
-        raise TypeError(f"batch must hold arrays of numbers; got {type(batch).__name__} {batch!r:.40}")
+        raise TypeError(f"batch must hold arrays of numbers, as a loader's batches do; got {type(batch).__name__} "
+                        f"{batch!r:.40}")
     arrays = [a.astype(np.int64) if np.issubdtype(a.dtype, np.integer) else a for a in arrays]
     return "-".join(f"{zlib.crc32(np.ascontiguousarray(a).tobytes()):08x}" for a in arrays)
 
