@@ -47,12 +47,13 @@ def default_timeout() -> float:
     return DEFAULT_TIMEOUTS[env.size_name()]
 
 
+@validate.checked
 class Limit:
     """A running time limit: ``doing`` names what runs now (a loop sets it before each call of learner code, so the
     error says which call hung); ``check()`` raises once the time is up (for code off the main thread).
     ``seconds=None`` is the size's default, and the error then says so."""
 
-    def __init__(self, seconds: float | None, doing: str) -> None:
+    def __init__(self, seconds: Timeout, doing: Annotated[str, validate.NonEmpty]) -> None:
         self.default = seconds is None
         self.seconds = default_timeout() if seconds is None else seconds
         self.doing = doing

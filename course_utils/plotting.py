@@ -262,7 +262,9 @@ def trace_timeline(trace: profile.Trace, *, threads: Annotated[Sequence[str], No
     """A profiler trace drawn as a timeline: one row per thread, one bar per event, the most frequent event
     names coloured (the rest grey), so gaps (idle time) and many small ops read at a glance."""
     start = start if start is not None else trace.start
-    end = validate.number("end", end, low=start, low_open=True) if end is not None else trace.end + 1e-12
+    end = end if end is not None else trace.end + 1e-12
+    if start >= end:
+        raise ValueError(f"start must be before end; got start={start:g} s, end={end:g} s")
     shown = trace.window(start, end)
     rows = list(threads) if threads is not None else shown.threads()[:6]
     validate.non_empty("threads", rows)

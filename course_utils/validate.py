@@ -531,7 +531,7 @@ def rule(hint: Any) -> Rule:
 def declared(fn: Callable[..., Any]) -> dict[str, Rule]:
     """The Rule of each parameter of a ``@checked`` function or class whose annotation checks anything (a
     dataclass's or NamedTuple's fields, another class's ``__init__`` parameters)."""
-    target = getattr(fn, "__checked__", fn)
+    target = getattr(function("fn", fn), "__checked__", fn)
     if inspect.isclass(target) and not (hasattr(target, "__dataclass_fields__") or issubclass(target, tuple)):
         target = target.__init__
     if inspect.isclass(target):  # the fields, each evaluated where its class was written
