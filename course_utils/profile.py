@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from course_utils import calls, display, env, timing, validate
 
@@ -271,8 +271,10 @@ def _xplane_events(path: Path) -> Iterable[Event]:
 # Capturing
 
 
-def capture(framework: str, fn: Callable[..., Any], *args: Any, steps: int = 3, name: str = "trace",
-            folder: str | Path | None = None, timeout: float = calls.DEFAULT_TIMEOUT) -> Trace:
+@validate.checked
+def capture(framework: str, fn: Callable[..., Any], *args: Any, steps: Annotated[int, validate.Range(1, 1000)] = 3,
+            name: validate.FileName = "trace", folder: str | Path | None = None,
+            timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> Trace:
     """Profile ``steps`` calls of ``fn(*args)`` (each waited for), save the trace and return it loaded.
 
     Run ``fn`` once before (compilation is then not in the trace). The file lands in ``folder`` (default
@@ -281,13 +283,7 @@ def capture(framework: str, fn: Callable[..., Any], *args: Any, steps: int = 3, 
     ``fn``), and the profiler is stopped either way.
     """
     framework = validate.framework(framework)
-    validate.function("fn", fn)
-    steps = validate.number("steps", steps, low=1, high=1000, integer=True)
-    if not re.fullmatch(r"\w[\w.-]*", validate.text("name", name)):
-        raise ValueError(f"name must be a file name of letters, digits, '.', '-' or '_' (not starting with '.'); "
-                         f"got {name!r}")
     folder = env.build_dir("traces") if folder is None else validate.folder("folder", folder)
-    timeout = calls.checked_timeout(timeout)
     folder.mkdir(parents=True, exist_ok=True)
     run = {"torch": _capture_torch, "jax": _capture_jax, "tensorflow": _capture_tensorflow}[framework]
 

@@ -325,6 +325,10 @@ class Matches:
             raise ValueError(f"{name} must be {self.meaning}; got {value!r}")
 
 
+FileName = Annotated[str, Matches(r"\w[\w.-]*", "a file name of letters, digits, '.', '-' or '_' (not starting "
+                                                  "with '.')")]
+
+
 @dataclass(frozen=True)
 class MaxItems:
     """A container (or array) of at most ``high`` items: a size that would run for minutes fails at the call."""
