@@ -152,7 +152,7 @@ def bad_values(kind: str, annotation: str) -> list[Any]:
         "duration": [-1.0, 0.0, NAN, INF, 10**9, "1"],
         "number": [NAN, INF, -INF, "1"],
         "text": [123, b"x", ["a"]],
-        "path": [123, "/etc/passwd-not-a-course-file/../..", "../../outside"],
+        "path": [123, "/etc/passwd-not-a-course-file/../..", "../../outside-the-course-not-a-file"],
         "callable": [42, "f"],
         "sequence": ["abc", 5],
         "mapping": [[1, 2], 5, "ab"],

@@ -157,6 +157,9 @@ def _frameworks_imported() -> None:
     for name in ("torch", "jax"):
         if env.available(name):
             importlib.import_module(name)
+    if env.available("torch"):  # what a first torch.compile or launch imports (sympy among them): seconds
+        for name in ("torch._dynamo", "torch._inductor.compile_fx", "torch.distributed.run"):
+            importlib.import_module(name)
     if env.available("tensorflow"):
         env.import_tensorflow()
 
