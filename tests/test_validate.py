@@ -176,3 +176,36 @@ def test_the_declarations_are_readable_as_rules() -> None:
     assert rules["folder"].kind == "path" and rules["folder"].optional
     assert validate.SameLength("ys") in rules["xs"].marks
     assert rules["table"].items[1].marks == (validate.Positive,)
+
+
+@validate.checked
+def _marked(host: Annotated[str, validate.Matches(r"[a-z]+", "lower-case letters")] = "a",
+            pattern: validate.Pattern = "x", steps: Annotated[Sequence[float], validate.MinItems(2)] = (1.0, 2.0),
+            anything: Annotated[Any, validate.MaxItems(3)] = (), file: validate.FileName = "trace",
+            *parts: validate.Text) -> str:
+    return host
+
+
+@pytest.mark.parametrize(("call", "words"), [
+    (lambda: _marked(host="a b; rm -rf ~"), "host must be lower-case letters; got 'a b; rm -rf ~'"),
+    (lambda: _marked(pattern="["), "pattern must be a regular expression"),
+    (lambda: _marked(steps=[1.0]), "steps must hold at least 2 items; got 1"),
+    (lambda: _marked(anything=range(10**12)), "anything must hold at most 3 items; got 1,000,000,000,000"),
+    (lambda: _marked(anything=np.ones((2, 2))), "anything must hold at most 3 items; got 4"),
+    (lambda: _marked(file=".hidden"), "file must be a file name"),
+    (lambda: _marked("a", "x", (1.0, 2.0), (), "t", "ok", " "), "parts[1] must be a non-empty string"),
+])
+def test_the_marks_name_the_argument_and_the_rule(call, words) -> None:
+    with pytest.raises(ValueError) as caught:
+        call()
+    assert words in str(caught.value)
+
+
+def test_a_checked_call_passes_numpy_integers_on_as_int_and_marks_take_numbers() -> None:
+    @validate.checked
+    def count(n: int, values: Annotated[Any, validate.MaxItems(2)] = 0.0) -> type:
+        return type(n)
+
+    assert count(np.int64(3), values=5.0) is int
+    with pytest.raises(TypeError, match="fn must be callable"):
+        validate.declared(42)
