@@ -20,14 +20,14 @@ import time
 from collections.abc import Iterator
 from typing import Annotated, Any
 
-from course_utils import env, validate
+from course_utils import declare, env, validate
 
 # Seconds one call of learner code may run by default at each size (env.SIZES): a few times the longest call a
 # notebook makes there, a first compile included (torch.compile of a lesson's model on two CPU cores: ~30 s).
 DEFAULT_TIMEOUTS = {"smoke": 60.0, "ci": 90.0, "cpu": 120.0, "gpu": 120.0, "tpu": 180.0}
 DEFAULT_TIMEOUT = None  # what a helper passes on for "the default at the current size" (default_timeout())
 MAX_TIMEOUT = 24 * 3600.0  # seconds: a longer limit is a typo (and no limit at all)
-Timeout = Annotated[float, validate.Range(0, MAX_TIMEOUT, low_open=True)] | None  # None: the size's default
+Timeout = Annotated[float, declare.Range(0, MAX_TIMEOUT, low_open=True)] | None  # None: the size's default
 
 
 class LearnerTimeout(TimeoutError):
@@ -47,13 +47,13 @@ def default_timeout() -> float:
     return DEFAULT_TIMEOUTS[env.size_name()]
 
 
-@validate.checked
+@declare.checked
 class Limit:
     """A running time limit: ``doing`` names what runs now (a loop sets it before each call of learner code, so the
     error says which call hung); ``check()`` raises once the time is up (for code off the main thread).
     ``seconds=None`` is the size's default, and the error then says so."""
 
-    def __init__(self, seconds: Timeout, doing: Annotated[str, validate.NonEmpty]) -> None:
+    def __init__(self, seconds: Timeout, doing: Annotated[str, declare.NonEmpty]) -> None:
         self.default = seconds is None
         self.seconds = default_timeout() if seconds is None else seconds
         self.doing = doing
@@ -70,8 +70,8 @@ class Limit:
             raise self.expired()
 
 
-@validate.checked
-def time_limit(timeout: Timeout, what: Annotated[str, validate.NonEmpty]) -> contextlib.AbstractContextManager[Limit]:
+@declare.checked
+def time_limit(timeout: Timeout, what: Annotated[str, declare.NonEmpty]) -> contextlib.AbstractContextManager[Limit]:
     """Raise ``LearnerTimeout`` naming ``what`` (or the ``doing`` the block sets on the yielded ``Limit``) if the
     block runs longer than ``timeout`` seconds (None: the size's default). Nested limits keep the shorter one; the
     previous timer and handler are restored. The arguments are checked at the call (a helper passes its own
@@ -105,23 +105,23 @@ def _time_limit(limit: Limit) -> Iterator[Limit]:
             signal.setitimer(signal.ITIMER_REAL, max(outer_left - (time.monotonic() - started), 1e-3))
 
 
-@validate.checked
+@declare.checked
 def checked_timeout(timeout: Timeout) -> float | None:
     """Return ``timeout`` if it is None (the size's default) or a duration in (0, 24 h] seconds: what a helper
     whose ``timeout`` is not declared checks at its start, before any work."""
     return timeout
 
 
-@validate.checked
-def limit(fn: Any, timeout: Timeout, name: Annotated[str, validate.NonEmpty] = "fn",
+@declare.checked
+def limit(fn: Any, timeout: Timeout, name: Annotated[str, declare.NonEmpty] = "fn",
           ) -> contextlib.AbstractContextManager[Limit]:
     """``time_limit`` for a block that runs the learner's ``fn``: the error names the argument and the function.
     ``timeout`` is checked as the caller's ``timeout`` argument."""
     return time_limit(timeout, f"{name} = {describe(fn)}")
 
 
-@validate.checked
-def call(fn: Any, *args: Any, timeout: Timeout = DEFAULT_TIMEOUT, name: Annotated[str, validate.NonEmpty] = "fn",
+@declare.checked
+def call(fn: Any, *args: Any, timeout: Timeout = DEFAULT_TIMEOUT, name: Annotated[str, declare.NonEmpty] = "fn",
          **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)`` under ``timeout`` seconds (None: the size's default); ``name`` is the argument that
     passed ``fn``, and the errors name it."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from course_utils import calls, display, env, validate
+from course_utils import calls, declare, display, env, validate
 
 _COMPILE_ID = re.compile(r"^\[(\d+)/(\d+)\]$")
 _REPORT_ENTRIES = {"job.py", "logs", "report"}  # what torch_compile_report writes into folder/name
@@ -75,8 +75,8 @@ def tlparse_command() -> str:
     return found
 
 
-@validate.checked
-def torch_compile_report(code: validate.Text, name: validate.FileName = "compile", *,
+@declare.checked
+def torch_compile_report(code: declare.Text, name: declare.FileName = "compile", *,
                          folder: str | Path | None = None, timeout: calls.Timeout = calls.DEFAULT_TIMEOUT,
                          ) -> CompileReport:
     """Run ``code`` (Python source that uses torch.compile), written to ``folder/name/job.py`` where the learner can

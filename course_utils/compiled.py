@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from course_utils import calls, validate
+from course_utils import calls, declare, validate
 
 # ---------------------------------------------------------------------------------------------------------
 # Inductor's generated code
@@ -260,7 +260,7 @@ def _compiled(fn: Any, args: tuple[Any, ...], jit_kwargs: dict[str, Any], timeou
         return jitted.lower(*args).compile()
 
 
-@validate.checked
+@declare.checked
 def jax_hlo(fn: Callable[..., Any], *args: Any, timeout: calls.Timeout = calls.DEFAULT_TIMEOUT,
             **jit_kwargs: Any) -> str:
     """Optimized HLO of ``jax.jit(fn, **jit_kwargs)`` for ``args``: ``jit(f).lower(*args).compile().as_text()``.
@@ -268,7 +268,7 @@ def jax_hlo(fn: Callable[..., Any], *args: Any, timeout: calls.Timeout = calls.D
     return _compiled(fn, args, jit_kwargs, timeout).as_text()
 
 
-@validate.checked
+@declare.checked
 def jax_cost(fn: Callable[..., Any], *args: Any, timeout: calls.Timeout = calls.DEFAULT_TIMEOUT,
              **jit_kwargs: Any) -> dict[str, float]:
     """XLA's own count for the compiled ``fn(*args)``: 'flops', 'transcendentals', 'bytes accessed'.
@@ -283,7 +283,7 @@ def jax_cost(fn: Callable[..., Any], *args: Any, timeout: calls.Timeout = calls.
     return {key: float(analysis.get(key, 0.0)) for key in ("flops", "transcendentals", "bytes accessed")}
 
 
-@validate.checked
+@declare.checked
 def tf_hlo(fn: Any, *args: Any, timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> str:
     """Optimized HLO of a ``tf.function(jit_compile=True)`` for ``args`` (``experimental_get_compiler_ir``).
     Tracing (``fn``'s Python) and compiling must end within ``timeout`` seconds."""

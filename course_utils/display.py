@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from html import escape
 from typing import Annotated, Any
 
-from course_utils import validate
-from course_utils.validate import NonEmpty, NonNegativeFloat, PositiveFloat, Range, Text
+from course_utils import declare, validate
+from course_utils.declare import NonEmpty, NonNegativeFloat, PositiveFloat, Range, Text
 
 
-@validate.checked
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class Table:
     """A titled grid of strings: aligned text in a terminal, an HTML table in Jupyter."""
@@ -63,7 +63,7 @@ def _align(cell: str) -> str:
     return "right" if stripped[:1].isdigit() else "left"
 
 
-@validate.checked
+@declare.checked
 def table(header: Iterable[Any], rows: Iterable[Iterable[Any]], *, title: str | None = None,
           note: str | None = None) -> Table:
     """Build a Table; cells are turned into text with ``str`` (format numbers before passing them).
@@ -89,14 +89,14 @@ def _cells(name: str, value: Any) -> Iterable[Any]:
 TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
 
 
-@validate.checked
+@declare.checked
 def time_unit(seconds: float) -> tuple[float, str]:
     """(scale, unit) of the largest unit not above ``seconds``: what a chart of such times is labelled in."""
     seconds = abs(seconds)
     return next(((scale, unit) for scale, unit in TIME_UNITS if seconds >= scale), TIME_UNITS[-1])
 
 
-@validate.checked
+@declare.checked
 def format_time(seconds: float) -> str:
     """Time with three significant digits: '812 ns', '12.3 µs', '4.56 ms', '1.23 s'."""
     seconds = float(f"{seconds:.3g}")  # round first: 0.000999999 is '1 ms'
@@ -104,7 +104,7 @@ def format_time(seconds: float) -> str:
     return f"{seconds / scale:.3g} {unit}"
 
 
-@validate.checked
+@declare.checked
 def format_bytes(nbytes: float) -> str:
     """Bytes in binary units with three significant digits: '812 B', '12.3 KiB', '4.56 MiB', '1.23 GiB'."""
     for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
@@ -113,13 +113,13 @@ def format_bytes(nbytes: float) -> str:
     return f"{nbytes:.0f} B"
 
 
-@validate.checked
+@declare.checked
 def format_rate(bytes_per_second: NonNegativeFloat) -> str:
     """Bandwidth in decimal GB/s (10^9 bytes per second), the unit that hardware data sheets quote."""
     return f"{bytes_per_second / 1e9:.3g} GB/s"
 
 
-@validate.checked
+@declare.checked
 def format_flops(flops_per_second: NonNegativeFloat) -> str:
     """Compute throughput in decimal GFLOP/s or TFLOP/s, as data sheets quote it."""
     rate = flops_per_second
@@ -131,7 +131,7 @@ STATUSES = (HELD, FAILED, NOT_DECIDED, NOT_TESTED)
 _ISSUED: list[Any] = []  # every verdict or finding of this process, in order: the summary table counts them
 
 
-@validate.checked
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class Verdict:
     """A prediction scored by code, kept in a variable so that the sentence after it reads it (``v.status``).
@@ -176,7 +176,7 @@ class Verdict:
         return f"<p style='color:{colour}'><b>{escape(str(self))}</b></p>"
 
 
-@validate.checked
+@declare.checked
 def verdict(held: bool, numbers: Text, why: str = "") -> Verdict:
     """Score a prediction: 'Prediction held: <numbers>' or 'Prediction failed: <numbers>; <why>'.
 
@@ -189,7 +189,7 @@ def verdict(held: bool, numbers: Text, why: str = "") -> Verdict:
     return _issue(Verdict(HELD if held else FAILED, numbers, why))
 
 
-@validate.checked
+@declare.checked
 def not_tested(why: Text, numbers: str = "") -> Verdict:
     """A prediction this runtime cannot measure (a missing tool, framework or device): 'Not tested here: <why>'.
     It has not failed; the summary counts it apart."""
@@ -215,7 +215,7 @@ def verdict_counts() -> dict[str, int]:
 MAX_PARAGRAPH_WORDS = 120
 
 
-@validate.checked
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class Prose:
     """Markdown told from a run's verdicts and numbers (a lesson's ``story`` returns it); Jupyter renders it as
@@ -241,7 +241,7 @@ class Prose:
         return self.text
 
 
-@validate.checked
+@declare.checked
 def prose(*paragraphs: str) -> Prose:
     """Join non-empty paragraphs into one Markdown block (empty strings, e.g. a branch with nothing to say,
     are dropped)."""
@@ -249,13 +249,13 @@ def prose(*paragraphs: str) -> Prose:
     return Prose("\n\n".join(p for p in kept if p))
 
 
-@validate.checked
+@declare.checked
 def percent(value: float, digits: Annotated[int, Range(0, 6)] = 0) -> str:
     """A share as a percentage: 0.426 -> '43%' (``digits`` decimals, 0 to 6); NaN is refused rather than printed."""
     return f"{value:.{digits}%}"
 
 
-@validate.checked
+@declare.checked
 def ratio(value: PositiveFloat) -> str:
     """A speed-up or ratio: 2.345 -> '2.35x' (three significant digits). A ratio of two times or sizes is positive:
     zero, a negative or NaN is refused rather than printed."""

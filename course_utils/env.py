@@ -21,7 +21,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Annotated, TypeVar
 
-from course_utils import display, validate
+from course_utils import declare, display, validate
 from course_utils.hardware import (  # noqa: F401  (re-exported: cu.env.has_native_bf16() etc.)
     cache_sizes,
     cpu_model,
@@ -112,8 +112,8 @@ def time_scale() -> float:
 BUILD_ENV = "COURSE_BUILD_DIR"
 
 
-@validate.checked
-def build_dir(*parts: validate.Text) -> Path:
+@declare.checked
+def build_dir(*parts: declare.Text) -> Path:
     """Where generated files (traces, reports) go: ``$COURSE_BUILD_DIR`` if set; else ``build/`` at the root of
     the course checkout the kernel runs in (a notebook's kernel starts in ``notebooks/``); else ``./build``.
     ``parts`` are relative names inside it: an absolute path or a '..' would leave the build folder."""
@@ -133,8 +133,8 @@ def build_dir(*parts: validate.Text) -> Path:
 MAX_SEED = 2**32 - 1
 
 
-@validate.checked
-def seed_everything(seed: Annotated[int, validate.Range(0, MAX_SEED)] = 0) -> list[str]:  # NumPy takes 32 bits
+@declare.checked
+def seed_everything(seed: Annotated[int, declare.Range(0, MAX_SEED)] = 0) -> list[str]:  # NumPy takes 32 bits
     """Seed Python's ``random``, NumPy and whichever of torch / TensorFlow are already imported.
 
     Returns the names seeded. JAX has no global seed: its randomness is explicit
@@ -195,8 +195,8 @@ def silenced_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-@validate.checked
-def fail_on_deprecations(module: Annotated[str, validate.NonEmpty, validate.Regex] = r"__main__|course_utils(\..*)?",
+@declare.checked
+def fail_on_deprecations(module: Annotated[str, declare.NonEmpty, declare.Regex] = r"__main__|course_utils(\..*)?",
                          ) -> None:
     """Turn DeprecationWarning/FutureWarning raised from the notebook's own code into errors.
 
@@ -284,7 +284,7 @@ class EnvReport:
         return self.table()._repr_html_()
 
 
-@validate.checked
+@declare.checked
 def report(devices: bool = True) -> EnvReport:
     """Describe this machine and the installed frameworks; absent frameworks say "not installed".
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from course_utils import calls, validate
+from course_utils import calls, declare, validate
 
 Checker = Callable[..., "str | None"]
 _ID = re.compile(r"^\d\d\.\d+$")
@@ -142,9 +142,9 @@ def within(answer: Any, low: float, high: float) -> str | None:
     return f"{value:.4g} is outside the range this run supports ({low:.3g} to {high:.3g})"
 
 
-@validate.checked
+@declare.checked
 def same_function(candidate: Callable[..., Any], reference: Callable[..., Any], make_inputs: Callable[[int], tuple],
-                  trials: Annotated[int, validate.Range(1, MAX_TRIALS)] = 5, rtol: validate.PositiveFloat = 1e-5, *,
+                  trials: Annotated[int, declare.Range(1, MAX_TRIALS)] = 5, rtol: declare.PositiveFloat = 1e-5, *,
                   timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> str | None:
     """A function the learner wrote: right when it matches ``reference`` on ``trials`` (1 to 1000) random inputs.
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import env, validate
+from course_utils import declare, env, validate
 
 
 def to_framework(framework: str, *arrays: Any, device: str | None = None) -> Any:
@@ -63,7 +63,7 @@ def to_numpy(value: Any) -> np.ndarray:
     return result
 
 
-@validate.checked
+@declare.checked
 def compile_default(framework: str, fn: Callable[..., Any], **kwargs: Any) -> Callable[..., Any]:
     """``fn`` compiled as a learner would by default: ``torch.compile(fn)``, ``jax.jit(fn)`` or
     ``tf.function(fn, jit_compile=True)`` (XLA, like JAX's); ``kwargs`` pass on to the framework."""

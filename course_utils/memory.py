@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from course_utils import calls as _calls  # page_faults() has a parameter named calls
-from course_utils import display, timing, validate
-from course_utils.validate import NonEmpty, NonNegativeFloat, PositiveInt, Range, Text
+from course_utils import declare, display, timing, validate
+from course_utils.declare import NonEmpty, NonNegativeFloat, PositiveInt, Range, Text
 
 SAVED_KINDS = ("parameters", "weight copies", "activations")
 MAX_FAULT_CALLS = 1000  # calls page_faults may make: a few suffice (the count is exact), more is a typo
@@ -57,7 +57,7 @@ def _malloc_trim() -> Callable[[], None]:
     return lambda: None
 
 
-@validate.checked
+@declare.checked
 def peak_rss_delta(fn: Callable[[], Any], *, repeats: Annotated[int, Range(1, 100)] = 2,
                    timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT) -> int | None:
     """Peak resident bytes ``fn()`` adds to this process (smallest of ``repeats`` runs); None where unsupported.
@@ -93,7 +93,7 @@ def _torch_device(device: Any) -> Any:
     return device
 
 
-@validate.checked
+@declare.checked
 def torch_peak_bytes(fn: Callable[[], Any], device: Any = "cpu", *,
                      timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT) -> int | None:
     """Peak bytes ``fn()`` adds on ``device``: CUDA's ``max_memory_allocated`` on a GPU, else the process peak RSS.
@@ -153,7 +153,7 @@ def _saved(fn: Callable[[], Any], params: Any, name: str, timeout: float | None)
     return result
 
 
-@validate.checked
+@declare.checked
 def saved_for_backward(fn: Callable[[], Any], params: Iterable[Any] = (), *,
                        timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT) -> dict[str, int]:
     """Bytes autograd saves while ``fn()`` runs (torch), by kind: what backward will hold on to, and why.
@@ -161,7 +161,7 @@ def saved_for_backward(fn: Callable[[], Any], params: Iterable[Any] = (), *,
     return _saved(fn, params, "params", timeout)
 
 
-@validate.checked
+@declare.checked
 def saved_activation_bytes(fn: Callable[[], Any], exclude: Iterable[Any] = (), *,
                            timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT) -> int:
     """Bytes autograd saves for backward while ``fn()`` runs, the tensors in ``exclude`` (parameters) not counted.
@@ -194,7 +194,7 @@ def torch_state_bytes(model: Any, optimizer: Any = None) -> dict[str, int]:
     return held
 
 
-@validate.checked
+@declare.checked
 def bytes_per_parameter(held: ByteCounts, n_params: PositiveInt) -> dict[str, float]:
     """Each entry of ``held`` divided by ``n_params``: bytes per parameter, comparable across model sizes."""
     return {k: v / n_params for k, v in held.items()}
@@ -220,7 +220,7 @@ def compiled_stats(compiled: Any) -> dict[str, float]:
     return stats
 
 
-@validate.checked
+@declare.checked
 def jax_compiled_stats(fn: Callable[..., Any], *args: Any,
                        timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT) -> dict[str, float]:
     """``compiled_stats`` of ``jax.jit(fn)`` compiled for ``args``: XLA's FLOPs, dot count and buffer bytes.
@@ -232,7 +232,7 @@ def jax_compiled_stats(fn: Callable[..., Any], *args: Any,
     return compiled_stats(compiled)
 
 
-@validate.checked
+@declare.checked
 def jax_memory(fn: Callable[..., Any], *args: Any, timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT) -> dict[str, int]:
     """XLA's argument, output and temp bytes for ``jax.jit(fn)(*args)``: the compiled program's memory plan."""
     stats = jax_compiled_stats(fn, *args, timeout=timeout)
@@ -245,7 +245,7 @@ def jax_memory(fn: Callable[..., Any], *args: Any, timeout: _calls.Timeout = _ca
 # Showing it
 
 
-@validate.checked
+@declare.checked
 def breakdown_table(held: ByteCounts, *, title: Text | None = None, note: str | None = None) -> display.Table:
     """A Table of bytes by kind with each kind's share and the total, so a breakdown reads at a glance."""
     total = sum(held.values())
@@ -254,7 +254,7 @@ def breakdown_table(held: ByteCounts, *, title: Text | None = None, note: str | 
     return display.table(("kind", "bytes", "share"), rows, title=title, note=note)
 
 
-@validate.checked
+@declare.checked
 def page_faults(fn: Callable[..., Any], *args: Any, calls: Annotated[int, Range(1, MAX_FAULT_CALLS)] = 3,
                 timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT) -> float:
     """Minor page faults per call of ``fn(*args)`` (after one untimed call), from ``getrusage``: a fresh

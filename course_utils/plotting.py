@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Literal
 
-from course_utils import display, profile, timing, validate
+from course_utils import declare, display, profile, timing, validate
+from course_utils.declare import NonEmpty, NonNegative, PositiveFloat, Range
 from course_utils.roofline import Machine, Point
-from course_utils.validate import NonEmpty, NonNegative, PositiveFloat, Range
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -65,7 +65,7 @@ def _show_figures_in_notebook() -> None:
         select_figure_formats(shell, {"png"}, bbox_inches="tight")
 
 
-@validate.checked
+@declare.checked
 def color_for(label: str, index: Annotated[int, NonNegative] = 0) -> str:
     """The framework's colour when ``label`` names one (e.g. 'jax jit'), else the palette's ``index``-th."""
     lowered = label.lower()
@@ -75,7 +75,7 @@ def color_for(label: str, index: Annotated[int, NonNegative] = 0) -> str:
     return PALETTE[index % len(PALETTE)]
 
 
-@validate.checked
+@declare.checked
 def figure(ncols: Annotated[int, Range(1, 12)] = 1, nrows: Annotated[int, Range(1, 12)] = 1, *,
            width: Annotated[float, Range(0.5, 40)] = 6.4,
            height: Annotated[float, Range(0.5, 40)] = 3.6) -> tuple[Figure, list[Axes]]:
@@ -88,7 +88,7 @@ def figure(ncols: Annotated[int, Range(1, 12)] = 1, nrows: Annotated[int, Range(
     return fig, [ax for row in axes for ax in row]
 
 
-@validate.checked
+@declare.checked
 def speedup_bars(table: timing.Comparison, *, title: str | None = None) -> Figure:
     """Horizontal bars of each row's speed-up over the table's baseline, whiskers from the quartiles."""
     rows = list(table.rows)
@@ -108,7 +108,7 @@ def speedup_bars(table: timing.Comparison, *, title: str | None = None) -> Figur
     return fig
 
 
-@validate.checked
+@declare.checked
 def time_bars(
     measurements: Annotated[Mapping[str, timing.Measurement] | Sequence[timing.Measurement], NonEmpty],
     *,
@@ -138,7 +138,7 @@ def time_bars(
     return fig
 
 
-@validate.checked
+@declare.checked
 def sweep_plot(
     sizes: Annotated[Sequence[PositiveFloat], NonEmpty],
     series: Annotated[Mapping[str, Sequence[timing.Measurement]], NonEmpty],
@@ -175,7 +175,7 @@ def sweep_plot(
     return fig
 
 
-@validate.checked
+@declare.checked
 def waterfall(steps: Sequence[tuple[str, PositiveFloat]], *, unit: Literal["s", "ms", "µs", "ns"] = "ms",
               title: str | None = None) -> Figure:
     """Step time rung by rung: the first bar is the baseline, each next bar shows what one change saved
@@ -201,7 +201,7 @@ def waterfall(steps: Sequence[tuple[str, PositiveFloat]], *, unit: Literal["s", 
     return fig
 
 
-@validate.checked
+@declare.checked
 def roofline_plot(machine: Machine, points: Iterable[Point] = (), *, title: str | None = None) -> Figure:
     """Log-log roofline of ``machine`` (each bandwidth probe dashed, the best solid) with labelled points."""
     import numpy as np
@@ -255,7 +255,7 @@ def _stack_labels_apart(fig: Figure, ax: Axes) -> None:
         label.xyann = (5, target - y)
 
 
-@validate.checked
+@declare.checked
 def trace_timeline(trace: profile.Trace, *, threads: Annotated[Sequence[str], NonEmpty] | None = None,
                    start: float | None = None, end: float | None = None,
                    top_names: Annotated[int, Range(1, 1000)] = 6, title: str | None = None) -> Figure:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from course_utils import calls, display, env, timing, validate
+from course_utils import calls, declare, display, env, timing, validate
 
 
 @dataclass(frozen=True)
@@ -90,9 +90,9 @@ class Trace:
         """Thread names, the busiest first."""
         return sorted({e.thread for e in self.events}, key=lambda t: -self.busy(t))
 
-    @validate.checked
-    def select(self, name: validate.Pattern | None = None, *, thread: validate.Pattern | None = None,
-               category: validate.Pattern | None = None) -> Trace:
+    @declare.checked
+    def select(self, name: declare.Pattern | None = None, *, thread: declare.Pattern | None = None,
+               category: declare.Pattern | None = None) -> Trace:
         """The events whose name / thread / category match these regular expressions (``re.search``)."""
         patterns = {k: re.compile(v) for k, v in
                     (("name", name), ("thread", thread), ("category", category)) if v is not None}
@@ -102,9 +102,9 @@ class Trace:
                              f"threads: {sorted({e.thread for e in self.events})}")
         return Trace(self.framework, self.path, kept)
 
-    @validate.checked
-    def count(self, name: validate.Pattern | None = None, *, thread: validate.Pattern | None = None,
-              category: validate.Pattern | None = None) -> int:
+    @declare.checked
+    def count(self, name: declare.Pattern | None = None, *, thread: declare.Pattern | None = None,
+              category: declare.Pattern | None = None) -> int:
         """How many events match (0 when none does)."""
         try:
             return len(self.select(name, thread=thread, category=category).events)
@@ -271,9 +271,9 @@ def _xplane_events(path: Path) -> Iterable[Event]:
 # Capturing
 
 
-@validate.checked
-def capture(framework: str, fn: Callable[..., Any], *args: Any, steps: Annotated[int, validate.Range(1, 1000)] = 3,
-            name: validate.FileName = "trace", folder: str | Path | None = None,
+@declare.checked
+def capture(framework: str, fn: Callable[..., Any], *args: Any, steps: Annotated[int, declare.Range(1, 1000)] = 3,
+            name: declare.FileName = "trace", folder: str | Path | None = None,
             timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> Trace:
     """Profile ``steps`` calls of ``fn(*args)`` (each waited for), save the trace and return it loaded.
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from course_utils import calls as _calls  # interleaved() has a parameter named calls
-from course_utils import display, env, validate
+from course_utils import declare, display, env, validate
+from course_utils.declare import NonEmpty, NonNegativeFloat, PositiveFloat, PositiveInt, Range, Text
 from course_utils.display import format_time
-from course_utils.validate import NonEmpty, NonNegativeFloat, PositiveFloat, PositiveInt, Range, Text
 
 _BLOCK_FRACTION = 0.05  # a block of calls lasts at least this share of min_time (timer cost stays negligible)
 _MAX_MIN_TIME = 600.0  # seconds: a longer min_time is a typo, and a benchmark must end
@@ -91,7 +91,7 @@ def _sync_tensorflow(tf: Any, leaf: Any) -> None:
 # Measurement
 
 
-@validate.checked
+@declare.checked
 @dataclass(frozen=True)
 class Measurement:
     """Per-call times of one workload: ``times`` holds one value per block of ``number`` calls (seconds)."""
@@ -174,13 +174,13 @@ class Measurement:
         return self.table()._repr_html_()
 
 
-@validate.checked
+@declare.checked
 def quartiles(m: Measurement, fmt: Callable[[float], str]) -> str:
     """'a to b': the quartile range of ``m``, each end formatted by ``fmt``."""
     return f"{fmt(m.p25)} to {fmt(m.p75)}"
 
 
-@validate.checked
+@declare.checked
 def interleaved(calls: Annotated[Mapping[str, Callable[[], Any]], NonEmpty], *,
                 rounds: Annotated[int, Range(1, 100)] = 4,
                 min_time: Annotated[float, Range(0, 60, low_open=True)] = 0.2,
@@ -219,7 +219,7 @@ def _quantile(values: Iterable[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-@validate.checked
+@declare.checked
 def benchmark(fn: Callable[..., Any], *args: Any, warmup: Annotated[int, Range(0, 10_000)] = 0,
               min_time: Annotated[float, Range(0, _MAX_MIN_TIME, low_open=True)] = 0.2,
               max_repeats: Annotated[int, Range(1, 100_000)] = 200, min_repeats: Annotated[int, Range(1, 100_000)] = 5,
@@ -275,7 +275,7 @@ def _benchmark(fn: Callable[..., Any], args: tuple[Any, ...], warmup: int, min_t
                        total=clock() - started, synced=bool(sync))
 
 
-@validate.checked
+@declare.checked
 def dispatch_only(fn: Callable[..., Any], *args: Any, repeats: Annotated[int, Range(1, 100_000)] = 20,
                   label: Text | None = None, timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT) -> Measurement:
     """What a naive timer sees: the time until ``fn`` *returns*, not until its result is ready.
@@ -340,7 +340,7 @@ def _round_up_125(value: float) -> int:
 # Comparison
 
 
-@validate.checked
+@declare.checked
 @dataclass(frozen=True)
 class ComparisonRow:
     """One candidate of a comparison, with its speed-up over the baseline and the range of that speed-up."""
@@ -357,7 +357,7 @@ class ComparisonRow:
                              f"[{self.speedup_low:g}, {self.speedup_high:g}]")
 
 
-@validate.checked
+@declare.checked
 @dataclass(frozen=True)
 class Comparison:
     """A table of measurements against a baseline; renders as HTML in Jupyter and as text elsewhere."""
@@ -396,7 +396,7 @@ class Comparison:
         return self.table()._repr_html_()
 
 
-@validate.checked
+@declare.checked
 def compare(candidates: Annotated[Mapping[str, Callable[..., Any] | Measurement], NonEmpty], *args: Any,
             baseline: str | None = None, **benchmark_kwargs: Any) -> Comparison:
     """Benchmark each callable (or take a ready ``Measurement``) and tabulate speed-ups over ``baseline``.
@@ -423,7 +423,7 @@ def compare(candidates: Annotated[Mapping[str, Callable[..., Any] | Measurement]
                       speedup_high=base.p75 / m.p25) for name, m in measured.items()))
 
 
-@validate.checked
+@declare.checked
 class Timer:
     """Wall-clock time of a coarse section: ``with Timer("load") as t: ...`` then ``t.elapsed`` (seconds). Call
     ``sync(result)`` inside the block when it launches asynchronous work."""

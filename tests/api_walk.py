@@ -1,7 +1,7 @@
 """The public API of course_utils as a list of calls to try: every public callable of every core module and lesson
 package (``cu.<package>.<name>``), each parameter classified by its type hint and name, and for each kind the
-values a learner who mistypes would pass. A ``@validate.checked`` callable's parameters carry their declared
-``validate.Rule``: the bad values then come from the declaration itself (``declared_bad_values``): each type it
+values a learner who mistypes would pass. A ``@declare.checked`` callable's parameters carry their declared
+``declare.Rule``: the bad values then come from the declaration itself (``declared_bad_values``): each type it
 refuses, each bound crossed, empty strings and containers, a repeated item, a length that does not match, and
 the extreme floats. Used by tests/test_api_properties.py; a new function is covered the day it is added, without
 writing a case.
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import course_utils
-from course_utils import validate
+from course_utils import declare
 
 # Parameters whose name says what they hold, where the type hint is too loose to tell.
 COUNT_NAMES = re.compile(r"^(n|size|sizes|repeats|rounds|steps|calls|trials|batch_size|workers|processes|epochs|"
@@ -38,7 +38,7 @@ class Target:
     kind: str
     annotation: str
     required: tuple[str, ...]  # the other parameters without a default
-    rule: validate.Rule | None = None  # the declaration, where the callable is @validate.checked
+    rule: declare.Rule | None = None  # the declaration, where the callable is @declare.checked
 
 
 def public_modules() -> list[tuple[str, Any]]:
@@ -132,7 +132,7 @@ def targets() -> list[Target]:
         params = [p for p in signature.parameters.values()
                   if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name != "self"]
         required = tuple(p.name for p in params if p.default is p.empty)
-        rules = validate.declared(obj) if hasattr(obj, "__checked__") or hasattr(obj.__init__, "__checked__") else {}
+        rules = declare.declared(obj) if hasattr(obj, "__checked__") or hasattr(obj.__init__, "__checked__") else {}
         for p in params:
             annotation = p.annotation if isinstance(p.annotation, str) else getattr(p.annotation, "__name__", "")
             kind = kind_of(p.name, annotation or "")
@@ -171,7 +171,7 @@ _WRONG_KIND = {"int": ["3", 2.5, True], "float": ["1", True], "bool": ["yes", 2]
                "callable": [42, "f"], "class": [object()], "choice": ["not-one-of-them"]}
 
 
-def declared_bad_values(rule: validate.Rule, good: Any) -> list[Any]:
+def declared_bad_values(rule: declare.Rule, good: Any) -> list[Any]:
     """Every value the declaration ``rule`` refuses that a mistyping learner could pass, made from ``good`` (a value
     it accepts) where the rule is relative: a repeated item, a length that does not match, one item too few."""
     values = [] if rule.optional else [None]
@@ -193,26 +193,26 @@ def declared_bad_values(rule: validate.Rule, good: Any) -> list[Any]:
     return [v for v in values if not _accepted(rule, v, good)]
 
 
-def _crossing(mark: Any, rule: validate.Rule, good: Any) -> list[Any]:
+def _crossing(mark: Any, rule: declare.Rule, good: Any) -> list[Any]:
     """Values just past one declared constraint."""
-    if isinstance(mark, validate.Range):
+    if isinstance(mark, declare.Range):
         step = 1 if rule.kind == "int" else 1e-9
         below = [] if mark.low is None else [mark.low if mark.low_open else mark.low - step, -1e308]
         above = [] if mark.high is None else [mark.high if mark.high_open else mark.high + step, 1e308]
         return [int(v) if rule.kind == "int" and abs(v) < 1e18 else v for v in below + above]
-    if mark is validate.NonEmpty:
+    if mark is declare.NonEmpty:
         return {"str": ["", "   "], "path": [""], "mapping": [{}]}.get(rule.kind, [[], ()])
-    if mark is validate.Unique and _sized(good):
+    if mark is declare.Unique and _sized(good):
         return [[_first(good), _first(good)]]
-    if isinstance(mark, validate.SameLength) and _sized(good):
+    if isinstance(mark, declare.SameLength) and _sized(good):
         return [[*good, _first(good)]]
-    if isinstance(mark, validate.MinItems) and _sized(good):
+    if isinstance(mark, declare.MinItems) and _sized(good):
         return [list(good)[:mark.low - 1]]
-    if isinstance(mark, validate.MaxItems):
+    if isinstance(mark, declare.MaxItems):
         return [[_first(good) if _sized(good) else 0.0] * (mark.high + 1)]
-    if mark is validate.Regex:
+    if mark is declare.Regex:
         return ["[", "("]
-    if isinstance(mark, validate.Matches):
+    if isinstance(mark, declare.Matches):
         return ["a b; rm -rf ~", ""]
     return []
 
@@ -225,7 +225,7 @@ def _first(value: Any) -> Any:
     return value[0] if _sized(value) else 1.0
 
 
-def _accepted(rule: validate.Rule, value: Any, good: Any) -> bool:
+def _accepted(rule: declare.Rule, value: Any, good: Any) -> bool:
     """Whether the declaration lets ``value`` through (then it is not a bad value of it). A relative mark
     (SameLength) is judged against ``good`` as the other argument."""
     try:

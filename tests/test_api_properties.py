@@ -1,7 +1,7 @@
 """Every public function of course_utils, fed what a learner who mistypes would pass (tests/api_walk.py reads the
 parameters' type hints and names; hypothesis generates the values): each call must raise TypeError or ValueError
 naming the parameter, or return an answer that is not NaN-shaped, within 3 seconds and without eating memory.
-Where the function is ``@validate.checked``, the bad values come from its declarations, and a value the declaration
+Where the function is ``@declare.checked``, the bad values come from its declarations, and a value the declaration
 refuses must be refused by the call. The hand-written cases in tests/*/test_*_bad_input.py stay: they teach what
 each error says."""
 

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal, NamedTuple
 import numpy as np
 import pytest
 
-from course_utils import validate
+from course_utils import declare, validate
 
 
 def test_numbers_pass_through_and_numpy_scalars_count() -> None:
@@ -116,19 +116,19 @@ def test_an_output_folder_does_not_climb_out() -> None:
 
 # The declared checks: a @checked function's annotations are its argument checks.
 
-@validate.checked
-def _declared(count: Annotated[int, validate.Range(1, 10)], share: Annotated[float, validate.Positive],
-              label: Annotated[str, validate.NonEmpty] = "x", folder: Path | None = None,
-              names: Annotated[Sequence[str], validate.NonEmpty, validate.Unique] = ("a",),
-              xs: Annotated[Sequence[float], validate.SameLength("ys")] = (),
-              ys: Sequence[Annotated[float, validate.NonNegative]] = (),
-              table: Mapping[str, Annotated[float, validate.Positive]] | None = None,
+@declare.checked
+def _declared(count: Annotated[int, declare.Range(1, 10)], share: Annotated[float, declare.Positive],
+              label: Annotated[str, declare.NonEmpty] = "x", folder: Path | None = None,
+              names: Annotated[Sequence[str], declare.NonEmpty, declare.Unique] = ("a",),
+              xs: Annotated[Sequence[float], declare.SameLength("ys")] = (),
+              ys: Sequence[Annotated[float, declare.NonNegative]] = (),
+              table: Mapping[str, Annotated[float, declare.Positive]] | None = None,
               fn: Callable[..., Any] | None = None, mode: Literal["a", "b"] = "a",
-              many: Annotated[Sequence[float], validate.MaxItems(5)] = ()) -> int:
+              many: Annotated[Sequence[float], declare.MaxItems(5)] = ()) -> int:
     return count
 
 
-@validate.checked
+@declare.checked
 class _Pair(NamedTuple):
     dy: int
     flip: bool
@@ -171,18 +171,18 @@ def test_declared_arguments_that_are_bad_are_refused_by_name_and_rule(call, erro
 
 
 def test_the_declarations_are_readable_as_rules() -> None:
-    rules = validate.declared(_declared)
-    assert rules["count"].kind == "int" and rules["count"].marks == (validate.Range(1, 10),)
+    rules = declare.declared(_declared)
+    assert rules["count"].kind == "int" and rules["count"].marks == (declare.Range(1, 10),)
     assert rules["folder"].kind == "path" and rules["folder"].optional
-    assert validate.SameLength("ys") in rules["xs"].marks
-    assert rules["table"].items[1].marks == (validate.Positive,)
+    assert declare.SameLength("ys") in rules["xs"].marks
+    assert rules["table"].items[1].marks == (declare.Positive,)
 
 
-@validate.checked
-def _marked(host: Annotated[str, validate.Matches(r"[a-z]+", "lower-case letters")] = "a",
-            pattern: validate.Pattern = "x", steps: Annotated[Sequence[float], validate.MinItems(2)] = (1.0, 2.0),
-            anything: Annotated[Any, validate.MaxItems(3)] = (), file: validate.FileName = "trace",
-            *parts: validate.Text) -> str:
+@declare.checked
+def _marked(host: Annotated[str, declare.Matches(r"[a-z]+", "lower-case letters")] = "a",
+            pattern: declare.Pattern = "x", steps: Annotated[Sequence[float], declare.MinItems(2)] = (1.0, 2.0),
+            anything: Annotated[Any, declare.MaxItems(3)] = (), file: declare.FileName = "trace",
+            *parts: declare.Text) -> str:
     return host
 
 
@@ -202,10 +202,10 @@ def test_the_marks_name_the_argument_and_the_rule(call, words) -> None:
 
 
 def test_a_checked_call_passes_numpy_integers_on_as_int_and_marks_take_numbers() -> None:
-    @validate.checked
-    def count(n: int, values: Annotated[Any, validate.MaxItems(2)] = 0.0) -> type:
+    @declare.checked
+    def count(n: int, values: Annotated[Any, declare.MaxItems(2)] = 0.0) -> type:
         return type(n)
 
     assert count(np.int64(3), values=5.0) is int
     with pytest.raises(TypeError, match="fn must be callable"):
-        validate.declared(42)
+        declare.declared(42)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from course_utils import data, display, models, validate
+from course_utils import data, declare, display, models, validate
 from course_utils.distributed import failures, launcher, worker
 
 PREFIX_TEMPLATE = "[${role_name}${rank}]:"  # torchrun's line prefix with the GLOBAL rank (default: local rank)
@@ -33,10 +33,10 @@ HOST_MEANING = "a host name or IP address (letters, digits, '.' and '-'; IPv6 in
 _PLUMBING = ("--tee", "--log-dir", "--local-addr", "--monitor-interval", "--redirects")  # set by run_nodes
 
 
-@validate.checked
+@declare.checked
 def node_command(script: str | os.PathLike, *, nnodes: int, node_rank: int, nproc_per_node: int, port: int,
                  args: Sequence[Any] = (), job_id: str = "course", max_restarts: int = 0,
-                 host: Annotated[str, validate.Matches(HOST, HOST_MEANING)] = launcher.LOOPBACK) -> list[str]:
+                 host: Annotated[str, declare.Matches(HOST, HOST_MEANING)] = launcher.LOOPBACK) -> list[str]:
     """The torchrun command one node runs, as a learner types it: c10d rendezvous at ``host:port``."""
     nnodes = validate.number("nnodes", nnodes, low=1, high=_MAX_NODES, integer=True)
     node_rank = validate.number("node_rank", node_rank, low=0, high=nnodes - 1, integer=True)

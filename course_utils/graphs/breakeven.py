@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import calls, display, env, interop, timing, validate
+from course_utils import calls, declare, display, env, interop, timing, validate
 from course_utils.graphs.fallback import max_abs_diff
 
 
@@ -53,9 +53,9 @@ def break_even(eager: timing.Measurement, compiled: timing.Measurement) -> float
 MAX_CURVE_POINTS = 10**6  # points of a cost curve: range(10**12) ended in a bare MemoryError
 
 
-@validate.checked
+@declare.checked
 def cumulative_time(first_call: float, per_call: float,
-                    calls: Annotated[Any, validate.MaxItems(MAX_CURVE_POINTS)]) -> np.ndarray:
+                    calls: Annotated[Any, declare.MaxItems(MAX_CURVE_POINTS)]) -> np.ndarray:
     """Total seconds after each number of calls in ``calls`` (at most ``MAX_CURVE_POINTS``): first call plus the
     steady-state ones."""
     if calls is None or isinstance(calls, (str, bytes)):

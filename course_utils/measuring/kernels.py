@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated
 
-from course_utils import compiled, display, env, validate
+from course_utils import compiled, declare, display, env, validate
 
 
 @dataclass(frozen=True)
@@ -81,9 +81,9 @@ def tensorflow_library(n: int = 512) -> KernelLibrary:
     return _from_hlo("tensorflow", matmul.experimental_get_compiler_ir(x, x)(stage="optimized_hlo"))
 
 
-@validate.checked
-def matmul_libraries(frameworks: Annotated[Sequence[str], validate.NonEmpty, validate.Unique],
-                     n: Annotated[int, validate.Range(2, 16384)] = 512) -> list[KernelLibrary]:
+@declare.checked
+def matmul_libraries(frameworks: Annotated[Sequence[str], declare.NonEmpty, declare.Unique],
+                     n: Annotated[int, declare.Range(2, 16384)] = 512) -> list[KernelLibrary]:
     """The library behind each framework's fp32 matmul (n x n, the size matters for XLA's choice)."""
     found = []
     for name in frameworks:

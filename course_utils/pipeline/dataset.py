@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from course_utils import validate
+from course_utils import declare, validate
 
 MEAN = np.float32(0.5)
 STD = np.float32(0.25)
@@ -25,7 +25,7 @@ MAX_BATCH = 4096
 MAX_BYTES = 2**30  # one batch, or all stored records, at most 1 GiB: a learner's typo must not fill the memory
 
 
-@validate.checked
+@declare.checked
 class AugmentParams(NamedTuple):
     """The random choices of one sample's augmentation, drawn from (seed, index): crop offsets, flip,
     brightness shift and contrast factor."""

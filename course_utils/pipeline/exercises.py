@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import exercises, intervals, validate
+from course_utils import declare, exercises, intervals, validate
 
 REMOVED = 0.5  # a worker count "removes the wait" when its steady wait is at most half the in-process wait
 CHOICES = ("threads", "processes", "tie")
@@ -86,11 +86,11 @@ def _processes_or_threads(answer: Any, *, thread_rounds: Sequence[float],
 
 
 # seconds per step of one epoch, the first (start-up) step included
-Steps = Annotated[Sequence[validate.NonNegativeFloat], validate.MinItems(2)]
+Steps = Annotated[Sequence[declare.NonNegativeFloat], declare.MinItems(2)]
 
 
-@validate.checked
-def reference_utilisation(waits: Steps, computes: Annotated[Steps, validate.SameLength("waits")]) -> float:
+@declare.checked
+def reference_utilisation(waits: Steps, computes: Annotated[Steps, declare.SameLength("waits")]) -> float:
     """Busy share of one epoch's steady steps: sum(compute) / sum(wait + compute), first step left out."""
     waits, computes = np.asarray(waits, dtype=float)[1:], np.asarray(computes, dtype=float)[1:]
     if waits.sum() + computes.sum() == 0:

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import display, validate
+from course_utils import declare, display, validate
 
 FORMATS = ("float32", "tf32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 SHORT = {"float32": "fp32", "tf32": "tf32", "float16": "fp16", "bfloat16": "bf16",
@@ -187,8 +187,8 @@ def accumulation_error(lengths: Sequence[int], *, seed: int = 0) -> dict[str, np
 MAX_KAHAN_TERMS = 10**6
 
 
-@validate.checked
-def kahan_sum_bf16(values: Annotated[Any, validate.MaxItems(MAX_KAHAN_TERMS)]) -> float:
+@declare.checked
+def kahan_sum_bf16(values: Annotated[Any, declare.MaxItems(MAX_KAHAN_TERMS)]) -> float:
     """Compensated (Kahan) sum with every operation rounded to bf16: the reference of exercise 03.2 (a Python loop:
     at most ``MAX_KAHAN_TERMS`` values, a fraction of a second)."""
     import ml_dtypes

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from course_utils import plotting, validate
+from course_utils import declare, plotting, validate
 from course_utils.precision.formats import (
     FORMATS,
     SHORT,
@@ -123,10 +123,10 @@ def scale_trace_plot(scales: Sequence[float], skipped: Sequence[bool], ceiling: 
     return fig
 
 
-@validate.checked
-def accumulation_plot(lengths: Annotated[Sequence[int], validate.NonEmpty],
-                      errors: Annotated[Mapping[str, Annotated[Sequence[float], validate.SameLength("lengths")]],
-                                        validate.NonEmpty]) -> Figure:
+@declare.checked
+def accumulation_plot(lengths: Annotated[Sequence[int], declare.NonEmpty],
+                      errors: Annotated[Mapping[str, Annotated[Sequence[float], declare.SameLength("lengths")]],
+                                        declare.NonEmpty]) -> Figure:
     """Relative error of long sums against their length, one line per accumulation scheme."""
     fig, (ax,) = plotting.figure(width=7.0, height=3.6)
     for i, (label, err) in enumerate(errors.items()):
@@ -167,9 +167,9 @@ def throughput_plot(measured: Mapping[str, float], published: Mapping[str, float
     return fig
 
 
-@validate.checked
-def memory_stack_plot(breakdowns: Annotated[Mapping[str, Mapping[str, validate.NonNegativeFloat]], validate.NonEmpty],
-                      *, unit: validate.Text = "bytes per parameter") -> Figure:
+@declare.checked
+def memory_stack_plot(breakdowns: Annotated[Mapping[str, Mapping[str, declare.NonNegativeFloat]], declare.NonEmpty],
+                      *, unit: declare.Text = "bytes per parameter") -> Figure:
     """Stacked bars: one per scheme, one segment per component (weights, gradients, Adam moments, ...)."""
     fig, (ax,) = plotting.figure(width=6.4, height=3.6)
     components = list(dict.fromkeys(c for parts in breakdowns.values() for c in parts))
@@ -188,9 +188,9 @@ def memory_stack_plot(breakdowns: Annotated[Mapping[str, Mapping[str, validate.N
     return fig
 
 
-@validate.checked
-def lines_plot(x: Annotated[Sequence[float], validate.NonEmpty],
-               series: Annotated[Mapping[str, Annotated[Sequence[float], validate.SameLength("x")]], validate.NonEmpty],
+@declare.checked
+def lines_plot(x: Annotated[Sequence[float], declare.NonEmpty],
+               series: Annotated[Mapping[str, Annotated[Sequence[float], declare.SameLength("x")]], declare.NonEmpty],
                *, xlabel: str, ylabel: str, title: str, logx: bool = False, logy: bool = False) -> Figure:
     """Several labelled lines over the same x (loss curves, memory against batch size, ...)."""
     fig, (ax,) = plotting.figure(width=6.8, height=3.6)
