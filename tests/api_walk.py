@@ -244,3 +244,30 @@ class _Partner(dict):
 
     def get(self, key: Any, default: Any = None) -> Any:
         return self.good if _sized(self.good) else default
+
+
+def declared_good_value(rule: declare.Rule, by_class: dict[str, Any], path: Any) -> Any:
+    """A value the declaration ``rule`` accepts, so that a call's other arguments are not what is wrong with it;
+    ``by_class`` holds a good instance of each course class the walk knows. KeyError where none is known."""
+    for value in _candidates(rule, by_class, path):
+        if _accepted(rule, value, None):
+            return value
+    raise KeyError(f"a value of {rule.describe()}")
+
+
+def _candidates(rule: declare.Rule, by_class: dict[str, Any], path: Any) -> list[Any]:
+    bounds = [v for m in rule.marks if isinstance(m, declare.Range) for v in (m.low, m.high) if v is not None]
+    if rule.kind in ("int", "float"):
+        numbers = [4, 1, 2, 0, *(b + s for b in bounds for s in (0, 1, -1))]
+        return [int(v) for v in numbers] if rule.kind == "int" else [1.0, 0.05, 0.5, *map(float, numbers)]
+    if rule.kind in ("sequence", "iterable"):
+        items = [declared_good_value(r, by_class, path) for r in rule.items]
+        return [items if len(items) > 1 else items * 2] if items else [[1.0, 2.0]]
+    if rule.kind == "mapping":
+        items = [declared_good_value(r, by_class, path) for r in rule.items] or ["a", 1.0]
+        return [{items[0]: items[1]}]
+    if rule.kind == "union":
+        return [v for member in rule.items for v in _candidates(member, by_class, path)]
+    return {"bool": [False], "str": ["x", "trace", "a"], "path": [str(path)], "callable": [lambda *a, **k: 0.0],
+            "class": [by_class.get(getattr(rule.cls, "__name__", ""))], "choice": list(rule.choices[:1]),
+            "any": [1.0]}[rule.kind]

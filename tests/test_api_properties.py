@@ -17,11 +17,19 @@ from typing import Any
 import numpy as np
 import psutil
 import pytest
-from api_walk import EXTREME_FLOATS, Target, bad_values, declared_bad_values, kind_of, targets
+from api_walk import (
+    EXTREME_FLOATS,
+    Target,
+    bad_values,
+    declared_bad_values,
+    declared_good_value,
+    kind_of,
+    targets,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from course_utils import calls, exercises, models, notebook, profile, roofline, timing
+from course_utils import calls, declare, exercises, models, notebook, profile, roofline, timing
 
 TIME_LIMIT = 3.0  # seconds: a bad value must be refused at the call, not after minutes of work
 MEMORY_LIMIT = 1 << 30  # bytes a call may add to the process before it is a runaway allocation
@@ -174,6 +182,9 @@ def _good(target: Target, name: str, annotation: str, tmp_path: Any) -> Any:
         return target.parameter  # validate's errors name what they are given as name
     if name in GOOD_BY_NAME:
         return GOOD_BY_NAME[name]
+    rule = _declared(target.obj).get(name)
+    if rule is not None:
+        return declared_good_value(rule, GOOD_BY_ANNOTATION, tmp_path / name)
     kind = kind_of(name, annotation)
     classes = re.findall(r"\b([A-Z]\w*|ndarray)\b", annotation)
     for cls in classes:
@@ -183,6 +194,12 @@ def _good(target: Target, name: str, annotation: str, tmp_path: Any) -> Any:
     if kind == "path":
         return tmp_path / name if "Path" in annotation else str(tmp_path / name)
     return GOOD_BY_KIND[kind]
+
+
+def _declared(obj: Any) -> dict[str, Any]:
+    """The declared Rules of a @declare.checked callable's parameters (none for one checked by hand)."""
+    checked = hasattr(obj, "__checked__") or hasattr(getattr(obj, "__init__", None), "__checked__")
+    return declare.declared(obj) if checked else {}
 
 
 def _declared_values(target: Target, good: Any) -> list[Any]:
