@@ -428,7 +428,7 @@ v_three
 # ### From this machine to real links
 # This CPU's compute and a GPU cluster's links never meet in one machine, so the compute time per step has to
 # be an **assumption**: each device computes its share of the wide model's step in **1 ms**, a GPU-class time.
-# The links are typical data-sheet values. Everything below is computed from the formula, not measured.
+# The links are typical data-sheet values. Everything below is computed from the ring formula, not measured.
 
 # %%
 ASSUMED_COMPUTE = 1e-3  # seconds per step per device: an assumption about a GPU, not a measurement

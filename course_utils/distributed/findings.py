@@ -22,11 +22,11 @@ COMM = Template(
     "distributed.comm", ("below", "above"),
     held="As predicted, a fixed latency weighs most where there is little to compute: the tiny model's all-reduce "
          "outlasts its compute, the wide model's does not.",
-    above="For {failed} the all-reduce was the shorter of the two beyond the noise: its fixed latency did not "
+    above="The all-reduce was the shorter of the two beyond the noise ({failed}): its fixed latency did not "
           "outweigh the compute on this machine.",
-    below="For {failed} the all-reduce was the longer of the two beyond the noise: its gradient costs more to "
+    below="The all-reduce was the longer of the two beyond the noise ({failed}): that gradient costs more to "
           "all-reduce than to compute on this machine.",
-    undecided="For {undecided} compute and all-reduce lie within each other's noise: this run cannot rank them.")
+    undecided="Compute and all-reduce lie within each other's noise ({undecided}): this run cannot rank them.")
 
 REST = Template(
     "distributed.rest", ("within",),
@@ -37,17 +37,16 @@ REST = Template(
     below="{failed}: compute plus the all-reduce, timed apart, outlast the step itself beyond the margin. Inside the "
           "step DDP starts a bucket's all-reduce while backward still runs (overlap), or the alone-measurements "
           "carry waits the step does not; which, this run does not establish.",
-    undecided="{undecided}: the interval reaches across an edge of the margin, so this run cannot tell whether the "
-              "step is its two parts or more; more rounds would narrow it.")
+    undecided="{undecided}: across an edge of the margin, so this run cannot tell whether the step is its parts.")
 
 HALF = Template(
     "distributed.half", ("above",),
     held="So computing half the batch took at most two thirds of the whole-batch time: for these models the "
          "all-reduce is the visible new cost.",
-    below="For {failed} half the batch did not take two thirds of the time: per-operator costs (Python, dispatch, "
+    below="Half the batch took more than two thirds of the time ({failed}): per-operator costs (Python, dispatch, "
           "autograd) do not shrink with the rows, DDP adds its bookkeeping, and the partner shares the {cores} cores. "
           "The table shows which link added time; measure one rank's compute, do not assume it is 1/N.",
-    undecided="For {undecided} the interval straddles 1.5x: this run cannot tell whether half the batch took two "
+    undecided="The interval straddles 1.5x ({undecided}): this run cannot tell whether half the batch took two "
               "thirds of the time.")
 
 BUCKETS = Template(
@@ -81,17 +80,18 @@ FIT = Template(
     "distributed.fit", ("within",),
     held="A two-parameter model holds this machine's all-reduce within a factor of 2, in the sweep it was fitted on "
          "and in a job it was not.",
-    above="{failed} came out more than twice the model: gloo changes algorithm with the message size, and a job's "
-          "all-reduce competes with its ranks' compute; which of the two, this run does not establish.",
-    below="{failed} came out under half the model: two parameters cannot follow that size's cost.",
+    above="Measured over twice what the model computes ({failed}): gloo changes algorithm with the message size, "
+          "and a job's all-reduce competes with its ranks' compute; which of the two, this run does not establish.",
+    below="Measured under half of what the model computes ({failed}): two parameters cannot follow gloo changing "
+          "algorithm with the message size, and the job's all-reduce ran beside its ranks' compute.",
     undecided="{undecided}: this run cannot tell whether the model holds there.")
 
 THREE = Template(
     "distributed.three", ("within",),
     held="The model fitted on 2 processes predicts 3 within a factor of 2 at every size.",
-    above="{failed} came out more than twice the model: the ring's extra steps cost more than the latency fitted on "
-          "2 processes.",
-    below="{failed} came out under half the model: the fit on 2 processes overstates the cost on 3.",
+    above="Measured over twice the model ({failed}): the ring's extra steps cost more than the latency fitted on 2 "
+          "processes.",
+    below="Measured under half the model ({failed}): the fit on 2 processes overstates the cost on 3.",
     undecided="{undecided}: this run cannot tell whether the model carries over to 3 processes.",
     untested="The model was not checked on 3 processes: {why}.")
 
@@ -120,20 +120,20 @@ TF = Template(
 LR = Template(
     "distributed.lr", ("above", "below"),
     held="At 8x the batch the optimizer takes 8x fewer steps over the same samples: with the learning rate unchanged "
-         "the test loss ended higher, and the linear rule closed more than half of that gap. So when DDP multiplies "
-         "the global batch, multiply the learning rate with it.",
+         "the test loss ended higher, and the linear rule with warm-up closed more than half of that gap. So when "
+         "DDP multiplies the global batch, multiply the learning rate with it.",
     below="{failed} came out no higher than the small batch's: at this scale the unchanged learning rate did not "
           "lag, so the rule had no gap to close.",
-    above="{failed} came out above the gap's midpoint: the linear rule closed less than half of the gap. The rule is "
-          "a starting point, not a law: it holds until the batch nears the task's critical batch size, beyond which "
-          "larger batches stop paying; tune the learning rate at the batch you train with.",
+    above="{failed} came out above the gap's midpoint: the rule with warm-up closed less than half of it. The rule "
+          "is a starting point, not a law: it holds until the batch nears the task's critical batch size, beyond "
+          "which larger batches stop paying; tune the learning rate at the batch you train with.",
     undecided=_ON_BOUND)
 
 WARMUP = Template(
     "distributed.warmup", ("below",),
     held="Warm-up lowered the test loss from every one of these initial weights: ramp the learning rate up over the "
          "first steps, while the weights are far from anything sensible and large steps overshoot.",
-    above="For {failed} warm-up ended higher than the linear rule alone: at this scale the reduced first steps cost "
+    above="Warm-up ended higher than the linear rule alone for {failed}: at this scale the reduced first steps cost "
           "more than they saved. Do not add warm-up by default: add it where the first full-rate steps diverge.",
     undecided="{undecided} lies exactly on its bound: this run cannot tell whether warm-up helped.")
 
@@ -148,19 +148,19 @@ BN = Template(
 
 SYNC = Template(
     "distributed.sync", ("below",),
-    held="With `SyncBatchNorm` every rank normalised with the global batch's statistics. Use it where per-device "
-         "batches are small: it adds its collectives to every BatchNorm layer.",
+    held="With `SyncBatchNorm` every rank normalised with the global batch's statistics: worth its collectives "
+         "where per-device batches are small.",
     above="With `SyncBatchNorm` the statistics were not the global batch's: {failed} came out above its bound.",
     undecided=_ON_BOUND,
-    untested="`SyncBatchNorm` did not run here ({why}). Use it where per-device batches are small: it adds its "
+    untested="`SyncBatchNorm` did not run here: {why}. Use it where per-device batches are small: it adds its "
              "collectives to every BatchNorm layer.")
 
 COMPILED = Template(
     "distributed.compiled", ("equal", "true"),
     held="One graph per DDP bucket: each bucket's all-reduce can start once its part of backward is done, as in "
-         "eager DDP. Around a bare `nn.Sequential` the same call compiled {graphs_sequential}: DDP's forward breaks "
-         "the graph, and Dynamo starts no new one inside torch's own modules; wrap the layers in a module of your "
-         "own, as `DeepMLP` does.\n\nThe first compiled call took {first_call} s (compilation); then the compiled "
+         "eager DDP. Around a bare `nn.Sequential` the same call compiled {graphs_sequential} graph(s): DDP's forward "
+         "breaks the graph, and Dynamo starts no new one inside torch's own modules; wrap the layers in a module of "
+         "your own, as `DeepMLP` does.\n\nThe first compiled call took {first_call} s (compilation); then the compiled "
          "step ran {gain} against eager DDP (backend `{backend}`).",
     above="{failed} came out above the bucket count: `TORCH_LOGS=ddp_graphs` prints how DDPOptimizer split.",
     below="{failed} came out below the bucket count: `TORCH_LOGS=ddp_graphs` prints how DDPOptimizer split.",
@@ -187,7 +187,7 @@ FAIL = Template(
 THREADS = Template(
     "distributed.threads", ("above",),
     held="With every thread no model's step was slower than with one thread by more than the margin.",
-    below="For {failed} every thread made the step slower than one, beyond the margin: operators too small to split "
+    below="Every thread made the step slower than one, beyond the margin ({failed}): operators too small to split "
           "well (the threads meet at a barrier after each, and a waiting thread spins), or other processes' cores.",
-    undecided="For {undecided} the interval reaches across the margin: this run cannot tell whether every thread "
+    undecided="The interval reaches across the margin ({undecided}): this run cannot tell whether every thread "
               "costs that model time.")

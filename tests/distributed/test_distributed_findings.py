@@ -56,8 +56,8 @@ def test_the_remainder_straddling_its_margin_is_not_decided() -> None:
 def test_each_model_that_misses_tells_its_own_direction() -> None:
     v = f05.COMM.score(findings.slower("tiny", interval(1.5, 1.2, 1.8)),
                        findings.faster("wide", interval(0.5, 0.4, 0.6)))
-    assert v.failed and "For tiny the all-reduce was the shorter" in v.sentence
-    assert "For wide the all-reduce was the longer" in v.sentence
+    assert v.failed and "The all-reduce was the shorter of the two beyond the noise (tiny)" in v.sentence
+    assert "The all-reduce was the longer of the two beyond the noise (wide)" in v.sentence
 
 
 def test_warm_up_is_recommended_only_where_it_measured_better() -> None:
@@ -65,7 +65,7 @@ def test_warm_up_is_recommended_only_where_it_measured_better() -> None:
     worse = f05.WARMUP.score(findings.below("seed 1", 0.775, 0.750, unit=""),
                              findings.below("seed 2", 0.74, 0.76, unit=""))
     assert better.held and "ramp the learning rate up" in better.sentence
-    assert worse.failed and worse.sentence.startswith("For seed 1 warm-up ended higher")
+    assert worse.failed and worse.sentence.startswith("Warm-up ended higher than the linear rule alone for seed 1:")
     assert "Do not add warm-up by default" in worse.sentence and "ramp" not in worse.sentence
 
 
