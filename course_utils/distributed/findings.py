@@ -82,8 +82,8 @@ FIT = Template(
          "and in a job it was not.",
     above="Measured over twice what the model computes ({failed}): gloo changes algorithm with the message size, "
           "and a job's all-reduce competes with its ranks' compute; which of the two, this run does not establish.",
-    below="Measured under half of what the model computes ({failed}): two parameters cannot follow gloo changing "
-          "algorithm with the message size, and the job's all-reduce ran beside its ranks' compute.",
+    below="Measured under half of what the model computes ({failed}): gloo changes algorithm with the message "
+          "size, which two parameters cannot follow; this run does not establish more.",
     undecided="{undecided}: this run cannot tell whether the model holds there.")
 
 THREE = Template(
