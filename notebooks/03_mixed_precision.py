@@ -301,10 +301,9 @@ print("under autocast, linear runs in the autocast dtype and cross_entropy in fp
       ops["linear"] == AMP_NAME and ops["cross_entropy"] == "float32")
 
 # %% [markdown] slideshow={"slide_type": "skip"}
-# PyTorch's documented CUDA autocast list sends softmax, layer_norm, sum, exp and cross_entropy to fp32; its CPU list
-# does not name softmax, layer_norm, sum or exp, so on a CPU those keep the 16-bit input's dtype (a reduction may
-# still accumulate in fp32 inside its kernel, as `torch.sum` did in section 3). The table above is what this device
-# did.
+# PyTorch's documented CUDA autocast list sends softmax, layer_norm, sum, exp and cross_entropy to fp32; the CPU list
+# is its own, and an op on neither of a device's lists keeps its input's dtype (a reduction may still accumulate in
+# fp32 inside its kernel, as `torch.sum` did in section 3). The table above is what this device did.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Keras 3: a dtype policy
@@ -438,9 +437,11 @@ v_matmul.prose()
 # How to read the lines above. MKL's header (`MKL_VERBOSE oneMKL ... for <ISA>`) names the instruction-set level MKL
 # dispatched to on this CPU, not the kernel SGEMM ran: AMX has no fp32 tiles, so an AMX level in the header does not
 # put the fp32 matmul on AMX. oneDNN's `exec` line names the kernel the bf16 matmul ran (a `brg_matmul` ending in
-# `amx` runs on AMX tiles); no oneDNN matmul line means torch ran bf16 in its own loop. On a GPU the matmuls ran in
-# cuBLAS, and these lines are the CPU libraries'. In XLA's HLO, a dot on f32 operands after convert ops means XLA
-# widened bf16 to fp32, so bf16 units sit idle. The hardware decides what is possible, the library what you get.
+# `amx` runs on AMX tiles); no oneDNN matmul line means torch ran bf16 in its own loop.
+#
+# On a GPU the matmuls ran in cuBLAS, and these lines are the CPU libraries'. In XLA's HLO, a dot on f32 operands
+# after convert ops means XLA widened bf16 to fp32, so bf16 units sit idle. The hardware decides what is possible,
+# the library what you get.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### bf16 on the roofline: half the bytes
@@ -617,7 +618,7 @@ print("16-bit weight copies saved during the autocast forward == 2 B x weights o
 
 # %%
 v_state = cu.precision.findings.STATE.score(
-    *[cu.findings.equal(f"{mode} + Adam, bytes per parameter held after a step", total[mode], 16, unit="",
+    *[cu.findings.equal(f"{mode} + Adam, bytes per parameter kept after a step", total[mode], 16, unit="",
                         source="measured") for mode in ("fp32", amp_mode)],
     cu.findings.equal("16-bit weight copies saved during the autocast forward", copies[amp_mode], 2 * later_weights,
                       unit="B", source="measured"),
@@ -842,11 +843,13 @@ v_jremat.prose()
 # ### The library behind torch's fp32 matmul
 # On AMD EPYC machines, earlier runs of this course saw torch's fp32 matmul (MKL) reach about half the rate of JAX's
 # (XLA's own kernels) on the same cores. MKL picks its code path per CPU at run time, and its choice on non-Intel
-# CPUs is the known candidate. MKL's header, printed in section 5, names the instruction-set level it dispatched to
-# here (not SGEMM's kernel). On an AMD CPU with avx512f, a level without AVX-512 is MKL choosing a narrower path than
-# the CPU supports; on an Intel CPU MKL takes its Intel paths and the candidate does not apply. A gap between the two
-# frameworks, timed in the same rounds below, is a measurement; its cause is not established by this run (it times
-# neither MKL on another path nor another BLAS).
+# CPUs is the known candidate.
+#
+# MKL's header, printed in section 5, names the instruction-set level it dispatched to here (not SGEMM's kernel). On
+# an AMD CPU with avx512f, a level without AVX-512 is MKL choosing a narrower path than the CPU supports; on an Intel
+# CPU MKL takes its Intel paths and the candidate does not apply. A gap between the two frameworks, timed in the same
+# rounds below, is a measurement; its cause is not established by this run (it times neither MKL on another path nor
+# another BLAS).
 
 # %%
 vendor = cu.precision.cpu_vendor()

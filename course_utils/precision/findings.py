@@ -22,13 +22,14 @@ UNDERFLOW = Template(
 
 LOSS_SCALE = Template(
     "precision.loss_scale", ("true", "within", "equal"),
-    held="The scale started at 2^{start}; {skipped} of {steps} steps were skipped, none with the scale below the "
-         "ceiling computed from the weight gradients, and it settled between 2^{settled_low} and "
-         "2^{settled_high}, just under that ceiling (median 2^{ceiling_median}), as predicted.",
+    held="The scale started at 2^{start}; {skipped} of {steps} steps were skipped, none after the first clean step "
+         "with the scale below the ceiling computed from the weight gradients, and it settled between "
+         "2^{settled_low} and 2^{settled_high}, just under that ceiling (median 2^{ceiling_median}), as predicted.",
     failed="{failed}: 2^{start} fitted this model's gradients from the start.",
-    above="{failed} came out above the prediction (steps skipped with the scale below the ceiling: {below_steps}). "
-          "The ceiling is a median over clean steps of the weight gradients alone: on such a step a weight gradient "
-          "rose above it, or another fp16 tensor of the backward pass overflowed first; this run did not record which.",
+    above="{failed} came out above the prediction (steps skipped after the first clean step with the scale below the "
+          "ceiling: {below_steps}). The ceiling is a median over clean steps of the weight gradients alone: a weight "
+          "gradient above that median, or another fp16 tensor of the backward pass overflowing first, sets a lower "
+          "limit; this run did not record which.",
     below="{failed} came out below the prediction: the scale's top lay more than half a power of two above the "
           "ceiling's median (2^{ceiling_median}); the ceiling moves from step to step, and the scale grew on steps "
           "whose gradients were smaller.",
@@ -144,12 +145,11 @@ JAX_REMAT = Template(
     held="The extra FLOPs are the recomputed first matmul of each block and the temp buffers fell below half, as "
          "predicted. The table's \"saved for backward\" row holds the `jax.vjp` residuals: what a forward hands to a "
          "separate backward.",
-    above="{failed} came out above the prediction. For extra FLOPs, a candidate from XLA's counts, not established by "
-          "this run: XLA recomputes the exact GELU (its erf is a long polynomial) but keeps the matmul's 4D-wide "
-          "output, even with `prevent_cse=True`; for the temp buffers, which ones XLA kept is not established. Measure "
-          "both on your backend before relying on the saving.",
-    below="{failed} came out below the prediction: XLA recomputed less than the first matmul of each block; what it "
-          "kept instead is not established by this run.",
+    above="{failed} came out above the prediction; what XLA kept or recomputed beyond it is not established by this "
+          "run: measure both on your backend before relying on the saving.",
+    below="{failed} came out below the prediction: XLA recomputed less than the first matmul of each block. A "
+          "candidate from its counts, not established by this run: it recomputes the exact GELU (its erf is a long "
+          "polynomial) but keeps the matmul's 4D-wide output, even with `prevent_cse=True`.",
     failed="{failed}: false on this backend, so the temp buffers are not compared here.",
     undecided=_EDGE,
     untested="What XLA keeps of `jax.checkpoint` is not measured here (the verdict says why).")

@@ -48,7 +48,7 @@ def _scale(trace: P.ScaleTrace) -> findings.Finding:
 
 def test_a_skip_below_the_ceiling_fails_the_loss_scale_and_is_named() -> None:
     clean = P.scale_trace([2.0**24, 2.0**23, 2.0**21, 2.0**21], [True, True, False, False], [1e30, 1e30, 2**-6, 2**-6])
-    assert _scale(clean).held and "none with the scale below" in _scale(clean).sentence
+    assert _scale(clean).held and "none after the first clean step" in _scale(clean).sentence
     below = P.scale_trace([2.0**24, 2.0**21, 2.0**21, 2.0**20, 2.0**20], [True, False, True, False, False],
                           [1e30, 2**-6, 1e30, 2**-6, 2**-6])
     v = _scale(below)
