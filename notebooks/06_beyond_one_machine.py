@@ -386,7 +386,7 @@ v_model = cu.display.verdict(not off, "measured / predicted: " + ", ".join(f"{k}
 v_model
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.beyond.story.cost_model(v_model, fit, scores, predicted, step_ratios, cu.beyond.findings.unexplained(predicted))
+cu.beyond.story.cost_model(v_model, fit, scores, predicted, step_ratios, cu.beyond.totals.unexplained(predicted))
 
 # %% [markdown] course={"lead": true, "minutes": 2} slideshow={"slide_type": "slide"}
 # ## 7. On a real cluster
@@ -422,7 +422,7 @@ for kind, counted in calls.items():
     print(f"{kind}: {counted}")
 
 # %%
-moved_bytes = cu.beyond.findings.traffic(shard_run)  # ring factors; and as gloo runs a reduce-scatter
+moved_bytes = cu.beyond.totals.traffic(shard_run)  # ring factors; and as gloo runs a reduce-scatter
 formula_traffic = cu.distributed.zero_traffic(1.0, 2, 3) / cu.distributed.zero_traffic(1.0, 2, 0)
 v_traffic = cu.display.verdict(abs(moved_bytes["ring"] - formula_traffic) < 0.1,
                                f"FSDP2 moves {moved_bytes['ring']:.2f}x DDP's bytes per step (computed from the "
@@ -437,7 +437,7 @@ fsdp_speed
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 cu.beyond.story.traffic(v_traffic, moved_bytes, calls, cu.beyond.sharded.in_collectives(shard_run),
-                                cu.beyond.findings.collective_ratios(fit, shard_run), fsdp_speed)
+                                cu.beyond.totals.collective_ratios(fit, shard_run), fsdp_speed)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Two collectives, each alone
@@ -452,7 +452,7 @@ v_rs = cu.display.verdict(rs_speed.low >= 1.6 and rs_speed.high <= 2.5, f"reduce
 v_rs
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.beyond.story.reduce_scatter(v_rs, rs_speed, cu.beyond.findings.gloo_inside(shard_run),
+cu.beyond.story.reduce_scatter(v_rs, rs_speed, cu.beyond.totals.gloo_inside(shard_run),
                                        cu.beyond.sharded.reduce_scatter_trace(shard_run))
 
 # %%

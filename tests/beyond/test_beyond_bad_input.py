@@ -9,7 +9,6 @@ from beyond_fakes import fake
 from course_utils.beyond import (
     cluster,
     elastic,
-    findings,
     jaxmulti,
     multinode,
     plots,
@@ -20,6 +19,7 @@ from course_utils.beyond import (
     story,
     story_further,
     tfmulti,
+    totals,
 )
 from course_utils.distributed import AllReduceModel, LaunchResult
 
@@ -105,8 +105,8 @@ BAD_CALLS = [
     ("rows", lambda: predict.prediction_table({})),
     ("rows", lambda: predict.ratios({})),
     ("result", lambda: jaxmulti.gloo_ranks(None)),
-    ("result", lambda: findings.traffic(None)),
-    ("fit", lambda: findings.collective_ratios("fit", fake())),
+    ("result", lambda: totals.traffic(None)),
+    ("fit", lambda: totals.collective_ratios("fit", fake())),
     ("every", lambda: elastic.run(every=0)),
     ("crash_at", lambda: elastic.run(steps=12, crash_at=12)),
     ("nprocs", lambda: elastic.run(nprocs=1)),

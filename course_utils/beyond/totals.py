@@ -1,4 +1,4 @@
-"""What several of notebook 06's measurements add up to (numbers only; the sentences are in ``story``).
+"""What several of notebook 06's measurements add up to (numbers only; the sentences are in ``findings``).
 
 ``traffic``: FSDP2's bytes per step over DDP's, computed from the counted calls, with the ring factors the
 prediction assumes and with what gloo really runs (a reduce-scatter as an all-reduce). ``collective_ratios``: the
