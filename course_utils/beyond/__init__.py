@@ -12,7 +12,7 @@ worker API, the ring all-reduce cost model); nothing there imports from here.
 - ``elastic``: a rank that dies once and a restart from an atomic checkpoint; ``reshard``: a sharded checkpoint
   (``torch.distributed.checkpoint``) saved at one world size and loaded at another;
 - ``predict``: 05's ring model prices every multi-process step; ``totals``: what several numbers add up to;
-- ``story``, ``story_further``: every sentence the notebook generates, told from its verdicts;
+- ``findings``: the notebook's predictions, each declared once with a sentence per outcome;
 - ``plots``: the figures; ``exercises``: the exercise checkers (registered on import: 06.1-06.3).
 
 Several modules share names such as ``run`` and ``reference``: reach them as ``cu.beyond.<module>.<name>``.
@@ -21,6 +21,7 @@ Several modules share names such as ``run`` and ``reference``: reach them as ``c
 from course_utils.beyond import (
     cluster,
     elastic,
+    findings,
     jaxmulti,
     multinode,
     plots,
@@ -28,8 +29,6 @@ from course_utils.beyond import (
     reshard,
     rounds,
     sharded,
-    story,
-    story_further,
     tfmulti,
     totals,
 )
@@ -40,7 +39,7 @@ from course_utils.beyond.multinode import NodesResult, launch_nodes, node_comman
 from course_utils.beyond.tfmulti import tf_config
 
 __all__ = [
-    "ElasticRun", "NodesResult", "cluster", "cluster_commands", "elastic", "hang_checklist", "jaxmulti",
+    "ElasticRun", "NodesResult", "cluster", "cluster_commands", "elastic", "findings", "hang_checklist", "jaxmulti",
     "launch_nodes", "multinode", "node_command", "plots", "predict", "reshard", "rounds", "run_nodes", "sharded",
-    "story", "story_further", "tf_config", "tfmulti", "totals",
+    "tf_config", "tfmulti", "totals",
 ]

@@ -2,9 +2,9 @@
 
 ``traffic``: FSDP2's bytes per step over DDP's, computed from the counted calls, with the ring factors the
 prediction assumes and with what gloo really runs (a reduce-scatter as an all-reduce). ``collective_ratios``: the
-fitted ring model's ratio of FSDP2's collectives to DDP's (latency included), also priced as gloo runs them.
-``unexplained``: the part of a step that neither its compute alone nor its time in collectives covers, where it
-exceeds the model's whole communication.
+fitted ring model's ratio of FSDP2's collectives to DDP's (latency included), also priced as gloo runs them;
+``traffic_facts`` what the traffic finding quotes. ``unexplained``: the part of a step that neither its compute
+alone nor its time in collectives covers, where it exceeds the model's whole communication.
 """
 
 from __future__ import annotations
@@ -62,6 +62,17 @@ def collective_ratios(fit: AllReduceModel, result: Any) -> dict[str, float]:
     as_gloo = (predict.model_comm_seconds(fit, _as_gloo(fsdp["calls"]), _as_gloo(fsdp["comm_bytes"]), n) / base
                if gloo_inside(result) else model)
     return {"model": model, "as gloo": as_gloo, "calls": float(sum(fsdp["calls"].values()))}
+
+
+def traffic_facts(fit: AllReduceModel, result: Any) -> dict[str, float]:
+    """What the traffic finding quotes: FSDP2's and DDP's collectives per step (counted), FSDP2's bytes as gloo
+    runs them (``traffic``), each kind's milliseconds with a collective running, and the model's
+    ``collective_ratios`` (rounded as quoted)."""
+    calls, busy, ratios = sharded.calls(result), sharded.in_collectives(result), collective_ratios(fit, result)
+    return {"gathers": calls["fsdp2"].get("allgather", 0), "scatters": calls["fsdp2"].get("reduce_scatter", 0),
+            "allreduces": calls["ddp"].get("allreduce", 0), "gloo": round(traffic(result)["gloo"], 2),
+            "ddp_ms": round(busy["ddp"] * 1e3, 2), "fsdp_ms": round(busy["fsdp2"] * 1e3, 2),
+            "calls": int(ratios["calls"]), "model": round(ratios["model"], 1), "as_gloo": round(ratios["as gloo"], 1)}
 
 
 def unexplained(rows: dict[str, dict[str, float]]) -> dict[str, float]:
