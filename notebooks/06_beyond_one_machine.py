@@ -391,7 +391,7 @@ cu.beyond.plots.prediction_plot(predicted, title="Compute + 05's ring model vs m
 step_ratios = cu.beyond.predict.ratios(predicted)
 rests = "; ".join(f"*{k}* {sec * 1e3:.2f} ms" for k, sec in cu.beyond.totals.unexplained(predicted).items()) or "none"
 v_model = cu.beyond.findings.COST.score(
-    *(cu.findings.within(f"{k}: measured / predicted", r, 0.5, 2) for k, r in step_ratios.items()),
+    *(cu.findings.within(k, r, 0.5, 2) for k, r in step_ratios.items()),  # measured / predicted, per step
     source=cost.how, beta=cu.display.format_rate(fit.bandwidth), alpha=round(fit.latency * 1e6, 1),
     low=round(min(scores), 2), high=round(max(scores), 2), rests=rests)
 v_model

@@ -57,15 +57,15 @@ RESHARD = Template("beyond.reshard", ("equal", "above"), held="All {tensors} ten
                    above="The state did not come back exactly: {failed}. " + _DCP, below=_MISSED,
                    undecided="Not decided: the weights did not move between the checkpoints, so the second load "
                    "tested no new values.")
-_FIT = ("05's ring model, {source}: β = {beta}, α = {alpha} µs per ring step; scored on section 1's sweep it is "
-        "off by {low}x to {high}x. ")
+_FIT = ("Where the ring model's α and β come from: {source}. β = {beta}, α = {alpha} µs per ring step; on section "
+        "1's sweep, measured over modelled ranges from {low}x to {high}x. ")
 _REST = ("\n\nTime beyond a step's compute alone and its time with a collective running, where it exceeds the "
          "model's whole communication: {rests}; what it went to (Python, hooks, waiting for the other rank) is not "
          "measured here. On a cluster, fit α and β on the real network, for each collective and library the training "
          "uses: an inter-node link is not loopback.")
 COST = Template("beyond.cost", ("within",), held=_FIT + "Every step landed within a factor of 2 of compute + model."
-                + _REST, above=_FIT + "{failed} took more than twice its prediction." + _REST, below=_FIT
-                + "{failed} took less than half its prediction." + _REST, undecided=_FIT + _UNDECIDED + _REST)
+                + _REST, above=_FIT + "More than twice the prediction: {failed}." + _REST, below=_FIT
+                + "Less than half the prediction: {failed}." + _REST, undecided=_FIT + _UNDECIDED + _REST)
 _TRAFFIC = ("FSDP2 issued {gathers} all-gathers and {scatters} reduce-scatters per step, DDP {allreduces} "
             "all-reduce(s). Priced as gloo runs them (an all-reduce inside each reduce-scatter where rank 0's trace "
             "shows one), FSDP2 moves {gloo}x DDP's bytes.\n\nWith a collective running, DDP spent {ddp_ms} ms "
