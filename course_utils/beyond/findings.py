@@ -29,9 +29,9 @@ _TF = ("The loop divides the summed loss by the **global** batch, because the st
        "{joined} s from process start to a joined strategy (import included), {work} s to training and the "
        "one-worker check, and the other {outside} s to torchrun's own start and shut-down. On a cluster each "
        "machine sets its own `TF_CONFIG`.")
-TF = Template("beyond.tf", ("equal", "below"), held="The two workers agreed bit for bit and with one worker. " + _TF,
-              above="The workers disagree, or differ from one worker ({failed}). " + _TF, below=_MISSED,
-              undecided=_UNDECIDED, untested="Not run: {why}.")
+TF = Template("beyond.tf", ("equal", "below"), held="The two workers agreed bit for bit, and with one worker "
+              "within float rounding. " + _TF, above="The workers disagree, or differ from one worker ({failed}). "
+              + _TF, below=_MISSED, undecided=_UNDECIDED, untested="Not run: {why}.")
 _MEMORY = ("The default DDP row is DDP's own report: {buckets} of buckets beside the gradients, which "
            "`gradient_as_bucket_view=True` turns into the gradients themselves. ZeRO-1 shards the Adam state by whole "
            "tensors (ranks: {zero1}); FSDP2 splits every tensor along its first dimension (ranks: {fsdp2}).\n\nNot in "
