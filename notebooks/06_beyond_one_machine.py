@@ -184,9 +184,8 @@ if HAVE_JAX:
         cu.findings.true(f"{jax_rec['allreduce_count']} all-reduce(s) across the processes in the compiled step",
                          jax_rec["allreduce_count"] > 0),
         **cu.beyond.jaxmulti.facts(jax_run))
-else:  # the facts only the other outcomes' texts quote
-    v_jax = cu.beyond.findings.JAX.not_tested("JAX is not installed in this runtime",
-                                              **dict.fromkeys(cu.beyond.findings.JAX.facts, ""))
+else:
+    v_jax = cu.beyond.findings.JAX.not_tested("JAX is not installed in this runtime")
 v_jax
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
@@ -225,9 +224,8 @@ if HAVE_TF:
         cu.findings.equal("largest difference between the workers", tf_diff["workers"], 0, unit="", source="measured"),
         cu.findings.below("worker 0 vs one worker", tf_diff["single"], 1e-5, unit=""),
         **{k: round(v, 1) for k, v in cu.beyond.tfmulti.time_split(tf_run).items()})  # seconds, as quoted
-else:  # the facts only the other outcomes' texts quote
-    v_tf = cu.beyond.findings.TF.not_tested("TensorFlow is not installed in this runtime",
-                                            **dict.fromkeys(cu.beyond.findings.TF.facts, ""))
+else:
+    v_tf = cu.beyond.findings.TF.not_tested("TensorFlow is not installed in this runtime")
 v_tf
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
@@ -506,9 +504,8 @@ if HAVE_JAX:
         cu.findings.true(f"{gathers} all-gather(s) in the sharded step", gathers > 0),
         temps=round(sharded_step["temp_bytes"] / max(jax_fsdp["replicated"]["temp_bytes"], 1), 2),
         scatters=sharded_step["collectives"]["reduce-scatter"], allreduces=sharded_step["collectives"]["all-reduce"])
-else:  # the facts only the other outcomes' texts quote
-    v_jax_shard = cu.beyond.findings.JAX_SHARD.not_tested("JAX is not installed in this runtime",
-                                                          **dict.fromkeys(cu.beyond.findings.JAX_SHARD.facts, ""))
+else:
+    v_jax_shard = cu.beyond.findings.JAX_SHARD.not_tested("JAX is not installed in this runtime")
 v_jax_shard
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
