@@ -52,9 +52,9 @@ CACHE = Template(
 _REGIONAL = ("Compiling the whole {depth}-block model in this process took {whole}; the cold fresh process of section "
              "3 took {cold} for the same stack. A candidate this run does not time apart: the fresh process also pays "
              "what this one paid in section 2 (Inductor's lazy imports, starting its compile workers, probing the "
-             "CPU's instruction sets). `block.compile()`'s step, its speed over the whole model's: {block_step}; "
-             "where it is slower, a candidate: each block is its own compiled call with Python between them, {depth} "
-             "fixed costs where the whole model pays one.\n\n")
+             "CPU's instruction sets). `block.compile()`'s step, its speed over the whole model's: {block_step}. "
+             "What it pays that the whole model does not: each block is its own compiled call with Python between "
+             "them, {depth} fixed costs where the whole model pays one.\n\n")
 REGIONAL = Template(
     "graphs.regional", ("below", "above"),
     held=_REGIONAL + "Compile the repeated block where compile time dominates (a large model, many short jobs or "
@@ -106,7 +106,7 @@ CONTROL_ADVICE = ("The seed articles list data-dependent control flow as a migra
                   "it first; the `where`/`cond` forms above are that refactoring, each checked against eager on "
                   "inputs that take both branches.")
 _TORCH_IF = ("PyTorch produced {graphs} graph(s) with {breaks} break(s) (reason: `{reason}`) and ran the `if` in "
-             "Python between them, equal to eager on both branches (max abs diff {clip_diff:.1e}), but giving the "
+             "Python between them, equal to eager on both branches (max abs diff {clip_diff}), but giving the "
              "compiler smaller pieces and a trip through Python on every call.")
 CONTROL = Template(
     "graphs.control_flow", ("true",),
@@ -127,9 +127,9 @@ FALLBACK = Template(
          "running-sum case (JAX only) is the dangerous one: it compiles without complaint and returns a wrong number, "
          "because the list was read once at trace time. Only the comparison with eager catches it: check every "
          "compiled result against eager.",
-    failed="{failed}: false, against the prediction; {kept} of {total} functions were kept compiled. A function kept "
-           "against the prediction matched eager on this sample, so the comparison did not catch it: check on more "
-           "than one input.")
+    failed="{failed}: false, against the prediction; {kept} of {total} functions were kept compiled. Where one was "
+           "kept against the prediction, it matched eager on this sample, so the comparison did not catch it: check "
+           "on more than one input; where one fell back, the table gives its reason.")
 
 STEP = Template(
     "graphs.step", ("above", "below"),
@@ -150,7 +150,7 @@ SEED = Template(
           "(section 8's verdict says whether the step was faster at all).",
     undecided="The interval straddles the 1.43x that a 30% saving needs: this run does not decide the seed's figure.")
 
-_REUSED = ("\n\nSection 2's function, first called at {first_size:,} elements and reused here, compiled "
+_REUSED = ("\n\nSection 2's function, first called at {first_size} elements and reused here, compiled "
            "{reused_graphs} new graph(s) for this length; its speed over the static graph: {reused}. After a length "
            "changes, the default compiles a shape-generic graph, so a reused compiled function is no static baseline.")
 DYNAMIC = Template(

@@ -191,9 +191,10 @@ BAD_CALLS = [
     ("framework", lambda: graphs.trace_step("caffe", _step, _step, (X, X))),
     ("steps", lambda: graphs.trace_step("torch", _step, _step, (X, X), steps=0)),
     # plots
-    ("pairs", lambda: graphs.crossover_plot({})),
-    ("pairs", lambda: graphs.crossover_plot(None)),
-    ("pairs", lambda: graphs.crossover_plot({"torch": (M,)})),
+    ("pairs", lambda: graphs.crossover_plot({}, {})),
+    ("pairs", lambda: graphs.crossover_plot(None, {})),
+    ("pairs", lambda: graphs.crossover_plot({"torch": (M,)}, {})),
+    ("speeds", lambda: graphs.crossover_plot({"torch": (M, M)}, {})),
     ("counts", lambda: graphs.compile_count_bars({"torch": {}})),
     ("counts", lambda: graphs.compile_count_bars({"torch": {"a": -1}})),
     ("calls", lambda: graphs.compile_count_bars({"torch": {"a": 1}}, calls=0)),

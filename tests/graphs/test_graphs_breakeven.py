@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from course_utils import graphs, interop, timing
+from course_utils import graphs, interop, intervals, timing
 
 
 def _m(seconds: float) -> timing.Measurement:
@@ -31,6 +31,16 @@ def test_break_even_from_measurements() -> None:
     assert graphs.break_even(eager, compiled) == 9
     with pytest.raises(ValueError, match="first_call"):
         graphs.break_even(eager, timing.Measurement("c", (1.0,)))
+
+
+def test_break_even_range_comes_from_the_interval_and_is_none_where_it_reaches_1x() -> None:
+    eager = timing.Measurement("eager", (2.0, 2.0), first_call=2.0)
+    compiled = timing.Measurement("compiled", (1.0, 1.0), first_call=10.0)
+    found = graphs.break_even_range(eager, compiled, intervals.Speedup("e", "c", 2.0, 1.6, 2.5, 6, intervals.ROUNDS))
+    assert found == (8, 12)  # 8 / (2 - 2/2.5) -> 7.7 extra calls; 8 / (2 - 2/1.6) -> 10.7
+    for low, high in ((0.9, 4.0), (0.4, 0.8)):  # within the noise, slower: no count
+        assert graphs.break_even_range(eager, compiled, intervals.Speedup("e", "c", low * 1.1, low, high, 6,
+                                                                         intervals.ROUNDS)) is None
 
 
 def test_timed_pair_labels_pairs_rounds_and_keeps_first_calls() -> None:
