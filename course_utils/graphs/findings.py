@@ -28,8 +28,8 @@ COMPILE = Template(
     below="{failed}: below the prediction. A first call under 100 steady calls is a cheaper compile than predicted; a "
           "compiled call slower than eager never pays its compile back at this size, and its panel below draws no "
           "break-even.",
-    undecided="{undecided}: within the noise of eager, so this run does not decide it and gives no break-even for it "
-              "(its panel below draws none); more rounds would narrow the interval.")
+    undecided="{undecided}: within the noise of eager, so this run does not decide the prediction, and the interval "
+              "gives no break-even there (the panels below say so); more rounds would narrow it.")
 
 CACHE_MECHANISM = (
     "On a warm hit of Inductor's FX-graph cache (and of AOTAutograd's before it), lowering and code generation are "
@@ -45,7 +45,7 @@ _CACHE_RUNS = ("The local process reused the cold run's folder and built {local_
 CACHE = Template(
     "graphs.cache", ("below",),
     held="Both warm processes paid less than a third of the cold first call ({cold}). " + _CACHE_RUNS,
-    above="{failed} paid more than a third of the cold first call ({cold}). " + _CACHE_RUNS + " One process each: "
+    above="{failed}: more than a third of the cold first call ({cold}). " + _CACHE_RUNS + " One process each: "
           "repeat them before a budget rests on them.",
     undecided=NOT_DECIDED)
 
@@ -211,7 +211,7 @@ TLPARSE_HOW = ("On a real job, run the training script with `TORCH_TRACE=/tmp/tr
 TLPARSE = Template(
     "graphs.tlparse", ("equal", "above"),
     held="The report counts what the job does. Its index page is the `index.html` the table names (open it in any "
-         "browser, offline); the job it ran is beside it, in `job.py`.",
+         "browser, offline); the job it ran is `job.py`, in the folder above `report/`.",
     above="{failed}: more than predicted; the report's `index.html` (named in the table) gives each reason.",
     below="{failed}: fewer than predicted; the report's `index.html` (named in the table) gives each reason.",
     undecided=NOT_DECIDED,

@@ -47,7 +47,8 @@ def crossover_plot(pairs: Mapping[str, tuple[timing.Measurement, timing.Measurem
                 label="compiled")
         if found:
             ax.axvspan(found[0], min(found[1], top), color=plotting.color_for(name), alpha=0.15, linewidth=0)
-            note = f"break-even: {found[0]:,.0f} to {found[1]:,.0f} calls (interval)"
+            span = f"{found[0]:,.0f}" + (f" to {found[1]:,.0f}" if found[1] != found[0] else "")
+            note = f"break-even: {span} call{'s' if found[1] > 1 else ''} (interval)"
         else:
             note = f"no break-even: compiled {speeds[name].outcome} (interval)"
         ax.text(0.97, 0.04, note, transform=ax.transAxes, ha="right", va="bottom", fontsize=8)

@@ -23,6 +23,9 @@ def test_crossover_plot_labels_the_break_even_the_interval_gives_and_none_where_
     assert "break-even: 833 to 1,332 calls (interval)" in texts
     assert "no break-even: compiled within the noise (interval)" in texts  # no count where the interval gives none
     assert not any("999" in t for t in texts)
+    cheap = graphs.crossover_plot({"jax": (timing.Measurement("e", (2e-3,), first_call=1.0), pairs["jax"][1])},
+                                  {"jax": _s(2.0, 1.6, 2.5)})  # eager's first call costs more: even at once
+    assert [t.get_text() for t in cheap.axes[0].texts] == ["break-even: 1 call (interval)"]
 
 
 def test_compile_count_bars() -> None:
