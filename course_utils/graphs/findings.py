@@ -158,7 +158,7 @@ DYNAMIC = Template(
     held="Both shape-generic forms cost time on every call (sizes passed in and checked; a candidate this run does "
          "not time apart): use them where shapes really vary (section 5), not by default." + _REUSED,
     above="{failed} ran faster than the static graph beyond the noise, against the prediction: on this call the "
-          "symbolic size cost no time this run can see." + _REUSED,
+          "symbolic size cost no time this run can see, and why it ran faster is not established here." + _REUSED,
     undecided="{undecided}: within the noise of the static graph, so this run does not decide it; more rounds would "
               "narrow the interval." + _REUSED)
 
