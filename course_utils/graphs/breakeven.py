@@ -130,11 +130,6 @@ class OverheadModel:
         """measured / predicted: 1 when the model explains the data."""
         return self.measured / self.predicted
 
-    def within(self, factor: float) -> bool:
-        """True when measured and predicted agree within ``factor`` (e.g. 2: between half and double)."""
-        validate.number("factor", factor, low=1, high=1e6)
-        return 1 / factor <= self.ratio <= factor
-
 
 def overhead_model(framework: str, *, n_ops: int, eager_per_op: float, compiled_per_call: float,
                    eager_chain: timing.Measurement, compiled_chain: timing.Measurement) -> OverheadModel:
