@@ -28,12 +28,17 @@ CHAIN = Template(
               "cannot tell on which side it lies.")
 
 ALLOCATION = Template(
-    "fusion.allocation", ("above",),
-    held="Fresh pages cost at least their faults and zero-filling, paid inside the kernel; mapping and unmapping the "
-         "buffer on every call (`mmap`, `munmap`) come on top, and the probe leaves those out: a candidate for any "
-         "time above its {price} for {pages} pages, not timed apart here.",
+    "fusion.allocation", ("above", "within"),
+    held="A fresh output cost about the page-fault probe's price for its {pages} pages, {price}: faults and "
+         "zero-filling, paid inside the kernel, which a reused buffer does not pay.",
+    above="{failed} came out above its bound: a fresh output cost more than twice the probe's {price} for its "
+          "{pages} pages. The probe times one thread faulting in an array it had already mapped; candidates for the "
+          "rest, none timed apart here: mapping, unmapping and freeing the buffer on every call (`mmap`, `munmap`), "
+          "and faults taken from several threads at once, which contend for the process's page tables.",
     below="{failed} came out below its bound: the page counts above show whether this call touched fresh pages at "
-          "all.",
+          "all. Candidates where a fresh output costs under half the probe's {price} for its {pages} pages, none "
+          "timed apart here: huge pages backing the buffer (one fault per 2 MiB, not per 4 KiB), and faults taken in "
+          "parallel by several threads, each paying a share of the time.",
     undecided="{undecided}: the interval reaches across its bound, so this run cannot tell whether a fresh output "
               "costs its page faults here.",
     untested="The price of a fresh output was not tested here: {why}.")
@@ -101,12 +106,13 @@ CUSTOM_OP = Template(
 
 ATTENTION = Template(
     "fusion.attention", ("above", "below"),
-    held="FlexAttention never held the whole score matrix in memory, and it ran faster than the unfused version. "
+    held="FlexAttention never held the whole score matrix in memory, and it ran faster than the unfused version, "
+         "eager and compiled. "
          "That it skips the masked blocks is its design, not something this run observed: the block mask says which "
          "blocks exist, and the table above counts the bytes of those it visits.",
     above="{failed} came out above its bound: FlexAttention's peak did not stay under one score matrix here.",
     below="{failed} came out below its bound: the unfused version's peak stayed under one score matrix, or "
-          "FlexAttention ran slower than it.",
+          "FlexAttention ran slower than an unfused version.",
     undecided="{undecided}: the interval reaches across 1x, so this run cannot tell which version is faster.",
     untested="Peak memory was not tested here: {why}.")
 

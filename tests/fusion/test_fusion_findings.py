@@ -55,11 +55,15 @@ def test_the_buffer_pays_where_pages_faulted_and_stays_within_the_margin_elsewhe
     assert "tf Variable ran slower into the buffer" in told(score(SLOWER))
 
 
-def test_the_allocation_is_scored_on_a_cpu_and_says_why_not_elsewhere() -> None:
+def test_the_allocation_fails_above_or_below_the_probes_price_and_says_why_not_on_a_gpu() -> None:
     price = {"price": "1.28 ms (computed)", "pages": 8192}
-    v = f02.ALLOCATION.score(findings.faster("out=", FASTER), findings.above("time added", 6e-3, 0.64e-3, unit="s"),
-                             **price)
-    assert v.held and "1.28 ms (computed) for 8192 pages" in told(v) and "time added 6 ms: above 640 µs" in str(v)
+    def score(extra: float) -> findings.Finding:
+        return f02.ALLOCATION.score(findings.faster("out=", FASTER),
+                                    findings.within("time added", extra, 0.64e-3, 2.56e-3, unit="s"), **price)
+    v = score(2e-3)
+    assert v.held and "8192 pages, 1.28 ms (computed):" in told(v) and "time added 2 ms: inside [640 µs" in str(v)
+    assert score(6e-3).outcome == findings.ABOVE and "several threads at once" in told(score(6e-3))
+    assert score(1e-4).outcome == findings.BELOW and "huge pages" in told(score(1e-4))
     untested = f02.ALLOCATION.not_tested("on a GPU the caching allocator hands back the same block", **price)
     assert told(untested) == "The price of a fresh output was not tested here: on a GPU the caching allocator " \
                              "hands back the same block."
