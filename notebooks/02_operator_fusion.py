@@ -605,7 +605,8 @@ if "tensorflow" in FW:
 # %%
 registered_gain = cu.intervals.speedup(legacy_runs["torch.compile, graph breaks"], legacy_runs["torch.compile, custom op"])
 v_custom = cu.fusion.findings.CUSTOM_OP.score(
-    cu.findings.true(f"the legacy op splits the chain ({legacy_check.graph_count} graphs)", legacy_check.graph_count > 1),
+    cu.findings.true(f"the legacy op splits the chain into several graphs ({legacy_check.graph_count} here)",
+                     legacy_check.graph_count > 1),
     cu.findings.equal("graphs once registered", registered_check.graph_count, 1),
     cu.findings.equal(f"generated kernels around {', '.join(registered_code.fallback_ops)}",
                       len(registered_code.kernels), 2),
@@ -622,12 +623,14 @@ v_custom.prose()
 # takes a softmax and multiplies by the values. Written out, every step writes that matrix to memory. FlexAttention
 # takes the modification as code: a `score_mod` that changes one score, a `block_mask` that says which blocks of
 # scores exist at all. Compiled, it becomes one blocked kernel that computes the scores a block at a time, never
-# writing the whole matrix, and skips masked blocks. JAX's `jax.nn.dot_product_attention` stands beside it: on a
-# CPU its XLA implementation writes the scores to memory (the fused one, `implementation='cudnn'`, needs an NVIDIA
-# GPU and fp16 or bf16), and the temporary buffers XLA planned for it are printed below. So does the call to reach
-# for first in PyTorch, `F.scaled_dot_product_attention`: it takes the bias and the causal mask as one additive
-# float mask and runs a fused kernel where it has one. The unfused version is timed eager and compiled, so that
-# FlexAttention is also compared compiled against compiled.
+# writing the whole matrix, and skips masked blocks.
+#
+# JAX's `jax.nn.dot_product_attention` stands beside it, and so does the call to reach for first in PyTorch,
+# `F.scaled_dot_product_attention`, which takes the bias and the causal mask as one additive float mask and runs a
+# fused kernel where it has one. On a CPU, XLA's implementation is not the fused one (`implementation='cudnn'` needs
+# an NVIDIA GPU and fp16 or bf16): the temporary buffers XLA planned for it, printed below, say whether it wrote the
+# scores to memory. The unfused version is timed eager and compiled, so that FlexAttention is also compared compiled
+# against compiled.
 #
 # **Prediction**: compiled FlexAttention peaks under one score matrix of memory where the unfused version peaks
 # above it, and runs faster than the unfused version, eager and compiled, beyond the noise.
@@ -695,7 +698,7 @@ with cu.compiled.capture_inductor_code() as flex_code:  # the first round compil
     attention_runs = cu.timing.interleaved(attention_calls, rounds=4, min_time=0.8)
 peaks = {name: cu.memory.torch_peak_bytes(attention_calls[name], DEVICE)
          for name in ("unfused attention", "FlexAttention, compiled")}
-if "jax" in FW:  # XLA's buffers as it planned them: on a CPU its implementation writes the scores
+if "jax" in FW:  # XLA's buffers as it planned them, against one score matrix
     xla_temp = cu.memory.jax_memory(attention_jax, *qkv_jax)["temp"]
     print(f"jax.nn.dot_product_attention: XLA planned {cu.display.format_bytes(xla_temp)} of temporary buffers, "
           f"{xla_temp / attention_bytes.scores:.1f} score matrices")
