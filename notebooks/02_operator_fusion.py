@@ -813,8 +813,8 @@ cu.fusion.vector_roof_table(vectors, **limit_args, call_cost=machine.call_cost)
 to_roof = {fw: roof_runs[cu.fusion.INTO[fw]].median / limits[fw].seconds for fw in FW}
 to_serial = {fw: roof_runs[cu.fusion.INTO[fw]].median / limits[fw].serial for fw in FW}
 v_vector = cu.fusion.findings.VECTOR_ROOF.score(
-    *[cu.findings.above(f"{cu.fusion.INTO[fw]} over its roof ({limits[fw].limit})", to_roof[fw], 0.8) for fw in FW],
-    *[cu.findings.below(f"{cu.fusion.INTO[fw]} over its parts added up", to_serial[fw], 1.25) for fw in FW])
+    *[cu.findings.above(f"{cu.fusion.INTO[fw]}, time / its roof ({limits[fw].limit})", to_roof[fw], 0.8) for fw in FW],
+    *[cu.findings.below(f"{cu.fusion.INTO[fw]}, time / its parts added up", to_serial[fw], 1.25) for fw in FW])
 v_vector
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
@@ -867,7 +867,7 @@ print(f"one torch.compile object over {len(shapes)} shapes compiles {cu.graphs.c
 # %%
 small, full = cu.display.format_bytes(sizes[0]), cu.display.format_bytes(sizes[-1])
 v_size = cu.fusion.findings.SIZES.score(
-    *[cu.findings.above(f"{fw} fused over eager at {small} (bound: at {full})", v[0], v[-1]) for fw, v in sweep.items()],
+    *[cu.findings.above(f"{fw} at {small}, fused over eager (bound: at {full})", v[0], v[-1]) for fw, v in sweep.items()],
     n_ops=traffic.n_ops, smallest="; ".join(
         f"{fw}'s fused call took {cu.display.format_time(size_runs.fused[fw][0].median)} and its eager ops "
         f"{cu.display.format_time(size_runs.eager[fw][0].median)}" for fw in FW))

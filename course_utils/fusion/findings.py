@@ -98,7 +98,7 @@ CUSTOM_OP = Template(
     "fusion.custom_op", ("true", "equal"),
     held="Dynamo split the legacy chain at {breaks} breaks (first reason: *{reason}*); registered as a custom op it "
          "compiles to **one graph** with two fused kernels around the opaque call. That one graph is what "
-         "registration buys for certain; its time against the broken version: {gain}.",
+         "registration buys for certain; its speed-up over the broken version: {gain}.",
     failed="{failed}: Dynamo traced the legacy chain without splitting it here, so there was no break to remove.",
     above="{failed} came out above the prediction: the graph counts and the launch code above show where the "
           "registered chain was split further.",
@@ -130,17 +130,17 @@ BUSY = Template(
 VECTOR_ROOF = Template(
     "fusion.vector_roof", ("above", "below"),
     held="Each chain took between its roof and its parts added up: the two limits explain its time.",
-    above="{failed} took longer than its parts added up: rates measured in cache at another moment do not predict "
-          "that chain within these bounds.",
-    below="{failed} ran faster than its roof allows: rates measured in cache at another moment do not predict that "
-          "chain within these bounds.",
+    above="Outside the model in {failed}: that chain took longer than its parts added up, so rates measured in cache "
+          "at another moment do not predict it within these bounds.",
+    below="Outside the model in {failed}: that chain ran faster than its roof allows, so rates measured in cache at "
+          "another moment do not predict it within these bounds.",
     undecided="{undecided} sits on its bound: this run cannot tell whether the model holds there.")
 
 SIZES = Template(
     "fusion.sizes", ("above",),
     held="At the smallest size eager pays dispatch per op and the fused chain pays it once: fusion gained at least as "
          "much there as at the full size.",
-    below="Fusion gained less at the smallest size than at the full size for {failed}. There one compiled call's "
+    below="Fusion gained less at the smallest size than at the full size ({failed}). There one compiled call's "
           "fixed cost weighs against {n_ops} eager ops' dispatch; at the smallest size {smallest}. What else the "
           "fused call paid is not established by this run.",
     undecided="{undecided} gained the same at both sizes: this run cannot rank them.")
