@@ -140,7 +140,7 @@ SIZES = Template(
     "fusion.sizes", ("above",),
     held="At the smallest size eager pays dispatch per op and the fused chain pays it once: fusion gained at least as "
          "much there as at the full size.",
-    below="Fusion gained less at the smallest size than at the full size ({failed}). There one compiled call's "
-          "fixed cost weighs against {n_ops} eager ops' dispatch; at the smallest size {smallest}. What else the "
-          "fused call paid is not established by this run.",
+    below="Fusion gained less at the smallest size than at the full size ({full}) in {failed}. There one compiled "
+          "call's fixed cost weighs against {n_ops} eager ops' dispatch; at the smallest size {smallest}. What else "
+          "the fused call paid is not established by this run.",
     undecided="{undecided} gained the same at both sizes: this run cannot rank them.")
