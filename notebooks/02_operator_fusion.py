@@ -867,7 +867,7 @@ print(f"one torch.compile object over {len(shapes)} shapes compiles {cu.graphs.c
 # %%
 small, full = cu.display.format_bytes(sizes[0]), cu.display.format_bytes(sizes[-1])
 v_size = cu.fusion.findings.SIZES.score(
-    *[cu.findings.above(f"{fw}, fused over eager at {small}", v[0], v[-1]) for fw, v in sweep.items()],  # bound: at full
+    *[cu.findings.above(f"{fw} fused over eager at {small}", v[0], v[-1]) for fw, v in sweep.items()],  # bound: at full
     full=full, n_ops=traffic.n_ops, smallest="; ".join(
         f"{fw}'s fused call took {cu.display.format_time(size_runs.fused[fw][0].median)} and its eager ops "
         f"{cu.display.format_time(size_runs.eager[fw][0].median)}" for fw in FW))

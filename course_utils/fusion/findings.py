@@ -130,10 +130,10 @@ BUSY = Template(
 VECTOR_ROOF = Template(
     "fusion.vector_roof", ("above", "below"),
     held="Each chain took between its roof and its parts added up: the two limits explain its time.",
-    above="Outside the model in {failed}: that chain took longer than its parts added up, so rates measured in cache "
-          "at another moment do not predict it within these bounds.",
-    below="Outside the model in {failed}: that chain ran faster than its roof allows, so rates measured in cache at "
-          "another moment do not predict it within these bounds.",
+    above="Outside the model in {failed}: each took longer than its parts added up, so rates measured in cache at "
+          "another moment do not predict that chain within these bounds.",
+    below="Outside the model in {failed}: each ran faster than its roof allows, so rates measured in cache at another "
+          "moment do not predict that chain within these bounds.",
     undecided="{undecided} sits on its bound: this run cannot tell whether the model holds there.")
 
 SIZES = Template(

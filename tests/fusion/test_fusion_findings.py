@@ -108,9 +108,9 @@ def test_busy_time_is_never_scored_and_quotes_its_facts() -> None:
 
 
 def test_the_size_sweep_and_the_vector_roof_name_what_fell_outside() -> None:
-    sizes = f02.SIZES.score(findings.above("torch, fused over eager at 16 KiB", 1.0, 5.3), full="32 MiB",
+    sizes = f02.SIZES.score(findings.above("torch fused over eager at 16 KiB", 1.0, 5.3), full="32 MiB",
                             n_ops=11, smallest="torch's fused call took 25 µs and its eager ops 26 µs")
-    assert sizes.outcome == findings.BELOW and "full size (32 MiB) in torch, fused over eager at 16 KiB." in told(sizes)
+    assert sizes.outcome == findings.BELOW and "full size (32 MiB) in torch fused over eager at 16 KiB." in told(sizes)
     roof = f02.VECTOR_ROOF.score(findings.above("torch over its roof (arithmetic)", 1.2, 0.8),
                                  findings.below("torch over its parts added up", 1.4, 1.25))
     assert roof.outcome == findings.ABOVE and "Outside the model in torch over its parts added up: " in told(roof)
