@@ -11,7 +11,8 @@ give a ``local`` run the ``save`` run's folder (a persistent cache on the same m
 JSON: the seconds of the first call (the compile, with what it pays the first time in a process: Inductor's lazy
 imports, starting its compile workers, the CPU instruction-set probes; importing torch and building the model
 come before it and are not counted), the seconds to load the artifacts, their size, Inductor's FX-graph cache
-hits and misses during the first call, and the compiled libraries (``*.so``) in the cache folder before and after it (those the first call had to build).
+hits and misses during the first call, and the compiled libraries (``*.so``) in the cache folder before and after
+it (those the first call had to build).
 """
 
 import argparse
