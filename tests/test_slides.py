@@ -27,6 +27,7 @@ pytestmark = pytest.mark.integration  # files, builds and notebooks: not in make
 sys.path.insert(0, str(ROOT / "tools"))
 build_slides = importlib.import_module("build_slides")
 guide = importlib.import_module("guide")
+minutes = importlib.import_module("minutes")
 
 course_file = importlib.import_module("course_file")
 DESIGN_NOTEBOOKS = course_file.notebooks()
@@ -217,7 +218,7 @@ def test_guide_covers_the_design_and_marks_missing_notebooks() -> None:
         assert heading in text
 
 
-def test_guide_agendas_take_minutes_from_the_notebooks(config: dict) -> None:
+def test_guide_agendas_take_minutes_computed_from_the_notebooks(config: dict) -> None:
     text = build_slides.GUIDE.read_text()
     assert build_slides.guide_with_agenda(config, text) == text, (
         "the agendas in slides/instructor_guide.md are out of date: "
@@ -225,9 +226,9 @@ def test_guide_agendas_take_minutes_from_the_notebooks(config: dict) -> None:
     )
     agenda = build_slides.agenda_markdown(config)
     for path in COURSE_NOTEBOOKS:
-        minutes = nbformat.read(path, 4).metadata["course"]["minutes"]["workshop"]
-        rows = [line for line in agenda.splitlines() if f"`{path.stem}`" in line and "notebook metadata" in line]
-        assert all(f"| {minutes} |" in row for row in rows)
+        computed = minutes.session_minutes(nbformat.read(path, 4))
+        rows = [line for line in agenda.splitlines() if f"`{path.stem}`" in line and "computed" in line]
+        assert all(f"| {computed} |" in row for row in rows)
 
 
 def test_readme_course_map_and_workshop_section() -> None:
@@ -277,14 +278,9 @@ def test_asserts_are_found_in_blocks_and_their_slide_break_moves_on() -> None:
 
 
 @pytest.mark.parametrize("ipynb", COURSE_NOTEBOOKS, ids=lambda p: p.stem)
-def test_sections_have_planned_minutes_within_the_session(ipynb: Path) -> None:
-    nb = nbformat.read(ipynb, as_version=4)
-    found = guide.sections(nb)
-    workshop = nb.metadata["course"]["minutes"]["workshop"]
-    missing = [s.title for s in found if s.minutes is None]
-    assert found and not missing, f"{ipynb.name}: sections without course.minutes metadata: {missing}"
-    planned = sum(s.minutes for s in found if not s.optional)
-    assert planned <= workshop, f"{ipynb.name}: sections plan {planned} minutes, the session has {workshop}"
+def test_sections_are_priced_and_marked(ipynb: Path) -> None:
+    found = minutes.sections(nbformat.read(ipynb, as_version=4))
+    assert found and all(s.minutes >= minutes.TALK_PER_SECTION for s in found)
     assert any(s.lead for s in found), f"{ipynb.name}: no section is marked for the lead track (course.lead)"
     further = [s for s in found if s.title.startswith("Going further")]
     assert all(s.optional for s in further), f"{ipynb.name}: 'Going further' is reading after the session (optional)"

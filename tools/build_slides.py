@@ -36,6 +36,7 @@ import nbformat
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import course_file  # noqa: E402  (tools/course_file.py: the lessons of course.toml)
 import guide  # noqa: E402  (tools/guide.py: the guide's generated sections and answers)
+import minutes  # noqa: E402  (tools/minutes.py: workshop minutes computed from the material)
 
 ROOT = Path(__file__).resolve().parents[1]
 SLIDES = ROOT / "slides"
@@ -107,12 +108,6 @@ def is_solution(cell: dict) -> bool:
     """True for an exercise solution: a code cell tagged ``solution`` (hidden in the notebook; prose cells are
     hidden too, but they are not solutions)."""
     return cell.get("cell_type") == "code" and "solution" in cell.get("metadata", {}).get("tags", [])
-
-
-def workshop_minutes(nb: dict) -> int | None:
-    """The notebook's metadata course.minutes.workshop, or None."""
-    value = nb.get("metadata", {}).get("course", {}).get("minutes", {}).get("workshop")
-    return int(value) if isinstance(value, (int, float)) else None
 
 
 def title_of(nb: dict, fallback: str) -> str:
@@ -404,10 +399,10 @@ def guide_section(name: str, guide: Path = GUIDE) -> str:
 def _session_minutes(config: dict, name: str, nb: dict | None, day: dict) -> tuple[int, str]:
     """Minutes of one agenda session and where the number comes from."""
     if name in day.get("minutes", {}):
-        full = workshop_minutes(nb) if nb is not None else planned(config).get(name, {}).get("minutes")
+        full = minutes.session_minutes(nb) if nb is not None else planned(config).get(name, {}).get("minutes")
         return int(day["minutes"][name]), f"shortened (full session: {full})"
-    if nb is not None and workshop_minutes(nb) is not None:
-        return workshop_minutes(nb), "notebook metadata"
+    if nb is not None:
+        return minutes.session_minutes(nb), "computed from the material"
     return int(planned(config).get(name, {}).get("minutes", 0)), "planned: notebook not written yet"
 
 
@@ -469,10 +464,10 @@ def updated_guide(config: dict, text: str, from_build: bool = False) -> str:
     """The guide with every generated block rewritten: agendas, minutes per section, exercise answers (from the
     stored notebooks, or with ``from_build`` from the last ``make course``)."""
     names = deck_order(config, [p.stem for p in course_notebooks()])
-    stored = {n: nbformat.read(ROOT / "notebooks" / f"{n}.ipynb", as_version=4) for n in names}
     text = guide_with_agenda(config, text)
-    text = guide.replace_block(text, guide.SECTIONS_BEGIN, guide.SECTIONS_END, guide.sections_markdown(stored))
     executed, source = guide.executed_notebooks(names, from_build)
+    sections = guide.sections_markdown(executed, source)
+    text = guide.replace_block(text, guide.SECTIONS_BEGIN, guide.SECTIONS_END, sections)
     return guide.replace_block(text, guide.ANSWERS_BEGIN, guide.ANSWERS_END, guide.answers_markdown(executed, source))
 
 
@@ -481,15 +476,15 @@ def course_map(config: dict) -> str:
     """The README's course map: notebook, question, minutes, Colab badge, accelerators."""
     from course_utils import notebook
 
-    rows = ["| # | notebook | the question | minutes (laptop run / workshop) | Colab | accelerators |",
+    rows = ["| # | notebook | the question | minutes (laptop run budget / workshop, computed) | Colab | accelerators |",
             "|---|---|---|---|---|---|"]
     existing = {p.stem: p for p in course_notebooks()}
     for name in deck_order(config, sorted(set(planned(config)) | set(existing))):
         entry = planned(config).get(name, {})
         if name in existing:
             nb = nbformat.read(existing[name], as_version=4)
-            minutes = nb.metadata.get("course", {}).get("minutes", {})
-            when = f"{minutes.get('laptop', '?')} / {minutes.get('workshop', '?')}"
+            budget = nb.metadata.get("course", {}).get("minutes", {}).get("laptop", "?")
+            when = f"{budget} / {minutes.session_minutes(nb)}"
             accel = entry.get("accelerators") or accelerators_of(nb) or "CPU"
             link = f"[`{name}.ipynb`](notebooks/{name}.ipynb)"
             badge = notebook.badge(f"{name}.ipynb")
@@ -617,7 +612,7 @@ def render_deck(name: str, config: dict, part: int, parts: int, exporter=None, s
             "presenter": course.get("presenter", ""),
             "title": title,
             "question": planned(config).get(name, {}).get("question", ""),
-            "minutes": workshop_minutes(nb),
+            "minutes": minutes.session_minutes(nb),
             "part": part,
             "parts": parts,
             "notes_html": markdown2html_mistune(notes) if notes else "",
@@ -648,7 +643,7 @@ def render_deck(name: str, config: dict, part: int, parts: int, exporter=None, s
         "math": math,
         "expected_slides": expected_slides(prepared, solutions, bool(title_slide)),
         "png_outputs": pngs,
-        "workshop_minutes": workshop_minutes(nb),
+        "workshop_minutes": minutes.session_minutes(nb),
     }
 
 
