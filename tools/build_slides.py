@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import course_file  # noqa: E402  (tools/course_file.py: the lessons of course.toml)
 import guide  # noqa: E402  (tools/guide.py: the guide's generated sections and answers)
 import minutes  # noqa: E402  (tools/minutes.py: workshop minutes computed from the material)
+import talk  # noqa: E402  (tools/talk.py: what a slide keeps of a cell)
 
 ROOT = Path(__file__).resolve().parents[1]
 SLIDES = ROOT / "slides"
@@ -162,6 +163,12 @@ def has_math(nb: dict) -> bool:
 
 SLIDE_CODE_LINES = 15  # a longer code cell shows an excerpt on its slide; the notebook keeps the whole cell
 SLIDE_BUDGET_PX = 640  # content height a 1280x720 slide holds (the template's type sizes; measured in Chromium)
+# Per-unit heights at the deck's type sizes (talk.TEXT_PX text, talk.CODE_PX code): a code or output line is
+# CODE_PX x 1.25 high; a character of prose takes its share of a ~90-character line of TEXT_PX x 1.3, with the
+# slack the 21 px calibration in Chromium needed (x 1.65) for wrapping and paragraph margins.
+LINE_PX = round(talk.CODE_PX * 1.25) + 1
+CHAR_PX = round(1.65 * talk.TEXT_PX * 1.3 / (1180 / (talk.TEXT_PX * 0.5)), 2)
+ROW_PX = round(talk.CODE_PX * 1.55)  # a table row: a line plus its cell padding
 _OUTPUT_LINES = 14  # a longer text output shows its first lines on the slide
 
 
@@ -187,13 +194,27 @@ def asserts(cell: dict) -> bool:
     return any(isinstance(node, ast.Assert) for node in ast.walk(tree))
 
 
-def slide_excerpt(source: str, limit: int = SLIDE_CODE_LINES) -> str:
-    """The first lines of a long code cell and a pointer to the rest; short cells are left as they are."""
+def slide_excerpt(source: str, limit: int = SLIDE_CODE_LINES, keep: frozenset[int] = frozenset()) -> str:
+    """The first lines of a long code cell and pointers to the rest; the lines in ``keep`` (a taught call's
+    statement, see talk.taught_lines) are shown whatever the limit. Short cells are left as they are."""
     lines = source.rstrip().splitlines()
     if len(lines) <= limit:
         return source
-    keep = limit - 1
-    return "\n".join(lines[:keep] + [f"# ... {len(lines) - keep} more lines in the notebook"])
+    first = max(1, limit - 1 - len(keep - set(range(limit - 1))))
+    shown = set(range(first)) | set(keep)
+    out, hidden = [], 0
+    for i, line in enumerate(lines):
+        if i in shown:
+            if hidden:
+                indent = line[:len(line) - len(line.lstrip())]
+                out.append(f"{indent}# ... {hidden} line{'s' if hidden > 1 else ''}")
+                hidden = 0
+            out.append(line)
+        else:
+            hidden += 1
+    if hidden:
+        out.append(f"# ... {hidden} more lines in the notebook")
+    return "\n".join(out)
 
 
 def _short_output(output: dict) -> dict:
@@ -219,30 +240,32 @@ def estimated_height(cell: dict) -> float:
         images = len(re.findall(r"<img(?![^>]*course-badge)", text))
         images += len(re.findall(r"!\[[^\]]*\]\((?!https?:)", text))
         shown = re.sub(r"\]\([^)]*\)", "]", re.sub(r"<[^>]+>", "", text))  # tags and link targets take no room
-        return 50 + 0.4 * len(shown) + 18 * text.count("\n- ") + 440 * images
+        return 50 + CHAR_PX * len(shown) + 18 * text.count("\n- ") + 440 * images
     height = 0.0 if cell.get("metadata", {}).get("transient", {}).get("remove_source") else \
-        25 + 20 * len("".join(cell.get("source", "")).splitlines())
+        25 + LINE_PX * len("".join(cell.get("source", "")).splitlines())
     for out in cell.get("outputs", []):
         data = out.get("data", {})
         if "image/png" in data or "image/svg+xml" in data:
             height += 450
         elif "text/html" in data:
             html = "".join(data["text/html"])
-            rows = 40 + 34 * html.count("<tr") + 0.05 * len(re.sub(r"<[^>]+>", "", html))
-            height += max(rows, 30 + 20 * html.count("\n"))  # tables by rows, listings (<pre>) by lines
+            rows = 40 + ROW_PX * html.count("<tr") + 0.07 * len(re.sub(r"<[^>]+>", "", html))
+            height += max(rows, 30 + LINE_PX * html.count("\n"))  # tables by rows, listings (<pre>) by lines
         elif "text/markdown" in data:
-            height += 50 + 0.4 * len("".join(data["text/markdown"]))
+            height += 50 + CHAR_PX * len("".join(data["text/markdown"]))
         else:
             text = "".join(out.get("text", "")) or "".join(data.get("text/plain", ""))
-            height += 20 + 20 * min(len(text.splitlines()), _OUTPUT_LINES)
+            height += 20 + LINE_PX * min(len(text.splitlines()), _OUTPUT_LINES)
     return height + 10
 
 
-def _fitting_excerpt(cell: nbformat.NotebookNode) -> str:
-    """The cell's code, cut until code and output fit one slide (outputs matter more on a slide than code)."""
-    source = cell.source
+def _fitting_excerpt(cell: nbformat.NotebookNode, taught: tuple[str, ...] = ()) -> str:
+    """The cell's code, cut until code and output fit one slide (outputs matter more on a slide than code); the
+    statements holding a taught call stay whole."""
+    source = talk.without_markers(cell.source)
+    keep = frozenset(talk.taught_lines(source, taught))
     for limit in (SLIDE_CODE_LINES, 10, 6, 3):
-        cell.source = slide_excerpt(source, limit)
+        cell.source = slide_excerpt(source, limit, keep)
         if estimated_height(cell) <= SLIDE_BUDGET_PX:
             break
     return cell.source
@@ -253,7 +276,7 @@ def _split_markdown(cell: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
     paragraphs = [p for p in cell.source.split("\n\n") if p.strip()]
     pieces: list[list[str]] = [[]]
     for paragraph in paragraphs:
-        if pieces[-1] and 50 + 0.4 * len("\n\n".join(pieces[-1] + [paragraph])) > SLIDE_BUDGET_PX:
+        if pieces[-1] and 50 + CHAR_PX * len("\n\n".join(pieces[-1] + [paragraph])) > SLIDE_BUDGET_PX:
             pieces.append([])
         pieces[-1].append(paragraph)
     cells = []
@@ -348,15 +371,34 @@ def paginate(cells: list[nbformat.NotebookNode]) -> list[nbformat.NotebookNode]:
     return paged
 
 
-def prepare(nb: nbformat.NotebookNode, solutions: str = "notes") -> nbformat.NotebookNode:
-    """A copy of ``nb`` ready for the deck: solutions as notes (if asked), no remote images, the code of
-    prose-generating and summary-building cells hidden (their rendered output stays), long code and output cut
-    to an excerpt, and
-    the cells paged so that no slide is taller than the screen."""
+def plumbing(cell: dict, taught: tuple[str, ...] = ()) -> bool:
+    """True for a code cell a talk skips: it shows nothing (no output) and teaches no call of the lesson, such as
+    the definitions and set-up between two measurements. The notebook keeps it; the slide keeps the result."""
+    return (cell.get("cell_type") == "code" and not cell.get("outputs") and not is_solution(cell)
+            and not any(call in cell.get("source", "") for call in taught))
+
+
+def is_finding(cell: dict) -> bool:
+    """True for a finding: a hidden code cell (not a solution) whose output is the generated sentence that
+    explains a verdict. On a slide it would repeat what the presenter says: it becomes the speaker notes."""
+    return (cell.get("cell_type") == "code" and not is_solution(cell) and generates_prose(cell)
+            and bool(cell.get("metadata", {}).get("jupyter", {}).get("source_hidden")))
+
+
+def prepare(nb: nbformat.NotebookNode, solutions: str = "notes", taught: tuple[str, ...] = ()) -> nbformat.NotebookNode:
+    """A copy of ``nb`` ready for the deck: asserts, plumbing and "Going further" (its heading aside) skipped,
+    solutions as notes (if asked), findings as notes, no remote images,
+    the code of prose-generating and summary-building cells hidden (their rendered output stays), outputs made
+    fit for a talk (tools/talk.py), long code cut to an excerpt that keeps the ``taught`` calls' statements
+    whole, and the cells paged so that no slide is taller than the screen."""
     nb = copy.deepcopy(nb)
-    carried = None  # a slide break that sat on a skipped assert cell moves to the next cell shown
+    carried = None  # a slide break that sat on a skipped cell moves to the next cell shown
+    further = False  # inside "Going further": reading after the session, its heading slide alone is shown
     for cell in nb.cells:
-        if asserts(cell) and not is_solution(cell):
+        if cell.cell_type == "markdown" and cell.source.startswith("## "):
+            further = bool(cell.metadata.get("course", {}).get("optional"))
+        elif (further and not is_solution(cell)) or (asserts(cell) and not is_solution(cell)) \
+                or plumbing(cell, taught):
             kind = slide_type(cell)
             carried = kind if kind in ("slide", "subslide") else carried
             cell.metadata.setdefault("slideshow", {})["slide_type"] = "skip"
@@ -366,15 +408,20 @@ def prepare(nb: nbformat.NotebookNode, solutions: str = "notes") -> nbformat.Not
                 cell.metadata.setdefault("slideshow", {})["slide_type"] = carried
             carried = None
         if cell.cell_type == "markdown":
-            cell.source = _offline_markdown(cell.source)
+            cell.source = talk.without_local_paths(_offline_markdown(cell.source))
+            continue
+        cell.outputs = talk.for_talk(cell.get("outputs", []))
         if solutions == "notes" and is_solution(cell):
             cell.metadata.setdefault("slideshow", {})["slide_type"] = "notes"
             cell.metadata.setdefault("jupyter", {})["source_hidden"] = False  # the instructor sees the code
+        elif is_finding(cell):
+            cell.metadata.setdefault("slideshow", {})["slide_type"] = "notes"
+            cell.metadata["transient"] = {"remove_source": True}
         elif generates_prose(cell) or builds_summary(cell):
             cell.metadata["transient"] = {"remove_source": True}
-        elif cell.cell_type == "code":
-            cell.outputs = [_short_output(o) for o in cell.get("outputs", [])]
-            cell.source = _fitting_excerpt(cell)
+        else:
+            cell.outputs = [_short_output(o) for o in cell.outputs]
+            cell.source = _fitting_excerpt(cell, taught)
     nb.cells = paginate(nb.cells)
     return nb
 
@@ -599,7 +646,7 @@ def render_deck(name: str, config: dict, part: int, parts: int, exporter=None, s
     nb = nbformat.read(source, as_version=4)
     deck = config.get("deck", {})
     solutions = deck.get("solutions", "notes")
-    prepared = prepare(nb, solutions)
+    prepared = prepare(nb, solutions, tuple(planned(config).get(name, {}).get("taught", ())))
     math = has_math(prepared)
     course = config.get("course", {})
     title = title_of(nb, name)
@@ -619,7 +666,8 @@ def render_deck(name: str, config: dict, part: int, parts: int, exporter=None, s
         }
     resources = {
         "metadata": {"name": title},
-        "course": {"static": STATIC, "math": math, "title_slide": title_slide, "reveal": {
+        "course": {"static": STATIC, "math": math, "title_slide": title_slide, "type": {
+            "text_px": talk.TEXT_PX, "code_px": talk.CODE_PX, "fit_floor": talk.FIT_FLOOR}, "reveal": {
             "transition": config.get("reveal", {}).get("transition", "slide"),
             "slide_number": config.get("reveal", {}).get("slide_number", "c/t"),
             "width": config.get("reveal", {}).get("width", 1280),
