@@ -26,7 +26,7 @@ SLIDES_PER_MINUTE = 1.1  # "at most about one slide per minute of the plan"
 
 def _prepared(lesson: dict) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode]:
     nb = nbformat.read(ROOT / "notebooks" / f"{lesson['notebook']}.ipynb", as_version=4)
-    return nb, build_slides.prepare(nb, "notes", tuple(lesson["taught"]))
+    return nb, build_slides.prepare(nb, "notes")
 
 
 def _shown(prepared: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:

@@ -385,13 +385,19 @@ def is_finding(cell: dict) -> bool:
             and bool(cell.get("metadata", {}).get("jupyter", {}).get("source_hidden")))
 
 
-def prepare(nb: nbformat.NotebookNode, solutions: str = "notes", taught: tuple[str, ...] = ()) -> nbformat.NotebookNode:
+def taught_calls() -> tuple[str, ...]:
+    """Every call the course teaches (course.toml's ``taught``, all lessons): a slide keeps them whole."""
+    return tuple(dict.fromkeys(call for lesson in course_file.lessons() for call in lesson["taught"]))
+
+
+def prepare(nb: nbformat.NotebookNode, solutions: str = "notes") -> nbformat.NotebookNode:
     """A copy of ``nb`` ready for the deck: asserts, plumbing and "Going further" (its heading aside) skipped,
     solutions as notes (if asked), findings as notes, no remote images,
     the code of prose-generating and summary-building cells hidden (their rendered output stays), outputs made
-    fit for a talk (tools/talk.py), long code cut to an excerpt that keeps the ``taught`` calls' statements
-    whole, and the cells paged so that no slide is taller than the screen."""
+    fit for a talk (tools/talk.py), long code cut to an excerpt that keeps the taught calls' statements whole,
+    and the cells paged so that no slide is taller than the screen."""
     nb = copy.deepcopy(nb)
+    taught = taught_calls()
     carried = None  # a slide break that sat on a skipped cell moves to the next cell shown
     further = False  # inside "Going further": reading after the session, its heading slide alone is shown
     for cell in nb.cells:
@@ -646,7 +652,7 @@ def render_deck(name: str, config: dict, part: int, parts: int, exporter=None, s
     nb = nbformat.read(source, as_version=4)
     deck = config.get("deck", {})
     solutions = deck.get("solutions", "notes")
-    prepared = prepare(nb, solutions, tuple(planned(config).get(name, {}).get("taught", ())))
+    prepared = prepare(nb, solutions)
     math = has_math(prepared)
     course = config.get("course", {})
     title = title_of(nb, name)
