@@ -1,0 +1,85 @@
+"""The room (issue 39): one rule for torch's CPU build that requirements.txt, the Makefile and the GPU lock agree on;
+make doctor, the learner's pre-flight check, run for real and on made-up failures; the helpers' page."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+pytestmark = pytest.mark.integration  # runs make and the frameworks
+
+sys.path.insert(0, str(ROOT / "tools"))
+torch_index = importlib.import_module("torch_index")
+doctor = importlib.import_module("doctor")
+gpu_requirements = importlib.import_module("gpu_requirements")
+
+
+def _dry_make(*args: str) -> list[str]:
+    out = subprocess.run(["make", "-n", "-B", *args], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
+    return out.stdout.splitlines()
+
+
+def test_the_cpu_index_is_used_on_linux_only_where_it_answers() -> None:
+    option = f"--extra-index-url {torch_index.CPU_INDEX}"
+    assert torch_index.pip_option("Linux", answers=True) == option
+    assert torch_index.pip_option("linux", answers=False) == "", "a machine that reaches PyPI alone installs as before"
+    assert torch_index.pip_option("Darwin", answers=True) == torch_index.pip_option("Windows", answers=True) == ""
+    with pytest.raises(ValueError, match="system"):
+        torch_index.pip_option("", answers=True)
+    with pytest.raises(ValueError, match="timeout"):
+        torch_index.reachable(timeout=0)
+
+
+def test_requirements_makefile_and_gpu_lock_state_the_same_rule() -> None:
+    requirements = (ROOT / "requirements.txt").read_text()
+    assert "torch==2.13.0\n" in requirements, "the pin has no local label: +cpu and PyPI's CUDA wheel both satisfy it"
+    assert torch_index.CPU_INDEX in requirements and "tools/torch_index.py" in requirements
+    assert "tools/torch_index.py" in (ROOT / "Makefile").read_text()
+    assert "tools/torch_index.py" in (ROOT / "tools" / "gpu_requirements.py").read_text()
+    gpu = gpu_requirements.gpu_lines(requirements)
+    assert "torch==2.13.0" in gpu and not any(torch_index.CPU_INDEX in line for line in gpu if not line.startswith("#"))
+    option = f"--extra-index-url {torch_index.CPU_INDEX}"
+    setup = [line for line in _dry_make("setup", f"TORCH_INDEX={option}") if "-r requirements.txt" in line]
+    wheels = [line for line in _dry_make("wheelhouse", f"TORCH_INDEX={option}") if "pip download" in line]
+    assert setup and wheels and all(option in line for line in setup + wheels)
+    offline = [line for line in _dry_make("setup", "WHEELHOUSE=wheelhouse", f"TORCH_INDEX={option}")
+               if "pip install" in line]
+    assert not any(option in line for line in offline), "a wheelhouse install asks no index"
+
+
+def test_doctor_runs_and_its_exit_status_follows_what_blocks() -> None:
+    run = subprocess.run([sys.executable, str(ROOT / "tools" / "doctor.py")], capture_output=True, text=True,
+                         timeout=600, cwd=ROOT)
+    for check in ("Python", "C++ compiler", "torch", "jax", "tensorflow", "free disk", "Jupyter kernel"):
+        assert f"  {check}: " in run.stdout, f"make doctor does not report {check}: {run.stdout}"
+    blocks = any(line.startswith("FAIL") for line in run.stdout.splitlines())
+    assert run.returncode == int(blocks), run.stdout
+    assert ("block the course" in run.stdout) == blocks
+    assert "doctor:" in (ROOT / "Makefile").read_text()
+
+
+def test_doctor_says_how_to_fix_what_is_wrong(tmp_path) -> None:
+    old = doctor.check_python((3, 9, 1))
+    assert old.status == "FAIL" and "3.11" in old.detail and "make setup PYTHON=python3.11" in old.fix
+    none = doctor.check_compiler(("no-such-compiler++",))
+    assert none.status == "FAIL" and "apt-get install g++" in none.fix and "xcode-select" in none.fix
+    broken = tmp_path / "python"
+    broken.write_text("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'jax'\" >&2\nexit 1\n")
+    broken.chmod(0o755)
+    jax = doctor.check_framework("jax", str(broken))
+    assert jax.status == "WARN" and "skipped" in jax.detail and "make setup" in jax.fix
+    assert doctor.check_framework("torch", str(broken)).status == "FAIL"
+    kernel = doctor.check_kernel("no-such-kernel-xyz")
+    assert kernel.status == "FAIL" and "make setup" in kernel.fix
+    with pytest.raises(ValueError, match="name must be one of"):
+        doctor.check_framework("mxnet")
+
+
+def test_helpers_page_covers_the_errors_of_the_day() -> None:
+    page = (ROOT / "slides" / "helpers.md").read_text()
+    for topic in ("compiler", "port", "out of memory", "Restart", "quota", "make doctor"):
+        assert topic.lower() in page.lower(), f"slides/helpers.md says nothing about {topic!r}"
