@@ -44,7 +44,10 @@ doctor: ## pre-flight check for a learner, a week before: Python, C++ compiler, 
 lab: setup ## open JupyterLab on notebooks/ with the course kernel (adds --allow-root only when run as root)
 	$(BIN)/jupyter lab --ip=127.0.0.1 $(if $(filter 0,$(shell id -u)),--allow-root,) notebooks/
 
-course: setup ## execute every notebook headless into build/ (notebooks, figures, measured summary)
+# A presenter's laptop with a GPU still runs the learners' laptop size (the decks show what the room will see);
+# make course COURSE_SIZE=gpu (or auto) asks for the accelerator's sizes.
+course: export COURSE_SIZE ?= cpu
+course: setup ## execute every notebook headless at laptop size (COURSE_SIZE=cpu) into build/ (notebooks, figures, summary)
 	$(PY) tools/run_course.py --kernel $(KERNEL) --out build
 
 # make test: two pytest-xdist workers; --dist loadscope keeps a notebook's cells (or a test file, or a class) on
