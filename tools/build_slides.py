@@ -34,6 +34,7 @@ from pathlib import Path
 import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import agendas  # noqa: E402  (tools/agendas.py: the agendas of the guide)
 import course_file  # noqa: E402  (tools/course_file.py: the lessons of course.toml)
 import guide  # noqa: E402  (tools/guide.py: the guide's generated sections and answers)
 import minutes  # noqa: E402  (tools/minutes.py: workshop minutes computed from the material)
@@ -50,8 +51,7 @@ OUT = ROOT / "build" / "slides"
 STATIC = "_static"  # folder next to the decks, referenced by relative paths only
 MANIFEST = "manifest.json"
 
-AGENDA_BEGIN = "<!-- BEGIN generated agendas: python tools/build_slides.py --update-guide -->"
-AGENDA_END = "<!-- END generated agendas -->"
+AGENDA_BEGIN, AGENDA_END = agendas.AGENDA_BEGIN, agendas.AGENDA_END
 
 _REMOTE_MD_IMAGE = re.compile(r"!\[([^\]]*)\]\((https?://[^)\s]+)(?:\s+\"[^\"]*\")?\)")
 _REMOTE_HTML_IMAGE = re.compile(r"<img\b[^>]*\bsrc=[\"'](https?://[^\"']+)[\"'][^>]*>", re.IGNORECASE)
@@ -449,60 +449,11 @@ def guide_section(name: str, guide: Path = GUIDE) -> str:
     return "\n".join(out).strip()
 
 
-def _session_minutes(config: dict, name: str, nb: dict | None, day: dict) -> tuple[int, str]:
-    """Minutes of one agenda session and where the number comes from."""
-    if name in day.get("minutes", {}):
-        full = minutes.session_minutes(nb) if nb is not None else planned(config).get(name, {}).get("minutes")
-        return int(day["minutes"][name]), f"shortened (full session: {full})"
-    if nb is not None:
-        return minutes.session_minutes(nb), "computed from the material"
-    return int(planned(config).get(name, {}).get("minutes", 0)), "planned: notebook not written yet"
-
-
-def _clock(start: str, minutes: int) -> str:
-    hours, mins = (int(x) for x in start.split(":"))
-    total = hours * 60 + mins + minutes
-    return f"{total // 60:02d}:{total % 60:02d}"
-
-
 def agenda_markdown(config: dict) -> str:
-    """The full-day and half-day agenda tables, minutes from each notebook's metadata where it exists."""
+    """The agendas (tools/agendas.py) of the stored notebooks, minutes computed from each one's material."""
     notebooks = {p.stem: nbformat.read(p, as_version=4) for p in course_notebooks()}
-    info = planned(config)
-    parts = [AGENDA_BEGIN]
-    for key, label in (("full_day", "Full day"), ("half_day", "Half day")):
-        day = config.get("agenda", {}).get(key)
-        if not day:
-            continue
-        sessions: list[tuple[int, str, str]] = []
-        if "opening" in day:
-            sessions.append((int(day["opening"][0]), day["opening"][1], "-"))
-        for name in day["notebooks"]:
-            nb = notebooks.get(name)
-            minutes, source = _session_minutes(config, name, nb, day)
-            title = title_of(nb, name) if nb is not None else info.get(name, {}).get("question", name)
-            sessions.append((minutes, f"`{name}`: {title}", source))
-            if name in day.get("breaks", {}):
-                brk = day["breaks"][name]
-                sessions.append((int(brk[0]), f"*{brk[1]}*", "-"))
-        if "closing" in day:
-            sessions.append((int(day["closing"][0]), day["closing"][1], "-"))
-        elapsed = 0
-        rows = []
-        for minutes, what, source in sessions:
-            rows.append(f"| {_clock(day['start'], elapsed)} | {what} | {minutes} | {source} |")
-            elapsed += minutes
-        end = _clock(day["start"], elapsed)
-        parts += [
-            "",
-            f"### {label}: {day['start']} to {end} ({elapsed // 60} h {elapsed % 60:02d} min)",
-            "",
-            "| start | session | minutes | minutes from |",
-            "|---|---|---|---|",
-            *rows,
-        ]
-    parts += ["", AGENDA_END]
-    return "\n".join(parts)
+    titles = {name: title_of(nb, name) for name, nb in notebooks.items()}
+    return agendas.agenda_markdown(config, notebooks, titles, planned(config))
 
 
 def guide_with_agenda(config: dict, text: str) -> str:
