@@ -136,7 +136,7 @@ def test_deck_works_offline_with_notes_and_plots(notebook: Path, manifest: dict)
     assert '<aside class="notes">' in html, "speaker notes missing"
     assert html.count('src="data:image/png') == deck["png_outputs"]
     source = json.loads((ROOT / deck["source"]).read_text())
-    assert deck["workshop_minutes"] == source["metadata"]["course"]["minutes"]["workshop"]
+    assert deck["workshop_minutes"] == minutes.session_minutes(nbformat.from_dict(source))
     assert deck["expected_slides"] >= 2
 
 

@@ -391,20 +391,21 @@ def taught_calls() -> tuple[str, ...]:
 
 
 def prepare(nb: nbformat.NotebookNode, solutions: str = "notes") -> nbformat.NotebookNode:
-    """A copy of ``nb`` ready for the deck: asserts, plumbing and "Going further" (its heading aside) skipped,
-    solutions as notes (if asked), findings as notes, no remote images,
+    """A copy of ``nb`` ready for the deck: asserts and plumbing skipped, "Going further" (its heading aside),
+    solutions (if asked) and findings as speaker notes, no remote images,
     the code of prose-generating and summary-building cells hidden (their rendered output stays), outputs made
     fit for a talk (tools/talk.py), long code cut to an excerpt that keeps the taught calls' statements whole,
     and the cells paged so that no slide is taller than the screen."""
     nb = copy.deepcopy(nb)
     taught = taught_calls()
     carried = None  # a slide break that sat on a skipped cell moves to the next cell shown
-    further = False  # inside "Going further": reading after the session, its heading slide alone is shown
+    further = False  # inside "Going further": reading after the session, only its heading is a slide
     for cell in nb.cells:
         if cell.cell_type == "markdown" and cell.source.startswith("## "):
             further = bool(cell.metadata.get("course", {}).get("optional"))
-        elif (further and not is_solution(cell)) or (asserts(cell) and not is_solution(cell)) \
-                or plumbing(cell, taught):
+        elif further and not is_solution(cell):  # the presenter can glance at it in the speaker view
+            cell.metadata.setdefault("slideshow", {})["slide_type"] = "notes"
+        elif (asserts(cell) and not is_solution(cell)) or plumbing(cell, taught):
             kind = slide_type(cell)
             carried = kind if kind in ("slide", "subslide") else carried
             cell.metadata.setdefault("slideshow", {})["slide_type"] = "skip"
