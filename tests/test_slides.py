@@ -135,8 +135,7 @@ def test_deck_works_offline_with_notes_and_plots(notebook: Path, manifest: dict)
         assert (build_slides.OUT / ref.split("#")[0].split("?")[0]).exists(), f"{deck['file']}: {ref} is missing"
     assert '<aside class="notes">' in html, "speaker notes missing"
     assert html.count('src="data:image/png') == deck["png_outputs"]
-    source = json.loads((ROOT / deck["source"]).read_text())
-    assert deck["workshop_minutes"] == minutes.session_minutes(nbformat.from_dict(source))
+    assert deck["workshop_minutes"] == minutes.session_minutes(nbformat.read(ROOT / deck["source"], as_version=4))
     assert deck["expected_slides"] >= 2
 
 
