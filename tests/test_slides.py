@@ -3,7 +3,7 @@
 What a browser sees is tested in test_browser.py; here: the files. Every course notebook has a deck that
 loads nothing from the network, carries speaker notes and its plots; the vendored reveal.js is pinned;
 the guide covers the notebooks of the design and its
-agendas take their minutes from the notebooks' metadata.
+agendas take their minutes computed from the notebooks (tools/minutes.py).
 """
 
 from __future__ import annotations

@@ -83,3 +83,7 @@ def test_helpers_page_covers_the_errors_of_the_day() -> None:
     page = (ROOT / "slides" / "helpers.md").read_text()
     for topic in ("compiler", "port", "out of memory", "Restart", "quota", "make doctor"):
         assert topic.lower() in page.lower(), f"slides/helpers.md says nothing about {topic!r}"
+    build_slides = importlib.import_module("build_slides")
+    assert "](helpers.md)" in build_slides.GUIDE.read_text(), "the guide sends helpers to their page"
+    assert 'href="helpers.html"' in build_slides._page_html("Guide", "[the helpers' page](helpers.md)"), \
+        "next to the decks (make slides), the guide links the helpers' page as HTML"

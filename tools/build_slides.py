@@ -44,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SLIDES = ROOT / "slides"
 CONFIG = SLIDES / "deck.toml"
 GUIDE = SLIDES / "instructor_guide.md"
+HELPERS = SLIDES / "helpers.md"
 TEMPLATES = SLIDES / "templates"
 TEMPLATE = "course_reveal"
 VENDOR = ROOT / "build" / "vendor"
@@ -667,30 +668,38 @@ def _index_html(config: dict, decks: list[dict]) -> str:
 <ol start="0">
 {items}
 </ol>
-<p><a href="instructor_guide.html">Instructor guide</a> &middot; in a deck: <kbd>S</kbd> speaker notes,
+<p><a href="instructor_guide.html">Instructor guide</a> &middot; <a href="helpers.html">Helpers' page</a>
+&middot; in a deck: <kbd>S</kbd> speaker notes,
 <kbd>Esc</kbd> overview, <kbd>F</kbd> full screen.</p>
 </body></html>
 """
 
 
-def _guide_html(config: dict) -> str:
+def _page_html(title: str, markdown: str) -> str:
+    """A Markdown page of the workshop (the guide, the helpers' page) as one offline HTML file; links between
+    them point at their HTML."""
     from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
-    text = GUIDE.read_text() if GUIDE.exists() else "# Instructor guide\n\n(missing)"
-    if AGENDA_BEGIN in text:
-        text = guide_with_agenda(config, text)
+    markdown = markdown.replace("](helpers.md)", "](helpers.html)")
     return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Instructor guide</title>\n'
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>\n'
         "<style>body { font-family: sans-serif; max-width: 60em; margin: 2em auto; line-height: 1.5; }"
         " table { border-collapse: collapse; } td, th { border: 1px solid #ccc; padding: 0.2em 0.5em; }"
         " pre { background: #f5f5f5; padding: 0.5em; overflow-x: auto; }</style></head><body>\n"
-        + markdown2html_mistune(text)
+        + markdown2html_mistune(markdown)
         + "\n</body></html>\n"
     )
 
 
+def _guide_html(config: dict) -> str:
+    text = GUIDE.read_text() if GUIDE.exists() else "# Instructor guide\n\n(missing)"
+    if AGENDA_BEGIN in text:
+        text = guide_with_agenda(config, text)
+    return _page_html("Instructor guide", text)
+
+
 def _inputs(names: list[str]) -> list[Path]:
-    fixed = [CONFIG, GUIDE, SLIDES / "package-lock.json", Path(__file__).resolve()]
+    fixed = [CONFIG, GUIDE, HELPERS, SLIDES / "package-lock.json", Path(__file__).resolve()]
     fixed += [p for p in TEMPLATES.rglob("*") if p.is_file()] + [p for p in (SLIDES / "assets").glob("*")]
     return [p for p in fixed if p.exists()] + [source_for(name) for name in names]
 
@@ -726,6 +735,7 @@ def build(out: Path = OUT, names: list[str] | None = None, quiet: bool = False) 
     install_static(out, config.get("reveal", {}).get("theme", "white"), any(d["math"] for d in decks), modules)
     (out / "index.html").write_text(_index_html(config, decks))
     (out / "instructor_guide.html").write_text(_guide_html(config))
+    (out / "helpers.html").write_text(_page_html("Helpers' page", HELPERS.read_text()))
     manifest = {
         "decks": decks,
         "reveal.js": _locked_versions().get("reveal.js"),
