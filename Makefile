@@ -23,7 +23,15 @@ WHEELHOUSE ?=
 REQUIREMENTS ?= requirements.txt
 # torch's CPU build: the rule is stated once, in tools/torch_index.py (on Linux, PyTorch's CPU index as an extra
 # index where it answers; nothing elsewhere, nothing with a wheelhouse). TORCH_INDEX= turns it off.
-TORCH_INDEX ?= $(shell $(PYTHON) tools/torch_index.py)
+TORCH_INDEX ?= $(shell $(PYTHON) tools/torch_index.py $(if $(PLATFORM),--platform $(PLATFORM),))
+# make wheelhouse PLATFORM=macosx_14_0_arm64 (torch 2.13 needs macOS 14), win_amd64 or manylinux_2_28_x86_64: a
+# stick for another platform, downloaded from this machine: binary wheels only, for CPython $(PYTHON_VERSION) (the
+# learners' minor version), the lock's markers evaluated for the target (tools/platform_requirements.py).
+PLATFORM ?=
+PYTHON_VERSION ?= 3.11
+WHEELS = $(or $(WHEELHOUSE),wheelhouse$(if $(PLATFORM),-$(PLATFORM),))
+PLATFORM_ARGS = $(if $(PLATFORM),--platform $(PLATFORM) --python-version $(PYTHON_VERSION) --implementation cp --only-binary=:all:,)
+PLATFORM_LOCK = $(if $(PLATFORM),<($(PYTHON) tools/platform_requirements.py $(REQUIREMENTS) $(PLATFORM) $(PYTHON_VERSION)),$(REQUIREMENTS))
 PIP_SOURCE = $(if $(WHEELHOUSE),--no-index --find-links $(abspath $(WHEELHOUSE)),$(TORCH_INDEX))
 
 $(STAMP): $(REQUIREMENTS) pyproject.toml
@@ -97,11 +105,11 @@ environment.yml: requirements.txt tools/write_environment_yml.py ## regenerate e
 learner: setup ## the learner edition (solution cells removed) into build/learner, executed at ci size
 	COURSE_SIZE=ci $(PY) tools/learner_edition.py --out build/learner --execute --kernel $(KERNEL)
 
-wheelhouse: ## download every pinned wheel into wheelhouse/ (torch's CPU build on Linux; copy it to USB sticks; then make setup WHEELHOUSE=wheelhouse)
+wheelhouse: ## every pinned wheel into wheelhouse/ (torch's CPU build; PLATFORM=... for another platform's stick)
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "Python >= 3.11 is needed"; exit 1; }
-	$(PYTHON) -m pip download --quiet --disable-pip-version-check --dest $(or $(WHEELHOUSE),wheelhouse) $(TORCH_INDEX) -r $(REQUIREMENTS)
-	$(PYTHON) -m pip wheel --quiet --disable-pip-version-check --no-deps --wheel-dir $(or $(WHEELHOUSE),wheelhouse) .
-	@echo "$(or $(WHEELHOUSE),wheelhouse)/ holds $$(ls $(or $(WHEELHOUSE),wheelhouse) | wc -l) files ($$(du -sh $(or $(WHEELHOUSE),wheelhouse) | cut -f1)); offline: make setup WHEELHOUSE=$(or $(WHEELHOUSE),wheelhouse)"
+	$(PYTHON) -m pip download --quiet --disable-pip-version-check --dest $(WHEELS) $(PLATFORM_ARGS) $(TORCH_INDEX) -r $(PLATFORM_LOCK)
+	$(PYTHON) -m pip wheel --quiet --disable-pip-version-check --no-deps --wheel-dir $(WHEELS) .
+	@echo "$(WHEELS)/ holds $$(ls $(WHEELS) | wc -l) files ($$(du -sh $(WHEELS) | cut -f1), measured now); offline: make setup WHEELHOUSE=$(WHEELS)"
 
 device-check: ## on a CUDA machine: CUDA builds at the same pins, every notebook at gpu size, bench, summary (tools/device_check.sh)
 	bash tools/device_check.sh build/device

@@ -16,6 +16,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 torch_index = importlib.import_module("torch_index")
 doctor = importlib.import_module("doctor")
 gpu_requirements = importlib.import_module("gpu_requirements")
+platform_requirements = importlib.import_module("platform_requirements")
 
 
 def _dry_make(*args: str) -> list[str]:
@@ -49,6 +50,39 @@ def test_requirements_makefile_and_gpu_lock_state_the_same_rule() -> None:
     offline = [line for line in _dry_make("setup", "WHEELHOUSE=wheelhouse", f"TORCH_INDEX={option}")
                if "pip install" in line]
     assert not any(option in line for line in offline), "a wheelhouse install asks no index"
+
+
+def test_a_lock_is_read_as_the_target_platform_reads_it() -> None:
+    lock = 'torch==2.13.0\ntensorflow-cpu==2.21.0; sys_platform == "linux"\ntensorflow==2.21.0; sys_platform != "linux"'
+    assert platform_requirements.platform_lines(lock, "macosx_14_0_arm64") == ["torch==2.13.0", "tensorflow==2.21.0"]
+    assert platform_requirements.platform_lines(lock, "win_amd64")[1:] == ["tensorflow==2.21.0"]
+    assert platform_requirements.platform_lines(lock, "manylinux_2_28_x86_64")[1:] == ["tensorflow-cpu==2.21.0"]
+    with pytest.raises(ValueError, match="platform must be a wheel platform tag"):
+        platform_requirements.platform_lines(lock, "amiga_68k")
+
+
+def test_wheelhouse_for_another_platform_downloads_its_wheels(tmp_path) -> None:
+    """make wheelhouse PLATFORM=macosx_14_0_arm64 on this Linux machine, with a three-line lock: the macOS wheel of
+    psutil, the line marked for macOS, not the one marked for Windows (needs PyPI)."""
+    import os
+    import urllib.request
+
+    try:
+        urllib.request.urlopen("https://pypi.org/simple/psutil/", timeout=10).close()
+    except OSError:
+        pytest.skip("PyPI does not answer from here")
+    psutil = next(line for line in (ROOT / "requirements.txt").read_text().splitlines() if line.startswith("psutil=="))
+    lock = tmp_path / "lock.txt"
+    lock.write_text(f'{psutil}\ntqdm==4.70.1; sys_platform == "darwin"\ncolorama==0.4.6; sys_platform == "win32"\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")} | {"PIP_CONFIG_FILE": "/dev/null"}
+    wheels = tmp_path / "wheels"
+    run = subprocess.run(["make", "wheelhouse", "PLATFORM=macosx_14_0_arm64", f"REQUIREMENTS={lock}",
+                          f"WHEELHOUSE={wheels}", f"PYTHON={sys.executable}"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    names = sorted(p.name for p in wheels.iterdir())
+    assert any(n.startswith("psutil-") and "macosx" in n for n in names) and any(n.startswith("tqdm-") for n in names)
+    assert not any(n.startswith("colorama-") for n in names) and "measured now" in run.stdout
 
 
 def test_doctor_runs_and_its_exit_status_follows_what_blocks() -> None:
