@@ -106,10 +106,7 @@ def slide_type(cell: dict) -> str:
     return (cell.get("metadata", {}).get("slideshow") or {}).get("slide_type", "-") or "-"
 
 
-def is_solution(cell: dict) -> bool:
-    """True for an exercise solution: a code cell tagged ``solution`` (hidden in the notebook; prose cells are
-    hidden too, but they are not solutions)."""
-    return cell.get("cell_type") == "code" and "solution" in cell.get("metadata", {}).get("tags", [])
+is_solution = minutes.is_solution  # an exercise's solution cell: speaker notes on the slides
 
 
 def title_of(nb: dict, fallback: str) -> str:

@@ -10,7 +10,6 @@ stored notebooks.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import minutes  # tools/minutes.py: minutes computed from the material
@@ -21,7 +20,6 @@ SECTIONS_BEGIN = "<!-- BEGIN generated sections: python tools/build_slides.py --
 SECTIONS_END = "<!-- END generated sections -->"
 ANSWERS_BEGIN = "<!-- BEGIN generated answers: python tools/build_slides.py --update-guide -->"
 ANSWERS_END = "<!-- END generated answers -->"
-_CHECK = re.compile(r"cu\.exercises\.check\(\s*[\"'](\d\d\.\d+)[\"']")
 
 
 def sections_markdown(notebooks: dict[str, nbformat.NotebookNode], source: str) -> str:
@@ -62,7 +60,7 @@ def answers(nb: nbformat.NotebookNode) -> list[tuple[str, str, str]]:
             continue
         if "solution" in cell.metadata.get("tags", []):
             solution = _text(cell)
-        for exercise in _CHECK.findall(cell.source):
+        for exercise in minutes.CHECK.findall(cell.source):
             found.append((exercise, solution, _text(cell)))
             solution = ""
     return found

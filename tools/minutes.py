@@ -29,7 +29,8 @@ TALK_PER_SECTION = 2  # minutes to set a section up: the question and why it mat
 TALK_PER_PREDICTION = 1  # minutes for the room to commit to each prediction before the cell runs
 CODE_LINES = 3  # a solution longer than this (comments, blank lines and prints aside) is code to write
 
-_CHECK = re.compile(r"cu\.exercises\.check\(\s*[\"'](\d\d\.\d+)[\"']")
+CHECK = re.compile(  # a checked exercise: its id
+    r"cu\.exercises\.check\(\s*[\"'](\d\d\.\d+)[\"']")
 _WORD = re.compile(r"[A-Za-z0-9][\w.'%-]*")
 
 
@@ -77,9 +78,10 @@ def run_seconds(cell: nbformat.NotebookNode) -> float | None:
             - datetime.fromisoformat(start.replace("Z", "+00:00"))).total_seconds()
 
 
-def is_solution(cell: nbformat.NotebookNode) -> bool:
-    """True for an exercise's solution: a code cell tagged ``solution``."""
-    return cell.cell_type == "code" and "solution" in cell.get("metadata", {}).get("tags", [])
+def is_solution(cell: dict) -> bool:
+    """True for an exercise solution: a code cell tagged ``solution`` (hidden in the notebook; prose cells are
+    hidden too, but they are not solutions)."""
+    return cell.get("cell_type") == "code" and "solution" in cell.get("metadata", {}).get("tags", [])
 
 
 def asks_for_code(solution: nbformat.NotebookNode | None) -> bool:
@@ -116,7 +118,7 @@ def _priced(cells: list[nbformat.NotebookNode]) -> Section:
             solution = cell
             continue
         times.append(run_seconds(cell))
-        for exercise in _CHECK.findall(cell.source):
+        for exercise in CHECK.findall(cell.source):
             exercises.append(exercise)
             if asks_for_code(solution):
                 code.append(exercise)
