@@ -9,6 +9,7 @@ import sys
 
 import pytest
 from conftest import ROOT
+from test_workshop_setup import _dry_make
 
 pytestmark = pytest.mark.integration  # runs make and the frameworks
 
@@ -17,11 +18,6 @@ torch_index = importlib.import_module("torch_index")
 doctor = importlib.import_module("doctor")
 gpu_requirements = importlib.import_module("gpu_requirements")
 platform_requirements = importlib.import_module("platform_requirements")
-
-
-def _dry_make(*args: str) -> list[str]:
-    out = subprocess.run(["make", "-n", "-B", *args], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
-    return out.stdout.splitlines()
 
 
 def test_the_cpu_index_is_used_on_linux_only_where_it_answers() -> None:
