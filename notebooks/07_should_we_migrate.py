@@ -255,7 +255,7 @@ cu.migrate.payback(priced["the lead's inputs"].pricing.estimate, seed,
 # %%
 at_lead = priced["the lead's inputs"]
 v_pays = cu.migrate.findings.DECISION.score(
-    at_lead.decision.check("the CNN's speed-up across fresh processes, against the break-even speed-up"),
+    at_lead.decision.check("The CNN's speed-up across fresh processes, against the break-even speed-up"),
     horizon=at_lead.pricing.inputs.value("horizon_months"), next_step=at_lead.decision.next_step,
     break_even=cu.migrate.decision.speed_text(at_lead.pricing.break_even))
 v_pays

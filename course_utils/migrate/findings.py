@@ -75,8 +75,8 @@ _EXPLORE = (" While exploring, each of {edits} edits a day compiles again: runs 
             "are faster in eager (the seed's \"explore in eager, compile when mature\").")
 RUN = Template(
     "migrate.run", ("true",),
-    held="{evidence}: compile it, the job ends sooner compiled at the median gain." + _EXPLORE,
-    failed="{evidence}: at the median gain such a job ends sooner eager." + _EXPLORE)
+    held="{evidence}, so compile it: at the median gain the job ends sooner compiled." + _EXPLORE,
+    failed="{evidence}, so at the median gain such a job ends sooner eager." + _EXPLORE)
 
 JAX = Template(
     "migrate.jax", ("true",),

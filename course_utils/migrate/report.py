@@ -79,7 +79,7 @@ def findings_of(a: Assessment) -> dict[str, Finding]:
     """The decision, parity, the fallback and the run length, each scored on the assessment's numbers."""
     validate.instance("a", a, Assessment)
     m, f, r, i = a.deciding, a.fallback, a.pricing.run_length, a.pricing.inputs
-    gain = f"the speed-up of torch.compile(mode='{m.mode}') over eager on a training step of {a.model}"
+    gain = f"The speed-up of torch.compile(mode='{m.mode}') over eager on a training step of {a.model}"
     steps = i.value("steps_per_job")
     explore = "any length (at the median gain a compiled step saves no time)" if math.isinf(r.steps) else \
         display.format_time(r.seconds())

@@ -11,8 +11,8 @@ COMPILES = ("`torch.compile` of the model compiles forward and backward and leav
 
 
 def ladder_story(v_cheap: Finding, v_order: Finding) -> display.Prose:
-    """Compile first against compile last, then what comes first in a plan."""
-    return display.prose(v_order.sentence + " " + v_cheap.sentence)
+    """Compile first against compile last, then what comes first in a plan (a paragraph each)."""
+    return display.prose(v_order.sentence, v_cheap.sentence)
 
 
 def frameworks_story(v_jax: Finding) -> display.Prose:
