@@ -161,8 +161,8 @@ cu.migrate.story.ladder_story(v_cheap, v_order)
 # %%
 amp_label = ladder.find("+ autocast")  # None where the rung was skipped
 if amp_label is None:
-    v_amp = cu.migrate.findings.AMP.not_tested("this CPU has no bf16 units, so the autocast rung was skipped "
-                                               "(notebook 03 measured emulated bf16)")
+    v_amp = cu.migrate.findings.AMP.not_tested("this CPU has no bf16 units, so the autocast rung was skipped; "
+                                               "notebook 03 measured emulated bf16")
 else:
     v_amp = cu.migrate.findings.AMP.score(cu.findings.above(
         "autocast per sample over the rung before it (the seed: ~1.3x)", ladder.interval(amp_label), 1.25))
