@@ -12,8 +12,8 @@ CHEAP = Template(
          "plan.",
     below="Compile on top of the cheap rungs, {last}, gave more than the cheap rungs together, {cheap}, beyond the "
           "noise: " + _PLAN,
-    undecided="This run cannot rank the cheap rungs together, {cheap}, against compile on top of them, {last} (the "
-              "ratio of the two straddles 1x): " + _PLAN)
+    undecided="This run cannot rank the cheap rungs together, {cheap}, against compile on top of them, {last}: the "
+              "ratio of the two straddles 1x, and " + _PLAN)
 
 _WAIT = "the baseline waited for data {wait} of each step"
 _BARE = "; on the compute alone compile first gives {bare}."
@@ -51,11 +51,11 @@ MODELS = Template(
 
 DECISION = Template(
     "migrate.decision", ("above",),
-    held="**Decision: migrate.** {evidence}: the whole interval lies above the break-even speed-up at these inputs, "
+    held="**Decision: migrate.** {evidence}. The whole interval lies above the break-even speed-up at these inputs, "
          "so the migration pays back within {horizon} months.",
-    below="**Decision: do not migrate.** {evidence}: the whole interval lies below the break-even speed-up at these "
+    below="**Decision: do not migrate.** {evidence}. The whole interval lies below the break-even speed-up at these "
           "inputs, {break_even}.",
-    undecided="**Decision: not decided: measure more.** {evidence}: the interval holds the break-even speed-up, "
+    undecided="**Decision: not decided: measure more.** {evidence}. The interval holds the break-even speed-up, "
               "{break_even}, so this measurement cannot say on which side the gain lies: {next_step}.")
 
 PARITY = Template(
