@@ -99,10 +99,10 @@ class Check:
         """held, failed above, failed below, failed (a false fact) or not decided (an interval across its bound)."""
         if self.kind == "true":
             return HELD if self.value else FAILED
-        low, high = ((self.value.low, self.value.high) if self.interval else (self.value, self.value))
         if self.kind == "equal":
             low, high = self.bound - self.tolerance, self.bound + self.tolerance
             return HELD if low <= self.value <= high else (ABOVE if self.value > high else BELOW)
+        low, high = ((self.value.low, self.value.high) if self.interval else (self.value, self.value))
         top = self.high if self.kind == "within" else self.bound
         bottom = self.bound
         if self.kind in ("above", "within") and high < bottom:
@@ -111,7 +111,9 @@ class Check:
             return ABOVE
         inside = ((self.kind == "above" and low > bottom) or (self.kind == "below" and high < top)
                   or (self.kind == "within" and low >= bottom and high <= top))
-        return HELD if inside else UNDECIDED
+        if inside or self.interval:
+            return HELD if inside else UNDECIDED
+        return BELOW if self.kind == "above" else ABOVE  # a plain number on its bound is not strictly beyond it
 
     def _bound_text(self, value: float) -> str:
         return _value_text(value, self.unit)
@@ -135,6 +137,8 @@ class Check:
             return {HELD: f"inside {span}", ABOVE: f"above {span}", BELOW: f"below {span}",
                     UNDECIDED: f"across an edge of {span}: not decided"}[outcome]
         bound = self._bound_text(self.bound)
+        if not self.interval and self.value == self.bound:
+            return f"on {bound}, not {self.kind} it"
         if outcome == UNDECIDED:
             return f"its interval straddles {bound}: not decided"
         return f"{ {HELD: self.kind, ABOVE: 'above', BELOW: 'below'}[outcome]} {bound}"
@@ -343,8 +347,9 @@ class Finding:
     @property
     def sentence(self) -> str:
         """The template's text for this outcome, each failure direction told with its own checks."""
-        if self.status == display.FAILED:  # each way it failed is told with its own checks
-            return " ".join(self._fill(o) for o in (ABOVE, BELOW, FAILED) if any(c.outcome == o for c in self.checks))
+        if self.status == display.FAILED:  # each way it failed is told with its own checks, then what is undecided
+            return " ".join(self._fill(o) for o in (ABOVE, BELOW, FAILED, UNDECIDED)
+                            if any(c.outcome == o for c in self.checks))
         return self._fill(self.outcome)
 
     def _fill(self, outcome: str) -> str:

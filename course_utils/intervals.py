@@ -152,11 +152,20 @@ def _bound(value: float, decimals: int, direction: int) -> str:
     return f"{rounded:.{decimals}f}x"
 
 
+def _needed(value: float, decimals: int) -> int:
+    """``decimals``, or more for a value under 1 so that it keeps two significant digits rather than printing 0."""
+    if 0 < value < 1:
+        return max(decimals, min(12, 1 - math.floor(math.log10(value))))
+    return decimals
+
+
 def _printed(ratio: float, low: float, high: float) -> tuple[str, str, str]:
     decimals = _decimals(low, high)
-    if 0 < low < 1:  # a small low bound keeps two significant digits rather than printing 0
-        decimals = max(decimals, min(12, 1 - math.floor(math.log10(low))))
-    return f"{ratio:.{decimals}f}x", _bound(low, decimals, -1), _bound(high, decimals, +1)
+    low_text = _bound(low, _needed(low, decimals), -1)
+    point = _needed(ratio, decimals)
+    if float(f"{ratio:.{point}f}") < float(low_text.rstrip("x")):  # never print the ratio below its own interval
+        point = _needed(low, decimals)
+    return f"{ratio:.{point}f}x", low_text, _bound(high, decimals, +1)
 
 
 def speedup(baseline: Any, candidate: Any, *, confidence: float = 0.95) -> Speedup:

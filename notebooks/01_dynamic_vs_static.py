@@ -86,7 +86,8 @@ for fw in ("jax", "tensorflow"):
 #   Python control flow on a tracer's value has nothing to decide with, so it raises.
 #
 # - **TensorFlow**'s `tf.function` traces with symbolic tensors, after AutoGraph has rewritten `if`/`for` on
-#   tensors into graph control flow.
+#   tensors into graph control flow. Its graph also lists `Placeholder`, `Const` and `Identity` nodes: bookkeeping,
+#   not counted as compute ops.
 #
 # **Prediction**: the chain `x + 0.5·h·(1 + tanh(√(2/π)·(h + 0.044715·h³)))` with `h = x + bias` is the same
 # arithmetic in all three, so all three graphs hold the same number of compute ops.
@@ -100,23 +101,23 @@ cu.graphs.side_by_side(captures)
 cu.graphs.side_by_side(captures).table()
 
 # %%
-n_ops = captures[0].count
-op_counts = {c.framework: c.count for c in captures}
-v_ops = cu.display.verdict(len(set(op_counts.values())) == 1, f"compute ops per graph: {op_counts}",
-                           "the frameworks lower the same Python to different primitives (see the table)")
+n_ops = captures[0].count  # PyTorch's graph: the count the others are compared with
+v_ops = cu.graphs.findings.SAME_OPS.score(*[cu.findings.equal(f"{c.framework}'s graph", c.count, n_ops, unit="")
+                                            for c in captures], n_ops=n_ops)
 v_ops
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.graphs.story.same_ops(v_ops, op_counts)
+v_ops.prose()
 
 # %% [markdown] course={"lead": true, "minutes": 6} slideshow={"slide_type": "slide"}
 # ## 2. Compiling costs once and saves on every call
 #
 # The first call of a compiled function traces and compiles; later calls reuse the result. Below is each
 # framework's compile call with its defaults (`jit_compile=True` makes `tf.function` use XLA, like JAX). Eager and
-# compiled are timed in alternating rounds; the 95% interval on their ratio decides "faster".
+# compiled are timed in alternating rounds; the 95% interval on their ratio decides "faster". (JAX's *eager* first
+# call is slow too: it compiles each primitive the first time it runs.)
 #
-# **Prediction**: in every framework the first compiled call costs at least 100 steady-state calls, and the
+# **Prediction**: in every framework the first compiled call costs more than 100 steady-state calls, and the
 # compiled call is faster than the eager one (the interval lies above 1x), since the ops run as one fused loop.
 
 # %%
@@ -148,21 +149,19 @@ for fw in FW:
 
 # %%
 speed = {fw: cu.intervals.speedup(eager_m[fw], compiled_m[fw]) for fw in FW}
-first_in_calls = {fw: compiled_m[fw].first_call / compiled_m[fw].median for fw in FW}
-paid_and_saved = {fw: first_in_calls[fw] >= 100 and speed[fw].faster for fw in FW}
-v_compile = cu.display.verdict(
-    all(paid_and_saved.values()),
-    "; ".join(f"{fw}: first call = {first_in_calls[fw]:,.0f} steady calls, compiled {cu.graphs.rounded(speed[fw])}"
-              for fw in FW),
-    "not in " + ", ".join(fw for fw, ok in paid_and_saved.items() if not ok) + " (see the numbers)")
+first_in_calls = {fw: round(compiled_m[fw].first_call / compiled_m[fw].median) for fw in FW}
+v_compile = cu.graphs.findings.COMPILE.score(
+    *[cu.findings.above(f"{fw} first compiled call, in steady calls", first_in_calls[fw], 100, unit="count")
+      for fw in FW],
+    *[cu.findings.faster(f"{fw} compiled over eager", speed[fw]) for fw in FW])
 v_compile
 
 # %%
-cu.graphs.crossover_plot({fw: (eager_m[fw], compiled_m[fw]) for fw in FW},
+cu.graphs.crossover_plot({fw: (eager_m[fw], compiled_m[fw]) for fw in FW}, speed,
                          title="Cumulative time: when has compiling paid for itself?")
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.graphs.story.break_even(N, eager_m, compiled_m, speed)
+v_compile.prose()
 
 # %% [markdown] course={"lead": true, "minutes": 6} slideshow={"slide_type": "slide"}
 # ## 3. Compile time is a cost you can cut
@@ -177,7 +176,7 @@ cu.graphs.story.break_even(N, eager_m, compiled_m, speed)
 # The worker below runs three times: with an empty cache (then it saves the artifacts), with another empty cache
 # plus the loaded artifacts (a new machine), and with the first run's cache folder (a persistent volume).
 #
-# **Prediction** (the caching recipe's promise): both warm processes pay at most a third of the cold first call.
+# **Prediction**: both warm processes pay less than a third of the cold first call.
 
 # %%
 DEPTH, WIDTH = cu.env.pick(ci=4, cpu=8), 32
@@ -195,18 +194,13 @@ print("the cold process missed Inductor's FX-graph cache, both warm ones hit it:
 
 # %%
 warm_share = {"portable": cache.portable / cache.cold, "local": cache.local / cache.cold}
-too_slow = [k for k, share in warm_share.items() if share > 1 / 3]
-v_cache = cu.display.verdict(
-    not too_slow,
-    f"cold {cu.display.format_time(cache.cold)}; " + ", ".join(
-        f"{k} {cu.display.format_time(getattr(cache, k))} ({share:.0%} of cold)" for k, share in warm_share.items())
-    + " (one process each)",
-    "; ".join(f"the {k} process built {cache.runs[k].libraries_built} compiled libraries in its first call, the cold "
-              f"one {cache.runs['cold'].libraries_built}" for k in too_slow))
+v_cache = cu.graphs.findings.CACHE.score(
+    *[cu.findings.below(f"{k} first call, share of the cold one (one process each)", share, 1 / 3, unit="%")
+      for k, share in warm_share.items()], **cache.facts())
 v_cache
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.graphs.story.compile_cache(v_cache, cache)
+v_cache.prose(cu.graphs.findings.CACHE_MECHANISM, cu.graphs.findings.CACHE_ADVICE)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Regional compilation
@@ -216,7 +210,7 @@ cu.graphs.story.compile_cache(v_cache, cache)
 # calls with Inductor's caches off; step times come from alternating rounds.
 #
 # **Prediction**: both regional forms take less compile time than the whole model (one compile each), and the nested
-# region, one graph like the whole model, runs its step at least 0.8x as fast (interval).
+# region, one graph like the whole model, runs its step at more than 0.8x the whole model's speed (the whole interval).
 
 # %%
 @torch.compiler.nested_compile_region
@@ -251,18 +245,16 @@ print(f"graphs Dynamo compiled for the three first calls: {graphs_built}")
 step_vs_whole = {name: cu.intervals.speedup(stack_m["whole model"], stack_m[name])
                  for name in ("block.compile()", "nested_compile_region")}
 compile_share = {name: compile_s[name] / compile_s["whole model"] for name in step_vs_whole}
-v_regional = cu.display.verdict(
-    all(share < 1 for share in compile_share.values()) and step_vs_whole["nested_compile_region"].above(0.8),
-    f"compile: whole model {cu.display.format_time(compile_s['whole model'])}, " + ", ".join(
-        f"{k} {cu.display.format_time(compile_s[k])} ({share:.0%})" for k, share in compile_share.items())
-    + "; step, each one's speed over the whole model: " + ", ".join(f"{k} {cu.graphs.rounded(s)}"
-                                                                   for k, s in step_vs_whole.items()),
-    "a regional form took as long to compile as the whole model, or the nested region's step did not reach 0.8x "
-    "the whole model's speed beyond the noise (see the numbers)")
+v_regional = cu.graphs.findings.REGIONAL.score(
+    *[cu.findings.below(f"{k} compile, share of the whole model's", share, 1, unit="%")
+      for k, share in compile_share.items()],
+    cu.findings.above("nested_compile_region step over the whole model's", step_vs_whole["nested_compile_region"], 0.8),
+    depth=DEPTH, whole=cu.display.format_time(compile_s["whole model"]), cold=cu.display.format_time(cache.cold),
+    block_step=str(step_vs_whole["block.compile()"]))
 v_regional
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.graphs.story.regional(v_regional, compile_s, step_vs_whole, DEPTH)
+v_regional.prose()
 
 # %% [markdown] course={"lead": false, "minutes": 7} slideshow={"slide_type": "slide"}
 # ## 4. Eager dispatch overhead: why small tensors gain most
@@ -305,15 +297,13 @@ cu.graphs.overhead_table(model)
 cu.graphs.overhead_plot(model)
 
 # %%
-v_model = cu.display.verdict(all(m.within(2) for m in model),
-                             "; ".join(f"{m.framework}: measured {m.measured:.2g}x vs computed {m.predicted:.2g}x"
-                                       for m in model),
-                             "measured/computed outside [0.5, 2] for "
-                             + ", ".join(m.framework for m in model if not m.within(2)))
+v_model = cu.graphs.findings.OVERHEAD.score(
+    *[cu.findings.within(f"{m.framework} measured over computed speed-up", m.ratio, 0.5, 2, source="computed")
+      for m in model], how=figures.how)
 v_model
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.graphs.story.overhead(v_model, model, figures.how)
+v_model.prose()
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # On a GPU the compiled call's fixed cost includes launching each kernel; `torch.compile(f, mode="reduce-overhead")`
@@ -330,17 +320,15 @@ if cu.env.accelerator() == "gpu":
     graph_m = cu.timing.interleaved({"default": lambda: default(*x16), "reduce-overhead": lambda: graphed(*x16)},
                                     rounds=ROUNDS, min_time=4 * MIN_TIME)
     s_graphs = cu.intervals.speedup(graph_m["default"], graph_m["reduce-overhead"])
-    v_graphs = cu.display.verdict(s_graphs.faster,
-                                  f"reduce-overhead over the default compile: {cu.graphs.rounded(s_graphs)}",
-                                  "the CUDA-graph replay was not faster per call beyond the noise")
+    v_graphs = cu.graphs.findings.CUDA_GRAPHS.score(cu.findings.faster("reduce-overhead over the default compile",
+                                                                        s_graphs))
 else:
-    s_graphs = None
-    v_graphs = cu.display.not_tested('CUDA graphs (mode="reduce-overhead") replay on a CUDA GPU only, and this '
-                                     f"runtime has none ({cu.env.accelerator()})")
+    v_graphs = cu.graphs.findings.CUDA_GRAPHS.not_tested('CUDA graphs (mode="reduce-overhead") replay on a CUDA GPU '
+                                                         f"only, and this runtime has none ({cu.env.accelerator()})")
 v_graphs
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.graphs.story.cuda_graphs(v_graphs, s_graphs)
+v_graphs.prose()
 
 # %% [markdown] course={"lead": false, "minutes": 3} slideshow={"slide_type": "slide"}
 # ## 5. Recompilation: new shapes, new traces
@@ -370,9 +358,8 @@ buckets = len({-(-n // cu.graphs.BUCKET) for n in LENGTHS})
 expected = {"torch": {"dynamic=False": 6, "default (automatic dynamic)": 2, "mark_dynamic(x, 0)": 1},
             "jax": {"jax.jit": 6, f"padded to multiples of {cu.graphs.BUCKET}": buckets},
             "tensorflow": {"tf.function": 6, "reduce_retracing=True": 2, "input_signature [None]": 1}}
-wrong = {(fw, s): (n, expected[fw][s]) for fw in FW for s, n in counts[fw].items() if n != expected[fw][s]}
-v_counts = cu.display.verdict(not wrong, ", ".join(f"{fw} {s}: {n}" for fw in FW for s, n in counts[fw].items()),
-                              "; ".join(f"{fw} {s}: {got}, predicted {want}" for (fw, s), (got, want) in wrong.items()))
+v_counts = cu.graphs.findings.RECOMPILES.score(*[cu.findings.equal(f"{fw} {s}", n, expected[fw][s], unit="")
+                                                 for fw in FW for s, n in counts[fw].items()])
 v_counts
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -396,7 +383,7 @@ retrace_warnings = (cu.graphs.tf_retracing_warnings(step_fns["tensorflow"], [(x,
 retrace_warnings[:1]
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.graphs.story.recompiles(v_counts, counts, len(retrace_warnings))
+v_counts.prose()
 
 # %% [markdown] course={"lead": true, "minutes": 6} slideshow={"slide_type": "slide"}
 # ## 6. Python `if` on a tensor value
@@ -452,9 +439,10 @@ control
 
 # %%
 predicted = {"torch": "2 graphs, 1 break", "jax": "TracerBoolConversionError", "tensorflow": "If"}
-missed = {fw: got for fw, got in control.items() if predicted[fw] not in got}
-v_control = cu.display.verdict(not missed, "; ".join(f"{fw}: {got}" for fw, got in control.items()),
-                               "; ".join(f"{fw} gave {got}" for fw, got in missed.items()))
+v_control = cu.graphs.findings.CONTROL.score(
+    *[cu.findings.true(f"{fw} gave {predicted[fw]} ({got})", predicted[fw] in got) for fw, got in control.items()],
+    graphs=breaks.graph_count, breaks=breaks.break_count, reason=(breaks.reasons or ("none given",))[0],
+    clip_diff=f"{max(clip_diffs):.1e}")
 v_control
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -508,7 +496,7 @@ for (fw, how), (eager_fn, fixed_fn) in fixes.items():
     print(f"{fw:<10} {how:<23} compiled, equal to eager on both branches (max abs diff < 1e-6): True")
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.graphs.story.control_flow(v_control, breaks, max(clip_diffs), list(control))
+v_control.prose(cu.graphs.findings.CONTROL_ADVICE)
 
 # %% [markdown] course={"lead": true, "minutes": 6} slideshow={"slide_type": "slide"}
 # ## 7. The rollback plan: switches back to eager, and compile-check-or-fall-back
@@ -568,11 +556,11 @@ print("fail_on_recompile at a new length raised:", stance_result)
 print("graph breaks around a torch.compiler.disable-d helper:", disabled_breaks.break_count)
 
 # %%
-switches_ok = not any(s["inside"] for s in switched.values()) and all(s["outside"] for s in switched.values())
-v_switch = cu.display.verdict(switches_ok and stance_result != "no error" and disabled_breaks.break_count == 1,
-                              f"switches work: {switches_ok}; fail_on_recompile: {stance_result}; breaks at disable: "
-                              f"{disabled_breaks.break_count}", "see the printed facts above for the control that "
-                              "behaved otherwise")
+v_switch = cu.graphs.findings.SWITCHES.score(
+    cu.findings.true("inside its switch, every framework ran eagerly", not any(s["inside"] for s in switched.values())),
+    cu.findings.true("outside, every framework ran compiled", all(s["outside"] for s in switched.values())),
+    cu.findings.true(f"fail_on_recompile raised at a new length ({stance_result})", stance_result != "no error"),
+    cu.findings.equal("graph breaks around the disable-d helper", disabled_breaks.break_count, 1, unit=""))
 v_switch
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -623,14 +611,14 @@ print("the torch decisions' functions equal eager on a fresh input: True")
 kept = {key: d.compiled for key, d in decisions.items()}
 expected_kept = {(fw, name): name == "gelu chain" or (fw == "tensorflow" and name.startswith("clip"))
                  for fw, name in decisions}
-v_fallback = cu.display.verdict(kept == expected_kept, f"{sum(kept.values())} of {len(kept)} kept compiled: "
-                                + ", ".join(f"{fw} {name}" for (fw, name), k in kept.items() if k),
-                                "differs for " + ", ".join(f"{fw} {name}" for (fw, name) in kept
-                                                           if kept[fw, name] != expected_kept[fw, name]))
+v_fallback = cu.graphs.findings.FALLBACK.score(
+    *[cu.findings.true(f"{fw} {name}: {('fell back', 'kept compiled')[expected_kept[fw, name]]}",
+                       kept[fw, name] == expected_kept[fw, name]) for fw, name in kept],
+    kept=sum(kept.values()), total=len(kept))
 v_fallback
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.graphs.story.fallbacks(v_fallback, decisions)
+v_fallback.prose()
 
 # %% [markdown] course={"lead": true, "minutes": 3} slideshow={"slide_type": "slide"}
 # ## 8. A whole training step, compiled, against the same program run eagerly
@@ -639,7 +627,8 @@ cu.graphs.story.fallbacks(v_fallback, decisions)
 # on one batch, with the course's train step per framework (`cu.models`). Compiled: `torch.compile(model)` plus a
 # compiled `optimizer.step`; the update under `jax.jit`; the Keras step as `tf.function(jit_compile=True)`. Eager:
 # the same step on an uncompiled model; the same update without `jit` (each `jnp` call dispatched on its own, as
-# ordinary JAX runs); the same step with `tf.config.run_functions_eagerly(True)`.
+# ordinary JAX runs; `jax.disable_jit()` would also un-jit jnp's own internals and flatter the compiled step); the
+# same step with `tf.config.run_functions_eagerly(True)`.
 #
 # **Prediction**: the compiled losses equal eager to float32 rounding (within `TOL`), and with a model this small
 # (per-op overhead dominates) every compiled step is faster than its own eager step (interval above 1x).
@@ -681,15 +670,13 @@ cu.graphs.step_table(runs, step_m)
 
 # %%
 step_speed = {fw: cu.intervals.speedup(*step_m[fw]) for fw in FW}
-v_step = cu.display.verdict(all(step_speed[fw].faster and runs[fw].max_abs_diff < TOL for fw in FW),
-                            "; ".join(f"{fw}: {cu.graphs.rounded(s)}, loss diff {runs[fw].max_abs_diff:.1e}"
-                                      for fw, s in step_speed.items()),
-                            "not faster than its own eager step: "
-                            + ", ".join(f"{fw} ({s.outcome})" for fw, s in step_speed.items() if not s.faster))
+v_step = cu.graphs.findings.STEP.score(
+    *[cu.findings.faster(f"{fw} compiled step over eager", s) for fw, s in step_speed.items()],
+    *[cu.findings.below(f"{fw} largest loss difference", runs[fw].max_abs_diff, TOL, unit="") for fw in FW])
 v_step
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.graphs.story.training_step(v_step, step_m, step_speed, BATCH)
+v_step.prose()
 
 # %% [markdown] course={"lead": true, "minutes": 3} slideshow={"slide_type": "slide"}
 # ## Summary
@@ -700,8 +687,8 @@ cu.graphs.story.training_step(v_step, step_m, step_speed, BATCH)
 # **Prediction** (the seed's claim, on this model): `torch.compile` saves at least 30% of the step (interval above 1.43x).
 
 # %%
-v_seed = cu.display.verdict(step_speed["torch"].above(1 / 0.7), f"torch.compile over torch eager: {cu.graphs.rounded(step_speed['torch'])}",
-                            "the interval does not lie above the 1.43x that a 30% saving needs")
+v_seed = cu.graphs.findings.SEED.score(cu.findings.above("torch.compile over torch eager, training step",
+                                                        step_speed["torch"], 1 / 0.7))
 v_seed
 
 # %%
@@ -710,11 +697,11 @@ for fw in FW:
     rows += [
         cu.notebook.Row(f"{fw}: first compiled call", compiled_m[fw].first_call, "s", f"gelu chain, {N:,} elements"),
         cu.notebook.Row(f"{fw}: chain speed-up over own eager", speed[fw].ratio, "x",
-                        f"{N:,} elements; {cu.graphs.rounded(speed[fw])}"),
+                        f"{N:,} elements; {speed[fw]}"),
         cu.notebook.Row(f"{fw}: chain speed-up at 16 elements", model[FW.index(fw)].measured, "x",
                         f"overhead model computed {model[FW.index(fw)].predicted:.2g}x"),
         cu.notebook.Row(f"{fw}: training step over own eager", step_speed[fw].ratio, "x",
-                        f"MLP, batch {BATCH}; {cu.graphs.rounded(step_speed[fw])}"),
+                        f"MLP, batch {BATCH}; {step_speed[fw]}"),
     ]
 rows += [cu.notebook.Row("torch: cold compile of the stack, fresh process", cache.cold, "s", f"{DEPTH} blocks"),
          cu.notebook.Row("torch: warm compile (local cache), fresh process", cache.local, "s", f"{DEPTH} blocks"),
@@ -723,7 +710,7 @@ rows += [cu.notebook.Row("torch: cold compile of the stack, fresh process", cach
 cu.notebook.summary_table("01_dynamic_vs_static", rows)
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.graphs.story.seed_claim(v_seed, step_speed["torch"])
+v_seed.prose(cu.graphs.findings.SEED_CAVEAT)
 
 # %% [markdown]
 # **What to remember**
@@ -864,15 +851,13 @@ print("graphs compiled at 16 elements:", {k: v.graphs for k, v in dyn.items()})
 
 # %%
 dyn_speed = cu.graphs.against_baseline(dyn)
-v_dynamic = cu.display.verdict(dyn_speed[cu.graphs.DYNAMIC].slower and dyn_speed[cu.graphs.MARKED].slower,
-                               "speed over the static graph: " + ", ".join(f"{k} {cu.graphs.rounded(s)}"
-                                                                           for k, s in dyn_speed.items()),
-                               "not slower per call beyond the noise: " + ", ".join(
-                                   k for k in (cu.graphs.DYNAMIC, cu.graphs.MARKED) if not dyn_speed[k].slower))
+v_dynamic = cu.graphs.findings.DYNAMIC.score(
+    *[cu.findings.slower(f"{k} over the static graph", dyn_speed[k]) for k in (cu.graphs.DYNAMIC, cu.graphs.MARKED)],
+    first_size=f"{N:,}", reused_graphs=dyn[cu.graphs.REUSED].graphs, reused=str(dyn_speed[cu.graphs.REUSED]))
 v_dynamic
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.graphs.story.dynamic(v_dynamic, dyn, dyn_speed, N)
+v_dynamic.prose()
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The op-count rule of thumb
@@ -882,13 +867,14 @@ cu.graphs.story.dynamic(v_dynamic, dyn, dyn_speed, N)
 # faster than its eager chain.
 
 # %%
-above = [m.framework for m in model if m.measured > m.n_ops]
-v_bound = cu.display.verdict(not above, "; ".join(f"{m.framework} {m.measured:.2g}x" for m in model)
-                             + f" vs op count {n_ops}", f"{', '.join(above)} won by more than the op count")
+v_bound = cu.graphs.findings.OP_COUNT.score(
+    *[cu.findings.below(f"{m.framework} chain speed-up at 16 elements", m.measured, m.n_ops) for m in model],
+    costs="; ".join(f"{m.framework}: an eager op costs {m.eager_per_op / m.compiled_per_call:.2g}x a compiled call"
+                    for m in model))
 v_bound
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.graphs.story.op_count_bound(v_bound, model)
+v_bound.prose()
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The same story in a profiler trace
@@ -911,14 +897,13 @@ for t in traced:
     print(f"{t.framework:<10} dispatches per call: eager {t.eager_per_call:g}, compiled {t.compiled_per_call:g}")
 
 # %%
-v_traced = cu.display.verdict(all(t.eager_per_call == n_ops and t.compiled_per_call == 1 for t in traced),
-                              "; ".join(f"{t.framework}: {t.eager_per_call:g} eager vs {t.compiled_per_call:g} compiled"
-                                        for t in traced),
-                              "the trace counts differ from the graph's op count (see the table)")
+v_traced = cu.graphs.findings.TRACED.score(
+    *[cu.findings.equal(f"{t.framework} eager dispatches per call", t.eager_per_call, n_ops, unit="") for t in traced],
+    *[cu.findings.equal(f"{t.framework} compiled dispatches per call", t.compiled_per_call, 1, unit="") for t in traced])
 v_traced
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.graphs.story.traced(v_traced, traced, model)
+v_traced.prose(cu.graphs.findings.TRACE_LIMIT)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The same chain at notebook 00's size, measured several ways
@@ -926,7 +911,8 @@ cu.graphs.story.traced(v_traced, traced, model)
 # as a full array, notebook 00 a scalar, and 00 warms the C allocator first. Below, PyTorch's chain is timed under
 # this sweep's harness, the same with a shape-generic graph (`dynamic=True`), and notebook 00's harness, all in the
 # same rounds, each with its page faults per call: each factor is measured on its own.
-# **Prediction**: the two harnesses' speed-ups are within 1.5x of each other.
+# **Prediction**: the two harnesses' speed-ups are within 1.5x of each other (the whole interval of their ratio,
+# over the same rounds, inside [1/1.5, 1.5]).
 
 # %%
 args_00 = cu.measuring.chain_inputs(["torch"], SIZE_00)[2]["torch"]  # notebook 00's own inputs: a scalar bias
@@ -938,15 +924,15 @@ harnesses = cu.graphs.compare_harnesses(chains["torch"], {
 cu.graphs.harness_table(harnesses)
 
 # %%
-harness_ratio = harnesses[cu.graphs.OTHER].speedup.ratio / harnesses[cu.graphs.SWEEP].speedup.ratio
-v_harness = cu.display.verdict(1 / 1.5 <= harness_ratio <= 1.5,
-                               f"notebook 00's harness {cu.graphs.rounded(harnesses[cu.graphs.OTHER].speedup)}, this sweep's "
-                               f"{cu.graphs.rounded(harnesses[cu.graphs.SWEEP].speedup)} ({harness_ratio:.2g}x apart)",
-                               "the two harnesses measure different speed-ups: see the factors below")
+v_harness = cu.graphs.findings.HARNESS.score(cu.findings.same("notebook 00's speed-up over this sweep's",
+                                                              cu.graphs.harness_gap(harnesses), 1.5))
 v_harness
 
+# %%
+cu.graphs.factor_table(cu.graphs.harness_factors(harnesses))
+
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.graphs.story.harnesses(v_harness, harnesses, cu.graphs.harness_factors(harnesses), SIZE_00)
+v_harness.prose()
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Debugging compiled code: where did my `print` go?
@@ -1011,13 +997,14 @@ print("(python print, graph print) of 3 calls:", printed, f"; torch graph breaks
 
 # %%
 expected_prints = {"torch": (3, None), "jax": (0, 3), "tensorflow": (0, 3)}
-v_print = cu.display.verdict(all(printed[fw] == expected_prints[fw] for fw in FW) and print_breaks.break_count >= 1,
-                             ", ".join(f"{fw}: {printed[fw]}" for fw in FW) + f"; torch breaks: {print_breaks.break_count}",
-                             "a print ran a different number of times than predicted (see the counts)")
+v_print = cu.graphs.findings.PRINTS.score(
+    *[cu.findings.equal(f"{fw} {kind} in 3 calls", got, want, unit="") for fw in FW
+      for kind, got, want in zip(("python print", "graph print"), printed[fw], expected_prints[fw]) if want is not None],
+    cu.findings.true("torch broke its graph at the print", print_breaks.break_count >= 1), breaks=print_breaks.break_count)
 v_print
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.graphs.story.prints(v_print, print_breaks.break_count, list(FW))
+v_print.prose(cu.graphs.findings.PRINT_TOOLS)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### torch.compile's own account: `TORCH_TRACE` and tlparse
@@ -1041,32 +1028,36 @@ for n in (100, 200):
 """
 if cu.compile_report.tlparse_available():
     report = cu.compile_report.torch_compile_report(traced_job, "01_print_and_lengths")
-    v_tlparse = cu.display.verdict(report.graph_breaks == 1 and report.recompiles >= 1,
-                                   f"tlparse counted {report.graph_breaks} graph break(s) and {report.recompiles} "
-                                   f"recompilation(s) over {report.frames} frame(s)",
-                                   "the report's counts differ from the prediction (see its index.html)")
+    v_tlparse = cu.graphs.findings.TLPARSE.score(
+        cu.findings.equal("graph breaks tlparse counted", report.graph_breaks, 1, unit=""),
+        cu.findings.above("recompilations tlparse counted", report.recompiles, 0, unit="count"))
 else:
     report = None
-    v_tlparse = cu.display.not_tested("tlparse is not installed here (pip install tlparse, then rerun this cell)")
+    v_tlparse = cu.graphs.findings.TLPARSE.not_tested("tlparse is not installed here (pip install tlparse, then rerun "
+                                                      "this cell)")
 v_tlparse
 
+# %%
+report  # the report's counts and the path of its index.html (nothing where tlparse is not installed)
+
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.graphs.story.tlparse(v_tlparse, report)
+v_tlparse.prose(cu.graphs.findings.TLPARSE_HOW)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Where the compiled PyTorch step's time goes
 # Section 8 timed whole steps. Below, PyTorch's step is timed part by part (forward + backward, `optimizer.step`),
 # eager and compiled in alternating rounds, and profiled (`torch.profiler`, the profiler's own cost included).
+# Timed alone, each part pays its own call, so the parts need not add up to the whole step. The profiler's
+# account sets the two fixed costs of section 4 (an eager op, a compiled call) times the counts it found.
 
 # %%
 parts = cu.graphs.step_parts(torch_models, torch_steps, batch["torch"], rounds=ROUNDS, min_time=4 * MIN_TIME)
 step_trace = cu.graphs.trace_step("torch", *torch_steps, batch["torch"])
 cu.graphs.parts_table(parts, step_m["torch"])
 
-# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.graphs.story.step_time(parts, step_speed["torch"], step_trace, step_m["torch"],
-                          eager_per_op=cu.graphs.eager_op_cost(eager_ops["torch"]),
-                          compiled_per_call=figures.call_cost["torch"])
+# %%
+step_trace.table(step_m["torch"], eager_per_op=cu.graphs.eager_op_cost(eager_ops["torch"]),
+                 compiled_per_call=figures.call_cost["torch"])
 
 # %%
 print(cu.notebook.last_verified())

@@ -101,15 +101,20 @@ print("ranks bit-identical at every checkpoint:", identical)
 print("equal to one process on the whole batch (max abs diff < 1e-5):", equal_to_one)
 
 # %%
-v_nodes = cu.display.verdict(identical and equal_to_one,
-                             f"2 nodes x 1 rank: ranks differ by {max(diffs['ranks'].values()):.1e}, "
-                             f"DDP vs one process by {max(diffs['single'].values()):.1e}",
-                             "the ranks or the single-process run disagree: see the differences above")
+v_nodes = cu.beyond.findings.NODES.score(
+    cu.findings.equal("2 nodes x 1 rank: largest difference between ranks", max(diffs["ranks"].values()), 0,
+                      unit="", source="measured"),
+    cu.findings.below("DDP vs one process on the whole batch", max(diffs["single"].values()), 1e-5, unit=""),
+    **cu.beyond.multinode.facts(nodes))
 v_nodes
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.beyond.story.two_nodes(v_nodes, nodes.node_ranks, cu.beyond.multinode.time_split(nodes),
-                          cu.beyond.multinode.rank_warning(nodes), cu.beyond.multinode.backend(nodes))
+v_nodes.prose()
+
+# %% [markdown]
+# **On a real cluster** the endpoint becomes node 0's address, the network interface is named
+# (`NCCL_SOCKET_IFNAME`, `GLOO_SOCKET_IFNAME`; here the launcher pins both to loopback), and each GPU gets one
+# rank: `LOCAL_RANK` picks the GPU on its machine, `RANK` names the worker in the job.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### When a rank on the *other* node fails
@@ -130,10 +135,11 @@ print("processes left behind:", len(leftover))
 
 # %%
 exception_line = failure.traceback.splitlines()[-1] if failure.traceback else ""
-v_failure = cu.display.verdict(failure.rank == 1 and exception_line.startswith("ValueError:") and not leftover,
-                               f"rank {failure.rank} named, its traceback ends in its exception "
-                               f"({exception_line.split(':')[0] or 'none'}), {len(leftover)} processes left",
-                               "the error named another rank, lost the rank's exception line, or processes survived")
+v_failure = cu.beyond.findings.FAILURE.score(
+    cu.findings.equal("failing rank named", failure.rank, 1, unit="", source="measured"),
+    cu.findings.true(f"its traceback ends in its exception ({exception_line.split(':')[0] or 'none'})",
+                     exception_line.startswith("ValueError:")),
+    cu.findings.equal("processes left behind", len(leftover), 0))
 v_failure
 
 # %% [markdown] course={"lead": false, "minutes": 6} slideshow={"slide_type": "slide"}
@@ -171,17 +177,19 @@ if HAVE_JAX:
 
 # %%
 if HAVE_JAX:
-    v_jax = cu.display.verdict(jax_diff["processes"] == 0.0 and jax_diff["single"] < 1e-5
-                               and jax_rec["allreduce_count"] > 0,
-                               f"processes differ by {jax_diff['processes']:.1e}, vs one device "
-                               f"{jax_diff['single']:.1e}, {jax_rec['allreduce_count']} all-reduce(s) over "
-                               f"{jax_rec['devices']} devices", "see the differences and the HLO above")
+    v_jax = cu.beyond.findings.JAX.score(
+        cu.findings.equal("largest difference between the processes", jax_diff["processes"], 0, unit="",
+                          source="measured"),
+        cu.findings.below("process 0 vs one device", jax_diff["single"], 1e-5, unit=""),
+        cu.findings.true(f"{jax_rec['allreduce_count']} all-reduce(s) across the processes in the compiled step",
+                         jax_rec["allreduce_count"] > 0),
+        **cu.beyond.jaxmulti.facts(jax_run))
 else:
-    v_jax = cu.display.not_tested("JAX is not installed in this runtime")
+    v_jax = cu.beyond.findings.JAX.not_tested("JAX is not installed in this runtime")
 v_jax
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.beyond.story.jax_processes(v_jax, jax_run)
+v_jax.prose()
 
 # %% [markdown] course={"lead": false, "minutes": 4} slideshow={"slide_type": "slide"}
 # ## 3. TensorFlow: `MultiWorkerMirroredStrategy` over `TF_CONFIG`
@@ -212,15 +220,16 @@ if HAVE_TF:
 
 # %%
 if HAVE_TF:
-    v_tf = cu.display.verdict(tf_diff["workers"] == 0.0 and tf_diff["single"] < 1e-5,
-                              f"workers differ by {tf_diff['workers']:.1e}, vs one worker {tf_diff['single']:.1e}",
-                              "the workers or the one-worker run disagree")
+    v_tf = cu.beyond.findings.TF.score(
+        cu.findings.equal("largest difference between the workers", tf_diff["workers"], 0, unit="", source="measured"),
+        cu.findings.below("worker 0 vs one worker", tf_diff["single"], 1e-5, unit=""),
+        **{k: round(v, 1) for k, v in cu.beyond.tfmulti.time_split(tf_run).items()})  # seconds, as quoted
 else:
-    v_tf = cu.display.not_tested("TensorFlow is not installed in this runtime")
+    v_tf = cu.beyond.findings.TF.not_tested("TensorFlow is not installed in this runtime")
 v_tf
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.beyond.story.tf_workers(v_tf, tf_diff, tf_run)
+v_tf.prose()
 
 # %% [markdown] course={"lead": true, "minutes": 12} slideshow={"slide_type": "slide"}
 # ## 4. When the model state does not fit: ZeRO-1 and FSDP2, measured
@@ -257,15 +266,14 @@ print("every rank holds the same bytes:", {k: len(set(v)) == 1 for k, v in per_r
 print("ZeRO-1 and FSDP2 weights == DDP weights (max abs diff < 1e-6):", all(d < 1e-6 for d in wdiff.values()))
 
 # %%
-v_memory = cu.display.verdict(all(abs(r - 1) < 0.05 for r in ratios.values()) and all(d < 1e-6 for d in wdiff.values()),
-                              "measured / formula: " + ", ".join(f"{k} {r:.3f}" for k, r in ratios.items())
-                              + f"; weights vs DDP within {max(wdiff.values()):.1e}",
-                              "a kind held more (or less) than its formula; the table shows which part")
+v_memory = cu.beyond.findings.MEMORY.score(
+    *(cu.findings.within(f"{k}: measured / formula", r, 0.95, 1.05) for k, r in ratios.items()),
+    cu.findings.below("ZeRO-1 and FSDP2 weights vs DDP's", max(wdiff.values()), 1e-6, unit=""),
+    **cu.beyond.sharded.facts(shard_run))
 v_memory
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.beyond.story.memory(v_memory, ratios, per_rank, cu.beyond.sharded.gathered(shard_run),
-                       shard_run.record("ddp")["default_bucket_bytes"])
+v_memory.prose()
 
 # %% [markdown] course={"lead": false, "minutes": 8} slideshow={"slide_type": "slide"}
 # ## 5. A rank dies, training goes on
@@ -300,14 +308,14 @@ print("attempts:", crash.attempts, "| resumed from step:", crash.resumed_from, "
 print("final weights == uninterrupted run (max abs diff < 1e-5):", elastic_diff < 1e-5)
 
 # %%
-v_elastic = cu.display.verdict(elastic_diff < 1e-5 and crash.lost_steps == expected_lost,
-                               f"weights vs uninterrupted {elastic_diff:.1e}, {crash.lost_steps} step(s) lost, "
-                               f"{expected_lost} predicted",
-                               "the resumed run diverged or lost other steps than predicted")
+v_elastic = cu.beyond.findings.ELASTIC.score(
+    cu.findings.below("final weights vs an uninterrupted run", elastic_diff, 1e-5, unit=""),
+    cu.findings.equal("steps computed twice", crash.lost_steps, expected_lost),
+    **cu.beyond.elastic.facts(crash))
 v_elastic
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.beyond.story.elastic(v_elastic, crash, elastic_diff)
+v_elastic.prose()
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### A checkpoint that survives a changed cluster
@@ -336,7 +344,7 @@ cu.beyond.reshard.files_table({"saved at 2 ranks": shared / "at2", "saved at 1 r
 # NBVAL_CHECK_OUTPUT
 two_to_one = cu.beyond.reshard.compare(at_2, at_1)  # what 2 ranks saved against what 1 rank loaded
 one_to_two = cu.beyond.reshard.compare(at_1, back_at_2)
-moved = cu.beyond.reshard.changed(at_2, at_1)  # 2 more steps between the checkpoints: the second test is new
+moved = cu.beyond.reshard.changed(at_2, at_1)  # weights moved by 2 more steps: the second test is new
 assert two_to_one["max diff"] == 0.0 and one_to_two["max diff"] == 0.0 and moved > 0, (two_to_one, one_to_two)
 print("tensors saved (weights, Adam moments, steps):", two_to_one["tensors"])
 print("2 ranks -> 1 rank: same tensors", two_to_one["same names"], "| max abs difference", two_to_one["max diff"])
@@ -344,15 +352,15 @@ print("1 rank -> 2 ranks: same tensors", one_to_two["same names"], "| max abs di
 print("files written at 2 ranks:", sorted(cu.beyond.reshard.files(shared / "at2")))
 
 # %%
-v_reshard = cu.display.verdict(two_to_one["max diff"] == 0.0 and one_to_two["max diff"] == 0.0 and moved > 0,
-                               f"{two_to_one['tensors']} tensors; 2 -> 1 rank: max difference "
-                               f"{two_to_one['max diff']:g}; 1 -> 2 ranks: {one_to_two['max diff']:g}; the state "
-                               f"moved by up to {moved:.2g} between the checkpoints",
-                               "a load did not give back the saved state exactly")
+v_reshard = cu.beyond.findings.RESHARD.score(
+    cu.findings.equal("2 -> 1 rank, largest difference", two_to_one["max diff"], 0, unit="", source="measured"),
+    cu.findings.equal("1 -> 2 ranks", one_to_two["max diff"], 0, unit="", source="measured"),
+    cu.findings.above("largest weight change between the checkpoints", moved, 0, unit=""),
+    tensors=two_to_one["tensors"], shards=sum(n.endswith(".distcp") for n in cu.beyond.reshard.files(shared / "at2")))
 v_reshard
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.beyond.story.reshard(v_reshard, two_to_one, one_to_two, cu.beyond.reshard.files(shared / "at2"))
+v_reshard.prose()
 
 # %% [markdown] course={"lead": true, "minutes": 5} slideshow={"slide_type": "slide"}
 # ## 6. 05's cost model meets this notebook's steps
@@ -379,14 +387,15 @@ cu.beyond.plots.prediction_plot(predicted, title="Compute + 05's ring model vs m
 
 # %%
 step_ratios = cu.beyond.predict.ratios(predicted)
-off = [f"{k} {r:.2f}x" for k, r in step_ratios.items() if not 0.5 <= r <= 2]
-v_model = cu.display.verdict(not off, "measured / predicted: " + ", ".join(f"{k} {r:.2f}x"
-                                                                          for k, r in step_ratios.items()),
-                             "outside a factor of 2: " + "; ".join(off))
+rests = "; ".join(f"*{k}* {sec * 1e3:.2f} ms" for k, sec in cu.beyond.totals.unexplained(predicted).items()) or "none"
+v_model = cu.beyond.findings.COST.score(
+    *(cu.findings.within(k, r, 0.5, 2) for k, r in step_ratios.items()),  # measured / predicted, per step
+    source=cost.how, beta=cu.display.format_rate(fit.bandwidth), alpha=round(fit.latency * 1e6, 1),
+    low=round(min(scores), 2), high=round(max(scores), 2), rests=rests)
 v_model
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.beyond.story.cost_model(v_model, fit, scores, predicted, step_ratios, cu.beyond.findings.unexplained(predicted))
+v_model.prose()
 
 # %% [markdown] course={"lead": true, "minutes": 2} slideshow={"slide_type": "slide"}
 # ## 7. On a real cluster
@@ -422,22 +431,21 @@ for kind, counted in calls.items():
     print(f"{kind}: {counted}")
 
 # %%
-moved_bytes = cu.beyond.findings.traffic(shard_run)  # ring factors; and as gloo runs a reduce-scatter
-formula_traffic = cu.distributed.zero_traffic(1.0, 2, 3) / cu.distributed.zero_traffic(1.0, 2, 0)
-v_traffic = cu.display.verdict(abs(moved_bytes["ring"] - formula_traffic) < 0.1,
-                               f"FSDP2 moves {moved_bytes['ring']:.2f}x DDP's bytes per step (computed from the "
-                               f"counted calls with the ring factors), formula {formula_traffic:.2f}x",
-                               "the counted collectives are not what the formula assumes: see the counts above")
-v_traffic
-
-# %%
 steps = cu.beyond.sharded.steps(shard_run)  # timed in rounds, the kinds in turns
 fsdp_speed = cu.intervals.speedup(steps["ddp"], steps["fsdp2"])  # FSDP2's step speed over DDP's
 fsdp_speed
 
+# %%
+moved_bytes = cu.beyond.totals.traffic(shard_run)  # ring factors; and as gloo runs a reduce-scatter
+formula_traffic = cu.distributed.zero_traffic(1.0, 2, 3) / cu.distributed.zero_traffic(1.0, 2, 0)
+v_traffic = cu.beyond.findings.TRAFFIC.score(
+    cu.findings.equal("FSDP2's bytes per step over DDP's (counted calls x ring factors)", moved_bytes["ring"],
+                      formula_traffic, tolerance=0.1, unit="x", source="computed"),
+    speed=str(fsdp_speed), **cu.beyond.totals.traffic_facts(fit, shard_run))
+v_traffic
+
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.beyond.story.traffic(v_traffic, moved_bytes, calls, cu.beyond.sharded.in_collectives(shard_run),
-                                cu.beyond.findings.collective_ratios(fit, shard_run), fsdp_speed)
+v_traffic.prose()
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Two collectives, each alone
@@ -447,13 +455,13 @@ cu.beyond.story.traffic(v_traffic, moved_bytes, calls, cu.beyond.sharded.in_coll
 # %%
 alone = cu.beyond.sharded.collectives_alone(shard_run)  # timed in rounds, on a buffer of all parameters
 rs_speed = cu.intervals.speedup(alone["allreduce"], alone["reducescatter"])
-v_rs = cu.display.verdict(rs_speed.low >= 1.6 and rs_speed.high <= 2.5, f"reduce-scatter vs all-reduce: {rs_speed}",
-                          "see the trace below: what gloo runs inside its reduce-scatter")
+v_rs = cu.beyond.findings.REDUCE_SCATTER.score(
+    cu.findings.within("reduce-scatter over all-reduce", rs_speed, 1.6, 2.5),
+    trace=" -> ".join(cu.beyond.sharded.reduce_scatter_trace(shard_run)) or "no c10d or gloo operator")
 v_rs
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.beyond.story.reduce_scatter(v_rs, rs_speed, cu.beyond.findings.gloo_inside(shard_run),
-                                       cu.beyond.sharded.reduce_scatter_trace(shard_run))
+v_rs.prose()
 
 # %%
 one_array = None
@@ -461,9 +469,6 @@ if HAVE_JAX:
     jax_alone = cu.beyond.jaxmulti.alone(jax_rec)  # one all-reduce over the 4-device mesh, timed in rounds
     one_array = cu.intervals.speedup(jax_alone["operands"], jax_alone["one array"])
     print(f"JAX: the step's bytes as one array vs as its {len(jax_rec['allreduce_operands'])} operands: {one_array}")
-
-# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.beyond.story.jax_operands(one_array, jax_rec)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The same idea in JAX: shard the parameters over the mesh
@@ -493,15 +498,18 @@ if HAVE_JAX:
 
 # %%
 if HAVE_JAX:
-    v_jax_shard = cu.display.verdict(shrink < 1.5 / jax_fsdp["devices"] and gathers > 0,
-                                     f"arguments {shrink:.2f}x of replicated, {gathers} all-gather(s)",
-                                     "the arguments did not shrink to about 1/N or no all-gather was inserted")
+    sharded_step = jax_fsdp["sharded"]
+    v_jax_shard = cu.beyond.findings.JAX_SHARD.score(
+        cu.findings.below("sharded arguments over replicated", shrink, 1.5 / jax_fsdp["devices"]),
+        cu.findings.true(f"{gathers} all-gather(s) in the sharded step", gathers > 0),
+        temps=round(sharded_step["temp_bytes"] / max(jax_fsdp["replicated"]["temp_bytes"], 1), 2),
+        scatters=sharded_step["collectives"]["reduce-scatter"], allreduces=sharded_step["collectives"]["all-reduce"])
 else:
-    v_jax_shard = cu.display.not_tested("JAX is not installed in this runtime")
+    v_jax_shard = cu.beyond.findings.JAX_SHARD.not_tested("JAX is not installed in this runtime")
 v_jax_shard
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.beyond.story.jax_sharding(v_jax_shard, jax_fsdp)
+v_jax_shard.prose()
 
 # %% [markdown] course={"lead": false, "minutes": 4} slideshow={"slide_type": "slide"}
 # ## Exercises

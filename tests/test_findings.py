@@ -186,3 +186,23 @@ def test_not_tested_needs_only_the_facts_its_own_text_quotes() -> None:
     assert findings.render_all(t, lambda kind, outcome: findings.true("x", outcome == findings.HELD))[
         findings.HELD] == "ok at <busy>"  # a format spec on a stand-in fact prints its name
     del findings._TEMPLATES["test.untested"]
+
+
+def test_a_plain_number_on_its_bound_fails_and_says_so() -> None:
+    check = findings.above("slope", 0.7, 0.7, unit="")
+    assert check.outcome == findings.BELOW and str(check) == "slope 0.7: on 0.7, not above it"
+
+
+def test_a_failure_beside_an_undecided_check_tells_both() -> None:
+    t = findings.Template("test.both", ("above",), held="ok", below="{failed} fell short.",
+                          undecided="{undecided} cannot be told apart.")
+    f = t.score(findings.above("a", 0.5, 1.0), findings.faster("b", _interval(1.0, 1.2)))
+    assert f.outcome == findings.BELOW and f.sentence == "a fell short. b cannot be told apart."
+    del findings._TEMPLATES["test.both"]
+
+
+def test_a_wide_interval_keeps_its_point_at_the_interval_digits() -> None:
+    wide = intervals.Speedup("a", "b", 12.3456, 0.003, 250.0, 2, intervals.ROUNDS)
+    assert wide.printed() == ("12.3x", "0.0030x", "250.0x")
+    tiny = intervals.Speedup("a", "b", 0.0151, 0.0149, 0.5, 2, intervals.ROUNDS)
+    assert _printed_inside(str(tiny)), str(tiny)

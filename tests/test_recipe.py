@@ -74,7 +74,7 @@ def test_every_verdict_is_stored(ipynb: Path) -> None:
         if tree is None:
             continue
         stored = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Assign | ast.AnnAssign)}
-        for call in _calls(tree, {"verdict", "not_tested"}):
+        for call in _calls(tree, {"verdict", "not_tested", "score"}):
             assert id(call) in stored, f"{ipynb.name}: a verdict is not stored (v = verdict(...)): " \
                                        f"{ast.unparse(call)[:80]}"
 

@@ -33,7 +33,7 @@ MAX_WORDS = 3000
 MAX_PARAGRAPH_WORDS = 120
 MAX_HIDDEN_LINES = 10
 GOING_FURTHER = re.compile(r"^#+\s*Going further", re.M)
-PROSE_CALL = re.compile(r"\bMarkdown\(|\.story\w*\.")
+PROSE_CALL = re.compile(r"\bMarkdown\(|\.story\w*\.|\.prose\(")
 # an f-string is one STRING token up to Python 3.11, three kinds of token from 3.12
 _STRING_TOKENS = {tokenize.STRING, *(getattr(tokenize, n) for n in ("FSTRING_START", "FSTRING_MIDDLE", "FSTRING_END")
                                      if hasattr(tokenize, n))}

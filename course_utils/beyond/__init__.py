@@ -11,8 +11,8 @@ worker API, the ring all-reduce cost model); nothing there imports from here.
   rounds as Measurements that ``cu.intervals.speedup`` pairs;
 - ``elastic``: a rank that dies once and a restart from an atomic checkpoint; ``reshard``: a sharded checkpoint
   (``torch.distributed.checkpoint``) saved at one world size and loaded at another;
-- ``predict``: 05's ring model prices every multi-process step; ``findings``: what several numbers add up to;
-- ``story``, ``story_further``: every sentence the notebook generates, told from its verdicts;
+- ``predict``: 05's ring model prices every multi-process step; ``totals``: what several numbers add up to;
+- ``findings``: the notebook's predictions, each declared once with a sentence per outcome;
 - ``plots``: the figures; ``exercises``: the exercise checkers (registered on import: 06.1-06.3).
 
 Several modules share names such as ``run`` and ``reference``: reach them as ``cu.beyond.<module>.<name>``.
@@ -29,9 +29,8 @@ from course_utils.beyond import (
     reshard,
     rounds,
     sharded,
-    story,
-    story_further,
     tfmulti,
+    totals,
 )
 from course_utils.beyond import exercises as _exercises  # noqa: F401  (registers 06.k)
 from course_utils.beyond.cluster import cluster_commands, hang_checklist
@@ -42,5 +41,5 @@ from course_utils.beyond.tfmulti import tf_config
 __all__ = [
     "ElasticRun", "NodesResult", "cluster", "cluster_commands", "elastic", "findings", "hang_checklist", "jaxmulti",
     "launch_nodes", "multinode", "node_command", "plots", "predict", "reshard", "rounds", "run_nodes", "sharded",
-    "story", "story_further", "tf_config", "tfmulti",
+    "tf_config", "tfmulti", "totals",
 ]

@@ -54,8 +54,8 @@ def hang_checklist() -> display.Table:
          "timeout NCCL tears the process down already: TORCH_NCCL_ASYNC_ERROR_HANDLING defaults to 3 in torch 2.13 "
          "(torchrun sets 1 unless you set it), so leave it alone"),
         ("7", "What did each rank run last?",
-         "the flight recorder: TORCH_FR_BUFFER_SIZE=2000 (older name TORCH_NCCL_TRACE_BUFFER_SIZE; torch 2.13 reads "
-         "both) and TORCH_NCCL_DUMP_ON_TIMEOUT=1 dump every rank's last collectives on a timeout (file prefix: "
+         "set TORCH_NCCL_DUMP_ON_TIMEOUT=1: on a timeout every rank then dumps the flight recorder, its last "
+         "collectives (kept by default: TORCH_FR_BUFFER_SIZE, 2000 entries in torch 2.13; file prefix: "
          "TORCH_FR_DUMP_TEMP_FILE); torchfrtrace <folder> names the rank and collective that diverged"),
     )
     return display.Table(("#", "check", "how"), rows, title="A multi-node job hangs: check in this order")

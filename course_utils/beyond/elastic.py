@@ -60,6 +60,16 @@ class ElasticRun:
         return self.table()._repr_html_()
 
 
+def facts(crash: ElasticRun) -> dict[str, float]:
+    """What the elastic finding quotes: the crash step, the step it resumed at, and where the wall time went
+    (seconds to 0.1)."""
+    validate.instance("crash", crash, ElasticRun)
+    spent = crash.timeline
+    seconds = {"seconds": crash.seconds, "startup0": spent["startup 0"], "startup1": spent["startup 1"],
+               "outside": spent["outside"], "training": spent["training 0"] + spent["training 1"]}
+    return {"crash_at": crash.crash_at, "resumed": crash.resumed_from, **{k: round(v, 1) for k, v in seconds.items()}}
+
+
 def run(steps: int = 12, every: int = 3, crash_at: int = 8, nprocs: int = 2, timeout: float = 240.0,
         **launch_options: Any) -> ElasticRun:
     """Launch the elastic job (one node, ``nprocs`` ranks, ``--max-restarts=1``) with rank 1 dying at ``crash_at``."""

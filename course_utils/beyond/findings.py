@@ -1,76 +1,93 @@
-"""What several of notebook 06's measurements add up to (numbers only; the sentences are in ``story``).
+"""Notebook 06's predictions, each declared once: one text per outcome its checks reach, the numbers as facts.
 
-``traffic``: FSDP2's bytes per step over DDP's, computed from the counted calls, with the ring factors the
-prediction assumes and with what gloo really runs (a reduce-scatter as an all-reduce). ``collective_ratios``: the
-fitted ring model's ratio of FSDP2's collectives to DDP's (latency included), also priced as gloo runs them.
-``unexplained``: the part of a step that neither its compute alone nor its time in collectives covers, where it
-exceeds the model's whole communication.
+A largest difference cannot fall below 0, nor a count of calls below 0: those directions' texts only restate what
+the checks found. Each template's prediction is worded in the Markdown above its verdict.
 """
 
-from __future__ import annotations
+from course_utils.findings import Template
 
-from typing import Any
-
-import numpy as np
-
-from course_utils import validate
-from course_utils.beyond import predict, sharded
-from course_utils.distributed import launcher
-from course_utils.distributed.comms import AllReduceModel
-
-
-def gloo_inside(result: Any) -> bool:
-    """True when rank 0's trace of one reduce-scatter shows gloo running an all-reduce under it (measured)."""
-    return "gloo:all_reduce" in sharded.reduce_scatter_trace(result)
-
-
-def _as_gloo(per_op: dict[str, float]) -> dict[str, float]:
-    """A step's calls or bytes with each reduce-scatter counted as the all-reduce gloo runs for it."""
-    out: dict[str, float] = {}
-    for op, value in per_op.items():
-        key = "allreduce" if op == "reduce_scatter" else op
-        out[key] = out.get(key, 0) + value
-    return out
-
-
-def traffic(result: Any) -> dict[str, Any]:
-    """FSDP2's bytes sent per step over DDP's, computed from the counted calls and bytes (rank 0): "ring" with the
-    ring factors ((N-1)/N for all-gather and reduce-scatter, 2(N-1)/N for all-reduce), "gloo" with each
-    reduce-scatter priced as the all-reduce gloo runs inside it when the trace shows one ("inside")."""
-    validate.instance("result", result, launcher.LaunchResult)
-    ddp, fsdp = result.record("ddp"), result.record("fsdp2")
-    n, inside = ddp["world"], gloo_inside(result)
-    ddp_sent = predict.ring_cost("allreduce", n)[1] * ddp["comm_bytes"]["allreduce"]
-
-    def sent(per_op: dict[str, float]) -> float:
-        return sum(predict.ring_cost(op, n)[1] * b for op, b in per_op.items())
-
-    return {"ring": sent(fsdp["comm_bytes"]) / ddp_sent,
-            "gloo": sent(_as_gloo(fsdp["comm_bytes"]) if inside else fsdp["comm_bytes"]) / ddp_sent, "inside": inside}
-
-
-def collective_ratios(fit: AllReduceModel, result: Any) -> dict[str, float]:
-    """FSDP2's collectives over DDP's as the fitted ring model prices them, latency included (computed): "model"
-    with the ring factors, "as gloo" with the reduce-scatters priced as all-reduces where the trace shows gloo
-    running one inside (else equal to "model"); "calls": FSDP2's collectives per step (counted)."""
-    validate.instance("fit", fit, AllReduceModel)
-    validate.instance("result", result, launcher.LaunchResult)
-    ddp, fsdp = result.record("ddp"), result.record("fsdp2")
-    n = ddp["world"]
-    base = predict.model_comm_seconds(fit, ddp["calls"], ddp["comm_bytes"], n)
-    model = predict.model_comm_seconds(fit, fsdp["calls"], fsdp["comm_bytes"], n) / base
-    as_gloo = (predict.model_comm_seconds(fit, _as_gloo(fsdp["calls"]), _as_gloo(fsdp["comm_bytes"]), n) / base
-               if gloo_inside(result) else model)
-    return {"model": model, "as gloo": as_gloo, "calls": float(sum(fsdp["calls"].values()))}
-
-
-def unexplained(rows: dict[str, dict[str, float]]) -> dict[str, float]:
-    """Seconds of each step (``predict.step_predictions`` rows) that neither its compute alone nor its measured time
-    in collectives covers, for the steps where that rest exceeds the model's whole communication."""
-    validate.non_empty("rows", rows)
-    out = {}
-    for name, r in rows.items():
-        rest = r["measured"] - r["compute"] - r["comm measured"]
-        if not np.isnan(rest) and rest > r["comm model"]:
-            out[name] = float(rest)
-    return out
+_MISSED = "{failed}: not as predicted."
+_UNDECIDED = "Not decided: {undecided} lies on its bound, or its interval straddles it."
+_NODES = ("Node 0 ran rank(s) {node0}, node 1 rank(s) {node1}: the rendezvous, not `--node-rank`, handed out the "
+          "ranks, so never write code that assumes node 0 holds rank 0.\n\nThe job took {wall} s, of which the "
+          "three phases ran {phases} s: {outside} s went to start-up, rendezvous and shut-down (each rank took "
+          "up to {startup} s from its process start to joining the group). Here the ranks ran {backend}.")
+NODES = Template("beyond.nodes", ("equal", "below"), held="The two launchers computed what one process computes. "
+                 + _NODES, above="The two launchers did NOT compute what one process computes ({failed}). " + _NODES,
+                 below=_MISSED, undecided=_UNDECIDED)
+FAILURE = Template("beyond.failure", ("equal", "true"), held="The launcher named rank 1, kept its exception line and "
+                   "left no process of either node behind.", above=_MISSED, below=_MISSED, failed=_MISSED)
+_JAX = ("JAX numbers each process's devices in its own range (ids {device_ids}), and the mesh spans all {devices}. "
+        "XLA merged the {leaves} gradients into {allreduces} all-reduce(s) of {operands} operands. On CPUs the "
+        "collective runs over gloo's TCP, with {gloo_ranks} gloo ranks (gloo's own log lines: one per device, not per "
+        "process); on real hardware over NCCL or a TPU pod's interconnect. Section 6 prices the step.")
+JAX = Template("beyond.jax", ("equal", "below", "true"), held="Both processes hold the parameters one device "
+               "computes. " + _JAX, above="The processes do NOT hold what one device computes ({failed}). " + _JAX,
+               below=_MISSED, failed="{failed}: false. " + _JAX, undecided=_UNDECIDED, untested="Not run: {why}.")
+_TF = ("The loop divides the summed loss by the **global** batch, because the strategy *sums* the replicas' "
+       "gradients. The job took {wall} s; by the workers' own clocks {import} s went to importing TensorFlow, "
+       "{joined} s from process start to a joined strategy (import included), {work} s to training and the "
+       "one-worker check, and the other {outside} s to torchrun's own start and shut-down. On a cluster each "
+       "machine sets its own `TF_CONFIG`.")
+TF = Template("beyond.tf", ("equal", "below"), held="The two workers agreed bit for bit, and with one worker "
+              "within float rounding. " + _TF, above="The workers disagree, or differ from one worker ({failed}). "
+              + _TF, below=_MISSED, undecided=_UNDECIDED, untested="Not run: {why}.")
+_MEMORY = ("The default DDP row is DDP's own report: {buckets} of buckets beside the gradients, which "
+           "`gradient_as_bucket_view=True` turns into the gradients themselves. ZeRO-1 shards the Adam state by whole "
+           "tensors (ranks: {zero1}); FSDP2 splits every tensor along its first dimension (ranks: {fsdp2}).\n\nNot in "
+           "the table: FSDP2 gathers a layer's full weights just before using it; {peak}. Activations are not "
+           "sharded at all.")
+MEMORY = Template("beyond.memory", ("within", "below"), held="Every kind kept its formula's bytes on its largest "
+                  "rank, and the weights agree. " + _MEMORY, above="{failed} came out above the prediction's bound; "
+                  "the table shows which part differs. " + _MEMORY, below="{failed} came out below the formula; the "
+                  "table shows which part differs. " + _MEMORY, undecided=_UNDECIDED)
+ELASTIC = Template("beyond.elastic", ("below", "equal"), held="Rank 1 died at step {crash_at}, torchrun restarted both "
+                   "ranks, they resumed at step {resumed} and ended with the weights of an uninterrupted run. The job "
+                   "took {seconds} s; by the ranks' own clocks, joining the group took {startup0} s before "
+                   "the crash and {startup1} s after it, training {training} s in all, and the other "
+                   "{outside} s went to torchrun noticing the failure and restarting the group.",
+                   above="The resumed run ended away from an uninterrupted one, or lost more steps than predicted: "
+                   "{failed}.", below="{failed}: fewer steps computed twice than predicted.", undecided=_UNDECIDED)
+_DCP = ("Saving at 2 ranks wrote {shards} shard files, one per rank, plus `.metadata`; the single rank that loaded "
+        "them read both, and the 2 ranks that loaded the 1-rank checkpoint each read their half of its one file. So "
+        "**the checkpoint folder must be on storage every node reads**: a shared file system or an object store. DCP "
+        "then lets a job restarted after losing a node, or moved to a bigger cluster, resume from the same checkpoint.")
+RESHARD = Template("beyond.reshard", ("equal", "above"), held="All {tensors} tensors (weights, Adam moments, step "
+                   "counts) came back exactly, in both directions, and the weights had moved in between. " + _DCP,
+                   above="The state did not come back exactly: {failed}. " + _DCP, below=_MISSED,
+                   undecided="Not decided: the weights did not move between the checkpoints, so the second load "
+                   "tested no new values.")
+_FIT = ("Where the ring model's α and β come from: {source}. β = {beta}, α = {alpha} µs per ring step; on section "
+        "1's sweep, measured over modelled ranges from {low}x to {high}x. ")
+_REST = ("\n\nTime beyond a step's compute alone and its time with a collective running, where it exceeds the "
+         "model's whole communication: {rests}; what it went to (Python, hooks, waiting for the other rank) is not "
+         "measured here. On a cluster, fit α and β on the real network, for each collective and library the training "
+         "uses: an inter-node link is not loopback.")
+COST = Template("beyond.cost", ("within",), held=_FIT + "Every step landed within a factor of 2 of compute + model."
+                + _REST, above=_FIT + "More than twice the prediction: {failed}." + _REST, below=_FIT
+                + "Less than half the prediction: {failed}." + _REST, undecided=_FIT + _UNDECIDED + _REST)
+_TRAFFIC = ("FSDP2 issued {gathers} all-gathers and {scatters} reduce-scatters per step, DDP {allreduces} "
+            "all-reduce(s). Priced as gloo runs them (an all-reduce inside each reduce-scatter where rank 0's trace "
+            "shows one), FSDP2 moves {gloo}x DDP's bytes.\n\nWith a collective running, DDP spent {ddp_ms} ms "
+            "and FSDP2 {fsdp_ms} ms of a step (profiled share x plain step); the fitted ring model prices FSDP2's "
+            "{calls} collectives at {model}x DDP's, latency included ({as_gloo}x as gloo runs them; "
+            "computed). FSDP2's step speed over DDP's: {speed}. Sharding is for memory: use it when the state does "
+            "not fit.")
+_OFF = "{failed} is off the formula: the counts above differ from one all-gather per layer and pass. " + _TRAFFIC
+TRAFFIC = Template("beyond.traffic", ("equal",), held="The counted calls, priced with the ring factors, give the "
+                   "formula's ratio. " + _TRAFFIC, above=_OFF, below=_OFF)
+_RS = ("Rank 0's profiler during one reduce-scatter: {trace}; an all-reduce in that list means gloo runs one inside "
+       "its reduce-scatter, which then cannot cost half of one. A library's collective is not the textbook algorithm: "
+       "time the ones your training runs, on its library and network.")
+REDUCE_SCATTER = Template("beyond.reduce_scatter", ("within",), held="A reduce-scatter ran at the ring model's 2x of "
+                          "an all-reduce of the same buffer, within 25%. " + _RS, above="A reduce-scatter ran more "
+                          "than 2.5x as fast as an all-reduce of the same buffer. " + _RS, below="A reduce-scatter "
+                          "ran less than 1.6x as fast as an all-reduce of the same buffer, short of the ring model's "
+                          "2x. " + _RS, undecided=_UNDECIDED + " " + _RS)
+_SHARD = ("The sharded step's temporaries are {temps}x the replicated ones: the gathered weights live there for "
+          "the step. Gradients are reduced with {scatters} reduce-scatter(s) and {allreduces} all-reduce(s) (XLA's "
+          "CPU backend may form no reduce-scatter).")
+JAX_SHARD = Template("beyond.jax_shard", ("below", "true"), held="The arguments shrank to about 1/N and XLA inserted "
+                     "all-gathers. " + _SHARD, above="{failed}: the arguments did not shrink to about 1/N. " + _SHARD,
+                     failed="{failed}: false, no all-gather appeared. " + _SHARD, undecided=_UNDECIDED + " " + _SHARD,
+                     untested="Not run: {why}.")

@@ -4,8 +4,8 @@
 processes; JAX's own coordinator joins them), ``reference`` trains the same model in this process on one
 device, and ``compare`` checks the processes against each other and against the reference. ``alone`` gives the
 all-reduces the worker timed alone, in rounds (one float, the step's bytes as one array, the step's own
-operands), as Measurements that ``cu.intervals.speedup`` pairs; ``per_operand`` what each extra operand of one
-all-reduce cost (computed from their medians). ``jax_sharding`` compiles one step with replicated and with
+operands), as Measurements that ``cu.intervals.speedup`` pairs; ``facts`` what the notebook's finding quotes.
+``jax_sharding`` compiles one step with replicated and with
 FSDP-style sharded parameters in this process and reads XLA's per-device memory and collectives
 (``cu.compiled``).
 """
@@ -109,14 +109,14 @@ def alone(record: dict[str, Any]) -> dict[str, timing.Measurement]:
     return {name: rounds_measurement(name, per_round) for name, per_round in record["allreduce_alone"].items()}
 
 
-def per_operand(record: dict[str, Any]) -> float:
-    """Seconds each operand beyond the first added to one all-reduce of the same bytes (computed from the
-    medians of ``alone``: the step's operands minus one array, over the operands less one); NaN for one operand."""
-    found = alone(record)
-    k = len(record.get("allreduce_operands", []))
-    if k < 2:
-        return float("nan")
-    return (found["operands"].median - found["one array"].median) / (k - 1)
+def facts(result: Any) -> dict[str, Any]:
+    """What the JAX finding quotes: device ids and count, gradient leaves, the step's all-reduces and operands,
+    and gloo's ranks."""
+    validate.instance("result", result, launcher.LaunchResult)
+    record = result.record("jax")
+    return {"device_ids": ", ".join(map(str, record["device_ids"])), "devices": record["devices"],
+            "leaves": len(result.arrays["jax"][0]), "allreduces": record["allreduce_count"],
+            "operands": len(record["allreduce_operands"]), "gloo_ranks": gloo_ranks(result)}
 
 
 def jax_sharding(sizes: tuple[int, ...] = (32, 512, 512, 10), batch: int = 64) -> dict[str, Any]:

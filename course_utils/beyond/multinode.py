@@ -366,14 +366,13 @@ def time_split(result: Any) -> dict[str, float]:
             "outside": float(result.seconds) - phases}
 
 
-def rank_warning(result: NodesResult) -> tuple[int, str] | None:
-    """(node, text) of torchrun's warning that ``--node-rank`` is ignored under c10d, if a node printed it."""
+def facts(result: NodesResult) -> dict[str, Any]:
+    """What the two-node finding quotes: each node's ranks ("node0", "node1"), ``backend`` and ``time_split``
+    (seconds to 0.1)."""
     validate.instance("result", result, NodesResult)
-    for node, lines in enumerate(result.node_output):
-        for line in lines:
-            if "node_rank is only used for static" in line:
-                return node, line[line.index("node_rank is only"):].strip()
-    return None
+    ranks = {node: ", ".join(map(str, result.node_ranks.get(node, []))) or "none" for node in (0, 1)}
+    return {"node0": ranks[0], "node1": ranks[1], "backend": backend(result),
+            **{k: round(v, 1) for k, v in time_split(result).items()}}
 
 
 def backend(result: launcher.LaunchResult) -> str:

@@ -40,12 +40,13 @@ def compare(saved_by: Any, loaded_by: Any) -> dict[str, Any]:
 
 
 def changed(before: Any, after: Any) -> float:
-    """The largest absolute difference between the state ``before`` saved and the one ``after`` saved (computed):
-    above 0 when training moved the state between two checkpoints, so a second comparison tests new values."""
+    """The largest absolute difference between the weights ``before`` saved and those ``after`` saved (computed):
+    above 0 when training moved the weights between two checkpoints, so a second comparison tests new values. The
+    Adam state is left out: its step counter moves with every step whatever the weights do."""
     a, b = _state(before, "saved", "before"), _state(after, "saved", "after")
     if sorted(a) != sorted(b):
         raise ValueError("before and after saved different tensors: pass two launches of fsdp_checkpoint.py")
-    return max(float(np.max(np.abs(a[k] - b[k]), initial=0.0)) for k in a)
+    return max((float(np.max(np.abs(a[k] - b[k]), initial=0.0)) for k in a if k.startswith("model/")), default=0.0)
 
 
 def files(folder: str | os.PathLike) -> dict[str, int]:

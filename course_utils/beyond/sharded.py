@@ -154,6 +154,19 @@ def gathered(result: Any) -> dict[str, Any] | None:
     return {**peak, "largest": max(sizes.values(), default=0), "all": int(sum(sizes.values()))}
 
 
+def facts(result: Any) -> dict[str, str]:
+    """What the model-state finding quotes: default DDP's bucket bytes, ZeRO-1's and FSDP2's bytes per rank, and how
+    many layers FSDP2 held whole at once by its own profiler labels ("peak"; said unmeasured when it has none)."""
+    held, found = held_bytes(result), gathered(result)
+    ranks = {k: ", ".join(display.format_bytes(sum(h.values())) for h in held[k].values()) for k in ("zero1", "fsdp2")}
+    peak = (f"its own profiler labels show at most {found['layers']} layer(s) held whole at once (modules "
+            f"{', '.join(found['names'])}: {display.format_bytes(found['bytes'])}, against "
+            f"{display.format_bytes(found['all'])} for all weights)" if found else
+            "this run's trace had no FSDP2 labels, so how many layers at once is not measured here")
+    buckets = display.format_bytes(result.record("ddp")["default_bucket_bytes"])
+    return {"buckets": buckets, "zero1": ranks["zero1"], "fsdp2": ranks["fsdp2"], "peak": peak}
+
+
 def phase_medians(result: Any) -> dict[str, dict[str, float]]:
     """Median seconds of each part of a timed step, per kind (rank 0): "zero_grad", "forward_backward" (with
     DDP's all-reduce and FSDP2's gathers and reduce-scatters), "optimizer_step" (with ZeRO-1's broadcasts)."""

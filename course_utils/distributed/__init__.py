@@ -14,11 +14,11 @@ Notebook 05:
 - ``comms``: the ring all-reduce cost model, measured one way for the whole course (``allreduce_cost``, with an
   interval over rounds), fitted and scored, and ZeRO traffic;
 - ``memory``: model-state bytes per device under DDP and ZeRO stages 1-3;
-- ``story`` (and ``story_further``): every sentence the notebook tells, from its stored verdicts;
+- ``findings``: the notebook's predictions, each declared once with a sentence per outcome;
 - ``plots``: the notebook's figures; ``exercises``: the checkers of its exercises.
 """
 
-from course_utils.distributed import breakdown, launcher, records, story
+from course_utils.distributed import breakdown, findings, launcher, records
 from course_utils.distributed import exercises as _exercises  # noqa: F401  (registers 05.k)
 from course_utils.distributed.breakdown import accumulation_saving, chain, chain_table, threads_table
 from course_utils.distributed.comms import (
@@ -53,10 +53,10 @@ from course_utils.distributed.worker import emit, local_rank, progress, rank, sa
 __all__ = [
     "WORKERS", "AllReduceCost", "AllReduceModel", "BYTES_PER_PARAMETER", "LaunchError", "LaunchResult",
     "LaunchTimeout", "LoopbackError", "accumulation_saving", "allreduce_cost", "allreduce_fit_plot", "breakdown",
-    "breakdown_plot", "chain", "chain_table", "diagram", "emit", "fit_allreduce", "free_port", "largest_model",
-    "launch", "launcher", "learner_lines", "leftover", "local_rank", "loopback_env", "measurements",
+    "breakdown_plot", "chain", "chain_table", "diagram", "emit", "findings", "fit_allreduce", "free_port",
+    "largest_model", "launch", "launcher", "learner_lines", "leftover", "local_rank", "loopback_env", "measurements",
     "memory_per_device", "mlp_threads_fresh", "pg_timeout_for", "progress", "proof_plot", "rank", "records",
-    "ring_allreduce_time", "save", "scaling_plot", "score", "show_worker", "simulate_devices", "story", "summed",
+    "ring_allreduce_time", "save", "scaling_plot", "score", "show_worker", "simulate_devices", "summed",
     "tf_logical_cpus", "threads_table", "time_threads", "torchrun_command", "worker_path", "worker_source",
     "world_size", "zero_traffic",
 ]

@@ -1,4 +1,4 @@
-"""What a data-parallel step's time is made of, from the worker's measurements (no prose: ``story`` tells it).
+"""What a data-parallel step's time is made of, from the worker's measurements (no prose: ``findings`` tells it).
 
 ``chain``: rank 0's step from one process on the whole batch to the DDP step, one suspect added at a time, each
 link an interval (``cu.intervals.speedup`` over paired rounds); ``chain_table`` shows it. ``accumulation_saving``:

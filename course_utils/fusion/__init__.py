@@ -13,14 +13,13 @@ The notebook writes the compiled variants itself; this package measures, counts 
   chain (``chain_roofs``) and its table (``vector_roof_table``);
 - ``sweep``: fused against eager across sizes, compiled per size with the learner's compile call (``size_sweep``);
 - ``custom_ops``: a legacy NumPy operator and its per-framework wrappers;
-- ``story`` (with ``story_compute``, ``story_further``, ``story_words``): every sentence the notebook tells after a
-  verdict, read from the stored verdict and the measurements;
+- ``findings``: the notebook's predictions, each declared once with a sentence per outcome (``CHAIN.score(...)``);
 - ``plots``: the notebook's figures; ``exercises``: the checkers of exercises 02.1-02.3.
 
 Graph breaks are counted by ``course_utils.graphs.torch_graph_breaks`` (notebook 01's package).
 """
 
-from course_utils.fusion import exercises, story  # noqa: F401  (exercises registers the checkers of 02.1-02.3)
+from course_utils.fusion import exercises, findings  # noqa: F401  (exercises registers the checkers of 02.1-02.3)
 from course_utils.fusion.attention import AttentionBytes, attention_bytes
 from course_utils.fusion.custom_ops import (
     GRID,
@@ -50,8 +49,8 @@ __all__ = [
     "AttentionBytes", "ChainRoof", "EAGER", "FUSED", "GRID", "INTO", "OpTraffic",
     "PredictionTable", "SizeSweep", "TABLE", "Traffic", "VariantResult", "VectorRoof", "attention_bytes", "chain",
     "chain_roofs", "chain_with_callback_jax", "chain_with_numpy_function_tf", "compare_to_prediction",
-    "compile_error", "decomposed_tanh_error", "identity", "into_buffer", "kernel_busy_share", "legacy_tanh_torch",
-    "measure_vector_roof", "prediction_plot", "roof_bars", "roofline_with_vector_roof", "size_sweep",
-    "speedup_vs_size_plot", "story", "table_tanh_np", "torch_counted_flops", "trace_kernels", "trace_traffic",
+    "compile_error", "decomposed_tanh_error", "findings", "identity", "into_buffer", "kernel_busy_share",
+    "legacy_tanh_torch", "measure_vector_roof", "prediction_plot", "roof_bars", "roofline_with_vector_roof",
+    "size_sweep", "speedup_vs_size_plot", "table_tanh_np", "torch_counted_flops", "trace_kernels", "trace_traffic",
     "vector_roof_table",
 ]

@@ -16,17 +16,17 @@ The notebook writes the compile calls (``torch.compile``, ``jax.jit``, ``tf.func
 - ``steptrace``, ``traced``: profiler traces of the step and of the chain's dispatches;
 - ``harness``: the sweep's speed-up at notebook 00's size against 00's own harness, each factor timed apart;
 - ``dynamic``: what ``dynamic=True`` and ``mark_dynamic`` cost per call against a fresh static graph;
-- ``wording``: how numbers are written (learner code runs under core ``calls.time_limit``);
-- ``story`` (and ``story_further``): every sentence the notebook tells after a verdict;
+- ``findings``: the lesson's predictions, each declared once with a sentence per outcome (``cu.findings``);
 - ``plots``: the lesson's figures; ``exercises``: the checkers of its exercises.
 """
 
-from course_utils.graphs import exercises, story
+from course_utils.graphs import exercises, findings
 from course_utils.graphs.breakeven import (
     CHAIN_MIX,
     OverheadModel,
     break_even,
     break_even_calls,
+    break_even_range,
     cumulative_time,
     eager_op_cost,
     eager_op_costs,
@@ -68,8 +68,17 @@ from course_utils.graphs.fallback import (
     max_abs_diff,
     ran_compiled,
 )
-from course_utils.graphs.harness import GENERIC, OTHER, SWEEP, Harness, compare_harnesses, harness_table
+from course_utils.graphs.harness import (
+    GENERIC,
+    OTHER,
+    SWEEP,
+    Harness,
+    compare_harnesses,
+    factor_table,
+    harness_table,
+)
 from course_utils.graphs.harness import factors as harness_factors
+from course_utils.graphs.harness import gap as harness_gap
 from course_utils.graphs.plots import compile_count_bars, crossover_plot, loss_difference_plot, overhead_plot
 from course_utils.graphs.recompiles import (
     BUCKET,
@@ -93,20 +102,20 @@ from course_utils.graphs.training import (
     step_table,
     step_times,
 )
-from course_utils.graphs.wording import rounded
 
 __all__ = [
     "BUCKET", "CHAIN_MIX", "CacheTimes", "Capture", "CompileDecision", "CompileLog", "DISPATCH_EVENTS", "DYNAMIC",
-    "EAGER_SWITCHES", "GENERIC", "GraphBreaks", "GraphRecorder", "Harness", "LossRun", "MARKED",
-    "OTHER", "OverheadModel", "REUSED", "Run", "STATIC", "SWEEP", "SideBySide", "StepTrace", "TracedCalls", "Variant",
-    "against_baseline", "batch_for", "break_even", "break_even_calls", "cache_worker", "call_times", "capture",
-    "capture_jax", "capture_tf", "capture_torch", "compare_harnesses", "compile_cache_times", "compile_count_bars",
-    "compile_or_fallback", "count_compiles", "crossover_plot", "cumulative_time", "decisions_table", "dynamic_costs",
-    "dynamic_table", "eager_mode", "eager_op_cost", "eager_op_costs", "eagerly", "exercises", "first_call_seconds",
-    "forward_step", "fresh_function", "harness_factors", "harness_table", "loss_difference_plot", "max_abs_diff",
-    "overhead_model", "overhead_plot", "overhead_table", "parts_table", "ran_compiled", "rounded", "run_losses",
-    "same_outputs",
-    "side_by_side", "size_sweep", "stack", "step_parts", "step_table", "step_times", "story", "strategy_counts",
-    "tf_retracing_warnings", "torch_compile_log", "torch_graph_breaks", "torch_graph_count",
-    "timed_pair", "trace_calls", "trace_step", "traced_table",
+    "EAGER_SWITCHES", "GENERIC", "GraphBreaks", "GraphRecorder", "Harness", "LossRun", "MARKED", "OTHER",
+    "OverheadModel", "REUSED", "Run", "STATIC", "SWEEP", "SideBySide", "StepTrace", "TracedCalls", "Variant",
+    "against_baseline", "batch_for", "break_even", "break_even_calls", "break_even_range", "cache_worker",
+    "call_times", "capture", "capture_jax", "capture_tf", "capture_torch", "compare_harnesses", "compile_cache_times",
+    "compile_count_bars", "compile_or_fallback", "count_compiles", "crossover_plot", "cumulative_time",
+    "decisions_table", "dynamic_costs", "dynamic_table", "eager_mode", "eager_op_cost", "eager_op_costs", "eagerly",
+    "exercises", "factor_table", "findings", "first_call_seconds", "forward_step", "fresh_function",
+    "harness_factors", "harness_gap", "harness_table", "loss_difference_plot", "max_abs_diff", "overhead_model",
+    "overhead_plot",
+    "overhead_table", "parts_table", "ran_compiled", "run_losses", "same_outputs", "side_by_side", "size_sweep",
+    "stack", "step_parts", "step_table", "step_times", "strategy_counts", "tf_retracing_warnings",
+    "torch_compile_log", "torch_graph_breaks", "torch_graph_count", "timed_pair", "trace_calls", "trace_step",
+    "traced_table",
 ]

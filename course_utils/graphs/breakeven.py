@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import calls, declare, display, env, interop, timing, validate
+from course_utils import calls, declare, display, env, interop, intervals, timing, validate
 from course_utils.graphs.fallback import max_abs_diff
 
 
@@ -48,6 +48,22 @@ def break_even(eager: timing.Measurement, compiled: timing.Measurement) -> float
         raise ValueError("compiled must carry first_call (benchmark() records it)")
     return break_even_calls(first_call=compiled.first_call, per_call=compiled.median, eager_per_call=eager.median,
                             eager_first_call=eager.first_call)
+
+
+def break_even_range(eager: timing.Measurement, compiled: timing.Measurement,
+                     speedup: intervals.Speedup) -> tuple[float, float] | None:
+    """The break-even call counts at the two ends of the speed-up's interval (high end first), or None where the
+    interval does not lie above 1x: a range the run supports, never one count the noise could move."""
+    validate.instance("speedup", speedup, intervals.Speedup)
+    validate.instance("eager", eager, timing.Measurement)
+    validate.instance("compiled", compiled, timing.Measurement)
+    if compiled.first_call is None:
+        raise ValueError("compiled must carry first_call (benchmark() records it)")
+    if not speedup.faster:
+        return None
+    ends = [break_even_calls(first_call=compiled.first_call, per_call=eager.median / s, eager_per_call=eager.median,
+                             eager_first_call=eager.first_call) for s in (speedup.high, speedup.low)]
+    return ends[0], ends[1]
 
 
 MAX_CURVE_POINTS = 10**6  # points of a cost curve: range(10**12) ended in a bare MemoryError
@@ -120,11 +136,6 @@ class OverheadModel:
         """measured / predicted: 1 when the model explains the data."""
         return self.measured / self.predicted
 
-    def within(self, factor: float) -> bool:
-        """True when measured and predicted agree within ``factor`` (e.g. 2: between half and double)."""
-        validate.number("factor", factor, low=1, high=1e6)
-        return 1 / factor <= self.ratio <= factor
-
 
 def overhead_model(framework: str, *, n_ops: int, eager_per_op: float, compiled_per_call: float,
                    eager_chain: timing.Measurement, compiled_chain: timing.Measurement) -> OverheadModel:
@@ -145,14 +156,20 @@ def overhead_table(models: Sequence[OverheadModel]) -> display.Table:
     for m in models:
         validate.instance("models", m, OverheadModel)
     rows = [(m.framework, str(m.n_ops), display.format_time(m.eager_per_op), display.format_time(m.compiled_per_call),
-             f"{m.predicted:.2g}x", f"{m.measured:.2g}x", f"{m.ratio:.2g}") for m in models]
+             f"{m.predicted:.2g}x", f"{m.measured:.2g}x", f"{m.ratio:.2g}",
+             f"{m.measured * m.chain_call / m.n_ops / m.eager_per_op:.2g}x",
+             f"{m.chain_call / m.compiled_per_call:.2g}x")
+            for m in models]
     return display.table(
         ["framework", "ops", "eager op, chain's mix (measured)", "compiled call, the run's figure (measured)",
-         "predicted speed-up (computed)", "chain speed-up (measured)", "measured / predicted"], rows,
+         "predicted speed-up (computed)", "chain speed-up (measured)", "measured / predicted",
+         "eager chain's average op / op mix (computed)", "compiled chain's call / figure (computed)"], rows,
         title="Small tensors: speed-up = ops x eager per-op cost / compiled per-call cost",
         note="predicted is computed (ops x eager per op / compiled call) from two measured costs: the eager ops "
              "here, the compiled call from cu.machine.figures(); measured is eager chain time / compiled chain "
-             "time at the smallest size of the sweep.")
+             "time at the smallest size of the sweep. The last two columns set each input beside what the chain "
+             "itself took (its eager time over n_ops; its compiled time per call): where the model missed, the "
+             "input further from 1x is further off.")
 
 
 # The chain's op mix, read off its graph (section 1 of notebook 01): 6 array-array ops, 4 with a Python number, 1 tanh.

@@ -6,8 +6,9 @@
 - **portable**: another empty cache folder, filled only by ``torch.compiler.load_cache_artifacts()`` from that
   file (what a job on another machine gets from an artifact store);
 - **local**: the cold run's own folder (a cache kept on a persistent volume of the same machine).
-Seconds are the first call of the compiled model (imports and model building excluded). Notebook 07's cost
-model reads the cold and warm seconds from here.
+Seconds are the first call of the compiled model: the worker's module imports and model building are outside
+them, but the first call still pays what Inductor loads and starts on first use (its lazy imports, its compile
+workers, the CPU's instruction-set probes). Notebook 07's cost model reads the cold and warm seconds from here.
 """
 
 from __future__ import annotations
@@ -69,6 +70,14 @@ class CacheTimes:
     def local(self) -> float:
         return self.runs[LOCAL].seconds
 
+    def facts(self) -> dict[str, str | int]:
+        """The numbers ``graphs.findings.CACHE`` quotes: the cold seconds, the artifacts' load time and the compiled
+        libraries each first call built (and those the portable folder held before it)."""
+        cold, portable, local = self.runs[COLD], self.runs[PORTABLE], self.runs[LOCAL]
+        return {"cold": display.format_time(cold.seconds), "load": display.format_time(portable.load_seconds),
+                "cold_built": cold.libraries_built, "portable_built": portable.libraries_built,
+                "local_built": local.libraries_built, "before": portable.libraries_before}
+
     def table(self) -> display.Table:
         rows = [(name, _HOW[name], display.format_time(r.seconds), f"{r.hits} / {r.misses}", str(r.libraries_built),
                  display.format_time(r.load_seconds) if name == PORTABLE else "-") for name, r in self.runs.items()]
@@ -76,6 +85,7 @@ class CacheTimes:
                               "compiled libraries built", "load_cache_artifacts"], rows,
                              title="One job's compile in three fresh processes",
                              note=f"artifacts saved by the cold process: {display.format_bytes(self.artifact_bytes)}; "
+                                  "the first call includes Inductor's lazy imports and start-up; the worker's own "
                                   "imports and model building are not counted")
 
     def __repr__(self) -> str:

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from course_utils import calls, display, intervals, timing, validate
-from course_utils.graphs.wording import rounded
 
 STATIC = "static (dynamic=False)"
 DYNAMIC = "dynamic=True"
@@ -82,7 +81,7 @@ def dynamic_table(found: Mapping[str, Variant], size: int) -> display.Table:
     size = validate.number("size", size, low=1, high=2**40, integer=True)
     speeds = against_baseline(found)
     rows = [(v.name, display.format_time(v.measurement.median),
-             rounded(speeds[v.name]) if v.name in speeds else "baseline", str(v.graphs)) for v in found.values()]
+             str(speeds[v.name]) if v.name in speeds else "baseline", str(v.graphs)) for v in found.values()]
     return display.table(["torch.compile", f"per call ({size:,} elements)", "speed over the static graph",
                           "graphs compiled at this size"], rows,
                          note="timed in alternating rounds; below 1x: slower per call than the static graph")

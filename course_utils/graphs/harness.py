@@ -10,11 +10,10 @@ factor is then measured on its own, like for like, and every ratio has its inter
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from course_utils import calls, display, intervals, timing, validate
-from course_utils.graphs.wording import rounded
 from course_utils.measuring.allocator import outputs_worth, tensor_bytes, warm_allocator
 
 SWEEP = "this sweep's harness: static graph, `bias` array"
@@ -41,7 +40,7 @@ class Harness:
 
     def row(self) -> tuple[str, ...]:
         return (self.label, display.format_time(self.eager.median), display.format_time(self.compiled.median),
-                rounded(self.speedup), _faults(self.faults), _faults(self.compiled_faults))
+                str(self.speedup), _faults(self.faults), _faults(self.compiled_faults))
 
 
 def _faults(value: float) -> str:
@@ -91,6 +90,27 @@ def factors(found: Mapping[str, Harness]) -> dict[str, intervals.Speedup]:
             "a shape-generic graph instead of a static one": intervals.speedup(found[SWEEP].compiled,
                                                                                found[GENERIC].compiled),
             "a `bias` array instead of a scalar, eager": intervals.speedup(found[OTHER].eager, found[SWEEP].eager)}
+
+
+def gap(found: Mapping[str, Harness]) -> intervals.Speedup:
+    """Notebook 00's speed-up over this sweep's, round by round (both timed in the same rounds), with its interval:
+    what "the two harnesses agree within a margin" is tested on."""
+    validate.instance("found", found, Mapping)
+    other, sweep = (validate.instance(f"found[{h!r}]", found.get(h), Harness) for h in (OTHER, SWEEP))
+    each = [[e / c for e, c in zip(h.eager.rounds, h.compiled.rounds)] for h in (other, sweep)]
+    s = intervals.speedup(*each)  # paired sequences: the rounds of one interleaved call
+    return replace(s, baseline="notebook 00's speed-up", candidate="this sweep's", unit=intervals.ROUNDS)
+
+
+def factor_table(factors: Mapping[str, intervals.Speedup]) -> display.Table:
+    """Each factor that separates the harnesses (``factors``): the time without it over the time with it, with its
+    interval and the outcome that interval gives."""
+    validate.instance("factors", factors, Mapping)
+    validate.non_empty("factors", factors)
+    return display.table(["factor", "time without it / time with it", "outcome"],
+                         [(name, str(s), s.outcome) for name, s in factors.items()],
+                         title="What separates the two harnesses, each factor timed apart",
+                         note="below 1x the factor costs time; within the noise: the interval reaches 1x")
 
 
 def harness_table(found: Mapping[str, Harness]) -> display.Table:

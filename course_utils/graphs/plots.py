@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from course_utils import plotting, timing, validate
-from course_utils.graphs.breakeven import OverheadModel, break_even, cumulative_time
+from course_utils import intervals, plotting, timing, validate
+from course_utils.graphs.breakeven import OverheadModel, break_even_range, cumulative_time
 from course_utils.graphs.training import LossRun
 
 if TYPE_CHECKING:
@@ -20,32 +20,37 @@ if TYPE_CHECKING:
 _FLOOR = 1e-10  # where an exact zero difference is drawn on a log axis
 
 
-def crossover_plot(pairs: Mapping[str, tuple[timing.Measurement, timing.Measurement]], *,
-                   title: str | None = None) -> Figure:
-    """Cumulative time vs number of calls, eager and compiled, one panel per entry; the break-even marked.
+def crossover_plot(pairs: Mapping[str, tuple[timing.Measurement, timing.Measurement]],
+                   speeds: Mapping[str, intervals.Speedup], *, title: str | None = None) -> Figure:
+    """Cumulative time vs number of calls, eager and compiled (medians), one panel per entry; the break-even range
+    the speed-up's interval gives is shaded and labelled, and none is drawn where the interval gives none.
 
-    ``pairs`` maps a name (e.g. 'torch') to ``(eager, compiled)`` Measurements.
+    ``pairs`` maps a name (e.g. 'torch') to ``(eager, compiled)`` Measurements, ``speeds`` the same name to their
+    ``cu.intervals.speedup``.
     """
     validate.instance("pairs", pairs, Mapping)
     validate.non_empty("pairs", pairs)
+    validate.instance("speeds", speeds, Mapping)
     for name, pair in pairs.items():
         validate.instance(f"pairs[{name!r}]", pair, tuple)
         if len(pair) != 2:
             raise ValueError(f"pairs[{name!r}] must be (eager, compiled); got {len(pair)} items")
+        validate.instance(f"speeds[{name!r}]", speeds.get(name), intervals.Speedup)
     fig, axes = plotting.figure(len(pairs), width=3.6 * len(pairs), height=3.4)
     for ax, (name, (eager, compiled)) in zip(axes, pairs.items()):
-        n_star = break_even(eager, compiled)
-        top = 10 ** math.ceil(math.log10(max(1e4, 10 * n_star if math.isfinite(n_star) else 1e5)))
+        found = break_even_range(eager, compiled, speeds[name])
+        top = 10 ** math.ceil(math.log10(max(1e4, 10 * found[1] if found and math.isfinite(found[1]) else 1e5)))
         calls = np.unique(np.logspace(0, math.log10(top), 200).round())
         ax.plot(calls, cumulative_time(eager.first_call or eager.median, eager.median, calls), color="#555555",
                 linestyle="--", label="eager")
         ax.plot(calls, cumulative_time(compiled.first_call, compiled.median, calls), color=plotting.color_for(name),
                 label="compiled")
-        if math.isfinite(n_star):
-            ax.axvline(n_star, color=plotting.color_for(name), linewidth=0.8, linestyle=":")
-            note = f"break-even: {n_star:,.0f} call{'s' if n_star != 1 else ''}"
+        if found:
+            ax.axvspan(found[0], min(found[1], top), color=plotting.color_for(name), alpha=0.15, linewidth=0)
+            span = f"{found[0]:,.0f}" + (f" to {found[1]:,.0f}" if found[1] != found[0] else "")
+            note = f"break-even: {span} call{'s' if found[1] > 1 else ''} (interval)"
         else:
-            note = "never breaks even"
+            note = f"no break-even: compiled {speeds[name].outcome} (interval)"
         ax.text(0.97, 0.04, note, transform=ax.transAxes, ha="right", va="bottom", fontsize=8)
         ax.set_xscale("log")
         ax.set_yscale("log")

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from course_utils import calls, profile, timing, validate
+from course_utils import calls, display, profile, timing, validate
 
 GRAPH_CALL = r"^## Call CompiledFxGraph"  # one call of Inductor's generated code
 COMPILED_PART = (r"^(Torch-Compiled Region|TorchDynamo Cache Lookup|"  # a compiled call with all its wrappers
@@ -81,6 +81,29 @@ class StepTrace:
         """Seconds from the first to the last event, per step, ``kind`` "eager" or "compiled"."""
         validate.choice("kind", kind, ("eager", "compiled"))
         return getattr(self, kind).span / self.steps
+
+
+    def table(self, step: tuple[timing.Measurement, timing.Measurement], *, eager_per_op: float,
+              compiled_per_call: float) -> display.Table:
+        """The step accounted from the traces, per step, eager and compiled, beside the timed ``step`` (eager,
+        compiled); the two fixed costs (section 4's eager op, the run's compiled call) times the counts, computed."""
+        validate.instance("step", step, tuple)
+        for i, m in enumerate(step):
+            validate.instance(f"step[{i}]", m, timing.Measurement)
+        eager_per_op = validate.positive("eager_per_op", eager_per_op)
+        compiled_per_call = validate.positive("compiled_per_call", compiled_per_call)
+        t, ops = display.format_time, self.outside[0]
+        rows = [("step, timed without the profiler", t(step[0].median), t(step[1].median)),
+                ("step under the profiler (first to last event)", t(self.span("eager")), t(self.span("compiled"))),
+                ("host ops dispatched (outside compiled calls)", f"{self.eager_ops:g}", f"{ops:g}"),
+                ("compiled graphs called", "-", f"{self.graph_calls:g}"),
+                ("inside the graphs' generated code", "-", t(self.graph_time)),
+                ("in the wrappers around them (guards, runtime, autograd)", "-", t(self.wrapper_time)),
+                ("ops x section 4's eager op cost (computed)", t(self.eager_ops * eager_per_op), "-"),
+                ("graph calls x the run's call cost (computed)", "-", t(self.graph_calls * compiled_per_call))]
+        return display.table(["per step", "eager", "compiled"], rows, title="PyTorch's training step in the profiler",
+                             note="the profiler's own cost is inside its times; a trace naming no graph call means "
+                                  "this PyTorch labels its generated code otherwise")
 
 
 def _matches(pattern: str, name: str) -> bool:

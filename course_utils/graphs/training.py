@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 
 from course_utils import calls, display, interop, intervals, timing, validate
-from course_utils.graphs.wording import rounded
 
 MAX_STEPS = 10_000
 
@@ -134,7 +133,7 @@ def step_table(runs: Mapping[str, LossRun], times: Mapping[str, tuple[timing.Mea
     for fw, (eager, compiled) in times.items():
         first = display.format_time(runs[fw].first_compiled_step) if fw in runs else "-"
         rows.append((fw, display.format_time(eager.median), display.format_time(compiled.median),
-                     rounded(intervals.speedup(eager, compiled)), first))
+                     str(intervals.speedup(eager, compiled)), first))
     return display.table(["framework", "eager step", "compiled step", "speed-up over own eager",
                           "first compiled step (compile)"], rows, title="One SGD step of the MLP, same program")
 
@@ -187,7 +186,7 @@ def parts_table(parts: Mapping[str, tuple[timing.Measurement, timing.Measurement
     validate.instance("parts", parts, Mapping)
     validate.non_empty("parts", parts)
     validate.instance("step", step, tuple)
-    rows = [(name, display.format_time(e.median), display.format_time(c.median), rounded(intervals.speedup(e, c)))
+    rows = [(name, display.format_time(e.median), display.format_time(c.median), str(intervals.speedup(e, c)))
             for name, (e, c) in {**parts, "whole step": step}.items()]
     return display.table(["part", "eager", "compiled", "eager over compiled"], rows,
                          title="PyTorch's training step, part by part")

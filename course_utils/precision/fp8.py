@@ -3,9 +3,9 @@ gradient arriving at it, cast by the learner's round trip (scale, cast to fp8, c
 the fp32 original; the amax of those tensors recorded step by step, and what a scale taken from that history
 (delayed scaling) does against one taken from the current tensor (dynamic scaling, torchao's float8 default).
 
-fp8 *training* needs fp8 matrix units (NVIDIA compute capability 8.9 or later: Ada, Hopper, Blackwell);
-``gpu_fp8_status`` says whether this runtime has them and torchao, without importing torchao (its import loads
-CUDA libraries and prints warnings on a CPU-only machine).
+fp8 *training* needs fp8 matrix units (NVIDIA compute capability 8.9 or later: Ada, Hopper, Blackwell; AMD MI300,
+whose fp8 is the fnuz variant, ``float8_e4m3fnuz``); ``gpu_fp8_status`` says whether this runtime has them and
+torchao, without importing torchao (its import loads CUDA libraries and prints warnings on a CPU-only machine).
 """
 
 from __future__ import annotations
@@ -231,8 +231,9 @@ def gpu_fp8_status() -> Fp8Status:
     import torch
 
     if not torch.cuda.is_available():
-        return Fp8Status(False, "fp8 training needs an NVIDIA GPU of compute capability 8.9 or later (Ada, Hopper, "
-                                "Blackwell); this runtime has no CUDA GPU")
+        return Fp8Status(False, "fp8 training needs fp8 matrix units: an NVIDIA GPU of compute capability 8.9 or "
+                                "later (Ada, Hopper, Blackwell) or an AMD MI300 (fp8 as float8_e4m3fnuz); this "
+                                "runtime has no GPU")
     capability = torch.cuda.get_device_capability()
     name = torch.cuda.get_device_name()
     if capability < (8, 9):

@@ -152,7 +152,9 @@ def adam_eps_share(grads: Any, eps: float = 1e-8) -> float:
 @dataclass(frozen=True)
 class ScaleTrace:
     """What a dynamic loss scale did over a run (log2 units): skipped steps, the range it settled in after the
-    first clean step, and the ceiling computed from each clean step's largest gradient, log2(max / max|g|)."""
+    first clean step, the ceiling computed from each clean step's largest gradient, log2(max / max|g|), and the
+    steps (from 0) after the first clean one skipped although the scale lay below that ceiling's median (an overflow
+    the ceiling misses)."""
 
     steps: int
     skipped: int
@@ -161,6 +163,7 @@ class ScaleTrace:
     settled_low: float
     settled_high: float
     ceiling_median: float
+    skipped_below: tuple[int, ...] = ()
 
     @property
     def gap(self) -> float:
@@ -188,6 +191,9 @@ def scale_trace(scales: Any, skipped: Any, grad_max: Any, name: str = "float16")
     logs = np.log2(scales)
     clean = np.isfinite(gmax) & (gmax > 0) & ~flags
     ceiling = np.log2(float_format(name).max / gmax[clean])
-    settled = logs[int(np.argmax(~flags)):]
+    median = float(np.median(ceiling)) if ceiling.size else math.nan
+    first_clean = int(np.argmax(~flags))  # the skips before it are the descent from the initial scale
+    below = tuple(first_clean + int(i) for i in np.flatnonzero(flags[first_clean:] & (logs[first_clean:] < median)))
+    settled = logs[first_clean:]
     return ScaleTrace(len(scales), int(flags.sum()), bool(flags[0]), float(logs[0]), float(settled.min()),
-                      float(settled.max()), float(np.median(ceiling)) if ceiling.size else math.nan)
+                      float(settled.max()), median, below)

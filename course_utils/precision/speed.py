@@ -1,7 +1,6 @@
-"""Speed per format on this machine, computed and classified (the sentences are in ``story_speed``): which bf16
-units the CPU flags show and how much faster they can make a matmul (the bound the prediction comes from), a STREAM
-op as a roofline point, the matmul FLOPs of a training step, and how a step's speed-up relates to the bare matmul's
-and to the seed's "~30% faster", each decided from ``cu.intervals.speedup`` intervals.
+"""Speed per format on this machine: which bf16 units the CPU flags show and how much faster they can make a matmul
+(the bound the prediction comes from, and the check built from it), a STREAM op as a roofline point, the matmul FLOPs
+of a training step and the checks that its speed-up dilutes the bare matmul's (the sentences are in ``findings``).
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from course_utils import intervals, roofline, validate
+from course_utils import findings, intervals, roofline, validate
 
 # Published dense peaks of one NVIDIA A100 SXM (datasheet); shown as published, never as measured.
 A100_PUBLISHED = {"A100 fp32": 19.5e12, "A100 tf32 (tensor cores)": 156e12, "A100 bf16 / fp16": 312e12}
@@ -19,7 +18,7 @@ A100_PUBLISHED = {"A100 fp32": 19.5e12, "A100 tf32 (tensor cores)": 156e12, "A10
 AVX512_BF16_RATIO = 2.0
 # Intel's published per-core rates: AMX-BF16 1,024 FLOPs per cycle; AVX-512 fp32 with two FMA units 64.
 AMX_BF16_FLOPS_PER_CYCLE, AVX512_FP32_FLOPS_PER_CYCLE = 1024, 64
-# The seed's claim, "~30% faster", read as a band: an interval that reaches it is "about 1.3x".
+# The seed's claim, "~30% faster", read as a band: an interval inside it is "about 1.3x".
 CLAIM_BAND = (1.2, 1.4)
 STREAM_OPS = ("copy", "triad")
 _STREAM = {"copy": (2, 0), "triad": (3, 2)}  # arrays touched per element (read + write), FLOPs per element
@@ -84,17 +83,17 @@ def bf16_bound(flags: Sequence[str], device_type: str = "cpu") -> UnitBound:
     return UnitBound("none", None, "no avx512_bf16 or amx_bf16 flag: bf16 is converted to fp32 in software")
 
 
-def matmul_outcome(speed: intervals.Speedup, bound: UnitBound) -> str:
-    """Where the bf16 matmul's speed-up over fp32 landed against the units' bound: 'within bound' (faster, not
-    beyond the bound), 'beyond bound' (the whole interval above it), 'not faster' (units present, interval reaches
-    1 or below), 'slower' (no units, interval below 1), 'not slower' (no units, interval reaches 1 or above)."""
+def matmul_check(speed: intervals.Speedup, bound: UnitBound) -> findings.Check:
+    """The check of torch's bf16 matmul over fp32 against the units' bound: inside [1x, bound] with units, faster
+    where no bound is computed (a GPU's tensor cores), slower without units (bf16 converted in software)."""
     validate.instance("speed", speed, intervals.Speedup)
     validate.instance("bound", bound, UnitBound)
+    name = "torch bf16 matmul over fp32"
     if bound.ratio is None:
-        return "slower" if speed.slower else "not slower"
-    if not speed.faster:
-        return "not faster"
-    return "beyond bound" if math.isfinite(bound.ratio) and speed.above(bound.ratio) else "within bound"
+        return findings.slower(name, speed)
+    if math.isinf(bound.ratio):
+        return findings.faster(name, speed)
+    return findings.within(name, speed, 1.0, bound.ratio)
 
 
 def stream_point(name: str, seconds: Any, n_bytes_fp32: int) -> roofline.Point:
@@ -109,15 +108,6 @@ def stream_point(name: str, seconds: Any, n_bytes_fp32: int) -> roofline.Point:
     arrays, flops = _STREAM[op]
     seconds = validate.positive("seconds", getattr(seconds, "median", seconds))
     return roofline.Point(name, flops * count, arrays * count * (4 if fmt == "fp32" else 2), float(seconds))
-
-
-def halving_outcome(speed: intervals.Speedup) -> str:
-    """A bf16 STREAM op against its fp32 twin (half the bytes): 'as predicted' (faster, not beyond 2x), 'beyond 2x'
-    (the whole interval above 2: more than the bytes explain), 'not faster' (the interval reaches 1 or below)."""
-    validate.instance("speed", speed, intervals.Speedup)
-    if not speed.faster:
-        return "not faster"
-    return "beyond 2x" if speed.above(2.0) else "as predicted"
 
 
 def mlp_step_flops(sizes: Sequence[int], batch: int) -> int:
@@ -146,41 +136,15 @@ def matmul_shares(step_flops: float, flops: Mapping[str, float], step_seconds: M
             for f in ("fp32", "bf16")}
 
 
-STEP_OUTCOMES = ("diluted", "noise of matmul", "noise of 1", "further", "opposite")
-
-
-def step_outcome(step: intervals.Speedup, matmul: intervals.Speedup) -> str:
-    """How a training step's bf16/fp32 speed-up relates to the bare matmul's, both as intervals: 'diluted' (the
-    step's interval lies between 1 and the matmul's), 'noise of matmul' (the two intervals overlap), 'noise of 1'
-    (the step's interval holds 1), 'further' (beyond the matmul's, apart) or 'opposite' (the other side of 1)."""
+def step_checks(step: intervals.Speedup, matmul: intervals.Speedup, bound: UnitBound) -> tuple[findings.Check, ...]:
+    """The checks of "the rest of the step dilutes the matmul's ratio": with bf16 units the step is faster beyond the
+    noise and its whole interval lies below the bare matmul's low end; without units, slower beyond the noise and
+    above the matmul's high end."""
     validate.instance("step", step, intervals.Speedup)
     validate.instance("matmul", matmul, intervals.Speedup)
-    if (matmul.ratio > 1 and step.low > 1 and step.high < matmul.low) or \
-            (matmul.ratio < 1 and step.low > matmul.high and step.high < 1):
-        return "diluted"
-    if step.low <= matmul.high and matmul.low <= step.high:
-        return "noise of matmul"
-    if step.low <= 1 <= step.high:
-        return "noise of 1"
-    return "further" if (step.ratio > matmul.ratio > 1 or step.ratio < matmul.ratio < 1) else "opposite"
-
-
-CLAIM_OUTCOMES = ("held", "exceeded", "short", "unresolved")
-
-
-def claim_outcome(step: intervals.Speedup, band: tuple[float, float] = CLAIM_BAND) -> str:
-    """The seed's "~30% faster" against the step's interval: 'held' where the step is faster beyond the noise and
-    its ratio lies in ``band``, 'exceeded' where the interval's low end is above the band, 'short' where its high
-    end is below it, 'unresolved' otherwise (the interval reaches the band but also 1, or the ratio lies outside
-    the band while the interval reaches it)."""
-    validate.instance("step", step, intervals.Speedup)
-    if isinstance(band, (str, bytes)) or not isinstance(band, (tuple, list)) or len(band) != 2:
-        raise ValueError(f"band must be a (low, high) pair; got {band!r}")
-    low, high = (validate.positive("band", b) for b in band)
-    if low > high:
-        raise ValueError(f"band must have low <= high; got {band!r}")
-    if step.low > high:
-        return "exceeded"
-    if step.high < low:
-        return "short"
-    return "held" if step.faster and low <= step.ratio <= high else "unresolved"
+    validate.instance("bound", bound, UnitBound)
+    name = "autocast step over the fp32 step"
+    if bound.ratio is None:
+        return (findings.slower(name, step), findings.above(f"{name}, against the bare matmul's high end", step,
+                                                            matmul.high))
+    return findings.faster(name, step), findings.below(f"{name}, against the bare matmul's low end", step, matmul.low)

@@ -8,9 +8,11 @@ process, torch.compiler.load_cache_artifacts() in another.
 Each run is a fresh process. Give a ``save`` and a ``load`` run each its own empty TORCHINDUCTOR_CACHE_DIR (as a
 new machine or container would have), so that the only thing the second one reuses is the file of artifacts;
 give a ``local`` run the ``save`` run's folder (a persistent cache on the same machine). It prints one line of
-JSON: the seconds of the first call (the compile; imports and model building are not counted), the seconds to
-load the artifacts, their size, Inductor's FX-graph cache hits and misses during the first call, and the
-compiled libraries (``*.so``) in the cache folder before and after it (those the first call had to build).
+JSON: the seconds of the first call (the compile, with what it pays the first time in a process: Inductor's lazy
+imports, starting its compile workers, the CPU instruction-set probes; importing torch and building the model
+come before it and are not counted), the seconds to load the artifacts, their size, Inductor's FX-graph cache
+hits and misses during the first call, and the compiled libraries (``*.so``) in the cache folder before and after
+it (those the first call had to build).
 """
 
 import argparse

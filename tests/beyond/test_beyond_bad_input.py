@@ -9,7 +9,6 @@ from beyond_fakes import fake
 from course_utils.beyond import (
     cluster,
     elastic,
-    findings,
     jaxmulti,
     multinode,
     plots,
@@ -17,9 +16,8 @@ from course_utils.beyond import (
     reshard,
     rounds,
     sharded,
-    story,
-    story_further,
     tfmulti,
+    totals,
 )
 from course_utils.distributed import AllReduceModel, LaunchResult
 
@@ -60,7 +58,6 @@ BAD_CALLS = [
     ("lr", lambda: multinode.ddp_reference(lr=-0.1)),
     ("result", lambda: multinode.proof_diffs(None, {"step1": 0})),
     ("reference", lambda: multinode.proof_diffs(EMPTY, {})),
-    ("result", lambda: multinode.rank_warning(EMPTY)),
     ("result", lambda: multinode.backend("run")),
     ("nnodes", lambda: cluster.cluster_commands(nnodes=1)),
     ("host", lambda: cluster.cluster_commands(host="")),
@@ -105,8 +102,8 @@ BAD_CALLS = [
     ("rows", lambda: predict.prediction_table({})),
     ("rows", lambda: predict.ratios({})),
     ("result", lambda: jaxmulti.gloo_ranks(None)),
-    ("result", lambda: findings.traffic(None)),
-    ("fit", lambda: findings.collective_ratios("fit", fake())),
+    ("result", lambda: totals.traffic(None)),
+    ("fit", lambda: totals.collective_ratios("fit", fake())),
     ("every", lambda: elastic.run(every=0)),
     ("crash_at", lambda: elastic.run(steps=12, crash_at=12)),
     ("nprocs", lambda: elastic.run(nprocs=1)),
@@ -125,19 +122,11 @@ BAD_CALLS = [
     ("result", lambda: plots.memory_plot(None)),
     ("run", lambda: plots.elastic_timeline({})),
     ("rows", lambda: plots.prediction_plot({})),
-    ("v", lambda: story.two_nodes("held", {}, {}, None, "gloo")),
-    ("jax_run", lambda: story.jax_processes(story_verdict(), None)),
-    ("diff", lambda: story.tf_workers(story_verdict(), None, None)),
-    ("fsdp_speed", lambda: story_further.traffic(story_verdict(), {}, {}, {}, {}, 1.5)),
-    ("speed", lambda: story_further.reduce_scatter(story_verdict(), 2.0, False, [])),
-    ("found", lambda: story_further.jax_sharding(story_verdict(), None)),
+    ("result", lambda: multinode.facts(EMPTY)),
+    ("result", lambda: jaxmulti.facts(None)),
+    ("crash", lambda: elastic.facts(None)),
+    ("fit", lambda: totals.traffic_facts(None, fake())),
 ]
-
-
-def story_verdict():
-    from course_utils.display import HELD, Verdict
-
-    return Verdict(HELD, "numbers")  # not issued: the summary's counts stay as they were
 
 
 @pytest.mark.parametrize(("argument", "call"), BAD_CALLS, ids=[f"{i}-{a}" for i, (a, _) in enumerate(BAD_CALLS)])

@@ -23,7 +23,8 @@ def test_hang_checklist_is_current_for_torch_2_13() -> None:
     text = " ".join(" ".join(row) for row in cluster.hang_checklist().rows)
     assert "TORCH_NCCL_ASYNC_ERROR_HANDLING=1: fail" not in text  # the outdated advice: 3 is the default
     assert "defaults to 3" in text and "timeout=" in text
-    assert "TORCH_FR_BUFFER_SIZE" in text and "TORCH_NCCL_DUMP_ON_TIMEOUT=1" in text and "torchfrtrace" in text
+    assert "TORCH_NCCL_DUMP_ON_TIMEOUT=1" in text and "torchfrtrace" in text
+    assert "TORCH_FR_BUFFER_SIZE" in text and "TORCH_FR_BUFFER_SIZE=" not in text  # its default is kept, not advised
 
 
 def test_the_flight_recorder_names_are_those_torch_reads() -> None:
@@ -36,6 +37,11 @@ def test_the_flight_recorder_names_are_those_torch_reads() -> None:
     c10d = (root / "distributed" / "distributed_c10d.py").read_text()
     for name in ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE"):
         assert name in c10d or name.encode() in library, name
+    headers = root / "include" / "torch" / "csrc" / "distributed" / "c10d"
+    if headers.is_dir():  # the NCCL variable (absent from a CPU build's library) and the default the checklist quotes
+        assert "TORCH_NCCL_DUMP_ON_TIMEOUT" in (headers / "ProcessGroupNCCL.hpp").read_text()
+        default = '{"TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE"}, 2000)'
+        assert default in (headers / "FlightRecorder.hpp").read_text()
     assert shutil.which("torchfrtrace", path=str(Path(sys.executable).parent)) is not None
 
 

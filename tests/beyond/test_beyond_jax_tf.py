@@ -54,14 +54,12 @@ def test_allreduce_groups_refuse_lines_that_are_not_all_reduces() -> None:
         jaxmulti.allreduce_groups(fake)
 
 
-def test_allreduce_alone_and_the_cost_per_operand() -> None:
+def test_allreduce_alone_in_rounds() -> None:
     rec = {"allreduce_operands": [10, 20, 1],
            "allreduce_alone": {"one float": [[1e-3]] * 3, "one array": [[2e-3]] * 3, "operands": [[6e-3, 6e-3]] * 3}}
     found = jaxmulti.alone(rec)
     assert set(found) == {"one float", "one array", "operands"} and found["operands"].median == pytest.approx(6e-3)
     assert len(found["operands"].rounds) == 3  # paired by round for cu.intervals.speedup
-    assert jaxmulti.per_operand(rec) == pytest.approx(2e-3)  # (6 - 2) ms over 2 operands beyond the first
-    assert np.isnan(jaxmulti.per_operand({**rec, "allreduce_operands": [31]}))
     with pytest.raises(ValueError, match="allreduce_alone"):
         jaxmulti.alone({})
 
@@ -88,6 +86,13 @@ def test_tf_time_split_from_the_workers_clocks() -> None:
     assert split["joined"] == 6.0 and split["import"] == 3.0 and split["outside"] == pytest.approx(10.0 - 8.0)
 
 
+def test_jax_facts_quote_the_record_and_gloo() -> None:
+    rec = {"device_ids": [0, 1, 2, 3], "devices": 4, "allreduce_count": 1, "allreduce_operands": [10, 20, 1]}
+    result = LaunchResult("w.py", 2, [], 1.0, [], {0: [{"kind": "jax", **rec}]}, {"jax": {0: {"p0": 0, "p1": 1}}})
+    assert jaxmulti.facts(result) == {"device_ids": "0, 1, 2, 3", "devices": 4, "leaves": 2, "allreduces": 1,
+                                      "operands": 3, "gloo_ranks": 0}
+
+
 def test_gloo_ranks_read_from_gloo_lines() -> None:
     gloo = "is connected to 3 peer ranks. Expected number of connected peer ranks is : 3"
     pairs = ((0, 0), (0, 1), (1, 2), (1, 3), (1, 3))  # (process, gloo rank); a repeated line counts once
@@ -105,6 +110,8 @@ def test_real_two_process_jax_equals_one_device() -> None:
     assert len(rec["compute_times"]) == 4 and rec["param_bytes"] > 0  # 2 rounds x 2 calls
     assert rec["allreduce_count"] >= 1 and jaxmulti.allreduce_groups(result)
     assert len(rec["allreduce_operands"]) == len(result.arrays["jax"][0]) + 1  # the gradients and the loss
-    assert jaxmulti.per_operand(rec) == jaxmulti.per_operand(rec)  # a number, not NaN
+    facts = jaxmulti.facts(result)
+    assert (facts["devices"], facts["operands"], facts["allreduces"]) == (4, len(rec["allreduce_operands"]),
+                                                                          rec["allreduce_count"])
     diff = jaxmulti.compare(result, jaxmulti.reference(steps=3))
     assert diff["processes"] == 0.0 and diff["single"] < 1e-5

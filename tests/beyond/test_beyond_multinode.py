@@ -159,7 +159,7 @@ def test_ddp_reference_and_proof_diffs_agree_with_themselves() -> None:
     assert all(abs(d - 1e-3) < 1e-6 for d in diffs["ranks"].values())
 
 
-def test_time_split_backend_and_rank_warning_of_a_ddp_launch() -> None:
+def test_time_split_backend_and_facts_of_a_ddp_launch() -> None:
     records = {r: [{"kind": "startup", "seconds": 2.0 + r}, {"kind": "phases", "seconds": {"a": 1.0, "b": 2.0}}]
                for r in (0, 1)}
     output = ["[default0]:backend gloo on cpu: no GPU on this machine", "[default1]:hello"]
@@ -168,10 +168,9 @@ def test_time_split_backend_and_rank_warning_of_a_ddp_launch() -> None:
     assert multinode.backend(result) == "gloo"
     with pytest.raises(ValueError, match="backend"):
         multinode.backend(LaunchResult("ddp_train.py", 2, [], 10.0, [], records))
-    warned = multinode.NodesResult("x", 2, [], 1.0, [], node_output=[[], ["W torch: node_rank is only used for "
-                                                                         "static rendezvous"]])
-    assert multinode.rank_warning(warned) == (1, "node_rank is only used for static rendezvous")
-    assert multinode.rank_warning(multinode.NodesResult("x", 2, [], 1.0, [], node_output=[[], []])) is None
+    nodes = multinode.NodesResult("ddp_train.py", 2, [], 10.0, output, records, node_ranks={0: [1], 1: [0]})
+    assert multinode.facts(nodes) == {"node0": "1", "node1": "0", "backend": "gloo", "wall": 10.0, "phases": 3.0,
+                                      "startup": 3.0, "outside": 7.0}
 
 
 def test_a_learner_callable_that_never_returns_stops_the_launch_by_name() -> None:

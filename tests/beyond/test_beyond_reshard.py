@@ -33,10 +33,11 @@ def test_compare_finds_equal_different_and_missing_tensors() -> None:
         reshard.compare(_launch(2, saved=STATE), _launch(1, saved=STATE))
 
 
-def test_changed_says_whether_training_moved_the_state() -> None:
-    later = {**STATE, "optim/0.weight/step": np.array(5.0)}
-    assert reshard.changed(_launch(2, saved=STATE), _launch(1, saved=later)) == 2.0
-    assert reshard.changed(_launch(2, saved=STATE), _launch(1, saved=STATE)) == 0.0
+def test_changed_compares_the_weights_not_the_step_counter() -> None:
+    counted = {**STATE, "optim/0.weight/step": np.array(5.0)}
+    assert reshard.changed(_launch(2, saved=STATE), _launch(1, saved=counted)) == 0.0
+    moved = {**counted, "model/0.weight": np.full((2, 2), 1.25, np.float32)}
+    assert reshard.changed(_launch(2, saved=STATE), _launch(1, saved=moved)) == 0.25
 
 
 def test_files_lists_a_dcp_folder(tmp_path: Path) -> None:

@@ -130,6 +130,8 @@ def test_gathered_peak_counts_layers_from_gather_to_reshard() -> None:
     result.records[0][2]["comm_seconds"] = {**result.records[0][2]["comm_seconds"], "gathered": peak}
     result.records[0][2]["layer_bytes"] = {"0": 10, "2": 30}
     assert sharded.gathered(result) == {**peak, "largest": 30, "all": 40}
+    assert sharded.facts(result)["peak"] == ("its own profiler labels show at most 2 layer(s) held whole at once "
+                                             "(modules 0, 2: 40 B, against 40 B for all weights)")
 
 
 @pytest.mark.integration

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from course_utils import graphs, interop, timing
+from course_utils import graphs, interop, intervals, timing
 
 
 def _m(seconds: float) -> timing.Measurement:
@@ -33,6 +33,16 @@ def test_break_even_from_measurements() -> None:
         graphs.break_even(eager, timing.Measurement("c", (1.0,)))
 
 
+def test_break_even_range_comes_from_the_interval_and_is_none_where_it_reaches_1x() -> None:
+    eager = timing.Measurement("eager", (2.0, 2.0), first_call=2.0)
+    compiled = timing.Measurement("compiled", (1.0, 1.0), first_call=10.0)
+    found = graphs.break_even_range(eager, compiled, intervals.Speedup("e", "c", 2.0, 1.6, 2.5, 6, intervals.ROUNDS))
+    assert found == (8, 12)  # 8 / (2 - 2/2.5) -> 7.7 extra calls; 8 / (2 - 2/1.6) -> 10.7
+    for low, high in ((0.9, 4.0), (0.4, 0.8)):  # within the noise, slower: no count
+        assert graphs.break_even_range(eager, compiled, intervals.Speedup("e", "c", low * 1.1, low, high, 6,
+                                                                         intervals.ROUNDS)) is None
+
+
 def test_timed_pair_labels_pairs_rounds_and_keeps_first_calls() -> None:
     eager, compiled = graphs.timed_pair(abs, abs, (-1.0,), label="py", min_time=0.004, rounds=2)
     assert (eager.label, compiled.label) == ("py eager", "py compiled")
@@ -45,9 +55,11 @@ def test_overhead_model_predicts_scores_and_keeps_the_chain_call() -> None:
                               compiled_chain=_m(20e-6))
     assert m.framework == "tensorflow" and m.predicted == pytest.approx(5.0) and m.measured == pytest.approx(4.0)
     assert m.ratio == pytest.approx(0.8) and m.chain_call == pytest.approx(20e-6)
-    assert m.within(2) and not m.within(1.1)
     table = graphs.overhead_table([m])
     assert table.column("predicted speed-up (computed)") == ["5x"] and "cu.machine.figures()" in table.note
+    assert table.column("measured / predicted") == ["0.8"]
+    assert table.column("compiled chain's call / figure (computed)") == ["2x"]  # 20 µs against the 10 µs figure
+    assert table.column("eager chain's average op / op mix (computed)") == ["1.6x"]  # 80 µs / 10 ops against 5 µs
 
 
 def test_size_sweep_compiles_with_the_learners_call_at_every_size() -> None:

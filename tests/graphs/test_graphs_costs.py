@@ -68,6 +68,8 @@ def test_cache_times_table_and_seconds() -> None:
     assert (times.cold, times.portable, times.local) == (10.0, 9.0, 1.0)
     assert runs["portable"].libraries_built == 4 and runs["local"].libraries_built == 0
     assert times.table().column("compiled libraries built") == ["4", "4", "0"]
+    assert times.facts() == {"cold": "10 s", "load": "200 ms", "cold_built": 4, "portable_built": 4, "local_built": 0,
+                             "before": 0}
 
 
 @pytest.mark.integration

@@ -20,7 +20,18 @@ def test_factors_are_time_without_over_time_with() -> None:
     assert factors["a shape-generic graph instead of a static one"].slower  # the change costs time
     assert factors["a `bias` array instead of a scalar, compiled"].ratio == pytest.approx(1.0, rel=0.01)
     table = graphs.harness_table(found)
-    assert table.column("speed-up over eager")[0].startswith("2x (95% interval")
+    assert table.column("speed-up over eager")[0].startswith("2.0")
+    assert graphs.factor_table(factors).column("outcome") == ["within the noise", "slower", "within the noise"]
+
+
+def test_gap_is_an_interval_over_the_same_rounds() -> None:
+    sweep = graphs.Harness(graphs.SWEEP, _m(4e-3), _m(2e-3), 0.0, 0.0)
+    other = graphs.Harness(graphs.OTHER, _m(6e-3), _m(2e-3), 0.0, 0.0)
+    gap = graphs.harness_gap({graphs.SWEEP: sweep, graphs.OTHER: other})
+    assert gap.ratio == pytest.approx(1.5) and gap.unit == "rounds" and gap.n == 6
+    assert "over 6 paired rounds in this process" in str(gap)
+    with pytest.raises(TypeError, match="found"):
+        graphs.harness_gap({graphs.SWEEP: sweep})
 
 
 def test_compare_harnesses_times_every_harness_in_the_same_rounds() -> None:

@@ -4,19 +4,28 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from course_utils import graphs, timing
+from course_utils import graphs, intervals, timing
 
 
-def test_crossover_plot_one_panel_per_framework_with_break_even() -> None:
+def _s(ratio: float, low: float, high: float) -> intervals.Speedup:
+    return intervals.Speedup("eager", "compiled", ratio, low, high, 6, intervals.ROUNDS)
+
+
+def test_crossover_plot_labels_the_break_even_the_interval_gives_and_none_where_it_gives_none() -> None:
     eager = timing.Measurement("e", (2e-3,), first_call=2e-3)
     pairs = {
-        "torch": (eager, timing.Measurement("c", (1e-3,), first_call=1.0)),  # breaks even after ~1,000 calls
-        "jax": (eager, timing.Measurement("c", (3e-3,), first_call=0.1)),  # never
+        "torch": (eager, timing.Measurement("c", (1e-3,), first_call=1.0)),  # ~1,000 calls at the median
+        "jax": (eager, timing.Measurement("c", (1e-3,), first_call=1.0)),  # the same medians, a noisy interval
     }
-    fig = graphs.crossover_plot(pairs, title="t")
+    fig = graphs.crossover_plot(pairs, {"torch": _s(2.0, 1.6, 2.5), "jax": _s(2.0, 0.9, 4.0)}, title="t")
     assert isinstance(fig, Figure) and len(fig.axes) == 2
     texts = [t.get_text() for ax in fig.axes for t in ax.texts]
-    assert any("break-even: 999 calls" in t for t in texts) and "never breaks even" in texts
+    assert "break-even: 833 to 1,332 calls (interval)" in texts
+    assert "no break-even: compiled within the noise (interval)" in texts  # no count where the interval gives none
+    assert not any("999" in t for t in texts)
+    cheap = graphs.crossover_plot({"jax": (timing.Measurement("e", (2e-3,), first_call=1.0), pairs["jax"][1])},
+                                  {"jax": _s(2.0, 1.6, 2.5)})  # eager's first call costs more: even at once
+    assert [t.get_text() for t in cheap.axes[0].texts] == ["break-even: 1 call (interval)"]
 
 
 def test_compile_count_bars() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from course_utils import graphs, intervals, profile, timing
+from course_utils import graphs, profile, timing
 
 US = 1e-6
 
@@ -45,32 +45,13 @@ def _m(seconds: float) -> timing.Measurement:
     return timing.Measurement("m", (seconds * 0.95, seconds, seconds * 1.05), rounds=(seconds, seconds * 1.02))
 
 
-def _s(ratio: float, low: float, high: float) -> intervals.Speedup:
-    return intervals.Speedup("eager", "compiled", ratio, low, high, 6, "rounds")
-
-
-PARTS = {"forward + backward": (_m(300 * US), _m(280 * US)), "optimizer.step": (_m(50 * US), _m(220 * US))}
-
-
-def test_step_time_story_computes_from_the_measured_parts() -> None:
-    st = _traces()
-    slower = graphs.story.step_time(PARTS, _s(0.5, 0.45, 0.55), st, (_m(100 * US), _m(200 * US)), eager_per_op=5 * US,
-                                    compiled_per_call=10 * US)
-    text = slower.text
-    assert slower.longest_paragraph <= 120
-    assert "500 µs compiled and 350 µs eager" in text and "optimizer.step 0.2273x" in text
-    assert "dispatched 4 ops" in text and "that is 20 µs (computed), 20% of the timed eager step" in text
-    assert "times 2 calls is 20 µs (computed), against the 100 µs" in text and "not established" in text
-    mostly = graphs.story.step_time(PARTS, _s(0.67, 0.6, 0.7), st, (_m(30 * US), _m(45 * US)), eager_per_op=5 * US,
-                                    compiled_per_call=10 * US).text
-    assert "accounts for at least half" in mostly
-    faster = graphs.story.step_time(PARTS, _s(2.0, 1.8, 2.2), st, (_m(100 * US), _m(50 * US)), eager_per_op=5 * US,
-                                    compiled_per_call=10 * US).text
-    assert "by which the compiled step is slower" not in faster and faster.endswith("(computed).")
-    empty = graphs.StepTrace(st.eager, profile.Trace("torch", None, (_ev("aten::mm", 0, 5),)), 1)
-    assert "names no call of generated code" in graphs.story.step_time(
-        PARTS, _s(2.0, 1.8, 2.2), empty, (_m(100 * US), _m(50 * US)), eager_per_op=5 * US,
-        compiled_per_call=10 * US).text
+def test_step_table_sets_the_counts_beside_the_two_fixed_costs_computed() -> None:
+    table = _traces().table((_m(100 * US), _m(200 * US)), eager_per_op=5 * US, compiled_per_call=10 * US)
+    rows = {row[0]: row[1:] for row in table.rows}
+    assert rows["step, timed without the profiler"] == ("100 µs", "200 µs")
+    assert rows["host ops dispatched (outside compiled calls)"] == ("4", "1")
+    assert rows["ops x section 4's eager op cost (computed)"] == ("20 µs", "-")
+    assert rows["graph calls x the run's call cost (computed)"] == ("-", "20 µs")
 
 
 def test_trace_step_profiles_the_learners_torch_steps() -> None:
@@ -86,10 +67,8 @@ def test_trace_step_profiles_the_learners_torch_steps() -> None:
 
 @pytest.mark.parametrize(("call", "name"), [
     (lambda: graphs.trace_step("torch", None, abs, ()), "eager"),
-    (lambda: graphs.story.step_time(PARTS, _s(1, 0.9, 1.1), None, (_m(1.0), _m(1.0)), eager_per_op=1,
-                                    compiled_per_call=1), "st"),
-    (lambda: graphs.story.step_time(PARTS, _s(1, 0.9, 1.1), _traces(), (_m(1.0), _m(1.0)), eager_per_op=0,
-                                    compiled_per_call=1), "eager_per_op"),
+    (lambda: _traces().table((None, _m(1.0)), eager_per_op=1, compiled_per_call=1), "step"),
+    (lambda: _traces().table((_m(1.0), _m(1.0)), eager_per_op=0, compiled_per_call=1), "eager_per_op"),
     (lambda: _traces().span("both"), "kind"),
 ])
 def test_bad_input_names_the_argument(call, name: str) -> None:

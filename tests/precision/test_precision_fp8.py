@@ -104,7 +104,7 @@ def test_delayed_scaling_saturates_where_the_amax_grows() -> None:
 def test_gpu_fp8_status_checks_the_device_before_torchao(monkeypatch) -> None:
     status = P.gpu_fp8_status()
     if not torch.cuda.is_available():
-        assert not status.ready and "no CUDA GPU" in status.why
+        assert not status.ready and "no GPU" in status.why
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "Tesla T4")
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (7, 5))

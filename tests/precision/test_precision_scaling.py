@@ -79,6 +79,16 @@ def test_scale_trace_summarises_a_dynamic_scale() -> None:
     assert (trace.settled_low, trace.settled_high) == (22.0, 23.0)
     assert trace.ceiling_median == pytest.approx(np.log2(65504 / 2.0**-6))
     assert trace.gap == pytest.approx(trace.ceiling_median - 23.0)
+    assert trace.skipped_below == ()  # both skips were above the ceiling: overflows it predicts
+
+
+def test_scale_trace_names_the_steps_skipped_below_the_ceiling() -> None:
+    scales = [2.0**24, 2.0**20, 2.0**20, 2.0**19, 2.0**19]
+    skipped = [True, False, True, False, False]  # step 2 overflowed at 2^20, under the ceiling (~22)
+    trace = P.scale_trace(scales, skipped, [np.inf, 2.0**-6, np.inf, 2.0**-6, 2.0**-6])
+    assert trace.skipped_below == (2,) and trace.skipped == 2
+    descent = P.scale_trace([2.0**24, 2.0**20, 2.0**19], [True, True, False], [np.inf, np.inf, 2.0**-6])
+    assert descent.skipped_below == ()  # skips before the first clean step are the descent the prediction expects
 
 
 def test_scale_trace_refuses_what_it_cannot_summarise() -> None:

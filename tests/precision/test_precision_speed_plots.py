@@ -1,5 +1,5 @@
-"""course_utils.precision.speed and plots: the bf16 units' bound, outcomes decided from intervals, roofline points,
-and every figure renders."""
+"""course_utils.precision.speed and plots: the bf16 units' bound, the checks built from it and from the step's
+interval, roofline points, and every figure renders."""
 
 from __future__ import annotations
 
@@ -33,35 +33,26 @@ def test_bf16_bound_follows_the_flags() -> None:
     assert P.bf16_units(("avx2",)) == ()
 
 
-def test_matmul_outcome_reads_the_interval_against_the_bound() -> None:
-    avx = P.bf16_bound(("avx512_bf16",))
-    none = P.bf16_bound(("avx2",))
-    gpu = P.bf16_bound((), "cuda")
-    assert P.matmul_outcome(sp(1.8, 1.5, 2.2), avx) == "within bound"
-    assert P.matmul_outcome(sp(4.0, 3.5, 4.5), avx) == "beyond bound"
-    assert P.matmul_outcome(sp(1.05, 0.9, 1.2), avx) == "not faster"
-    assert P.matmul_outcome(sp(0.1, 0.05, 0.2), none) == "slower"
-    assert P.matmul_outcome(sp(1.0, 0.8, 1.2), none) == "not slower"
-    assert P.matmul_outcome(sp(50, 40, 60), gpu) == "within bound"
+def test_matmul_check_follows_the_units() -> None:
+    avx, none, gpu = P.bf16_bound(("avx512_bf16",)), P.bf16_bound(("avx2",)), P.bf16_bound((), "cuda")
+    inside = P.matmul_check(sp(1.8, 1.5, 1.9), avx)
+    assert (inside.kind, inside.outcome) == ("within", "held")
+    assert P.matmul_check(sp(4.0, 3.5, 4.5), avx).outcome == "failed above"  # beyond the units' bound
+    assert P.matmul_check(sp(1.05, 0.9, 1.2), avx).outcome == "not decided"
+    assert P.matmul_check(sp(0.1, 0.05, 0.2), none).outcome == "held"  # no units: slower, as predicted
+    assert P.matmul_check(sp(1.0, 0.8, 1.2), none).outcome == "not decided"
+    tensor_cores = P.matmul_check(sp(50, 40, 60), gpu)  # no bound computed: only "faster"
+    assert (tensor_cores.kind, tensor_cores.outcome) == ("above", "held")
 
 
-def test_halving_step_and_claim_outcomes() -> None:
-    assert P.halving_outcome(sp(1.9, 1.7, 2.1)) == "as predicted"
-    assert P.halving_outcome(sp(2.6, 2.2, 3.0)) == "beyond 2x"
-    assert P.halving_outcome(sp(1.0, 0.8, 1.3)) == "not faster"
-    mm = sp(4.0, 3.8, 4.2)
-    assert P.step_outcome(sp(3.0, 2.8, 3.2), mm) == "diluted"
-    assert P.step_outcome(sp(3.9, 3.5, 4.0), mm) == "noise of matmul"
-    assert P.step_outcome(sp(1.0, 0.9, 1.1), mm) == "noise of 1"
-    assert P.step_outcome(sp(5.0, 4.6, 5.4), mm) == "further"
-    assert P.step_outcome(sp(0.5, 0.4, 0.6), mm) == "opposite"
-    slow = sp(0.2, 0.18, 0.22)
-    assert P.step_outcome(sp(0.5, 0.4, 0.6), slow) == "diluted"
-    assert P.claim_outcome(sp(1.3, 1.1, 1.5)) == "held"
-    assert P.claim_outcome(sp(2.0, 1.6, 2.4)) == "exceeded"
-    assert P.claim_outcome(sp(1.05, 1.01, 1.1)) == "short"
-    assert P.claim_outcome(sp(1.3, 0.9, 1.7)) == "unresolved"  # reaches the band, but also 1
-    assert P.claim_outcome(sp(1.5, 1.3, 1.7)) == "unresolved"  # faster, ratio outside the band
+def test_step_checks_place_the_step_between_1_and_the_matmul() -> None:
+    mm, avx, none = sp(4.0, 3.8, 4.2), P.bf16_bound(("avx512_bf16",)), P.bf16_bound(("avx2",))
+    outcomes = lambda step, matmul, bound: [c.outcome for c in P.step_checks(step, matmul, bound)]  # noqa: E731
+    assert outcomes(sp(3.0, 2.8, 3.2), mm, avx) == ["held", "held"]  # diluted
+    assert outcomes(sp(3.9, 3.5, 4.0), mm, avx) == ["held", "not decided"]  # within the matmul's noise
+    assert outcomes(sp(5.0, 4.6, 5.4), mm, avx) == ["held", "failed above"]  # further than the matmul
+    assert outcomes(sp(0.5, 0.4, 0.6), mm, avx) == ["failed below", "held"]  # the other side of 1
+    assert outcomes(sp(0.5, 0.4, 0.6), sp(0.2, 0.18, 0.22), none) == ["held", "held"]  # no units: diluted too
 
 
 def test_stream_point_has_half_the_bytes_in_bf16() -> None:
