@@ -66,3 +66,37 @@ def test_waterfall_draws_one_bar_per_rung() -> None:
         plotting.waterfall([("eager", 1.0)])
     with pytest.raises(ValueError, match="unit"):
         plotting.waterfall([("a", 1.0), ("b", 0.5)], unit="h")
+
+
+def _inside_axes_width(fig: Figure) -> bool:
+    """Whether every legend of ``fig`` is at most as wide as its first axes, once drawn."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    width = fig.axes[0].get_window_extent(renderer).width
+    return all(legend.get_window_extent(renderer).width <= width for legend in fig.legends)
+
+
+def test_roofline_legend_is_no_wider_than_the_axes_with_many_probes() -> None:
+    probes = {f"{fw} {kind}": 5e9 + i for i, (fw, kind) in enumerate(
+        (fw, kind) for fw in ("torch", "jax", "tensorflow") for kind in ("copy", "scale", "triad"))}
+    machine = roofline.Machine("best of torch, jax, tensorflow", "cpu", probes, {"matmul fp32": 30e9})
+    fig = plotting.roofline_plot(machine, [roofline.Point("torch eager", 1e9, 8e9, 1.0)])
+    assert fig.legends and _inside_axes_width(fig)
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert texts[0].startswith("roof: ") and "tensorflow triad" in texts[1]  # every probe named, the roof first
+
+
+def test_trace_legend_names_each_colour_whole_and_the_grey_rest() -> None:
+    from course_utils import profile
+
+    long = "aten::_foreach_add_ (the optimizer step, all parameters at once)"
+    names = ["aten::add", long, "aten::mul"]
+    events = tuple(profile.Event(names[i % 3], "cpu_op", "main", float(i) * 1e-4, 5e-5) for i in range(9))
+    fig = plotting.trace_timeline(profile.Trace("torch", None, events), top_names=2)
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert texts[-1] == "every other event" and len(texts) == 3
+    assert any(t.replace("\n", " ") == long for t in texts)  # wrapped, not cut
+    assert all(t.get_fontsize() >= 8 for t in fig.legends[0].get_texts()) and _inside_axes_width(fig)
