@@ -246,12 +246,12 @@ def roofline_plot(machine: Machine, points: Iterable[Point] = (), *, title: str 
     high = max([machine.ridge_intensity * 30, *(i * 20 for i in intensities)])
     x = np.logspace(np.log10(low), np.log10(high), 200)
     ax.plot(x, np.minimum(machine.peak_flops, x * machine.bandwidth) / 1e9, color="#222222", linewidth=2, zorder=2.5,
-            label=_wrapped(f"roof: {machine.bandwidth / 1e9:.0f} GB/s below the ridge "
+            label=wrap_label(f"roof: {machine.bandwidth / 1e9:.0f} GB/s below the ridge "
                            f"({machine.ridge_intensity:.3g} FLOP/byte, grey line), {machine.peak_flops / 1e9:.0f} "
                            "GFLOP/s above it"))
     for i, bw in enumerate(machine.bandwidth_probes.values()):  # the weaker probes, for scale; the roof is the best
         ax.plot(x, np.minimum(machine.peak_flops, x * bw) / 1e9, linestyle=":", linewidth=1, color="#999999",
-                label=None if i else _wrapped("dotted: each bandwidth probe (GB/s): " + ", ".join(
+                label=None if i else wrap_label("dotted: each bandwidth probe (GB/s): " + ", ".join(
                     f"{k} {v / 1e9:.0f}" for k, v in machine.bandwidth_probes.items())))
     ax.axvline(machine.ridge_intensity, color="#bbbbbb", linewidth=1)
     for i, p in enumerate(points):
@@ -271,11 +271,26 @@ def roofline_plot(machine: Machine, points: Iterable[Point] = (), *, title: str 
     return fig
 
 
-def _wrapped(text: str, width: int = 90) -> str:
+def wrap_label(text: str, width: int = 90) -> str:
     """``text`` broken into lines of at most ``width`` characters, so a legend entry stays inside the figure."""
     import textwrap
 
+    validate.instance("text", text, str)
+    width = validate.number("width", width, low=8, high=400, integer=True)
     return "\n".join(textwrap.wrap(text, width)) or text
+
+
+def plain_log_ticks(ax: Axes, axis: str = "y") -> None:
+    """Label a log ``axis`` of ``ax`` with plain numbers ('20', '60', '100'), not matplotlib's '6x10^1'; the minor
+    ticks are labelled where the axis spans under two decades, so a narrow range still has numbers."""
+    from matplotlib.axes import Axes as _Axes
+    from matplotlib.ticker import LogFormatter
+
+    validate.instance("ax", ax, _Axes)
+    validate.choice("axis", axis, ("x", "y"))
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    target.set_major_formatter(LogFormatter(labelOnlyBase=False))
+    target.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.6)))
 
 
 def _stack_labels_apart(fig: Figure, ax: Axes) -> None:
@@ -328,7 +343,7 @@ def trace_timeline(trace: profile.Trace, *, threads: Sequence[str] | None = None
     from matplotlib.patches import Rectangle
 
     handles = [Rectangle((0, 0), 1, 1, color=c) for c in colours.values()]
-    labels = [_wrapped(n, 34) for n in colours]  # wrapped whole, at the axes' font size: not cut at a tiny one
+    labels = [wrap_label(n, 34) for n in colours]  # wrapped whole, at the axes' font size: not cut at a tiny one
     if any(e.name not in colours for e in shown.events):
         handles.append(Rectangle((0, 0), 1, 1, color="#bbbbbb"))
         labels.append("every other event")

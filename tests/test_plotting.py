@@ -100,3 +100,27 @@ def test_trace_legend_names_each_colour_whole_and_the_grey_rest() -> None:
     assert texts[-1] == "every other event" and len(texts) == 3
     assert any(t.replace("\n", " ") == long for t in texts)  # wrapped, not cut
     assert all(t.get_fontsize() >= 8 for t in fig.legends[0].get_texts()) and _inside_axes_width(fig)
+
+
+def test_plain_log_ticks_print_numbers_not_powers() -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig, (ax,) = plotting.figure()
+    ax.plot([1, 2], [20, 90])
+    ax.set_yscale("log")
+    plotting.plain_log_ticks(ax)
+    FigureCanvasAgg(fig).draw()
+    labels = [t.get_text() for t in ax.get_yticklabels(which="both") if t.get_text()]
+    assert "60" in labels and not any("times" in t or "^" in t for t in labels)
+    with pytest.raises(ValueError, match="axis"):
+        plotting.plain_log_ticks(ax, "z")
+    with pytest.raises(TypeError, match="ax"):
+        plotting.plain_log_ticks(None)
+
+
+def test_wrap_label_keeps_every_word_within_the_width() -> None:
+    text = "dotted: each bandwidth probe (GB/s): torch copy 7, torch triad 5, jax scale 6, jax triad 5"
+    wrapped = plotting.wrap_label(text, 40)
+    assert wrapped.replace("\n", " ") == text and max(len(line) for line in wrapped.splitlines()) <= 40
+    with pytest.raises(ValueError, match="width"):
+        plotting.wrap_label(text, 0)

@@ -41,10 +41,7 @@ def hierarchy_plot(sweep: HierarchySweep, *, roof: float | None = None, title: s
                    label=f"memory roof (machine figure): {roof / 1e9:.1f} GB/s")
     _bytes_axis(ax, [*sweep.working_sets, start or 0, *sweep.caches.values()])
     ax.set_yscale("log")
-    from matplotlib.ticker import LogFormatter
-
-    ax.yaxis.set_major_formatter(LogFormatter(labelOnlyBase=False))  # 20, 50, 100: not 2x10^1
-    ax.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.6)))
+    plotting.plain_log_ticks(ax)  # 20, 60, 100: not 6x10^1
     ax.set_xlabel("working set: source + destination (both axes log scale)")
     ax.set_ylabel("copy bandwidth (GB/s, read + write)")
     ax.set_title(title or "Memory hierarchy: bandwidth against working-set size")
