@@ -281,16 +281,20 @@ def wrap_label(text: str, width: int = 90) -> str:
 
 
 def plain_log_ticks(ax: Axes, axis: str = "y") -> None:
-    """Label a log ``axis`` of ``ax`` with plain numbers ('20', '60', '100'), not matplotlib's '6x10^1'; the minor
-    ticks are labelled where the axis spans under two decades, so a narrow range still has numbers."""
+    """Label a log ``axis`` of ``ax`` with plain numbers ('0.3', '60', '100'), not matplotlib's '6x10^1' or
+    '3e-01'; matplotlib still picks which minor ticks to label (those of an axis spanning under two decades)."""
     from matplotlib.axes import Axes as _Axes
     from matplotlib.ticker import LogFormatter
+
+    class Plain(LogFormatter):
+        def __call__(self, x: float, pos: int | None = None) -> str:
+            return f"{x:.4g}" if super().__call__(x, pos) else ""
 
     validate.instance("ax", ax, _Axes)
     validate.choice("axis", axis, ("x", "y"))
     target = ax.yaxis if axis == "y" else ax.xaxis
-    target.set_major_formatter(LogFormatter(labelOnlyBase=False))
-    target.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.6)))
+    target.set_major_formatter(Plain(labelOnlyBase=False))
+    target.set_minor_formatter(Plain(labelOnlyBase=False, minor_thresholds=(2, 0.6)))
 
 
 def _stack_labels_apart(fig: Figure, ax: Axes) -> None:

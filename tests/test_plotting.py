@@ -106,12 +106,12 @@ def test_plain_log_ticks_print_numbers_not_powers() -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     fig, (ax,) = plotting.figure()
-    ax.plot([1, 2], [20, 90])
+    ax.plot([1, 2], [0.2, 9])
     ax.set_yscale("log")
     plotting.plain_log_ticks(ax)
     FigureCanvasAgg(fig).draw()
     labels = [t.get_text() for t in ax.get_yticklabels(which="both") if t.get_text()]
-    assert "60" in labels and not any("times" in t or "^" in t for t in labels)
+    assert {"0.3", "1", "6"} <= set(labels) and not any("times" in t or "^" in t or "e-" in t for t in labels)
     with pytest.raises(ValueError, match="axis"):
         plotting.plain_log_ticks(ax, "z")
     with pytest.raises(TypeError, match="ax"):
