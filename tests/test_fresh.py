@@ -134,6 +134,11 @@ def _nested() -> Callable[[], dict[str, float]]:
     (lambda: fresh.Replicates("t:f", {"a": [1.0]}, [{}, {}]), "seconds"),
     (lambda: fresh.Replicates("t:f", {"a": [1.0, -1.0]}, [{}, {}]), "seconds"),
     (lambda: fresh.Replicates("t:f", {"a": [1.0]}, [{}]), "setups"),
+    (lambda: children.run_child("python", log=Path("x.log"), timeout=1), "command"),
+    (lambda: children.run_child(["python", 3], log=Path("x.log"), timeout=1), "command"),
+    (lambda: children.run_child(["python"], log=Path("x.log"), timeout=0), "timeout"),
+    (lambda: children.run_child(["python"], log=Path("x.log"), timeout=1, on_line=3), "on_line"),
+    (lambda: children.tail(3), "path"),
 ])
 def test_bad_input_is_refused_by_name(call, argument) -> None:
     with pytest.raises((TypeError, ValueError), match=rf"\b{argument}\b"):
