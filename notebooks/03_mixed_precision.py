@@ -498,7 +498,7 @@ v_halving.prose()
 # import a function defined in a notebook, so it runs `cu.precision.step_medians`: the same recipe as
 # `train_step` above (without its multiplier and clip, left at 1 and off here), with the same widths, batch, dtype,
 # optimizer and threads, from `course_utils/precision/steptime.py`. Each process times the two steps in 2
-# alternating rounds: what is paired is one median per step and process, so more rounds would only lengthen it.
+# alternating rounds and reports one median per step: the two medians of one process form one pair.
 
 # %%
 WIDE = cu.env.pick(ci=(256, 1024, 1024, 10), cpu=(256, 2048, 2048, 10), gpu=(1024, 8192, 8192, 10)) \
