@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -101,11 +103,48 @@ def test_past_its_timeout_the_process_and_its_children_are_stopped(tmp_path) -> 
     with pytest.raises(TimeoutError, match="timeout=3"):
         fresh.replicate(hangs, n=2, timeout=3, kwargs={"pids": str(pids)})
     for pid in json.loads(pids.read_text()):
-        deadline = time.time() + 5
-        while psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE \
-                and time.time() < deadline:
-            time.sleep(0.1)
-        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+        assert not _alive(pid), f"process {pid} outlived its timeout"
+
+
+def test_ctrl_c_stops_the_process_and_its_children(tmp_path) -> None:
+    pids = tmp_path / "pids.json"
+    code = f"from course_utils import fresh; fresh.replicate('test_fresh:hangs', n=2, kwargs={{'pids': {str(pids)!r}}})"
+    path = os.pathsep.join([str(Path(__file__).parent), str(Path(fresh.__file__).parents[1])])
+    caller = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": path},
+                              stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
+    try:
+        deadline = time.time() + 120
+        while not pids.exists() or not pids.read_text():
+            assert caller.poll() is None, caller.communicate()
+            assert time.time() < deadline, "the fresh process never started"
+            time.sleep(0.2)
+        time.sleep(0.5)  # the pids are written: let the parent see the grandchild once more
+        caller.send_signal(signal.SIGINT)
+        _, err = caller.communicate(timeout=60)
+    finally:
+        if caller.poll() is None:
+            caller.kill()
+    assert "KeyboardInterrupt" in err
+    for pid in json.loads(pids.read_text()):
+        assert not _alive(pid), f"process {pid} outlived the Ctrl-C"
+
+
+def _alive(pid: int, wait: float = 5.0) -> bool:
+    """True if ``pid`` still runs (not a zombie) after up to ``wait`` seconds."""
+    deadline = time.time() + wait
+    while time.time() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return False
+        except psutil.NoSuchProcess:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def _default_sigint() -> None:
+    """A background job inherits an ignored SIGINT; the caller must see the Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _nested() -> Callable[[], dict[str, float]]:
