@@ -212,12 +212,14 @@ def roofline_plot(machine: Machine, points: Iterable[Point] = (), *, title: str 
     low = min([machine.ridge_intensity / 1000, *(i / 3 for i in intensities)])
     high = max([machine.ridge_intensity * 30, *(i * 20 for i in intensities)])
     x = np.logspace(np.log10(low), np.log10(high), 200)
-    for bw in machine.bandwidth_probes.values():  # the weaker probes, for scale; the roof is the best one
-        ax.plot(x, np.minimum(machine.peak_flops, x * bw) / 1e9, linestyle=":", linewidth=1, color="#999999")
-    probes = ", ".join(f"{k} {v / 1e9:.0f}" for k, v in machine.bandwidth_probes.items())
-    ax.plot(x, np.minimum(machine.peak_flops, x * machine.bandwidth) / 1e9, color="#222222", linewidth=2,
-            label=f"roof: {machine.bandwidth / 1e9:.0f} GB/s, {machine.peak_flops / 1e9:.0f} GFLOP/s "
-                  f"(dotted: probes {probes} GB/s)")
+    ax.plot(x, np.minimum(machine.peak_flops, x * machine.bandwidth) / 1e9, color="#222222", linewidth=2, zorder=2.5,
+            label=wrap_label(f"roof: {machine.bandwidth / 1e9:.0f} GB/s below the ridge "
+                           f"({machine.ridge_intensity:.3g} FLOP/byte, grey line), {machine.peak_flops / 1e9:.0f} "
+                           "GFLOP/s above it"))
+    for i, bw in enumerate(machine.bandwidth_probes.values()):  # the weaker probes, for scale; the roof is the best
+        ax.plot(x, np.minimum(machine.peak_flops, x * bw) / 1e9, linestyle=":", linewidth=1, color="#999999",
+                label=None if i else wrap_label("dotted: each bandwidth probe (GB/s): " + ", ".join(
+                    f"{k} {v / 1e9:.0f}" for k, v in machine.bandwidth_probes.items())))
     ax.axvline(machine.ridge_intensity, color="#bbbbbb", linewidth=1)
     for i, p in enumerate(points):
         if p.flops <= 0:
@@ -231,9 +233,35 @@ def roofline_plot(machine: Machine, points: Iterable[Point] = (), *, title: str 
     ax.set_xlabel("arithmetic intensity (FLOP / byte)")
     ax.set_ylabel("GFLOP/s")
     ax.set_title(title or f"Roofline of this machine ({machine.framework}, {machine.device})")
-    fig.legend(loc="outside lower center")
+    fig.legend(loc="outside lower center", fontsize=8)  # one column of wrapped entries: never wider than the axes
     _stack_labels_apart(fig, ax)
     return fig
+
+
+def wrap_label(text: str, width: int = 90) -> str:
+    """``text`` broken into lines of at most ``width`` characters, so a legend entry stays inside the figure."""
+    import textwrap
+
+    validate.instance("text", text, str)
+    width = validate.number("width", width, low=8, high=400, integer=True)
+    return "\n".join(textwrap.wrap(text, width)) or text
+
+
+def plain_log_ticks(ax: Axes, axis: str = "y") -> None:
+    """Label a log ``axis`` of ``ax`` with plain numbers ('0.3', '60', '100'), not matplotlib's '6x10^1' or
+    '3e-01'; matplotlib still picks which minor ticks to label (those of an axis spanning under two decades)."""
+    from matplotlib.axes import Axes as _Axes
+    from matplotlib.ticker import LogFormatter
+
+    class Plain(LogFormatter):
+        def __call__(self, x: float, pos: int | None = None) -> str:
+            return f"{x:.4g}" if super().__call__(x, pos) else ""
+
+    validate.instance("ax", ax, _Axes)
+    validate.choice("axis", axis, ("x", "y"))
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    target.set_major_formatter(Plain(labelOnlyBase=False))
+    target.set_minor_formatter(Plain(labelOnlyBase=False, minor_thresholds=(2, 0.6)))
 
 
 def _stack_labels_apart(fig: Figure, ax: Axes) -> None:
@@ -284,6 +312,9 @@ def trace_timeline(trace: profile.Trace, *, threads: Annotated[Sequence[str], No
     from matplotlib.patches import Rectangle
 
     handles = [Rectangle((0, 0), 1, 1, color=c) for c in colours.values()]
-    labels = [n if len(n) <= 40 else n[:37] + "..." for n in colours]
-    fig.legend(handles, labels, loc="outside lower center", ncols=min(3, len(labels)), fontsize=7)
+    labels = [wrap_label(n, 34) for n in colours]  # wrapped whole, at the axes' font size: not cut at a tiny one
+    if any(e.name not in colours for e in shown.events):
+        handles.append(Rectangle((0, 0), 1, 1, color="#bbbbbb"))
+        labels.append("every other event")
+    fig.legend(handles, labels, loc="outside lower center", ncols=min(3, len(labels)), fontsize=8)
     return fig

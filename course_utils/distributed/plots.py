@@ -123,11 +123,13 @@ def allreduce_fit_plot(cost: comms.AllReduceCost, others: Mapping[int, comms.All
         ax.fill_between(grid, bands[:, 1] * 1e3, bands[:, 2] * 1e3, color=color, alpha=0.2, linewidth=0)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    plotting.plain_log_ticks(ax)  # 0.3, 2, 4 ms: not 3x10^-1
     ax.set_xlabel("message size (bytes)")
     ax.set_ylabel("all-reduce time (ms)")
     lat, bw = cost.model.latency, cost.model.bandwidth
-    ax.set_title(f"Ring model fitted on N={cost.nprocs}: {lat * 1e6:.3g} µs/step, {bw / 1e9:.3g} GB/s "
-                 "(lines: computed; bands: 95% interval over rounds)", fontsize=9)
+    ax.set_title(plotting.wrap_label(f"Ring model fitted on N={cost.nprocs}: {lat * 1e6:.3g} µs/step, "
+                                     f"{bw / 1e9:.3g} GB/s (lines: computed; bands: 95% interval over rounds)", 70),
+                 fontsize=9)
     ax.legend(fontsize=8)
     return fig
 

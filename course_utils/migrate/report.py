@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from course_utils import display, intervals, validate
-from course_utils.findings import Check, Finding, Template, true
+from course_utils.findings import Finding, true
 from course_utils.migrate import cost, findings, plots, story
 from course_utils.migrate.assessment import FALLBACK_RTOL, Assessment
 from course_utils.migrate.checklist import Checklist
@@ -62,11 +62,6 @@ def write(found: Assessment, folder: Path) -> dict[str, Path]:
     return paths
 
 
-def _read(template: Template, *checks: Check, **facts: Any) -> Finding:
-    """A finding the report tells: scored by the core like a prediction, but not counted among the notebook's."""
-    return Finding(template, checks, facts)
-
-
 def _time(seconds: float | None) -> str:
     return "n/a" if seconds is None else display.format_time(seconds)
 
@@ -87,14 +82,14 @@ def findings_of(a: Assessment) -> dict[str, Finding]:
                    f"{x.parity.steps} steps from the same seed (largest difference {x.parity.largest:.1e} relative, "
                    f"final step {x.parity.final:.1e})", x.parity.passed) for x in a.modes]
     return {
-        "decision": _read(findings.DECISION, a.decision.check(gain), horizon=i.value("horizon_months"),
+        "decision": findings.DECISION.read(a.decision.check(gain), horizon=i.value("horizon_months"),
                           break_even=speed_text(a.pricing.break_even), next_step=a.decision.next_step),
-        "parity": _read(findings.PARITY, *parity, precision=f"AMP {a.amp}" if a.amp else "fp32"),
-        "fallback": _read(findings.FALLBACK, true("the forced compile failure raised", f.error is not None),
+        "parity": findings.PARITY.read(*parity, precision=f"AMP {a.amp}" if a.amp else "fp32"),
+        "fallback": findings.FALLBACK.read(true("the forced compile failure raised", f.error is not None),
                           true(f"over {f.steps} steps the fallback's losses equal eager's within {FALLBACK_RTOL:.0e} "
                                f"({f.vs_eager:.1e}) and the compiled path's within {f.tolerance:.0e} "
                                f"({f.vs_compiled:.1e})", f.reproduced), error=f.error or "none raised"),
-        "run": _read(findings.RUN, true(f"A production job of {steps:,} steps outlasts the break-even run length, "
+        "run": findings.RUN.read(true(f"A production job of {steps:,} steps outlasts the break-even run length, "
                                         f"{_steps(r.steps)} (interval {_steps(r.steps_low)} to {_steps(r.steps_high)}; "
                                         f"{display.format_time(r.compile_s)} of cold compile over the time a step "
                                         "saves, computed)", steps > r.steps),

@@ -1,0 +1,137 @@
+"""Child processes that cannot outlive their parent: ``fresh.replicate`` runs each fresh process through
+``run_child`` (``migrate``'s ``assess`` holds the same code, without the argument checks, in ``migrate/children.py``
+until it imports this one).
+
+Each child starts in its own process group (a new session), so a Ctrl-C in the terminal reaches only the parent,
+which then stops the child's whole group (and any descendant that left it, found by walking the process tree
+while the child runs): SIGTERM, then SIGKILL after a grace period. Ctrl-C is held back while that cleanup runs,
+so a second Ctrl-C cannot abandon it; it is delivered once the children are gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+
+import psutil
+
+from course_utils import validate
+
+GRACE_S = 3.0
+MAX_TIMEOUT_S = 24 * 3600.0  # a day: a longer limit is a typo
+
+
+class ChildFailed(RuntimeError):
+    """A child process exited with an error; the message holds the end of its log."""
+
+
+def _tree(pid: int) -> list[psutil.Process]:
+    try:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
+@contextlib.contextmanager
+def sigint_held() -> Iterator[None]:
+    """Hold SIGINT (Ctrl-C) back in the main thread for the block; it is delivered when the block ends."""
+    main = threading.current_thread() is threading.main_thread() and hasattr(signal, "pthread_sigmask")
+    if main:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        if main:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def stop(proc: subprocess.Popen, known: dict[int, psutil.Process]) -> None:
+    """Stop ``proc``, its process group and every descendant in ``known``: TERM, then KILL what remains."""
+    with sigint_held():
+        for p in _tree(proc.pid):
+            known.setdefault(p.pid, p)
+        victims = [p for p in known.values() if p.pid != os.getpid()]
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+                os.killpg(proc.pid, sig)
+            for p in victims:
+                with contextlib.suppress(psutil.Error):
+                    p.send_signal(sig)
+            _, victims = psutil.wait_procs(victims, timeout=GRACE_S)
+            if not victims:
+                break
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=GRACE_S)
+
+
+def run_child(command: Sequence[str], *, log: Path | str, timeout: float, env: Mapping[str, str] | None = None,
+              on_line: Callable[[str], None] | None = None, on_start: Callable[[int], None] | None = None) -> None:
+    """Run ``command`` to its end in its own process group; its stdout lines go to ``on_line``, its stderr to
+    ``log``. Raises ``ChildFailed`` (with the log's last lines) on a non-zero exit, TimeoutError past ``timeout``
+    seconds; on any exit, Ctrl-C included, nothing it started is left running."""
+    command = [validate.text(f"command[{i}]", part)
+               for i, part in enumerate(validate.sequence("command", command, min_length=1))]
+    log = Path(validate.instance("log", log, (str, Path)))
+    timeout = validate.seconds("timeout", timeout, high=MAX_TIMEOUT_S)
+    if env is not None:
+        for key, value in validate.instance("env", env, Mapping).items():
+            validate.text("env", key)
+            validate.instance(f"env[{key!r}]", value, str)
+    for name, callback in (("on_line", on_line), ("on_start", on_start)):
+        if callback is not None:
+            validate.function(name, callback)
+    known: dict[int, psutil.Process] = {}
+    with open(log, "w") as err:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, text=True, env=env,
+                                start_new_session=True, bufsize=1)
+    try:
+        if on_start is not None:
+            on_start(proc.pid)
+        deadline = time.monotonic() + timeout
+        assert proc.stdout is not None
+        while True:
+            for p in _tree(proc.pid):
+                known.setdefault(p.pid, p)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the measuring process ran past timeout={timeout:g} s and was stopped")
+            ready, _, _ = select.select([proc.stdout], [], [], 0.5)
+            if not ready:
+                continue
+            line = proc.stdout.readline()
+            if not line:
+                break
+            if on_line is not None:
+                on_line(line.rstrip("\n"))
+        code = proc.wait()
+        if code != 0:
+            raise ChildFailed(f"the measuring process failed ({_exit_text(code)}); the end of its log {log}:\n"
+                              + tail(log))
+    finally:
+        stop(proc, known)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def _exit_text(code: int) -> str:
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(-code).name}"
+    return f"exit code {code}"
+
+
+def tail(path: Path, lines: int = 25) -> str:
+    """The last ``lines`` lines of a text file ('' if it cannot be read)."""
+    validate.instance("path", path, (str, Path))
+    lines = validate.count("lines", lines, high=10_000)
+    try:
+        return "\n".join(Path(path).read_text(errors="replace").rstrip().splitlines()[-lines:])
+    except OSError:
+        return ""
