@@ -1,6 +1,5 @@
-"""Child processes that cannot outlive their parent: ``fresh.replicate`` runs each fresh process through
-``run_child`` (``migrate``'s ``assess`` holds the same code, without the argument checks, in ``migrate/children.py``
-until it imports this one).
+"""Child processes that cannot outlive their parent: ``fresh.replicate`` and ``migrate.assess`` run each fresh
+process through ``run_child``.
 
 Each child starts in its own process group (a new session), so a Ctrl-C in the terminal reaches only the parent,
 which then stops the child's whole group (and any descendant that left it, found by walking the process tree

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from course_utils import children
 from course_utils.migrate import assessing as _assess
-from course_utils.migrate import children, report, story
+from course_utils.migrate import report, story
 
 
 def parser() -> argparse.ArgumentParser:

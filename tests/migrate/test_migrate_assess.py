@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 from orphans import survivors
 
-from course_utils import migrate
-from course_utils.migrate import children
+from course_utils import children, migrate
 
 HERE = Path(__file__).resolve().parent
 
