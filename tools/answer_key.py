@@ -103,7 +103,7 @@ def _walk(nodes: list[ast.stmt], guarded: bool, found: dict[str, list[str]]) -> 
             if (isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute)
                     and ast.unparse(child.func.value) == "exercises" and child.func.attr != "register"):
                 found["scoring"].append(ast.unparse(child))
-        inner = guarded or isinstance(node, (ast.If, ast.For, ast.While, ast.Try))
+        inner = guarded or isinstance(node, (ast.If, ast.For, ast.While))
         for field in ("body", "orelse", "finalbody"):
             _walk(getattr(node, field, []) if not isinstance(node, ast.FunctionDef) else [], inner, found)
         for handler in getattr(node, "handlers", []):
