@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from course_utils.migrate import assessing as _assess
-from course_utils.migrate import children, story_assess
+from course_utils.migrate import children, report, story
 
 
 def parser() -> argparse.ArgumentParser:
@@ -44,8 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     except (children.ChildFailed, TimeoutError) as exc:
         print(f"error: {exc}\nnothing was written to {args.out}", file=sys.stderr)
         return 1
-    print(story_assess.headline(found).replace("**", ""))
-    for blocker in story_assess.blockers(found):
+    told = report.findings_of(found)
+    print(told["decision"].sentence.replace("**", ""))
+    for blocker in story.blockers(told["parity"], told["fallback"]):
         print(f"blocker: {blocker}")
     print(f"report: {args.out}/report.html (and report.md, report.json)")
     return 0

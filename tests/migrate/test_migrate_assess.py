@@ -61,7 +61,9 @@ def test_drifting_losses_fail_parity_and_graph_breaks_are_counted(tmp_path) -> N
     assert not found.deciding.parity.passed
     assert found.deciding.graph_breaks and "Data-dependent branching" in found.deciding.graph_breaks[0]
     assert not found.fallback.passed  # the fallback runs eager, so it cannot match the drifting compiled path
-    assert any("parity failed" in b for b in migrate.story_assess.blockers(found))
+    told = migrate.report.findings_of(found)
+    assert any("must be fixed before any migration" in b for b in migrate.story.blockers(told["parity"],
+                                                                                          told["fallback"]))
     assert json.loads((tmp_path / "report" / "report.json").read_text())["parity"]["default"]["passed"] is False
 
 
