@@ -8,8 +8,9 @@ build/vendor/. No page loads anything from the network.
 
 Slides come from the cells' slide metadata (slide / subslide / fragment / skip / notes). The deck
 configuration (theme, title slide, order, agendas) is slides/deck.toml. Exercise solutions (code cells
-hidden in the notebook) become speaker notes, and the title slide's speaker notes are the notebook's
-section of slides/instructor_guide.md.
+hidden in the notebook) become speaker notes with a link to their entry of the answer key (tools/answer_key.py,
+written beside the decks), and the title slide's speaker notes are the notebook's section of
+slides/instructor_guide.md.
 
     python tools/build_slides.py                 # all decks into build/slides
     python tools/build_slides.py --update-guide  # rewrite the agendas in slides/instructor_guide.md
