@@ -23,7 +23,8 @@ SOLUTION = "answer = 2 + 2\nprint(answer)"
 
 def _synthetic() -> nbformat.NotebookNode:
     title = nbformat.v4.new_markdown_cell(f"# 99 · Synthetic\n{notebook.badge('99_synthetic.ipynb')}\n\nText.")
-    solution = nbformat.v4.new_code_cell(SOLUTION, metadata={"tags": ["solution"], "jupyter": {"source_hidden": True}},
+    solution = nbformat.v4.new_code_cell(SOLUTION, metadata={"tags": ["solution"], "jupyter": {"source_hidden": True},
+                                                             "execution": {"shell.execute_reply": "2026-01-01"}},
                                          outputs=[nbformat.v4.new_output("stream", text="4\n")], execution_count=3)
     return nbformat.v4.new_notebook(cells=[
         title,
@@ -42,7 +43,8 @@ def test_solutions_are_colab_forms_and_outputs_go() -> None:
         "#@title Solution (run to check, open to read)"
     assert solution.source.endswith(SOLUTION) and ast.parse(solution.source)  # still the code, still Python
     assert solution.metadata["cellView"] == "form" and solution.metadata["jupyter"]["source_hidden"] is True
-    assert all(not c.outputs and c.execution_count is None for c in edition.cells if c.cell_type == "code")
+    assert all(not c.outputs and c.execution_count is None and "execution" not in c.metadata
+               for c in edition.cells if c.cell_type == "code")
     assert "cellView" not in edition.cells[3].metadata  # only solutions are forms
     again = learner_edition.learner_copy(edition)
     assert again.cells[4].source == solution.source  # one title line, however often it runs

@@ -46,13 +46,15 @@ def colab_form(cell: nbformat.NotebookNode) -> None:
 
 
 def learner_copy(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The notebook without stored outputs, its solutions Colab forms, its badges opening the published edition."""
+    """The notebook without stored outputs (nor their run's timestamps), its solutions Colab forms, its badges
+    opening the published edition."""
     copy = nbformat.from_dict(nb)
     for cell in copy.cells:
         if cell.cell_type == "markdown":
             cell.source = _BADGE.sub(lambda m: notebook.badge(f"{PUBLISHED}/{m.group(1)}"), cell.source)
             continue
         cell.outputs, cell.execution_count = [], None
+        cell.metadata.pop("execution", None)  # the timestamps of the run whose outputs went
         if is_solution(cell):
             colab_form(cell)
     return copy
