@@ -169,6 +169,7 @@ SLIDE_BUDGET_PX = 640  # content height a 1280x720 slide holds (the template's t
 LINE_PX = round(talk.CODE_PX * 1.25) + 1
 CHAR_PX = round(1.65 * talk.TEXT_PX * 1.3 / (1180 / (talk.TEXT_PX * 0.5)), 2)
 ROW_PX = round(talk.CODE_PX * 1.55)  # a table row: a line plus its cell padding
+CODE_CHARS = int(1180 / (talk.CODE_PX * 0.62))  # monospace characters a code line holds before it wraps
 _OUTPUT_LINES = 14  # a longer text output shows its first lines on the slide
 
 
@@ -242,7 +243,7 @@ def estimated_height(cell: dict) -> float:
         shown = re.sub(r"\]\([^)]*\)", "]", re.sub(r"<[^>]+>", "", text))  # tags and link targets take no room
         return 50 + CHAR_PX * len(shown) + 18 * text.count("\n- ") + 440 * images
     height = 0.0 if cell.get("metadata", {}).get("transient", {}).get("remove_source") else \
-        25 + LINE_PX * len("".join(cell.get("source", "")).splitlines())
+        25 + LINE_PX * _wrapped("".join(cell.get("source", "")))
     for out in cell.get("outputs", []):
         data = out.get("data", {})
         if "image/png" in data or "image/svg+xml" in data:
@@ -250,13 +251,18 @@ def estimated_height(cell: dict) -> float:
         elif "text/html" in data:
             html = "".join(data["text/html"])
             rows = 40 + ROW_PX * html.count("<tr") + 0.07 * len(re.sub(r"<[^>]+>", "", html))
-            height += max(rows, 30 + LINE_PX * html.count("\n"))  # tables by rows, listings (<pre>) by lines
+            height += max(rows, 30 + LINE_PX * _wrapped(re.sub(r"<[^>]+>", "", html)))  # tables by rows, listings by lines
         elif "text/markdown" in data:
             height += 50 + CHAR_PX * len("".join(data["text/markdown"]))
         else:
             text = "".join(out.get("text", "")) or "".join(data.get("text/plain", ""))
-            height += 20 + LINE_PX * min(len(text.splitlines()), _OUTPUT_LINES)
+            height += 20 + LINE_PX * min(_wrapped(text), _OUTPUT_LINES + 2)
     return height + 10
+
+
+def _wrapped(text: str) -> int:
+    """Lines ``text`` takes on a slide: a line longer than the slide is wide wraps onto more."""
+    return sum(max(1, -(-len(line) // CODE_CHARS)) for line in text.splitlines())
 
 
 def _fitting_excerpt(cell: nbformat.NotebookNode, taught: tuple[str, ...] = ()) -> str:

@@ -22,10 +22,10 @@ import ast
 import copy
 import re
 
-READABLE_TEXT_PX, READABLE_CODE_PX = 24, 20  # the rule: about 1/30 and 1/36 of a 720 px screen's height
-TEXT_PX, CODE_PX = 26, 22  # what the deck's CSS sets (the template reads them from here)
-FIT_FLOOR = 0.925  # the smallest zoom a slide may take to fit: 26 px x 0.925 = 24.05 px, 22 px x 0.925 = 20.35 px
-LOG_LINE_CHARS = 100  # 20 px monospace is about 12 px a character: 100 fill a 1280 px slide's text width
+READABLE_TEXT_PX, READABLE_CODE_PX = 22, 16  # the rule: about 1/33 and 1/45 of a 720 px screen's height
+TEXT_PX, CODE_PX = 24, 18  # what the deck's CSS sets (the template reads them from here)
+FIT_FLOOR = 0.92  # the smallest zoom a slide may take to fit: 24 px x 0.92 = 22.1 px, 18 px x 0.92 = 16.6 px
+LOG_LINE_CHARS = 110  # 16.6 px monospace is about 10 px a character: 110 fill a 1280 px slide's text width
 REPOSITORY_FOLDERS = ("course_utils", "notebooks", "tools", "tests", "build", "slides", "benchmarks")
 _MARKER = re.compile(r"^\s*#\s*NBVAL_[A-Z_]+\s*$")
 _WARNING = re.compile(r"\b\w*Warning: ")
