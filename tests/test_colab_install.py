@@ -87,8 +87,9 @@ def test_install_cell_takes_an_uploaded_wheel_before_the_release(monkeypatch, tm
 
 
 def _colab_pins(runtime: str) -> dict[str, str]:
-    lines = (ROOT / f"requirements-colab-{runtime}.txt").read_text().splitlines()
-    pins = [Requirement(line) for line in lines if line.strip() and not line.startswith("#")]
+    text = (ROOT / f"requirements-colab-{runtime}.txt").read_text()
+    lines = [line.split("#")[0].strip() for line in text.splitlines()]
+    pins = [Requirement(line) for line in lines if line]
     return {canonicalize_name(r.name): next(iter(r.specifier)).version for r in pins}
 
 
