@@ -10,10 +10,11 @@ KERNEL := eager-to-compiled
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.py))
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab course test test-unit lint sync execute bench clean slides site browser learner wheelhouse device-check doctor
+.PHONY: help setup lab course test test-unit lint sync execute bench clean slides site browser learner wheelhouse device-check \
+	doctor colab-bundle colab-check release
 
 help: ## list the targets
-	@grep -E '^[a-z.]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
+	@grep -E '^[a-z.-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
 
 setup: $(STAMP) ## create .venv with the pinned stack, course_utils (editable) and the course kernel
 
@@ -113,6 +114,21 @@ wheelhouse: ## every pinned wheel into wheelhouse/ (torch's CPU build; PLATFORM=
 
 device-check: ## on a CUDA machine: CUDA builds at the same pins, every notebook at gpu size, bench, summary (tools/device_check.sh)
 	bash tools/device_check.sh build/device
+
+# Colab before and after publication. The wheel is the one file a learner uploads to a Colab session: the install
+# cell takes it when present, else the release address (course_utils/notebook.py). RUNTIME=gpu|tpu picks Colab's
+# version list (requirements-colab-$(RUNTIME).txt; the TPU runtime's has no TensorFlow); NB=... runs some notebooks.
+RUNTIME ?= gpu
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+WHEEL := build/colab-bundle/course_utils-$(VERSION)-py3-none-any.whl
+colab-bundle: setup ## the course_utils wheel a learner uploads to Colab, into build/colab-bundle (tools/colab_bundle.py)
+	$(PY) tools/colab_bundle.py --out build/colab-bundle
+
+colab-check: colab-bundle ## Colab's versions in .venv-colab-$(RUNTIME), course_utils as the install cell does, notebooks at smoke size
+	PIP_SOURCE="$(PIP_SOURCE)" bash tools/colab_check.sh $(RUNTIME) $(WHEEL) $(PY) $(NB)
+
+release: setup ## the release checklist's checks: address and tag in one place, every badge and install cell (README)
+	$(PY) tools/release_check.py
 
 clean: ## remove build/ (keeps .venv)
 	rm -rf build

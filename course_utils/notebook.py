@@ -85,15 +85,25 @@ def install_spec() -> str:
     return f"course_utils @ git+{REPO_URL}@{RELEASE}"
 
 
+#: the file ``make colab-bundle`` writes and a learner uploads to a Colab session (its Files pane saves into the
+#: notebook's folder, /content): the install cell takes it when present, so the course runs before publication
+WHEEL_PATTERN = "course_utils-*-py3-none-any.whl"
+
+
 def install_cell() -> str:
     """Source of every notebook's first code cell (a test checks that each notebook starts with it)."""
     return (
-        "# Colab only: install the course helpers. Colab's own torch, jax and tensorflow are left as they are.\n"
+        "# Colab only: install the course helpers, from a course_utils wheel uploaded to this session (make\n"
+        "# colab-bundle writes it) or else from the release. Colab's own torch, jax, tensorflow, numpy and ipywidgets\n"
+        "# are left as they are.\n"
+        "import glob\n"
         "import subprocess\n"
         "import sys\n"
         "\n"
         'if "google.colab" in sys.modules:\n'
-        f'    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "{install_spec()}"], check=True)'
+        f'    uploaded = sorted(glob.glob("{WHEEL_PATTERN}"))\n'
+        f'    source = uploaded[-1] if uploaded else "{install_spec()}"\n'
+        '    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)'
     )
 
 

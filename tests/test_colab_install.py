@@ -49,24 +49,63 @@ def test_declared_requirements_name_no_framework_outside_the_extras() -> None:
     assert {canonicalize_name(r.name) for deps in extras.values() for r in deps} <= FRAMEWORKS
 
 
-def test_install_cell_installs_only_course_utils_and_only_on_colab(monkeypatch: pytest.MonkeyPatch) -> None:
+def _run_install_cell(monkeypatch: pytest.MonkeyPatch, on_colab: bool) -> list[list[str]]:
+    """Execute the install cell as a notebook would, with pip replaced; return the commands it would run."""
+    if on_colab:
+        monkeypatch.setitem(sys.modules, "google.colab", object())
+    else:
+        monkeypatch.delitem(sys.modules, "google.colab", raising=False)
+    calls: list[list[str]] = []
+    monkeypatch.setattr(subprocess, "run", lambda args, **kwargs: calls.append(args))
+    exec(compile(notebook.install_cell(), "<install cell>", "exec"), {})
+    return calls
+
+
+def test_install_cell_installs_only_course_utils_and_only_on_colab(monkeypatch, tmp_path) -> None:
     cell = notebook.install_cell()
     assert 'if "google.colab" in sys.modules:' in cell
     assert notebook.install_spec() in cell and notebook.install_spec().startswith("course_utils @ git+")
     for flag in ("--upgrade", " -U", "--force-reinstall", "--ignore-installed", "[all]", "[torch]", "[jax]", "[tf]"):
         assert flag not in cell, f"the install cell must not use {flag!r}"
-    # Outside Colab the cell does nothing.
-    monkeypatch.delitem(sys.modules, "google.colab", raising=False)
-    calls = []
-    monkeypatch.setattr(subprocess, "run", lambda *a, **k: calls.append(a))
-    exec(compile(cell, "<install cell>", "exec"), {})
-    assert calls == []
-    # On Colab it runs exactly one pip install of course_utils.
-    monkeypatch.setitem(sys.modules, "google.colab", object())
-    exec(compile(cell, "<install cell>", "exec"), {})
-    assert len(calls) == 1 and calls[0][0][-1] == notebook.install_spec()
-    args = calls[0][0]
-    assert args[1:4] == ["-m", "pip", "install"] and not [a for a in args if _is_framework(a.split()[0].strip("[]"))]
+    monkeypatch.chdir(tmp_path)
+    assert _run_install_cell(monkeypatch, on_colab=False) == []  # outside Colab the cell does nothing
+    calls = _run_install_cell(monkeypatch, on_colab=True)  # on Colab: exactly one pip install of course_utils
+    assert len(calls) == 1 and calls[0][-1] == notebook.install_spec()
+    assert calls[0][1:4] == ["-m", "pip", "install"] and not [a for a in calls[0] if _is_framework(a.split()[0])]
+
+
+def test_install_cell_takes_an_uploaded_wheel_before_the_release(monkeypatch, tmp_path) -> None:
+    """Colab's Files pane saves an upload into the notebook's folder (/content): the cell installs that file."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "course_utils-0.1.0.tar.gz").write_bytes(b"")  # not a wheel: ignored
+    assert _run_install_cell(monkeypatch, on_colab=True)[0][-1] == notebook.install_spec()
+    wheel = tmp_path / "course_utils-0.2.0-py3-none-any.whl"
+    wheel.write_bytes(b"")
+    calls = _run_install_cell(monkeypatch, on_colab=True)
+    assert len(calls) == 1 and calls[0][-1] == wheel.name and calls[0][1:4] == ["-m", "pip", "install"]
+    assert _run_install_cell(monkeypatch, on_colab=False) == []
+
+
+def _colab_pins(runtime: str) -> dict[str, str]:
+    text = (ROOT / f"requirements-colab-{runtime}.txt").read_text()
+    lines = [line.split("#")[0].strip() for line in text.splitlines()]
+    pins = [Requirement(line) for line in lines if line]
+    return {canonicalize_name(r.name): next(iter(r.specifier)).version for r in pins}
+
+
+@pytest.mark.parametrize("runtime", ["gpu", "tpu"])
+def test_colab_versions_satisfy_the_package_so_pip_upgrades_none(runtime: str) -> None:
+    """pip install leaves a satisfied requirement alone: each of course_utils' requirements must admit the version
+    Colab ships (ipywidgets 7.7.1, numpy 2.0.2, ...), or the install cell replaces it."""
+    pins = _colab_pins(runtime)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    for dep in map(Requirement, project["dependencies"]):
+        name = canonicalize_name(dep.name)
+        assert name in pins, f"requirements-colab-{runtime}.txt must pin {dep.name}, which course_utils requires"
+        assert dep.specifier.contains(pins[name]), f"{dep} would replace Colab's {dep.name} {pins[name]}"
+    assert {"jax", "jaxlib", "torch", "numpy", "ipywidgets"} <= set(pins)
+    has_tf = {"tensorflow-cpu", "keras"} <= set(pins)
+    assert has_tf == (runtime == "gpu"), "Colab's GPU runtimes ship TensorFlow and Keras, its TPU runtimes none"
 
 
 @pytest.mark.slow

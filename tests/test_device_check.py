@@ -12,6 +12,7 @@ from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
 from device_summary import assessments, headlines  # noqa: E402
+from gpu_minutes import merge, record  # noqa: E402
 from gpu_requirements import gpu_lines  # noqa: E402
 
 
@@ -51,6 +52,36 @@ def test_the_summary_reports_each_assessed_models_gain_interval_and_decision(tmp
     assert assessments(tmp_path / "none") == []
 
 
+def _run_folder(folder, results: list[dict], device: str) -> None:
+    """What tools/device_check.sh leaves before gpu_minutes.py runs: run_course.py's summary.json, device.txt."""
+    (folder / "build").mkdir(parents=True)
+    (folder / "build" / "summary.json").write_text(json.dumps(results))
+    (folder / "device.txt").write_text(device + "\n")
+
+
+def test_minutes_are_recorded_per_notebook_and_merged_per_device(tmp_path) -> None:
+    """The keys are those tools/run_course.py writes to summary.json (tests/test_run_course.py checks them)."""
+    _run_folder(tmp_path / "t4", [{"notebook": "00_measuring", "status": "ok", "minutes": 2.3456},
+                                  {"notebook": "01_dynamic_vs_static", "status": "FAILED: not run (interrupted)",
+                                   "minutes": 0.0}], "Tesla T4, 15360 MiB, 550.54.15")
+    found = record(tmp_path / "t4", "gpu")
+    assert found["device"] == "Tesla T4" and found["size"] == "gpu"
+    assert found["minutes"] == {"00_measuring": 2.35, "01_dynamic_vs_static": None}  # a cut run is no time
+    into = tmp_path / "gpu-minutes.json"
+    merge(into, found)
+    _run_folder(tmp_path / "t4b", [{"notebook": "01_dynamic_vs_static", "status": "ok", "minutes": 4.0}],
+                "Tesla T4, 15360 MiB, 550.54.15")
+    _run_folder(tmp_path / "l4", [{"notebook": "00_measuring", "status": "ok", "minutes": 1.0}], "NVIDIA L4, 1, 2")
+    merge(into, record(tmp_path / "t4b", "gpu"))
+    devices = merge(into, record(tmp_path / "l4", "gpu"))["devices"]
+    assert [d["device"] for d in devices] == ["NVIDIA L4", "Tesla T4"]
+    assert devices[1]["minutes"] == {"00_measuring": 2.35, "01_dynamic_vs_static": 4.0}  # the earlier run kept
+    assert json.loads(into.read_text())["devices"] == devices
+    _run_folder(tmp_path / "none", [], "")
+    with pytest.raises(ValueError, match="device.txt"):
+        record(tmp_path / "none", "gpu")
+
+
 @pytest.mark.integration
 def test_dry_run_executes_a_notebook_and_writes_the_summary(tmp_path) -> None:
     out = subprocess.run(["bash", "tools/device_check.sh", "--dry-run", "--skip-bench", "--skip-assess",
@@ -60,6 +91,10 @@ def test_dry_run_executes_a_notebook_and_writes_the_summary(tmp_path) -> None:
     summary = (tmp_path / "summary.md").read_text()
     assert "| 00_measuring | ok |" in summary and "no GPU (dry run)" in summary
     assert (tmp_path / "build" / "notebooks" / "00_measuring.ipynb").exists()
+    minutes = json.loads((tmp_path / "gpu-minutes.json").read_text())
+    assert minutes["size"] == "smoke" and minutes["device"] == "no GPU (dry run)"
+    assert isinstance(minutes["minutes"]["00_measuring"], float)
+    assert "merged into" not in out.stdout  # a dry run leaves the repository's gpu-minutes.json alone
 
 
 @pytest.mark.integration

@@ -2,7 +2,9 @@
 # The course on a CUDA machine, in one go (about 10 minutes on one recent GPU):
 #   1. install the pinned stack with CUDA wheels into .venv-gpu (skipped with --preinstalled, for an image
 #      that already holds torch/jax, or with --dry-run);
-#   2. execute every notebook at gpu size into OUT/build (COURSE_SIZE=gpu; ci with --dry-run);
+#   2. execute every notebook at gpu size into OUT/build (COURSE_SIZE=gpu; ci with --dry-run) and record each one's
+#      minutes in OUT/gpu-minutes.json, and off --dry-run in ./gpu-minutes.json too, one entry per device: the
+#      README course map's GPU column (tools/gpu_minutes.py; commit the file after the run);
 #   3. run `make bench`'s benchmarks into OUT/bench.json (skipped with --skip-bench);
 #   4. run `python -m course_utils.migrate assess` on the course CNN and on the transformer block into
 #      OUT/assess/{cnn,transformer} (skipped with --skip-assess);
@@ -62,6 +64,11 @@ notebook_budget=$(( budget * 6 / 10 ))
 COURSE_SIZE=$size timeout --signal=INT --kill-after=30 "$notebook_budget" \
   "$python" tools/run_course.py --kernel eager-to-compiled --out "$out/build" --timeout 600 "${selected[@]}" \
   > >(tee "$out/notebooks.log") 2>&1 || failed+=("notebooks (exit $?; see $out/notebooks.log)")
+record=()
+[ "$dry_run" = 1 ] || record=(--into gpu-minutes.json)
+if [ -f "$out/build/summary.json" ]; then
+  "$python" tools/gpu_minutes.py --out "$out" --size "$size" "${record[@]}" || failed+=("gpu-minutes.json (exit $?)")
+fi
 
 if [ "$skip_bench" = 0 ]; then
   bench_budget=$(( budget - ($(date +%s) - start) ))
