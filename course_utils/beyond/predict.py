@@ -17,8 +17,6 @@ from course_utils import display, validate
 from course_utils.beyond import sharded
 from course_utils.distributed.comms import AllReduceModel
 
-BAND = 2.0  # the factor within which the notebook predicts every step
-
 
 def ring_cost(op: str, n: int) -> tuple[int, float]:
     """(latency steps per call, share of the full buffer's bytes on the slowest link) of a ring collective.

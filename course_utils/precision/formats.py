@@ -183,16 +183,3 @@ def accumulation_error(lengths: Sequence[int], *, seed: int = 0) -> dict[str, np
     }
     return {k: np.abs(v - exact) / exact for k, v in sums.items()}
 
-
-def kahan_sum_bf16(values: Any) -> float:
-    """Compensated (Kahan) sum with every operation rounded to bf16: the reference of exercise 03.2."""
-    import ml_dtypes
-
-    x = _as_float64("values", values).ravel().astype(ml_dtypes.bfloat16)
-    s = c = ml_dtypes.bfloat16(0)
-    for v in x:
-        y = v - c
-        t = s + y
-        c = (t - s) - y
-        s = t
-    return float(s)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from course_utils import precision as P
-from course_utils.precision.library import VENDORS
 
 INTEL = """MKL_VERBOSE oneMKL 2024.0 Update 2 Product build 20240605 for Intel(R) 64 architecture Intel(R) Advanced \
 Vector Extensions 512 (Intel(R) AVX-512) with support for INT8, BF16, FP16 (limited) instructions, and Intel(R) \
@@ -53,7 +52,7 @@ def test_cpu_vendor_reads_vendor_id() -> None:
     assert P.cpu_vendor("processor : 0\nvendor_id\t: GenuineIntel\n") == "Intel"
     assert P.cpu_vendor("vendor_id : AuthenticAMD\n") == "AMD"
     assert P.cpu_vendor("CPU implementer : 0x41\n") == "other"
-    assert P.cpu_vendor() in VENDORS
+    assert P.cpu_vendor() in ("Intel", "AMD", "other")
 
 
 def test_library_verbose_runs_the_worker() -> None:
