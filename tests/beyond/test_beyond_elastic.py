@@ -22,7 +22,7 @@ def test_run_bookkeeping_counts_steps_computed_twice() -> None:
 
 
 def test_time_split_adds_up_to_the_wall_time() -> None:
-    from course_utils.distributed import LaunchResult
+    from course_utils.distributed.launcher import LaunchResult
 
     starts = {0: (2.0, 3.0), 1: (2.5, 1.0)}  # rank: seconds of attempt 0, attempt 1
     records = {r: [{"kind": "startup", "attempt": a, "seconds": s} for a, s in enumerate(per)]

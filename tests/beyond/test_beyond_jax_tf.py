@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from course_utils.beyond import jaxmulti, tfmulti
-from course_utils.distributed import LaunchResult
+from course_utils.distributed.launcher import LaunchResult
 
 HLO = ("%all-reduce.7 = (f32[64]{0}, f32[64,32]{1,0}) all-reduce(%a, %b), channel_id=1, "
        "replica_groups=mesh['axis_0'=4,'axis_1'=1] {'axis_0'}, use_global_device_ids=true, to_apply=%r")

@@ -9,7 +9,9 @@ import pytest
 from orphans import survivors
 
 from course_utils.beyond import multinode
-from course_utils.distributed import LaunchError, LaunchResult, LaunchTimeout, launcher
+from course_utils.distributed import LaunchError, launcher
+from course_utils.distributed.failures import LaunchTimeout
+from course_utils.distributed.launcher import LaunchResult
 
 WORKER = textwrap.dedent("""
     import os, sys, time

@@ -6,12 +6,13 @@ import pytest
 from matplotlib.figure import Figure
 
 from course_utils import distributed as dist
+from course_utils.distributed.comms import AllReduceCost, AllReduceModel
 
 
-def _cost(n: int = 2, scale: float = 1.0) -> dist.AllReduceCost:
-    fits = tuple(dist.AllReduceModel(bw * scale, lat, 2) for bw, lat in ((1e9, 5e-5), (1.1e9, 6e-5), (0.9e9, 4e-5)))
+def _cost(n: int = 2, scale: float = 1.0) -> dist.comms.AllReduceCost:
+    fits = tuple(AllReduceModel(bw * scale, lat, 2) for bw, lat in ((1e9, 5e-5), (1.1e9, 6e-5), (0.9e9, 4e-5)))
     sizes = (2**12, 2**16, 2**20)
-    return dist.AllReduceCost(dist.comms.combine(fits), fits, (sizes, tuple(fits[0].time(b, n) for b in sizes)), n,
+    return AllReduceCost(dist.comms.combine(fits), fits, (sizes, tuple(fits[0].time(b, n) for b in sizes)), n,
                               "now", "measured", "k")
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from course_utils import graphs, interop, intervals, timing
+from course_utils.graphs.breakeven import CHAIN_MIX, break_even_range
 
 
 def _m(seconds: float) -> timing.Measurement:
@@ -17,29 +18,29 @@ def _m(seconds: float) -> timing.Measurement:
 
 def test_break_even_calls_formula() -> None:
     # compiled: 10 s, then 1 s per call; eager 2 s per call: 10 + (n-1) <= 2n  ->  n >= 9
-    assert graphs.break_even_calls(first_call=10, per_call=1, eager_per_call=2) == 9
+    assert graphs.breakeven.break_even_calls(first_call=10, per_call=1, eager_per_call=2) == 9
     cum_c = graphs.cumulative_time(10, 1, np.array([8, 9]))
     cum_e = graphs.cumulative_time(2, 2, np.array([8, 9]))
     assert cum_c[0] > cum_e[0] and cum_c[1] <= cum_e[1]
-    assert graphs.break_even_calls(first_call=1, per_call=1, eager_per_call=2, eager_first_call=5) == 1
-    assert graphs.break_even_calls(first_call=10, per_call=3, eager_per_call=2) == math.inf
+    assert graphs.breakeven.break_even_calls(first_call=1, per_call=1, eager_per_call=2, eager_first_call=5) == 1
+    assert graphs.breakeven.break_even_calls(first_call=10, per_call=3, eager_per_call=2) == math.inf
 
 
 def test_break_even_from_measurements() -> None:
     eager = timing.Measurement("eager", (2.0, 2.0), first_call=2.0)
     compiled = timing.Measurement("compiled", (1.0, 1.0), first_call=10.0)
-    assert graphs.break_even(eager, compiled) == 9
+    assert graphs.breakeven.break_even(eager, compiled) == 9
     with pytest.raises(ValueError, match="first_call"):
-        graphs.break_even(eager, timing.Measurement("c", (1.0,)))
+        graphs.breakeven.break_even(eager, timing.Measurement("c", (1.0,)))
 
 
 def test_break_even_range_comes_from_the_interval_and_is_none_where_it_reaches_1x() -> None:
     eager = timing.Measurement("eager", (2.0, 2.0), first_call=2.0)
     compiled = timing.Measurement("compiled", (1.0, 1.0), first_call=10.0)
-    found = graphs.break_even_range(eager, compiled, intervals.Speedup("e", "c", 2.0, 1.6, 2.5, 6, intervals.ROUNDS))
+    found = break_even_range(eager, compiled, intervals.Speedup("e", "c", 2.0, 1.6, 2.5, 6, intervals.ROUNDS))
     assert found == (8, 12)  # 8 / (2 - 2/2.5) -> 7.7 extra calls; 8 / (2 - 2/1.6) -> 10.7
     for low, high in ((0.9, 4.0), (0.4, 0.8)):  # within the noise, slower: no count
-        assert graphs.break_even_range(eager, compiled, intervals.Speedup("e", "c", low * 1.1, low, high, 6,
+        assert break_even_range(eager, compiled, intervals.Speedup("e", "c", low * 1.1, low, high, 6,
                                                                          intervals.ROUNDS)) is None
 
 
@@ -82,6 +83,6 @@ def test_size_sweep_compiles_with_the_learners_call_at_every_size() -> None:
 def test_eager_op_costs_measure_the_chains_op_mix() -> None:
     pytest.importorskip("torch")
     costs = graphs.eager_op_costs("torch", size=4, min_time=0.001)
-    assert set(costs) == set(graphs.CHAIN_MIX)
+    assert set(costs) == set(CHAIN_MIX)
     mix = graphs.eager_op_cost(costs)
-    assert min(costs[k].median for k in graphs.CHAIN_MIX) <= mix <= max(costs[k].median for k in graphs.CHAIN_MIX)
+    assert min(costs[k].median for k in CHAIN_MIX) <= mix <= max(costs[k].median for k in CHAIN_MIX)

@@ -63,7 +63,7 @@ def test_side_by_side_shows_every_capture_and_a_table() -> None:
 
 
 def test_graph_recorder_counts_graphs_and_names_ops() -> None:
-    recorder = graphs.GraphRecorder()
+    recorder = graphs.capture.GraphRecorder()
     with pytest.raises(ValueError, match="no graph recorded"):
         recorder.ops()
     compiled = torch.compile(graphs.fresh_function(_chain_torch), backend=recorder, dynamic=False)
