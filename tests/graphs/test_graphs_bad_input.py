@@ -7,6 +7,7 @@ import pytest
 from badinput import rejects
 
 from course_utils import calls, graphs, interop, timing
+from course_utils.graphs.capture import GraphRecorder, capture_torch
 
 torch = pytest.importorskip("torch")
 
@@ -47,12 +48,12 @@ BAD_CALLS = [
     ("framework", lambda: graphs.capture("mxnet", _f, X)),
     ("framework", lambda: graphs.capture(None, _f, X)),
     ("fn", lambda: graphs.capture("torch", 3, X)),
-    ("fn", lambda: graphs.capture.capture_torch(None)),
+    ("fn", lambda: capture_torch(None)),
     ("captures", lambda: graphs.side_by_side([])),
     ("captures", lambda: graphs.side_by_side([1])),
     ("captures", lambda: graphs.side_by_side(None)),
     ("fn", lambda: graphs.fresh_function(torch.sin)),
-    ("index", lambda: graphs.capture.GraphRecorder().ops("last")),
+    ("index", lambda: GraphRecorder().ops("last")),
     # recompiles
     ("inputs", lambda: graphs.count_compiles("torch", _f, [])),
     ("inputs", lambda: graphs.count_compiles("torch", _f, [X])),
