@@ -223,7 +223,7 @@ if HAVE_TF:
     v_tf = cu.beyond.findings.TF.score(
         cu.findings.equal("largest difference between the workers", tf_diff["workers"], 0, unit="", source="measured"),
         cu.findings.below("worker 0 vs one worker", tf_diff["single"], 1e-5, unit=""),
-        **{k: round(v, 1) for k, v in cu.beyond.time_split(tf_run).items()})  # seconds, as quoted
+        **cu.beyond.tf_facts(tf_run))  # seconds, as quoted
 else:
     v_tf = cu.beyond.findings.TF.not_tested("TensorFlow is not installed in this runtime")
 v_tf

@@ -60,8 +60,9 @@ from course_utils.beyond.sharded import run as sharded_run
 from course_utils.beyond.sharded import steps as sharded_steps
 from course_utils.beyond.sharded import world as sharded_world
 from course_utils.beyond.tfmulti import compare as tf_compare
+from course_utils.beyond.tfmulti import facts as tf_facts
 from course_utils.beyond.tfmulti import run as tf_run
-from course_utils.beyond.tfmulti import tf_config, time_split
+from course_utils.beyond.tfmulti import tf_config
 from course_utils.beyond.totals import traffic as moved_traffic
 from course_utils.beyond.totals import traffic_facts, unexplained
 
@@ -74,5 +75,5 @@ __all__ = [
     "prediction_plot", "prediction_ratios", "prediction_table", "proof_diffs", "reduce_scatter_trace",
     "reshard_changed", "reshard_compare", "reshard_files", "run_nodes", "sharded_calls", "sharded_facts",
     "sharded_params", "sharded_run", "sharded_steps", "sharded_world", "step_predictions", "tf_compare",
-    "tf_config", "tf_run", "time_split", "traffic_facts", "unexplained", "weight_diffs",
+    "tf_config", "tf_facts", "tf_run", "traffic_facts", "unexplained", "weight_diffs",
 ]
