@@ -11,7 +11,6 @@ The notebook writes the compiled variants itself; this package measures, counts 
   section 3's reused-buffer recipe as one function for probes and later notebooks (``into_buffer``);
 - ``vector_roof``: each framework's in-cache multiply-add and tanh rates (``measure_vector_roof``), what limits a
   chain (``chain_roofs``) and its table (``vector_roof_table``);
-- ``sweep``: fused against eager across sizes, compiled per size with the learner's compile call (``size_sweep``);
 - ``custom_ops``: a legacy NumPy operator and its per-framework wrappers;
 - ``findings``: the notebook's predictions, each declared once with a sentence per outcome (``CHAIN.score(...)``);
 - ``plots``: the notebook's figures; ``exercises``: the checkers of exercises 02.1-02.3.
@@ -30,7 +29,6 @@ from course_utils.fusion.custom_ops import (
 )
 from course_utils.fusion.plots import prediction_plot, roof_bars, roofline_with_vector_roof, speedup_vs_size_plot
 from course_utils.fusion.readers import compile_error, kernel_busy_share, trace_kernels
-from course_utils.fusion.sweep import size_sweep
 from course_utils.fusion.traffic import compare_to_prediction, torch_counted_flops, trace_traffic
 from course_utils.fusion.variants import EAGER, FUSED, INTO, chain
 from course_utils.fusion.vector_roof import chain_roofs, measure_vector_roof, vector_roof_table
@@ -39,6 +37,6 @@ __all__ = [
     "EAGER", "FUSED", "INTO", "attention_bytes", "chain", "chain_roofs", "chain_with_callback_jax",
     "chain_with_numpy_function_tf", "compare_to_prediction", "compile_error", "findings", "kernel_busy_share",
     "legacy_tanh_torch", "measure_vector_roof", "prediction_plot", "roof_bars", "roofline_with_vector_roof",
-    "size_sweep", "speedup_vs_size_plot", "table_tanh_np", "torch_counted_flops", "trace_kernels", "trace_traffic",
+    "speedup_vs_size_plot", "table_tanh_np", "torch_counted_flops", "trace_kernels", "trace_traffic",
     "vector_roof_table",
 ]

@@ -5,7 +5,8 @@ The notebook writes the compile calls (``torch.compile``, ``jax.jit``, ``tf.func
 
 - ``capture``: the same function as an FX graph, a jaxpr and a tf.Graph, ops counted, side by side;
 - ``breakeven``: eager against compiled in turns, the break-even call count, the small-size per-call overhead
-  model (fed with the run's compiled call cost from ``cu.machine.figures()``), the size sweep;
+  model (fed with the run's compiled call cost from ``cu.machine.figures()``);
+- ``sweep``: eager against compiled across sizes, each size compiled afresh by the learner's call (01 and 02);
 - ``cache``: one job's compile, cold, warm from the local cache and warm from portable artifacts, each in a fresh
   process (``workers/compile_cache.py``); notebook 07 reads its seconds;
 - ``regional``: a stack of identical blocks, compile time with the caches off, step times in turns;
@@ -28,7 +29,6 @@ from course_utils.graphs.breakeven import (
     eager_op_costs,
     overhead_model,
     overhead_table,
-    size_sweep,
     timed_pair,
 )
 from course_utils.graphs.cache import cache_worker, compile_cache_times
@@ -59,6 +59,7 @@ from course_utils.graphs.recompiles import (
 )
 from course_utils.graphs.regional import call_times, first_call_seconds, forward_step, same_outputs, stack
 from course_utils.graphs.steptrace import trace_step
+from course_utils.graphs.sweep import size_sweep
 from course_utils.graphs.traced import trace_calls, traced_table
 from course_utils.graphs.training import batch_for, parts_table, run_losses, step_parts, step_table, step_times
 

@@ -57,17 +57,6 @@ BAD_CALLS = [
     ("framework", lambda: fusion.trace_kernels(None, "mxnet")),
     ("trace", lambda: fusion.trace_kernels(None, "torch")),
     ("trace", lambda: fusion.kernel_busy_share(None, "jax")),
-    ("data", lambda: fusion.size_sweep({}, [4], None, compile={})),
-    ("rows", lambda: fusion.size_sweep({"torch": (1, 2)}, [], None, compile={"torch": torch.compile})),
-    ("rows[0]", lambda: fusion.size_sweep({"torch": (1, 2)}, [0], None, compile={"torch": torch.compile})),
-    ("rows", lambda: fusion.size_sweep({"torch": (1, 2)}, "48", None, compile={"torch": torch.compile})),
-    ("rows", lambda: fusion.size_sweep({"torch": (1, 2)}, list(range(1, 100)), None, compile={"torch": torch.compile})),
-    ("rows[0]", lambda: fusion.size_sweep({"torch": (1, 2)}, [2**40], None, compile={"torch": torch.compile})),
-    ("compile", lambda: fusion.size_sweep({"torch": (1, 2)}, [4], None, compile={})),
-    ("compile['torch']", lambda: fusion.size_sweep({"torch": (1, 2)}, [4], None, compile={"torch": 3})),
-    ("data['torch']", lambda: fusion.size_sweep({"torch": 3}, [4], None, compile={"torch": torch.compile})),
-    ("min_time", lambda: fusion.size_sweep({"torch": (1, 2)}, [4], None, compile={"torch": torch.compile},
-                                           min_time=float("nan"))),
     ("timeout", lambda: fusion.trace_traffic(lambda x: x, ((2,), "float32"), timeout=0)),
     ("timeout", lambda: fusion.trace_traffic(lambda x: x, timeout=float("nan"))),
     ("timeout", lambda: fusion.torch_counted_flops(lambda x: x, torch.ones(2), timeout=10**9)),
@@ -157,9 +146,7 @@ def _raises(*args):
     lambda: fusion.torch_counted_flops(_raises, torch.ones(2)),
     lambda: memory.page_faults(_raises),
     lambda: fusion.compile_error(_raises, 1),
-    lambda: fusion.size_sweep({"torch": (torch.ones(4, 2), torch.ones(2))}, [2], torch.ones(4, 2).numpy(),
-                              compile={"torch": _raises}),
-], ids=["trace_traffic", "torch_counted_flops", "page_faults", "compile_error", "size_sweep"])
+], ids=["trace_traffic", "torch_counted_flops", "page_faults", "compile_error"])
 def test_the_learners_own_error_passes_through(call) -> None:
     with pytest.raises(LearnerError, match="own bug"):
         call()

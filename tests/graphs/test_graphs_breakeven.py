@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from course_utils import graphs, interop, intervals, timing
+from course_utils import graphs, interop, intervals, models, timing
 from course_utils.graphs.breakeven import CHAIN_MIX, break_even_range
 
 
@@ -63,21 +63,47 @@ def test_overhead_model_predicts_scores_and_keeps_the_chain_call() -> None:
     assert table.column("eager chain's average op / op mix (computed)") == ["1.6x"]  # 80 µs / 10 ops against 5 µs
 
 
-def test_size_sweep_compiles_with_the_learners_call_at_every_size() -> None:
+X = np.random.default_rng(0).standard_normal((64, 32), dtype=np.float32)
+B = np.random.default_rng(1).standard_normal(32, dtype=np.float32)
+
+
+def _rows(fw, n):
+    x, bias = interop.to_framework(fw, X, B)
+    return x[:n], bias
+
+
+def test_size_sweep_compiles_a_fresh_copy_at_every_size_with_the_learners_call() -> None:
+    torch = pytest.importorskip("torch")
+    seen = []
+
+    def my_compile(fw, fn):
+        seen.append((fw, fn))
+        return torch.compile(fn, dynamic=False)
+
+    found = graphs.size_sweep({"torch": models.chain_for("torch")}, my_compile, [4, 16], _rows, min_time=0.002)
+    assert found.worst["torch"] < 1e-5 and found.compiles == {"torch": 2} and [fw for fw, _ in seen] == ["torch"] * 2
+    assert seen[0][1].__code__ is not seen[1][1].__code__  # a fresh code object per size: no shape-generic graph
+    assert set(found.series) == {"torch eager", "torch compiled"} and len(found.series["torch compiled"]) == 2
+    assert len(found.speedups["torch"]) == 2 and all(s > 0 for s in found.speedups["torch"])
+
+
+def test_size_sweep_counts_jax_traces_and_takes_any_callable() -> None:
+    pytest.importorskip("jax")
+    import jax
+
+    found = graphs.size_sweep({"jax": models.chain_for("jax")}, lambda fw, fn: jax.jit(fn), [4, 8], _rows,
+                              min_time=0.002)
+    assert found.worst["jax"] < 1e-5 and found.compiles == {"jax": 2}
+
+
+def test_the_learners_own_compile_error_passes_through() -> None:
     torch = pytest.importorskip("torch")
 
-    def make(fw, n):
-        return (interop.to_framework(fw, np.ones(n, np.float32)),)
+    def broken(fw, fn):
+        raise KeyError("the learner's own bug")
 
-    called = []
-
-    def compile_fresh(fw, fn):
-        called.append(fw)
-        return torch.compile(graphs.fresh_function(lambda x: torch.sin(x)), backend="eager")
-
-    out, worst, compiled = graphs.size_sweep({"torch": torch.sin}, compile_fresh, [4, 8], make, min_time=0.001)
-    assert set(out) == {"torch eager", "torch compiled"} and len(out["torch eager"]) == 2 and worst == 0.0
-    assert compiled == 2 and called == ["torch", "torch"]  # one static graph per size, no recompile
+    with pytest.raises(KeyError, match="own bug"):
+        graphs.size_sweep({"torch": torch.sin}, broken, [2], lambda fw, n: (torch.ones(n),))
 
 
 def test_eager_op_costs_measure_the_chains_op_mix() -> None:
