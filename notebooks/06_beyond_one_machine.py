@@ -57,7 +57,6 @@ cu.notebook.setup()
 import os
 
 import numpy as np
-import psutil
 import torch
 from IPython.display import display
 
@@ -124,22 +123,16 @@ v_nodes.prose()
 
 # %%
 # NBVAL_CHECK_OUTPUT
-try:
-    cu.beyond.launch_nodes("fail_demo.py", nnodes=2, nproc_per_node=1, timeout=90, **QUIET)
-except cu.distributed.LaunchError as error:
-    failure = error
-leftover = [p for p in psutil.process_iter(["cmdline"]) if "fail_demo.py" in " ".join(p.info["cmdline"] or [])]
-print(type(failure).__name__, "| failing rank:", failure.rank)
-print("last line of its traceback:", failure.traceback.splitlines()[-1])
-print("processes left behind:", len(leftover))
+failed = cu.distributed.rank_failure(cu.beyond.launch_nodes, "fail_demo.py", nnodes=2, nproc_per_node=1, timeout=90,
+                                     **QUIET)
+print(failed)  # the LaunchError's rank and exit code, its traceback's last line, the launch's processes still alive
 
 # %%
-exception_line = failure.traceback.splitlines()[-1] if failure.traceback else ""
 v_failure = cu.beyond.findings.FAILURE.score(
-    cu.findings.equal("failing rank named", failure.rank, 1, unit="", source="measured"),
-    cu.findings.true(f"its traceback ends in its exception ({exception_line.split(':')[0] or 'none'})",
-                     exception_line.startswith("ValueError:")),
-    cu.findings.equal("processes left behind", len(leftover), 0))
+    cu.findings.equal("failing rank named", failed.error.rank, 1, unit="", source="measured"),
+    cu.findings.true(f"its traceback ends in its exception ({failed.exception_line.split(':')[0] or 'none'})",
+                     failed.exception_line.startswith("ValueError:")),
+    cu.findings.equal("processes left behind", len(failed.leftover), 0))
 v_failure
 
 # %% [markdown] course={"lead": false, "minutes": 6} slideshow={"slide_type": "slide"}

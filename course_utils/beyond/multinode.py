@@ -184,6 +184,9 @@ def run_nodes(commands: Sequence[str | Sequence[str]], timeout: float = 120.0, *
             return NodesResult(name, total, runnable[0], seconds, lines, records, arrays, pids,
                                commands=runnable, node_output=per_node,
                                node_ranks={n: sorted(r) for n, r in node_ranks.items()})
+        except failures.LaunchError as error:
+            error.processes = [p for job in jobs for p in job.tracked.values()]  # what the launch saw: ``leftover``
+            raise
         finally:
             for job in jobs:
                 job.close()

@@ -23,11 +23,9 @@ from course_utils.distributed import findings
 from course_utils.distributed.breakdown import accumulation_saving, chain, chain_table, threads_table
 from course_utils.distributed.comms import allreduce_cost, allreduce_sweep, ring_allreduce_time, score, zero_traffic
 from course_utils.distributed.devices import mlp_threads_fresh, simulate_devices, tf_logical_cpus, time_threads
-from course_utils.distributed.failures import LaunchError
 from course_utils.distributed.launcher import (
     free_port,
     launch,
-    leftover,
     pg_timeout_for,
     show_worker,
     torchrun_command,
@@ -36,12 +34,13 @@ from course_utils.distributed.launcher import (
 )
 from course_utils.distributed.memory import memory_per_device
 from course_utils.distributed.plots import allreduce_fit_plot, breakdown_plot, diagram, proof_plot, scaling_plot
+from course_utils.distributed.rankfail import rank_failure
 from course_utils.distributed.records import measurements, summed
 
 __all__ = [
-    "LaunchError", "accumulation_saving", "allreduce_cost", "allreduce_fit_plot", "allreduce_sweep",
-    "breakdown_plot", "chain", "chain_table", "diagram", "findings", "free_port", "launch", "leftover",
-    "measurements", "memory_per_device", "mlp_threads_fresh", "pg_timeout_for", "proof_plot", "ring_allreduce_time",
-    "scaling_plot", "score", "show_worker", "simulate_devices", "summed", "tf_logical_cpus", "threads_table",
-    "time_threads", "torchrun_command", "worker_path", "worker_source", "zero_traffic",
+    "accumulation_saving", "allreduce_cost", "allreduce_fit_plot", "allreduce_sweep", "breakdown_plot", "chain",
+    "chain_table", "diagram", "findings", "free_port", "launch", "measurements", "memory_per_device",
+    "mlp_threads_fresh", "pg_timeout_for", "proof_plot", "rank_failure", "ring_allreduce_time", "scaling_plot",
+    "score", "show_worker", "simulate_devices", "summed", "tf_logical_cpus", "threads_table", "time_threads",
+    "torchrun_command", "worker_path", "worker_source", "zero_traffic",
 ]

@@ -145,7 +145,7 @@ BAD_CALLS = [
     ("threads", lambda: dist.time_threads(print, threads="12")),
     ("timeout", lambda: dist.mlp_threads_fresh({"tiny": ([8, 4], 32)}, [1], timeout=INF)),
     # launcher
-    ("error", lambda: dist.leftover("failure")),
+    ("error", lambda: dist.launcher.leftover("failure")),
     ("pg_timeout", lambda: dist.launch("fail_demo.py", 2, pg_timeout=NAN)),
     ("timeout", lambda: dist.launch("fail_demo.py", 2, timeout=10**9)),
     ("timeout", lambda: dist.launcher.check_loopback(0)),

@@ -151,7 +151,7 @@ def test_failing_rank_raises_with_its_traceback_and_kills_the_others(tmp_path: P
             read_shard()
         time.sleep(300)  # rank 0 would wait forever
     """)
-    with pytest.raises(dist.LaunchError) as info:  # a launcher that waited for rank 0 would time out instead
+    with pytest.raises(dist.failures.LaunchError) as info:  # a launcher that waited for rank 0 would time out instead
         dist.launch(script, nprocs=2, timeout=100, progress=False)
     error = info.value
     assert error.rank == 1 and error.exitcode == 1
@@ -296,7 +296,7 @@ def test_a_segfaulting_rank_is_named_by_its_signal(tmp_path: Path) -> None:
             os.kill(os.getpid(), signal.SIGSEGV)
         time.sleep(300)
     """)
-    with pytest.raises(dist.LaunchError) as info:
+    with pytest.raises(dist.failures.LaunchError) as info:
         dist.launch(script, nprocs=2, timeout=100, echo=False, progress=False)
     assert info.value.rank == 1 and info.value.signal == "SIGSEGV" and info.value.exitcode == -11
     assert "rank 1 was killed by SIGSEGV" in str(info.value)
@@ -315,7 +315,7 @@ def test_a_rank_stuck_in_a_collective_fails_with_its_traceback_before_the_launch
             dist.all_reduce(torch.ones(4))  # rank 1 never joins it
         time.sleep(300)
     """)
-    with pytest.raises(dist.LaunchError) as info:
+    with pytest.raises(dist.failures.LaunchError) as info:
         dist.launch(script, nprocs=2, timeout=120, pg_timeout=8, echo=False, progress=False)
     assert not isinstance(info.value, dist.failures.LaunchTimeout)
     assert info.value.rank == 0 and "Traceback" in info.value.traceback
@@ -386,16 +386,16 @@ def test_a_killed_kernel_leaves_no_process(tmp_path: Path) -> None:
 
 
 def test_leftover_reads_the_launchs_own_processes_not_a_scan() -> None:
-    error = dist.LaunchError("x")
-    assert dist.leftover(error) == []
+    error = dist.failures.LaunchError("x")
+    assert dist.launcher.leftover(error) == []
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         error.processes = [psutil.Process(sleeper.pid)]
-        assert [p.pid for p in dist.leftover(error)] == [sleeper.pid]
+        assert [p.pid for p in dist.launcher.leftover(error)] == [sleeper.pid]
     finally:
         sleeper.kill()
         sleeper.wait()
-    assert dist.leftover(error) == []
+    assert dist.launcher.leftover(error) == []
 
 
 @pytest.mark.integration
