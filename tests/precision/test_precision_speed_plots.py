@@ -28,9 +28,6 @@ def test_bf16_bound_follows_the_flags() -> None:
     assert gpu.unit == "tensor cores" and math.isinf(gpu.ratio)
     assert str(amx).startswith("AMX: at most 16x") and str(none).startswith("none: no avx512_bf16")
     assert "no bound computed" in str(gpu)
-    assert P.speed.bf16_units(("amx_bf16", "amx_tile", "avx512_bf16")) == ("AMX (amx_bf16, amx_tile)",
-                                                                     "AVX512-BF16 (avx512_bf16)")
-    assert P.speed.bf16_units(("avx2",)) == ()
 
 
 def test_matmul_check_follows_the_units() -> None:
