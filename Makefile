@@ -10,7 +10,7 @@ KERNEL := eager-to-compiled
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.py))
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab course test test-unit lint sync execute bench clean slides site browser learner wheelhouse device-check
+.PHONY: help setup lab course test test-unit lint sync execute bench clean slides site browser learner wheelhouse device-check doctor
 
 help: ## list the targets
 	@grep -E '^[a-z.]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -21,7 +21,18 @@ setup: $(STAMP) ## create .venv with the pinned stack, course_utils (editable) a
 # REQUIREMENTS names the lock (the tests rehearse the offline path with a small one).
 WHEELHOUSE ?=
 REQUIREMENTS ?= requirements.txt
-PIP_SOURCE := $(if $(WHEELHOUSE),--no-index --find-links $(abspath $(WHEELHOUSE)),)
+# torch's CPU build: the rule is stated once, in tools/torch_index.py (on Linux, PyTorch's CPU index as an extra
+# index where it answers; nothing elsewhere, nothing with a wheelhouse). TORCH_INDEX= turns it off.
+TORCH_INDEX ?= $(shell $(PYTHON) tools/torch_index.py $(if $(PLATFORM),--platform $(PLATFORM),))
+# make wheelhouse PLATFORM=macosx_14_0_arm64 (torch 2.13 needs macOS 14), win_amd64 or manylinux_2_28_x86_64: a
+# stick for another platform, downloaded from this machine: binary wheels only, for CPython $(PYTHON_VERSION) (the
+# learners' minor version), the lock's markers evaluated for the target (tools/platform_requirements.py).
+PLATFORM ?=
+PYTHON_VERSION ?= 3.11
+WHEELS = $(or $(WHEELHOUSE),wheelhouse$(if $(PLATFORM),-$(PLATFORM),))
+PLATFORM_ARGS = $(if $(PLATFORM),--platform $(PLATFORM) --python-version $(PYTHON_VERSION) --implementation cp --only-binary=:all:,)
+PLATFORM_LOCK = $(if $(PLATFORM),<($(PYTHON) tools/platform_requirements.py $(REQUIREMENTS) $(PLATFORM) $(PYTHON_VERSION)),$(REQUIREMENTS))
+PIP_SOURCE = $(if $(WHEELHOUSE),--no-index --find-links $(abspath $(WHEELHOUSE)),$(TORCH_INDEX))
 
 $(STAMP): $(REQUIREMENTS) pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -33,11 +44,18 @@ $(STAMP): $(REQUIREMENTS) pyproject.toml
 	$(PY) -m pip check
 	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python 3 (Eager to Compiled)" >/dev/null
 	touch $(STAMP)
+	@echo "$(VENV) takes $$(du -sh $(VENV) | cut -f1) (measured now)$$($(PY) -m pip show torch 2>/dev/null | sed -n 's/^Version: /; torch /p')"
+
+doctor: ## pre-flight check for a learner, a week before: Python, C++ compiler, frameworks, disk, kernel
+	$(if $(wildcard $(PY)),$(PY),$(PYTHON)) tools/doctor.py --kernel $(KERNEL)
 
 lab: setup ## open JupyterLab on notebooks/ with the course kernel (adds --allow-root only when run as root)
 	$(BIN)/jupyter lab --ip=127.0.0.1 $(if $(filter 0,$(shell id -u)),--allow-root,) notebooks/
 
-course: setup ## execute every notebook headless into build/ (notebooks, figures, measured summary)
+# A presenter's laptop with a GPU still runs the learners' laptop size (the decks show what the room will see);
+# make course COURSE_SIZE=gpu (or auto) asks for the accelerator's sizes.
+course: export COURSE_SIZE ?= cpu
+course: setup ## execute every notebook headless at laptop size (COURSE_SIZE=cpu) into build/ (notebooks, figures, summary)
 	$(PY) tools/run_course.py --kernel $(KERNEL) --out build
 
 # make test: two pytest-xdist workers; --dist loadscope keeps a notebook's cells (or a test file, or a class) on
@@ -87,11 +105,11 @@ environment.yml: requirements.txt tools/write_environment_yml.py ## regenerate e
 learner: setup ## the learner edition (solution cells removed) into build/learner, executed at ci size
 	COURSE_SIZE=ci $(PY) tools/learner_edition.py --out build/learner --execute --kernel $(KERNEL)
 
-wheelhouse: ## download every pinned wheel into wheelhouse/ (copy it to USB sticks; then make setup WHEELHOUSE=wheelhouse)
+wheelhouse: ## every pinned wheel into wheelhouse/ (torch's CPU build; PLATFORM=... for another platform's stick)
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "Python >= 3.11 is needed"; exit 1; }
-	$(PYTHON) -m pip download --quiet --disable-pip-version-check --dest $(or $(WHEELHOUSE),wheelhouse) -r $(REQUIREMENTS)
-	$(PYTHON) -m pip wheel --quiet --disable-pip-version-check --no-deps --wheel-dir $(or $(WHEELHOUSE),wheelhouse) .
-	@echo "$(or $(WHEELHOUSE),wheelhouse)/ holds $$(ls $(or $(WHEELHOUSE),wheelhouse) | wc -l) files ($$(du -sh $(or $(WHEELHOUSE),wheelhouse) | cut -f1)); offline: make setup WHEELHOUSE=$(or $(WHEELHOUSE),wheelhouse)"
+	$(PYTHON) -m pip download --quiet --disable-pip-version-check --dest $(WHEELS) $(PLATFORM_ARGS) $(TORCH_INDEX) -r $(PLATFORM_LOCK)
+	$(PYTHON) -m pip wheel --quiet --disable-pip-version-check --no-deps --wheel-dir $(WHEELS) .
+	@echo "$(WHEELS)/ holds $$(ls $(WHEELS) | wc -l) files ($$(du -sh $(WHEELS) | cut -f1), measured now); offline: make setup WHEELHOUSE=$(WHEELS)"
 
 device-check: ## on a CUDA machine: CUDA builds at the same pins, every notebook at gpu size, bench, summary (tools/device_check.sh)
 	bash tools/device_check.sh build/device

@@ -5,6 +5,10 @@ The limit is a real-time timer (``SIGALRM``) in the main thread, where a Jupyter
 learner's code runs exactly as it would without the limit (same thread, same grad mode, autocast state and
 streams), and the timer interrupts it as soon as Python regains control. Code stuck inside one long C call is
 interrupted when that call returns. Outside the main thread (or where there is no SIGALRM) no limit is set.
+
+``timeout=None`` (every helper's default) is the default for the lesson's size: a few times what the longest call a
+notebook makes at that size takes (a first compile included), so a function that hangs is named within a minute
+or two, not ten.
 """
 
 from __future__ import annotations
@@ -13,13 +17,17 @@ import contextlib
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
+from typing import Annotated, Any
 
-from course_utils import validate
+from course_utils import declare, env, validate
 
-DEFAULT_TIMEOUT = 480.0  # seconds: longer than any call a notebook makes at its size, below nbval's 600 s per cell
+# Seconds one call of learner code may run by default at each size (env.SIZES): a few times the longest call a
+# notebook makes there, a first compile included (torch.compile of a lesson's model on two CPU cores: ~30 s).
+DEFAULT_TIMEOUTS = {"smoke": 60.0, "ci": 90.0, "cpu": 120.0, "gpu": 120.0, "tpu": 180.0}
+DEFAULT_TIMEOUT = None  # what a helper passes on for "the default at the current size" (default_timeout())
 MAX_TIMEOUT = 24 * 3600.0  # seconds: a longer limit is a typo (and no limit at all)
+Timeout = Annotated[float, declare.Range(0, MAX_TIMEOUT, low_open=True)] | None  # None: the size's default
 
 
 class LearnerTimeout(TimeoutError):
@@ -34,30 +42,41 @@ def describe(fn: Any) -> str:
     return f"{name}{where}"
 
 
+def default_timeout() -> float:
+    """Seconds learner code may run when no ``timeout`` is passed, at the current size (``env.size_name()``)."""
+    return DEFAULT_TIMEOUTS[env.size_name()]
+
+
+@declare.checked
 class Limit:
     """A running time limit: ``doing`` names what runs now (a loop sets it before each call of learner code, so the
-    error says which call hung); ``check()`` raises once the time is up (for code off the main thread)."""
+    error says which call hung); ``check()`` raises once the time is up (for code off the main thread).
+    ``seconds=None`` is the size's default, and the error then says so."""
 
-    def __init__(self, seconds: float, doing: str) -> None:
-        self.seconds = seconds
+    def __init__(self, seconds: Timeout, doing: Annotated[str, declare.NonEmpty]) -> None:
+        self.default = seconds is None
+        self.seconds = default_timeout() if seconds is None else seconds
         self.doing = doing
-        self.ends = time.monotonic() + seconds
+        self.ends = time.monotonic() + self.seconds
 
     def expired(self) -> LearnerTimeout:
-        return LearnerTimeout(f"{self.doing} did not return within {self.seconds:g} s (timeout={self.seconds:g}); "
-                              "check it for an endless loop or a wait that never ends, or pass a larger timeout")
+        allowed = (f"the default at size {env.size_name()} is {self.seconds:g} s; pass timeout= to allow more"
+                   if self.default else f"timeout={self.seconds:g}; pass a larger timeout to allow more")
+        return LearnerTimeout(f"{self.doing} did not return within {self.seconds:g} s ({allowed}); check it for an "
+                              "endless loop or a wait that never ends")
 
     def check(self) -> None:
         if time.monotonic() > self.ends:
             raise self.expired()
 
 
-def time_limit(timeout: float, what: str) -> contextlib.AbstractContextManager[Limit]:
+@declare.checked
+def time_limit(timeout: Timeout, what: Annotated[str, declare.NonEmpty]) -> contextlib.AbstractContextManager[Limit]:
     """Raise ``LearnerTimeout`` naming ``what`` (or the ``doing`` the block sets on the yielded ``Limit``) if the
-    block runs longer than ``timeout`` seconds. Nested limits keep the shorter one; the previous timer and handler
-    are restored. The arguments are checked here, at the call (a helper passes its own ``timeout`` on)."""
-    timeout = validate.seconds("timeout", timeout, high=MAX_TIMEOUT)
-    return _time_limit(Limit(timeout, validate.text("what", what)))
+    block runs longer than ``timeout`` seconds (None: the size's default). Nested limits keep the shorter one; the
+    previous timer and handler are restored. The arguments are checked at the call (a helper passes its own
+    ``timeout`` on)."""
+    return _time_limit(Limit(timeout, what))
 
 
 @contextlib.contextmanager
@@ -86,22 +105,26 @@ def _time_limit(limit: Limit) -> Iterator[Limit]:
             signal.setitimer(signal.ITIMER_REAL, max(outer_left - (time.monotonic() - started), 1e-3))
 
 
-def checked_timeout(timeout: float) -> float:
-    """Return ``timeout`` if it is a duration in (0, 24 h] seconds: what a helper that runs the learner's code
-    checks at its start, before any work."""
-    return validate.seconds("timeout", timeout, high=MAX_TIMEOUT)
+@declare.checked
+def checked_timeout(timeout: Timeout) -> float | None:
+    """Return ``timeout`` if it is None (the size's default) or a duration in (0, 24 h] seconds: what a helper
+    whose ``timeout`` is not declared checks at its start, before any work."""
+    return timeout
 
 
-def limit(fn: Any, timeout: float, name: str = "fn") -> contextlib.AbstractContextManager[Limit]:
+@declare.checked
+def limit(fn: Any, timeout: Timeout, name: Annotated[str, declare.NonEmpty] = "fn",
+          ) -> contextlib.AbstractContextManager[Limit]:
     """``time_limit`` for a block that runs the learner's ``fn``: the error names the argument and the function.
     ``timeout`` is checked as the caller's ``timeout`` argument."""
-    return time_limit(checked_timeout(timeout), f"{name} = {describe(fn)}")
+    return time_limit(timeout, f"{name} = {describe(fn)}")
 
 
-def call(fn: Callable[..., Any], *args: Any, timeout: float = DEFAULT_TIMEOUT, name: str = "fn",
+@declare.checked
+def call(fn: Any, *args: Any, timeout: Timeout = DEFAULT_TIMEOUT, name: Annotated[str, declare.NonEmpty] = "fn",
          **kwargs: Any) -> Any:
-    """``fn(*args, **kwargs)`` under ``timeout`` seconds; ``name`` is the argument that passed ``fn`` (for the
-    error message)."""
-    validate.function(name, fn)
-    with limit(fn, checked_timeout(timeout), name):
+    """``fn(*args, **kwargs)`` under ``timeout`` seconds (None: the size's default); ``name`` is the argument that
+    passed ``fn``, and the errors name it."""
+    validate.function(name, fn)  # by hand: the error names the caller's argument, not this one
+    with limit(fn, timeout, name):
         return fn(*args, **kwargs)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from course_utils import display, env, validate
+from course_utils import calls, declare, display, env, validate
 
 _COMPILE_ID = re.compile(r"^\[(\d+)/(\d+)\]$")
 _REPORT_ENTRIES = {"job.py", "logs", "report"}  # what torch_compile_report writes into folder/name
@@ -75,19 +75,18 @@ def tlparse_command() -> str:
     return found
 
 
-def torch_compile_report(code: str, name: str = "compile", *, folder: str | Path | None = None,
-                         timeout: float = 600) -> CompileReport:
+@declare.checked
+def torch_compile_report(code: declare.Text, name: declare.FileName = "compile", *,
+                         folder: str | Path | None = None, timeout: calls.Timeout = calls.DEFAULT_TIMEOUT,
+                         ) -> CompileReport:
     """Run ``code`` (Python source that uses torch.compile), written to ``folder/name/job.py`` where the learner can
     rerun it, in a fresh process with ``TORCH_TRACE`` set; turn the logs into a tlparse report under
     ``folder/name`` and read the counts back.
 
     ``folder`` defaults to ``build/tlparse`` (no '..' in it). A previous report at ``folder/name`` is replaced; any
-    other folder there is refused, never deleted."""
-    validate.text("code", code)
-    if not re.fullmatch(r"\w[\w.-]*", validate.text("name", name)):
-        raise ValueError(f"name must be a folder name of letters, digits, '.', '-' or '_' (not starting with '.'); "
-                         f"got {name!r}")
-    validate.number("timeout", timeout, low=1, high=3600)
+    other folder there is refused, never deleted. The code and tlparse must each end within ``timeout`` seconds
+    (None: the size's default; else ``calls.LearnerTimeout``)."""
+    limit = calls.Limit(timeout, f"code (run as {folder or 'build/tlparse'}/{name}/job.py)")
     folder = env.build_dir("tlparse") if folder is None else validate.folder("folder", folder)
     out = folder / name
     logs = out / "logs"
@@ -101,18 +100,24 @@ def torch_compile_report(code: str, name: str = "compile", *, folder: str | Path
     environ = {**os.environ, "TORCH_TRACE": str(logs)}
     job = out / "job.py"
     job.write_text(code)
-    run = subprocess.run([sys.executable, str(job)], env=environ, capture_output=True, text=True, timeout=timeout)
+    run = _run([sys.executable, str(job)], limit, env=environ)
     if run.returncode != 0:
         raise RuntimeError(f"the traced code failed (exit {run.returncode}):\n{run.stderr[-2000:]}")
     log_files = sorted(logs.glob("*.log"))
     if not log_files:
         raise RuntimeError("TORCH_TRACE wrote no log: did the code call a torch.compile'd function?")
     report = out / "report"
-    parsed = subprocess.run([tlparse_command(), str(log_files[-1]), "-o", str(report), "--no-browser", "--overwrite"],
-                            capture_output=True, text=True, timeout=timeout)
+    parsed = _run([tlparse_command(), str(log_files[-1]), "-o", str(report), "--no-browser", "--overwrite"], limit)
     if parsed.returncode != 0:
         raise RuntimeError(f"tlparse failed:\n{parsed.stderr[-2000:]}")
     return read_report(report)
+
+
+def _run(command: list[str], limit: calls.Limit, **options: Any) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=limit.seconds, **options)
+    except subprocess.TimeoutExpired:
+        raise limit.expired() from None
 
 
 def read_report(folder: str | Path) -> CompileReport:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from course_utils import calls, validate
+from course_utils import calls, declare, validate
 
 # ---------------------------------------------------------------------------------------------------------
 # Inductor's generated code
@@ -252,21 +252,24 @@ def _jitted(fn: Any, jit_kwargs: dict[str, Any]) -> Any:
     return fn if hasattr(fn, "lower") else jax.jit(fn, **jit_kwargs)
 
 
-def _compiled(fn: Any, args: tuple[Any, ...], jit_kwargs: dict[str, Any], timeout: float) -> Any:
+def _compiled(fn: Any, args: tuple[Any, ...], jit_kwargs: dict[str, Any], timeout: float | None) -> Any:
     """``jax.jit(fn).lower(*args).compile()``: tracing runs ``fn``'s Python, so it and the compile must end within
     ``timeout`` seconds (else ``calls.LearnerTimeout`` names ``fn``)."""
     jitted = _jitted(fn, jit_kwargs)
-    with calls.limit(fn, calls.checked_timeout(timeout)):
+    with calls.limit(fn, timeout):
         return jitted.lower(*args).compile()
 
 
-def jax_hlo(fn: Callable[..., Any], *args: Any, timeout: float = calls.DEFAULT_TIMEOUT, **jit_kwargs: Any) -> str:
+@declare.checked
+def jax_hlo(fn: Callable[..., Any], *args: Any, timeout: calls.Timeout = calls.DEFAULT_TIMEOUT,
+            **jit_kwargs: Any) -> str:
     """Optimized HLO of ``jax.jit(fn, **jit_kwargs)`` for ``args``: ``jit(f).lower(*args).compile().as_text()``.
     Tracing and compiling must end within ``timeout`` seconds."""
     return _compiled(fn, args, jit_kwargs, timeout).as_text()
 
 
-def jax_cost(fn: Callable[..., Any], *args: Any, timeout: float = calls.DEFAULT_TIMEOUT,
+@declare.checked
+def jax_cost(fn: Callable[..., Any], *args: Any, timeout: calls.Timeout = calls.DEFAULT_TIMEOUT,
              **jit_kwargs: Any) -> dict[str, float]:
     """XLA's own count for the compiled ``fn(*args)``: 'flops', 'transcendentals', 'bytes accessed'.
 
@@ -280,10 +283,11 @@ def jax_cost(fn: Callable[..., Any], *args: Any, timeout: float = calls.DEFAULT_
     return {key: float(analysis.get(key, 0.0)) for key in ("flops", "transcendentals", "bytes accessed")}
 
 
-def tf_hlo(fn: Any, *args: Any, timeout: float = calls.DEFAULT_TIMEOUT) -> str:
+@declare.checked
+def tf_hlo(fn: Any, *args: Any, timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> str:
     """Optimized HLO of a ``tf.function(jit_compile=True)`` for ``args`` (``experimental_get_compiler_ir``).
     Tracing (``fn``'s Python) and compiling must end within ``timeout`` seconds."""
     if not hasattr(fn, "experimental_get_compiler_ir"):
         raise TypeError(f"fn must be a tf.function created with jit_compile=True; got {type(fn).__name__}")
-    with calls.limit(fn, calls.checked_timeout(timeout)):
+    with calls.limit(fn, timeout):
         return fn.experimental_get_compiler_ir(*args)(stage="optimized_hlo")

@@ -7,36 +7,27 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from html import escape
-from typing import Any
+from typing import Annotated, Any
 
-import numpy as np
+from course_utils import declare, validate
+from course_utils.declare import NonEmpty, NonNegativeFloat, PositiveFloat, Range, Text
 
-from course_utils import validate
 
-
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class Table:
     """A titled grid of strings: aligned text in a terminal, an HTML table in Jupyter."""
 
-    header: tuple[str, ...]
+    header: Annotated[tuple[str, ...], NonEmpty]
     rows: tuple[tuple[str, ...], ...]
     title: str | None = None
     note: str | None = None
 
     def __post_init__(self) -> None:
-        header = tuple(validate.non_empty("header", validate.instance("header", self.header, (tuple, list))))
-        rows = tuple(tuple(validate.instance(f"rows[{i}]", row, (tuple, list)))
-                     for i, row in enumerate(validate.instance("rows", self.rows, (tuple, list))))
-        for i, cell in enumerate(header):
-            validate.instance(f"header[{i}]", cell, str)
+        header, rows = tuple(self.header), tuple(tuple(row) for row in self.rows)
         for i, row in enumerate(rows):
             if len(row) != len(header):
                 raise ValueError(f"rows[{i}] has {len(row)} cells; the header has {len(header)}")
-            for j, cell in enumerate(row):
-                validate.instance(f"rows[{i}][{j}]", cell, str)
-        for name, value in (("title", self.title), ("note", self.note)):
-            if value is not None:
-                validate.instance(name, value, str)
         object.__setattr__(self, "header", header)  # lists in, tuples kept: the table is frozen
         object.__setattr__(self, "rows", rows)
 
@@ -72,6 +63,7 @@ def _align(cell: str) -> str:
     return "right" if stripped[:1].isdigit() else "left"
 
 
+@declare.checked
 def table(header: Iterable[Any], rows: Iterable[Iterable[Any]], *, title: str | None = None,
           note: str | None = None) -> Table:
     """Build a Table; cells are turned into text with ``str`` (format numbers before passing them).
@@ -97,36 +89,40 @@ def _cells(name: str, value: Any) -> Iterable[Any]:
 TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
 
 
+@declare.checked
 def time_unit(seconds: float) -> tuple[float, str]:
     """(scale, unit) of the largest unit not above ``seconds``: what a chart of such times is labelled in."""
-    seconds = abs(validate.number("seconds", seconds))
+    seconds = abs(seconds)
     return next(((scale, unit) for scale, unit in TIME_UNITS if seconds >= scale), TIME_UNITS[-1])
 
 
+@declare.checked
 def format_time(seconds: float) -> str:
     """Time with three significant digits: '812 ns', '12.3 µs', '4.56 ms', '1.23 s'."""
-    seconds = float(f"{validate.number('seconds', seconds):.3g}")  # round first: 0.000999999 is '1 ms'
+    seconds = float(f"{seconds:.3g}")  # round first: 0.000999999 is '1 ms'
     scale, unit = time_unit(seconds)
     return f"{seconds / scale:.3g} {unit}"
 
 
+@declare.checked
 def format_bytes(nbytes: float) -> str:
     """Bytes in binary units with three significant digits: '812 B', '12.3 KiB', '4.56 MiB', '1.23 GiB'."""
-    nbytes = validate.number("nbytes", nbytes)
     for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if abs(float(f"{nbytes / scale:.3g}")) >= 1:  # round first: 1023.9999 KiB is '1 MiB'
             return f"{nbytes / scale:.3g} {unit}"
     return f"{nbytes:.0f} B"
 
 
-def format_rate(bytes_per_second: float) -> str:
+@declare.checked
+def format_rate(bytes_per_second: NonNegativeFloat) -> str:
     """Bandwidth in decimal GB/s (10^9 bytes per second), the unit that hardware data sheets quote."""
-    return f"{validate.non_negative('bytes_per_second', bytes_per_second) / 1e9:.3g} GB/s"
+    return f"{bytes_per_second / 1e9:.3g} GB/s"
 
 
-def format_flops(flops_per_second: float) -> str:
+@declare.checked
+def format_flops(flops_per_second: NonNegativeFloat) -> str:
     """Compute throughput in decimal GFLOP/s or TFLOP/s, as data sheets quote it."""
-    rate = validate.non_negative("flops_per_second", flops_per_second)
+    rate = flops_per_second
     return f"{rate / 1e12:.3g} TFLOP/s" if rate >= 1e12 else f"{rate / 1e9:.3g} GFLOP/s"
 
 
@@ -135,6 +131,7 @@ STATUSES = (HELD, FAILED, NOT_DECIDED, NOT_TESTED)
 _ISSUED: list[Any] = []  # every verdict or finding of this process, in order: the summary table counts them
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class Verdict:
     """A prediction scored by code, kept in a variable so that the sentence after it reads it (``v.status``).
@@ -179,27 +176,23 @@ class Verdict:
         return f"<p style='color:{colour}'><b>{escape(str(self))}</b></p>"
 
 
-def verdict(held: Any, numbers: str, why: str = "") -> Verdict:
+@declare.checked
+def verdict(held: bool, numbers: Text, why: str = "") -> Verdict:
     """Score a prediction: 'Prediction held: <numbers>' or 'Prediction failed: <numbers>; <why>'.
 
     ``held`` is the comparison computed from the run (numpy booleans accepted); ``why`` is required when it
     failed, so that a notebook cannot fail a prediction without saying what happened instead. Store the result
     (``v = verdict(...)``) and let the explanation read ``v``: the condition is then written once.
     """
-    if not isinstance(held, (bool, np.bool_)):
-        raise TypeError(f"held must be a bool computed from the run; got {type(held).__name__} {held!r}")
-    validate.text("numbers", numbers)
-    validate.instance("why", why, str)
     if not held and not why.strip():
         raise ValueError("why must say what happened instead when a prediction failed")
     return _issue(Verdict(HELD if held else FAILED, numbers, why))
 
 
-def not_tested(why: str, numbers: str = "") -> Verdict:
+@declare.checked
+def not_tested(why: Text, numbers: str = "") -> Verdict:
     """A prediction this runtime cannot measure (a missing tool, framework or device): 'Not tested here: <why>'.
     It has not failed; the summary counts it apart."""
-    validate.text("why", why)
-    validate.instance("numbers", numbers, str)
     return _issue(Verdict(NOT_TESTED, numbers, why))
 
 
@@ -222,15 +215,13 @@ def verdict_counts() -> dict[str, int]:
 MAX_PARAGRAPH_WORDS = 120
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class Prose:
     """Markdown told from a run's verdicts and numbers (a lesson's ``story`` returns it); Jupyter renders it as
     Markdown, a terminal as text. Paragraphs are kept to ``MAX_PARAGRAPH_WORDS`` by each story's tests."""
 
-    text: str
-
-    def __post_init__(self) -> None:
-        validate.text("text", self.text)
+    text: Text
 
     @property
     def paragraphs(self) -> list[str]:
@@ -250,21 +241,22 @@ class Prose:
         return self.text
 
 
+@declare.checked
 def prose(*paragraphs: str) -> Prose:
     """Join non-empty paragraphs into one Markdown block (empty strings, e.g. a branch with nothing to say,
     are dropped)."""
-    kept = [validate.instance(f"paragraphs[{i}]", p, str).strip() for i, p in enumerate(paragraphs)]
+    kept = [p.strip() for p in paragraphs]
     return Prose("\n\n".join(p for p in kept if p))
 
 
-def percent(value: float, digits: int = 0) -> str:
+@declare.checked
+def percent(value: float, digits: Annotated[int, Range(0, 6)] = 0) -> str:
     """A share as a percentage: 0.426 -> '43%' (``digits`` decimals, 0 to 6); NaN is refused rather than printed."""
-    value = validate.number("value", value)
-    digits = validate.count("digits", digits, low=0, high=6)
     return f"{value:.{digits}%}"
 
 
-def ratio(value: float) -> str:
+@declare.checked
+def ratio(value: PositiveFloat) -> str:
     """A speed-up or ratio: 2.345 -> '2.35x' (three significant digits). A ratio of two times or sizes is positive:
     zero, a negative or NaN is refused rather than printed."""
-    return f"{validate.positive('value', value):.3g}x"
+    return f"{value:.3g}x"

@@ -13,16 +13,15 @@ import importlib.util
 import os
 import platform
 import random
-import re
 import sys
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import TypeVar
+from typing import Annotated, TypeVar
 
-from course_utils import display, validate
+from course_utils import declare, display, validate
 from course_utils.hardware import (  # noqa: F401  (re-exported: cu.env.has_native_bf16() etc.)
     cache_sizes,
     cpu_model,
@@ -113,12 +112,12 @@ def time_scale() -> float:
 BUILD_ENV = "COURSE_BUILD_DIR"
 
 
-def build_dir(*parts: str) -> Path:
+@declare.checked
+def build_dir(*parts: declare.Text) -> Path:
     """Where generated files (traces, reports) go: ``$COURSE_BUILD_DIR`` if set; else ``build/`` at the root of
     the course checkout the kernel runs in (a notebook's kernel starts in ``notebooks/``); else ``./build``.
     ``parts`` are relative names inside it: an absolute path or a '..' would leave the build folder."""
     for part in parts:
-        validate.text("parts", part)
         if Path(part).is_absolute() or ".." in Path(part).parts:
             raise ValueError(f"parts must stay inside the build folder (no absolute path, no '..'); got {part!r}")
     if os.environ.get(BUILD_ENV):
@@ -134,14 +133,14 @@ def build_dir(*parts: str) -> Path:
 MAX_SEED = 2**32 - 1
 
 
-def seed_everything(seed: int = 0) -> list[str]:
+@declare.checked
+def seed_everything(seed: Annotated[int, declare.Range(0, MAX_SEED)] = 0) -> list[str]:  # NumPy takes 32 bits
     """Seed Python's ``random``, NumPy and whichever of torch / TensorFlow are already imported.
 
     Returns the names seeded. JAX has no global seed: its randomness is explicit
     (``jax.random.key(seed)``), which is why JAX code in this course passes keys around.
     Frameworks not yet imported are left alone (importing TensorFlow costs seconds): seed after importing.
     """
-    seed = validate.count("seed", seed, low=0, high=MAX_SEED)  # NumPy's global seed takes 32 bits
     import numpy as np
 
     random.seed(seed)
@@ -196,18 +195,15 @@ def silenced_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-def fail_on_deprecations(module: str = r"__main__|course_utils(\..*)?") -> None:
+@declare.checked
+def fail_on_deprecations(module: Annotated[str, declare.NonEmpty, declare.Regex] = r"__main__|course_utils(\..*)?",
+                         ) -> None:
     """Turn DeprecationWarning/FutureWarning raised from the notebook's own code into errors.
 
     Courses rot when they teach deprecated APIs; under nbval a deprecated call then fails the notebook.
     Warnings that libraries raise about their own internals are left as they are. ``module`` is a regular
     expression matched against the module that raises the warning.
     """
-    validate.text("module", module)
-    try:
-        re.compile(module)
-    except re.error as exc:
-        raise ValueError(f"module must be a regular expression; {module!r} is not one: {exc}") from None
     for category in (DeprecationWarning, FutureWarning):
         warnings.filterwarnings("error", category=category, module=module)
 
@@ -288,6 +284,7 @@ class EnvReport:
         return self.table()._repr_html_()
 
 
+@declare.checked
 def report(devices: bool = True) -> EnvReport:
     """Describe this machine and the installed frameworks; absent frameworks say "not installed".
 
@@ -295,7 +292,6 @@ def report(devices: bool = True) -> EnvReport:
     """
     import psutil
 
-    validate.instance("devices", devices, bool)
     frameworks = tuple(_framework_info(name, devices) for name in FRAMEWORKS)
     return EnvReport(
         python=platform.python_version(),

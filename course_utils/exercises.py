@@ -12,9 +12,9 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
-from course_utils import calls, validate
+from course_utils import calls, declare, validate
 
 Checker = Callable[..., "str | None"]
 _ID = re.compile(r"^\d\d\.\d+$")
@@ -142,8 +142,10 @@ def within(answer: Any, low: float, high: float) -> str | None:
     return f"{value:.4g} is outside the range this run supports ({low:.3g} to {high:.3g})"
 
 
-def same_function(candidate: Any, reference: Callable[..., Any], make_inputs: Callable[[int], tuple],
-                  trials: int = 5, rtol: float = 1e-5, *, timeout: float = calls.DEFAULT_TIMEOUT) -> str | None:
+@declare.checked
+def same_function(candidate: Callable[..., Any], reference: Callable[..., Any], make_inputs: Callable[[int], tuple],
+                  trials: Annotated[int, declare.Range(1, MAX_TRIALS)] = 5, rtol: declare.PositiveFloat = 1e-5, *,
+                  timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> str | None:
     """A function the learner wrote: right when it matches ``reference`` on ``trials`` (1 to 1000) random inputs.
 
     ``make_inputs(seed)`` returns the argument tuple of one trial; outputs are compared with numpy. A candidate
@@ -151,12 +153,6 @@ def same_function(candidate: Any, reference: Callable[..., Any], make_inputs: Ca
     """
     import numpy as np
 
-    validate.function("candidate", candidate)
-    validate.function("reference", reference)
-    validate.function("make_inputs", make_inputs)
-    trials = validate.count("trials", trials, high=MAX_TRIALS)
-    rtol = validate.positive("rtol", rtol)
-    timeout = calls.checked_timeout(timeout)
     for seed in range(trials):
         args = calls.call(make_inputs, seed, timeout=timeout, name="make_inputs")
         if not isinstance(args, tuple):

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
+import numpy as np
+
 from course_utils import display, intervals, validate
 
 HELD, ABOVE, BELOW, FAILED, UNDECIDED, NOT_TESTED = (
@@ -36,18 +38,13 @@ SOURCES = ("measured", "computed", "counted")
 _TEMPLATES: dict[str, Template] = {}
 
 
+_FORMATS: dict[str, Callable[[float], str]] = {
+    "x": lambda v: f"{v:.3g}x", "%": lambda v: display.percent(v, 1 if abs(v) < 0.1 else 0),
+    "s": display.format_time, "B": display.format_bytes, "count": lambda v: f"{v:,}", "": lambda v: f"{v:.3g}"}
+
+
 def _value_text(value: float, unit: str) -> str:
-    if unit == "x":
-        return display.ratio(value) if value > 0 else f"{value:.3g}x"
-    if unit == "%":
-        return display.percent(value, 1 if abs(value) < 0.1 else 0)
-    if unit == "s":
-        return display.format_time(value)
-    if unit == "B":
-        return display.format_bytes(value)
-    if unit == "count":
-        return f"{value:,}"
-    return f"{value:.3g}"
+    return _FORMATS[unit](value)
 
 
 @dataclass(frozen=True, repr=False)
@@ -75,7 +72,7 @@ class Check:
         validate.choice("source", self.source, SOURCES)
         validate.number("tolerance", self.tolerance, low=0)
         if self.kind == "true":
-            if not isinstance(self.value, (bool, _np_bool())):
+            if not isinstance(self.value, (bool, np.bool_)):
                 raise TypeError(f"value of a 'true' check must be a bool computed from the run; got "
                                 f"{type(self.value).__name__} {self.value!r}")
             object.__setattr__(self, "value", bool(self.value))
@@ -115,9 +112,6 @@ class Check:
             return HELD if inside else UNDECIDED
         return BELOW if self.kind == "above" else ABOVE  # a plain number on its bound is not strictly beyond it
 
-    def _bound_text(self, value: float) -> str:
-        return _value_text(value, self.unit)
-
     @property
     def relation(self) -> str:
         """The direction words, written from the interval and the bound: 'faster beyond the noise', 'below 8x', ..."""
@@ -130,13 +124,14 @@ class Check:
                     ABOVE: "faster beyond the noise", BELOW: "slower beyond the noise",
                     UNDECIDED: "within the noise of 1x: not decided"}[outcome]
         if self.kind == "equal":
-            target = self._bound_text(self.bound) + (f" ± {self._bound_text(self.tolerance)}" if self.tolerance else "")
+            spread = f" ± {_value_text(self.tolerance, self.unit)}" if self.tolerance else ""
+            target = _value_text(self.bound, self.unit) + spread
             return {HELD: f"equal to {target}", ABOVE: f"above {target}", BELOW: f"below {target}"}[outcome]
         if self.kind == "within":
-            span = f"[{self._bound_text(self.bound)}, {self._bound_text(self.high)}]"
+            span = f"[{_value_text(self.bound, self.unit)}, {_value_text(self.high, self.unit)}]"
             return {HELD: f"inside {span}", ABOVE: f"above {span}", BELOW: f"below {span}",
                     UNDECIDED: f"across an edge of {span}: not decided"}[outcome]
-        bound = self._bound_text(self.bound)
+        bound = _value_text(self.bound, self.unit)
         if not self.interval and self.value == self.bound:
             return f"on {bound}, not {self.kind} it"
         if outcome == UNDECIDED:
@@ -146,10 +141,8 @@ class Check:
     @property
     def number(self) -> str:
         """The value as printed: an interval with its estimate and scope, or a number with its source."""
-        if self.kind == "true":
-            return ""
-        if self.interval:
-            return str(self.value)
+        if self.kind == "true" or self.interval:
+            return "" if self.kind == "true" else str(self.value)
         text = _value_text(self.value, self.unit)
         return text if self.source == "measured" else f"{text} ({self.source})"
 
@@ -159,12 +152,6 @@ class Check:
         return f"{self.name} {self.number}: {self.relation}"
 
     __repr__ = __str__
-
-
-def _np_bool() -> type:
-    import numpy as np
-
-    return np.bool_
 
 
 def above(name: str, value: Any, bound: float, *, unit: str = "x", source: str = "measured") -> Check:
@@ -269,13 +256,17 @@ class Template:
     def score(self, *checks: Check, **facts: Any) -> Finding:
         """The finding on this run's evidence: held when every check held, failed when any failed, else not
         decided. ``facts`` fill the template's other placeholders (numbers to quote, never to decide on)."""
+        return _issue(self.read(*checks, **facts))
+
+    def read(self, *checks: Check, **facts: Any) -> Finding:
+        """As ``score``, but not counted among this process's predictions: a report's finding, read again."""
         validate.non_empty("checks", checks)
         for i, check in enumerate(checks):
             validate.instance(f"checks[{i}]", check, Check)
             if check.kind not in self.kinds:
                 raise ValueError(f"checks[{i}] is a {check.kind!r} check; template {self.key!r} is made of "
                                  f"{', '.join(self.kinds)} checks")
-        return _issue(Finding(self, tuple(checks), self._facts(facts)))
+        return Finding(self, tuple(checks), self._facts(facts))
 
     def not_tested(self, why: str, **facts: Any) -> Finding:
         """The finding where this runtime cannot measure the prediction: it has not failed, and says why."""

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import env, validate
+from course_utils import declare, env, validate
 
 
 def to_framework(framework: str, *arrays: Any, device: str | None = None) -> Any:
@@ -63,11 +63,11 @@ def to_numpy(value: Any) -> np.ndarray:
     return result
 
 
+@declare.checked
 def compile_default(framework: str, fn: Callable[..., Any], **kwargs: Any) -> Callable[..., Any]:
     """``fn`` compiled as a learner would by default: ``torch.compile(fn)``, ``jax.jit(fn)`` or
     ``tf.function(fn, jit_compile=True)`` (XLA, like JAX's); ``kwargs`` pass on to the framework."""
-    name = validate.framework(framework)
-    validate.function("fn", fn)
+    name = validate.framework(framework)  # by hand: it also takes 'pytorch' and 'tf'
     if name == "torch":
         import torch
 

@@ -61,7 +61,7 @@ class MachineFigures:
             validate.positive(f"call_cost[{fw!r}]", cost)
         validate.text("measured_at", self.measured_at)
         validate.choice("source", self.source, ("measured", "read"))
-        if not math.isnan(self.faults_per_mib):
+        if not (isinstance(self.faults_per_mib, float) and math.isnan(self.faults_per_mib)):  # nan: not counted
             validate.non_negative("faults_per_mib", self.faults_per_mib)
         validate.choice("fault_allocator", self.fault_allocator, ("numpy", "torch"))
 

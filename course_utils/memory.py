@@ -16,14 +16,19 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import math
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from course_utils import calls as _calls  # page_faults() has a parameter named calls
-from course_utils import display, timing, validate
+from course_utils import declare, display, timing, validate
+from course_utils.declare import NonEmpty, NonNegativeFloat, PositiveInt, Range, Text
 
 SAVED_KINDS = ("parameters", "weight copies", "activations")
+MAX_FAULT_CALLS = 1000  # calls page_faults may make: a few suffice (the count is exact), more is a typo
+ByteCounts = Annotated[Mapping[str, NonNegativeFloat], NonEmpty]  # bytes by kind
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -54,12 +59,11 @@ def _malloc_trim() -> Callable[[], None]:
     return lambda: None
 
 
-def peak_rss_delta(fn: Callable[[], Any], *, repeats: int = 2, timeout: float = _calls.DEFAULT_TIMEOUT) -> int | None:
+@declare.checked
+def peak_rss_delta(fn: Callable[[], Any], *, repeats: Annotated[int, Range(1, 100)] = 2,
+                   timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT) -> int | None:
     """Peak resident bytes ``fn()`` adds to this process (smallest of ``repeats`` runs); None where unsupported.
     A run of ``fn`` that does not return within ``timeout`` seconds raises ``calls.LearnerTimeout`` naming it."""
-    validate.function("fn", fn)
-    repeats = validate.number("repeats", repeats, low=1, high=100, integer=True)
-    timeout = _calls.checked_timeout(timeout)
     if not rss_peak_supported():
         return None
     trim = _malloc_trim()
@@ -91,15 +95,14 @@ def _torch_device(device: Any) -> Any:
     return device
 
 
+@declare.checked
 def torch_peak_bytes(fn: Callable[[], Any], device: Any = "cpu", *,
-                     timeout: float = _calls.DEFAULT_TIMEOUT) -> int | None:
+                     timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT) -> int | None:
     """Peak bytes ``fn()`` adds on ``device``: CUDA's ``max_memory_allocated`` on a GPU, else the process peak RSS.
     ``fn`` must return within ``timeout`` seconds (else ``calls.LearnerTimeout`` names it)."""
     import torch
 
-    validate.function("fn", fn)
     device = _torch_device(device)
-    timeout = _calls.checked_timeout(timeout)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
@@ -123,12 +126,10 @@ def _tensors(name: str, values: Any) -> list[Any]:
     return values
 
 
-def _saved(fn: Callable[[], Any], params: Any, name: str, timeout: float) -> dict[str, int]:
+def _saved(fn: Callable[[], Any], params: Any, name: str, timeout: float | None) -> dict[str, int]:
     import torch
 
-    validate.function("fn", fn)
     params = _tensors(name, params)
-    timeout = _calls.checked_timeout(timeout)
     own = {p.untyped_storage().data_ptr() for p in params}
     shapes = {(tuple(p.shape), p.dtype) for p in params} | {(tuple(p.shape[::-1]), p.dtype) for p in params}
     shapes_only = {s for s, _ in shapes}
@@ -154,15 +155,17 @@ def _saved(fn: Callable[[], Any], params: Any, name: str, timeout: float) -> dic
     return result
 
 
+@declare.checked
 def saved_for_backward(fn: Callable[[], Any], params: Iterable[Any] = (), *,
-                       timeout: float = _calls.DEFAULT_TIMEOUT) -> dict[str, int]:
+                       timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT) -> dict[str, int]:
     """Bytes autograd saves while ``fn()`` runs (torch), by kind: what backward will hold on to, and why.
     ``fn`` must return within ``timeout`` seconds (else ``calls.LearnerTimeout`` names it)."""
     return _saved(fn, params, "params", timeout)
 
 
+@declare.checked
 def saved_activation_bytes(fn: Callable[[], Any], exclude: Iterable[Any] = (), *,
-                           timeout: float = _calls.DEFAULT_TIMEOUT) -> int:
+                           timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT) -> int:
     """Bytes autograd saves for backward while ``fn()`` runs, the tensors in ``exclude`` (parameters) not counted.
     ``fn`` must return within ``timeout`` seconds (else ``calls.LearnerTimeout`` names it)."""
     saved = _saved(fn, exclude, "exclude", timeout)
@@ -193,10 +196,9 @@ def torch_state_bytes(model: Any, optimizer: Any = None) -> dict[str, int]:
     return held
 
 
-def bytes_per_parameter(held: Mapping[str, float], n_params: int) -> dict[str, float]:
+@declare.checked
+def bytes_per_parameter(held: ByteCounts, n_params: PositiveInt) -> dict[str, float]:
     """Each entry of ``held`` divided by ``n_params``: bytes per parameter, comparable across model sizes."""
-    _byte_counts("held", held)
-    n_params = validate.positive("n_params", n_params, integer=True)
     return {k: v / n_params for k, v in held.items()}
 
 
@@ -220,19 +222,20 @@ def compiled_stats(compiled: Any) -> dict[str, float]:
     return stats
 
 
-def jax_compiled_stats(fn: Callable[..., Any], *args: Any, timeout: float = _calls.DEFAULT_TIMEOUT) -> dict[str, float]:
+@declare.checked
+def jax_compiled_stats(fn: Callable[..., Any], *args: Any,
+                       timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT) -> dict[str, float]:
     """``compiled_stats`` of ``jax.jit(fn)`` compiled for ``args``: XLA's FLOPs, dot count and buffer bytes.
     Tracing runs ``fn``'s Python: it and the compile must end within ``timeout`` seconds."""
     import jax
 
-    validate.function("fn", fn)
-    timeout = _calls.checked_timeout(timeout)
     with _calls.limit(fn, timeout):
         compiled = jax.jit(fn).lower(*args).compile()
     return compiled_stats(compiled)
 
 
-def jax_memory(fn: Callable[..., Any], *args: Any, timeout: float = _calls.DEFAULT_TIMEOUT) -> dict[str, int]:
+@declare.checked
+def jax_memory(fn: Callable[..., Any], *args: Any, timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT) -> dict[str, int]:
     """XLA's argument, output and temp bytes for ``jax.jit(fn)(*args)``: the compiled program's memory plan."""
     stats = jax_compiled_stats(fn, *args, timeout=timeout)
     if "temp" not in stats:
@@ -244,46 +247,62 @@ def jax_memory(fn: Callable[..., Any], *args: Any, timeout: float = _calls.DEFAU
 # Showing it
 
 
-def _byte_counts(name: str, values: Any) -> Mapping[str, float]:
-    validate.instance(name, values, Mapping)
-    validate.non_empty(name, values)
-    for key, value in values.items():
-        validate.instance(f"{name} key", key, str)
-        validate.non_negative(f"{name}[{key!r}]", value)
-    return values
-
-
-def breakdown_table(held: Mapping[str, float], *, title: str | None = None, note: str | None = None) -> display.Table:
+@declare.checked
+def breakdown_table(held: ByteCounts, *, title: Text | None = None, note: str | None = None) -> display.Table:
     """A Table of bytes by kind with each kind's share and the total, so a breakdown reads at a glance."""
-    _byte_counts("held", held)
-    if title is not None:
-        validate.text("title", title)
-    if note is not None:
-        validate.instance("note", note, str)
     total = sum(held.values())
     rows = [(k, display.format_bytes(v), display.percent(v / total) if total else "-") for k, v in held.items()]
     rows.append(("total", display.format_bytes(total), "100%" if total else "-"))
     return display.table(("kind", "bytes", "share"), rows, title=title, note=note)
 
 
-MAX_FAULT_CALLS = 1000  # calls page_faults may make: a few suffice (the count is exact), more is a typo
+@dataclass(frozen=True)
+class PageFaults:
+    """Minor page faults per call: ``process`` counts every thread of the process (``RUSAGE_SELF``), ``caller``
+    only the thread that called ``fn`` (``RUSAGE_THREAD``, Linux; None where the OS has no per-thread count). An
+    op that hands its output to several threads has them fault its pages: those faults are in ``process`` only."""
+
+    process: float
+    caller: float | None = None
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.process, float) and math.isnan(self.process)):  # nan: the OS has no getrusage
+            validate.non_negative("process", self.process)
+        if self.caller is not None:
+            validate.non_negative("caller", self.caller)
+
+    @property
+    def other_threads(self) -> float | None:
+        """Faults per call taken by the process's other threads (the op's workers, or any thread running then)."""
+        return None if self.caller is None or math.isnan(self.process) else max(0.0, self.process - self.caller)
 
 
-def page_faults(fn: Callable[..., Any], *args: Any, calls: int = 3, timeout: float = _calls.DEFAULT_TIMEOUT) -> float:
-    """Minor page faults per call of ``fn(*args)`` (after one untimed call), from ``getrusage``: a fresh
-    32 MiB output costs 8192 (one per 4 KiB page), a reused buffer none; nan where the OS has no ``resource``.
-    ``calls`` is 1 to 1000; all the calls together must end within ``timeout`` seconds (else
-    ``calls.LearnerTimeout`` names ``fn``)."""
-    validate.function("fn", fn)
-    calls = validate.count("calls", calls, high=MAX_FAULT_CALLS)
-    timeout = _calls.checked_timeout(timeout)
+@declare.checked
+def fault_counts(fn: Callable[..., Any], *args: Any, calls: Annotated[int, Range(1, MAX_FAULT_CALLS)] = 3,
+                 timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT) -> PageFaults:
+    """Minor page faults per call of ``fn(*args)`` (after one untimed call), for the whole process and, where the
+    OS counts per thread, for the calling thread alone: a second figure that says how many of the faults the
+    caller took itself. ``calls`` is 1 to 1000, all within ``timeout`` seconds (else ``calls.LearnerTimeout``)."""
     try:
         import resource
     except ImportError:  # Windows
-        return float("nan")
+        return PageFaults(float("nan"))
+    who = [resource.RUSAGE_SELF, *([resource.RUSAGE_THREAD] if hasattr(resource, "RUSAGE_THREAD") else [])]
     with _calls.limit(fn, timeout):
         timing.sync(fn(*args))
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        before = [resource.getrusage(w).ru_minflt for w in who]
         for _ in range(calls):
             timing.sync(fn(*args))
-        return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls
+        after = [resource.getrusage(w).ru_minflt for w in who]
+    per_call = [(b - a) / calls for a, b in zip(before, after)]
+    return PageFaults(per_call[0], per_call[1] if len(per_call) > 1 else None)
+
+
+@declare.checked
+def page_faults(fn: Callable[..., Any], *args: Any, calls: Annotated[int, Range(1, MAX_FAULT_CALLS)] = 3,
+                timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT) -> float:
+    """Minor page faults per call of ``fn(*args)`` (after one untimed call), from ``getrusage`` over the whole
+    process (every thread; ``fault_counts`` adds the calling thread's own count): a fresh 32 MiB output costs 8192
+    (one per 4 KiB page), a reused buffer none; nan where the OS has no ``resource``. ``calls`` is 1 to 1000; all
+    the calls together must end within ``timeout`` seconds (else ``calls.LearnerTimeout`` names ``fn``)."""
+    return fault_counts(fn, *args, calls=calls, timeout=timeout).process

@@ -7,9 +7,10 @@ light and dark JupyterLab themes and on slides. A framework keeps its colour in 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from course_utils import display, profile, timing, validate
+from course_utils import declare, display, profile, timing, validate
+from course_utils.declare import NonEmpty, NonNegative, PositiveFloat, Range
 from course_utils.roofline import Machine, Point
 
 if TYPE_CHECKING:
@@ -64,15 +65,9 @@ def _show_figures_in_notebook() -> None:
         select_figure_formats(shell, {"png"}, bbox_inches="tight")
 
 
-def _title(title: str | None) -> None:
-    if title is not None:
-        validate.instance("title", title, str)
-
-
-def color_for(label: str, index: int = 0) -> str:
+@declare.checked
+def color_for(label: str, index: Annotated[int, NonNegative] = 0) -> str:
     """The framework's colour when ``label`` names one (e.g. 'jax jit'), else the palette's ``index``-th."""
-    validate.instance("label", label, str)
-    validate.non_negative("index", index, integer=True)
     lowered = label.lower()
     for name, color in FRAMEWORK_COLORS.items():
         if lowered.startswith(name) or f" {name}" in lowered or f"({name}" in lowered:
@@ -80,24 +75,22 @@ def color_for(label: str, index: int = 0) -> str:
     return PALETTE[index % len(PALETTE)]
 
 
-def figure(ncols: int = 1, nrows: int = 1, *, width: float = 6.4, height: float = 3.6) -> tuple[Figure, list[Axes]]:
+@declare.checked
+def figure(ncols: Annotated[int, Range(1, 12)] = 1, nrows: Annotated[int, Range(1, 12)] = 1, *,
+           width: Annotated[float, Range(0.5, 40)] = 6.4,
+           height: Annotated[float, Range(0.5, 40)] = 3.6) -> tuple[Figure, list[Axes]]:
     """A new Figure (not registered with pyplot, so a notebook shows it once) and its axes as a flat list."""
     from matplotlib.figure import Figure
 
-    validate.number("ncols", ncols, low=1, high=12, integer=True)
-    validate.number("nrows", nrows, low=1, high=12, integer=True)
-    validate.number("width", width, low=0.5, high=40)
-    validate.number("height", height, low=0.5, high=40)
     use_style()
     fig = Figure(figsize=(width, height))
     axes = fig.subplots(nrows, ncols, squeeze=False)
     return fig, [ax for row in axes for ax in row]
 
 
+@declare.checked
 def speedup_bars(table: timing.Comparison, *, title: str | None = None) -> Figure:
     """Horizontal bars of each row's speed-up over the table's baseline, whiskers from the quartiles."""
-    validate.instance("table", table, timing.Comparison)
-    _title(title)
     rows = list(table.rows)
     fig, (ax,) = figure(height=0.5 + 0.45 * len(rows))
     names = [r.name for r in rows]
@@ -115,22 +108,16 @@ def speedup_bars(table: timing.Comparison, *, title: str | None = None) -> Figur
     return fig
 
 
+@declare.checked
 def time_bars(
-    measurements: Mapping[str, timing.Measurement] | Sequence[timing.Measurement],
+    measurements: Annotated[Mapping[str, timing.Measurement] | Sequence[timing.Measurement], NonEmpty],
     *,
     title: str | None = None,
     log: bool = False,
     show_first_call: bool = False,
 ) -> Figure:
     """Median time per call with quartile whiskers; optionally the first call (compile/trace) beside it."""
-    validate.instance("measurements", measurements, (Mapping, list, tuple))
-    _title(title)
-    validate.instance("log", log, bool)
-    validate.instance("show_first_call", show_first_call, bool)
     values = list(measurements.values()) if isinstance(measurements, Mapping) else list(measurements)
-    validate.non_empty("measurements", values)
-    for m in values:
-        validate.instance("measurements", m, timing.Measurement)
     items = list(measurements.items()) if isinstance(measurements, Mapping) else [(m.label, m) for m in values]
     scale, unit = display.time_unit(min(m.median for _, m in items))
     fig, (ax,) = figure(height=0.6 + 0.5 * len(items))
@@ -151,9 +138,10 @@ def time_bars(
     return fig
 
 
+@declare.checked
 def sweep_plot(
-    sizes: Sequence[float],
-    series: Mapping[str, Sequence[timing.Measurement]],
+    sizes: Annotated[Sequence[PositiveFloat], NonEmpty],
+    series: Annotated[Mapping[str, Sequence[timing.Measurement]], NonEmpty],
     *,
     xlabel: str = "elements",
     title: str | None = None,
@@ -166,21 +154,9 @@ def sweep_plot(
     """
     import numpy as np
 
-    validate.non_empty("sizes", sizes)
-    validate.instance("series", series, Mapping)
-    validate.non_empty("series", series)
-    validate.instance("xlabel", xlabel, str)
-    _title(title)
-    validate.instance("per_element", per_element, bool)
-    for size in sizes:
-        validate.positive("sizes", size)
-    for label, ms in series.items():
-        validate.instance(f"series key {label!r}", label, str)
-        validate.sequence(f"series[{label!r}]", ms)
+    for label, ms in series.items():  # by hand: a length per mapping value
         if len(ms) != len(sizes):
             raise ValueError(f"series[{label!r}] has {len(ms)} measurements for {len(sizes)} sizes")
-        for i, m in enumerate(ms):
-            validate.instance(f"series[{label!r}][{i}]", m, timing.Measurement)
     fig, (ax,) = figure(width=6.4, height=4.0)
     x = np.asarray(sizes, dtype=float)
     norm = x if per_element else np.ones_like(x)
@@ -199,22 +175,15 @@ def sweep_plot(
     return fig
 
 
-def waterfall(steps: Sequence[tuple[str, float]], *, unit: str = "ms", title: str | None = None) -> Figure:
+@declare.checked
+def waterfall(steps: Sequence[tuple[str, PositiveFloat]], *, unit: Literal["s", "ms", "µs", "ns"] = "ms",
+              title: str | None = None) -> Figure:
     """Step time rung by rung: the first bar is the baseline, each next bar shows what one change saved
     (green) or cost (red), ending on the final time. ``steps`` are (label, seconds) in ladder order.
     """
     scales = {name: scale for scale, name in display.TIME_UNITS}
-    validate.choice("unit", unit, tuple(scales))
-    validate.instance("steps", steps, (list, tuple))
-    _title(title)
     if len(steps) < 2:
         raise ValueError("steps needs a baseline and at least one more rung")
-    for i, step in enumerate(steps):
-        validate.instance(f"steps[{i}]", step, tuple)
-        if len(step) != 2:
-            raise ValueError(f"steps[{i}] must be a (label, seconds) pair; got {step!r}")
-        validate.instance(f"steps[{i}] label", step[0], str)
-        validate.positive(f"steps[{i}] seconds", step[1])
     values = [seconds / scales[unit] for _, seconds in steps]
     fig, (ax,) = figure(width=max(6.4, 1.3 * len(steps)), height=3.8)
     ax.bar(0, values[0], color="#555555")
@@ -232,25 +201,25 @@ def waterfall(steps: Sequence[tuple[str, float]], *, unit: str = "ms", title: st
     return fig
 
 
+@declare.checked
 def roofline_plot(machine: Machine, points: Iterable[Point] = (), *, title: str | None = None) -> Figure:
     """Log-log roofline of ``machine`` (each bandwidth probe dashed, the best solid) with labelled points."""
     import numpy as np
 
-    validate.instance("machine", machine, Machine)
-    _title(title)
-    validate.instance("points", points, Iterable)
-    points = [validate.instance(f"points[{i}]", p, Point) for i, p in enumerate(points)]
+    points = [validate.instance(f"points[{i}]", p, Point) for i, p in enumerate(points)]  # an iterator too
     fig, (ax,) = figure(width=7.0, height=4.4)
     intensities = [p.intensity for p in points if p.flops > 0]
     low = min([machine.ridge_intensity / 1000, *(i / 3 for i in intensities)])
     high = max([machine.ridge_intensity * 30, *(i * 20 for i in intensities)])
     x = np.logspace(np.log10(low), np.log10(high), 200)
-    for bw in machine.bandwidth_probes.values():  # the weaker probes, for scale; the roof is the best one
-        ax.plot(x, np.minimum(machine.peak_flops, x * bw) / 1e9, linestyle=":", linewidth=1, color="#999999")
-    probes = ", ".join(f"{k} {v / 1e9:.0f}" for k, v in machine.bandwidth_probes.items())
-    ax.plot(x, np.minimum(machine.peak_flops, x * machine.bandwidth) / 1e9, color="#222222", linewidth=2,
-            label=f"roof: {machine.bandwidth / 1e9:.0f} GB/s, {machine.peak_flops / 1e9:.0f} GFLOP/s "
-                  f"(dotted: probes {probes} GB/s)")
+    ax.plot(x, np.minimum(machine.peak_flops, x * machine.bandwidth) / 1e9, color="#222222", linewidth=2, zorder=2.5,
+            label=wrap_label(f"roof: {machine.bandwidth / 1e9:.0f} GB/s below the ridge "
+                           f"({machine.ridge_intensity:.3g} FLOP/byte, grey line), {machine.peak_flops / 1e9:.0f} "
+                           "GFLOP/s above it"))
+    for i, bw in enumerate(machine.bandwidth_probes.values()):  # the weaker probes, for scale; the roof is the best
+        ax.plot(x, np.minimum(machine.peak_flops, x * bw) / 1e9, linestyle=":", linewidth=1, color="#999999",
+                label=None if i else wrap_label("dotted: each bandwidth probe (GB/s): " + ", ".join(
+                    f"{k} {v / 1e9:.0f}" for k, v in machine.bandwidth_probes.items())))
     ax.axvline(machine.ridge_intensity, color="#bbbbbb", linewidth=1)
     for i, p in enumerate(points):
         if p.flops <= 0:
@@ -264,9 +233,35 @@ def roofline_plot(machine: Machine, points: Iterable[Point] = (), *, title: str 
     ax.set_xlabel("arithmetic intensity (FLOP / byte)")
     ax.set_ylabel("GFLOP/s")
     ax.set_title(title or f"Roofline of this machine ({machine.framework}, {machine.device})")
-    fig.legend(loc="outside lower center")
+    fig.legend(loc="outside lower center", fontsize=8)  # one column of wrapped entries: never wider than the axes
     _stack_labels_apart(fig, ax)
     return fig
+
+
+def wrap_label(text: str, width: int = 90) -> str:
+    """``text`` broken into lines of at most ``width`` characters, so a legend entry stays inside the figure."""
+    import textwrap
+
+    validate.instance("text", text, str)
+    width = validate.number("width", width, low=8, high=400, integer=True)
+    return "\n".join(textwrap.wrap(text, width)) or text
+
+
+def plain_log_ticks(ax: Axes, axis: str = "y") -> None:
+    """Label a log ``axis`` of ``ax`` with plain numbers ('0.3', '60', '100'), not matplotlib's '6x10^1' or
+    '3e-01'; matplotlib still picks which minor ticks to label (those of an axis spanning under two decades)."""
+    from matplotlib.axes import Axes as _Axes
+    from matplotlib.ticker import LogFormatter
+
+    class Plain(LogFormatter):
+        def __call__(self, x: float, pos: int | None = None) -> str:
+            return f"{x:.4g}" if super().__call__(x, pos) else ""
+
+    validate.instance("ax", ax, _Axes)
+    validate.choice("axis", axis, ("x", "y"))
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    target.set_major_formatter(Plain(labelOnlyBase=False))
+    target.set_minor_formatter(Plain(labelOnlyBase=False, minor_thresholds=(2, 0.6)))
 
 
 def _stack_labels_apart(fig: Figure, ax: Axes) -> None:
@@ -288,18 +283,16 @@ def _stack_labels_apart(fig: Figure, ax: Axes) -> None:
         label.xyann = (5, target - y)
 
 
-def trace_timeline(trace: profile.Trace, *, threads: Sequence[str] | None = None, start: float | None = None,
-                   end: float | None = None, top_names: int = 6, title: str | None = None) -> Figure:
+@declare.checked
+def trace_timeline(trace: profile.Trace, *, threads: Annotated[Sequence[str], NonEmpty] | None = None,
+                   start: float | None = None, end: float | None = None,
+                   top_names: Annotated[int, Range(1, 1000)] = 6, title: str | None = None) -> Figure:
     """A profiler trace drawn as a timeline: one row per thread, one bar per event, the most frequent event
     names coloured (the rest grey), so gaps (idle time) and many small ops read at a glance."""
-    validate.instance("trace", trace, profile.Trace)
-    _title(title)
-    top_names = validate.count("top_names", top_names, high=1000)
-    if threads is not None:
-        for i, thread in enumerate(validate.sequence("threads", threads, min_length=1)):
-            validate.instance(f"threads[{i}]", thread, str)
-    start = validate.number("start", start) if start is not None else trace.start
-    end = validate.number("end", end, low=start, low_open=True) if end is not None else trace.end + 1e-12
+    start = start if start is not None else trace.start
+    end = end if end is not None else trace.end + 1e-12
+    if start >= end:
+        raise ValueError(f"start must be before end; got start={start:g} s, end={end:g} s")
     shown = trace.window(start, end)
     rows = list(threads) if threads is not None else shown.threads()[:6]
     validate.non_empty("threads", rows)
@@ -319,6 +312,9 @@ def trace_timeline(trace: profile.Trace, *, threads: Sequence[str] | None = None
     from matplotlib.patches import Rectangle
 
     handles = [Rectangle((0, 0), 1, 1, color=c) for c in colours.values()]
-    labels = [n if len(n) <= 40 else n[:37] + "..." for n in colours]
-    fig.legend(handles, labels, loc="outside lower center", ncols=min(3, len(labels)), fontsize=7)
+    labels = [wrap_label(n, 34) for n in colours]  # wrapped whole, at the axes' font size: not cut at a tiny one
+    if any(e.name not in colours for e in shown.events):
+        handles.append(Rectangle((0, 0), 1, 1, color="#bbbbbb"))
+        labels.append("every other event")
+    fig.legend(handles, labels, loc="outside lower center", ncols=min(3, len(labels)), fontsize=8)
     return fig

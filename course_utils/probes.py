@@ -45,13 +45,13 @@ class ProbeSize:
 
     @property
     def cache_multiple(self) -> float:
-        """Probe array size over the last-level cache: 4 or more leaves the caches (when not capped); inf where
-        no cache size is known."""
+        """Probe array size over the last-level cache the OS reports (4 or more is meant to leave the caches;
+        notebook 00's sweep measures whether it does); inf where no cache size is known."""
         return self.array_bytes / self.last_level_cache if self.last_level_cache else math.inf
 
 
 def probe_size(arrays: int = ARRAYS) -> ProbeSize:
-    """Bytes per probe array: >= 4x the last-level cache (and >= 64 MiB) on a CPU, capped so that
+    """Bytes per probe array: >= 4x the last-level cache the OS reports (and >= 64 MiB) on a CPU, capped so that
     ``arrays`` of them take at most half of the memory free now, and at 256 MiB at ci size; 1 GiB on a
     GPU or TPU."""
     arrays = validate.positive("arrays", arrays, integer=True)

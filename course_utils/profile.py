@@ -23,9 +23,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from course_utils import calls, display, env, timing, validate
+from course_utils import calls, declare, display, env, timing, validate
 
 
 @dataclass(frozen=True)
@@ -90,9 +90,11 @@ class Trace:
         """Thread names, the busiest first."""
         return sorted({e.thread for e in self.events}, key=lambda t: -self.busy(t))
 
-    def select(self, name: str | None = None, *, thread: str | None = None, category: str | None = None) -> Trace:
+    @declare.checked
+    def select(self, name: declare.Pattern | None = None, *, thread: declare.Pattern | None = None,
+               category: declare.Pattern | None = None) -> Trace:
         """The events whose name / thread / category match these regular expressions (``re.search``)."""
-        patterns = {k: re.compile(validate.instance(k, v, str)) for k, v in
+        patterns = {k: re.compile(v) for k, v in
                     (("name", name), ("thread", thread), ("category", category)) if v is not None}
         kept = tuple(e for e in self.events if all(p.search(getattr(e, k)) for k, p in patterns.items()))
         if not kept:
@@ -100,7 +102,9 @@ class Trace:
                              f"threads: {sorted({e.thread for e in self.events})}")
         return Trace(self.framework, self.path, kept)
 
-    def count(self, name: str | None = None, *, thread: str | None = None, category: str | None = None) -> int:
+    @declare.checked
+    def count(self, name: declare.Pattern | None = None, *, thread: declare.Pattern | None = None,
+              category: declare.Pattern | None = None) -> int:
         """How many events match (0 when none does)."""
         try:
             return len(self.select(name, thread=thread, category=category).events)
@@ -267,8 +271,10 @@ def _xplane_events(path: Path) -> Iterable[Event]:
 # Capturing
 
 
-def capture(framework: str, fn: Callable[..., Any], *args: Any, steps: int = 3, name: str = "trace",
-            folder: str | Path | None = None, timeout: float = calls.DEFAULT_TIMEOUT) -> Trace:
+@declare.checked
+def capture(framework: str, fn: Callable[..., Any], *args: Any, steps: Annotated[int, declare.Range(1, 1000)] = 3,
+            name: declare.FileName = "trace", folder: str | Path | None = None,
+            timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> Trace:
     """Profile ``steps`` calls of ``fn(*args)`` (each waited for), save the trace and return it loaded.
 
     Run ``fn`` once before (compilation is then not in the trace). The file lands in ``folder`` (default
@@ -277,13 +283,7 @@ def capture(framework: str, fn: Callable[..., Any], *args: Any, steps: int = 3, 
     ``fn``), and the profiler is stopped either way.
     """
     framework = validate.framework(framework)
-    validate.function("fn", fn)
-    steps = validate.number("steps", steps, low=1, high=1000, integer=True)
-    if not re.fullmatch(r"\w[\w.-]*", validate.text("name", name)):
-        raise ValueError(f"name must be a file name of letters, digits, '.', '-' or '_' (not starting with '.'); "
-                         f"got {name!r}")
     folder = env.build_dir("traces") if folder is None else validate.folder("folder", folder)
-    timeout = calls.checked_timeout(timeout)
     folder.mkdir(parents=True, exist_ok=True)
     run = {"torch": _capture_torch, "jax": _capture_jax, "tensorflow": _capture_tensorflow}[framework]
 

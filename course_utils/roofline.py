@@ -171,9 +171,10 @@ def measure_machine(
     """Measure bandwidth (copy/scale/triad over arrays of ``array_bytes``) and fp32 matmul FLOP/s
     (n = ``matmul_n``) with one framework, on its default device. Cached per process.
 
-    ``array_bytes`` defaults to ``probes.probe_size()``: at least 4x the last-level cache, so that the roof is
-    main memory, not cache. Outputs are preallocated or donated, so that page faults are not counted as
-    bandwidth; a "triad, fresh output" probe shows what a new output per call costs instead.
+    ``array_bytes`` defaults to ``probes.probe_size()``: at least 4x the last-level cache the OS reports, meant to
+    leave the caches; whether it does, notebook 00's sweep measures from its own cliffs. Outputs are preallocated
+    or donated, so that page faults are not counted as bandwidth; a "triad, fresh output" probe shows what a new
+    output per call costs instead.
     """
     framework = _framework(framework)
     if array_bytes is None:

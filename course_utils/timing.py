@@ -13,12 +13,13 @@ import math
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping, Sized
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from course_utils import calls as _calls  # interleaved() has a parameter named calls
-from course_utils import display, env, validate
+from course_utils import declare, display, env, validate
+from course_utils.declare import NonEmpty, NonNegativeFloat, PositiveFloat, PositiveInt, Range, Text
 from course_utils.display import format_time
 
 _BLOCK_FRACTION = 0.05  # a block of calls lasts at least this share of min_time (timer cost stays negligible)
@@ -90,38 +91,24 @@ def _sync_tensorflow(tf: Any, leaf: Any) -> None:
 # Measurement
 
 
+@declare.checked
 @dataclass(frozen=True)
 class Measurement:
     """Per-call times of one workload: ``times`` holds one value per block of ``number`` calls (seconds)."""
 
     label: str
-    times: tuple[float, ...]
-    number: int = 1
-    first_call: float | None = None
-    total: float = 0.0
+    times: Annotated[tuple[NonNegativeFloat, ...], NonEmpty]
+    number: PositiveInt = 1
+    first_call: NonNegativeFloat | None = None
+    total: NonNegativeFloat = 0.0
     synced: bool = True
-    rounds: tuple[float, ...] = ()  # per-round medians, from ``interleaved``: the replicates of an interval
+    rounds: tuple[PositiveFloat, ...] = ()  # per-round medians, from ``interleaved``: the replicates of an interval
     metadata: dict[str, Any] = field(default_factory=dict, compare=False)
-
-    def __post_init__(self) -> None:
-        validate.instance("label", self.label, str)
-        for t in validate.non_empty("times", self.times):
-            validate.non_negative("times", t)
-        validate.positive("number", self.number, integer=True)
-        if self.first_call is not None:
-            validate.non_negative("first_call", self.first_call)
-        validate.non_negative("total", self.total)
-        validate.instance("synced", self.synced, bool)
-        if isinstance(self.rounds, (str, bytes)) or not isinstance(self.rounds, Sized):
-            raise TypeError(f"rounds must be a tuple of per-round seconds; got {self.rounds!r}")
-        for t in self.rounds:
-            validate.positive("rounds", t)
-        validate.instance("metadata", self.metadata, dict)
 
     @classmethod
     def from_times(cls, label: str, times: Iterable[float], **metadata: Any) -> Measurement:
         """A Measurement of one-call blocks from seconds measured elsewhere (a worker process, a loop)."""
-        values = tuple(float(t) for t in validate.non_empty("times", list(times)))
+        values = tuple(validate.number("times", t) for t in validate.non_empty("times", list(times)))
         return cls(label=label, times=values, number=1, total=sum(values), metadata=metadata)
 
     @property
@@ -187,33 +174,29 @@ class Measurement:
         return self.table()._repr_html_()
 
 
+@declare.checked
 def quartiles(m: Measurement, fmt: Callable[[float], str]) -> str:
     """'a to b': the quartile range of ``m``, each end formatted by ``fmt``."""
-    validate.instance("m", m, Measurement)
-    validate.function("fmt", fmt)
     return f"{fmt(m.p25)} to {fmt(m.p75)}"
 
 
-def interleaved(calls: Mapping[str, Callable[[], Any]], *, rounds: int = 4, min_time: float = 0.2,
+@declare.checked
+def interleaved(calls: Annotated[Mapping[str, Callable[[], Any]], NonEmpty], *,
+                rounds: Annotated[int, Range(1, 100)] = 4,
+                min_time: Annotated[float, Range(0, 60, low_open=True)] = 0.2,
                 sync: Mapping[str, bool] | None = None,
-                timeout: float = _calls.DEFAULT_TIMEOUT) -> dict[str, Measurement]:
+                timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT) -> dict[str, Measurement]:
     """Time each zero-argument callable of ``calls`` in ``rounds`` alternating rounds (the order rotated by one
     each round), ``min_time`` seconds per callable in all; each round's times are pooled into one Measurement per
     name (first call: the first round's). A machine that changes speed between rounds then widens every
     workload's quartiles alike instead of shifting one median against another. Each Measurement keeps its
     per-round medians (``rounds``): ``cu.intervals.speedup(a, b)`` pairs them into an interval. ``sync``
     (name -> bool, default True) passes ``sync=False`` where a call waits by itself (a host copy). A call that
-    does not return within ``timeout`` seconds raises ``calls.LearnerTimeout`` naming it."""
-    validate.non_empty("calls", validate.instance("calls", calls, Mapping))
-    rounds = validate.number("rounds", rounds, low=1, high=100, integer=True)
-    min_time = validate.number("min_time", min_time, low=0, high=60, low_open=True)
-    timeout = _calls.checked_timeout(timeout)
-    sync = dict(validate.instance("sync", sync, Mapping) if sync is not None else {})
-    for name, fn in calls.items():
-        validate.function(f"calls[{name!r}]", fn)
-    for name, wait in sync.items():
+    does not return within ``timeout`` seconds (None: the size's default) raises ``calls.LearnerTimeout`` naming
+    it."""
+    sync = dict(sync or {})
+    for name in sync:
         validate.choice(f"sync[{name!r}]", name, list(calls))
-        validate.instance(f"sync[{name!r}]", wait, bool)
     names = list(calls)
     found: dict[str, list[Measurement]] = {name: [] for name in names}
     for r in range(rounds):
@@ -236,9 +219,12 @@ def _quantile(values: Iterable[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def benchmark(fn: Callable[..., Any], *args: Any, warmup: int = 0, min_time: float = 0.2, max_repeats: int = 200,
-              min_repeats: int = 5, sync: bool | str = "auto", label: str | None = None,
-              timeout: float = _calls.DEFAULT_TIMEOUT, **kwargs: Any) -> Measurement:
+@declare.checked
+def benchmark(fn: Callable[..., Any], *args: Any, warmup: Annotated[int, Range(0, 10_000)] = 0,
+              min_time: Annotated[float, Range(0, _MAX_MIN_TIME, low_open=True)] = 0.2,
+              max_repeats: Annotated[int, Range(1, 100_000)] = 200, min_repeats: Annotated[int, Range(1, 100_000)] = 5,
+              sync: Literal["auto", True, False] = "auto", label: Text | None = None,
+              timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT, **kwargs: Any) -> Measurement:
     """Time ``fn(*args, **kwargs)``: first call apart, ``warmup`` more untimed calls, then blocks of calls.
 
     Calls are grouped into blocks long enough (>= 5% of ``min_time``) that reading the clock costs
@@ -249,16 +235,11 @@ def benchmark(fn: Callable[..., Any], *args: Any, warmup: int = 0, min_time: flo
     ``sync="auto"`` (or True) waits on the returned arrays; ``sync=False`` does not (only to show why
     you must). The first call (compile, trace, caches) and the calibration of the block size warm up;
     pass ``warmup`` for workloads that need more calls before they settle. A call (or block) that has not returned
-    after ``timeout`` seconds raises ``calls.LearnerTimeout`` naming ``fn``, instead of hanging the notebook.
+    after ``timeout`` seconds (None: the size's default) raises ``calls.LearnerTimeout`` naming ``fn``, instead of
+    hanging the notebook.
     """
-    validate.function("fn", fn)
-    warmup = validate.number("warmup", warmup, low=0, high=10_000, integer=True)
-    validate.number("min_time", min_time, low=0, high=_MAX_MIN_TIME, low_open=True)
-    validate.number("max_repeats", max_repeats, low=1, high=100_000, integer=True)
-    validate.number("min_repeats", min_repeats, low=1, high=max_repeats, integer=True)
-    validate.choice("sync", sync, ("auto", True, False))
-    label = validate.text("label", label) if label is not None else getattr(fn, "__name__", "fn")
-    timeout = _calls.checked_timeout(timeout)
+    validate.number("min_repeats", min_repeats, high=max_repeats)
+    label = label if label is not None else getattr(fn, "__name__", "fn")
     limit = functools.partial(_calls.limit, fn, timeout, "fn")
     if kwargs:  # bind them once: the timed loop then costs what a plain call costs
         fn = functools.partial(fn, **kwargs)
@@ -294,8 +275,9 @@ def _benchmark(fn: Callable[..., Any], args: tuple[Any, ...], warmup: int, min_t
                        total=clock() - started, synced=bool(sync))
 
 
-def dispatch_only(fn: Callable[..., Any], *args: Any, repeats: int = 20, label: str | None = None,
-                  timeout: float = _calls.DEFAULT_TIMEOUT) -> Measurement:
+@declare.checked
+def dispatch_only(fn: Callable[..., Any], *args: Any, repeats: Annotated[int, Range(1, 100_000)] = 20,
+                  label: Text | None = None, timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT) -> Measurement:
     """What a naive timer sees: the time until ``fn`` *returns*, not until its result is ready.
 
     Each call is timed without synchronising, then synchronised outside the clock so that calls do not
@@ -303,10 +285,7 @@ def dispatch_only(fn: Callable[..., Any], *args: Any, repeats: int = 20, label: 
     A call that does not return (or whose result is not ready) within ``timeout`` seconds raises
     ``calls.LearnerTimeout`` naming ``fn``.
     """
-    validate.function("fn", fn)
-    repeats = validate.number("repeats", repeats, low=1, high=100_000, integer=True)
-    label = validate.text("label", label) if label is not None else getattr(fn, "__name__", "fn")
-    timeout = _calls.checked_timeout(timeout)
+    label = label if label is not None else getattr(fn, "__name__", "fn")
     with _calls.limit(fn, timeout):
         _wait_for(fn(*args))
     times = []
@@ -361,37 +340,34 @@ def _round_up_125(value: float) -> int:
 # Comparison
 
 
+@declare.checked
 @dataclass(frozen=True)
 class ComparisonRow:
     """One candidate of a comparison, with its speed-up over the baseline and the range of that speed-up."""
 
     name: str
     measurement: Measurement
-    speedup: float
-    speedup_low: float
-    speedup_high: float
+    speedup: PositiveFloat
+    speedup_low: PositiveFloat
+    speedup_high: PositiveFloat
 
     def __post_init__(self) -> None:
-        validate.instance("name", self.name, str)
-        validate.instance("measurement", self.measurement, Measurement)
-        low, mid, high = (validate.positive(k, getattr(self, k)) for k in ("speedup_low", "speedup", "speedup_high"))
-        if not low <= mid <= high:
+        if not self.speedup_low <= self.speedup <= self.speedup_high:
             raise ValueError(f"speedup must lie in [speedup_low, speedup_high]; got {self.speedup:g} outside "
                              f"[{self.speedup_low:g}, {self.speedup_high:g}]")
 
 
+@declare.checked
 @dataclass(frozen=True)
 class Comparison:
     """A table of measurements against a baseline; renders as HTML in Jupyter and as text elsewhere."""
 
     baseline: str
-    rows: tuple[ComparisonRow, ...]
+    rows: Annotated[tuple[ComparisonRow, ...], NonEmpty]
 
     def __post_init__(self) -> None:
-        rows = tuple(validate.instance(f"rows[{i}]", row, ComparisonRow) for i, row in
-                     enumerate(validate.non_empty("rows", validate.instance("rows", self.rows, (tuple, list)))))
-        validate.choice("baseline", validate.instance("baseline", self.baseline, str), [row.name for row in rows])
-        object.__setattr__(self, "rows", rows)
+        validate.choice("baseline", self.baseline, [row.name for row in self.rows])
+        object.__setattr__(self, "rows", tuple(self.rows))
 
     def __getitem__(self, name: str) -> ComparisonRow:
         for row in self.rows:
@@ -420,25 +396,22 @@ class Comparison:
         return self.table()._repr_html_()
 
 
-def compare(candidates: Mapping[str, Callable[..., Any] | Measurement], *args: Any, baseline: str | None = None,
-            **benchmark_kwargs: Any) -> Comparison:
+@declare.checked
+def compare(candidates: Annotated[Mapping[str, Callable[..., Any] | Measurement], NonEmpty], *args: Any,
+            baseline: str | None = None, **benchmark_kwargs: Any) -> Comparison:
     """Benchmark each callable (or take a ready ``Measurement``) and tabulate speed-ups over ``baseline``.
 
     ``baseline`` defaults to the first entry. The speed-up range divides the baseline's quartiles by the
     candidate's opposite quartiles: a range that contains 1.0 means "no measurable difference". A Measurement
     whose quartiles reach 0 s (the clock did not resolve the call) has no speed-up and is refused by name.
     """
-    validate.instance("candidates", candidates, Mapping)
-    validate.non_empty("candidates", candidates)
     baseline = next(iter(candidates)) if baseline is None else validate.choice("baseline", baseline, list(candidates))
     measured: dict[str, Measurement] = {}
     for name, candidate in candidates.items():
         if isinstance(candidate, Measurement):
             measured[name] = candidate
-        elif callable(candidate):
-            measured[name] = benchmark(candidate, *args, label=name, **benchmark_kwargs)
         else:
-            raise TypeError(f"candidates[{name!r}] must be callable or a Measurement; got {type(candidate).__name__}")
+            measured[name] = benchmark(candidate, *args, label=name, **benchmark_kwargs)
     for name, m in measured.items():
         if m.p25 <= 0:
             raise ValueError(f"candidates[{name!r}] measured {format_time(m.p25)} at its lower quartile: the clock did "
@@ -450,12 +423,13 @@ def compare(candidates: Mapping[str, Callable[..., Any] | Measurement], *args: A
                       speedup_high=base.p75 / m.p25) for name, m in measured.items()))
 
 
+@declare.checked
 class Timer:
     """Wall-clock time of a coarse section: ``with Timer("load") as t: ...`` then ``t.elapsed`` (seconds). Call
     ``sync(result)`` inside the block when it launches asynchronous work."""
 
     def __init__(self, label: str = "section") -> None:
-        self.label = validate.instance("label", label, str)
+        self.label = label
         self.elapsed: float | None = None
         self._start: float | None = None
 

@@ -1,7 +1,8 @@
 """The one set of argument checks: a wrong kind raises TypeError, a wrong value ValueError, and every message
 names the argument and what it accepts, so a learner's typo fails at the call, not deep inside numpy.
 
-Each check returns the value it accepted (normalised where that helps), so a function can write
+A public function declares its checks in its signature (``course_utils.declare``); these are what the declarations
+run, and what a function calls by hand for a rule a signature cannot state, e.g.
 ``repeats = validate.positive("repeats", repeats, integer=True)``.
 """
 
@@ -73,13 +74,13 @@ def _bounds(name: str, low: Any, high: Any) -> None:
 
 def _range_text(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
     if high is None:
-        return f"{'>' if low_open else '>='} {_bound_text(low)}"
+        return f"{'>' if low_open else '>='} {bound_text(low)}"
     if low is None:
-        return f"{'<' if high_open else '<='} {_bound_text(high)}"
-    return f"in {'(' if low_open else '['}{_bound_text(low)}, {_bound_text(high)}{')' if high_open else ']'}"
+        return f"{'<' if high_open else '<='} {bound_text(high)}"
+    return f"in {'(' if low_open else '['}{bound_text(low)}, {bound_text(high)}{')' if high_open else ']'}"
 
 
-def _bound_text(bound: Any) -> str:
+def bound_text(bound: Any) -> str:
     """A bound as a reader takes it in: whole numbers in full ('2,147,483,648'), others with :g."""
     if isinstance(bound, numbers.Integral) or float(bound).is_integer() and abs(bound) < 1e15:
         return f"{int(bound):,}" if abs(bound) >= 10_000 else f"{int(bound)}"

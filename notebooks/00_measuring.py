@@ -248,14 +248,15 @@ figures
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 cu.display.prose(f"Probe arrays here: {cu.display.format_bytes(probe_size.array_bytes)} each, "
                  f"{probe_size.cache_multiple:.2g}x the {cu.display.format_bytes(probe_size.last_level_cache)} "
-                 f"last-level cache (capped by: {probe_size.capped_by or 'nothing'}).")
+                 f"last-level cache the OS reports (capped by: {probe_size.capped_by or 'nothing'}).")
 
 # %% [markdown]
 # The ridge point in the table is the best FLOP/s roof over the best bandwidth roof: on this machine a kernel doing
 # fewer FLOPs per byte than that is memory-bound, one doing more is compute-bound. On a CPU the probe arrays are
-# sized at four times the last-level cache or more, where they stream from main memory, unless the free memory or
-# the run's size caps them (the line above says which); below four times the cache, part of their traffic can come
-# from it, so the memory roof may be the cache's speed. Going further sweeps the sizes.
+# sized at four times the last-level cache the OS reports or more, unless the free memory or the run's size caps
+# them (the line above says which). Whether that puts them in main memory is measured, not assumed: Going further
+# sweeps the sizes and finds where main memory starts from the sweep's own cliffs; a reported size can be wrong (a
+# virtual machine may report its host's cache).
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Overhead first, then bandwidth
@@ -474,12 +475,16 @@ gap
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Is the memory roof main memory's speed?
-# The probes are sized from the last-level cache, capped at ci size. The sweep below times a copy into a
-# preallocated array for working sets from 16 KiB to past the probes', and on to working sets of four times the
-# last-level cache (notebook 02's rule for main memory) where the memory and the size allow.
+# The probes are sized from the last-level cache the OS reports, capped at ci size. The sweep below times a copy
+# into a preallocated array for working sets from 16 KiB to past the probes', and on to four times the reported
+# cache where the memory and the size allow. Where the copy's rate falls by 1.5x or more and stays down, the sweep
+# has found a **cliff**: a level of the hierarchy ends there. Main memory is read off the curve, the working sets
+# past the last cliff; only a sweep with no cliff falls back on four times the reported cache (notebook 02's
+# rule), and the verdict says which it used. The reported sizes are drawn too, as a second fact: a virtual machine
+# may report its host's cache.
 #
-# **Prediction.** The memory roof lies within 1.3x of the main-memory plateau (the median of at least two
-# points at four times the last-level cache or more).
+# **Prediction.** The memory roof is main memory's speed: the probes' working set lies in main memory as the sweep
+# finds it, and the roof lies within 1.3x of the plateau there (the median of at least two points).
 
 # %%
 probe_set = 2 * probe_size.array_bytes  # a copy probe's source and destination
@@ -487,32 +492,36 @@ hierarchy = cu.measuring.sweep_hierarchy(cu.measuring.default_working_sets(probe
 cu.measuring.plots.hierarchy_plot(hierarchy, roof=figures.bandwidth if device == "cpu" else None)
 
 # %%
-dram = hierarchy.dram_points()  # working sets of at least 4x the last-level cache
+dram = hierarchy.dram_points()  # the working sets past the sweep's last cliff (hierarchy.basis says which rule)
 retimed = (cu.measuring.retime_dram(hierarchy, probe_set, figures.roofs["torch"].bandwidth_probes["copy"])
            if device == "cpu" and len(dram) >= 2 else None)  # the probe and the plateau timed in the same rounds
+llc = hierarchy.last_level_cache  # the OS's report: quoted, never decided on
+where = {"basis": hierarchy.basis, "reported": cu.display.format_bytes(llc) if llc else "none"}
 if retimed:
     v_memory = cu.measuring.findings.MEMORY.score(
+        cu.findings.true(f"the probes' working set ({cu.display.format_bytes(probe_set)}) lies in main memory as "
+                         "the sweep found it", probe_set >= hierarchy.main_memory_start),
         cu.findings.within(f"memory roof ({figures.bandwidth_probe}) over the plateau of {len(dram)} main-memory "
                            "points", figures.bandwidth / retimed.plateau, 1 / 1.3, 1.3),
-        plateau=cu.display.format_rate(retimed.plateau), probe_rate=cu.display.format_rate(retimed.probe_rate),
-        earlier=cu.display.format_rate(retimed.earlier), drift=f"{retimed.earlier / retimed.probe_rate:.2f}")
+        probe_set=cu.display.format_bytes(probe_set), plateau=cu.display.format_rate(retimed.plateau),
+        probe_rate=cu.display.format_rate(retimed.probe_rate), earlier=cu.display.format_rate(retimed.earlier),
+        drift=f"{retimed.earlier / retimed.probe_rate:.2f}", **where)
 elif device != "cpu":
     v_memory = cu.measuring.findings.MEMORY.not_tested(
-        "the roofs are the accelerator's, and this sweep measures the CPU's memory")
+        "the roofs are the accelerator's, and this sweep measures the CPU's memory", **where)
 else:
     cap = cu.measuring.size_cap()  # at ci size, two probe arrays
     v_memory = cu.measuring.findings.MEMORY.not_tested(
-        f"only {len(dram)} working set(s) of 4x the last-level cache or more fit under the sweep's limit (a quarter "
-        f"of the free memory{f', and the ci cap of {cu.display.format_bytes(cap)}' if cap else ''}); a plateau needs two")
+        f"only {len(dram)} working set(s) in main memory fit under the sweep's limit (a quarter of the free "
+        f"memory{f', and the ci cap of {cu.display.format_bytes(cap)}' if cap else ''}); a plateau needs two", **where)
 v_memory
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_memory.prose()
 
 # %% [markdown]
-# Where the probes' working set (two arrays) falls short of four times the last-level cache, the memory roof is the
-# speed of the level that holds it, not main memory's. The smallest copies are worth setting beside a torch call's
-# floor (section 4): a copy that takes a few floors or less measures the call more than its bytes.
+# The smallest copies are worth setting beside a torch call's floor (section 4): a copy that takes a few floors or
+# less measures the call more than its bytes.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### How close is the matmul to the chip, and who runs it?

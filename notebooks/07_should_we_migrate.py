@@ -62,7 +62,8 @@ device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 # The seed's scenario is a medical-imaging team waiting days for each run. Our stand-in: the course CNN (three
 # 3x3 convolutions, global pooling, a linear head) on synthetic image patches that cost real CPU work to decode
 # (`cu.pipeline.SyntheticImages`, notebook 04's dataset). The migration is one line: `compile_model` below is
-# what every compiled measurement in this notebook applies.
+# what the ladder, the agreement checks, the checklist and the framework table apply; `assess` (section 3)
+# compiles in its own fresh processes, with `torch.compile(model, mode=...)`.
 
 # %%
 size = cu.env.pick(ci=64, cpu=64, gpu=64, tpu=64)
@@ -136,18 +137,20 @@ print("worker loader yields identical batches:", same_batches)
 assert fp32["loss"] < 1e-4 and fp32["weights"] < 1e-4 and amp["close"] and not wrong["close"] and same_batches
 
 # %%
-v_cheap = cu.display.verdict(cheap.low > gain.high, f"no-migration rungs {cheap}; compile on top of them {gain}",
-                             "the two intervals overlap or compile's lies higher: the cheap rungs did not give "
-                             "more, beyond the noise")
-v_order = cu.display.verdict(first.high < gain.low, f"compile first {first}; compile last {gain}",
-                             "compile first was not credited with less than compile last, beyond the noise")
+v_cheap = cu.migrate.findings.CHEAP.score(
+    cu.findings.faster("speed-up of the no-migration rungs over that of compile on top of them",
+                       cu.migrate.gap(cheap, gain)), cheap=str(cheap), last=str(gain))
+v_order = cu.migrate.findings.ORDER.score(
+    cu.findings.faster("speed-up of compile last over that of compile first", cu.migrate.gap(gain, first)),
+    first=str(first), last=str(gain), wait=f"{ladder.baseline.wait_share:.0%}",
+    bare=str(ladder.interval("torch.compile on the baseline", "compute")))
 v_cheap
 
 # %%
 v_order
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.migrate.story.ladder_story(ladder, v_cheap, v_order, cores)
+cu.migrate.story.ladder_story(v_cheap, v_order)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The seed also claims that *automatic mixed precision typically gives ~30% speed-up and saves memory*.
@@ -158,16 +161,15 @@ cu.migrate.story.ladder_story(ladder, v_cheap, v_order, cores)
 # %%
 amp_label = ladder.find("+ autocast")  # None where the rung was skipped
 if amp_label is None:
-    v_amp = cu.display.not_tested("this CPU has no bf16 units, so the autocast rung was skipped (notebook 03 "
-                                  "measured emulated bf16)")
+    v_amp = cu.migrate.findings.AMP.not_tested("this CPU has no bf16 units, so the autocast rung was skipped; "
+                                               "notebook 03 measured emulated bf16")
 else:
-    v_amp = cu.display.verdict(ladder.interval(amp_label).low >= 1.25, f"autocast {ladder.interval(amp_label)} per "
-                               "sample over the rung before it (the seed: ~1.3x)",
-                               "the interval reaches below 1.25x: here mixed precision is not reliably worth 30%")
+    v_amp = cu.migrate.findings.AMP.score(cu.findings.above(
+        "autocast per sample over the rung before it (the seed: ~1.3x)", ladder.interval(amp_label), 1.25))
 v_amp
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.migrate.story.amp_story(ladder, amp_label, v_amp)
+v_amp.prose()
 
 # %% [markdown] course={"lead": true, "minutes": 9} slideshow={"slide_type": "slide"}
 # ## 3. Your model, in fresh processes: `assess`
@@ -194,13 +196,14 @@ cu.migrate.compare_assessments({"course CNN": cnn, "transformer block": block})
 cu.migrate.assess_figure(cnn, block)
 
 # %%
-v_models = cu.display.verdict(block.deciding.speedup.low > cnn.deciding.speedup.high,
-                              f"CNN {cnn.deciding.speedup}; transformer block {block.deciding.speedup}",
-                              "the block's interval does not lie wholly above the CNN's")
+v_models = cu.migrate.findings.MODELS.score(
+    cu.findings.faster("speed-up compile bought the transformer block over the one it bought the CNN",
+                       cu.migrate.gap(block.deciding.speedup, cnn.deciding.speedup)),
+    processes=cnn.processes, block=str(block.deciding.speedup), cnn=str(cnn.deciding.speedup))
 v_models
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.migrate.story.models_story(cnn, block, v_models)
+v_models.prose()
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Your own model and cluster: put `make_model()` and `make_batches()` in a module, then run this command on the
@@ -242,19 +245,23 @@ cu.migrate.payback(priced["the lead's inputs"].pricing.estimate, seed,
                    labels=[f"measured: {cnn.deciding.speedup.ratio:.2f}x", f"the seed's claim ({seed.speedup.median:.2f}x)"])
 
 # %% [markdown]
+# The break-even speed-up rises with the share of the bill that is not training, with the upkeep of the eager
+# path and with each job's cold compile. A bill that grows by half every month, as the seed says, is a claim to
+# check with finance, not an input to trust.
+#
 # **Prediction.** At the lead's inputs, the CNN's whole fresh-process interval lies above the break-even speed-up,
 # so the migration pays back within the year.
 
 # %%
 at_lead = priced["the lead's inputs"]
-v_pays = cu.display.verdict(at_lead.decision.outcome == cu.migrate.MIGRATE,
-                            f"{at_lead.deciding.speedup} against a break-even speed-up of "
-                            f"{at_lead.pricing.break_even:.3g}x: {at_lead.decision.outcome}",
-                            "the interval does not lie wholly above the break-even speed-up")
+v_pays = cu.migrate.findings.DECISION.score(
+    at_lead.decision.check("The CNN's speed-up across fresh processes, against the break-even speed-up"),
+    horizon=at_lead.pricing.inputs.value("horizon_months"), next_step=at_lead.decision.next_step,
+    break_even=cu.migrate.decision.speed_text(at_lead.pricing.break_even))
 v_pays
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.migrate.story.money_story(priced, v_pays)
+v_pays.prose(cu.migrate.money_sentence(at_lead))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The same gain on a growing bill and on reserved capacity (paid whatever happens: the gain buys time, not
@@ -272,7 +279,10 @@ cu.migrate.explore(at_lead.pricing.estimate.speedup, training_share=lead.value("
 # The seed's checklist, each item a check that can fail, on the whole training step at the compiled rung's
 # set-up: the **MVP bar is the break-even speed-up** (the fresh-process interval must lie above it) with compiled
 # losses equal to eager's; operator compatibility (graph breaks); the rollback; monitoring (cold compile against
-# 1% of the competitor's 3 h run, busy share of the step); data-dependent control flow. The rollback is one line:
+# 1% of the competitor's 3 h run); data-dependent control flow. Utilisation is not checked: the ladder's *waiting
+# for data* column measures the data stall, not how busy the accelerator's kernels are (a faster compiled compute
+# raises the share spent waiting), and MFU in `assess`'s table is the model's FLOP/s over the peak, a third
+# quantity. The rollback is one line:
 
 # %%
 with torch.compiler.set_stance("force_eager"):  # the rollback: every torch.compile'd model runs eager
@@ -286,7 +296,6 @@ ready = cu.migrate.run_checklist(cu.migrate.step_factory(fresh_model, kept["amp"
                                  gain=at_lead.pricing.estimate.speedup, min_speedup=at_lead.pricing.break_even,
                                  forward=(fresh_model(), (big[0],)), compile_s=cnn.deciding.compile_cold_s,
                                  compile_budget_s=0.01 * cu.migrate.SEED_COMPETITOR_HOURS * 3600,
-                                 utilisation=1 - ladder["+ torch.compile"].wait_share,
                                  rtol=cu.migrate.PARITY_RTOL["fp32" if kept["amp"] is None else "amp"])
 ready
 
@@ -317,14 +326,11 @@ for name, result in (("CNN", ready), ("CNN with a data-dependent branch", not_re
     print(f"{name}: " + " | ".join(f"{c.name.split(':')[0]} {c.mark}" for c in result.checks
                                    if not c.name.startswith(("MVP", "monitoring"))))
 
-# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.migrate.story.checklist_story(ready, ladder, cnn)
-
 # %% [markdown] course={"lead": true, "minutes": 3} slideshow={"slide_type": "slide"}
 # ## 6. The page to hand to your lead
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.migrate.story.lead_page(priced, block.priced(lead), ladder, ready, cores)
+cu.migrate.lead_page(priced, block.priced(lead), ladder, ready, cores)
 
 # %% [markdown] course={"lead": false, "minutes": 5} slideshow={"slide_type": "slide"}
 # ## Exercises
@@ -432,18 +438,19 @@ print("the same model in every installed framework (outputs within 1e-4 of PyTor
 # %%
 fastest = max((r.framework for r in frameworks.rows), key=frameworks.vs_baseline)
 if cu.env.available("jax"):
-    v_jax = cu.display.verdict(fastest == "jax", f"fastest compiled step: {fastest} "
-                               f"({frameworks.vs_baseline(fastest):.2f}x over PyTorch eager)",
-                               f"{fastest} was faster than JAX here")
+    v_jax = cu.migrate.findings.JAX.score(cu.findings.true(
+        f"jax.jit's step is the fastest compiled step (fastest: {fastest}, {frameworks.vs_baseline(fastest):.2f}x "
+        "over PyTorch eager)", fastest == "jax"), ranking=frameworks.ranking())
 else:
-    v_jax = cu.display.not_tested("JAX is not installed in this runtime, so the seed's claim is not measured")
+    v_jax = cu.migrate.findings.JAX.not_tested("JAX is not installed in this runtime, so the seed's claim is not "
+                                               "measured", ranking=frameworks.ranking())
 v_jax
 
 # %%
 frameworks.decomposition()
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.migrate.story.frameworks_story(frameworks, v_jax)
+cu.migrate.story.frameworks_story(v_jax)
 
 # %%
 # NBVAL_CHECK_OUTPUT

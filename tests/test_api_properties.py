@@ -1,7 +1,9 @@
 """Every public function of course_utils, fed what a learner who mistypes would pass (tests/api_walk.py reads the
 parameters' type hints and names; hypothesis generates the values): each call must raise TypeError or ValueError
 naming the parameter, or return an answer that is not NaN-shaped, within 3 seconds and without eating memory.
-The hand-written cases in tests/*/test_*_bad_input.py stay: they teach what each error says."""
+Where the function is ``@declare.checked``, the bad values come from its declarations, and a value the declaration
+refuses must be refused by the call. The hand-written cases in tests/*/test_*_bad_input.py stay: they teach what
+each error says."""
 
 from __future__ import annotations
 
@@ -15,11 +17,19 @@ from typing import Any
 import numpy as np
 import psutil
 import pytest
-from api_walk import Target, bad_values, kind_of, targets
+from api_walk import (
+    EXTREME_FLOATS,
+    Target,
+    bad_values,
+    declared_bad_values,
+    declared_good_value,
+    kind_of,
+    targets,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from course_utils import calls, exercises, models, notebook, profile, roofline, timing
+from course_utils import calls, declare, exercises, models, notebook, profile, roofline, timing
 
 TIME_LIMIT = 3.0  # seconds: a bad value must be refused at the call, not after minutes of work
 MEMORY_LIMIT = 1 << 30  # bytes a call may add to the process before it is a runaway allocation
@@ -155,6 +165,9 @@ def _frameworks_imported() -> None:
     for name in ("torch", "jax"):
         if env.available(name):
             importlib.import_module(name)
+    if env.available("torch"):  # what a first torch.compile or launch imports (sympy among them): seconds
+        for name in ("torch._dynamo", "torch._inductor.compile_fx", "torch.distributed.run"):
+            importlib.import_module(name)
     if env.available("tensorflow"):
         env.import_tensorflow()
 
@@ -169,6 +182,9 @@ def _good(target: Target, name: str, annotation: str, tmp_path: Any) -> Any:
         return target.parameter  # validate's errors name what they are given as name
     if name in GOOD_BY_NAME:
         return GOOD_BY_NAME[name]
+    rule = _declared(target.obj).get(name)
+    if rule is not None:
+        return declared_good_value(rule, GOOD_BY_ANNOTATION, tmp_path / name)
     kind = kind_of(name, annotation)
     classes = re.findall(r"\b([A-Z]\w*|ndarray)\b", annotation)
     for cls in classes:
@@ -180,8 +196,19 @@ def _good(target: Target, name: str, annotation: str, tmp_path: Any) -> Any:
     return GOOD_BY_KIND[kind]
 
 
+def _declared(obj: Any) -> dict[str, Any]:
+    """The declared Rules of a @declare.checked callable's parameters (none for one checked by hand)."""
+    checked = hasattr(obj, "__checked__") or hasattr(getattr(obj, "__init__", None), "__checked__")
+    return declare.declared(obj) if checked else {}
+
+
+def _declared_values(target: Target, good: Any) -> list[Any]:
+    """Each value the declaration refuses, then the extreme floats where it takes a number."""
+    return declared_bad_values(target.rule, good) + (EXTREME_FLOATS if target.rule.kind == "float" else [])
+
+
 def _strategy(target: Target) -> st.SearchStrategy:
-    """The listed bad values, plus generated ones of the same kind."""
+    """The listed bad values of the parameter's kind, plus generated ones of the same kind."""
     listed = st.sampled_from(bad_values(target.kind, target.annotation))
     generated = {
         "count": st.one_of(st.integers(max_value=-1), st.integers(min_value=10**10, max_value=10**18)),
@@ -197,7 +224,10 @@ def _names(error: BaseException, target: Target) -> bool:
 
 def _judge(target: Target, bad: Any, outcome: Any, others: dict[str, Any]) -> str | None:
     """None when the call behaved; else what went wrong, in words. A refusal that names another parameter means
-    the walk's good value for it was not good enough: the target is then skipped (not covered), not failed."""
+    the walk's good value for it was not good enough: the target is then skipped (not covered), not failed. An
+    answer to a value that the declaration refuses means the call does not run its declared checks."""
+    if isinstance(outcome, calls.LearnerTimeout) and target.parameter == "timeout" and "timeout=" in str(outcome):
+        return None  # the learner's own (tiny) limit, kept and named
     if isinstance(outcome, calls.LearnerTimeout):
         return f"ran past {TIME_LIMIT:g} s with {target.parameter}={bad!r} (a missing bound)"
     if isinstance(outcome, MemoryError):
@@ -210,10 +240,20 @@ def _judge(target: Target, bad: Any, outcome: Any, others: dict[str, Any]) -> st
         return f"{type(outcome).__name__} does not name {target.parameter!r}: {str(outcome)[:160]}"
     if isinstance(outcome, BaseException):
         return f"raised {type(outcome).__name__} with {target.parameter}={bad!r}: {str(outcome)[:160]}"
+    if target.rule is not None and not _declared_accepts(target, bad, others):
+        return f"accepted {target.parameter}={bad!r:.80} although its declaration refuses it"
     if isinstance(bad, float) and not math.isfinite(bad) and isinstance(outcome, str) and \
             re.search(r"\b(nan|inf)\b", outcome, re.IGNORECASE):
         return f"accepted {target.parameter}={bad!r} and answered {outcome[:80]!r}"
     return None
+
+
+def _declared_accepts(target: Target, bad: Any, others: dict[str, Any]) -> bool:
+    try:
+        target.rule.check(target.parameter, bad, {**others, target.parameter: bad})
+        return True
+    except (TypeError, ValueError):
+        return False
 
 
 @pytest.mark.parametrize("target", TARGETS, ids=[f"{t.spelling}.{t.parameter}" for t in TARGETS])
@@ -228,10 +268,12 @@ def test_a_bad_value_is_refused_by_name_or_answered(target: Target, tmp_path, mo
                            tmp_path) for n in target.required}
     except KeyError as unknown:
         pytest.skip(f"no valid example for parameter {unknown} of {target.spelling}")
+    try:
+        good = _good(target, target.parameter, params[target.parameter].annotation
+                     if isinstance(params[target.parameter].annotation, str) else "", tmp_path)
+    except KeyError:
+        good = None  # the declaration's relative values (a repeat, a length) are then made from 1.0
 
-    @settings(max_examples=4, deadline=None, database=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
-    @given(bad=_strategy(target))
     def check(bad: Any) -> None:
         process = psutil.Process()
         before = process.memory_info().rss
@@ -245,4 +287,9 @@ def test_a_bad_value_is_refused_by_name_or_answered(target: Target, tmp_path, mo
         problem = _judge(target, bad, outcome, others)
         assert problem is None, f"{target.spelling}: {problem}"
 
-    check()
+    if target.rule is not None:  # every value the declaration refuses, and the extreme floats
+        for bad in _declared_values(target, good):
+            check(bad)
+        return
+    settings(max_examples=4, deadline=None, database=None, derandomize=True,
+             suppress_health_check=list(HealthCheck))(given(bad=_strategy(target))(check))()

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from course_utils import calls
+from course_utils import calls, timing
 
 
 def never_returns() -> None:
@@ -82,3 +82,14 @@ def test_every_core_helper_that_runs_learner_code_takes_a_timeout() -> None:
             if runs and f"{module_name}.{name}" not in _NOT_RUN_HERE and "timeout" not in params:
                 missing.append(f"{module_name}.{name}({', '.join(p.name for p in runs)})")
     assert not missing, f"no timeout= although they call the learner's code: {missing}"
+
+
+def test_the_default_timeout_is_sized_to_the_lesson_and_stated(monkeypatch) -> None:
+    monkeypatch.setenv("COURSE_SIZE", "ci")
+    assert calls.default_timeout() == calls.DEFAULT_TIMEOUTS["ci"] <= 120
+    assert max(calls.DEFAULT_TIMEOUTS.values()) <= 180 and set(calls.DEFAULT_TIMEOUTS) == set(calls.env.SIZES)
+    monkeypatch.setitem(calls.DEFAULT_TIMEOUTS, "ci", 0.3)
+    with pytest.raises(calls.LearnerTimeout, match=r"the default at size ci is 0\.3 s; pass timeout= to allow more"):
+        calls.call(never_returns, name="step")
+    with pytest.raises(calls.LearnerTimeout, match=r"the default at size ci is 0\.3 s"):
+        timing.benchmark(never_returns)

@@ -66,3 +66,61 @@ def test_waterfall_draws_one_bar_per_rung() -> None:
         plotting.waterfall([("eager", 1.0)])
     with pytest.raises(ValueError, match="unit"):
         plotting.waterfall([("a", 1.0), ("b", 0.5)], unit="h")
+
+
+def _inside_axes_width(fig: Figure) -> bool:
+    """Whether every legend of ``fig`` is at most as wide as its first axes, once drawn."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    width = fig.axes[0].get_window_extent(renderer).width
+    return all(legend.get_window_extent(renderer).width <= width for legend in fig.legends)
+
+
+def test_roofline_legend_is_no_wider_than_the_axes_with_many_probes() -> None:
+    probes = {f"{fw} {kind}": 5e9 + i for i, (fw, kind) in enumerate(
+        (fw, kind) for fw in ("torch", "jax", "tensorflow") for kind in ("copy", "scale", "triad"))}
+    machine = roofline.Machine("best of torch, jax, tensorflow", "cpu", probes, {"matmul fp32": 30e9})
+    fig = plotting.roofline_plot(machine, [roofline.Point("torch eager", 1e9, 8e9, 1.0)])
+    assert fig.legends and _inside_axes_width(fig)
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert texts[0].startswith("roof: ") and "tensorflow triad" in texts[1]  # every probe named, the roof first
+
+
+def test_trace_legend_names_each_colour_whole_and_the_grey_rest() -> None:
+    from course_utils import profile
+
+    long = "aten::_foreach_add_ (the optimizer step, all parameters at once)"
+    names = ["aten::add", long, "aten::mul"]
+    events = tuple(profile.Event(names[i % 3], "cpu_op", "main", float(i) * 1e-4, 5e-5) for i in range(9))
+    fig = plotting.trace_timeline(profile.Trace("torch", None, events), top_names=2)
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert texts[-1] == "every other event" and len(texts) == 3
+    assert any(t.replace("\n", " ") == long for t in texts)  # wrapped, not cut
+    assert all(t.get_fontsize() >= 8 for t in fig.legends[0].get_texts()) and _inside_axes_width(fig)
+
+
+def test_plain_log_ticks_print_numbers_not_powers() -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig, (ax,) = plotting.figure()
+    ax.plot([1, 2], [0.2, 9])
+    ax.set_yscale("log")
+    plotting.plain_log_ticks(ax)
+    FigureCanvasAgg(fig).draw()
+    labels = [t.get_text() for t in ax.get_yticklabels(which="both") if t.get_text()]
+    assert {"0.3", "1", "6"} <= set(labels) and not any("times" in t or "^" in t or "e-" in t for t in labels)
+    with pytest.raises(ValueError, match="axis"):
+        plotting.plain_log_ticks(ax, "z")
+    with pytest.raises(TypeError, match="ax"):
+        plotting.plain_log_ticks(None)
+
+
+def test_wrap_label_keeps_every_word_within_the_width() -> None:
+    text = "dotted: each bandwidth probe (GB/s): torch copy 7, torch triad 5, jax scale 6, jax triad 5"
+    wrapped = plotting.wrap_label(text, 40)
+    assert wrapped.replace("\n", " ") == text and max(len(line) for line in wrapped.splitlines()) <= 40
+    with pytest.raises(ValueError, match="width"):
+        plotting.wrap_label(text, 0)

@@ -12,8 +12,6 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "course_utils"
 OUTCOME_ATTRIBUTES = {"held", "failed", "tested", "undecided", "outcome", "status"}
 MODULES = sorted(p for p in PACKAGE.glob("*/*.py") if p.stem.startswith("story") or p.stem == "findings")
-# lessons whose stories still decide on numbers (issue 35, in progress): strict, so a converted one must leave
-PENDING = {"migrate"}
 
 
 def _decides_on_outcome_only(test: ast.expr) -> bool:
@@ -58,9 +56,7 @@ def _parameters_not_findings(tree: ast.Module) -> list[str]:
     return wrong
 
 
-@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="not converted yet"))
-                                  if p.parent.name in PENDING else p for p in MODULES],
-                         ids=[f"{p.parent.name}/{p.stem}" for p in MODULES])
+@pytest.mark.parametrize("path", MODULES, ids=[f"{p.parent.name}/{p.stem}" for p in MODULES])
 def test_story_functions_branch_on_outcomes_only(path: Path) -> None:
     tree = ast.parse(path.read_text())
     assert not _branches(tree), f"{path.relative_to(ROOT)} decides on something other than an outcome: " \

@@ -34,13 +34,17 @@ from pathlib import Path
 import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import agendas  # noqa: E402  (tools/agendas.py: the agendas of the guide)
 import course_file  # noqa: E402  (tools/course_file.py: the lessons of course.toml)
 import guide  # noqa: E402  (tools/guide.py: the guide's generated sections and answers)
+import minutes  # noqa: E402  (tools/minutes.py: workshop minutes computed from the material)
+import talk  # noqa: E402  (tools/talk.py: what a slide keeps of a cell)
 
 ROOT = Path(__file__).resolve().parents[1]
 SLIDES = ROOT / "slides"
 CONFIG = SLIDES / "deck.toml"
 GUIDE = SLIDES / "instructor_guide.md"
+HELPERS = SLIDES / "helpers.md"
 TEMPLATES = SLIDES / "templates"
 TEMPLATE = "course_reveal"
 VENDOR = ROOT / "build" / "vendor"
@@ -48,8 +52,7 @@ OUT = ROOT / "build" / "slides"
 STATIC = "_static"  # folder next to the decks, referenced by relative paths only
 MANIFEST = "manifest.json"
 
-AGENDA_BEGIN = "<!-- BEGIN generated agendas: python tools/build_slides.py --update-guide -->"
-AGENDA_END = "<!-- END generated agendas -->"
+AGENDA_BEGIN, AGENDA_END = agendas.AGENDA_BEGIN, agendas.AGENDA_END
 
 _REMOTE_MD_IMAGE = re.compile(r"!\[([^\]]*)\]\((https?://[^)\s]+)(?:\s+\"[^\"]*\")?\)")
 _REMOTE_HTML_IMAGE = re.compile(r"<img\b[^>]*\bsrc=[\"'](https?://[^\"']+)[\"'][^>]*>", re.IGNORECASE)
@@ -103,16 +106,7 @@ def slide_type(cell: dict) -> str:
     return (cell.get("metadata", {}).get("slideshow") or {}).get("slide_type", "-") or "-"
 
 
-def is_solution(cell: dict) -> bool:
-    """True for an exercise solution: a code cell tagged ``solution`` (hidden in the notebook; prose cells are
-    hidden too, but they are not solutions)."""
-    return cell.get("cell_type") == "code" and "solution" in cell.get("metadata", {}).get("tags", [])
-
-
-def workshop_minutes(nb: dict) -> int | None:
-    """The notebook's metadata course.minutes.workshop, or None."""
-    value = nb.get("metadata", {}).get("course", {}).get("minutes", {}).get("workshop")
-    return int(value) if isinstance(value, (int, float)) else None
+is_solution = minutes.is_solution  # an exercise's solution cell: speaker notes on the slides
 
 
 def title_of(nb: dict, fallback: str) -> str:
@@ -167,6 +161,12 @@ def has_math(nb: dict) -> bool:
 
 SLIDE_CODE_LINES = 15  # a longer code cell shows an excerpt on its slide; the notebook keeps the whole cell
 SLIDE_BUDGET_PX = 640  # content height a 1280x720 slide holds (the template's type sizes; measured in Chromium)
+# Per-unit heights at the deck's type sizes (talk.TEXT_PX text, talk.CODE_PX code): a code or output line is
+# CODE_PX x 1.25 high; a character of prose takes its share of a ~90-character line of TEXT_PX x 1.3, with the
+# slack the 21 px calibration in Chromium needed (x 1.65) for wrapping and paragraph margins.
+LINE_PX = round(talk.CODE_PX * 1.25) + 1
+CHAR_PX = round(1.65 * talk.TEXT_PX * 1.3 / (1180 / (talk.TEXT_PX * 0.5)), 2)
+ROW_PX = round(talk.CODE_PX * 1.55)  # a table row: a line plus its cell padding
 _OUTPUT_LINES = 14  # a longer text output shows its first lines on the slide
 
 
@@ -192,13 +192,27 @@ def asserts(cell: dict) -> bool:
     return any(isinstance(node, ast.Assert) for node in ast.walk(tree))
 
 
-def slide_excerpt(source: str, limit: int = SLIDE_CODE_LINES) -> str:
-    """The first lines of a long code cell and a pointer to the rest; short cells are left as they are."""
+def slide_excerpt(source: str, limit: int = SLIDE_CODE_LINES, keep: frozenset[int] = frozenset()) -> str:
+    """The first lines of a long code cell and pointers to the rest; the lines in ``keep`` (a taught call's
+    statement, see talk.taught_lines) are shown whatever the limit. Short cells are left as they are."""
     lines = source.rstrip().splitlines()
     if len(lines) <= limit:
         return source
-    keep = limit - 1
-    return "\n".join(lines[:keep] + [f"# ... {len(lines) - keep} more lines in the notebook"])
+    first = max(1, limit - 1 - len(keep - set(range(limit - 1))))
+    shown = set(range(first)) | set(keep)
+    out, hidden = [], 0
+    for i, line in enumerate(lines):
+        if i in shown:
+            if hidden:
+                indent = line[:len(line) - len(line.lstrip())]
+                out.append(f"{indent}# ... {hidden} line{'s' if hidden > 1 else ''}")
+                hidden = 0
+            out.append(line)
+        else:
+            hidden += 1
+    if hidden:
+        out.append(f"# ... {hidden} more lines in the notebook")
+    return "\n".join(out)
 
 
 def _short_output(output: dict) -> dict:
@@ -224,30 +238,32 @@ def estimated_height(cell: dict) -> float:
         images = len(re.findall(r"<img(?![^>]*course-badge)", text))
         images += len(re.findall(r"!\[[^\]]*\]\((?!https?:)", text))
         shown = re.sub(r"\]\([^)]*\)", "]", re.sub(r"<[^>]+>", "", text))  # tags and link targets take no room
-        return 50 + 0.4 * len(shown) + 18 * text.count("\n- ") + 440 * images
+        return 50 + CHAR_PX * len(shown) + 18 * text.count("\n- ") + 440 * images
     height = 0.0 if cell.get("metadata", {}).get("transient", {}).get("remove_source") else \
-        25 + 20 * len("".join(cell.get("source", "")).splitlines())
+        25 + LINE_PX * len("".join(cell.get("source", "")).splitlines())
     for out in cell.get("outputs", []):
         data = out.get("data", {})
         if "image/png" in data or "image/svg+xml" in data:
             height += 450
         elif "text/html" in data:
             html = "".join(data["text/html"])
-            rows = 40 + 34 * html.count("<tr") + 0.05 * len(re.sub(r"<[^>]+>", "", html))
-            height += max(rows, 30 + 20 * html.count("\n"))  # tables by rows, listings (<pre>) by lines
+            rows = 40 + ROW_PX * html.count("<tr") + 0.07 * len(re.sub(r"<[^>]+>", "", html))
+            height += max(rows, 30 + LINE_PX * html.count("\n"))  # tables by rows, listings (<pre>) by lines
         elif "text/markdown" in data:
-            height += 50 + 0.4 * len("".join(data["text/markdown"]))
+            height += 50 + CHAR_PX * len("".join(data["text/markdown"]))
         else:
             text = "".join(out.get("text", "")) or "".join(data.get("text/plain", ""))
-            height += 20 + 20 * min(len(text.splitlines()), _OUTPUT_LINES)
+            height += 20 + LINE_PX * min(len(text.splitlines()), _OUTPUT_LINES)
     return height + 10
 
 
-def _fitting_excerpt(cell: nbformat.NotebookNode) -> str:
-    """The cell's code, cut until code and output fit one slide (outputs matter more on a slide than code)."""
-    source = cell.source
+def _fitting_excerpt(cell: nbformat.NotebookNode, taught: tuple[str, ...] = ()) -> str:
+    """The cell's code, cut until code and output fit one slide (outputs matter more on a slide than code); the
+    statements holding a taught call stay whole."""
+    source = talk.without_markers(cell.source)
+    keep = frozenset(talk.taught_lines(source, taught))
     for limit in (SLIDE_CODE_LINES, 10, 6, 3):
-        cell.source = slide_excerpt(source, limit)
+        cell.source = slide_excerpt(source, limit, keep)
         if estimated_height(cell) <= SLIDE_BUDGET_PX:
             break
     return cell.source
@@ -258,7 +274,7 @@ def _split_markdown(cell: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
     paragraphs = [p for p in cell.source.split("\n\n") if p.strip()]
     pieces: list[list[str]] = [[]]
     for paragraph in paragraphs:
-        if pieces[-1] and 50 + 0.4 * len("\n\n".join(pieces[-1] + [paragraph])) > SLIDE_BUDGET_PX:
+        if pieces[-1] and 50 + CHAR_PX * len("\n\n".join(pieces[-1] + [paragraph])) > SLIDE_BUDGET_PX:
             pieces.append([])
         pieces[-1].append(paragraph)
     cells = []
@@ -353,15 +369,41 @@ def paginate(cells: list[nbformat.NotebookNode]) -> list[nbformat.NotebookNode]:
     return paged
 
 
+def plumbing(cell: dict, taught: tuple[str, ...] = ()) -> bool:
+    """True for a code cell a talk skips: it shows nothing (no output) and teaches no call of the lesson, such as
+    the definitions and set-up between two measurements. The notebook keeps it; the slide keeps the result."""
+    return (cell.get("cell_type") == "code" and not cell.get("outputs") and not is_solution(cell)
+            and not any(call in cell.get("source", "") for call in taught))
+
+
+def is_finding(cell: dict) -> bool:
+    """True for a finding: a hidden code cell (not a solution) whose output is the generated sentence that
+    explains a verdict. On a slide it would repeat what the presenter says: it becomes the speaker notes."""
+    return (cell.get("cell_type") == "code" and not is_solution(cell) and generates_prose(cell)
+            and bool(cell.get("metadata", {}).get("jupyter", {}).get("source_hidden")))
+
+
+def taught_calls() -> tuple[str, ...]:
+    """Every call the course teaches (course.toml's ``taught``, all lessons): a slide keeps them whole."""
+    return tuple(dict.fromkeys(call for lesson in course_file.lessons() for call in lesson["taught"]))
+
+
 def prepare(nb: nbformat.NotebookNode, solutions: str = "notes") -> nbformat.NotebookNode:
-    """A copy of ``nb`` ready for the deck: solutions as notes (if asked), no remote images, the code of
-    prose-generating and summary-building cells hidden (their rendered output stays), long code and output cut
-    to an excerpt, and
-    the cells paged so that no slide is taller than the screen."""
+    """A copy of ``nb`` ready for the deck: asserts and plumbing skipped, "Going further" (its heading aside),
+    solutions (if asked) and findings as speaker notes, no remote images,
+    the code of prose-generating and summary-building cells hidden (their rendered output stays), outputs made
+    fit for a talk (tools/talk.py), long code cut to an excerpt that keeps the taught calls' statements whole,
+    and the cells paged so that no slide is taller than the screen."""
     nb = copy.deepcopy(nb)
-    carried = None  # a slide break that sat on a skipped assert cell moves to the next cell shown
+    taught = taught_calls()
+    carried = None  # a slide break that sat on a skipped cell moves to the next cell shown
+    further = False  # inside "Going further": reading after the session, only its heading is a slide
     for cell in nb.cells:
-        if asserts(cell) and not is_solution(cell):
+        if cell.cell_type == "markdown" and cell.source.startswith("## "):
+            further = bool(cell.metadata.get("course", {}).get("optional"))
+        elif further and not is_solution(cell):  # the presenter can glance at it in the speaker view
+            cell.metadata.setdefault("slideshow", {})["slide_type"] = "notes"
+        elif (asserts(cell) and not is_solution(cell)) or plumbing(cell, taught):
             kind = slide_type(cell)
             carried = kind if kind in ("slide", "subslide") else carried
             cell.metadata.setdefault("slideshow", {})["slide_type"] = "skip"
@@ -371,15 +413,20 @@ def prepare(nb: nbformat.NotebookNode, solutions: str = "notes") -> nbformat.Not
                 cell.metadata.setdefault("slideshow", {})["slide_type"] = carried
             carried = None
         if cell.cell_type == "markdown":
-            cell.source = _offline_markdown(cell.source)
+            cell.source = talk.without_local_paths(_offline_markdown(cell.source))
+            continue
+        cell.outputs = talk.for_talk(cell.get("outputs", []))
         if solutions == "notes" and is_solution(cell):
             cell.metadata.setdefault("slideshow", {})["slide_type"] = "notes"
             cell.metadata.setdefault("jupyter", {})["source_hidden"] = False  # the instructor sees the code
+        elif is_finding(cell):
+            cell.metadata.setdefault("slideshow", {})["slide_type"] = "notes"
+            cell.metadata["transient"] = {"remove_source": True}
         elif generates_prose(cell) or builds_summary(cell):
             cell.metadata["transient"] = {"remove_source": True}
-        elif cell.cell_type == "code":
-            cell.outputs = [_short_output(o) for o in cell.get("outputs", [])]
-            cell.source = _fitting_excerpt(cell)
+        else:
+            cell.outputs = [_short_output(o) for o in cell.outputs]
+            cell.source = _fitting_excerpt(cell, taught)
     nb.cells = paginate(nb.cells)
     return nb
 
@@ -401,60 +448,11 @@ def guide_section(name: str, guide: Path = GUIDE) -> str:
     return "\n".join(out).strip()
 
 
-def _session_minutes(config: dict, name: str, nb: dict | None, day: dict) -> tuple[int, str]:
-    """Minutes of one agenda session and where the number comes from."""
-    if name in day.get("minutes", {}):
-        full = workshop_minutes(nb) if nb is not None else planned(config).get(name, {}).get("minutes")
-        return int(day["minutes"][name]), f"shortened (full session: {full})"
-    if nb is not None and workshop_minutes(nb) is not None:
-        return workshop_minutes(nb), "notebook metadata"
-    return int(planned(config).get(name, {}).get("minutes", 0)), "planned: notebook not written yet"
-
-
-def _clock(start: str, minutes: int) -> str:
-    hours, mins = (int(x) for x in start.split(":"))
-    total = hours * 60 + mins + minutes
-    return f"{total // 60:02d}:{total % 60:02d}"
-
-
 def agenda_markdown(config: dict) -> str:
-    """The full-day and half-day agenda tables, minutes from each notebook's metadata where it exists."""
+    """The agendas (tools/agendas.py) of the stored notebooks, minutes computed from each one's material."""
     notebooks = {p.stem: nbformat.read(p, as_version=4) for p in course_notebooks()}
-    info = planned(config)
-    parts = [AGENDA_BEGIN]
-    for key, label in (("full_day", "Full day"), ("half_day", "Half day")):
-        day = config.get("agenda", {}).get(key)
-        if not day:
-            continue
-        sessions: list[tuple[int, str, str]] = []
-        if "opening" in day:
-            sessions.append((int(day["opening"][0]), day["opening"][1], "-"))
-        for name in day["notebooks"]:
-            nb = notebooks.get(name)
-            minutes, source = _session_minutes(config, name, nb, day)
-            title = title_of(nb, name) if nb is not None else info.get(name, {}).get("question", name)
-            sessions.append((minutes, f"`{name}`: {title}", source))
-            if name in day.get("breaks", {}):
-                brk = day["breaks"][name]
-                sessions.append((int(brk[0]), f"*{brk[1]}*", "-"))
-        if "closing" in day:
-            sessions.append((int(day["closing"][0]), day["closing"][1], "-"))
-        elapsed = 0
-        rows = []
-        for minutes, what, source in sessions:
-            rows.append(f"| {_clock(day['start'], elapsed)} | {what} | {minutes} | {source} |")
-            elapsed += minutes
-        end = _clock(day["start"], elapsed)
-        parts += [
-            "",
-            f"### {label}: {day['start']} to {end} ({elapsed // 60} h {elapsed % 60:02d} min)",
-            "",
-            "| start | session | minutes | minutes from |",
-            "|---|---|---|---|",
-            *rows,
-        ]
-    parts += ["", AGENDA_END]
-    return "\n".join(parts)
+    titles = {name: title_of(nb, name) for name, nb in notebooks.items()}
+    return agendas.agenda_markdown(config, notebooks, titles, planned(config))
 
 
 def guide_with_agenda(config: dict, text: str) -> str:
@@ -469,10 +467,10 @@ def updated_guide(config: dict, text: str, from_build: bool = False) -> str:
     """The guide with every generated block rewritten: agendas, minutes per section, exercise answers (from the
     stored notebooks, or with ``from_build`` from the last ``make course``)."""
     names = deck_order(config, [p.stem for p in course_notebooks()])
-    stored = {n: nbformat.read(ROOT / "notebooks" / f"{n}.ipynb", as_version=4) for n in names}
     text = guide_with_agenda(config, text)
-    text = guide.replace_block(text, guide.SECTIONS_BEGIN, guide.SECTIONS_END, guide.sections_markdown(stored))
     executed, source = guide.executed_notebooks(names, from_build)
+    sections = guide.sections_markdown(executed, source)
+    text = guide.replace_block(text, guide.SECTIONS_BEGIN, guide.SECTIONS_END, sections)
     return guide.replace_block(text, guide.ANSWERS_BEGIN, guide.ANSWERS_END, guide.answers_markdown(executed, source))
 
 
@@ -481,15 +479,15 @@ def course_map(config: dict) -> str:
     """The README's course map: notebook, question, minutes, Colab badge, accelerators."""
     from course_utils import notebook
 
-    rows = ["| # | notebook | the question | minutes (laptop run / workshop) | Colab | accelerators |",
+    rows = ["| # | notebook | the question | minutes (laptop run budget / workshop, computed) | Colab | accelerators |",
             "|---|---|---|---|---|---|"]
     existing = {p.stem: p for p in course_notebooks()}
     for name in deck_order(config, sorted(set(planned(config)) | set(existing))):
         entry = planned(config).get(name, {})
         if name in existing:
             nb = nbformat.read(existing[name], as_version=4)
-            minutes = nb.metadata.get("course", {}).get("minutes", {})
-            when = f"{minutes.get('laptop', '?')} / {minutes.get('workshop', '?')}"
+            budget = nb.metadata.get("course", {}).get("minutes", {}).get("laptop", "?")
+            when = f"{budget} / {minutes.session_minutes(nb)}"
             accel = entry.get("accelerators") or accelerators_of(nb) or "CPU"
             link = f"[`{name}.ipynb`](notebooks/{name}.ipynb)"
             badge = notebook.badge(f"{name}.ipynb")
@@ -617,14 +615,15 @@ def render_deck(name: str, config: dict, part: int, parts: int, exporter=None, s
             "presenter": course.get("presenter", ""),
             "title": title,
             "question": planned(config).get(name, {}).get("question", ""),
-            "minutes": workshop_minutes(nb),
+            "minutes": minutes.session_minutes(nb),
             "part": part,
             "parts": parts,
             "notes_html": markdown2html_mistune(notes) if notes else "",
         }
     resources = {
         "metadata": {"name": title},
-        "course": {"static": STATIC, "math": math, "title_slide": title_slide, "reveal": {
+        "course": {"static": STATIC, "math": math, "title_slide": title_slide, "type": {
+            "text_px": talk.TEXT_PX, "code_px": talk.CODE_PX, "fit_floor": talk.FIT_FLOOR}, "reveal": {
             "transition": config.get("reveal", {}).get("transition", "slide"),
             "slide_number": config.get("reveal", {}).get("slide_number", "c/t"),
             "width": config.get("reveal", {}).get("width", 1280),
@@ -648,7 +647,7 @@ def render_deck(name: str, config: dict, part: int, parts: int, exporter=None, s
         "math": math,
         "expected_slides": expected_slides(prepared, solutions, bool(title_slide)),
         "png_outputs": pngs,
-        "workshop_minutes": workshop_minutes(nb),
+        "workshop_minutes": minutes.session_minutes(nb),
     }
 
 
@@ -666,30 +665,38 @@ def _index_html(config: dict, decks: list[dict]) -> str:
 <ol start="0">
 {items}
 </ol>
-<p><a href="instructor_guide.html">Instructor guide</a> &middot; in a deck: <kbd>S</kbd> speaker notes,
+<p><a href="instructor_guide.html">Instructor guide</a> &middot; <a href="helpers.html">Helpers' page</a>
+&middot; in a deck: <kbd>S</kbd> speaker notes,
 <kbd>Esc</kbd> overview, <kbd>F</kbd> full screen.</p>
 </body></html>
 """
 
 
-def _guide_html(config: dict) -> str:
+def _page_html(title: str, markdown: str) -> str:
+    """A Markdown page of the workshop (the guide, the helpers' page) as one offline HTML file; links between
+    them point at their HTML."""
     from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
-    text = GUIDE.read_text() if GUIDE.exists() else "# Instructor guide\n\n(missing)"
-    if AGENDA_BEGIN in text:
-        text = guide_with_agenda(config, text)
+    markdown = markdown.replace("](helpers.md)", "](helpers.html)")
     return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Instructor guide</title>\n'
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>\n'
         "<style>body { font-family: sans-serif; max-width: 60em; margin: 2em auto; line-height: 1.5; }"
         " table { border-collapse: collapse; } td, th { border: 1px solid #ccc; padding: 0.2em 0.5em; }"
         " pre { background: #f5f5f5; padding: 0.5em; overflow-x: auto; }</style></head><body>\n"
-        + markdown2html_mistune(text)
+        + markdown2html_mistune(markdown)
         + "\n</body></html>\n"
     )
 
 
+def _guide_html(config: dict) -> str:
+    text = GUIDE.read_text() if GUIDE.exists() else "# Instructor guide\n\n(missing)"
+    if AGENDA_BEGIN in text:
+        text = guide_with_agenda(config, text)
+    return _page_html("Instructor guide", text)
+
+
 def _inputs(names: list[str]) -> list[Path]:
-    fixed = [CONFIG, GUIDE, SLIDES / "package-lock.json", Path(__file__).resolve()]
+    fixed = [CONFIG, GUIDE, HELPERS, SLIDES / "package-lock.json", Path(__file__).resolve()]
     fixed += [p for p in TEMPLATES.rglob("*") if p.is_file()] + [p for p in (SLIDES / "assets").glob("*")]
     return [p for p in fixed if p.exists()] + [source_for(name) for name in names]
 
@@ -725,6 +732,7 @@ def build(out: Path = OUT, names: list[str] | None = None, quiet: bool = False) 
     install_static(out, config.get("reveal", {}).get("theme", "white"), any(d["math"] for d in decks), modules)
     (out / "index.html").write_text(_index_html(config, decks))
     (out / "instructor_guide.html").write_text(_guide_html(config))
+    (out / "helpers.html").write_text(_page_html("Helpers' page", HELPERS.read_text()))
     manifest = {
         "decks": decks,
         "reveal.js": _locked_versions().get("reveal.js"),

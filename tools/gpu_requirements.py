@@ -1,7 +1,8 @@
 """Print requirements.txt with the CUDA builds of the frameworks, at the same versions (for tools/device_check.sh).
 
 tensorflow-cpu==X becomes tensorflow[and-cuda]==X, jax==X becomes jax[cuda12]==X (its plugin wheels follow),
-and torch==X stays: on Linux, PyPI's torch wheel is the CUDA build. Every other pin is kept as it is.
+and torch==X stays: on Linux, PyPI's torch wheel is the CUDA build, which is why a learner's set-up adds the CPU
+index and this one must not (the rule: tools/torch_index.py). Every other pin is kept as it is.
 """
 
 from __future__ import annotations

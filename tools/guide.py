@@ -1,18 +1,18 @@
-"""The generated parts of slides/instructor_guide.md beyond the agendas: minutes per section with the lead track
-(from the notebooks' cell metadata), and the exercise answers taken from the executed course (never typed).
+"""The generated parts of slides/instructor_guide.md beyond the agendas: minutes per section computed from the
+material (tools/minutes.py) beside the old typed ones, the lead track, and the exercise answers taken from the
+executed course (never typed).
 
-A section is a Markdown cell that starts with '## '; its metadata ``course.minutes`` is the instructor's plan
-for it, ``course.lead`` (true/false) marks the sections a product or tech lead needs and ``course.optional`` the
-reading after the session ("Going further"), outside the planned minutes. Answers come from the
-solution cells' outputs of build/notebooks/ (make course) when present, else of the stored notebooks.
+A section is a Markdown cell that starts with '## '; its metadata ``course.lead`` (true/false) marks the sections
+a product or tech lead needs and ``course.optional`` the reading after the session ("Going further"), outside
+the session's minutes. Answers and run times come from build/notebooks/ (make course) when asked, else from the
+stored notebooks.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from pathlib import Path
 
+import minutes  # tools/minutes.py: minutes computed from the material
 import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,44 +20,27 @@ SECTIONS_BEGIN = "<!-- BEGIN generated sections: python tools/build_slides.py --
 SECTIONS_END = "<!-- END generated sections -->"
 ANSWERS_BEGIN = "<!-- BEGIN generated answers: python tools/build_slides.py --update-guide -->"
 ANSWERS_END = "<!-- END generated answers -->"
-_CHECK = re.compile(r"cu\.exercises\.check\(\s*[\"'](\d\d\.\d+)[\"']")
 
 
-@dataclass(frozen=True)
-class Section:
-    title: str
-    minutes: float | None
-    lead: bool
-    optional: bool = False  # "Going further": reading after the session, outside its planned minutes
-
-
-def sections(nb: nbformat.NotebookNode) -> list[Section]:
-    """The notebook's '## ' sections with their planned minutes, lead-track flag and whether they are optional."""
-    found = []
-    for cell in nb.cells:
-        if cell.cell_type == "markdown" and cell.source.startswith("## "):
-            meta = cell.metadata.get("course", {})
-            minutes = meta.get("minutes")
-            found.append(Section(cell.source.splitlines()[0][3:].strip(), minutes, bool(meta.get("lead", False)),
-                                 bool(meta.get("optional", False))))
-    return found
-
-
-def sections_markdown(notebooks: dict[str, nbformat.NotebookNode]) -> str:
-    """Per notebook: a table of its sections, minutes and lead track, with the sum against the session."""
-    parts = [SECTIONS_BEGIN, ""]
+def sections_markdown(notebooks: dict[str, nbformat.NotebookNode], source: str) -> str:
+    """Per notebook: its sections with the minutes computed from the material (tools/minutes.py) beside the old
+    typed ones, what each computed number is made of, and the lead track."""
+    parts = [SECTIONS_BEGIN, "", minutes.RULES, f"Run times: {source}.", ""]
     for name, nb in notebooks.items():
-        found = sections(nb)
-        planned = sum(s.minutes or 0 for s in found if not s.optional)
-        optional = sum(s.minutes or 0 for s in found if s.optional)
-        session = nb.metadata.get("course", {}).get("minutes", {}).get("workshop", "?")
-        lead = sum(s.minutes or 0 for s in found if s.lead)
-        extra = f"; optional reading after the session {optional:g} minutes" if optional else ""
-        parts += [f"#### `{name}`: {planned:g} of {session} minutes planned; lead track {lead:g} minutes{extra}", "",
-                  "| section | minutes | lead track |", "|---|---|---|"]
+        found = minutes.sections(nb)
+        optional = sum(s.minutes for s in found if s.optional)
+        typed = minutes.typed_session(nb)
+        extra = f"; Going further (after the session) {optional} minutes" if optional else ""
+        parts += [f"#### `{name}`: {minutes.session_minutes(nb)} minutes computed (typed: {typed or '-'}); "
+                  f"lead track {minutes.lead_minutes(nb)} minutes{extra}", "",
+                  "| section | computed | typed | words | exercises (code) | predictions | run s | lead track |",
+                  "|---|---|---|---|---|---|---|---|"]
         for s in found:
-            minutes = "?" if s.minutes is None else f"{s.minutes:g}"
-            parts.append(f"| {s.title}{' (optional)' if s.optional else ''} | {minutes} | {'yes' if s.lead else ''} |")
+            typed_s = "-" if s.typed is None else f"{s.typed:g}"
+            run = "not recorded" if s.run_seconds is None else f"{s.run_seconds:.0f}"
+            exercises = f"{len(s.exercises)} ({len(s.code_exercises)})" if s.exercises else ""
+            parts.append(f"| {s.title}{' (optional)' if s.optional else ''} | {s.minutes} | {typed_s} | {s.words} | "
+                         f"{exercises} | {s.predictions or ''} | {run} | {'yes' if s.lead else ''} |")
         parts.append("")
     return "\n".join(parts + [SECTIONS_END])
 
@@ -77,7 +60,7 @@ def answers(nb: nbformat.NotebookNode) -> list[tuple[str, str, str]]:
             continue
         if "solution" in cell.metadata.get("tags", []):
             solution = _text(cell)
-        for exercise in _CHECK.findall(cell.source):
+        for exercise in minutes.CHECK.findall(cell.source):
             found.append((exercise, solution, _text(cell)))
             solution = ""
     return found

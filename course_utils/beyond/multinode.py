@@ -21,19 +21,22 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from course_utils import data, display, models, validate, walltime
+from course_utils import data, declare, display, models, validate, walltime
 from course_utils.distributed import failures, launcher, worker
 
 PREFIX_TEMPLATE = "[${role_name}${rank}]:"  # torchrun's line prefix with the GLOBAL rank (default: local rank)
 _MAX_NODES = 16
+HOST = r"[A-Za-z0-9]([A-Za-z0-9.-]{0,252}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\]"  # a name, an IPv4, a [v6]
+HOST_MEANING = "a host name or IP address (letters, digits, '.' and '-'; IPv6 in brackets)"
 _PLUMBING = ("--tee", "--log-dir", "--local-addr", "--monitor-interval", "--redirects")  # set by run_nodes
 
 
+@declare.checked
 def node_command(script: str | os.PathLike, *, nnodes: int, node_rank: int, nproc_per_node: int, port: int,
                  args: Sequence[Any] = (), job_id: str = "course", max_restarts: int = 0,
-                 host: str = launcher.LOOPBACK) -> list[str]:
+                 host: Annotated[str, declare.Matches(HOST, HOST_MEANING)] = launcher.LOOPBACK) -> list[str]:
     """The torchrun command one node runs, as a learner types it: c10d rendezvous at ``host:port``."""
     nnodes = validate.number("nnodes", nnodes, low=1, high=_MAX_NODES, integer=True)
     node_rank = validate.number("node_rank", node_rank, low=0, high=nnodes - 1, integer=True)
@@ -42,7 +45,6 @@ def node_command(script: str | os.PathLike, *, nnodes: int, node_rank: int, npro
     max_restarts = validate.number("max_restarts", max_restarts, low=0, high=10, integer=True)
     _check_args(args)
     validate.text("job_id", job_id)
-    validate.text("host", host)
     path = launcher.worker_path(script)
     return ["torchrun", f"--nnodes={nnodes}", f"--nproc-per-node={nproc_per_node}", f"--node-rank={node_rank}",
             "--rdzv-backend=c10d", f"--rdzv-endpoint={host}:{port}", f"--rdzv-id={job_id}",

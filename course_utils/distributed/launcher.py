@@ -134,11 +134,16 @@ def worker_path(script: str | os.PathLike) -> Path:
 
 def worker_source(script: str | os.PathLike, only: Sequence[str] | None = None) -> str:
     """The worker's source, or only the top-level functions named in ``only`` (in file order)."""
-    source = worker_path(script).read_text()
+    path = worker_path(script)
+    try:
+        source = path.read_text()
+        tree = ast.parse(source) if only is not None else None
+    except (UnicodeDecodeError, SyntaxError, ValueError) as error:  # binary content, or not Python
+        raise ValueError(f"script {str(path)!r} must be a Python source file; reading it failed: "
+                         f"{type(error).__name__}: {error}") from None
     if only is None:
         return source
     wanted = set(validate.non_empty("only", list(only)))
-    tree = ast.parse(source)
     defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     for name in wanted:
         validate.choice("only", name, sorted(defs))

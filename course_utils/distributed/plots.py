@@ -108,7 +108,11 @@ def allreduce_fit_plot(cost: comms.AllReduceCost, others: Mapping[int, comms.All
     others = dict(validate.instance("others", others, Mapping)) if others is not None else {}
     fig, (ax,) = plotting.figure(width=6.8, height=4.0)
     for i, (n, c) in enumerate([(cost.nprocs, cost), *sorted(others.items())]):
-        validate.instance(f"others[{n}]", c, comms.AllReduceCost)
+        where = "cost" if i == 0 else f"others[{n}]"
+        validate.instance(where, c, comms.AllReduceCost)
+        if len(c.sweep) != 2 or len(c.sweep[0]) != len(c.sweep[1]) or not len(c.sweep[0]):
+            raise ValueError(f"{where}.sweep must be (bytes, seconds) of one non-empty length; got lengths "
+                             f"{[len(part) for part in c.sweep]}")
         b = np.asarray(c.sweep[0], dtype=float)
         color = plotting.PALETTE[i % len(plotting.PALETTE)]
         kind = "fitted" if c is cost else "out of sample"
@@ -119,11 +123,13 @@ def allreduce_fit_plot(cost: comms.AllReduceCost, others: Mapping[int, comms.All
         ax.fill_between(grid, bands[:, 1] * 1e3, bands[:, 2] * 1e3, color=color, alpha=0.2, linewidth=0)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    plotting.plain_log_ticks(ax)  # 0.3, 2, 4 ms: not 3x10^-1
     ax.set_xlabel("message size (bytes)")
     ax.set_ylabel("all-reduce time (ms)")
     lat, bw = cost.model.latency, cost.model.bandwidth
-    ax.set_title(f"Ring model fitted on N={cost.nprocs}: {lat * 1e6:.3g} µs/step, {bw / 1e9:.3g} GB/s "
-                 "(lines: computed; bands: 95% interval over rounds)", fontsize=9)
+    ax.set_title(plotting.wrap_label(f"Ring model fitted on N={cost.nprocs}: {lat * 1e6:.3g} µs/step, "
+                                     f"{bw / 1e9:.3g} GB/s (lines: computed; bands: 95% interval over rounds)", 70),
+                 fontsize=9)
     ax.legend(fontsize=8)
     return fig
 
@@ -138,7 +144,8 @@ def scaling_plot(nbytes: float, compute_seconds: float, links: Mapping[str, tupl
     nbytes = validate.positive("nbytes", nbytes)
     compute_seconds = validate.seconds("compute_seconds", compute_seconds)
     validate.non_empty("links", validate.instance("links", links, Mapping))
-    validate.non_empty("devices", devices)
+    for i, count in enumerate(validate.non_empty("devices", devices)):
+        validate.count(f"devices[{i}]", count, high=1 << 20)  # a device count: [0] said "n must be >= 1"
     validate.text("compute_label", compute_label)
     for label, link in links.items():
         if len(validate.sequence(f"links[{label!r}]", link)) != 2:

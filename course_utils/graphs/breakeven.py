@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import calls, display, env, interop, intervals, timing, validate
+from course_utils import calls, declare, display, env, interop, intervals, timing, validate
 
 
 def _time(name: str, value: Any) -> float:
@@ -65,8 +65,14 @@ def break_even_range(eager: timing.Measurement, compiled: timing.Measurement,
     return ends[0], ends[1]
 
 
-def cumulative_time(first_call: float, per_call: float, calls: Any) -> np.ndarray:
-    """Total seconds after each number of calls in ``calls``: first call plus the steady-state ones."""
+MAX_CURVE_POINTS = 10**6  # points of a cost curve: range(10**12) ended in a bare MemoryError
+
+
+@declare.checked
+def cumulative_time(first_call: float, per_call: float,
+                    calls: Annotated[Any, declare.MaxItems(MAX_CURVE_POINTS)]) -> np.ndarray:
+    """Total seconds after each number of calls in ``calls`` (at most ``MAX_CURVE_POINTS``): first call plus the
+    steady-state ones."""
     if calls is None or isinstance(calls, (str, bytes)):
         raise TypeError(f"calls must be a number or an array of numbers of calls; got {type(calls).__name__}")
     values = np.asarray(calls, dtype=float)

@@ -78,6 +78,8 @@ def dynamic_table(found: Mapping[str, Variant], size: int) -> display.Table:
     """Per variant: median per call, the static graph's speed over it with its interval, graphs compiled."""
     validate.instance("found", found, Mapping)
     validate.non_empty("found", found)
+    for key, variant in found.items():
+        validate.instance(f"found[{key!r}]", variant, Variant)
     size = validate.number("size", size, low=1, high=2**40, integer=True)
     speeds = against_baseline(found)
     rows = [(v.name, display.format_time(v.measurement.median),

@@ -39,6 +39,10 @@ class CompileDecision:
         return f"<{self.framework}: {'compiled' if self.compiled else 'EAGER fallback'} ({self.reason})>"
 
 
+class _NotCallable(TypeError):
+    """The learner's compiler returned something that cannot be called."""
+
+
 def compile_or_fallback(
     fn: Callable[..., Any],
     sample_args: Sequence[Any],
@@ -63,11 +67,18 @@ def compile_or_fallback(
     validate.number("atol", atol, low=0, high=1e6)
     timeout = validate.seconds("timeout", timeout)
     with calls.time_limit(timeout, calls.describe(fn)):
-        expected = _to_numpy(fn(*sample_args))  # the user's own error, if any, is theirs to see
+        result = fn(*sample_args)  # the user's own error, if any, is theirs to see
+        expected = _to_numpy(result)
+        if any(a.dtype == object for a in expected):
+            raise TypeError(f"fn must return arrays (or a tuple of them) to compare; fn = {calls.describe(fn)} "
+                            f"returned {type(result).__name__}")
         try:
             compiled = compiler(fn)
+            if not callable(compiled):  # a learner's bug (a missing return), not a failed compile
+                raise _NotCallable(f"compiler must return the compiled function; compiler = "
+                                   f"{calls.describe(compiler)} returned {type(compiled).__name__} {compiled!r:.40}")
             got = _to_numpy(compiled(*sample_args))
-        except calls.LearnerTimeout:
+        except (calls.LearnerTimeout, _NotCallable):
             raise
         except Exception as exc:
             return CompileDecision(fn, name, False,

@@ -59,13 +59,19 @@ ROOFLINE = Template(
 
 _DRIFT = (" Re-timed in the same rounds, torch's copy probe ran at {probe_rate}, and at {earlier} when the roofs "
           "were measured ({drift}x): a roof carries the moment it was measured at.")
+_WHERE = (" Main memory here: the working sets {basis}; the OS reports a last-level cache of {reported}, a second "
+          "fact (a VM may report its host's cache) that decides nothing here.")
 MEMORY = Template(
-    "measuring.memory", ("within",),
-    held="The memory roof lies within 1.3x of the main-memory plateau ({plateau}): it is main memory's speed." + _DRIFT,
+    "measuring.memory", ("true", "within"),
+    held="The probes' working set ({probe_set}) lies in main memory as the sweep found it, and the memory roof lies "
+         "within 1.3x of the plateau there ({plateau}): it is main memory's speed." + _WHERE + _DRIFT,
+    failed="{failed}: false, so the probes' working set ({probe_set}) lies short of main memory, which the sweep "
+           "places at the working sets {basis}: the memory roof is the speed of the level that holds it, not main "
+           "memory's.",
     above="The memory roof lies more than 1.3x above the main-memory plateau ({plateau}): the probes ran faster than "
           "main memory gave in the sweep's rounds (from a cache, or at a faster moment); which, this run does not "
-          "establish." + _DRIFT,
+          "establish." + _WHERE + _DRIFT,
     below="The memory roof lies more than 1.3x below the main-memory plateau ({plateau}): the probes ran slower than "
-          "main memory gave in the sweep's rounds; why, this run does not establish." + _DRIFT,
-    undecided="{undecided}: this run cannot tell whether the roof lies within 1.3x of the plateau." + _DRIFT,
-    untested="The memory roof is not compared with main memory here: {why}.")
+          "main memory gave in the sweep's rounds; why, this run does not establish." + _WHERE + _DRIFT,
+    undecided="{undecided}: this run cannot tell whether the roof lies within 1.3x of the plateau." + _WHERE + _DRIFT,
+    untested="The memory roof is not compared with main memory here: {why}." + _WHERE)

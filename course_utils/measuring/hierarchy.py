@@ -1,27 +1,29 @@
-"""The memory hierarchy as one sweep: copy bandwidth against working-set size, each cache level marked.
+"""The memory hierarchy as one sweep: copy bandwidth against working-set size, its levels read off its own cliffs.
 
-A copy whose source and destination fit in a cache runs at that cache's speed; once they outgrow the
-last-level cache it runs at main-memory (DRAM) speed. The roof probes of ``roofline.measure_machine`` must
-sit on that last plateau, which is why they are sized from the last-level cache. The sweep reaches past the
-probes' working set to at least ``BEYOND`` working sets of ``DRAM_MULTIPLE``x the last-level cache or more, so
-that the plateau is measured on its own (several points), not read off the probe's own size, unless the memory
-free or the size cap (``cap``: at ci size two probe arrays of ``probes.CI_CAP``) leaves no room for them: then
-there is no main-memory point, and the notebook says so instead of calling a cache's speed main memory's.
+A copy whose source and destination fit in a cache runs at that cache's speed; once they outgrow the last-level
+cache it runs at main-memory (DRAM) speed. Where the sweep's rate falls and stays down is a level's edge
+(``cliffs``); the points past the last cliff are main memory, and only a sweep with no cliff falls back on
+``DRAM_MULTIPLE``x the last-level cache the OS reports (``HierarchySweep.basis`` says which). The reported sizes
+plan the sweep and are quoted beside it as a second fact. The sweep reaches past the probes' working set to at
+least ``BEYOND`` working sets of ``DRAM_MULTIPLE``x the reported cache, unless the memory free or the size cap
+(``cap``: at ci size two probe arrays of ``probes.CI_CAP``) leaves no room for them.
 """
 
 from __future__ import annotations
 
+import functools
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from course_utils import display, env, probes, timing, validate
+from course_utils.measuring.cliffs import Cliff, find_cliffs
 from course_utils.validate import MAX_WORKING_SET
 
 _FP32 = 4
-DRAM_MULTIPLE = probes.CACHE_MULTIPLE  # a working set this many times the last-level cache streams from main memory
-# (notebook 02's rule, the one the roof probes are sized by: at 2x, part of a copy can still come from the cache)
-BEYOND = 2  # points the sweep measures at or past DRAM_MULTIPLE x the last-level cache
+DRAM_MULTIPLE = probes.CACHE_MULTIPLE  # the reported cache's multiple that plans the sweep, and stands in for main
+# memory's start only where the sweep shows no cliff (the rule the roof probes are sized by)
+BEYOND = 2  # main-memory points a plateau needs; the sweep plans this many at or past DRAM_MULTIPLE x the cache
 
 
 @dataclass(frozen=True, repr=False)
@@ -45,44 +47,80 @@ class HierarchySweep:
         for level, size in self.caches.items():  # 0: a cache the machine does not report
             validate.non_negative(f"caches[{level!r}]", size, integer=True)
 
+    @functools.cached_property
+    def cliffs(self) -> tuple[Cliff, ...]:
+        """Where the copy's rate falls and stays down (``cliffs.find_cliffs``): the levels' edges as measured."""
+        return find_cliffs(self.working_sets, self.bandwidths)
+
+    @property
+    def last_level_cache(self) -> int | None:
+        """The largest cache the OS reports (bytes), or None when it reports none: a second fact, not a verdict's."""
+        return max(self.caches.values(), default=None)
+
+    @property
+    def main_memory_start(self) -> int | None:
+        """The smallest working set (bytes) read as main memory: the far side of the sweep's last cliff; where the
+        sweep shows no cliff, ``DRAM_MULTIPLE`` x the reported last-level cache; None where neither is known."""
+        if self.cliffs:
+            return self.cliffs[-1].after
+        llc = self.last_level_cache
+        return DRAM_MULTIPLE * llc if llc else None
+
+    @property
+    def basis(self) -> str:
+        """Which rule placed main memory: the measured cliff, or the reported cache where the sweep shows none."""
+        if self.cliffs:
+            return f"past the sweep's last cliff, {self.cliffs[-1]}"
+        if self.last_level_cache:
+            return (f"no cliff in the sweep, so from {DRAM_MULTIPLE}x the last-level cache the OS reports "
+                    f"({display.format_bytes(self.last_level_cache)})")
+        return "no cliff in the sweep and no cache size reported"
+
     def level_of(self, working_set: int) -> str:
-        """The smallest cache that holds ``working_set`` bytes; past the last-level cache 'DRAM' from
-        ``DRAM_MULTIPLE`` x its size on, and '<cache> or DRAM' below that (part of it may still be cached)."""
+        """The level of the hierarchy ``working_set`` bytes sit on, as the sweep measured it: 'main memory' from
+        ``main_memory_start`` on, 'cliff k' inside a cliff, else 'cache k' (k counts the measured levels)."""
+        validate.positive("working_set", working_set)
+        start = self.main_memory_start
+        if start is not None and working_set >= start:
+            return "main memory"
+        for k, cliff in enumerate(self.cliffs, 1):
+            if working_set <= cliff.before:
+                return f"cache {k}"
+            if working_set < cliff.after:
+                return f"cliff {k}"
+        return f"cache {len(self.cliffs) + 1}"
+
+    def reported_level(self, working_set: int) -> str:
+        """The smallest cache the OS reports that holds ``working_set`` bytes ('past L3' beyond them all, '-' where
+        none is reported): the second fact beside the measured level."""
         validate.positive("working_set", working_set)
         ordered = sorted(self.caches.items(), key=lambda item: item[1])
         for name, size in ordered:
             if working_set <= size:
                 return name
-        if ordered and working_set < DRAM_MULTIPLE * ordered[-1][1]:
-            return f"{ordered[-1][0]} or DRAM"
-        return "DRAM"
+        return f"past {ordered[-1][0]}" if ordered else "-"
 
     def plateaus(self) -> dict[str, float]:
-        """Median bandwidth (bytes/s) of the points that each level holds, smallest level first."""
+        """Median bandwidth (bytes/s) of the points on each measured level, smallest level first."""
         groups: dict[str, list[float]] = {}
         for size, rate in zip(self.working_sets, self.bandwidths):
             groups.setdefault(self.level_of(size), []).append(rate)
         return {level: statistics.median(rates) for level, rates in groups.items()}
 
-    @property
-    def last_level_cache(self) -> int | None:
-        """The largest cache the OS reports (bytes), or None when it reports none."""
-        return max(self.caches.values(), default=None)
-
-    def dram_points(self, multiple: float = DRAM_MULTIPLE) -> tuple[tuple[int, float], ...]:
-        """(working set, bandwidth) of the points at least ``multiple`` x the last-level cache: main memory."""
-        validate.number("multiple", multiple, low=1)
-        llc = self.last_level_cache
-        if llc is None:
+    def dram_points(self) -> tuple[tuple[int, float], ...]:
+        """(working set, bandwidth) of the points read as main memory: from ``main_memory_start`` on (``basis``)."""
+        start = self.main_memory_start
+        if start is None:
             return ()
-        return tuple((s, r) for s, r in zip(self.working_sets, self.bandwidths) if s >= multiple * llc)
+        return tuple((s, r) for s, r in zip(self.working_sets, self.bandwidths) if s >= start)
 
     def table(self) -> display.Table:
-        rows = [(display.format_bytes(s), self.level_of(s), display.format_rate(r))
+        rows = [(display.format_bytes(s), self.level_of(s), self.reported_level(s), display.format_rate(r))
                 for s, r in zip(self.working_sets, self.bandwidths)]
-        return display.table(["working set", "fits in", "copy bandwidth"], rows,
-                             title="Memory hierarchy: torch copy into a preallocated array",
-                             note="read + write bytes counted; cache sizes as the OS reports them (L1/L2 per core)")
+        return display.table(["working set", "level (measured)", "OS-reported cache that holds it", "copy bandwidth"],
+                             rows, title="Memory hierarchy: torch copy into a preallocated array",
+                             note=f"read + write bytes counted; main memory {self.basis}; the OS's cache sizes "
+                                  "(L1/L2 per core) are a second fact")
 
     def __repr__(self) -> str:
         return repr(self.table())
@@ -104,7 +142,7 @@ def default_working_sets(largest: int | None = None, *, step: int = 4, beyond: i
     from ``probes.probe_size``), always included; then, where fewer than ``beyond`` points lie at or past
     ``DRAM_MULTIPLE`` x the last-level cache, the working sets 4x, 8x, ... that cache until ``beyond`` do.
     Points over a quarter of the free ``memory`` or over ``cap`` (default: ``size_cap()``) are left out
-    (defaults: the OS's cache size, free memory now)."""
+    (defaults: the OS's cache size, free memory now). A plan only: the sweep's own cliffs place main memory."""
     if largest is None:
         largest = 2 * probes.probe_size().array_bytes
     largest = validate.number("largest", largest, low=2**15, high=MAX_WORKING_SET, integer=True)

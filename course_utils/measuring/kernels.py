@@ -9,9 +9,11 @@ cuBLAS; a plain ``dot`` stays with XLA's own CPU runtime, which runs it with Eig
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Annotated
 
-from course_utils import compiled, display, env, validate
+from course_utils import compiled, declare, display, env, validate
 
 
 @dataclass(frozen=True)
@@ -79,10 +81,10 @@ def tensorflow_library(n: int = 512) -> KernelLibrary:
     return _from_hlo("tensorflow", matmul.experimental_get_compiler_ir(x, x)(stage="optimized_hlo"))
 
 
-def matmul_libraries(frameworks: tuple[str, ...] | list[str], n: int = 512) -> list[KernelLibrary]:
+@declare.checked
+def matmul_libraries(frameworks: Annotated[Sequence[str], declare.NonEmpty, declare.Unique],
+                     n: Annotated[int, declare.Range(2, 16384)] = 512) -> list[KernelLibrary]:
     """The library behind each framework's fp32 matmul (n x n, the size matters for XLA's choice)."""
-    validate.non_empty("frameworks", frameworks)
-    n = validate.number("n", n, low=2, high=16384, integer=True)
     found = []
     for name in frameworks:
         if isinstance(name, str) and name.strip().lower() == "numpy":

@@ -11,36 +11,57 @@ from course_utils.measuring.regimes import Bend
 from course_utils.measuring.speedups import variant_name
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 
 def hierarchy_plot(sweep: HierarchySweep, *, roof: float | None = None, title: str | None = None) -> Figure:
-    """Copy bandwidth (GB/s) against working set (log), each cache level the OS reports marked."""
+    """Copy bandwidth (GB/s) against working set (log, ticks in bytes): the sweep's own cliffs shaded and the start
+    of main memory it reads from them drawn solid; the cache sizes the OS reports dashed, as a second fact."""
     validate.instance("sweep", sweep, HierarchySweep)
-    fig, (ax,) = plotting.figure(width=6.8, height=3.8)
+    fig, (ax,) = plotting.figure(width=6.8, height=4.2)
     ax.plot(sweep.working_sets, [r / 1e9 for r in sweep.bandwidths], marker="o", color=plotting.color_for("torch"),
             label="torch copy_ (preallocated)")
-    for name, size in sweep.caches.items():
-        ax.axvline(size, color="#999999", linewidth=1, linestyle="--")
-        ax.annotate(name, (size, 0.98), xycoords=("data", "axes fraction"), xytext=(3, -10),
-                    textcoords="offset points", fontsize=8, color="#555555")
-    llc = sweep.last_level_cache
-    if llc:
-        ax.axvline(DRAM_MULTIPLE * llc, color="#555555", linewidth=1, linestyle="-.")
-        ax.annotate(f"{DRAM_MULTIPLE}x last-level cache: main memory", (DRAM_MULTIPLE * llc, 0.05),
-                    xycoords=("data", "axes fraction"), xytext=(-3, 0), textcoords="offset points", fontsize=8,
-                    color="#555555", ha="right")
+    for k, cliff in enumerate(sweep.cliffs, 1):
+        ax.axvspan(cliff.before, cliff.after, color="#0072B2", alpha=0.12, linewidth=0,
+                   label="cliffs the sweep found (rate falls and stays down)" if k == 1 else None)
+        ax.annotate(f"cliff {k}", (((cliff.before * cliff.after) ** 0.5), 0.98), xycoords=("data", "axes fraction"),
+                    ha="center", va="top", fontsize=8, color="#0072B2")
+    start = sweep.main_memory_start
+    if start is not None:
+        rule = "past the last cliff" if sweep.cliffs else f"{DRAM_MULTIPLE}x the OS's cache: no cliff found"
+        ax.axvline(start, color="#0072B2", linewidth=1.5, label=f"main memory from here ({rule})")
+    for i, (name, size) in enumerate(sorted(sweep.caches.items(), key=lambda item: item[1])):
+        ax.axvline(size, color="#999999", linewidth=1, linestyle="--",
+                   label="cache sizes the OS reports (a second fact)" if i == 0 else None)
+        ax.annotate(f"{name} (OS)", (size, 0.02), xycoords=("data", "axes fraction"), xytext=(-3, 0),
+                    textcoords="offset points", fontsize=8, color="#777777", ha="right")
     if roof is not None:
         ax.axhline(validate.positive("roof", roof) / 1e9, color="#222222", linewidth=1, linestyle=":",
                    label=f"memory roof (machine figure): {roof / 1e9:.1f} GB/s")
-    ax.set_xscale("log", base=2)
+    _bytes_axis(ax, [*sweep.working_sets, start or 0, *sweep.caches.values()])
     ax.set_yscale("log")
-    ax.set_xlabel("working set: source + destination (bytes, log scale)")
-    ax.set_ylabel("copy bandwidth (GB/s, read + write; log scale)")
+    plotting.plain_log_ticks(ax)  # 20, 60, 100: not 6x10^1
+    ax.set_xlabel("working set: source + destination (both axes log scale)")
+    ax.set_ylabel("copy bandwidth (GB/s, read + write)")
     ax.set_title(title or "Memory hierarchy: bandwidth against working-set size")
-    ax.set_xlim(right=max(max(sweep.working_sets), DRAM_MULTIPLE * (llc or 0)) * 1.5)
-    ax.legend(fontsize=8, loc="lower left")
+    fig.legend(fontsize=8, loc="outside lower center", ncols=2)
     return fig
+
+
+def _bytes_axis(ax: Axes, sizes: Sequence[float]) -> None:
+    """A log-2 x axis over ``sizes`` (bytes) ticked every 4x in plain byte sizes ('64 KiB', '1 MiB')."""
+    import math
+
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    shown = [s for s in sizes if s > 0]
+    low, high = math.floor(math.log2(min(shown))), math.ceil(math.log2(max(shown)))
+    ax.set_xscale("log", base=2)
+    ax.set_xlim(2 ** low / 1.3, 2 ** high * 1.3)
+    ax.xaxis.set_major_locator(FixedLocator([2.0**k for k in range(low, high + 1) if (k - low) % 2 == 0]))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: display.format_bytes(value)))
 
 
 def overhead_sweep_plot(sizes: Sequence[int], series: Mapping[str, Sequence[timing.Measurement]],

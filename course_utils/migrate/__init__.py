@@ -10,11 +10,12 @@ cannot outlive their parent), ``factories`` (the user's 'module:function' factor
 step pieces shared with the worker), ``examples`` (two models to assess), ``inputs`` (cost inputs with their
 sources, TOML), ``decision`` (break-even speed-up, the rule, processes to decide, break-even run length), ``cost``
 (break-even with an interval), ``checklist`` (five checks that can fail), ``frameworks`` (the framework table),
-``report`` (report.json/md/html), ``story``, ``story_lead``, ``story_assess`` (every sentence), ``plots``,
+``findings`` (every prediction and report finding, declared once), ``story`` (paragraphs arranging findings),
+``report`` (the report's findings, report.json/md/html, the comparison tables, the lead's page), ``plots``,
 ``exercises`` (checkers of exercises 07.x).
 """
 
-from course_utils.migrate import examples, exercises, story  # noqa: F401  (exercises registers the 07.x checkers)
+from course_utils.migrate import examples, exercises, findings, story  # noqa: F401  (exercises registers the 07.x checkers)
 from course_utils.migrate.assessing import assess, command_line
 from course_utils.migrate.assessment import PARITY_RTOL, Assessment
 from course_utils.migrate.checklist import Check, Checklist, compilers, fall_back, run_checklist
@@ -39,6 +40,7 @@ from course_utils.migrate.decision import (
     break_even_run,
     break_even_speedup,
     decide,
+    gap,
     processes_needed,
 )
 from course_utils.migrate.frameworks import FrameworkTable, framework_table, jax_step_factory, outputs_agree
@@ -54,10 +56,9 @@ from course_utils.migrate.ladder import (
     build_ladder,
 )
 from course_utils.migrate.plots import assess_figure, explore, payback, waterfall
+from course_utils.migrate.report import compare_pricing, lead_page, money_sentence, pricing_cases, summary_rows
+from course_utils.migrate.report import compare_table as compare_assessments
 from course_utils.migrate.rungs import measure_rung, measure_rungs
-from course_utils.migrate.story_assess import compare_pricing, pricing_cases
-from course_utils.migrate.story_assess import compare_table as compare_assessments
-from course_utils.migrate.story_lead import summary_rows
 from course_utils.migrate.torch_rungs import (
     AMP_LOSS_RTOL,
     AMP_UPDATE_RTOL,
@@ -73,13 +74,14 @@ from course_utils.migrate.torch_rungs import (
 
 __all__ = [
     "AMP_LOSS_RTOL", "AMP_UPDATE_RTOL", "Assessment", "Check", "Checklist", "CostEstimate", "DO_NOT_MIGRATE",
-    "DROPPED", "FrameworkTable", "Input", "Inputs", "Ladder", "MIGRATE", "MIGRATION", "MigrationGain",
-    "NOT_DECIDED", "NO_MIGRATION", "PARITY_RTOL", "Rung", "SEED_COMPETITOR_HOURS", "SEED_GPU_HOURS_EXAMPLE",
-    "SEED_JOB_HOURS", "SEED_SPEND", "SEED_UTILISATION", "TWIN", "amp_agreement", "assess", "assess_figure",
-    "autocast_dtype", "break_even_run", "break_even_speedup", "build_ladder", "command_line", "compare_assessments",
-    "compare_estimates", "compare_pricing", "compilers", "decide", "estimate", "example_toml", "examples",
-    "explore", "fall_back", "framework_table", "jax_step_factory", "make_loader", "measure_rung", "measure_rungs",
-    "monthly_spend_for", "months_text", "outputs_agree", "payback", "pricing_cases", "processes_needed",
-    "read_config", "run_checklist", "seed_example", "seed_shares", "step_agreement", "step_factory", "story",
-    "summary_rows", "torch_ladder", "train_step", "typed", "waterfall", "workers_label",
+    "DROPPED", "FrameworkTable", "Input", "Inputs", "Ladder", "MIGRATE", "MIGRATION", "MigrationGain", "NOT_DECIDED",
+    "NO_MIGRATION", "PARITY_RTOL", "Rung", "SEED_COMPETITOR_HOURS", "SEED_GPU_HOURS_EXAMPLE", "SEED_JOB_HOURS",
+    "SEED_SPEND", "SEED_UTILISATION", "TWIN", "amp_agreement", "assess", "assess_figure", "autocast_dtype",
+    "break_even_run", "break_even_speedup", "build_ladder", "command_line", "compare_assessments",
+    "compare_estimates", "compare_pricing", "compilers", "decide", "estimate", "example_toml", "examples", "explore",
+    "fall_back", "findings", "framework_table", "gap", "jax_step_factory", "lead_page", "make_loader",
+    "measure_rung", "measure_rungs", "money_sentence", "monthly_spend_for", "months_text", "outputs_agree",
+    "payback", "pricing_cases", "processes_needed", "read_config", "run_checklist", "seed_example", "seed_shares",
+    "step_agreement", "step_factory", "story", "summary_rows", "torch_ladder", "train_step", "typed", "waterfall",
+    "workers_label",
 ]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from course_utils import children
 from course_utils.migrate import assessing as _assess
-from course_utils.migrate import children, story_assess
+from course_utils.migrate import report, story
 
 
 def parser() -> argparse.ArgumentParser:
@@ -44,8 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     except (children.ChildFailed, TimeoutError) as exc:
         print(f"error: {exc}\nnothing was written to {args.out}", file=sys.stderr)
         return 1
-    print(story_assess.headline(found).replace("**", ""))
-    for blocker in story_assess.blockers(found):
+    told = report.findings_of(found)
+    print(told["decision"].sentence.replace("**", ""))
+    for blocker in story.blockers(told["parity"], told["fallback"]):
         print(f"blocker: {blocker}")
     print(f"report: {args.out}/report.html (and report.md, report.json)")
     return 0

@@ -25,8 +25,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from course_utils import env, machine, validate
-from course_utils.migrate import assessment, children, factories, report
+from course_utils import children, env, machine, validate
+from course_utils.migrate import assessment, factories, report
 from course_utils.migrate.inputs import Inputs, read_config
 from course_utils.migrate.torch_rungs import autocast_dtype
 

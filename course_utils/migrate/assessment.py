@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from course_utils import intervals, timing, validate
-from course_utils.migrate import cost, decision, story_assess
+from course_utils import display, intervals, timing, validate
+from course_utils.migrate import cost, decision
 from course_utils.migrate.inputs import MEASURED, SEED, SEED_JOB_HOURS, Inputs
 from course_utils.migrate.ladder import MigrationGain
 
@@ -92,8 +92,13 @@ class Fallback:
     tolerance: float
 
     @property
+    def reproduced(self) -> bool:
+        """The fallback's losses equal eager's and stay within the tolerance of the compiled path's."""
+        return self.vs_eager <= FALLBACK_RTOL and self.vs_compiled <= self.tolerance
+
+    @property
     def passed(self) -> bool:
-        return self.error is not None and self.vs_eager <= FALLBACK_RTOL and self.vs_compiled <= self.tolerance
+        return self.error is not None and self.reproduced
 
     def to_dict(self) -> dict[str, Any]:
         return {"forced_error": self.error, "steps": self.steps, "vs_eager_relative": self.vs_eager,
@@ -125,6 +130,10 @@ class ModeResult:
                 "graph_breaks": list(self.graph_breaks), "recompiles": list(self.recompiles),
                 "peak_bytes": self.peak_bytes, "parity": self.parity.to_dict(),
                 "per_process": list(self.per_process)}
+
+
+def _time(seconds: float | None) -> str:
+    return "n/a" if seconds is None else display.format_time(seconds)
 
 
 def median_or_none(values: Sequence[float | None]) -> float | None:
@@ -293,8 +302,25 @@ class Assessment:
             "cache": dict(self.cache),
         }
 
-    def table(self) -> Any:
-        return story_assess.summary_table(self)
+    def table(self) -> display.Table:
+        """One row per figure a lead asks for."""
+        m = self.deciding
+        rows = [("decision", self.decision.outcome), ("gain across processes", str(m.speedup)),
+                ("break-even speed-up (computed)", decision.speed_text(self.pricing.break_even)),
+                ("break-even months (computed)", cost.months_text(self.pricing.estimate.break_even_months)),
+                ("compile per job, cold / warm",
+                 f"{display.format_time(m.compile_cold_s)} / {_time(m.compile_warm_s)}"),
+                ("graph breaks / recompiles", f"{len(m.graph_breaks)} / {len(m.recompiles)}"),
+                ("parity", f"{'passed' if m.parity.passed else 'FAILED'} ({m.parity.largest:.1e} of "
+                           f"{m.parity.tolerance:.0e})"),
+                ("fallback after a forced failure", "passed" if self.fallback.passed else "FAILED"),
+                ("peak memory of a step, eager / compiled",
+                 " / ".join("n/a" if b is None else display.format_bytes(b) for b in (self.eager_peak_bytes,
+                                                                                      m.peak_bytes))),
+                ("MFU eager / compiled", " / ".join("n/a" if v is None else f"{v:.1%}"
+                                                     for v in (self.mfu(self.eager_step_s), self.mfu(m.step_s))))]
+        return display.table(["", self.model], rows, title=f"assess: {self.model} on {self.device_name}",
+                             note=f"{self.processes} fresh processes x {self.steps} steps, {self.seconds:.0f} s")
 
     def __repr__(self) -> str:
         return repr(self.table())

@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from course_utils import intervals, validate
+from course_utils import findings, intervals, validate
 from course_utils.migrate import cost
 from course_utils.migrate.inputs import Inputs
 from course_utils.migrate.ladder import MigrationGain
@@ -85,6 +85,19 @@ class Decision:
         """Processes to add to the ones measured (None where ``processes_needed`` is None or the case is decided)."""
         return None if self.processes_needed is None else self.processes_needed - self.speedup.n
 
+    @property
+    def next_step(self) -> str:
+        """How many processes would likely settle an undecided case, as the report words it."""
+        if self.processes_needed is None:
+            return "more processes would likely not decide it: the measured gain sits on the break-even speed-up"
+        return (f"about {self.processes_needed} processes in all ({self.more_processes} more) would likely decide it, "
+                "if they keep this mean and spread")
+
+    def check(self, name: str) -> findings.Check:
+        """The rule as a check the core scores: the interval against the break-even speed-up ("never" is the
+        search's ceiling, 1000x), so its outcome is this decision's."""
+        return findings.above(name, self.speedup, min(self.break_even, _MAX_SPEEDUP))
+
     def to_dict(self) -> dict[str, Any]:
         return {"decision": self.outcome, "break_even_speedup": self.break_even,
                 "processes_needed": self.processes_needed, "more_processes": self.more_processes}
@@ -101,6 +114,23 @@ def decide(speedup: intervals.Speedup, break_even: float) -> Decision:
     if speedup.above(break_even):
         return Decision(MIGRATE, speedup, float(break_even))
     return Decision(NOT_DECIDED, speedup, float(break_even), processes_needed(speedup, break_even))
+
+
+def speed_text(break_even: float) -> str:
+    """A break-even speed-up as text: '1.08x', or 'never' with why for ``inf``."""
+    return "never (no speed-up up to 1000x pays back)" if math.isinf(break_even) else f"{break_even:.3g}x"
+
+
+def gap(top: intervals.Speedup, bottom: intervals.Speedup) -> intervals.Speedup:
+    """How many times ``top``'s speed-up exceeds ``bottom``'s, each end over the other's far end: it lies wholly
+    above 1 exactly when the two intervals are disjoint with ``top`` higher (coverage at least the product of the
+    two confidences), so the core can decide which of two measured gains is larger."""
+    for name, s in (("top", top), ("bottom", bottom)):
+        validate.instance(name, s, intervals.Speedup)
+    return intervals.Speedup(f"{bottom.baseline} -> {bottom.candidate}", f"{top.baseline} -> {top.candidate}",
+                             top.ratio / bottom.ratio, top.low / bottom.high,
+                             top.high / bottom.low if bottom.low > 0 else math.inf, top.n + bottom.n, top.unit,
+                             max(0.5, top.confidence * bottom.confidence))
 
 
 def processes_needed(speedup: intervals.Speedup, break_even: float) -> int | None:

@@ -1,16 +1,26 @@
-"""``assess``'s report: report.json (the numbers), report.md and report.html (one offline page: the decision and
-the figure that decided it first, plots embedded as base64 PNG)."""
+"""``assess``'s report and notebook 07's tables: the findings the report tells (scored by the core, not counted as
+the notebook's predictions), report.json (the numbers), report.md and report.html (one offline page: the decision
+and the figure that decided it first, plots embedded as base64 PNG), the tables comparing assessments, the page
+for the lead and the summary rows. Sentences here quote numbers; what they decide comes from findings."""
 
 from __future__ import annotations
 
 import html
 import json
 import math
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from course_utils.migrate import plots, story_assess
-from course_utils.migrate.assessment import Assessment
+from course_utils import display, intervals, validate
+from course_utils.findings import Finding, true
+from course_utils.migrate import cost, findings, plots, story
+from course_utils.migrate.assessment import FALLBACK_RTOL, Assessment
+from course_utils.migrate.checklist import Checklist
+from course_utils.migrate.cost import months_text
+from course_utils.migrate.decision import speed_text
+from course_utils.migrate.ladder import Ladder
 
 STYLE = ("body{font-family:system-ui,sans-serif;max-width:52em;margin:2em auto;line-height:1.45;color:#222}"
          "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.25em .5em;text-align:left}"
@@ -47,6 +57,194 @@ def write(found: Assessment, folder: Path) -> dict[str, Path]:
                "payback": f"![cumulative net per month](data:image/png;base64,{payback})"}
     paths = {"json": folder / "report.json", "md": folder / "report.md", "html": folder / "report.html"}
     paths["json"].write_text(json.dumps(_clean(found.to_dict()), indent=2))
-    paths["md"].write_text(story_assess.report_markdown(found))
-    paths["html"].write_text(to_html(story_assess.report_markdown(found, figures), f"assess: {found.model}"))
+    paths["md"].write_text(report_markdown(found))
+    paths["html"].write_text(to_html(report_markdown(found, figures), f"assess: {found.model}"))
     return paths
+
+
+def _time(seconds: float | None) -> str:
+    return "n/a" if seconds is None else display.format_time(seconds)
+
+
+def _steps(value: float) -> str:
+    return "never (at this end nothing is saved per step)" if math.isinf(value) else f"{value:,.0f} steps"
+
+
+def findings_of(a: Assessment) -> dict[str, Finding]:
+    """The decision, parity, the fallback and the run length, each scored on the assessment's numbers."""
+    validate.instance("a", a, Assessment)
+    m, f, r, i = a.deciding, a.fallback, a.pricing.run_length, a.pricing.inputs
+    gain = f"The speed-up of torch.compile(mode='{m.mode}') over eager on a training step of {a.model}"
+    steps = i.value("steps_per_job")
+    explore = "any length (at the median gain a compiled step saves no time)" if math.isinf(r.steps) else \
+        display.format_time(r.seconds())
+    parity = [true(f"compiled losses of mode '{x.mode}' within {x.parity.tolerance:.0e} of eager's over "
+                   f"{x.parity.steps} steps from the same seed (largest difference {x.parity.largest:.1e} relative, "
+                   f"final step {x.parity.final:.1e})", x.parity.passed) for x in a.modes]
+    return {
+        "decision": findings.DECISION.read(a.decision.check(gain), horizon=i.value("horizon_months"),
+                          break_even=speed_text(a.pricing.break_even), next_step=a.decision.next_step),
+        "parity": findings.PARITY.read(*parity, precision=f"AMP {a.amp}" if a.amp else "fp32"),
+        "fallback": findings.FALLBACK.read(true("the forced compile failure raised", f.error is not None),
+                          true(f"over {f.steps} steps the fallback's losses equal eager's within {FALLBACK_RTOL:.0e} "
+                               f"({f.vs_eager:.1e}) and the compiled path's within {f.tolerance:.0e} "
+                               f"({f.vs_compiled:.1e})", f.reproduced), error=f.error or "none raised"),
+        "run": findings.RUN.read(true(f"A production job of {steps:,} steps outlasts the break-even run length, "
+                                        f"{_steps(r.steps)} (interval {_steps(r.steps_low)} to {_steps(r.steps_high)}; "
+                                        f"{display.format_time(r.compile_s)} of cold compile over the time a step "
+                                        "saves, computed)", steps > r.steps),
+                     edits=i.value("edits_per_day"), seconds=explore)}
+
+
+def money_sentence(a: Assessment) -> str:
+    """Break-even months with their interval, and the break-even speed-up (computed)."""
+    est = a.pricing.estimate
+    soon, late = est.break_even_range
+    return (f"Break-even at the median gain: {months_text(est.break_even_months)} (across the gain's interval: "
+            f"{months_text(soon)} to {months_text(late)}); the break-even speed-up, the smallest gain that pays back "
+            f"within {a.pricing.inputs.value('horizon_months')} months, is {speed_text(a.pricing.break_even)} "
+            "(computed).")
+
+
+def report_markdown(a: Assessment, figures: dict[str, str] | None = None) -> str:
+    """report.md: the decision first, then what decided it, then the rest."""
+    figures, found, m = figures or {}, findings_of(a), a.deciding
+    lines = [f"# Should we migrate {a.model}?", "", found["decision"].sentence, ""]
+    lines += [f"- **Blocker:** {b}" for b in story.blockers(found["parity"], found["fallback"])] + [""]
+    lines += [f"Measured on {a.device_name} ({a.device}, {a.threads} intra-op threads) in {a.processes} fresh "
+              "processes: the decision holds for this device and these versions only (a CPU stand-in decides "
+              "nothing for a GPU fleet; another GPU needs its own run).", ""]
+    lines += [figures["speedup"], ""] if "speedup" in figures else []
+    inside = ", ".join(f"{s.ratio:.3g}x ({s.low:.3g} to {s.high:.3g})" for s in m.in_process)
+    lines += ["## Speed", "", f"Across processes: {m.speedup} ({intervals.METHOD}, one pair of per-process medians "
+              f"per process: eager {display.format_time(a.eager_step_s)}, compiled {display.format_time(m.step_s)} "
+              f"per step). Inside each process, over its {a.rounds} interleaved rounds: {inside}. Those describe one "
+              "process only and do not decide anything.", ""]
+    lines += ["| mode | gain across processes | step | compile cold | compile warm |", "|---|---|---|---|---|"]
+    lines += [f"| {x.mode} | {x.speedup} | {display.format_time(x.step_s)} | {display.format_time(x.compile_cold_s)} "
+              f"| {_time(x.compile_warm_s)} |" for x in a.modes]
+    lines += [f"| {mode} | skipped: {why} | | | |" for mode, why in a.skipped.items()]
+    mfu = " / ".join("n/a" if v is None else f"{v:.1%}" for v in (a.mfu(a.eager_step_s), a.mfu(m.step_s)))
+    peak = "no peak" if a.peak_flops is None else display.format_flops(a.peak_flops)
+    lines += ["", f"MFU (model FLOP/s over the peak), eager / compiled: {mfu}, with {a.flops_per_step / 1e9:.3g} "
+              f"GFLOP per step (forward and backward, FlopCounterMode) against {peak} ({a.peak_source}). What stays "
+              "between the compiled MFU and 100% is what any compiler, kernel or batch change could still try to buy.",
+              "", "## Compile cost, graph breaks, memory", "",
+              f"Compile per job: cold {display.format_time(m.compile_cold_s)} (empty cache), warm "
+              f"{_time(m.compile_warm_s)} (the cache the first process left on disk). The compiler logged "
+              f"{len(m.graph_breaks)} graph break(s) and {len(m.recompiles)} recompile(s) (TORCH_LOGS graph_breaks "
+              "and recompiles), the first ten of each listed here.", ""]
+    lines += [f"- graph break: {b}" for b in m.graph_breaks[:10]] + [f"- recompile: {r}" for r in m.recompiles[:10]]
+    memory = " (process peak RSS growth on a CPU)" if a.device == "cpu" else " (CUDA allocator peak)"
+    lines += [f"Peak memory of one steady step: eager {_bytes(a.eager_peak_bytes)}, compiled {_bytes(m.peak_bytes)}"
+              f"{memory}.", "", "## Parity and rollback", "",
+              found["parity"].sentence + " " + found["fallback"].sentence, "", "## Money", "", money_sentence(a), ""]
+    lines += [figures["payback"], ""] if "payback" in figures else []
+    lines += ["| input | value | source |", "|---|---|---|"]
+    lines += [f"| {name} | {value} | {source} |" for name, value, source in a.pricing.inputs.table().rows]
+    lines += ["", "## Exploration or production", "", found["run"].sentence, "", "## How this was measured", "",
+              f"{a.processes} fresh processes, each {a.steps} timed steps in {a.rounds} interleaved rounds after 3 "
+              f"untimed steps, per variant; batches {a.batch}; optimizer {a.optimizer}; AMP {a.amp or 'off'}; "
+              f"{a.parameters:,} parameters. Compile cache: {a.cache.get('method', '')}. Versions: "
+              + ", ".join(f"{k} {v}" for k, v in a.versions.items()) + f". Took {a.seconds:.0f} s.", "",
+              f"Repeat: `{a.command}`", ""]
+    return "\n".join(lines)
+
+
+def _bytes(value: int | None) -> str:
+    return "n/a" if value is None else display.format_bytes(value)
+
+
+def compare_table(named: Mapping[str, Assessment]) -> display.Table:
+    """Several assessed models side by side: what compile bought across processes and what it cost."""
+    if not isinstance(named, Mapping) or not named:
+        raise TypeError(f"named must be a non-empty mapping of name -> Assessment; got {named!r}")
+    rows, first = [], next(iter(named.values()))
+    peak = "no peak" if first.peak_flops is None else display.format_flops(first.peak_flops)
+    for name, a in named.items():
+        m = a.deciding
+        mfu = " -> ".join("n/a" if v is None else f"{v:.1%}" for v in (a.mfu(a.eager_step_s), a.mfu(m.step_s)))
+        rows.append((name, str(m.speedup), f"{display.format_time(a.eager_step_s)} -> {display.format_time(m.step_s)}",
+                     f"{display.format_time(m.compile_cold_s)} / {_time(m.compile_warm_s)}",
+                     f"{len(m.graph_breaks)} / {len(m.recompiles)}",
+                     f"{'ok' if m.parity.passed else 'FAILED'} ({m.parity.largest:.0e})", mfu))
+    return display.table(["model", "compiled over eager, across fresh processes", "step, eager -> compiled",
+                          "compile cold / warm", "graph breaks / recompiles", "parity", "MFU, eager -> compiled"],
+                         rows, title="assess: the same measurement on two models",
+                         note=f"Each row: {first.processes} fresh processes; {intervals.METHOD} over the per-process "
+                              f"medians. MFU against {peak} ({first.peak_source}).")
+
+
+def compare_pricing(named: Mapping[str, Assessment]) -> display.Table:
+    """The same measured gain priced at several sets of inputs: break-even speed-up, decision, months."""
+    if not isinstance(named, Mapping) or not named:
+        raise TypeError(f"named must be a non-empty mapping of name -> Assessment; got {named!r}")
+    rows = []
+    for name, a in named.items():
+        i, est = a.pricing.inputs, a.pricing.estimate
+        soon, late = est.break_even_range
+        rows.append((name, f"{i.value('training_share'):.0%} ({i['training_share'].source})",
+                     f"{i.value('eager_upkeep'):,.0f} ({i['eager_upkeep'].source})", speed_text(a.pricing.break_even),
+                     str(a.deciding.speedup), a.decision.outcome,
+                     f"{months_text(est.break_even_months)} ({months_text(soon)} to {months_text(late)})"))
+    return display.table(["inputs", "training share (source)", "eager upkeep a month (source)",
+                          "break-even speed-up", "measured gain", "decision", "break-even (interval)"], rows,
+                         title="One measured gain, priced on two sets of inputs (computed)")
+
+
+def pricing_cases(a: Assessment, *, growth: float) -> display.Table:
+    """The assessment's estimate on a flat bill, on a bill growing ``growth`` a month, and on reserved capacity."""
+    est = a.pricing.estimate
+    growing = f"on demand, bill {growth:+.0%} a month (the seed)"
+    return cost.compare_estimates({"on demand, flat bill": est, growing: replace(est, spend_growth=growth),
+                                   "reserved capacity (paid anyway)": replace(est, reserved=True)})
+
+
+def lead_page(priced: Mapping[str, Assessment], block: Assessment, ladder: Ladder, ready: Checklist,
+              cores: int) -> display.Prose:
+    """The page a lead reads: where it was measured, each model's gain and decision, both sets of inputs."""
+    validate.instance("ladder", ladder, Ladder)
+    validate.instance("ready", ready, Checklist)
+    validate.positive("cores", cores, integer=True)
+    (seed_name, seed), (lead_name, lead) = priced.items()
+    where = (f"**Measured on {lead.device_name}** ({lead.device}, {cores} cores; the fresh processes used "
+             f"{lead.threads} threads), with torch {lead.versions.get('torch', '?')}: the decision holds for this "
+             "device and these versions only. **A CPU stand-in decides nothing for a GPU fleet**: run the command of "
+             "section 3 on the accelerator you pay for before deciding.")
+    rows = ["| | this run | the seed claims |", "|---|---|---|",
+            f"| no-migration rungs together (one process) | {ladder.no_migration_interval()} | \"is data loading "
+            "multi-process, is AMP on?\" |",
+            f"| compile, CNN, across fresh processes | {lead.deciding.speedup} | {1 / 0.7:.2f}x (30% less compute) |",
+            f"| compile, transformer block, across fresh processes | {block.deciding.speedup} | |",
+            f"| break-even speed-up, {seed_name} / {lead_name} | {speed_text(seed.pricing.break_even)} / "
+            f"{speed_text(lead.pricing.break_even)} | |",
+            f"| decision, CNN / block, {lead_name} | {lead.decision.outcome} / {block.decision.outcome} | migrate |",
+            f"| break-even, CNN, {lead_name} | {months_text(lead.pricing.estimate.break_even_months)} | "
+            "about 2 months |",
+            f"| cold / warm compile per job, CNN | {display.format_time(lead.deciding.compile_cold_s)} / "
+            f"{_time(lead.deciding.compile_warm_s)} | \"debugging is harder\" |",
+            f"| launch checklist, CNN | {'ready' if ready.passed else 'not ready: ' + ', '.join(ready.failed)} | |"]
+    return display.prose(where, "\n".join(rows), f"**Decisions on this machine, at the lead's inputs:** CNN: "
+                         f"{lead.decision.outcome}; transformer block: {block.decision.outcome}. Measured in this run, "
+                         "except the money, which is computed from it. The same decision for your model: `assess` on "
+                         "the machine you pay for.")
+
+
+def summary_rows(ladder: Ladder, cnn: Assessment, block: Assessment, lead: Assessment) -> list[tuple[Any, ...]]:
+    """The summary table's rows: this run's numbers, each with what it is."""
+    validate.instance("ladder", ladder, Ladder)
+    gain = ladder.interval(ladder.migration_gain().label)
+    rows: list[tuple[Any, ...]] = [
+        (f"ladder: {r.label}", ladder.speedup(r.label), "x", f"per sample over eager fp32; {r.kind}")
+        for r in ladder.rungs]
+    rows += [(f"ladder: {r.label} (tried, not kept)", ladder.interval(r.label).ratio, "x",
+              "per sample over the set-up before it") for r in ladder.dropped]
+    rows += [("compile last, one process", gain.ratio, "x", gain.interval),
+             ("compile, CNN, fresh processes", cnn.deciding.speedup.ratio, "x", cnn.deciding.speedup.interval),
+             ("compile, transformer block, fresh processes", block.deciding.speedup.ratio, "x",
+              block.deciding.speedup.interval),
+             ("cold compile per job, CNN", cnn.deciding.compile_cold_s, "s", "empty Inductor cache"),
+             ("break-even speed-up, the lead's inputs", lead.pricing.break_even, "x", "computed"),
+             ("break-even, CNN, the lead's inputs", lead.pricing.estimate.break_even_months, "months",
+              f"computed; decision: {lead.decision.outcome}")]
+    return rows

@@ -64,7 +64,7 @@ def make_loader(dataset: Any, batch_size: int, workers: int = 0, pin: bool = Fal
     """The ladder's DataLoader: ``workers`` processes (forkserver/spawn, never fork), whole batches only."""
     import torch
 
-    validate.positive("batch_size", batch_size, integer=True)
+    validate.count("batch_size", batch_size, high=pipeline.dataset.MAX_BATCH)  # 10**9 grew to 7.9 GiB
     validate.number("workers", workers, low=0, high=64, integer=True)
     validate.instance("pin", pin, bool)
 
@@ -193,7 +193,7 @@ def amp_agreement(make_model: Callable[[], Any], batch: Any, dtype: Any, *, step
     validate.instance("master_weights", master_weights, bool)
     runs = []
     for mixed in (False, True):
-        model = make_model()
+        model = validate.instance("the model make_model returned", make_model(), torch.nn.Module)
         start = [p.detach().float().clone() for p in model.parameters()]
         x, y = batch
         if mixed and not master_weights:

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from course_utils import validate
+from course_utils import declare, validate
 
 MEAN = np.float32(0.5)
 STD = np.float32(0.25)
@@ -25,6 +25,7 @@ MAX_BATCH = 4096
 MAX_BYTES = 2**30  # one batch, or all stored records, at most 1 GiB: a learner's typo must not fill the memory
 
 
+@declare.checked
 class AugmentParams(NamedTuple):
     """The random choices of one sample's augmentation, drawn from (seed, index): crop offsets, flip,
     brightness shift and contrast factor."""
@@ -201,6 +202,9 @@ def fingerprint(batch: Any) -> str:
     parts = batch if isinstance(batch, (tuple, list)) else (batch,)
     validate.non_empty("batch", parts)
     arrays = [_numpy(p) for p in parts]
+    if any(a.dtype == object for a in arrays):
+        raise TypeError(f"batch must hold arrays of numbers, as a loader's batches do; got {type(batch).__name__} "
+                        f"{batch!r:.40}")
     arrays = [a.astype(np.int64) if np.issubdtype(a.dtype, np.integer) else a for a in arrays]
     return "-".join(f"{zlib.crc32(np.ascontiguousarray(a).tobytes()):08x}" for a in arrays)
 

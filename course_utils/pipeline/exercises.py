@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import exercises, intervals, validate
+from course_utils import declare, exercises, intervals, validate
 
 REMOVED = 0.5  # a worker count "removes the wait" when its steady wait is at most half the in-process wait
 CHOICES = ("threads", "processes", "tie")
@@ -85,9 +85,17 @@ def _processes_or_threads(answer: Any, *, thread_rounds: Sequence[float],
     return f"this run measured the process at {s} the thread's speed: {verdict}"
 
 
-def reference_utilisation(waits: Any, computes: Any) -> float:
+# seconds per step of one epoch, the first (start-up) step included
+Steps = Annotated[Sequence[declare.NonNegativeFloat], declare.MinItems(2)]
+
+
+@declare.checked
+def reference_utilisation(waits: Steps, computes: Annotated[Steps, declare.SameLength("waits")]) -> float:
     """Busy share of one epoch's steady steps: sum(compute) / sum(wait + compute), first step left out."""
     waits, computes = np.asarray(waits, dtype=float)[1:], np.asarray(computes, dtype=float)[1:]
+    if waits.sum() + computes.sum() == 0:
+        raise ValueError("waits and computes are all 0 after the first step: an epoch that took no time has no "
+                         "busy share")
     return float(computes.sum() / (waits.sum() + computes.sum()))
 
 

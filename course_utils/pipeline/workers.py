@@ -10,6 +10,7 @@ from a small single-threaded server instead; spawn starts a fresh interpreter.
 
 from __future__ import annotations
 
+import importlib.util
 import multiprocessing
 import os
 import pickle
@@ -32,7 +33,17 @@ UNPICKLE_CHECK = Path(__file__).resolve().parent.parent / "workers" / "unpickle_
 def _preload(preload: Any) -> list[str]:
     if isinstance(preload, str) or not isinstance(preload, (list, tuple)):
         raise TypeError(f"preload must be a list or tuple of module names; got {type(preload).__name__} {preload!r}")
-    return [validate.text("preload", name) for name in preload]
+    missing = [name for name in preload if not _importable(validate.text("preload", name))]
+    if missing:  # the server would start without them and every worker would pay the import after all
+        raise ValueError(f"preload must name modules importable here; cannot import {', '.join(missing)}")
+    return list(preload)
+
+
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a parent package that is missing, or a relative name
+        return False
 
 
 def worker_context(preload: Sequence[str] = PRELOAD) -> Any:

@@ -3,11 +3,13 @@
 One file per job: ``formats`` (bit layouts, range, rounding, long sums), ``scaling`` (fp16 underflow, loss scaling,
 the dynamic scale's trace), ``training`` (runs the learner's AMP step over batches and seeds), ``policies`` (the
 dtypes a learner's autocast block, Keras policy or JAX cast policy produced, read back), ``speed`` (the bf16 units'
-bound and the checks built from it, roofline points), ``library`` (what MKL and oneDNN report for a torch
-matmul, from ``workers/blas_verbose.py``), ``memory`` (bytes per parameter per training scheme; the measurements come
-from the core ``course_utils.memory``), ``remat`` (activation checkpointing, measured on the learner's loss), ``fp8``
-(fp8 round trips, amax history and delayed scaling, fp8 training on a GPU that has the units), ``findings`` (each
-prediction, declared once with a sentence per outcome), ``exercises`` (the checkers), ``plots``.
+bound and the checks built from it, roofline points), ``steptime`` (section 5's training step timed in one process:
+what ``cu.fresh.replicate`` repeats in fresh processes for the seed's claim), ``library`` (what MKL and oneDNN report
+for a torch matmul, from ``workers/blas_verbose.py``), ``memory`` (bytes per parameter per training scheme; the
+measurements come from the core ``course_utils.memory``), ``remat`` (activation checkpointing, measured on the
+learner's loss), ``fp8`` (fp8 round trips, amax history and delayed scaling, fp8 training on a GPU that has the
+units), ``findings`` (each prediction, declared once with a sentence per outcome), ``exercises`` (the checkers),
+``plots``.
 """
 
 from course_utils.precision import exercises as _exercises  # noqa: F401  (registers the exercise checkers)
@@ -65,17 +67,18 @@ from course_utils.precision.speed import (
     step_checks,
     stream_point,
 )
+from course_utils.precision.steptime import FP32_STEP, amp_step_label, step_medians
 from course_utils.precision.training import SeedSpread, train, unscale_norms
 
 __all__ = [
-    "A100_PUBLISHED", "CLAIM_BAND", "STREAM_OPS", "SeedSpread", "TRAINING_SCHEMES", "accumulation_error",
-    "accumulation_plot", "adam_eps_share", "amax_history", "amax_plot", "bf16_bound", "bit_layout_plot",
-    "block_weights", "cast_errors", "compare_training", "cpu_vendor", "delayed_scaling", "dtype_summary",
-    "findings", "format_table", "gpu_fp8_status", "gradient_histogram_plot", "jax_dtypes", "jax_remat",
-    "keras_dtypes", "layer_tensors", "library_verbose", "lines_plot", "loss_curves_plot", "matmul_check",
-    "matmul_shares", "memory_stack_plot", "mlp_step_flops", "op_dtypes", "overflow_exponent",
+    "A100_PUBLISHED", "CLAIM_BAND", "FP32_STEP", "STREAM_OPS", "SeedSpread", "TRAINING_SCHEMES",
+    "accumulation_error", "accumulation_plot", "adam_eps_share", "amax_history", "amax_plot", "amp_step_label",
+    "bf16_bound", "bit_layout_plot", "block_weights", "cast_errors", "compare_training", "cpu_vendor",
+    "delayed_scaling", "dtype_summary", "findings", "format_table", "gpu_fp8_status", "gradient_histogram_plot",
+    "jax_dtypes", "jax_remat", "keras_dtypes", "layer_tensors", "library_verbose", "lines_plot", "loss_curves_plot",
+    "matmul_check", "matmul_shares", "memory_stack_plot", "mlp_step_flops", "op_dtypes", "overflow_exponent",
     "predicted_peak_with_remat", "round_to", "rounding_error_plot", "scale_trace", "scale_trace_plot",
-    "simulate_cast", "step_checks", "stream_point", "tf_recompute_same", "throughput_plot",
+    "simulate_cast", "step_checks", "step_medians", "stream_point", "tf_recompute_same", "throughput_plot",
     "torch_activation_grads", "torch_fp16_overflows", "torch_grouped_saved", "torch_remat", "torch_weight_grads",
     "train", "training_memory", "underflow_stats", "unscale_norms", "watch_dtypes",
 ]

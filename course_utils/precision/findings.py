@@ -86,12 +86,14 @@ STEP = Template(
 
 CLAIM = Template(
     "precision.claim", ("within",),
-    held="The seed's \"~30% faster\" holds in this run: the step's whole interval lies inside the band read as "
-         "\"about 1.3x\".",
-    above="The seed's \"~30% faster\" was exceeded: the step's whole interval lies above the band.",
-    below="The seed's \"~30% faster\" does not hold in this run: the step's whole interval lies below the band.",
-    undecided="The step's interval reaches past an edge of the band: this run cannot decide the seed's \"~30% "
-              "faster\".")
+    held="The seed's \"~30% faster\" holds on this machine: across fresh processes the step's whole interval lies "
+         "inside the band read as \"about 1.3x\". The in-process figure beside it: {in_process}.",
+    above="The seed's \"~30% faster\" was exceeded on this machine: across fresh processes the step's whole interval "
+          "lies above the band. The in-process figure beside it: {in_process}.",
+    below="The seed's \"~30% faster\" does not hold on this machine: across fresh processes the step's whole interval "
+          "lies below the band. The in-process figure beside it: {in_process}.",
+    undecided="Across fresh processes the step's interval reaches past an edge of the band: this run cannot decide the "
+              "seed's \"~30% faster\". The in-process figure beside it: {in_process}.")
 
 SEEDS = Template(
     "precision.seeds", ("below",),

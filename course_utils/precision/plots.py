@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from matplotlib.figure import Figure
 
-from course_utils import plotting, validate
+from course_utils import declare, plotting, validate
 from course_utils.precision.formats import (
     FORMATS,
     SHORT,
@@ -123,10 +123,11 @@ def scale_trace_plot(scales: Sequence[float], skipped: Sequence[bool], ceiling: 
     return fig
 
 
-def accumulation_plot(lengths: Sequence[int], errors: Mapping[str, Sequence[float]]) -> Figure:
+@declare.checked
+def accumulation_plot(lengths: Annotated[Sequence[int], declare.NonEmpty],
+                      errors: Annotated[Mapping[str, Annotated[Sequence[float], declare.SameLength("lengths")]],
+                                        declare.NonEmpty]) -> Figure:
     """Relative error of long sums against their length, one line per accumulation scheme."""
-    validate.non_empty("lengths", lengths)
-    validate.non_empty("errors", validate.instance("errors", errors, Mapping))
     fig, (ax,) = plotting.figure(width=7.0, height=3.6)
     for i, (label, err) in enumerate(errors.items()):
         ax.plot(lengths, np.maximum(np.asarray(err), 1e-10), marker="o", markersize=3, label=label,
@@ -166,10 +167,10 @@ def throughput_plot(measured: Mapping[str, float], published: Mapping[str, float
     return fig
 
 
-def memory_stack_plot(breakdowns: Mapping[str, Mapping[str, float]], *, unit: str = "bytes per parameter") -> Figure:
+@declare.checked
+def memory_stack_plot(breakdowns: Annotated[Mapping[str, Mapping[str, declare.NonNegativeFloat]], declare.NonEmpty],
+                      *, unit: declare.Text = "bytes per parameter") -> Figure:
     """Stacked bars: one per scheme, one segment per component (weights, gradients, Adam moments, ...)."""
-    validate.non_empty("breakdowns", validate.instance("breakdowns", breakdowns, Mapping))
-    validate.text("unit", unit)
     fig, (ax,) = plotting.figure(width=6.4, height=3.6)
     components = list(dict.fromkeys(c for parts in breakdowns.values() for c in parts))
     bottoms = np.zeros(len(breakdowns))
@@ -187,11 +188,11 @@ def memory_stack_plot(breakdowns: Mapping[str, Mapping[str, float]], *, unit: st
     return fig
 
 
-def lines_plot(x: Sequence[float], series: Mapping[str, Sequence[float]], *, xlabel: str, ylabel: str,
-               title: str, logx: bool = False, logy: bool = False) -> Figure:
+@declare.checked
+def lines_plot(x: Annotated[Sequence[float], declare.NonEmpty],
+               series: Annotated[Mapping[str, Annotated[Sequence[float], declare.SameLength("x")]], declare.NonEmpty],
+               *, xlabel: str, ylabel: str, title: str, logx: bool = False, logy: bool = False) -> Figure:
     """Several labelled lines over the same x (loss curves, memory against batch size, ...)."""
-    validate.non_empty("x", x)
-    validate.non_empty("series", validate.instance("series", series, Mapping))
     fig, (ax,) = plotting.figure(width=6.8, height=3.6)
     for i, (label, ys) in enumerate(series.items()):
         ax.plot(x, ys, label=label, color=plotting.PALETTE[i % len(plotting.PALETTE)], marker="o" if len(x) < 20

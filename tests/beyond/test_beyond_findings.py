@@ -16,9 +16,9 @@ NAME = "FSDP2's bytes per step over DDP's (counted calls x ring factors)"  # the
 STRADDLE = intervals.Speedup("a", "b", 0.5, 0.4, 0.6, 4, intervals.ROUNDS)
 CHECKS = {  # kind -> outcome -> a check reaching it
     "above": {core.HELD: core.above(NAME, 2.0, 1.0), core.BELOW: core.above(NAME, 0.5, 1.0),
-              core.UNDECIDED: core.above(NAME, 1.0, 1.0)},
+              core.UNDECIDED: core.above(NAME, STRADDLE, 0.5)},
     "below": {core.HELD: core.below(NAME, 0.5, 1.0), core.ABOVE: core.below(NAME, 2.0, 1.0),
-              core.UNDECIDED: core.below(NAME, 1.0, 1.0)},
+              core.UNDECIDED: core.below(NAME, STRADDLE, 0.5)},
     "within": {core.HELD: core.within(NAME, 1.0, 0.5, 2.0), core.ABOVE: core.within(NAME, 3.0, 0.5, 2.0),
                core.BELOW: core.within(NAME, 0.1, 0.5, 2.0), core.UNDECIDED: core.within(NAME, STRADDLE, 0.5, 2.0)},
     "equal": {core.HELD: core.equal(NAME, 0, 0), core.ABOVE: core.equal(NAME, 1, 0),

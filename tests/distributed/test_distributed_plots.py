@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from course_utils import distributed as dist
@@ -26,6 +27,17 @@ def test_figures_are_returned() -> None:
     labels = fig.axes[0].get_legend_handles_labels()[1]
     assert isinstance(fig, Figure) and any("timed alone" in label for label in labels)
     assert isinstance(dist.proof_plot({"step5": 0.0, "step10": 0.0}, {"step5": 1e-8, "step10": 2e-8}), Figure)
+
+
+def test_the_fit_plot_prints_plain_times_on_a_narrow_range() -> None:
+    fits = tuple(AllReduceModel(bw, lat, 2) for bw, lat in ((1.2e9, 1.3e-4), (1.3e9, 1.2e-4), (1e9, 1.5e-4)))
+    sizes = (2**12, 2**16, 2**20)  # 0.3 to 2 ms: matplotlib would label the minor ticks 3x10^-1
+    cost = AllReduceCost(dist.comms.combine(fits), fits, (sizes, tuple(fits[0].time(b, 2) for b in sizes)), 2,
+                              "now", "measured", "k")
+    fig = dist.allreduce_fit_plot(cost)
+    FigureCanvasAgg(fig).draw()
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels(which="both") if t.get_text()]
+    assert len(labels) >= 3 and not any("times" in t or "^" in t or "e-" in t for t in labels)
 
 
 def test_figures_refuse_what_they_cannot_draw() -> None:

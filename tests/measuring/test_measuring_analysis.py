@@ -18,23 +18,14 @@ def _m(seconds: float, label: str = "m", *, rounds: tuple[float, ...] = (), **me
                               first_call=100 * seconds, metadata=dict(metadata))
 
 
-def test_hierarchy_levels_follow_the_four_times_rule() -> None:
+def test_hierarchy_table_shows_the_measured_level_beside_the_reported_cache() -> None:
     sizes = (2**14, 2**18, 2**22, 2**26, 2**27, 2**28)
-    sweep = measuring.HierarchySweep(sizes, (100e9, 80e9, 40e9, 25e9, 20e9, 19e9), CACHES)
-    assert [sweep.level_of(s) for s in sizes] == ["L1d", "L2", "L3", "L3 or DRAM", "DRAM", "DRAM"]
-    assert sweep.plateaus() == {"L1d": 100e9, "L2": 80e9, "L3": 40e9, "L3 or DRAM": 25e9, "DRAM": 19.5e9}
-    assert [s for s, _ in sweep.dram_points()] == [2**27, 2**28]  # 4x the 32 MiB L3 and more: 02's rule
-    assert "DRAM" in repr(sweep) and "<table>" in sweep._repr_html_()
-    assert measuring.HierarchySweep(sizes, (1e9,) * 6, {}).level_of(2**28) == "DRAM"
-
-
-def test_dram_points_start_at_four_times_the_cache() -> None:
-    sizes = (2**14, 2**22, 2**25, 2**26, 2**27)
-    sweep = measuring.HierarchySweep(sizes, (100e9, 40e9, 30e9, 20e9, 18e9), {"L3": 2**24})
-    assert sweep.last_level_cache == 2**24
-    assert [s for s, _ in sweep.dram_points()] == [2**26, 2**27]
-    assert [s for s, _ in sweep.dram_points(multiple=2)] == [2**25, 2**26, 2**27]
-    assert measuring.HierarchySweep(sizes, (1e9,) * 5, {}).dram_points() == ()
+    sweep = measuring.HierarchySweep(sizes, (60e9, 80e9, 78e9, 25e9, 20e9, 19e9), CACHES)
+    assert [sweep.level_of(s) for s in sizes] == ["cache 1"] * 3 + ["cliff 1", "main memory", "main memory"]
+    assert [sweep.reported_level(s) for s in sizes] == ["L1d", "L2", "L3", "past L3", "past L3", "past L3"]
+    text = repr(sweep)
+    assert "main memory past the sweep's last cliff, between 4 MiB and 128 MiB" in text and "second fact" in text
+    assert "<table>" in sweep._repr_html_()
 
 
 def test_default_working_sets_reach_main_memory_within_the_cap() -> None:

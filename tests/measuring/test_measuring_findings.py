@@ -64,10 +64,20 @@ def test_sweep_and_roofline_and_memory_tell_each_failed_direction() -> None:
     roof = f00.ROOFLINE.score(findings.below("add", _s(1.1, 1.0, 1.2), 1.5),
                               findings.above("matmul share", 0.75, 0.5, unit="%"), **facts)
     assert roof.held and "ran at 90 GFLOP/s" in _short(roof) and "75%" in str(roof)
-    memory = f00.MEMORY.score(findings.within("roof over plateau", 1.6, 1 / 1.3, 1.3), plateau="20 GB/s",
-                              probe_rate="30 GB/s", earlier="33 GB/s", drift="1.10")
+    where = {"basis": "past the sweep's last cliff, between 64 MiB and 256 MiB, a 2x fall", "reported": "480 MiB",
+             "probe_set": "512 MiB"}
+    memory = f00.MEMORY.score(findings.true("the probes' working set lies in main memory", True),
+                              findings.within("roof over plateau", 1.6, 1 / 1.3, 1.3), plateau="20 GB/s",
+                              probe_rate="30 GB/s", earlier="33 GB/s", drift="1.10", **where)
     assert memory.outcome == findings.ABOVE and "more than 1.3x above" in _short(memory)
-    assert "(1.10x)" in memory.sentence
+    assert "(1.10x)" in memory.sentence and "between 64 MiB and 256 MiB" in memory.sentence
+    assert "480 MiB, a second fact" in memory.sentence
+    short = f00.MEMORY.score(findings.true("the probes' working set lies in main memory", False),
+                             findings.within("roof over plateau", 1.0, 1 / 1.3, 1.3), plateau="20 GB/s",
+                             probe_rate="30 GB/s", earlier="33 GB/s", drift="1.10", **where)
+    assert short.failed and "lies short of main memory, which the sweep places at the working sets past" in \
+        short.sentence
+    assert "OS reports" in f00.MEMORY.not_tested("one point", basis="no cliff", reported="32 MiB").sentence
 
 
 def _gap(chain: tuple[float, float], tanh: tuple[float, float], faults: tuple[float, float],

@@ -1,4 +1,5 @@
-"""Child processes that cannot outlive their parent: ``assess`` runs each measurement through ``run_child``.
+"""Child processes that cannot outlive their parent: ``fresh.replicate`` and ``migrate.assess`` run each fresh
+process through ``run_child``.
 
 Each child starts in its own process group (a new session), so a Ctrl-C in the terminal reaches only the parent,
 which then stops the child's whole group (and any descendant that left it, found by walking the process tree
@@ -15,7 +16,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import psutil
@@ -23,6 +24,7 @@ import psutil
 from course_utils import validate
 
 GRACE_S = 3.0
+MAX_TIMEOUT_S = 24 * 3600.0  # a day: a longer limit is a typo
 
 
 class ChildFailed(RuntimeError):
@@ -69,16 +71,25 @@ def stop(proc: subprocess.Popen, known: dict[int, psutil.Process]) -> None:
             proc.wait(timeout=GRACE_S)
 
 
-def run_child(command: Sequence[str], *, log: Path, timeout: float, env: dict[str, str] | None = None,
+def run_child(command: Sequence[str], *, log: Path | str, timeout: float, env: Mapping[str, str] | None = None,
               on_line: Callable[[str], None] | None = None, on_start: Callable[[int], None] | None = None) -> None:
     """Run ``command`` to its end in its own process group; its stdout lines go to ``on_line``, its stderr to
     ``log``. Raises ``ChildFailed`` (with the log's last lines) on a non-zero exit, TimeoutError past ``timeout``
     seconds; on any exit, Ctrl-C included, nothing it started is left running."""
-    validate.non_empty("command", list(command))
-    validate.positive("timeout", timeout)
+    command = [validate.text(f"command[{i}]", part)
+               for i, part in enumerate(validate.sequence("command", command, min_length=1))]
+    log = Path(validate.instance("log", log, (str, Path)))
+    timeout = validate.seconds("timeout", timeout, high=MAX_TIMEOUT_S)
+    if env is not None:
+        for key, value in validate.instance("env", env, Mapping).items():
+            validate.text("env", key)
+            validate.instance(f"env[{key!r}]", value, str)
+    for name, callback in (("on_line", on_line), ("on_start", on_start)):
+        if callback is not None:
+            validate.function(name, callback)
     known: dict[int, psutil.Process] = {}
     with open(log, "w") as err:
-        proc = subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=err, text=True, env=env,
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, text=True, env=env,
                                 start_new_session=True, bufsize=1)
     try:
         if on_start is not None:
@@ -117,6 +128,8 @@ def _exit_text(code: int) -> str:
 
 def tail(path: Path, lines: int = 25) -> str:
     """The last ``lines`` lines of a text file ('' if it cannot be read)."""
+    validate.instance("path", path, (str, Path))
+    lines = validate.count("lines", lines, high=10_000)
     try:
         return "\n".join(Path(path).read_text(errors="replace").rstrip().splitlines()[-lines:])
     except OSError:

@@ -1,0 +1,202 @@
+"""A measurement repeated in fresh Python processes: the interval a headline or a decision rests on.
+
+Rounds in one process share its placement in memory, its allocator's state, its code layout and its thread pool,
+so an interval over them says nothing about a second run of the same notebook (Mytkowicz et al. 2009; Kalibera &
+Jones 2013). ``replicate`` runs a target (``'package.module:function'`` returning ``{label: seconds}``, one median
+per label measured inside that process) in ``n`` fresh processes one after another, each through
+``children.run_child`` (its own process group, stopped whatever happens, Ctrl-C included), and returns the
+per-process medians with the set-up each process reported; ``Replicates.speedup`` pairs them by process into an
+``intervals.Speedup`` "across N fresh processes".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import math
+import os
+import re
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from course_utils import children, display, env, intervals, validate
+
+WORKER = Path(__file__).resolve().parent / "workers" / "fresh_worker.py"
+MARK = "@@fresh"  # the worker's result line starts with this; everything else it prints goes to its log
+MAX_PROCESSES = 20
+_PATH = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
+_SETUP_KEYS = ("python", "cpus", "torch", "threads", "device")
+
+
+def target_path(target: str | Callable[..., Any]) -> str:
+    """``target`` as a 'package.module:function' path a fresh process can import, checked by importing it here: a
+    string of that form, or a function defined at the top of an importable module (not in a notebook or a
+    script's __main__, not a lambda or a nested function)."""
+    if callable(target) and not isinstance(target, str):
+        module, qualname = getattr(target, "__module__", None), getattr(target, "__qualname__", "")
+        path = f"{module}:{qualname}"
+        if module in (None, "__main__") or not _PATH.match(path):
+            raise ValueError(f"target {qualname or target!r} is defined in a notebook, a script's __main__, a lambda "
+                             "or inside another function, so a fresh process cannot import it; put it in a .py file "
+                             "and pass 'module:function'")
+        if _function(path) is not target:
+            raise ValueError(f"target: {path} does not name this function when imported again; pass "
+                             "'module:function'")
+        return path
+    validate.instance("target", target, str)
+    if not _PATH.match(target):
+        raise ValueError(f"target must be 'package.module:function' (e.g. course_utils.precision.steptime:"
+                         f"step_medians); got {target!r}")
+    _function(target)
+    return target
+
+
+def _function(path: str) -> Callable[..., Any]:
+    """The callable at ``path``; the error says whether the module or the name is missing (and names target)."""
+    module_name, _, attribute = path.partition(":")
+    try:
+        module = importlib.import_module(module_name)  # the target's module, named at run time
+    except Exception as exc:  # the user's module: any error on import is theirs to see
+        raise ValueError(f"target: module {module_name!r} does not import: {type(exc).__name__}: {exc}") from exc
+    found = getattr(module, attribute, None)
+    if not callable(found):
+        raise ValueError(f"target: module {module_name!r} has no function {attribute!r}")
+    return found
+
+
+@dataclass(frozen=True, repr=False)
+class Replicates:
+    """What ``replicate`` measured: per label, one median per fresh process (in the order they ran), and the
+    set-up each process reported (Python, CPUs it may use, torch version, torch threads, device)."""
+
+    target: str
+    seconds: Mapping[str, Sequence[float]]
+    setups: Sequence[Mapping[str, Any]]
+
+    def __post_init__(self) -> None:
+        validate.text("target", self.target)
+        validate.non_empty("seconds", validate.instance("seconds", self.seconds, Mapping))
+        validate.sequence("setups", self.setups, min_length=2)
+        for i, setup in enumerate(self.setups):
+            validate.instance(f"setups[{i}]", setup, Mapping)
+        clean = {}
+        for label, values in self.seconds.items():
+            validate.text("seconds", label)
+            validate.sequence(f"seconds[{label!r}]", values)
+            if len(values) != len(self.setups):
+                raise ValueError(f"seconds[{label!r}] holds {len(values)} medians for {len(self.setups)} processes")
+            clean[label] = tuple(float(validate.number(f"seconds[{label!r}][{i}]", v, low=intervals.MIN_SECONDS,
+                                                       high=intervals.MAX_SECONDS)) for i, v in enumerate(values))
+        object.__setattr__(self, "seconds", clean)
+        object.__setattr__(self, "setups", tuple(dict(s) for s in self.setups))
+
+    @property
+    def n(self) -> int:
+        """How many fresh processes ran."""
+        return len(self.setups)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(self.seconds)
+
+    def speedup(self, baseline: str, candidate: str, *, confidence: float = 0.95) -> intervals.Speedup:
+        """How many times faster ``candidate`` ran than ``baseline``, paired by process: the geometric mean of the
+        per-process ratios and its interval "across N fresh processes"."""
+        for name, label in (("baseline", baseline), ("candidate", candidate)):
+            validate.choice(name, label, self.labels)
+        found = intervals.speedup(self.seconds[baseline], self.seconds[candidate], confidence=confidence)
+        return dataclasses.replace(found, baseline=baseline, candidate=candidate)
+
+    @property
+    def setup(self) -> str:
+        """The processes' set-up in words; a field that differed between them lists each process's value."""
+        words = []
+        for key in _SETUP_KEYS:
+            values = [s.get(key) for s in self.setups]
+            if all(v is None for v in values):
+                continue
+            shown = str(values[0]) if len(set(map(str, values))) == 1 else \
+                ", ".join(map(str, values)) + " (differed between the processes)"
+            words.append(f"{key} {shown}")
+        return "; ".join(words)
+
+    def table(self) -> display.Table:
+        """One row per process: its median per label and its pid."""
+        rows = [(str(i + 1), str(s.get("pid", "?")), *(display.format_time(self.seconds[label][i])
+                                                      for label in self.labels)) for i, s in enumerate(self.setups)]
+        return display.table(["process", "pid", *(f"{label} (median in the process)" for label in self.labels)],
+                             rows, title=f"{self.target} in {self.n} fresh processes, one after another",
+                             note=f"each process: {self.setup}")
+
+    def __repr__(self) -> str:
+        return repr(self.table())
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
+
+
+def replicate(target: str | Callable[..., Any], n: int = 3, *, timeout: float = 300.0,
+              env: Mapping[str, str] | None = None, kwargs: Mapping[str, Any] | None = None) -> Replicates:
+    """Run ``target(**kwargs)`` in ``n`` fresh Python processes one after another (see the module docstring). Each
+    process may take ``timeout`` seconds; ``env`` adds or overrides environment variables for them (the rest is
+    this process's environment, and its ``sys.path`` as PYTHONPATH, so what imports here imports there);
+    ``kwargs`` must be JSON (numbers, text, lists, dicts). A failing process raises ``children.ChildFailed``
+    naming its log, with the log's last lines."""
+    path = target_path(target)
+    n = validate.count("n", n, low=2, high=MAX_PROCESSES)
+    timeout = validate.seconds("timeout", timeout)
+    extra = dict(validate.instance("env", env, Mapping)) if env is not None else {}
+    for key, value in extra.items():
+        validate.text("env", key)
+        validate.instance(f"env[{key!r}]", value, str)
+    try:
+        encoded = json.dumps(dict(validate.instance("kwargs", kwargs, Mapping)) if kwargs is not None else {},
+                             allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"kwargs must hold JSON values only (numbers, text, lists, dicts): {exc}") from None
+    environ = {**os.environ, "PYTHONPATH": os.pathsep.join(_import_path()), **extra}
+    folder = _log_folder()
+    found = [_one(path, encoded, i, environ, folder / f"{re.sub(r'[^A-Za-z0-9]+', '-', path)}-{i + 1}.log", timeout)
+             for i in range(n)]
+    labels = list(found[0][0])
+    for i, (seconds, _) in enumerate(found):
+        if list(seconds) != labels:
+            raise ValueError(f"target {path}: process {i + 1} returned the labels {sorted(seconds)}, process 1 "
+                             f"{sorted(labels)}: every process must time the same workloads")
+    return Replicates(path, {label: [s[label] for s, _ in found] for label in labels}, [setup for _, setup in found])
+
+
+def _import_path() -> list[str]:
+    """This process's ``sys.path`` with '' (the working folder) spelled out: what the fresh processes import from."""
+    return [entry or os.getcwd() for entry in sys.path if isinstance(entry, str)]
+
+
+def _log_folder() -> Path:
+    folder = env.build_dir("fresh")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _one(path: str, encoded: str, index: int, environ: dict[str, str], log: Path,
+         timeout: float) -> tuple[dict[str, float], dict[str, Any]]:
+    """One fresh process: its ``{label: seconds}`` and its set-up, read from the worker's result line."""
+    lines: list[str] = []
+    children.run_child([sys.executable, str(WORKER), path, encoded], log=log, timeout=timeout, env=environ,
+                       on_line=lambda line: lines.append(line) if line.startswith(MARK) else None)
+    if not lines:
+        raise children.ChildFailed(f"process {index + 1} of target {path} printed no result; the end of its log "
+                                   f"{log}:\n" + children.tail(log))
+    result = json.loads(lines[-1][len(MARK):])
+    seconds = result["seconds"]
+    if not isinstance(seconds, dict) or not seconds:
+        raise ValueError(f"target {path} must return {{label: seconds}} with at least one label; process "
+                         f"{index + 1} returned {seconds!r}")
+    for label, value in seconds.items():
+        if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise ValueError(f"target {path}: process {index + 1} returned {value!r} seconds for {label!r}; each "
+                             "label needs a median in seconds above 0")
+    return seconds, result["setup"]
