@@ -87,7 +87,7 @@ execute: setup ## re-run the notebooks in place (ci size) to refresh the outputs
 bench: setup ## run benchmarks/*.py and write build/bench.json
 	$(PY) benchmarks/run_all.py --out build/bench.json
 
-slides: setup ## one offline reveal.js deck per notebook into build/slides (reveal.js from npm, exact version)
+slides: setup ## one offline reveal.js deck per notebook and the answer key into build/slides (reveal.js from npm, exact version)
 	$(PY) tools/build_slides.py --out build/slides
 
 site: setup ## the course as a static website into build/site: stored outputs, offline, searchable (tools/build_site.py)
@@ -102,7 +102,7 @@ browser: ## install Debian's Chromium for the browser tests when it is missing (
 environment.yml: requirements.txt tools/write_environment_yml.py ## regenerate environment.yml from requirements.txt
 	$(PYTHON) tools/write_environment_yml.py
 
-learner: setup ## the learner edition (solution cells removed) into build/learner, executed at ci size
+learner: setup ## the learner edition (no outputs; solutions hidden as Colab forms) into build/learner, run at ci size
 	COURSE_SIZE=ci $(PY) tools/learner_edition.py --out build/learner --execute --kernel $(KERNEL)
 
 wheelhouse: ## every pinned wheel into wheelhouse/ (torch's CPU build; PLATFORM=... for another platform's stick)

@@ -3,7 +3,8 @@
 1. Every deck of build/slides/ opened from file:// with the network off: reveal.js initialised, as many
    slides as the notebook's slide metadata asks for, every image rendered, speaker notes present, no
    request leaving the machine, no script error; screenshots of the title slide and of a plot slide go to
-   build/screenshots/.
+   build/screenshots/, and of the three slides that carry the workshop's taught calls (``TALK_SLIDES``), whose
+   type must be readable from the back of a room (tools/talk.py's rule).
 2. JupyterLab started on a free localhost port with a token opens notebooks/00_measuring.ipynb: the
    notebook renders, its kernel starts, no error dialog appears; then JupyterLab is shut down.
 
@@ -52,6 +53,15 @@ pytestmark = [pytest.mark.integration, pytest.mark.skipif(
 
 sys.path.insert(0, str(ROOT / "tools"))
 build_slides = importlib.import_module("build_slides")
+talk = importlib.import_module("talk")
+
+# The slides the workshop's review looked at (issue 39): a deck, its '## N.' section and the taught calls the code
+# on that slide shows whole. 01 §2 compiles in all three frameworks, 04 §5 builds the tf.data chain, 05 §2 is DDP.
+TALK_SLIDES = {
+    "01_dynamic_vs_static": ("2", ("torch.compile(", "jax.jit(", "jit_compile=True")),
+    "04_input_pipeline": ("5", (".prefetch(",)),
+    "05_data_parallel": ("2", ("DistributedDataParallel(",)),
+}
 
 
 def _slide_type(cell: dict) -> str:
@@ -328,3 +338,76 @@ def test_jupyterlab_opens_a_notebook(browser, tmp_path: Path) -> None:
                     proc.wait()
         log.close()
     assert proc.returncode is not None
+
+
+@pytest.mark.parametrize("name", sorted(TALK_SLIDES))
+def test_talk_slide_screenshot(name: str, manifest: dict, browser) -> None:
+    """The slide of ``TALK_SLIDES`` at 1280x720: found by its section and the calls its code shows, stored as
+    build/screenshots/<deck>_section<N>.png, its prose and code no smaller on screen than the readable sizes."""
+    section, calls = TALK_SLIDES[name]
+    deck = next(d for d in manifest["decks"] if d["name"] == name)
+    context = browser.new_context(offline=True, viewport=VIEWPORT)
+    page = context.new_page()
+    try:
+        page.goto((build_slides.OUT / deck["file"]).as_uri())
+        page.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=30_000)
+        found = page.evaluate(
+            """([section, calls]) => {
+                let current = null;
+                for (const slide of Reveal.getSlides()) {
+                    const heading = slide.querySelector('h2');
+                    if (heading) current = heading.textContent.trim().split(/[.\\s]/)[0];
+                    const code = Array.from(slide.querySelectorAll('pre')).filter(p => !p.closest('aside'))
+                        .map(p => p.textContent).join('\\n');
+                    if (current === section && calls.every(call => code.includes(call))) {
+                        const at = Reveal.getIndices(slide);
+                        Reveal.slide(at.h, at.v);
+                        return at;
+                    }
+                }
+                return null;
+            }""", [section, list(calls)])
+        assert found is not None, f"{name}: no slide of section {section} shows {calls} in its code"
+        page.wait_for_timeout(1000)  # the slide transition
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / f"{name}_section{section}.png"))
+        hidden = page.evaluate(
+            """calls => {
+                const where = call => {  // the box of the call's characters in the slide's code, or null
+                    for (const pre of Reveal.getCurrentSlide().querySelectorAll('pre')) {
+                        const at = pre.textContent.indexOf(call);
+                        if (pre.closest('aside') || at < 0) continue;
+                        const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+                        const range = document.createRange();
+                        for (let pos = 0, started = false; walker.nextNode(); pos += walker.currentNode.length) {
+                            const node = walker.currentNode;
+                            if (!started && at < pos + node.length) { range.setStart(node, at - pos); started = true; }
+                            if (started && at + call.length <= pos + node.length) {
+                                range.setEnd(node, at + call.length - pos);
+                                return [range.getBoundingClientRect(), pre.getBoundingClientRect()];
+                            }
+                        }
+                    }
+                    return null;
+                };
+                return calls.filter(call => {
+                    const [box, pre] = where(call);
+                    return box.top < Math.max(0, pre.top) || box.bottom > Math.min(innerHeight, pre.bottom)
+                        || box.right > Math.min(innerWidth, pre.right);
+                });
+            }""", list(calls))
+        assert not hidden, f"{name}: {hidden} off the screen of the slide that shows them (a room cannot scroll)"
+        smallest = page.evaluate(
+            """() => {
+                const slide = Reveal.getCurrentSlide();
+                const zoom = Reveal.getScale() * (parseFloat(getComputedStyle(slide).zoom) || 1);
+                const least = sel => Math.min(...Array.from(slide.querySelectorAll(sel))
+                    .filter(e => !e.closest('aside') && e.textContent.trim() && e.getClientRects().length)
+                    .map(e => parseFloat(getComputedStyle(e).fontSize) * zoom));
+                return {text: least('p, li'), code: least('pre')};
+            }""")
+        assert smallest["code"] >= talk.READABLE_CODE_PX - 0.5, f"{name}: code at {smallest['code']:.1f} px on screen"
+        assert smallest["text"] >= talk.READABLE_TEXT_PX - 0.5 or smallest["text"] == float("inf"), \
+            f"{name}: prose at {smallest['text']:.1f} px on screen"
+    finally:
+        context.close()

@@ -6,11 +6,11 @@ verified" line of that run is shown at the top of each notebook's page. (mystmd 
 their themes from outside the package registries at build time, which offline machines cannot do.)
 
 Pages are generated from the sources on every build, never copied by hand: the sources are staged into
-build/site-src/ (home page and "Assess your own model" from README.md, the notebooks, the instructor guide,
-ARCHITECTURE.md), then Sphinx writes build/site/ with the configuration in site/. Staging works from cell
-metadata only: hidden code (jupyter.source_hidden) gets MyST-NB's `hide-input` tag, cells tagged `solution`
-`hide-cell`, speaker notes (slide_type `notes`) are dropped. MathJax comes from the pinned npm package the
-slides use (slides/package-lock.json). The build fails if a page would load anything from the network.
+build/site-src/ (home page and "Assess your own model" from README.md, the notebooks, the instructor guide and
+the answer key it links to, ARCHITECTURE.md), then Sphinx writes build/site/ with the configuration in site/.
+Staging works from cell metadata only: hidden code (jupyter.source_hidden) gets MyST-NB's `hide-input` tag,
+cells tagged `solution` `hide-cell`, speaker notes (slide_type `notes`) are dropped. MathJax comes from the pinned
+npm package the slides use (slides/package-lock.json). The build fails if a page would load anything from the network.
 MyST-NB keeps the images it extracts in build/jupyter_execute/ (next to the output folder).
 
     python tools/build_site.py                 # build/site/index.html
@@ -31,6 +31,7 @@ from pathlib import Path
 import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import answer_key  # noqa: E402  (the answer key the guide links to, a page of its own here too)
 import build_slides  # noqa: E402  (the slides' notebook list, metadata readers, vendor install and remote check)
 
 from course_utils import notebook as course_notebook  # noqa: E402
@@ -51,6 +52,7 @@ _CODE = re.compile(r"(```.*?```|`[^`\n]*`)", re.DOTALL)
 _SCHEME = re.compile(r"^(?:[a-z][a-z0-9+.-]*:|#|/)", re.IGNORECASE)
 _H1 = re.compile(r"^# .+$", re.MULTILINE)
 _REMOTE_CSS_URL = re.compile(r"url\(\s*[\"']?(?:https?:)?//", re.IGNORECASE)
+_KEY_LINK = re.compile(r"\[([^\]]+)\]\((" + re.escape(answer_key.PAGE) + r"(?:#[\w-]+)?)\)")  # to the key
 _COLAB_SVG = re.search(r"!\[[^\]]*\]\(([^)]+)\)", course_notebook.badge("x.ipynb")).group(1)
 
 
@@ -99,6 +101,12 @@ def site_markdown(markdown: str, where: str, pages: set[str]) -> str:
 
     parts = _CODE.split(markdown)  # code (odd items) keeps its brackets as they are
     return "".join(part if i % 2 else _LINK.sub(target, part) for i, part in enumerate(parts))
+
+
+def key_links(markdown: str) -> str:
+    """Links to an entry of the answer key as HTML: the key's entries are HTML ids that MyST's link check cannot
+    see, so they reach the page as the browser reads them."""
+    return _KEY_LINK.sub(lambda m: f'<a href="{m.group(2)}">{m.group(1).replace("**", "")}</a>', markdown)
 
 
 # --- notebooks ----------------------------------------------------------------------------------
@@ -179,7 +187,8 @@ def home_page(readme: str, names: list[str], pages: set[str]) -> str:
         parts += [f"## {heading}", deeper(body)]
     notebooks = "\n".join(f"notebooks/{name}" for name in names)
     parts += ["```{toctree}\n:hidden:\n:caption: Notebooks\n\n" + notebooks + "\n```",
-              "```{toctree}\n:hidden:\n:caption: More\n\nassess\nslides/instructor_guide\nARCHITECTURE\n```"]
+              "```{toctree}\n:hidden:\n:caption: More\n\nassess\nslides/instructor_guide\nslides/answer_key\n"
+              "ARCHITECTURE\n```"]
     return site_markdown("\n\n".join(parts) + "\n", "", pages)
 
 
@@ -204,7 +213,8 @@ def stage(stage_dir: Path = STAGE) -> list[str]:
     if not paths:
         raise FileNotFoundError("no course notebooks in notebooks/")
     names = [path.stem for path in paths]
-    pages = {f"notebooks/{name}.ipynb" for name in names} | {"slides/instructor_guide.md", "ARCHITECTURE.md"}
+    pages = {f"notebooks/{name}.ipynb" for name in names} | {"slides/instructor_guide.md", "ARCHITECTURE.md",
+                                                             f"slides/{answer_key.PAGE}"}
     for path in paths:
         nbformat.write(site_notebook(nbformat.read(path, as_version=4), path.stem, pages),
                        stage_dir / "notebooks" / path.name)
@@ -213,7 +223,9 @@ def stage(stage_dir: Path = STAGE) -> list[str]:
     (stage_dir / "index.md").write_text(home_page(readme, names, pages))
     (stage_dir / "assess.md").write_text(assess_page(readme, pages))
     guide = build_slides.GUIDE.read_text()
-    (stage_dir / "slides" / "instructor_guide.md").write_text(site_markdown(guide, "slides", pages))
+    (stage_dir / "slides" / "instructor_guide.md").write_text(key_links(site_markdown(guide, "slides", pages)))
+    key = answer_key.markdown(*answer_key.entries({path.stem: path for path in paths}))  # the stored outputs
+    (stage_dir / "slides" / "answer_key.md").write_text(site_markdown(key, "notebooks", pages))
     (stage_dir / "ARCHITECTURE.md").write_text(site_markdown((ROOT / "ARCHITECTURE.md").read_text(), "", pages))
     shutil.copytree(build_slides.SLIDES / "assets", stage_dir / "assets")
     return names

@@ -8,8 +8,9 @@ build/vendor/. No page loads anything from the network.
 
 Slides come from the cells' slide metadata (slide / subslide / fragment / skip / notes). The deck
 configuration (theme, title slide, order, agendas) is slides/deck.toml. Exercise solutions (code cells
-hidden in the notebook) become speaker notes, and the title slide's speaker notes are the notebook's
-section of slides/instructor_guide.md.
+hidden in the notebook) become speaker notes with a link to their entry of the answer key (tools/answer_key.py,
+written beside the decks), and the title slide's speaker notes are the notebook's section of
+slides/instructor_guide.md.
 
     python tools/build_slides.py                 # all decks into build/slides
     python tools/build_slides.py --update-guide  # rewrite the agendas in slides/instructor_guide.md
@@ -35,6 +36,7 @@ import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import agendas  # noqa: E402  (tools/agendas.py: the agendas of the guide)
+import answer_key  # noqa: E402  (tools/answer_key.py: the answer key, linked from the notes)
 import course_file  # noqa: E402  (tools/course_file.py: the lessons of course.toml)
 import guide  # noqa: E402  (tools/guide.py: the guide's generated sections and answers)
 import minutes  # noqa: E402  (tools/minutes.py: workshop minutes computed from the material)
@@ -427,7 +429,7 @@ def prepare(nb: nbformat.NotebookNode, solutions: str = "notes") -> nbformat.Not
         else:
             cell.outputs = [_short_output(o) for o in cell.outputs]
             cell.source = _fitting_excerpt(cell, taught)
-    nb.cells = paginate(nb.cells)
+    nb.cells = paginate(answer_key.note_links(nb.cells))
     return nb
 
 
@@ -666,6 +668,7 @@ def _index_html(config: dict, decks: list[dict]) -> str:
 {items}
 </ol>
 <p><a href="instructor_guide.html">Instructor guide</a> &middot; <a href="helpers.html">Helpers' page</a>
+&middot; <a href="{answer_key.PAGE}">Answer key</a>
 &middot; in a deck: <kbd>S</kbd> speaker notes,
 <kbd>Esc</kbd> overview, <kbd>F</kbd> full screen.</p>
 </body></html>
@@ -698,6 +701,7 @@ def _guide_html(config: dict) -> str:
 def _inputs(names: list[str]) -> list[Path]:
     fixed = [CONFIG, GUIDE, HELPERS, SLIDES / "package-lock.json", Path(__file__).resolve()]
     fixed += [p for p in TEMPLATES.rglob("*") if p.is_file()] + [p for p in (SLIDES / "assets").glob("*")]
+    fixed += [ROOT / "tools" / "answer_key.py", *answer_key.CHECKERS]
     return [p for p in fixed if p.exists()] + [source_for(name) for name in names]
 
 
@@ -733,6 +737,9 @@ def build(out: Path = OUT, names: list[str] | None = None, quiet: bool = False) 
     (out / "index.html").write_text(_index_html(config, decks))
     (out / "instructor_guide.html").write_text(_guide_html(config))
     (out / "helpers.html").write_text(_page_html("Helpers' page", HELPERS.read_text()))
+    key = answer_key.markdown(*answer_key.entries({name: source_for(name) for name in names}))
+    (out / "answer_key.md").write_text(key)
+    (out / answer_key.PAGE).write_text(_page_html("Answer key", key))
     manifest = {
         "decks": decks,
         "reveal.js": _locked_versions().get("reveal.js"),

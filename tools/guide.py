@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import answer_key  # tools/answer_key.py: the answer key the answers link to
 import minutes  # tools/minutes.py: minutes computed from the material
 import nbformat
 
@@ -68,12 +69,17 @@ def answers(nb: nbformat.NotebookNode) -> list[tuple[str, str, str]]:
 
 def answers_markdown(notebooks: dict[str, nbformat.NotebookNode], source: str) -> str:
     """The answers block: each exercise's solution output as this run printed it."""
-    parts = [ANSWERS_BEGIN, "", f"Generated from {source}: the solutions' own output, as measured in that run.", ""]
+    parts = [ANSWERS_BEGIN, "", f"Generated from {source}: the solutions' own output, as measured in that run. "
+             "Each exercise's question, method and the wrong answers its checker names: the answer key "
+             "(`make slides` writes `build/slides/answer_key.html` beside this guide's HTML; each id below links "
+             "to it).",
+             ""]
     for name, nb in notebooks.items():
         parts += [f"#### `{name}`", ""]
         for exercise, output, check in answers(nb):
             shown = "\n".join(output.splitlines()[-8:]) or "(the solution prints nothing; see its code in the notes)"
-            parts += [f"- **{exercise}** ({check or 'not checked'})", "", "  ```text",
+            key = f"{answer_key.PAGE}#{answer_key.anchor(exercise)}"
+            parts += [f"- [**{exercise}**]({key}) ({check or 'not checked'})", "", "  ```text",
                       *[f"  {line}" for line in shown.splitlines()], "  ```", ""]
     return "\n".join(parts + [ANSWERS_END])
 

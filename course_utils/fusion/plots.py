@@ -126,8 +126,10 @@ def roofline_with_vector_roof(machine: roofline.Machine, vector: VectorRoof | Ma
     for i, (name, roof) in enumerate(roofs.items()):
         rate = roof.flops_per_second if flops is None else roof.chain_flops_per_second(flops=flops, tanh=tanh)
         what = "elementwise FMA" if flops is None else f"{flops:g} FLOPs + {tanh:g} tanh per element"
-        color = plotting.color_for(name, i)
-        ax.axhline(rate / 1e9, color=color, linestyle="--", linewidth=1.5)
-        ax.annotate(f"{name} vector roof ({what}, in cache): {rate / 1e9:.1f} GFLOP/s",
-                    (ax.get_xlim()[0], rate / 1e9), textcoords="offset points", xytext=(4, 4), fontsize=8, color=color)
+        ax.axhline(rate / 1e9, color=plotting.color_for(name, i), linestyle="--", linewidth=1.5,
+                   label=plotting.wrap_label(f"{name} vector roof ({what}, in cache): {rate / 1e9:.1f} GFLOP/s"))
+    if roofs:  # one legend below the axes for the roofline's entries and these (labels never overlap the lines)
+        for legend in list(fig.legends):
+            legend.remove()
+        fig.legend(loc="outside lower center", fontsize=8)
     return fig

@@ -95,18 +95,19 @@ def loss_difference_plot(runs: Sequence[LossRun], *, title: str | None = None) -
     validate.non_empty("runs", runs)
     for run in runs:
         validate.instance("runs", run, LossRun)
-    fig, (ax,) = plotting.figure(width=6.4, height=3.4)
+    fig, (ax,) = plotting.figure(width=6.4, height=3.6)
     for i, run in enumerate(runs):
-        diff = np.maximum(np.abs(np.subtract(run.compiled, run.eager)), _FLOOR)
-        ax.plot(range(1, len(diff) + 1), diff, marker="o", markersize=3, color=plotting.color_for(run.framework, i),
-                label=run.framework)
+        raw = np.abs(np.subtract(run.compiled, run.eager))
+        label = f"{run.framework} (0 at every step)" if not raw.any() else run.framework
+        ax.plot(range(1, len(raw) + 1), np.maximum(raw, _FLOOR), marker="o", markersize=3,
+                color=plotting.color_for(run.framework, i), label=label)
     ax.axhline(_FLOOR, color="#999999", linewidth=0.6, linestyle=":")
     ax.text(1, _FLOOR * 1.5, "identical (0) drawn here", fontsize=7, color="#666666")
     ax.set_yscale("log")
     ax.set_xlabel("step")
     ax.set_ylabel("|compiled loss - eager loss|")
-    ax.set_title(title or "Training losses: compiled minus eager, same program and weights")
-    ax.legend(fontsize=8)
+    ax.set_title(plotting.wrap_label(title or "Training losses: compiled minus eager, same program and weights", 60))
+    fig.legend(loc="outside lower center", ncols=len(runs), fontsize=8)
     return fig
 
 
@@ -115,15 +116,22 @@ def overhead_plot(models: Sequence[OverheadModel], *, title: str | None = None) 
     validate.non_empty("models", models)
     for m in models:
         validate.instance("models", m, OverheadModel)
-    fig, (ax,) = plotting.figure(width=6.0, height=3.2)
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    fig, (ax,) = plotting.figure(width=6.0, height=3.6)
     x = np.arange(len(models))
-    ax.bar(x - 0.2, [m.predicted for m in models], width=0.4, color="#BBBBBB", label="predicted (computed)")
+    ax.bar(x - 0.2, [m.predicted for m in models], width=0.4, color="#BBBBBB", hatch="//", edgecolor="white")
     ax.bar(x + 0.2, [m.measured for m in models], width=0.4,
-           color=[plotting.color_for(m.framework, i) for i, m in enumerate(models)], label="measured")
-    ax.axhline(models[0].n_ops, color="#333333", linestyle="--", linewidth=1, label=f"op count ({models[0].n_ops})")
+           color=[plotting.color_for(m.framework, i) for i, m in enumerate(models)])
+    ax.axhline(models[0].n_ops, color="#333333", linestyle="--", linewidth=1)
     ax.set_xticks(x, [m.framework for m in models])
     ax.set_yscale("log")
+    plotting.plain_log_ticks(ax)
     ax.set_ylabel("speed-up over own eager")
     ax.set_title(title or "Small tensors: the per-call overhead model")
-    ax.legend(fontsize=8)
+    handles = [Patch(facecolor="#BBBBBB", hatch="//", edgecolor="white", label="predicted (computed)"),
+               Patch(facecolor="white", edgecolor="#333333", label="measured (in the framework's colour)"),
+               Line2D([], [], color="#333333", linestyle="--", label=f"op count ({models[0].n_ops})")]
+    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8)
     return fig

@@ -21,7 +21,7 @@ from course_utils.precision.formats import (
 )
 from course_utils.precision.fp8 import KINDS, AmaxHistory
 
-_COMPONENT_COLORS = {"fp32 weights": "#0072B2", "fp32 master weights": "#0072B2", "16-bit weights": "#56B4E9",
+_COMPONENT_COLORS = {"fp32 weights": "#0072B2", "fp32 master weights": "#003E6B", "16-bit weights": "#56B4E9",
                      "fp32 gradients": "#D55E00", "16-bit gradients": "#E69F00", "Adam moments (fp32)": "#009E73",
                      "Adam moments (bf16)": "#8FD1B8"}
 
@@ -171,20 +171,22 @@ def throughput_plot(measured: Mapping[str, float], published: Mapping[str, float
 def memory_stack_plot(breakdowns: Annotated[Mapping[str, Mapping[str, declare.NonNegativeFloat]], declare.NonEmpty],
                       *, unit: declare.Text = "bytes per parameter") -> Figure:
     """Stacked bars: one per scheme, one segment per component (weights, gradients, Adam moments, ...)."""
-    fig, (ax,) = plotting.figure(width=6.4, height=3.6)
+    fig, (ax,) = plotting.figure(width=6.4, height=4.2)
     components = list(dict.fromkeys(c for parts in breakdowns.values() for c in parts))
+    spare = iter([c for c in plotting.PALETTE if c not in _COMPONENT_COLORS.values()] * len(components))
+    colors = {c: _COMPONENT_COLORS.get(c) or next(spare) for c in components}  # no two components share a colour
     bottoms = np.zeros(len(breakdowns))
-    for i, comp in enumerate(components):
+    for comp in components:
         vals = np.array([parts.get(comp, 0) for parts in breakdowns.values()], dtype=float)
-        ax.bar(list(breakdowns), vals, bottom=bottoms, label=comp,
-               color=_COMPONENT_COLORS.get(comp, plotting.PALETTE[i % len(plotting.PALETTE)]))
+        ax.bar(range(len(breakdowns)), vals, bottom=bottoms, label=comp, color=colors[comp], edgecolor="white")
         bottoms += vals
     for x, total in enumerate(bottoms):
         ax.text(x, total, f"{total:g}", ha="center", va="bottom")
-    ax.set_ylim(0, bottoms.max() * 1.2)
+    ax.set_xticks(range(len(breakdowns)), [plotting.wrap_label(name, 18) for name in breakdowns])
+    ax.set_ylim(0, bottoms.max() * 1.2 or 1)
     ax.set_ylabel(unit)
     ax.set_title("Training state per parameter, computed (activations not included)")
-    ax.legend(fontsize=8, loc="upper right")
+    fig.legend(fontsize=8, loc="outside lower center", ncols=3)
     return fig
 
 
