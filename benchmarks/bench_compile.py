@@ -28,7 +28,7 @@ def _pair(eager_fn, compiled_fn, args) -> dict:
         "eager_s": eager.median,
         "compiled_s": compiled.median,
         "speedup": eager.median / compiled.median,
-        "break_even_calls": None if math.isinf(n := graphs.break_even(eager, compiled)) else n,  # None: never
+        "break_even_calls": None if math.isinf(n := graphs.breakeven.break_even(eager, compiled)) else n,  # None: never
     }
 
 

@@ -15,7 +15,7 @@ ARGS = ["--repeats", 20, "--wide-batch", 512, "--max-bytes", 2**24]
 ONE_THREAD = {"OMP_NUM_THREADS": "1"}  # a "device" is one core, in both runs (OpenMP spinning under load distorts)
 
 
-def _timing(result: distributed.LaunchResult) -> dict:
+def _timing(result: distributed.launcher.LaunchResult) -> dict:
     out = {}
     for name in ("tiny", "wide"):
         r = result.record(f"timing_{name}")
@@ -31,7 +31,7 @@ def _timing(result: distributed.LaunchResult) -> dict:
     return out
 
 
-def _sweep(result: distributed.LaunchResult) -> tuple[list[int], list[float]]:
+def _sweep(result: distributed.launcher.LaunchResult) -> tuple[list[int], list[float]]:
     """Rank 0's all-reduce sweep: message sizes and the lower quartile of each size's times."""
     sweep = [r for r in result.records[0] if r["kind"] == "allreduce"]
     return [r["nbytes"] for r in sweep], [sorted(r["times"])[len(r["times"]) // 4] for r in sweep]
@@ -46,7 +46,7 @@ def run() -> dict:
     four = distributed.launch("ddp_train.py", 4, timeout=300, args=["--phases", "allreduce", *ARGS],
                               env=ONE_THREAD, echo=False, progress=False)
     sizes, quartile = _sweep(two)
-    fit = distributed.fit_allreduce(sizes, quartile, n=2)
+    fit = distributed.comms.fit_allreduce(sizes, quartile, n=2)
     sizes4, quartile4 = _sweep(four)
     score4 = distributed.score(fit, sizes4, quartile4, 4)
     return {

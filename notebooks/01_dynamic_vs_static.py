@@ -277,20 +277,20 @@ figures
 # %%
 SIZE_00 = cu.env.pick(ci=2**20, cpu=2**23, gpu=2**26, tpu=2**26)  # notebook 00's chain size
 SIZES = sorted({*cu.env.pick(ci=[2**4, 2**8, 2**12, 2**16], cpu=[2**k for k in range(4, 23, 3)]), SIZE_00})
-sweep, worst_diff, sweep_graphs = cu.graphs.size_sweep(chains, compile_fresh, SIZES, inputs, min_time=MIN_TIME)
-cu.plotting.sweep_plot(SIZES, sweep, title="gelu chain: time per call vs size (band: quartiles)")
+sweep = cu.graphs.size_sweep(chains, compile_fresh, SIZES, inputs, min_time=MIN_TIME)
+cu.plotting.sweep_plot(SIZES, sweep.series, title="gelu chain: time per call vs size (band: quartiles)")
 
 # %% slideshow={"slide_type": "skip"}
 # NBVAL_CHECK_OUTPUT
-assert worst_diff < 1e-5
+assert max(sweep.worst.values()) < 1e-5
 print(f"compiled equals eager at every size, {len(FW)} framework(s) (max abs diff < 1e-5): True")
-print("the sweep compiled one torch graph per size, no recompile:", sweep_graphs == len(SIZES))
+print("the sweep compiled one torch graph per size, no recompile:", sweep.compiles["torch"] == len(SIZES))
 
 # %%
 eager_ops = {fw: cu.graphs.eager_op_costs(fw, size=SIZES[0], min_time=MIN_TIME) for fw in FW}
 model = [cu.graphs.overhead_model(fw, n_ops=n_ops, eager_per_op=cu.graphs.eager_op_cost(eager_ops[fw]),
-                                  compiled_per_call=figures.call_cost[fw], eager_chain=sweep[f"{fw} eager"][0],
-                                  compiled_chain=sweep[f"{fw} compiled"][0]) for fw in FW]
+                                  compiled_per_call=figures.call_cost[fw], eager_chain=sweep.eager[fw][0],
+                                  compiled_chain=sweep.compiled[fw][0]) for fw in FW]
 cu.graphs.overhead_table(model)
 
 # %%

@@ -845,20 +845,30 @@ cu.fusion.roofline_with_vector_roof(machine.best, vectors, [r.point() for r in c
 # %%
 SWEEP_ROWS = cu.env.pick(ci=[4, 64, 1024], cpu=[1, 4, 16, 64, 256, 1024, 4096], gpu=[16, 256, 4096, 65536],
                          tpu=[16, 256, 4096])
-compilers = {"torch": lambda f: torch.compile(f, dynamic=False)}
-if "jax" in FW:
-    compilers["jax"] = jax.jit
-if "tensorflow" in FW:
-    compilers["tensorflow"] = lambda f: tf.function(f, jit_compile=True)
-size_runs = cu.fusion.size_sweep(data, SWEEP_ROWS, reference, compile=compilers)
+def compile_static(fw, fn):
+    """Each framework's compile call; torch's static (dynamic=False), so every size gets a graph of its own."""
+    if fw == "torch":
+        return torch.compile(fn, dynamic=False)
+    if fw == "jax":
+        return jax.jit(fn)
+    return tf.function(fn, jit_compile=True)
+
+
+def first_rows(fw, rows):
+    """The chain's inputs cut to their first `rows` rows."""
+    x, bias = data[fw]
+    return x[:rows], bias
+
+
+size_runs = cu.graphs.size_sweep({fw: cu.fusion.chain(fw) for fw in FW}, compile_static, SWEEP_ROWS, first_rows)
 sweep = {fw: [*v, gains[fw].ratio] for fw, v in size_runs.speedups.items()}  # the full size: section 2's
 sizes = [rows * COLS * 4 for rows in [*SWEEP_ROWS, ROWS]]
 cu.fusion.speedup_vs_size_plot(sizes, {f"{fw} fused / eager": v for fw, v in sweep.items()}, predicted=traffic.ratio)
 
 # %% slideshow={"slide_type": "skip"}
 # NBVAL_CHECK_OUTPUT
-for fw, equal in size_runs.equal.items():
-    print(f"{fw}: fused == eager torch (atol 1e-4) at every size: {equal}; "
+for fw, worst in size_runs.worst.items():
+    print(f"{fw}: fused == eager (atol 1e-4) at every size: {worst < 1e-4}; "
           f"one graph per size: {size_runs.compiles[fw] == len(SWEEP_ROWS)}")
 shapes = [(x_t, b_t)] + [(x_t[:rows], b_t) for rows in SWEEP_ROWS]
 print(f"one torch.compile object over {len(shapes)} shapes compiles {cu.graphs.count_compiles('torch', chain_t, shapes)} "
@@ -869,7 +879,7 @@ small, full = cu.display.format_bytes(sizes[0]), cu.display.format_bytes(sizes[-
 v_size = cu.fusion.findings.SIZES.score(
     *[cu.findings.above(f"{fw} fused over eager at {small}", v[0], v[-1]) for fw, v in sweep.items()],  # bound: at full
     full=full, n_ops=traffic.n_ops, smallest="; ".join(
-        f"{fw}'s fused call took {cu.display.format_time(size_runs.fused[fw][0].median)} and its eager ops "
+        f"{fw}'s fused call took {cu.display.format_time(size_runs.compiled[fw][0].median)} and its eager ops "
         f"{cu.display.format_time(size_runs.eager[fw][0].median)}" for fw in FW))
 v_size
 

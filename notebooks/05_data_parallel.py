@@ -805,23 +805,16 @@ cu.distributed.show_worker("fail_demo.py")
 
 # %%
 # NBVAL_CHECK_OUTPUT
-try:
-    cu.distributed.launch("fail_demo.py", nprocs=2, timeout=60, echo=False)
-except cu.distributed.LaunchError as error:
-    failure = error
-leftover = cu.distributed.leftover(failure)  # processes of that job still alive (the launch tracked them all)
-print(type(failure).__name__, "| failing rank:", failure.rank, "| exit code:", failure.exitcode)
-print("last line of its traceback:", failure.traceback.splitlines()[-1])
-print("processes left behind:", len(leftover))
+failed = cu.distributed.rank_failure(cu.distributed.launch, "fail_demo.py", nprocs=2, timeout=60, echo=False)
+print(failed)  # the LaunchError's rank and exit code, its traceback's last line, the launch's processes still alive
 
 # %%
-exception_line = failure.traceback.splitlines()[-1] if failure.traceback else ""
 v_fail = cu.distributed.findings.FAIL.score(
-    cu.findings.equal("the rank LaunchError names", failure.rank, 1),
-    cu.findings.true(f"its traceback ends in the ValueError ({exception_line.split(':')[0] or 'nothing'})",
-                     exception_line.startswith("ValueError:")),
-    cu.findings.equal("processes left behind", len(leftover), 0))
-print(failure)
+    cu.findings.equal("the rank LaunchError names", failed.error.rank, 1),
+    cu.findings.true(f"its traceback ends in the ValueError ({failed.exception_line.split(':')[0] or 'nothing'})",
+                     failed.exception_line.startswith("ValueError:")),
+    cu.findings.equal("processes left behind", len(failed.leftover), 0))
+print(failed.error)
 v_fail
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}

@@ -57,7 +57,6 @@ cu.notebook.setup()
 import os
 
 import numpy as np
-import psutil
 import torch
 from IPython.display import display
 
@@ -92,7 +91,7 @@ nodes
 
 # %% slideshow={"slide_type": "skip"}
 # NBVAL_CHECK_OUTPUT
-diffs = cu.beyond.multinode.proof_diffs(nodes, cu.beyond.multinode.ddp_reference())
+diffs = cu.beyond.proof_diffs(nodes, cu.beyond.ddp_reference())
 identical = all(d == 0.0 for d in diffs["ranks"].values())
 equal_to_one = all(d < 1e-5 for d in diffs["single"].values())
 assert identical and equal_to_one, diffs
@@ -105,7 +104,7 @@ v_nodes = cu.beyond.findings.NODES.score(
     cu.findings.equal("2 nodes x 1 rank: largest difference between ranks", max(diffs["ranks"].values()), 0,
                       unit="", source="measured"),
     cu.findings.below("DDP vs one process on the whole batch", max(diffs["single"].values()), 1e-5, unit=""),
-    **cu.beyond.multinode.facts(nodes))
+    **cu.beyond.nodes_facts(nodes))
 v_nodes
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
@@ -124,22 +123,16 @@ v_nodes.prose()
 
 # %%
 # NBVAL_CHECK_OUTPUT
-try:
-    cu.beyond.launch_nodes("fail_demo.py", nnodes=2, nproc_per_node=1, timeout=90, **QUIET)
-except cu.distributed.LaunchError as error:
-    failure = error
-leftover = [p for p in psutil.process_iter(["cmdline"]) if "fail_demo.py" in " ".join(p.info["cmdline"] or [])]
-print(type(failure).__name__, "| failing rank:", failure.rank)
-print("last line of its traceback:", failure.traceback.splitlines()[-1])
-print("processes left behind:", len(leftover))
+failed = cu.distributed.rank_failure(cu.beyond.launch_nodes, "fail_demo.py", nnodes=2, nproc_per_node=1, timeout=90,
+                                     **QUIET)
+print(failed)  # the LaunchError's rank and exit code, its traceback's last line, the launch's processes still alive
 
 # %%
-exception_line = failure.traceback.splitlines()[-1] if failure.traceback else ""
 v_failure = cu.beyond.findings.FAILURE.score(
-    cu.findings.equal("failing rank named", failure.rank, 1, unit="", source="measured"),
-    cu.findings.true(f"its traceback ends in its exception ({exception_line.split(':')[0] or 'none'})",
-                     exception_line.startswith("ValueError:")),
-    cu.findings.equal("processes left behind", len(leftover), 0))
+    cu.findings.equal("failing rank named", failed.error.rank, 1, unit="", source="measured"),
+    cu.findings.true(f"its traceback ends in its exception ({failed.exception_line.split(':')[0] or 'none'})",
+                     failed.exception_line.startswith("ValueError:")),
+    cu.findings.equal("processes left behind", len(failed.leftover), 0))
 v_failure
 
 # %% [markdown] course={"lead": false, "minutes": 6} slideshow={"slide_type": "slide"}
@@ -159,10 +152,10 @@ print(cu.distributed.worker_source("jax_multiprocess.py", only=["join", "local_r
 # %%
 jax_run = jax_diff = jax_rec = None
 if HAVE_JAX:
-    jax_run = cu.beyond.jaxmulti.run(steps=10, rounds=ROUNDS)
-    jax_diff = cu.beyond.jaxmulti.compare(jax_run, cu.beyond.jaxmulti.reference(steps=10))
+    jax_run = cu.beyond.jax_run(steps=10, rounds=ROUNDS)
+    jax_diff = cu.beyond.jax_compare(jax_run, cu.beyond.jax_reference(steps=10))
     jax_rec = jax_run.record("jax")
-    print("\n".join(cu.beyond.jaxmulti.allreduce_groups(jax_run)))
+    print("\n".join(cu.beyond.allreduce_groups(jax_run)))
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -183,7 +176,7 @@ if HAVE_JAX:
         cu.findings.below("process 0 vs one device", jax_diff["single"], 1e-5, unit=""),
         cu.findings.true(f"{jax_rec['allreduce_count']} all-reduce(s) across the processes in the compiled step",
                          jax_rec["allreduce_count"] > 0),
-        **cu.beyond.jaxmulti.facts(jax_run))
+        **cu.beyond.jax_facts(jax_run))
 else:
     v_jax = cu.beyond.findings.JAX.not_tested("JAX is not installed in this runtime")
 v_jax
@@ -208,8 +201,8 @@ print(cu.distributed.worker_source("tf_multiworker.py", only=["join_cluster"]))
 tf_run = tf_diff = None
 if HAVE_TF:
     print("TF_CONFIG of worker 1:", cu.beyond.tf_config(["127.0.0.1:<port0>", "127.0.0.1:<port1>"], 1))
-    tf_run = cu.beyond.tfmulti.run(steps=8)
-    tf_diff = cu.beyond.tfmulti.compare(tf_run)
+    tf_run = cu.beyond.tf_run(steps=8)
+    tf_diff = cu.beyond.tf_compare(tf_run)
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -223,7 +216,7 @@ if HAVE_TF:
     v_tf = cu.beyond.findings.TF.score(
         cu.findings.equal("largest difference between the workers", tf_diff["workers"], 0, unit="", source="measured"),
         cu.findings.below("worker 0 vs one worker", tf_diff["single"], 1e-5, unit=""),
-        **{k: round(v, 1) for k, v in cu.beyond.tfmulti.time_split(tf_run).items()})  # seconds, as quoted
+        **cu.beyond.tf_facts(tf_run))  # seconds, as quoted
 else:
     v_tf = cu.beyond.findings.TF.not_tested("TensorFlow is not installed in this runtime")
 v_tf
@@ -247,18 +240,18 @@ v_tf.prose()
 print(cu.distributed.worker_source("fsdp_train.py", only=["build"]))
 
 # %%
-shard_run = cu.beyond.sharded.run(steps=5, rounds=ROUNDS)
-cu.beyond.sharded.memory_table(shard_run)
+shard_run = cu.beyond.sharded_run(steps=5, rounds=ROUNDS)
+cu.beyond.memory_table(shard_run)
 
 # %%
-cu.beyond.plots.memory_plot(shard_run)
+cu.beyond.memory_plot(shard_run)
 
 # %% slideshow={"slide_type": "skip"}
 # NBVAL_CHECK_OUTPUT
-ratios = cu.beyond.sharded.memory_ratios(shard_run)
-wdiff = cu.beyond.sharded.weight_diffs(shard_run)
-params = cu.beyond.sharded.params(shard_run)
-per_rank = {k: [sum(h.values()) for h in v.values()] for k, v in cu.beyond.sharded.held_bytes(shard_run).items()}
+ratios = cu.beyond.memory_ratios(shard_run)
+wdiff = cu.beyond.weight_diffs(shard_run)
+params = cu.beyond.sharded_params(shard_run)
+per_rank = {k: [sum(h.values()) for h in v.values()] for k, v in cu.beyond.held_bytes(shard_run).items()}
 assert all(d < 1e-6 for d in wdiff.values()), wdiff
 print("parameters:", f"{params:,}")
 print("measured / formula within 5%:", {k: abs(r - 1) < 0.05 for k, r in ratios.items()})
@@ -269,7 +262,7 @@ print("ZeRO-1 and FSDP2 weights == DDP weights (max abs diff < 1e-6):", all(d < 
 v_memory = cu.beyond.findings.MEMORY.score(
     *(cu.findings.within(f"{k}: measured / formula", r, 0.95, 1.05) for k, r in ratios.items()),
     cu.findings.below("ZeRO-1 and FSDP2 weights vs DDP's", max(wdiff.values()), 1e-6, unit=""),
-    **cu.beyond.sharded.facts(shard_run))
+    **cu.beyond.sharded_facts(shard_run))
 v_memory
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
@@ -291,16 +284,16 @@ print(cu.distributed.worker_source("elastic_train.py", only=["save_checkpoint", 
 
 # %%
 STEPS, EVERY, CRASH_AT = 12, 3, 8
-expected_lost = cu.beyond.elastic.lost_steps(CRASH_AT, EVERY)
+expected_lost = cu.beyond.lost_steps(CRASH_AT, EVERY)
 print(f"predicted steps computed twice: {CRASH_AT} mod {EVERY} = {expected_lost} (computed)")
-crash = cu.beyond.elastic.run(steps=STEPS, every=EVERY, crash_at=CRASH_AT, echo=False)  # the ranks' lines, shortened:
+crash = cu.beyond.elastic_run(steps=STEPS, every=EVERY, crash_at=CRASH_AT, echo=False)  # the ranks' lines, shortened:
 print("\n".join(f"[rank {r}] {t}" for r, t in crash.result.lines
                 if t.startswith("attempt") or "simulated hardware failure" in t))  # the peers' gloo errors left out
-cu.beyond.plots.elastic_timeline(crash)
+cu.beyond.elastic_timeline(crash)
 
 # %% slideshow={"slide_type": "skip"}
 # NBVAL_CHECK_OUTPUT
-ref_weights = cu.beyond.elastic.reference(steps=STEPS)
+ref_weights = cu.beyond.elastic_reference(steps=STEPS)
 elastic_diff = max(float(np.max(np.abs(w - ref_weights))) for w in crash.weights.values())
 assert elastic_diff < 1e-5 and crash.lost_steps == expected_lost
 print(crash)
@@ -311,7 +304,7 @@ print("final weights == uninterrupted run (max abs diff < 1e-5):", elastic_diff 
 v_elastic = cu.beyond.findings.ELASTIC.score(
     cu.findings.below("final weights vs an uninterrupted run", elastic_diff, 1e-5, unit=""),
     cu.findings.equal("steps computed twice", crash.lost_steps, expected_lost),
-    **cu.beyond.elastic.facts(crash))
+    **cu.beyond.elastic_facts(crash))
 v_elastic
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
@@ -338,25 +331,25 @@ at_2 = cu.distributed.launch("fsdp_checkpoint.py", 2, args=["--steps", 3, "--sav
 at_1 = cu.distributed.launch("fsdp_checkpoint.py", 1, args=["--load", shared / "at2", "--steps", 2,
                                                             "--save", shared / "at1"], **QUIET)
 back_at_2 = cu.distributed.launch("fsdp_checkpoint.py", 2, args=["--load", shared / "at1"], **QUIET)
-cu.beyond.reshard.files_table({"saved at 2 ranks": shared / "at2", "saved at 1 rank": shared / "at1"})
+cu.beyond.files_table({"saved at 2 ranks": shared / "at2", "saved at 1 rank": shared / "at1"})
 
 # %% slideshow={"slide_type": "skip"}
 # NBVAL_CHECK_OUTPUT
-two_to_one = cu.beyond.reshard.compare(at_2, at_1)  # what 2 ranks saved against what 1 rank loaded
-one_to_two = cu.beyond.reshard.compare(at_1, back_at_2)
-moved = cu.beyond.reshard.changed(at_2, at_1)  # weights moved by 2 more steps: the second test is new
+two_to_one = cu.beyond.reshard_compare(at_2, at_1)  # what 2 ranks saved against what 1 rank loaded
+one_to_two = cu.beyond.reshard_compare(at_1, back_at_2)
+moved = cu.beyond.reshard_changed(at_2, at_1)  # weights moved by 2 more steps: the second test is new
 assert two_to_one["max diff"] == 0.0 and one_to_two["max diff"] == 0.0 and moved > 0, (two_to_one, one_to_two)
 print("tensors saved (weights, Adam moments, steps):", two_to_one["tensors"])
 print("2 ranks -> 1 rank: same tensors", two_to_one["same names"], "| max abs difference", two_to_one["max diff"])
 print("1 rank -> 2 ranks: same tensors", one_to_two["same names"], "| max abs difference", one_to_two["max diff"])
-print("files written at 2 ranks:", sorted(cu.beyond.reshard.files(shared / "at2")))
+print("files written at 2 ranks:", sorted(cu.beyond.reshard_files(shared / "at2")))
 
 # %%
 v_reshard = cu.beyond.findings.RESHARD.score(
     cu.findings.equal("2 -> 1 rank, largest difference", two_to_one["max diff"], 0, unit="", source="measured"),
     cu.findings.equal("1 -> 2 ranks", one_to_two["max diff"], 0, unit="", source="measured"),
     cu.findings.above("largest weight change between the checkpoints", moved, 0, unit=""),
-    tensors=two_to_one["tensors"], shards=sum(n.endswith(".distcp") for n in cu.beyond.reshard.files(shared / "at2")))
+    tensors=two_to_one["tensors"], shards=sum(n.endswith(".distcp") for n in cu.beyond.reshard_files(shared / "at2")))
 v_reshard
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
@@ -378,16 +371,16 @@ v_reshard.prose()
 cost = cu.distributed.allreduce_cost(2)  # this machine's all-reduce: one figure for the run (05's)
 print(cost.how)
 fit = cost.model
-sweep = cu.distributed.comms.allreduce_sweep(nodes.records[0])  # this notebook's own sweep: (bytes, median seconds)
+sweep = cu.distributed.allreduce_sweep(nodes.records[0])  # this notebook's own sweep: (bytes, median seconds)
 scores = cu.distributed.score(fit, *sweep, 2)  # measured here / 05's model, at each size of the sweep
-predicted = cu.beyond.predict.step_predictions(fit, shard_run, nodes.record("timing_wide"), jax_rec,
-                                               cu.beyond.jaxmulti.gloo_ranks(jax_run) if jax_run else None)
-display(cu.beyond.predict.prediction_table(predicted))
-cu.beyond.plots.prediction_plot(predicted, title="Compute + 05's ring model vs measured steps")
+predicted = cu.beyond.step_predictions(fit, shard_run, nodes.record("timing_wide"), jax_rec,
+                                               cu.beyond.gloo_ranks(jax_run) if jax_run else None)
+display(cu.beyond.prediction_table(predicted))
+cu.beyond.prediction_plot(predicted, title="Compute + 05's ring model vs measured steps")
 
 # %%
-step_ratios = cu.beyond.predict.ratios(predicted)
-rests = "; ".join(f"*{k}* {sec * 1e3:.2f} ms" for k, sec in cu.beyond.totals.unexplained(predicted).items()) or "none"
+step_ratios = cu.beyond.prediction_ratios(predicted)
+rests = "; ".join(f"*{k}* {sec * 1e3:.2f} ms" for k, sec in cu.beyond.unexplained(predicted).items()) or "none"
 v_model = cu.beyond.findings.COST.score(
     *(cu.findings.within(k, r, 0.5, 2) for k, r in step_ratios.items()),  # measured / predicted, per step
     source=cost.how, beta=cu.display.format_rate(fit.bandwidth), alpha=round(fit.latency * 1e6, 1),
@@ -422,26 +415,26 @@ cu.beyond.hang_checklist()
 # reduce-scatters the gradients, 3(N-1)/N of the bytes against DDP's 2(N-1)/N: **1.5x DDP**.
 
 # %%
-cu.beyond.sharded.comm_table(shard_run)
+cu.beyond.comm_table(shard_run)
 
 # %%
 # NBVAL_CHECK_OUTPUT
-calls = cu.beyond.sharded.calls(shard_run)
+calls = cu.beyond.sharded_calls(shard_run)
 for kind, counted in calls.items():
     print(f"{kind}: {counted}")
 
 # %%
-steps = cu.beyond.sharded.steps(shard_run)  # timed in rounds, the kinds in turns
+steps = cu.beyond.sharded_steps(shard_run)  # timed in rounds, the kinds in turns
 fsdp_speed = cu.intervals.speedup(steps["ddp"], steps["fsdp2"])  # FSDP2's step speed over DDP's
 fsdp_speed
 
 # %%
-moved_bytes = cu.beyond.totals.traffic(shard_run)  # ring factors; and as gloo runs a reduce-scatter
+moved_bytes = cu.beyond.moved_traffic(shard_run)  # ring factors; and as gloo runs a reduce-scatter
 formula_traffic = cu.distributed.zero_traffic(1.0, 2, 3) / cu.distributed.zero_traffic(1.0, 2, 0)
 v_traffic = cu.beyond.findings.TRAFFIC.score(
     cu.findings.equal("FSDP2's bytes per step over DDP's (counted calls x ring factors)", moved_bytes["ring"],
                       formula_traffic, tolerance=0.1, unit="x", source="computed"),
-    speed=str(fsdp_speed), **cu.beyond.totals.traffic_facts(fit, shard_run))
+    speed=str(fsdp_speed), **cu.beyond.traffic_facts(fit, shard_run))
 v_traffic
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
@@ -453,11 +446,11 @@ v_traffic.prose()
 # it runs 2x as fast as an all-reduce of the same buffer (within 25%: the whole interval in 1.6x-2.5x).
 
 # %%
-alone = cu.beyond.sharded.collectives_alone(shard_run)  # timed in rounds, on a buffer of all parameters
+alone = cu.beyond.collectives_alone(shard_run)  # timed in rounds, on a buffer of all parameters
 rs_speed = cu.intervals.speedup(alone["allreduce"], alone["reducescatter"])
 v_rs = cu.beyond.findings.REDUCE_SCATTER.score(
     cu.findings.within("reduce-scatter over all-reduce", rs_speed, 1.6, 2.5),
-    trace=" -> ".join(cu.beyond.sharded.reduce_scatter_trace(shard_run)) or "no c10d or gloo operator")
+    trace=" -> ".join(cu.beyond.reduce_scatter_trace(shard_run)) or "no c10d or gloo operator")
 v_rs
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
@@ -466,7 +459,7 @@ v_rs.prose()
 # %%
 one_array = None
 if HAVE_JAX:
-    jax_alone = cu.beyond.jaxmulti.alone(jax_rec)  # one all-reduce over the 4-device mesh, timed in rounds
+    jax_alone = cu.beyond.jax_alone(jax_rec)  # one all-reduce over the 4-device mesh, timed in rounds
     one_array = cu.intervals.speedup(jax_alone["operands"], jax_alone["one array"])
     print(f"JAX: the step's bytes as one array vs as its {len(jax_rec['allreduce_operands'])} operands: {one_array}")
 
@@ -479,7 +472,7 @@ if HAVE_JAX:
 # %%
 jax_fsdp = None
 if HAVE_JAX:
-    jax_fsdp = cu.beyond.jaxmulti.jax_sharding()
+    jax_fsdp = cu.beyond.jax_sharding()
     display(cu.display.Table(("layout", "arguments", "temporaries", "collectives in HLO"), tuple(
         (name, cu.display.format_bytes(jax_fsdp[name]["argument_bytes"]),
          cu.display.format_bytes(jax_fsdp[name]["temp_bytes"]),
@@ -527,7 +520,7 @@ print(f"16 B/param x {params:,} parameters / 2 ranks = {cu.display.format_bytes(
 
 # %%
 # NBVAL_CHECK_OUTPUT
-cu.exercises.check("06.1", answer, measured=cu.beyond.sharded.largest_rank(shard_run)["fsdp2"])
+cu.exercises.check("06.1", answer, measured=cu.beyond.largest_rank(shard_run)["fsdp2"])
 
 # %% [markdown]
 # **06.2 The price of a crash.** With this run's settings (`crash.every`, `crash.crash_at`), how many steps
@@ -567,12 +560,12 @@ cu.exercises.check("06.3", answer, hosts=HOSTS, index=2)
 # ## Summary
 
 # %%
-formula = cu.beyond.sharded.formula_bytes(params, cu.beyond.sharded.world(shard_run))
-largest = cu.beyond.sharded.largest_rank(shard_run)
+formula = cu.beyond.formula_bytes(params, cu.beyond.sharded_world(shard_run))
+largest = cu.beyond.largest_rank(shard_run)
 rows = [
     ("2 nodes: ranks' max weight difference", max(diffs["ranks"].values()), "", "c10d rendezvous on 127.0.0.1"),
     ("2 nodes vs one process, max weight difference", max(diffs["single"].values()), "", "float rounding only"),
-    *((f"{cu.beyond.sharded.LABELS[k]}: model state, largest rank", largest[k] / params, "B/param",
+    *((f"{cu.beyond.SHARDED_LABELS[k]}: model state, largest rank", largest[k] / params, "B/param",
        f"measured; formula {formula[k] / params:g}") for k in ("ddp", "ddp_default", "zero1", "fsdp2")),
     ("FSDP2 step speed / DDP's", fsdp_speed.ratio, "x", f"{fsdp_speed.interval}; tiny model, gloo"),
     ("elastic: steps computed twice", crash.lost_steps, "steps", f"crash at {crash.crash_at}, checkpoint every {crash.every}"),

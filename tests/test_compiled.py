@@ -120,7 +120,7 @@ def test_capture_inductor_code_sees_one_fused_kernel_and_out_writes_into_the_buf
     x, bias = torch.randn(16, 8), torch.randn(8)
     with compiled.capture_inductor_code() as modules:
         out = interop.compile_default("torch", fusion.chain("torch"))(x, bias)
-        into = fusion.into_buffer("torch", fusion.chain("torch"), x)(x, bias)
+        into = fusion.variants.into_buffer("torch", fusion.chain("torch"), x)(x, bias)
     reference = models.chain_for("torch")(x, bias)
     assert torch.allclose(out, reference, atol=1e-5) and torch.allclose(into, reference, atol=1e-5)
     assert [len(m.kernels) for m in modules] == [1, 1]

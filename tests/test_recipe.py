@@ -23,6 +23,15 @@ course_file = importlib.import_module("course_file")
 TAUGHT = {lesson["notebook"]: lesson["taught"] for lesson in course_file.lessons()}
 SHOWN_FILES = {lesson["notebook"] for lesson in course_file.lessons() if lesson["shows_files"]}
 MAX_PREDICTION_WORDS = 60  # "at most two clauses"
+PACKAGE = ROOT / "course_utils"
+LESSONS = sorted(p.parent.name for p in PACKAGE.glob("*/__init__.py") if p.parent.name != "workers")
+PACKAGE_OF = {lesson["notebook"]: lesson["package"] for lesson in course_file.lessons()}
+# Lessons whose notebook still reaches past its package's public face, each until its owner exports what the
+# notebook uses (issue 35); the xfail is strict, so it fails the day the notebook is fixed and the entry stays.
+REACHES_PAST = {"measuring": "cu.measuring.plots.*, cu.measuring.exercises.*",
+                "migrate": "cu.migrate.story.*, cu.migrate.examples.*"}
+
+
 def _ids(paths: list[Path]) -> list[str]:
     return [p.stem for p in paths]
 
@@ -108,6 +117,44 @@ def test_helpers_are_reached_one_way(ipynb: Path) -> None:
                     assert alias.name == "course_utils" or not alias.name.startswith("course_utils"), \
                         f"{ipynb.name}: {ast.unparse(node)}: reach helpers as cu.<package>.<name>"
         assert not _aliases(tree), f"{ipynb.name}: helpers renamed: {_aliases(tree)}; write cu.<package>.<name>"
+
+
+def _lesson_reaches(tree: ast.AST) -> set[tuple[str, ...]]:
+    """Every ``cu.<lesson>.<name>[.<attribute>]`` spelled in ``tree``, as (lesson, name, attribute or "")."""
+    found = set()
+    for node in ast.walk(tree):
+        parts, root = [], node
+        while isinstance(root, ast.Attribute):
+            parts.insert(0, root.attr)
+            root = root.value
+        if isinstance(root, ast.Name) and root.id == "cu":
+            parts.insert(0, "cu")
+            if len(parts) >= 3 and parts[1] in LESSONS:
+                found.add((parts[1], parts[2], parts[3] if len(parts) > 3 else ""))
+    return found
+
+
+def _public_face(ipynb: Path) -> list[str]:
+    """What ``ipynb`` reaches past ``cu.<lesson>.<name>``: a name outside the package's ``__all__``, or a module's
+    name (``cu.<lesson>.<module>.<name>``) other than the predictions' templates (``cu.<lesson>.findings.<NAME>``)."""
+    wrong = set()
+    for cell in _code(ipynb):
+        tree = _tree(cell)
+        for lesson, name, attribute in _lesson_reaches(tree) if tree is not None else ():
+            package = importlib.import_module(f"course_utils.{lesson}")
+            if name not in package.__all__:
+                wrong.add(f"cu.{lesson}.{name} is not in course_utils.{lesson}.__all__")
+            elif name != "findings" and attribute and (PACKAGE / lesson / f"{name}.py").is_file():
+                wrong.add(f"cu.{lesson}.{name}.{attribute}: export it as cu.{lesson}.<name>")
+    return sorted(wrong)
+
+
+@pytest.mark.parametrize("ipynb", [
+    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=f"still reaches {REACHES_PAST[PACKAGE_OF[p.stem]]}"))
+    if PACKAGE_OF[p.stem] in REACHES_PAST else p for p in COURSE_NOTEBOOKS], ids=_ids(COURSE_NOTEBOOKS))
+def test_lesson_helpers_are_reached_through_the_package(ipynb: Path) -> None:
+    wrong = _public_face(ipynb)
+    assert not wrong, f"{ipynb.name}: " + "; ".join(wrong)
 
 
 @pytest.mark.parametrize("ipynb", COURSE_NOTEBOOKS, ids=_ids(COURSE_NOTEBOOKS))

@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import data, display, models, validate
+from course_utils import data, display, models, validate, walltime
 from course_utils.beyond import multinode
+from course_utils.distributed import launcher
 
 LR, MOMENTUM = 0.05, 0.9
 
@@ -88,22 +89,18 @@ def run(steps: int = 12, every: int = 3, crash_at: int = 8, nprocs: int = 2, tim
     return ElasticRun(steps, every, crash_at, finished["started_at"],
                       {crashed["attempt"]: crashed["computed"], finished["attempt"]: finished["computed"]},
                       {r: per["weights"] for r, per in result.arrays["elastic"].items()}, result.seconds, result,
-                      time_split(result, crashed, finished))
+                      walltime.time_split(result.seconds, {**startups(result), "training 0": crashed["seconds"],
+                                                            "training 1": finished["seconds"]}))
 
 
-def time_split(result: Any, crashed: dict[str, Any], finished: dict[str, Any]) -> dict[str, float]:
-    """Where the elastic job's wall time went, from the ranks' own clocks (seconds): "startup 0", "startup 1"
-    (the slowest rank's process start to joined group, per attempt), "training 0", "training 1" (the crashing
-    rank's time from joining to its crash, then to the end), "outside" (wall minus all of those, computed:
-    torchrun's own start, noticing the failure, stopping and restarting the group, shut-down)."""
-    split = {}
-    for attempt in (0, 1):
-        starts = [r["seconds"] for per in result.records.values() for r in per
-                  if r.get("kind") == "startup" and r.get("attempt") == attempt]
-        split[f"startup {attempt}"] = max(starts, default=float("nan"))
-    split["training 0"], split["training 1"] = float(crashed["seconds"]), float(finished["seconds"])
-    split["outside"] = float(result.seconds) - sum(split.values())
-    return split
+def startups(result: Any) -> dict[str, float]:
+    """The slowest rank's process start to joined group per attempt ("startup 0", "startup 1", seconds on the
+    ranks' own clocks; NaN where no rank reported one). With the crashing rank's training time before and after
+    its crash, the rest of the wall is "outside": torchrun's start, noticing the failure, the restart, exit."""
+    validate.instance("result", result, launcher.LaunchResult)
+    return {f"startup {attempt}": max((r["seconds"] for per in result.records.values() for r in per
+                                       if r.get("kind") == "startup" and r.get("attempt") == attempt),
+                                      default=float("nan")) for attempt in (0, 1)}
 
 
 def reference(steps: int = 12, batch: int = 64) -> np.ndarray:

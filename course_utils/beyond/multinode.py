@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from course_utils import data, declare, display, models, validate
+from course_utils import data, declare, display, models, validate, walltime
 from course_utils.distributed import failures, launcher, worker
 
 PREFIX_TEMPLATE = "[${role_name}${rank}]:"  # torchrun's line prefix with the GLOBAL rank (default: local rank)
@@ -186,6 +186,9 @@ def run_nodes(commands: Sequence[str | Sequence[str]], timeout: float = 120.0, *
             return NodesResult(name, total, runnable[0], seconds, lines, records, arrays, pids,
                                commands=runnable, node_output=per_node,
                                node_ranks={n: sorted(r) for n, r in node_ranks.items()})
+        except failures.LaunchError as error:
+            error.processes = [p for job in jobs for p in job.tracked.values()]  # what the launch saw: ``leftover``
+            raise
         finally:
             for job in jobs:
                 job.close()
@@ -355,24 +358,17 @@ def proof_diffs(result: launcher.LaunchResult, reference: dict[str, Any]) -> dic
     return {"ranks": ranks, "single": single}
 
 
-def time_split(result: Any) -> dict[str, float]:
-    """Where a ``ddp_train.py`` launch's wall time went (seconds): "wall", "phases" (rank 0's phases, measured by
-    the worker), "startup" (the slowest rank's process start to joined group: imports and rendezvous, measured),
-    "outside" (wall minus phases, computed: torchrun's start, the ranks' start-up, shut-down)."""
-    validate.instance("result", result, launcher.LaunchResult)
-    phases = float(sum(result.record("phases", 0)["seconds"].values()))
-    startup = max(float(result.record("startup", r)["seconds"]) for r in sorted(result.records))
-    return {"wall": float(result.seconds), "phases": phases, "startup": startup,
-            "outside": float(result.seconds) - phases}
-
-
 def facts(result: NodesResult) -> dict[str, Any]:
-    """What the two-node finding quotes: each node's ranks ("node0", "node1"), ``backend`` and ``time_split``
-    (seconds to 0.1)."""
+    """What the two-node finding quotes: each node's ranks ("node0", "node1"), ``backend`` and where the wall time
+    went (seconds to 0.1): "phases" (rank 0's, measured by the worker), "startup" (the slowest rank's process start
+    to joined group: imports and rendezvous), "outside" (wall minus phases: torchrun, the ranks' start-up, exit)."""
     validate.instance("result", result, NodesResult)
     ranks = {node: ", ".join(map(str, result.node_ranks.get(node, []))) or "none" for node in (0, 1)}
+    phases = float(sum(result.record("phases", 0)["seconds"].values()))
+    startup = max(float(result.record("startup", r)["seconds"]) for r in sorted(result.records))
+    split = walltime.time_split(result.seconds, {"phases": phases, "startup": startup}, inside=phases)
     return {"node0": ranks[0], "node1": ranks[1], "backend": backend(result),
-            **{k: round(v, 1) for k, v in time_split(result).items()}}
+            **{k: round(v, 1) for k, v in split.items()}}
 
 
 def backend(result: launcher.LaunchResult) -> str:

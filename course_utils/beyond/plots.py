@@ -63,7 +63,8 @@ def prediction_plot(rows: Mapping[str, Any], *, title: str = "Cost model vs meas
 
     ``rows`` maps a label to (predicted, measured) or to a row of ``predict.step_predictions``.
     """
-    validate.non_empty("rows", rows)
+    validate.non_empty("rows", validate.instance("rows", rows, Mapping))
+    validate.text("title", title)
     rows = {k: (v["predicted"], v["measured"]) if isinstance(v, Mapping) else tuple(v) for k, v in rows.items()}
     names = list(rows)
     y = np.arange(len(names))

@@ -17,8 +17,6 @@ from course_utils import display, validate
 from course_utils.beyond import sharded
 from course_utils.distributed.comms import AllReduceModel
 
-BAND = 2.0  # the factor within which the notebook predicts every step
-
 
 def ring_cost(op: str, n: int) -> tuple[int, float]:
     """(latency steps per call, share of the full buffer's bytes on the slowest link) of a ring collective.
@@ -105,13 +103,13 @@ def step_predictions(fit: AllReduceModel, result: Any, ddp_timing: dict[str, Any
 
 def ratios(rows: dict[str, dict[str, float]]) -> dict[str, float]:
     """Measured over predicted seconds per step (computed)."""
-    validate.non_empty("rows", rows)
+    validate.non_empty("rows", validate.instance("rows", rows, dict))
     return {name: r["measured"] / r["predicted"] for name, r in rows.items()}
 
 
 def prediction_table(rows: dict[str, dict[str, float]]) -> display.Table:
     """The rows of ``step_predictions`` in milliseconds, measured / predicted last."""
-    validate.non_empty("rows", rows)
+    validate.non_empty("rows", validate.instance("rows", rows, dict))
 
     def ms(v: float) -> str:
         return "-" if np.isnan(v) else f"{v * 1e3:.2f}"

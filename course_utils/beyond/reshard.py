@@ -61,7 +61,7 @@ def files(folder: str | os.PathLike) -> dict[str, int]:
 
 def files_table(folders: dict[str, str | os.PathLike]) -> display.Table:
     """One row per file of each checkpoint folder (``{"saved at 2 ranks": path, ...}``)."""
-    validate.non_empty("folders", folders)
+    validate.non_empty("folders", validate.instance("folders", folders, dict))
     rows = tuple((label, name, display.format_bytes(size))
                  for label, folder in folders.items() for name, size in files(folder).items())
     return display.Table(("checkpoint", "file", "bytes"), rows, title="What dcp.save wrote (one folder per checkpoint)",

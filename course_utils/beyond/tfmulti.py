@@ -2,7 +2,7 @@
 
 ``run`` starts ``workers/tf_multiworker.py`` on 2 workers through the course launcher, each with its own
 free port in the cluster spec; ``compare`` checks the workers against each other and against the
-one-worker reference that worker 0 trained after the multi-worker run; ``time_split`` says where the job's
+one-worker reference that worker 0 trained after the multi-worker run; ``facts`` says where the job's
 wall time went (importing TensorFlow, joining the cluster, training, torchrun's own start and shut-down).
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import validate
+from course_utils import validate, walltime
 from course_utils.distributed import launcher
 
 QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2"}
@@ -61,14 +61,14 @@ def compare(result: Any) -> dict[str, float]:
     return {"workers": between, "single": alone}
 
 
-def time_split(result: Any) -> dict[str, float]:
-    """Where the job's wall time went (seconds, the slowest worker of each, measured by the workers' clocks):
-    "wall" (the whole launch), "import" (importing TensorFlow), "joined" (process start to a joined strategy,
-    the import included), "work" (training and the reference after that), "outside" (wall minus the slowest
-    joined + work: torchrun's own start and shut-down, computed)."""
+def facts(result: Any) -> dict[str, float]:
+    """What the TF finding quotes: where the job's wall time went (seconds to 0.1, the slowest worker of each,
+    measured by the workers' clocks): "import" (importing TensorFlow), "joined" (process start to a joined
+    strategy, the import included), "work" (training and the reference after that), "outside" (wall minus the
+    slowest joined + work: torchrun's own start and shut-down)."""
     validate.instance("result", result, launcher.LaunchResult)
     found = [result.record("timeline", r) for r in sorted(result.records)]
-    split = {"wall": float(result.seconds), "import": max(f["import_seconds"] for f in found),
-             "joined": max(f["joined_seconds"] for f in found), "work": max(f["work_seconds"] for f in found)}
-    split["outside"] = split["wall"] - max(f["joined_seconds"] + f["work_seconds"] for f in found)
-    return split
+    parts = {"import": max(f["import_seconds"] for f in found), "joined": max(f["joined_seconds"] for f in found),
+             "work": max(f["work_seconds"] for f in found)}
+    inside = max(f["joined_seconds"] + f["work_seconds"] for f in found)
+    return {k: round(v, 1) for k, v in walltime.time_split(result.seconds, parts, inside=inside).items()}

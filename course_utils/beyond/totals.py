@@ -78,7 +78,7 @@ def traffic_facts(fit: AllReduceModel, result: Any) -> dict[str, float]:
 def unexplained(rows: dict[str, dict[str, float]]) -> dict[str, float]:
     """Seconds of each step (``predict.step_predictions`` rows) that neither its compute alone nor its measured time
     in collectives covers, for the steps where that rest exceeds the model's whole communication."""
-    validate.non_empty("rows", rows)
+    validate.non_empty("rows", validate.instance("rows", rows, dict))
     out = {}
     for name, r in rows.items():
         rest = r["measured"] - r["compute"] - r["comm measured"]

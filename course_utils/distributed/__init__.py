@@ -18,45 +18,29 @@ Notebook 05:
 - ``plots``: the notebook's figures; ``exercises``: the checkers of its exercises.
 """
 
-from course_utils.distributed import breakdown, findings, launcher, records
-from course_utils.distributed import exercises as _exercises  # noqa: F401  (registers 05.k)
+from course_utils.distributed import exercises as _exercises  # noqa: F401  (registers the exercise checkers)
+from course_utils.distributed import findings
 from course_utils.distributed.breakdown import accumulation_saving, chain, chain_table, threads_table
-from course_utils.distributed.comms import (
-    AllReduceCost,
-    AllReduceModel,
-    allreduce_cost,
-    fit_allreduce,
-    ring_allreduce_time,
-    score,
-    zero_traffic,
-)
+from course_utils.distributed.comms import allreduce_cost, allreduce_sweep, ring_allreduce_time, score, zero_traffic
 from course_utils.distributed.devices import mlp_threads_fresh, simulate_devices, tf_logical_cpus, time_threads
-from course_utils.distributed.failures import LaunchError, LaunchTimeout, LoopbackError, learner_lines
 from course_utils.distributed.launcher import (
-    WORKERS,
-    LaunchResult,
     free_port,
     launch,
-    leftover,
-    loopback_env,
     pg_timeout_for,
     show_worker,
     torchrun_command,
     worker_path,
     worker_source,
 )
-from course_utils.distributed.memory import BYTES_PER_PARAMETER, largest_model, memory_per_device
+from course_utils.distributed.memory import memory_per_device
 from course_utils.distributed.plots import allreduce_fit_plot, breakdown_plot, diagram, proof_plot, scaling_plot
+from course_utils.distributed.rankfail import rank_failure
 from course_utils.distributed.records import measurements, summed
-from course_utils.distributed.worker import emit, local_rank, progress, rank, save, world_size
 
 __all__ = [
-    "WORKERS", "AllReduceCost", "AllReduceModel", "BYTES_PER_PARAMETER", "LaunchError", "LaunchResult",
-    "LaunchTimeout", "LoopbackError", "accumulation_saving", "allreduce_cost", "allreduce_fit_plot", "breakdown",
-    "breakdown_plot", "chain", "chain_table", "diagram", "emit", "findings", "fit_allreduce", "free_port",
-    "largest_model", "launch", "launcher", "learner_lines", "leftover", "local_rank", "loopback_env", "measurements",
-    "memory_per_device", "mlp_threads_fresh", "pg_timeout_for", "progress", "proof_plot", "rank", "records",
-    "ring_allreduce_time", "save", "scaling_plot", "score", "show_worker", "simulate_devices", "summed",
-    "tf_logical_cpus", "threads_table", "time_threads", "torchrun_command", "worker_path", "worker_source",
-    "world_size", "zero_traffic",
+    "accumulation_saving", "allreduce_cost", "allreduce_fit_plot", "allreduce_sweep", "breakdown_plot", "chain",
+    "chain_table", "diagram", "findings", "free_port", "launch", "measurements", "memory_per_device",
+    "mlp_threads_fresh", "pg_timeout_for", "proof_plot", "rank_failure", "ring_allreduce_time", "scaling_plot",
+    "score", "show_worker", "simulate_devices", "summed", "tf_logical_cpus", "threads_table", "time_threads",
+    "torchrun_command", "worker_path", "worker_source", "zero_traffic",
 ]

@@ -8,9 +8,6 @@ from __future__ import annotations
 
 from course_utils import validate
 
-# Mixed-precision Adam: bf16 weights and gradients (2 + 2 bytes), fp32 master weights and two moments (12).
-BYTES_PER_PARAMETER = {"weights": 2, "gradients": 2, "optimizer": 12}
-
 
 def memory_per_device(params: float, n: int, stage: int = 0, *, weight_bytes: float = 2, grad_bytes: float = 2,
                       optimizer_bytes: float = 12) -> float:

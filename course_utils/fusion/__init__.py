@@ -11,7 +11,6 @@ The notebook writes the compiled variants itself; this package measures, counts 
   section 3's reused-buffer recipe as one function for probes and later notebooks (``into_buffer``);
 - ``vector_roof``: each framework's in-cache multiply-add and tanh rates (``measure_vector_roof``), what limits a
   chain (``chain_roofs``) and its table (``vector_roof_table``);
-- ``sweep``: fused against eager across sizes, compiled per size with the learner's compile call (``size_sweep``);
 - ``custom_ops``: a legacy NumPy operator and its per-framework wrappers;
 - ``findings``: the notebook's predictions, each declared once with a sentence per outcome (``CHAIN.score(...)``);
 - ``plots``: the notebook's figures; ``exercises``: the checkers of exercises 02.1-02.3.
@@ -19,38 +18,25 @@ The notebook writes the compiled variants itself; this package measures, counts 
 Graph breaks are counted by ``course_utils.graphs.torch_graph_breaks`` (notebook 01's package).
 """
 
-from course_utils.fusion import exercises, findings  # noqa: F401  (exercises registers the checkers of 02.1-02.3)
-from course_utils.fusion.attention import AttentionBytes, attention_bytes
+from course_utils.fusion import exercises as _exercises  # noqa: F401  (registers the exercise checkers)
+from course_utils.fusion import findings
+from course_utils.fusion.attention import attention_bytes
 from course_utils.fusion.custom_ops import (
-    GRID,
-    TABLE,
     chain_with_callback_jax,
     chain_with_numpy_function_tf,
     legacy_tanh_torch,
     table_tanh_np,
 )
-from course_utils.fusion.exercises import decomposed_tanh_error
 from course_utils.fusion.plots import prediction_plot, roof_bars, roofline_with_vector_roof, speedup_vs_size_plot
 from course_utils.fusion.readers import compile_error, kernel_busy_share, trace_kernels
-from course_utils.fusion.sweep import SizeSweep, size_sweep
-from course_utils.fusion.traffic import (
-    OpTraffic,
-    PredictionTable,
-    Traffic,
-    VariantResult,
-    compare_to_prediction,
-    torch_counted_flops,
-    trace_traffic,
-)
-from course_utils.fusion.variants import EAGER, FUSED, INTO, chain, identity, into_buffer
-from course_utils.fusion.vector_roof import ChainRoof, VectorRoof, chain_roofs, measure_vector_roof, vector_roof_table
+from course_utils.fusion.traffic import compare_to_prediction, torch_counted_flops, trace_traffic
+from course_utils.fusion.variants import EAGER, FUSED, INTO, chain
+from course_utils.fusion.vector_roof import chain_roofs, measure_vector_roof, vector_roof_table
 
 __all__ = [
-    "AttentionBytes", "ChainRoof", "EAGER", "FUSED", "GRID", "INTO", "OpTraffic",
-    "PredictionTable", "SizeSweep", "TABLE", "Traffic", "VariantResult", "VectorRoof", "attention_bytes", "chain",
-    "chain_roofs", "chain_with_callback_jax", "chain_with_numpy_function_tf", "compare_to_prediction",
-    "compile_error", "decomposed_tanh_error", "findings", "identity", "into_buffer", "kernel_busy_share",
+    "EAGER", "FUSED", "INTO", "attention_bytes", "chain", "chain_roofs", "chain_with_callback_jax",
+    "chain_with_numpy_function_tf", "compare_to_prediction", "compile_error", "findings", "kernel_busy_share",
     "legacy_tanh_torch", "measure_vector_roof", "prediction_plot", "roof_bars", "roofline_with_vector_roof",
-    "size_sweep", "speedup_vs_size_plot", "table_tanh_np", "torch_counted_flops", "trace_kernels", "trace_traffic",
+    "speedup_vs_size_plot", "table_tanh_np", "torch_counted_flops", "trace_kernels", "trace_traffic",
     "vector_roof_table",
 ]

@@ -5,7 +5,8 @@ The notebook writes the compile calls (``torch.compile``, ``jax.jit``, ``tf.func
 
 - ``capture``: the same function as an FX graph, a jaxpr and a tf.Graph, ops counted, side by side;
 - ``breakeven``: eager against compiled in turns, the break-even call count, the small-size per-call overhead
-  model (fed with the run's compiled call cost from ``cu.machine.figures()``), the size sweep;
+  model (fed with the run's compiled call cost from ``cu.machine.figures()``);
+- ``sweep``: eager against compiled across sizes, each size compiled afresh by the learner's call (01 and 02);
 - ``cache``: one job's compile, cold, warm from the local cache and warm from portable artifacts, each in a fresh
   process (``workers/compile_cache.py``); notebook 07 reads its seconds;
 - ``regional``: a stack of identical blocks, compile time with the caches off, step times in turns;
@@ -20,70 +21,36 @@ The notebook writes the compile calls (``torch.compile``, ``jax.jit``, ``tf.func
 - ``plots``: the lesson's figures; ``exercises``: the checkers of its exercises.
 """
 
-from course_utils.graphs import exercises, findings
+from course_utils.graphs import exercises as _exercises  # noqa: F401  (registers the exercise checkers)
+from course_utils.graphs import findings
 from course_utils.graphs.breakeven import (
-    CHAIN_MIX,
-    OverheadModel,
-    break_even,
-    break_even_calls,
-    break_even_range,
     cumulative_time,
     eager_op_cost,
     eager_op_costs,
     overhead_model,
     overhead_table,
-    size_sweep,
     timed_pair,
 )
-from course_utils.graphs.cache import CacheTimes, Run, cache_worker, compile_cache_times
-from course_utils.graphs.capture import (
-    Capture,
-    GraphRecorder,
-    SideBySide,
-    capture,
-    capture_jax,
-    capture_tf,
-    capture_torch,
-    fresh_function,
-    side_by_side,
-)
+from course_utils.graphs.cache import cache_worker, compile_cache_times
+from course_utils.graphs.capture import capture, capture_tf, fresh_function, side_by_side
 from course_utils.graphs.dynamic import (
     DYNAMIC,
     MARKED,
     REUSED,
     STATIC,
-    Variant,
     against_baseline,
     dynamic_costs,
     dynamic_table,
     torch_graph_count,
 )
-from course_utils.graphs.fallback import (
-    EAGER_SWITCHES,
-    CompileDecision,
-    compile_or_fallback,
-    decisions_table,
-    eager_mode,
-    eagerly,
-    max_abs_diff,
-    ran_compiled,
-)
-from course_utils.graphs.harness import (
-    GENERIC,
-    OTHER,
-    SWEEP,
-    Harness,
-    compare_harnesses,
-    factor_table,
-    harness_table,
-)
+from course_utils.graphs.fallback import compile_or_fallback, decisions_table, eagerly, max_abs_diff, ran_compiled
+from course_utils.graphs.harness import GENERIC, OTHER, SWEEP, compare_harnesses, factor_table, harness_table
 from course_utils.graphs.harness import factors as harness_factors
 from course_utils.graphs.harness import gap as harness_gap
 from course_utils.graphs.plots import compile_count_bars, crossover_plot, loss_difference_plot, overhead_plot
 from course_utils.graphs.recompiles import (
     BUCKET,
-    CompileLog,
-    GraphBreaks,
+    GraphBreaks,  # noqa: F401  (migrate.checklist's annotations)
     count_compiles,
     strategy_counts,
     tf_retracing_warnings,
@@ -91,31 +58,19 @@ from course_utils.graphs.recompiles import (
     torch_graph_breaks,
 )
 from course_utils.graphs.regional import call_times, first_call_seconds, forward_step, same_outputs, stack
-from course_utils.graphs.steptrace import StepTrace, trace_step
-from course_utils.graphs.traced import DISPATCH_EVENTS, TracedCalls, trace_calls, traced_table
-from course_utils.graphs.training import (
-    LossRun,
-    batch_for,
-    parts_table,
-    run_losses,
-    step_parts,
-    step_table,
-    step_times,
-)
+from course_utils.graphs.steptrace import trace_step
+from course_utils.graphs.sweep import size_sweep
+from course_utils.graphs.traced import trace_calls, traced_table
+from course_utils.graphs.training import batch_for, parts_table, run_losses, step_parts, step_table, step_times
 
 __all__ = [
-    "BUCKET", "CHAIN_MIX", "CacheTimes", "Capture", "CompileDecision", "CompileLog", "DISPATCH_EVENTS", "DYNAMIC",
-    "EAGER_SWITCHES", "GENERIC", "GraphBreaks", "GraphRecorder", "Harness", "LossRun", "MARKED", "OTHER",
-    "OverheadModel", "REUSED", "Run", "STATIC", "SWEEP", "SideBySide", "StepTrace", "TracedCalls", "Variant",
-    "against_baseline", "batch_for", "break_even", "break_even_calls", "break_even_range", "cache_worker",
-    "call_times", "capture", "capture_jax", "capture_tf", "capture_torch", "compare_harnesses", "compile_cache_times",
+    "BUCKET", "DYNAMIC", "GENERIC", "MARKED", "OTHER", "REUSED", "STATIC", "SWEEP", "against_baseline", "batch_for",
+    "cache_worker", "call_times", "capture", "capture_tf", "compare_harnesses", "compile_cache_times",
     "compile_count_bars", "compile_or_fallback", "count_compiles", "crossover_plot", "cumulative_time",
-    "decisions_table", "dynamic_costs", "dynamic_table", "eager_mode", "eager_op_cost", "eager_op_costs", "eagerly",
-    "exercises", "factor_table", "findings", "first_call_seconds", "forward_step", "fresh_function",
-    "harness_factors", "harness_gap", "harness_table", "loss_difference_plot", "max_abs_diff", "overhead_model",
-    "overhead_plot",
+    "decisions_table", "dynamic_costs", "dynamic_table", "eager_op_cost", "eager_op_costs", "eagerly",
+    "factor_table", "findings", "first_call_seconds", "forward_step", "fresh_function", "harness_factors",
+    "harness_gap", "harness_table", "loss_difference_plot", "max_abs_diff", "overhead_model", "overhead_plot",
     "overhead_table", "parts_table", "ran_compiled", "run_losses", "same_outputs", "side_by_side", "size_sweep",
-    "stack", "step_parts", "step_table", "step_times", "strategy_counts", "tf_retracing_warnings",
-    "torch_compile_log", "torch_graph_breaks", "torch_graph_count", "timed_pair", "trace_calls", "trace_step",
-    "traced_table",
+    "stack", "step_parts", "step_table", "step_times", "strategy_counts", "tf_retracing_warnings", "timed_pair",
+    "torch_compile_log", "torch_graph_breaks", "torch_graph_count", "trace_calls", "trace_step", "traced_table",
 ]

@@ -16,7 +16,6 @@ from typing import Annotated, Any
 import numpy as np
 
 from course_utils import calls, declare, display, env, interop, intervals, timing, validate
-from course_utils.graphs.fallback import max_abs_diff
 
 
 def _time(name: str, value: Any) -> float:
@@ -204,58 +203,6 @@ def eager_op_cost(costs: Mapping[str, timing.Measurement], mix: Mapping[str, int
     if total == 0:
         raise ValueError("mix must count at least one op")
     return sum(costs[k].median * n for k, n in mix.items()) / total
-
-
-MAX_SWEEP_SIZE = 2**28
-
-
-def size_sweep(eager: Mapping[str, Callable[..., Any]], compile_fresh: Callable[[str, Callable[..., Any]], Any],
-               sizes: Sequence[int], make_inputs: Callable[[str, int], tuple], *, min_time: float = 0.05,
-               timeout: float = 600.0) -> tuple[dict[str, list[timing.Measurement]], float, int]:
-    """Time ``eager[fw]`` and ``compile_fresh(fw, eager[fw])`` (the learner's compile call) at every size; returns
-    ``({"fw eager": [...], "fw compiled": [...]}, largest abs difference between their results, graphs torch
-    compiled during the sweep)``.
-
-    ``compile_fresh`` is called once per framework and size, so every size gets a static graph of its own: one
-    compiled function reused across sizes would, in PyTorch, recompile a shape-generic graph at the second size
-    (automatic dynamic) and time that instead. The compiled result is checked against eager at each size; each
-    size's calls run under ``timeout`` seconds."""
-    validate.instance("eager", eager, Mapping)
-    validate.non_empty("eager", eager)
-    for fw, fn in eager.items():
-        validate.framework(fw, "eager")
-        validate.function(f"eager[{fw!r}]", fn)
-    validate.function("compile_fresh", compile_fresh)
-    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Sequence):
-        raise TypeError(f"sizes must be a sequence of element counts; got {type(sizes).__name__}")
-    validate.non_empty("sizes", sizes)
-    for n in sizes:
-        validate.number("sizes", n, low=1, high=MAX_SWEEP_SIZE, integer=True)
-    validate.function("make_inputs", make_inputs)
-    validate.number("min_time", min_time, low=0, high=60, low_open=True)
-    timeout = validate.seconds("timeout", timeout)
-    count = _graph_counter("torch" in eager)
-    before = count()
-    out: dict[str, list[timing.Measurement]] = {f"{fw} {k}": [] for fw in eager for k in ("eager", "compiled")}
-    worst = 0.0
-    for n in sizes:
-        for fw in eager:
-            args = make_inputs(fw, n)
-            compiled = validate.function("compile_fresh(...)", compile_fresh(fw, eager[fw]))
-            with calls.time_limit(timeout, calls.describe(compiled)):
-                worst = max(worst, max_abs_diff(eager[fw](*args), compiled(*args)))
-                out[f"{fw} eager"].append(timing.benchmark(eager[fw], *args, min_time=min_time, label=f"{fw} eager"))
-                out[f"{fw} compiled"].append(timing.benchmark(compiled, *args, min_time=min_time,
-                                                              label=f"{fw} compiled"))
-    return out, worst, count() - before
-
-
-def _graph_counter(torch_present: bool) -> Callable[[], int]:
-    if not torch_present:
-        return lambda: 0
-    import torch._dynamo.utils
-
-    return lambda: int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
 
 
 def _eager_ops(name: str) -> tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]]:

@@ -12,36 +12,18 @@ units), ``findings`` (each prediction, declared once with a sentence per outcome
 ``plots``.
 """
 
-from course_utils.precision import exercises, findings
-from course_utils.precision.formats import (
-    FORMATS,
-    SHORT,
-    FloatFormat,
-    FormatTable,
-    accumulation_error,
-    float_format,
-    format_table,
-    kahan_sum_bf16,
-    numpy_dtype,
-    relative_rounding_error,
-    round_to,
-)
+from course_utils.precision import exercises as _exercises  # noqa: F401  (registers the exercise checkers)
+from course_utils.precision import findings
+from course_utils.precision.formats import accumulation_error, format_table, round_to
 from course_utils.precision.fp8 import (
-    AmaxHistory,
-    CastError,
-    CastTable,
-    DelayedScaling,
-    Fp8Status,
-    Fp8Training,
     amax_history,
-    cast_error,
     cast_errors,
     compare_training,
     delayed_scaling,
     gpu_fp8_status,
     layer_tensors,
 )
-from course_utils.precision.library import LibraryReport, cpu_vendor, library_verbose, read_verbose
+from course_utils.precision.library import cpu_vendor, library_verbose
 from course_utils.precision.memory import TRAINING_SCHEMES, training_memory
 from course_utils.precision.plots import (
     accumulation_plot,
@@ -55,28 +37,16 @@ from course_utils.precision.plots import (
     scale_trace_plot,
     throughput_plot,
 )
-from course_utils.precision.policies import (
-    DtypeWatch,
-    dtype_summary,
-    jax_activation_dtypes,
-    jax_dtypes,
-    keras_dtypes,
-    op_dtypes,
-    watch_dtypes,
-)
+from course_utils.precision.policies import dtype_summary, jax_dtypes, keras_dtypes, op_dtypes, watch_dtypes
 from course_utils.precision.remat import (
-    Remat,
     block_weights,
     jax_remat,
     predicted_peak_with_remat,
     tf_recompute_same,
     torch_grouped_saved,
-    torch_live_peak,
     torch_remat,
 )
 from course_utils.precision.scaling import (
-    ScaleTrace,
-    UnderflowStats,
     adam_eps_share,
     overflow_exponent,
     scale_trace,
@@ -90,9 +60,7 @@ from course_utils.precision.speed import (
     A100_PUBLISHED,
     CLAIM_BAND,
     STREAM_OPS,
-    UnitBound,
     bf16_bound,
-    bf16_units,
     matmul_check,
     matmul_shares,
     mlp_step_flops,
@@ -100,23 +68,17 @@ from course_utils.precision.speed import (
     stream_point,
 )
 from course_utils.precision.steptime import FP32_STEP, amp_step_label, step_medians
-from course_utils.precision.training import SeedSpread, TrainRun, train, unscale_norms
+from course_utils.precision.training import SeedSpread, train, unscale_norms
 
 __all__ = [
-    "A100_PUBLISHED", "AmaxHistory", "CLAIM_BAND", "CastError", "CastTable", "DelayedScaling", "DtypeWatch",
-    "FORMATS", "FP32_STEP", "FloatFormat", "FormatTable", "Fp8Status", "Fp8Training", "LibraryReport",
-    "Remat", "SHORT", "STREAM_OPS", "ScaleTrace", "SeedSpread", "TRAINING_SCHEMES", "TrainRun", "UnderflowStats",
-    "UnitBound", "accumulation_error", "accumulation_plot", "adam_eps_share", "amax_history", "amax_plot",
-    "amp_step_label",
-    "bf16_bound", "bf16_units", "bit_layout_plot", "block_weights", "cast_error", "cast_errors",
-    "compare_training", "cpu_vendor", "delayed_scaling", "dtype_summary", "exercises", "findings", "float_format",
-    "format_table", "gpu_fp8_status", "gradient_histogram_plot", "jax_activation_dtypes",
-    "jax_dtypes", "jax_remat", "kahan_sum_bf16", "keras_dtypes", "layer_tensors", "library_verbose", "lines_plot",
-    "loss_curves_plot", "matmul_check", "matmul_shares", "memory_stack_plot", "mlp_step_flops", "numpy_dtype",
-    "op_dtypes", "overflow_exponent", "predicted_peak_with_remat", "read_verbose", "relative_rounding_error",
-    "round_to", "rounding_error_plot", "scale_trace",
-    "scale_trace_plot", "simulate_cast", "step_checks", "step_medians", "stream_point", "tf_recompute_same",
-    "throughput_plot", "torch_activation_grads", "torch_fp16_overflows", "torch_grouped_saved", "torch_live_peak",
-    "torch_remat", "torch_weight_grads", "train", "training_memory", "underflow_stats",
-    "unscale_norms", "watch_dtypes",
+    "A100_PUBLISHED", "CLAIM_BAND", "FP32_STEP", "STREAM_OPS", "SeedSpread", "TRAINING_SCHEMES",
+    "accumulation_error", "accumulation_plot", "adam_eps_share", "amax_history", "amax_plot", "amp_step_label",
+    "bf16_bound", "bit_layout_plot", "block_weights", "cast_errors", "compare_training", "cpu_vendor",
+    "delayed_scaling", "dtype_summary", "findings", "format_table", "gpu_fp8_status", "gradient_histogram_plot",
+    "jax_dtypes", "jax_remat", "keras_dtypes", "layer_tensors", "library_verbose", "lines_plot", "loss_curves_plot",
+    "matmul_check", "matmul_shares", "memory_stack_plot", "mlp_step_flops", "op_dtypes", "overflow_exponent",
+    "predicted_peak_with_remat", "round_to", "rounding_error_plot", "scale_trace", "scale_trace_plot",
+    "simulate_cast", "step_checks", "step_medians", "stream_point", "tf_recompute_same", "throughput_plot",
+    "torch_activation_grads", "torch_fp16_overflows", "torch_grouped_saved", "torch_remat", "torch_weight_grads",
+    "train", "training_memory", "underflow_stats", "unscale_norms", "watch_dtypes",
 ]

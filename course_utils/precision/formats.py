@@ -9,11 +9,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 
 import numpy as np
 
-from course_utils import declare, display, validate
+from course_utils import display, validate
 
 FORMATS = ("float32", "tf32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 SHORT = {"float32": "fp32", "tf32": "tf32", "float16": "fp16", "bfloat16": "bf16",
@@ -183,21 +183,3 @@ def accumulation_error(lengths: Sequence[int], *, seed: int = 0) -> dict[str, np
     }
     return {k: np.abs(v - exact) / exact for k, v in sums.items()}
 
-
-MAX_KAHAN_TERMS = 10**6
-
-
-@declare.checked
-def kahan_sum_bf16(values: Annotated[Any, declare.MaxItems(MAX_KAHAN_TERMS)]) -> float:
-    """Compensated (Kahan) sum with every operation rounded to bf16: the reference of exercise 03.2 (a Python loop:
-    at most ``MAX_KAHAN_TERMS`` values, a fraction of a second)."""
-    import ml_dtypes
-
-    x = _as_float64("values", values).ravel().astype(ml_dtypes.bfloat16)
-    s = c = ml_dtypes.bfloat16(0)
-    for v in x:
-        y = v - c
-        t = s + y
-        c = (t - s) - y
-        s = t
-    return float(s)

@@ -18,7 +18,6 @@ from pathlib import Path
 from course_utils import validate
 
 WORKER = Path(__file__).resolve().parent.parent / "workers" / "blas_verbose.py"
-VENDORS = ("Intel", "AMD", "other")
 _DONE = "blas_verbose: two"
 _MKL_HEADER = re.compile(r"^MKL_VERBOSE (?P<version>(?:oneMKL|Intel\(R\) MKL) [^ ].*?) (?:Product )?build \d+ for "
                          r"(?P<path>.*?), Lnx", re.M)

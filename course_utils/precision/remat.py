@@ -85,10 +85,6 @@ class Remat:
         return self.table()._repr_html_()
 
 
-def _timed(fn: Callable[..., Any], *args: Any, min_time: float, label: str) -> Any:
-    return timing.benchmark(fn, *args, warmup=1, min_time=min_time, min_repeats=3, max_repeats=10, label=label)
-
-
 def torch_remat(loss: Callable[[bool], Any], params: Sequence[Any], *, rounds: int = 4, min_time: float = 0.1,
                 timeout: float = 300.0) -> Remat:
     """Saved bytes, peak memory and time of the learner's training step ``loss(remat).backward()`` without

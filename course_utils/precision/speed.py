@@ -33,18 +33,6 @@ def _flags(flags: Sequence[str]) -> set[str]:
     return set(flags)
 
 
-def bf16_units(flags: Sequence[str]) -> tuple[str, ...]:
-    """The bf16 units the CPU flags show, named with their flags ('AMX (amx_bf16, amx_tile)', 'AVX512-BF16
-    (avx512_bf16)'); empty where it has none."""
-    have = _flags(flags)
-    units = []
-    if have & {"amx_bf16", "amx_tile"}:
-        units.append(f"AMX ({', '.join(f for f in ('amx_bf16', 'amx_tile') if f in have)})")
-    if "avx512_bf16" in have:
-        units.append("AVX512-BF16 (avx512_bf16)")
-    return tuple(units)
-
-
 @dataclass(frozen=True)
 class UnitBound:
     """How much faster than fp32 the CPU's best bf16 unit can make a matmul, and where that figure comes from."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from course_utils.distributed import LaunchResult
+from course_utils.distributed.launcher import LaunchResult
 
 P = 1000
 

@@ -19,7 +19,8 @@ from course_utils.beyond import (
     tfmulti,
     totals,
 )
-from course_utils.distributed import AllReduceModel, LaunchResult
+from course_utils.distributed.comms import AllReduceModel
+from course_utils.distributed.launcher import LaunchResult
 
 NAN = float("nan")
 EMPTY = LaunchResult("w.py", 2, [], 1.0, [], {}, {})

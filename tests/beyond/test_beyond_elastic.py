@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -21,15 +23,15 @@ def test_run_bookkeeping_counts_steps_computed_twice() -> None:
     assert "resumed from step 6" in repr(run)
 
 
-def test_time_split_adds_up_to_the_wall_time() -> None:
-    from course_utils.distributed import LaunchResult
+def test_startups_are_the_slowest_rank_per_attempt() -> None:
+    from course_utils.distributed.launcher import LaunchResult
 
     starts = {0: (2.0, 3.0), 1: (2.5, 1.0)}  # rank: seconds of attempt 0, attempt 1
     records = {r: [{"kind": "startup", "attempt": a, "seconds": s} for a, s in enumerate(per)]
                for r, per in starts.items()}
     result = LaunchResult("elastic_train.py", 2, [], 12.0, [], records)
-    split = elastic.time_split(result, {"seconds": 1.0}, {"seconds": 1.5})
-    assert split == {"startup 0": 2.5, "startup 1": 3.0, "training 0": 1.0, "training 1": 1.5, "outside": 4.0}
+    assert elastic.startups(result) == {"startup 0": 2.5, "startup 1": 3.0}
+    assert math.isnan(elastic.startups(LaunchResult("elastic_train.py", 2, [], 12.0, [], {0: []}))["startup 1"])
 
 
 def test_reference_is_deterministic() -> None:

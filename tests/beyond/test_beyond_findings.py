@@ -10,7 +10,7 @@ from course_utils import findings as core
 from course_utils import intervals
 from course_utils.beyond import elastic, findings, sharded, totals
 from course_utils.display import MAX_PARAGRAPH_WORDS
-from course_utils.distributed import AllReduceModel
+from course_utils.distributed.comms import AllReduceModel
 
 NAME = "FSDP2's bytes per step over DDP's (counted calls x ring factors)"  # the notebook's longest check name
 STRADDLE = intervals.Speedup("a", "b", 0.5, 0.4, 0.6, 4, intervals.ROUNDS)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from course_utils.beyond import jaxmulti, tfmulti
-from course_utils.distributed import LaunchResult
+from course_utils.distributed.launcher import LaunchResult
 
 HLO = ("%all-reduce.7 = (f32[64]{0}, f32[64,32]{1,0}) all-reduce(%a, %b), channel_id=1, "
        "replica_groups=mesh['axis_0'=4,'axis_1'=1] {'axis_0'}, use_global_device_ids=true, to_apply=%r")
@@ -79,11 +79,11 @@ def test_worker_reads_operand_sizes_from_the_hlo() -> None:
     assert module.operand_sizes([]) == []  # the worker raises on a step without an all-reduce
 
 
-def test_tf_time_split_from_the_workers_clocks() -> None:
+def test_tf_facts_split_the_wall_from_the_workers_clocks() -> None:
     records = {r: [{"kind": "timeline", "import_seconds": 3.0, "joined_seconds": 5.0 + r, "work_seconds": 2.0}]
                for r in (0, 1)}
-    split = tfmulti.time_split(LaunchResult("tf_multiworker.py", 2, [], 10.0, [], records))
-    assert split["joined"] == 6.0 and split["import"] == 3.0 and split["outside"] == pytest.approx(10.0 - 8.0)
+    split = tfmulti.facts(LaunchResult("tf_multiworker.py", 2, [], 10.0, [], records))
+    assert split == {"wall": 10.0, "import": 3.0, "joined": 6.0, "work": 2.0, "outside": 2.0}
 
 
 def test_jax_facts_quote_the_record_and_gloo() -> None:

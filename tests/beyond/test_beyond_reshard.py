@@ -10,7 +10,7 @@ import pytest
 
 from course_utils import distributed
 from course_utils.beyond import reshard, rounds
-from course_utils.distributed import LaunchResult
+from course_utils.distributed.launcher import LaunchResult
 
 
 def _launch(world: int, **states: dict) -> LaunchResult:

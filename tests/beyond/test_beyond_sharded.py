@@ -7,7 +7,7 @@ import pytest
 from beyond_fakes import fake
 
 from course_utils.beyond import plots, predict, sharded
-from course_utils.distributed import AllReduceModel
+from course_utils.distributed.comms import AllReduceModel
 
 P = 1000
 

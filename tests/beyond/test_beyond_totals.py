@@ -7,7 +7,7 @@ import pytest
 from beyond_fakes import fake
 
 from course_utils.beyond import totals
-from course_utils.distributed import AllReduceModel
+from course_utils.distributed.comms import AllReduceModel
 
 P = 1000
 INSIDE = ("c10d::_reduce_scatter_base_", "gloo:all_reduce")

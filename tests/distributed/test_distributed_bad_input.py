@@ -9,7 +9,7 @@ from course_utils import distributed as dist
 from course_utils.timing import Measurement
 
 NAN, INF = float("nan"), float("inf")
-MODEL = dist.AllReduceModel(1e9, 1e-5)
+MODEL = dist.comms.AllReduceModel(1e9, 1e-5)
 PARTS = {name: Measurement(name, (1.0,), rounds=(1.0,)) for name, _ in dist.breakdown.CHAIN}
 
 BAD_CALLS = [
@@ -47,17 +47,17 @@ BAD_CALLS = [
     ("bandwidth", lambda: dist.ring_allreduce_time(1e6, 2, INF, 1e-6)),
     ("latency", lambda: dist.ring_allreduce_time(1e6, 2, 1e9, -1e-6)),
     ("latency", lambda: dist.ring_allreduce_time(1e6, 2, 1e9, NAN)),
-    ("seconds", lambda: dist.fit_allreduce([1e3, 1e6], [1e-4, 0.0], n=2)),
-    ("seconds", lambda: dist.fit_allreduce([1e3, 1e6], [1e-4, NAN], n=2)),
-    ("nbytes", lambda: dist.fit_allreduce([1e3, -1e6], [1e-4, 1e-3], n=2)),
-    ("nbytes", lambda: dist.fit_allreduce([1e3, 1e6], [1e-3], n=2)),
-    ("nbytes", lambda: dist.fit_allreduce([1e3, 1e3], [1e-4, 1e-3], n=2)),
-    ("n", lambda: dist.fit_allreduce([1e3, 1e6], [1e-4, 1e-3], n=1)),
-    ("n", lambda: dist.fit_allreduce([1e3, 1e6], [1e-4, 1e-3], n="2")),
+    ("seconds", lambda: dist.comms.fit_allreduce([1e3, 1e6], [1e-4, 0.0], n=2)),
+    ("seconds", lambda: dist.comms.fit_allreduce([1e3, 1e6], [1e-4, NAN], n=2)),
+    ("nbytes", lambda: dist.comms.fit_allreduce([1e3, -1e6], [1e-4, 1e-3], n=2)),
+    ("nbytes", lambda: dist.comms.fit_allreduce([1e3, 1e6], [1e-3], n=2)),
+    ("nbytes", lambda: dist.comms.fit_allreduce([1e3, 1e3], [1e-4, 1e-3], n=2)),
+    ("n", lambda: dist.comms.fit_allreduce([1e3, 1e6], [1e-4, 1e-3], n=1)),
+    ("n", lambda: dist.comms.fit_allreduce([1e3, 1e6], [1e-4, 1e-3], n="2")),
     ("model", lambda: dist.score("model", [1e3], [1e-4], 2)),
     ("n", lambda: dist.score(MODEL, [1e3], [1e-4], 0)),
-    ("bandwidth", lambda: dist.AllReduceModel(-1e9, 1e-5)),
-    ("latency", lambda: dist.AllReduceModel(1e9, NAN)),
+    ("bandwidth", lambda: dist.comms.AllReduceModel(-1e9, 1e-5)),
+    ("latency", lambda: dist.comms.AllReduceModel(1e9, NAN)),
     ("stage", lambda: dist.zero_traffic(1e9, 8, 4)),
     ("nbytes", lambda: dist.zero_traffic(-1, 8, 0)),
     # ZeRO memory
@@ -70,7 +70,7 @@ BAD_CALLS = [
     ("stage", lambda: dist.memory_per_device(1e9, 2, 4)),
     ("stage", lambda: dist.memory_per_device(1e9, 2, True)),
     ("optimizer_bytes", lambda: dist.memory_per_device(1e9, 2, optimizer_bytes=-12)),
-    ("device_bytes", lambda: dist.largest_model(0, 8, 3)),
+    ("device_bytes", lambda: dist.memory.largest_model(0, 8, 3)),
     # devices
     ("n", lambda: dist.simulate_devices(0)),
     ("n", lambda: dist.simulate_devices("4")),
@@ -91,11 +91,11 @@ BAD_CALLS = [
     ("records", lambda: dist.comms.allreduce_sweep({"kind": "allreduce"})),
     ("q", lambda: dist.comms.allreduce_sweep([], q=101)),
     # worker side
-    ("step", lambda: dist.progress(-1, 3)),
-    ("total", lambda: dist.progress(1, 0)),
-    ("name", lambda: dist.save("a.b", x=[1])),
-    ("arrays", lambda: dist.save("weights")),
-    ("record", lambda: dist.emit()),
+    ("step", lambda: dist.worker.progress(-1, 3)),
+    ("total", lambda: dist.worker.progress(1, 0)),
+    ("name", lambda: dist.worker.save("a.b", x=[1])),
+    ("arrays", lambda: dist.worker.save("weights")),
+    ("record", lambda: dist.worker.emit()),
     # figures
     ("compute_seconds", lambda: dist.scaling_plot(4e6, -1, {"link": (1e10, 5e-6)})),
     ("links", lambda: dist.scaling_plot(4e6, 0.03, {})),
@@ -145,7 +145,7 @@ BAD_CALLS = [
     ("threads", lambda: dist.time_threads(print, threads="12")),
     ("timeout", lambda: dist.mlp_threads_fresh({"tiny": ([8, 4], 32)}, [1], timeout=INF)),
     # launcher
-    ("error", lambda: dist.leftover("failure")),
+    ("error", lambda: dist.launcher.leftover("failure")),
     ("pg_timeout", lambda: dist.launch("fail_demo.py", 2, pg_timeout=NAN)),
     ("timeout", lambda: dist.launch("fail_demo.py", 2, timeout=10**9)),
     ("timeout", lambda: dist.launcher.check_loopback(0)),
@@ -170,4 +170,4 @@ def test_a_bad_timeout_starts_nothing(monkeypatch) -> None:
 
 
 def test_a_string_is_not_a_sequence_of_lines() -> None:
-    rejects(lambda: dist.learner_lines("[default0]:hello"), "output")
+    rejects(lambda: dist.failures.learner_lines("[default0]:hello"), "output")

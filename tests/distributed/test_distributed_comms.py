@@ -20,7 +20,7 @@ def test_fit_recovers_the_model_from_noisy_times_and_predicts_other_process_coun
     sizes = 2.0 ** np.arange(10, 25)
     true = dist.ring_allreduce_time(sizes, 2, 3e9, 40e-6)
     noisy = true * np.random.default_rng(0).uniform(0.97, 1.03, sizes.size)
-    model = dist.fit_allreduce(sizes, noisy, n=2)
+    model = dist.comms.fit_allreduce(sizes, noisy, n=2)
     assert model.bandwidth == pytest.approx(3e9, rel=0.05) and model.latency == pytest.approx(40e-6, rel=0.1)
     four = dist.ring_allreduce_time(sizes, 4, 3e9, 40e-6)
     assert np.allclose(dist.score(model, sizes, four, 4), 1.0, rtol=0.1)
@@ -30,20 +30,20 @@ def test_fit_recovers_the_model_from_noisy_times_and_predicts_other_process_coun
 def test_score_exposes_a_model_that_misses() -> None:
     """The out-of-sample check can fail: times that grow faster with N than the ring model score far from 1."""
     sizes = 2.0 ** np.arange(10, 20)
-    model = dist.fit_allreduce(sizes, dist.ring_allreduce_time(sizes, 2, 3e9, 40e-6), n=2)
+    model = dist.comms.fit_allreduce(sizes, dist.ring_allreduce_time(sizes, 2, 3e9, 40e-6), n=2)
     oversubscribed = 5 * dist.ring_allreduce_time(sizes, 4, 3e9, 40e-6)
     assert np.all(dist.score(model, sizes, oversubscribed, 4) > 4)
 
 
 def test_fit_without_latency_falls_back_to_bandwidth_alone() -> None:
     sizes = np.array([1e6, 2e6, 4e6])
-    model = dist.fit_allreduce(sizes, sizes / 1e9 - 1e-4, n=2)  # a negative intercept
+    model = dist.comms.fit_allreduce(sizes, sizes / 1e9 - 1e-4, n=2)  # a negative intercept
     assert model.latency == 0.0 and model.bandwidth == pytest.approx(1e9, rel=0.15)
 
 
 def test_fit_rejects_times_that_do_not_grow() -> None:
     with pytest.raises(ValueError, match="no bandwidth"):
-        dist.fit_allreduce([1e3, 1e6, 1e9], [3.0, 2.0, 1.0], n=2)
+        dist.comms.fit_allreduce([1e3, 1e6, 1e9], [3.0, 2.0, 1.0], n=2)
 
 
 def test_zero_stages_1_and_2_move_what_ddp_moves_stage_3_half_again() -> None:
@@ -81,7 +81,7 @@ def test_fit_rounds_gives_one_model_per_round_and_an_interval_that_holds_them() 
     assert len(fits) == 4 and sweep[0] == [2**12, 2**14, 2**16, 2**18, 2**20]
     for fit, (bw, lat) in zip(fits, truth):
         assert fit.bandwidth == pytest.approx(bw, rel=1e-6) and fit.latency == pytest.approx(lat, rel=1e-6)
-    cost = dist.AllReduceCost(dist.comms.combine(fits), tuple(fits), (tuple(sweep[0]), tuple(sweep[1])), 2, "now",
+    cost = dist.comms.AllReduceCost(dist.comms.combine(fits), tuple(fits), (tuple(sweep[0]), tuple(sweep[1])), 2, "now",
                               "measured", "k")
     low, high = cost.latency_interval
     assert low < cost.model.latency < high and low < 40e-6 < 60e-6 < high * 1.5
@@ -94,7 +94,7 @@ def test_fit_rounds_gives_one_model_per_round_and_an_interval_that_holds_them() 
 
 def test_an_interval_over_identical_rounds_is_a_point() -> None:
     fits, sweep = dist.comms.fit_rounds(_sweep_records([(1e9, 50e-6)] * 3), 2)
-    cost = dist.AllReduceCost(dist.comms.combine(fits), tuple(fits), (tuple(sweep[0]), tuple(sweep[1])), 2, "now",
+    cost = dist.comms.AllReduceCost(dist.comms.combine(fits), tuple(fits), (tuple(sweep[0]), tuple(sweep[1])), 2, "now",
                               "read", "k")
     assert cost.predict(1e6, 2)[1] == pytest.approx(cost.predict(1e6, 2)[2])
     assert "read from this run's build/machine/" in cost.how
@@ -149,7 +149,7 @@ def test_sweep_sizes_are_powers_of_two_a_factor_4_apart() -> None:
 
 
 def test_a_bandwidth_the_rounds_do_not_bound_from_above_is_said_in_words() -> None:
-    fits = tuple(dist.AllReduceModel(bw, 5e-5, 2) for bw in (1e9, 1e11, 1e12))  # seconds per byte near 0 in two
-    cost = dist.AllReduceCost(dist.comms.combine(fits), fits, ((4096,), (1e-4,)), 2, "now", "measured", "k")
+    fits = tuple(dist.comms.AllReduceModel(bw, 5e-5, 2) for bw in (1e9, 1e11, 1e12))  # seconds per byte near 0 in two
+    cost = dist.comms.AllReduceCost(dist.comms.combine(fits), fits, ((4096,), (1e-4,)), 2, "now", "measured", "k")
     assert cost.bandwidth_interval[1] == float("inf")
     assert "and above" in cost.bandwidth_text and "and above" in repr(cost)

@@ -42,7 +42,7 @@ def test_command_is_real_torchrun_on_loopback_addresses(tmp_path: Path) -> None:
 
 
 def test_loopback_env_names_the_interface_that_holds_127_0_0_1() -> None:
-    env = dist.loopback_env()
+    env = dist.launcher.loopback_env()
     if env:  # a machine without an IPv4 loopback gets nothing rather than a wrong name
         addrs = psutil.net_if_addrs()[env["GLOO_SOCKET_IFNAME"]]
         assert any(a.family == socket.AF_INET and a.address == "127.0.0.1" for a in addrs)
@@ -72,7 +72,7 @@ def test_worker_source_keeps_only_the_named_functions_in_file_order() -> None:
 def test_learner_lines_drop_prefixes_progress_and_empty_lines() -> None:
     raw = ["[default0]:hello", "[default1]:[rank1]: Traceback (most recent call last):", "[default1]:[rank1]: ",
            "[default0]:@@progress 1 3", "W1202 torchrun warning", "[default1]:"]
-    assert dist.learner_lines(raw) == [(0, "hello"), (1, "Traceback (most recent call last):")]
+    assert dist.failures.learner_lines(raw) == [(0, "hello"), (1, "Traceback (most recent call last):")]
 
 
 def test_failure_parsing_prefers_torchruns_root_cause() -> None:
@@ -105,7 +105,7 @@ def test_failure_takes_the_traceback_from_the_ranks_own_stderr_log(tmp_path: Pat
 
 
 def test_result_renders_as_a_table() -> None:
-    result = dist.LaunchResult("w.py", 2, ["torchrun"], 3.2, [], records={0: [{"kind": "a"}], 1: []},
+    result = dist.launcher.LaunchResult("w.py", 2, ["torchrun"], 3.2, [], records={0: [{"kind": "a"}], 1: []},
                                arrays={"proof": {0: {}, 1: {}}})
     assert "rank" in repr(result) and "<table>" in result._repr_html_()
     assert result.table().column("records") == ["1", "0"]
@@ -130,7 +130,7 @@ def test_success_returns_records_arrays_and_leaves_no_process(tmp_path: Path, ca
     result = dist.launch(script, nprocs=2, timeout=120, progress=False)
     assert result.record("hello", 1)["square"] == 1 and result.record("hello", 0)["rank"] == 0
     assert result.record("hello", 0)["addr"] == "127.0.0.1"
-    assert result.record("hello", 0)["gloo"] == dist.loopback_env().get("GLOO_SOCKET_IFNAME")
+    assert result.record("hello", 0)["gloo"] == dist.launcher.loopback_env().get("GLOO_SOCKET_IFNAME")
     assert np.array_equal(result.arrays["weights"][1]["w"], [1.0, 2.5])
     out = capsys.readouterr().out.splitlines()
     assert "[rank 1] hello from 1" in out
@@ -151,14 +151,14 @@ def test_failing_rank_raises_with_its_traceback_and_kills_the_others(tmp_path: P
             read_shard()
         time.sleep(300)  # rank 0 would wait forever
     """)
-    with pytest.raises(dist.LaunchError) as info:  # a launcher that waited for rank 0 would time out instead
+    with pytest.raises(dist.failures.LaunchError) as info:  # a launcher that waited for rank 0 would time out instead
         dist.launch(script, nprocs=2, timeout=100, progress=False)
     error = info.value
     assert error.rank == 1 and error.exitcode == 1
     text = str(error)
     assert "rank 1 failed" in text and "Traceback (most recent call last)" in text
     assert "in read_shard" in text and "ValueError: shard 7 is corrupt (test)" in text
-    assert not isinstance(error, dist.LaunchTimeout)
+    assert not isinstance(error, dist.failures.LaunchTimeout)
     echoed = capsys.readouterr().out.splitlines()
     assert not [line for line in echoed if line.startswith("[rank") and not line.split("]", 1)[1].strip()]
     _assert_no_orphans(script)
@@ -174,7 +174,7 @@ def test_timeout_shows_only_the_ranks_lines_and_kills_every_process(tmp_path: Pa
         w.progress(0, 2)
         time.sleep(300)
     """)
-    with pytest.raises(dist.LaunchTimeout, match="did not finish within 20 s") as info:
+    with pytest.raises(dist.failures.LaunchTimeout, match="did not finish within 20 s") as info:
         dist.launch(script, nprocs=2, timeout=20, echo=False, progress=False)
     assert isinstance(info.value, TimeoutError)
     message = str(info.value)
@@ -242,7 +242,7 @@ def test_a_loopback_that_accepts_no_connection_is_named(monkeypatch) -> None:
         raise OSError(101, "Network is unreachable")
 
     monkeypatch.setattr(socket, "create_connection", unreachable)
-    with pytest.raises(dist.LoopbackError, match="loopback interface looks down"):
+    with pytest.raises(dist.failures.LoopbackError, match="loopback interface looks down"):
         dist.launch("fail_demo.py", 2, timeout=60)
 
 
@@ -276,7 +276,7 @@ def test_a_launch_with_the_loopback_down_says_so_within_seconds() -> None:
         start = time.perf_counter()
         try:
             d.launch("fail_demo.py", 2, timeout=120, progress=False)
-        except d.LoopbackError as error:
+        except d.failures.LoopbackError as error:
             print(f"LoopbackError after {time.perf_counter() - start:.1f} s: {error}")
     """)
     done = subprocess.run([*prefix, sys.executable, "-c", code], capture_output=True, text=True, timeout=90,
@@ -296,7 +296,7 @@ def test_a_segfaulting_rank_is_named_by_its_signal(tmp_path: Path) -> None:
             os.kill(os.getpid(), signal.SIGSEGV)
         time.sleep(300)
     """)
-    with pytest.raises(dist.LaunchError) as info:
+    with pytest.raises(dist.failures.LaunchError) as info:
         dist.launch(script, nprocs=2, timeout=100, echo=False, progress=False)
     assert info.value.rank == 1 and info.value.signal == "SIGSEGV" and info.value.exitcode == -11
     assert "rank 1 was killed by SIGSEGV" in str(info.value)
@@ -315,9 +315,9 @@ def test_a_rank_stuck_in_a_collective_fails_with_its_traceback_before_the_launch
             dist.all_reduce(torch.ones(4))  # rank 1 never joins it
         time.sleep(300)
     """)
-    with pytest.raises(dist.LaunchError) as info:
+    with pytest.raises(dist.failures.LaunchError) as info:
         dist.launch(script, nprocs=2, timeout=120, pg_timeout=8, echo=False, progress=False)
-    assert not isinstance(info.value, dist.LaunchTimeout)
+    assert not isinstance(info.value, dist.failures.LaunchTimeout)
     assert info.value.rank == 0 and "Traceback" in info.value.traceback
     _assert_no_orphans(script)
 
@@ -386,16 +386,16 @@ def test_a_killed_kernel_leaves_no_process(tmp_path: Path) -> None:
 
 
 def test_leftover_reads_the_launchs_own_processes_not_a_scan() -> None:
-    error = dist.LaunchError("x")
-    assert dist.leftover(error) == []
+    error = dist.failures.LaunchError("x")
+    assert dist.launcher.leftover(error) == []
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         error.processes = [psutil.Process(sleeper.pid)]
-        assert [p.pid for p in dist.leftover(error)] == [sleeper.pid]
+        assert [p.pid for p in dist.launcher.leftover(error)] == [sleeper.pid]
     finally:
         sleeper.kill()
         sleeper.wait()
-    assert dist.leftover(error) == []
+    assert dist.launcher.leftover(error) == []
 
 
 @pytest.mark.integration

@@ -7,12 +7,13 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from course_utils import distributed as dist
+from course_utils.distributed.comms import AllReduceCost, AllReduceModel
 
 
-def _cost(n: int = 2, scale: float = 1.0) -> dist.AllReduceCost:
-    fits = tuple(dist.AllReduceModel(bw * scale, lat, 2) for bw, lat in ((1e9, 5e-5), (1.1e9, 6e-5), (0.9e9, 4e-5)))
+def _cost(n: int = 2, scale: float = 1.0) -> dist.comms.AllReduceCost:
+    fits = tuple(AllReduceModel(bw * scale, lat, 2) for bw, lat in ((1e9, 5e-5), (1.1e9, 6e-5), (0.9e9, 4e-5)))
     sizes = (2**12, 2**16, 2**20)
-    return dist.AllReduceCost(dist.comms.combine(fits), fits, (sizes, tuple(fits[0].time(b, n) for b in sizes)), n,
+    return AllReduceCost(dist.comms.combine(fits), fits, (sizes, tuple(fits[0].time(b, n) for b in sizes)), n,
                               "now", "measured", "k")
 
 
@@ -29,9 +30,9 @@ def test_figures_are_returned() -> None:
 
 
 def test_the_fit_plot_prints_plain_times_on_a_narrow_range() -> None:
-    fits = tuple(dist.AllReduceModel(bw, lat, 2) for bw, lat in ((1.2e9, 1.3e-4), (1.3e9, 1.2e-4), (1e9, 1.5e-4)))
+    fits = tuple(AllReduceModel(bw, lat, 2) for bw, lat in ((1.2e9, 1.3e-4), (1.3e9, 1.2e-4), (1e9, 1.5e-4)))
     sizes = (2**12, 2**16, 2**20)  # 0.3 to 2 ms: matplotlib would label the minor ticks 3x10^-1
-    cost = dist.AllReduceCost(dist.comms.combine(fits), fits, (sizes, tuple(fits[0].time(b, 2) for b in sizes)), 2,
+    cost = AllReduceCost(dist.comms.combine(fits), fits, (sizes, tuple(fits[0].time(b, 2) for b in sizes)), 2,
                               "now", "measured", "k")
     fig = dist.allreduce_fit_plot(cost)
     FigureCanvasAgg(fig).draw()

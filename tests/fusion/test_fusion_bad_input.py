@@ -18,7 +18,7 @@ MODULE = compiled.InductorCode("cpp_fused_0 = async_compile.cpp_pybinding(['floa
                                "def call(args):\n    pass\n\n")
 HLO = compiled.hlo_summary("HloModule m\n\nENTRY %main (x: f32[2]) -> f32[2] {\n  ROOT %x = f32[2]{0} parameter(0)"
                            "\n}\n")
-ROOF = fusion.VectorRoof(1e10, 1e9, 4096)
+ROOF = fusion.vector_roof.VectorRoof(1e10, 1e9, 4096)
 CHAIN = fusion.chain("torch")
 
 BAD_CALLS = [
@@ -57,17 +57,6 @@ BAD_CALLS = [
     ("framework", lambda: fusion.trace_kernels(None, "mxnet")),
     ("trace", lambda: fusion.trace_kernels(None, "torch")),
     ("trace", lambda: fusion.kernel_busy_share(None, "jax")),
-    ("data", lambda: fusion.size_sweep({}, [4], None, compile={})),
-    ("rows", lambda: fusion.size_sweep({"torch": (1, 2)}, [], None, compile={"torch": torch.compile})),
-    ("rows[0]", lambda: fusion.size_sweep({"torch": (1, 2)}, [0], None, compile={"torch": torch.compile})),
-    ("rows", lambda: fusion.size_sweep({"torch": (1, 2)}, "48", None, compile={"torch": torch.compile})),
-    ("rows", lambda: fusion.size_sweep({"torch": (1, 2)}, list(range(1, 100)), None, compile={"torch": torch.compile})),
-    ("rows[0]", lambda: fusion.size_sweep({"torch": (1, 2)}, [2**40], None, compile={"torch": torch.compile})),
-    ("compile", lambda: fusion.size_sweep({"torch": (1, 2)}, [4], None, compile={})),
-    ("compile['torch']", lambda: fusion.size_sweep({"torch": (1, 2)}, [4], None, compile={"torch": 3})),
-    ("data['torch']", lambda: fusion.size_sweep({"torch": 3}, [4], None, compile={"torch": torch.compile})),
-    ("min_time", lambda: fusion.size_sweep({"torch": (1, 2)}, [4], None, compile={"torch": torch.compile},
-                                           min_time=float("nan"))),
     ("timeout", lambda: fusion.trace_traffic(lambda x: x, ((2,), "float32"), timeout=0)),
     ("timeout", lambda: fusion.trace_traffic(lambda x: x, timeout=float("nan"))),
     ("timeout", lambda: fusion.torch_counted_flops(lambda x: x, torch.ones(2), timeout=10**9)),
@@ -75,22 +64,22 @@ BAD_CALLS = [
     # attention
     ("q", lambda: fusion.attention_bytes(None, None, None)),
     ("block_mask", lambda: fusion.attention_bytes(*[torch.empty(1, 1, 8, 4, device="meta")] * 3, block_mask=3)),
-    ("visited", lambda: fusion.AttentionBytes(8, 8, 8, 9, 4)),
-    ("scores", lambda: fusion.AttentionBytes(0, 8, 8, 1, 4)),
+    ("visited", lambda: fusion.attention.AttentionBytes(8, 8, 8, 9, 4)),
+    ("scores", lambda: fusion.attention.AttentionBytes(0, 8, 8, 1, 4)),
     # the variants and probes
     ("framework", lambda: fusion.chain("mxnet")),
     ("framework", lambda: fusion.chain(None)),
     ("tanh", lambda: fusion.chain("torch", tanh="yes")),
-    ("like", lambda: fusion.into_buffer("torch", CHAIN, None)),
-    ("fn", lambda: fusion.into_buffer("torch", None, torch.ones(2))),
-    ("framework", lambda: fusion.into_buffer("mxnet", CHAIN, torch.ones(2))),
+    ("like", lambda: fusion.variants.into_buffer("torch", CHAIN, None)),
+    ("fn", lambda: fusion.variants.into_buffer("torch", None, torch.ones(2))),
+    ("framework", lambda: fusion.variants.into_buffer("mxnet", CHAIN, torch.ones(2))),
     ("steps", lambda: fusion.measure_vector_roof(steps=0)),
     ("elements", lambda: fusion.measure_vector_roof(elements=10)),
     ("min_time", lambda: fusion.measure_vector_roof(min_time=NAN)),
-    ("flops_per_second", lambda: fusion.VectorRoof(NAN, 1.0, 10)),
-    ("tanh_per_second", lambda: fusion.VectorRoof(1.0, -1.0, 10)),
-    ("framework", lambda: fusion.VectorRoof(1.0, 1.0, 10, "mxnet")),
-    ("tanh_error", lambda: fusion.VectorRoof(1.0, 1.0, 10, "jax", -1.0)),
+    ("flops_per_second", lambda: fusion.vector_roof.VectorRoof(NAN, 1.0, 10)),
+    ("tanh_per_second", lambda: fusion.vector_roof.VectorRoof(1.0, -1.0, 10)),
+    ("framework", lambda: fusion.vector_roof.VectorRoof(1.0, 1.0, 10, "mxnet")),
+    ("tanh_error", lambda: fusion.vector_roof.VectorRoof(1.0, 1.0, 10, "jax", -1.0)),
     ("framework", lambda: fusion.measure_vector_roof("mxnet")),
     ("threads", lambda: fusion.measure_vector_roof(threads=0)),
     ("threads", lambda: fusion.measure_vector_roof("jax", threads=1)),
@@ -98,7 +87,7 @@ BAD_CALLS = [
     ("steps", lambda: fusion.measure_vector_roof(steps=10**9)),
     ("tanhs", lambda: fusion.measure_vector_roof(tanhs=np.int64(10**6))),
     ("min_time", lambda: fusion.measure_vector_roof(min_time=10**6)),
-    ("points", lambda: fusion.decomposed_tanh_error(points=10**12)),
+    ("points", lambda: fusion.exercises.decomposed_tanh_error(points=10**12)),
     ("trace", lambda: fusion.trace_kernels(profile.Trace("empty", None, ()), "torch")),
     ("tanhs", lambda: fusion.measure_vector_roof(tanhs=1.5)),
     ("roofs", lambda: fusion.vector_roof_table({}, elements=10, flops=1, tanh=1, memory_seconds=1.0)),
@@ -107,16 +96,16 @@ BAD_CALLS = [
                                                    call_cost=[1.0])),
     ("call_cost['a']", lambda: fusion.vector_roof_table({"a": ROOF}, elements=10, flops=1, tanh=1,
                                                         memory_seconds=1.0, call_cost={"a": float("nan")})),
-    ("arithmetic", lambda: fusion.ChainRoof(float("nan"), 1.0)),
-    ("bytes", lambda: fusion.ChainRoof(1.0, -1.0)),
+    ("arithmetic", lambda: fusion.vector_roof.ChainRoof(float("nan"), 1.0)),
+    ("bytes", lambda: fusion.vector_roof.ChainRoof(1.0, -1.0)),
     ("memory_seconds", lambda: fusion.vector_roof_table({"a": ROOF}, elements=10, flops=1, tanh=1, memory_seconds=0)),
     ("elements", lambda: ROOF.chain_seconds(-5, flops=1, tanh=1)),
     ("tanh", lambda: ROOF.chain_seconds(10, flops=1, tanh=INF)),
     # the legacy operator and the exercises' reference
     ("a", lambda: fusion.table_tanh_np("abc")),
     ("t", lambda: fusion.legacy_tanh_torch([1.0])),
-    ("points", lambda: fusion.decomposed_tanh_error(points=0)),
-    ("span", lambda: fusion.decomposed_tanh_error(span=NAN)),
+    ("points", lambda: fusion.exercises.decomposed_tanh_error(points=0)),
+    ("span", lambda: fusion.exercises.decomposed_tanh_error(span=NAN)),
     # the plots
     ("table", lambda: fusion.prediction_plot(None)),
     ("fractions", lambda: fusion.roof_bars({})),
@@ -157,9 +146,7 @@ def _raises(*args):
     lambda: fusion.torch_counted_flops(_raises, torch.ones(2)),
     lambda: memory.page_faults(_raises),
     lambda: fusion.compile_error(_raises, 1),
-    lambda: fusion.size_sweep({"torch": (torch.ones(4, 2), torch.ones(2))}, [2], torch.ones(4, 2).numpy(),
-                              compile={"torch": _raises}),
-], ids=["trace_traffic", "torch_counted_flops", "page_faults", "compile_error", "size_sweep"])
+], ids=["trace_traffic", "torch_counted_flops", "page_faults", "compile_error"])
 def test_the_learners_own_error_passes_through(call) -> None:
     with pytest.raises(LearnerError, match="own bug"):
         call()

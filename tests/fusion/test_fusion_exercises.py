@@ -31,7 +31,7 @@ def test_page_fault_prediction_is_scored_against_the_run() -> None:
 
 
 def test_decomposed_tanh_error_exercise() -> None:
-    reference = fusion.decomposed_tanh_error()
+    reference = fusion.exercises.decomposed_tanh_error()
     assert 0 < reference <= 1.0
     assert exercises.evaluate("02.3", reference).correct
     assert exercises.evaluate("02.3", reference / 100).status == "not yet"

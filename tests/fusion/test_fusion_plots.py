@@ -19,10 +19,10 @@ def test_plots_return_figures() -> None:
     table = fusion.compare_to_prediction(traffic, machine(), unfused={"torch eager": 2e-9}, fused={"jax.jit": 1e-9})
     assert isinstance(fusion.prediction_plot(table), Figure)
     assert isinstance(fusion.roof_bars({"a": 0.5, "b": 1.2}), Figure)
-    roof = fusion.VectorRoof(5e10, 1e9, 4096)
+    roof = fusion.vector_roof.VectorRoof(5e10, 1e9, 4096)
     fig = fusion.roofline_with_vector_roof(machine(), roof, table.points())
     assert any("vector roof" in t.get_text() for legend in fig.legends for t in legend.get_texts())
-    both = {"torch": roof, "jax": fusion.VectorRoof(5e10, 4e9, 4096, "jax")}
+    both = {"torch": roof, "jax": fusion.vector_roof.VectorRoof(5e10, 4e9, 4096, "jax")}
     fig = fusion.roofline_with_vector_roof(machine(), both, table.points(), flops=10, tanh=1)
     labels = [t.get_text() for legend in fig.legends for t in legend.get_texts() if "vector roof" in t.get_text()]
     assert len(labels) == 2 and all("10 FLOPs + 1" in t and "tanh" in t for t in labels)

@@ -18,7 +18,7 @@ def machine(bandwidth: float = 1e10, flops: float = 1e11) -> roofline.Machine:
     return roofline.Machine("torch", "cpu", {"copy": bandwidth / 2, "triad": bandwidth}, {"mm": flops})
 
 
-def chain_traffic() -> fusion.Traffic:
+def chain_traffic() -> fusion.traffic.Traffic:
     return fusion.trace_traffic(models.chain_for("torch"), ((ROWS, COLS), "float32"), ((COLS,), torch.float32))
 
 

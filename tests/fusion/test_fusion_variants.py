@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from course_utils import fusion, interop, memory, models
+from course_utils.fusion.vector_roof import VectorRoof
 
 torch = pytest.importorskip("torch")
 
@@ -31,7 +32,7 @@ def test_the_chain_and_its_polynomial_twin_in_every_framework(framework: str) ->
 def test_into_buffer_writes_the_chain_into_the_same_buffer_every_call(framework: str) -> None:
     pytest.importorskip(framework)
     x, bias = interop.to_framework(framework, X, B)
-    into = fusion.into_buffer(framework, fusion.chain(framework, tanh=False), x)
+    into = fusion.variants.into_buffer(framework, fusion.chain(framework, tanh=False), x)
     assert np.allclose(interop.to_numpy(into(x, bias)), POLYNOMIAL, atol=1e-5)
     assert np.allclose(interop.to_numpy(into(x, bias)), POLYNOMIAL, atol=1e-5)  # again: the donated buffer
     if framework == "torch":
@@ -43,7 +44,7 @@ def test_two_buffers_of_different_shapes_get_their_own_static_graph() -> None:
     for rows in (8, 24, 40):  # a shared code object would compile a shape-generic graph at 24, reused at 40
         x, bias = torch.from_numpy(X[:rows].copy()), torch.from_numpy(B)
         before = torch._dynamo.utils.counters["stats"]["unique_graphs"]
-        into = fusion.into_buffer("torch", chain, x)
+        into = fusion.variants.into_buffer("torch", chain, x)
         assert np.allclose(into(x, bias).numpy(), POLYNOMIAL[:rows], atol=1e-5)
         assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == before + 1
 
@@ -80,13 +81,13 @@ def test_one_thread_torch_roof_records_its_threads() -> None:
 
 
 def test_chain_ceiling_is_the_rate_of_flops_plus_tanh() -> None:
-    roof = fusion.VectorRoof(1e10, 1e9, 4096)
+    roof = VectorRoof(1e10, 1e9, 4096)
     assert roof.chain_flops_per_second(flops=10, tanh=0) == pytest.approx(1e10)
     assert roof.chain_flops_per_second(flops=10, tanh=1) == pytest.approx(11 / (10 / 1e10 + 1 / 1e9))
 
 
 def test_vector_roof_table_names_the_limit_and_sets_the_intercept_beside_the_call_cost() -> None:
-    fast, slow = fusion.VectorRoof(1e11, 1e10, 4096, "jax", intercept_seconds=4e-5), fusion.VectorRoof(1e10, 1e8, 4096)
+    fast, slow = VectorRoof(1e11, 1e10, 4096, "jax", intercept_seconds=4e-5), VectorRoof(1e10, 1e8, 4096)
     table = fusion.vector_roof_table({"torch": slow, "jax": fast}, elements=10**6, flops=10, tanh=1,
                                      memory_seconds=1e-3, call_cost={"jax": 2e-5})
     text = repr(table)
@@ -97,12 +98,12 @@ def test_vector_roof_table_names_the_limit_and_sets_the_intercept_beside_the_cal
 
 
 def test_a_chain_roof_is_its_larger_part_and_at_most_their_sum() -> None:
-    roof = fusion.VectorRoof(1e10, 1e9, 4096, "tensorflow")  # 2 ms of arithmetic on 10^6 elements
+    roof = VectorRoof(1e10, 1e9, 4096, "tensorflow")  # 2 ms of arithmetic on 10^6 elements
     limits = fusion.chain_roofs({"tensorflow": roof}, elements=10**6, flops=10, tanh=1, memory_seconds=1e-3)
     limit = limits["tensorflow"]
     assert limit.limit == "arithmetic" and limit.seconds == pytest.approx(2e-3)
     assert limit.serial == pytest.approx(3e-3)
-    assert fusion.ChainRoof(1e-3, 5e-3).limit == "bytes"
+    assert fusion.vector_roof.ChainRoof(1e-3, 5e-3).limit == "bytes"
 
 
 def test_the_legacy_operator_is_a_close_tanh_in_every_framework() -> None:
@@ -112,27 +113,3 @@ def test_the_legacy_operator_is_a_close_tanh_in_every_framework() -> None:
     pytest.importorskip("jax")
     x, bias = interop.to_framework("jax", X, B)
     assert np.allclose(np.asarray(fusion.chain_with_callback_jax(x, bias)), REFERENCE, atol=1e-4)
-
-
-def test_size_sweep_compiles_each_size_once_with_the_learners_call_and_matches_the_reference() -> None:
-    x, bias = interop.to_framework("torch", X, B)
-    seen = []
-
-    def my_compile(fn):
-        seen.append(fn)
-        return torch.compile(fn, dynamic=False)
-
-    found = fusion.size_sweep({"torch": (x, bias)}, [4, 16], REFERENCE, compile={"torch": my_compile},
-                              min_time=0.002)
-    assert found.equal == {"torch": True} and found.compiles == {"torch": 2} and len(seen) == 2
-    assert seen[0].__code__ is not seen[1].__code__  # a fresh code object per size: no shape-generic graph
-    assert len(found.speedups["torch"]) == 2 and all(s > 0 for s in found.speedups["torch"])
-
-
-def test_size_sweep_counts_jax_traces() -> None:
-    pytest.importorskip("jax")
-    import jax
-
-    x, bias = interop.to_framework("jax", X, B)
-    found = fusion.size_sweep({"jax": (x, bias)}, [4, 8], REFERENCE, compile={"jax": jax.jit}, min_time=0.002)
-    assert found.equal == {"jax": True} and found.compiles == {"jax": 2}

@@ -7,6 +7,7 @@ import pytest
 from badinput import rejects
 
 from course_utils import calls, graphs, interop, timing
+from course_utils.graphs.capture import GraphRecorder, capture_torch
 
 torch = pytest.importorskip("torch")
 
@@ -16,7 +17,7 @@ ARR = np.ones(3, np.float32)
 M = timing.Measurement("m", (1e-3,), first_call=1.0)
 M_NO_FIRST = timing.Measurement("m", (1e-3,))
 M6 = timing.Measurement("m", (1e-3,) * 6, first_call=1.0, rounds=(1e-3,) * 6)
-RUN = graphs.LossRun("torch", (1.0,), (1.0,), 1.0)
+RUN = graphs.training.LossRun("torch", (1.0,), (1.0,), 1.0)
 
 
 def _f(x):
@@ -29,7 +30,7 @@ def _make(fw, n):
 
 def _times(**changes):
     kwargs = {"first_call": 1.0, "per_call": 1e-3, "eager_per_call": 2e-3, **changes}
-    return lambda: graphs.break_even_calls(**kwargs)
+    return lambda: graphs.breakeven.break_even_calls(**kwargs)
 
 
 def _model(**changes):
@@ -47,12 +48,12 @@ BAD_CALLS = [
     ("framework", lambda: graphs.capture("mxnet", _f, X)),
     ("framework", lambda: graphs.capture(None, _f, X)),
     ("fn", lambda: graphs.capture("torch", 3, X)),
-    ("fn", lambda: graphs.capture_torch(None)),
+    ("fn", lambda: capture_torch(None)),
     ("captures", lambda: graphs.side_by_side([])),
     ("captures", lambda: graphs.side_by_side([1])),
     ("captures", lambda: graphs.side_by_side(None)),
     ("fn", lambda: graphs.fresh_function(torch.sin)),
-    ("index", lambda: graphs.GraphRecorder().ops("last")),
+    ("index", lambda: GraphRecorder().ops("last")),
     # recompiles
     ("inputs", lambda: graphs.count_compiles("torch", _f, [])),
     ("inputs", lambda: graphs.count_compiles("torch", _f, [X])),
@@ -73,7 +74,7 @@ BAD_CALLS = [
     ("compiler", lambda: graphs.compile_or_fallback(_f, (X,), compiler="torch.compile", framework="torch")),
     ("timeout", lambda: graphs.compile_or_fallback(_f, (X,), compiler=_f, framework="torch", timeout=0)),
     ("expected", lambda: graphs.max_abs_diff(None, ARR)),
-    ("framework", lambda: graphs.eager_mode("numpy").__enter__()),
+    ("framework", lambda: graphs.fallback.eager_mode("numpy").__enter__()),
     ("framework", lambda: graphs.eagerly("numpy", _f)),
     ("fn", lambda: graphs.eagerly("torch", None)),
     ("decisions", lambda: graphs.decisions_table({})),
@@ -86,8 +87,8 @@ BAD_CALLS = [
     ("per_call", _times(per_call=INF)),
     ("eager_per_call", _times(eager_per_call=-2.0)),
     ("eager_first_call", _times(eager_first_call=NAN)),
-    ("eager", lambda: graphs.break_even(None, M)),
-    ("compiled", lambda: graphs.break_even(M, M_NO_FIRST)),
+    ("eager", lambda: graphs.breakeven.break_even(None, M)),
+    ("compiled", lambda: graphs.breakeven.break_even(M, M_NO_FIRST)),
     ("calls", lambda: graphs.cumulative_time(1.0, 1.0, [0])),
     ("calls", lambda: graphs.cumulative_time(1.0, 1.0, [])),
     ("calls", lambda: graphs.cumulative_time(1.0, 1.0, None)),
@@ -122,10 +123,13 @@ BAD_CALLS = [
     ("costs", lambda: graphs.eager_op_cost({"eager add": 1.0}, {"eager add": 1})),
     ("eager", lambda: graphs.size_sweep({}, _f, [4], _make)),
     ("eager", lambda: graphs.size_sweep({"keras": _f}, _f, [4], _make)),
-    ("compile_fresh", lambda: graphs.size_sweep({"torch": _f}, None, [4], _make)),
+    ("compile", lambda: graphs.size_sweep({"torch": _f}, None, [4], _make)),
     ("sizes", lambda: graphs.size_sweep({"torch": _f}, _f, [], _make)),
-    ("sizes", lambda: graphs.size_sweep({"torch": _f}, _f, [0], _make)),
-    ("sizes", lambda: graphs.size_sweep({"torch": _f}, _f, [2**40], _make)),
+    ("sizes[0]", lambda: graphs.size_sweep({"torch": _f}, _f, [0], _make)),
+    ("sizes[0]", lambda: graphs.size_sweep({"torch": _f}, _f, [2**40], _make)),
+    ("sizes", lambda: graphs.size_sweep({"torch": _f}, _f, list(range(1, 100)), _make)),
+    ("eager['torch']", lambda: graphs.size_sweep({"torch": 3}, _f, [4], _make)),
+    ("min_time", lambda: graphs.size_sweep({"torch": _f}, _f, [4], _make, min_time=float("nan"))),
     ("sizes", lambda: graphs.size_sweep({"torch": _f}, _f, "16", _make)),
     ("make_inputs", lambda: graphs.size_sweep({"torch": _f}, _f, [4], None)),
     ("timeout", lambda: graphs.size_sweep({"torch": _f}, _f, [4], _make, timeout=-1)),
@@ -139,7 +143,7 @@ BAD_CALLS = [
     ("min_time", lambda: graphs.dynamic_costs({"static": (_f, (X,))}, min_time=0)),
     ("rounds", lambda: graphs.dynamic_costs({"static": (_f, (X,))}, rounds=np.int64(1))),
     ("found", lambda: graphs.dynamic_table({}, 16)),
-    ("size", lambda: graphs.dynamic_table({"s": graphs.Variant("s", M6, 1)}, 0)),
+    ("size", lambda: graphs.dynamic_table({"s": graphs.dynamic.Variant("s", M6, 1)}, 0)),
     ("found", lambda: graphs.against_baseline({})),
     # harness
     ("chain", lambda: graphs.compare_harnesses(None, {}, (X,), (X,))),
@@ -174,9 +178,9 @@ BAD_CALLS = [
     ("steps", lambda: graphs.run_losses("torch", _step, _step, (X, X), 0)),
     ("steps", lambda: graphs.run_losses("torch", _step, _step, (X, X), 10**9)),
     ("batch", lambda: graphs.run_losses("torch", _step, _step, X, 3)),
-    ("eager", lambda: graphs.LossRun("torch", (1.0,), (1.0, 2.0), 1.0)),
-    ("eager", lambda: graphs.LossRun("torch", 1.0, (1.0,), 1.0)),
-    ("compiled", lambda: graphs.LossRun("torch", (1.0,), None, 1.0)),
+    ("eager", lambda: graphs.training.LossRun("torch", (1.0,), (1.0, 2.0), 1.0)),
+    ("eager", lambda: graphs.training.LossRun("torch", 1.0, (1.0,), 1.0)),
+    ("compiled", lambda: graphs.training.LossRun("torch", (1.0,), None, 1.0)),
     ("times", lambda: graphs.step_table({"torch": RUN}, {})),
     ("steps", lambda: graphs.step_times({}, {})),
     ("steps", lambda: graphs.step_times({"torch": (_step,)}, {"torch": (X, X)})),

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from course_utils import env, graphs, interop, models
+from course_utils.graphs.capture import GraphRecorder
 
 torch = pytest.importorskip("torch")
 
@@ -63,7 +64,7 @@ def test_side_by_side_shows_every_capture_and_a_table() -> None:
 
 
 def test_graph_recorder_counts_graphs_and_names_ops() -> None:
-    recorder = graphs.GraphRecorder()
+    recorder = GraphRecorder()
     with pytest.raises(ValueError, match="no graph recorded"):
         recorder.ops()
     compiled = torch.compile(graphs.fresh_function(_chain_torch), backend=recorder, dynamic=False)

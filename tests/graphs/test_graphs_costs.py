@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from course_utils import calls, graphs, models
+from course_utils.graphs.cache import Run
 
 
 def test_dynamic_costs_counts_graphs_of_the_learners_variants() -> None:
@@ -62,9 +63,9 @@ def test_call_times_pairs_rounds() -> None:
 
 
 def test_cache_times_table_and_seconds() -> None:
-    runs = {graphs.cache.COLD: graphs.Run(10.0, 0, 1, 0, 4), graphs.cache.PORTABLE: graphs.Run(9.0, 1, 0, 0, 4, 0.2),
-            graphs.cache.LOCAL: graphs.Run(1.0, 1, 0, 4, 4)}
-    times = graphs.CacheTimes(runs, 1000)
+    runs = {graphs.cache.COLD: Run(10.0, 0, 1, 0, 4), graphs.cache.PORTABLE: Run(9.0, 1, 0, 0, 4, 0.2),
+            graphs.cache.LOCAL: Run(1.0, 1, 0, 4, 4)}
+    times = graphs.cache.CacheTimes(runs, 1000)
     assert (times.cold, times.portable, times.local) == (10.0, 9.0, 1.0)
     assert runs["portable"].libraries_built == 4 and runs["local"].libraries_built == 0
     assert times.table().column("compiled libraries built") == ["4", "4", "0"]

@@ -95,9 +95,9 @@ def test_decisions_table_has_one_row_per_function() -> None:
 def test_eager_mode_really_switches_compilation_off(framework: str) -> None:
     if not env.available(framework):
         pytest.skip(f"{framework} not installed")
-    with graphs.eager_mode(framework) as switch:
+    with graphs.fallback.eager_mode(framework) as switch:
         assert graphs.ran_compiled(framework) is False
-    assert switch == graphs.EAGER_SWITCHES[framework]
+    assert switch == graphs.fallback.EAGER_SWITCHES[framework]
     assert graphs.ran_compiled(framework) is True
 
 

@@ -12,9 +12,9 @@ def _m(seconds: float) -> timing.Measurement:
 
 
 def test_factors_are_time_without_over_time_with() -> None:
-    found = {graphs.SWEEP: graphs.Harness(graphs.SWEEP, _m(4e-3), _m(2e-3), 0.0, 0.0),
-             graphs.GENERIC: graphs.Harness(graphs.GENERIC, _m(4e-3), _m(4e-3), 0.0, 0.0),
-             graphs.OTHER: graphs.Harness(graphs.OTHER, _m(4e-3), _m(2e-3), 0.0, 0.0)}
+    found = {graphs.SWEEP: graphs.harness.Harness(graphs.SWEEP, _m(4e-3), _m(2e-3), 0.0, 0.0),
+             graphs.GENERIC: graphs.harness.Harness(graphs.GENERIC, _m(4e-3), _m(4e-3), 0.0, 0.0),
+             graphs.OTHER: graphs.harness.Harness(graphs.OTHER, _m(4e-3), _m(2e-3), 0.0, 0.0)}
     factors = graphs.harness_factors(found)
     assert factors["a shape-generic graph instead of a static one"].ratio == pytest.approx(0.5, rel=0.01)
     assert factors["a shape-generic graph instead of a static one"].slower  # the change costs time
@@ -25,8 +25,8 @@ def test_factors_are_time_without_over_time_with() -> None:
 
 
 def test_gap_is_an_interval_over_the_same_rounds() -> None:
-    sweep = graphs.Harness(graphs.SWEEP, _m(4e-3), _m(2e-3), 0.0, 0.0)
-    other = graphs.Harness(graphs.OTHER, _m(6e-3), _m(2e-3), 0.0, 0.0)
+    sweep = graphs.harness.Harness(graphs.SWEEP, _m(4e-3), _m(2e-3), 0.0, 0.0)
+    other = graphs.harness.Harness(graphs.OTHER, _m(6e-3), _m(2e-3), 0.0, 0.0)
     gap = graphs.harness_gap({graphs.SWEEP: sweep, graphs.OTHER: other})
     assert gap.ratio == pytest.approx(1.5) and gap.unit == "rounds" and gap.n == 6
     assert "over 6 paired rounds in this process" in str(gap)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 
 from course_utils import graphs, intervals, timing
+from course_utils.graphs.training import LossRun
 
 
 def _s(ratio: float, low: float, high: float) -> intervals.Speedup:
@@ -35,12 +36,12 @@ def test_compile_count_bars() -> None:
 
 
 def test_loss_difference_plot_uses_a_log_axis_and_draws_zeros() -> None:
-    runs = [graphs.LossRun("torch", (1.0, 0.5), (1.0, 0.5 + 1e-7), 1.0), graphs.LossRun("jax", (1.0,), (1.0,), 1.0)]
+    runs = [LossRun("torch", (1.0, 0.5), (1.0, 0.5 + 1e-7), 1.0), LossRun("jax", (1.0,), (1.0,), 1.0)]
     ax = graphs.loss_difference_plot(runs).axes[0]
     assert ax.get_yscale() == "log" and len(ax.get_lines()) >= 2
 
 
 def test_overhead_plot_bars_and_op_count_line() -> None:
-    m = graphs.OverheadModel("torch", 11, 5e-6, 1e-5, 4.0, 2e-5)
+    m = graphs.breakeven.OverheadModel("torch", 11, 5e-6, 1e-5, 4.0, 2e-5)
     ax = graphs.overhead_plot([m]).axes[0]
     assert len(ax.patches) == 2 and ax.get_yscale() == "log"

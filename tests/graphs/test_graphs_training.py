@@ -51,7 +51,7 @@ def test_step_parts_needs_the_courses_torch_steps() -> None:
 def test_step_table_prints_the_interval() -> None:
     e = timing.Measurement("e", (2.0, 2.0, 2.0), rounds=(2.0, 2.1, 1.9))
     c = timing.Measurement("c", (1.0, 1.0, 1.0), rounds=(1.0, 1.0, 1.0))
-    run = graphs.LossRun("torch", (1.0,), (1.0,), 3.0)
+    run = graphs.training.LossRun("torch", (1.0,), (1.0,), 3.0)
     table = graphs.step_table({"torch": run}, {"torch": (e, c)})
     assert table.column("speed-up over own eager")[0].startswith("2.00x (geometric mean; 95% interval 1.76x")
     assert table.column("first compiled step (compile)") == ["3 s"]

@@ -39,13 +39,13 @@ def test_layer_tensors_are_each_linears_output_and_gradient() -> None:
 
 def test_cast_error_measures_error_flushes_and_nonfinite() -> None:
     t = [torch.tensor([1.0, 2.0, 1e-9, 0.0])]
-    exact = P.cast_error(t, lambda a: a.clone())
-    assert exact == P.CastError(0.0, 0.0, 0.0)
-    zero = P.cast_error(t, torch.zeros_like)
+    exact = P.fp8.cast_error(t, lambda a: a.clone())
+    assert exact == P.fp8.CastError(0.0, 0.0, 0.0)
+    zero = P.fp8.cast_error(t, torch.zeros_like)
     assert zero.error == pytest.approx(1.0) and zero.flushed == 1.0
-    bad = P.cast_error(t, lambda a: a / 0)
+    bad = P.fp8.cast_error(t, lambda a: a / 0)
     assert bad.nonfinite == 1.0
-    e4 = P.cast_error(t, lambda a: roundtrip(a, torch.float8_e4m3fn))
+    e4 = P.fp8.cast_error(t, lambda a: roundtrip(a, torch.float8_e4m3fn))
     assert 0 < e4.error < 0.1 and e4.flushed == pytest.approx(1 / 3)  # 1e-9 is far below e4m3's scaled range
 
 
@@ -54,7 +54,7 @@ def test_cast_error_names_a_roundtrip_that_changes_the_shape() -> None:
         return a.flatten()[:1]
 
     with pytest.raises(ValueError, match="flatten_all"):
-        P.cast_error([torch.ones(2, 2)], flatten_all)
+        P.fp8.cast_error([torch.ones(2, 2)], flatten_all)
 
 
 def test_cast_errors_orders_e4m3_and_e5m2_on_real_tensors() -> None:
@@ -75,7 +75,7 @@ def test_amax_history_records_training_steps_only() -> None:
             opt.step()
         with torch.no_grad():
             model(x)  # a forward without a graph is not a training step
-    assert P.AmaxHistory is type(history)
+    assert P.fp8.AmaxHistory is type(history)
     acts, grads = history.series("activations"), history.series("gradients")
     assert acts.shape == grads.shape == (5, 3) and np.all(acts > 0) and np.all(grads > 0)
     assert not any(m._forward_hooks for m in model.modules())
@@ -83,18 +83,18 @@ def test_amax_history_records_training_steps_only() -> None:
     with pytest.raises(ValueError, match="layer"):
         P.amax_plot(history, layer=3)
     with pytest.raises(ValueError, match="no step"):
-        P.AmaxHistory().series("activations")
+        P.fp8.AmaxHistory().series("activations")
     with pytest.raises(ValueError, match="kind"):
         history.series("weights")
 
 
 def test_delayed_scaling_saturates_where_the_amax_grows() -> None:
-    growing = P.AmaxHistory([[float(2**i)] for i in range(10)], [[1.0] for _ in range(10)])
+    growing = P.fp8.AmaxHistory([[float(2**i)] for i in range(10)], [[1.0] for _ in range(10)])
     up = P.delayed_scaling(growing, "activations", window=3)
     assert (up.checked, up.saturated, up.worst_overshoot) == (7, 7, 2.0) and up.saturated_share == 1.0
     flat = P.delayed_scaling(growing, "gradients", window=3)
     assert flat.saturated == 0 and flat.unused_log2 == 0.0
-    shrinking = P.AmaxHistory([[float(2**-i)] for i in range(10)], [[1.0] for _ in range(10)])
+    shrinking = P.fp8.AmaxHistory([[float(2**-i)] for i in range(10)], [[1.0] for _ in range(10)])
     down = P.delayed_scaling(shrinking, "activations", window=3)
     assert down.saturated == 0 and down.unused_log2 == pytest.approx(3.0)  # the max is 3 steps old: 3 powers unused
     with pytest.raises(ValueError, match="window"):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from course_utils import precision as P
-from course_utils.precision.library import VENDORS
 
 INTEL = """MKL_VERBOSE oneMKL 2024.0 Update 2 Product build 20240605 for Intel(R) 64 architecture Intel(R) Advanced \
 Vector Extensions 512 (Intel(R) AVX-512) with support for INT8, BF16, FP16 (limited) instructions, and Intel(R) \
@@ -26,40 +25,40 @@ blas_verbose: two 256x256 matmuls done (fp32, bf16) with torch 2.13.0+cpu
 
 
 def test_read_verbose_names_the_path_and_the_kernels() -> None:
-    r = P.read_verbose(INTEL)
+    r = P.library.read_verbose(INTEL)
     assert r.mkl_version.startswith("oneMKL 2024.0")
     assert r.mkl_path.startswith("Intel(R) Advanced Vector Extensions 512")
     assert r.mkl_calls == (("SGEMM", "30.04ms"),) and r.mkl_ran
     assert r.bf16_kernel == "brg_matmul:avx10_1_512_amx" and "AMX" in r.onednn_isa
     assert len(r.lines) == 4 and "SGEMM" in r.excerpt()
-    amd = P.read_verbose(AMD)
+    amd = P.library.read_verbose(AMD)
     assert "AVX2" in amd.mkl_path and amd.bf16_kernel is None and amd.onednn_isa.startswith("Intel AVX-512")
 
 
 def test_read_verbose_without_library_lines_reports_none() -> None:
-    r = P.read_verbose("blas_verbose: two 16x16 matmuls done (fp32, bf16) with torch x\n")
+    r = P.library.read_verbose("blas_verbose: two 16x16 matmuls done (fp32, bf16) with torch x\n")
     assert not r.mkl_ran and r.mkl_path is None and r.bf16_kernel is None and r.onednn_isa is None
     assert "neither" in r.excerpt()
 
 
 def test_read_verbose_refuses_text_that_is_not_the_workers() -> None:
     with pytest.raises(ValueError, match="text"):
-        P.read_verbose("MKL_VERBOSE SGEMM(...) 1ms")
+        P.library.read_verbose("MKL_VERBOSE SGEMM(...) 1ms")
     with pytest.raises(TypeError, match="text"):
-        P.read_verbose(None)
+        P.library.read_verbose(None)
 
 
 def test_cpu_vendor_reads_vendor_id() -> None:
     assert P.cpu_vendor("processor : 0\nvendor_id\t: GenuineIntel\n") == "Intel"
     assert P.cpu_vendor("vendor_id : AuthenticAMD\n") == "AMD"
     assert P.cpu_vendor("CPU implementer : 0x41\n") == "other"
-    assert P.cpu_vendor() in VENDORS
+    assert P.cpu_vendor() in ("Intel", "AMD", "other")
 
 
 def test_library_verbose_runs_the_worker() -> None:
     pytest.importorskip("torch")
     r = P.library_verbose(32)
-    assert isinstance(r, P.LibraryReport)
+    assert isinstance(r, P.library.LibraryReport)
     import torch
 
     if torch.backends.mkl.is_available() and torch.backends.cpu.get_cpu_capability() != "DEFAULT":
