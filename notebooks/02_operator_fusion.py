@@ -39,12 +39,17 @@
 # runtime without JAX or TensorFlow skips their parts with one sentence.
 
 # %%
-# Colab only: install the course helpers. Colab's own torch, jax and tensorflow are left as they are.
+# Colab only: install the course helpers, from a course_utils wheel uploaded to this session (make
+# colab-bundle writes it) or else from the release. Colab's own torch, jax, tensorflow, numpy and ipywidgets
+# are left as they are.
+import glob
 import subprocess
 import sys
 
 if "google.colab" in sys.modules:
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "course_utils @ git+https://github.com/eager-to-compiled/course@v0.2.0"], check=True)
+    uploaded = sorted(glob.glob("course_utils-*-py3-none-any.whl"))
+    source = uploaded[-1] if uploaded else "course_utils @ git+https://github.com/eager-to-compiled/course@v0.2.0"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)
 
 # %%
 import course_utils as cu
