@@ -276,7 +276,7 @@ cu.display.prose(f"Probe arrays here: {cu.display.format_bytes(probe_size.array_
 sweep_sizes = cu.measuring.sweep_sizes(cu.env.pick(ci=23, cpu=26, gpu=28, tpu=28))  # 4 elements to 2^23
 sweep = cu.measuring.overhead_sweep(here, sweep_sizes)  # eager and compiled, each point's page faults counted
 bends = cu.measuring.bends(sweep_sizes, sweep)
-cu.measuring.plots.overhead_sweep_plot(sweep_sizes, sweep, bends, call_cost=figures.call_cost)
+cu.measuring.overhead_sweep_plot(sweep_sizes, sweep, bends, call_cost=figures.call_cost)
 
 # %%
 v_sweep = cu.measuring.findings.SWEEP.score(
@@ -389,7 +389,7 @@ answer = None  # your prediction, in seconds
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 answer = figures.best.roofline_time(2 * 512**3, 3 * 4 * 512**2)
-measured_512 = cu.measuring.exercises.measured_matmul_seconds(512)
+measured_512 = cu.measuring.measured_matmul_seconds(512)
 print(f"predicted {cu.display.format_time(answer)}, measured {cu.display.format_time(measured_512)} (fastest call): "
       f"{measured_512 / answer:.1f}x the roofline's bound")
 
@@ -494,7 +494,7 @@ gap
 # %%
 probe_set = 2 * probe_size.array_bytes  # a copy probe's source and destination
 hierarchy = cu.measuring.sweep_hierarchy(cu.measuring.default_working_sets(probe_set))
-cu.measuring.plots.hierarchy_plot(hierarchy, roof=figures.bandwidth if device == "cpu" else None)
+cu.measuring.hierarchy_plot(hierarchy, roof=figures.bandwidth if device == "cpu" else None)
 
 # %%
 dram = hierarchy.dram_points()  # the working sets past the sweep's last cliff (hierarchy.basis says which rule)

@@ -155,7 +155,7 @@ v_cheap
 v_order
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.migrate.story.ladder_story(v_cheap, v_order)
+cu.migrate.ladder_story(v_cheap, v_order)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The seed also claims that *automatic mixed precision typically gives ~30% speed-up and saves memory*.
@@ -191,9 +191,9 @@ v_amp.prose()
 
 # %%
 processes, steps = cu.env.pick(smoke=2, ci=3, cpu=5), cu.env.pick(smoke=4, ci=20, cpu=50)
-cnn = cu.migrate.assess(cu.migrate.examples.cnn, cu.migrate.examples.cnn_batches, processes=processes, steps=steps,
+cnn = cu.migrate.assess(cu.migrate.cnn, cu.migrate.cnn_batches, processes=processes, steps=steps,
                         out=cu.env.build_dir("assess", "cnn"))
-block = cu.migrate.assess(cu.migrate.examples.transformer, cu.migrate.examples.token_batches, processes=processes,
+block = cu.migrate.assess(cu.migrate.transformer, cu.migrate.token_batches, processes=processes,
                           steps=steps, out=cu.env.build_dir("assess", "transformer"))
 cu.migrate.compare_assessments({"course CNN": cnn, "transformer block": block})
 
@@ -262,7 +262,7 @@ at_lead = priced["the lead's inputs"]
 v_pays = cu.migrate.findings.DECISION.score(
     at_lead.decision.check("The CNN's speed-up across fresh processes, against the break-even speed-up"),
     horizon=at_lead.pricing.inputs.value("horizon_months"), next_step=at_lead.decision.next_step,
-    break_even=cu.migrate.decision.speed_text(at_lead.pricing.break_even))
+    break_even=cu.migrate.speed_text(at_lead.pricing.break_even))
 v_pays
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
@@ -455,7 +455,7 @@ v_jax
 frameworks.decomposition()
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-cu.migrate.story.frameworks_story(v_jax)
+cu.migrate.frameworks_story(v_jax)
 
 # %%
 # NBVAL_CHECK_OUTPUT

@@ -25,11 +25,8 @@ SHOWN_FILES = {lesson["notebook"] for lesson in course_file.lessons() if lesson[
 MAX_PREDICTION_WORDS = 60  # "at most two clauses"
 PACKAGE = ROOT / "course_utils"
 LESSONS = sorted(p.parent.name for p in PACKAGE.glob("*/__init__.py") if p.parent.name != "workers")
-PACKAGE_OF = {lesson["notebook"]: lesson["package"] for lesson in course_file.lessons()}
 # Lessons whose notebook still reaches past its package's public face, each until its owner exports what the
 # notebook uses (issue 35); the xfail is strict, so it fails the day the notebook is fixed and the entry stays.
-REACHES_PAST = {"measuring": "cu.measuring.plots.*, cu.measuring.exercises.*",
-                "migrate": "cu.migrate.story.*, cu.migrate.examples.*"}
 
 
 def _ids(paths: list[Path]) -> list[str]:
@@ -149,9 +146,7 @@ def _public_face(ipynb: Path) -> list[str]:
     return sorted(wrong)
 
 
-@pytest.mark.parametrize("ipynb", [
-    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=f"still reaches {REACHES_PAST[PACKAGE_OF[p.stem]]}"))
-    if PACKAGE_OF[p.stem] in REACHES_PAST else p for p in COURSE_NOTEBOOKS], ids=_ids(COURSE_NOTEBOOKS))
+@pytest.mark.parametrize("ipynb", COURSE_NOTEBOOKS, ids=_ids(COURSE_NOTEBOOKS))
 def test_lesson_helpers_are_reached_through_the_package(ipynb: Path) -> None:
     wrong = _public_face(ipynb)
     assert not wrong, f"{ipynb.name}: " + "; ".join(wrong)

@@ -250,8 +250,9 @@ def estimated_height(cell: dict) -> float:
             height += 450
         elif "text/html" in data:
             html = "".join(data["text/html"])
-            rows = 40 + ROW_PX * html.count("<tr") + 0.07 * len(re.sub(r"<[^>]+>", "", html))
-            height += max(rows, 30 + LINE_PX * _wrapped(re.sub(r"<[^>]+>", "", html)))  # tables by rows, listings by lines
+            shown = re.sub(r"<[^>]+>", "", html)
+            rows = 40 + ROW_PX * html.count("<tr") + 0.07 * len(shown)
+            height += max(rows, 30 + LINE_PX * _wrapped(shown))  # tables by rows, listings (<pre>) by wrapped lines
         elif "text/markdown" in data:
             height += 50 + CHAR_PX * len("".join(data["text/markdown"]))
         else:

@@ -10,6 +10,7 @@ run and read by every notebook.
 
 from course_utils.measuring import cliffs, exercises, findings, limits, plots
 from course_utils.measuring.allocator import on_fresh_pages, outputs_worth, tensor_bytes, warm_allocator
+from course_utils.measuring.exercises import measured_matmul_seconds
 from course_utils.measuring.hierarchy import (
     DramRetime,
     HierarchySweep,
@@ -21,6 +22,7 @@ from course_utils.measuring.hierarchy import (
 from course_utils.measuring.kernels import KernelLibrary, libraries_table, matmul_libraries
 from course_utils.measuring.limits import EagerGap, eager_gap
 from course_utils.measuring.peak import PeakEstimate, clock_ghz, theoretical_peak
+from course_utils.measuring.plots import hierarchy_plot, overhead_sweep_plot
 from course_utils.measuring.regimes import Bend, bend, bends, bends_table
 from course_utils.measuring.speedups import (
     ChainRuns,
@@ -41,6 +43,7 @@ from course_utils.measuring.workloads import (
 )
 
 __all__ = [
+    "hierarchy_plot", "measured_matmul_seconds", "overhead_sweep_plot",
     "amdahl", "amdahl_table", "Bend", "bend", "bends", "bends_table", "cache_state", "chain_faults", "chain_inputs",
     "ChainRuns", "cliffs", "clock_ghz", "clock_pairs", "default_working_sets", "DramRetime", "eager_gap", "EagerGap",
     "exercises", "findings", "HierarchySweep", "KernelLibrary", "libraries_table", "limits",

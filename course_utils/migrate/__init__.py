@@ -42,7 +42,9 @@ from course_utils.migrate.decision import (
     decide,
     gap,
     processes_needed,
+    speed_text,
 )
+from course_utils.migrate.examples import cnn, cnn_batches, token_batches, transformer
 from course_utils.migrate.frameworks import FrameworkTable, framework_table, jax_step_factory, outputs_agree
 from course_utils.migrate.inputs import Input, Inputs, example_toml, read_config, typed
 from course_utils.migrate.ladder import (
@@ -59,6 +61,7 @@ from course_utils.migrate.plots import assess_figure, explore, payback, waterfal
 from course_utils.migrate.report import compare_pricing, lead_page, money_sentence, pricing_cases, summary_rows
 from course_utils.migrate.report import compare_table as compare_assessments
 from course_utils.migrate.rungs import measure_rung, measure_rungs
+from course_utils.migrate.story import frameworks_story, ladder_story
 from course_utils.migrate.torch_rungs import (
     AMP_LOSS_RTOL,
     AMP_UPDATE_RTOL,
@@ -73,6 +76,7 @@ from course_utils.migrate.torch_rungs import (
 )
 
 __all__ = [
+    "cnn", "cnn_batches", "frameworks_story", "ladder_story", "speed_text", "token_batches", "transformer",
     "AMP_LOSS_RTOL", "AMP_UPDATE_RTOL", "Assessment", "Check", "Checklist", "CostEstimate", "DO_NOT_MIGRATE",
     "DROPPED", "FrameworkTable", "Input", "Inputs", "Ladder", "MIGRATE", "MIGRATION", "MigrationGain", "NOT_DECIDED",
     "NO_MIGRATION", "PARITY_RTOL", "Rung", "SEED_COMPETITOR_HOURS", "SEED_GPU_HOURS_EXAMPLE", "SEED_JOB_HOURS",
