@@ -483,7 +483,9 @@ gap
 # The probes are sized from the last-level cache the OS reports, capped at ci size. The sweep below times a copy
 # into a preallocated array for working sets from 16 KiB to past the probes', and on to four times the reported
 # cache where the memory and the size allow. Where the copy's rate falls by 1.5x or more and stays down, the sweep
-# has found a **cliff**: a level of the hierarchy ends there. Main memory is read off the curve, the working sets
+# has found a **cliff**: a level of the hierarchy ends there.
+#
+# Main memory is read off the curve, the working sets
 # past the last cliff; only a sweep with no cliff falls back on four times the reported cache (notebook 02's
 # rule), and the verdict says which it used. The reported sizes are drawn too, as a second fact: a virtual machine
 # may report its host's cache.

@@ -499,7 +499,9 @@ v_halving.prose()
 # Rounds in one process share that process's memory placement, allocator state, code layout and thread pool, so
 # their interval holds "in this process" only. The seed's claim is about any run, so it is scored on the same step
 # timed again in fresh Python processes, one after another (3 at ci and laptop size, 2 at smoke size), each
-# process's two medians paired into one ratio: the interval "across N fresh processes". A fresh process cannot
+# process's two medians paired into one ratio: the interval "across N fresh processes".
+#
+# A fresh process cannot
 # import a function defined in a notebook, so it runs `cu.precision.step_medians`: the same recipe as
 # `train_step` above (without its multiplier and clip, left at 1 and off here), with the same widths, batch, dtype,
 # optimizer and threads, from `course_utils/precision/steptime.py`. Each process times the two steps in 2

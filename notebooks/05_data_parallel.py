@@ -461,7 +461,9 @@ cu.display.table(["link", *(f"{n} devices" for n in (8, 64, 512))],
 # many devices are latency-bound. That linear growth belongs to the ring: at scale NCCL picks tree algorithms,
 # whose latency grows with log N, and on NVLink switches NVLS, where the switch itself reduces. Nor is a
 # 512-device NVLink ring a real configuration: NVLink joins 8 GPUs in a server, 72 in an NVL72 rack, and beyond
-# that the traffic crosses the network; that column extends the formula, nothing more. Where the all-reduce
+# that the traffic crosses the network; that column extends the formula, nothing more.
+#
+# Where the all-reduce
 # exceeds the compute, adding devices at a fixed per-device batch mostly adds waiting, unless the all-reduce
 # overlaps backward (buckets) or the per-device batch grows: the seed's pitfall, in arithmetic.
 
