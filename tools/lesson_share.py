@@ -6,7 +6,7 @@
 
 Columns: visible code lines (code cells whose source is not hidden, blank and comment lines left out), the
 share of them that is lesson code as a reader sees it: everything but plumbing, which is the lines of statements
-that score or word a finding (``.score(``, ``.not_tested(``, ``cu.findings.``, ``verdict(``), print words, or only
+that score or word a finding (``.score(``, ``.not_tested(``, ``cu.findings.``, ``verdict(``), print prose, or only
 display something (a bare name, ``cu.display.``, ``Markdown(``, a lesson's ``story``), and lines that only hold
 string literals; then the words of prose before the
 ``## Going further`` heading (markdown cells plus the Markdown that code cells generated, tables and code blocks
@@ -76,11 +76,18 @@ PLUMBING_CALL = re.compile(r"\.score\(|\.not_tested\(|\bcu\.findings\.|\bverdict
                            r"\bMarkdown\(|\bdisplay\(|\.story\w*\.|\.prose\(")
 
 
+PROSE_PRINT_WORDS = 8  # a print whose literal text holds more words than a label is prose, not a fact
+
+
 def _prints_text(node: ast.stmt) -> bool:
-    """A ``print`` with words in it (a label, a sentence): a file or a command line printed alone is the recipe."""
+    """A ``print`` of prose (more words than a label): a fact printed under its label ("ranks identical: True") is
+    the lesson's fact cell, and a file or a command line printed alone is the recipe."""
     call = node.value if isinstance(node, ast.Expr) else None
-    return (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "print"
-            and any(isinstance(a, (ast.Constant, ast.JoinedStr)) for a in call.args))
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "print"):
+        return False
+    literal = " ".join(n.value for a in call.args for n in ast.walk(a)
+                       if isinstance(n, ast.Constant) and isinstance(n.value, str))
+    return len(literal.split()) > PROSE_PRINT_WORDS
 
 
 def plumbing_rows(text: str) -> set[int]:
