@@ -487,7 +487,7 @@ if HAVE_JAX:
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    mesh = jax.make_mesh((len(jax.devices()),), ("data",))
+    mesh = jax.make_mesh((len(jax.devices()),), ("data",), axis_types=(jax.sharding.AxisType.Explicit,))
     params = cu.models.jax_mlp_params()
     x_np, y_np = cu.data.classification(cu.env.pick(ci=256, cpu=1024), seed=0)
     p_s = jax.device_put(params, NamedSharding(mesh, P()))  # replicated: every device holds all of it

@@ -379,7 +379,7 @@ fit = cost.model
 sweep = cu.distributed.allreduce_sweep(nodes.records[0])  # this notebook's own sweep: (bytes, median seconds)
 scores = cu.distributed.score(fit, *sweep, 2)  # measured here / 05's model, at each size of the sweep
 predicted = cu.beyond.step_predictions(fit, shard_run, nodes.record("timing_wide"), jax_rec,
-                                               cu.beyond.gloo_ranks(jax_run) if jax_run else None)
+                                               (cu.beyond.gloo_ranks(jax_run) or None) if jax_run else None)
 display(cu.beyond.prediction_table(predicted))
 cu.beyond.prediction_plot(predicted, title="Compute + 05's ring model vs measured steps")
 

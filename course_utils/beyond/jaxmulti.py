@@ -111,12 +111,13 @@ def alone(record: dict[str, Any]) -> dict[str, timing.Measurement]:
 
 def facts(result: Any) -> dict[str, Any]:
     """What the JAX finding quotes: device ids and count, gradient leaves, the step's all-reduces and operands,
-    and gloo's ranks."""
+    and gloo's ranks (where this JAX logs them)."""
     validate.instance("result", result, launcher.LaunchResult)
     record = result.record("jax")
     return {"device_ids": ", ".join(map(str, record["device_ids"])), "devices": record["devices"],
             "leaves": len(result.arrays["jax"][0]), "allreduces": record["allreduce_count"],
-            "operands": len(record["allreduce_operands"]), "gloo_ranks": gloo_ranks(result)}
+            "operands": len(record["allreduce_operands"]),
+            "gloo_ranks": gloo_ranks(result) or "an uncounted number of"}  # older JAX (Colab's 0.7) logs no rank lines
 
 
 def jax_sharding(sizes: tuple[int, ...] = (32, 512, 512, 10), batch: int = 64) -> dict[str, Any]:
@@ -139,7 +140,7 @@ def jax_sharding(sizes: tuple[int, ...] = (32, 512, 512, 10), batch: int = 64) -
     n = len(jax.devices())
     if batch % n:
         raise ValueError(f"batch must be divisible by the {n} devices; got {batch}")
-    mesh = jax.make_mesh((n,), ("data",))
+    mesh = jax.make_mesh((n,), ("data",), axis_types=(jax.sharding.AxisType.Explicit,))
     params = models.jax_mlp_params(sizes)
     x, y = data.classification(batch, features=sizes[0], classes=sizes[-1], seed=8)
 

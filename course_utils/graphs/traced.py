@@ -13,7 +13,7 @@ from course_utils import calls, display, profile, validate
 # The trace event that marks one dispatched unit of work, eager and compiled, per framework.
 DISPATCH_EVENTS = {
     "torch": (r"^aten::(add|mul|tanh|sub|div)$", r"^Torch-Compiled Region"),
-    "jax": (r"ExecuteHelperOnSingleDevice$", r"ExecuteHelperOnSingleDevice$"),
+    "jax": (r"ExecuteHelper(OnSingleDevice)?$", r"ExecuteHelper(OnSingleDevice)?$"),
     "tensorflow": (r"^EagerKernelExecute$", r"^EagerKernelExecute$"),
 }
 

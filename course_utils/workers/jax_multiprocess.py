@@ -32,7 +32,8 @@ def join(port: int, devices: int):
     jax.config.update("jax_num_cpu_devices", devices)  # this process's CPU devices
     jax.distributed.initialize(coordinator_address=f"127.0.0.1:{port}",  # on a cluster: node 0's address
                                num_processes=worker.world_size(), process_id=worker.rank())
-    return jax.make_mesh((jax.device_count(),), ("data",))  # jax.devices() now lists every process's devices
+    return jax.make_mesh((jax.device_count(),), ("data",),  # jax.devices() lists every process's devices
+                         axis_types=(jax.sharding.AxisType.Explicit,))  # explicit: older JAX defaults to Auto
 
 
 def local_rows(sharding, x_all, y_all, s: int, batch: int):
