@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 
 from course_utils import children
 from course_utils.migrate import assessing as _assess
@@ -30,7 +32,25 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+def _interrupt_once(signum: int, frame: object) -> None:
+    """The first Ctrl-C stops the run (``KeyboardInterrupt``: its children are stopped, its working folder removed);
+    later ones are ignored, so they can neither cut that cleanup short nor change the exit code from 130."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the command; exit codes: 0 done, 1 a measuring process failed, 2 bad input, 130 Ctrl-C (any number)."""
+    if threading.current_thread() is not threading.main_thread():
+        return _main(argv)
+    previous = signal.signal(signal.SIGINT, _interrupt_once)
+    try:
+        return _main(argv)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _main(argv: list[str] | None) -> int:
     args = parser().parse_args(argv)
     try:
         found = _assess.assess(args.model, args.batches, loss=args.loss, config=args.config,
@@ -43,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except (children.ChildFailed, TimeoutError) as exc:
-        print(f"error: {exc}\nnothing was written to {args.out}", file=sys.stderr)
+        print(f"error: {exc}\nno report was written to {args.out}", file=sys.stderr)
         return 1
     told = report.findings_of(found)
     print(told["decision"].sentence.replace("**", ""))
@@ -54,4 +74,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        code = main()
+    except KeyboardInterrupt:  # a Ctrl-C before main's own handler was in place
+        code = 130
+    sys.exit(code)

@@ -8,7 +8,8 @@ Everything is checked before anything is measured: the factories import and run,
 that takes one training step on the first batch (its FLOPs counted there), the config's fields are known and
 in range. Then ``processes`` fresh Python processes run ``workers/assess_worker.py`` one after the other, each in
 its own process group (stopped whatever happens, Ctrl-C included). The report is written into a temporary folder
-beside ``out`` and moved into place only when it is whole, so a failed or interrupted run leaves ``out`` as it was.
+beside ``out`` and moved into place only when it is whole, so a failed or interrupted run leaves ``out`` as it was;
+``out`` is checked writable first of all. A measuring process that fails leaves its log in ``<out>.failed-logs/``.
 """
 
 from __future__ import annotations
@@ -107,6 +108,7 @@ def assess(model: Any, batches: Any, *, out: str | Path, loss: Any = None, confi
     process, and the user's code run here first (the factories and one eager step); ``threads`` sets the
     processes' intra-op threads (default: torch's)."""
     start = time.perf_counter()
+    target = factories.check_out("out", out)  # first: a folder that cannot be written is refused before anything
     import torch
 
     model_path = factories.resolve("model", model)
@@ -126,7 +128,6 @@ def assess(model: Any, batches: Any, *, out: str | Path, loss: Any = None, confi
     measured_modes = [m for m in mode_list if m not in skipped]
     if not measured_modes:
         raise ValueError(f"modes: none of {mode_list} can run on {dev} ({'; '.join(skipped.values())})")
-    target = factories.check_out("out", out)
     probe = factories.probe(model_path, batches_path, loss_path, torch.device(dev), timeout=timeout)
     device_name = torch.cuda.get_device_name(0) if dev == "cuda" else env.cpu_model()
     peak, peak_source = assessment.device_peak(dev, device_name, amp_name,
@@ -137,7 +138,7 @@ def assess(model: Any, batches: Any, *, out: str | Path, loss: Any = None, confi
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{target.name}-assess-", dir=target.parent))
     try:
-        results = _run_processes(work, processes, {
+        results = _run_processes(work, failed_logs(target), processes, {
             "model": model_path, "batches": batches_path, "loss": loss_path, "device": dev, "amp": amp_name,
             "modes": measured_modes, "rounds": len(per_round), "per_round": per_round, "seed": seed,
             "threads": threads, "optimizer": inputs.value("optimizer"), "learning_rate": inputs.value("learning_rate"),
@@ -157,9 +158,27 @@ def assess(model: Any, batches: Any, *, out: str | Path, loss: Any = None, confi
             shutil.rmtree(work, ignore_errors=True)
 
 
-def _run_processes(work: Path, processes: int, spec: dict[str, Any], timeout: float,
+def failed_logs(target: Path) -> Path:
+    """Where the log of a measuring process that failed is kept: ``<out>.failed-logs/`` beside ``out``."""
+    return target.with_name(f"{target.name}.failed-logs")
+
+
+def _keep_log(log: Path, kept: Path, exc: Exception) -> Exception:
+    """Copy the failed process's ``log`` into ``kept`` (the working folder is removed) and return ``exc`` again
+    with its message pointing to the kept copy."""
+    kept.mkdir(parents=True, exist_ok=True)
+    copy = kept / log.name
+    shutil.copyfile(log, copy)
+    text = str(exc).replace(str(log), str(copy))
+    if str(copy) not in text:
+        text += f"\nits whole log is kept in {copy}"
+    return type(exc)(text)
+
+
+def _run_processes(work: Path, kept: Path, processes: int, spec: dict[str, Any], timeout: float,
                    progress: bool) -> list[dict[str, Any]]:
-    """Run the worker ``processes`` times, one after the other; the first with an empty compile cache."""
+    """Run the worker ``processes`` times, one after the other; the first with an empty compile cache. A process
+    that fails or runs past ``timeout`` leaves its log in ``kept``, which the error names."""
     units = (1 + len(spec["modes"])) * (3 + sum(spec["per_round"]))
     bar = None
     if progress:
@@ -186,8 +205,12 @@ def _run_processes(work: Path, processes: int, spec: dict[str, Any], timeout: fl
                 if bar is not None and len(parts) == 3 and parts[0] == "@@progress":
                     bar.update(max(0, index * units + min(int(parts[1]), units) - bar.n))
 
-            children.run_child([sys.executable, str(WORKER), str(spec_path), str(result_path)],
-                               log=work / f"log-{index}.txt", timeout=timeout, env=child_env, on_line=on_line)
+            log = work / f"log-{index}.txt"
+            try:
+                children.run_child([sys.executable, str(WORKER), str(spec_path), str(result_path)],
+                                   log=log, timeout=timeout, env=child_env, on_line=on_line)
+            except (children.ChildFailed, TimeoutError) as exc:
+                raise _keep_log(log, kept, exc) from None
             results.append(json.loads(result_path.read_text()))
     finally:
         if bar is not None:

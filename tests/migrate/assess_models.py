@@ -104,3 +104,10 @@ def sleeper():
         Path(os.environ["ASSESS_TEST_READY"]).write_text(str(os.getpid()))
         time.sleep(300)
     return mlp()
+
+
+def fails_in_worker():
+    """Builds in the checks before measuring; raises in a measuring process (a failure only a worker meets)."""
+    if Path(sys.argv[0]).name == "assess_worker.py":
+        raise RuntimeError("assess-test: out of memory in the measuring process")
+    return mlp()

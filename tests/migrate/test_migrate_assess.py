@@ -66,9 +66,26 @@ def test_drifting_losses_fail_parity_and_graph_breaks_are_counted(tmp_path) -> N
     assert json.loads((tmp_path / "report" / "report.json").read_text())["parity"]["default"]["passed"] is False
 
 
+def test_a_failed_measuring_process_keeps_its_log_beside_out(tmp_path) -> None:
+    out = tmp_path / "report"
+    with pytest.raises(children.ChildFailed, match="failed-logs") as failed:
+        migrate.assess("assess_models:fails_in_worker", "assess_models:mlp_batches", processes=2, steps=2,
+                       amp="off", out=out, progress=False)
+    kept = tmp_path / "report.failed-logs" / "log-0.txt"
+    assert str(kept) in str(failed.value) and "out of memory in the measuring process" in kept.read_text()
+    assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+    done = subprocess.run([sys.executable, "-m", "course_utils.migrate", "assess", "--model",
+                           "assess_models:fails_in_worker", "--batches", "assess_models:mlp_batches", "--processes",
+                           "2", "--steps", "2", "--amp", "off", "--out", str(out)], cwd=HERE, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                              [str(HERE), os.environ.get("PYTHONPATH", "")])})
+    assert done.returncode == 1 and str(kept) in done.stderr, done.stderr
+
+
 def test_ctrl_c_leaves_no_process_and_no_report(tmp_path) -> None:
     ready, out = tmp_path / "ready", tmp_path / "report"
-    env = {**os.environ, "ASSESS_TEST_READY": str(ready), "PYTHONPATH": str(HERE)}
+    env = {**os.environ, "ASSESS_TEST_READY": str(ready),
+           "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
     caller = subprocess.Popen([sys.executable, "-m", "course_utils.migrate", "assess",
                                "--model", "assess_models:sleeper", "--batches", "assess_models:mlp_batches",
                                "--processes", "2", "--steps", "2",
@@ -82,6 +99,8 @@ def test_ctrl_c_leaves_no_process_and_no_report(tmp_path) -> None:
             time.sleep(0.2)
         worker = int(ready.read_text())
         caller.send_signal(signal.SIGINT)
+        time.sleep(0.05)
+        caller.send_signal(signal.SIGINT)  # an impatient second Ctrl-C changes neither the cleanup nor the code
         _, err = caller.communicate(timeout=60)
     finally:
         if caller.poll() is None:
