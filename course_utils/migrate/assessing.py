@@ -232,7 +232,8 @@ def _assemble(results: list[dict[str, Any]], *, mode_list: list[str], skipped: d
     deciding = modes[0]
     pricing = assessment.price(inputs, deciding.speedup, eager_step_s=eager_step,
                                compile_cold_s=deciding.compile_cold_s, compile_warm_s=deciding.compile_warm_s,
-                               label=f"torch.compile(mode={deciding.mode!r}) over eager, {names[0]}")
+                               label=f"torch.compile(mode={deciding.mode!r}) over eager, {names[0]}",
+                               nothing=deciding.nothing)
     versions = {"python": sys.version.split()[0], "torch": torch.__version__}
     return assessment.Assessment(
         model=names[0], batches=names[1], loss=names[2], device=device, device_name=device_name,

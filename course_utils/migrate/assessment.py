@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from course_utils import display, intervals, timing, validate
-from course_utils.migrate import cost, decision
+from course_utils.migrate import compiled, cost, decision
 from course_utils.migrate.inputs import MEASURED, SEED, SEED_JOB_HOURS, Inputs
 from course_utils.migrate.ladder import MigrationGain
 
@@ -118,9 +118,15 @@ class ModeResult:
     compile_warm_s: float | None
     graph_breaks: tuple[str, ...]
     recompiles: tuple[str, ...]
+    graphs: int  # graphs Dynamo captured in the first process (its unique_graphs counter)
     peak_bytes: int | None
     parity: Parity
     per_process: tuple[float, ...] = ()  # eager median / compiled median, one per process: the interval's pairs
+
+    @property
+    def nothing(self) -> str | None:
+        """Why there is nothing to migrate (this mode compiled no graph), or None."""
+        return compiled.nothing_compiled(self.graphs, self.graph_breaks)
 
     def to_dict(self) -> dict[str, Any]:
         return {"mode": self.mode, "speedup": {"median": self.speedup.ratio, "low": self.speedup.low,
@@ -128,6 +134,7 @@ class ModeResult:
                 "in_process": [s.to_dict() for s in self.in_process], "step_s": self.step_s,
                 "compile_seconds": {"cold": self.compile_cold_s, "warm": self.compile_warm_s},
                 "graph_breaks": list(self.graph_breaks), "recompiles": list(self.recompiles),
+                "compiled_graphs": self.graphs, "nothing_to_migrate": self.nothing,
                 "peak_bytes": self.peak_bytes, "parity": self.parity.to_dict(),
                 "per_process": list(self.per_process)}
 
@@ -169,7 +176,7 @@ def mode_results(results: Sequence[Mapping[str, Any]], modes: Sequence[str], amp
             mode, gain, tuple(_in_process(mode, e["round_step_s"], v["round_step_s"]) for e, v in zip(eager, runs)),
             statistics.median(medians), compile_s[0], median_or_none(compile_s[1:]),
             tuple(sorted({b for v in runs for b in v["graph_breaks"]})),
-            tuple(dict.fromkeys(x for v in runs[:1] for x in v["recompiles"])),
+            tuple(dict.fromkeys(x for v in runs[:1] for x in v["recompiles"])), int(runs[0]["graphs"]),
             median_or_none([v["peak_bytes"] for v in runs]), parity,
             tuple(e / c for e, c in zip(eager_medians, medians))))
     return tuple(out)
@@ -205,10 +212,11 @@ class Pricing:
 
 
 def price(inputs: Inputs, speedup: intervals.Speedup, *, eager_step_s: float, compile_cold_s: float,
-          compile_warm_s: float | None, label: str) -> Pricing:
+          compile_warm_s: float | None, label: str, nothing: str | None = None) -> Pricing:
     """Feed the measured ``speedup`` to the cost model at ``inputs``: the job length from ``steps_per_job`` (or
     the seed's 72 h job) at the measured eager step, the compile each job pays (cold, or warm where the config
-    says the cache persists and a warm figure exists)."""
+    says the cache persists and a warm figure exists). ``nothing`` (why nothing was compiled) makes the decision
+    "nothing to migrate", whatever the timings say."""
     validate.instance("inputs", inputs, Inputs)
     steps = inputs.value("steps_per_job")
     if steps:
@@ -222,7 +230,9 @@ def price(inputs: Inputs, speedup: intervals.Speedup, *, eager_step_s: float, co
     gain = MigrationGain.across_processes(speedup, label)
     estimate = decision.estimate_for(inputs, gain, job_hours=job_hours, compile_s_per_job=compile_s)
     be = decision.break_even_speedup(inputs, job_hours=job_hours, compile_s_per_job=compile_s)
-    return Pricing(inputs, estimate, be, decision.decide(speedup, be),
+    rule = decision.Decision(decision.NOTHING, speedup, be, reason=nothing) if nothing else \
+        decision.decide(speedup, be)
+    return Pricing(inputs, estimate, be, rule,
                    decision.break_even_run(compile_cold_s, eager_step_s, speedup))
 
 
@@ -276,7 +286,7 @@ class Assessment:
         mode = self.deciding
         return replace(self, pricing=price(inputs, mode.speedup, eager_step_s=self.eager_step_s,
                                            compile_cold_s=mode.compile_cold_s, compile_warm_s=mode.compile_warm_s,
-                                           label=self.pricing.estimate.speedup.label))
+                                           label=self.pricing.estimate.speedup.label, nothing=mode.nothing))
 
     def to_dict(self) -> dict[str, Any]:
         mode = self.deciding
@@ -287,9 +297,10 @@ class Assessment:
             "amp": self.amp or "off", "optimizer": self.optimizer, "parameters": self.parameters, "batch": self.batch,
             "speedup": {"median": mode.speedup.ratio, "low": mode.speedup.low, "high": mode.speedup.high,
                         "mode": mode.mode, "method": intervals.METHOD + " over per-process medians"},
-            "decision": self.decision.outcome, "break_even_speedup": self.pricing.break_even,
+            "decision": self.decision.text, "break_even_speedup": self.pricing.break_even,
             "parity": {m.mode: m.parity.to_dict() for m in self.modes}, "fallback": self.fallback.to_dict(),
             "graph_breaks": {m.mode: list(m.graph_breaks) for m in self.modes},
+            "compiled_graphs": {m.mode: m.graphs for m in self.modes},
             "recompiles": {m.mode: list(m.recompiles) for m in self.modes},
             "compile_seconds": {"cold": mode.compile_cold_s, "warm": mode.compile_warm_s, "method": CACHE_METHOD},
             "peak_bytes": {"eager": self.eager_peak_bytes, **{m.mode: m.peak_bytes for m in self.modes}},
@@ -305,12 +316,13 @@ class Assessment:
     def table(self) -> display.Table:
         """One row per figure a lead asks for."""
         m = self.deciding
-        rows = [("decision", self.decision.outcome), ("gain across processes", str(m.speedup)),
+        rows = [("decision", self.decision.text), ("gain across processes", str(m.speedup)),
                 ("break-even speed-up (computed)", decision.speed_text(self.pricing.break_even)),
                 ("break-even months (computed)", cost.months_text(self.pricing.estimate.break_even_months)),
                 ("compile per job, cold / warm",
                  f"{display.format_time(m.compile_cold_s)} / {_time(m.compile_warm_s)}"),
-                ("graph breaks / recompiles", f"{len(m.graph_breaks)} / {len(m.recompiles)}"),
+                ("compiled graphs / graph breaks / recompiles",
+                 f"{m.graphs} / {len(m.graph_breaks)} / {len(m.recompiles)}"),
                 ("parity", f"{'passed' if m.parity.passed else 'FAILED'} ({m.parity.largest:.1e} of "
                            f"{m.parity.tolerance:.0e})"),
                 ("fallback after a forced failure", "passed" if self.fallback.passed else "FAILED"),

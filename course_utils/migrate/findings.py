@@ -58,6 +58,13 @@ DECISION = Template(
     undecided="**Decision: not decided: measure more.** {evidence}. The interval holds the break-even speed-up, "
               "{break_even}, so this measurement cannot say on which side the gain lies: {next_step}.")
 
+COMPILED = Template(
+    "migrate.compiled", ("true",),
+    held="What was compiled, mode '{mode}': {evidence} (Dynamo's own counter{reason}).",
+    failed="**Decision: nothing to migrate: {reason}.** {failed} is false: the compiled variant ran eager, so its "
+           "timings price no compiler and no speed-up is claimed. The compiler's hint is under the graph breaks "
+           "below.")
+
 PARITY = Template(
     "migrate.parity", ("true",),
     held="Parity, {precision}: {evidence}.",
@@ -69,7 +76,8 @@ FALLBACK = Template(
     held="A forced compile failure ({error}) rolled back to eager with torch.compiler.set_stance(\"force_eager\"): "
          "{evidence}.",
     failed="The rollback is not proven: {failed} is false ({error}); a compile that fails in production must fall "
-           "back to eager before any migration.")
+           "back to eager before any migration.",
+    untested="The rollback was not tested: {why}.")
 
 _EXPLORE = (" While exploring, each of {edits} edits a day compiles again: runs after an edit shorter than {seconds} "
             "are faster in eager (the seed's \"explore in eager, compile when mature\").")

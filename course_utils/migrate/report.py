@@ -19,7 +19,7 @@ from course_utils.migrate import cost, findings, plots, story
 from course_utils.migrate.assessment import FALLBACK_RTOL, Assessment
 from course_utils.migrate.checklist import Checklist
 from course_utils.migrate.cost import months_text
-from course_utils.migrate.decision import speed_text
+from course_utils.migrate.decision import NOTHING, speed_text
 from course_utils.migrate.ladder import Ladder
 
 STYLE = ("body{font-family:system-ui,sans-serif;max-width:52em;margin:2em auto;line-height:1.45;color:#222}"
@@ -81,11 +81,17 @@ def findings_of(a: Assessment) -> dict[str, Finding]:
     parity = [true(f"compiled losses of mode '{x.mode}' within {x.parity.tolerance:.0e} of eager's over "
                    f"{x.parity.steps} steps from the same seed (largest difference {x.parity.largest:.1e} relative, "
                    f"final step {x.parity.final:.1e})", x.parity.passed) for x in a.modes]
+    compiled = findings.COMPILED.read(true(f"Dynamo compiled at least one graph ({m.graphs} counted in the first "
+                                           "process)", m.graphs > 0), mode=m.mode, reason=m.nothing or "")
+    decided = compiled if a.decision.outcome == NOTHING else findings.DECISION.read(
+        a.decision.check(gain), horizon=i.value("horizon_months"), break_even=speed_text(a.pricing.break_even),
+        next_step=a.decision.next_step)
     return {
-        "decision": findings.DECISION.read(a.decision.check(gain), horizon=i.value("horizon_months"),
-                          break_even=speed_text(a.pricing.break_even), next_step=a.decision.next_step),
+        "decision": decided, "compiled": compiled,
         "parity": findings.PARITY.read(*parity, precision=f"AMP {a.amp}" if a.amp else "fp32"),
-        "fallback": findings.FALLBACK.read(true("the forced compile failure raised", f.error is not None),
+        "fallback": findings.FALLBACK.not_tested(
+            "no graph was compiled, so the forced compile failure had nothing to fail on") if m.nothing
+        else findings.FALLBACK.read(true("the forced compile failure raised", f.error is not None),
                           true(f"over {f.steps} steps the fallback's losses equal eager's within {FALLBACK_RTOL:.0e} "
                                f"({f.vs_eager:.1e}) and the compiled path's within {f.tolerance:.0e} "
                                f"({f.vs_compiled:.1e})", f.reproduced), error=f.error or "none raised"),
@@ -131,10 +137,12 @@ def report_markdown(a: Assessment, figures: dict[str, str] | None = None) -> str
               "between the compiled MFU and 100% is what any compiler, kernel or batch change could still try to buy.",
               "", "## Compile cost, graph breaks, memory", "",
               f"Compile per job: cold {display.format_time(m.compile_cold_s)} (empty cache), warm "
-              f"{_time(m.compile_warm_s)} (the cache the first process left on disk). The compiler logged "
-              f"{len(m.graph_breaks)} graph break(s) and {len(m.recompiles)} recompile(s) (TORCH_LOGS graph_breaks "
-              "and recompiles), the first ten of each listed here.", ""]
-    lines += [f"- graph break: {b}" for b in m.graph_breaks[:10]] + [f"- recompile: {r}" for r in m.recompiles[:10]]
+              f"{_time(m.compile_warm_s)} (the cache the first process left on disk). {found['compiled'].sentence} "
+              f"The compiler logged {len(m.graph_breaks)} graph break(s) and {len(m.recompiles)} recompile(s) "
+              "(TORCH_LOGS graph_breaks and recompiles), the first ten of each listed here, each reason whole with "
+              "the compiler's hints.", ""]
+    lines += [f"- graph break: {b}".replace("\n", "\n  ") for b in m.graph_breaks[:10]]
+    lines += [f"- recompile: {r}" for r in m.recompiles[:10]] + [""]
     memory = " (process peak RSS growth on a CPU)" if a.device == "cpu" else " (CUDA allocator peak)"
     lines += [f"Peak memory of one steady step: eager {_bytes(a.eager_peak_bytes)}, compiled {_bytes(m.peak_bytes)}"
               f"{memory}.", "", "## Parity and rollback", "",

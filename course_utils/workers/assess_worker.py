@@ -11,7 +11,8 @@ What it does, in order (every variant starts from the same seed, so from the sam
    round fetches its batches once and runs them through every variant in turn (the order rotated each round), so
    all variants see the same batches at the same moments. Losses are kept for the parity check.
 3. Counts graph breaks and recompiles from the compiler's own logs (the ``graph_breaks`` and ``recompiles``
-   artifacts of ``TORCH_LOGS``), with their reasons, and reads one steady step's peak memory per variant.
+   artifacts of ``TORCH_LOGS``), each break's reason whole with its hints, and the graphs Dynamo captured per
+   variant (its ``unique_graphs`` counter); reads one steady step's peak memory per variant.
 4. In the first process only: forces a compile failure (a backend that raises), rolls back with
    ``torch.compiler.set_stance("force_eager")``, and trains the same steps again, for the fallback check.
 Progress lines ``@@progress DONE TOTAL`` go to stdout; the result is written to RESULT.json at the end.
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from course_utils import memory
+from course_utils.migrate import compiled
 from course_utils.migrate.trainstep import call, default_loss, optimizer_for, to_device
 
 PROGRESS = "@@progress"
@@ -66,21 +68,30 @@ class Batches:
 
 
 class CompileLog(logging.Handler):
-    """Graph breaks and recompiles, as the compiler logs them, filed under the variant that was running."""
+    """Graph breaks (each reason whole, hints included) and recompiles, as the compiler logs them, and the graphs
+    Dynamo captured (its ``unique_graphs`` counter), each filed under the variant that was running."""
 
     def __init__(self) -> None:
         super().__init__()
         self.variant = "none"
         self.breaks: dict[str, dict[str, str]] = {}
         self.recompiles: dict[str, list[str]] = {}
+        self.graphs: dict[str, int] = {}
+        self._counted = 0
+
+    def switch(self, variant: str) -> None:
+        """File the graphs captured since the last switch under the variant that ran, then run ``variant``."""
+        from torch._dynamo.utils import counters
+
+        now = int(counters["stats"].get("unique_graphs", 0))
+        self.graphs[self.variant] = self.graphs.get(self.variant, 0) + now - self._counted
+        self._counted, self.variant = now, variant
 
     def emit(self, record: logging.LogRecord) -> None:
         text = record.getMessage()
         if record.name.endswith("__graph_breaks"):
-            reason = re.search(r"Graph Break Reason: (.*)", text) or re.search(r"Reason: (.*)", text)
-            where = re.search(r"in user code at (\S+)", text)
-            key = (where.group(1) if where else "") + " " + (reason.group(1) if reason else text.splitlines()[0])
-            self.breaks.setdefault(self.variant, {})[key.strip()] = key.strip()
+            key = compiled.break_text(text)
+            self.breaks.setdefault(self.variant, {})[key] = key
         elif record.name.endswith("__recompiles"):
             guard = re.search(r"^\s*-\s*(.*)$", text, re.M)
             self.recompiles.setdefault(self.variant, []).append(guard.group(1) if guard else text.splitlines()[0])
@@ -162,7 +173,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     kept = [batches.next() for _ in range(3)]  # the untimed steps; the first is the compile
     first: dict[str, float] = {}
     for name, run in runs.items():
-        log.variant = name
+        log.switch(name)
         sync(device)
         start = time.perf_counter()
         run.step(kept[0])
@@ -177,7 +188,8 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
         if len(kept) < FALLBACK_STEPS:
             kept += round_batches[:FALLBACK_STEPS - len(kept)]
         for name in names[r % len(names):] + names[:r % len(names)]:
-            log.variant, run = name, runs[name]
+            log.switch(name)
+            run = runs[name]
             sync(device)
             start = time.perf_counter()
             for batch in round_batches:
@@ -185,7 +197,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
             sync(device)
             times[name].append((time.perf_counter() - start) / len(round_batches))
             tick(len(round_batches))
-    log.variant = "none"
+    log.switch("none")
     peaks = {name: memory.torch_peak_bytes(lambda run=run: run.step(kept[-1], keep=False), device)
              for name, run in runs.items()}
     result: dict[str, Any] = {
@@ -195,7 +207,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
                   "aot_hits": int(counters["aot_autograd"].get("autograd_cache_hit", 0))},
         "variants": {name: {"first_s": first[name], "round_step_s": times[name],
                             "losses": [float(v) for v in run.losses], "peak_bytes": peaks[name],
-                            "graph_breaks": sorted(log.breaks.get(name, {})),
+                            "graph_breaks": sorted(log.breaks.get(name, {})), "graphs": log.graphs.get(name, 0),
                             "recompiles": log.recompiles.get(name, [])}
                      for name, run in runs.items()},
     }

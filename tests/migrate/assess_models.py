@@ -111,3 +111,26 @@ def fails_in_worker():
     if Path(sys.argv[0]).name == "assess_worker.py":
         raise RuntimeError("assess-test: out of memory in the measuring process")
     return mlp()
+
+
+class Gru(torch.nn.Module):
+    """A GRU classifier: Dynamo does not trace nn.GRU, so torch.compile runs its whole forward eager."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gru = torch.nn.GRU(8, 8, batch_first=True)
+        self.head = torch.nn.Linear(8, 3)
+
+    def forward(self, x):
+        y, _ = self.gru(x)
+        return self.head(y[:, -1])
+
+
+def gru():
+    torch.manual_seed(0)
+    return Gru()
+
+
+def sequence_batches():
+    g = torch.Generator().manual_seed(0)
+    return [(torch.randn(4, 5, 8, generator=g), torch.randint(0, 3, (4,), generator=g)) for _ in range(2)]

@@ -8,7 +8,8 @@ from course_utils.migrate import assessing, factories
 
 
 def worker_result(index: int, eager_s: float, compiled_s: float, *, drift: float = 0.0, breaks=(), recompiles=(),
-                  fallback_error: str | None = "BackendCompilerFailed: forced", fallback_shift: float = 0.0) -> dict:
+                  graphs: int = 1, fallback_error: str | None = "BackendCompilerFailed: forced",
+                  fallback_shift: float = 0.0) -> dict:
     """One process's result: 5 rounds around the given step times, 13 losses, the fallback in the first process."""
     wiggle = (1.0, 1.01, 0.99, 1.005, 0.995)
     losses = [2.3 - 0.01 * i for i in range(13)]
@@ -16,11 +17,11 @@ def worker_result(index: int, eager_s: float, compiled_s: float, *, drift: float
         "index": index, "device": "cpu", "threads": 2, "cache": {"fx_hits": 2 * (index > 0), "fx_misses": 0},
         "variants": {
             "eager": {"first_s": eager_s * 3, "round_step_s": [eager_s * w for w in wiggle], "losses": losses,
-                      "peak_bytes": 4 << 20, "graph_breaks": [], "recompiles": []},
+                      "peak_bytes": 4 << 20, "graph_breaks": [], "recompiles": [], "graphs": 0},
             "default": {"first_s": 20.0 if index == 0 else 2.0,
                         "round_step_s": [compiled_s * w for w in reversed(wiggle)],
                         "losses": [x * (1 + drift) for x in losses], "peak_bytes": 3 << 20,
-                        "graph_breaks": list(breaks), "recompiles": list(recompiles)}},
+                        "graph_breaks": list(breaks), "recompiles": list(recompiles), "graphs": graphs}},
     }
     if index == 0:
         result["fallback"] = {"error": fallback_error, "losses": [x + fallback_shift for x in losses[:10]],

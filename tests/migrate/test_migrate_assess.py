@@ -43,7 +43,7 @@ def test_two_models_end_to_end_in_two_processes(tmp_path, model, batches) -> Non
     assert found.fallback.error is not None and found.fallback.passed, found.fallback
     assert found.pricing.inputs["monthly_spend"].source == "your config"
     assert found.pricing.inputs["engineers"].source == "seed article"
-    assert found.flops_per_step > 0 and found.deciding.compile_cold_s > 0
+    assert found.flops_per_step > 0 and found.deciding.compile_cold_s > 0 and found.deciding.graphs > 0
     report = json.loads((out / "report.json").read_text())
     assert REPORT_KEYS <= set(report)
     assert set(report["speedup"]) >= {"median", "low", "high"}
@@ -64,6 +64,16 @@ def test_drifting_losses_fail_parity_and_graph_breaks_are_counted(tmp_path) -> N
     assert any("must be fixed before any migration" in b for b in migrate.story.blockers(told["parity"],
                                                                                           told["fallback"]))
     assert json.loads((tmp_path / "report" / "report.json").read_text())["parity"]["default"]["passed"] is False
+
+
+def test_a_gru_compiles_nothing_so_there_is_nothing_to_migrate(tmp_path) -> None:
+    found = migrate.assess("assess_models:gru", "assess_models:sequence_batches", processes=2, steps=2, amp="off",
+                           out=tmp_path / "report", progress=False)
+    assert found.deciding.graphs == 0 and found.decision.outcome == migrate.decision.NOTHING, found.decision.text
+    assert "GRU" in found.decision.reason
+    assert any("Hint:" in b and "GRU" in b for b in found.deciding.graph_breaks), found.deciding.graph_breaks
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert report["decision"].startswith("nothing to migrate: ") and report["compiled_graphs"] == {"default": 0}
 
 
 def test_a_failed_measuring_process_keeps_its_log_beside_out(tmp_path) -> None:
