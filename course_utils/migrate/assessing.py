@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from course_utils import children, env, machine, validate
-from course_utils.migrate import assessment, factories, report
+from course_utils.migrate import assessment, factories, parity, report
 from course_utils.migrate.inputs import Inputs, read_config
 from course_utils.migrate.torch_rungs import autocast_dtype
 
@@ -225,9 +225,7 @@ def _assemble(results: list[dict[str, Any]], *, mode_list: list[str], skipped: d
     import torch
 
     modes = assessment.mode_results(results, mode_list, amp)
-    first = results[0]["variants"]
-    fallback = assessment.fallback_result(results[0]["fallback"], first["eager"]["losses"],
-                                          first[mode_list[0]]["losses"], amp)
+    fallback = parity.fallback_result(results, mode_list[0], amp)
     eager_step = statistics.median(statistics.median(r["variants"]["eager"]["round_step_s"]) for r in results)
     deciding = modes[0]
     pricing = assessment.price(inputs, deciding.speedup, eager_step_s=eager_step,

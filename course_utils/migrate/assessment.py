@@ -11,19 +11,17 @@ processes do.
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from course_utils import display, intervals, timing, validate
-from course_utils.migrate import compiled, cost, decision
+from course_utils.migrate import compiled, cost, decision, parity
 from course_utils.migrate.inputs import MEASURED, SEED, SEED_JOB_HOURS, Inputs
 from course_utils.migrate.ladder import MigrationGain
+from course_utils.migrate.parity import Fallback, Parity
 
-PARITY_RTOL = {"fp32": 1e-3, "amp": 3e-2}  # the course's launch-checklist tolerances on losses (relative)
-FALLBACK_RTOL = 1e-6  # the fallback runs eager: it must give eager's losses
 CACHE_METHOD = ("on-disk caches: every process uses one TORCHINDUCTOR_CACHE_DIR, empty for the first process (cold "
                 "compile); the later processes find its generated code and compiled kernels there (warm compile), as "
                 "a job does on a machine that compiled the model before. The portable cache "
@@ -51,59 +49,6 @@ def device_peak(device: str, device_name: str, amp: str | None, machine_peak: fl
             kind = "fp32, no tensor cores" if amp is None else "16-bit tensor cores, dense"
             return peak, f"datasheet figure for {name} ({kind}), not measured here"
     return None, f"no datasheet figure for {device_name!r} in the course's table"
-
-
-def relative(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
-    """(largest, final) relative difference of two loss sequences over their common steps."""
-    pairs = list(zip(a, b))
-    if not pairs:
-        raise ValueError("the loss sequences hold no common step")
-    diffs = [abs(x - y) / max(abs(x), 1e-12) if math.isfinite(x) and math.isfinite(y) else math.inf for x, y in pairs]
-    return max(diffs), diffs[-1]
-
-
-@dataclass(frozen=True)
-class Parity:
-    """Losses of the compiled model against eager's, step by step from the same seed and batches."""
-
-    steps: int
-    largest: float
-    final: float
-    tolerance: float
-
-    @property
-    def passed(self) -> bool:
-        return self.largest <= self.tolerance
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"steps": self.steps, "largest_relative": self.largest, "final_relative": self.final,
-                "tolerance": self.tolerance, "passed": self.passed}
-
-
-@dataclass(frozen=True)
-class Fallback:
-    """The forced compile failure: its error (None: it did not fail), and the fallback's losses against eager's and
-    the compiled path's over the same first steps."""
-
-    error: str | None
-    steps: int
-    vs_eager: float
-    vs_compiled: float
-    tolerance: float
-
-    @property
-    def reproduced(self) -> bool:
-        """The fallback's losses equal eager's and stay within the tolerance of the compiled path's."""
-        return self.vs_eager <= FALLBACK_RTOL and self.vs_compiled <= self.tolerance
-
-    @property
-    def passed(self) -> bool:
-        return self.error is not None and self.reproduced
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"forced_error": self.error, "steps": self.steps, "vs_eager_relative": self.vs_eager,
-                "vs_compiled_relative": self.vs_compiled, "eager_tolerance": FALLBACK_RTOL,
-                "compiled_tolerance": self.tolerance, "passed": self.passed}
 
 
 @dataclass(frozen=True)
@@ -156,7 +101,6 @@ def _in_process(label: str, rounds_eager: Sequence[float], rounds_compiled: Sequ
 
 def mode_results(results: Sequence[Mapping[str, Any]], modes: Sequence[str], amp: str | None) -> tuple[ModeResult, ...]:
     """Each mode's result from the processes' JSON results (``results[0]`` is the cold process)."""
-    tolerance = PARITY_RTOL["fp32" if amp is None else "amp"]
     eager = [r["variants"]["eager"] for r in results]
     eager_medians = [statistics.median(v["round_step_s"]) for v in eager]
     out = []
@@ -166,29 +110,14 @@ def mode_results(results: Sequence[Mapping[str, Any]], modes: Sequence[str], amp
         gain = intervals.speedup(eager_medians, medians)
         gain = replace(gain, baseline="eager", candidate=f"torch.compile(mode={mode!r})")
         compile_s = [max(0.0, v["first_s"] - m) for v, m in zip(runs, medians)]
-        largest, final = relative(eager[0]["losses"], runs[0]["losses"])
-        parity = Parity(min(len(eager[0]["losses"]), len(runs[0]["losses"])), largest, final, tolerance)
-        for e, v in zip(eager[1:], runs[1:]):  # every process is checked; the worst one is reported
-            big, last = relative(e["losses"], v["losses"])
-            if big > parity.largest:
-                parity = Parity(parity.steps, big, last, tolerance)
         out.append(ModeResult(
             mode, gain, tuple(_in_process(mode, e["round_step_s"], v["round_step_s"]) for e, v in zip(eager, runs)),
             statistics.median(medians), compile_s[0], median_or_none(compile_s[1:]),
             tuple(sorted({b for v in runs for b in v["graph_breaks"]})),
             tuple(dict.fromkeys(x for v in runs[:1] for x in v["recompiles"])), int(runs[0]["graphs"]),
-            median_or_none([v["peak_bytes"] for v in runs]), parity,
+            median_or_none([v["peak_bytes"] for v in runs]), parity.of(results, mode, amp),
             tuple(e / c for e, c in zip(eager_medians, medians))))
     return tuple(out)
-
-
-def fallback_result(found: Mapping[str, Any], eager_losses: Sequence[float], compiled_losses: Sequence[float],
-                    amp: str | None) -> Fallback:
-    """The first process's fallback check against its own eager and compiled losses."""
-    tolerance = PARITY_RTOL["fp32" if amp is None else "amp"]
-    losses = found["losses"]
-    return Fallback(found["error"], len(losses), relative(eager_losses, losses)[0],
-                    relative(compiled_losses, losses)[0], tolerance)
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,12 @@ from typing import Any
 from course_utils import display, intervals, validate
 from course_utils.findings import Finding, true
 from course_utils.migrate import cost, findings, plots, story
-from course_utils.migrate.assessment import FALLBACK_RTOL, Assessment
+from course_utils.migrate.assessment import Assessment
 from course_utils.migrate.checklist import Checklist
 from course_utils.migrate.cost import months_text
 from course_utils.migrate.decision import NOTHING, speed_text
 from course_utils.migrate.ladder import Ladder
+from course_utils.migrate.parity import FALLBACK_RTOL
 
 STYLE = ("body{font-family:system-ui,sans-serif;max-width:52em;margin:2em auto;line-height:1.45;color:#222}"
          "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.25em .5em;text-align:left}"
@@ -80,7 +81,7 @@ def findings_of(a: Assessment) -> dict[str, Finding]:
         display.format_time(r.seconds())
     parity = [true(f"compiled losses of mode '{x.mode}' within {x.parity.tolerance:.0e} of eager's over "
                    f"{x.parity.steps} steps from the same seed (largest difference {x.parity.largest:.1e} relative, "
-                   f"final step {x.parity.final:.1e})", x.parity.passed) for x in a.modes]
+                   f"final step {x.parity.final:.1e}; judged {x.parity.method})", x.parity.passed) for x in a.modes]
     compiled = findings.COMPILED.read(true(f"Dynamo compiled at least one graph ({m.graphs} counted in the first "
                                            "process)", m.graphs > 0), mode=m.mode, reason=m.nothing or "")
     decided = compiled if a.decision.outcome == NOTHING else findings.DECISION.read(

@@ -13,8 +13,12 @@ What it does, in order (every variant starts from the same seed, so from the sam
 3. Counts graph breaks and recompiles from the compiler's own logs (the ``graph_breaks`` and ``recompiles``
    artifacts of ``TORCH_LOGS``), each break's reason whole with its hints, and the graphs Dynamo captured per
    variant (its ``unique_graphs`` counter); reads one steady step's peak memory per variant.
-4. In the first process only: forces a compile failure (a backend that raises), rolls back with
-   ``torch.compiler.set_stance("force_eager")``, and trains the same steps again, for the fallback check.
+4. In the first process only, where the model holds dropout: trains every variant again over the first steps with
+   the random state matched (the RNG seeded before each step from the same seed; Inductor's random operations
+   drawn from it, ``torch._inductor.config.fallback_random``), for the parity check.
+5. In the first process only: forces a compile failure (a backend that raises), rolls back with
+   ``torch.compiler.set_stance("force_eager")``, and trains the same steps again (each seeded as in 4), for the
+   fallback check.
 Progress lines ``@@progress DONE TOTAL`` go to stdout; the result is written to RESULT.json at the end.
 """
 
@@ -127,9 +131,12 @@ class Run:
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.amp is torch.float16)
         self.losses: list[Any] = []
 
-    def step(self, batch: Any, keep: bool = True) -> Any:
+    def step(self, batch: Any, keep: bool = True, seed: int | None = None) -> Any:
+        """One training step; ``seed`` seeds the RNG first (the random state matched between variants)."""
         import torch
 
+        if seed is not None:
+            torch.manual_seed(seed)
         inputs, targets = (to_device(v, self.device) for v in batch)
         with torch.autocast(self.device.type, dtype=self.amp or torch.float32, enabled=self.amp is not None):
             loss = self.loss_fn(call(self.wrapped, inputs), targets)
@@ -211,9 +218,43 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
                             "recompiles": log.recompiles.get(name, [])}
                      for name, run in runs.items()},
     }
+    result["random"] = random_modules(runs["eager"].model)
+    result["matched"] = matched(spec, kept) if spec["index"] == 0 and result["random"] else None
     if spec["index"] == 0:
         result["fallback"] = fallback(spec, kept, runs)
     return result
+
+
+def random_modules(model: Any) -> list[str]:
+    """The model's modules that draw random numbers in training: dropout of every kind, attention with dropout."""
+    import torch
+
+    found = []
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.modules.dropout._DropoutNd):
+            p = module.p
+        elif isinstance(module, torch.nn.MultiheadAttention):
+            p = module.dropout
+        else:
+            continue
+        if p > 0:
+            found.append(f"{name or 'the model'}: {type(module).__name__}(p={p:g})")
+    return found
+
+
+def matched(spec: dict[str, Any], kept: list[Any]) -> dict[str, list[float]]:
+    """Each variant trained again from the seed over the first steps with the random state matched: the RNG seeded
+    before each step from the same seed, Inductor's random operations drawn from it (``fallback_random``)."""
+    import torch
+    import torch._inductor.config as inductor
+
+    torch._dynamo.reset()  # else the timed variants' compiled code, guarded on the model's structure, is reused
+    losses = {}
+    with inductor.patch(fallback_random=True):
+        for name in ["eager", *spec["modes"]]:
+            run = Run(spec, (lambda m: m) if name == "eager" else (lambda m, mode=name: torch.compile(m, mode=mode)))
+            losses[name] = [float(run.step(batch, keep=False, seed=spec["seed"] + i)) for i, batch in enumerate(kept)]
+    return losses
 
 
 def fallback(spec: dict[str, Any], kept: list[Any], runs: dict[str, Run]) -> dict[str, Any]:
@@ -228,7 +269,7 @@ def fallback(spec: dict[str, Any], kept: list[Any], runs: dict[str, Run]) -> dic
         error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
     torch.compiler.set_stance("force_eager")  # the rollback: every torch.compile'd model runs eager
     try:
-        losses = [float(run.step(batch)) for batch in kept]
+        losses = [float(run.step(batch, seed=spec["seed"] + i)) for i, batch in enumerate(kept)]
     finally:
         torch.compiler.set_stance("default")
     return {"error": error, "losses": losses, "steps": len(kept)}

@@ -134,3 +134,9 @@ def gru():
 def sequence_batches():
     g = torch.Generator().manual_seed(0)
     return [(torch.randn(4, 5, 8, generator=g), torch.randint(0, 3, (4,), generator=g)) for _ in range(2)]
+
+
+def dropout():
+    """An MLP with dropout: its eager and compiled losses differ unless the random state is matched."""
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Dropout(0.3), torch.nn.Linear(16, 3))

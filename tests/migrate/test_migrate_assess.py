@@ -66,6 +66,18 @@ def test_drifting_losses_fail_parity_and_graph_breaks_are_counted(tmp_path) -> N
     assert json.loads((tmp_path / "report" / "report.json").read_text())["parity"]["default"]["passed"] is False
 
 
+def test_dropout_is_judged_with_the_random_state_matched_and_blocks_nothing(tmp_path) -> None:
+    found = migrate.assess("assess_models:dropout", "assess_models:mlp_batches", processes=2, steps=2, amp="off",
+                           out=tmp_path / "report", progress=False)
+    assert found.deciding.parity.passed, found.deciding.parity
+    assert found.deciding.parity.method.startswith("random state matched") and "Dropout(p=0.3)" in \
+        found.deciding.parity.method
+    assert found.fallback.passed, found.fallback
+    told = migrate.report.findings_of(found)
+    assert migrate.story.blockers(told["parity"], told["fallback"]) == []
+    assert "random state matched" in (tmp_path / "report" / "report.md").read_text()
+
+
 def test_a_gru_compiles_nothing_so_there_is_nothing_to_migrate(tmp_path) -> None:
     found = migrate.assess("assess_models:gru", "assess_models:sequence_batches", processes=2, steps=2, amp="off",
                            out=tmp_path / "report", progress=False)
