@@ -9,14 +9,16 @@ import threading
 
 from course_utils import children
 from course_utils.migrate import assessing as _assess
-from course_utils.migrate import report, story
+from course_utils.migrate import report, repricing, story
 
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m course_utils.migrate",
                                   description="Measure whether compiling your model pays, on your hardware.")
     commands = top.add_subparsers(dest="command", required=True)
-    cmd = commands.add_parser("assess", help="eager against torch.compile in fresh processes, priced and decided")
+    cmd = commands.add_parser("assess", help="eager against torch.compile in fresh processes, priced and decided "
+                                             "('assess price report.json --config costs.toml' prices a saved "
+                                             "report again)")
     cmd.add_argument("--model", required=True, help="PKG.MODULE:make_model, returns a torch.nn.Module")
     cmd.add_argument("--batches", required=True, help="PKG.MODULE:make_batches, returns (inputs, targets) batches")
     cmd.add_argument("--loss", help="PKG.MODULE:loss_fn(outputs, targets) (default: cross-entropy)")
@@ -50,7 +52,30 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGINT, previous)
 
 
+def price_parser() -> argparse.ArgumentParser:
+    cmd = argparse.ArgumentParser(prog="python -m course_utils.migrate assess price",
+                                  description="Price a saved report again at other inputs, without measuring.")
+    cmd.add_argument("report", help="a report.json that assess wrote (rewritten: decision, inputs, money)")
+    cmd.add_argument("--config", help="costs TOML (default: the seed article's figures, each labelled)")
+    return cmd
+
+
+def _price(argv: list[str]) -> int:
+    args = price_parser().parse_args(argv)
+    try:
+        saved, pricing = repricing.price(args.report, args.config)
+    except (TypeError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(repricing.sentence(saved, pricing))
+    print(f"report: {args.report} (decision, inputs and money rewritten; nothing was measured)")
+    return 0
+
+
 def _main(argv: list[str] | None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:2] == ["assess", "price"]:
+        return _price(argv[2:])
     args = parser().parse_args(argv)
     try:
         found = _assess.assess(args.model, args.batches, loss=args.loss, config=args.config,

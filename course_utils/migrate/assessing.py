@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from course_utils import children, env, machine, validate
-from course_utils.migrate import assessment, factories, parity, report
+from course_utils.migrate import assessment, factories, parity, record, report
 from course_utils.migrate.inputs import Inputs, read_config
 from course_utils.migrate.torch_rungs import autocast_dtype
 
@@ -107,7 +107,7 @@ def assess(model: Any, batches: Any, *, out: str | Path, loss: Any = None, confi
     article's figures) and write ``out``/report.json, report.md and report.html. ``timeout`` (seconds) bounds each
     process, and the user's code run here first (the factories and one eager step); ``threads`` sets the
     processes' intra-op threads (default: torch's)."""
-    start = time.perf_counter()
+    start, started = time.perf_counter(), record.now()
     target = factories.check_out("out", out)  # first: a folder that cannot be written is refused before anything
     import torch
 
@@ -148,7 +148,7 @@ def assess(model: Any, batches: Any, *, out: str | Path, loss: Any = None, confi
                           probe=probe, peak=peak, peak_source=peak_source, device=dev, device_name=device_name,
                           processes=processes, steps=steps, rounds=len(per_round), names=(model_path, batches_path,
                                                                                           loss_path),
-                          seconds=time.perf_counter() - start, command=command)
+                          seconds=time.perf_counter() - start, command=command, started=started)
         report.write(found, work / "report")
         with children.sigint_held():  # a Ctrl-C now waits until the report is in place
             _replace(work / "report", target)
@@ -221,7 +221,7 @@ def _run_processes(work: Path, kept: Path, processes: int, spec: dict[str, Any],
 def _assemble(results: list[dict[str, Any]], *, mode_list: list[str], skipped: dict[str, str], amp: str | None,
               inputs: Inputs, probe: factories.Probe, peak: float | None, peak_source: str, device: str,
               device_name: str, processes: int, steps: int, rounds: int, names: tuple[str, str, str | None],
-              seconds: float, command: str) -> assessment.Assessment:
+              seconds: float, command: str, started: str) -> assessment.Assessment:
     import torch
 
     modes = assessment.mode_results(results, mode_list, amp)
@@ -241,7 +241,8 @@ def _assemble(results: list[dict[str, Any]], *, mode_list: list[str], skipped: d
                                                                       for r in results]),
         modes=modes, skipped=skipped, flops_per_step=probe.flops_per_step, peak_flops=peak, peak_source=peak_source,
         fallback=fallback, pricing=pricing, seconds=seconds, command=command, parameters=probe.parameters,
-        batch=probe.batch, cache={"method": assessment.CACHE_METHOD, "per_process": [r["cache"] for r in results]})
+        batch=probe.batch, cache={"method": assessment.CACHE_METHOD, "per_process": [r["cache"] for r in results]},
+        started=started, host=record.host(), loads=tuple(r["load"] for r in results))
 
 
 def _replace(new: Path, target: Path) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from course_utils import display, intervals, timing, validate
-from course_utils.migrate import compiled, cost, decision, parity
+from course_utils.migrate import compiled, cost, decision, parity, record
 from course_utils.migrate.inputs import MEASURED, SEED, SEED_JOB_HOURS, Inputs
 from course_utils.migrate.ladder import MigrationGain
 from course_utils.migrate.parity import Fallback, Parity
@@ -27,6 +27,7 @@ CACHE_METHOD = ("on-disk caches: every process uses one TORCHINDUCTOR_CACHE_DIR,
                 "a job does on a machine that compiled the model before. The portable cache "
                 "(torch.compiler.save_cache_artifacts) was not used: on a CPU a process that loads it still builds "
                 "every C++ kernel again (its empty cache folder fills with as many compiled libraries as a cold one)")
+LOAD_METHOD = "os.getloadavg() (1, 5 and 15 minute averages) at the start and the end of each measuring process"
 # Dense peak FLOP/s from NVIDIA's datasheets (SXM parts where two exist): fp32 without tensor cores, and 16-bit
 # tensor cores (bf16/fp16). A substring of the device name picks the row.
 DATASHEET = {"H200": (67e12, 989e12), "H100": (67e12, 989e12), "A100": (19.5e12, 312e12), "L40S": (91.6e12, 362e12),
@@ -195,6 +196,9 @@ class Assessment:
     parameters: int = 0
     batch: str = ""
     cache: Mapping[str, Any] = field(default_factory=dict)
+    started: str = ""  # UTC, ISO 8601
+    host: Mapping[str, Any] = field(default_factory=dict)
+    loads: tuple[Mapping[str, Any], ...] = ()  # per process: os.getloadavg() at its start and its end
 
     @property
     def deciding(self) -> ModeResult:
@@ -220,6 +224,8 @@ class Assessment:
     def to_dict(self) -> dict[str, Any]:
         mode = self.deciding
         return {
+            "schema_version": record.SCHEMA_VERSION, "timestamp": self.started, "host": dict(self.host),
+            "load": {"per_process": [dict(x) for x in self.loads], "method": LOAD_METHOD},
             "model": self.model, "batches": self.batches, "loss": self.loss or "cross-entropy (default)",
             "device": self.device, "device_name": self.device_name, "versions": dict(self.versions),
             "threads": self.threads, "processes": self.processes, "steps": self.steps, "rounds": self.rounds,

@@ -6,7 +6,6 @@ for the lead and the summary rows. Sentences here quote numbers; what they decid
 from __future__ import annotations
 
 import html
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import replace
@@ -15,28 +14,18 @@ from typing import Any
 
 from course_utils import display, intervals, validate
 from course_utils.findings import Finding, true
-from course_utils.migrate import cost, findings, plots, story
-from course_utils.migrate.assessment import Assessment
+from course_utils.migrate import cost, findings, plots, record, story
+from course_utils.migrate.assessment import Assessment, Pricing
 from course_utils.migrate.checklist import Checklist
 from course_utils.migrate.cost import months_text
-from course_utils.migrate.decision import NOTHING, speed_text
+from course_utils.migrate.decision import NOTHING, Decision, speed_text
+from course_utils.migrate.inputs import Inputs
 from course_utils.migrate.ladder import Ladder
 from course_utils.migrate.parity import FALLBACK_RTOL
 
 STYLE = ("body{font-family:system-ui,sans-serif;max-width:52em;margin:2em auto;line-height:1.45;color:#222}"
          "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.25em .5em;text-align:left}"
          "code{background:#f4f4f4}img{max-width:100%}")
-
-
-def _clean(value: Any) -> Any:
-    """JSON has no inf or NaN: they become the strings "inf" and "nan"."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
 
 
 def to_html(markdown: str, title: str) -> str:
@@ -57,7 +46,7 @@ def write(found: Assessment, folder: Path) -> dict[str, Path]:
     figures = {"speedup": f"![speed-up per process, interval and break-even](data:image/png;base64,{speed})",
                "payback": f"![cumulative net per month](data:image/png;base64,{payback})"}
     paths = {"json": folder / "report.json", "md": folder / "report.md", "html": folder / "report.html"}
-    paths["json"].write_text(json.dumps(_clean(found.to_dict()), indent=2))
+    record.write(paths["json"], found.to_dict())
     paths["md"].write_text(report_markdown(found))
     paths["html"].write_text(to_html(report_markdown(found, figures), f"assess: {found.model}"))
     return paths
@@ -84,11 +73,8 @@ def findings_of(a: Assessment) -> dict[str, Finding]:
                    f"final step {x.parity.final:.1e}; judged {x.parity.method})", x.parity.passed) for x in a.modes]
     compiled = findings.COMPILED.read(true(f"Dynamo compiled at least one graph ({m.graphs} counted in the first "
                                            "process)", m.graphs > 0), mode=m.mode, reason=m.nothing or "")
-    decided = compiled if a.decision.outcome == NOTHING else findings.DECISION.read(
-        a.decision.check(gain), horizon=i.value("horizon_months"), break_even=speed_text(a.pricing.break_even),
-        next_step=a.decision.next_step)
     return {
-        "decision": decided, "compiled": compiled,
+        "decision": compiled if a.decision.outcome == NOTHING else decided(a.decision, i, gain), "compiled": compiled,
         "parity": findings.PARITY.read(*parity, precision=f"AMP {a.amp}" if a.amp else "fp32"),
         "fallback": findings.FALLBACK.not_tested(
             "no graph was compiled, so the forced compile failure had nothing to fail on") if m.nothing
@@ -103,13 +89,24 @@ def findings_of(a: Assessment) -> dict[str, Finding]:
                      edits=i.value("edits_per_day"), seconds=explore)}
 
 
+def decided(rule: Decision, inputs: Inputs, gain: str) -> Finding:
+    """The decision's finding, for a rule that priced a speed-up (not 'nothing to migrate'); ``gain`` names it."""
+    return findings.DECISION.read(rule.check(gain), horizon=inputs.value("horizon_months"),
+                                  break_even=speed_text(rule.break_even), next_step=rule.next_step)
+
+
 def money_sentence(a: Assessment) -> str:
     """Break-even months with their interval, and the break-even speed-up (computed)."""
-    est = a.pricing.estimate
+    return pricing_sentence(a.pricing)
+
+
+def pricing_sentence(pricing: Pricing) -> str:
+    """Break-even months with their interval, and the break-even speed-up of one pricing (computed)."""
+    est = pricing.estimate
     soon, late = est.break_even_range
     return (f"Break-even at the median gain: {months_text(est.break_even_months)} (across the gain's interval: "
             f"{months_text(soon)} to {months_text(late)}); the break-even speed-up, the smallest gain that pays back "
-            f"within {a.pricing.inputs.value('horizon_months')} months, is {speed_text(a.pricing.break_even)} "
+            f"within {pricing.inputs.value('horizon_months')} months, is {speed_text(pricing.break_even)} "
             "(computed).")
 
 

@@ -160,6 +160,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     import torch
     from torch._dynamo.utils import counters
 
+    load_start = os.getloadavg()
     if spec["threads"]:
         torch.set_num_threads(spec["threads"])
     device = torch.device(spec["device"])
@@ -218,6 +219,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
                             "recompiles": log.recompiles.get(name, [])}
                      for name, run in runs.items()},
     }
+    result["load"] = {"start": list(load_start), "end": list(os.getloadavg())}  # 1, 5, 15 min, before and after
     result["random"] = random_modules(runs["eager"].model)
     result["matched"] = matched(spec, kept) if spec["index"] == 0 and result["random"] else None
     if spec["index"] == 0:

@@ -15,7 +15,7 @@ def worker_result(index: int, eager_s: float, compiled_s: float, *, drift: float
     losses = [2.3 - 0.01 * i for i in range(13)]
     result = {
         "index": index, "device": "cpu", "threads": 2, "cache": {"fx_hits": 2 * (index > 0), "fx_misses": 0},
-        "random": [], "matched": None,
+        "random": [], "matched": None, "load": {"start": [0.5, 0.5, 0.5], "end": [0.6, 0.5, 0.5]},
         "variants": {
             "eager": {"first_s": eager_s * 3, "round_step_s": [eager_s * w for w in wiggle], "losses": losses,
                       "peak_bytes": 4 << 20, "graph_breaks": [], "recompiles": [], "graphs": 0},
@@ -40,4 +40,5 @@ def fake(speedups=(1.30, 1.32, 1.28), *, inputs=None, device="cpu", device_name=
         probe=factories.Probe(flops, 1234, "((4, 8) float32, (4,) int64)", 2.3), peak=peak_flops,
         peak_source=source, device=device, device_name=device_name, processes=len(speedups), steps=10, rounds=5,
         names=("mypkg.models:make_model", "mypkg.data:make_batches", None), seconds=42.0,
-        command="python -m course_utils.migrate assess --model mypkg.models:make_model ...")
+        command="python -m course_utils.migrate assess --model mypkg.models:make_model ...",
+        started="2026-01-01T00:00:00+00:00")
