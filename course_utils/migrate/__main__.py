@@ -31,7 +31,12 @@ def parser() -> argparse.ArgumentParser:
     cmd.add_argument("--threads", type=int, help="intra-op threads of the measuring processes (default: torch's)")
     cmd.add_argument("--timeout", type=float, default=1800.0, help="seconds allowed per process (default 1800)")
     cmd.add_argument("--out", required=True, help="folder for report.json, report.md, report.html")
+    cmd.add_argument("--baseline", help="a saved report.json: exit 3 when the gain fell below its interval (the "
+                                        "regression gate)")
     return top
+
+
+GATE_FAILED = 3
 
 
 def _interrupt_once(signum: int, frame: object) -> None:
@@ -42,7 +47,8 @@ def _interrupt_once(signum: int, frame: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command; exit codes: 0 done, 1 a measuring process failed, 2 bad input, 130 Ctrl-C (any number)."""
+    """Run the command; exit codes: 0 done, 1 a measuring process failed, 2 bad input, 3 the regression gate
+    failed, 130 Ctrl-C (any number)."""
     if threading.current_thread() is not threading.main_thread():
         return _main(argv)
     previous = signal.signal(signal.SIGINT, _interrupt_once)
@@ -80,7 +86,8 @@ def _main(argv: list[str] | None) -> int:
     try:
         found = _assess.assess(args.model, args.batches, loss=args.loss, config=args.config,
                                processes=args.processes, steps=args.steps, device=args.device, modes=args.modes,
-                               amp=args.amp, threads=args.threads, timeout=args.timeout, out=args.out)
+                               amp=args.amp, threads=args.threads, timeout=args.timeout, out=args.out,
+                               baseline=args.baseline)
     except KeyboardInterrupt:
         print(f"interrupted: every measuring process was stopped; nothing was written to {args.out}", file=sys.stderr)
         return 130
@@ -95,6 +102,9 @@ def _main(argv: list[str] | None) -> int:
     for blocker in story.blockers(told["parity"], told["fallback"]):
         print(f"blocker: {blocker}")
     print(f"report: {args.out}/report.html (and report.md, report.json)")
+    if found.gate is not None:
+        print(found.gate.finding().sentence.replace("**", ""))
+        return GATE_FAILED if found.gate.failed else 0
     return 0
 
 

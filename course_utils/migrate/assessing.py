@@ -23,11 +23,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from course_utils import children, env, machine, validate
-from course_utils.migrate import assessment, factories, parity, record, report
+from course_utils.migrate import assessment, factories, gate, parity, record, report
 from course_utils.migrate.inputs import Inputs, read_config
 from course_utils.migrate.torch_rungs import autocast_dtype
 
@@ -99,16 +100,18 @@ def command_line(model: str, batches: str, *, loss: str | None = None, config: s
 
 def assess(model: Any, batches: Any, *, out: str | Path, loss: Any = None, config: str | Path | Inputs | None = None,
            processes: int = 5, steps: int = 50, device: str = "auto", modes: Any = ("default",), amp: str = "auto",
-           threads: int | None = None, seed: int = 0, timeout: float = 1800.0,
-           progress: bool = True) -> assessment.Assessment:
+           threads: int | None = None, seed: int = 0, timeout: float = 1800.0, progress: bool = True,
+           baseline: str | Path | None = None) -> assessment.Assessment:
     """Measure eager against ``torch.compile`` on the model of ``model()`` (a 'package.module:function' path, or a
     function in an importable module) over the batches of ``batches()`` in ``processes`` fresh processes of
     ``steps`` timed steps each, price the gain with ``config`` (a TOML path, ``Inputs``, or None: the seed
     article's figures) and write ``out``/report.json, report.md and report.html. ``timeout`` (seconds) bounds each
     process, and the user's code run here first (the factories and one eager step); ``threads`` sets the
-    processes' intra-op threads (default: torch's)."""
+    processes' intra-op threads (default: torch's); ``baseline`` (a saved report.json) adds the regression gate
+    (``gate``)."""
     start, started = time.perf_counter(), record.now()
     target = factories.check_out("out", out)  # first: a folder that cannot be written is refused before anything
+    base = None if baseline is None else gate.load(baseline)
     import torch
 
     model_path = factories.resolve("model", model)
@@ -149,6 +152,8 @@ def assess(model: Any, batches: Any, *, out: str | Path, loss: Any = None, confi
                           processes=processes, steps=steps, rounds=len(per_round), names=(model_path, batches_path,
                                                                                           loss_path),
                           seconds=time.perf_counter() - start, command=command, started=started)
+        if base is not None:
+            found = replace(found, gate=gate.Gate(base, found.deciding.speedup, found.deciding.mode))
         report.write(found, work / "report")
         with children.sigint_held():  # a Ctrl-C now waits until the report is in place
             _replace(work / "report", target)

@@ -199,6 +199,7 @@ class Assessment:
     started: str = ""  # UTC, ISO 8601
     host: Mapping[str, Any] = field(default_factory=dict)
     loads: tuple[Mapping[str, Any], ...] = ()  # per process: os.getloadavg() at its start and its end
+    gate: Any = None  # gate.Gate against --baseline, or None
 
     @property
     def deciding(self) -> ModeResult:
@@ -245,7 +246,7 @@ class Assessment:
             "modes": [m.to_dict() for m in self.modes], "skipped": dict(self.skipped),
             "inputs": self.pricing.inputs.to_dict(), "money": self.pricing.to_dict(),
             "eager_step_s": self.eager_step_s, "seconds": self.seconds, "command": self.command,
-            "cache": dict(self.cache),
+            "cache": dict(self.cache), "gate": None if self.gate is None else self.gate.to_dict(),
         }
 
     def table(self) -> display.Table:

@@ -93,3 +93,13 @@ JAX = Template(
     failed="The seed's \"JAX is fastest\" is contradicted here, for this small CNN on this CPU (compiled steps over "
            "PyTorch eager, ratio of medians: {ranking}); TPUs and other models were not tested by this run.",
     untested="The seed's \"JAX is fastest\" is not tested here: {why}.")
+
+GATE_RULE = ("the gate fails only when the new interval lies wholly below the baseline's, i.e. the two intervals are "
+             "disjoint with the new one lower")
+_RULE = f" (the rule: {GATE_RULE})"
+GATE = Template(
+    "migrate.gate", ("above",),
+    held="Regression gate passed: {evidence}, against {baseline}: the gain rose beyond the noise" + _RULE + ".",
+    below="**Regression gate failed:** {evidence}, against {baseline}: the gain fell beyond both intervals" + _RULE
+          + ".",
+    undecided="Regression gate passed: {evidence}, against {baseline}: no change beyond the noise" + _RULE + ".")

@@ -104,3 +104,11 @@ def read(name: str, path: str | Path) -> dict[str, Any]:
         raise ValueError(f"{name}: {str(file)!r} has schema_version {data['schema_version']!r}; this version reads "
                          f"{SCHEMA_VERSION}")
     return restored(data)
+
+
+def speedup(mode: dict[str, Any]) -> Any:
+    """The ``intervals.Speedup`` of one saved mode (an entry of the record's ``modes``)."""
+    from course_utils import intervals
+
+    fields = ("baseline", "candidate", "ratio", "low", "high", "n", "unit", "confidence")
+    return intervals.Speedup(**{k: mode["speedup"][k] for k in fields})

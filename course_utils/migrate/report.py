@@ -114,6 +114,7 @@ def report_markdown(a: Assessment, figures: dict[str, str] | None = None) -> str
     """report.md: the decision first, then what decided it, then the rest."""
     figures, found, m = figures or {}, findings_of(a), a.deciding
     lines = [f"# Should we migrate {a.model}?", "", found["decision"].sentence, ""]
+    lines += [] if a.gate is None else [a.gate.finding().sentence, ""]
     lines += [f"- **Blocker:** {b}" for b in story.blockers(found["parity"], found["fallback"])] + [""]
     lines += [f"Measured on {a.device_name} ({a.device}, {a.threads} intra-op threads) in {a.processes} fresh "
               "processes: the decision holds for this device and these versions only (a CPU stand-in decides "

@@ -13,13 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from course_utils import intervals
 from course_utils.migrate import assessment, record
 from course_utils.migrate.decision import NOTHING
 from course_utils.migrate.inputs import read_config
 
 MEASURED_INPUTS = ("optimizer", "learning_rate")  # they change what is measured, not its price
-_SPEEDUP = ("baseline", "candidate", "ratio", "low", "high", "n", "unit", "confidence")
 
 
 def price(report: str | Path, config: str | Path | None) -> tuple[dict[str, Any], assessment.Pricing]:
@@ -32,7 +30,7 @@ def price(report: str | Path, config: str | Path | None) -> tuple[dict[str, Any]
             raise ValueError(f"config: {name} = {inputs.value(name)!r} differs from the measured run's "
                              f"{saved['inputs'][name]['value']!r}; it changes the measurement, so run assess again")
     mode = saved["modes"][0]
-    speedup = intervals.Speedup(**{k: mode["speedup"][k] for k in _SPEEDUP})
+    speedup = record.speedup(mode)
     pricing = assessment.price(inputs, speedup, eager_step_s=saved["eager_step_s"],
                                compile_cold_s=mode["compile_seconds"]["cold"],
                                compile_warm_s=mode["compile_seconds"]["warm"],
