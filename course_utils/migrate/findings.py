@@ -79,8 +79,8 @@ FALLBACK = Template(
            "back to eager before any migration.",
     untested="The rollback was not tested: {why}.")
 
-_EXPLORE = (" While exploring, each of {edits} edits a day compiles again: runs after an edit shorter than {seconds} "
-            "are faster in eager (the seed's \"explore in eager, compile when mature\").")
+_EXPLORE = (" While exploring, each edit compiles again: runs after an edit shorter than {seconds} are faster in "
+            "eager (the seed's \"explore in eager, compile when mature\").")
 RUN = Template(
     "migrate.run", ("true",),
     held="{evidence}, so compile it: at the median gain the job ends sooner compiled." + _EXPLORE,

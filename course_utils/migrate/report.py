@@ -86,7 +86,7 @@ def findings_of(a: Assessment) -> dict[str, Finding]:
                                         f"{_steps(r.steps)} (interval {_steps(r.steps_low)} to {_steps(r.steps_high)}; "
                                         f"{display.format_time(r.compile_s)} of cold compile over the time a step "
                                         "saves, computed)", steps > r.steps),
-                     edits=i.value("edits_per_day"), seconds=explore)}
+                     seconds=explore)}
 
 
 def decided(rule: Decision, inputs: Inputs, gain: str) -> Finding:
