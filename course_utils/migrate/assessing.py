@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from course_utils import children, env, machine, validate
-from course_utils.migrate import assessment, factories, gate, parity, record, report
+from course_utils.migrate import assessment, factories, gate, load, parity, record, report
 from course_utils.migrate.inputs import Inputs, read_config
 from course_utils.migrate.torch_rungs import autocast_dtype
 
@@ -229,14 +229,15 @@ def _assemble(results: list[dict[str, Any]], *, mode_list: list[str], skipped: d
               seconds: float, command: str, started: str) -> assessment.Assessment:
     import torch
 
-    modes = assessment.mode_results(results, mode_list, amp)
+    modes, host = assessment.mode_results(results, mode_list, amp), record.host()
     fallback = parity.fallback_result(results, mode_list[0], amp)
     eager_step = statistics.median(statistics.median(r["variants"]["eager"]["round_step_s"]) for r in results)
     deciding = modes[0]
     pricing = assessment.price(inputs, deciding.speedup, eager_step_s=eager_step,
                                compile_cold_s=deciding.compile_cold_s, compile_warm_s=deciding.compile_warm_s,
                                label=f"torch.compile(mode={deciding.mode!r}) over eager, {names[0]}",
-                               nothing=deciding.nothing)
+                               nothing=deciding.nothing,
+                               busy=load.busy([r["load"] for r in results], host["logical_cores"]))
     versions = {"python": sys.version.split()[0], "torch": torch.__version__}
     return assessment.Assessment(
         model=names[0], batches=names[1], loss=names[2], device=device, device_name=device_name,
@@ -247,7 +248,7 @@ def _assemble(results: list[dict[str, Any]], *, mode_list: list[str], skipped: d
         modes=modes, skipped=skipped, flops_per_step=probe.flops_per_step, peak_flops=peak, peak_source=peak_source,
         fallback=fallback, pricing=pricing, seconds=seconds, command=command, parameters=probe.parameters,
         batch=probe.batch, cache={"method": assessment.CACHE_METHOD, "per_process": [r["cache"] for r in results]},
-        started=started, host=record.host(), loads=tuple(r["load"] for r in results))
+        started=started, host=host, loads=tuple(r["load"] for r in results))
 
 
 def _replace(new: Path, target: Path) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from course_utils import display, intervals, timing, validate
-from course_utils.migrate import compiled, cost, decision, parity, record
+from course_utils.migrate import compiled, cost, decision, load, parity, record
 from course_utils.migrate.inputs import MEASURED, SEED, SEED_JOB_HOURS, Inputs
 from course_utils.migrate.ladder import MigrationGain
 from course_utils.migrate.parity import Fallback, Parity
@@ -142,11 +142,11 @@ class Pricing:
 
 
 def price(inputs: Inputs, speedup: intervals.Speedup, *, eager_step_s: float, compile_cold_s: float,
-          compile_warm_s: float | None, label: str, nothing: str | None = None) -> Pricing:
+          compile_warm_s: float | None, label: str, nothing: str | None = None, busy: str | None = None) -> Pricing:
     """Feed the measured ``speedup`` to the cost model at ``inputs``: the job length from ``steps_per_job`` (or
     the seed's 72 h job) at the measured eager step, the compile each job pays (cold, or warm where the config
     says the cache persists and a warm figure exists). ``nothing`` (why nothing was compiled) makes the decision
-    "nothing to migrate", whatever the timings say."""
+    "nothing to migrate", whatever the timings say; else ``busy`` (why the machine was busy) "not decided"."""
     validate.instance("inputs", inputs, Inputs)
     steps = inputs.value("steps_per_job")
     if steps:
@@ -160,8 +160,10 @@ def price(inputs: Inputs, speedup: intervals.Speedup, *, eager_step_s: float, co
     gain = MigrationGain.across_processes(speedup, label)
     estimate = decision.estimate_for(inputs, gain, job_hours=job_hours, compile_s_per_job=compile_s)
     be = decision.break_even_speedup(inputs, job_hours=job_hours, compile_s_per_job=compile_s)
-    rule = decision.Decision(decision.NOTHING, speedup, be, reason=nothing) if nothing else \
-        decision.decide(speedup, be)
+    if nothing or busy:
+        rule = decision.Decision(decision.NOTHING if nothing else decision.BUSY, speedup, be, reason=nothing or busy)
+    else:
+        rule = decision.decide(speedup, be)
     return Pricing(inputs, estimate, be, rule,
                    decision.break_even_run(compile_cold_s, eager_step_s, speedup))
 
@@ -220,13 +222,20 @@ class Assessment:
         mode = self.deciding
         return replace(self, pricing=price(inputs, mode.speedup, eager_step_s=self.eager_step_s,
                                            compile_cold_s=mode.compile_cold_s, compile_warm_s=mode.compile_warm_s,
-                                           label=self.pricing.estimate.speedup.label, nothing=mode.nothing))
+                                           label=self.pricing.estimate.speedup.label, nothing=mode.nothing,
+                                           busy=self.busy))
+
+    @property
+    def busy(self) -> str | None:
+        """Why the machine was busy during the measurement (``load.RULE``), or None."""
+        return load.busy(self.loads, self.host["logical_cores"])
 
     def to_dict(self) -> dict[str, Any]:
         mode = self.deciding
         return {
             "schema_version": record.SCHEMA_VERSION, "timestamp": self.started, "host": dict(self.host),
-            "load": {"per_process": [dict(x) for x in self.loads], "method": LOAD_METHOD},
+            "load": {"per_process": [dict(x) for x in self.loads], "method": LOAD_METHOD, "rule": load.RULE,
+                     "busy": self.busy},
             "model": self.model, "batches": self.batches, "loss": self.loss or "cross-entropy (default)",
             "device": self.device, "device_name": self.device_name, "versions": dict(self.versions),
             "threads": self.threads, "processes": self.processes, "steps": self.steps, "rounds": self.rounds,

@@ -27,7 +27,9 @@ from course_utils.migrate.ladder import MigrationGain
 
 MIGRATE, DO_NOT_MIGRATE, NOT_DECIDED = "migrate", "do not migrate", "not decided: measure more"
 NOTHING = "nothing to migrate"  # the compiled variant compiled no graph: its timings price no compiler
-DECISIONS = (MIGRATE, DO_NOT_MIGRATE, NOT_DECIDED, NOTHING)
+BUSY = "not decided: the machine was busy"  # other work shared the cores: the gain depends on it
+DECISIONS = (MIGRATE, DO_NOT_MIGRATE, NOT_DECIDED, NOTHING, BUSY)
+_REASONED = (NOTHING, BUSY)
 _MAX_SPEEDUP = 1000.0
 _MAX_PROCESSES = 1000
 
@@ -72,7 +74,7 @@ class Decision:
     """The rule's outcome for one measured ``speedup`` against ``break_even``; ``processes_needed`` (for an undecided
     case) is the number of processes in all that would likely decide it at the measured mean and spread (None: the
     median sits on the break-even speed-up, or more than 1000 would be needed); ``reason`` says why there is
-    nothing to migrate (that outcome only)."""
+    nothing to migrate or why the machine was busy (those outcomes only)."""
 
     outcome: str
     speedup: intervals.Speedup
@@ -82,13 +84,13 @@ class Decision:
 
     def __post_init__(self) -> None:
         validate.choice("outcome", self.outcome, DECISIONS)
-        if (self.outcome == NOTHING) != (self.reason is not None):
-            raise ValueError(f"reason is given for the outcome {NOTHING!r} only, and always for it; got outcome "
+        if (self.outcome in _REASONED) != (self.reason is not None):
+            raise ValueError(f"reason is given for the outcomes {_REASONED} only, and always for them; got outcome "
                              f"{self.outcome!r} with reason {self.reason!r}")
 
     @property
     def text(self) -> str:
-        """The outcome as the report states it: 'nothing to migrate: <reason>' for that outcome."""
+        """The outcome as the report states it, with its reason where it has one."""
         return f"{self.outcome}: {self.reason}" if self.reason else self.outcome
 
     @property

@@ -58,6 +58,12 @@ DECISION = Template(
     undecided="**Decision: not decided: measure more.** {evidence}. The interval holds the break-even speed-up, "
               "{break_even}, so this measurement cannot say on which side the gain lies: {next_step}.")
 
+QUIET = Template(
+    "migrate.quiet", ("true",),
+    held="The machine was quiet: {evidence} (the rule: {rule}).",
+    failed="**No decision: the machine was busy.** {failed} is false (the rule: {rule}): other work "
+           "shared the cores, so the gain measured depends on that work; measure again on a quiet machine.")
+
 COMPILED = Template(
     "migrate.compiled", ("true",),
     held="What was compiled, mode '{mode}': {evidence} (Dynamo's own counter{reason}).",

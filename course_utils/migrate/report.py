@@ -14,11 +14,11 @@ from typing import Any
 
 from course_utils import display, intervals, validate
 from course_utils.findings import Finding, true
-from course_utils.migrate import cost, findings, plots, record, story
-from course_utils.migrate.assessment import Assessment, Pricing
+from course_utils.migrate import cost, findings, load, plots, record, story
+from course_utils.migrate.assessment import LOAD_METHOD, Assessment, Pricing
 from course_utils.migrate.checklist import Checklist
 from course_utils.migrate.cost import months_text
-from course_utils.migrate.decision import NOTHING, Decision, speed_text
+from course_utils.migrate.decision import BUSY, NOTHING, Decision, speed_text
 from course_utils.migrate.inputs import Inputs
 from course_utils.migrate.ladder import Ladder
 from course_utils.migrate.parity import FALLBACK_RTOL
@@ -73,8 +73,14 @@ def findings_of(a: Assessment) -> dict[str, Finding]:
                    f"final step {x.parity.final:.1e}; judged {x.parity.method})", x.parity.passed) for x in a.modes]
     compiled = findings.COMPILED.read(true(f"Dynamo compiled at least one graph ({m.graphs} counted in the first "
                                            "process)", m.graphs > 0), mode=m.mode, reason=m.nothing or "")
+    quiet = findings.QUIET.read(true(f"the 1-minute load average stayed at or below the {a.host['logical_cores']} "
+                                     f"logical cores (highest {load.busiest(a.loads):.2f}; {LOAD_METHOD})",
+                                     a.busy is None), rule=load.RULE)
+    told = {NOTHING: compiled, BUSY: quiet}
     return {
-        "decision": compiled if a.decision.outcome == NOTHING else decided(a.decision, i, gain), "compiled": compiled,
+        "decision": told[a.decision.outcome] if a.decision.outcome in told else decided(a.decision, i, gain),
+        "compiled": compiled,
+        "quiet": quiet,
         "parity": findings.PARITY.read(*parity, precision=f"AMP {a.amp}" if a.amp else "fp32"),
         "fallback": findings.FALLBACK.not_tested(
             "no graph was compiled, so the forced compile failure had nothing to fail on") if m.nothing
@@ -152,7 +158,8 @@ def report_markdown(a: Assessment, figures: dict[str, str] | None = None) -> str
     lines += ["", "## Exploration or production", "", found["run"].sentence, "", "## How this was measured", "",
               f"{a.processes} fresh processes, each {a.steps} timed steps in {a.rounds} interleaved rounds after 3 "
               f"untimed steps, per variant; batches {a.batch}; optimizer {a.optimizer}; AMP {a.amp or 'off'}; "
-              f"{a.parameters:,} parameters. Compile cache: {a.cache.get('method', '')}. Versions: "
+              f"{a.parameters:,} parameters. {found['quiet'].sentence.replace('**', '')} "
+              f"Compile cache: {a.cache.get('method', '')}. Versions: "
               + ", ".join(f"{k} {v}" for k, v in a.versions.items()) + f". Took {a.seconds:.0f} s.", "",
               f"Repeat: `{a.command}`", ""]
     return "\n".join(lines)

@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from course_utils.migrate import assessment, record
-from course_utils.migrate.decision import NOTHING
+from course_utils.migrate import assessment, load, record
+from course_utils.migrate.decision import BUSY, NOTHING
 from course_utils.migrate.inputs import read_config
 
 MEASURED_INPUTS = ("optimizer", "learning_rate")  # they change what is measured, not its price
@@ -35,7 +35,8 @@ def price(report: str | Path, config: str | Path | None) -> tuple[dict[str, Any]
                                compile_cold_s=mode["compile_seconds"]["cold"],
                                compile_warm_s=mode["compile_seconds"]["warm"],
                                label=f"torch.compile(mode={mode['mode']!r}) over eager, {saved['model']}",
-                               nothing=mode["nothing_to_migrate"])
+                               nothing=mode["nothing_to_migrate"],
+                               busy=load.busy(saved["load"]["per_process"], saved["host"]["logical_cores"]))
     saved.update({"decision": pricing.decision.text, "break_even_speedup": pricing.break_even,
                   "inputs": pricing.inputs.to_dict(), "money": pricing.to_dict(),
                   "priced": {"at": record.now(), "config": inputs.path, "measured_at": saved["timestamp"],
@@ -50,7 +51,7 @@ def sentence(saved: dict[str, Any], pricing: assessment.Pricing) -> str:
     from course_utils.migrate import report
 
     rule = pricing.decision
-    if rule.outcome == NOTHING:
+    if rule.outcome in (NOTHING, BUSY):
         return f"Decision: {rule.text}."
     gain = f"The speed-up of torch.compile(mode='{saved['modes'][0]['mode']}') over eager on a training step of " \
            f"{saved['model']}"
