@@ -27,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from course_utils import children, env, machine, validate
+from course_utils import children, env, validate
 from course_utils.migrate import assessment, factories, gate, load, parity, record, report
 from course_utils.migrate.inputs import Inputs, read_config
 from course_utils.migrate.torch_rungs import autocast_dtype
@@ -133,8 +133,6 @@ def assess(model: Any, batches: Any, *, out: str | Path, loss: Any = None, confi
         raise ValueError(f"modes: none of {mode_list} can run on {dev} ({'; '.join(skipped.values())})")
     probe = factories.probe(model_path, batches_path, loss_path, torch.device(dev), timeout=timeout)
     device_name = torch.cuda.get_device_name(0) if dev == "cuda" else env.cpu_model()
-    peak, peak_source = assessment.device_peak(dev, device_name, amp_name,
-                                               machine.figures().peak_flops if dev == "cpu" else None)
     per_round = split_steps(steps)
     command = command_line(model_path, batches_path, loss=loss_path, config=inputs.path, processes=processes,
                            steps=steps, device=device, modes=mode_list, amp=amp, out=target)
@@ -148,7 +146,7 @@ def assess(model: Any, batches: Any, *, out: str | Path, loss: Any = None, confi
             "sys_path": [p for p in sys.path if p],
         }, timeout, progress)
         found = _assemble(results, mode_list=measured_modes, skipped=skipped, amp=amp_name, inputs=inputs,
-                          probe=probe, peak=peak, peak_source=peak_source, device=dev, device_name=device_name,
+                          probe=probe, device=dev, device_name=device_name,
                           processes=processes, steps=steps, rounds=len(per_round), names=(model_path, batches_path,
                                                                                           loss_path),
                           seconds=time.perf_counter() - start, command=command, started=started)
@@ -224,12 +222,13 @@ def _run_processes(work: Path, kept: Path, processes: int, spec: dict[str, Any],
 
 
 def _assemble(results: list[dict[str, Any]], *, mode_list: list[str], skipped: dict[str, str], amp: str | None,
-              inputs: Inputs, probe: factories.Probe, peak: float | None, peak_source: str, device: str,
+              inputs: Inputs, probe: factories.Probe, device: str,
               device_name: str, processes: int, steps: int, rounds: int, names: tuple[str, str, str | None],
               seconds: float, command: str, started: str) -> assessment.Assessment:
     import torch
 
     modes, host = assessment.mode_results(results, mode_list, amp), record.host()
+    peak, peak_source = assessment.device_peak(device, device_name, amp, results[0]["roof"])
     fallback = parity.fallback_result(results, mode_list[0], amp)
     eager_step = statistics.median(statistics.median(r["variants"]["eager"]["round_step_s"]) for r in results)
     deciding = modes[0]

@@ -34,16 +34,17 @@ DATASHEET = {"H200": (67e12, 989e12), "H100": (67e12, 989e12), "A100": (19.5e12,
              "L4": (30.3e12, 121e12), "A10": (31.2e12, 125e12), "T4": (8.1e12, 65e12), "V100": (15.7e12, 125e12)}
 
 
-def device_peak(device: str, device_name: str, amp: str | None, machine_peak: float | None) -> tuple[float | None, str]:
-    """(peak FLOP/s, where the figure comes from): the machine's measured matmul roof on a CPU, the datasheet figure
-    of the GPU named (labelled as such), or (None, why) where neither is known."""
+def device_peak(device: str, device_name: str, amp: str | None,
+                roof: Mapping[str, Any] | None) -> tuple[float | None, str]:
+    """(peak FLOP/s, where the figure comes from): on a CPU the matmul roof measured in this run's first process
+    for the dtype that ran (``roof``, from the worker), the datasheet figure of the GPU named (labelled as such), or
+    (None, why) where neither is known."""
     if device == "cpu":
-        if machine_peak is None:
-            return None, "no measured peak"
-        source = "measured: cu.machine.figures().peak_flops (the best fp32 matmul of the frameworks here)"
-        if amp is not None:
-            source += f"; this run used {amp} autocast, whose matmul units can exceed that fp32 peak, so MFU overstates"
-        return machine_peak, source
+        if roof is None:
+            return None, "no peak measured in this run"
+        return roof["flops"], (f"measured in this run's first process for the dtype that ran: the best of "
+                               f"{roof['repeats']} {roof['dtype']} {roof['n']}x{roof['n']} matmuls (torch.matmul, "
+                               f"{roof['threads']} threads)")
     for name, (fp32, half) in DATASHEET.items():
         if name in device_name:
             peak = fp32 if amp is None else half

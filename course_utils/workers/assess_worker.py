@@ -16,7 +16,8 @@ What it does, in order (every variant starts from the same seed, so from the sam
 4. In the first process only, where the model holds dropout: trains every variant again over the first steps with
    the random state matched (the RNG seeded before each step from the same seed; Inductor's random operations
    drawn from it, ``torch._inductor.config.fallback_random``), for the parity check.
-5. In the first process only: forces a compile failure (a backend that raises), rolls back with
+5. In the first process on a CPU: measures the matmul roof for the dtype that ran (MFU's peak).
+6. In the first process only: forces a compile failure (a backend that raises), rolls back with
    ``torch.compiler.set_stance("force_eager")``, and trains the same steps again (each seeded as in 4), for the
    fallback check.
 Progress lines ``@@progress DONE TOTAL`` go to stdout; the result is written to RESULT.json at the end.
@@ -41,6 +42,7 @@ from course_utils.migrate.trainstep import call, default_loss, optimizer_for, to
 
 PROGRESS = "@@progress"
 FALLBACK_STEPS = 10
+ROOF_N, ROOF_REPEATS = 1024, 8  # the matmul that measures MFU's peak on a CPU
 
 
 def load(path: str) -> Callable[..., Any]:
@@ -219,12 +221,30 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
                             "recompiles": log.recompiles.get(name, [])}
                      for name, run in runs.items()},
     }
+    result["roof"] = matmul_roof(spec) if spec["index"] == 0 and device.type == "cpu" else None
     result["load"] = {"start": list(load_start), "end": list(os.getloadavg())}  # 1, 5, 15 min, before and after
     result["random"] = random_modules(runs["eager"].model)
     result["matched"] = matched(spec, kept) if spec["index"] == 0 and result["random"] else None
     if spec["index"] == 0:
         result["fallback"] = fallback(spec, kept, runs)
     return result
+
+
+def matmul_roof(spec: dict[str, Any]) -> dict[str, Any]:
+    """The best matmul FLOP/s of this process for the dtype that ran (autocast's, else fp32): MFU's peak on a CPU,
+    measured here rather than read from another run's cache."""
+    import torch
+
+    dtype = getattr(torch, spec["amp"]) if spec["amp"] else torch.float32
+    a, b = (torch.randn(ROOF_N, ROOF_N).to(dtype) for _ in range(2))
+    best = float("inf")
+    for i in range(ROOF_REPEATS + 2):  # two untimed first
+        start = time.perf_counter()
+        torch.matmul(a, b)
+        if i >= 2:
+            best = min(best, time.perf_counter() - start)
+    return {"flops": 2 * ROOF_N**3 / best, "dtype": str(dtype).removeprefix("torch."), "n": ROOF_N,
+            "repeats": ROOF_REPEATS, "threads": torch.get_num_threads()}
 
 
 def random_modules(model: Any) -> list[str]:

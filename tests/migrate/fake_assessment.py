@@ -34,11 +34,11 @@ def fake(speedups=(1.30, 1.32, 1.28), *, inputs=None, device="cpu", device_name=
          flops=1e9, **kwargs) -> migrate.Assessment:
     """An Assessment whose processes ran eager at 10 ms and compiled at 10 ms / each of ``speedups``."""
     results = [worker_result(i, 0.010, 0.010 / s, **kwargs) for i, s in enumerate(speedups)]
-    peak_flops, source = migrate.assessment.device_peak(device, device_name, None, peak)
+    results[0]["roof"] = {"flops": peak, "dtype": "float32", "n": 1024, "repeats": 8, "threads": 2}
     return assessing._assemble(
         results, mode_list=["default"], skipped={}, amp=None, inputs=inputs or migrate.read_config(None),
-        probe=factories.Probe(flops, 1234, "((4, 8) float32, (4,) int64)", 2.3), peak=peak_flops,
-        peak_source=source, device=device, device_name=device_name, processes=len(speedups), steps=10, rounds=5,
+        probe=factories.Probe(flops, 1234, "((4, 8) float32, (4,) int64)", 2.3), device=device,
+        device_name=device_name, processes=len(speedups), steps=10, rounds=5,
         names=("mypkg.models:make_model", "mypkg.data:make_batches", None), seconds=42.0,
         command="python -m course_utils.migrate assess --model mypkg.models:make_model ...",
         started="2026-01-01T00:00:00+00:00")

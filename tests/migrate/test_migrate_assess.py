@@ -44,6 +44,8 @@ def test_two_models_end_to_end_in_two_processes(tmp_path, model, batches) -> Non
     assert found.pricing.inputs["monthly_spend"].source == "your config"
     assert found.pricing.inputs["engineers"].source == "seed article"
     assert found.flops_per_step > 0 and found.deciding.compile_cold_s > 0 and found.deciding.graphs > 0
+    assert found.peak_flops > 0 and found.peak_source.startswith("measured in this run's first process")
+    assert len(found.loads) == 2 and len(found.loads[0]["start"]) == 3
     report = json.loads((out / "report.json").read_text())
     assert REPORT_KEYS <= set(report)
     assert set(report["speedup"]) >= {"median", "low", "high"}

@@ -61,19 +61,3 @@ def test_a_model_that_compiled_is_decided_as_before() -> None:
     assert found.decision.outcome == decision.MIGRATE and found.deciding.nothing is None
     assert "2 counted in the first process" in report.findings_of(found)["compiled"].sentence
 
-
-def test_a_busy_machine_decides_nothing_and_says_so(tmp_path) -> None:
-    cores = migrate.record.host()["logical_cores"]
-    busy = fake((1.5, 1.6, 1.55), load=cores + 3.0)
-    assert busy.decision.outcome == decision.BUSY and busy.decision.text.startswith(
-        f"not decided: the machine was busy: the 1-minute load average reached {cores + 3.1:.2f}")
-    told = report.findings_of(busy)
-    assert told["decision"].sentence.startswith("**No decision: the machine was busy.**")
-    report.write(busy, tmp_path)
-    saved = json.loads((tmp_path / "report.json").read_text())
-    assert saved["decision"].startswith("not decided: the machine was busy") and saved["load"]["busy"]
-    quiet = fake((1.5, 1.6, 1.55), load=min(0.5, cores / 2))
-    assert quiet.decision.outcome == decision.MIGRATE
-    assert report.findings_of(quiet)["quiet"].sentence.startswith("The machine was quiet:")
-    nothing = fake((1.5, 1.6, 1.55), load=cores + 3.0, graphs=0)
-    assert nothing.decision.outcome == decision.NOTHING  # nothing compiled says more than a busy machine
