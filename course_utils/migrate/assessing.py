@@ -27,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from course_utils import children, env, validate
+from course_utils import children, env, intervals, validate
 from course_utils.migrate import assessment, factories, gate, load, parity, record, report
 from course_utils.migrate.inputs import Inputs, read_config
 from course_utils.migrate.torch_rungs import autocast_dtype
@@ -36,6 +36,7 @@ MODES = ("default", "reduce-overhead", "max-autotune")
 AMPS = ("auto", "off", "bf16", "fp16")
 DEVICES = ("auto", "cpu", "cuda")
 WORKER = Path(__file__).resolve().parents[1] / "workers" / "assess_worker.py"
+FP32 = "eager fp32"  # the worker's variant without autocast (assess_worker.FP32)
 MAX_ROUNDS = 5
 PROCESSES = (2, 64)  # fresh processes: two for an interval, 64 at most (each runs every mode)
 STEPS = (2, 100_000)  # timed steps per process
@@ -182,7 +183,7 @@ def _run_processes(work: Path, kept: Path, processes: int, spec: dict[str, Any],
                    progress: bool) -> list[dict[str, Any]]:
     """Run the worker ``processes`` times, one after the other; the first with an empty compile cache. A process
     that fails or runs past ``timeout`` leaves its log in ``kept``, which the error names."""
-    units = (1 + len(spec["modes"])) * (3 + sum(spec["per_round"]))
+    units = (1 + (spec["amp"] is not None) + len(spec["modes"])) * (3 + sum(spec["per_round"]))
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -238,6 +239,10 @@ def _assemble(results: list[dict[str, Any]], *, mode_list: list[str], skipped: d
                                nothing=deciding.nothing,
                                busy=load.busy([r["load"] for r in results], host["logical_cores"]))
     versions = {"python": sys.version.split()[0], "torch": torch.__version__}
+    amp_alone = None if amp is None else replace(intervals.speedup(
+        [statistics.median(r["variants"][FP32]["round_step_s"]) for r in results],
+        [statistics.median(r["variants"]["eager"]["round_step_s"]) for r in results]),
+        baseline="eager fp32", candidate=f"eager + AMP ({amp}), no migration")
     return assessment.Assessment(
         model=names[0], batches=names[1], loss=names[2], device=device, device_name=device_name,
         versions=versions, threads=int(results[0]["threads"]), processes=processes, steps=steps, rounds=rounds,
@@ -247,7 +252,7 @@ def _assemble(results: list[dict[str, Any]], *, mode_list: list[str], skipped: d
         modes=modes, skipped=skipped, flops_per_step=probe.flops_per_step, peak_flops=peak, peak_source=peak_source,
         fallback=fallback, pricing=pricing, seconds=seconds, command=command, parameters=probe.parameters,
         batch=probe.batch, cache={"method": assessment.CACHE_METHOD, "per_process": [r["cache"] for r in results]},
-        started=started, host=host, loads=tuple(r["load"] for r in results))
+        started=started, host=host, loads=tuple(r["load"] for r in results), amp_alone=amp_alone)
 
 
 def _replace(new: Path, target: Path) -> None:

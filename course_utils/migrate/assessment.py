@@ -203,6 +203,7 @@ class Assessment:
     host: Mapping[str, Any] = field(default_factory=dict)
     loads: tuple[Mapping[str, Any], ...] = ()  # per process: os.getloadavg() at its start and its end
     gate: Any = None  # gate.Gate against --baseline, or None
+    amp_alone: intervals.Speedup | None = None  # eager + AMP over eager fp32 across processes (AMP runs only)
 
     @property
     def deciding(self) -> ModeResult:
@@ -257,6 +258,7 @@ class Assessment:
             "inputs": self.pricing.inputs.to_dict(), "money": self.pricing.to_dict(),
             "eager_step_s": self.eager_step_s, "seconds": self.seconds, "command": self.command,
             "cache": dict(self.cache), "gate": None if self.gate is None else self.gate.to_dict(),
+            "amp_alone": None if self.amp_alone is None else self.amp_alone.to_dict(),
         }
 
     def table(self) -> display.Table:

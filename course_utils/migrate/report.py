@@ -135,6 +135,9 @@ def report_markdown(a: Assessment, figures: dict[str, str] | None = None) -> str
     lines += [f"| {x.mode} | {x.speedup} | {display.format_time(x.step_s)} | {display.format_time(x.compile_cold_s)} "
               f"| {_time(x.compile_warm_s)} |" for x in a.modes]
     lines += [f"| {mode} | skipped: {why} | | | |" for mode, why in a.skipped.items()]
+    lines += [] if a.amp_alone is None else [
+        f"| eager + AMP over eager fp32 (no migration: autocast is in eager PyTorch) | {a.amp_alone} | "
+        f"{display.format_time(a.eager_step_s)} | | |"]
     mfu = " / ".join("n/a" if v is None else f"{v:.1%}" for v in (a.mfu(a.eager_step_s), a.mfu(m.step_s)))
     peak = "no peak" if a.peak_flops is None else display.format_flops(a.peak_flops)
     lines += ["", f"MFU (model FLOP/s over the peak), eager / compiled: {mfu}, with {a.flops_per_step / 1e9:.3g} "

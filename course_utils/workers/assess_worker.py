@@ -4,7 +4,8 @@ Usage: python assess_worker.py SPEC.json RESULT.json   (written and read by ``co
 
 What it does, in order (every variant starts from the same seed, so from the same weights):
 1. Builds the model from ``make_model()`` once per variant: eager, and ``torch.compile(model, mode=...)`` for each
-   requested mode. The parent points every process at one Inductor cache folder (``TORCHINDUCTOR_CACHE_DIR``),
+   requested mode (all under the run's autocast); where the run uses AMP, also eager without it ("eager fp32").
+   The parent points every process at one Inductor cache folder (``TORCHINDUCTOR_CACHE_DIR``),
    empty for the first process: its first call is a cold compile, the later processes' a warm one (the generated
    code and compiled kernels found on disk, as on a machine that compiled this model before).
 2. Takes three untimed steps per variant (the first, timed apart, is the compile), then ``rounds`` rounds: each
@@ -41,6 +42,7 @@ from course_utils.migrate import compiled
 from course_utils.migrate.trainstep import call, default_loss, optimizer_for, to_device
 
 PROGRESS = "@@progress"
+FP32 = "eager fp32"  # the variant without autocast, where the run uses AMP
 FALLBACK_STEPS = 10
 ROOF_N, ROOF_REPEATS = 1024, 8  # the matmul that measures MFU's peak on a CPU
 
@@ -120,7 +122,7 @@ def _failing_backend(gm: Any, example_inputs: Any) -> Any:
 class Run:
     """One variant: a fresh model from the seed, wrapped (or not) by ``wrap``, with its optimizer and step."""
 
-    def __init__(self, spec: dict[str, Any], wrap: Callable[[Any], Any]) -> None:
+    def __init__(self, spec: dict[str, Any], wrap: Callable[[Any], Any], fp32: bool = False) -> None:
         import torch
 
         self.spec, self.device = spec, torch.device(spec["device"])
@@ -129,7 +131,7 @@ class Run:
         self.loss_fn = load(spec["loss"]) if spec["loss"] else default_loss
         self.wrapped = wrap(self.model)
         self.optimizer = optimizer_for(self.model.parameters(), spec["optimizer"], spec["learning_rate"])
-        self.amp = None if spec["amp"] is None else getattr(torch, spec["amp"])
+        self.amp = None if fp32 or spec["amp"] is None else getattr(torch, spec["amp"])
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.amp is torch.float16)
         self.losses: list[Any] = []
 
@@ -168,9 +170,11 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     device = torch.device(spec["device"])
     log = CompileLog.install()
     wraps: dict[str, Callable[[Any], Any]] = {"eager": lambda m: m}
+    if spec["amp"] is not None:
+        wraps[FP32] = lambda m: m  # eager without autocast: what AMP alone buys, no migration
     for mode in spec["modes"]:
         wraps[mode] = lambda m, mode=mode: torch.compile(m, mode=mode)
-    runs = {name: Run(spec, wrap) for name, wrap in wraps.items()}
+    runs = {name: Run(spec, wrap, fp32=name == FP32) for name, wrap in wraps.items()}
     batches = Batches(load(spec["batches"]))
     rounds, per_round = spec["rounds"], spec["per_round"]
     total, done = len(runs) * (3 + sum(per_round)), 0
