@@ -17,7 +17,7 @@ sources, TOML), ``decision`` (break-even speed-up, the rule, processes to decide
 
 from course_utils.migrate import examples, exercises, findings, story  # noqa: F401  (exercises registers the 07.x checkers)
 from course_utils.migrate.assessing import assess, command_line
-from course_utils.migrate.assessment import PARITY_RTOL, Assessment
+from course_utils.migrate.assessment import Assessment
 from course_utils.migrate.checklist import Check, Checklist, compilers, fall_back, run_checklist
 from course_utils.migrate.cost import (
     SEED_COMPETITOR_HOURS,
@@ -57,6 +57,7 @@ from course_utils.migrate.ladder import (
     Rung,
     build_ladder,
 )
+from course_utils.migrate.parity import PARITY_RTOL
 from course_utils.migrate.plots import assess_figure, explore, payback, waterfall
 from course_utils.migrate.report import compare_pricing, lead_page, money_sentence, pricing_cases, summary_rows
 from course_utils.migrate.report import compare_table as compare_assessments

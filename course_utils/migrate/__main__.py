@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 
 from course_utils import children
 from course_utils.migrate import assessing as _assess
-from course_utils.migrate import report, story
+from course_utils.migrate import report, repricing, story
 
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m course_utils.migrate",
                                   description="Measure whether compiling your model pays, on your hardware.")
     commands = top.add_subparsers(dest="command", required=True)
-    cmd = commands.add_parser("assess", help="eager against torch.compile in fresh processes, priced and decided")
+    cmd = commands.add_parser("assess", help="eager against torch.compile in fresh processes, priced and decided "
+                                             "('assess price report.json --config costs.toml' prices a saved "
+                                             "report again)")
     cmd.add_argument("--model", required=True, help="PKG.MODULE:make_model, returns a torch.nn.Module")
     cmd.add_argument("--batches", required=True, help="PKG.MODULE:make_batches, returns (inputs, targets) batches")
     cmd.add_argument("--loss", help="PKG.MODULE:loss_fn(outputs, targets) (default: cross-entropy)")
@@ -27,15 +31,63 @@ def parser() -> argparse.ArgumentParser:
     cmd.add_argument("--threads", type=int, help="intra-op threads of the measuring processes (default: torch's)")
     cmd.add_argument("--timeout", type=float, default=1800.0, help="seconds allowed per process (default 1800)")
     cmd.add_argument("--out", required=True, help="folder for report.json, report.md, report.html")
+    cmd.add_argument("--baseline", help="a saved report.json: exit 3 when the gain fell below its interval (the "
+                                        "regression gate)")
     return top
 
 
+GATE_FAILED = 3
+
+
+def _interrupt_once(signum: int, frame: object) -> None:
+    """The first Ctrl-C stops the run (``KeyboardInterrupt``: its children are stopped, its working folder removed);
+    later ones are ignored, so they can neither cut that cleanup short nor change the exit code from 130."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the command; exit codes: 0 done, 1 a measuring process failed, 2 bad input, 3 the regression gate
+    failed, 130 Ctrl-C (any number)."""
+    if threading.current_thread() is not threading.main_thread():
+        return _main(argv)
+    previous = signal.signal(signal.SIGINT, _interrupt_once)
+    try:
+        return _main(argv)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def price_parser() -> argparse.ArgumentParser:
+    cmd = argparse.ArgumentParser(prog="python -m course_utils.migrate assess price",
+                                  description="Price a saved report again at other inputs, without measuring.")
+    cmd.add_argument("report", help="a report.json that assess wrote (rewritten: decision, inputs, money)")
+    cmd.add_argument("--config", help="costs TOML (default: the seed article's figures, each labelled)")
+    return cmd
+
+
+def _price(argv: list[str]) -> int:
+    args = price_parser().parse_args(argv)
+    try:
+        saved, pricing = repricing.price(args.report, args.config)
+    except (TypeError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(repricing.sentence(saved, pricing))
+    print(f"report: {args.report} (decision, inputs and money rewritten; nothing was measured)")
+    return 0
+
+
+def _main(argv: list[str] | None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:2] == ["assess", "price"]:
+        return _price(argv[2:])
     args = parser().parse_args(argv)
     try:
         found = _assess.assess(args.model, args.batches, loss=args.loss, config=args.config,
                                processes=args.processes, steps=args.steps, device=args.device, modes=args.modes,
-                               amp=args.amp, threads=args.threads, timeout=args.timeout, out=args.out)
+                               amp=args.amp, threads=args.threads, timeout=args.timeout, out=args.out,
+                               baseline=args.baseline)
     except KeyboardInterrupt:
         print(f"interrupted: every measuring process was stopped; nothing was written to {args.out}", file=sys.stderr)
         return 130
@@ -43,15 +95,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except (children.ChildFailed, TimeoutError) as exc:
-        print(f"error: {exc}\nnothing was written to {args.out}", file=sys.stderr)
+        print(f"error: {exc}\nno report was written to {args.out}", file=sys.stderr)
         return 1
     told = report.findings_of(found)
     print(told["decision"].sentence.replace("**", ""))
     for blocker in story.blockers(told["parity"], told["fallback"]):
         print(f"blocker: {blocker}")
     print(f"report: {args.out}/report.html (and report.md, report.json)")
+    if found.gate is not None:
+        print(found.gate.finding().sentence.replace("**", ""))
+        return GATE_FAILED if found.gate.failed else 0
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        code = main()
+    except KeyboardInterrupt:  # a Ctrl-C before main's own handler was in place
+        code = 130
+    sys.exit(code)

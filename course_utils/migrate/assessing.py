@@ -8,7 +8,8 @@ Everything is checked before anything is measured: the factories import and run,
 that takes one training step on the first batch (its FLOPs counted there), the config's fields are known and
 in range. Then ``processes`` fresh Python processes run ``workers/assess_worker.py`` one after the other, each in
 its own process group (stopped whatever happens, Ctrl-C included). The report is written into a temporary folder
-beside ``out`` and moved into place only when it is whole, so a failed or interrupted run leaves ``out`` as it was.
+beside ``out`` and moved into place only when it is whole, so a failed or interrupted run leaves ``out`` as it was;
+``out`` is checked writable first of all. A measuring process that fails leaves its log in ``<out>.failed-logs/``.
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from course_utils import children, env, machine, validate
-from course_utils.migrate import assessment, factories, report
+from course_utils import children, env, intervals, validate
+from course_utils.migrate import assessment, factories, gate, load, parity, record, report
 from course_utils.migrate.inputs import Inputs, read_config
 from course_utils.migrate.torch_rungs import autocast_dtype
 
@@ -34,6 +36,7 @@ MODES = ("default", "reduce-overhead", "max-autotune")
 AMPS = ("auto", "off", "bf16", "fp16")
 DEVICES = ("auto", "cpu", "cuda")
 WORKER = Path(__file__).resolve().parents[1] / "workers" / "assess_worker.py"
+FP32 = "eager fp32"  # the worker's variant without autocast (assess_worker.FP32)
 MAX_ROUNDS = 5
 PROCESSES = (2, 64)  # fresh processes: two for an interval, 64 at most (each runs every mode)
 STEPS = (2, 100_000)  # timed steps per process
@@ -98,15 +101,18 @@ def command_line(model: str, batches: str, *, loss: str | None = None, config: s
 
 def assess(model: Any, batches: Any, *, out: str | Path, loss: Any = None, config: str | Path | Inputs | None = None,
            processes: int = 5, steps: int = 50, device: str = "auto", modes: Any = ("default",), amp: str = "auto",
-           threads: int | None = None, seed: int = 0, timeout: float = 1800.0,
-           progress: bool = True) -> assessment.Assessment:
+           threads: int | None = None, seed: int = 0, timeout: float = 1800.0, progress: bool = True,
+           baseline: str | Path | None = None) -> assessment.Assessment:
     """Measure eager against ``torch.compile`` on the model of ``model()`` (a 'package.module:function' path, or a
     function in an importable module) over the batches of ``batches()`` in ``processes`` fresh processes of
     ``steps`` timed steps each, price the gain with ``config`` (a TOML path, ``Inputs``, or None: the seed
     article's figures) and write ``out``/report.json, report.md and report.html. ``timeout`` (seconds) bounds each
     process, and the user's code run here first (the factories and one eager step); ``threads`` sets the
-    processes' intra-op threads (default: torch's)."""
-    start = time.perf_counter()
+    processes' intra-op threads (default: torch's); ``baseline`` (a saved report.json) adds the regression gate
+    (``gate``)."""
+    start, started = time.perf_counter(), record.now()
+    target = factories.check_out("out", out)  # first: a folder that cannot be written is refused before anything
+    base = None if baseline is None else gate.load(baseline)
     import torch
 
     model_path = factories.resolve("model", model)
@@ -126,28 +132,27 @@ def assess(model: Any, batches: Any, *, out: str | Path, loss: Any = None, confi
     measured_modes = [m for m in mode_list if m not in skipped]
     if not measured_modes:
         raise ValueError(f"modes: none of {mode_list} can run on {dev} ({'; '.join(skipped.values())})")
-    target = factories.check_out("out", out)
     probe = factories.probe(model_path, batches_path, loss_path, torch.device(dev), timeout=timeout)
     device_name = torch.cuda.get_device_name(0) if dev == "cuda" else env.cpu_model()
-    peak, peak_source = assessment.device_peak(dev, device_name, amp_name,
-                                               machine.figures().peak_flops if dev == "cpu" else None)
     per_round = split_steps(steps)
     command = command_line(model_path, batches_path, loss=loss_path, config=inputs.path, processes=processes,
                            steps=steps, device=device, modes=mode_list, amp=amp, out=target)
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{target.name}-assess-", dir=target.parent))
     try:
-        results = _run_processes(work, processes, {
+        results = _run_processes(work, failed_logs(target), processes, {
             "model": model_path, "batches": batches_path, "loss": loss_path, "device": dev, "amp": amp_name,
             "modes": measured_modes, "rounds": len(per_round), "per_round": per_round, "seed": seed,
             "threads": threads, "optimizer": inputs.value("optimizer"), "learning_rate": inputs.value("learning_rate"),
             "sys_path": [p for p in sys.path if p],
         }, timeout, progress)
         found = _assemble(results, mode_list=measured_modes, skipped=skipped, amp=amp_name, inputs=inputs,
-                          probe=probe, peak=peak, peak_source=peak_source, device=dev, device_name=device_name,
+                          probe=probe, device=dev, device_name=device_name,
                           processes=processes, steps=steps, rounds=len(per_round), names=(model_path, batches_path,
                                                                                           loss_path),
-                          seconds=time.perf_counter() - start, command=command)
+                          seconds=time.perf_counter() - start, command=command, started=started)
+        if base is not None:
+            found = replace(found, gate=gate.Gate(base, found.deciding.speedup, found.deciding.mode))
         report.write(found, work / "report")
         with children.sigint_held():  # a Ctrl-C now waits until the report is in place
             _replace(work / "report", target)
@@ -157,10 +162,28 @@ def assess(model: Any, batches: Any, *, out: str | Path, loss: Any = None, confi
             shutil.rmtree(work, ignore_errors=True)
 
 
-def _run_processes(work: Path, processes: int, spec: dict[str, Any], timeout: float,
+def failed_logs(target: Path) -> Path:
+    """Where the log of a measuring process that failed is kept: ``<out>.failed-logs/`` beside ``out``."""
+    return target.with_name(f"{target.name}.failed-logs")
+
+
+def _keep_log(log: Path, kept: Path, exc: Exception) -> Exception:
+    """Copy the failed process's ``log`` into ``kept`` (the working folder is removed) and return ``exc`` again
+    with its message pointing to the kept copy."""
+    kept.mkdir(parents=True, exist_ok=True)
+    copy = kept / log.name
+    shutil.copyfile(log, copy)
+    text = str(exc).replace(str(log), str(copy))
+    if str(copy) not in text:
+        text += f"\nits whole log is kept in {copy}"
+    return type(exc)(text)
+
+
+def _run_processes(work: Path, kept: Path, processes: int, spec: dict[str, Any], timeout: float,
                    progress: bool) -> list[dict[str, Any]]:
-    """Run the worker ``processes`` times, one after the other; the first with an empty compile cache."""
-    units = (1 + len(spec["modes"])) * (3 + sum(spec["per_round"]))
+    """Run the worker ``processes`` times, one after the other; the first with an empty compile cache. A process
+    that fails or runs past ``timeout`` leaves its log in ``kept``, which the error names."""
+    units = (1 + (spec["amp"] is not None) + len(spec["modes"])) * (3 + sum(spec["per_round"]))
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -186,8 +209,12 @@ def _run_processes(work: Path, processes: int, spec: dict[str, Any], timeout: fl
                 if bar is not None and len(parts) == 3 and parts[0] == "@@progress":
                     bar.update(max(0, index * units + min(int(parts[1]), units) - bar.n))
 
-            children.run_child([sys.executable, str(WORKER), str(spec_path), str(result_path)],
-                               log=work / f"log-{index}.txt", timeout=timeout, env=child_env, on_line=on_line)
+            log = work / f"log-{index}.txt"
+            try:
+                children.run_child([sys.executable, str(WORKER), str(spec_path), str(result_path)],
+                                   log=log, timeout=timeout, env=child_env, on_line=on_line)
+            except (children.ChildFailed, TimeoutError) as exc:
+                raise _keep_log(log, kept, exc) from None
             results.append(json.loads(result_path.read_text()))
     finally:
         if bar is not None:
@@ -196,21 +223,26 @@ def _run_processes(work: Path, processes: int, spec: dict[str, Any], timeout: fl
 
 
 def _assemble(results: list[dict[str, Any]], *, mode_list: list[str], skipped: dict[str, str], amp: str | None,
-              inputs: Inputs, probe: factories.Probe, peak: float | None, peak_source: str, device: str,
+              inputs: Inputs, probe: factories.Probe, device: str,
               device_name: str, processes: int, steps: int, rounds: int, names: tuple[str, str, str | None],
-              seconds: float, command: str) -> assessment.Assessment:
+              seconds: float, command: str, started: str) -> assessment.Assessment:
     import torch
 
-    modes = assessment.mode_results(results, mode_list, amp)
-    first = results[0]["variants"]
-    fallback = assessment.fallback_result(results[0]["fallback"], first["eager"]["losses"],
-                                          first[mode_list[0]]["losses"], amp)
+    modes, host = assessment.mode_results(results, mode_list, amp), record.host()
+    peak, peak_source = assessment.device_peak(device, device_name, amp, results[0]["roof"])
+    fallback = parity.fallback_result(results, mode_list[0], amp)
     eager_step = statistics.median(statistics.median(r["variants"]["eager"]["round_step_s"]) for r in results)
     deciding = modes[0]
     pricing = assessment.price(inputs, deciding.speedup, eager_step_s=eager_step,
                                compile_cold_s=deciding.compile_cold_s, compile_warm_s=deciding.compile_warm_s,
-                               label=f"torch.compile(mode={deciding.mode!r}) over eager, {names[0]}")
+                               label=f"torch.compile(mode={deciding.mode!r}) over eager, {names[0]}",
+                               nothing=deciding.nothing,
+                               busy=load.busy([r["load"] for r in results], host["logical_cores"]))
     versions = {"python": sys.version.split()[0], "torch": torch.__version__}
+    amp_alone = None if amp is None else replace(intervals.speedup(
+        [statistics.median(r["variants"][FP32]["round_step_s"]) for r in results],
+        [statistics.median(r["variants"]["eager"]["round_step_s"]) for r in results]),
+        baseline="eager fp32", candidate=f"eager + AMP ({amp}), no migration")
     return assessment.Assessment(
         model=names[0], batches=names[1], loss=names[2], device=device, device_name=device_name,
         versions=versions, threads=int(results[0]["threads"]), processes=processes, steps=steps, rounds=rounds,
@@ -219,7 +251,8 @@ def _assemble(results: list[dict[str, Any]], *, mode_list: list[str], skipped: d
                                                                       for r in results]),
         modes=modes, skipped=skipped, flops_per_step=probe.flops_per_step, peak_flops=peak, peak_source=peak_source,
         fallback=fallback, pricing=pricing, seconds=seconds, command=command, parameters=probe.parameters,
-        batch=probe.batch, cache={"method": assessment.CACHE_METHOD, "per_process": [r["cache"] for r in results]})
+        batch=probe.batch, cache={"method": assessment.CACHE_METHOD, "per_process": [r["cache"] for r in results]},
+        started=started, host=host, loads=tuple(r["load"] for r in results), amp_alone=amp_alone)
 
 
 def _replace(new: Path, target: Path) -> None:

@@ -11,99 +11,46 @@ processes do.
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from course_utils import display, intervals, timing, validate
-from course_utils.migrate import cost, decision
+from course_utils.migrate import compiled, cost, decision, load, parity, record
 from course_utils.migrate.inputs import MEASURED, SEED, SEED_JOB_HOURS, Inputs
 from course_utils.migrate.ladder import MigrationGain
+from course_utils.migrate.parity import Fallback, Parity
 
-PARITY_RTOL = {"fp32": 1e-3, "amp": 3e-2}  # the course's launch-checklist tolerances on losses (relative)
-FALLBACK_RTOL = 1e-6  # the fallback runs eager: it must give eager's losses
 CACHE_METHOD = ("on-disk caches: every process uses one TORCHINDUCTOR_CACHE_DIR, empty for the first process (cold "
                 "compile); the later processes find its generated code and compiled kernels there (warm compile), as "
                 "a job does on a machine that compiled the model before. The portable cache "
                 "(torch.compiler.save_cache_artifacts) was not used: on a CPU a process that loads it still builds "
                 "every C++ kernel again (its empty cache folder fills with as many compiled libraries as a cold one)")
+LOAD_METHOD = "os.getloadavg() (1, 5 and 15 minute averages) at the start and the end of each measuring process"
 # Dense peak FLOP/s from NVIDIA's datasheets (SXM parts where two exist): fp32 without tensor cores, and 16-bit
 # tensor cores (bf16/fp16). A substring of the device name picks the row.
 DATASHEET = {"H200": (67e12, 989e12), "H100": (67e12, 989e12), "A100": (19.5e12, 312e12), "L40S": (91.6e12, 362e12),
              "L4": (30.3e12, 121e12), "A10": (31.2e12, 125e12), "T4": (8.1e12, 65e12), "V100": (15.7e12, 125e12)}
 
 
-def device_peak(device: str, device_name: str, amp: str | None, machine_peak: float | None) -> tuple[float | None, str]:
-    """(peak FLOP/s, where the figure comes from): the machine's measured matmul roof on a CPU, the datasheet figure
-    of the GPU named (labelled as such), or (None, why) where neither is known."""
+def device_peak(device: str, device_name: str, amp: str | None,
+                roof: Mapping[str, Any] | None) -> tuple[float | None, str]:
+    """(peak FLOP/s, where the figure comes from): on a CPU the matmul roof measured in this run's first process
+    for the dtype that ran (``roof``, from the worker), the datasheet figure of the GPU named (labelled as such), or
+    (None, why) where neither is known."""
     if device == "cpu":
-        if machine_peak is None:
-            return None, "no measured peak"
-        source = "measured: cu.machine.figures().peak_flops (the best fp32 matmul of the frameworks here)"
-        if amp is not None:
-            source += f"; this run used {amp} autocast, whose matmul units can exceed that fp32 peak, so MFU overstates"
-        return machine_peak, source
+        if roof is None:
+            return None, "no peak measured in this run"
+        return roof["flops"], (f"measured in this run's first process for the dtype that ran: the best of "
+                               f"{roof['repeats']} {roof['dtype']} {roof['n']}x{roof['n']} matmuls (torch.matmul, "
+                               f"{roof['threads']} threads)")
     for name, (fp32, half) in DATASHEET.items():
         if name in device_name:
             peak = fp32 if amp is None else half
             kind = "fp32, no tensor cores" if amp is None else "16-bit tensor cores, dense"
             return peak, f"datasheet figure for {name} ({kind}), not measured here"
     return None, f"no datasheet figure for {device_name!r} in the course's table"
-
-
-def relative(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
-    """(largest, final) relative difference of two loss sequences over their common steps."""
-    pairs = list(zip(a, b))
-    if not pairs:
-        raise ValueError("the loss sequences hold no common step")
-    diffs = [abs(x - y) / max(abs(x), 1e-12) if math.isfinite(x) and math.isfinite(y) else math.inf for x, y in pairs]
-    return max(diffs), diffs[-1]
-
-
-@dataclass(frozen=True)
-class Parity:
-    """Losses of the compiled model against eager's, step by step from the same seed and batches."""
-
-    steps: int
-    largest: float
-    final: float
-    tolerance: float
-
-    @property
-    def passed(self) -> bool:
-        return self.largest <= self.tolerance
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"steps": self.steps, "largest_relative": self.largest, "final_relative": self.final,
-                "tolerance": self.tolerance, "passed": self.passed}
-
-
-@dataclass(frozen=True)
-class Fallback:
-    """The forced compile failure: its error (None: it did not fail), and the fallback's losses against eager's and
-    the compiled path's over the same first steps."""
-
-    error: str | None
-    steps: int
-    vs_eager: float
-    vs_compiled: float
-    tolerance: float
-
-    @property
-    def reproduced(self) -> bool:
-        """The fallback's losses equal eager's and stay within the tolerance of the compiled path's."""
-        return self.vs_eager <= FALLBACK_RTOL and self.vs_compiled <= self.tolerance
-
-    @property
-    def passed(self) -> bool:
-        return self.error is not None and self.reproduced
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"forced_error": self.error, "steps": self.steps, "vs_eager_relative": self.vs_eager,
-                "vs_compiled_relative": self.vs_compiled, "eager_tolerance": FALLBACK_RTOL,
-                "compiled_tolerance": self.tolerance, "passed": self.passed}
 
 
 @dataclass(frozen=True)
@@ -118,9 +65,15 @@ class ModeResult:
     compile_warm_s: float | None
     graph_breaks: tuple[str, ...]
     recompiles: tuple[str, ...]
+    graphs: int  # graphs Dynamo captured in the first process (its unique_graphs counter)
     peak_bytes: int | None
     parity: Parity
     per_process: tuple[float, ...] = ()  # eager median / compiled median, one per process: the interval's pairs
+
+    @property
+    def nothing(self) -> str | None:
+        """Why there is nothing to migrate (this mode compiled no graph), or None."""
+        return compiled.nothing_compiled(self.graphs, self.graph_breaks)
 
     def to_dict(self) -> dict[str, Any]:
         return {"mode": self.mode, "speedup": {"median": self.speedup.ratio, "low": self.speedup.low,
@@ -128,6 +81,7 @@ class ModeResult:
                 "in_process": [s.to_dict() for s in self.in_process], "step_s": self.step_s,
                 "compile_seconds": {"cold": self.compile_cold_s, "warm": self.compile_warm_s},
                 "graph_breaks": list(self.graph_breaks), "recompiles": list(self.recompiles),
+                "compiled_graphs": self.graphs, "nothing_to_migrate": self.nothing,
                 "peak_bytes": self.peak_bytes, "parity": self.parity.to_dict(),
                 "per_process": list(self.per_process)}
 
@@ -149,7 +103,6 @@ def _in_process(label: str, rounds_eager: Sequence[float], rounds_compiled: Sequ
 
 def mode_results(results: Sequence[Mapping[str, Any]], modes: Sequence[str], amp: str | None) -> tuple[ModeResult, ...]:
     """Each mode's result from the processes' JSON results (``results[0]`` is the cold process)."""
-    tolerance = PARITY_RTOL["fp32" if amp is None else "amp"]
     eager = [r["variants"]["eager"] for r in results]
     eager_medians = [statistics.median(v["round_step_s"]) for v in eager]
     out = []
@@ -159,29 +112,14 @@ def mode_results(results: Sequence[Mapping[str, Any]], modes: Sequence[str], amp
         gain = intervals.speedup(eager_medians, medians)
         gain = replace(gain, baseline="eager", candidate=f"torch.compile(mode={mode!r})")
         compile_s = [max(0.0, v["first_s"] - m) for v, m in zip(runs, medians)]
-        largest, final = relative(eager[0]["losses"], runs[0]["losses"])
-        parity = Parity(min(len(eager[0]["losses"]), len(runs[0]["losses"])), largest, final, tolerance)
-        for e, v in zip(eager[1:], runs[1:]):  # every process is checked; the worst one is reported
-            big, last = relative(e["losses"], v["losses"])
-            if big > parity.largest:
-                parity = Parity(parity.steps, big, last, tolerance)
         out.append(ModeResult(
             mode, gain, tuple(_in_process(mode, e["round_step_s"], v["round_step_s"]) for e, v in zip(eager, runs)),
             statistics.median(medians), compile_s[0], median_or_none(compile_s[1:]),
             tuple(sorted({b for v in runs for b in v["graph_breaks"]})),
-            tuple(dict.fromkeys(x for v in runs[:1] for x in v["recompiles"])),
-            median_or_none([v["peak_bytes"] for v in runs]), parity,
+            tuple(dict.fromkeys(x for v in runs[:1] for x in v["recompiles"])), int(runs[0]["graphs"]),
+            median_or_none([v["peak_bytes"] for v in runs]), parity.of(results, mode, amp),
             tuple(e / c for e, c in zip(eager_medians, medians))))
     return tuple(out)
-
-
-def fallback_result(found: Mapping[str, Any], eager_losses: Sequence[float], compiled_losses: Sequence[float],
-                    amp: str | None) -> Fallback:
-    """The first process's fallback check against its own eager and compiled losses."""
-    tolerance = PARITY_RTOL["fp32" if amp is None else "amp"]
-    losses = found["losses"]
-    return Fallback(found["error"], len(losses), relative(eager_losses, losses)[0],
-                    relative(compiled_losses, losses)[0], tolerance)
 
 
 @dataclass(frozen=True)
@@ -205,10 +143,11 @@ class Pricing:
 
 
 def price(inputs: Inputs, speedup: intervals.Speedup, *, eager_step_s: float, compile_cold_s: float,
-          compile_warm_s: float | None, label: str) -> Pricing:
+          compile_warm_s: float | None, label: str, nothing: str | None = None, busy: str | None = None) -> Pricing:
     """Feed the measured ``speedup`` to the cost model at ``inputs``: the job length from ``steps_per_job`` (or
     the seed's 72 h job) at the measured eager step, the compile each job pays (cold, or warm where the config
-    says the cache persists and a warm figure exists)."""
+    says the cache persists and a warm figure exists). ``nothing`` (why nothing was compiled) makes the decision
+    "nothing to migrate", whatever the timings say; else ``busy`` (why the machine was busy) "not decided"."""
     validate.instance("inputs", inputs, Inputs)
     steps = inputs.value("steps_per_job")
     if steps:
@@ -222,7 +161,11 @@ def price(inputs: Inputs, speedup: intervals.Speedup, *, eager_step_s: float, co
     gain = MigrationGain.across_processes(speedup, label)
     estimate = decision.estimate_for(inputs, gain, job_hours=job_hours, compile_s_per_job=compile_s)
     be = decision.break_even_speedup(inputs, job_hours=job_hours, compile_s_per_job=compile_s)
-    return Pricing(inputs, estimate, be, decision.decide(speedup, be),
+    if nothing or busy:
+        rule = decision.Decision(decision.NOTHING if nothing else decision.BUSY, speedup, be, reason=nothing or busy)
+    else:
+        rule = decision.decide(speedup, be)
+    return Pricing(inputs, estimate, be, rule,
                    decision.break_even_run(compile_cold_s, eager_step_s, speedup))
 
 
@@ -256,6 +199,11 @@ class Assessment:
     parameters: int = 0
     batch: str = ""
     cache: Mapping[str, Any] = field(default_factory=dict)
+    started: str = ""  # UTC, ISO 8601
+    host: Mapping[str, Any] = field(default_factory=dict)
+    loads: tuple[Mapping[str, Any], ...] = ()  # per process: os.getloadavg() at its start and its end
+    gate: Any = None  # gate.Gate against --baseline, or None
+    amp_alone: intervals.Speedup | None = None  # eager + AMP over eager fp32 across processes (AMP runs only)
 
     @property
     def deciding(self) -> ModeResult:
@@ -276,20 +224,30 @@ class Assessment:
         mode = self.deciding
         return replace(self, pricing=price(inputs, mode.speedup, eager_step_s=self.eager_step_s,
                                            compile_cold_s=mode.compile_cold_s, compile_warm_s=mode.compile_warm_s,
-                                           label=self.pricing.estimate.speedup.label))
+                                           label=self.pricing.estimate.speedup.label, nothing=mode.nothing,
+                                           busy=self.busy))
+
+    @property
+    def busy(self) -> str | None:
+        """Why the machine was busy during the measurement (``load.RULE``), or None."""
+        return load.busy(self.loads, self.host["logical_cores"])
 
     def to_dict(self) -> dict[str, Any]:
         mode = self.deciding
         return {
+            "schema_version": record.SCHEMA_VERSION, "timestamp": self.started, "host": dict(self.host),
+            "load": {"per_process": [dict(x) for x in self.loads], "method": LOAD_METHOD, "rule": load.RULE,
+                     "busy": self.busy},
             "model": self.model, "batches": self.batches, "loss": self.loss or "cross-entropy (default)",
             "device": self.device, "device_name": self.device_name, "versions": dict(self.versions),
             "threads": self.threads, "processes": self.processes, "steps": self.steps, "rounds": self.rounds,
             "amp": self.amp or "off", "optimizer": self.optimizer, "parameters": self.parameters, "batch": self.batch,
             "speedup": {"median": mode.speedup.ratio, "low": mode.speedup.low, "high": mode.speedup.high,
                         "mode": mode.mode, "method": intervals.METHOD + " over per-process medians"},
-            "decision": self.decision.outcome, "break_even_speedup": self.pricing.break_even,
+            "decision": self.decision.text, "break_even_speedup": self.pricing.break_even,
             "parity": {m.mode: m.parity.to_dict() for m in self.modes}, "fallback": self.fallback.to_dict(),
             "graph_breaks": {m.mode: list(m.graph_breaks) for m in self.modes},
+            "compiled_graphs": {m.mode: m.graphs for m in self.modes},
             "recompiles": {m.mode: list(m.recompiles) for m in self.modes},
             "compile_seconds": {"cold": mode.compile_cold_s, "warm": mode.compile_warm_s, "method": CACHE_METHOD},
             "peak_bytes": {"eager": self.eager_peak_bytes, **{m.mode: m.peak_bytes for m in self.modes}},
@@ -299,18 +257,20 @@ class Assessment:
             "modes": [m.to_dict() for m in self.modes], "skipped": dict(self.skipped),
             "inputs": self.pricing.inputs.to_dict(), "money": self.pricing.to_dict(),
             "eager_step_s": self.eager_step_s, "seconds": self.seconds, "command": self.command,
-            "cache": dict(self.cache),
+            "cache": dict(self.cache), "gate": None if self.gate is None else self.gate.to_dict(),
+            "amp_alone": None if self.amp_alone is None else self.amp_alone.to_dict(),
         }
 
     def table(self) -> display.Table:
         """One row per figure a lead asks for."""
         m = self.deciding
-        rows = [("decision", self.decision.outcome), ("gain across processes", str(m.speedup)),
+        rows = [("decision", self.decision.text), ("gain across processes", str(m.speedup)),
                 ("break-even speed-up (computed)", decision.speed_text(self.pricing.break_even)),
                 ("break-even months (computed)", cost.months_text(self.pricing.estimate.break_even_months)),
                 ("compile per job, cold / warm",
                  f"{display.format_time(m.compile_cold_s)} / {_time(m.compile_warm_s)}"),
-                ("graph breaks / recompiles", f"{len(m.graph_breaks)} / {len(m.recompiles)}"),
+                ("compiled graphs / graph breaks / recompiles",
+                 f"{m.graphs} / {len(m.graph_breaks)} / {len(m.recompiles)}"),
                 ("parity", f"{'passed' if m.parity.passed else 'FAILED'} ({m.parity.largest:.1e} of "
                            f"{m.parity.tolerance:.0e})"),
                 ("fallback after a forced failure", "passed" if self.fallback.passed else "FAILED"),

@@ -55,6 +55,7 @@ class CostEstimate:
     horizon_months: int
     engineers: float | None = None
     weeks: float | None = None
+    migration_months: float = 0.0  # the savings (and the eager path's upkeep) start when the migration ends
 
     def gain(self, scenario: str = "median") -> float:
         """The per-job speed-up once each job pays its compile time: job / (job / speed-up + compile)."""
@@ -71,14 +72,21 @@ class CostEstimate:
         """Migration cost with the debugging buffer."""
         return self.migration_cost * (1.0 + self.debugging_buffer)
 
+    def active(self, month: int) -> float:
+        """The share of ``month`` (0 = the first) after the migration ends: 0 before, 1 after, a fraction in the
+        month it ends in."""
+        return min(1.0, max(0.0, month + 1 - self.migration_months))
+
     def monthly_saving(self, month: int = 0, scenario: str = "median") -> float:
-        """Money saved in ``month`` (0 = the first): the trained share of that month's spend times the compute
-        saved, minus the eager path's upkeep. Reserved capacity is paid anyway: only the upkeep remains."""
+        """Money saved in ``month`` (0 = the first, counted from the migration's start): the trained share of that
+        month's spend times the compute saved, minus the eager path's upkeep, for the share of the month after the
+        migration ends. Reserved capacity is paid anyway: only the upkeep remains."""
         validate.non_negative("month", month, integer=True)
         if self.reserved:
-            return -self.eager_upkeep
+            return -self.eager_upkeep * self.active(month)
         spend = self.monthly_spend * (1.0 + self.spend_growth) ** month
-        return spend * self.training_share * (1.0 - 1.0 / self.gain(scenario)) - self.eager_upkeep
+        return (spend * self.training_share * (1.0 - 1.0 / self.gain(scenario)) - self.eager_upkeep) \
+            * self.active(month)
 
     def cumulative_net(self, scenario: str = "median") -> list[float]:
         """Net position at the end of months 0..horizon (negative until break-even)."""
@@ -96,9 +104,14 @@ class CostEstimate:
         for month in range(_SEARCH_MONTHS):
             saving = self.monthly_saving(month, scenario)
             if saving > 0 and net + saving >= 0:
-                return month + (-net) / saving
+                start = max(float(month), self.migration_months)  # the saving accrues evenly from here to month + 1
+                return start + (-net) / saving * (month + 1 - start)
             net += saving
         return math.inf
+
+    def full_saving(self, scenario: str = "median") -> float:
+        """Money saved in the first whole month after the migration ends."""
+        return self.monthly_saving(math.ceil(self.migration_months), scenario)
 
     @property
     def break_even_months(self) -> float:
@@ -128,8 +141,9 @@ class CostEstimate:
             ("migration (+ debugging buffer)", f"{self.migration_cost:,.0f} (+{self.debugging_buffer:.0%}) = "
                                                f"{self.one_off_cost:,.0f}"),
             ("eager path upkeep", f"{self.eager_upkeep:,.0f} a month"),
-            ("saving in month 1", f"{self.monthly_saving(0):,.0f} (interval {self.monthly_saving(0, 'low'):,.0f} to "
-                                  f"{self.monthly_saving(0, 'high'):,.0f})"),
+            ("savings start", f"when the migration ends, after {self.migration_months:.2f} months"),
+            ("saving in a whole month after it", f"{self.full_saving():,.0f} (interval {self.full_saving('low'):,.0f} "
+                                                 f"to {self.full_saving('high'):,.0f})"),
             ("break-even, months", f"{months(self.break_even_months)} (interval {band})"),
             (f"net after {self.horizon_months} months", f"{self.net():,.0f} (interval {self.net('low'):,.0f} to "
                                                         f"{self.net('high'):,.0f})"),
@@ -181,11 +195,12 @@ def estimate(monthly_spend: float, speedup: MigrationGain, migration_cost: float
              engineers: float = 2, weeks: float = 2, engineer_week_cost: float = 10_000,
              spend_growth: float = 0.0, training_share: float = 1.0, debugging_buffer: float = 0.2,
              job_hours: float = 72.0, compile_s_per_job: float = 0.0, eager_upkeep: float = 0.0,
-             reserved: bool = False, horizon_months: int = 12) -> CostEstimate:
+             reserved: bool = False, horizon_months: int = 12, migration_months: float | None = None) -> CostEstimate:
     """The migration's saving, break-even (with an interval from the gain's) and net.
 
     ``speedup`` must be a ``MigrationGain``: use ``ladder.migration_gain()`` for a measured one. The one-off
-    cost is ``migration_cost`` if given, else engineers x weeks x ``engineer_week_cost``.
+    cost is ``migration_cost`` if given, else engineers x weeks x ``engineer_week_cost``. The savings start when
+    the migration ends: after ``migration_months`` (default: ``weeks`` on the calendar, 52 weeks = 12 months).
     """
     if not isinstance(speedup, MigrationGain):
         raise TypeError("speedup must be a MigrationGain (Ladder.migration_gain() measures what the migration "
@@ -210,6 +225,8 @@ def estimate(monthly_spend: float, speedup: MigrationGain, migration_cost: float
         horizon_months=int(validate.number("horizon_months", horizon_months, low=1, high=120, integer=True)),
         engineers=None if given_cost else float(engineers),
         weeks=None if given_cost else float(weeks),
+        migration_months=float(validate.number("migration_months", migration_months, low=0, high=_SEARCH_MONTHS)
+                               if migration_months is not None else validate.non_negative("weeks", weeks) * 12 / 52),
     )
 
 
@@ -219,9 +236,10 @@ SEED_SAVING = 0.30
 
 def seed_example(spend_growth: float = 0.0) -> CostEstimate:
     """The seed article's worked example: 100k/month, 30% saved (a claimed 1.43x), 2 engineers x 2 weeks at
-    10k (40k), 20% debugging buffer; ``spend_growth=0.5`` adds the seed's +50% a month."""
+    10k (40k), 20% debugging buffer; ``spend_growth=0.5`` adds the seed's +50% a month. As the seed computes it,
+    the savings start in month 0, during the migration (``estimate`` starts them when it ends)."""
     return estimate(SEED_SPEND, MigrationGain.claimed(1 / (1 - SEED_SAVING), "the seed"), engineers=2, weeks=2,
-                    engineer_week_cost=10_000, debugging_buffer=0.2, spend_growth=spend_growth)
+                    engineer_week_cost=10_000, debugging_buffer=0.2, spend_growth=spend_growth, migration_months=0)
 
 
 def seed_shares() -> dict[str, float]:

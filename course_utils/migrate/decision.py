@@ -26,7 +26,10 @@ from course_utils.migrate.inputs import Inputs
 from course_utils.migrate.ladder import MigrationGain
 
 MIGRATE, DO_NOT_MIGRATE, NOT_DECIDED = "migrate", "do not migrate", "not decided: measure more"
-DECISIONS = (MIGRATE, DO_NOT_MIGRATE, NOT_DECIDED)
+NOTHING = "nothing to migrate"  # the compiled variant compiled no graph: its timings price no compiler
+BUSY = "not decided: the machine was busy"  # other work shared the cores: the gain depends on it
+DECISIONS = (MIGRATE, DO_NOT_MIGRATE, NOT_DECIDED, NOTHING, BUSY)
+_REASONED = (NOTHING, BUSY)
 _MAX_SPEEDUP = 1000.0
 _MAX_PROCESSES = 1000
 
@@ -70,15 +73,25 @@ def break_even_speedup(inputs: Inputs, *, job_hours: float, compile_s_per_job: f
 class Decision:
     """The rule's outcome for one measured ``speedup`` against ``break_even``; ``processes_needed`` (for an undecided
     case) is the number of processes in all that would likely decide it at the measured mean and spread (None: the
-    median sits on the break-even speed-up, or more than 1000 would be needed)."""
+    median sits on the break-even speed-up, or more than 1000 would be needed); ``reason`` says why there is
+    nothing to migrate or why the machine was busy (those outcomes only)."""
 
     outcome: str
     speedup: intervals.Speedup
     break_even: float
     processes_needed: int | None = None
+    reason: str | None = None
 
     def __post_init__(self) -> None:
         validate.choice("outcome", self.outcome, DECISIONS)
+        if (self.outcome in _REASONED) != (self.reason is not None):
+            raise ValueError(f"reason is given for the outcomes {_REASONED} only, and always for them; got outcome "
+                             f"{self.outcome!r} with reason {self.reason!r}")
+
+    @property
+    def text(self) -> str:
+        """The outcome as the report states it, with its reason where it has one."""
+        return f"{self.outcome}: {self.reason}" if self.reason else self.outcome
 
     @property
     def more_processes(self) -> int | None:
@@ -99,7 +112,7 @@ class Decision:
         return findings.above(name, self.speedup, min(self.break_even, _MAX_SPEEDUP))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"decision": self.outcome, "break_even_speedup": self.break_even,
+        return {"decision": self.text, "break_even_speedup": self.break_even,
                 "processes_needed": self.processes_needed, "more_processes": self.more_processes}
 
 

@@ -164,4 +164,26 @@ def check_out(name: str, value: Any) -> Any:
     if path.exists() and any(path.iterdir()) and not (path / "report.json").exists():
         raise ValueError(f"{name}: {str(path)!r} holds other files; give an empty or new folder (a previous report "
                          "folder is replaced)")
+    writable(name, path.parent)
     return path
+
+
+def writable(name: str, folder: Any) -> None:
+    """Refuse ``folder`` (or, where it does not exist yet, its nearest existing parent) unless a file can be created
+    and removed there: the report is written beside ``out`` and moved into place, so this is checked first."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    here = Path(folder)
+    while not here.exists() and here != here.parent:
+        here = here.parent
+    if not here.is_dir():
+        raise ValueError(f"{name}: {str(here)!r} is a file, so the report folder cannot be made under it")
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".assess-write-check-", dir=here)
+        os.close(handle)
+        os.remove(probe)
+    except OSError as exc:
+        raise ValueError(f"{name}: cannot write in {str(here)!r} ({exc.strerror or exc}); give a folder you can "
+                         "write") from None

@@ -58,6 +58,19 @@ DECISION = Template(
     undecided="**Decision: not decided: measure more.** {evidence}. The interval holds the break-even speed-up, "
               "{break_even}, so this measurement cannot say on which side the gain lies: {next_step}.")
 
+QUIET = Template(
+    "migrate.quiet", ("true",),
+    held="The machine was quiet: {evidence} (the rule: {rule}).",
+    failed="**No decision: the machine was busy.** {failed} is false (the rule: {rule}): other work "
+           "shared the cores, so the gain measured depends on that work; measure again on a quiet machine.")
+
+COMPILED = Template(
+    "migrate.compiled", ("true",),
+    held="What was compiled, mode '{mode}': {evidence} (Dynamo's own counter{reason}).",
+    failed="**Decision: nothing to migrate: {reason}.** {failed} is false: the compiled variant ran eager, so its "
+           "timings price no compiler and no speed-up is claimed. The compiler's hint is under the graph breaks "
+           "below.")
+
 PARITY = Template(
     "migrate.parity", ("true",),
     held="Parity, {precision}: {evidence}.",
@@ -69,10 +82,11 @@ FALLBACK = Template(
     held="A forced compile failure ({error}) rolled back to eager with torch.compiler.set_stance(\"force_eager\"): "
          "{evidence}.",
     failed="The rollback is not proven: {failed} is false ({error}); a compile that fails in production must fall "
-           "back to eager before any migration.")
+           "back to eager before any migration.",
+    untested="The rollback was not tested: {why}.")
 
-_EXPLORE = (" While exploring, each of {edits} edits a day compiles again: runs after an edit shorter than {seconds} "
-            "are faster in eager (the seed's \"explore in eager, compile when mature\").")
+_EXPLORE = (" While exploring, each edit compiles again: runs after an edit shorter than {seconds} are faster in "
+            "eager (the seed's \"explore in eager, compile when mature\").")
 RUN = Template(
     "migrate.run", ("true",),
     held="{evidence}, so compile it: at the median gain the job ends sooner compiled." + _EXPLORE,
@@ -85,3 +99,13 @@ JAX = Template(
     failed="The seed's \"JAX is fastest\" is contradicted here, for this small CNN on this CPU (compiled steps over "
            "PyTorch eager, ratio of medians: {ranking}); TPUs and other models were not tested by this run.",
     untested="The seed's \"JAX is fastest\" is not tested here: {why}.")
+
+GATE_RULE = ("the gate fails only when the new interval lies wholly below the baseline's, i.e. the two intervals are "
+             "disjoint with the new one lower")
+_RULE = f" (the rule: {GATE_RULE})"
+GATE = Template(
+    "migrate.gate", ("above",),
+    held="Regression gate passed: {evidence}, against {baseline}: the gain rose beyond the noise" + _RULE + ".",
+    below="**Regression gate failed:** {evidence}, against {baseline}: the gain fell beyond both intervals" + _RULE
+          + ".",
+    undecided="Regression gate passed: {evidence}, against {baseline}: no change beyond the noise" + _RULE + ".")

@@ -6,7 +6,6 @@ for the lead and the summary rows. Sentences here quote numbers; what they decid
 from __future__ import annotations
 
 import html
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import replace
@@ -15,27 +14,18 @@ from typing import Any
 
 from course_utils import display, intervals, validate
 from course_utils.findings import Finding, true
-from course_utils.migrate import cost, findings, plots, story
-from course_utils.migrate.assessment import FALLBACK_RTOL, Assessment
+from course_utils.migrate import cost, findings, load, plots, record, story
+from course_utils.migrate.assessment import LOAD_METHOD, Assessment, Pricing
 from course_utils.migrate.checklist import Checklist
 from course_utils.migrate.cost import months_text
-from course_utils.migrate.decision import speed_text
+from course_utils.migrate.decision import BUSY, NOTHING, Decision, speed_text
+from course_utils.migrate.inputs import Inputs
 from course_utils.migrate.ladder import Ladder
+from course_utils.migrate.parity import FALLBACK_RTOL
 
 STYLE = ("body{font-family:system-ui,sans-serif;max-width:52em;margin:2em auto;line-height:1.45;color:#222}"
          "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.25em .5em;text-align:left}"
          "code{background:#f4f4f4}img{max-width:100%}")
-
-
-def _clean(value: Any) -> Any:
-    """JSON has no inf or NaN: they become the strings "inf" and "nan"."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
 
 
 def to_html(markdown: str, title: str) -> str:
@@ -56,7 +46,7 @@ def write(found: Assessment, folder: Path) -> dict[str, Path]:
     figures = {"speedup": f"![speed-up per process, interval and break-even](data:image/png;base64,{speed})",
                "payback": f"![cumulative net per month](data:image/png;base64,{payback})"}
     paths = {"json": folder / "report.json", "md": folder / "report.md", "html": folder / "report.html"}
-    paths["json"].write_text(json.dumps(_clean(found.to_dict()), indent=2))
+    record.write(paths["json"], found.to_dict())
     paths["md"].write_text(report_markdown(found))
     paths["html"].write_text(to_html(report_markdown(found, figures), f"assess: {found.model}"))
     return paths
@@ -80,12 +70,21 @@ def findings_of(a: Assessment) -> dict[str, Finding]:
         display.format_time(r.seconds())
     parity = [true(f"compiled losses of mode '{x.mode}' within {x.parity.tolerance:.0e} of eager's over "
                    f"{x.parity.steps} steps from the same seed (largest difference {x.parity.largest:.1e} relative, "
-                   f"final step {x.parity.final:.1e})", x.parity.passed) for x in a.modes]
+                   f"final step {x.parity.final:.1e}; judged {x.parity.method})", x.parity.passed) for x in a.modes]
+    compiled = findings.COMPILED.read(true(f"Dynamo compiled at least one graph ({m.graphs} counted in the first "
+                                           "process)", m.graphs > 0), mode=m.mode, reason=m.nothing or "")
+    quiet = findings.QUIET.read(true(f"the 1-minute load average stayed at or below the {a.host['logical_cores']} "
+                                     f"logical cores (highest {load.busiest(a.loads):.2f}; {LOAD_METHOD})",
+                                     a.busy is None), rule=load.RULE)
+    told = {NOTHING: compiled, BUSY: quiet}
     return {
-        "decision": findings.DECISION.read(a.decision.check(gain), horizon=i.value("horizon_months"),
-                          break_even=speed_text(a.pricing.break_even), next_step=a.decision.next_step),
+        "decision": told[a.decision.outcome] if a.decision.outcome in told else decided(a.decision, i, gain),
+        "compiled": compiled,
+        "quiet": quiet,
         "parity": findings.PARITY.read(*parity, precision=f"AMP {a.amp}" if a.amp else "fp32"),
-        "fallback": findings.FALLBACK.read(true("the forced compile failure raised", f.error is not None),
+        "fallback": findings.FALLBACK.not_tested(
+            "no graph was compiled, so the forced compile failure had nothing to fail on") if m.nothing
+        else findings.FALLBACK.read(true("the forced compile failure raised", f.error is not None),
                           true(f"over {f.steps} steps the fallback's losses equal eager's within {FALLBACK_RTOL:.0e} "
                                f"({f.vs_eager:.1e}) and the compiled path's within {f.tolerance:.0e} "
                                f"({f.vs_compiled:.1e})", f.reproduced), error=f.error or "none raised"),
@@ -93,16 +92,27 @@ def findings_of(a: Assessment) -> dict[str, Finding]:
                                         f"{_steps(r.steps)} (interval {_steps(r.steps_low)} to {_steps(r.steps_high)}; "
                                         f"{display.format_time(r.compile_s)} of cold compile over the time a step "
                                         "saves, computed)", steps > r.steps),
-                     edits=i.value("edits_per_day"), seconds=explore)}
+                     seconds=explore)}
+
+
+def decided(rule: Decision, inputs: Inputs, gain: str) -> Finding:
+    """The decision's finding, for a rule that priced a speed-up (not 'nothing to migrate'); ``gain`` names it."""
+    return findings.DECISION.read(rule.check(gain), horizon=inputs.value("horizon_months"),
+                                  break_even=speed_text(rule.break_even), next_step=rule.next_step)
 
 
 def money_sentence(a: Assessment) -> str:
     """Break-even months with their interval, and the break-even speed-up (computed)."""
-    est = a.pricing.estimate
+    return pricing_sentence(a.pricing)
+
+
+def pricing_sentence(pricing: Pricing) -> str:
+    """Break-even months with their interval, and the break-even speed-up of one pricing (computed)."""
+    est = pricing.estimate
     soon, late = est.break_even_range
     return (f"Break-even at the median gain: {months_text(est.break_even_months)} (across the gain's interval: "
             f"{months_text(soon)} to {months_text(late)}); the break-even speed-up, the smallest gain that pays back "
-            f"within {a.pricing.inputs.value('horizon_months')} months, is {speed_text(a.pricing.break_even)} "
+            f"within {pricing.inputs.value('horizon_months')} months, is {speed_text(pricing.break_even)} "
             "(computed).")
 
 
@@ -110,6 +120,7 @@ def report_markdown(a: Assessment, figures: dict[str, str] | None = None) -> str
     """report.md: the decision first, then what decided it, then the rest."""
     figures, found, m = figures or {}, findings_of(a), a.deciding
     lines = [f"# Should we migrate {a.model}?", "", found["decision"].sentence, ""]
+    lines += [] if a.gate is None else [a.gate.finding().sentence, ""]
     lines += [f"- **Blocker:** {b}" for b in story.blockers(found["parity"], found["fallback"])] + [""]
     lines += [f"Measured on {a.device_name} ({a.device}, {a.threads} intra-op threads) in {a.processes} fresh "
               "processes: the decision holds for this device and these versions only (a CPU stand-in decides "
@@ -124,6 +135,9 @@ def report_markdown(a: Assessment, figures: dict[str, str] | None = None) -> str
     lines += [f"| {x.mode} | {x.speedup} | {display.format_time(x.step_s)} | {display.format_time(x.compile_cold_s)} "
               f"| {_time(x.compile_warm_s)} |" for x in a.modes]
     lines += [f"| {mode} | skipped: {why} | | | |" for mode, why in a.skipped.items()]
+    lines += [] if a.amp_alone is None else [
+        f"| eager + AMP over eager fp32 (no migration: autocast is in eager PyTorch) | {a.amp_alone} | "
+        f"{display.format_time(a.eager_step_s)} | | |"]
     mfu = " / ".join("n/a" if v is None else f"{v:.1%}" for v in (a.mfu(a.eager_step_s), a.mfu(m.step_s)))
     peak = "no peak" if a.peak_flops is None else display.format_flops(a.peak_flops)
     lines += ["", f"MFU (model FLOP/s over the peak), eager / compiled: {mfu}, with {a.flops_per_step / 1e9:.3g} "
@@ -131,10 +145,12 @@ def report_markdown(a: Assessment, figures: dict[str, str] | None = None) -> str
               "between the compiled MFU and 100% is what any compiler, kernel or batch change could still try to buy.",
               "", "## Compile cost, graph breaks, memory", "",
               f"Compile per job: cold {display.format_time(m.compile_cold_s)} (empty cache), warm "
-              f"{_time(m.compile_warm_s)} (the cache the first process left on disk). The compiler logged "
-              f"{len(m.graph_breaks)} graph break(s) and {len(m.recompiles)} recompile(s) (TORCH_LOGS graph_breaks "
-              "and recompiles), the first ten of each listed here.", ""]
-    lines += [f"- graph break: {b}" for b in m.graph_breaks[:10]] + [f"- recompile: {r}" for r in m.recompiles[:10]]
+              f"{_time(m.compile_warm_s)} (the cache the first process left on disk). {found['compiled'].sentence} "
+              f"The compiler logged {len(m.graph_breaks)} graph break(s) and {len(m.recompiles)} recompile(s) "
+              "(TORCH_LOGS graph_breaks and recompiles), the first ten of each listed here, each reason whole with "
+              "the compiler's hints.", ""]
+    lines += [f"- graph break: {b}".replace("\n", "\n  ") for b in m.graph_breaks[:10]]
+    lines += [f"- recompile: {r}" for r in m.recompiles[:10]] + [""]
     memory = " (process peak RSS growth on a CPU)" if a.device == "cpu" else " (CUDA allocator peak)"
     lines += [f"Peak memory of one steady step: eager {_bytes(a.eager_peak_bytes)}, compiled {_bytes(m.peak_bytes)}"
               f"{memory}.", "", "## Parity and rollback", "",
@@ -145,7 +161,8 @@ def report_markdown(a: Assessment, figures: dict[str, str] | None = None) -> str
     lines += ["", "## Exploration or production", "", found["run"].sentence, "", "## How this was measured", "",
               f"{a.processes} fresh processes, each {a.steps} timed steps in {a.rounds} interleaved rounds after 3 "
               f"untimed steps, per variant; batches {a.batch}; optimizer {a.optimizer}; AMP {a.amp or 'off'}; "
-              f"{a.parameters:,} parameters. Compile cache: {a.cache.get('method', '')}. Versions: "
+              f"{a.parameters:,} parameters. {found['quiet'].sentence.replace('**', '')} "
+              f"Compile cache: {a.cache.get('method', '')}. Versions: "
               + ", ".join(f"{k} {v}" for k, v in a.versions.items()) + f". Took {a.seconds:.0f} s.", "",
               f"Repeat: `{a.command}`", ""]
     return "\n".join(lines)

@@ -104,3 +104,39 @@ def sleeper():
         Path(os.environ["ASSESS_TEST_READY"]).write_text(str(os.getpid()))
         time.sleep(300)
     return mlp()
+
+
+def fails_in_worker():
+    """Builds in the checks before measuring; raises in a measuring process (a failure only a worker meets)."""
+    if Path(sys.argv[0]).name == "assess_worker.py":
+        raise RuntimeError("assess-test: out of memory in the measuring process")
+    return mlp()
+
+
+class Gru(torch.nn.Module):
+    """A GRU classifier: Dynamo does not trace nn.GRU, so torch.compile runs its whole forward eager."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gru = torch.nn.GRU(8, 8, batch_first=True)
+        self.head = torch.nn.Linear(8, 3)
+
+    def forward(self, x):
+        y, _ = self.gru(x)
+        return self.head(y[:, -1])
+
+
+def gru():
+    torch.manual_seed(0)
+    return Gru()
+
+
+def sequence_batches():
+    g = torch.Generator().manual_seed(0)
+    return [(torch.randn(4, 5, 8, generator=g), torch.randint(0, 3, (4,), generator=g)) for _ in range(2)]
+
+
+def dropout():
+    """An MLP with dropout: its eager and compiled losses differ unless the random state is matched."""
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Dropout(0.3), torch.nn.Linear(16, 3))

@@ -8,19 +8,21 @@ from course_utils.migrate import assessing, factories
 
 
 def worker_result(index: int, eager_s: float, compiled_s: float, *, drift: float = 0.0, breaks=(), recompiles=(),
-                  fallback_error: str | None = "BackendCompilerFailed: forced", fallback_shift: float = 0.0) -> dict:
+                  graphs: int = 1, fallback_error: str | None = "BackendCompilerFailed: forced",
+                  fallback_shift: float = 0.0, load: float = 0.5) -> dict:
     """One process's result: 5 rounds around the given step times, 13 losses, the fallback in the first process."""
     wiggle = (1.0, 1.01, 0.99, 1.005, 0.995)
     losses = [2.3 - 0.01 * i for i in range(13)]
     result = {
         "index": index, "device": "cpu", "threads": 2, "cache": {"fx_hits": 2 * (index > 0), "fx_misses": 0},
+        "random": [], "matched": None, "load": {"start": [load, 0.5, 0.5], "end": [load + 0.1, 0.5, 0.5]},
         "variants": {
             "eager": {"first_s": eager_s * 3, "round_step_s": [eager_s * w for w in wiggle], "losses": losses,
-                      "peak_bytes": 4 << 20, "graph_breaks": [], "recompiles": []},
+                      "peak_bytes": 4 << 20, "graph_breaks": [], "recompiles": [], "graphs": 0},
             "default": {"first_s": 20.0 if index == 0 else 2.0,
                         "round_step_s": [compiled_s * w for w in reversed(wiggle)],
                         "losses": [x * (1 + drift) for x in losses], "peak_bytes": 3 << 20,
-                        "graph_breaks": list(breaks), "recompiles": list(recompiles)}},
+                        "graph_breaks": list(breaks), "recompiles": list(recompiles), "graphs": graphs}},
     }
     if index == 0:
         result["fallback"] = {"error": fallback_error, "losses": [x + fallback_shift for x in losses[:10]],
@@ -32,10 +34,11 @@ def fake(speedups=(1.30, 1.32, 1.28), *, inputs=None, device="cpu", device_name=
          flops=1e9, **kwargs) -> migrate.Assessment:
     """An Assessment whose processes ran eager at 10 ms and compiled at 10 ms / each of ``speedups``."""
     results = [worker_result(i, 0.010, 0.010 / s, **kwargs) for i, s in enumerate(speedups)]
-    peak_flops, source = migrate.assessment.device_peak(device, device_name, None, peak)
+    results[0]["roof"] = {"flops": peak, "dtype": "float32", "n": 1024, "repeats": 8, "threads": 2}
     return assessing._assemble(
         results, mode_list=["default"], skipped={}, amp=None, inputs=inputs or migrate.read_config(None),
-        probe=factories.Probe(flops, 1234, "((4, 8) float32, (4,) int64)", 2.3), peak=peak_flops,
-        peak_source=source, device=device, device_name=device_name, processes=len(speedups), steps=10, rounds=5,
+        probe=factories.Probe(flops, 1234, "((4, 8) float32, (4,) int64)", 2.3), device=device,
+        device_name=device_name, processes=len(speedups), steps=10, rounds=5,
         names=("mypkg.models:make_model", "mypkg.data:make_batches", None), seconds=42.0,
-        command="python -m course_utils.migrate assess --model mypkg.models:make_model ...")
+        command="python -m course_utils.migrate assess --model mypkg.models:make_model ...",
+        started="2026-01-01T00:00:00+00:00")

@@ -43,13 +43,16 @@ def test_two_models_end_to_end_in_two_processes(tmp_path, model, batches) -> Non
     assert found.fallback.error is not None and found.fallback.passed, found.fallback
     assert found.pricing.inputs["monthly_spend"].source == "your config"
     assert found.pricing.inputs["engineers"].source == "seed article"
-    assert found.flops_per_step > 0 and found.deciding.compile_cold_s > 0
+    assert found.flops_per_step > 0 and found.deciding.compile_cold_s > 0 and found.deciding.graphs > 0
+    assert found.peak_flops > 0 and found.peak_source.startswith("measured in this run's first process")
+    assert len(found.loads) == 2 and len(found.loads[0]["start"]) == 3
     report = json.loads((out / "report.json").read_text())
     assert REPORT_KEYS <= set(report)
     assert set(report["speedup"]) >= {"median", "low", "high"}
     assert set(report["compile_seconds"]) >= {"cold", "warm"}
     page = (out / "report.html").read_text()
-    assert page.index("Decision:") < page.index("data:image/png;base64,") and "http" not in page.split("<body>")[1]
+    first = "No decision:" if found.decision.outcome == migrate.decision.BUSY else "Decision:"  # a busy machine
+    assert page.index(first) < page.index("data:image/png;base64,") and "http" not in page.split("<body>")[1]
     assert (out / "report.md").read_text().startswith(f"# Should we migrate {model}?")
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "the working folder was left behind"
 
@@ -66,9 +69,57 @@ def test_drifting_losses_fail_parity_and_graph_breaks_are_counted(tmp_path) -> N
     assert json.loads((tmp_path / "report" / "report.json").read_text())["parity"]["default"]["passed"] is False
 
 
+def test_dropout_is_judged_with_the_random_state_matched_and_blocks_nothing(tmp_path) -> None:
+    found = migrate.assess("assess_models:dropout", "assess_models:mlp_batches", processes=2, steps=2, amp="off",
+                           out=tmp_path / "report", progress=False)
+    assert found.deciding.parity.passed, found.deciding.parity
+    assert found.deciding.parity.method.startswith("random state matched") and "Dropout(p=0.3)" in \
+        found.deciding.parity.method
+    assert found.fallback.passed, found.fallback
+    told = migrate.report.findings_of(found)
+    assert migrate.story.blockers(told["parity"], told["fallback"]) == []
+    assert "random state matched" in (tmp_path / "report" / "report.md").read_text()
+
+
+def test_with_amp_the_report_has_an_amp_alone_row(tmp_path) -> None:
+    found = migrate.assess("assess_models:mlp", "assess_models:mlp_batches", processes=2, steps=2, amp="bf16",
+                           out=tmp_path / "report", progress=False)
+    assert found.amp_alone is not None and found.amp_alone.n == 2 and found.amp_alone.baseline == "eager fp32"
+    assert "eager + AMP over eager fp32 (no migration" in (tmp_path / "report" / "report.md").read_text()
+    assert json.loads((tmp_path / "report" / "report.json").read_text())["amp_alone"]["n"] == 2
+    assert found.deciding.speedup.baseline == "eager"  # the migration is still priced over eager + AMP
+
+
+def test_a_gru_compiles_nothing_so_there_is_nothing_to_migrate(tmp_path) -> None:
+    found = migrate.assess("assess_models:gru", "assess_models:sequence_batches", processes=2, steps=2, amp="off",
+                           out=tmp_path / "report", progress=False)
+    assert found.deciding.graphs == 0 and found.decision.outcome == migrate.decision.NOTHING, found.decision.text
+    assert "GRU" in found.decision.reason
+    assert any("Hint:" in b and "GRU" in b for b in found.deciding.graph_breaks), found.deciding.graph_breaks
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert report["decision"].startswith("nothing to migrate: ") and report["compiled_graphs"] == {"default": 0}
+
+
+def test_a_failed_measuring_process_keeps_its_log_beside_out(tmp_path) -> None:
+    out = tmp_path / "report"
+    with pytest.raises(children.ChildFailed, match="failed-logs") as failed:
+        migrate.assess("assess_models:fails_in_worker", "assess_models:mlp_batches", processes=2, steps=2,
+                       amp="off", out=out, progress=False)
+    kept = tmp_path / "report.failed-logs" / "log-0.txt"
+    assert str(kept) in str(failed.value) and "out of memory in the measuring process" in kept.read_text()
+    assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+    done = subprocess.run([sys.executable, "-m", "course_utils.migrate", "assess", "--model",
+                           "assess_models:fails_in_worker", "--batches", "assess_models:mlp_batches", "--processes",
+                           "2", "--steps", "2", "--amp", "off", "--out", str(out)], cwd=HERE, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                              [str(HERE), os.environ.get("PYTHONPATH", "")])})
+    assert done.returncode == 1 and str(kept) in done.stderr, done.stderr
+
+
 def test_ctrl_c_leaves_no_process_and_no_report(tmp_path) -> None:
     ready, out = tmp_path / "ready", tmp_path / "report"
-    env = {**os.environ, "ASSESS_TEST_READY": str(ready), "PYTHONPATH": str(HERE)}
+    env = {**os.environ, "ASSESS_TEST_READY": str(ready),
+           "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
     caller = subprocess.Popen([sys.executable, "-m", "course_utils.migrate", "assess",
                                "--model", "assess_models:sleeper", "--batches", "assess_models:mlp_batches",
                                "--processes", "2", "--steps", "2",
@@ -82,6 +133,8 @@ def test_ctrl_c_leaves_no_process_and_no_report(tmp_path) -> None:
             time.sleep(0.2)
         worker = int(ready.read_text())
         caller.send_signal(signal.SIGINT)
+        time.sleep(0.05)
+        caller.send_signal(signal.SIGINT)  # an impatient second Ctrl-C changes neither the cleanup nor the code
         _, err = caller.communicate(timeout=60)
     finally:
         if caller.poll() is None:

@@ -74,6 +74,15 @@ def test_out_must_not_be_a_file_or_someone_elses_folder(tmp_path) -> None:
     assert (tmp_path / "theirs" / "notes.txt").read_text() == "keep me"
 
 
+@pytest.mark.parametrize("out, match", [("/proc/assess-test/report", "out: cannot write in '/proc'"),
+                                        ("{tmp}/file/report", "out: '.*file' is a file")])
+def test_out_that_cannot_be_written_is_refused_before_anything_runs(tmp_path, out, match) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError, match=match):  # the model would raise if it ran: out is checked first
+        migrate.assess("assess_models:raises", GOOD["batches"], out=out.format(tmp=tmp_path), progress=False)
+    assert not [p for p in Path("/proc").iterdir() if p.name.startswith(".assess-write-check-")]
+
+
 def test_the_command_line_prints_the_error_and_exits_2(tmp_path) -> None:
     done = subprocess.run([sys.executable, "-m", "course_utils.migrate", "assess", "--model", "assess_models:raises",
                            "--batches", "assess_models:mlp_batches", "--out", str(tmp_path / "out")], cwd=HERE,

@@ -82,3 +82,31 @@ def test_the_table_formats_compile_time_and_the_cases_sit_side_by_side() -> None
     assert "+50%" in cases and "flat" in cases and "break-even" in cases
     assert migrate.months_text(math.inf) == "never (within 10 years)" and migrate.months_text(1.25) == "1.2 months"
     assert migrate.SEED_JOB_HOURS / migrate.SEED_COMPETITOR_HOURS == 24
+
+
+def test_savings_start_when_the_migration_ends_hand_computed() -> None:
+    gain = migrate.MigrationGain.claimed(1.25, "a test")  # saves 20% of the bill: 20,000 a month on 100,000
+    # 1 engineer x 52/12 weeks = one month on the calendar; 52,000 with no buffer; nothing saved in month 0
+    month = migrate.estimate(100_000, gain, engineers=1, weeks=52 / 12, engineer_week_cost=12_000,
+                             debugging_buffer=0)
+    assert month.migration_months == pytest.approx(1.0) and month.monthly_saving(0) == 0
+    assert month.break_even_months == pytest.approx(1 + 52_000 / 20_000)  # 3.6
+    # the seed's inputs: 2 weeks = 0.4615 months, then 30,000 a month repay 48,000 in 1.6 months: 2.06, not 1.6
+    seed = migrate.estimate(100_000, migrate.MigrationGain.claimed(1 / 0.7, "the seed"), engineers=2, weeks=2,
+                            engineer_week_cost=10_000, debugging_buffer=0.2)
+    assert seed.monthly_saving(0) == pytest.approx(30_000 * (1 - 2 * 12 / 52))
+    assert seed.break_even_months == pytest.approx(2 * 12 / 52 + 1.6)
+    # a growing bill: +10% a month, one month of migration; month 1 saves 22,000, month 2 24,200, month 3 26,620
+    growing = migrate.estimate(100_000, gain, engineers=1, weeks=52 / 12, engineer_week_cost=12_000,
+                               debugging_buffer=0, spend_growth=0.1)
+    assert growing.break_even_months == pytest.approx(3 + (52_000 - 22_000 - 24_200) / 26_620)
+    assert growing.net() == pytest.approx(sum(20_000 * 1.1 ** m for m in range(1, 12)) - 52_000)
+
+
+def test_removed_fields_are_refused_with_why(tmp_path) -> None:
+    config = tmp_path / "costs.toml"
+    for name in ("jobs_per_month", "edits_per_day"):
+        config.write_text(f"{name} = 10\n")
+        with pytest.raises(ValueError, match=f"field '{name}' was removed"):
+            migrate.read_config(config)
+    assert set(migrate.inputs.FIELDS) == set(migrate.read_config(None).values)

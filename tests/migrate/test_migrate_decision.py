@@ -15,20 +15,24 @@ def _speedup(ratio: float, low: float, high: float, n: int = 5) -> intervals.Spe
     return intervals.Speedup("eager", "compiled", ratio, low, high, n, intervals.PROCESSES)
 
 
+SAVING_MONTHS = 12 - 2 * 12 / 52  # the savings start when the 2-week migration ends (52 weeks = 12 months)
+
+
 def test_break_even_speedup_on_the_seeds_own_terms() -> None:
-    # 100k a month, all of it training, 2 x 2 weeks x 10k + 20% = 48k over 12 months: 4k a month must be saved,
-    # so 1 - 1/g = 0.04 and g = 1 / 0.96.
+    # 100k a month, all of it training, 2 x 2 weeks x 10k + 20% = 48k repaid in the 11.54 months left of 12 once
+    # the migration ends: 48k / 11.54 = 4.16k a month must be saved, so 1 - 1/g = 0.0416.
     found = decision.break_even_speedup(inputs.defaults(), job_hours=72)
-    assert found == pytest.approx(1 / 0.96, rel=1e-5)
+    assert found == pytest.approx(1 / (1 - 48_000 / SAVING_MONTHS / 100_000), rel=1e-5)
 
 
 def test_break_even_speedup_at_the_leads_inputs() -> None:
-    # Issue 29: training share 0.8 and 2k a month of eager upkeep: (4k + 2k) / 80k = 0.075 -> g = 1 / 0.925 = 1.081.
+    # Issue 29: training share 0.8 and 2k a month of eager upkeep: (4.16k + 2k) / 80k = 0.077 -> g = 1.083.
+    share = (48_000 / SAVING_MONTHS + 2_000) / 80_000
     lead = migrate.typed(training_share=(0.8, "the lead's estimate"), eager_upkeep=(2_000, "the lead's estimate"))
-    assert decision.break_even_speedup(lead, job_hours=72) == pytest.approx(1 / 0.925, rel=1e-5)
-    # With 1 h of compile per 72 h job the raw gain must be higher: 72 / (72 / (1 / 0.925) - 1).
+    assert decision.break_even_speedup(lead, job_hours=72) == pytest.approx(1 / (1 - share), rel=1e-5)
+    # With 1 h of compile per 72 h job the raw gain must be higher: 72 / (72 / g - 1).
     with_compile = decision.break_even_speedup(lead, job_hours=72, compile_s_per_job=3600)
-    assert with_compile == pytest.approx(72 / (72 * 0.925 - 1), rel=1e-5)
+    assert with_compile == pytest.approx(72 / (72 * (1 - share) - 1), rel=1e-5)
 
 
 def test_break_even_speedup_is_infinite_when_the_upkeep_eats_every_saving() -> None:

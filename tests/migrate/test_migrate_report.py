@@ -89,7 +89,8 @@ def test_tables_and_the_report_markdown() -> None:
 def test_the_report_files(tmp_path) -> None:
     paths = report.write(LOSING.priced(migrate.typed(eager_upkeep=(10**9, "a test"))), tmp_path)
     data = json.loads(paths["json"].read_text())
-    assert data["break_even_speedup"] == "inf" and data["decision"] == migrate.DO_NOT_MIGRATE
+    assert data["break_even_speedup"] is None and data["break_even_speedup_infinite"] is True
+    assert data["decision"] == migrate.DO_NOT_MIGRATE
     page = paths["html"].read_text()
     assert page.index("Decision: do not migrate") < page.index("data:image/png;base64,") < page.index("Money")
     assert "<script" not in page and "http" not in page.split("<body>")[1] and "never (no speed-up" in page

@@ -1,0 +1,114 @@
+"""report.json, the record one ``assess`` run leaves: versioned (``SCHEMA_VERSION``), stamped with the time and the
+host, and numbers only. JSON has no infinity: an infinite value is written ``null`` beside a flag,
+``"<key>_infinite": true`` (``"<key>_negative_infinite"``, ``"<key>_nan"`` alike; for a list, the flag lists the
+positions), and ``read`` restores it, so a saved report can be priced again (``repricing``) without measuring.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+_FLAGS = {"_infinite": math.inf, "_negative_infinite": -math.inf, "_nan": math.nan}
+
+
+def now() -> str:
+    """The current time, UTC, ISO 8601 to the second."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def host() -> dict[str, Any]:
+    """The machine: CPU model, logical and physical cores, operating system."""
+    import psutil
+
+    from course_utils import hardware
+
+    return {"cpu": hardware.cpu_model(), "logical_cores": os.cpu_count(),
+            "physical_cores": psutil.cpu_count(logical=False), "platform": platform.platform()}
+
+
+def _flag(value: float) -> str:
+    return "_nan" if math.isnan(value) else "_infinite" if value > 0 else "_negative_infinite"
+
+
+def _bad(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
+
+
+def numbers_only(value: Any) -> Any:
+    """``value`` with every non-finite float made ``null`` and flagged beside it (see the module's docstring)."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if _bad(item):
+                out[key], out[key + _flag(item)] = None, True
+                continue
+            if isinstance(item, (list, tuple)) and any(_bad(v) for v in item):
+                for i, v in enumerate(item):
+                    if _bad(v):
+                        out.setdefault(key + _flag(v), []).append(i)
+            out[key] = numbers_only(item)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [None if _bad(v) else numbers_only(v) for v in value]
+    if _bad(value):
+        raise ValueError(f"a non-finite number outside a named field cannot be flagged: {value!r}")
+    return value
+
+
+def restored(value: Any) -> Any:
+    """The inverse of ``numbers_only``: flagged nulls become their non-finite numbers again, the flags go."""
+    if isinstance(value, list):
+        return [restored(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {k: restored(v) for k, v in value.items() if not any(k.endswith(f) and k[:-len(f)] in value
+                                                                for f in _FLAGS)}
+    for key, item in value.items():
+        for suffix, number in _FLAGS.items():
+            name = key[:-len(suffix)]
+            if key.endswith(suffix) and name in value:
+                if item is True:
+                    out[name] = number
+                else:
+                    out[name] = [number if i in item else v for i, v in enumerate(out[name])]
+    return out
+
+
+def write(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` as report.json (numbers only) through a temporary file, so a reader never sees half of it."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(numbers_only(data), indent=2, allow_nan=False))
+    os.replace(tmp, path)
+
+
+def read(name: str, path: str | Path) -> dict[str, Any]:
+    """A saved report.json, its non-finite numbers restored; refused, naming ``name``, where it is not one."""
+    file = Path(path)
+    if not file.is_file():
+        raise ValueError(f"{name}: no file at {str(file)!r}")
+    try:
+        data = json.loads(file.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{name}: {str(file)!r} is not JSON: {exc}") from None
+    if not isinstance(data, dict) or "schema_version" not in data:
+        raise ValueError(f"{name}: {str(file)!r} has no schema_version: not a report.json that assess wrote (or "
+                         "one from before versioning: run assess again)")
+    if data["schema_version"] != SCHEMA_VERSION:
+        raise ValueError(f"{name}: {str(file)!r} has schema_version {data['schema_version']!r}; this version reads "
+                         f"{SCHEMA_VERSION}")
+    return restored(data)
+
+
+def speedup(mode: dict[str, Any]) -> Any:
+    """The ``intervals.Speedup`` of one saved mode (an entry of the record's ``modes``)."""
+    from course_utils import intervals
+
+    fields = ("baseline", "candidate", "ratio", "low", "high", "n", "unit", "confidence")
+    return intervals.Speedup(**{k: mode["speedup"][k] for k in fields})

@@ -1,0 +1,38 @@
+"""The machine's state during a run: a busy machine (load above the cores) decides nothing and says so; MFU's
+peak on a CPU is the matmul roof measured in the run's first process for the dtype that ran (made-up results)."""
+
+from __future__ import annotations
+
+import json
+
+from fake_assessment import fake
+
+from course_utils import migrate
+from course_utils.migrate import assessment, decision, report
+
+
+def test_a_busy_machine_decides_nothing_and_says_so(tmp_path) -> None:
+    cores = migrate.record.host()["logical_cores"]
+    busy = fake((1.5, 1.6, 1.55), load=cores + 3.0)
+    assert busy.decision.outcome == decision.BUSY and busy.decision.text.startswith(
+        f"not decided: the machine was busy: the 1-minute load average reached {cores + 3.1:.2f}")
+    told = report.findings_of(busy)
+    assert told["decision"].sentence.startswith("**No decision: the machine was busy.**")
+    report.write(busy, tmp_path)
+    saved = json.loads((tmp_path / "report.json").read_text())
+    assert saved["decision"].startswith("not decided: the machine was busy") and saved["load"]["busy"]
+    quiet = fake((1.5, 1.6, 1.55), load=min(0.5, cores / 2))
+    assert quiet.decision.outcome == decision.MIGRATE
+    assert report.findings_of(quiet)["quiet"].sentence.startswith("The machine was quiet:")
+    nothing = fake((1.5, 1.6, 1.55), load=cores + 3.0, graphs=0)
+    assert nothing.decision.outcome == decision.NOTHING  # nothing compiled says more than a busy machine
+
+
+
+def test_the_peak_is_this_runs_roof_for_the_dtype_that_ran() -> None:
+    roof = {"flops": 2e11, "dtype": "bfloat16", "n": 1024, "repeats": 8, "threads": 2}
+    peak, source = assessment.device_peak("cpu", "Test CPU", "bfloat16", roof)
+    assert peak == 2e11 and source.startswith("measured in this run's first process") and "bfloat16" in source
+    assert assessment.device_peak("cpu", "Test CPU", None, None) == (None, "no peak measured in this run")
+    found = fake(peak=1e11, flops=1e9)
+    assert found.mfu(0.01) == 1e9 / 0.01 / 1e11 and "this run's first process" in found.peak_source
