@@ -259,10 +259,13 @@ cu.migrate.payback(priced["the lead's inputs"].pricing.estimate, seed,
 
 # %%
 at_lead = priced["the lead's inputs"]
-v_pays = cu.migrate.findings.DECISION.score(
-    at_lead.decision.check("The CNN's speed-up across fresh processes, against the break-even speed-up"),
-    horizon=at_lead.pricing.inputs.value("horizon_months"), next_step=at_lead.decision.next_step,
-    break_even=cu.migrate.speed_text(at_lead.pricing.break_even))
+if at_lead.busy or at_lead.deciding.nothing:  # assess refuses to decide: the machine was busy, or nothing compiled
+    v_pays = cu.migrate.findings.DECISION.not_tested(at_lead.busy or at_lead.deciding.nothing)
+else:
+    v_pays = cu.migrate.findings.DECISION.score(
+        at_lead.decision.check("The CNN's speed-up across fresh processes, against the break-even speed-up"),
+        horizon=at_lead.pricing.inputs.value("horizon_months"), next_step=at_lead.decision.next_step,
+        break_even=cu.migrate.speed_text(at_lead.pricing.break_even))
 v_pays
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}

@@ -56,7 +56,8 @@ DECISION = Template(
     below="**Decision: do not migrate.** {evidence}. The whole interval lies below the break-even speed-up at these "
           "inputs, {break_even}.",
     undecided="**Decision: not decided: measure more.** {evidence}. The interval holds the break-even speed-up, "
-              "{break_even}, so this measurement cannot say on which side the gain lies: {next_step}.")
+              "{break_even}, so this measurement cannot say on which side the gain lies: {next_step}.",
+    untested="**No decision from this measurement:** {why}.")
 
 QUIET = Template(
     "migrate.quiet", ("true",),
