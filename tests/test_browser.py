@@ -404,7 +404,9 @@ def test_talk_slide_screenshot(name: str, manifest: dict, browser) -> None:
                 const least = sel => Math.min(...Array.from(slide.querySelectorAll(sel))
                     .filter(e => !e.closest('aside') && e.textContent.trim() && e.getClientRects().length)
                     .map(e => parseFloat(getComputedStyle(e).fontSize) * zoom));
-                return {text: least('p, li'), code: least('pre')};
+                const outputs = '.jp-OutputArea-output';  // a table's note is output, at the code's size
+                return {text: least(`p:not(${outputs} p), li:not(${outputs} li)`),
+                        code: least(`pre, ${outputs} p, ${outputs} li`)};
             }""")
         assert smallest["code"] >= talk.READABLE_CODE_PX - 0.5, f"{name}: code at {smallest['code']:.1f} px on screen"
         assert smallest["text"] >= talk.READABLE_TEXT_PX - 0.5 or smallest["text"] == float("inf"), \

@@ -218,8 +218,9 @@ def slide_excerpt(source: str, limit: int = SLIDE_CODE_LINES, keep: frozenset[in
     return "\n".join(out)
 
 
-def _short_output(output: dict) -> dict:
-    """A stream or plain-text output cut to its first lines (the notebook keeps all of it)."""
+def _short_output(output: dict, taught: tuple[str, ...] = ()) -> dict:
+    """A stream or plain-text output cut to its first lines (the notebook keeps all of it); a long code listing
+    (a worker file the cell prints) to the lines around its first taught call, or its first lines."""
     text = "".join(output.get("text", ""))
     lines = text.rstrip().splitlines()
     if output.get("output_type") == "stream" and len(lines) > _OUTPUT_LINES:
@@ -227,10 +228,13 @@ def _short_output(output: dict) -> dict:
         output["text"] = "\n".join(kept) + "\n"
     data = output.get("data", {})
     plain = "".join(data.get("text/plain", "")).rstrip().splitlines()
-    if "<pre" in "".join(data.get("text/html", "")) and len(plain) > 2 * _OUTPUT_LINES:  # a long code listing
-        keep = 2 * _OUTPUT_LINES - 1
-        cut = plain[:keep] + [f"# ... {len(plain) - keep} more lines in the notebook"]
-        output["data"] = {"text/plain": "\n".join(cut)}
+    if "<pre" in "".join(data.get("text/html", "")) and len(plain) > _OUTPUT_LINES:  # a long code listing
+        at = next((i for i, line in enumerate(plain) if any(call in line for call in taught)), 0)
+        start = max(0, min(at - 3, len(plain) - _OUTPUT_LINES))
+        cut = ([f"# ... {start} lines above, in the notebook"] if start else []) + plain[start:start + _OUTPUT_LINES]
+        rest = len(plain) - start - _OUTPUT_LINES
+        output["data"] = {"text/plain": "\n".join(cut + ([f"# ... {rest} more lines in the notebook"] if rest > 0
+                                                         else []))}
     return output
 
 
@@ -323,7 +327,7 @@ def _split_outputs(cell: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
     return pieces
 
 
-_TABLE_ROWS = 14  # a longer HTML table is shown in parts of this many rows, each with the header row
+_TABLE_ROWS = 9  # a longer HTML table is shown in parts of this many rows, each with the header row
 
 
 def _split_table(output: dict) -> list[dict]:
@@ -434,7 +438,7 @@ def prepare(nb: nbformat.NotebookNode, solutions: str = "notes") -> nbformat.Not
         elif generates_prose(cell) or builds_summary(cell):
             cell.metadata["transient"] = {"remove_source": True}
         else:
-            cell.outputs = [_short_output(o) for o in cell.outputs]
+            cell.outputs = [_short_output(o, taught) for o in cell.outputs]
             cell.source = _fitting_excerpt(cell, taught)
     nb.cells = paginate(answer_key.note_links(nb.cells))
     return nb
