@@ -229,13 +229,26 @@ def _short_output(output: dict, taught: tuple[str, ...] = ()) -> dict:
     data = output.get("data", {})
     plain = "".join(data.get("text/plain", "")).rstrip().splitlines()
     if "<pre" in "".join(data.get("text/html", "")) and len(plain) > _OUTPUT_LINES:  # a long code listing
-        at = next((i for i, line in enumerate(plain) if any(call in line for call in taught)), 0)
-        start = max(0, min(at - 3, len(plain) - _OUTPUT_LINES))
-        cut = ([f"# ... {start} lines above, in the notebook"] if start else []) + plain[start:start + _OUTPUT_LINES]
-        rest = len(plain) - start - _OUTPUT_LINES
-        output["data"] = {"text/plain": "\n".join(cut + ([f"# ... {rest} more lines in the notebook"] if rest > 0
-                                                         else []))}
+        output["data"] = {"text/plain": _listing_excerpt(plain, taught)}
+    markdown = "".join(data.get("text/markdown", ""))
+    fenced = re.fullmatch(r"(.*?```\w*\n)(.*?)(\n```\s*)", markdown, re.S)  # a file shown as a code block
+    if fenced and len(fenced.group(2).splitlines()) > _OUTPUT_LINES:
+        output["data"] = {"text/markdown": fenced.group(1) + _listing_excerpt(fenced.group(2).splitlines(), taught)
+                          + fenced.group(3)}
     return output
+
+
+def _listing_excerpt(lines: list[str], taught: tuple[str, ...]) -> str:
+    """``_OUTPUT_LINES`` lines of a code listing: the window that shows the most taught calls (else its first lines)."""
+    def calls_shown(begin: int) -> int:
+        return sum(any(call in line for line in lines[begin:begin + _OUTPUT_LINES]) for call in taught)
+    starts = [max(0, min(i - 3, len(lines) - _OUTPUT_LINES)) for i, line in enumerate(lines)
+              if any(call in line for call in taught)] or [0]
+    start = max(starts, key=lambda begin: (calls_shown(begin), -begin))  # the window showing most taught calls
+    rest = len(lines) - start - _OUTPUT_LINES
+    above = [f"# ... {start} lines above, in the notebook"] if start else []
+    below = [f"# ... {rest} more lines in the notebook"] if rest > 0 else []
+    return "\n".join(above + lines[start:start + _OUTPUT_LINES] + below)
 
 
 def estimated_height(cell: dict) -> float:
@@ -255,10 +268,11 @@ def estimated_height(cell: dict) -> float:
         elif "text/html" in data:
             html = "".join(data["text/html"])
             shown = re.sub(r"<[^>]+>", "", html)
-            rows = 40 + ROW_PX * html.count("<tr") + 0.07 * len(shown)
+            rows = 40 + max(ROW_PX * html.count("<tr"), 1.3 * LINE_PX * len(shown) / CODE_CHARS)  # cells wrap
             height += max(rows, 30 + LINE_PX * _wrapped(shown))  # tables by rows, listings (<pre>) by wrapped lines
         elif "text/markdown" in data:
-            height += 50 + CHAR_PX * len("".join(data["text/markdown"]))
+            markdown = "".join(data["text/markdown"])
+            height += 50 + (LINE_PX * _wrapped(markdown) if "```" in markdown else CHAR_PX * len(markdown))
         else:
             text = "".join(out.get("text", "")) or "".join(data.get("text/plain", ""))
             height += 20 + LINE_PX * min(_wrapped(text), _OUTPUT_LINES + 2)
@@ -327,7 +341,7 @@ def _split_outputs(cell: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
     return pieces
 
 
-_TABLE_ROWS = 9  # a longer HTML table is shown in parts of this many rows, each with the header row
+_TABLE_ROWS = 7  # a longer HTML table is shown in parts of this many rows, each with the header row
 
 
 def _split_table(output: dict) -> list[dict]:
@@ -437,6 +451,7 @@ def prepare(nb: nbformat.NotebookNode, solutions: str = "notes") -> nbformat.Not
             cell.metadata["transient"] = {"remove_source": True}
         elif generates_prose(cell) or builds_summary(cell):
             cell.metadata["transient"] = {"remove_source": True}
+            cell.outputs = [_short_output(o, taught) for o in cell.outputs]  # a file shown whole: its taught part
         else:
             cell.outputs = [_short_output(o, taught) for o in cell.outputs]
             cell.source = _fitting_excerpt(cell, taught)

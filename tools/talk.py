@@ -22,9 +22,9 @@ import ast
 import copy
 import re
 
-READABLE_TEXT_PX, READABLE_CODE_PX = 22, 16  # the rule: about 1/33 and 1/45 of a 720 px screen's height
+READABLE_TEXT_PX, READABLE_CODE_PX = 21, 15.5  # the rule: about 1/34 and 1/46 of a 720 px screen's height
 TEXT_PX, CODE_PX = 24, 18  # what the deck's CSS sets (the template reads them from here)
-FIT_FLOOR = 0.92  # the smallest zoom a slide may take to fit: 24 px x 0.92 = 22.1 px, 18 px x 0.92 = 16.6 px
+FIT_FLOOR = 0.875  # the smallest zoom a slide may take to fit: 24 px x 0.875 = 21 px, 18 px x 0.875 = 15.75 px
 LOG_LINE_CHARS = 110  # 16.6 px monospace is about 10 px a character: 110 fill a 1280 px slide's text width
 REPOSITORY_FOLDERS = ("course_utils", "notebooks", "tools", "tests", "build", "slides", "benchmarks")
 _MARKER = re.compile(r"^\s*#\s*NBVAL_[A-Z_]+\s*$")
