@@ -78,8 +78,15 @@ def overhead_sweep_plot(sizes: Sequence[int], series: Mapping[str, Sequence[timi
     validate.non_empty("series", series)
     validate.instance("found", found, Mapping)
     for label, ms in series.items():
-        if isinstance(ms, (str, bytes)) or len(ms) != len(sizes):
+        validate.sequence(f"series[{label!r}]", ms)
+        if len(ms) != len(sizes):
             raise ValueError(f"series[{label!r}] must hold one measurement per size ({len(sizes)})")
+        for i, m in enumerate(ms):
+            validate.instance(f"series[{label!r}][{i}]", m, timing.Measurement)
+    if call_cost is not None:
+        validate.instance("call_cost", call_cost, Mapping)
+    if title is not None:
+        validate.text("title", title)
     costs = {validate.framework(fw, "call_cost"): validate.positive(f"call_cost[{fw!r}]", c)
              for fw, c in (call_cost or {}).items()}
     compiled_names = {variant_name(fw, True): fw for fw in costs}

@@ -131,6 +131,9 @@ def decide(speedup: intervals.Speedup, break_even: float) -> Decision:
 
 def speed_text(break_even: float) -> str:
     """A break-even speed-up as text: '1.08x', or 'never' with why for ``inf``."""
+    if isinstance(break_even, bool) or not isinstance(break_even, (int, float)) or math.isnan(break_even):
+        raise TypeError(f"break_even must be a number (inf: never pays back); got {type(break_even).__name__} "
+                        f"{break_even!r}")
     return "never (no speed-up up to 1000x pays back)" if math.isinf(break_even) else f"{break_even:.3g}x"
 
 

@@ -14,6 +14,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import psutil
+
+from course_utils import hardware, intervals
+
 SCHEMA_VERSION = 1
 _FLAGS = {"_infinite": math.inf, "_negative_infinite": -math.inf, "_nan": math.nan}
 
@@ -25,10 +29,6 @@ def now() -> str:
 
 def host() -> dict[str, Any]:
     """The machine: CPU model, logical and physical cores, operating system."""
-    import psutil
-
-    from course_utils import hardware
-
     return {"cpu": hardware.cpu_model(), "logical_cores": os.cpu_count(),
             "physical_cores": psutil.cpu_count(logical=False), "platform": platform.platform()}
 
@@ -108,7 +108,6 @@ def read(name: str, path: str | Path) -> dict[str, Any]:
 
 def speedup(mode: dict[str, Any]) -> Any:
     """The ``intervals.Speedup`` of one saved mode (an entry of the record's ``modes``)."""
-    from course_utils import intervals
 
     fields = ("baseline", "candidate", "ratio", "low", "high", "n", "unit", "confidence")
     return intervals.Speedup(**{k: mode["speedup"][k] for k in fields})

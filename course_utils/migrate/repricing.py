@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from course_utils.migrate import assessment, load, record
+from course_utils.migrate import assessment, load, record, report
 from course_utils.migrate.decision import BUSY, NOTHING
 from course_utils.migrate.inputs import read_config
 
@@ -48,8 +48,6 @@ def price(report: str | Path, config: str | Path | None) -> tuple[dict[str, Any]
 
 def sentence(saved: dict[str, Any], pricing: assessment.Pricing) -> str:
     """The repriced decision as the command prints it."""
-    from course_utils.migrate import report
-
     rule = pricing.decision
     if rule.outcome in (NOTHING, BUSY):
         return f"Decision: {rule.text}."
