@@ -32,39 +32,47 @@ _PATH = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
 _SETUP_KEYS = ("python", "cpus", "torch", "threads", "device")
 
 
-def target_path(target: str | Callable[..., Any]) -> str:
+def target_path(target: str | Callable[..., Any], name: str = "target") -> str:
     """``target`` as a 'package.module:function' path a fresh process can import, checked by importing it here: a
     string of that form, or a function defined at the top of an importable module (not in a notebook or a
-    script's __main__, not a lambda or a nested function)."""
+    script's __main__, not a lambda or a nested function). ``name`` is the argument the errors name."""
+    validate.text("name", name)
     if callable(target) and not isinstance(target, str):
         module, qualname = getattr(target, "__module__", None), getattr(target, "__qualname__", "")
         path = f"{module}:{qualname}"
         if module in (None, "__main__") or not _PATH.match(path):
-            raise ValueError(f"target {qualname or target!r} is defined in a notebook, a script's __main__, a lambda "
-                             "or inside another function, so a fresh process cannot import it; put it in a .py file "
-                             "and pass 'module:function'")
-        if _function(path) is not target:
-            raise ValueError(f"target: {path} does not name this function when imported again; pass "
-                             "'module:function'")
+            raise TypeError(f"{name}: {qualname or target!r} is defined in a notebook, a script's __main__, a lambda "
+                            "or inside another function, so a fresh process cannot import it; put it in a .py file "
+                            "and pass 'module:function'")
+        if function(name, path) is not target:
+            raise TypeError(f"{name}: {path} does not name this function when imported again; pass 'module:function'")
         return path
-    validate.instance("target", target, str)
+    if not isinstance(target, str):
+        raise TypeError(f"{name} must be 'package.module:function' or such a function; got {type(target).__name__} "
+                        f"{target!r}")
     if not _PATH.match(target):
-        raise ValueError(f"target must be 'package.module:function' (e.g. course_utils.precision.steptime:"
-                         f"step_medians); got {target!r}")
-    _function(target)
+        raise ValueError(f"{name} must be 'package.module:function' (e.g. mypkg.models:make_model); got {target!r}")
+    function(name, target)
     return target
 
 
-def _function(path: str) -> Callable[..., Any]:
-    """The callable at ``path``; the error says whether the module or the name is missing (and names target)."""
+def function(name: str, path: str) -> Callable[..., Any]:
+    """The callable at 'package.module:function'; errors name the argument and say whether the module or the name
+    is missing."""
+    validate.text("name", name)
+    if not _PATH.match(validate.text("path", path)):
+        raise ValueError(f"path must be 'package.module:function'; got {path!r}")
     module_name, _, attribute = path.partition(":")
     try:
-        module = importlib.import_module(module_name)  # the target's module, named at run time
+        module = importlib.import_module(module_name)  # the user's module, named at run time
     except Exception as exc:  # the user's module: any error on import is theirs to see
-        raise ValueError(f"target: module {module_name!r} does not import: {type(exc).__name__}: {exc}") from exc
-    found = getattr(module, attribute, None)
+        raise ValueError(f"{name}: module {module_name!r} does not import: {type(exc).__name__}: {exc}") from exc
+    if not hasattr(module, attribute):
+        public = sorted(n for n in vars(module) if not n.startswith("_") and callable(getattr(module, n)))[:12]
+        raise ValueError(f"{name}: module {module_name!r} has no {attribute!r}; its functions: {', '.join(public)}")
+    found = getattr(module, attribute)
     if not callable(found):
-        raise ValueError(f"target: module {module_name!r} has no function {attribute!r}")
+        raise TypeError(f"{name}: {path} is {type(found).__name__}, not a function")
     return found
 
 

@@ -8,61 +8,24 @@ code raised.
 
 from __future__ import annotations
 
-import importlib
 import math
-import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from course_utils import calls, validate
+from course_utils import calls, fresh, validate
 from course_utils.migrate import trainstep
-
-_PATH = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
 
 
 def resolve(name: str, value: Any) -> str:
-    """``value`` as a 'package.module:function' path a fresh process can import, checked by importing it: a string
-    of that form, or a function defined in an importable module (not in a notebook or a script's __main__)."""
-    if callable(value) and not isinstance(value, str):
-        module, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", "")
-        path = f"{module}:{qualname}"
-        if module in (None, "__main__") or not _PATH.match(path):
-            raise TypeError(f"{name}: {qualname or value!r} is defined in a notebook, a script's __main__ or inside "
-                            "another function, so a fresh process cannot import it; put it in a .py file and pass "
-                            "'module:function'")
-        if function(name, path) is not value:
-            raise TypeError(f"{name}: {path} does not name this function when imported again; pass 'module:function'")
-        return path
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be 'package.module:function' or such a function; got {type(value).__name__} "
-                        f"{value!r}")
-    if not _PATH.match(value):
-        raise ValueError(f"{name} must be 'package.module:function' (e.g. mypkg.models:make_model); got {value!r}")
-    function(name, value)
-    return value
+    """``value`` as a 'package.module:function' path a fresh process can import (``fresh.target_path``)."""
+    return fresh.target_path(value, name)
 
-
-def function(name: str, path: str) -> Callable[..., Any]:
-    """The callable at 'package.module:function'; errors say whether the module or the name is missing."""
-    module_name, _, attribute = path.partition(":")
-    try:
-        module = importlib.import_module(module_name)  # the user's module, named at run time
-    except Exception as exc:  # the user's module: any error on import is theirs to see
-        raise ValueError(f"{name}: module {module_name!r} does not import: {type(exc).__name__}: {exc}") from exc
-    if not hasattr(module, attribute):
-        public = sorted(n for n in vars(module) if not n.startswith("_") and callable(getattr(module, n)))[:12]
-        raise ValueError(f"{name}: module {module_name!r} has no {attribute!r}; its functions: {', '.join(public)}")
-    found = getattr(module, attribute)
-    if not callable(found):
-        raise TypeError(f"{name}: {path} is {type(found).__name__}, not a function")
-    return found
 
 
 def call_factory(name: str, path: str) -> Any:
     """Call the user's zero-argument factory; an exception in it is reported with its own message."""
     try:
-        return function(name, path)()
+        return fresh.function(name, path)()
     except TimeoutError:
         raise
     except (TypeError, ValueError) as exc:
@@ -133,7 +96,7 @@ def _probe(model_path: str, batches_path: str, loss_path: str | None, device: An
     if not any(p.requires_grad for p in model.parameters()):
         raise ValueError(f"model: {model_path}() returned a module with no trainable parameters")
     batch = first_batch(batches_path)
-    loss_fn = trainstep.default_loss if loss_path is None else function("loss", loss_path)
+    loss_fn = trainstep.default_loss if loss_path is None else fresh.function("loss", loss_path)
     model = model.to(device)
     inputs, targets = (trainstep.to_device(v, device) for v in batch)
     try:
