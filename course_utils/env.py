@@ -1,7 +1,7 @@
 """Where am I running? Framework report, accelerator detection, problem sizes, seeds (CPU facts: ``hardware``).
 
 Every number in the course depends on the machine, so every notebook starts with ``report()`` and
-chooses its problem sizes with ``pick()``.
+declares its problem sizes in one table with ``sizes()``.
 """
 
 from __future__ import annotations
@@ -102,6 +102,57 @@ def pick(*, ci: T | None = None, cpu: T | None = None, gpu: T | None = None, tpu
         if options[name] is not None:
             return options[name]
     raise AssertionError("unreachable: cpu= is always set")
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """One notebook's problem sizes, chosen in one visible place: each name's value at every size and the active
+    one. Read a value as an attribute (``sizes.rows``) and pass it down as an argument; shown as a table."""
+
+    choices: dict[str, dict[str, object]]
+    active: str
+
+    def __getattr__(self, name: str) -> object:
+        if name.startswith("_") or name not in self.choices:
+            raise AttributeError(f"no size named {name!r}; this notebook's sizes are {sorted(self.choices)}")
+        return pick(**self.choices[name])
+
+    def table(self) -> display.Table:
+        """Rows: the names; columns: every size (a blank falls back as ``pick`` does); the active one marked."""
+        header = ["size", *(f"{s} (this run)" if s == self.active else s for s in SIZES)]
+        rows = [[name, *(_shown(options.get(s)) for s in SIZES)] for name, options in self.choices.items()]
+        return display.table(header, rows, title=f"Problem sizes: this run uses {self.active!r} "
+                             "(COURSE_SIZE; a blank falls back: smoke to ci to cpu, tpu to gpu to cpu)")
+
+    def __repr__(self) -> str:
+        return repr(self.table())
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
+
+
+def _shown(value: object) -> str:
+    return "" if value is None else str(value)
+
+
+def sizes(**choices: dict[str, object]) -> Sizes:
+    """Declare a notebook's problem sizes at the top, e.g.
+    ``sizes = cu.env.sizes(rows=dict(ci=8192, cpu=16384, gpu=262144))``: every name needs ``cpu=`` (the fallback
+    of every other size) and only the sizes in ``SIZES``; each value is resolved now, so a bad table fails here."""
+    if not choices:
+        raise ValueError("sizes() needs at least one name=dict(ci=..., cpu=..., ...)")
+    for name, options in choices.items():
+        if not isinstance(options, dict):
+            raise TypeError(f"sizes: {name} must be a dict such as dict(ci=..., cpu=...); got "
+                            f"{type(options).__name__} {options!r}")
+        unknown = sorted(set(options) - set(SIZES))
+        if unknown:
+            raise ValueError(f"sizes: {name} names {unknown}; the sizes are {SIZES}")
+        try:
+            pick(**options)
+        except ValueError as error:
+            raise ValueError(f"sizes: {name}: {error}") from None
+    return Sizes({name: dict(options) for name, options in choices.items()}, size_name())
 
 
 def time_scale() -> float:

@@ -186,3 +186,25 @@ def test_seeds_take_numpy_integers_and_stop_at_32_bits() -> None:
         env.fail_on_deprecations(123)  # the warnings module raised a bare AssertionError
     with pytest.raises(ValueError, match="module"):
         env.fail_on_deprecations("(")
+
+
+def test_sizes_declares_a_notebooks_table_once(monkeypatch) -> None:
+    monkeypatch.setenv("COURSE_SIZE", "ci")
+    sizes = env.sizes(rows=dict(ci=8, cpu=16, gpu=64), batch=dict(cpu=32))
+    assert (sizes.rows, sizes.batch) == (8, 32)
+    shown = repr(sizes)
+    assert "ci (this run)" in shown and "rows" in shown and "64" in shown
+    assert "<table>" in sizes._repr_html_()
+    with pytest.raises(AttributeError, match="no size named 'row'"):
+        sizes.row  # noqa: B018
+
+
+@pytest.mark.parametrize("bad, match", [
+    ({}, "at least one"),
+    ({"rows": 8}, "must be a dict"),
+    ({"rows": dict(ci=8)}, "needs cpu="),
+    ({"rows": dict(cpu=8, laptop=4)}, "names \\['laptop'\\]"),
+])
+def test_sizes_refuses_a_bad_table(bad, match) -> None:
+    with pytest.raises((TypeError, ValueError), match=match):
+        env.sizes(**bad)
