@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from course_utils import calls as _calls  # page_faults() has a parameter named calls
-from course_utils import declare, display, timing, validate
-from course_utils.declare import NonEmpty, NonNegativeFloat, PositiveInt, Range, Text
+from course_utils import declare, timing, validate
+from course_utils.declare import NonEmpty, NonNegativeFloat, Range
 
 SAVED_KINDS = ("parameters", "weight copies", "activations")
 MAX_FAULT_CALLS = 1000  # calls page_faults may make: a few suffice (the count is exact), more is a typo
@@ -196,12 +196,6 @@ def torch_state_bytes(model: Any, optimizer: Any = None) -> dict[str, int]:
     return held
 
 
-@declare.checked
-def bytes_per_parameter(held: ByteCounts, n_params: PositiveInt) -> dict[str, float]:
-    """Each entry of ``held`` divided by ``n_params``: bytes per parameter, comparable across model sizes."""
-    return {k: v / n_params for k, v in held.items()}
-
-
 # ---------------------------------------------------------------------------------------------------------
 # XLA's plan for a compiled JAX program
 
@@ -245,15 +239,6 @@ def jax_memory(fn: Callable[..., Any], *args: Any, timeout: _calls.Timeout = _ca
 
 # ---------------------------------------------------------------------------------------------------------
 # Showing it
-
-
-@declare.checked
-def breakdown_table(held: ByteCounts, *, title: Text | None = None, note: str | None = None) -> display.Table:
-    """A Table of bytes by kind with each kind's share and the total, so a breakdown reads at a glance."""
-    total = sum(held.values())
-    rows = [(k, display.format_bytes(v), display.percent(v / total) if total else "-") for k, v in held.items()]
-    rows.append(("total", display.format_bytes(total), "100%" if total else "-"))
-    return display.table(("kind", "bytes", "share"), rows, title=title, note=note)
 
 
 @dataclass(frozen=True)

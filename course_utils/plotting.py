@@ -89,26 +89,6 @@ def figure(ncols: Annotated[int, Range(1, 12)] = 1, nrows: Annotated[int, Range(
 
 
 @declare.checked
-def speedup_bars(table: timing.Comparison, *, title: str | None = None) -> Figure:
-    """Horizontal bars of each row's speed-up over the table's baseline, whiskers from the quartiles."""
-    rows = list(table.rows)
-    fig, (ax,) = figure(height=0.5 + 0.45 * len(rows))
-    names = [r.name for r in rows]
-    values = [r.speedup for r in rows]
-    errors = [[r.speedup - r.speedup_low for r in rows], [r.speedup_high - r.speedup for r in rows]]
-    colors = [color_for(n, i) for i, n in enumerate(names)]
-    ax.barh(names, values, xerr=errors, color=colors, capsize=3)
-    ax.axvline(1.0, color="#333333", linewidth=1, linestyle="--")
-    for y, value in enumerate(values):
-        ax.text(value, y, f" {value:.2f}x", va="center", ha="left")
-    ax.invert_yaxis()
-    ax.set_xlabel(f"speed-up over {table.baseline} (median; whiskers: quartile range)")
-    ax.set_title(title or "Speed-up")
-    ax.set_xlim(0, max(max(values), max(r.speedup_high for r in rows)) * 1.25)
-    return fig
-
-
-@declare.checked
 def time_bars(
     measurements: Annotated[Mapping[str, timing.Measurement] | Sequence[timing.Measurement], NonEmpty],
     *,

@@ -275,29 +275,6 @@ def _benchmark(fn: Callable[..., Any], args: tuple[Any, ...], warmup: int, min_t
                        total=clock() - started, synced=bool(sync))
 
 
-@declare.checked
-def dispatch_only(fn: Callable[..., Any], *args: Any, repeats: Annotated[int, Range(1, 100_000)] = 20,
-                  label: Text | None = None, timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT) -> Measurement:
-    """What a naive timer sees: the time until ``fn`` *returns*, not until its result is ready.
-
-    Each call is timed without synchronising, then synchronised outside the clock so that calls do not
-    queue up behind each other. Only for showing the async-dispatch trap; measure with ``benchmark``.
-    A call that does not return (or whose result is not ready) within ``timeout`` seconds raises
-    ``calls.LearnerTimeout`` naming ``fn``.
-    """
-    label = label if label is not None else getattr(fn, "__name__", "fn")
-    with _calls.limit(fn, timeout):
-        _wait_for(fn(*args))
-    times = []
-    for _ in range(repeats):
-        with _calls.limit(fn, timeout):
-            start = time.perf_counter()
-            out = fn(*args)
-            times.append(time.perf_counter() - start)
-            _wait_for(out)
-    return Measurement(label=label, times=tuple(times), total=sum(times), synced=False)
-
-
 def _no_sync(value: Any) -> Any:
     return value
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from badinput import rejects
 
-from course_utils import display, memory
+from course_utils import memory
 
 
 def _torch():
@@ -50,8 +50,6 @@ def test_torch_state_bytes_by_dtype() -> None:
     opt.step()
     held = memory.torch_state_bytes(model, opt)
     assert held == {"weights (float32)": 4 * n, "gradients (float32)": 4 * n, "optimizer state (float32)": 8 * n}
-    assert memory.bytes_per_parameter(held, n) == {"weights (float32)": 4, "gradients (float32)": 4,
-                                                   "optimizer state (float32)": 8}
 
 
 def test_peak_rss_delta_sees_an_allocation() -> None:
@@ -80,16 +78,6 @@ def test_jax_memory_keeps_the_bytes_only() -> None:
 
     stats = memory.jax_memory(lambda x: jnp.tanh(x) * 2, jnp.ones(1000, jnp.float32))
     assert stats["argument"] == 4000 and stats["output"] == 4000 and "temp" in stats and "flops" not in stats
-
-
-def test_breakdown_table_shares_and_total() -> None:
-    table = memory.breakdown_table({"weights": 3 * 2**20, "activations": 2**20}, title="held")
-    assert isinstance(table, display.Table)
-    assert table.column("kind") == ["weights", "activations", "total"]
-    assert table.column("bytes") == ["3 MiB", "1 MiB", "4 MiB"]
-    assert table.column("share") == ["75%", "25%", "100%"]
-    assert "held" in repr(table) and "<table>" in table._repr_html_()
-    assert memory.breakdown_table({"nothing": 0}).column("share") == ["-", "-"]
 
 
 def test_user_errors_pass_through_unchanged() -> None:
@@ -143,18 +131,6 @@ BAD_CALLS = [
     (lambda: memory.compiled_stats(None), "compiled", None),
     (lambda: memory.jax_compiled_stats(None), "fn", "jax"),
     (lambda: memory.jax_memory("tanh"), "fn", "jax"),
-    (lambda: memory.bytes_per_parameter({"weights": 4}, 0), "n_params", None),
-    (lambda: memory.bytes_per_parameter({"weights": 4}, 1.5), "n_params", None),
-    (lambda: memory.bytes_per_parameter({}, 10), "held", None),
-    (lambda: memory.bytes_per_parameter(None, 10), "held", None),
-    (lambda: memory.breakdown_table({}), "held", None),
-    (lambda: memory.breakdown_table([("weights", 4)]), "held", None),
-    (lambda: memory.breakdown_table({"weights": -4}), "held", None),
-    (lambda: memory.breakdown_table({"weights": math.inf}), "held", None),
-    (lambda: memory.breakdown_table({"weights": "4 MiB"}), "held", None),
-    (lambda: memory.breakdown_table({3: 4}), "held", None),
-    (lambda: memory.breakdown_table({"weights": 4}, title=""), "title", None),
-    (lambda: memory.breakdown_table({"weights": 4}, note=7), "note", None),
 ]
 
 

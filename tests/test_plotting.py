@@ -22,13 +22,6 @@ def test_figure_gives_a_flat_list_of_axes() -> None:
     assert isinstance(fig, Figure) and len(axes) == 4
 
 
-def test_speedup_bars() -> None:
-    table = timing.compare({"eager": timing.Measurement("e", (2.0, 2.1)), "jit": timing.Measurement("j", (1.0, 1.1))})
-    fig = plotting.speedup_bars(table, title="t")
-    ax = fig.axes[0]
-    assert ax.get_title() == "t" and len(ax.patches) == 2 and "eager" in ax.get_xlabel()
-
-
 def test_time_bars_with_first_call() -> None:
     ms = [timing.Measurement("a", (1e-3,), first_call=1.0), timing.Measurement("b", (2e-3,), first_call=0.5)]
     fig = plotting.time_bars(ms, show_first_call=True, log=True)

@@ -153,16 +153,6 @@ def _logged(monkeypatch, events: list[str]):
     return fn
 
 
-def test_dispatch_only_reads_the_clock_before_waiting(monkeypatch) -> None:
-    events: list[str] = []
-    fn = _logged(monkeypatch, events)
-    naive = timing.dispatch_only(fn, repeats=3, label="naive")
-    assert not naive.synced and naive.n == 3 and naive.label == "naive"
-    assert events[-4:] == ["clock", "call", "clock", "wait"]  # the clock stops before the result is ready
-    with pytest.raises(ValueError, match="repeats"):
-        timing.dispatch_only(fn, repeats=0)
-
-
 def test_benchmark_waits_before_reading_the_clock(monkeypatch) -> None:
     events: list[str] = []
     m = timing.benchmark(_logged(monkeypatch, events), min_time=0.001, max_repeats=5)
@@ -203,9 +193,8 @@ def _never_returns() -> None:
 
 @pytest.mark.parametrize("run", [
     lambda t: timing.benchmark(_never_returns, timeout=t),
-    lambda t: timing.dispatch_only(_never_returns, timeout=t),
     lambda t: timing.interleaved({"hung": _never_returns}, timeout=t),
-], ids=["benchmark", "dispatch_only", "interleaved"])
+], ids=["benchmark", "interleaved"])
 def test_a_function_that_never_returns_stops_the_timing_and_is_named(run) -> None:
     from course_utils import calls
 
