@@ -8,6 +8,7 @@ laptop CPU) can be planned and tested on any machine: ``describe()`` is the only
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Mapping
@@ -219,6 +220,25 @@ def describe() -> Device:
     if kind == "tpu":
         return _tpu(cores)
     return Device("cpu", env.cpu_model() or "CPU", _host_memory(), 1, cores)
+
+
+SIMULATE = "COURSE_DEVICE"  # names a KNOWN device: rehearse its plan's choices on this machine
+
+
+def simulated(name: str, cores: int | None = None) -> Device:
+    """The known device ``name`` (a key of ``KNOWN``) as a ``Device``, as its runtime would describe itself."""
+    known = KNOWN[validate.choice("name", name, tuple(KNOWN))]
+    cores = validate.count("cores", cores if cores is not None else os.cpu_count() or 1, high=4096)
+    return Device(known.kind, known.name, known.memory, known.chips, cores, known.capability)
+
+
+@functools.cache
+def current() -> Plan:
+    """This runtime's plan, computed once: ``describe()``'s device, or the device ``COURSE_DEVICE`` names (a key
+    of ``KNOWN``), simulated: its sizes, dtypes, tolerances and skips chosen on this machine, for rehearsing a
+    Colab T4 or TPU notebook's choices on a laptop (its computations still run on this machine's devices)."""
+    name = os.environ.get(SIMULATE, "").strip()
+    return plan(simulated(name) if name else describe())
 
 
 def _gpu(cores: int) -> Device:

@@ -37,7 +37,7 @@ def setup(seed: int = 0) -> env.EnvReport:
     notebook needs it, while JAX and TensorFlow sections are skipped with a sentence when they are missing.
     """
     seed = validate.count("seed", seed, low=0, high=env.MAX_SEED)
-    devices.apply(devices.plan(devices.describe()))  # on one GPU: JAX's and TF's share, before their first operation
+    devices.apply(devices.current())  # on one GPU: JAX's and TF's share, before their first operation
     if not env.available("torch"):
         print(f"PyTorch is not installed: this course needs it ({_INSTALL_HINT['torch']}).")
     env.quiet_tensorflow()

@@ -91,3 +91,16 @@ def test_a_bad_device_is_refused_by_name(bad: dict, match: str) -> None:
     fields = {"kind": "gpu", "name": "x", "memory": 16 * GIB, "count": 1, "host_cores": 2, "capability": None, **bad}
     with pytest.raises((TypeError, ValueError), match=match):
         devices.Device(**fields)
+
+
+def test_course_device_simulates_a_known_device(monkeypatch) -> None:
+    devices.current.cache_clear()
+    monkeypatch.setenv(devices.SIMULATE, "T4")
+    try:
+        t4 = devices.current()
+        assert (t4.device.name, t4.fast_dtype, t4.torch_device, t4.spec.name) == ("T4", "float16", "cuda", "T4")
+        assert devices.simulated("TPU v5e-1", cores=4) == devices.Device("tpu", "TPU v5e-1", 16 * 10**9, 1, 4)
+        with pytest.raises(ValueError, match="name"):
+            devices.simulated("T5")
+    finally:
+        devices.current.cache_clear()
