@@ -33,7 +33,7 @@ def _notebook() -> nbformat.NotebookNode:
     nb.cells = [
         nbformat.v4.new_markdown_cell("# 99 · T"),
         nbformat.v4.new_markdown_cell(f"## 1. Idea\n\n**Prediction:** it holds.\n\n{prose}",
-                                      metadata={"course": {"lead": True, "minutes": 2}}),
+                                      metadata={"course": {"lead": True}}),
         _timed("x = 1", 24.0), finding,
         nbformat.v4.new_markdown_cell("## Exercises\n\n**1.** Write it."),
         nbformat.v4.new_code_cell("answer = None"),
@@ -51,7 +51,7 @@ def test_a_section_is_priced_by_the_stated_rules() -> None:
     idea, exercises, further = minutes.sections(_notebook())
     reading = (5 + 300 + 150) / minutes.WORDS_PER_MINUTE  # "1. Idea" "Prediction it holds." + prose + the finding
     talk = minutes.TALK_PER_SECTION + minutes.TALK_PER_PREDICTION
-    assert (idea.words, idea.predictions, idea.run_seconds, idea.typed) == (455, 1, 30.0, 2)
+    assert (idea.words, idea.predictions, idea.run_seconds) == (455, 1, 30.0)
     assert idea.minutes == math.ceil(reading + 0.5 + talk)
     assert exercises.exercises == ("99.1", "99.2") and exercises.code_exercises == ("99.1",)
     assert exercises.run_seconds == 0.0, "solutions are run by the learners, inside their exercise minutes"

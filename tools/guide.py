@@ -1,5 +1,5 @@
 """The generated parts of slides/instructor_guide.md beyond the agendas: minutes per section computed from the
-material (tools/minutes.py) beside the old typed ones, the lead track, and the exercise answers taken from the
+material (tools/minutes.py), the lead track, and the exercise answers taken from the
 executed course (never typed).
 
 A section is a Markdown cell that starts with '## '; its metadata ``course.lead`` (true/false) marks the sections
@@ -24,23 +24,21 @@ ANSWERS_END = "<!-- END generated answers -->"
 
 
 def sections_markdown(notebooks: dict[str, nbformat.NotebookNode], source: str) -> str:
-    """Per notebook: its sections with the minutes computed from the material (tools/minutes.py) beside the old
-    typed ones, what each computed number is made of, and the lead track."""
+    """Per notebook: its sections with the minutes computed from the material (tools/minutes.py), what each
+    computed number is made of, and the lead track."""
     parts = [SECTIONS_BEGIN, "", minutes.RULES, f"Run times: {source}.", ""]
     for name, nb in notebooks.items():
         found = minutes.sections(nb)
         optional = sum(s.minutes for s in found if s.optional)
-        typed = minutes.typed_session(nb)
         extra = f"; Going further (after the session) {optional} minutes" if optional else ""
-        parts += [f"#### `{name}`: {minutes.session_minutes(nb)} minutes computed (typed: {typed or '-'}); "
+        parts += [f"#### `{name}`: {minutes.session_minutes(nb)} minutes computed; "
                   f"lead track {minutes.lead_minutes(nb)} minutes{extra}", "",
-                  "| section | computed | typed | words | exercises (code) | predictions | run s | lead track |",
-                  "|---|---|---|---|---|---|---|---|"]
+                  "| section | computed | words | exercises (code) | predictions | run s | lead track |",
+                  "|---|---|---|---|---|---|---|"]
         for s in found:
-            typed_s = "-" if s.typed is None else f"{s.typed:g}"
             run = "not recorded" if s.run_seconds is None else f"{s.run_seconds:.0f}"
             exercises = f"{len(s.exercises)} ({len(s.code_exercises)})" if s.exercises else ""
-            parts.append(f"| {s.title}{' (optional)' if s.optional else ''} | {s.minutes} | {typed_s} | {s.words} | "
+            parts.append(f"| {s.title}{' (optional)' if s.optional else ''} | {s.minutes} | {s.words} | "
                          f"{exercises} | {s.predictions or ''} | {run} | {'yes' if s.lead else ''} |")
         parts.append("")
     return "\n".join(parts + [SECTIONS_END])

@@ -39,7 +39,6 @@ class Section:
     """One '## ' section: its heading's title and metadata flags, and what the material makes it cost."""
 
     title: str
-    typed: float | None  # the instructor's typed plan (metadata course.minutes), shown against the computed one
     lead: bool  # a section a product or tech lead needs (course.lead)
     optional: bool  # "Going further": reading after the session (course.optional)
     words: int
@@ -126,7 +125,6 @@ def _priced(cells: list[nbformat.NotebookNode]) -> Section:
     recorded = [t for t in times if t is not None]
     return Section(
         title=head.source.splitlines()[0][3:].strip(),
-        typed=meta.get("minutes"),
         lead=bool(meta.get("lead", False)),
         optional=bool(meta.get("optional", False)),
         words=words(text),
@@ -145,12 +143,6 @@ def session_minutes(nb: nbformat.NotebookNode) -> int:
 def lead_minutes(nb: nbformat.NotebookNode) -> int:
     """The computed minutes of the notebook's lead-track sections (course.lead)."""
     return sum(s.minutes for s in sections(nb) if s.lead and not s.optional)
-
-
-def typed_session(nb: nbformat.NotebookNode) -> int | None:
-    """The old typed session minutes (metadata course.minutes.workshop), shown beside the computed ones."""
-    value = nb.metadata.get("course", {}).get("minutes", {}).get("workshop")
-    return int(value) if isinstance(value, (int, float)) else None
 
 
 RULES = (f"Minutes are computed, never typed: reading at {WORDS_PER_MINUTE} words a minute (Markdown and the "
