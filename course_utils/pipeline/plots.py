@@ -1,16 +1,16 @@
-"""The figures of notebook 04: samples, step timelines (Gantt), the stall in a profiler trace, before/after
-utilisation, and the worker sweep."""
+"""The figures of notebook 04: samples, step timelines (Gantt), the stall in a trace, before/after, the worker sweep."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
 
-from course_utils import plotting, profile, validate
+from course_utils import declare, plotting, profile
+from course_utils.pipeline.compare import BeforeAfter
 from course_utils.pipeline.dataset import MEAN, STD, SyntheticImages
-from course_utils.pipeline.loop import Timeline, timeline_list
+from course_utils.pipeline.loop import MAX_ROUNDS, Timeline, Timelines, timeline_list
 from course_utils.pipeline.stall import STEP_MARK, Stalls
 
 if TYPE_CHECKING:
@@ -23,10 +23,11 @@ def _framework_of(label: str) -> str:
     return label.split(",")[0].split()[0].strip().lower()
 
 
-def samples_plot(dataset: SyntheticImages, count: int = 8) -> Figure:
+@declare.checked
+def samples_plot(dataset: SyntheticImages, count: Annotated[int, declare.Range(1, 16)] = 8) -> Figure:
     """The first ``count`` augmented samples, as the model receives them (normalised; shown rescaled to [0, 1])."""
-    validate.instance("dataset", dataset, SyntheticImages)
-    count = validate.number("count", count, low=1, high=min(16, len(dataset)), integer=True)
+    if count > len(dataset):
+        raise ValueError(f"count must be at most len(dataset) = {len(dataset)}; got {count}")
     fig, axes = plotting.figure(count, width=1.2 * count, height=1.6)
     for i, ax in enumerate(axes):
         x, y = dataset[i]
@@ -40,14 +41,13 @@ def samples_plot(dataset: SyntheticImages, count: int = 8) -> Figure:
 LOADER_PATTERN = "DataLoader"  # the profiler's name for the loader's __next__ contains it
 
 
-def trace_plot(trace: profile.Trace, stalls: Stalls, *, steps: int = 3, title: str | None = None) -> Figure:
+@declare.checked
+def trace_plot(trace: profile.Trace, stalls: Stalls, *, steps: Annotated[int, declare.Range(1, 50)] = 3,
+               title: declare.Text | None = None) -> Figure:
     """The training thread of ``trace`` over ``steps`` marked steps: each step, the loader's calls, and the gaps
     between steps (idle: waiting for data) labelled with their length, with a legend that names all three."""
     from matplotlib.patches import Patch
 
-    validate.instance("trace", trace, profile.Trace)
-    validate.instance("stalls", stalls, Stalls)
-    steps = validate.number("steps", steps, low=1, high=50, integer=True)
     marked = sorted((e for e in trace.events if e.thread == stalls.thread and e.name == STEP_MARK),
                     key=lambda e: e.start)
     if len(marked) < 2:
@@ -77,19 +77,15 @@ def trace_plot(trace: profile.Trace, stalls: Stalls, *, steps: int = 3, title: s
     return fig
 
 
-def timeline_plot(timelines: Sequence[Timeline] | Mapping[str, Timeline], *, title: str | None = None,
-                  width: float = 9.0, epoch: int | None = None) -> Figure:
-    """Gantt chart, one row per loop, time measured from the arrival of each loop's first batch.
-
-    Grey bars wait for data, coloured bars compute (the legend names each colour). The first batch's wait
-    (the loader's start-up: a spawned worker can take a second) is written on the right instead of drawn, so
-    that one slow start does not squash the steady steps of the other rows; later epochs' start-ups are drawn.
-    ``epoch``: draw only that epoch (one round of ``run_loops``) of each loop.
-    """
+@declare.checked
+def timeline_plot(timelines: Timelines, *, title: declare.Text | None = None,
+                  width: Annotated[float, declare.Range(2, 40)] = 9.0,
+                  epoch: Annotated[int, declare.Range(0, MAX_ROUNDS)] | None = None) -> Figure:
+    """Gantt chart, one row per loop (of ``epoch`` alone if given), from each loop's first batch: grey waits, coloured
+    computes; the first wait (start-up) is written on the right so that one slow start squashes no row."""
     from matplotlib.patches import Patch
 
     timelines = timeline_list(timelines)
-    validate.number("width", width, low=2, high=40)
     if epoch is not None:
         timelines = [t.epoch(epoch) for t in timelines]
     fig, (ax,) = plotting.figure(width=width, height=1.9 + 0.42 * len(timelines))
@@ -118,17 +114,14 @@ def timeline_plot(timelines: Sequence[Timeline] | Mapping[str, Timeline], *, tit
     return fig
 
 
-def utilisation_plot(before_after: Mapping[str, tuple[Timeline, Timeline]], *, title: str | None = None) -> Figure:
+@declare.checked
+def utilisation_plot(before_after: BeforeAfter, *, title: declare.Text | None = None) -> Figure:
     """Two panels, before vs after per framework: steady step time (compute + wait stacked) and utilisation."""
     from matplotlib.patches import Patch
 
-    validate.instance("before_after", before_after, Mapping)
-    validate.non_empty("before_after", before_after)
     fig, (left, right) = plotting.figure(2, width=9.5, height=1.6 + 0.75 * len(before_after))
     names, waits, computes, utils, colors = [], [], [], [], []
     for framework, pair in before_after.items():
-        if not isinstance(pair, tuple) or len(pair) != 2 or not all(isinstance(t, Timeline) for t in pair):
-            raise TypeError(f"before_after[{framework!r}] must be a (before, after) pair of Timelines")
         for tag, t in zip(("before", "after"), pair):
             names.append(f"{framework} {tag}")
             waits.append(t.wait_time * 1e3)
@@ -155,14 +148,13 @@ def utilisation_plot(before_after: Mapping[str, tuple[Timeline, Timeline]], *, t
     return fig
 
 
-def workers_plot(runs: Mapping[int, Timeline], *, free_cores: int, title: str | None = None) -> Figure:
+@declare.checked
+def workers_plot(runs: Annotated[Mapping[Annotated[int, declare.Range(0, 1024)], Timeline], declare.NonEmpty], *,
+                 free_cores: Annotated[int, declare.Range(1, 1024)], title: declare.Text | None = None) -> Figure:
     """Median step and compute per worker count against the model max(compute, data / min(n, free)), whose data
     and compute times are the 0-worker run's medians."""
-    validate.instance("runs", runs, Mapping)
-    validate.non_empty("runs", runs)
     if 0 not in runs:
         raise ValueError("runs must include 0 workers (the data time and compute time of the model come from it)")
-    validate.positive("free_cores", free_cores, integer=True)
     counts = sorted(runs)
     data_time, compute_time = runs[0].part("wait").median, runs[0].part("compute").median
     model = [data_time + compute_time if n == 0 else max(compute_time, data_time / min(n, free_cores))

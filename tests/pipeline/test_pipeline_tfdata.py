@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from course_utils import pipeline
+from course_utils.pipeline import dataset
 
 N, BATCH = 16, 4
 
@@ -17,8 +18,8 @@ def data() -> pipeline.SyntheticImages:
 
 
 def test_numpy_function_pipeline_is_bit_identical(data: pipeline.SyntheticImages) -> None:
-    reference = [pipeline.fingerprint(b) for b in pipeline.NumpyBatches(data, BATCH)]
-    assert [pipeline.fingerprint(b) for b in pipeline.tf_pipeline(data, BATCH, ops="numpy")] == reference
+    reference = [dataset.fingerprint(b) for b in pipeline.NumpyBatches(data, BATCH)]
+    assert [dataset.fingerprint(b) for b in pipeline.tf_pipeline(data, BATCH, ops="numpy")] == reference
 
 
 def test_tf_ops_match_up_to_rounding_in_the_pipeline_and_in_the_learners_chain(data: pipeline.SyntheticImages) -> None:
