@@ -1,9 +1,5 @@
-"""course_utils.pipeline: the helpers of notebook 04 (04_input_pipeline, "Is my accelerator waiting for my CPU?").
-
-The notebook writes the loaders itself (``DataLoader(...)``, the ``tf.data`` chain, Grain's dataset); these helpers
-make the data (``dataset``), start workers safely (``workers``), prefetch in a thread (``prefetch``), run and time
-the loops (``loop``, ``stall``, ``compare``), and score and draw what they measured (``findings``, ``plots``).
-"""
+"""course_utils.pipeline: the helpers of notebook 04 ("Is my accelerator waiting for my CPU?"). The notebook writes
+the loaders; these make the data, start workers safely, prefetch, run and time the loops, and score and draw them."""
 
 from course_utils.pipeline import exercises as _exercises  # noqa: F401  (registers 04.k)
 from course_utils.pipeline import findings
@@ -22,7 +18,7 @@ from course_utils.pipeline.plots import samples_plot, timeline_plot, trace_plot,
 from course_utils.pipeline.prefetch import InLoop, Prefetch, grain_available, prefetch_threads
 from course_utils.pipeline.stall import capture_loop, data_stalls, stalls_table
 from course_utils.pipeline.steps import warm_steps
-from course_utils.pipeline.tfdata import tf_decode_augment, tf_pipeline
+from course_utils.pipeline.tfdata import numpy_function_pipeline, tf_decode_augment
 from course_utils.pipeline.workers import (
     data_cores,
     limit_compute_threads,
@@ -39,8 +35,9 @@ from course_utils.pipeline.workers import (
 __all__ = [
     "EpochsOf", "InLoop", "NumpyBatches", "Prefetch", "SyntheticImages", "Timeline", "before_after_table",
     "capture_loop", "data_cores", "data_stalls", "findings", "floor", "grain_available", "later_startups",
-    "limit_compute_threads", "max_difference", "ms", "numpy_collate", "oversubscribing", "prefetch_threads",
-    "run_loop", "run_loops", "samples_plot", "stalls_table", "start_forkserver", "tf_decode_augment", "tf_pipeline",
-    "timeline_plot", "timelines_table", "trace_plot", "unpickles_in_fresh_process", "utilisation_plot",
-    "warm_steps", "worker_context", "worker_counts", "worker_memory", "worker_processes", "workers_plot",
+    "limit_compute_threads", "max_difference", "ms", "numpy_collate", "numpy_function_pipeline", "oversubscribing",
+    "prefetch_threads", "run_loop", "run_loops", "samples_plot", "stalls_table", "start_forkserver",
+    "tf_decode_augment", "timeline_plot", "timelines_table", "trace_plot", "unpickles_in_fresh_process",
+    "utilisation_plot", "warm_steps", "worker_context", "worker_counts", "worker_memory", "worker_processes",
+    "workers_plot",
 ]

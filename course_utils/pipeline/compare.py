@@ -17,10 +17,8 @@ def ms(seconds: Annotated[float, declare.Range(0, 1e7)]) -> str:
 
 
 def _median(m: timing.Measurement) -> str:
-    """'21.4 ms (19.6-26.2 ms)': the median and its quartile range, as the table prints them."""
-    if m.p25 >= 1e-3:
-        return f"{m.median * 1e3:.1f} ms ({m.p25 * 1e3:.1f}-{m.p75 * 1e3:.1f} ms)"
-    return f"{display.format_time(m.median)} ({display.format_time(m.p25)} to {display.format_time(m.p75)})"
+    """'21.4 ms (19.6 ms to 26.2 ms)': the median and its quartile range, as the table prints them."""
+    return f"{ms(m.median)} ({timing.quartiles(m, ms)})"
 
 
 @declare.checked

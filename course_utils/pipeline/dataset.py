@@ -10,7 +10,7 @@ from typing import Annotated, Any, NamedTuple
 
 import numpy as np
 
-from course_utils import declare
+from course_utils import declare, interop
 
 MEAN, STD = np.float32(0.5), np.float32(0.25)
 CROP_PAD = 4  # pixels of reflected border the random crop chooses from
@@ -161,21 +161,15 @@ def numpy_collate(samples: Annotated[Sequence[tuple[Any, Any]], declare.NonEmpty
     return np.stack([x for x, _ in samples]), np.array([y for _, y in samples], dtype=np.int64)
 
 
-def _numpy(value: Any) -> np.ndarray:
-    if hasattr(value, "detach"):  # torch
-        return value.detach().cpu().numpy()
-    if hasattr(value, "numpy") and not isinstance(value, np.ndarray):  # TensorFlow
-        return value.numpy()
-    return np.asarray(value)  # NumPy, JAX
-
-
 @declare.checked
 def fingerprint(batch: Any) -> str:
     """CRC-32 of each array of a batch, equal for equal data in any framework (integers compared as int64, since JAX
     keeps int64 labels as int32)."""
-    parts = batch if isinstance(batch, (tuple, list)) else (batch,)
-    arrays = [] if batch is None or isinstance(batch, (str, bytes)) else [_numpy(p) for p in parts]
-    if not arrays or any(a.dtype == object for a in arrays):
+    try:
+        arrays = [interop.to_numpy(p) for p in (batch if isinstance(batch, (tuple, list)) else (batch,))]
+    except TypeError:
+        arrays = []
+    if not arrays:
         raise TypeError(f"batch must be an array or a tuple of arrays of numbers; got {type(batch).__name__} "
                         f"{batch!r:.40}")
     arrays = [a.astype(np.int64) if np.issubdtype(a.dtype, np.integer) else a for a in arrays]
@@ -185,7 +179,7 @@ def fingerprint(batch: Any) -> str:
 @declare.checked
 def max_difference(a: Any, b: Any) -> float:
     """Largest absolute difference between two batches' images (first arrays): pipelines that round differently."""
-    x, y = (_numpy(v[0] if isinstance(v, (tuple, list)) else v) for v in (a, b))
+    x, y = (interop.to_numpy(v[0] if isinstance(v, (tuple, list)) else v) for v in (a, b))
     if x.shape != y.shape:
         raise ValueError(f"a and b must have the same shape; got {x.shape} and {y.shape}")
     return float(np.max(np.abs(x.astype(np.float64) - y.astype(np.float64)))) if x.size else 0.0

@@ -16,13 +16,6 @@ Waits = Annotated[Mapping[Annotated[int, declare.Range(0, 1024)], declare.NonNeg
 Rounds = Annotated[Sequence[declare.PositiveFloat], declare.MinItems(2), declare.MaxItems(1000)]
 
 
-def _smallest_removing(waits: Mapping[int, float]) -> int | None:
-    """The smallest worker count > 0 whose steady wait is at most ``REMOVED`` x the wait with 0 workers."""
-    if 0 not in waits:
-        raise ValueError("waits must include 0 workers (the in-process loader)")
-    return min((n for n, w in waits.items() if n > 0 and w <= REMOVED * waits[0]), default=None)
-
-
 @exercises.register("04.1", hint="N workers deliver a batch every (data time / N): set that equal to the compute "
                                  "time, round up, and cap it at the cores free for data")
 @declare.checked
@@ -32,7 +25,9 @@ def _workers_needed(answer: Any, *, wait: declare.NonNegativeFloat, compute: dec
     or is the smallest count that halved the wait in this run's sweep."""
     if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)):
         raise TypeError(f"the answer should be a whole number of workers; got {answer!r}")
-    measured = _smallest_removing(waits)
+    if 0 not in waits:
+        raise ValueError("waits must include 0 workers (the in-process loader)")
+    measured = min((n for n, w in waits.items() if n > 0 and w <= REMOVED * waits[0]), default=None)  # halved it
     if int(answer) in (min(max(1, math.ceil(wait / compute)), free), measured):
         return None
     seen = "no count halved it" if measured is None else f"the smallest count that halved it was {measured}"

@@ -1,13 +1,11 @@
-"""The instrumented training loop of notebook 04: per step, the wait for the batch and the (synchronised) compute,
-kept as a ``Timeline``; "utilisation" is always the busy time share compute / (wait + compute) over steady steps.
-``run_loops`` runs loaders in alternating rounds, so that each round's median is a paired replicate.
-"""
+"""The instrumented training loop of notebook 04: per step, the wait for the batch and the synchronised compute, as
+a ``Timeline``; ``run_loops`` alternates loaders in rounds, so that each round's median is a paired replicate."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -41,10 +39,6 @@ class Timeline:
         if list(self.epochs) != sorted(self.epochs):
             raise ValueError("epochs must not decrease from one step to the next")
 
-    @property
-    def steps(self) -> int:
-        return len(self.waits)
-
     def _first(self) -> np.ndarray:
         epochs = np.asarray(self.epochs)
         return np.r_[True, epochs[1:] != epochs[:-1]]
@@ -70,6 +64,7 @@ class Timeline:
 
     @property
     def step_time(self) -> float:
+        """Mean (wait + compute) per steady step, seconds."""
         return self.wait_time + self.compute_time
 
     @property
@@ -138,9 +133,8 @@ def _row(t: Timeline, spread: bool) -> tuple[str, ...]:
         return (t.label, _fmt(t.step_time), _fmt(t.wait_time), _fmt(t.compute_time), display.percent(t.utilisation),
                 _fmt(t.startups[0]))
     step, wait, compute = (t.part(p) for p in PARTS)
-    return (t.label, _fmt(step.median), f"{_fmt(step.p25)} to {_fmt(step.p75)}", _fmt(wait.median),
-            _fmt(compute.median), f"{_fmt(compute.p25)} to {_fmt(compute.p75)}", display.percent(t.utilisation),
-            _fmt(t.startups[0]))
+    return (t.label, _fmt(step.median), timing.quartiles(step, _fmt), _fmt(wait.median), _fmt(compute.median),
+            timing.quartiles(compute, _fmt), display.percent(t.utilisation), _fmt(t.startups[0]))
 
 
 @declare.checked
@@ -155,25 +149,25 @@ def timelines_table(timelines: Timelines, *, title: declare.Text | None = None, 
                               "/ total step time; start-up: the first epoch's first wait.")
 
 
-def _batches(name: str, batches: Iterable[Any], epochs: int) -> Iterable[Any]:
+def _batches(name: str, batches: Iterable[Any], epochs: int) -> None:
     if isinstance(batches, Iterator) and epochs > 1:
         raise TypeError(f"{name} is a one-shot iterator ({type(batches).__name__}): a second epoch would be empty. "
                         "Pass the loader itself, or wrap one long iterator in cu.pipeline.EpochsOf(iterator, steps)")
-    return batches
 
 
-@dataclass
+def _close(iterator: Any) -> None:
+    """Stop a loader's iterator (its workers or threads) if it can be stopped."""
+    close = getattr(iterator, "close", None)
+    if callable(close):
+        close()
+
+
 class _Rows:
-    starts: list[float] = field(default_factory=list)
-    waits: list[float] = field(default_factory=list)
-    computes: list[float] = field(default_factory=list)
-    epochs: list[int] = field(default_factory=list)
-    prints: list[str] = field(default_factory=list)
-    elapsed: float = 0.0
+    def __init__(self) -> None:
+        self.starts, self.waits, self.computes, self.epochs, self.prints, self.elapsed = [], [], [], [], [], 0.0
 
     def timeline(self, label: str) -> Timeline:
-        return Timeline(label, tuple(self.starts), tuple(self.waits), tuple(self.computes), tuple(self.epochs),
-                        tuple(self.prints))
+        return Timeline(label, *map(tuple, (self.starts, self.waits, self.computes, self.epochs, self.prints)))
 
 
 def _epoch(rows: _Rows, batches: Iterable[Any], step: Callable[[Any], Any], epoch: int, timeout: float | None,
@@ -203,9 +197,7 @@ def _epoch(rows: _Rows, batches: Iterable[Any], step: Callable[[Any], Any], epoc
                 guard.check()
                 begin = _clock()
         finally:
-            close = getattr(iterator, "close", None)
-            if callable(close):
-                close()
+            _close(iterator)
             del iterator
     if len(rows.waits) == before:
         raise ValueError(f"batches of {what} yielded no batch in epoch {epoch + 1}")
@@ -215,15 +207,10 @@ def _epoch(rows: _Rows, batches: Iterable[Any], step: Callable[[Any], Any], epoc
 @declare.checked
 def run_loop(batches: Iterable, step: Callable, *, epochs: Annotated[int, declare.Range(1, MAX_EPOCHS)] = 1,
              label: declare.Text = "loop", timeout: calls.Timeout = None) -> Timeline:
-    """Run ``step(batch)`` over ``batches`` for ``epochs`` epochs. Wait: from asking for the batch until it arrives
-    (an epoch's first includes ``iter()``); compute: ``step`` plus ``timing.sync`` of its result. Each batch's
-    fingerprint is kept (outside both clocks). An epoch that runs past ``timeout`` seconds (None: the size's default)
-    raises ``LearnerTimeout`` naming the loader or the step."""
-    batches = _batches("batches", batches, epochs)
-    rows = _Rows()
-    for epoch in range(epochs):
-        _epoch(rows, batches, step, epoch, timeout, repr(label))
-    return rows.timeline(label)
+    """``step(batch)`` over ``batches`` for ``epochs`` epochs, its wait (``iter()`` included) and its synchronised
+    compute timed apart, each batch fingerprinted off the clock; an epoch past ``timeout`` (None: the size's) raises."""
+    _batches("batches", batches, epochs)
+    return _run({label: (batches, step)}, epochs, timeout)[label]
 
 
 @declare.checked
@@ -236,6 +223,10 @@ def run_loops(loops: Annotated[Mapping[declare.Text, tuple[Iterable, Callable]],
     ``timeout``: seconds per epoch (None: the size's default)."""
     for label, (batches, _) in loops.items():
         _batches(f"loops[{label!r}] batches", batches, rounds)
+    return _run(loops, rounds, timeout)
+
+
+def _run(loops: Mapping[str, Any], rounds: int, timeout: float | None) -> dict[str, Timeline]:
     names = list(loops)
     rows = {name: _Rows() for name in names}
     for r in range(rounds):
@@ -253,9 +244,6 @@ class EpochsOf:
         if not isinstance(iterator, Iterator):
             raise TypeError(f"iterator must be an iterator (what iter(loader) returns); got {type(iterator).__name__}")
         self.iterator, self.steps = iterator, steps
-
-    def __len__(self) -> int:
-        return self.steps
 
     def __iter__(self) -> Iterator[Any]:
         for _ in range(self.steps):

@@ -23,6 +23,15 @@ def _framework_of(label: str) -> str:
     return label.split(",")[0].split()[0].strip().lower()
 
 
+def _legend(fig: Figure, colors: Mapping[str, str]) -> None:
+    """One legend under the axes: grey waits for data, each framework's colour computes."""
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=WAIT_COLOR, label="waiting for data")]
+    handles += [Patch(color=c, label=f"computing ({name})") for name, c in colors.items()]
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(4, len(handles)))
+
+
 @declare.checked
 def samples_plot(dataset: SyntheticImages, count: Annotated[int, declare.Range(1, 16)] = 8) -> Figure:
     """The first ``count`` augmented samples, as the model receives them (normalised; shown rescaled to [0, 1])."""
@@ -83,8 +92,6 @@ def timeline_plot(timelines: Timelines, *, title: declare.Text | None = None,
                   epoch: Annotated[int, declare.Range(0, MAX_ROUNDS)] | None = None) -> Figure:
     """Gantt chart, one row per loop (of ``epoch`` alone if given), from each loop's first batch: grey waits, coloured
     computes; the first wait (start-up) is written on the right so that one slow start squashes no row."""
-    from matplotlib.patches import Patch
-
     timelines = timeline_list(timelines)
     if epoch is not None:
         timelines = [t.epoch(epoch) for t in timelines]
@@ -107,9 +114,7 @@ def timeline_plot(timelines: Timelines, *, title: declare.Text | None = None,
     ax.set_xlim(0, end * 1.32)
     ax.set_xlabel("ms since the first batch arrived; right: utilisation (busy share, steady steps) · first wait")
     ax.grid(axis="y", visible=False)
-    handles = [Patch(color=WAIT_COLOR, label="waiting for data")]
-    handles += [Patch(color=c, label=f"computing ({name})") for name, c in colors.items()]
-    fig.legend(handles=handles, loc="outside lower center", ncols=min(4, len(handles)))
+    _legend(fig, colors)
     ax.set_title(title or "Where each step's time goes")
     return fig
 
@@ -117,8 +122,6 @@ def timeline_plot(timelines: Timelines, *, title: declare.Text | None = None,
 @declare.checked
 def utilisation_plot(before_after: BeforeAfter, *, title: declare.Text | None = None) -> Figure:
     """Two panels, before vs after per framework: steady step time (compute + wait stacked) and utilisation."""
-    from matplotlib.patches import Patch
-
     fig, (left, right) = plotting.figure(2, width=9.5, height=1.6 + 0.75 * len(before_after))
     names, waits, computes, utils, colors = [], [], [], [], []
     for framework, pair in before_after.items():
@@ -134,9 +137,7 @@ def utilisation_plot(before_after: BeforeAfter, *, title: declare.Text | None = 
     left.set_yticks(y, names)
     left.invert_yaxis()
     left.set_xlabel("steady step time (ms)")
-    handles = [Patch(color=WAIT_COLOR, label="waiting for data")]
-    handles += [Patch(color=plotting.color_for(f), label=f"computing ({f})") for f in before_after]
-    fig.legend(handles=handles, loc="outside lower center", ncols=min(4, len(handles)))
+    _legend(fig, {f: plotting.color_for(f) for f in before_after})
     right.barh(y, utils, color=colors)
     for yy, u in zip(y, utils):
         right.text(u, yy, f" {u:.0f}%", va="center")

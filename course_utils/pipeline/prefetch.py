@@ -8,7 +8,6 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 from course_utils import calls, declare, env
@@ -16,11 +15,6 @@ from course_utils import calls, declare, env
 THREAD_NAME = "course-prefetch"
 MAX_SIZE = 1024  # batches held ahead
 _DONE = object()
-
-
-@dataclass
-class _Failure:
-    error: BaseException
 
 
 def _transfer(transfer: Callable[[Any], Any] | None) -> Callable[[Any], Any]:
@@ -39,12 +33,8 @@ class InLoop:
     def __init__(self, source: Iterable, transfer: Callable | None = None) -> None:
         self.source, self.transfer = source, transfer
 
-    def __len__(self) -> int:
-        return len(self.source)  # type: ignore[arg-type]
-
     def __iter__(self) -> Iterator[Any]:
-        transfer = _transfer(self.transfer)
-        return (transfer(item) for item in self.source)
+        return map(_transfer(self.transfer), self.source)
 
 
 @declare.checked
@@ -57,16 +47,13 @@ class Prefetch:
                  transfer: Callable | None = None, *, timeout: calls.Timeout = None) -> None:
         self.source, self.size, self.transfer, self.timeout = source, size, transfer, timeout
 
-    def __len__(self) -> int:
-        return len(self.source)  # type: ignore[arg-type]
-
     def __iter__(self) -> PrefetchIterator:
         return PrefetchIterator(iter(self.source), self.size, _transfer(self.transfer), self.timeout)
 
 
 class _State:
-    """What the producer thread shares with the iterator: the thread holds this, not the iterator, so that an
-    iterator dropped without ``close()`` is collected and its ``__del__`` stops the thread."""
+    """What the thread shares with the iterator: the thread holds this, not the iterator, so that an iterator dropped
+    without ``close()`` is collected and its ``__del__`` stops the thread."""
 
     def __init__(self, size: int) -> None:
         self.queue: queue.Queue[Any] = queue.Queue(maxsize=size)
@@ -82,20 +69,19 @@ class _State:
                 continue
         return False
 
-
-def _produce(state: _State, source: Iterator[Any], transfer: Callable[[Any], Any]) -> None:
-    try:
-        for item in source:
-            if state.stop.is_set():
-                return
-            moved = transfer(item)
-            state.produced += 1
-            if not state.put(moved):
-                return
-    except BaseException as error:  # noqa: BLE001 - handed to the consumer, which raises it unchanged
-        state.put(_Failure(error))
-        return
-    state.put(_DONE)
+    def produce(self, source: Iterator[Any], transfer: Callable[[Any], Any]) -> None:
+        try:
+            for item in source:
+                if self.stop.is_set():
+                    return
+                moved = transfer(item)
+                self.produced += 1
+                if not self.put(moved):
+                    return
+        except BaseException as error:  # noqa: BLE001 - handed to the consumer, which raises it unchanged
+            self.put((_DONE, error))
+            return
+        self.put(_DONE)
 
 
 class PrefetchIterator:
@@ -104,11 +90,10 @@ class PrefetchIterator:
 
     def __init__(self, source: Iterator[Any], size: int, transfer: Callable[[Any], Any], timeout: float | None,
                  ) -> None:
-        self._state = _State(size)
-        self._finished = False
+        self._state, self._finished = _State(size), False
         self._timeout = calls.default_timeout() if timeout is None else timeout
         self._transfer_name = getattr(transfer, "__name__", repr(transfer))
-        self._thread = threading.Thread(target=_produce, args=(self._state, source, transfer), daemon=True,
+        self._thread = threading.Thread(target=self._state.produce, args=(source, transfer), daemon=True,
                                         name=THREAD_NAME)
         self._thread.start()
 
@@ -137,11 +122,11 @@ class PrefetchIterator:
             self.close(timeout=0.1)
             raise calls.LearnerTimeout(f"no batch arrived from the prefetch thread within {self._timeout:g} s: the "
                                        f"source or the transfer {self._transfer_name!s:.60} does not return") from None
-        if item is _DONE or isinstance(item, _Failure):
+        if item is _DONE or isinstance(item, tuple) and len(item) == 2 and item[0] is _DONE:
             self.close()
             if item is _DONE:
                 raise StopIteration
-            raise item.error
+            raise item[1]
         return item
 
     @declare.checked
@@ -149,11 +134,8 @@ class PrefetchIterator:
         """Stop the thread (dropping what it prefetched) and wait up to ``timeout`` seconds for it to end."""
         self._finished = True
         self._state.stop.set()
-        while True:
-            try:
-                self._state.queue.get_nowait()
-            except queue.Empty:
-                break
+        while not self._state.queue.empty():
+            self._state.queue.get_nowait()
         self._thread.join(timeout)
 
     def __enter__(self) -> PrefetchIterator:

@@ -12,6 +12,7 @@ from typing import Annotated
 import numpy as np
 
 from course_utils import calls, declare, display, profile, timing
+from course_utils.pipeline.loop import _close
 
 STEP_MARK = "train step"
 Durations = Annotated[tuple[declare.NonNegativeFloat, ...], declare.MaxItems(20_000)]
@@ -40,16 +41,14 @@ def capture_loop(batches: Iterable, step: Callable, *, steps: Annotated[int, dec
                     with record_function(STEP_MARK):
                         timing.sync(step(batch))
         finally:
-            close = getattr(iterator, "close", None)
-            if callable(close):
-                close()
+            _close(iterator)
 
     # the profiler's own limit a little longer, so that the error names the loader or the step, not ``run``
     return profile.capture("torch", run, steps=1, name=name, timeout=min(seconds + 30, calls.MAX_TIMEOUT))
 
 
 @declare.checked
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True)
 class Stalls:
     """What the trace says about one loop: the marked steps' durations and the gaps between them (seconds)."""
 
@@ -68,12 +67,6 @@ class Stalls:
         """Share of the time from the first marked step's start to the last one's end spent inside a step."""
         total = sum(self.steps) + sum(self.gaps)
         return sum(self.steps) / total if total > 0 else 0.0
-
-    def __repr__(self) -> str:
-        return repr(stalls_table([self]))
-
-    def _repr_html_(self) -> str:
-        return stalls_table([self])._repr_html_()
 
 
 @declare.checked

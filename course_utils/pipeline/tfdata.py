@@ -1,11 +1,11 @@
-"""tf.data for notebook 04: the map function written in TF ops (one call per batch, run by tf.data's C++ threads
-without the GIL) and, for "Going further", the slow path: the dataset's NumPy code through ``tf.numpy_function``.
-The TF-ops images equal the NumPy ones up to float rounding (the mean is summed in another order)."""
+"""tf.data for notebook 04: the map function in TF ops (one call per batch, run by tf.data's C++ threads without the
+GIL; equal to the NumPy images up to float rounding) and, for "Going further", the slow path through
+``tf.numpy_function``."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from course_utils import declare, env
 from course_utils.pipeline.dataset import CROP_PAD, MAX_BATCH, MEAN, STD, UPSAMPLE, SyntheticImages
@@ -53,7 +53,12 @@ def tf_decode_augment(dataset: SyntheticImages) -> Callable[[dict[str, Any]], tu
     return decode_augment
 
 
-def _numpy_maps(dataset: SyntheticImages) -> tuple[Any, Any]:
+@declare.checked
+def numpy_function_pipeline(dataset: SyntheticImages, batch_size: Annotated[int, declare.Range(1, MAX_BATCH)]) -> Any:
+    """tf.data's slow path: (images, labels) batches of ``dataset`` in order, its NumPy decode and augment each called
+    per sample through ``tf.numpy_function``; nothing overlapped (tf.data's own rewrites off)."""
+    if batch_size > len(dataset):
+        raise ValueError(f"batch_size must be at most len(dataset) = {len(dataset)}; got {batch_size}")
     tf = env.import_tensorflow()
     shape = (3, dataset.size, dataset.size)
 
@@ -66,23 +71,7 @@ def _numpy_maps(dataset: SyntheticImages) -> tuple[Any, Any]:
                                  [i, image], (tf.float32, tf.int64), stateful=False)
         return tf.ensure_shape(x, shape), tf.ensure_shape(y, ())
 
-    return decode, augment
-
-
-@declare.checked
-def tf_pipeline(dataset: SyntheticImages, batch_size: Annotated[int, declare.Range(1, MAX_BATCH)], *,
-                ops: Literal["tf", "numpy"] = "tf") -> Any:
-    """A ``tf.data.Dataset`` of (images, labels) batches of ``dataset`` in order, nothing overlapped (tf.data's own
-    rewrites off): ``ops='tf'`` maps ``tf_decode_augment`` per batch, 'numpy' the NumPy code per sample."""
-    if batch_size > len(dataset):
-        raise ValueError(f"batch_size must be at most len(dataset) = {len(dataset)}; got {batch_size}")
-    tf = env.import_tensorflow()
-    if ops == "numpy":
-        decode, augment = _numpy_maps(dataset)
-        ds = tf.data.Dataset.range(len(dataset)).map(decode).map(augment).batch(batch_size, drop_remainder=True)
-    else:
-        ds = tf.data.Dataset.from_tensor_slices(dataset.records()).batch(batch_size, drop_remainder=True)
-        ds = ds.map(tf_decode_augment(dataset))
     options = tf.data.Options()
     options.experimental_optimization.apply_default_optimizations = False
+    ds = tf.data.Dataset.range(len(dataset)).map(decode).map(augment).batch(batch_size, drop_remainder=True)
     return ds.with_options(options)

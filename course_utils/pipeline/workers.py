@@ -1,10 +1,6 @@
-"""Worker hygiene for notebook 04: how DataLoader workers start from a notebook, what they must import, what they
-cost, that none is left behind, and how many cores the training processes keep.
-
-Never ``fork`` from a notebook: fork copies only the calling thread, while the locks the other threads (TensorFlow's,
-JAX's, OpenMP's pools) held are copied held, and the child deadlocks on the first one it takes. forkserver forks
-each worker from a small single-threaded server instead; spawn starts a fresh interpreter.
-"""
+"""Worker hygiene for notebook 04: DataLoader workers started without ``fork`` (which copies only the calling
+thread, and every lock other threads held stays held in the child), what they import and cost, that none is left
+behind, and how many cores the training processes keep."""
 
 from __future__ import annotations
 

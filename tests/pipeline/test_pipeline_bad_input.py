@@ -149,10 +149,9 @@ def test_bad_call_names_its_argument(argument: str, call) -> None:
 
 
 TF_BAD_CALLS = [
-    ("ops", lambda: pipeline.tf_pipeline(DATA, 4, ops="jax")),
-    ("batch_size", lambda: pipeline.tf_pipeline(DATA, 0)),
-    ("batch_size", lambda: pipeline.tf_pipeline(DATA, 9)),
-    ("dataset", lambda: pipeline.tf_pipeline([1, 2], 1)),
+    ("batch_size", lambda: pipeline.numpy_function_pipeline(DATA, 0)),
+    ("batch_size", lambda: pipeline.numpy_function_pipeline(DATA, 9)),
+    ("dataset", lambda: pipeline.numpy_function_pipeline([1, 2], 1)),
     ("dataset", lambda: pipeline.tf_decode_augment("data")),
 ]
 
