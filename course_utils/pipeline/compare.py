@@ -16,8 +16,7 @@ def ms(seconds: Annotated[float, declare.Range(0, 1e7)]) -> str:
     return f"{seconds * 1e3:.1f} ms" if seconds >= 1e-3 else display.format_time(seconds)
 
 
-def _median(m: timing.Measurement) -> str:
-    """'21.4 ms (19.6 ms to 26.2 ms)': the median and its quartile range, as the table prints them."""
+def _median(m: timing.Measurement) -> str:  # '21.4 ms (19.6 ms to 26.2 ms)'
     return f"{ms(m.median)} ({timing.quartiles(m, ms)})"
 
 

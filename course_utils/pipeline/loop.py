@@ -40,8 +40,7 @@ class Timeline:
             raise ValueError("epochs must not decrease from one step to the next")
 
     def _first(self) -> np.ndarray:
-        epochs = np.asarray(self.epochs)
-        return np.r_[True, epochs[1:] != epochs[:-1]]
+        return np.r_[True, np.diff(self.epochs) != 0]
 
     def _steady(self) -> np.ndarray:
         first = self._first()

@@ -19,10 +19,6 @@ if TYPE_CHECKING:
 WAIT_COLOR = "#bbbbbb"
 
 
-def _framework_of(label: str) -> str:
-    return label.split(",")[0].split()[0].strip().lower()
-
-
 def _legend(fig: Figure, colors: Mapping[str, str]) -> None:
     """One legend under the axes: grey waits for data, each framework's colour computes."""
     from matplotlib.patches import Patch
@@ -47,9 +43,6 @@ def samples_plot(dataset: SyntheticImages, count: Annotated[int, declare.Range(1
     return fig
 
 
-LOADER_PATTERN = "DataLoader"  # the profiler's name for the loader's __next__ contains it
-
-
 @declare.checked
 def trace_plot(trace: profile.Trace, stalls: Stalls, *, steps: Annotated[int, declare.Range(1, 50)] = 3,
                title: declare.Text | None = None) -> Figure:
@@ -63,7 +56,7 @@ def trace_plot(trace: profile.Trace, stalls: Stalls, *, steps: Annotated[int, de
         raise ValueError(f"trace must hold at least two {STEP_MARK!r} events on thread {stalls.thread!r}")
     shown = marked[1:steps + 2] if len(marked) > steps + 1 else marked  # the first step holds the loader's start
     start, end = shown[0].start, shown[-1].end
-    loader = [e for e in trace.events if e.thread == stalls.thread and LOADER_PATTERN in e.name
+    loader = [e for e in trace.events if e.thread == stalls.thread and "DataLoader" in e.name
               and e.end > start and e.start < end]
     fig, (ax,) = plotting.figure(width=8.0, height=2.6)
     step_color = plotting.color_for("torch")
@@ -100,7 +93,7 @@ def timeline_plot(timelines: Timelines, *, title: declare.Text | None = None,
     end = max(t.starts[-1] + t.waits[-1] + t.computes[-1] - s for t, s in zip(timelines, shift)) * 1e3
     colors: dict[str, str] = {}
     for row, (t, s) in enumerate(zip(timelines, shift)):
-        name = _framework_of(t.label)
+        name = t.label.split(",")[0].split()[0].strip().lower()  # "torch, num_workers=0" -> "torch"
         color = colors.setdefault(name, plotting.color_for(name, len(colors)))
         starts = (np.asarray(t.starts) - s) * 1e3
         waits, computes = np.asarray(t.waits) * 1e3, np.asarray(t.computes) * 1e3

@@ -18,11 +18,11 @@ _DONE = object()
 
 
 def _transfer(transfer: Callable[[Any], Any] | None) -> Callable[[Any], Any]:
-    if transfer is not None:
-        return transfer
-    import jax
+    if transfer is None:
+        import jax
 
-    return jax.device_put
+        transfer = jax.device_put
+    return transfer
 
 
 @declare.checked

@@ -23,7 +23,6 @@ def capture_loop(batches: Iterable, step: Callable, *, steps: Annotated[int, dec
                  name: declare.FileName, timeout: calls.Timeout = None) -> profile.Trace:
     """Profile ``steps`` PyTorch steps fed by ``batches``, each marked ``STEP_MARK`` and waited for; saved under
     ``build/traces/<name>.torch.json`` and returned loaded. Past ``timeout`` (None: the size's default) it raises."""
-
     seconds = calls.default_timeout() if timeout is None else timeout
 
     def run() -> None:

@@ -11,44 +11,29 @@ from course_utils import declare, env
 from course_utils.pipeline.dataset import CROP_PAD, MAX_BATCH, MEAN, STD, UPSAMPLE, SyntheticImages
 
 
-def _decode(stored: Any, work: int) -> Any:
-    """Decoded float32 (B, 3, size, size) from stored uint8 (B, 3, size/4, size/4): ``SyntheticImages.decode``'s
-    upsampling and ``work`` smoothing passes (SYMMETRIC padding of 1 = edge)."""
-    import tensorflow as tf  # already imported by the caller; a plain import keeps AutoGraph quiet when traced
-
-    x = tf.cast(stored, tf.float32) * tf.constant(1 / 255, tf.float32)
-    x = tf.repeat(tf.repeat(x, UPSAMPLE, axis=2), UPSAMPLE, axis=3)
-    for _ in range(work):
-        p = tf.pad(x, [[0, 0], [0, 0], [1, 1], [1, 1]], mode="SYMMETRIC")
-        x = (p[:, :, :-2, 1:-1] + p[:, :, 2:, 1:-1] + p[:, :, 1:-1, :-2] + p[:, :, 1:-1, 2:]
-             + p[:, :, 1:-1, 1:-1] * 4.0) * 0.125
-    return x
-
-
-def _augment(images: Any, r: dict[str, Any]) -> Any:
-    """``SyntheticImages.augment``'s choices on a batch: crops by a batched gather, flips by a select, then
-    brightness/contrast and normalisation elementwise."""
-    import tensorflow as tf
-
-    size = images.shape[-1]
-    p = tf.pad(images, [[0, 0], [0, 0], [CROP_PAD, CROP_PAD], [CROP_PAD, CROP_PAD]], mode="REFLECT")
-    offsets = tf.range(size, dtype=tf.int32)
-    p = tf.gather(p, r["dy"][:, None] + offsets, axis=2, batch_dims=1)
-    p = tf.gather(p, r["dx"][:, None] + offsets, axis=3, batch_dims=1)
-    p = tf.where(r["flip"][:, None, None, None], tf.reverse(p, axis=[3]), p)
-    mean = tf.reduce_mean(p, axis=[2, 3], keepdims=True)
-    out = (p - mean) * r["contrast"][:, None, None, None] + mean + r["brightness"][:, None, None, None]
-    return (out - float(MEAN)) / float(STD)
-
-
 @declare.checked
 def tf_decode_augment(dataset: SyntheticImages) -> Callable[[dict[str, Any]], tuple[Any, Any]]:
     """The map function of a batched ``tf.data.Dataset.from_tensor_slices(dataset.records())``: one batch's records
-    -> (images (B, 3, size, size) float32, labels (B,) int64), in TF ops."""
+    -> (images (B, 3, size, size) float32, labels (B,) int64): ``SyntheticImages``' decode and augment in TF ops."""
     work = dataset.work
 
     def decode_augment(r: dict[str, Any]) -> tuple[Any, Any]:
-        return _augment(_decode(r["stored"], work), r), r["label"]
+        import tensorflow as tf  # already imported by the caller; a plain import keeps AutoGraph quiet when traced
+
+        x = tf.cast(r["stored"], tf.float32) * tf.constant(1 / 255, tf.float32)
+        x = tf.repeat(tf.repeat(x, UPSAMPLE, axis=2), UPSAMPLE, axis=3)
+        for _ in range(work):  # smoothing passes; SYMMETRIC padding of 1 is NumPy's "edge"
+            p = tf.pad(x, [[0, 0], [0, 0], [1, 1], [1, 1]], mode="SYMMETRIC")
+            x = (p[:, :, :-2, 1:-1] + p[:, :, 2:, 1:-1] + p[:, :, 1:-1, :-2] + p[:, :, 1:-1, 2:]
+                 + p[:, :, 1:-1, 1:-1] * 4.0) * 0.125
+        p = tf.pad(x, [[0, 0], [0, 0], [CROP_PAD, CROP_PAD], [CROP_PAD, CROP_PAD]], mode="REFLECT")
+        offsets = tf.range(x.shape[-1], dtype=tf.int32)  # crops by a batched gather, flips by a select
+        p = tf.gather(p, r["dy"][:, None] + offsets, axis=2, batch_dims=1)
+        p = tf.gather(p, r["dx"][:, None] + offsets, axis=3, batch_dims=1)
+        p = tf.where(r["flip"][:, None, None, None], tf.reverse(p, axis=[3]), p)
+        mean = tf.reduce_mean(p, axis=[2, 3], keepdims=True)
+        out = (p - mean) * r["contrast"][:, None, None, None] + mean + r["brightness"][:, None, None, None]
+        return (out - float(MEAN)) / float(STD), r["label"]
 
     return decode_augment
 

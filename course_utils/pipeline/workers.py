@@ -111,13 +111,12 @@ def worker_processes(wait: Annotated[float, declare.Range(0, 60)] = 2.0) -> list
 
 
 @declare.checked
-def worker_memory(pids: Annotated[Sequence[declare.PositiveInt], declare.MaxItems(MAX_CORES)] | None = None,
-                  ) -> dict[int, int]:
-    """Private memory (USS, bytes) of each worker (default: ``worker_processes(wait=0)``), exited ones left out."""
+def worker_memory() -> dict[int, int]:
+    """Private memory (USS, bytes) of each live worker process (``worker_processes(wait=0)``)."""
     import psutil
 
     found = {}
-    for pid in worker_processes(wait=0) if pids is None else pids:
+    for pid in worker_processes(wait=0):
         try:
             found[pid] = int(psutil.Process(pid).memory_full_info().uss)
         except (psutil.NoSuchProcess, psutil.AccessDenied):

@@ -102,7 +102,6 @@ BAD_CALLS = [
     ("timeout", lambda: pipeline.unpickles_in_fresh_process(DATA, timeout=10**9)),
     ("wait", lambda: pipeline.worker_processes(wait=-1)),
     ("wait", lambda: pipeline.worker_processes(wait=math.inf)),
-    ("pids", lambda: pipeline.worker_memory(pids="123")),
     ("preload", lambda: pipeline.worker_context(preload="torch")),
     ("preload", lambda: pipeline.worker_context(preload=[""])),
     ("threads", lambda: pipeline.limit_compute_threads(0)),

@@ -70,7 +70,7 @@ def test_dataloader_variants_yield_identical_data_and_leave_no_workers(data: pip
     assert list(timeline.fingerprints) == reference * 2
     workers = sorted(set(pipeline.worker_processes(wait=0)) - set(before))
     assert len(workers) == 2
-    memory = pipeline.worker_memory(workers)
+    memory = {pid: uss for pid, uss in pipeline.worker_memory().items() if pid in workers}
     assert set(memory) == set(workers) and all(m > 0 for m in memory.values())
     del loader
     assert set(pipeline.worker_processes()) <= set(before)
