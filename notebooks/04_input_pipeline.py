@@ -28,7 +28,7 @@
 #   the accelerator's *busy time share*: compute / (wait + compute);
 # - find the same stall in a **profiler trace** alone;
 # - remove the wait in each framework: PyTorch `DataLoader` workers, a `tf.data` chain with parallel `map` and
-#   `prefetch`, and for JAX a prefetching thread or **Grain**, a data loader written for JAX, with worker processes;
+#   `prefetch`, and for JAX a prefetching thread or **Grain**, one of the loaders used with JAX, with worker processes;
 # - decide "faster", "slower" or "within the noise" with an interval, and say when more workers stop helping.
 #
 # **Minutes:** about 5 on a laptop, 45 in a workshop. **Accelerators:** every section runs on a CPU; on a GPU
@@ -58,6 +58,16 @@ import course_utils as cu
 compute_threads = cu.pipeline.limit_compute_threads(1)
 cu.notebook.setup()
 
+# %%
+sizes = cu.env.sizes(
+    image=dict(ci=64, cpu=64),  # image side in pixels
+    batch=dict(ci=32, cpu=32, gpu=128),  # images per batch
+    steps=dict(ci=12, cpu=24, gpu=48),  # steps per epoch
+    hidden=dict(ci=512, cpu=512, gpu=4096),  # the MLP's width: how long a step computes
+    rounds=dict(smoke=3, ci=4, cpu=5, gpu=6),  # loaders compared run one epoch each per round, in turns
+)
+sizes
+
 # %% slideshow={"slide_type": "skip"}
 import math
 import multiprocessing
@@ -72,12 +82,8 @@ from torch.utils.data import DataLoader, DistributedSampler
 FRAMEWORKS = cu.notebook.present()  # the frameworks this runtime has (PyTorch is required)
 HAS_TF, HAS_JAX, HAS_GRAIN = "tensorflow" in FRAMEWORKS, "jax" in FRAMEWORKS, cu.pipeline.grain_available()
 CORES = os.cpu_count() or 1
-FREE = cu.pipeline.data_cores(CORES)  # one core stays with the training process (section 4 says why)
-SIZE = cu.env.pick(ci=64, cpu=64)  # image side in pixels
-BATCH = cu.env.pick(ci=32, cpu=32, gpu=128)
-STEPS = cu.env.pick(ci=12, cpu=24, gpu=48)  # steps per epoch
-HIDDEN = cu.env.pick(ci=512, cpu=512, gpu=4096)  # the MLP's width sets how long a step computes
-ROUNDS = cu.env.pick(smoke=3, ci=4, cpu=5, gpu=6)  # loaders compared run one epoch each per round, in turns
+FREE = cu.pipeline.data_cores(CORES, ranks=1)  # one core stays with each training process (section 4 says why)
+SIZE, BATCH, STEPS, HIDDEN, ROUNDS = sizes.image, sizes.batch, sizes.steps, sizes.hidden, sizes.rounds
 data = cu.pipeline.SyntheticImages(STEPS * BATCH, size=SIZE, work=4, seed=0)
 print(data, f"| {BATCH} images per batch, {STEPS} steps per epoch, {CORES} cores ({FREE} for data), "
       f"frameworks: {', '.join(FRAMEWORKS)}, Grain: {HAS_GRAIN}, compute threads {compute_threads}")
@@ -136,8 +142,8 @@ v_batch.prose()
 # utilisation ≈ compute / (compute + the batch time of section 1), within 10 points.
 
 # %%
-sizes = (data.features, HIDDEN, data.classes)
-steps, first_losses = cu.pipeline.warm_steps(sizes, data.batch(range(BATCH)))  # compiles before the clock runs
+widths = (data.features, HIDDEN, data.classes)  # the MLP's layers
+steps, first_losses = cu.pipeline.warm_steps(widths, data.batch(range(BATCH)))  # compiles before the clock runs
 torch_base = cu.pipeline.run_loop(DataLoader(data, batch_size=BATCH), steps["torch"], label="torch, num_workers=0")
 torch_base
 
@@ -271,8 +277,9 @@ v_start.prose()
 #
 # N workers deliver a batch every (data time per batch / N), so the wait disappears once that is shorter than
 # the compute, but only while each worker has a core. One core always stays with the training process: here it
-# computes the model; on a GPU machine it runs the Python loop and the kernel launches. So `FREE = CORES - 1`
-# cores are left for data. All loaders below run one epoch each per round, in turns, `ROUNDS` rounds: every
+# computes the model; on a GPU machine it runs the Python loop and the kernel launches. So with one training
+# process `FREE = CORES - 1` cores are left for data (with k ranks per node, `data_cores(CORES, ranks=k)` gives
+# each rank (cores - k) / k). All loaders below run one epoch each per round, in turns, `ROUNDS` rounds: every
 # comparison gets an interval over those paired rounds.
 #
 # **Exercise 04.1 (predict before you run the sweep).** From the `num_workers=0` run of section 2 and `FREE`,
@@ -615,10 +622,12 @@ v_seed.prose()
 # %%
 if HAS_TF:
     half = cu.pipeline.SyntheticImages(len(data) // 2, size=SIZE, work=4, seed=0)  # the same first samples as data
+    in_tf_ops = (tf.data.Dataset.from_tensor_slices(half.records()).batch(BATCH, drop_remainder=True)
+                 .map(cu.pipeline.tf_decode_augment(half)).with_options(no_rewrites))  # section 5's "before"
     slow_path = cu.pipeline.run_loops({
         "NumPy, called directly": (cu.pipeline.NumpyBatches(half, BATCH), lambda batch: None),
-        "tf.data, numpy_function per sample": (cu.pipeline.tf_pipeline(half, BATCH, ops="numpy"), lambda batch: None),
-        "tf.data, TF ops per batch": (cu.pipeline.tf_pipeline(half, BATCH, ops="tf"), lambda batch: None)},
+        "tf.data, numpy_function per sample": (cu.pipeline.numpy_function_pipeline(half, BATCH), lambda batch: None),
+        "tf.data, TF ops per batch": (in_tf_ops, lambda batch: None)},
         rounds=ROUNDS)
     display(cu.pipeline.timelines_table(slow_path, title="Data only: wait = time per batch", spread=True))
 
@@ -718,7 +727,7 @@ cu.notebook.summary_table("04_input_pipeline", [
     ("data stall per step, from the trace", gap_before * 1e3, "ms", "num_workers=0, gaps between marked steps"),
     *[(f"{fw} busy share before", a.utilisation * 100, "%", "data in the loop") for fw, (a, _) in before_after.items()],
     *[(f"{fw} busy share after", b.utilisation * 100, "%", b.label) for fw, (_, b) in before_after.items()],
-    *[(f"{fw} step-time speed-up", s.ratio, "x", f"own baseline; {s.interval}: {s.outcome}")
+    *[(f"{fw} step-time speed-up", s.ratio, "x", f"own baseline; {s.estimate}, {s.interval}: {s.outcome}")
       for fw, s in ((fw, cu.intervals.speedup(a.part(), b.part())) for fw, (a, b) in before_after.items())],
     ("torch busy share, width 2x", wide_base.utilisation * 100, "%", "same loader: the 'before' depends on the model"),
     ("worker start-up, spawn", spawned.startups[0], "s", "first batch, fresh interpreter"),

@@ -1,63 +1,55 @@
-"""The dataset of notebook 04: seeded image-like samples whose decode and augmentation cost real CPU time.
-
-It lives in a module (not in the notebook) so that DataLoader workers started with spawn or forkserver can
-unpickle it: a class defined in a notebook pickles as a reference to ``__main__``, which a worker cannot find.
+"""The dataset of notebook 04: seeded image-like samples whose decode and augmentation cost real CPU time. It lives
+in a module so that spawn/forkserver workers can unpickle it (a notebook's class is ``__main__``'s, unknown there).
 """
 
 from __future__ import annotations
 
 import zlib
 from collections.abc import Iterator, Sequence
-from typing import Any, NamedTuple
+from typing import Annotated, Any, NamedTuple
 
 import numpy as np
 
-from course_utils import declare, validate
+from course_utils import declare, interop
 
-MEAN = np.float32(0.5)
-STD = np.float32(0.25)
+MEAN, STD = np.float32(0.5), np.float32(0.25)
 CROP_PAD = 4  # pixels of reflected border the random crop chooses from
 UPSAMPLE = 4  # stored pictures are 1/4 of the side; decoding repeats each pixel 4 x 4
-MAX_SAMPLES = 1_000_000  # samples are made on demand, but records() and an epoch grow with n
-MAX_SIZE = 512  # pixels per side: one decoded float32 image is then 3 MiB
-MAX_WORK = 64  # smoothing passes per decode
+MAX_SAMPLES = 1_000_000
 MAX_BATCH = 4096
 MAX_BYTES = 2**30  # one batch, or all stored records, at most 1 GiB: a learner's typo must not fill the memory
 
 
 @declare.checked
 class AugmentParams(NamedTuple):
-    """The random choices of one sample's augmentation, drawn from (seed, index): crop offsets, flip,
-    brightness shift and contrast factor."""
+    """One sample's augmentation choices, drawn from (seed, index): crop offsets, flip, brightness, contrast."""
 
-    dy: int
-    dx: int
+    dy: Annotated[int, declare.Range(0, 2 * CROP_PAD)]
+    dx: Annotated[int, declare.Range(0, 2 * CROP_PAD)]
     flip: bool
-    brightness: float
-    contrast: float
+    brightness: Annotated[float, declare.Range(-1, 1)]
+    contrast: Annotated[float, declare.Range(0, 10)]
 
 
+def _fits(name: str, count: int, each: int) -> None:
+    if count * each > MAX_BYTES:
+        raise ValueError(f"{name}: {count} samples of {each} bytes are over this notebook's {MAX_BYTES >> 30} GiB")
+
+
+@declare.checked
 class SyntheticImages:
-    """``n`` seeded image-like samples: ``ds[i]`` -> (float32 image (3, size, size), int64 label).
+    """``n`` seeded samples: ``ds[i]`` -> (float32 image (3, size, size), int64 label); a stored uint8 picture is
+    decoded (upsampled, smoothed ``work`` times: a codec's stand-in) and augmented, all from (seed, i) alone."""
 
-    Each sample is "stored" as a small uint8 picture (a class prototype plus noise), then decoded
-    (upsampled to ``size`` and smoothed ``work`` times: the stand-in for a codec's per-pixel work) and
-    augmented (random crop from a padded copy, horizontal flip, brightness and contrast, normalisation).
-    Everything depends only on (seed, i), so every loader, worker count or framework yields identical data.
-    """
-
-    def __init__(self, n: int, *, size: int = 64, classes: int = 10, work: int = 8, seed: int = 0) -> None:
-        validate.number("n", n, low=1, high=MAX_SAMPLES, integer=True)
-        validate.number("size", size, low=8, high=MAX_SIZE, integer=True)
+    def __init__(self, n: Annotated[int, declare.Range(1, MAX_SAMPLES)], *,
+                 size: Annotated[int, declare.Range(8, 512)] = 64, classes: Annotated[int, declare.Range(2, 1000)] = 10,
+                 work: Annotated[int, declare.Range(0, 64)] = 8, seed: Annotated[int, declare.Range(0, 2**32 - 1)] = 0,
+                 ) -> None:
         if size % UPSAMPLE:
             raise ValueError(f"size must be a multiple of {UPSAMPLE}; got {size!r}")
-        validate.number("classes", classes, low=2, high=1000, integer=True)
-        validate.number("work", work, low=0, high=MAX_WORK, integer=True)
-        validate.number("seed", seed, low=0, high=2**32 - 1, integer=True)
-        self.n, self.size, self.classes, self.work, self.seed = int(n), int(size), int(classes), int(work), int(seed)
-        rng = np.random.default_rng(self.seed)
-        side = self.size // UPSAMPLE
-        self._prototypes = rng.integers(0, 256, size=(self.classes, 3, side, side), dtype=np.uint8)
+        self.n, self.size, self.classes, self.work, self.seed = n, size, classes, work, seed
+        side = size // UPSAMPLE
+        self._prototypes = np.random.default_rng(seed).integers(0, 256, size=(classes, 3, side, side), dtype=np.uint8)
 
     def __len__(self) -> int:
         return self.n
@@ -79,10 +71,9 @@ class SyntheticImages:
     def _index(self, i: Any) -> int:
         if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
             raise TypeError(f"index must be an integer; got {type(i).__name__} {i!r}")
-        i = int(i)
         if not 0 <= i < self.n:
             raise IndexError(f"index must be in [0, {self.n}); got {i}")
-        return i
+        return int(i)
 
     def label(self, i: int) -> np.int64:
         """The class of sample ``i``."""
@@ -100,9 +91,9 @@ class SyntheticImages:
         image = self.stored(i).astype(np.float32) * np.float32(1 / 255)
         image = image.repeat(UPSAMPLE, axis=1).repeat(UPSAMPLE, axis=2)
         for _ in range(self.work):
-            padded = np.pad(image, ((0, 0), (1, 1), (1, 1)), mode="edge")
-            image = (padded[:, :-2, 1:-1] + padded[:, 2:, 1:-1] + padded[:, 1:-1, :-2] + padded[:, 1:-1, 2:]
-                     + padded[:, 1:-1, 1:-1] * np.float32(4)) * np.float32(1 / 8)
+            p = np.pad(image, ((0, 0), (1, 1), (1, 1)), mode="edge")
+            image = (p[:, :-2, 1:-1] + p[:, 2:, 1:-1] + p[:, 1:-1, :-2] + p[:, 1:-1, 2:]
+                     + p[:, 1:-1, 1:-1] * np.float32(4)) * np.float32(1 / 8)
         return image
 
     def augment_params(self, i: int) -> AugmentParams:
@@ -110,8 +101,7 @@ class SyntheticImages:
         rng = np.random.default_rng((self.seed, self._index(i), 1))
         dy, dx = rng.integers(0, 2 * CROP_PAD + 1, size=2)
         flip = rng.random() < 0.5
-        brightness, contrast = rng.uniform(-0.1, 0.1), rng.uniform(0.8, 1.2)
-        return AugmentParams(int(dy), int(dx), bool(flip), float(brightness), float(contrast))
+        return AugmentParams(int(dy), int(dx), bool(flip), float(rng.uniform(-0.1, 0.1)), float(rng.uniform(0.8, 1.2)))
 
     def augment(self, image: np.ndarray, i: int) -> np.ndarray:
         """Random crop (4 px reflected padding), flip, brightness/contrast, normalisation: seeded by (seed, i)."""
@@ -130,36 +120,32 @@ class SyntheticImages:
 
     def batch(self, indices: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """Stacked samples: (float32 (B, 3, size, size), int64 (B,))."""
-        if isinstance(indices, (str, bytes)):
-            raise TypeError(f"indices must be a sequence of sample indices; got {type(indices).__name__} {indices!r}")
-        validate.non_empty("indices", indices)
-        _batch_fits(self, len(indices), "indices")
+        if isinstance(indices, (str, bytes)) or not isinstance(indices, Sequence) or not indices:
+            raise TypeError(f"indices must be a non-empty sequence of sample indices; got {indices!r:.60}")
+        _fits("indices", len(indices), self.sample_bytes)
         return numpy_collate([self[i] for i in indices])
 
     def records(self) -> dict[str, np.ndarray]:
-        """Everything a framework-native pipeline needs, as arrays over all samples (the "files on disk"):
-        ``stored`` uint8 (n, 3, size/4, size/4), ``label`` int64, and the augmentation choices ``dy``, ``dx``
-        (int32), ``flip`` (bool), ``brightness``, ``contrast`` (float32)."""
+        """All samples as arrays (the "files on disk" of a framework-native pipeline): ``stored`` uint8, ``label``
+        int64 and the augmentation choices ``dy``, ``dx`` (int32), ``flip`` (bool), ``brightness``, ``contrast``."""
+        _fits("n", self.n, self.sample_bytes // UPSAMPLE**2 // 4)
         params = [self.augment_params(i) for i in range(self.n)]
-        return {
-            "stored": np.stack([self.stored(i) for i in range(self.n)]),
-            "label": np.array([self.label(i) for i in range(self.n)], dtype=np.int64),
-            "dy": np.array([p.dy for p in params], dtype=np.int32),
-            "dx": np.array([p.dx for p in params], dtype=np.int32),
-            "flip": np.array([p.flip for p in params], dtype=bool),
-            "brightness": np.array([p.brightness for p in params], dtype=np.float32),
-            "contrast": np.array([p.contrast for p in params], dtype=np.float32),
-        }
+        columns = {name: [getattr(p, name) for p in params] for name in AugmentParams._fields}
+        types = {"dy": np.int32, "dx": np.int32, "flip": bool, "brightness": np.float32, "contrast": np.float32}
+        return {"stored": np.stack([self.stored(i) for i in range(self.n)]),
+                "label": np.array([self.label(i) for i in range(self.n)], dtype=np.int64),
+                **{name: np.array(values, dtype=types[name]) for name, values in columns.items()}}
 
 
+@declare.checked
 class NumpyBatches:
     """Re-iterable batches of ``dataset`` in order, made in the calling thread: the simplest loader there is."""
 
-    def __init__(self, dataset: SyntheticImages, batch_size: int) -> None:
-        validate.instance("dataset", dataset, SyntheticImages)
-        validate.number("batch_size", batch_size, low=1, high=min(len(dataset), MAX_BATCH), integer=True)
-        _batch_fits(dataset, batch_size, "batch_size")
-        self.dataset, self.batch_size = dataset, int(batch_size)
+    def __init__(self, dataset: SyntheticImages, batch_size: Annotated[int, declare.Range(1, MAX_BATCH)]) -> None:
+        if batch_size > len(dataset):
+            raise ValueError(f"batch_size must be at most len(dataset) = {len(dataset)}; got {batch_size}")
+        _fits("batch_size", batch_size, dataset.sample_bytes)
+        self.dataset, self.batch_size = dataset, batch_size
 
     def __len__(self) -> int:
         return len(self.dataset) // self.batch_size
@@ -169,50 +155,31 @@ class NumpyBatches:
             yield self.dataset.batch(range(b * self.batch_size, (b + 1) * self.batch_size))
 
 
-def _batch_fits(dataset: SyntheticImages, count: int, name: str) -> None:
-    if count > MAX_BATCH or count * dataset.sample_bytes > MAX_BYTES:
-        raise ValueError(f"{name}: a batch of {count} samples of {dataset.sample_bytes} bytes is over this notebook's "
-                         f"limits ({MAX_BATCH} samples, {MAX_BYTES / 2**30:.0f} GiB)")
-
-
-def numpy_collate(samples: Sequence[tuple[np.ndarray, Any]]) -> tuple[np.ndarray, np.ndarray]:
+@declare.checked
+def numpy_collate(samples: Annotated[Sequence[tuple[Any, Any]], declare.NonEmpty]) -> tuple[np.ndarray, np.ndarray]:
     """DataLoader ``collate_fn`` that keeps NumPy arrays (to feed JAX or TF); module-level, so workers find it."""
-    validate.non_empty("samples", samples)
-    for sample in samples:
-        if not isinstance(sample, (tuple, list)) or len(sample) != 2:
-            raise TypeError(f"samples must hold (image, label) pairs; got {type(sample).__name__} {sample!r:.60}")
     return np.stack([x for x, _ in samples]), np.array([y for _, y in samples], dtype=np.int64)
 
 
-def _numpy(value: Any) -> np.ndarray:
-    if hasattr(value, "detach"):  # torch
-        return value.detach().cpu().numpy()
-    if hasattr(value, "numpy") and not isinstance(value, np.ndarray):  # TensorFlow
-        return value.numpy()
-    return np.asarray(value)  # NumPy, JAX
-
-
+@declare.checked
 def fingerprint(batch: Any) -> str:
-    """A short checksum of a batch's bytes (CRC-32 of each array), equal for equal data in any framework.
-
-    Integer arrays are compared as int64 (JAX stores int64 labels as int32 unless x64 is enabled).
-    """
-    if batch is None or isinstance(batch, (str, bytes)):
-        raise TypeError(f"batch must be an array or a tuple of arrays; got {type(batch).__name__} {batch!r:.40}")
-    parts = batch if isinstance(batch, (tuple, list)) else (batch,)
-    validate.non_empty("batch", parts)
-    arrays = [_numpy(p) for p in parts]
-    if any(a.dtype == object for a in arrays):
-        raise TypeError(f"batch must hold arrays of numbers, as a loader's batches do; got {type(batch).__name__} "
+    """CRC-32 of each array of a batch, equal for equal data in any framework (integers compared as int64, since JAX
+    keeps int64 labels as int32)."""
+    try:
+        arrays = [interop.to_numpy(p) for p in (batch if isinstance(batch, (tuple, list)) else (batch,))]
+    except TypeError:
+        arrays = []
+    if not arrays:
+        raise TypeError(f"batch must be an array or a tuple of arrays of numbers; got {type(batch).__name__} "
                         f"{batch!r:.40}")
     arrays = [a.astype(np.int64) if np.issubdtype(a.dtype, np.integer) else a for a in arrays]
     return "-".join(f"{zlib.crc32(np.ascontiguousarray(a).tobytes()):08x}" for a in arrays)
 
 
+@declare.checked
 def max_difference(a: Any, b: Any) -> float:
-    """Largest absolute difference between two batches' images (first arrays), for pipelines that compute
-    the same images with different rounding (e.g. a mean summed in another order)."""
-    x, y = (_numpy(v[0] if isinstance(v, (tuple, list)) else v) for v in (a, b))
+    """Largest absolute difference between two batches' images (first arrays): pipelines that round differently."""
+    x, y = (interop.to_numpy(v[0] if isinstance(v, (tuple, list)) else v) for v in (a, b))
     if x.shape != y.shape:
         raise ValueError(f"a and b must have the same shape; got {x.shape} and {y.shape}")
     return float(np.max(np.abs(x.astype(np.float64) - y.astype(np.float64)))) if x.size else 0.0

@@ -1,6 +1,5 @@
-"""The checkers of notebook 04's exercises: each scores the answer against this run's measurements (passed in
-as context) or against a reference implementation, and says what is still wrong.
-"""
+"""The checkers of notebook 04's exercises: each scores the answer against this run's measurements (passed in as
+context) or against a reference implementation, and says what is still wrong."""
 
 from __future__ import annotations
 
@@ -10,83 +9,53 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import declare, exercises, intervals, validate
+from course_utils import declare, exercises, intervals
 
 REMOVED = 0.5  # a worker count "removes the wait" when its steady wait is at most half the in-process wait
-CHOICES = ("threads", "processes", "tie")
-
-
-def smallest_removing(waits: Mapping[int, float]) -> int | None:
-    """The smallest worker count > 0 whose steady wait is at most ``REMOVED`` x the wait with 0 workers."""
-    validate.instance("waits", waits, Mapping)
-    if 0 not in waits:
-        raise ValueError("waits must include 0 workers (the in-process loader)")
-    base = validate.non_negative("waits", waits[0])
-    found = [n for n, w in waits.items() if n > 0 and validate.non_negative("waits", w) <= REMOVED * base]
-    return min(found) if found else None
-
-
-def workers_formula(wait: float, compute: float, free: int) -> int:
-    """The worker count the simple model predicts: ceil(data time / compute time), at least 1, at most ``free``."""
-    wait = validate.non_negative("wait", wait)
-    compute = validate.positive("compute", compute)
-    free = validate.positive("free", free, integer=True)
-    return int(min(max(1, math.ceil(wait / compute)), free))
+Waits = Annotated[Mapping[Annotated[int, declare.Range(0, 1024)], declare.NonNegativeFloat], declare.NonEmpty]
+Rounds = Annotated[Sequence[declare.PositiveFloat], declare.MinItems(2), declare.MaxItems(1000)]
 
 
 @exercises.register("04.1", hint="N workers deliver a batch every (data time / N): set that equal to the compute "
                                  "time, round up, and cap it at the cores free for data")
-def _workers_needed(answer: Any, *, wait: float, compute: float, free: int,
-                    waits: Mapping[int, float]) -> str | None:
-    """The predicted worker count: right when it follows from this run's num_workers=0 wait and compute (the
-    model) or when it is the smallest count that halved the wait in this run's sweep."""
+@declare.checked
+def _workers_needed(answer: Any, *, wait: declare.NonNegativeFloat, compute: declare.PositiveFloat,
+                    free: Annotated[int, declare.Range(1, 1024)], waits: Waits) -> str | None:
+    """Right when it follows from this run's num_workers=0 wait and compute (ceil(data / compute), at most ``free``)
+    or is the smallest count that halved the wait in this run's sweep."""
     if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)):
         raise TypeError(f"the answer should be a whole number of workers; got {answer!r}")
-    predicted = workers_formula(wait, compute, free)
-    measured = smallest_removing(waits)
-    if int(answer) in (predicted, measured):
+    if 0 not in waits:
+        raise ValueError("waits must include 0 workers (the in-process loader)")
+    measured = min((n for n, w in waits.items() if n > 0 and w <= REMOVED * waits[0]), default=None)  # halved it
+    if int(answer) in (min(max(1, math.ceil(wait / compute)), free), measured):
         return None
-    seen = ("no count halved it" if measured is None else f"the smallest count that halved it was {measured}")
+    seen = "no count halved it" if measured is None else f"the smallest count that halved it was {measured}"
     return (f"{answer} follows neither from this run's numbers (data {wait * 1e3:.1f} ms, compute "
             f"{compute * 1e3:.1f} ms per step, {free} free core(s)) nor from the sweep ({seen})")
-
-
-def _rounds(name: str, values: Sequence[float]) -> list[float]:
-    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
-        raise TypeError(f"{name} must be a sequence of per-round median step times (seconds); got {values!r:.60}")
-    if len(values) < 2:
-        raise ValueError(f"{name} must hold at least 2 rounds; got {len(values)}")
-    return [validate.positive(name, t) for t in values]
-
-
-def faster(thread_rounds: Sequence[float], process_rounds: Sequence[float]) -> str:
-    """'threads', 'processes' or 'tie': which fed JAX the shorter steady step, decided by the interval on the
-    paired per-round medians (an interval that contains 1 is a tie: a difference within this run's noise)."""
-    s = intervals.speedup(_rounds("thread_rounds", thread_rounds), _rounds("process_rounds", process_rounds))
-    return {intervals.FASTER: "processes", intervals.SLOWER: "threads"}.get(s.outcome, "tie")
 
 
 @exercises.register("04.2", hint="take the prefetch thread's and Grain's runs of section 6 (the same rounds) and "
                                  "read the interval of cu.intervals.speedup on their steady steps: if it contains 1, "
                                  "it is a tie")
-def _processes_or_threads(answer: Any, *, thread_rounds: Sequence[float],
-                          process_rounds: Sequence[float]) -> str | None:
-    """'threads', 'processes' or 'tie': which gave JAX the shorter steady step in this run (the interval decides)."""
-    if not isinstance(answer, str):
-        raise TypeError(f"the answer should be 'threads', 'processes' or 'tie'; got {answer!r}")
-    choice = answer.strip().lower()
-    if choice not in CHOICES:
+@declare.checked
+def _processes_or_threads(answer: Any, *, thread_rounds: Rounds,
+                          process_rounds: Annotated[Rounds, declare.SameLength("thread_rounds")]) -> str | None:
+    """'threads', 'processes' or 'tie': which gave JAX the shorter steady step in this run (the interval on the paired
+    per-round medians decides; one that contains 1 is a tie)."""
+    choice = answer.strip().lower() if isinstance(answer, str) else answer
+    if choice not in ("threads", "processes", "tie"):
         raise ValueError(f"the answer should be 'threads', 'processes' or 'tie'; got {answer!r}")
-    expected = faster(thread_rounds, process_rounds)
+    s = intervals.speedup(list(thread_rounds), list(process_rounds))
+    expected = {intervals.FASTER: "processes", intervals.SLOWER: "threads"}.get(s.outcome, "tie")
     if choice == expected:
         return None
-    s = intervals.speedup(list(thread_rounds), list(process_rounds))
     verdict = "the interval contains 1: a tie" if expected == "tie" else f"{expected} gave the shorter step"
     return f"this run measured the process at {s} the thread's speed: {verdict}"
 
 
 # seconds per step of one epoch, the first (start-up) step included
-Steps = Annotated[Sequence[declare.NonNegativeFloat], declare.MinItems(2)]
+Steps = Annotated[Sequence[declare.NonNegativeFloat], declare.MinItems(2), declare.MaxItems(10**5)]
 
 
 @declare.checked

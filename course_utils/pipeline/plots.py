@@ -1,16 +1,16 @@
-"""The figures of notebook 04: samples, step timelines (Gantt), the stall in a profiler trace, before/after
-utilisation, and the worker sweep."""
+"""The figures of notebook 04: samples, step timelines (Gantt), the stall in a trace, before/after, the worker sweep."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
 
-from course_utils import plotting, profile, validate
+from course_utils import declare, plotting, profile
+from course_utils.pipeline.compare import BeforeAfter
 from course_utils.pipeline.dataset import MEAN, STD, SyntheticImages
-from course_utils.pipeline.loop import Timeline, timeline_list
+from course_utils.pipeline.loop import MAX_ROUNDS, Timeline, Timelines, timeline_list
 from course_utils.pipeline.stall import STEP_MARK, Stalls
 
 if TYPE_CHECKING:
@@ -19,14 +19,20 @@ if TYPE_CHECKING:
 WAIT_COLOR = "#bbbbbb"
 
 
-def _framework_of(label: str) -> str:
-    return label.split(",")[0].split()[0].strip().lower()
+def _legend(fig: Figure, colors: Mapping[str, str]) -> None:
+    """One legend under the axes: grey waits for data, each framework's colour computes."""
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=WAIT_COLOR, label="waiting for data")]
+    handles += [Patch(color=c, label=f"computing ({name})") for name, c in colors.items()]
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(4, len(handles)))
 
 
-def samples_plot(dataset: SyntheticImages, count: int = 8) -> Figure:
+@declare.checked
+def samples_plot(dataset: SyntheticImages, count: Annotated[int, declare.Range(1, 16)] = 8) -> Figure:
     """The first ``count`` augmented samples, as the model receives them (normalised; shown rescaled to [0, 1])."""
-    validate.instance("dataset", dataset, SyntheticImages)
-    count = validate.number("count", count, low=1, high=min(16, len(dataset)), integer=True)
+    if count > len(dataset):
+        raise ValueError(f"count must be at most len(dataset) = {len(dataset)}; got {count}")
     fig, axes = plotting.figure(count, width=1.2 * count, height=1.6)
     for i, ax in enumerate(axes):
         x, y = dataset[i]
@@ -37,24 +43,20 @@ def samples_plot(dataset: SyntheticImages, count: int = 8) -> Figure:
     return fig
 
 
-LOADER_PATTERN = "DataLoader"  # the profiler's name for the loader's __next__ contains it
-
-
-def trace_plot(trace: profile.Trace, stalls: Stalls, *, steps: int = 3, title: str | None = None) -> Figure:
+@declare.checked
+def trace_plot(trace: profile.Trace, stalls: Stalls, *, steps: Annotated[int, declare.Range(1, 50)] = 3,
+               title: declare.Text | None = None) -> Figure:
     """The training thread of ``trace`` over ``steps`` marked steps: each step, the loader's calls, and the gaps
     between steps (idle: waiting for data) labelled with their length, with a legend that names all three."""
     from matplotlib.patches import Patch
 
-    validate.instance("trace", trace, profile.Trace)
-    validate.instance("stalls", stalls, Stalls)
-    steps = validate.number("steps", steps, low=1, high=50, integer=True)
     marked = sorted((e for e in trace.events if e.thread == stalls.thread and e.name == STEP_MARK),
                     key=lambda e: e.start)
     if len(marked) < 2:
         raise ValueError(f"trace must hold at least two {STEP_MARK!r} events on thread {stalls.thread!r}")
     shown = marked[1:steps + 2] if len(marked) > steps + 1 else marked  # the first step holds the loader's start
     start, end = shown[0].start, shown[-1].end
-    loader = [e for e in trace.events if e.thread == stalls.thread and LOADER_PATTERN in e.name
+    loader = [e for e in trace.events if e.thread == stalls.thread and "DataLoader" in e.name
               and e.end > start and e.start < end]
     fig, (ax,) = plotting.figure(width=8.0, height=2.6)
     step_color = plotting.color_for("torch")
@@ -77,19 +79,13 @@ def trace_plot(trace: profile.Trace, stalls: Stalls, *, steps: int = 3, title: s
     return fig
 
 
-def timeline_plot(timelines: Sequence[Timeline] | Mapping[str, Timeline], *, title: str | None = None,
-                  width: float = 9.0, epoch: int | None = None) -> Figure:
-    """Gantt chart, one row per loop, time measured from the arrival of each loop's first batch.
-
-    Grey bars wait for data, coloured bars compute (the legend names each colour). The first batch's wait
-    (the loader's start-up: a spawned worker can take a second) is written on the right instead of drawn, so
-    that one slow start does not squash the steady steps of the other rows; later epochs' start-ups are drawn.
-    ``epoch``: draw only that epoch (one round of ``run_loops``) of each loop.
-    """
-    from matplotlib.patches import Patch
-
+@declare.checked
+def timeline_plot(timelines: Timelines, *, title: declare.Text | None = None,
+                  width: Annotated[float, declare.Range(2, 40)] = 9.0,
+                  epoch: Annotated[int, declare.Range(0, MAX_ROUNDS)] | None = None) -> Figure:
+    """Gantt chart, one row per loop (of ``epoch`` alone if given), from each loop's first batch: grey waits, coloured
+    computes; the first wait (start-up) is written on the right so that one slow start squashes no row."""
     timelines = timeline_list(timelines)
-    validate.number("width", width, low=2, high=40)
     if epoch is not None:
         timelines = [t.epoch(epoch) for t in timelines]
     fig, (ax,) = plotting.figure(width=width, height=1.9 + 0.42 * len(timelines))
@@ -97,7 +93,7 @@ def timeline_plot(timelines: Sequence[Timeline] | Mapping[str, Timeline], *, tit
     end = max(t.starts[-1] + t.waits[-1] + t.computes[-1] - s for t, s in zip(timelines, shift)) * 1e3
     colors: dict[str, str] = {}
     for row, (t, s) in enumerate(zip(timelines, shift)):
-        name = _framework_of(t.label)
+        name = t.label.split(",")[0].split()[0].strip().lower()  # "torch, num_workers=0" -> "torch"
         color = colors.setdefault(name, plotting.color_for(name, len(colors)))
         starts = (np.asarray(t.starts) - s) * 1e3
         waits, computes = np.asarray(t.waits) * 1e3, np.asarray(t.computes) * 1e3
@@ -111,24 +107,17 @@ def timeline_plot(timelines: Sequence[Timeline] | Mapping[str, Timeline], *, tit
     ax.set_xlim(0, end * 1.32)
     ax.set_xlabel("ms since the first batch arrived; right: utilisation (busy share, steady steps) · first wait")
     ax.grid(axis="y", visible=False)
-    handles = [Patch(color=WAIT_COLOR, label="waiting for data")]
-    handles += [Patch(color=c, label=f"computing ({name})") for name, c in colors.items()]
-    fig.legend(handles=handles, loc="outside lower center", ncols=min(4, len(handles)))
+    _legend(fig, colors)
     ax.set_title(title or "Where each step's time goes")
     return fig
 
 
-def utilisation_plot(before_after: Mapping[str, tuple[Timeline, Timeline]], *, title: str | None = None) -> Figure:
+@declare.checked
+def utilisation_plot(before_after: BeforeAfter, *, title: declare.Text | None = None) -> Figure:
     """Two panels, before vs after per framework: steady step time (compute + wait stacked) and utilisation."""
-    from matplotlib.patches import Patch
-
-    validate.instance("before_after", before_after, Mapping)
-    validate.non_empty("before_after", before_after)
     fig, (left, right) = plotting.figure(2, width=9.5, height=1.6 + 0.75 * len(before_after))
     names, waits, computes, utils, colors = [], [], [], [], []
     for framework, pair in before_after.items():
-        if not isinstance(pair, tuple) or len(pair) != 2 or not all(isinstance(t, Timeline) for t in pair):
-            raise TypeError(f"before_after[{framework!r}] must be a (before, after) pair of Timelines")
         for tag, t in zip(("before", "after"), pair):
             names.append(f"{framework} {tag}")
             waits.append(t.wait_time * 1e3)
@@ -141,9 +130,7 @@ def utilisation_plot(before_after: Mapping[str, tuple[Timeline, Timeline]], *, t
     left.set_yticks(y, names)
     left.invert_yaxis()
     left.set_xlabel("steady step time (ms)")
-    handles = [Patch(color=WAIT_COLOR, label="waiting for data")]
-    handles += [Patch(color=plotting.color_for(f), label=f"computing ({f})") for f in before_after]
-    fig.legend(handles=handles, loc="outside lower center", ncols=min(4, len(handles)))
+    _legend(fig, {f: plotting.color_for(f) for f in before_after})
     right.barh(y, utils, color=colors)
     for yy, u in zip(y, utils):
         right.text(u, yy, f" {u:.0f}%", va="center")
@@ -155,14 +142,13 @@ def utilisation_plot(before_after: Mapping[str, tuple[Timeline, Timeline]], *, t
     return fig
 
 
-def workers_plot(runs: Mapping[int, Timeline], *, free_cores: int, title: str | None = None) -> Figure:
+@declare.checked
+def workers_plot(runs: Annotated[Mapping[Annotated[int, declare.Range(0, 1024)], Timeline], declare.NonEmpty], *,
+                 free_cores: Annotated[int, declare.Range(1, 1024)], title: declare.Text | None = None) -> Figure:
     """Median step and compute per worker count against the model max(compute, data / min(n, free)), whose data
     and compute times are the 0-worker run's medians."""
-    validate.instance("runs", runs, Mapping)
-    validate.non_empty("runs", runs)
     if 0 not in runs:
         raise ValueError("runs must include 0 workers (the data time and compute time of the model come from it)")
-    validate.positive("free_cores", free_cores, integer=True)
     counts = sorted(runs)
     data_time, compute_time = runs[0].part("wait").median, runs[0].part("compute").median
     model = [data_time + compute_time if n == 0 else max(compute_time, data_time / min(n, free_cores))

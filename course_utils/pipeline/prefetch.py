@@ -1,6 +1,5 @@
-"""The prefetching iterator of notebook 04 (JAX has no loader of its own): a background thread moves the next
-batches to the device while the step runs; ``InLoop`` does the same work in the training thread (the baseline).
-"""
+"""The prefetching iterator of notebook 04: a background thread moves the next batches to the device while the step
+runs; ``InLoop`` does the same work in the training thread (the baseline)."""
 
 from __future__ import annotations
 
@@ -9,85 +8,57 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
-from course_utils import calls, env, validate
+from course_utils import calls, declare, env
 
 THREAD_NAME = "course-prefetch"
-WAIT_TIMEOUT = 120.0  # seconds the loop waits for one batch from the thread before it gives up
 MAX_SIZE = 1024  # batches held ahead
 _DONE = object()
 
 
-@dataclass
-class _Failure:
-    error: BaseException
-
-
-def _source(source: Any) -> Iterable[Any]:
-    if source is None or isinstance(source, (str, bytes)) or not isinstance(source, Iterable):
-        raise TypeError(f"source must be an iterable of batches; got {type(source).__name__} {source!r:.60}")
-    return source
-
-
 def _transfer(transfer: Callable[[Any], Any] | None) -> Callable[[Any], Any]:
-    if transfer is not None:
-        return validate.function("transfer", transfer)
-    import jax
+    if transfer is None:
+        import jax
 
-    return jax.device_put
+        transfer = jax.device_put
+    return transfer
 
 
+@declare.checked
 class InLoop:
-    """Re-iterable: ``transfer`` (default ``jax.device_put``) applied to each batch in the calling thread, so
-    nothing overlaps with the step: the baseline that ``Prefetch`` is measured against."""
+    """Re-iterable: ``transfer`` (default ``jax.device_put``) applied to each batch in the calling thread, so nothing
+    overlaps with the step: the baseline of ``Prefetch``."""
 
-    def __init__(self, source: Iterable[Any], transfer: Callable[[Any], Any] | None = None) -> None:
-        self.source = _source(source)
-        self.transfer = None if transfer is None else validate.function("transfer", transfer)
-
-    def __len__(self) -> int:
-        return len(self.source)  # type: ignore[arg-type]
+    def __init__(self, source: Iterable, transfer: Callable | None = None) -> None:
+        self.source, self.transfer = source, transfer
 
     def __iter__(self) -> Iterator[Any]:
-        transfer = _transfer(self.transfer)
-        return (transfer(item) for item in self.source)
+        return map(_transfer(self.transfer), self.source)
 
 
+@declare.checked
 class Prefetch:
-    """Re-iterable wrapper: each ``iter()`` starts a thread that runs ``transfer`` on up to ``size`` batches ahead.
+    """Re-iterable: each ``iter()`` starts a thread that runs ``transfer`` (default ``jax.device_put``) up to ``size``
+    batches ahead; it overlaps the step when the step releases the GIL, as compiled JAX does. A batch that takes
+    longer than ``timeout`` seconds to arrive (None: the size's default) raises ``LearnerTimeout``."""
 
-    ``transfer`` defaults to ``jax.device_put`` (the copy to the accelerator starts before the step asks for
-    the batch). The thread overlaps with the step whenever the step releases the GIL, as compiled JAX/XLA
-    computations do. ``size`` in [1, 1024]; for no overlap at all use ``InLoop``. A batch that takes longer
-    than ``timeout`` seconds to arrive (a source or transfer that hangs) raises ``LearnerTimeout``.
-    """
-
-    def __init__(self, source: Iterable[Any], size: int = 2, transfer: Callable[[Any], Any] | None = None, *,
-                 timeout: float = WAIT_TIMEOUT) -> None:
-        self.source = _source(source)
-        self.size = int(validate.number("size", size, low=1, high=MAX_SIZE, integer=True))
-        self.transfer = None if transfer is None else validate.function("transfer", transfer)
-        self.timeout = validate.seconds("timeout", timeout)
-
-    def __len__(self) -> int:
-        return len(self.source)  # type: ignore[arg-type]
+    def __init__(self, source: Iterable, size: Annotated[int, declare.Range(1, MAX_SIZE)] = 2,
+                 transfer: Callable | None = None, *, timeout: calls.Timeout = None) -> None:
+        self.source, self.size, self.transfer, self.timeout = source, size, transfer, timeout
 
     def __iter__(self) -> PrefetchIterator:
-        return PrefetchIterator(iter(self.source), self.size, _transfer(self.transfer), timeout=self.timeout)
+        return PrefetchIterator(iter(self.source), self.size, _transfer(self.transfer), self.timeout)
 
 
 class _State:
-    """What the producer thread shares with the iterator; the thread holds this, not the iterator, so that an
-    iterator dropped without ``close()`` is collected and its ``__del__`` stops the thread."""
+    """What the thread shares with the iterator: the thread holds this, not the iterator, so that an iterator dropped
+    without ``close()`` is collected and its ``__del__`` stops the thread."""
 
     def __init__(self, size: int) -> None:
         self.queue: queue.Queue[Any] = queue.Queue(maxsize=size)
         self.stop = threading.Event()
         self.produced = 0
-        self.consumed = 0
-        self.most_ahead = 0
 
     def put(self, item: Any) -> bool:
         while not self.stop.is_set():
@@ -98,38 +69,31 @@ class _State:
                 continue
         return False
 
-
-def _produce(state: _State, source: Iterator[Any], transfer: Callable[[Any], Any]) -> None:
-    try:
-        for item in source:
-            if state.stop.is_set():
-                return
-            moved = transfer(item)
-            state.produced += 1
-            state.most_ahead = max(state.most_ahead, state.produced - state.consumed)
-            if not state.put(moved):
-                return
-    except BaseException as error:  # noqa: BLE001 - handed to the consumer, which raises it unchanged
-        state.put(_Failure(error))
-        return
-    state.put(_DONE)
+    def produce(self, source: Iterator[Any], transfer: Callable[[Any], Any]) -> None:
+        try:
+            for item in source:
+                if self.stop.is_set():
+                    return
+                moved = transfer(item)
+                self.produced += 1
+                if not self.put(moved):
+                    return
+        except BaseException as error:  # noqa: BLE001 - handed to the consumer, which raises it unchanged
+            self.put((_DONE, error))
+            return
+        self.put(_DONE)
 
 
 class PrefetchIterator:
-    """The iterator of ``Prefetch``: yields the source's items in order; ``close()`` stops and joins the thread.
+    """The iterator of ``Prefetch``: the source's items in order; ``produced`` counts the batches the thread has
+    transferred; ``close()`` (or leaving a ``with`` block) stops and joins the thread."""
 
-    ``produced`` counts the batches the thread has transferred and ``consumed`` those handed out: the
-    difference is how far the producer ran ahead of the training loop (at most ``size`` + 1: the queue plus
-    the one it holds while waiting for room).
-    """
-
-    def __init__(self, source: Iterator[Any], size: int, transfer: Callable[[Any], Any], *,
-                 timeout: float = WAIT_TIMEOUT) -> None:
-        self._state = _State(size)
-        self._finished = False
-        self._timeout = validate.seconds("timeout", timeout)
+    def __init__(self, source: Iterator[Any], size: int, transfer: Callable[[Any], Any], timeout: float | None,
+                 ) -> None:
+        self._state, self._finished = _State(size), False
+        self._timeout = calls.default_timeout() if timeout is None else timeout
         self._transfer_name = getattr(transfer, "__name__", repr(transfer))
-        self._thread = threading.Thread(target=_produce, args=(self._state, source, transfer), daemon=True,
+        self._thread = threading.Thread(target=self._state.produce, args=(source, transfer), daemon=True,
                                         name=THREAD_NAME)
         self._thread.start()
 
@@ -137,27 +101,14 @@ class PrefetchIterator:
     def produced(self) -> int:
         return self._state.produced
 
-    @property
-    def consumed(self) -> int:
-        return self._state.consumed
-
-    @property
-    def most_ahead(self) -> int:
-        return self._state.most_ahead
-
-    def wait_ahead(self, count: int, timeout: float = 10.0) -> bool:
+    @declare.checked
+    def wait_ahead(self, count: Annotated[int, declare.Range(1, MAX_SIZE + 1)],
+                   timeout: Annotated[float, declare.Range(0, 60)] = 10.0) -> bool:
         """Wait (at most ``timeout`` s) until the thread has transferred ``count`` batches; True if it did."""
-        validate.positive("count", count, integer=True)
-        validate.number("timeout", timeout, low=0, high=600)
         deadline = time.monotonic() + timeout
-        while self.produced < count and self.alive and time.monotonic() < deadline:
+        while self.produced < count and self._thread.is_alive() and time.monotonic() < deadline:
             time.sleep(0.005)
         return self.produced >= count
-
-    @property
-    def alive(self) -> bool:
-        """True while the background thread runs."""
-        return self._thread.is_alive()
 
     def __iter__(self) -> PrefetchIterator:
         return self
@@ -171,25 +122,20 @@ class PrefetchIterator:
             self.close(timeout=0.1)
             raise calls.LearnerTimeout(f"no batch arrived from the prefetch thread within {self._timeout:g} s: the "
                                        f"source or the transfer {self._transfer_name!s:.60} does not return") from None
-        if item is _DONE:
+        if item is _DONE or isinstance(item, tuple) and len(item) == 2 and item[0] is _DONE:
             self.close()
-            raise StopIteration
-        if isinstance(item, _Failure):
-            self.close()
-            raise item.error
-        self._state.consumed += 1
+            if item is _DONE:
+                raise StopIteration
+            raise item[1]
         return item
 
-    def close(self, timeout: float = 5.0) -> None:
+    @declare.checked
+    def close(self, timeout: Annotated[float, declare.Range(0, 60)] = 5.0) -> None:
         """Stop the thread (dropping what it prefetched) and wait up to ``timeout`` seconds for it to end."""
-        validate.number("timeout", timeout, low=0, high=600)
         self._finished = True
         self._state.stop.set()
-        while True:
-            try:
-                self._state.queue.get_nowait()
-            except queue.Empty:
-                break
+        while not self._state.queue.empty():
+            self._state.queue.get_nowait()
         self._thread.join(timeout)
 
     def __enter__(self) -> PrefetchIterator:
@@ -204,14 +150,16 @@ class PrefetchIterator:
             state.stop.set()
 
 
+@declare.checked
 def prefetch_threads() -> int:
     """How many prefetch threads are running in this process (0 once every iterator has stopped)."""
     return sum(t.name == THREAD_NAME for t in threading.enumerate())
 
 
+@declare.checked
 def grain_available() -> bool:
-    """True when Grain (JAX's data loader) can be imported here: ``grain`` is installed and so is JAX, which Grain
-    imports (a runtime without JAX, or the course's ``COURSE_BLOCK=jax`` shim, answers False). Imports nothing."""
+    """True when Grain (one of the data loaders used with JAX) can be imported here: ``grain`` and the JAX it imports
+    are installed (the course's ``COURSE_BLOCK=jax`` shim answers False). Imports nothing."""
     try:
         return env.available("jax") and importlib.util.find_spec("grain") is not None
     except (ImportError, ValueError):

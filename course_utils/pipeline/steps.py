@@ -1,48 +1,45 @@
-"""The model side of notebook 04: the course MLP and the one SGD step per framework from ``course_utils.models``,
-built and warmed up (compiled) before any clock runs, for the frameworks present in this runtime.
-"""
+"""The model side of notebook 04: the course MLP's one SGD step per framework (``course_utils.models``), warmed up
+(compiled) before any clock runs."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import env, interop, models, validate
+from course_utils import declare, env, interop, models, validate
+
+Widths = Annotated[Sequence[Annotated[int, declare.Range(1, 10**6)]], declare.MinItems(2), declare.MaxItems(16)]
 
 
-def mlp_step(framework: str, sizes: Sequence[int], *, lr: float = 0.05, seed: int = 0) -> Callable[[Any], Any]:
-    """``step((x, y)) -> loss``: one SGD step of ``models``' MLP on flattened images, in ``framework``
-    ('torch', 'jax', 'tensorflow'/'tf'). torch moves the batch to the GPU when there is one; jax takes
-    NumPy or JAX arrays; tensorflow takes tensors or NumPy arrays. The loss is returned without waiting."""
-    framework = validate.framework(framework)
-    models.mlp_weights(sizes, seed=seed)  # validates sizes and seed with the same checks as the models
-    validate.positive("lr", lr)
+def _mlp_step(framework: str, sizes: Sequence[int], lr: float) -> Callable[[Any], Any]:
+    """``step((x, y)) -> loss`` (not waited for): one SGD step of ``models``' MLP on flattened images; torch moves
+    the batch to the GPU when there is one."""
     if framework == "torch":
         import torch
 
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        return models.torch_sgd_step(models.torch_mlp(sizes, seed=seed).to(device), lr=lr, device=device,
-                                     flatten=True)
+        return models.torch_sgd_step(models.torch_mlp(sizes, seed=0).to(device), lr=lr, device=device, flatten=True)
     if framework == "jax":
-        return models.jax_sgd_step(models.jax_mlp_params(sizes, seed=seed), models.jax_mlp_apply, lr=lr,
-                                   flatten=True)
-    return models.keras_sgd_step(models.keras_mlp(sizes, seed=seed), lr=lr, flatten=True)
+        return models.jax_sgd_step(models.jax_mlp_params(sizes, seed=0), models.jax_mlp_apply, lr=lr, flatten=True)
+    return models.keras_sgd_step(models.keras_mlp(sizes, seed=0), lr=lr, flatten=True)
 
 
-def warm_steps(sizes: Sequence[int], batch: tuple[np.ndarray, np.ndarray], *,
-               frameworks: Sequence[str] | None = None, lr: float = 0.05) -> tuple[dict[str, Any], dict[str, float]]:
-    """A step per framework present (or per name in ``frameworks``), each called once on ``batch`` so that
-    jax.jit and tf.function compile before the clock runs. Returns (steps, first losses)."""
-    if not isinstance(batch, (tuple, list)) or len(batch) != 2:
-        raise TypeError(f"batch must be an (inputs, labels) pair of NumPy arrays; got {type(batch).__name__}")
-    if frameworks is None:
-        names = validate.non_empty("frameworks", env.installed_frameworks())
-    else:
-        names = [validate.framework(f, "frameworks") for f in validate.non_empty("frameworks", frameworks)]
-    steps, losses = {}, {}
-    for name in names:
-        steps[name] = mlp_step(name, sizes, lr=lr)
-        losses[name] = float(steps[name](interop.to_framework(name, *batch)))
-    return steps, losses
+@declare.checked
+def warm_steps(sizes: Widths, batch: tuple[Any, Any], *,
+               frameworks: Annotated[Sequence[declare.Text], declare.NonEmpty, declare.Unique] | None = None,
+               lr: Annotated[float, declare.Range(0, 10, low_open=True)] = 0.05,
+               ) -> tuple[dict[str, Any], dict[str, float]]:
+    """A step per framework present (or named in ``frameworks``) for an MLP of layer widths ``sizes``, each called
+    once on the (inputs, labels) ``batch`` so that jax.jit and tf.function compile before the clock runs. Returns
+    (steps, first losses)."""
+    x, y = (np.asarray(a) for a in batch)
+    if x.ndim < 2 or y.shape != (len(x),) or x[0].size != sizes[0]:
+        raise ValueError(f"batch must be (inputs (B, ...) of sizes[0] = {sizes[0]} numbers each, labels (B,)); got "
+                         f"shapes {x.shape} and {y.shape}")
+    names = env.installed_frameworks() if frameworks is None else [validate.framework(f, "frameworks")
+                                                                   for f in frameworks]
+    models.mlp_weights(sizes)  # widths whose weights do not fit in memory are refused here, by name
+    steps = {name: _mlp_step(name, sizes, lr) for name in names}
+    return steps, {name: float(step(interop.to_framework(name, *batch))) for name, step in steps.items()}

@@ -1,12 +1,6 @@
-"""Worker hygiene for notebook 04: how DataLoader workers start from a notebook kernel, what must be
-importable in them, what they cost, that none is left behind, and how many cores the model keeps.
-
-Why never ``fork`` from a notebook: fork copies only the thread that calls it. Every other thread of the
-kernel (TensorFlow's and JAX's thread pools, OpenMP, the prefetch thread) is gone in the child, but the locks
-those threads held are copied in their held state, and nobody is left to release them: the child deadlocks
-the first time it takes one (in malloc, in a thread pool, in the import lock). forkserver forks each worker
-from a small single-threaded server instead; spawn starts a fresh interpreter.
-"""
+"""Worker hygiene for notebook 04: DataLoader workers started without ``fork`` (which copies only the calling
+thread, and every lock other threads held stays held in the child), what they import and cost, that none is left
+behind, and how many cores the training processes keep."""
 
 from __future__ import annotations
 
@@ -18,25 +12,18 @@ import subprocess
 import sys
 import time
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from course_utils import env, validate
+from course_utils import calls, declare, env
 
 PRELOAD = ("torch", "course_utils.pipeline")
 MAX_CORES = 1024
+Cores = Annotated[int, declare.Range(1, MAX_CORES)]
+Preload = Annotated[Sequence[declare.Text], declare.Unique, declare.MaxItems(64)]
 UNPICKLE_CHECK = Path(__file__).resolve().parent.parent / "workers" / "unpickle_check.py"
-
-
-def _preload(preload: Any) -> list[str]:
-    if isinstance(preload, str) or not isinstance(preload, (list, tuple)):
-        raise TypeError(f"preload must be a list or tuple of module names; got {type(preload).__name__} {preload!r}")
-    missing = [name for name in preload if not _importable(validate.text("preload", name))]
-    if missing:  # the server would start without them and every worker would pay the import after all
-        raise ValueError(f"preload must name modules importable here; cannot import {', '.join(missing)}")
-    return list(preload)
 
 
 def _importable(name: str) -> bool:
@@ -46,55 +33,48 @@ def _importable(name: str) -> bool:
         return False
 
 
-def worker_context(preload: Sequence[str] = PRELOAD) -> Any:
-    """The multiprocessing context for DataLoader workers started from a notebook: forkserver, else spawn.
+@declare.checked
+def worker_context(preload: Preload = PRELOAD) -> Any:
+    """The multiprocessing context for DataLoader workers started from a notebook: forkserver (its server imports
+    ``preload`` once, so a worker starts with a fork), else spawn (every worker imports torch itself)."""
+    missing = [name for name in preload if not _importable(name)]
+    if missing:  # the server would start without them and every worker would pay the import after all
+        raise ValueError(f"preload must name modules importable here; cannot import {', '.join(missing)}")
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(preload))
+    return context
 
-    forkserver forks each worker from a small single-threaded server that has imported ``preload`` once,
-    so a worker starts in milliseconds instead of re-importing torch as spawn does (see the module docstring
-    for why fork itself is unsafe once threads run).
-    """
-    modules = _preload(preload)
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(modules)
-        return context
-    return multiprocessing.get_context("spawn")
 
-
-def start_forkserver(preload: Sequence[str] = PRELOAD) -> float:
-    """Start the forkserver and fork one trivial process from it; return the seconds (the one-off cost).
-
-    The server imports ``preload`` before its first fork, so this is paid once per kernel; afterwards a
-    worker starts with a fork. With spawn there is no server: every worker pays the imports itself.
-    """
+@declare.checked
+def start_forkserver(preload: Preload = PRELOAD, timeout: calls.Timeout = None) -> float:
+    """Start the forkserver and fork one trivial process from it: the one-off cost per kernel, in seconds (raises past
+    ``timeout``, None: the size's default)."""
     context = worker_context(preload)
+    seconds = calls.default_timeout() if timeout is None else timeout
     start = time.perf_counter()
     process = context.Process(target=time.sleep, args=(0,), daemon=True)
     process.start()
-    process.join(120)
+    process.join(seconds)
     if process.is_alive():
         process.kill()
-        raise TimeoutError("the forkserver did not start a trivial process within 120 s")
+        raise TimeoutError(f"the forkserver did not start a trivial process within timeout={seconds:g} s")
     return time.perf_counter() - start
 
 
-def unpickles_in_fresh_process(obj: Any, timeout: float = 60.0) -> str:
-    """Pickle ``obj`` here and unpickle it in a new Python process, as a spawn/forkserver worker does.
-
-    The new process runs ``course_utils/workers/unpickle_check.py``. Returns "ok", or the name of the exception
-    that stopped it: raised here when ``obj`` cannot be pickled at
-    all (a lambda: PicklingError), or in the new process when it cannot be found there (a function defined in
-    a notebook pickles as a reference to ``__main__``, which the worker cannot resolve: AttributeError), or
-    "TimeoutExpired" after ``timeout`` seconds.
-    """
-    validate.number("timeout", timeout, low=0, high=600, low_open=True)
+@declare.checked
+def unpickles_in_fresh_process(obj: Any, timeout: calls.Timeout = None) -> str:
+    """Pickle ``obj`` here and unpickle it in a new Python process, as a spawn/forkserver worker does: "ok", or the
+    exception's name (a lambda: PicklingError here; a notebook's function: AttributeError there), or
+    "TimeoutExpired" after ``timeout`` seconds (None: the size's default)."""
     try:
         payload = pickle.dumps(obj)
     except Exception as error:  # noqa: BLE001 - the answer is the kind of failure, as a worker would meet it
         return type(error).__name__
     try:
         result = subprocess.run([sys.executable, str(UNPICKLE_CHECK)], input=payload, capture_output=True,
-                                timeout=timeout, cwd=os.getcwd())
+                                timeout=calls.default_timeout() if timeout is None else timeout, cwd=os.getcwd())
     except subprocess.TimeoutExpired:
         return "TimeoutExpired"
     return result.stdout.decode().strip() or f"exit code {result.returncode}"
@@ -108,23 +88,12 @@ def _is_helper(process: Any) -> bool:
     return "multiprocessing.forkserver" in cmdline or "multiprocessing.resource_tracker" in cmdline
 
 
-def _pids(name: str, pids: Any) -> set[int]:
-    if isinstance(pids, (str, bytes)) or not isinstance(pids, Iterable):
-        raise TypeError(f"{name} must be a collection of process ids; got {type(pids).__name__} {pids!r}")
-    return {validate.positive(name, p, integer=True) for p in pids}
-
-
-def worker_processes(wait: float = 2.0, ignore: Iterable[int] = ()) -> list[int]:
-    """PIDs of live worker processes started by this process (multiprocessing's own servers excluded).
-
-    Polls for up to ``wait`` seconds, since a worker told to stop takes a moment to exit. An empty list
-    after a loader is gone means no worker was leaked. ``ignore``: PIDs that were there before (for
-    example a compiler's worker pool) and are not the loader's.
-    """
+@declare.checked
+def worker_processes(wait: Annotated[float, declare.Range(0, 60)] = 2.0) -> list[int]:
+    """PIDs of live processes this process started (multiprocessing's own servers excluded), polled for up to
+    ``wait`` seconds since a stopped worker takes a moment to exit: empty once no worker was leaked."""
     import psutil
 
-    validate.number("wait", wait, low=0, high=600)
-    ignored = _pids("ignore", ignore)
     me = psutil.Process()
     deadline = time.monotonic() + wait
     while True:
@@ -132,26 +101,22 @@ def worker_processes(wait: float = 2.0, ignore: Iterable[int] = ()) -> list[int]
         found = []
         for p in me.children(recursive=True):
             try:
-                alive = p.status() != psutil.STATUS_ZOMBIE
+                if p.status() != psutil.STATUS_ZOMBIE and p.pid not in helpers:
+                    found.append(p.pid)
             except psutil.NoSuchProcess:
                 continue
-            if alive and p.pid not in helpers and p.pid not in ignored:
-                found.append(p.pid)
         if not found or time.monotonic() >= deadline:
             return sorted(found)
         time.sleep(0.05)
 
 
-def worker_memory(pids: Iterable[int] | None = None) -> dict[int, int]:
-    """Private memory (USS, bytes) of each worker process: what it costs beyond the pages it shares.
-
-    ``pids`` defaults to ``worker_processes(wait=0)``; processes that have exited are left out.
-    """
+@declare.checked
+def worker_memory() -> dict[int, int]:
+    """Private memory (USS, bytes) of each live worker process (``worker_processes(wait=0)``)."""
     import psutil
 
-    chosen = worker_processes(wait=0) if pids is None else sorted(_pids("pids", pids))
     found = {}
-    for pid in chosen:
+    for pid in worker_processes(wait=0):
         try:
             found[pid] = int(psutil.Process(pid).memory_full_info().uss)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
@@ -159,49 +124,41 @@ def worker_memory(pids: Iterable[int] | None = None) -> dict[int, int]:
     return found
 
 
-def worker_counts(cores: int | None = None) -> list[int]:
-    """Worker counts worth measuring on a machine with ``cores`` cores: 0, 1, half, the cores free for data
-    (``data_cores``), and one more than those, so that a count above the free cores is always measured."""
-    cores = (os.cpu_count() or 1) if cores is None else validate.number("cores", cores, low=1, high=MAX_CORES,
-                                                                        integer=True)
-    free = data_cores(cores)
-    return sorted({0, 1, max(1, cores // 2), free, free + 1})
+@declare.checked
+def data_cores(cores: Cores | None = None, ranks: Cores = 1) -> int:
+    """Cores per training process left for its loader workers: (cores - ranks) / ranks, at least 1. Each of the
+    ``ranks`` training processes on the node keeps one core (on a CPU it computes; on a GPU it runs Python, the
+    kernel launches, the pin-memory thread)."""
+    cores = (os.cpu_count() or 1) if cores is None else cores
+    if ranks > cores:
+        raise ValueError(f"ranks must be at most cores ({cores}): each training process keeps a core; got {ranks}")
+    return max(1, (cores - ranks) // ranks)
 
 
-OVERSUBSCRIBED_WARNING = r"This DataLoader will create \d+ worker processes in total"
+@declare.checked
+def worker_counts(cores: Cores | None = None) -> list[int]:
+    """Worker counts worth measuring on ``cores`` cores: 0, 1, half, the cores free for data (``data_cores``) and one
+    more, so that a count above the free cores is always measured."""
+    cores = (os.cpu_count() or 1) if cores is None else cores
+    return sorted({0, 1, max(1, cores // 2), data_cores(cores), data_cores(cores) + 1})
 
 
+@declare.checked
 @contextmanager
 def oversubscribing() -> Iterator[None]:
-    """Silence only PyTorch's "more workers than the suggested maximum" UserWarning, inside the block: for a
-    sweep that puts more workers than cores on purpose, to measure what that costs. Every other warning shows."""
+    """A block in which only PyTorch's "more workers than the suggested maximum" warning is silenced: for a sweep that
+    puts more workers than cores on purpose. Every other warning shows."""
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=OVERSUBSCRIBED_WARNING, category=UserWarning)
+        warnings.filterwarnings("ignore", message=r"This DataLoader will create \d+ worker processes in total",
+                                category=UserWarning)
         yield
 
 
-def data_cores(cores: int | None = None) -> int:
-    """Cores left for loader workers: all but one, whatever the accelerator.
-
-    On a CPU-only machine that core computes the model (our stand-in accelerator); on a GPU it runs the
-    training process itself: Python, kernel launches, the pin-memory thread. Starving it starves the device.
-    """
-    cores = (os.cpu_count() or 1) if cores is None else validate.number("cores", cores, low=1, high=MAX_CORES,
-                                                                        integer=True)
-    return max(1, cores - 1)
-
-
-def limit_compute_threads(threads: int = 1) -> dict[str, int]:
-    """On a CPU-only machine, give the model ``threads`` cores (its stand-in accelerator), the rest to the data.
-
-    Sets torch's and TensorFlow's intra-op threads for the frameworks installed. JAX 0.10.2 has no such switch
-    (its ``XLA_FLAGS`` thread flags are ignored: measured, a jit matmul still kept 2 cores busy), but XLA sizes
-    its CPU thread pool from the CPU affinity seen when its backend starts: so JAX's backend is started here
-    with this thread restricted to ``threads`` cores, then the affinity is restored (XLA's threads keep the
-    restricted set). Call it before JAX starts (before ``cu.notebook.setup()``, which lists JAX's devices).
-    On a GPU or TPU it does nothing: the model runs on the device there. Returns the threads set per framework.
-    """
-    validate.number("threads", threads, low=1, high=os.cpu_count() or 1, integer=True)
+@declare.checked
+def limit_compute_threads(threads: Annotated[int, declare.Range(1, os.cpu_count() or 1)] = 1) -> dict[str, int]:
+    """On a CPU-only machine, give the model ``threads`` cores (torch's and TensorFlow's intra-op threads; JAX's CPU
+    backend started on that many cores, since XLA sizes its pool from the affinity it sees at start); on a GPU or TPU
+    nothing. Call it before JAX starts (before ``cu.notebook.setup()``). Returns the threads set per framework."""
     if env.accelerator() != "cpu":
         return {}
     done: dict[str, int] = {}
@@ -223,12 +180,12 @@ def limit_compute_threads(threads: int = 1) -> dict[str, int]:
 
 
 def _start_jax_on(threads: int) -> int:
-    """Start JAX's CPU backend while this thread may run on ``threads`` cores only; return how many it got."""
+    """Start JAX's CPU backend while this thread may run on ``threads`` cores only (XLA's threads inherit it)."""
     import jax
 
     everything = os.sched_getaffinity(0)
     cores = set(sorted(everything)[:threads])
-    os.sched_setaffinity(0, cores)  # this thread only: the threads XLA starts now inherit it
+    os.sched_setaffinity(0, cores)
     try:
         jax.devices()
     finally:

@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 from badinput import rejects
 
-from course_utils import pipeline, timing
+from course_utils import pipeline
+from course_utils.pipeline import dataset, stall
 
 DATA = pipeline.SyntheticImages(8, size=16, work=0)
 TIMELINE = pipeline.Timeline("t", (0.0, 0.1), (0.05, 0.01), (0.05, 0.05), (0, 0))
-MEASURED = timing.Measurement.from_times("m", [0.01, 0.02])
-STALLS = pipeline.Stalls("s", "main", (0.01, 0.01), (0.002,))
+BATCH = (np.zeros((1, 4), dtype=np.float32), np.zeros(1, dtype=np.int64))
+STALLS = stall.Stalls("s", "main", (0.01, 0.01), (0.002,))
 
 BAD_CALLS = [
     ("n", lambda: pipeline.SyntheticImages(0)),
@@ -34,8 +35,8 @@ BAD_CALLS = [
     ("samples", lambda: pipeline.numpy_collate([])),
     ("samples", lambda: pipeline.numpy_collate(None)),
     ("samples", lambda: pipeline.numpy_collate([np.zeros(3)])),
-    ("batch", lambda: pipeline.fingerprint(None)),
-    ("batch", lambda: pipeline.fingerprint(())),
+    ("batch", lambda: dataset.fingerprint(None)),
+    ("batch", lambda: dataset.fingerprint(())),
     ("size", lambda: pipeline.Prefetch([1], size=0)),
     ("size", lambda: pipeline.Prefetch([1], size=-1)),
     ("size", lambda: pipeline.Prefetch([1], size=math.inf)),
@@ -51,7 +52,6 @@ BAD_CALLS = [
     ("epochs", lambda: pipeline.run_loop([1], lambda b: b, epochs=0)),
     ("epochs", lambda: pipeline.run_loop([1], lambda b: b, epochs=math.nan)),
     ("label", lambda: pipeline.run_loop([1], lambda b: b, label="")),
-    ("record", lambda: pipeline.run_loop([1], lambda b: b, record="yes")),
     ("waits", lambda: pipeline.Timeline("t", (0.0,), (-1.0,), (0.1,), (0,))),
     ("computes", lambda: pipeline.Timeline("t", (0.0,), (0.1,), (math.nan,), (0,))),
     ("epoch", lambda: TIMELINE.epoch_part(3)),
@@ -72,7 +72,7 @@ BAD_CALLS = [
     ("loops", lambda: pipeline.run_loops([([1], lambda b: b)], rounds=2)),
     ("loops", lambda: pipeline.run_loops({"a": [1]}, rounds=2)),
     ("loops", lambda: pipeline.run_loops({"": ([1], lambda b: b)}, rounds=2)),
-    ("step", lambda: pipeline.run_loops({"a": ([1], None)}, rounds=2)),
+    ("loops", lambda: pipeline.run_loops({"a": ([1], None)}, rounds=2)),
     ("batches", lambda: pipeline.run_loops({"a": (iter([1, 2]), lambda b: b)}, rounds=2)),
     ("rounds", lambda: pipeline.run_loops({"a": ([1], lambda b: b)}, rounds=1)),
     ("rounds", lambda: pipeline.run_loops({"a": ([1], lambda b: b)}, rounds=10**6)),
@@ -80,9 +80,6 @@ BAD_CALLS = [
     ("iterator", lambda: pipeline.EpochsOf([1, 2], 2)),
     ("steps", lambda: pipeline.EpochsOf(iter([1]), 0)),
     ("steps", lambda: pipeline.EpochsOf(iter([1]), 10**9)),
-    ("thread_rounds", lambda: pipeline.exercises.faster([0.1], [0.1, 0.2])),
-    ("process_rounds", lambda: pipeline.exercises.faster([0.1, 0.2], "0.1")),
-    ("process_rounds", lambda: pipeline.exercises.faster([0.1, 0.2], [-0.1, 0.1])),
     ("timelines", lambda: pipeline.timeline_plot([])),
     ("timelines", lambda: pipeline.timeline_plot([None])),
     ("epoch", lambda: pipeline.timeline_plot([TIMELINE], epoch=5)),
@@ -105,29 +102,29 @@ BAD_CALLS = [
     ("timeout", lambda: pipeline.unpickles_in_fresh_process(DATA, timeout=10**9)),
     ("wait", lambda: pipeline.worker_processes(wait=-1)),
     ("wait", lambda: pipeline.worker_processes(wait=math.inf)),
-    ("ignore", lambda: pipeline.worker_processes(wait=0, ignore=5)),
-    ("pids", lambda: pipeline.worker_memory(pids="123")),
     ("preload", lambda: pipeline.worker_context(preload="torch")),
     ("preload", lambda: pipeline.worker_context(preload=[""])),
     ("threads", lambda: pipeline.limit_compute_threads(0)),
     ("threads", lambda: pipeline.limit_compute_threads(10**6)),
-    ("framework", lambda: pipeline.mlp_step("mxnet", (4, 2))),
-    ("sizes", lambda: pipeline.mlp_step("torch", (4,))),
-    ("lr", lambda: pipeline.mlp_step("torch", (4, 2), lr=-0.1)),
-    ("lr", lambda: pipeline.mlp_step("torch", (4, 2), lr=math.nan)),
+    ("frameworks", lambda: pipeline.warm_steps((4, 2), BATCH, frameworks=["mxnet"])),
+    ("frameworks", lambda: pipeline.warm_steps((4, 2), BATCH, frameworks=["torch", "torch"])),
+    ("sizes", lambda: pipeline.warm_steps((4,), BATCH)),
+    ("sizes", lambda: pipeline.warm_steps((4, 10**9), BATCH)),
+    ("batch", lambda: pipeline.warm_steps((4, 2), np.zeros((1, 4)))),
+    ("lr", lambda: pipeline.warm_steps((4, 2), BATCH, lr=-0.1)),
+    ("lr", lambda: pipeline.warm_steps((4, 2), BATCH, lr=math.nan)),
+    ("ranks", lambda: pipeline.data_cores(4, ranks=5)),
+    ("ranks", lambda: pipeline.data_cores(4, ranks=0)),
     ("steps", lambda: pipeline.capture_loop([1, 2], lambda b: b, steps=1, name="x")),
     ("batches", lambda: pipeline.capture_loop(7, lambda b: b, steps=2, name="x")),
     ("name", lambda: pipeline.capture_loop([1, 2], lambda b: b, steps=2, name="")),
     ("trace", lambda: pipeline.data_stalls("trace.json")),
     ("stalls", lambda: pipeline.stalls_table([])),
-    ("steps", lambda: pipeline.Stalls("s", "main", (0.01, 0.01), (0.002, 0.003))),
-    ("gaps", lambda: pipeline.Stalls("s", "main", (0.01, 0.01), (-0.002,))),
-    ("steps", lambda: pipeline.Stalls("s", "main", (0.01, math.nan), (0.002,))),
+    ("steps", lambda: stall.Stalls("s", "main", (0.01, 0.01), (0.002, 0.003))),
+    ("gaps", lambda: stall.Stalls("s", "main", (0.01, 0.01), (-0.002,))),
+    ("steps", lambda: stall.Stalls("s", "main", (0.01, math.nan), (0.002,))),
     ("frameworks", lambda: pipeline.warm_steps((4, 2), (np.zeros((1, 4)), np.zeros(1)), frameworks=[])),
-    ("seconds", lambda: pipeline.compare.ms(math.nan)),
-    ("m", lambda: pipeline.compare.spread(TIMELINE)),
-    ("before", lambda: pipeline.compare.speedup("t", TIMELINE)),
-    ("part", lambda: pipeline.compare.speedup(TIMELINE, TIMELINE, "total")),
+    ("seconds", lambda: pipeline.ms(math.nan)),
     ("run", lambda: pipeline.later_startups("t")),
     ("run", lambda: pipeline.later_startups(TIMELINE)),
     ("alone", lambda: pipeline.floor(None)),
@@ -135,7 +132,7 @@ BAD_CALLS = [
     ("before_after", lambda: pipeline.before_after_table({})),
     ("before_after", lambda: pipeline.before_after_table({"torch": (TIMELINE,)})),
     ("indices", lambda: DATA.batch("0123")),
-    ("batch", lambda: pipeline.fingerprint("abc")),
+    ("batch", lambda: dataset.fingerprint("abc")),
     ("n", lambda: pipeline.SyntheticImages(10**9)),
     ("size", lambda: pipeline.SyntheticImages(4, size=4096)),
     ("work", lambda: pipeline.SyntheticImages(4, work=10**6)),
@@ -151,10 +148,9 @@ def test_bad_call_names_its_argument(argument: str, call) -> None:
 
 
 TF_BAD_CALLS = [
-    ("ops", lambda: pipeline.tf_pipeline(DATA, 4, ops="jax")),
-    ("batch_size", lambda: pipeline.tf_pipeline(DATA, 0)),
-    ("batch_size", lambda: pipeline.tf_pipeline(DATA, 9)),
-    ("dataset", lambda: pipeline.tf_pipeline([1, 2], 1)),
+    ("batch_size", lambda: pipeline.numpy_function_pipeline(DATA, 0)),
+    ("batch_size", lambda: pipeline.numpy_function_pipeline(DATA, 9)),
+    ("dataset", lambda: pipeline.numpy_function_pipeline([1, 2], 1)),
     ("dataset", lambda: pipeline.tf_decode_augment("data")),
 ]
 

@@ -5,31 +5,18 @@ from __future__ import annotations
 import pytest
 from pipeline_runs import BASE, DOUBLE, WANDER, rounds_run
 
-from course_utils import display, intervals, pipeline, timing
-from course_utils.pipeline import compare
+from course_utils import display, intervals, pipeline
 
 
-def test_units_and_quartile_ranges() -> None:
-    assert compare.ms(0.0123) == "12.3 ms" and compare.ms(2.31e-5) == "23.1 µs"
-    assert compare.spread(timing.Measurement.from_times("m", [0.010, 0.011, 0.012])) == "10.5-11.5 ms"
-    assert compare.spread(timing.Measurement.from_times("m", [1e-5, 2e-5])) == "12.5 µs to 17.5 µs"
-
-
-def test_speedup_pairs_the_rounds_and_decides_with_the_interval() -> None:
-    base, slow, wander = rounds_run("base", BASE), rounds_run("slow", DOUBLE), rounds_run("wander", WANDER)
-    s = compare.speedup(slow, base, "compute")
-    assert isinstance(s, intervals.Speedup) and s.n == 4 and s.unit == "rounds"
-    assert s.outcome == intervals.FASTER and compare.speedup(base, slow, "compute").outcome == intervals.SLOWER
-    assert compare.speedup(base, wander, "compute").outcome == intervals.WITHIN_NOISE
-    assert compare.speedup(base, slow).ratio == pytest.approx(
-        intervals.speedup(base.part(), slow.part()).ratio)  # the step, by default
+def test_units() -> None:
+    assert pipeline.ms(0.0123) == "12.3 ms" and pipeline.ms(2.31e-5) == "23.1 µs"
 
 
 def test_a_single_epoch_has_no_rounds_to_pair() -> None:
     one = pipeline.Timeline("one", (0.0, 1.0), (0.5, 0.1), (0.1, 0.1), (0, 0))
     assert one.part().rounds == ()
-    with pytest.raises(ValueError, match="rounds"):
-        compare.speedup(one, one)
+    with pytest.raises(ValueError, match="round"):
+        pipeline.floor(one)
 
 
 def test_the_floor_is_max_of_compute_and_wait_per_round() -> None:
@@ -39,12 +26,28 @@ def test_the_floor_is_max_of_compute_and_wait_per_round() -> None:
     assert found.median == pytest.approx(0.0135) and "max(compute, data)" in found.label
 
 
-def test_before_after_table_prints_the_interval() -> None:
-    table = pipeline.before_after_table({"torch": (rounds_run("b", DOUBLE), rounds_run("a", BASE))})
+def _ms(cell: str) -> float:
+    """The median a table cell prints first ('21.4 ms (19.6-26.2 ms)' -> 0.0214)."""
+    return float(cell.split(" ms")[0]) / 1e3
+
+
+@pytest.mark.parametrize(("before", "after"), [(DOUBLE, BASE), (BASE, WANDER), (WANDER, DOUBLE)])
+def test_before_after_table_names_the_speed_up_it_prints(before, after) -> None:
+    """Issue 36 rule 1 on the table's own output: the printed speed-up is the ratio of the printed step medians, or
+    the header names the estimate it is (the geometric mean of the per-round ratios) and the note says it differs."""
+    b, a = rounds_run("b", before), rounds_run("a", after)
+    table = pipeline.before_after_table({"torch": (b, a)})
     assert isinstance(table, display.Table)
-    cell = table.column("speed-up of the step")[0]
-    assert "95% interval" in cell and cell.endswith(": faster")  # the interval's own word: DOUBLE -> BASE
-    assert table.column("busy before") == [display.percent(rounds_run("b", DOUBLE).utilisation)]
+    header = table.header[-1]
+    cell = table.column(header)[0]
+    gain = intervals.speedup(b.part(), a.part())
+    assert cell == f"{gain.printed()[0]} ({gain.interval}): {gain.outcome}"
+    printed = float(cell.split("x")[0])
+    of_medians = _ms(table.column("step before")[0]) / _ms(table.column("step after")[0])
+    if abs(printed - of_medians) > 0.01 * of_medians:
+        assert header == "step speed-up: geometric mean of 4 per-round ratios"
+        assert "not the ratio of the two medians" in table.note
+    assert table.column("busy before") == [display.percent(b.utilisation)]
 
 
 def test_later_startups_quote_every_epoch_after_the_first() -> None:

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from course_utils import pipeline
+from course_utils.pipeline import dataset
 
 N, BATCH, SIZE = 24, 4, 16
 
@@ -73,9 +74,9 @@ def test_bad_indices(data: pipeline.SyntheticImages) -> None:
 
 def test_fingerprint_ignores_integer_width_and_sees_changes() -> None:
     x = np.arange(6, dtype=np.float32)
-    assert pipeline.fingerprint((x, np.arange(3, dtype=np.int64))) == pipeline.fingerprint(
+    assert dataset.fingerprint((x, np.arange(3, dtype=np.int64))) == dataset.fingerprint(
         (x, np.arange(3, dtype=np.int32)))
-    assert pipeline.fingerprint((x, np.arange(3))) != pipeline.fingerprint((x + 1, np.arange(3)))
+    assert dataset.fingerprint((x, np.arange(3))) != dataset.fingerprint((x + 1, np.arange(3)))
 
 
 def test_max_difference() -> None:

@@ -42,13 +42,6 @@ def test_processes_or_threads_follows_the_run() -> None:
     assert status("04.2", None, thread_rounds=FAST, process_rounds=SLOW) == "not attempted"
 
 
-def test_faster_judges_by_the_interval() -> None:
-    assert pipeline.exercises.faster(FAST, SLOW) == "threads"
-    assert pipeline.exercises.faster(SLOW, FAST) == "processes"
-    assert pipeline.exercises.faster(FAST, FAST) == "tie"
-    assert pipeline.exercises.faster(FAST, NOISY) == "tie"
-
-
 def test_utilisation_function() -> None:
     def right(waits, computes):
         w, c = np.asarray(waits)[1:], np.asarray(computes)[1:]
@@ -62,6 +55,8 @@ def test_utilisation_function() -> None:
     assert status("04.3", 0.9) == "not yet"
 
 
-def test_smallest_removing() -> None:
-    assert pipeline.exercises.smallest_removing({0: 0.01, 1: 0.009}) is None
-    assert pipeline.exercises.smallest_removing({0: 0.01, 1: 0.009, 2: 0.004}) == 2
+def test_a_bad_context_names_its_argument() -> None:
+    short = exercises.evaluate("04.2", "tie", thread_rounds=FAST, process_rounds=SLOW[:3])
+    assert short.status == "not yet" and "process_rounds and thread_rounds must be the same length" in short.detail
+    no_zero = exercises.evaluate("04.1", 1, wait=0.01, compute=0.01, free=1, waits={1: 0.01})
+    assert "waits must include 0 workers" in no_zero.detail

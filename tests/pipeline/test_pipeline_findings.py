@@ -7,7 +7,6 @@ import pytest
 from pipeline_runs import BASE, DOUBLE, WANDER, rounds_run
 
 from course_utils import display, findings, intervals, pipeline
-from course_utils.pipeline import compare
 from course_utils.pipeline import findings as found
 
 NEAR = intervals.Speedup("a", "b", 1.02, 0.95, 1.09, 4, intervals.ROUNDS)
@@ -44,9 +43,13 @@ def test_no_difference_on_a_wide_interval_is_not_decided() -> None:
     assert depth.undecided and "may hold 8 batches of the 12" in depth.sentence
 
 
+def _compute(a, b, part: str = "compute") -> intervals.Speedup:
+    return intervals.speedup(a.part(part), b.part(part))
+
+
 def test_workers_past_the_free_cores_that_slow_the_step_fail_below() -> None:
     base, slow = rounds_run("1 worker", BASE), rounds_run("2 workers", DOUBLE)
-    v = found.WORKERS.score(findings.same("2 workers against 1", compare.speedup(base, slow), 1.2), **WORKER_FACTS)
+    v = found.WORKERS.score(findings.same("2 workers against 1", _compute(base, slow, "step"), 1.2), **WORKER_FACTS)
     assert v.outcome == findings.BELOW and "With 2 workers against 1 the step took more than 1.2x" in v.sentence
 
 
@@ -63,15 +66,15 @@ def test_the_jax_floor_is_scored_from_the_loop_alone() -> None:
 
 def test_the_slow_path_tells_each_way_it_failed() -> None:
     direct, crossing = rounds_run("direct", DOUBLE), rounds_run("crossing", BASE)
-    faster_crossing = compare.speedup(direct, crossing, "compute")
+    faster_crossing = _compute(direct, crossing)
     v = found.SLOW_PATH.score(findings.slower("numpy_function against NumPy called directly", faster_crossing),
                               findings.faster("TF ops against NumPy called directly",
-                                              compare.speedup(crossing, direct, "compute")))
+                                              _compute(crossing, direct)))
     assert v.outcome == findings.FAILED
     assert "Through `numpy_function` the batches came faster" in v.sentence and "In TF ops" in v.sentence
     wander = rounds_run("w", WANDER)
-    tie = found.SLOW_PATH.score(findings.slower("numpy_function", compare.speedup(crossing, direct, "compute")),
-                                findings.faster("TF ops", compare.speedup(crossing, wander, "compute")))
+    tie = found.SLOW_PATH.score(findings.slower("numpy_function", _compute(crossing, direct)),
+                                findings.faster("TF ops", _compute(crossing, wander)))
     assert tie.undecided and tie.sentence.startswith("This run cannot rank TF ops: within the noise")
 
 

@@ -51,7 +51,7 @@ def _step(clock: _FakeClock, compute: float):
 
 def test_wait_and_compute_are_booked_apart(clock: _FakeClock) -> None:
     t = pipeline.run_loop(_Batches(clock, 6, data=0.03, startup=0.5), _step(clock, 0.01), label="slow data")
-    assert t.steps == 6 and len(t.fingerprints) == 6
+    assert len(t.waits) == 6 and len(t.fingerprints) == 6
     assert t.waits[0] == pytest.approx(0.53) and t.startups == pytest.approx((0.53,))
     assert t.wait_time == pytest.approx(0.03) and t.compute_time == pytest.approx(0.01)
     assert t.utilisation == pytest.approx(0.25)
@@ -66,12 +66,11 @@ def test_epochs_and_startups(clock: _FakeClock) -> None:
     assert t.starts == tuple(sorted(t.starts))
     second = t.epoch_part(1, "compute")  # the epoch's steady steps only: its first step left out
     assert second.times == pytest.approx((0.02, 0.02)) and t.epoch_part(0).median == pytest.approx(0.0)
-    assert set(t.to_dict()) >= {"step_time", "wait_time", "compute_time", "utilisation", "startups"}
 
 
 def test_timeline_renders_as_a_table(clock: _FakeClock) -> None:
     t = pipeline.run_loop(_Batches(clock, 4, data=0.002), _step(clock, 0.006), label="torch, 0 workers")
-    table = t.table()
+    table = pipeline.timelines_table([t])
     assert isinstance(table, display.Table) and table.column("utilisation") == ["75%"]
     assert "torch, 0 workers" in repr(t) and "<table>" in t._repr_html_()
     both = pipeline.timelines_table([t, t], title="two")
@@ -104,7 +103,7 @@ def test_run_loop_syncs_the_step_result() -> None:
 
 
 def test_timeline_rejects_mismatched_lengths() -> None:
-    with pytest.raises(ValueError, match="equal length"):
+    with pytest.raises(ValueError, match="same length"):
         pipeline.Timeline("x", (0.0,), (0.1, 0.2), (0.1,), (0,))
 
 
@@ -139,7 +138,7 @@ def test_run_loops_alternates_and_keeps_one_round_per_epoch(clock: _FakeClock) -
                                "b": (Loader("b", 0.03), _step(clock, 0.02))}, rounds=3)
     assert order == ["a", "b", "b", "a", "a", "b"]  # the order rotates each round
     a, b = runs["a"], runs["b"]
-    assert a.epochs == (0, 0, 0, 1, 1, 1, 2, 2, 2) and a.metadata["rounds"] == 3
+    assert a.epochs == (0, 0, 0, 1, 1, 1, 2, 2, 2)
     assert a.startups == pytest.approx((0.21, 0.21, 0.21))
     assert a.part("wait").rounds == pytest.approx((0.01, 0.01, 0.01))  # each round's median: a paired replicate
     assert b.part().rounds == pytest.approx((0.05, 0.05, 0.05))
@@ -160,7 +159,7 @@ def test_a_round_below_the_clock_resolution_still_gives_a_ratio() -> None:
 
 def test_epochs_of_one_long_iterator() -> None:
     view = pipeline.EpochsOf(iter(range(7)), 3)
-    assert [list(view) for _ in range(3)] == [[0, 1, 2], [3, 4, 5], [6]] and len(view) == 3
+    assert [list(view) for _ in range(3)] == [[0, 1, 2], [3, 4, 5], [6]]
     assert list(view) == []
     with pytest.raises(ValueError, match="yielded no batch"):
         pipeline.run_loop(view, lambda b: b)
@@ -191,8 +190,19 @@ def test_a_hung_loader_or_step_raises_and_names_it() -> None:
     with pytest.raises(calls.LearnerTimeout, match="the loader"):
         pipeline.run_loops({"stuck": (Stuck(), lambda b: b)}, rounds=2, timeout=0.3)
     assert time.monotonic() - start < 10
-    assert pipeline.run_loop([1], lambda b: b, timeout=0.3).steps == 1  # the alarm is gone afterwards
+    assert len(pipeline.run_loop([1], lambda b: b, timeout=0.3).waits) == 1  # the alarm is gone afterwards
     time.sleep(0.4)
+
+
+def test_the_default_limit_is_the_sizes_and_applies_per_epoch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(calls, "default_timeout", lambda: 0.3)
+    def slow(batch):
+        time.sleep(5)
+
+    with pytest.raises(calls.LearnerTimeout, match="the step slow .*the default at size"):
+        pipeline.run_loop([1], slow)
+    t = pipeline.run_loop([1, 2], lambda b: time.sleep(0.1), epochs=4)  # 0.8 s in all, 0.2 s per epoch
+    assert len(t.waits) == 8
 
 
 def test_an_outer_alarm_is_given_back() -> None:

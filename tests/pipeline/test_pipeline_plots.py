@@ -5,6 +5,7 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 
 from course_utils import pipeline
+from course_utils.pipeline import stall
 
 
 def _timeline(label: str, startup: float = 0.01) -> pipeline.Timeline:
@@ -42,7 +43,7 @@ def test_trace_plot_names_steps_and_loader_in_a_readable_legend() -> None:
     events = []
     for i in range(5):  # steps of 10 ms, the loader's 6 ms call in each 8 ms gap
         start = i * 0.018
-        events.append(profile.Event(pipeline.STEP_MARK, "user_annotation", "main", start, 0.010))
+        events.append(profile.Event(stall.STEP_MARK, "user_annotation", "main", start, 0.010))
         events.append(profile.Event("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "user_annotation",
                                     "main", start + 0.011, 0.006))
     trace = profile.Trace("torch", None, tuple(events))

@@ -5,15 +5,16 @@ from __future__ import annotations
 import pytest
 
 from course_utils import display, pipeline, profile
+from course_utils.pipeline import stall
 
 
 def _trace(gaps: list[float], step: float = 0.01) -> profile.Trace:
     events, now = [], 0.0
     for gap in [*gaps, 0.0]:
-        events.append(profile.Event(pipeline.STEP_MARK, "user_annotation", "main", now, step))
+        events.append(profile.Event(stall.STEP_MARK, "user_annotation", "main", now, step))
         events.append(profile.Event("aten::mm", "cpu_op", "main", now + 0.001, step / 2))
         now += step + gap
-    events.append(profile.Event(pipeline.STEP_MARK, "user_annotation", "other", 0.0, 0.5))  # another thread
+    events.append(profile.Event(stall.STEP_MARK, "user_annotation", "other", 0.0, 0.5))  # another thread
     return profile.Trace("torch", None, tuple(events))
 
 
@@ -30,7 +31,7 @@ def test_a_trace_without_marks_is_refused() -> None:
     bare = profile.Trace("torch", None, (profile.Event("aten::mm", "cpu_op", "main", 0.0, 0.1),))
     with pytest.raises(ValueError, match="no event matches"):
         pipeline.data_stalls(bare)
-    one = profile.Trace("torch", None, (profile.Event(pipeline.STEP_MARK, "u", "main", 0.0, 0.1),))
+    one = profile.Trace("torch", None, (profile.Event(stall.STEP_MARK, "u", "main", 0.0, 0.1),))
     with pytest.raises(ValueError, match="trace must hold at least two"):
         pipeline.data_stalls(one)
 

@@ -13,7 +13,8 @@ def test_mlp_step_lowers_the_loss(framework: str) -> None:
         pytest.skip(f"{framework} not installed")
     data = pipeline.SyntheticImages(8, size=16, work=1)
     batch = data.batch(range(8))
-    step = pipeline.mlp_step(framework, (data.features, 16, data.classes), lr=0.05)
+    step = pipeline.warm_steps((data.features, 16, data.classes), batch, frameworks=[framework], lr=0.05)[0]
+    step = next(iter(step.values()))
     inputs = interop.to_framework(framework, *batch)
     losses = [float(step(inputs)) for _ in range(5)]
     assert losses[-1] < losses[0]

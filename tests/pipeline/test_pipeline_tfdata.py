@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from course_utils import pipeline
+from course_utils.pipeline import dataset
 
 N, BATCH = 16, 4
 
@@ -17,23 +18,23 @@ def data() -> pipeline.SyntheticImages:
 
 
 def test_numpy_function_pipeline_is_bit_identical(data: pipeline.SyntheticImages) -> None:
-    reference = [pipeline.fingerprint(b) for b in pipeline.NumpyBatches(data, BATCH)]
-    assert [pipeline.fingerprint(b) for b in pipeline.tf_pipeline(data, BATCH, ops="numpy")] == reference
+    reference = [dataset.fingerprint(b) for b in pipeline.NumpyBatches(data, BATCH)]
+    assert [dataset.fingerprint(b) for b in pipeline.numpy_function_pipeline(data, BATCH)] == reference
 
 
-def test_tf_ops_match_up_to_rounding_in_the_pipeline_and_in_the_learners_chain(data: pipeline.SyntheticImages) -> None:
+def test_tf_ops_match_up_to_rounding_in_the_learners_chain(data: pipeline.SyntheticImages) -> None:
     import tensorflow as tf
 
     reference = list(pipeline.NumpyBatches(data, BATCH))
     chain = (tf.data.Dataset.from_tensor_slices(data.records()).batch(BATCH, drop_remainder=True)
              .map(pipeline.tf_decode_augment(data), num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE))
-    for got in (list(pipeline.tf_pipeline(data, BATCH)), list(chain)):
-        assert len(got) == len(reference)
-        for (x, y), (rx, ry) in zip(got, reference):
-            assert np.array_equal(y.numpy(), ry)
-            assert pipeline.max_difference(x, rx) < 1e-5
+    got = list(chain)
+    assert len(got) == len(reference)
+    for (x, y), (rx, ry) in zip(got, reference):
+        assert np.array_equal(y.numpy(), ry)
+        assert pipeline.max_difference(x, rx) < 1e-5
 
 
 def test_the_pipeline_switches_off_tf_datas_own_rewrites(data: pipeline.SyntheticImages) -> None:
-    options = pipeline.tf_pipeline(data, BATCH).options()
+    options = pipeline.numpy_function_pipeline(data, BATCH).options()
     assert options.experimental_optimization.apply_default_optimizations is False
