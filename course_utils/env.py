@@ -120,7 +120,8 @@ class Sizes:
     def table(self) -> display.Table:
         """Rows: the names; columns: every size (a blank falls back as ``pick`` does); the active one marked."""
         header = ["size", *(f"{s} (this run)" if s == self.active else s for s in SIZES)]
-        rows = [[name, *(_shown(options.get(s)) for s in SIZES)] for name, options in self.choices.items()]
+        rows = [[name, *("" if options.get(s) is None else str(options[s]) for s in SIZES)]
+                for name, options in self.choices.items()]
         return display.table(header, rows, title=f"Problem sizes: this run uses {self.active!r} "
                              "(COURSE_SIZE; a blank falls back: smoke to ci to cpu, tpu to gpu to cpu)")
 
@@ -129,10 +130,6 @@ class Sizes:
 
     def _repr_html_(self) -> str:
         return self.table()._repr_html_()
-
-
-def _shown(value: object) -> str:
-    return "" if value is None else str(value)
 
 
 def sizes(**choices: dict[str, object]) -> Sizes:
@@ -186,12 +183,8 @@ MAX_SEED = 2**32 - 1
 
 @declare.checked
 def seed_everything(seed: Annotated[int, declare.Range(0, MAX_SEED)] = 0) -> list[str]:  # NumPy takes 32 bits
-    """Seed Python's ``random``, NumPy and whichever of torch / TensorFlow are already imported.
-
-    Returns the names seeded. JAX has no global seed: its randomness is explicit
-    (``jax.random.key(seed)``), which is why JAX code in this course passes keys around.
-    Frameworks not yet imported are left alone (importing TensorFlow costs seconds): seed after importing.
-    """
+    """Seed ``random``, NumPy and torch / TensorFlow if already imported (seed after importing); returns the names
+    seeded. JAX has no global seed: its randomness is explicit (``jax.random.key(seed)``)."""
     import numpy as np
 
     random.seed(seed)
@@ -207,23 +200,16 @@ def seed_everything(seed: Annotated[int, declare.Range(0, MAX_SEED)] = 0) -> lis
 
 
 def quiet_tensorflow() -> None:
-    """Silence TensorFlow/absl/XLA start-up logging (C++ INFO lines, oneDNN banners) without hiding warnings.
-
-    Only the C++ log level and absl's INFO messages are lowered; Python warnings raised by the learner's
-    own code still show. Call before ``import tensorflow`` for full effect.
-    """
+    """Lower TensorFlow's C++ log level and absl's INFO messages (start-up banners); Python warnings still show.
+    Call before ``import tensorflow`` for full effect."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if sys.modules.get("absl.logging") is not None:
         sys.modules["absl.logging"].set_verbosity("warning")
 
 
 def import_tensorflow() -> ModuleType:
-    """Import TensorFlow without its start-up banner; return the module (later imports are free and quiet).
-
-    TensorFlow's C++ layer writes INFO lines (the oneDNN notice) straight to file descriptor 2 before its
-    logging is configured, where ``TF_CPP_MIN_LOG_LEVEL`` cannot reach them; they are dropped during the
-    import only. Python exceptions still raise, and later warnings still show.
-    """
+    """Import TensorFlow without its start-up banner (C++ INFO lines written to file descriptor 2 before its
+    logging is configured are dropped during the import only); return the module. Exceptions still raise."""
     quiet_tensorflow()
     if sys.modules.get("tensorflow") is None:
         with silenced_stderr():
@@ -249,12 +235,8 @@ def silenced_stderr() -> Iterator[None]:
 @declare.checked
 def fail_on_deprecations(module: Annotated[str, declare.NonEmpty, declare.Regex] = r"__main__|course_utils(\..*)?",
                          ) -> None:
-    """Turn DeprecationWarning/FutureWarning raised from the notebook's own code into errors.
-
-    Courses rot when they teach deprecated APIs; under nbval a deprecated call then fails the notebook.
-    Warnings that libraries raise about their own internals are left as they are. ``module`` is a regular
-    expression matched against the module that raises the warning.
-    """
+    """Turn DeprecationWarning/FutureWarning raised from ``module`` (a regular expression: the notebook's own code)
+    into errors, so a course that teaches a deprecated API fails under nbval; libraries' own warnings stay."""
     for category in (DeprecationWarning, FutureWarning):
         warnings.filterwarnings("error", category=category, module=module)
 
@@ -295,20 +277,10 @@ class EnvReport:
 
     def rows(self) -> list[tuple[str, str]]:
         """(key, value) pairs in display order."""
-        cores = f"{self.cores_logical} logical" + (
-            f", {self.cores_physical} physical" if self.cores_physical else ""
-        )
-        rows = [
-            ("Python", self.python),
-            ("OS", self.os),
-            ("CPU", self.cpu),
-            ("Cores", cores),
-            ("SIMD", ", ".join(self.simd) or "none detected"),
-            ("RAM", f"{self.ram_gib:.1f} GiB"),
-            ("Accelerator", self.accelerator),
-            ("COURSE_SIZE", self.size),
-            ("Colab", "yes" if self.colab else "no"),
-        ]
+        cores = f"{self.cores_logical} logical" + (f", {self.cores_physical} physical" if self.cores_physical else "")
+        rows = [("Python", self.python), ("OS", self.os), ("CPU", self.cpu), ("Cores", cores),
+                ("SIMD", ", ".join(self.simd) or "none detected"), ("RAM", f"{self.ram_gib:.1f} GiB"),
+                ("Accelerator", self.accelerator), ("COURSE_SIZE", self.size), ("Colab", "yes" if self.colab else "no")]
         if self.load_average is not None:
             busy = " (busy: timings will be noisy)" if self.load_average[0] > self.cores_logical else ""
             rows.append(("Load average", " ".join(f"{v:.1f}" for v in self.load_average) + busy))

@@ -28,17 +28,17 @@ def _refused(call, argument: str, *words: str) -> None:
     ([1.0, -1.0], [1.0, 1.0], (">= 0",)),
 ])
 def test_reference_utilisation_refuses_what_has_no_share(waits, computes, words) -> None:
-    _refused(lambda: pipeline.reference_utilisation(waits, computes), "waits", *words)
+    _refused(lambda: pipeline.exercises.reference_utilisation(waits, computes), "waits", *words)
 
 
 def test_reference_utilisation_still_answers_arrays() -> None:
-    assert pipeline.reference_utilisation(np.array([9.0, 1.0]), np.array([5.0, 3.0])) == 0.75
+    assert pipeline.exercises.reference_utilisation(np.array([9.0, 1.0]), np.array([5.0, 3.0])) == 0.75
 
 
 def test_augment_params_are_typed() -> None:
-    _refused(lambda: pipeline.AugmentParams("x", 0, False, 1.0, 1.0), "dy", "integer")
-    _refused(lambda: pipeline.AugmentParams(0, 0, "no", 1.0, 1.0), "flip", "True or False")
-    assert pipeline.AugmentParams(np.int64(1), 0, False, 1.0, 1.0).dy == 1
+    _refused(lambda: pipeline.dataset.AugmentParams("x", 0, False, 1.0, 1.0), "dy", "integer")
+    _refused(lambda: pipeline.dataset.AugmentParams(0, 0, "no", 1.0, 1.0), "flip", "True or False")
+    assert pipeline.dataset.AugmentParams(np.int64(1), 0, False, 1.0, 1.0).dy == 1
 
 
 def test_start_forkserver_refuses_a_module_it_cannot_import() -> None:
@@ -47,8 +47,8 @@ def test_start_forkserver_refuses_a_module_it_cannot_import() -> None:
 
 
 def test_fingerprint_refuses_what_is_not_an_array_of_numbers() -> None:
-    rejects(lambda: pipeline.fingerprint(object()), "batch")
-    rejects(lambda: pipeline.fingerprint((np.ones(2), object())), "batch")
+    rejects(lambda: pipeline.dataset.fingerprint(object()), "batch")
+    rejects(lambda: pipeline.dataset.fingerprint((np.ones(2), object())), "batch")
 
 
 def test_memory_stack_plot_refuses_negative_bytes() -> None:

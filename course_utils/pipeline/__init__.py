@@ -4,15 +4,7 @@ the loaders; these make the data, start workers safely, prefetch, run and time t
 from course_utils.pipeline import exercises as _exercises  # noqa: F401  (registers 04.k)
 from course_utils.pipeline import findings
 from course_utils.pipeline.compare import before_after_table, floor, later_startups, ms
-from course_utils.pipeline.dataset import (  # noqa: F401  (AugmentParams, fingerprint: for tests/test_bad_input_40.py)
-    AugmentParams,
-    NumpyBatches,
-    SyntheticImages,
-    fingerprint,
-    max_difference,
-    numpy_collate,
-)
-from course_utils.pipeline.exercises import reference_utilisation  # noqa: F401  (tests/test_bad_input_40.py)
+from course_utils.pipeline.dataset import NumpyBatches, SyntheticImages, max_difference, numpy_collate
 from course_utils.pipeline.loop import EpochsOf, Timeline, run_loop, run_loops, timelines_table
 from course_utils.pipeline.plots import samples_plot, timeline_plot, trace_plot, utilisation_plot, workers_plot
 from course_utils.pipeline.prefetch import InLoop, Prefetch, grain_available, prefetch_threads
