@@ -6,18 +6,19 @@ device, and ``compare`` checks the processes against each other and against the 
 all-reduces the worker timed alone, in rounds (one float, the step's bytes as one array, the step's own
 operands), as Measurements that ``cu.intervals.speedup`` pairs; ``facts`` what the notebook's finding quotes.
 ``jax_sharding`` compiles one step with replicated and with
-FSDP-style sharded parameters in this process and reads XLA's per-device memory and collectives
-(``cu.compiled``).
+FSDP-style sharded parameters over the devices it is given, in this process, and reads XLA's per-device memory and
+collectives (``cu.compiled``).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Sequence
+from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import compiled, data, models, timing, validate
+from course_utils import compiled, data, declare, models, timing, validate
 from course_utils.beyond.rounds import measurement as rounds_measurement
 from course_utils.distributed import launcher
 
@@ -120,28 +121,27 @@ def facts(result: Any) -> dict[str, Any]:
             "gloo_ranks": gloo_ranks(result) or "an uncounted number of"}  # older JAX (Colab's 0.7) logs no rank lines
 
 
-def jax_sharding(sizes: tuple[int, ...] = (32, 512, 512, 10), batch: int = 64) -> dict[str, Any]:
-    """Compile one SGD step with parameters replicated vs sharded (FSDP-style) over all JAX devices.
+@declare.checked
+def jax_sharding(devices: Annotated[Sequence[Any], declare.MinItems(2), declare.MaxItems(4096)],
+                 sizes: Annotated[Sequence[Annotated[int, declare.Range(1, 8192)]], declare.MinItems(2),
+                                  declare.MaxItems(16)] = (32, 512, 512, 10),
+                 batch: Annotated[int, declare.Range(1, 4096)] = 64) -> dict[str, Any]:
+    """Compile one SGD step with parameters replicated vs sharded (FSDP-style) over ``devices`` (JAX devices:
+    ``cu.distributed.sharding_devices(plan)``, simulated host devices on a one-device runtime).
 
     Returns per-device bytes from ``compiled.memory_analysis()`` (arguments, outputs, temporaries), the
     collectives counted in each optimized HLO, and the max difference between the two steps' results.
     """
-    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, (list, tuple)):
-        raise TypeError(f"sizes must be a tuple of layer widths; got {type(sizes).__name__} {sizes!r:.60}")
-    if not 2 <= len(sizes) <= 16:
-        raise ValueError(f"sizes must hold 2 to 16 layer widths; got {sizes!r:.80}")
-    sizes = tuple(validate.number("sizes", w, low=1, high=8192, integer=True) for w in sizes)
-    batch = validate.number("batch", batch, low=1, high=4096, integer=True)
     import jax
     import jax.numpy as jnp
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    n = len(jax.devices())
+    n = len(devices)
     if batch % n:
         raise ValueError(f"batch must be divisible by the {n} devices; got {batch}")
-    mesh = jax.make_mesh((n,), ("data",), axis_types=(jax.sharding.AxisType.Explicit,))
-    params = models.jax_mlp_params(sizes)
+    mesh = jax.make_mesh((n,), ("data",), axis_types=(jax.sharding.AxisType.Explicit,), devices=list(devices))
+    params = models.jax_mlp_params(tuple(sizes))
     x, y = data.classification(batch, features=sizes[0], classes=sizes[-1], seed=8)
 
     def loss_fn(p, x, y):

@@ -9,11 +9,11 @@ the training loop. ``threads_table``: the whole-batch step with one thread and w
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import display, intervals, timing, validate
+from course_utils import declare, display, intervals, timing, validate
 from course_utils.distributed.devices import ThreadRun
 from course_utils.distributed.records import measurements
 
@@ -34,17 +34,15 @@ def chain(parts: Mapping[str, timing.Measurement]) -> dict[str, intervals.Speedu
             for (before, _), (name, what) in zip(CHAIN, CHAIN[1:])}
 
 
-def chain_table(timed: Mapping[str, Mapping[str, timing.Measurement]],
+@declare.checked
+def chain_table(timed: Annotated[Mapping[str, Mapping[str, timing.Measurement]], declare.NonEmpty],
                 links: Mapping[str, Mapping[str, intervals.Speedup]]) -> display.Table:
-    """Rank 0's step per model (median and quartiles), and each link's factor with its interval."""
-    validate.non_empty("timed", validate.instance("timed", timed, Mapping))
-    validate.instance("links", links, Mapping)
+    """Rank 0's step per model (median and quartiles), and each link's factor with its interval: the geometric mean
+    of the per-round ratios (what ``cu.intervals.speedup`` estimates), named so, not the printed medians' ratio."""
     for model, parts in timed.items():
-        validate.instance(f"timed[{model!r}]", parts, Mapping)
         for name, _ in CHAIN:
             validate.instance(f"timed[{model!r}][{name!r}]", parts.get(name), timing.Measurement)
-        for label, link in validate.instance(f"links[{model!r}]", links.get(model), Mapping).items():
-            validate.instance(f"links[{model!r}][{label!r}]", link, intervals.Speedup)
+        validate.instance(f"links[{model!r}]", links.get(model), Mapping)
     rows = []
     for name, label in CHAIN:
         row = [label]
@@ -54,12 +52,16 @@ def chain_table(timed: Mapping[str, Mapping[str, timing.Measurement]],
             link = links[model].get(label)
             row.append("-" if link is None else f"{1 / link.ratio:.2f}x ({1 / link.high:.2f}-{1 / link.low:.2f})")
         rows.append(row)
+    rounds = {link.n for per in links.values() for link in per.values()}
     header = ["rank 0's step"]
     for model in timed:
-        header += [f"{model}: median (quartiles)", f"{model}: x the step above (95% interval)"]
+        header += [f"{model}: median (quartiles)", f"{model}: x the step above, geometric mean of per-round ratios "
+                   "(95% interval)"]
     return display.table(header, rows, title="One suspect at a time: rank 0's step, 1 thread per process (measured)",
                          note="Rows 1-3: rank 0 alone while the other rank waits; rows 4-5: both ranks at once. "
-                              "Each factor: this row's time over the row above, over paired rounds.")
+                              "Each factor: the geometric mean over "
+                              f"{'/'.join(map(str, sorted(rounds))) or 'the'} paired rounds, in this process, of this "
+                              "row's time over the row above's; it need not equal the ratio of the printed medians.")
 
 
 def accumulation_saving(record: Mapping[str, Any]) -> dict[str, Any]:

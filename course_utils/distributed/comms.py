@@ -20,11 +20,11 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import display, env, intervals, machine, validate
+from course_utils import declare, display, env, intervals, machine, validate
 from course_utils.distributed import launcher, worker
 
 
@@ -287,22 +287,23 @@ def combine(fits: Sequence[AllReduceModel]) -> AllReduceModel:
 _COSTS: dict[str, AllReduceCost] = {}
 
 
-def allreduce_cost(nprocs: int = 2, *, refresh: bool = False, timeout: float = 240.0) -> AllReduceCost:
+@declare.checked
+def allreduce_cost(nprocs: Annotated[int, declare.Range(2, 64)] = 2, *,
+                   rounds: Annotated[int, declare.Range(2, 100)], repeats: Annotated[int, declare.Range(2, 10**4)],
+                   max_bytes: Annotated[int, declare.Range(2**12, 2**30)], refresh: bool = False, timeout: Annotated[float, declare.Range(1, 3600)] = 240.0) -> AllReduceCost:
     """This machine's all-reduce cost model on ``nprocs`` ranks: read from this run's ``build/machine/`` when a
     notebook already measured it (same machine, boot, size and frameworks), else measured now by one launch of
-    ``ddp_train.py --phases allreduce`` (a few seconds, most of them torchrun's start) and written there."""
-    nprocs = validate.number("nprocs", nprocs, low=2, high=64, integer=True)
-    validate.instance("refresh", refresh, bool)
+    ``ddp_train.py --phases allreduce`` (``rounds`` rounds, ``repeats`` calls per size, messages of 4 KiB up to
+    ``max_bytes``: the notebook's sizes table chooses them) and written there."""
     key = f"{machine.machine_key()}-n{nprocs}"
     if not refresh and key in _COSTS:
         return _COSTS[key]
     path = env.build_dir("machine", f"allreduce-{key}.json")
     found = None if refresh else _read(path, key)
     if found is None:
-        rounds, repeats, top = env.pick(ci=(5, 10, 2**22), cpu=(6, 12, 2**24), gpu=(6, 12, 2**26))
         run = launcher.launch("ddp_train.py", nprocs, timeout=timeout, echo=False, progress=False,
                               args=["--phases", "allreduce", "--rounds", rounds, "--repeats", repeats,
-                                    "--min-bytes", 2**12, "--max-bytes", top])
+                                    "--min-bytes", 2**12, "--max-bytes", max_bytes])
         fits, sweep = fit_rounds(run.records[0], nprocs)
         found = AllReduceCost(combine(fits), tuple(fits), (tuple(sweep[0]), tuple(sweep[1])), nprocs,
                               datetime.datetime.now().isoformat(timespec="seconds"), "measured", key)

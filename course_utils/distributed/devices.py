@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from course_utils import calls, data, env, models, timing, validate
+from course_utils import calls, data, declare, devices, env, models, timing, validate
 
 _MAX_DEVICES = 256
 
@@ -47,6 +47,42 @@ def simulate_devices(n: int) -> int:
                 f"the kernel and call cu.distributed.simulate_devices({n}) before the first JAX computation."
             ) from exc
     return n
+
+
+@declare.checked
+def sharding_devices(plan: devices.Plan) -> list[Any]:
+    """The JAX devices a sharding section uses, by the device plan: the accelerators where the runtime has several
+    (Kaggle's TPU v5e-8, 2x T4), else ``plan.mesh_devices`` simulated host CPU devices (``simulate_devices``, asked
+    before JAX started): a single T4 or TPU v5e-1 would give a 1-device mesh, with no collective to show."""
+    import jax
+
+    found = jax.devices("cpu") if plan.simulated else jax.devices()
+    if len(found) < 2:
+        raise RuntimeError(f"JAX has {len(found)} {'CPU ' if plan.simulated else ''}device(s) for the mesh: call "
+                           f"cu.distributed.simulate_devices({plan.mesh_devices}) before the first JAX computation "
+                           "(restart the kernel)")
+    return found[:plan.mesh_devices]
+
+
+@declare.checked
+def mesh_facts(plan: devices.Plan, cores: Annotated[int, declare.Range(1, 4096)]) -> dict[str, Any]:
+    """What the JAX finding quotes about its mesh: how many devices, and whether their times can mean speed."""
+    n = plan.mesh_devices
+    where = (f"The {n} simulated devices are threads sharing this machine's {cores} cores: the times show "
+             "correctness and the compiled collective, not speed." if plan.simulated else
+             f"The {n} devices are this runtime's own {plan.device.kind.upper()}s, so the times are theirs.")
+    return {"devices": n, "where": where}
+
+
+@declare.checked
+def sharding_note(plan: devices.Plan) -> str:
+    """One line for the set-up cell: which devices the sharding sections run on, and where several real ones are."""
+    if not plan.simulated:
+        return f"JAX sharding: {plan.mesh_devices} {plan.device.kind.upper()} devices of this runtime"
+    why = plan.skip("several devices") or (f"this {plan.device.kind.upper()} runtime has no second accelerator: "
+                                           f"the sharding sections run on {plan.mesh_devices} simulated host "
+                                           "devices (Kaggle's TPU v5e-8 or 2x T4 have several)")
+    return f"JAX sharding: {why}"
 
 
 def tf_logical_cpus(n: int) -> list[Any]:

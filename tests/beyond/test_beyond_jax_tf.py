@@ -24,14 +24,6 @@ def test_tf_config_json() -> None:
     assert json.loads(tfmulti.tf_config(("a:1", "b:2"), np.int64(0)))["task"]["index"] == 0
 
 
-def test_jax_sharding_reads_collectives_with_the_course_reader() -> None:
-    pytest.importorskip("jax")
-    out = jaxmulti.jax_sharding(sizes=(8, 16, 4), batch=8)
-    assert out["max_diff"] < 1e-6
-    assert out["sharded"]["argument_bytes"] <= out["replicated"]["argument_bytes"]
-    assert set(out["sharded"]["collectives"]) >= {"all-gather", "all-reduce", "reduce-scatter"}
-
-
 def test_tf_compare_workers_and_single() -> None:
     w = {"w0": np.ones(3, np.float32)}
     fake = _result({"multiworker": {0: w, 1: w}, "one_worker": {0: {"w0": np.ones(3, np.float32) + 1e-7}}})

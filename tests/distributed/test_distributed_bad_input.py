@@ -8,6 +8,7 @@ from badinput import rejects
 from course_utils import distributed as dist
 from course_utils.timing import Measurement
 
+SWEEP = {"rounds": 3, "repeats": 4, "max_bytes": 2**20}  # a notebook's sizes-table values
 NAN, INF = float("nan"), float("inf")
 MODEL = dist.comms.AllReduceModel(1e9, 1e-5)
 PARTS = {name: Measurement(name, (1.0,), rounds=(1.0,)) for name, _ in dist.breakdown.CHAIN}
@@ -113,9 +114,11 @@ BAD_CALLS = [
     ("rank_diff", lambda: dist.proof_plot({"step5": NAN}, {"step5": 0.0})),
     ("single_diff", lambda: dist.proof_plot({"step5": 0.0}, 5)),
     # the cost model, measured one way
-    ("nprocs", lambda: dist.allreduce_cost(1)),
-    ("nprocs", lambda: dist.allreduce_cost(2.5)),
-    ("refresh", lambda: dist.allreduce_cost(2, refresh="yes")),
+    ("nprocs", lambda: dist.allreduce_cost(1, **SWEEP)),
+    ("nprocs", lambda: dist.allreduce_cost(2.5, **SWEEP)),
+    ("refresh", lambda: dist.allreduce_cost(2, refresh="yes", **SWEEP)),
+    ("rounds", lambda: dist.allreduce_cost(2, rounds=10**6, repeats=4, max_bytes=2**20)),
+    ("max_bytes", lambda: dist.allreduce_cost(2, rounds=3, repeats=4, max_bytes=2**40)),
     ("min_bytes", lambda: dist.comms.sweep_sizes(0, 2**20)),
     ("max_bytes", lambda: dist.comms.sweep_sizes(2**12, 2**40)),
     ("fits", lambda: dist.comms.combine([])),
