@@ -290,7 +290,8 @@ _COSTS: dict[str, AllReduceCost] = {}
 @declare.checked
 def allreduce_cost(nprocs: Annotated[int, declare.Range(2, 64)] = 2, *,
                    rounds: Annotated[int, declare.Range(2, 100)], repeats: Annotated[int, declare.Range(2, 10**4)],
-                   max_bytes: Annotated[int, declare.Range(2**12, 2**30)], refresh: bool = False, timeout: Annotated[float, declare.Range(1, 3600)] = 240.0) -> AllReduceCost:
+                   max_bytes: Annotated[int, declare.Range(2**12, 2**30)], refresh: bool = False,
+                   timeout: Annotated[float, declare.Range(1, 3600)] = 240.0) -> AllReduceCost:
     """This machine's all-reduce cost model on ``nprocs`` ranks: read from this run's ``build/machine/`` when a
     notebook already measured it (same machine, boot, size and frameworks), else measured now by one launch of
     ``ddp_train.py --phases allreduce`` (``rounds`` rounds, ``repeats`` calls per size, messages of 4 KiB up to
