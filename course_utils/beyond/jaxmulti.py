@@ -19,8 +19,8 @@ from typing import Annotated, Any
 import numpy as np
 
 from course_utils import compiled, data, declare, models, timing, validate
-from course_utils.beyond.rounds import measurement as rounds_measurement
 from course_utils.distributed import launcher
+from course_utils.distributed.records import from_rounds
 
 LR = 0.1
 
@@ -107,7 +107,7 @@ def alone(record: dict[str, Any]) -> dict[str, timing.Measurement]:
     validate.instance("record", record, dict)
     if "allreduce_alone" not in record:
         raise ValueError("record holds no 'allreduce_alone': pass jax_run.record('jax')")
-    return {name: rounds_measurement(name, per_round) for name, per_round in record["allreduce_alone"].items()}
+    return {name: from_rounds(name, per_round) for name, per_round in record["allreduce_alone"].items()}
 
 
 def facts(result: Any) -> dict[str, Any]:

@@ -15,7 +15,6 @@ import os
 import shlex
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -260,52 +259,15 @@ def _stream(jobs: list[Any], timeout: float, name: str, total: int, echo: bool, 
                     line = line.rstrip("\n")
                     per_node[n].append(line)
                     arrival.append(line)
-                    left = max(1.0, timeout - (time.perf_counter() - start))
-                    bar = _show(line, n, bar, name, total, echo, progress, on_line, left)
+                    bar = launcher.show_line(line, bar, name, total, echo=echo, progress=progress, on_line=on_line,
+                                             seconds=max(1.0, timeout - (time.perf_counter() - start)),
+                                             where=f"node {n} ")
             if idle:
                 time.sleep(0.05)
     finally:
         if bar is not None:
             bar.close()
     return per_node
-
-
-def _show(line: str, node: int, bar: Any, name: str, total: int, echo: bool, progress: bool,
-          on_line: Callable[[int | None, str], None] | None, seconds: float) -> Any:
-    match = failures.RANK_LINE.match(line)
-    rank_, text = (int(match.group(1)), match.group(2)) if match else (None, line)
-    tick = failures.PROGRESS_LINE.match(text)
-    if tick:
-        return launcher.advance_progress(bar, int(tick.group(1)), int(tick.group(2)), name, total, progress)
-    if on_line is not None:
-        call_learner(on_line, seconds, rank_, text)
-    if echo and rank_ is not None and text.strip():
-        print(f"[node {node} rank {rank_}] {text}", flush=True)
-    return bar
-
-
-def call_learner(fn: Callable[..., Any], seconds: float, *args: Any) -> Any:
-    """``fn(*args)``, the learner's own callable, given at most ``seconds``: one that never returns raises
-    ``LaunchTimeout`` naming it (the launch then stops every process) instead of hanging the notebook. An exception
-    it raises (Ctrl-C's ``KeyboardInterrupt`` included) is raised here."""
-    seconds = validate.positive("seconds", seconds)
-    box: dict[str, Any] = {}
-
-    def call() -> None:
-        try:
-            box["value"] = fn(*args)
-        except BaseException as exc:  # noqa: BLE001  (handed back to the caller's thread)
-            box["error"] = exc
-
-    thread = threading.Thread(target=call, daemon=True, name="course-on-line")
-    thread.start()
-    thread.join(seconds)
-    if thread.is_alive():
-        raise failures.LaunchTimeout(f"{getattr(fn, '__qualname__', repr(fn))} (the on_line callable) did not return "
-                                     f"within {seconds:.0f} s; every process of the launch was stopped")
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
 
 
 def _ranks(tracked: dict[int, Any]) -> set[int]:

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from course_utils import display, timing, validate
-from course_utils.beyond.rounds import measurement as rounds_measurement
 from course_utils.distributed import launcher
 from course_utils.distributed.memory import memory_per_device
+from course_utils.distributed.records import from_rounds
 
 KINDS = {"ddp": ("DDP", 0), "zero1": ("ZeRO-1", 1), "fsdp2": ("FSDP2 (ZeRO-3)", 3)}
 DEFAULT_DDP = "ddp_default"  # DDP as constructed by default: the gradients and a copy of them in its buckets
@@ -114,8 +114,8 @@ def steps(result: Any) -> dict[str, timing.Measurement]:
     """Step times of rank 0 per kind and of the compute alone ("compute": the same model and Adam on the rank's
     rows, no process group), measured in rounds (the four in turns): pair any two with ``cu.intervals.speedup``."""
     records = _records(result)
-    found = {kind: rounds_measurement(kind, r["round_times"]) for kind, r in records.items()}
-    found["compute"] = rounds_measurement("compute", result.record("compute")["round_times"])
+    found = {kind: from_rounds(kind, r["round_times"]) for kind, r in records.items()}
+    found["compute"] = from_rounds("compute", result.record("compute")["round_times"])
     return found
 
 
@@ -214,7 +214,7 @@ def collectives_alone(result: Any) -> dict[str, timing.Measurement]:
     allreduce, allgather, reducescatter; pair two with ``cu.intervals.speedup``."""
     validate.instance("result", result, launcher.LaunchResult)
     rec = result.record("collectives")
-    return {op: rounds_measurement(op, t) for op, t in rec["round_times"].items()}
+    return {op: from_rounds(op, t) for op, t in rec["round_times"].items()}
 
 
 def collective_medians(result: Any) -> dict[str, float]:

@@ -319,17 +319,8 @@ class LaunchJob:
                 return lines
             line = line.rstrip("\n")
             lines.append(line)
-            match = RANK_LINE.match(line)
-            rank_, text = (int(match.group(1)), match.group(2)) if match else (None, line)
-            tick = PROGRESS_LINE.match(text)
-            if tick:
-                self.bar = advance_progress(self.bar, int(tick.group(1)), int(tick.group(2)), name, nprocs, progress)
-                continue
-            if on_line is not None:  # the learner's callable: it may not hold the launch past its timeout
-                with calls.time_limit(max(1.0, timeout - (time.perf_counter() - self.start)), calls.describe(on_line)):
-                    on_line(rank_, text)
-            if echo and rank_ is not None and text.strip():
-                print(f"[rank {rank_}] {text}", flush=True)
+            self.bar = show_line(line, self.bar, name, nprocs, echo=echo, progress=progress, on_line=on_line,
+                                 seconds=max(1.0, timeout - (time.perf_counter() - self.start)))
 
     def close(self) -> None:
         """End every process of the job and wait until they are gone. A Ctrl-C meanwhile is held, and raised
@@ -363,6 +354,23 @@ def _pump(stream: Any, lines_q: queue.Queue) -> None:
     for line in stream:
         lines_q.put(line)
     lines_q.put(None)
+
+
+def show_line(line: str, bar: Any, name: str, nprocs: int, *, echo: bool, progress: bool,
+              on_line: Callable[[int | None, str], None] | None, seconds: float, where: str = "") -> Any:
+    """One line of torchrun's output: a progress tick moves the bar (returned), any other line goes to ``on_line``
+    (given at most ``seconds``: a callable that never returns stops the launch by name) and is echoed."""
+    match = RANK_LINE.match(line)
+    rank_, text = (int(match.group(1)), match.group(2)) if match else (None, line)
+    tick = PROGRESS_LINE.match(text)
+    if tick:
+        return advance_progress(bar, int(tick.group(1)), int(tick.group(2)), name, nprocs, progress)
+    if on_line is not None:  # the learner's callable: it may not hold the launch past its timeout
+        with calls.time_limit(seconds, calls.describe(on_line)):
+            on_line(rank_, text)
+    if echo and rank_ is not None and text.strip():
+        print(f"[{where}rank {rank_}] {text}", flush=True)
+    return bar
 
 
 def advance_progress(bar: Any, step: int, total: int, name: str, nprocs: int, enabled: bool) -> Any:
