@@ -1,21 +1,14 @@
-"""Sharded data parallelism measured: DDP vs ZeRO-1 vs FSDP2 on real ranks (``workers/fsdp_train.py``).
-
-``run`` launches the worker; ``held_bytes`` are the bytes each rank really held (a shard counts its local part
-only), ``formula_bytes`` the ZeRO formula for fp32 Adam (computed), ``memory_table`` sets one against the other,
-including DDP with its default buckets (``gradient_as_bucket_view=False``: the gradients copied into buckets for
-the all-reduce). ``steps`` are the step times, measured in rounds with the compute alone (the kinds in turns),
-as Measurements that ``cu.intervals.speedup`` pairs; ``comm_table`` lists the collectives counted and timed in one
-step, ``gathered`` the most layers FSDP2 held unsharded at once; ``collectives_alone`` times an all-reduce, an
-all-gather and a reduce-scatter of the same buffer in rounds; ``weight_diffs`` checks ZeRO-1 and FSDP2 against DDP.
+"""DDP vs ZeRO-1 vs FSDP2 on real ranks (``workers/fsdp_train.py``): the bytes each rank held against the ZeRO
+formula, the step times in rounds, the collectives of one step and alone, and the weights against DDP's.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import display, timing, validate
+from course_utils import declare, display, timing, validate
 from course_utils.distributed import launcher
 from course_utils.distributed.memory import memory_per_device
 from course_utils.distributed.records import from_rounds
@@ -27,16 +20,13 @@ LABELS = {"ddp": "DDP, gradient_as_bucket_view=True", DEFAULT_DDP: "DDP, default
 FP32_ADAM = {"weight_bytes": 4, "grad_bytes": 4, "optimizer_bytes": 8}  # 16 B/param: fp32 weights, grads, 2 moments
 
 
-def run(steps: int = 5, batch: int = 64, rounds: int = 6, per_round: int = 3, nprocs: int = 2,
-        timeout: float = 180.0, **launch_options: Any) -> Any:
-    """Launch DDP, ZeRO-1 and FSDP2 training on ``nprocs`` ranks (their steps timed in ``rounds`` rounds of
-    ``per_round`` steps each, the kinds in turns); returns the ``LaunchResult`` (no bar unless ``progress=True``)."""
-    steps = validate.number("steps", steps, low=1, high=1000, integer=True)
-    batch = validate.number("batch", batch, low=1, high=2**14, integer=True)
-    rounds = validate.number("rounds", rounds, low=2, high=100, integer=True)
-    per_round = validate.number("per_round", per_round, low=1, high=1000, integer=True)
-    nprocs = validate.number("nprocs", nprocs, low=2, high=64, integer=True)
-    timeout = validate.number("timeout", timeout, low=1, high=3600)
+@declare.checked
+def run(steps: Annotated[int, declare.Range(1, 1000)] = 5, batch: Annotated[int, declare.Range(1, 2**14)] = 64,
+        rounds: Annotated[int, declare.Range(2, 100)] = 6, per_round: Annotated[int, declare.Range(1, 1000)] = 3,
+        nprocs: Annotated[int, declare.Range(2, 64)] = 2, timeout: Annotated[float, declare.Range(1, 3600)] = 180.0,
+        **launch_options: Any) -> Any:
+    """Launch DDP, ZeRO-1 and FSDP2 training on ``nprocs`` ranks (steps timed in ``rounds`` rounds of ``per_round``,
+    the kinds in turns); returns the ``LaunchResult`` (no bar unless ``progress=True``)."""
     if batch % nprocs:
         raise ValueError(f"batch must be divisible by nprocs = {nprocs}; got {batch}")
     launch_options.setdefault("progress", False)  # a stored notebook would keep the bar frozen at its start
@@ -74,11 +64,11 @@ def largest_rank(result: Any) -> dict[str, float]:
     return {kind: float(max(sum(h.values()) for h in per.values())) for kind, per in held_bytes(result).items()}
 
 
-def formula_bytes(n_params: int, n: int) -> dict[str, float]:
-    """Bytes per device from the ZeRO formula for fp32 Adam: 16 B/param split over N by stage; default DDP
-    20 B/param (its gradients twice: in the parameters' ``.grad`` and in its buckets). Computed, not measured."""
-    n_params = validate.number("n_params", n_params, low=1, high=1e13, integer=True)
-    n = validate.number("n", n, low=1, high=1e6, integer=True)
+@declare.checked
+def formula_bytes(n_params: Annotated[int, declare.Range(1, 10**13)],
+                  n: Annotated[int, declare.Range(1, 10**6)]) -> dict[str, float]:
+    """Bytes per device by the ZeRO formula for fp32 Adam (16 B/param split over N by stage; default DDP 20 B/param,
+    its gradients twice: in ``.grad`` and in its buckets). Computed, not measured."""
     out = {kind: memory_per_device(n_params, n, stage, **FP32_ADAM) for kind, (_, stage) in KINDS.items()}
     out[DEFAULT_DDP] = memory_per_device(n_params, n, 0, **{**FP32_ADAM, "grad_bytes": 8})
     return out
@@ -215,12 +205,6 @@ def collectives_alone(result: Any) -> dict[str, timing.Measurement]:
     validate.instance("result", result, launcher.LaunchResult)
     rec = result.record("collectives")
     return {op: from_rounds(op, t) for op, t in rec["round_times"].items()}
-
-
-def collective_medians(result: Any) -> dict[str, float]:
-    """Median seconds of the collectives alone (``collectives_alone``) and "nbytes", the buffer's size."""
-    found = {op: m.median for op, m in collectives_alone(result).items()}
-    return found | {"nbytes": float(result.record("collectives")["nbytes"])}
 
 
 def weight_diffs(result: Any) -> dict[str, float]:
