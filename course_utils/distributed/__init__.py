@@ -1,22 +1,7 @@
-"""course_utils.distributed: the helpers of notebook 05 (data parallelism); notebook 06 builds on them in
-``course_utils.beyond``.
-
-Notebook 05:
-- ``launch``: run the real ``torchrun`` on 127.0.0.1 from a notebook (``launch``, ``LaunchResult``), with no
-  process left behind (``reaping``: a reaper ends the job whatever the learner presses); ``failures``: what the
-  ranks printed, and which rank failed with what traceback or signal (``LaunchError``, ``LaunchTimeout``,
-  ``LoopbackError``);
-- ``worker``: what the launched scripts call (``emit``, ``save``, ``progress``, ``rank``, ``pg_timeout``,
-  ``timed_rounds``);
-- ``records``: the workers' timings as Measurements with per-round medians (``measurements``, ``summed``);
-- ``breakdown``: a step's time taken apart (``chain``, ``accumulation_saving``) and its tables;
-- ``devices``: the devices a JAX mesh uses by the device plan (real, or simulated host CPUs), TensorFlow logical
-  CPUs, torch's threads (``time_threads``);
-- ``comms``: the ring all-reduce cost model, measured one way for the whole course (``allreduce_cost``, with an
-  interval over rounds), fitted and scored, and ZeRO traffic;
-- ``memory``: model-state bytes per device under DDP and ZeRO stages 1-3;
-- ``findings``: the notebook's predictions, each declared once with a sentence per outcome;
-- ``plots``: the notebook's figures; ``exercises``: the checkers of its exercises.
+"""course_utils.distributed: the helpers of notebook 05 (data parallelism); 06's ``course_utils.beyond`` builds on
+them. ``launcher`` runs the real torchrun with no process left behind, ``worker`` is what the launched scripts call,
+``records``/``breakdown`` turn their timings into Measurements and tables, ``comms`` measures the ring all-reduce
+model once per run, ``devices`` picks a mesh's devices, ``findings`` words the predictions.
 """
 
 from course_utils.distributed import exercises as _exercises  # noqa: F401  (registers the exercise checkers)

@@ -1,9 +1,5 @@
-"""What a data-parallel step's time is made of, from the worker's measurements (no prose: ``findings`` tells it).
-
-``chain``: rank 0's step from one process on the whole batch to the DDP step, one suspect added at a time, each
-link an interval (``cu.intervals.speedup`` over paired rounds); ``chain_table`` shows it. ``accumulation_saving``:
-what ``no_sync`` saved per optimizer step, set against the all-reduces it removed, timed back to back and inside
-the training loop. ``threads_table``: the whole-batch step with one thread and with every thread.
+"""What a data-parallel step's time is made of (numbers only; ``findings`` words them): the chain from one process
+to the DDP step one suspect at a time, what ``no_sync`` saved, and the step with one and with every thread.
 """
 
 from __future__ import annotations

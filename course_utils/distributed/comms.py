@@ -1,16 +1,6 @@
-"""The ring all-reduce cost model: T(N) = 2(N-1)·latency + 2(N-1)/N · bytes / bandwidth, fitted to measured
-times, scored out of sample, and the traffic of ZeRO stages against plain DDP.
-
-One machine, one figure: ``allreduce_cost(nprocs)`` is *the* way the course measures this machine's all-reduce
-(every notebook that prices a collective should call it): a job of ``nprocs`` ranks times ``dist.all_reduce`` over
-a sweep of message sizes in rounds (``sweep_in_rank``, run inside the ranks), the model is fitted on each round,
-and the rounds give a 95% Student-t interval on the latency, the bandwidth and every prediction (``AllReduceCost``).
-The result is written to ``build/machine/`` under this machine's key, so a later notebook of the same run reads it
-(and says so) instead of measuring the machine again at another moment.
-
-All other numbers here are *computed* from the formula (a notebook labels them so); only the times passed to
-``fit_allreduce``/``score`` are measured, one statistic of the repeats per size (``allreduce_sweep``, the
-median by default) for the fit and the scores alike.
+"""The ring all-reduce cost model, T(N) = 2(N-1)·latency + 2(N-1)/N · bytes / bandwidth: fitted per round of a
+measured sweep (``allreduce_cost``, *the* way the course measures this machine's all-reduce, kept in
+``build/machine/`` for the run's later notebooks), scored out of sample, and ZeRO's traffic (computed).
 """
 
 from __future__ import annotations

@@ -1,20 +1,7 @@
-"""The notebook side of a launch: run the real ``torchrun`` on 127.0.0.1, stream the ranks' lines into the
-cell with a progress bar, collect what the workers recorded, and leave no process behind.
-
-``launch(script, nprocs, timeout=...)`` returns a ``LaunchResult``; a failing rank raises ``LaunchError``
-with that rank's traceback (or the signal that killed it, by name), a job past its timeout ``LaunchTimeout``, a
-machine whose loopback interface is down ``LoopbackError`` within seconds, before anything starts. Whatever
-happens (success, error, timeout, Ctrl-C, a second Ctrl-C during the clean-up, the kernel itself killed) every
-process the launch started is gone: torchrun runs under a reaper (``workers/launch_reaper.py``), a child
-subreaper in a session of its own that ends every process of the job and returns only when the kernel reports
-none left; the notebook holds Ctrl-C while it waits for that, and raises it afterwards. Every address is the
-loopback address 127.0.0.1, so that no host name is ever resolved (offline machines, strict sandboxes).
-
-Process-group timeout: a rank blocked in a collective whose partner never arrives waits ``pg_timeout`` seconds
-(the workers pass ``worker.pg_timeout()`` to ``init_process_group``), then raises with a traceback that names the
-collective. ``launch`` sets it to half the launch's ``timeout`` (at least 10 s) unless told otherwise, so such a
-rank fails with its own traceback before the launcher gives up on the whole job; torch's own defaults (30 min
-for gloo, 10 min for NCCL) would leave a notebook cell hanging that long.
+"""The notebook side of a launch: the real ``torchrun`` on 127.0.0.1 under a reaper (``workers/launch_reaper.py``),
+the ranks' lines streamed into the cell, what the workers recorded collected, and no process left behind whatever
+happens (error, timeout, Ctrl-C twice, the kernel killed). A failing rank raises ``LaunchError`` with its traceback;
+the ranks' process-group timeout is half the launch's, so a rank stuck in a collective fails first.
 """
 
 from __future__ import annotations

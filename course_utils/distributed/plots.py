@@ -1,7 +1,4 @@
-"""The figures of notebook 05: the data-parallel diagram, the proof's weight differences, where a step's time
-goes, the all-reduce fit against measurement (with its interval), and the computed scaling of a ring all-reduce
-over typical links.
-"""
+"""The figures of notebook 05."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""What the workers' timing records become in the notebook: ``timing.Measurement`` objects that keep their
-per-round medians, so that ``cu.intervals.speedup`` can pair them into an interval.
-
-A worker times its variants in rounds (``worker.timed_rounds``) and emits, per variant, the list of seconds and,
-under "rounds", one median per round. ``measurements(record)`` turns every variant of a record into a Measurement;
-``summed`` adds measurements round by round (a step's parts, to set against the step itself); ``from_rounds`` reads
-a worker's times kept as one list per round (06's workers).
+"""The workers' timing records as ``timing.Measurement`` objects that keep their per-round medians, so that
+``cu.intervals.speedup`` pairs them into an interval; ``summed`` adds parts round by round.
 """
 
 from __future__ import annotations

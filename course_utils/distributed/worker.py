@@ -1,11 +1,5 @@
-"""The worker side: what a script started by ``launch()`` calls to report back to the notebook.
-
-A worker records JSON-ready dicts with ``emit`` and NumPy arrays with ``save``; ``launch`` collects them per
-rank into ``LaunchResult.records`` and ``LaunchResult.arrays``. Outside ``launch`` (a script run by hand),
-``emit`` prints its JSON line, and ``save`` refuses unless ``COURSE_DIST_OUT`` names a folder (``ddp_train.py``
-sets it from its ``--out``): it never writes into whatever the current directory happens to be.
-``pg_timeout()`` is the process-group timeout the launch chose, for ``init_process_group(timeout=...)``;
-``timed_rounds`` the one timing loop of the workers: variants timed in turns, over rounds, ranks aligned.
+"""The worker side: what a script started by ``launch()`` calls to report back (``emit`` records, ``save`` arrays,
+``progress``), the process-group timeout the launch chose, and the one timing loop of the workers (``timed_rounds``).
 """
 
 from __future__ import annotations
