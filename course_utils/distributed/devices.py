@@ -57,12 +57,12 @@ def sharding_devices(plan: devices.Plan) -> list[Any]:
 
 @declare.checked
 def mesh_facts(plan: devices.Plan, cores: Annotated[int, declare.Range(1, 4096)]) -> dict[str, Any]:
-    """What the JAX finding quotes about its mesh: how many devices, and whether their times can mean speed."""
+    """What the JAX finding quotes about its mesh: its devices, and whether their times can mean speed."""
     n = plan.mesh_devices
     where = (f"The {n} simulated devices are threads sharing this machine's {cores} cores: the times show "
              "correctness and the compiled collective, not speed." if plan.simulated else
              f"The {n} devices are this runtime's own {plan.device.kind.upper()}s, so the times are theirs.")
-    return {"devices": n, "where": where}
+    return {"where": where}
 
 
 @declare.checked

@@ -136,8 +136,7 @@ def test_several_accelerators_shard_over_themselves(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "jax", _FakeJax(8))
     assert not plan.simulated and d.sharding_devices(plan) == [f"acc{i}" for i in range(8)]
     assert d.sharding_note(plan) == "JAX sharding: 8 TPU devices of this runtime"
-    assert d.mesh_facts(plan, 96) == {"devices": 8, "where": "The 8 devices are this runtime's own TPUs, so the "
-                                                               "times are theirs."}
+    assert d.mesh_facts(plan, 96) == {"where": "The 8 devices are this runtime's own TPUs, so the times are theirs."}
 
 
 def test_a_mesh_of_one_device_is_refused_with_the_fix(monkeypatch) -> None:
