@@ -127,20 +127,16 @@ class NodesResult(launcher.LaunchResult):
                              "(start-up and rendezvous included)")
 
 
-def run_nodes(commands: Sequence[str | Sequence[str]], timeout: float = 120.0, *, env: dict[str, str] | None = None,
-              echo: bool = True, progress: bool = True,
-              on_line: Callable[[int | None, str], None] | None = None) -> NodesResult:
+@declare.checked
+def run_nodes(commands: Annotated[Sequence[str | Sequence[str]], declare.NonEmpty, declare.MaxItems(_MAX_NODES)],
+              timeout: Annotated[float, declare.Range(0, 24 * 3600, low_open=True)] = 120.0, *,
+              env: Mapping[str, str] | None = None, echo: bool = True, progress: bool = True,
+              on_line: launcher.OnLine = None) -> NodesResult:
     """Run one torchrun line per node (as ``read_command`` reads them) side by side; return what all ranks recorded.
-
-    The lines must agree on ``--nnodes`` (= the number of lines), ``--rdzv-endpoint`` (on 127.0.0.1 here),
-    ``--rdzv-id`` and the script. ``--max-restarts`` > 0 lets torchrun restart the whole group after a worker dies.
-    """
-    if isinstance(commands, (str, bytes)) or not isinstance(commands, Sequence):
-        raise TypeError(f"commands must be a list of torchrun lines, one per node; got {commands!r:.80}")
-    timeout = validate.number("timeout", timeout, low=0, high=24 * 3600, low_open=True)
-    extra = launcher.launch_options([], env, echo=echo, progress=progress, on_line=on_line)
-    nodes = [read_command(c) for c in validate.non_empty("commands", list(commands))]
-    validate.number("commands", len(nodes), low=1, high=_MAX_NODES, integer=True)
+    The lines agree on ``--nnodes`` (= the number of lines), ``--rdzv-endpoint`` (127.0.0.1 here), ``--rdzv-id`` and
+    the script; ``--max-restarts`` > 0 lets torchrun restart the whole group after a worker dies."""
+    extra = dict(env or {})
+    nodes = [read_command(c) for c in commands]
     first = nodes[0]
     for key in ("--nnodes", "--rdzv-endpoint", "--rdzv-id", "--nproc-per-node"):
         if len({n.options.get(key) for n in nodes}) > 1:
@@ -187,9 +183,8 @@ def run_nodes(commands: Sequence[str | Sequence[str]], timeout: float = 120.0, *
 def launch_nodes(script: str | os.PathLike, nnodes: Annotated[int, declare.Range(1, _MAX_NODES)] = 2,
                  nproc_per_node: Annotated[int, declare.Range(1, 64)] = 1,
                  timeout: Annotated[float, declare.Range(1, 24 * 3600)] = 120.0, args: _Args = (), *,
-                 max_restarts: Annotated[int, declare.Range(0, 10)] = 0, env: dict[str, str] | None = None,
-                 echo: bool = True, progress: bool = True,
-                 on_line: Callable[[int | None, str], None] | None = None) -> NodesResult:
+                 max_restarts: Annotated[int, declare.Range(0, 10)] = 0, env: Mapping[str, str] | None = None,
+                 echo: bool = True, progress: bool = True, on_line: launcher.OnLine = None) -> NodesResult:
     """``run_nodes`` with the lines ``node_command`` writes for ``script``: ``nnodes`` nodes on a free port."""
     port, job_id = launcher.free_port(), uuid.uuid4().hex[:8]
     commands = [node_command(script, nnodes=nnodes, node_rank=n, nproc_per_node=nproc_per_node, port=port,
