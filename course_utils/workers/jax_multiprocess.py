@@ -1,17 +1,7 @@
-"""Multi-process JAX: ``jax.distributed.initialize`` joins the processes, one global mesh spans all devices.
-
-Launched from notebook 06 by ``cu.beyond.jaxmulti.run()`` (``cu.distributed.launch("jax_multiprocess.py", 2)``):
-torchrun only starts the processes and sets ``RANK``/``WORLD_SIZE``; JAX has its own coordinator, a
-service that process 0 runs on 127.0.0.1:<port> (on a cluster: node 0's address). Every process then sees
-every device of the job (``jax.devices()``) but can touch only its own (``jax.local_devices()``).
-
-Each process gets ``--devices`` CPU devices (``jax_num_cpu_devices``), loads only ITS rows of every global
-batch, and builds the global batch array from them (``make_array_from_process_local_data``). The training
-step is the same ``jax.jit`` as on one device: XLA inserts the all-reduce of the gradients, across processes.
-Every process saves its final parameters and records the all-reduces of the compiled program (its HLO, read
-with ``cu.compiled``); then it times, in rounds (the calls in turns, so that the rounds pair them): the step, the
-compute alone (the same step on one of its devices over its own rows, no collective), and an all-reduce alone of
-one float, of the step's bytes as one array, and of the step's own operands.
+"""Multi-process JAX (``cu.beyond.jaxmulti.run``): ``jax.distributed.initialize`` joins the processes (torchrun only
+starts them), one global mesh spans every process's ``--devices`` CPU devices, each process loads only its rows of
+every global batch, and XLA inserts the gradients' all-reduce across processes. Each saves its parameters, records
+the step's all-reduces, and times in rounds the step, its compute alone and all-reduces alone.
 """
 
 import argparse
