@@ -99,8 +99,8 @@ def timed_rounds(device: Any, calls: dict, n_rounds: int, repeats: int, together
     (the same number each round, rounded up), the names taken in turns (the order rotated each round, starting
     ``offset`` places on) after one untimed warm-up call each (``warmup``), so that a change in the machine's load
     falls on all of them alike. ``together``: the ranks start each call at a barrier (every rank must then make the
-    same calls). Returns {name: [seconds, ...], "rounds": {name: [per-round median, ...]}}: the rounds are the
-    replicates of an interval."""
+    same calls). Returns {name: [seconds, ...], "rounds": {name: [per-round median, ...]}, "per_round": {name: [[seconds
+    of round 0], ...]}}: the rounds are the replicates of an interval."""
     validate.non_empty("calls", calls)
     n_rounds = validate.number("n_rounds", n_rounds, low=1, high=1000, integer=True)
     repeats = validate.number("repeats", repeats, low=1, high=10**6, integer=True)
@@ -113,6 +113,7 @@ def timed_rounds(device: Any, calls: dict, n_rounds: int, repeats: int, together
         fn(*args)
     found: dict = {name: [] for name in names}
     found["rounds"] = {name: [] for name in names}
+    found["per_round"] = {name: [] for name in names}  # every round's own times, for ``records.from_rounds``
     for r in range(offset, offset + n_rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
             fn, *args = calls[name]
@@ -127,4 +128,5 @@ def timed_rounds(device: Any, calls: dict, n_rounds: int, repeats: int, together
                 times.append(time.perf_counter() - start)
             found[name] += times
             found["rounds"][name].append(float(np.median(times)))
+            found["per_round"][name].append(times)
     return found

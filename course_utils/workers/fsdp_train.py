@@ -183,7 +183,7 @@ class Trained:
             marks.append(time.perf_counter())
         F.cross_entropy(self.model(x), y).backward()
         if marks is not None:  # when the optimizer step starts
-            wait(self.device)
+            worker.sync_device(self.device)
             marks.append(time.perf_counter())
         self.opt.step()
 
@@ -191,7 +191,7 @@ class Trained:
         """One step on batch 0, its parts recorded in ``phases``."""
         marks = [time.perf_counter()]
         self.step(self.x, self.y, marks)
-        wait(self.device)
+        worker.sync_device(self.device)
         marks.append(time.perf_counter())
         for name, lo, hi in zip(self.phases, marks, marks[1:]):
             self.phases[name].append(hi - lo)
@@ -217,33 +217,10 @@ def default_ddp_buckets(device) -> int:
     return sum(int(b) for b in model._get_ddp_logging_data()["bucket_sizes"].split(","))
 
 
-def wait(device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-
-
-def timed(repeats, device, fn, *args) -> list[float]:
-    """Seconds of each of ``repeats`` calls ``fn(*args)``, every rank starting each call together."""
-    times = []
-    for _ in range(repeats):
-        dist.barrier()
-        start = time.perf_counter()
-        fn(*args)
-        wait(device)
-        times.append(time.perf_counter() - start)
-    return times
-
-
 def in_rounds(calls: dict, rounds: int, per_round: int, device) -> dict[str, list[list[float]]]:
-    """Every call timed ``per_round`` times in each of ``rounds`` rounds, the order rotated by one each round
-    (as ``cu.timing.interleaved`` does in one process; every rank runs the same order, so collectives pair up).
-    A machine that slows down for a while then slows every call alike: the rounds pair them for an interval."""
-    names = list(calls)
-    out = {name: [] for name in names}
-    for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            out[name].append(timed(per_round, device, calls[name]))
-    return out
+    """Every call timed ``per_round`` times in each round, the order rotated each round, ranks aligned by a barrier
+    (``worker.timed_rounds``): a machine that slows down for a while slows every call alike."""
+    return worker.timed_rounds(device, calls, rounds, rounds * per_round, warmup=False)["per_round"]
 
 
 def compute_alone(device, args):

@@ -6,7 +6,6 @@ the step's all-reduces, and times in rounds the step, its compute alone and all-
 
 import argparse
 import re
-import time
 
 import numpy as np
 
@@ -41,22 +40,6 @@ def timer(fn, *args):
     import jax
 
     return lambda: jax.block_until_ready(fn(*args))
-
-
-def in_rounds(calls: dict, rounds: int, per_round: int) -> dict[str, list[list[float]]]:
-    """Every call timed ``per_round`` times in each of ``rounds`` rounds, the order rotated by one each round; every
-    process runs the same order, so the collectives inside pair up. The rounds pair the calls for an interval."""
-    names = list(calls)
-    out = {name: [] for name in names}
-    for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            times = []
-            for _ in range(per_round):
-                start = time.perf_counter()
-                calls[name]()
-                times.append(time.perf_counter() - start)
-            out[name].append(times)
-    return out
 
 
 def operand_sizes(lines: list[str]) -> list[int]:
@@ -138,7 +121,8 @@ def main() -> None:
     calls = {"step": timer(train_step, params, x, y), "compute": timer(train_step, alone, xd, yd),
              "one float": summed_rows(mesh, [1]), "one array": summed_rows(mesh, [sum(operands)]),
              "operands": summed_rows(mesh, operands)}
-    times = in_rounds(calls, args.rounds, args.per_round)
+    times = worker.timed_rounds(None, calls, args.rounds, args.rounds * args.per_round, together=False,
+                                warmup=False)["per_round"]  # the calls in turns, the same order in every process
     worker.save("jax", **{f"p{i}": a for i, a in enumerate(local)})
     worker.emit(kind="jax", processes=nproc, local_devices=jax.local_device_count(), devices=jax.device_count(),
                 device_ids=[d.id for d in jax.devices()], allreduces=reduces,

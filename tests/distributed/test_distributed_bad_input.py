@@ -102,7 +102,7 @@ BAD_CALLS = [
     ("links", lambda: dist.scaling_plot(4e6, 0.03, {})),
     ("links", lambda: dist.scaling_plot(4e6, 0.03, [(1e10, 5e-6)])),
     ("links['link']", lambda: dist.scaling_plot(4e6, 0.03, {"link": 1e10})),
-    ("links['link'] bytes/s", lambda: dist.scaling_plot(4e6, 0.03, {"link": (0.0, 5e-6)})),
+    ("links['link'][0]", lambda: dist.scaling_plot(4e6, 0.03, {"link": (0.0, 5e-6)})),
     ("compute_seconds", lambda: dist.scaling_plot(4e6, 10**9, {"link": (1e10, 5e-6)})),
     ("compute_label", lambda: dist.scaling_plot(4e6, 0.03, {"link": (1e10, 5e-6)}, compute_label=None)),
     ("groups", lambda: dist.breakdown_plot([("m", {})])),
