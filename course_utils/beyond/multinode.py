@@ -129,7 +129,7 @@ class NodesResult(launcher.LaunchResult):
 
 @declare.checked
 def run_nodes(commands: Annotated[Sequence[str | Sequence[str]], declare.NonEmpty, declare.MaxItems(_MAX_NODES)],
-              timeout: Annotated[float, declare.Range(0, 24 * 3600, low_open=True)] = 120.0, *,
+              timeout: Annotated[float, declare.Range(1, 24 * 3600)] = 120.0, *,
               env: Mapping[str, str] | None = None, echo: bool = True, progress: bool = True,
               on_line: launcher.OnLine = None) -> NodesResult:
     """Run one torchrun line per node (as ``read_command`` reads them) side by side; return what all ranks recorded.
@@ -278,7 +278,7 @@ def _ranks(tracked: dict[int, Any]) -> set[int]:
 def ddp_reference(steps: Annotated[int, declare.Range(1, 10_000)] = 20,
                   batch: Annotated[int, declare.Range(1, 2**14)] = 64,
                   every: Annotated[int, declare.Range(1, 10_000)] = 5,
-                  lr: Annotated[float, declare.Range(0, 10, low_open=True)] = 0.1) -> dict[str, Any]:
+                  lr: Annotated[float, declare.Range(1e-6, 10)] = 0.1) -> dict[str, Any]:
     """One process, whole batches: the weights ``ddp_train.py``'s proof phase must reproduce, per checkpoint."""
     import torch
 

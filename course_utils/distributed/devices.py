@@ -109,7 +109,7 @@ _Threads = Annotated[Sequence[Annotated[int, declare.Range(1, _MAX_DEVICES)]], d
 
 @declare.checked
 def time_threads(fn: Callable[..., Any], *args: Any, threads: _Threads,
-                 min_time: Annotated[float, declare.Range(0, 60, low_open=True)] = 0.2,
+                 min_time: Annotated[float, declare.Range(1e-3, 60)] = 0.2,
                  rounds: Annotated[int, declare.Range(1, 100)] = 4,
                  timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> dict[int, ThreadRun]:
     """``fn(*args)`` under ``torch.set_num_threads(n)`` for each ``n`` of ``threads``, in turns over ``rounds``
@@ -162,7 +162,7 @@ _Layers = Annotated[Sequence[Annotated[int, declare.Range(1, 2**16)]], declare.N
 def mlp_threads_fresh(workloads: Annotated[Mapping[str, tuple[_Layers, Annotated[int, declare.Range(1, 2**20)]]],
                                            declare.NonEmpty],
                       threads: _Threads, env: Mapping[str, str] | None = None, *,
-                      min_time: Annotated[float, declare.Range(0, 60, low_open=True)] = 0.2,
+                      min_time: Annotated[float, declare.Range(1e-3, 60)] = 0.2,
                       timeout: Annotated[float, declare.Range(1, 3600)] = 300.0) -> dict[str, dict[int, ThreadRun]]:
     """``time_threads`` of the course MLP's step per workload (name -> (layer sizes, batch)) in one fresh process
     whose environment adds ``env``: for settings read once at start-up (``OMP_WAIT_POLICY=passive``), which a

@@ -220,7 +220,8 @@ def default_ddp_buckets(device) -> int:
 def in_rounds(calls: dict, rounds: int, per_round: int, device) -> dict[str, list[list[float]]]:
     """Every call timed ``per_round`` times in each round, the order rotated each round, ranks aligned by a barrier
     (``worker.timed_rounds``): a machine that slows down for a while slows every call alike."""
-    return worker.timed_rounds(device, calls, rounds, rounds * per_round, warmup=False)["per_round"]
+    return worker.timed_rounds(device, {name: (fn,) for name, fn in calls.items()}, rounds, rounds * per_round,
+                               warmup=False)["per_round"]
 
 
 def compute_alone(device, args):

@@ -121,8 +121,9 @@ def main() -> None:
     calls = {"step": timer(train_step, params, x, y), "compute": timer(train_step, alone, xd, yd),
              "one float": summed_rows(mesh, [1]), "one array": summed_rows(mesh, [sum(operands)]),
              "operands": summed_rows(mesh, operands)}
-    times = worker.timed_rounds(None, calls, args.rounds, args.rounds * args.per_round, together=False,
-                                warmup=False)["per_round"]  # the calls in turns, the same order in every process
+    in_turns = {name: (fn,) for name, fn in calls.items()}  # the calls in turns, the same order in every process
+    times = worker.timed_rounds(None, in_turns, args.rounds, args.rounds * args.per_round, together=False,
+                                warmup=False)["per_round"]
     worker.save("jax", **{f"p{i}": a for i, a in enumerate(local)})
     worker.emit(kind="jax", processes=nproc, local_devices=jax.local_device_count(), devices=jax.device_count(),
                 device_ids=[d.id for d in jax.devices()], allreduces=reduces,
