@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import declare, display, timing, validate
+from course_utils import declare, display, timing
 from course_utils.distributed import launcher
 from course_utils.distributed.memory import memory_per_device
 from course_utils.distributed.records import from_rounds
@@ -34,8 +34,8 @@ def run(steps: Annotated[int, declare.Range(1, 1000)] = 5, batch: Annotated[int,
         "--steps", steps, "--batch", batch, "--rounds", rounds, "--per-round", per_round], **launch_options)
 
 
-def _records(result: Any, rank: int = 0) -> dict[str, dict[str, Any]]:
-    validate.instance("result", result, launcher.LaunchResult)
+@declare.checked
+def _records(result: launcher.LaunchResult, rank: int = 0) -> dict[str, dict[str, Any]]:
     return {kind: result.record(kind, rank) for kind in KINDS}
 
 
@@ -49,10 +49,10 @@ def world(result: Any) -> int:
     return int(_records(result)["ddp"]["world"])
 
 
-def held_bytes(result: Any) -> dict[str, dict[int, dict[str, int]]]:
-    """Measured bytes per kind, per rank: {"params", "grads", "optimizer"} counted from the real tensors; the
-    ``DEFAULT_DDP`` kind adds "buckets": the bucket bytes DDP reports for its default construction."""
-    validate.instance("result", result, launcher.LaunchResult)
+@declare.checked
+def held_bytes(result: launcher.LaunchResult) -> dict[str, dict[int, dict[str, int]]]:
+    """Measured bytes per kind and rank ("params", "grads", "optimizer", from the real tensors); ``DEFAULT_DDP`` adds
+    "buckets", the bucket bytes DDP reports for its default construction."""
     held = {kind: {r: dict(result.record(kind, r)["held"]) for r in sorted(result.records)} for kind in KINDS}
     held[DEFAULT_DDP] = {r: {**h, "buckets": int(result.record("ddp", r)["default_bucket_bytes"])}
                          for r, h in held["ddp"].items()}
@@ -193,23 +193,23 @@ def comm_table(result: Any) -> display.Table:
                               "profiler events over 3 profiled steps; step: median of the unprofiled steps")
 
 
-def reduce_scatter_trace(result: Any) -> list[str]:
+@declare.checked
+def reduce_scatter_trace(result: launcher.LaunchResult) -> list[str]:
     """The c10d and gloo operators rank 0's profiler recorded during one reduce-scatter, in time order."""
-    validate.instance("result", result, launcher.LaunchResult)
     return list(result.record("collectives")["reduce_scatter_trace"])
 
 
-def collectives_alone(result: Any) -> dict[str, timing.Measurement]:
-    """The collectives alone on a buffer of all parameters (rank 0), timed in rounds, as Measurements:
-    allreduce, allgather, reducescatter; pair two with ``cu.intervals.speedup``."""
-    validate.instance("result", result, launcher.LaunchResult)
+@declare.checked
+def collectives_alone(result: launcher.LaunchResult) -> dict[str, timing.Measurement]:
+    """The collectives alone on a buffer of all parameters (rank 0), timed in rounds: allreduce, allgather,
+    reducescatter; pair two with ``cu.intervals.speedup``."""
     rec = result.record("collectives")
     return {op: from_rounds(op, t) for op, t in rec["round_times"].items()}
 
 
-def weight_diffs(result: Any) -> dict[str, float]:
+@declare.checked
+def weight_diffs(result: launcher.LaunchResult) -> dict[str, float]:
     """Max |weight difference| after training: ZeRO-1 and FSDP2 vs DDP, and between ranks of each."""
-    validate.instance("result", result, launcher.LaunchResult)
     saved = {kind: result.arrays[kind] for kind in KINDS}
     ddp = saved["ddp"][0]["weights"]
     out = {f"{kind} vs ddp": float(np.max(np.abs(saved[kind][0]["weights"] - ddp))) for kind in ("zero1", "fsdp2")}

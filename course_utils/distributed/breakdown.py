@@ -19,10 +19,10 @@ CHAIN = (("single", "whole batch, plain model (baseline)"), ("single_half", "hal
          ("compute", "the partner rank computing beside it (no_sync)"), ("ddp", "the all-reduce (the DDP step)"))
 
 
+@declare.checked
 def chain(parts: Mapping[str, timing.Measurement]) -> dict[str, intervals.Speedup]:
-    """{what a link adds: the variant before it over the variant with it} for each link of ``CHAIN``: above 1 the
-    addition made the step faster, below 1 slower (each a 95% interval over the paired rounds)."""
-    validate.instance("parts", parts, Mapping)
+    """{what a link adds: the variant before it over the variant with it} for each link of ``CHAIN`` (above 1: the
+    addition made the step faster), each a 95% interval over the paired rounds."""
     missing = [name for name, _ in CHAIN if name not in parts]
     if missing:
         raise ValueError(f"parts lacks {missing}: pass the timing record's measurements (cu.distributed.measurements)")
@@ -95,17 +95,13 @@ def accumulation_saving(record: Mapping[str, Any]) -> dict[str, Any]:
                                    title="What no_sync saved, and what the removed all-reduces cost")}
 
 
-def threads_table(threads: Mapping[str, Mapping[int, ThreadRun]],
-                  fresh: Mapping[str, Mapping[str, Mapping[int, ThreadRun]]], cores: int) -> display.Table:
+_Runs = Mapping[str, Mapping[int, ThreadRun]]  # model -> {threads: ThreadRun}, as ``time_threads`` returns
+
+
+@declare.checked
+def threads_table(threads: Annotated[_Runs, declare.NonEmpty], fresh: Mapping[str, _Runs],
+                  cores: Annotated[int, declare.Range(1, 4096)]) -> display.Table:
     """The whole-batch step per model and thread count, in this kernel and in fresh processes per wait policy."""
-    validate.non_empty("threads", validate.instance("threads", threads, Mapping))
-    validate.instance("fresh", fresh, Mapping)
-    cores = validate.count("cores", cores, high=4096)
-    for n, runs in threads.items():
-        _thread_runs(f"threads[{n!r}]", runs)
-    for policy, models in fresh.items():
-        for n, runs in validate.instance(f"fresh[{policy!r}]", models, Mapping).items():
-            _thread_runs(f"fresh[{policy!r}][{n!r}]", runs)
     fmt = display.format_time
     rows = [(n, "this kernel", r.threads, r) for n, t in threads.items() for r in t.values()]
     rows += [(n, f"fresh process, {policy} wait", r.threads, r) for policy, f in fresh.items()
@@ -117,9 +113,3 @@ def threads_table(threads: Mapping[str, Mapping[int, ThreadRun]],
                          title=f"The whole-batch step ({cores} cores)",
                          note="cores busy: the process's CPU seconds per wall second, every thread; the calling "
                               "thread's alone beside it.")
-
-
-def _thread_runs(name: str, runs: Any) -> None:
-    """Refuse what is not {thread count: ThreadRun}, as ``time_threads`` returns, naming where it sits."""
-    for k, run in validate.instance(name, runs, Mapping).items():
-        validate.instance(f"{name}[{k!r}]", run, ThreadRun)
