@@ -35,7 +35,8 @@
 #
 # **Minutes:** about 5 on a laptop, 60 in a workshop. **Accelerators:** everything runs on a CPU: DDP uses
 # processes and gloo, JAX simulated CPU devices, TensorFlow logical CPU devices. With several GPUs DDP uses
-# NCCL and JAX/TF use the GPUs; on a Colab TPU JAX uses the TPU cores. Without JAX or TensorFlow (Colab TPU
+# NCCL and JAX uses them (Kaggle's 2x T4 or TPU v5e-8); a Colab T4 or TPU v5e-1 is one device, so JAX's mesh
+# stays on simulated host devices there (the set-up cell says which). Without JAX or TensorFlow (Colab TPU
 # runtimes ship no TensorFlow) their sections say so once and are skipped.
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/eager-to-compiled/course/blob/v0.2.0/notebooks/05_data_parallel.ipynb)
