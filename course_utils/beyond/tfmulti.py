@@ -17,7 +17,7 @@ QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2"}
 CPU_ONLY = {"CUDA_VISIBLE_DEVICES": ""}  # two workers on one machine would both claim all of one GPU's memory
 
 
-_HostPort = Annotated[str, declare.Matches(r"[^\s:]+:\d+", "a 'host:port' string")]
+_HostPort = Annotated[str, declare.Matches(r"[^\s:]+:\S+", "a 'host:port' string")]
 
 
 @declare.checked

@@ -22,6 +22,8 @@ def test_tf_config_json() -> None:
     config = json.loads(tfmulti.tf_config(["a:1", "b:2"], 1))
     assert config == {"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker", "index": 1}}
     assert json.loads(tfmulti.tf_config(("a:1", "b:2"), np.int64(0)))["task"]["index"] == 0
+    shown = json.loads(tfmulti.tf_config(["127.0.0.1:<port0>", "127.0.0.1:<port1>"], 1))  # 06 prints placeholders
+    assert shown["cluster"]["worker"][1] == "127.0.0.1:<port1>"
 
 
 def test_tf_compare_workers_and_single() -> None:
