@@ -35,7 +35,8 @@
 #
 # **Minutes:** about 5 on a laptop, 60 in a workshop. **Accelerators:** everything runs on a CPU: DDP uses
 # processes and gloo, JAX simulated CPU devices, TensorFlow logical CPU devices. With several GPUs DDP uses
-# NCCL and JAX/TF use the GPUs; on a Colab TPU JAX uses the TPU cores. Without JAX or TensorFlow (Colab TPU
+# NCCL and JAX uses them (Kaggle's 2x T4 or TPU v5e-8); a Colab T4 or TPU v5e-1 is one device, so JAX's mesh
+# stays on simulated host devices there (the set-up cell says which). Without JAX or TensorFlow (Colab TPU
 # runtimes ship no TensorFlow) their sections say so once and are skipped.
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/eager-to-compiled/course/blob/v0.2.0/notebooks/05_data_parallel.ipynb)
@@ -56,10 +57,10 @@ if "google.colab" in sys.modules:
 # %% slideshow={"slide_type": "skip"}
 import course_utils as cu
 
-# JAX fixes its CPU device count at its first computation: ask for several devices BEFORE that
-# (setup's report lists JAX's devices, so it comes second). Without JAX this gives 0 devices and goes on.
-N_SIM = 4
-cu.distributed.simulate_devices(N_SIM)
+# JAX fixes its CPU device count at its first computation: ask for several host devices BEFORE that (setup's
+# report lists JAX's devices, so it comes second); they stand in for a mesh where the runtime has one device.
+# Without JAX this gives 0 devices and goes on.
+cu.distributed.simulate_devices(cu.devices.SIMULATED_DEVICES)
 cu.notebook.setup()
 
 # %% slideshow={"slide_type": "skip"}
@@ -74,13 +75,30 @@ ALL = torch.get_num_threads()
 torch.set_num_threads(1)  # like each rank, this kernel's own small steps run on one thread (section D compares)
 tf_devices = cu.distributed.tf_logical_cpus(2)  # TensorFlow splits its CPU only before its runtime starts
 CORES = os.cpu_count() or 1
-PHASES = ["--phases", "proof,accum,timing,buckets,batchnorm,compiled"]  # one launch for the whole notebook
-WORKER_ARGS = PHASES + cu.env.pick(
-    smoke=["--rounds", 2, "--repeats", 4, "--wide-batch", 256, "--backend", "aot_eager"],
-    ci=["--rounds", 4, "--repeats", 12, "--wide-batch", 256, "--backend", "aot_eager"],
-    cpu=["--rounds", 6, "--repeats", 30, "--wide-batch", 512, "--backend", "inductor"])
+plan = cu.devices.plan(cu.devices.describe())  # what this runtime offers: one device, or several
 print(f"{CORES} cores; torch sees {torch.cuda.device_count()} GPU(s); JAX installed: {HAVE_JAX}; "
-      f"TensorFlow logical CPUs: {len(tf_devices)}; worker arguments: {WORKER_ARGS}")
+      f"TensorFlow logical CPUs: {len(tf_devices)}")
+if HAVE_JAX:
+    print(cu.distributed.sharding_note(plan))
+
+# %% slideshow={"slide_type": "skip"}
+sizes = cu.env.sizes(
+    rounds=dict(smoke=2, ci=4, cpu=6),  # timing rounds of the DDP job: the replicates of every interval
+    repeats=dict(smoke=4, ci=12, cpu=30),  # timed calls per variant in the DDP job
+    wide_batch=dict(ci=256, cpu=512),  # global batch of the wide MLP
+    backend=dict(ci="aot_eager", cpu="inductor"),  # torch.compile's backend for compiled DDP
+    sweep_rounds=dict(ci=5, cpu=6),  # the all-reduce cost model's sweep: rounds,
+    sweep_repeats=dict(ci=10, cpu=12),  # calls per message size,
+    sweep_max_bytes=dict(ci=2**22, cpu=2**24, gpu=2**26),  # and its largest message (bytes)
+    jax_batch=dict(ci=256, cpu=1024),  # global batch of the JAX section
+)
+sizes
+
+# %% slideshow={"slide_type": "skip"}
+PHASES = ["--phases", "proof,accum,timing,buckets,batchnorm,compiled"]  # one launch for the whole notebook
+WORKER_ARGS = PHASES + ["--rounds", sizes.rounds, "--repeats", sizes.repeats, "--wide-batch", sizes.wide_batch,
+                        "--backend", sizes.backend]
+print("worker arguments:", WORKER_ARGS)
 
 # %% [markdown] course={"lead": false, "minutes": 2} slideshow={"slide_type": "slide"}
 # ## 1. The idea in one picture
@@ -387,7 +405,8 @@ v_accum.prose(v_saving.sentence)
 # all-reduce of the wide gradient, timed inside the training job.
 
 # %%
-cost = cu.distributed.allreduce_cost(2)
+cost = cu.distributed.allreduce_cost(2, rounds=sizes.sweep_rounds, repeats=sizes.sweep_repeats,
+                                    max_bytes=sizes.sweep_max_bytes)
 cu.distributed.allreduce_fit_plot(cost)
 
 # %%
@@ -419,7 +438,8 @@ v_fit.prose()
 
 # %%
 if CORES >= 3:
-    three = cu.distributed.allreduce_cost(3)
+    three = cu.distributed.allreduce_cost(3, rounds=sizes.sweep_rounds, repeats=sizes.sweep_repeats,
+                                          max_bytes=sizes.sweep_max_bytes)
     out_ratio = cu.distributed.score(cost.model, *three.sweep, 3)
     v_three = cu.distributed.findings.THREE.score(
         cu.findings.within("N=3, the sweep's lowest measured/model", float(out_ratio.min()), 0.5, 2),
@@ -473,8 +493,9 @@ cu.display.table(["link", *(f"{n} devices" for n in (8, 64, 512))],
 # JAX needs no launcher on one host. A **mesh** names the devices along axes; a `NamedSharding(mesh,
 # P("data"))` says which array dimension is split over which mesh axis; `jax.jit` compiles one program for all
 # devices and inserts the collectives. With `jax.shard_map` you write instead what *one* device runs on its
-# shard, and the communication (`psum`) is yours. The devices are the simulated CPU devices requested at the
-# top (on a Colab TPU: its cores). `pmap` is the legacy API: do not start new code with it.
+# shard, and the communication (`psum`) is yours. The devices come from the device plan (the set-up cell says
+# which): the runtime's accelerators where it has several (Kaggle's TPU v5e-8, 2x T4), else simulated host CPU
+# devices, since a Colab TPU (v5e-1) or a T4 is one device. `pmap` is the legacy API: do not start new code with it.
 #
 # **Prediction:** the `NamedSharding` step equals the single-device step, with an all-reduce in its compiled
 # program, and the `shard_map` step equals the `NamedSharding` step.
@@ -487,9 +508,11 @@ if HAVE_JAX:
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    mesh = jax.make_mesh((len(jax.devices()),), ("data",), axis_types=(jax.sharding.AxisType.Explicit,))
-    params = cu.models.jax_mlp_params()
-    x_np, y_np = cu.data.classification(cu.env.pick(ci=256, cpu=1024), seed=0)
+    mesh_devices = cu.distributed.sharding_devices(plan)  # several accelerators, or the simulated host devices
+    mesh = jax.make_mesh((len(mesh_devices),), ("data",), axis_types=(jax.sharding.AxisType.Explicit,),
+                         devices=mesh_devices)  # Explicit: older JAX (Colab's) defaults to Auto
+    x_np, y_np = cu.data.classification(sizes.jax_batch, seed=0)
+    params, x_1, y_1 = jax.device_put((cu.models.jax_mlp_params(), x_np, y_np), mesh_devices[0])  # one device
     p_s = jax.device_put(params, NamedSharding(mesh, P()))  # replicated: every device holds all of it
     x_s = jax.device_put(x_np, NamedSharding(mesh, P("data")))  # the batch split over the "data" axis
     y_s = jax.device_put(y_np, NamedSharding(mesh, P("data")))
@@ -520,7 +543,7 @@ if HAVE_JAX:
     train_step = jax.jit(lambda p, x, y: sgd(p, jax.grad(loss_fn)(p, x, y)))
     shard_mapped = jax.jit(jax.shard_map(shard_step, mesh=mesh, in_specs=(P(), P("data"), P("data")),
                                          out_specs=P()))
-    one_device = train_step(params, jnp.asarray(x_np), jnp.asarray(y_np))
+    one_device = train_step(params, x_1, y_1)
     sharded = train_step(p_s, x_s, y_s)
     manual = shard_mapped(p_s, x_s, y_s)
     collectives = cu.compiled.hlo_summary(train_step.lower(p_s, x_s, y_s).compile().as_text()).collectives()
@@ -531,10 +554,11 @@ if HAVE_JAX:
 # NBVAL_CHECK_OUTPUT
 if HAVE_JAX:
     def max_diff(a, b):
-        return max(jax.tree.leaves(jax.tree.map(lambda u, v: float(jnp.max(jnp.abs(u - v))), a, b)))
+        return max(jax.tree.leaves(jax.tree.map(lambda u, v: float(np.max(np.abs(np.asarray(u) - np.asarray(v)))),
+                                                a, b)))  # as NumPy: one device's arrays against the mesh's
 
     jax_diff, map_diff = max_diff(one_device, sharded), max_diff(sharded, manual)
-    print("devices in the mesh == simulated devices:", len(jax.devices()) == N_SIM or cu.env.accelerator() != "cpu")
+    print("the mesh spans several devices:", len(mesh_devices) > 1)
     print("all-reduce in the compiled sharded step:", collectives.get("all-reduce", 0) >= 1)
     print("NamedSharding step == single-device step (max abs diff < 1e-6):", jax_diff < 1e-6)
     print("shard_map step == NamedSharding step (max abs diff < 1e-6):", map_diff < 1e-6)
@@ -546,13 +570,14 @@ if HAVE_JAX:
                          collectives.get("all-reduce", 0) >= 1),
         cu.findings.below("NamedSharding against one device, largest difference", jax_diff, 1e-6, unit=""),
         cu.findings.below("shard_map against NamedSharding, largest difference", map_diff, 1e-6, unit=""),
-        devices=N_SIM, cores=CORES)
-    jax_times = cu.timing.interleaved({"one device": lambda: train_step(params, jnp.asarray(x_np), jnp.asarray(y_np)),
+        **cu.distributed.mesh_facts(plan, CORES))
+    jax_times = cu.timing.interleaved({"one device": lambda: train_step(params, x_1, y_1),
                                        "NamedSharding": lambda: train_step(p_s, x_s, y_s),
                                        "shard_map": lambda: shard_mapped(p_s, x_s, y_s)}, rounds=4, min_time=0.3)
     display(cu.plotting.time_bars(jax_times, title="One JAX training step, in alternating rounds"))
 else:
-    v_jax = cu.distributed.findings.JAX.not_tested("JAX is not installed in this runtime", devices=N_SIM, cores=CORES)
+    v_jax = cu.distributed.findings.JAX.not_tested("JAX is not installed in this runtime",
+                                                   **cu.distributed.mesh_facts(plan, CORES))
 v_jax
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
@@ -789,12 +814,13 @@ def grad_then_pmean(params, x, y):
 
 
 if HAVE_JAX:
-    g_true = jax.jit(jax.grad(loss_fn))(params, jnp.asarray(x_np), jnp.asarray(y_np))
+    g_true = jax.jit(jax.grad(loss_fn))(params, x_1, y_1)
     g_trap = jax.jit(jax.shard_map(grad_then_pmean, mesh=mesh, in_specs=(P(), P("data"), P("data")),
                                    out_specs=P()))(p_s, x_s, y_s)
-    trap_ratio = float(jnp.sum(g_trap[0]["w"] * g_true[0]["w"]) / jnp.sum(g_true[0]["w"] ** 2))
+    trap_w, true_w = np.asarray(g_trap[0]["w"]), np.asarray(g_true[0]["w"])  # the mesh's and one device's
+    trap_ratio = float(np.sum(trap_w * true_w) / np.sum(true_w**2))
     v_trap = cu.distributed.findings.TRAP.score(cu.findings.equal(
-        f"pmean(grad) over the true gradient on {len(jax.devices())} devices", trap_ratio, len(jax.devices()),
+        f"pmean(grad) over the true gradient on {len(mesh_devices)} devices", trap_ratio, len(mesh_devices),
         tolerance=1e-3, unit="x", source="measured"))
 else:
     v_trap = cu.distributed.findings.TRAP.not_tested("JAX is not installed in this runtime")

@@ -54,8 +54,9 @@ if "google.colab" in sys.modules:
 # %% slideshow={"slide_type": "skip"}
 import course_utils as cu
 
-# JAX fixes its CPU device count at its first computation: the JAX sharding section uses 4 devices.
-cu.distributed.simulate_devices(4)
+# JAX fixes its CPU device count at its first computation: ask for several host devices BEFORE that; they stand
+# in for a mesh where the runtime has one device (Going further's JAX sharding).
+cu.distributed.simulate_devices(cu.devices.SIMULATED_DEVICES)
 cu.notebook.setup()
 
 # %% slideshow={"slide_type": "skip"}
@@ -67,11 +68,22 @@ from IPython.display import display
 
 HAVE_JAX, HAVE_TF = cu.env.available("jax"), cu.env.available("tensorflow")
 QUIET = {"echo": False, "progress": False}  # launches below print only what a cell shows
-ROUNDS = cu.env.pick(smoke=3, ci=6, cpu=8)  # timing rounds: the timed calls in turns, paired for an interval
-# 05's worker arguments: section 6 fits 05's all-reduce model on the same sweep (sizes, repeats, statistic)
-DDP_ARGS = cu.env.pick(ci=["--repeats", 8, "--wide-batch", 256, "--max-bytes", 2**22],
-                       cpu=["--repeats", 20, "--wide-batch", 512, "--max-bytes", 2**24])
+plan = cu.devices.plan(cu.devices.describe())  # what this runtime offers: one device, or several
 print(f"{os.cpu_count()} cores; torch sees {torch.cuda.device_count()} GPU(s); size: {cu.env.size_name()}")
+if HAVE_JAX:
+    print(cu.distributed.sharding_note(plan))
+
+# %% slideshow={"slide_type": "skip"}
+sizes = cu.env.sizes(
+    rounds=dict(smoke=3, ci=6, cpu=8),  # timing rounds: the timed calls in turns, paired for an interval
+    ddp_repeats=dict(ci=8, cpu=20),  # section 1's job (05's worker): timed calls per variant,
+    wide_batch=dict(ci=256, cpu=512),  # the wide MLP's global batch,
+    ddp_max_bytes=dict(ci=2**22, cpu=2**24),  # and its all-reduce sweep's largest message (bytes), as 05's model
+    sweep_rounds=dict(ci=5, cpu=6),  # 05's all-reduce cost model, if 05 did not run: rounds,
+    sweep_repeats=dict(ci=10, cpu=12),  # calls per message size,
+    sweep_max_bytes=dict(ci=2**22, cpu=2**24, gpu=2**26),  # and the largest message (bytes)
+)
+sizes
 
 # %% [markdown] course={"lead": false, "minutes": 10} slideshow={"slide_type": "slide"}
 # ## 1. Two torchrun "nodes" on one machine
@@ -88,7 +100,8 @@ print(f"{os.cpu_count()} cores; torch sees {torch.cuda.device_count()} GPU(s); s
 # %%
 port = cu.distributed.free_port()  # on a cluster: a port on node 0, the rendezvous host
 rendezvous = f"--rdzv-backend=c10d --rdzv-endpoint=127.0.0.1:{port} --rdzv-id=job06"
-train = "course_utils/workers/ddp_train.py --phases proof,timing,allreduce " + " ".join(map(str, DDP_ARGS))
+train = (f"course_utils/workers/ddp_train.py --phases proof,timing,allreduce --repeats {sizes.ddp_repeats} "
+         f"--wide-batch {sizes.wide_batch} --max-bytes {sizes.ddp_max_bytes}")
 node0 = f"torchrun --nnodes=2 --nproc-per-node=1 --node-rank=0 {rendezvous} {train}"  # machine 0 runs this
 node1 = f"torchrun --nnodes=2 --nproc-per-node=1 --node-rank=1 {rendezvous} {train}"  # machine 1 runs this
 nodes = cu.beyond.run_nodes([node0, node1], timeout=240, progress=False)
@@ -157,7 +170,7 @@ print(cu.distributed.worker_source("jax_multiprocess.py", only=["join", "local_r
 # %%
 jax_run = jax_diff = jax_rec = None
 if HAVE_JAX:
-    jax_run = cu.beyond.jax_run(steps=10, rounds=ROUNDS)
+    jax_run = cu.beyond.jax_run(steps=10, rounds=sizes.rounds)
     jax_diff = cu.beyond.jax_compare(jax_run, cu.beyond.jax_reference(steps=10))
     jax_rec = jax_run.record("jax")
     print("\n".join(cu.beyond.allreduce_groups(jax_run)))
@@ -245,7 +258,7 @@ v_tf.prose()
 print(cu.distributed.worker_source("fsdp_train.py", only=["build"]))
 
 # %%
-shard_run = cu.beyond.sharded_run(steps=5, rounds=ROUNDS)
+shard_run = cu.beyond.sharded_run(steps=5, rounds=sizes.rounds)
 cu.beyond.memory_table(shard_run)
 
 # %%
@@ -373,7 +386,8 @@ v_reshard.prose()
 # **Prediction:** every multi-process step measured here lands within a factor of 2 of its prediction.
 
 # %%
-cost = cu.distributed.allreduce_cost(2)  # this machine's all-reduce: one figure for the run (05's)
+cost = cu.distributed.allreduce_cost(2, rounds=sizes.sweep_rounds, repeats=sizes.sweep_repeats,  # one figure
+                                    max_bytes=sizes.sweep_max_bytes)  # for the run: 05's, if 05 measured it
 print(cost.how)
 fit = cost.model
 sweep = cu.distributed.allreduce_sweep(nodes.records[0])  # this notebook's own sweep: (bytes, median seconds)
@@ -471,13 +485,15 @@ if HAVE_JAX:
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The same idea in JAX: shard the parameters over the mesh
 # In JAX, FSDP is a layout: give each weight a `NamedSharding` split over the `data` axis, and XLA inserts
-# an all-gather before each use. **Prediction:** the per-device argument bytes (`memory_analysis()`) fall to
-# about 1/4 on 4 devices, all-gathers appear in the HLO, and the result is unchanged.
+# an all-gather before each use. The mesh follows the device plan, as in 05: the runtime's accelerators where it
+# has several, else simulated host devices (a Colab TPU v5e-1 or a T4 is one device). **Prediction:** the
+# per-device argument bytes (`memory_analysis()`) fall to about 1/N on N devices, all-gathers appear in the HLO,
+# and the result is unchanged.
 
 # %%
 jax_fsdp = None
 if HAVE_JAX:
-    jax_fsdp = cu.beyond.jax_sharding()
+    jax_fsdp = cu.beyond.jax_sharding(cu.distributed.sharding_devices(plan))
     display(cu.display.Table(("layout", "arguments", "temporaries", "collectives in HLO"), tuple(
         (name, cu.display.format_bytes(jax_fsdp[name]["argument_bytes"]),
          cu.display.format_bytes(jax_fsdp[name]["temp_bytes"]),
@@ -567,12 +583,14 @@ cu.exercises.check("06.3", answer, hosts=HOSTS, index=2)
 # %%
 formula = cu.beyond.formula_bytes(params, cu.beyond.sharded_world(shard_run))
 largest = cu.beyond.largest_rank(shard_run)
+step_times = cu.beyond.sharded_steps(shard_run)  # section 4's job timed each kind's step in rounds
+fsdp_vs_ddp = cu.intervals.speedup(step_times["ddp"], step_times["fsdp2"])  # FSDP2's step speed over DDP's
 rows = [
     ("2 nodes: ranks' max weight difference", max(diffs["ranks"].values()), "", "c10d rendezvous on 127.0.0.1"),
     ("2 nodes vs one process, max weight difference", max(diffs["single"].values()), "", "float rounding only"),
     *((f"{cu.beyond.SHARDED_LABELS[k]}: model state, largest rank", largest[k] / params, "B/param",
        f"measured; formula {formula[k] / params:g}") for k in ("ddp", "ddp_default", "zero1", "fsdp2")),
-    ("FSDP2 step speed / DDP's", fsdp_speed.ratio, "x", f"{fsdp_speed.interval}; tiny model, gloo"),
+    ("FSDP2 step speed / DDP's", fsdp_vs_ddp.ratio, "x", f"{fsdp_vs_ddp.interval}; tiny model, gloo"),
     ("elastic: steps computed twice", crash.lost_steps, "steps", f"crash at {crash.crash_at}, checkpoint every {crash.every}"),
     ("elastic job, wall time", crash.seconds, "s", "two attempts, start-up included"),
     ("DCP checkpoint 2 -> 1 -> 2 ranks, max difference", max(two_to_one["max diff"], one_to_two["max diff"]), "",

@@ -1,22 +1,6 @@
-"""course_utils.beyond: the helpers of notebook 06, "What changes when the job outgrows one machine?".
-
-It builds on notebook 05's ``course_utils.distributed`` (the torchrun launcher, the reading of failures, the
-worker API, the ring all-reduce cost model); nothing there imports from here.
-
-- ``multinode``: torchrun "nodes" on 127.0.0.1 joined by a c10d rendezvous, run from the learner's own command
-  lines (``run_nodes``) or written for a worker (``launch_nodes``); the proof that the ranks agree;
-- ``cluster``: the commands for a real cluster, and what to check first when a job hangs;
-- ``jaxmulti``, ``tfmulti``: multi-process JAX (``jax.distributed``) and TF ``MultiWorkerMirroredStrategy``;
-- ``sharded``: ZeRO-1 and FSDP2 memory and collectives measured against DDP; ``rounds``: a worker's times in
-  rounds as Measurements that ``cu.intervals.speedup`` pairs;
-- ``elastic``: a rank that dies once and a restart from an atomic checkpoint; ``reshard``: a sharded checkpoint
-  (``torch.distributed.checkpoint``) saved at one world size and loaded at another;
-- ``predict``: 05's ring model prices every multi-process step; ``totals``: what several numbers add up to;
-- ``findings``: the notebook's predictions, each declared once with a sentence per outcome;
-- ``plots``: the figures; ``exercises``: the exercise checkers (registered on import: 06.1-06.3).
-
-Where several modules share a name (``run``, ``reference``, ``facts``), it is exported with its module's prefix:
-``cu.beyond.jax_run``, ``cu.beyond.sharded_facts``, ``cu.beyond.elastic_reference``.
+"""course_utils.beyond: the helpers of notebook 06, "What changes when the job outgrows one machine?", built on 05's
+``course_utils.distributed``: torchrun "nodes" (``multinode``), multi-process JAX and TF, ZeRO-1 and FSDP2 measured
+(``sharded``), an elastic restart, a resharded checkpoint, and 05's ring model pricing each step (``predict``).
 """
 
 from course_utils.beyond import exercises as _exercises  # noqa: F401  (registers the exercise checkers)

@@ -4,14 +4,17 @@ what to check first when a multi-node job hangs. Text only: nothing here starts 
 
 from __future__ import annotations
 
-from course_utils import display, validate
+from typing import Annotated
+
+from course_utils import declare, display
+from course_utils.beyond import multinode
 
 
-def cluster_commands(host: str = "node0.example", nnodes: int = 2, nproc_per_node: int = 8) -> str:
+@declare.checked
+def cluster_commands(host: Annotated[str, declare.Matches(multinode.HOST, multinode.HOST_MEANING)] = "node0.example",
+                     nnodes: Annotated[int, declare.Range(2, 4096)] = 2,
+                     nproc_per_node: Annotated[int, declare.Range(1, 64)] = 8) -> str:
     """The commands for a real cluster of ``nnodes`` machines (text): torchrun, jax.distributed, TF_CONFIG."""
-    validate.text("host", host)
-    nnodes = validate.number("nnodes", nnodes, low=2, high=4096, integer=True)
-    nproc_per_node = validate.number("nproc_per_node", nproc_per_node, low=1, high=64, integer=True)
     if nnodes <= 4:  # the JSON written out; the shell splices in $NODE_INDEX between the single-quoted parts
         workers = ", ".join(f'"node{i}.example:12345"' for i in range(nnodes))
         tf_line = (f'export TF_CONFIG=\'{{"cluster": {{"worker": [{workers}]}}, "task": {{"type": "worker", '

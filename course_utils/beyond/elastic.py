@@ -1,21 +1,17 @@
-"""A rank dies, training goes on: ``torchrun --max-restarts=1`` with ``workers/elastic_train.py``.
-
-``run`` launches the job with a crash planted at one step, in a fresh checkpoint folder, and returns an
-``ElasticRun``: what each attempt computed, where it resumed, how many steps were computed twice (the
-work lost since the last checkpoint) and the final weights. ``reference`` is the same training in this
-process without any crash, the run the resumed job must reproduce. The checkpoint folder is one folder on this
-machine; on a cluster it must be storage every node sees (see ``workers/elastic_train.py``).
+"""A rank dies, training goes on: ``torchrun --max-restarts=1`` with ``workers/elastic_train.py`` (``run``), against
+the same training in this process without a crash (``reference``). On a cluster the checkpoint folder must be
+storage every node sees.
 """
 
 from __future__ import annotations
 
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import data, display, models, validate, walltime
+from course_utils import data, declare, display, models, validate, walltime
 from course_utils.beyond import multinode
 from course_utils.distributed import launcher
 
@@ -61,23 +57,22 @@ class ElasticRun:
         return self.table()._repr_html_()
 
 
+@declare.checked
 def facts(crash: ElasticRun) -> dict[str, float]:
-    """What the elastic finding quotes: the crash step, the step it resumed at, and where the wall time went
-    (seconds to 0.1)."""
-    validate.instance("crash", crash, ElasticRun)
+    """What the elastic finding quotes: the crash step, the resumed step, where the wall time went (to 0.1 s)."""
     spent = crash.timeline
     seconds = {"seconds": crash.seconds, "startup0": spent["startup 0"], "startup1": spent["startup 1"],
                "outside": spent["outside"], "training": spent["training 0"] + spent["training 1"]}
     return {"crash_at": crash.crash_at, "resumed": crash.resumed_from, **{k: round(v, 1) for k, v in seconds.items()}}
 
 
-def run(steps: int = 12, every: int = 3, crash_at: int = 8, nprocs: int = 2, timeout: float = 240.0,
-        **launch_options: Any) -> ElasticRun:
+@declare.checked
+def run(steps: Annotated[int, declare.Range(2, 10_000)] = 12, every: Annotated[int, declare.Range(1, 10_000)] = 3,
+        crash_at: Annotated[int, declare.Range(1, 10_000)] = 8, nprocs: Annotated[int, declare.Range(2, 64)] = 2,
+        timeout: Annotated[float, declare.Range(1, 3600)] = 240.0, **launch_options: Any) -> ElasticRun:
     """Launch the elastic job (one node, ``nprocs`` ranks, ``--max-restarts=1``) with rank 1 dying at ``crash_at``."""
-    steps = validate.number("steps", steps, low=2, high=10_000, integer=True)
-    every = validate.number("every", every, low=1, high=steps, integer=True)
-    crash_at = validate.number("crash_at", crash_at, low=1, high=steps - 1, integer=True)
-    nprocs = validate.number("nprocs", nprocs, low=2, high=64, integer=True)
+    validate.number("every", every, high=steps)
+    validate.number("crash_at", crash_at, high=steps - 1)
     launch_options.setdefault("progress", False)  # a stored notebook would keep the bar frozen at its start
     with tempfile.TemporaryDirectory(prefix="course_ckpt_") as folder:
         result = multinode.launch_nodes(
@@ -93,22 +88,21 @@ def run(steps: int = 12, every: int = 3, crash_at: int = 8, nprocs: int = 2, tim
                                                             "training 1": finished["seconds"]}))
 
 
-def startups(result: Any) -> dict[str, float]:
+@declare.checked
+def startups(result: launcher.LaunchResult) -> dict[str, float]:
     """The slowest rank's process start to joined group per attempt ("startup 0", "startup 1", seconds on the
-    ranks' own clocks; NaN where no rank reported one). With the crashing rank's training time before and after
-    its crash, the rest of the wall is "outside": torchrun's start, noticing the failure, the restart, exit."""
-    validate.instance("result", result, launcher.LaunchResult)
+    ranks' clocks; NaN where none reported one): the wall's rest is torchrun's start, the restart, exit."""
     return {f"startup {attempt}": max((r["seconds"] for per in result.records.values() for r in per
                                        if r.get("kind") == "startup" and r.get("attempt") == attempt),
                                       default=float("nan")) for attempt in (0, 1)}
 
 
-def reference(steps: int = 12, batch: int = 64) -> np.ndarray:
+@declare.checked
+def reference(steps: Annotated[int, declare.Range(1, 10_000)] = 12,
+              batch: Annotated[int, declare.Range(1, 2**14)] = 64) -> np.ndarray:
     """The uninterrupted training in this process: one process, whole batches, the same SGD with momentum."""
     import torch
 
-    steps = validate.number("steps", steps, low=1, high=10_000, integer=True)
-    batch = validate.number("batch", batch, low=1, high=2**14, integer=True)
     x_all, y_all = data.classification(steps * batch, seed=7)
     model = models.torch_mlp()
     step = models.torch_sgd_step(model, lr=LR, momentum=MOMENTUM)
@@ -117,8 +111,8 @@ def reference(steps: int = 12, batch: int = 64) -> np.ndarray:
     return torch.cat([p.detach().flatten() for p in model.parameters()]).numpy()
 
 
-def lost_steps(crash_at: int, every: int) -> int:
+@declare.checked
+def lost_steps(crash_at: Annotated[int, declare.Range(0, 10**9)],
+               every: Annotated[int, declare.Range(1, 10**9)]) -> int:
     """Steps recomputed after a crash at step ``crash_at`` with a checkpoint every ``every`` steps (computed)."""
-    crash_at = validate.non_negative("crash_at", crash_at, integer=True)
-    every = validate.positive("every", every, integer=True)
     return crash_at % every

@@ -1,40 +1,31 @@
-"""Multi-process JAX from a notebook: two processes joined by ``jax.distributed.initialize`` on 127.0.0.1.
-
-``run`` starts ``workers/jax_multiprocess.py`` through the course launcher (torchrun only starts the
-processes; JAX's own coordinator joins them), ``reference`` trains the same model in this process on one
-device, and ``compare`` checks the processes against each other and against the reference. ``alone`` gives the
-all-reduces the worker timed alone, in rounds (one float, the step's bytes as one array, the step's own
-operands), as Measurements that ``cu.intervals.speedup`` pairs; ``facts`` what the notebook's finding quotes.
-``jax_sharding`` compiles one step with replicated and with
-FSDP-style sharded parameters in this process and reads XLA's per-device memory and collectives
-(``cu.compiled``).
+"""Multi-process JAX from a notebook: two processes of ``workers/jax_multiprocess.py`` joined by
+``jax.distributed.initialize`` on 127.0.0.1 (``run``), checked against one device in this process (``reference``,
+``compare``); and ``jax_sharding``: one step with replicated and FSDP-style sharded parameters, XLA's memory and
+collectives.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import compiled, data, models, timing, validate
-from course_utils.beyond.rounds import measurement as rounds_measurement
+from course_utils import compiled, data, declare, models, timing
 from course_utils.distributed import launcher
+from course_utils.distributed.records import from_rounds
 
 LR = 0.1
 
 
-def run(steps: int = 10, batch: int = 64, devices_per_process: int = 2, processes: int = 2, rounds: int = 6,
-        per_round: int = 3, timeout: float = 180.0, **launch_options: Any) -> Any:
-    """Launch the multi-process JAX worker; returns the ``LaunchResult`` (records "jax", arrays "jax"); no bar
-    unless ``progress=True``."""
-    steps = validate.number("steps", steps, low=1, high=10_000, integer=True)
-    batch = validate.number("batch", batch, low=1, high=2**16, integer=True)
-    devices_per_process = validate.number("devices_per_process", devices_per_process, low=1, high=64, integer=True)
-    processes = validate.number("processes", processes, low=1, high=16, integer=True)
-    rounds = validate.number("rounds", rounds, low=2, high=100, integer=True)
-    per_round = validate.number("per_round", per_round, low=1, high=1000, integer=True)
-    timeout = validate.number("timeout", timeout, low=1, high=3600)
+@declare.checked
+def run(steps: Annotated[int, declare.Range(1, 10_000)] = 10, batch: Annotated[int, declare.Range(1, 2**16)] = 64,
+        devices_per_process: Annotated[int, declare.Range(1, 64)] = 2,
+        processes: Annotated[int, declare.Range(1, 16)] = 2,
+        rounds: Annotated[int, declare.Range(2, 100)] = 6, per_round: Annotated[int, declare.Range(1, 1000)] = 3,
+        timeout: Annotated[float, declare.Range(1, 3600)] = 180.0, **launch_options: Any) -> Any:
+    """Launch the multi-process JAX worker; returns the ``LaunchResult`` (records "jax", arrays "jax")."""
     if batch % (processes * devices_per_process):
         raise ValueError(f"batch must be divisible by processes x devices_per_process = "
                          f"{processes * devices_per_process}; got {batch}")
@@ -45,13 +36,13 @@ def run(steps: int = 10, batch: int = 64, devices_per_process: int = 2, processe
     return launcher.launch("jax_multiprocess.py", processes, timeout=timeout, args=args, env=env, **launch_options)
 
 
-def reference(steps: int = 10, batch: int = 64) -> list[np.ndarray]:
+@declare.checked
+def reference(steps: Annotated[int, declare.Range(1, 10_000)] = 10,
+              batch: Annotated[int, declare.Range(1, 2**14)] = 64) -> list[np.ndarray]:
     """The same training in this process on one device, whole batches; leaves in ``jax.tree.leaves`` order."""
     import jax
     import jax.numpy as jnp
 
-    steps = validate.number("steps", steps, low=1, high=10_000, integer=True)
-    batch = validate.number("batch", batch, low=1, high=2**14, integer=True)
     x_all, y_all = data.classification(steps * batch, seed=6)
     device = jax.devices("cpu")[0]
     params = jax.device_put(models.jax_mlp_params(), device)
@@ -62,10 +53,9 @@ def reference(steps: int = 10, batch: int = 64) -> list[np.ndarray]:
     return [np.asarray(leaf) for leaf in jax.tree.leaves(step.state["params"])]
 
 
-def compare(result: Any, ref: list[np.ndarray]) -> dict[str, float]:
+@declare.checked
+def compare(result: launcher.LaunchResult, ref: Annotated[Sequence[Any], declare.NonEmpty]) -> dict[str, float]:
     """Max |difference| of the parameters: between processes ("processes") and process 0 vs ``ref`` ("single")."""
-    validate.instance("result", result, launcher.LaunchResult)
-    validate.non_empty("ref", ref)
     saved = result.arrays.get("jax")
     if not saved:
         raise ValueError("result holds no 'jax' arrays: pass what jaxmulti.run returned")
@@ -75,9 +65,9 @@ def compare(result: Any, ref: list[np.ndarray]) -> dict[str, float]:
     return {"processes": between, "single": single}
 
 
-def allreduce_groups(result: Any) -> list[str]:
+@declare.checked
+def allreduce_groups(result: launcher.LaunchResult) -> list[str]:
     """The all-reduces of the compiled step as 'shapes over replica groups' (from process 0's HLO)."""
-    validate.instance("result", result, launcher.LaunchResult)
     lines = result.record("jax")["allreduces"]
     found = []
     for line in lines:
@@ -91,28 +81,28 @@ def allreduce_groups(result: Any) -> list[str]:
     return found
 
 
-def gloo_ranks(result: Any) -> int:
-    """How many gloo ranks JAX's CPU collectives formed, read from gloo's own "Rank k is connected" lines
-    (one rank per device, not per process); 0 when gloo printed none."""
-    validate.instance("result", result, launcher.LaunchResult)
+@declare.checked
+def gloo_ranks(result: launcher.LaunchResult) -> int:
+    """How many gloo ranks JAX's CPU collectives formed, from gloo's own "Rank k is connected" lines (one per device,
+    not per process); 0 when gloo printed none."""
     return len({int(m.group(1)) for _, text in result.lines
                 for m in [re.search(r"Rank (\d+) is connected to \d+ peer ranks", text)] if m})
 
 
-def alone(record: dict[str, Any]) -> dict[str, timing.Measurement]:
+@declare.checked
+def alone(record: Mapping[str, Any]) -> dict[str, timing.Measurement]:
     """The all-reduces process 0 timed alone over the global mesh, in rounds, as Measurements (per-round medians
     kept for ``cu.intervals.speedup``): "one float", "one array" (the step's bytes in one array) and "operands"
     (the step's own operands, ``record["allreduce_operands"]``)."""
-    validate.instance("record", record, dict)
     if "allreduce_alone" not in record:
         raise ValueError("record holds no 'allreduce_alone': pass jax_run.record('jax')")
-    return {name: rounds_measurement(name, per_round) for name, per_round in record["allreduce_alone"].items()}
+    return {name: from_rounds(name, per_round) for name, per_round in record["allreduce_alone"].items()}
 
 
-def facts(result: Any) -> dict[str, Any]:
+@declare.checked
+def facts(result: launcher.LaunchResult) -> dict[str, Any]:
     """What the JAX finding quotes: device ids and count, gradient leaves, the step's all-reduces and operands,
     and gloo's ranks (where this JAX logs them)."""
-    validate.instance("result", result, launcher.LaunchResult)
     record = result.record("jax")
     return {"device_ids": ", ".join(map(str, record["device_ids"])), "devices": record["devices"],
             "leaves": len(result.arrays["jax"][0]), "allreduces": record["allreduce_count"],
@@ -120,28 +110,27 @@ def facts(result: Any) -> dict[str, Any]:
             "gloo_ranks": gloo_ranks(result) or "an uncounted number of"}  # older JAX (Colab's 0.7) logs no rank lines
 
 
-def jax_sharding(sizes: tuple[int, ...] = (32, 512, 512, 10), batch: int = 64) -> dict[str, Any]:
-    """Compile one SGD step with parameters replicated vs sharded (FSDP-style) over all JAX devices.
+@declare.checked
+def jax_sharding(devices: Annotated[Sequence[Any], declare.MinItems(2), declare.MaxItems(4096)],
+                 sizes: Annotated[Sequence[Annotated[int, declare.Range(1, 8192)]], declare.MinItems(2),
+                                  declare.MaxItems(16)] = (32, 512, 512, 10),
+                 batch: Annotated[int, declare.Range(1, 4096)] = 64) -> dict[str, Any]:
+    """Compile one SGD step with parameters replicated vs sharded (FSDP-style) over ``devices`` (JAX devices:
+    ``cu.distributed.sharding_devices(plan)``, simulated host devices on a one-device runtime).
 
     Returns per-device bytes from ``compiled.memory_analysis()`` (arguments, outputs, temporaries), the
     collectives counted in each optimized HLO, and the max difference between the two steps' results.
     """
-    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, (list, tuple)):
-        raise TypeError(f"sizes must be a tuple of layer widths; got {type(sizes).__name__} {sizes!r:.60}")
-    if not 2 <= len(sizes) <= 16:
-        raise ValueError(f"sizes must hold 2 to 16 layer widths; got {sizes!r:.80}")
-    sizes = tuple(validate.number("sizes", w, low=1, high=8192, integer=True) for w in sizes)
-    batch = validate.number("batch", batch, low=1, high=4096, integer=True)
     import jax
     import jax.numpy as jnp
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    n = len(jax.devices())
+    n = len(devices)
     if batch % n:
         raise ValueError(f"batch must be divisible by the {n} devices; got {batch}")
-    mesh = jax.make_mesh((n,), ("data",), axis_types=(jax.sharding.AxisType.Explicit,))
-    params = models.jax_mlp_params(sizes)
+    mesh = jax.make_mesh((n,), ("data",), axis_types=(jax.sharding.AxisType.Explicit,), devices=list(devices))
+    params = models.jax_mlp_params(tuple(sizes))
     x, y = data.classification(batch, features=sizes[0], classes=sizes[-1], seed=8)
 
     def loss_fn(p, x, y):

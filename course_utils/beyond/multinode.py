@@ -1,12 +1,7 @@
-"""Several torchrun "nodes" on one machine: one launcher process per node, joined by a c10d rendezvous.
-
-On a cluster every machine runs the same ``torchrun --nnodes=N --rdzv-backend=c10d --rdzv-endpoint=<node0>:<port>``
-command. ``run_nodes`` takes those command lines as the learner writes them (one per node) and starts them side by
-side on 127.0.0.1, adding only what collects their output (``--tee``, ``--log-dir``, ``--local-addr``,
-``--monitor-interval``); ``launch_nodes`` writes the lines for a worker script itself (``node_command``). As with
-``cu.distributed.launch``: the ranks' lines stream into the cell (``[node n rank r]``), what the workers
-``emit``/``save`` is collected, a failing rank raises ``LaunchError`` naming it with its traceback, and every
-process of every node is gone when the call returns (success, error, timeout, Ctrl-C).
+"""Several torchrun "nodes" on one machine, joined by a c10d rendezvous: ``run_nodes`` starts the learner's own
+command lines (one per node) side by side on 127.0.0.1, adding only what collects their output; ``launch_nodes``
+writes those lines for a worker (``node_command``). Otherwise as ``cu.distributed.launch``: lines streamed, records
+collected, a failing rank named, and no process left behind.
 """
 
 from __future__ import annotations
@@ -15,10 +10,9 @@ import os
 import shlex
 import sys
 import tempfile
-import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -33,27 +27,22 @@ HOST_MEANING = "a host name or IP address (letters, digits, '.' and '-'; IPv6 in
 _PLUMBING = ("--tee", "--log-dir", "--local-addr", "--monitor-interval", "--redirects")  # set by run_nodes
 
 
+_Args = Sequence[str | int | float | os.PathLike]  # a worker's arguments, as torchrun passes them
+
+
 @declare.checked
-def node_command(script: str | os.PathLike, *, nnodes: int, node_rank: int, nproc_per_node: int, port: int,
-                 args: Sequence[Any] = (), job_id: str = "course", max_restarts: int = 0,
+def node_command(script: str | os.PathLike, *, nnodes: Annotated[int, declare.Range(1, _MAX_NODES)],
+                 node_rank: Annotated[int, declare.Range(0, _MAX_NODES - 1)],
+                 nproc_per_node: Annotated[int, declare.Range(1, 64)], port: Annotated[int, declare.Range(1, 65535)],
+                 args: _Args = (), job_id: declare.Text = "course",
+                 max_restarts: Annotated[int, declare.Range(0, 10)] = 0,
                  host: Annotated[str, declare.Matches(HOST, HOST_MEANING)] = launcher.LOOPBACK) -> list[str]:
     """The torchrun command one node runs, as a learner types it: c10d rendezvous at ``host:port``."""
-    nnodes = validate.number("nnodes", nnodes, low=1, high=_MAX_NODES, integer=True)
-    node_rank = validate.number("node_rank", node_rank, low=0, high=nnodes - 1, integer=True)
-    nproc_per_node = validate.number("nproc_per_node", nproc_per_node, low=1, high=64, integer=True)
-    port = validate.number("port", port, low=1, high=65535, integer=True)
-    max_restarts = validate.number("max_restarts", max_restarts, low=0, high=10, integer=True)
-    _check_args(args)
-    validate.text("job_id", job_id)
+    validate.number("node_rank", node_rank, high=nnodes - 1)
     path = launcher.worker_path(script)
     return ["torchrun", f"--nnodes={nnodes}", f"--nproc-per-node={nproc_per_node}", f"--node-rank={node_rank}",
             "--rdzv-backend=c10d", f"--rdzv-endpoint={host}:{port}", f"--rdzv-id={job_id}",
             f"--max-restarts={max_restarts}", str(path), *map(str, args)]
-
-
-def _check_args(args: Any) -> None:
-    if isinstance(args, (str, bytes)) or not isinstance(args, (list, tuple)):
-        raise TypeError(f"args must be a list or tuple of arguments; got {type(args).__name__} {args!r:.60}")
 
 
 @dataclass(frozen=True)
@@ -138,20 +127,16 @@ class NodesResult(launcher.LaunchResult):
                              "(start-up and rendezvous included)")
 
 
-def run_nodes(commands: Sequence[str | Sequence[str]], timeout: float = 120.0, *, env: dict[str, str] | None = None,
-              echo: bool = True, progress: bool = True,
-              on_line: Callable[[int | None, str], None] | None = None) -> NodesResult:
+@declare.checked
+def run_nodes(commands: Annotated[Sequence[str | Sequence[str]], declare.NonEmpty, declare.MaxItems(_MAX_NODES)],
+              timeout: Annotated[float, declare.Range(1, 24 * 3600)] = 120.0, *,
+              env: Mapping[str, str] | None = None, echo: bool = True, progress: bool = True,
+              on_line: launcher.OnLine = None) -> NodesResult:
     """Run one torchrun line per node (as ``read_command`` reads them) side by side; return what all ranks recorded.
-
-    The lines must agree on ``--nnodes`` (= the number of lines), ``--rdzv-endpoint`` (on 127.0.0.1 here),
-    ``--rdzv-id`` and the script. ``--max-restarts`` > 0 lets torchrun restart the whole group after a worker dies.
-    """
-    if isinstance(commands, (str, bytes)) or not isinstance(commands, Sequence):
-        raise TypeError(f"commands must be a list of torchrun lines, one per node; got {commands!r:.80}")
-    timeout = validate.number("timeout", timeout, low=0, high=24 * 3600, low_open=True)
-    extra = launcher.launch_options([], env, echo=echo, progress=progress, on_line=on_line)
-    nodes = [read_command(c) for c in validate.non_empty("commands", list(commands))]
-    validate.number("commands", len(nodes), low=1, high=_MAX_NODES, integer=True)
+    The lines agree on ``--nnodes`` (= the number of lines), ``--rdzv-endpoint`` (127.0.0.1 here), ``--rdzv-id`` and
+    the script; ``--max-restarts`` > 0 lets torchrun restart the whole group after a worker dies."""
+    extra = dict(env or {})
+    nodes = [read_command(c) for c in commands]
     first = nodes[0]
     for key in ("--nnodes", "--rdzv-endpoint", "--rdzv-id", "--nproc-per-node"):
         if len({n.options.get(key) for n in nodes}) > 1:
@@ -194,12 +179,13 @@ def run_nodes(commands: Sequence[str | Sequence[str]], timeout: float = 120.0, *
                 job.close()
 
 
-def launch_nodes(script: str | os.PathLike, nnodes: int = 2, nproc_per_node: int = 1, timeout: float = 120.0,
-                 args: Sequence[Any] = (), *, max_restarts: int = 0, env: dict[str, str] | None = None,
-                 echo: bool = True, progress: bool = True,
-                 on_line: Callable[[int | None, str], None] | None = None) -> NodesResult:
+@declare.checked
+def launch_nodes(script: str | os.PathLike, nnodes: Annotated[int, declare.Range(1, _MAX_NODES)] = 2,
+                 nproc_per_node: Annotated[int, declare.Range(1, 64)] = 1,
+                 timeout: Annotated[float, declare.Range(1, 24 * 3600)] = 120.0, args: _Args = (), *,
+                 max_restarts: Annotated[int, declare.Range(0, 10)] = 0, env: Mapping[str, str] | None = None,
+                 echo: bool = True, progress: bool = True, on_line: launcher.OnLine = None) -> NodesResult:
     """``run_nodes`` with the lines ``node_command`` writes for ``script``: ``nnodes`` nodes on a free port."""
-    nnodes = validate.number("nnodes", nnodes, low=1, high=_MAX_NODES, integer=True)
     port, job_id = launcher.free_port(), uuid.uuid4().hex[:8]
     commands = [node_command(script, nnodes=nnodes, node_rank=n, nproc_per_node=nproc_per_node, port=port,
                              args=args, job_id=job_id, max_restarts=max_restarts) for n in range(nnodes)]
@@ -260,52 +246,15 @@ def _stream(jobs: list[Any], timeout: float, name: str, total: int, echo: bool, 
                     line = line.rstrip("\n")
                     per_node[n].append(line)
                     arrival.append(line)
-                    left = max(1.0, timeout - (time.perf_counter() - start))
-                    bar = _show(line, n, bar, name, total, echo, progress, on_line, left)
+                    bar = launcher.show_line(line, bar, name, total, echo=echo, progress=progress, on_line=on_line,
+                                             seconds=max(1.0, timeout - (time.perf_counter() - start)),
+                                             where=f"node {n} ")
             if idle:
                 time.sleep(0.05)
     finally:
         if bar is not None:
             bar.close()
     return per_node
-
-
-def _show(line: str, node: int, bar: Any, name: str, total: int, echo: bool, progress: bool,
-          on_line: Callable[[int | None, str], None] | None, seconds: float) -> Any:
-    match = failures.RANK_LINE.match(line)
-    rank_, text = (int(match.group(1)), match.group(2)) if match else (None, line)
-    tick = failures.PROGRESS_LINE.match(text)
-    if tick:
-        return launcher.advance_progress(bar, int(tick.group(1)), int(tick.group(2)), name, total, progress)
-    if on_line is not None:
-        call_learner(on_line, seconds, rank_, text)
-    if echo and rank_ is not None and text.strip():
-        print(f"[node {node} rank {rank_}] {text}", flush=True)
-    return bar
-
-
-def call_learner(fn: Callable[..., Any], seconds: float, *args: Any) -> Any:
-    """``fn(*args)``, the learner's own callable, given at most ``seconds``: one that never returns raises
-    ``LaunchTimeout`` naming it (the launch then stops every process) instead of hanging the notebook. An exception
-    it raises (Ctrl-C's ``KeyboardInterrupt`` included) is raised here."""
-    seconds = validate.positive("seconds", seconds)
-    box: dict[str, Any] = {}
-
-    def call() -> None:
-        try:
-            box["value"] = fn(*args)
-        except BaseException as exc:  # noqa: BLE001  (handed back to the caller's thread)
-            box["error"] = exc
-
-    thread = threading.Thread(target=call, daemon=True, name="course-on-line")
-    thread.start()
-    thread.join(seconds)
-    if thread.is_alive():
-        raise failures.LaunchTimeout(f"{getattr(fn, '__qualname__', repr(fn))} (the on_line callable) did not return "
-                                     f"within {seconds:.0f} s; every process of the launch was stopped")
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
 
 
 def _ranks(tracked: dict[int, Any]) -> set[int]:
@@ -325,14 +274,15 @@ def _ranks(tracked: dict[int, Any]) -> set[int]:
 # What the notebook checks and shows
 
 
-def ddp_reference(steps: int = 20, batch: int = 64, every: int = 5, lr: float = 0.1) -> dict[str, Any]:
+@declare.checked
+def ddp_reference(steps: Annotated[int, declare.Range(1, 10_000)] = 20,
+                  batch: Annotated[int, declare.Range(1, 2**14)] = 64,
+                  every: Annotated[int, declare.Range(1, 10_000)] = 5,
+                  lr: Annotated[float, declare.Range(1e-6, 10)] = 0.1) -> dict[str, Any]:
     """One process, whole batches: the weights ``ddp_train.py``'s proof phase must reproduce, per checkpoint."""
     import torch
 
-    steps = validate.number("steps", steps, low=1, high=10_000, integer=True)
-    batch = validate.number("batch", batch, low=1, high=2**14, integer=True)
-    every = validate.number("every", every, low=1, high=steps, integer=True)
-    lr = validate.number("lr", lr, low=0, high=10, low_open=True)
+    validate.number("every", every, high=steps)
     x_all, y_all = data.classification(steps * batch, seed=0)
     model = models.torch_mlp()
     step = models.torch_sgd_step(model, lr=lr)
@@ -344,12 +294,12 @@ def ddp_reference(steps: int = 20, batch: int = 64, every: int = 5, lr: float = 
     return snapshots
 
 
-def proof_diffs(result: launcher.LaunchResult, reference: dict[str, Any]) -> dict[str, dict[str, float]]:
+@declare.checked
+def proof_diffs(result: launcher.LaunchResult,
+                reference: Annotated[Mapping[str, Any], declare.NonEmpty]) -> dict[str, dict[str, float]]:
     """Max |difference| per checkpoint: every rank vs rank 0 ("ranks") and rank 0 vs ``reference`` ("single")."""
     import numpy as np
 
-    validate.instance("result", result, launcher.LaunchResult)
-    validate.non_empty("reference", reference)
     proof = result.arrays.get("proof")
     if not proof:
         raise ValueError("result holds no 'proof' arrays: launch ddp_train.py with the proof phase")
@@ -358,11 +308,10 @@ def proof_diffs(result: launcher.LaunchResult, reference: dict[str, Any]) -> dic
     return {"ranks": ranks, "single": single}
 
 
+@declare.checked
 def facts(result: NodesResult) -> dict[str, Any]:
-    """What the two-node finding quotes: each node's ranks ("node0", "node1"), ``backend`` and where the wall time
-    went (seconds to 0.1): "phases" (rank 0's, measured by the worker), "startup" (the slowest rank's process start
-    to joined group: imports and rendezvous), "outside" (wall minus phases: torchrun, the ranks' start-up, exit)."""
-    validate.instance("result", result, NodesResult)
+    """Each node's ranks, the ``backend``, and where the wall went (to 0.1 s): rank 0's "phases", the slowest rank's
+    "startup" (start to joined group), and "outside" (torchrun, the ranks' start-up, exit)."""
     ranks = {node: ", ".join(map(str, result.node_ranks.get(node, []))) or "none" for node in (0, 1)}
     phases = float(sum(result.record("phases", 0)["seconds"].values()))
     startup = max(float(result.record("startup", r)["seconds"]) for r in sorted(result.records))
@@ -371,9 +320,9 @@ def facts(result: NodesResult) -> dict[str, Any]:
             **{k: round(v, 1) for k, v in split.items()}}
 
 
+@declare.checked
 def backend(result: launcher.LaunchResult) -> str:
     """The backend ``ddp_train.py``'s rank 0 said it joined with ("gloo" or "nccl"), from its own line."""
-    validate.instance("result", result, launcher.LaunchResult)
     for rank_, text in result.lines:
         if rank_ == 0 and text.startswith("backend "):
             return text.split()[1]

@@ -1,53 +1,41 @@
-"""05's ring model prices this notebook's steps: each measured multi-process step against its compute alone plus
-the ring cost of the collectives it issued (computed), next to what was measured.
-
-``ring_cost`` gives each collective's latency steps and byte share on a ring, ``model_comm_seconds`` prices a
-step's counted calls and bytes with a fitted ``AllReduceModel`` (05's, ``cu.distributed.fit_allreduce``), and
-``step_predictions`` builds one row per step: DDP, ZeRO-1 and FSDP2 from ``fsdp_train.py``, the wide DDP step
-of the two-node job, and the two-process JAX step.
+"""05's ring model prices this notebook's steps: each measured multi-process step (DDP, ZeRO-1, FSDP2, the two-node
+wide DDP step, the two-process JAX step) against its compute alone plus the ring cost of the collectives it issued.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
-from course_utils import display, validate
+from course_utils import declare, display
 from course_utils.beyond import sharded
+from course_utils.distributed import launcher
 from course_utils.distributed.comms import AllReduceModel
 
-
-def ring_cost(op: str, n: int) -> tuple[int, float]:
-    """(latency steps per call, share of the full buffer's bytes on the slowest link) of a ring collective.
-
-    All-reduce: 2(N-1) steps, 2(N-1)/N; all-gather and reduce-scatter: half of that, (N-1) and (N-1)/N; a
-    broadcast pipelined along the ring: (N-1) steps, the whole buffer over each link.
-    """
-    n = validate.number("n", n, low=2, high=1e6, integer=True)
-    costs = {"allreduce": (2 * (n - 1), 2 * (n - 1) / n), "allgather": (n - 1, (n - 1) / n),
-             "reduce_scatter": (n - 1, (n - 1) / n), "broadcast": (n - 1, 1.0)}
-    return costs[validate.choice("op", op, tuple(costs))]
+_Ops = Literal["allreduce", "allgather", "reduce_scatter", "broadcast"]
+_Ranks = Annotated[int, declare.Range(2, 10**6)]
 
 
-def model_comm_seconds(fit: AllReduceModel, calls: dict[str, int], nbytes: dict[str, float], n: int) -> float:
-    """Seconds the fitted ring model gives for a step's collectives (computed): α per latency step of every
-    call, plus each operator's bytes (summed over its calls) times its ring share over β."""
-    _check_fit(fit)
-    validate.instance("calls", calls, dict)
-    validate.instance("nbytes", nbytes, dict)
+@declare.checked
+def ring_cost(op: _Ops, n: _Ranks) -> tuple[int, float]:
+    """(latency steps per call, share of the buffer's bytes on the slowest link) of a ring collective: all-reduce
+    2(N-1), 2(N-1)/N; all-gather and reduce-scatter N-1, (N-1)/N; a pipelined broadcast N-1, the whole buffer."""
+    return {"allreduce": (2 * (n - 1), 2 * (n - 1) / n), "allgather": (n - 1, (n - 1) / n),
+            "reduce_scatter": (n - 1, (n - 1) / n), "broadcast": (n - 1, 1.0)}[op]
+
+
+@declare.checked
+def model_comm_seconds(fit: AllReduceModel, calls: Mapping[_Ops, Annotated[int, declare.Range(0, 10**9)]],
+                       nbytes: Mapping[_Ops, Annotated[float, declare.NonNegative]], n: _Ranks) -> float:
+    """Seconds the fitted ring model gives for a step's collectives (computed): α per latency step of every call,
+    plus each operator's bytes (summed over its calls) times its ring share over β."""
     total = 0.0
     for op, count in calls.items():
-        count = validate.number(f"calls[{op!r}]", count, low=0, high=1e9, integer=True)
         steps, share = ring_cost(op, n)
-        moved = validate.non_negative(f"nbytes[{op!r}]", nbytes.get(op, 0))
-        total += count * steps * fit.latency + share * moved / fit.bandwidth
+        total += count * steps * fit.latency + share * nbytes.get(op, 0) / fit.bandwidth
     return total
-
-
-def _check_fit(fit: Any) -> None:
-    if not isinstance(fit, AllReduceModel):
-        raise TypeError(f"fit must be an AllReduceModel (cu.distributed.fit_allreduce); got {type(fit).__name__}")
 
 
 def _row(compute: float, comm: float, measured: float, in_comm: float, optimizer: float) -> dict[str, float]:
@@ -55,25 +43,16 @@ def _row(compute: float, comm: float, measured: float, in_comm: float, optimizer
             "comm measured": in_comm, "optimizer": optimizer}
 
 
-def step_predictions(fit: AllReduceModel, result: Any, ddp_timing: dict[str, Any] | None = None,
-                     jax_record: dict[str, Any] | None = None,
-                     jax_ranks: int | None = None) -> dict[str, dict[str, float]]:
-    """Each measured multi-process step against compute alone + the ring model of its collectives (computed).
-
-    Per row (seconds): "compute" (measured, no communication), "comm model" (computed from the counted calls
-    and bytes with ``fit``), "predicted" (their sum), "measured" (the step), "comm measured" (time with a
-    collective running: ``sharded.in_collectives``; for the wide DDP step and the JAX step their all-reduce
-    measured alone, NaN if not recorded), "optimizer" (``zero_grad`` + ``optimizer.step()``, NaN if not measured);
-    the JAX row adds "operands" (of its all-reduce). Sources: ``result`` (DDP, ZeRO-1, FSDP2 from
-    ``fsdp_train.py``), ``ddp_timing`` (the wide DDP step of ``ddp_train.py``'s timing phase, compute = its
-    ``no_sync`` step), ``jax_record`` (the 2-process JAX step, compute = one device on its process's rows; its
-    all-reduce spans ``jax_ranks`` gloo ranks, default one per device).
+@declare.checked
+def step_predictions(fit: AllReduceModel, result: launcher.LaunchResult, ddp_timing: Mapping[str, Any] | None = None,
+                     jax_record: Mapping[str, Any] | None = None,
+                     jax_ranks: Annotated[int, declare.Range(2, 10**6)] | None = None) -> dict[str, dict[str, float]]:
+    """Each measured multi-process step against compute alone + the ring model of its collectives, per row (seconds):
+    "compute" (measured, no communication), "comm model" (computed from the counted calls and bytes), "predicted"
+    (their sum), "measured", "comm measured" (time with a collective running, or the all-reduce alone; NaN if not
+    recorded), "optimizer"; rows from ``result`` (``fsdp_train.py``), ``ddp_timing`` (the two-node job's wide DDP
+    step) and ``jax_record`` (its all-reduce over ``jax_ranks`` gloo ranks, default one per device).
     """
-    _check_fit(fit)
-    if ddp_timing is not None:
-        validate.instance("ddp_timing", ddp_timing, dict)
-    if jax_record is not None:
-        validate.instance("jax_record", jax_record, dict)
     n, medians = sharded.world(result), sharded.step_medians(result)
     busy, parts, calls = sharded.in_collectives(result), sharded.phase_medians(result), sharded.calls(result)
     rows = {}
@@ -87,8 +66,7 @@ def step_predictions(fit: AllReduceModel, result: Any, ddp_timing: dict[str, Any
             float(np.median(ddp_timing["compute"])), comm, float(np.median(ddp_timing["ddp"])),
             float(np.median(ddp_timing["allreduce"])), float("nan"))
     if jax_record is not None:
-        ranks = validate.number("jax_ranks", jax_ranks if jax_ranks is not None else jax_record["devices"],
-                                low=2, high=1e6, integer=True)
+        ranks = jax_ranks if jax_ranks is not None else int(jax_record["devices"])
         comm = model_comm_seconds(fit, {"allreduce": len(jax_record["allreduces"])},
                                   {"allreduce": jax_record["param_bytes"]}, ranks)
         operands = jax_record.get("allreduce_operands", [])
@@ -101,15 +79,18 @@ def step_predictions(fit: AllReduceModel, result: Any, ddp_timing: dict[str, Any
     return rows
 
 
-def ratios(rows: dict[str, dict[str, float]]) -> dict[str, float]:
+_Rows = Annotated[Mapping[str, Mapping[str, Any]], declare.NonEmpty]  # NaN: not recorded
+
+
+@declare.checked
+def ratios(rows: _Rows) -> dict[str, float]:
     """Measured over predicted seconds per step (computed)."""
-    validate.non_empty("rows", validate.instance("rows", rows, dict))
     return {name: r["measured"] / r["predicted"] for name, r in rows.items()}
 
 
-def prediction_table(rows: dict[str, dict[str, float]]) -> display.Table:
-    """The rows of ``step_predictions`` in milliseconds, measured / predicted last."""
-    validate.non_empty("rows", validate.instance("rows", rows, dict))
+@declare.checked
+def prediction_table(rows: _Rows) -> display.Table:
+    """The rows of ``step_predictions`` in milliseconds, measured / predicted last (the ratio of the printed two)."""
 
     def ms(v: float) -> str:
         return "-" if np.isnan(v) else f"{v * 1e3:.2f}"

@@ -1,20 +1,17 @@
-"""Checkpoints that survive a changed cluster: what ``workers/fsdp_checkpoint.py`` saved at one world size
-against what it loaded at another.
-
-The worker's launches record, on rank 0, the full unsharded state (weights and Adam state) right before a save
-("saved") and right after a load ("loaded"). ``compare`` sets one launch's saved state against the next
-launch's loaded state, tensor by tensor; ``files`` lists what a ``dcp.save`` wrote into a folder.
+"""Checkpoints that survive a changed cluster: the full state ``workers/fsdp_checkpoint.py`` saved at one world size
+(rank 0, "saved") against what the next launch loaded at another ("loaded"), and the files ``dcp.save`` wrote.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import display, validate
+from course_utils import declare, display, validate
 from course_utils.distributed import launcher
 
 
@@ -49,19 +46,19 @@ def changed(before: Any, after: Any) -> float:
     return max((float(np.max(np.abs(a[k] - b[k]), initial=0.0)) for k in a if k.startswith("model/")), default=0.0)
 
 
+@declare.checked
 def files(folder: str | os.PathLike) -> dict[str, int]:
-    """The files a ``dcp.save`` wrote into ``folder``, with their bytes: one ``__<rank>_0.distcp`` per rank and
-    one ``.metadata`` (which slice of which tensor sits in which file)."""
-    validate.instance("folder", folder, (str, os.PathLike))
+    """The files a ``dcp.save`` wrote into ``folder`` with their bytes: a ``__<rank>_0.distcp`` per rank, a
+    ``.metadata``."""
     path = Path(folder)
     if not (path / ".metadata").is_file():
         raise ValueError(f"folder must hold a DCP checkpoint (a .metadata file); got {str(folder)!r}")
     return {f.name: f.stat().st_size for f in sorted(path.iterdir()) if f.is_file()}
 
 
-def files_table(folders: dict[str, str | os.PathLike]) -> display.Table:
+@declare.checked
+def files_table(folders: Annotated[Mapping[str, str | os.PathLike], declare.NonEmpty]) -> display.Table:
     """One row per file of each checkpoint folder (``{"saved at 2 ranks": path, ...}``)."""
-    validate.non_empty("folders", validate.instance("folders", folders, dict))
     rows = tuple((label, name, display.format_bytes(size))
                  for label, folder in folders.items() for name, size in files(folder).items())
     return display.Table(("checkpoint", "file", "bytes"), rows, title="What dcp.save wrote (one folder per checkpoint)",

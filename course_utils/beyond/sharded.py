@@ -1,24 +1,17 @@
-"""Sharded data parallelism measured: DDP vs ZeRO-1 vs FSDP2 on real ranks (``workers/fsdp_train.py``).
-
-``run`` launches the worker; ``held_bytes`` are the bytes each rank really held (a shard counts its local part
-only), ``formula_bytes`` the ZeRO formula for fp32 Adam (computed), ``memory_table`` sets one against the other,
-including DDP with its default buckets (``gradient_as_bucket_view=False``: the gradients copied into buckets for
-the all-reduce). ``steps`` are the step times, measured in rounds with the compute alone (the kinds in turns),
-as Measurements that ``cu.intervals.speedup`` pairs; ``comm_table`` lists the collectives counted and timed in one
-step, ``gathered`` the most layers FSDP2 held unsharded at once; ``collectives_alone`` times an all-reduce, an
-all-gather and a reduce-scatter of the same buffer in rounds; ``weight_diffs`` checks ZeRO-1 and FSDP2 against DDP.
+"""DDP vs ZeRO-1 vs FSDP2 on real ranks (``workers/fsdp_train.py``): the bytes each rank held against the ZeRO
+formula, the step times in rounds, the collectives of one step and alone, and the weights against DDP's.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import display, timing, validate
-from course_utils.beyond.rounds import measurement as rounds_measurement
+from course_utils import declare, display, timing
 from course_utils.distributed import launcher
 from course_utils.distributed.memory import memory_per_device
+from course_utils.distributed.records import from_rounds
 
 KINDS = {"ddp": ("DDP", 0), "zero1": ("ZeRO-1", 1), "fsdp2": ("FSDP2 (ZeRO-3)", 3)}
 DEFAULT_DDP = "ddp_default"  # DDP as constructed by default: the gradients and a copy of them in its buckets
@@ -27,16 +20,13 @@ LABELS = {"ddp": "DDP, gradient_as_bucket_view=True", DEFAULT_DDP: "DDP, default
 FP32_ADAM = {"weight_bytes": 4, "grad_bytes": 4, "optimizer_bytes": 8}  # 16 B/param: fp32 weights, grads, 2 moments
 
 
-def run(steps: int = 5, batch: int = 64, rounds: int = 6, per_round: int = 3, nprocs: int = 2,
-        timeout: float = 180.0, **launch_options: Any) -> Any:
-    """Launch DDP, ZeRO-1 and FSDP2 training on ``nprocs`` ranks (their steps timed in ``rounds`` rounds of
-    ``per_round`` steps each, the kinds in turns); returns the ``LaunchResult`` (no bar unless ``progress=True``)."""
-    steps = validate.number("steps", steps, low=1, high=1000, integer=True)
-    batch = validate.number("batch", batch, low=1, high=2**14, integer=True)
-    rounds = validate.number("rounds", rounds, low=2, high=100, integer=True)
-    per_round = validate.number("per_round", per_round, low=1, high=1000, integer=True)
-    nprocs = validate.number("nprocs", nprocs, low=2, high=64, integer=True)
-    timeout = validate.number("timeout", timeout, low=1, high=3600)
+@declare.checked
+def run(steps: Annotated[int, declare.Range(1, 1000)] = 5, batch: Annotated[int, declare.Range(1, 2**14)] = 64,
+        rounds: Annotated[int, declare.Range(2, 100)] = 6, per_round: Annotated[int, declare.Range(1, 1000)] = 3,
+        nprocs: Annotated[int, declare.Range(2, 64)] = 2, timeout: Annotated[float, declare.Range(1, 3600)] = 180.0,
+        **launch_options: Any) -> Any:
+    """Launch DDP, ZeRO-1 and FSDP2 training on ``nprocs`` ranks (steps timed in ``rounds`` rounds of ``per_round``,
+    the kinds in turns); returns the ``LaunchResult`` (no bar unless ``progress=True``)."""
     if batch % nprocs:
         raise ValueError(f"batch must be divisible by nprocs = {nprocs}; got {batch}")
     launch_options.setdefault("progress", False)  # a stored notebook would keep the bar frozen at its start
@@ -44,8 +34,8 @@ def run(steps: int = 5, batch: int = 64, rounds: int = 6, per_round: int = 3, np
         "--steps", steps, "--batch", batch, "--rounds", rounds, "--per-round", per_round], **launch_options)
 
 
-def _records(result: Any, rank: int = 0) -> dict[str, dict[str, Any]]:
-    validate.instance("result", result, launcher.LaunchResult)
+@declare.checked
+def _records(result: launcher.LaunchResult, rank: int = 0) -> dict[str, dict[str, Any]]:
     return {kind: result.record(kind, rank) for kind in KINDS}
 
 
@@ -59,10 +49,10 @@ def world(result: Any) -> int:
     return int(_records(result)["ddp"]["world"])
 
 
-def held_bytes(result: Any) -> dict[str, dict[int, dict[str, int]]]:
-    """Measured bytes per kind, per rank: {"params", "grads", "optimizer"} counted from the real tensors; the
-    ``DEFAULT_DDP`` kind adds "buckets": the bucket bytes DDP reports for its default construction."""
-    validate.instance("result", result, launcher.LaunchResult)
+@declare.checked
+def held_bytes(result: launcher.LaunchResult) -> dict[str, dict[int, dict[str, int]]]:
+    """Measured bytes per kind and rank ("params", "grads", "optimizer", from the real tensors); ``DEFAULT_DDP`` adds
+    "buckets", the bucket bytes DDP reports for its default construction."""
     held = {kind: {r: dict(result.record(kind, r)["held"]) for r in sorted(result.records)} for kind in KINDS}
     held[DEFAULT_DDP] = {r: {**h, "buckets": int(result.record("ddp", r)["default_bucket_bytes"])}
                          for r, h in held["ddp"].items()}
@@ -74,11 +64,11 @@ def largest_rank(result: Any) -> dict[str, float]:
     return {kind: float(max(sum(h.values()) for h in per.values())) for kind, per in held_bytes(result).items()}
 
 
-def formula_bytes(n_params: int, n: int) -> dict[str, float]:
-    """Bytes per device from the ZeRO formula for fp32 Adam: 16 B/param split over N by stage; default DDP
-    20 B/param (its gradients twice: in the parameters' ``.grad`` and in its buckets). Computed, not measured."""
-    n_params = validate.number("n_params", n_params, low=1, high=1e13, integer=True)
-    n = validate.number("n", n, low=1, high=1e6, integer=True)
+@declare.checked
+def formula_bytes(n_params: Annotated[int, declare.Range(1, 10**13)],
+                  n: Annotated[int, declare.Range(1, 10**6)]) -> dict[str, float]:
+    """Bytes per device by the ZeRO formula for fp32 Adam (16 B/param split over N by stage; default DDP 20 B/param,
+    its gradients twice: in ``.grad`` and in its buckets). Computed, not measured."""
     out = {kind: memory_per_device(n_params, n, stage, **FP32_ADAM) for kind, (_, stage) in KINDS.items()}
     out[DEFAULT_DDP] = memory_per_device(n_params, n, 0, **{**FP32_ADAM, "grad_bytes": 8})
     return out
@@ -114,8 +104,8 @@ def steps(result: Any) -> dict[str, timing.Measurement]:
     """Step times of rank 0 per kind and of the compute alone ("compute": the same model and Adam on the rank's
     rows, no process group), measured in rounds (the four in turns): pair any two with ``cu.intervals.speedup``."""
     records = _records(result)
-    found = {kind: rounds_measurement(kind, r["round_times"]) for kind, r in records.items()}
-    found["compute"] = rounds_measurement("compute", result.record("compute")["round_times"])
+    found = {kind: from_rounds(kind, r["round_times"]) for kind, r in records.items()}
+    found["compute"] = from_rounds("compute", result.record("compute")["round_times"])
     return found
 
 
@@ -203,29 +193,23 @@ def comm_table(result: Any) -> display.Table:
                               "profiler events over 3 profiled steps; step: median of the unprofiled steps")
 
 
-def reduce_scatter_trace(result: Any) -> list[str]:
+@declare.checked
+def reduce_scatter_trace(result: launcher.LaunchResult) -> list[str]:
     """The c10d and gloo operators rank 0's profiler recorded during one reduce-scatter, in time order."""
-    validate.instance("result", result, launcher.LaunchResult)
     return list(result.record("collectives")["reduce_scatter_trace"])
 
 
-def collectives_alone(result: Any) -> dict[str, timing.Measurement]:
-    """The collectives alone on a buffer of all parameters (rank 0), timed in rounds, as Measurements:
-    allreduce, allgather, reducescatter; pair two with ``cu.intervals.speedup``."""
-    validate.instance("result", result, launcher.LaunchResult)
+@declare.checked
+def collectives_alone(result: launcher.LaunchResult) -> dict[str, timing.Measurement]:
+    """The collectives alone on a buffer of all parameters (rank 0), timed in rounds: allreduce, allgather,
+    reducescatter; pair two with ``cu.intervals.speedup``."""
     rec = result.record("collectives")
-    return {op: rounds_measurement(op, t) for op, t in rec["round_times"].items()}
+    return {op: from_rounds(op, t) for op, t in rec["round_times"].items()}
 
 
-def collective_medians(result: Any) -> dict[str, float]:
-    """Median seconds of the collectives alone (``collectives_alone``) and "nbytes", the buffer's size."""
-    found = {op: m.median for op, m in collectives_alone(result).items()}
-    return found | {"nbytes": float(result.record("collectives")["nbytes"])}
-
-
-def weight_diffs(result: Any) -> dict[str, float]:
+@declare.checked
+def weight_diffs(result: launcher.LaunchResult) -> dict[str, float]:
     """Max |weight difference| after training: ZeRO-1 and FSDP2 vs DDP, and between ranks of each."""
-    validate.instance("result", result, launcher.LaunchResult)
     saved = {kind: result.arrays[kind] for kind in KINDS}
     ddp = saved["ddp"][0]["weights"]
     out = {f"{kind} vs ddp": float(np.max(np.abs(saved[kind][0]["weights"] - ddp))) for kind in ("zero1", "fsdp2")}

@@ -1,45 +1,38 @@
-"""TensorFlow multi-worker training from a notebook: ``MultiWorkerMirroredStrategy`` over ``TF_CONFIG``.
-
-``run`` starts ``workers/tf_multiworker.py`` on 2 workers through the course launcher, each with its own
-free port in the cluster spec; ``compare`` checks the workers against each other and against the
-one-worker reference that worker 0 trained after the multi-worker run; ``facts`` says where the job's
-wall time went (importing TensorFlow, joining the cluster, training, torchrun's own start and shut-down).
+"""TensorFlow multi-worker training from a notebook: ``MultiWorkerMirroredStrategy`` over ``TF_CONFIG``, two workers
+of ``workers/tf_multiworker.py`` through the course launcher, checked against each other and against one worker.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import validate, walltime
+from course_utils import declare, validate, walltime
 from course_utils.distributed import launcher
 
 QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2"}
 CPU_ONLY = {"CUDA_VISIBLE_DEVICES": ""}  # two workers on one machine would both claim all of one GPU's memory
 
 
-def tf_config(hosts: Sequence[str], index: int) -> str:
+_HostPort = Annotated[str, declare.Matches(r"[^\s:]+:\S+", "a 'host:port' string")]
+
+
+@declare.checked
+def tf_config(hosts: Annotated[Sequence[_HostPort], declare.NonEmpty, declare.MaxItems(4096)],
+              index: Annotated[int, declare.Range(0, 4095)]) -> str:
     """The TF_CONFIG JSON of worker ``index`` in a cluster of ``hosts`` ("host:port" strings)."""
-    if isinstance(hosts, (str, bytes)) or not isinstance(hosts, Sequence):
-        raise TypeError(f"hosts must be a list of 'host:port' strings; got {type(hosts).__name__} {hosts!r:.60}")
-    hosts = [validate.text("hosts", h) for h in validate.non_empty("hosts", list(hosts))]
-    for h in hosts:
-        if ":" not in h:
-            raise ValueError(f"hosts must be 'host:port' strings; got {h!r}")
-    index = int(validate.number("index", index, low=0, high=len(hosts) - 1, integer=True))
-    return json.dumps({"cluster": {"worker": hosts}, "task": {"type": "worker", "index": index}})
+    validate.number("index", index, high=len(hosts) - 1)
+    return json.dumps({"cluster": {"worker": list(hosts)}, "task": {"type": "worker", "index": index}})
 
 
-def run(steps: int = 8, batch: int = 64, workers: int = 2, timeout: float = 240.0, **launch_options: Any) -> Any:
-    """Launch the multi-worker TF script; returns the ``LaunchResult`` (arrays "multiworker", "one_worker"); no
-    bar unless ``progress=True``."""
-    steps = validate.number("steps", steps, low=1, high=10_000, integer=True)
-    batch = validate.number("batch", batch, low=1, high=2**16, integer=True)
-    workers = validate.number("workers", workers, low=1, high=16, integer=True)
-    timeout = validate.number("timeout", timeout, low=1, high=3600)
+@declare.checked
+def run(steps: Annotated[int, declare.Range(1, 10_000)] = 8, batch: Annotated[int, declare.Range(1, 2**16)] = 64,
+        workers: Annotated[int, declare.Range(1, 16)] = 2, timeout: Annotated[float, declare.Range(1, 3600)] = 240.0,
+        **launch_options: Any) -> Any:
+    """Launch the multi-worker TF script; returns the ``LaunchResult`` (arrays "multiworker", "one_worker")."""
     if batch % workers:
         raise ValueError(f"batch must be divisible by workers = {workers}; got {batch}")
     ports = ",".join(str(launcher.free_port()) for _ in range(workers))
@@ -49,9 +42,9 @@ def run(steps: int = 8, batch: int = 64, workers: int = 2, timeout: float = 240.
                           args=["--ports", ports, "--steps", steps, "--batch", batch], env=env, **launch_options)
 
 
-def compare(result: Any) -> dict[str, float]:
+@declare.checked
+def compare(result: launcher.LaunchResult) -> dict[str, float]:
     """Max |weight difference| between workers ("workers") and worker 0 vs one worker alone ("single")."""
-    validate.instance("result", result, launcher.LaunchResult)
     multi, single = result.arrays.get("multiworker"), result.arrays.get("one_worker")
     if not multi or not single:
         raise ValueError("result holds no 'multiworker'/'one_worker' arrays: pass what tfmulti.run returned")
@@ -61,12 +54,10 @@ def compare(result: Any) -> dict[str, float]:
     return {"workers": between, "single": alone}
 
 
-def facts(result: Any) -> dict[str, float]:
-    """What the TF finding quotes: where the job's wall time went (seconds to 0.1, the slowest worker of each,
-    measured by the workers' clocks): "import" (importing TensorFlow), "joined" (process start to a joined
-    strategy, the import included), "work" (training and the reference after that), "outside" (wall minus the
-    slowest joined + work: torchrun's own start and shut-down)."""
-    validate.instance("result", result, launcher.LaunchResult)
+@declare.checked
+def facts(result: launcher.LaunchResult) -> dict[str, float]:
+    """Where the job's wall time went (to 0.1 s, the slowest worker's clock): "import" (TensorFlow), "joined" (start
+    to a joined strategy), "work" (training and the reference), "outside" (torchrun's own start and shut-down)."""
     found = [result.record("timeline", r) for r in sorted(result.records)]
     parts = {"import": max(f["import_seconds"] for f in found), "joined": max(f["joined_seconds"] for f in found),
              "work": max(f["work_seconds"] for f in found)}

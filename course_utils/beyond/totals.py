@@ -1,19 +1,15 @@
-"""What several of notebook 06's measurements add up to (numbers only; the sentences are in ``findings``).
-
-``traffic``: FSDP2's bytes per step over DDP's, computed from the counted calls, with the ring factors the
-prediction assumes and with what gloo really runs (a reduce-scatter as an all-reduce). ``collective_ratios``: the
-fitted ring model's ratio of FSDP2's collectives to DDP's (latency included), also priced as gloo runs them;
-``traffic_facts`` what the traffic finding quotes. ``unexplained``: the part of a step that neither its compute
-alone nor its time in collectives covers, where it exceeds the model's whole communication.
+"""What several of notebook 06's measurements add up to (numbers only; ``findings`` words them): FSDP2's traffic and
+collectives over DDP's, as the ring prices them and as gloo runs them, and the part of a step nothing explains.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import validate
+from course_utils import declare
 from course_utils.beyond import predict, sharded
 from course_utils.distributed import launcher
 from course_utils.distributed.comms import AllReduceModel
@@ -33,11 +29,11 @@ def _as_gloo(per_op: dict[str, float]) -> dict[str, float]:
     return out
 
 
-def traffic(result: Any) -> dict[str, Any]:
+@declare.checked
+def traffic(result: launcher.LaunchResult) -> dict[str, Any]:
     """FSDP2's bytes sent per step over DDP's, computed from the counted calls and bytes (rank 0): "ring" with the
     ring factors ((N-1)/N for all-gather and reduce-scatter, 2(N-1)/N for all-reduce), "gloo" with each
     reduce-scatter priced as the all-reduce gloo runs inside it when the trace shows one ("inside")."""
-    validate.instance("result", result, launcher.LaunchResult)
     ddp, fsdp = result.record("ddp"), result.record("fsdp2")
     n, inside = ddp["world"], gloo_inside(result)
     ddp_sent = predict.ring_cost("allreduce", n)[1] * ddp["comm_bytes"]["allreduce"]
@@ -49,12 +45,11 @@ def traffic(result: Any) -> dict[str, Any]:
             "gloo": sent(_as_gloo(fsdp["comm_bytes"]) if inside else fsdp["comm_bytes"]) / ddp_sent, "inside": inside}
 
 
-def collective_ratios(fit: AllReduceModel, result: Any) -> dict[str, float]:
+@declare.checked
+def collective_ratios(fit: AllReduceModel, result: launcher.LaunchResult) -> dict[str, float]:
     """FSDP2's collectives over DDP's as the fitted ring model prices them, latency included (computed): "model"
     with the ring factors, "as gloo" with the reduce-scatters priced as all-reduces where the trace shows gloo
     running one inside (else equal to "model"); "calls": FSDP2's collectives per step (counted)."""
-    validate.instance("fit", fit, AllReduceModel)
-    validate.instance("result", result, launcher.LaunchResult)
     ddp, fsdp = result.record("ddp"), result.record("fsdp2")
     n = ddp["world"]
     base = predict.model_comm_seconds(fit, ddp["calls"], ddp["comm_bytes"], n)
@@ -75,10 +70,10 @@ def traffic_facts(fit: AllReduceModel, result: Any) -> dict[str, float]:
             "calls": int(ratios["calls"]), "model": round(ratios["model"], 1), "as_gloo": round(ratios["as gloo"], 1)}
 
 
-def unexplained(rows: dict[str, dict[str, float]]) -> dict[str, float]:
+@declare.checked
+def unexplained(rows: Annotated[Mapping[str, Mapping[str, Any]], declare.NonEmpty]) -> dict[str, float]:
     """Seconds of each step (``predict.step_predictions`` rows) that neither its compute alone nor its measured time
     in collectives covers, for the steps where that rest exceeds the model's whole communication."""
-    validate.non_empty("rows", validate.instance("rows", rows, dict))
     out = {}
     for name, r in rows.items():
         rest = r["measured"] - r["compute"] - r["comm measured"]

@@ -1,19 +1,15 @@
-"""What a data-parallel step's time is made of, from the worker's measurements (no prose: ``findings`` tells it).
-
-``chain``: rank 0's step from one process on the whole batch to the DDP step, one suspect added at a time, each
-link an interval (``cu.intervals.speedup`` over paired rounds); ``chain_table`` shows it. ``accumulation_saving``:
-what ``no_sync`` saved per optimizer step, set against the all-reduces it removed, timed back to back and inside
-the training loop. ``threads_table``: the whole-batch step with one thread and with every thread.
+"""What a data-parallel step's time is made of (numbers only; ``findings`` words them): the chain from one process
+to the DDP step one suspect at a time, what ``no_sync`` saved, and the step with one and with every thread.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import display, intervals, timing, validate
+from course_utils import declare, display, intervals, timing, validate
 from course_utils.distributed.devices import ThreadRun
 from course_utils.distributed.records import measurements
 
@@ -23,10 +19,10 @@ CHAIN = (("single", "whole batch, plain model (baseline)"), ("single_half", "hal
          ("compute", "the partner rank computing beside it (no_sync)"), ("ddp", "the all-reduce (the DDP step)"))
 
 
+@declare.checked
 def chain(parts: Mapping[str, timing.Measurement]) -> dict[str, intervals.Speedup]:
-    """{what a link adds: the variant before it over the variant with it} for each link of ``CHAIN``: above 1 the
-    addition made the step faster, below 1 slower (each a 95% interval over the paired rounds)."""
-    validate.instance("parts", parts, Mapping)
+    """{what a link adds: the variant before it over the variant with it} for each link of ``CHAIN`` (above 1: the
+    addition made the step faster), each a 95% interval over the paired rounds."""
     missing = [name for name, _ in CHAIN if name not in parts]
     if missing:
         raise ValueError(f"parts lacks {missing}: pass the timing record's measurements (cu.distributed.measurements)")
@@ -34,17 +30,15 @@ def chain(parts: Mapping[str, timing.Measurement]) -> dict[str, intervals.Speedu
             for (before, _), (name, what) in zip(CHAIN, CHAIN[1:])}
 
 
-def chain_table(timed: Mapping[str, Mapping[str, timing.Measurement]],
+@declare.checked
+def chain_table(timed: Annotated[Mapping[str, Mapping[str, timing.Measurement]], declare.NonEmpty],
                 links: Mapping[str, Mapping[str, intervals.Speedup]]) -> display.Table:
-    """Rank 0's step per model (median and quartiles), and each link's factor with its interval."""
-    validate.non_empty("timed", validate.instance("timed", timed, Mapping))
-    validate.instance("links", links, Mapping)
+    """Rank 0's step per model (median and quartiles), and each link's factor with its interval: the geometric mean
+    of the per-round ratios (what ``cu.intervals.speedup`` estimates), named so, not the printed medians' ratio."""
     for model, parts in timed.items():
-        validate.instance(f"timed[{model!r}]", parts, Mapping)
         for name, _ in CHAIN:
             validate.instance(f"timed[{model!r}][{name!r}]", parts.get(name), timing.Measurement)
-        for label, link in validate.instance(f"links[{model!r}]", links.get(model), Mapping).items():
-            validate.instance(f"links[{model!r}][{label!r}]", link, intervals.Speedup)
+        validate.instance(f"links[{model!r}]", links.get(model), Mapping)
     rows = []
     for name, label in CHAIN:
         row = [label]
@@ -54,12 +48,16 @@ def chain_table(timed: Mapping[str, Mapping[str, timing.Measurement]],
             link = links[model].get(label)
             row.append("-" if link is None else f"{1 / link.ratio:.2f}x ({1 / link.high:.2f}-{1 / link.low:.2f})")
         rows.append(row)
+    rounds = {link.n for per in links.values() for link in per.values()}
     header = ["rank 0's step"]
     for model in timed:
-        header += [f"{model}: median (quartiles)", f"{model}: x the step above (95% interval)"]
+        header += [f"{model}: median (quartiles)", f"{model}: x the step above, geometric mean of per-round ratios "
+                   "(95% interval)"]
     return display.table(header, rows, title="One suspect at a time: rank 0's step, 1 thread per process (measured)",
                          note="Rows 1-3: rank 0 alone while the other rank waits; rows 4-5: both ranks at once. "
-                              "Each factor: this row's time over the row above, over paired rounds.")
+                              "Each factor: the geometric mean over "
+                              f"{'/'.join(map(str, sorted(rounds))) or 'the'} paired rounds, in this process, of this "
+                              "row's time over the row above's; it need not equal the ratio of the printed medians.")
 
 
 def accumulation_saving(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -97,17 +95,13 @@ def accumulation_saving(record: Mapping[str, Any]) -> dict[str, Any]:
                                    title="What no_sync saved, and what the removed all-reduces cost")}
 
 
-def threads_table(threads: Mapping[str, Mapping[int, ThreadRun]],
-                  fresh: Mapping[str, Mapping[str, Mapping[int, ThreadRun]]], cores: int) -> display.Table:
+_Runs = Mapping[str, Mapping[int, ThreadRun]]  # model -> {threads: ThreadRun}, as ``time_threads`` returns
+
+
+@declare.checked
+def threads_table(threads: Annotated[_Runs, declare.NonEmpty], fresh: Mapping[str, _Runs],
+                  cores: Annotated[int, declare.Range(1, 4096)]) -> display.Table:
     """The whole-batch step per model and thread count, in this kernel and in fresh processes per wait policy."""
-    validate.non_empty("threads", validate.instance("threads", threads, Mapping))
-    validate.instance("fresh", fresh, Mapping)
-    cores = validate.count("cores", cores, high=4096)
-    for n, runs in threads.items():
-        _thread_runs(f"threads[{n!r}]", runs)
-    for policy, models in fresh.items():
-        for n, runs in validate.instance(f"fresh[{policy!r}]", models, Mapping).items():
-            _thread_runs(f"fresh[{policy!r}][{n!r}]", runs)
     fmt = display.format_time
     rows = [(n, "this kernel", r.threads, r) for n, t in threads.items() for r in t.values()]
     rows += [(n, f"fresh process, {policy} wait", r.threads, r) for policy, f in fresh.items()
@@ -119,9 +113,3 @@ def threads_table(threads: Mapping[str, Mapping[int, ThreadRun]],
                          title=f"The whole-batch step ({cores} cores)",
                          note="cores busy: the process's CPU seconds per wall second, every thread; the calling "
                               "thread's alone beside it.")
-
-
-def _thread_runs(name: str, runs: Any) -> None:
-    """Refuse what is not {thread count: ThreadRun}, as ``time_threads`` returns, naming where it sits."""
-    for k, run in validate.instance(name, runs, Mapping).items():
-        validate.instance(f"{name}[{k!r}]", run, ThreadRun)

@@ -1,16 +1,6 @@
-"""The ring all-reduce cost model: T(N) = 2(N-1)·latency + 2(N-1)/N · bytes / bandwidth, fitted to measured
-times, scored out of sample, and the traffic of ZeRO stages against plain DDP.
-
-One machine, one figure: ``allreduce_cost(nprocs)`` is *the* way the course measures this machine's all-reduce
-(every notebook that prices a collective should call it): a job of ``nprocs`` ranks times ``dist.all_reduce`` over
-a sweep of message sizes in rounds (``sweep_in_rank``, run inside the ranks), the model is fitted on each round,
-and the rounds give a 95% Student-t interval on the latency, the bandwidth and every prediction (``AllReduceCost``).
-The result is written to ``build/machine/`` under this machine's key, so a later notebook of the same run reads it
-(and says so) instead of measuring the machine again at another moment.
-
-All other numbers here are *computed* from the formula (a notebook labels them so); only the times passed to
-``fit_allreduce``/``score`` are measured, one statistic of the repeats per size (``allreduce_sweep``, the
-median by default) for the fit and the scores alike.
+"""The ring all-reduce cost model, T(N) = 2(N-1)·latency + 2(N-1)/N · bytes / bandwidth: fitted per round of a
+measured sweep (``allreduce_cost``, *the* way the course measures this machine's all-reduce, kept in
+``build/machine/`` for the run's later notebooks), scored out of sample, and ZeRO's traffic (computed).
 """
 
 from __future__ import annotations
@@ -20,11 +10,11 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
-from course_utils import display, env, intervals, machine, validate
+from course_utils import declare, display, env, intervals, machine, validate
 from course_utils.distributed import launcher, worker
 
 
@@ -45,63 +35,43 @@ def _array(name: str, value: Any, *, low: float, low_open: bool = False) -> np.n
     return arr
 
 
-def ring_allreduce_time(nbytes: Any, n: Any, bandwidth: float, latency: float) -> Any:
-    """Seconds for a ring all-reduce of ``nbytes`` over ``n`` devices: 2(n-1)·latency + 2(n-1)/n·bytes/bandwidth.
-
-    ``nbytes`` and ``n`` may be arrays (broadcast); a scalar in gives a float out. One device: 0 s.
-    """
+@declare.checked
+def ring_allreduce_time(nbytes: Any, n: Any, bandwidth: Annotated[float, declare.Positive],
+                        latency: Annotated[float, declare.NonNegative]) -> Any:
+    """Seconds for a ring all-reduce of ``nbytes`` over ``n`` devices (numbers or arrays, broadcast; one device:
+    0 s): 2(n-1)·latency + 2(n-1)/n·bytes/bandwidth."""
     b = _array("nbytes", nbytes, low=0)
     devices = _array("n", n, low=1)
     if np.any(devices != np.round(devices)):
         raise ValueError(f"n must be whole device counts; got {n!r}")
-    bandwidth = validate.positive("bandwidth", bandwidth)
-    latency = validate.non_negative("latency", latency)
     out = 2 * (devices - 1) * latency + 2 * (devices - 1) / devices * b / bandwidth
     return float(out) if out.ndim == 0 else out
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class AllReduceModel:
     """A fitted ring model: ``bandwidth`` (bytes/s per link) and ``latency`` (s per ring step)."""
 
-    bandwidth: float
-    latency: float
-    fitted_on: int = 2
-
-    def __post_init__(self) -> None:
-        validate.positive("bandwidth", self.bandwidth)
-        validate.non_negative("latency", self.latency)
-        validate.number("fitted_on", self.fitted_on, low=2, integer=True)
+    bandwidth: Annotated[float, declare.Positive]
+    latency: Annotated[float, declare.NonNegative]
+    fitted_on: Annotated[int, declare.Range(2, 1 << 20)] = 2
 
     def time(self, nbytes: Any, n: Any) -> Any:
         """Predicted seconds for ``nbytes`` over ``n`` devices (computed)."""
         return ring_allreduce_time(nbytes, n, self.bandwidth, self.latency)
 
-    def table(self) -> display.Table:
-        return display.Table(("parameter", "value"), (
-            ("bandwidth β", display.format_rate(self.bandwidth)),
-            ("latency α per ring step", display.format_time(self.latency)),
-            ("fitted on", f"{self.fitted_on} processes")), title="Ring all-reduce model (fitted)")
-
     def __repr__(self) -> str:
         return (f"AllReduceModel(bandwidth={self.bandwidth / 1e9:.3g} GB/s, latency={self.latency * 1e6:.3g} us, "
                 f"fitted on {self.fitted_on} processes)")
 
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
-
-
-def fit_allreduce(nbytes: Sequence[float], seconds: Sequence[float], n: int) -> AllReduceModel:
-    """Least-squares fit (relative errors) of latency and bandwidth to times measured on ``n`` processes
-    over a sweep of message sizes: small messages pin the latency, large ones the bandwidth. ``seconds``: one
-    statistic per size (``allreduce_sweep``), the same one every later ``score`` uses.
-
-    A negative latency (the data shows none) is refitted as bandwidth alone; times that do not grow with the
-    message size raise ``ValueError``.
-    """
+@declare.checked
+def fit_allreduce(nbytes: Sequence[float], seconds: Sequence[float], n: Annotated[int, declare.Range(2, 1 << 20)]
+                  ) -> AllReduceModel:
+    """Least-squares fit (relative errors) of latency and bandwidth to one statistic per message size measured on
+    ``n`` processes (``allreduce_sweep``); a negative latency is refitted as bandwidth alone."""
     b = _array("nbytes", nbytes, low=0)
     t = _array("seconds", seconds, low=0, low_open=True)
-    n = validate.number("n", n, low=2, integer=True)
     if b.ndim != 1 or b.shape != t.shape or b.size < 2:
         raise ValueError(f"nbytes and seconds must have the same length >= 2; got {b.size} and {t.size}")
     if np.ptp(b) == 0:
@@ -119,16 +89,11 @@ def fit_allreduce(nbytes: Sequence[float], seconds: Sequence[float], n: int) -> 
 FIT_QUANTILE = 50  # the statistic of the repeats that both the fit and every score use: the median
 
 
-def allreduce_sweep(records: Sequence[Mapping[str, Any]], q: float = FIT_QUANTILE) -> tuple[list[int], list[float]]:
-    """(message bytes, seconds) of one rank's all-reduce sweep (records of kind "allreduce", each with "nbytes"
-    and its repeated "times"): each size's ``q``-th percentile, the median by default.
-
-    Fit (``fit_allreduce``) and score (``score``) with the same ``q``: a model fitted on the fast quartile and
-    scored against medians calls every measurement slow, by construction.
-    """
-    validate.number("q", q, low=0, high=100)
-    if isinstance(records, (str, bytes, Mapping)) or not isinstance(records, Sequence):
-        raise TypeError(f"records must be a sequence of record dicts; got {type(records).__name__} {records!r:.60}")
+@declare.checked
+def allreduce_sweep(records: Sequence[Any], q: Annotated[float, declare.Range(0, 100)] = FIT_QUANTILE
+                    ) -> tuple[list[int], list[float]]:
+    """(message bytes, seconds) of one rank's all-reduce sweep (records of kind "allreduce"): each size's ``q``-th
+    percentile, the median by default. Fit and score with the same ``q``, or every measurement looks slow."""
     rows = [r for r in records if isinstance(r, Mapping) and r.get("kind") == "allreduce"]
     if not rows:
         raise ValueError("records hold no 'allreduce' record: launch ddp_train.py with the allreduce phase")
@@ -136,37 +101,32 @@ def allreduce_sweep(records: Sequence[Mapping[str, Any]], q: float = FIT_QUANTIL
             [float(np.percentile(_array("times", r["times"], low=0, low_open=True), q)) for r in rows])
 
 
-def score(model: AllReduceModel, nbytes: Sequence[float], seconds: Sequence[float], n: int) -> np.ndarray:
-    """Measured over predicted time at each message size on ``n`` processes (1.0 = the model is exact).
-
-    ``seconds`` must be the statistic the model was fitted on (``allreduce_sweep`` with the same ``q``)."""
-    validate.instance("model", model, AllReduceModel)
+@declare.checked
+def score(model: AllReduceModel, nbytes: Sequence[float], seconds: Sequence[float],
+          n: Annotated[int, declare.Range(2, 1 << 20)]) -> np.ndarray:
+    """Measured over predicted time at each message size on ``n`` processes (1.0: exact); ``seconds`` the statistic
+    the model was fitted on."""
     b = _array("nbytes", nbytes, low=0)
     t = _array("seconds", seconds, low=0, low_open=True)
     if b.shape != t.shape:
         raise ValueError(f"nbytes and seconds must have the same length; got {b.size} and {t.size}")
-    n = validate.number("n", n, low=2, integer=True)
     return t / model.time(b, n)
 
 
-def zero_traffic(nbytes: float, n: int, stage: int) -> float:
-    """Bytes each device sends per step under ZeRO ``stage`` (computed, ring collectives, bandwidth term only).
-
-    Stages 0-2 move what DDP moves, 2(N-1)/N x gradient bytes: stage 0 as one all-reduce, stages 1 and 2 as a
-    reduce-scatter of the gradients plus an all-gather of the updated weights (same volume, differently
-    split). Stage 3 gathers the weights again for the backward pass: 3(N-1)/N, about 1.5x DDP.
-    """
-    nbytes = validate.non_negative("nbytes", nbytes)
-    n = validate.number("n", n, low=1, integer=True)
-    stage = validate.choice("stage", validate.number("stage", stage, integer=True), (0, 1, 2, 3))
+@declare.checked
+def zero_traffic(nbytes: Annotated[float, declare.NonNegative], n: Annotated[int, declare.Range(1, 1 << 20)],
+                 stage: Literal[0, 1, 2, 3]) -> float:
+    """Bytes each device sends per step under ZeRO ``stage`` (computed, ring collectives, bandwidth term): stages
+    0-2 move DDP's 2(N-1)/N x gradient bytes (split differently); stage 3 gathers the weights again: 3(N-1)/N."""
     passes = 3 if stage == 3 else 2
     return float(passes * (n - 1) / n * nbytes)
 
 
-def sweep_sizes(min_bytes: int, max_bytes: int) -> list[int]:
+@declare.checked
+def sweep_sizes(min_bytes: Annotated[int, declare.Range(4, 2**34)], max_bytes: Annotated[int, declare.Range(4, 2**34)]
+                ) -> list[int]:
     """The message sizes of a sweep: powers of two from ``min_bytes`` to ``max_bytes``, every factor of 4."""
-    low = validate.number("min_bytes", min_bytes, low=4, high=2**34, integer=True)
-    high = validate.number("max_bytes", max_bytes, low=low, high=2**34, integer=True)
+    low, high = min_bytes, validate.number("max_bytes", max_bytes, low=min_bytes)
     return [2**p for p in range(low.bit_length() - 1, high.bit_length(), 2)]
 
 
@@ -277,9 +237,9 @@ def fit_rounds(records: Sequence[Mapping[str, Any]], n: int) -> tuple[list[AllRe
     return fits, (sizes, medians)
 
 
-def combine(fits: Sequence[AllReduceModel]) -> AllReduceModel:
+@declare.checked
+def combine(fits: Annotated[Sequence[AllReduceModel], declare.NonEmpty]) -> AllReduceModel:
     """The mean of several fits in the quantities the model is linear in: latency and seconds per byte."""
-    fits = validate.non_empty("fits", list(fits))
     return AllReduceModel(bandwidth=1 / float(np.mean([1 / f.bandwidth for f in fits])),
                           latency=float(np.mean([f.latency for f in fits])), fitted_on=fits[0].fitted_on)
 
@@ -287,22 +247,24 @@ def combine(fits: Sequence[AllReduceModel]) -> AllReduceModel:
 _COSTS: dict[str, AllReduceCost] = {}
 
 
-def allreduce_cost(nprocs: int = 2, *, refresh: bool = False, timeout: float = 240.0) -> AllReduceCost:
+@declare.checked
+def allreduce_cost(nprocs: Annotated[int, declare.Range(2, 64)] = 2, *,
+                   rounds: Annotated[int, declare.Range(2, 100)], repeats: Annotated[int, declare.Range(2, 10**4)],
+                   max_bytes: Annotated[int, declare.Range(2**12, 2**30)], refresh: bool = False,
+                   timeout: Annotated[float, declare.Range(1, 3600)] = 240.0) -> AllReduceCost:
     """This machine's all-reduce cost model on ``nprocs`` ranks: read from this run's ``build/machine/`` when a
     notebook already measured it (same machine, boot, size and frameworks), else measured now by one launch of
-    ``ddp_train.py --phases allreduce`` (a few seconds, most of them torchrun's start) and written there."""
-    nprocs = validate.number("nprocs", nprocs, low=2, high=64, integer=True)
-    validate.instance("refresh", refresh, bool)
+    ``ddp_train.py --phases allreduce`` (``rounds`` rounds, ``repeats`` calls per size, messages of 4 KiB up to
+    ``max_bytes``: the notebook's sizes table chooses them) and written there."""
     key = f"{machine.machine_key()}-n{nprocs}"
     if not refresh and key in _COSTS:
         return _COSTS[key]
     path = env.build_dir("machine", f"allreduce-{key}.json")
     found = None if refresh else _read(path, key)
     if found is None:
-        rounds, repeats, top = env.pick(ci=(5, 10, 2**22), cpu=(6, 12, 2**24), gpu=(6, 12, 2**26))
         run = launcher.launch("ddp_train.py", nprocs, timeout=timeout, echo=False, progress=False,
                               args=["--phases", "allreduce", "--rounds", rounds, "--repeats", repeats,
-                                    "--min-bytes", 2**12, "--max-bytes", top])
+                                    "--min-bytes", 2**12, "--max-bytes", max_bytes])
         fits, sweep = fit_rounds(run.records[0], nprocs)
         found = AllReduceCost(combine(fits), tuple(fits), (tuple(sweep[0]), tuple(sweep[1])), nprocs,
                               datetime.datetime.now().isoformat(timespec="seconds"), "measured", key)

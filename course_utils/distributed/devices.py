@@ -1,11 +1,6 @@
-"""Simulated devices on one CPU: several JAX CPU devices, several TensorFlow logical CPUs; and the CPU threads
-of one PyTorch process (``time_threads``: the same step with 1 and with more threads, and how many cores it
-kept busy, under a time limit; ``mlp_threads_fresh``: the same in a fresh process started from
-``workers/threads_probe.py``, for settings read once at start-up such as ``OMP_WAIT_POLICY``).
-
-Both frameworks fix their device list when their runtime starts, so these calls must come before the first
-JAX computation (``jax.config.update("jax_num_cpu_devices", n)`` works right after ``import jax``) or the first
-TensorFlow operation. A framework that is not installed (or blocked by ``COURSE_BLOCK``) gives no devices.
+"""Devices for the lessons: the JAX mesh by the device plan (real accelerators, or simulated host CPU devices where
+the runtime has one), TensorFlow's logical CPUs, and torch's threads (``time_threads``, in this kernel or a fresh
+process). JAX and TF fix their devices when their runtime starts: ask before the first computation.
 """
 
 from __future__ import annotations
@@ -18,21 +13,17 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from course_utils import calls, data, env, models, timing, validate
+from course_utils import calls, data, declare, devices, env, models, timing
 
 _MAX_DEVICES = 256
 
 
-def simulate_devices(n: int) -> int:
-    """Give JAX ``n`` CPU devices; returns ``n``, or 0 when JAX is not installed here.
-
-    Uses ``jax.config.update("jax_num_cpu_devices", n)``, which JAX accepts until its backend starts. Later
-    is too late for XLA's CPU client: if JAX already runs with fewer devices, a clear ``RuntimeError`` says to
-    restart the kernel. On GPU/TPU runtimes the accelerators stay JAX's default devices.
-    """
-    n = validate.number("n", n, low=1, high=_MAX_DEVICES, integer=True)
+@declare.checked
+def simulate_devices(n: Annotated[int, declare.Range(1, _MAX_DEVICES)]) -> int:
+    """Give JAX ``n`` CPU devices (``jax_num_cpu_devices``, accepted until its backend starts; later, a
+    ``RuntimeError`` says to restart); returns ``n``, or 0 without JAX. Accelerators stay JAX's default devices."""
     if not env.available("jax"):
         return 0
     import jax
@@ -49,9 +40,45 @@ def simulate_devices(n: int) -> int:
     return n
 
 
-def tf_logical_cpus(n: int) -> list[Any]:
+@declare.checked
+def sharding_devices(plan: devices.Plan) -> list[Any]:
+    """The JAX devices a sharding section uses, by the device plan: the accelerators where the runtime has several
+    (Kaggle's TPU v5e-8, 2x T4), else ``plan.mesh_devices`` simulated host CPU devices (``simulate_devices``, asked
+    before JAX started): a single T4 or TPU v5e-1 would give a 1-device mesh, with no collective to show."""
+    import jax
+
+    found = jax.devices("cpu") if plan.simulated else jax.devices()
+    if len(found) < 2:
+        raise RuntimeError(f"JAX has {len(found)} {'CPU ' if plan.simulated else ''}device(s) for the mesh: call "
+                           f"cu.distributed.simulate_devices({plan.mesh_devices}) before the first JAX computation "
+                           "(restart the kernel)")
+    return found[:plan.mesh_devices]
+
+
+@declare.checked
+def mesh_facts(plan: devices.Plan, cores: Annotated[int, declare.Range(1, 4096)]) -> dict[str, Any]:
+    """What the JAX finding quotes about its mesh: its devices, and whether their times can mean speed."""
+    n = plan.mesh_devices
+    where = (f"The {n} simulated devices are threads sharing this machine's {cores} cores: the times show "
+             "correctness and the compiled collective, not speed." if plan.simulated else
+             f"The {n} devices are this runtime's own {plan.device.kind.upper()}s, so the times are theirs.")
+    return {"where": where}
+
+
+@declare.checked
+def sharding_note(plan: devices.Plan) -> str:
+    """One line for the set-up cell: which devices the sharding sections run on, and where several real ones are."""
+    if not plan.simulated:
+        return f"JAX sharding: {plan.mesh_devices} {plan.device.kind.upper()} devices of this runtime"
+    why = plan.skip("several devices") or (f"this {plan.device.kind.upper()} runtime has no second accelerator: "
+                                           f"the sharding sections run on {plan.mesh_devices} simulated host "
+                                           "devices (Kaggle's TPU v5e-8 or 2x T4 have several)")
+    return f"JAX sharding: {why}"
+
+
+@declare.checked
+def tf_logical_cpus(n: Annotated[int, declare.Range(1, _MAX_DEVICES)]) -> list[Any]:
     """Split TensorFlow's CPU into ``n`` logical devices (before TF's runtime starts); returns them ([] without TF)."""
-    n = validate.number("n", n, low=1, high=_MAX_DEVICES, integer=True)
     if not env.available("tensorflow"):
         return []
     tf = env.import_tensorflow()
@@ -77,24 +104,19 @@ class ThreadRun:
     caller_busy: float = float("nan")
 
 
-def time_threads(fn: Callable[..., Any], *args: Any, threads: Sequence[int],
-                 min_time: float = 0.2, rounds: int = 4, timeout: float = 120.0) -> dict[int, ThreadRun]:
-    """``fn(*args)`` benchmarked under ``torch.set_num_threads(n)`` for each ``n`` of ``threads``, the counts taken
-    in turns over ``rounds`` rounds (each Measurement keeps its per-round medians, for ``cu.intervals.speedup``);
-    returns {n: ThreadRun}. ``cores_busy`` is CPU time of all the process's threads / wall time: a thread that
-    computes counts, and so does one that *spins* while it waits (OpenMP's threads busy-wait at a barrier for
-    a while before they sleep, see ``OMP_WAIT_POLICY``); a thread that sleeps does not. ``caller_busy`` counts
-    the calling thread alone. The thread count in force before the call is restored. A ``fn`` still running after
-    ``timeout`` seconds in all is stopped with ``TimeoutError`` naming it (in the main thread, where Python can
-    set a timer signal)."""
-    validate.function("fn", fn)
-    validate.number("min_time", min_time, low=0, high=60, low_open=True)
-    timeout = validate.number("timeout", timeout, low=0, high=3600, low_open=True)
-    if isinstance(threads, (str, bytes)):
-        raise TypeError(f"threads must be a sequence of thread counts; got {threads!r}")
-    validate.non_empty("threads", threads)
-    counts = [validate.number("threads", n, low=1, high=_MAX_DEVICES, integer=True) for n in threads]
-    rounds = validate.number("rounds", rounds, low=1, high=100, integer=True)
+_Threads = Annotated[Sequence[Annotated[int, declare.Range(1, _MAX_DEVICES)]], declare.NonEmpty]
+
+
+@declare.checked
+def time_threads(fn: Callable[..., Any], *args: Any, threads: _Threads,
+                 min_time: Annotated[float, declare.Range(1e-3, 60)] = 0.2,
+                 rounds: Annotated[int, declare.Range(1, 100)] = 4,
+                 timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> dict[int, ThreadRun]:
+    """``fn(*args)`` under ``torch.set_num_threads(n)`` for each ``n`` of ``threads``, in turns over ``rounds``
+    rounds (per-round medians kept for ``cu.intervals.speedup``), with the process's CPU seconds per wall second
+    (``cores_busy``: computing or spinning threads count, sleeping ones do not) and the caller's alone. The thread
+    count is restored; past ``timeout`` (None: the size's default) ``fn`` is stopped by name."""
+    counts = list(threads)
     import torch
 
     before = torch.get_num_threads()
@@ -133,38 +155,23 @@ def mlp_threads_report(workloads: dict[str, list], threads: list[int], min_time:
     return report
 
 
-def mlp_threads_fresh(workloads: Mapping[str, tuple[Sequence[int], int]], threads: Sequence[int],
-                      env: Mapping[str, str] | None = None, *, min_time: float = 0.2,
-                      timeout: float = 300.0) -> dict[str, dict[int, ThreadRun]]:
-    """``time_threads`` of the course MLP's SGD step for each workload (name -> (layer sizes, batch): the model
-    ``cu.models.torch_mlp(sizes)`` on ``batch`` samples of ``cu.data.classification(seed=2)`` with sizes[0] features
-    and sizes[-1] classes) in one fresh Python process
-    whose environment adds ``env``: the way to measure a setting that a runtime reads once when it starts
-    (``OMP_WAIT_POLICY=passive`` for OpenMP), which a running kernel can no longer change. Nothing but torch and
-    the course helpers is loaded there. Returns {name: {threads: ThreadRun}}."""
-    validate.instance("workloads", workloads, Mapping)
-    validate.non_empty("workloads", list(workloads))
-    request: dict[str, Any] = {"workloads": {}, "min_time": validate.positive("min_time", min_time)}
-    for name, spec in workloads.items():
-        validate.text("workloads", name)
-        if isinstance(spec, (str, bytes)) or not isinstance(spec, Sequence) or len(spec) != 2:
-            raise TypeError(f"workloads[{name!r}] must be (layer sizes, batch); got {spec!r}")
-        sizes, batch = spec
-        if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Sequence):
-            raise TypeError(f"sizes of workloads[{name!r}] must be a sequence of layer widths; got {sizes!r}")
-        request["workloads"][name] = [[validate.positive("sizes", v, integer=True)
-                                       for v in validate.non_empty("sizes", list(sizes))],
-                                      validate.positive("batch", batch, integer=True)]
-    request["threads"] = [validate.number("threads", n, low=1, high=_MAX_DEVICES, integer=True)
-                          for n in validate.non_empty("threads", list(threads))]
-    validate.number("timeout", timeout, low=1, high=3600)
-    extra = {} if env is None else validate.instance("env", env, Mapping)
-    for key, value in extra.items():
-        validate.text("env", key)
-        validate.instance("env", value, str)
+_Layers = Annotated[Sequence[Annotated[int, declare.Range(1, 2**16)]], declare.NonEmpty]
+
+
+@declare.checked
+def mlp_threads_fresh(workloads: Annotated[Mapping[str, tuple[_Layers, Annotated[int, declare.Range(1, 2**20)]]],
+                                           declare.NonEmpty],
+                      threads: _Threads, env: Mapping[str, str] | None = None, *,
+                      min_time: Annotated[float, declare.Range(1e-3, 60)] = 0.2,
+                      timeout: Annotated[float, declare.Range(1, 3600)] = 300.0) -> dict[str, dict[int, ThreadRun]]:
+    """``time_threads`` of the course MLP's step per workload (name -> (layer sizes, batch)) in one fresh process
+    whose environment adds ``env``: for settings read once at start-up (``OMP_WAIT_POLICY=passive``), which a
+    running kernel can no longer change. Returns {name: {threads: ThreadRun}}."""
+    request = {"workloads": {name: [list(sizes), batch] for name, (sizes, batch) in workloads.items()},
+               "min_time": min_time, "threads": list(threads)}
     probe = Path(__file__).resolve().parent.parent / "workers" / "threads_probe.py"
     done = subprocess.run([sys.executable, str(probe)], input=json.dumps(request), capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **extra})
+                          timeout=timeout, env={**os.environ, **(env or {})})
     if done.returncode != 0:
         raise RuntimeError(f"the fresh process failed (exit code {done.returncode}): {done.stderr.strip()[-800:]}")
     report = json.loads(done.stdout.strip().splitlines()[-1])

@@ -99,8 +99,7 @@ JAX = Template(
     "distributed.jax", ("true", "below"),
     held="The weights stay replicated because XLA summed the per-device gradients with the all-reduce DDP's hooks "
          "perform, inserted from the shardings alone; the `shard_map` step, whose `psum` you write, computes the same "
-         "update. The {devices} simulated devices are threads sharing this machine's {cores} cores: the times show "
-         "correctness and the compiled collective, not speed.",
+         "update. {where}",
     failed="Contrary to the prediction, {failed} is false: XLA did not insert the collective.",
     above="{failed} came out beyond float rounding: a sharded step computes something else than the single-device "
           "one.",

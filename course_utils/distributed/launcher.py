@@ -1,20 +1,7 @@
-"""The notebook side of a launch: run the real ``torchrun`` on 127.0.0.1, stream the ranks' lines into the
-cell with a progress bar, collect what the workers recorded, and leave no process behind.
-
-``launch(script, nprocs, timeout=...)`` returns a ``LaunchResult``; a failing rank raises ``LaunchError``
-with that rank's traceback (or the signal that killed it, by name), a job past its timeout ``LaunchTimeout``, a
-machine whose loopback interface is down ``LoopbackError`` within seconds, before anything starts. Whatever
-happens (success, error, timeout, Ctrl-C, a second Ctrl-C during the clean-up, the kernel itself killed) every
-process the launch started is gone: torchrun runs under a reaper (``workers/launch_reaper.py``), a child
-subreaper in a session of its own that ends every process of the job and returns only when the kernel reports
-none left; the notebook holds Ctrl-C while it waits for that, and raises it afterwards. Every address is the
-loopback address 127.0.0.1, so that no host name is ever resolved (offline machines, strict sandboxes).
-
-Process-group timeout: a rank blocked in a collective whose partner never arrives waits ``pg_timeout`` seconds
-(the workers pass ``worker.pg_timeout()`` to ``init_process_group``), then raises with a traceback that names the
-collective. ``launch`` sets it to half the launch's ``timeout`` (at least 10 s) unless told otherwise, so such a
-rank fails with its own traceback before the launcher gives up on the whole job; torch's own defaults (30 min
-for gloo, 10 min for NCCL) would leave a notebook cell hanging that long.
+"""The notebook side of a launch: the real ``torchrun`` on 127.0.0.1 under a reaper (``workers/launch_reaper.py``),
+the ranks' lines streamed into the cell, what the workers recorded collected, and no process left behind whatever
+happens (error, timeout, Ctrl-C twice, the kernel killed). A failing rank raises ``LaunchError`` with its traceback;
+the ranks' process-group timeout is half the launch's, so a rank stuck in a collective fails first.
 """
 
 from __future__ import annotations
@@ -33,12 +20,12 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import psutil
 
-from course_utils import calls, display, validate
+from course_utils import calls, declare, display, validate
 from course_utils.distributed import reaping, worker
 from course_utils.distributed.failures import (
     PROGRESS_LINE,
@@ -105,24 +92,14 @@ class LaunchResult:
         return self.table()._repr_html_()
 
 
-def launch_options(args: Sequence[Any], env: Mapping[str, str] | None, *, echo: bool, progress: bool,
-                   on_line: Callable[[int, str], Any] | None) -> dict[str, str]:
-    """Check the options every launcher takes; returns the extra environment as a plain dict."""
-    validate.instance("args", args, (list, tuple))
-    for name, value in {"echo": echo, "progress": progress}.items():
-        validate.instance(name, value, bool)
-    if on_line is not None:
-        validate.function("on_line", on_line)
-    extra = dict(validate.instance("env", env, dict)) if env is not None else {}
-    for key, value in extra.items():
-        if not isinstance(key, str) or not isinstance(value, str):
-            raise TypeError(f"env must map str to str; got {key!r}: {value!r}")
-    return extra
+_Args = Sequence[str | int | float | os.PathLike]  # a worker's arguments, as torchrun passes them
+_Seconds = Annotated[float, declare.Range(0, _MAX_SECONDS, low_open=True)]
+OnLine = Callable[[int | None, str], None] | None  # the learner's callable, given each (rank, text) line
 
 
+@declare.checked
 def worker_path(script: str | os.PathLike) -> Path:
     """A worker script: a path that exists, or the name of one in ``course_utils/workers``."""
-    validate.instance("script", script, (str, os.PathLike))
     path = Path(script)
     if path.is_file():
         return path.resolve()
@@ -132,7 +109,8 @@ def worker_path(script: str | os.PathLike) -> Path:
     raise ValueError(f"script must be an existing file or one of {known}; got {str(script)!r}")
 
 
-def worker_source(script: str | os.PathLike, only: Sequence[str] | None = None) -> str:
+@declare.checked
+def worker_source(script: str | os.PathLike, only: Annotated[Sequence[str], declare.NonEmpty] | None = None) -> str:
     """The worker's source, or only the top-level functions named in ``only`` (in file order)."""
     path = worker_path(script)
     try:
@@ -143,7 +121,7 @@ def worker_source(script: str | os.PathLike, only: Sequence[str] | None = None) 
                          f"{type(error).__name__}: {error}") from None
     if only is None:
         return source
-    wanted = set(validate.non_empty("only", list(only)))
+    wanted = set(only)
     defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     for name in wanted:
         validate.choice("only", name, sorted(defs))
@@ -171,7 +149,9 @@ class WorkerSource:
         return f"`{self.name}`:\n\n```python\n{self.text}\n```"
 
 
-def show_worker(script: str | os.PathLike, only: Sequence[str] | None = None) -> WorkerSource:
+@declare.checked
+def show_worker(script: str | os.PathLike, only: Annotated[Sequence[str], declare.NonEmpty] | None = None
+                ) -> WorkerSource:
     """The worker's source (or the functions in ``only``), shown in a notebook as a highlighted code block."""
     return WorkerSource(worker_path(script).name, worker_source(script, only))
 
@@ -183,13 +163,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def check_loopback(timeout: float = 2.0) -> None:
-    """Raise ``LoopbackError`` unless a TCP connection to 127.0.0.1 opens within ``timeout`` seconds.
-
-    torchrun's rendezvous and gloo talk over 127.0.0.1. With the loopback interface down a port can still be
-    bound but no connection opens ("Network is unreachable"), and a launch would wait for its whole timeout.
-    """
-    timeout = validate.number("timeout", timeout, low=0, high=60, low_open=True)
+@declare.checked
+def check_loopback(timeout: Annotated[float, declare.Range(0, 60, low_open=True)] = 2.0) -> None:
+    """Raise ``LoopbackError`` unless a TCP connection to 127.0.0.1 opens within ``timeout`` seconds: with the
+    loopback interface down a port still binds but nothing connects, and a launch would wait for its timeout."""
     try:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
             server.bind((LOOPBACK, 0))
@@ -204,21 +181,16 @@ def check_loopback(timeout: float = 2.0) -> None:
 
 
 def loopback_env() -> dict[str, str]:
-    """Environment that keeps gloo and NCCL on the loopback interface, so that no host name is resolved.
-
-    Without it gloo looks up this machine's host name to pick an address (a DNS query on an offline machine).
-    """
+    """Environment that keeps gloo and NCCL on the loopback interface (else gloo resolves this machine's host name)."""
     names = [name for name, addrs in psutil.net_if_addrs().items()
              if any(a.family == socket.AF_INET and a.address == LOOPBACK for a in addrs)]
     return {"GLOO_SOCKET_IFNAME": names[0], "NCCL_SOCKET_IFNAME": names[0]} if names else {}
 
 
-def torchrun_command(script: str | os.PathLike, nprocs: int, args: Sequence[Any], port: int,
-                     log_dir: str | os.PathLike) -> list[str]:
+@declare.checked
+def torchrun_command(script: str | os.PathLike, nprocs: Annotated[int, declare.Range(1, _MAX_PROCS)], args: _Args,
+                     port: Annotated[int, declare.Range(1, 65535)], log_dir: str | os.PathLike) -> list[str]:
     """The torchrun command line: one node on 127.0.0.1, no restarts, ranks' output teed with a prefix."""
-    nprocs = validate.number("nprocs", nprocs, low=1, high=_MAX_PROCS, integer=True)
-    port = validate.number("port", port, low=1, high=65535, integer=True)
-    validate.instance("args", args, (list, tuple))
     exe = Path(sys.executable).with_name("torchrun")
     launcher = [str(exe)] if exe.exists() else [sys.executable, "-m", "torch.distributed.run"]
     return [*launcher, "--nnodes=1", f"--nproc-per-node={nprocs}", f"--master-addr={LOOPBACK}",
@@ -226,31 +198,28 @@ def torchrun_command(script: str | os.PathLike, nprocs: int, args: Sequence[Any]
             "--tee=3", f"--log-dir={log_dir}", str(script), *map(str, args)]
 
 
-def pg_timeout_for(timeout: float) -> float:
-    """The process-group timeout ``launch`` gives its ranks by default: half the launch's ``timeout``, at least
-    10 s (see the module docstring)."""
-    return max(10.0, validate.positive("timeout", timeout) / 2)
+@declare.checked
+def pg_timeout_for(timeout: _Seconds) -> float:
+    """The process-group timeout ``launch`` gives its ranks by default: half the launch's ``timeout``, at least 10 s."""
+    return max(10.0, timeout / 2)
 
 
-def launch(script: str | os.PathLike, nprocs: int = 2, timeout: float = 120.0, args: Sequence[Any] = (), *,
-           env: dict[str, str] | None = None, echo: bool = True, progress: bool = True,
-           on_line: Callable[[int | None, str], None] | None = None, pg_timeout: float | None = None) -> LaunchResult:
+@declare.checked
+def launch(script: str | os.PathLike, nprocs: Annotated[int, declare.Range(1, _MAX_PROCS)] = 2,
+           timeout: _Seconds = 120.0, args: _Args = (), *, env: Mapping[str, str] | None = None, echo: bool = True,
+           progress: bool = True, on_line: OnLine = None,
+           pg_timeout: Annotated[float, declare.Range(1, _MAX_SECONDS)] | None = None) -> LaunchResult:
     """Run ``torchrun --nproc-per-node=nprocs script *args`` on 127.0.0.1 and return what the ranks recorded.
 
-    Lines of rank r are printed as ``[rank r] ...`` (``echo``); ``progress(step, total)`` calls in the
-    workers drive a progress bar; ``on_line(rank, text)`` sees every line (an exception in it stops the job, and
-    so does a call still running when the launch's time is up: ``TimeoutError`` naming it).
-    Each process gets ``OMP_NUM_THREADS = cores // nprocs`` unless ``env`` says otherwise, and a process-group
-    timeout of ``pg_timeout`` seconds (``COURSE_PG_TIMEOUT``; default ``pg_timeout_for(timeout)``, half the
-    launch's). A failing rank raises ``LaunchError`` with its traceback; past ``timeout`` seconds
-    ``LaunchTimeout``; a loopback interface that is down ``LoopbackError``, before anything starts.
+    Rank r's lines are printed as ``[rank r] ...`` (``echo``); the workers' ``progress`` calls drive a bar;
+    ``on_line(rank, text)`` sees every line (an exception in it, or a call still running at the launch's timeout,
+    stops the job). Each process gets ``OMP_NUM_THREADS = cores // nprocs`` unless ``env`` says otherwise, and a
+    process-group timeout of ``pg_timeout`` seconds (default half the launch's). Raises ``LaunchError`` naming a
+    failing rank, ``LaunchTimeout`` past ``timeout``, ``LoopbackError`` before anything starts.
     """
     path = worker_path(script)
-    nprocs = validate.number("nprocs", nprocs, low=1, high=_MAX_PROCS, integer=True)
-    timeout = validate.number("timeout", timeout, low=0, high=_MAX_SECONDS, low_open=True)
-    pg_timeout = pg_timeout_for(timeout) if pg_timeout is None else validate.number(
-        "pg_timeout", pg_timeout, low=1, high=_MAX_SECONDS)
-    extra = launch_options(args, env, echo=echo, progress=progress, on_line=on_line)
+    pg_timeout = pg_timeout_for(timeout) if pg_timeout is None else pg_timeout
+    extra = dict(env or {})
     check_loopback()
     launch_id = uuid.uuid4().hex
     with tempfile.TemporaryDirectory(prefix="course_launch_") as tmp:
@@ -275,11 +244,10 @@ def launch(script: str | os.PathLike, nprocs: int = 2, timeout: float = 120.0, a
             job.close()
 
 
+@declare.checked
 def leftover(error: LaunchError) -> list[Any]:
-    """The processes a failed launch started (as far as it saw them) that are still alive: [] when the clean-up
-    worked. Read from the launch's own record of its processes, not from a scan of the machine, so another job
-    running the same script at the same time cannot show up here."""
-    validate.instance("error", error, LaunchError)
+    """The processes a failed launch started that are still alive ([] when the clean-up worked), from the launch's
+    own record of them: another job running the same script cannot show up here."""
     return [p for p in getattr(error, "processes", []) if reaping.alive(p)]
 
 
@@ -319,17 +287,8 @@ class LaunchJob:
                 return lines
             line = line.rstrip("\n")
             lines.append(line)
-            match = RANK_LINE.match(line)
-            rank_, text = (int(match.group(1)), match.group(2)) if match else (None, line)
-            tick = PROGRESS_LINE.match(text)
-            if tick:
-                self.bar = advance_progress(self.bar, int(tick.group(1)), int(tick.group(2)), name, nprocs, progress)
-                continue
-            if on_line is not None:  # the learner's callable: it may not hold the launch past its timeout
-                with calls.time_limit(max(1.0, timeout - (time.perf_counter() - self.start)), calls.describe(on_line)):
-                    on_line(rank_, text)
-            if echo and rank_ is not None and text.strip():
-                print(f"[rank {rank_}] {text}", flush=True)
+            self.bar = show_line(line, self.bar, name, nprocs, echo=echo, progress=progress, on_line=on_line,
+                                 seconds=max(1.0, timeout - (time.perf_counter() - self.start)))
 
     def close(self) -> None:
         """End every process of the job and wait until they are gone. A Ctrl-C meanwhile is held, and raised
@@ -363,6 +322,23 @@ def _pump(stream: Any, lines_q: queue.Queue) -> None:
     for line in stream:
         lines_q.put(line)
     lines_q.put(None)
+
+
+def show_line(line: str, bar: Any, name: str, nprocs: int, *, echo: bool, progress: bool,
+              on_line: Callable[[int | None, str], None] | None, seconds: float, where: str = "") -> Any:
+    """One line of torchrun's output: a progress tick moves the bar (returned), any other line goes to ``on_line``
+    (given at most ``seconds``: a callable that never returns stops the launch by name) and is echoed."""
+    match = RANK_LINE.match(line)
+    rank_, text = (int(match.group(1)), match.group(2)) if match else (None, line)
+    tick = PROGRESS_LINE.match(text)
+    if tick:
+        return advance_progress(bar, int(tick.group(1)), int(tick.group(2)), name, nprocs, progress)
+    if on_line is not None:  # the learner's callable: it may not hold the launch past its timeout
+        with calls.time_limit(seconds, calls.describe(on_line)):
+            on_line(rank_, text)
+    if echo and rank_ is not None and text.strip():
+        print(f"[{where}rank {rank_}] {text}", flush=True)
+    return bar
 
 
 def advance_progress(bar: Any, step: int, total: int, name: str, nprocs: int, enabled: bool) -> Any:

@@ -1,8 +1,4 @@
-"""Memory per device for the model state under data parallelism and ZeRO/FSDP sharding (computed, not measured).
-
-DDP keeps a full copy of weights, gradients and optimizer state on every device. ZeRO stage 1 shards the
-optimizer state over the N devices, stage 2 also the gradients, stage 3 (FSDP) also the weights.
-"""
+"""Model-state bytes per device under DDP and ZeRO stages 1-3 (computed, not measured)."""
 
 from __future__ import annotations
 

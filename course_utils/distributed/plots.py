@@ -1,17 +1,16 @@
-"""The figures of notebook 05: the data-parallel diagram, the proof's weight differences, where a step's time
-goes, the all-reduce fit against measurement (with its interval), and the computed scaling of a ring all-reduce
-over typical links.
-"""
+"""The figures of notebook 05."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import plotting, validate
+from course_utils import declare, plotting
 from course_utils.distributed import comms
+
+_Seconds = Annotated[float, declare.NonNegative]
 
 
 def diagram() -> Any:
@@ -41,18 +40,20 @@ def diagram() -> Any:
     return fig
 
 
-def proof_plot(rank_diff: Mapping[str, float], single_diff: Mapping[str, float]) -> Any:
+_Diffs = Annotated[Mapping[Annotated[str, declare.Matches(r"step\d+", "a checkpoint 'stepN'")],
+                           Annotated[float, declare.NonNegative]], declare.NonEmpty]
+
+
+@declare.checked
+def proof_plot(rank_diff: _Diffs, single_diff: _Diffs) -> Any:
     """The largest weight difference at each checkpoint ("stepN"): rank 0 against rank 1, and against one process."""
-    validate.non_empty("rank_diff", validate.instance("rank_diff", rank_diff, Mapping))
-    validate.instance("single_diff", single_diff, Mapping)
     if list(rank_diff) != list(single_diff):
         raise ValueError("rank_diff and single_diff must have the same checkpoints, in the same order")
-    steps = [int(validate.text("checkpoint", c).removeprefix("step")) for c in rank_diff]
+    steps = [int(c.removeprefix("step")) for c in rank_diff]
     fig, (ax,) = plotting.figure(width=6.4, height=3.4)
     floor = 1e-12
-    ax.plot(steps, [max(validate.non_negative("single_diff", v), floor) for v in single_diff.values()], marker="o",
-            label="DDP rank 0 vs one process")
-    ax.plot(steps, [max(validate.non_negative("rank_diff", v), floor) for v in rank_diff.values()], marker="s",
+    ax.plot(steps, [max(v, floor) for v in single_diff.values()], marker="o", label="DDP rank 0 vs one process")
+    ax.plot(steps, [max(v, floor) for v in rank_diff.values()], marker="s",
             label=f"rank 0 vs rank 1 (0 drawn at {floor:g})")
     ax.axhline(1e-5, color="#333333", linestyle="--", linewidth=1, label="tolerance 1e-5")
     ax.set_yscale("log")
@@ -63,19 +64,15 @@ def proof_plot(rank_diff: Mapping[str, float], single_diff: Mapping[str, float])
     return fig
 
 
-def breakdown_plot(groups: Mapping[str, Mapping[str, tuple[float, float, float]]],
-                   *, title: str = "Where a step's time goes") -> Any:
+_Parts = tuple[_Seconds, _Seconds, _Seconds]  # (compute, all-reduce, step) seconds
+
+
+@declare.checked
+def breakdown_plot(groups: Annotated[Mapping[str, Annotated[Mapping[str, _Parts], declare.NonEmpty]], declare.NonEmpty],
+                   *, title: declare.Text = "Where a step's time goes") -> Any:
     """One panel per group (e.g. model), one bar per label from (compute, all-reduce, step) seconds: compute and the
-    all-reduce (each measured alone) stacked, then the rest of the step (step minus both, computed; where the
-    parts outlast the step, a black tick marks the step instead)."""
-    validate.non_empty("groups", validate.instance("groups", groups, Mapping))
-    for group, rows in groups.items():
-        validate.non_empty(f"groups[{group!r}]", validate.instance(f"groups[{group!r}]", rows, Mapping))
-        for label, triple in rows.items():
-            if len(validate.sequence(f"groups[{group!r}][{label!r}]", triple)) != 3:
-                raise ValueError(f"groups[{group!r}][{label!r}] must be (compute, all-reduce, step) seconds")
-            for part in triple:
-                validate.non_negative(f"groups[{group!r}][{label!r}]", part)
+    all-reduce (each measured alone) stacked, then the rest of the step (computed; where the parts outlast the
+    step, a black tick marks the step instead)."""
     rows_max = max(len(g) for g in groups.values())
     fig, axes = plotting.figure(len(groups), width=5.2 * len(groups), height=1.4 + 0.55 * rows_max)
     for ax, (group, rows) in zip(axes, groups.items()):
@@ -100,16 +97,14 @@ def breakdown_plot(groups: Mapping[str, Mapping[str, tuple[float, float, float]]
     return fig
 
 
+@declare.checked
 def allreduce_fit_plot(cost: comms.AllReduceCost, others: Mapping[int, comms.AllReduceCost] | None = None) -> Any:
     """The all-reduce sweep (median per size) against message size, with the model fitted on it and the band of
-    its 95% interval over rounds; ``others`` (process count -> cost) are drawn against the same model, out of
-    sample."""
-    validate.instance("cost", cost, comms.AllReduceCost)
-    others = dict(validate.instance("others", others, Mapping)) if others is not None else {}
+    its 95% interval over rounds; ``others`` (process count -> cost) are drawn against the same model."""
+    others = dict(others or {})
     fig, (ax,) = plotting.figure(width=6.8, height=4.0)
     for i, (n, c) in enumerate([(cost.nprocs, cost), *sorted(others.items())]):
         where = "cost" if i == 0 else f"others[{n}]"
-        validate.instance(where, c, comms.AllReduceCost)
         if len(c.sweep) != 2 or len(c.sweep[0]) != len(c.sweep[1]) or not len(c.sweep[0]):
             raise ValueError(f"{where}.sweep must be (bytes, seconds) of one non-empty length; got lengths "
                              f"{[len(part) for part in c.sweep]}")
@@ -134,24 +129,18 @@ def allreduce_fit_plot(cost: comms.AllReduceCost, others: Mapping[int, comms.All
     return fig
 
 
-def scaling_plot(nbytes: float, compute_seconds: float, links: Mapping[str, tuple[float, float]],
-                 devices: Sequence[int] = (2, 8, 64, 512), *, compute_label: str = "assumed compute per step") -> Any:
-    """Computed all-reduce time (left) and scaling efficiency (right) against device count, per link type.
+_Devices = Annotated[int, declare.Range(1, 1 << 20)]  # a device count: [0] is refused naming devices
+_Link = tuple[Annotated[float, declare.Positive], Annotated[float, declare.NonNegative]]  # (bytes/s, latency s)
 
-    ``links`` maps a label to (bytes/s, latency s). ``compute_seconds`` is an assumption about the devices
-    the links connect, not this CPU's time. Efficiency assumes no overlap: compute / (compute + all-reduce).
-    """
-    nbytes = validate.positive("nbytes", nbytes)
-    compute_seconds = validate.seconds("compute_seconds", compute_seconds)
-    validate.non_empty("links", validate.instance("links", links, Mapping))
-    for i, count in enumerate(validate.non_empty("devices", devices)):
-        validate.count(f"devices[{i}]", count, high=1 << 20)  # a device count: [0] said "n must be >= 1"
-    validate.text("compute_label", compute_label)
-    for label, link in links.items():
-        if len(validate.sequence(f"links[{label!r}]", link)) != 2:
-            raise ValueError(f"links[{label!r}] must be a (bytes/s, latency s) pair; got {len(link)} items")
-        validate.positive(f"links[{label!r}] bytes/s", link[0])
-        validate.non_negative(f"links[{label!r}] latency", link[1])
+
+@declare.checked
+def scaling_plot(nbytes: Annotated[float, declare.Positive],
+                 compute_seconds: Annotated[float, declare.Range(0, 3600, low_open=True)],
+                 links: Annotated[Mapping[str, _Link], declare.NonEmpty],
+                 devices: Annotated[Sequence[_Devices], declare.NonEmpty] = (2, 8, 64, 512),
+                 *, compute_label: declare.Text = "assumed compute per step") -> Any:
+    """Computed all-reduce time (left) and scaling efficiency (right, no overlap) against device count per link
+    (label -> (bytes/s, latency s)); ``compute_seconds`` is an assumption about those devices, not this CPU's time."""
     fig, (left, right) = plotting.figure(2, width=10.0, height=3.8)
     n = np.asarray(devices, dtype=float)
     for i, (label, (bw, lat)) in enumerate(links.items()):

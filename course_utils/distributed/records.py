@@ -1,17 +1,15 @@
-"""What the workers' timing records become in the notebook: ``timing.Measurement`` objects that keep their
-per-round medians, so that ``cu.intervals.speedup`` can pair them into an interval.
-
-A worker times its variants in rounds (``worker.timed_rounds``) and emits, per variant, the list of seconds and,
-under "rounds", one median per round. ``measurements(record)`` turns every variant of a record into a Measurement;
-``summed`` adds measurements round by round (a step's parts, to set against the step itself).
+"""The workers' timing records as ``timing.Measurement`` objects that keep their per-round medians, so that
+``cu.intervals.speedup`` pairs them into an interval; ``summed`` adds parts round by round.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any
 
-from course_utils import timing, validate
+import numpy as np
+
+from course_utils import declare, timing, validate
 
 
 def measurements(record: Mapping[str, Any]) -> dict[str, timing.Measurement]:
@@ -43,3 +41,16 @@ def summed(label: str, *parts: timing.Measurement) -> timing.Measurement:
         raise ValueError(f"parts must all have the same number (>= 1) of rounds; got {sorted(counts)}")
     totals = tuple(sum(values) for values in zip(*(m.rounds for m in parts)))
     return timing.Measurement(label=label, times=totals, rounds=totals)
+
+
+_Seconds = Annotated[float, declare.Positive]
+
+
+@declare.checked
+def from_rounds(label: declare.Text,
+                per_round: Annotated[Sequence[Annotated[Sequence[_Seconds], declare.NonEmpty]], declare.MinItems(2)],
+                ) -> timing.Measurement:
+    """A Measurement from a worker's times in rounds (at least 2 non-empty lists of seconds), medians per round kept."""
+    flat = tuple(float(t) for times in per_round for t in times)
+    return timing.Measurement(label=label, times=flat, number=1, total=sum(flat),
+                              rounds=tuple(float(np.median(times)) for times in per_round))

@@ -1,11 +1,5 @@
-"""The worker side: what a script started by ``launch()`` calls to report back to the notebook.
-
-A worker records JSON-ready dicts with ``emit`` and NumPy arrays with ``save``; ``launch`` collects them per
-rank into ``LaunchResult.records`` and ``LaunchResult.arrays``. Outside ``launch`` (a script run by hand),
-``emit`` prints its JSON line, and ``save`` refuses unless ``COURSE_DIST_OUT`` names a folder (``ddp_train.py``
-sets it from its ``--out``): it never writes into whatever the current directory happens to be.
-``pg_timeout()`` is the process-group timeout the launch chose, for ``init_process_group(timeout=...)``;
-``timed_rounds`` the one timing loop of the workers: variants timed in turns, over rounds, ranks aligned.
+"""The worker side: what a script started by ``launch()`` calls to report back (``emit`` records, ``save`` arrays,
+``progress``), the process-group timeout the launch chose, and the one timing loop of the workers (``timed_rounds``).
 """
 
 from __future__ import annotations
@@ -14,12 +8,13 @@ import datetime
 import json
 import os
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import validate
+from course_utils import declare, validate
 
 OUT_ENV = "COURSE_DIST_OUT"  # the folder where launch() collects records and arrays
 ID_ENV = "COURSE_LAUNCH_ID"  # marks every process of one launch, so that none is left behind
@@ -84,10 +79,10 @@ def save(name: str, **arrays: Any) -> None:
     np.savez(target / f"{name}.rank{rank()}.npz", **{k: np.asarray(v) for k, v in arrays.items()})
 
 
-def progress(step: int, total: int) -> None:
+@declare.checked
+def progress(step: Annotated[int, declare.Range(0, 10**6)], total: Annotated[int, declare.Range(1, 10**6)]) -> None:
     """Advance the notebook's progress bar (call it from rank 0); the line never reaches the cell's output."""
-    total = validate.positive("total", total, integer=True)
-    step = validate.number("step", step, low=0, high=total, integer=True)
+    validate.number("step", step, high=total)
     print(f"{PROGRESS_PREFIX} {step} {total}", flush=True)
 
 
@@ -99,18 +94,15 @@ def sync_device(device: Any) -> None:
         torch.cuda.synchronize(device)
 
 
-def timed_rounds(device: Any, calls: dict, n_rounds: int, repeats: int, together: bool = True, *,
-                 warmup: bool = True, offset: int = 0) -> dict:
-    """Each call of ``calls`` (name -> (fn, *args)) timed ``repeats`` times in all, spread over ``n_rounds`` rounds
-    (the same number each round, rounded up), the names taken in turns (the order rotated each round, starting
-    ``offset`` places on) after one untimed warm-up call each (``warmup``), so that a change in the machine's load
-    falls on all of them alike. ``together``: the ranks start each call at a barrier (every rank must then make the
-    same calls). Returns {name: [seconds, ...], "rounds": {name: [per-round median, ...]}}: the rounds are the
-    replicates of an interval."""
-    validate.non_empty("calls", calls)
-    n_rounds = validate.number("n_rounds", n_rounds, low=1, high=1000, integer=True)
-    repeats = validate.number("repeats", repeats, low=1, high=10**6, integer=True)
-    offset = validate.number("offset", offset, low=0, integer=True)
+@declare.checked
+def timed_rounds(device: Any, calls: Annotated[Mapping[str, Sequence[Any]], declare.NonEmpty],
+                 n_rounds: Annotated[int, declare.Range(1, 1000)], repeats: Annotated[int, declare.Range(1, 10**6)],
+                 together: bool = True, *, warmup: bool = True,
+                 offset: Annotated[int, declare.Range(0, 10**6)] = 0) -> dict:
+    """Each call (name -> (fn, *args)) timed ``repeats`` times in all over ``n_rounds`` rounds, the names in turns
+    (rotated each round, from ``offset``), after a warm-up call each (``warmup``), the ranks aligned at a barrier
+    (``together``: every rank makes the same calls). Returns {name: [seconds], "rounds": {name: [per-round median]},
+    "per_round": {name: [[seconds of a round], ...]}}: the rounds are the replicates of an interval."""
     if together:
         import torch.distributed as dist
     names = list(calls)
@@ -119,6 +111,7 @@ def timed_rounds(device: Any, calls: dict, n_rounds: int, repeats: int, together
         fn(*args)
     found: dict = {name: [] for name in names}
     found["rounds"] = {name: [] for name in names}
+    found["per_round"] = {name: [] for name in names}  # every round's own times, for ``records.from_rounds``
     for r in range(offset, offset + n_rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
             fn, *args = calls[name]
@@ -133,4 +126,5 @@ def timed_rounds(device: Any, calls: dict, n_rounds: int, repeats: int, together
                 times.append(time.perf_counter() - start)
             found[name] += times
             found["rounds"][name].append(float(np.median(times)))
+            found["per_round"][name].append(times)
     return found

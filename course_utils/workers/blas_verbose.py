@@ -1,9 +1,5 @@
-"""One torch matmul in fp32 and one in bf16, so that the libraries behind them say what ran.
-
-Notebook 03 runs it with MKL_VERBOSE=1 and ONEDNN_VERBOSE=1 in its environment (cu.precision.library_verbose):
-MKL then prints its version and the code path it chose for this CPU, and one line per SGEMM call; oneDNN prints
-the ISA it detected and one line per primitive it executed (for a bf16 matmul, which kernel: e.g. AMX or AVX-512).
-Usage: python blas_verbose.py N
+"""One torch matmul in fp32 and one in bf16 (``python blas_verbose.py N``), run by notebook 03 with MKL_VERBOSE=1 and
+ONEDNN_VERBOSE=1 so that the libraries say which code path and kernels ran.
 """
 
 import sys

@@ -1,18 +1,7 @@
-"""One job's compile, cold and then warm from a portable cache: torch.compiler.save_cache_artifacts() in one
-process, torch.compiler.load_cache_artifacts() in another.
-
-    python compile_cache.py save ARTIFACTS [--depth 4 --width 32]   # cold: compile, run, save the artifacts
-    python compile_cache.py load ARTIFACTS [--depth 4 --width 32]   # warm: load the artifacts, compile, run
-    python compile_cache.py local ARTIFACTS [--depth 4 --width 32]  # warm: the disk cache a save run left
-
-Each run is a fresh process. Give a ``save`` and a ``load`` run each its own empty TORCHINDUCTOR_CACHE_DIR (as a
-new machine or container would have), so that the only thing the second one reuses is the file of artifacts;
-give a ``local`` run the ``save`` run's folder (a persistent cache on the same machine). It prints one line of
-JSON: the seconds of the first call (the compile, with what it pays the first time in a process: Inductor's lazy
-imports, starting its compile workers, the CPU instruction-set probes; importing torch and building the model
-come before it and are not counted), the seconds to load the artifacts, their size, Inductor's FX-graph cache
-hits and misses during the first call, and the compiled libraries (``*.so``) in the cache folder before and after
-it (those the first call had to build).
+"""One job's compile, cold and then warm from a portable cache (``torch.compiler.save_cache_artifacts`` in one process,
+``load_cache_artifacts`` in another): ``python compile_cache.py save|load|local ARTIFACTS [--depth 4 --width 32]``,
+each run with its own ``TORCHINDUCTOR_CACHE_DIR``. Prints one JSON line: the first call's seconds, the load's, the
+artifacts' size, Inductor's FX-graph cache hits and misses, and the compiled libraries before and after.
 """
 
 import argparse

@@ -1,24 +1,8 @@
-"""Data-parallel training with PyTorch DDP, one process per rank, started by torchrun.
-
-Launched from the notebook with ``cu.distributed.launch("ddp_train.py", nprocs=2, args=[...])``, which collects
-what the ranks record. Run by hand (``torchrun ... ddp_train.py --out DIR``) the ranks write their records
-(``rankN.jsonl``) and arrays (``NAME.rankN.npz``) into DIR, ``./ddp_out`` by default. Each phase records its
-numbers with ``worker.emit`` (JSON) or ``worker.save`` (arrays):
-
-proof      20 SGD steps of the course MLP; every rank saves its weights at each checkpoint.
-accum      gradient accumulation over K micro-batches, syncing every micro-batch vs ``no_sync()``: all-reduce
-           calls counted with a DDP communication hook; timed in rounds with K micro-batches all under
-           ``no_sync`` (no communication) and K-1 bare all-reduces beside them; and the time each synced
-           micro-batch spends inside its all-reduce call (a timing hook), to say what ``no_sync`` saves.
-timing     per-step time of a tiny and a wide model, in rounds: DDP step, the same step without all-reduce
-           (``no_sync``), the all-reduce alone; and rank 0 alone on the whole and on half the batch, plain and in
-           a one-rank DDP (``no_sync``: DDP's hooks without a partner process).
-buckets    DDP step time and bucket count of a deeper MLP for several ``bucket_cap_mb`` values, in rounds.
-batchnorm  a BatchNorm layer's batch statistics on each rank, without and with ``SyncBatchNorm``.
-compiled   ``torch.compile`` of a DDP model: the graphs Dynamo's DDPOptimizer compiled (one per bucket) and the
-           step time against eager DDP, in rounds.
-allreduce  all-reduce time against message size, in rounds (``comms.sweep_in_rank``: the cost model's data).
-Every rank runs the same number of steps in every phase: collective calls must match across ranks.
+"""Data-parallel training with PyTorch DDP, one process per rank, started by torchrun (``cu.distributed.launch``, or
+by hand with ``--out DIR``). Phases (``--phases``): proof (20 SGD steps, weights saved per checkpoint), accum
+(``no_sync`` against syncing every micro-batch), timing (DDP step, compute, all-reduce alone, one process), buckets
+(``bucket_cap_mb``), batchnorm (plain and ``SyncBatchNorm``), compiled (``torch.compile`` of DDP), allreduce (the
+cost model's sweep). Every rank makes the same collective calls in every phase.
 """
 
 import argparse

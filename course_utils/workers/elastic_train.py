@@ -1,20 +1,7 @@
-"""A job that survives a crash: DDP training that checkpoints atomically and resumes where it left off.
-
-Launched from notebook 06 by ``cu.beyond.elastic.run(...)``, i.e. ``torchrun --max-restarts=1``: when a
-worker dies, torchrun stops the others and starts the whole group again (``TORCHELASTIC_RESTART_COUNT``
-counts the restarts). The script does not know whether it starts fresh or after a crash: it always loads
-the newest checkpoint if one exists. Rank ``--crash-rank`` raises once, at step ``--crash-at``, on the first
-attempt only (a stand-in for a lost machine or an out-of-memory kill).
-
-Checkpoint = model weights + optimizer state (SGD momentum) + the step reached. It is written by rank 0 to
-a temporary file and renamed over the old one (``os.replace``: atomic on POSIX file systems), so a crash
-while writing leaves the previous checkpoint whole. Every rank then tests ``path.exists()`` in the same folder:
-on several machines that folder must be on storage all of them see, or a node without it starts from step 0
-while the others resume. (DDP state is replicated, so rank 0's copy is all of it; sharded state is written by
-every rank with ``torch.distributed.checkpoint``: see ``fsdp_checkpoint.py``.) Data are indexed by step, so a
-resumed run sees exactly the batches the uninterrupted run would have seen. Every attempt records how long its
-process took from start to joining the group ("startup") and how long it trained after that ("seconds" of "crash"
-and "finished").
+"""DDP training that checkpoints atomically (a temporary file, then ``os.replace``) and resumes where it left off,
+under ``torchrun --max-restarts=1`` (``cu.beyond.elastic.run``): rank ``--crash-rank`` raises once at ``--crash-at``
+on the first attempt; every attempt loads the newest checkpoint if one exists (on a cluster, in a folder every node
+sees). Data are indexed by step, so a resumed run sees the batches the uninterrupted run would have seen.
 """
 
 import argparse

@@ -1,10 +1,5 @@
-"""One fresh process of ``cu.fresh.replicate``: call the target once and report what it measured and on what.
-
-Usage: python fresh_worker.py package.module:function '{"keyword": "arguments as JSON"}'
-
-The target returns ``{label: seconds}`` (a median per label, timed inside this process). Whatever it prints goes to
-stderr (the log the parent keeps); stdout carries one line, ``@@fresh {"seconds": ..., "setup": ...}``: the medians
-and this process's set-up, read after the target ran (torch's version, threads and device only if it used torch).
+"""One fresh process of ``cu.fresh.replicate``: ``python fresh_worker.py package.module:function '{json kwargs}'`` calls
+the target once; its prints go to stderr, stdout carries ``@@fresh {"seconds": ..., "setup": ...}``.
 """
 
 from __future__ import annotations

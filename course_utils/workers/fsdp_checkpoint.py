@@ -1,18 +1,7 @@
-"""Checkpoints that survive a changed cluster: FSDP2 state saved with ``torch.distributed.checkpoint`` (DCP) at one
-world size and loaded at another.
-
-Launched from notebook 06, three times: ``--steps 3 --save <shared>/at2`` on 2 ranks, then ``--load <shared>/at2
---steps 2 --save <shared>/at1`` on 1 rank, then ``--load <shared>/at1`` on 2 ranks again. The model and Adam are
-section 4's FSDP2 set-up (``fsdp_train.build``: one ``fully_shard`` per layer, then the root).
-
-``dcp.save`` writes one file per rank, each holding only that rank's shards, plus one ``.metadata`` file that
-says which slice of which tensor sits where. ``dcp.load`` fills the state dict of the CURRENT world size: each
-rank reads the slices its own shards need, from whichever files hold them. So every rank must see every file:
-on a cluster the checkpoint folder lives on storage all nodes share (a network file system, an object store).
-
-Every launch records, on rank 0, the full unsharded state (weights and Adam state, gathered from the shards)
-right after loading ("loaded") and right before saving ("saved"), so the notebook can check that what one world
-size saved is exactly what another loaded.
+"""FSDP2 state saved with ``torch.distributed.checkpoint`` (DCP) at one world size and loaded at another (notebook
+06: 2 ranks, then 1, then 2). ``dcp.save`` writes one file of shards per rank plus a ``.metadata`` map; ``dcp.load``
+reads the slices the current sharding needs, so every rank must see every file. Rank 0 records the full state right
+after a load ("loaded") and right before a save ("saved").
 """
 
 import argparse

@@ -1,29 +1,7 @@
-"""Sharded data parallelism on 2+ ranks: DDP vs ZeRO-1 vs FSDP2, same model, same data, same Adam.
-
-Launched from notebook 06 by ``cu.beyond.sharded.run()`` (``cu.distributed.launch("fsdp_train.py", 2, ...)``).
-For each of the three ways to train, every rank records (``cu.worker.emit``):
-
-- the bytes it holds for parameters, gradients and optimizer state, counted from the real tensors
-  (a sharded tensor counts only its local shard: ``DTensor.to_local()``);
-- the collectives of one training step, counted by intercepting the c10d operators (``TorchDispatchMode``;
-  DDP gets the default all-reduce as a Python communication hook, so that its all-reduce is seen too), and
-  timed from a profiler trace of 3 steps: the backend's own events (``gloo:all_reduce``, ...); for FSDP2, from
-  the same trace, the most layers whose full weights were held at once (FSDP2's own ``FSDP::`` labels);
-- the step time, timed in ``--rounds`` rounds together with the same model and Adam on the rank's rows with no
-  process group involved (the compute alone), the kinds in turns: the rounds pair them for an interval;
-- for DDP, the buckets that its default (``gradient_as_bucket_view=False``) would keep beside the gradients;
-- once, the collectives alone (in rounds too) and a profiler trace of one reduce-scatter (which gloo operators
-  run under it);
-
-and saves its full weights after ``--steps`` steps, so the notebook can check that all three agree.
-
-- DDP: every rank holds everything; gradients are all-reduced. With ``gradient_as_bucket_view=True`` the gradients
-  live in DDP's all-reduce buckets (16 B/param with Adam); by default DDP copies them into buckets (~20 B/param).
-- ZeRO-1 (``ZeroRedundancyOptimizer``): each rank keeps the Adam state of its share of the parameters only,
-  updates that share, then broadcasts it.
-- FSDP2 (``fully_shard``): parameters, gradients and Adam state are all sharded (ZeRO-3): each layer's weights
-  are all-gathered just before use and freed after; gradients are reduce-scattered.
-On GPUs the same script runs with NCCL (the device mesh and the process group follow the device type).
+"""DDP vs ZeRO-1 vs FSDP2 on 2+ ranks, same model, data and Adam (``cu.beyond.sharded.run``). Each rank records
+the bytes it holds (a shard counts its local part), one step's collectives (counted by a ``TorchDispatchMode``,
+timed from the backend's profiler events), the step in rounds beside the compute alone, DDP's default bucket bytes,
+the collectives alone, and its full weights after ``--steps`` steps. On GPUs the same script runs with NCCL.
 """
 
 import argparse
@@ -205,7 +183,7 @@ class Trained:
             marks.append(time.perf_counter())
         F.cross_entropy(self.model(x), y).backward()
         if marks is not None:  # when the optimizer step starts
-            wait(self.device)
+            worker.sync_device(self.device)
             marks.append(time.perf_counter())
         self.opt.step()
 
@@ -213,7 +191,7 @@ class Trained:
         """One step on batch 0, its parts recorded in ``phases``."""
         marks = [time.perf_counter()]
         self.step(self.x, self.y, marks)
-        wait(self.device)
+        worker.sync_device(self.device)
         marks.append(time.perf_counter())
         for name, lo, hi in zip(self.phases, marks, marks[1:]):
             self.phases[name].append(hi - lo)
@@ -239,33 +217,11 @@ def default_ddp_buckets(device) -> int:
     return sum(int(b) for b in model._get_ddp_logging_data()["bucket_sizes"].split(","))
 
 
-def wait(device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-
-
-def timed(repeats, device, fn, *args) -> list[float]:
-    """Seconds of each of ``repeats`` calls ``fn(*args)``, every rank starting each call together."""
-    times = []
-    for _ in range(repeats):
-        dist.barrier()
-        start = time.perf_counter()
-        fn(*args)
-        wait(device)
-        times.append(time.perf_counter() - start)
-    return times
-
-
 def in_rounds(calls: dict, rounds: int, per_round: int, device) -> dict[str, list[list[float]]]:
-    """Every call timed ``per_round`` times in each of ``rounds`` rounds, the order rotated by one each round
-    (as ``cu.timing.interleaved`` does in one process; every rank runs the same order, so collectives pair up).
-    A machine that slows down for a while then slows every call alike: the rounds pair them for an interval."""
-    names = list(calls)
-    out = {name: [] for name in names}
-    for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            out[name].append(timed(per_round, device, calls[name]))
-    return out
+    """Every call timed ``per_round`` times in each round, the order rotated each round, ranks aligned by a barrier
+    (``worker.timed_rounds``): a machine that slows down for a while slows every call alike."""
+    return worker.timed_rounds(device, {name: (fn,) for name, fn in calls.items()}, rounds, rounds * per_round,
+                               warmup=False)["per_round"]
 
 
 def compute_alone(device, args):

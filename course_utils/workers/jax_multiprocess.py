@@ -1,22 +1,11 @@
-"""Multi-process JAX: ``jax.distributed.initialize`` joins the processes, one global mesh spans all devices.
-
-Launched from notebook 06 by ``cu.beyond.jaxmulti.run()`` (``cu.distributed.launch("jax_multiprocess.py", 2)``):
-torchrun only starts the processes and sets ``RANK``/``WORLD_SIZE``; JAX has its own coordinator, a
-service that process 0 runs on 127.0.0.1:<port> (on a cluster: node 0's address). Every process then sees
-every device of the job (``jax.devices()``) but can touch only its own (``jax.local_devices()``).
-
-Each process gets ``--devices`` CPU devices (``jax_num_cpu_devices``), loads only ITS rows of every global
-batch, and builds the global batch array from them (``make_array_from_process_local_data``). The training
-step is the same ``jax.jit`` as on one device: XLA inserts the all-reduce of the gradients, across processes.
-Every process saves its final parameters and records the all-reduces of the compiled program (its HLO, read
-with ``cu.compiled``); then it times, in rounds (the calls in turns, so that the rounds pair them): the step, the
-compute alone (the same step on one of its devices over its own rows, no collective), and an all-reduce alone of
-one float, of the step's bytes as one array, and of the step's own operands.
+"""Multi-process JAX (``cu.beyond.jaxmulti.run``): ``jax.distributed.initialize`` joins the processes (torchrun only
+starts them), one global mesh spans every process's ``--devices`` CPU devices, each process loads only its rows of
+every global batch, and XLA inserts the gradients' all-reduce across processes. Each saves its parameters, records
+the step's all-reduces, and times in rounds the step, its compute alone and all-reduces alone.
 """
 
 import argparse
 import re
-import time
 
 import numpy as np
 
@@ -51,22 +40,6 @@ def timer(fn, *args):
     import jax
 
     return lambda: jax.block_until_ready(fn(*args))
-
-
-def in_rounds(calls: dict, rounds: int, per_round: int) -> dict[str, list[list[float]]]:
-    """Every call timed ``per_round`` times in each of ``rounds`` rounds, the order rotated by one each round; every
-    process runs the same order, so the collectives inside pair up. The rounds pair the calls for an interval."""
-    names = list(calls)
-    out = {name: [] for name in names}
-    for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            times = []
-            for _ in range(per_round):
-                start = time.perf_counter()
-                calls[name]()
-                times.append(time.perf_counter() - start)
-            out[name].append(times)
-    return out
 
 
 def operand_sizes(lines: list[str]) -> list[int]:
@@ -148,7 +121,9 @@ def main() -> None:
     calls = {"step": timer(train_step, params, x, y), "compute": timer(train_step, alone, xd, yd),
              "one float": summed_rows(mesh, [1]), "one array": summed_rows(mesh, [sum(operands)]),
              "operands": summed_rows(mesh, operands)}
-    times = in_rounds(calls, args.rounds, args.per_round)
+    in_turns = {name: (fn,) for name, fn in calls.items()}  # the calls in turns, the same order in every process
+    times = worker.timed_rounds(None, in_turns, args.rounds, args.rounds * args.per_round, together=False,
+                                warmup=False)["per_round"]
     worker.save("jax", **{f"p{i}": a for i, a in enumerate(local)})
     worker.emit(kind="jax", processes=nproc, local_devices=jax.local_device_count(), devices=jax.device_count(),
                 device_ids=[d.id for d in jax.devices()], allreduces=reduces,

@@ -1,21 +1,7 @@
-"""The launcher's reaper: runs one command (torchrun) as its child and makes sure that nothing it started outlives
-the launch, whatever the notebook does meanwhile.
-
-``cu.distributed.launch`` starts ``python launch_reaper.py --grace 3 -- torchrun ...`` in a session of its own, with
-a pipe on the reaper's stdin. The reaper
-
-- marks itself a *child subreaper* (Linux ``prctl``): a process under it whose parent dies becomes the reaper's
-  child instead of init's, so every process the job starts stays in the reaper's tree;
-- starts the command with its own stdout and stderr (the notebook's pipe) and no stdin;
-- waits until the command exits, or the notebook writes ``stop`` (or closes the pipe: the notebook is gone);
-- then sends SIGTERM to every process under it, SIGKILL after ``--grace`` seconds, and collects them until
-  ``waitpid`` reports that it has no child at all (``ECHILD``): with a subreaper that means no process of the job
-  is left. That end is decided by the kernel's process table, not by a scan that could miss a process;
-- exits with the command's own status (killed by a signal: it kills itself with the same signal).
-
-It ignores SIGINT: a Ctrl-C (even a second one) interrupts the notebook, never the cleanup. SIGTERM to the reaper
-means "stop". Where the subreaper call is unavailable (not Linux), processes that lose their parent escape the
-tree; the notebook then also looks for them by their launch id (``course_utils.distributed.launcher``).
+"""The launcher's reaper: runs torchrun as its child and ends everything it started when the command exits or the
+notebook writes ``stop`` (or goes away). As a Linux *child subreaper* it inherits orphaned processes of the job, and
+it collects them until ``waitpid`` reports no child left (SIGTERM, SIGKILL after ``--grace``); it ignores SIGINT, so
+no Ctrl-C interrupts the clean-up. It exits with the command's status.
 """
 
 import argparse

@@ -1,14 +1,7 @@
-"""TensorFlow multi-worker data parallelism: ``MultiWorkerMirroredStrategy`` configured by ``TF_CONFIG``.
-
-Launched from notebook 06 by ``cu.beyond.tfmulti.run()`` (``cu.distributed.launch("tf_multiworker.py", 2)``):
-torchrun only starts the processes and sets ``RANK``; TensorFlow has its own rendezvous, described by the
-``TF_CONFIG`` environment variable that each worker builds below (on a cluster, each machine sets it
-itself, with real host names). The training loop is a custom one: an open report (keras-team/keras#20585) says
-TensorFlow's multi-worker ``model.fit`` tutorial fails with Keras 3; the course does not test that claim.
-
-Each worker trains the course MLP with SGD on its half of every global batch; the strategy all-reduces
-the gradients. Every worker saves its final weights; worker 0 then trains the same model on the whole
-batches without any strategy (the one-worker reference) and saves those weights too.
+"""TensorFlow multi-worker data parallelism: ``MultiWorkerMirroredStrategy`` configured by ``TF_CONFIG``, launched by
+``cu.beyond.tfmulti.run`` (torchrun only starts the processes). Each worker trains the course MLP on its half of
+every global batch in a custom loop (keras-team/keras#20585 reports the multi-worker ``model.fit`` tutorial failing
+with Keras 3, untested here); worker 0 then trains without a strategy, as the one-worker reference.
 """
 
 import argparse

@@ -1,8 +1,5 @@
-"""Times the course MLP's SGD step with given thread counts in a fresh process, for settings a runtime reads once
-when it starts (``OMP_WAIT_POLICY`` for OpenMP), which a running notebook kernel can no longer change.
-
-Started by ``cu.distributed.mlp_threads_fresh``: it reads its request (JSON) on stdin and prints its report (JSON)
-as the last line of stdout. Nothing but torch and the course helpers is loaded here.
+"""The course MLP's SGD step timed per thread count in a fresh process (``cu.distributed.mlp_threads_fresh``), for
+settings read once at start-up (``OMP_WAIT_POLICY``): a JSON request on stdin, the JSON report as stdout's last line.
 """
 
 import json

@@ -1,8 +1,5 @@
-"""Unpickle what arrives on stdin, as a DataLoader worker started with spawn or forkserver does, and print "ok"
-or the name of the exception that stopped it (AttributeError: a function defined in a notebook's ``__main__``,
-which this fresh process cannot find).
-
-Usage: python unpickle_check.py < payload.pickle   (notebook 04: ``cu.pipeline.unpickles_in_fresh_process``)
+"""Unpickle stdin as a spawned DataLoader worker does and print "ok" or the exception's name (notebook 04:
+``cu.pipeline.unpickles_in_fresh_process``; AttributeError: a function defined in a notebook's ``__main__``).
 """
 
 import pickle

@@ -14,13 +14,13 @@ from course_utils.beyond import (
     plots,
     predict,
     reshard,
-    rounds,
     sharded,
     tfmulti,
     totals,
 )
 from course_utils.distributed.comms import AllReduceModel
 from course_utils.distributed.launcher import LaunchResult
+from course_utils.distributed.records import from_rounds
 
 NAN = float("nan")
 EMPTY = LaunchResult("w.py", 2, [], 1.0, [], {}, {})
@@ -69,16 +69,16 @@ BAD_CALLS = [
     ("steps", lambda: jaxmulti.reference(steps=0)),
     ("result", lambda: jaxmulti.compare("run", [1])),
     ("record", lambda: jaxmulti.alone({})),
-    ("sizes", lambda: jaxmulti.jax_sharding(sizes=[32])),
-    ("sizes", lambda: jaxmulti.jax_sharding(sizes="32,10")),
-    ("sizes", lambda: jaxmulti.jax_sharding(sizes=(32, 10**9, 10))),
+    ("sizes", lambda: jaxmulti.jax_sharding(["cpu0", "cpu1"], sizes=[32])),
+    ("sizes", lambda: jaxmulti.jax_sharding(["cpu0", "cpu1"], sizes="32,10")),
+    ("sizes", lambda: jaxmulti.jax_sharding(["cpu0", "cpu1"], sizes=(32, 10**9, 10))),
     ("steps", lambda: multinode.ddp_reference(steps=10**9)),
     ("every", lambda: multinode.ddp_reference(steps=4, every=5)),
     ("batch", lambda: elastic.reference(batch=10**9)),
-    ("seconds", lambda: multinode.call_learner(print, NAN)),
     ("timeout", lambda: multinode.run_nodes(["torchrun --nnodes=1 --rdzv-backend=c10d "
                                              "--rdzv-endpoint=127.0.0.1:1 fail_demo.py"], timeout=10**9)),
-    ("batch", lambda: jaxmulti.jax_sharding(batch=0)),
+    ("batch", lambda: jaxmulti.jax_sharding(["cpu0", "cpu1"], batch=0)),
+    ("devices", lambda: jaxmulti.jax_sharding(["cpu0"])),  # a 1-device mesh shows no collective
     ("hosts", lambda: tfmulti.tf_config([], 0)),
     ("hosts", lambda: tfmulti.tf_config("a:1", 0)),
     ("hosts", lambda: tfmulti.tf_config(["no-port"], 0)),
@@ -115,11 +115,11 @@ BAD_CALLS = [
     ("folder", lambda: reshard.files(3)),
     ("folder", lambda: reshard.files("/nonexistent/checkpoint")),
     ("folders", lambda: reshard.files_table({})),
-    ("label", lambda: rounds.measurement("", [[1.0], [1.0]])),
-    ("per_round", lambda: rounds.measurement("x", [[1.0]])),
-    ("per_round", lambda: rounds.measurement("x", "abc")),
-    ("per_round", lambda: rounds.measurement("x", [[1.0], [NAN]])),
-    ("per_round", lambda: rounds.measurement("x", [[1.0], []])),
+    ("label", lambda: from_rounds("", [[1.0], [1.0]])),
+    ("per_round", lambda: from_rounds("x", [[1.0]])),
+    ("per_round", lambda: from_rounds("x", "abc")),
+    ("per_round", lambda: from_rounds("x", [[1.0], [NAN]])),
+    ("per_round", lambda: from_rounds("x", [[1.0], []])),
     ("result", lambda: plots.memory_plot(None)),
     ("run", lambda: plots.elastic_timeline({})),
     ("rows", lambda: plots.prediction_plot({})),

@@ -22,14 +22,8 @@ def test_tf_config_json() -> None:
     config = json.loads(tfmulti.tf_config(["a:1", "b:2"], 1))
     assert config == {"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker", "index": 1}}
     assert json.loads(tfmulti.tf_config(("a:1", "b:2"), np.int64(0)))["task"]["index"] == 0
-
-
-def test_jax_sharding_reads_collectives_with_the_course_reader() -> None:
-    pytest.importorskip("jax")
-    out = jaxmulti.jax_sharding(sizes=(8, 16, 4), batch=8)
-    assert out["max_diff"] < 1e-6
-    assert out["sharded"]["argument_bytes"] <= out["replicated"]["argument_bytes"]
-    assert set(out["sharded"]["collectives"]) >= {"all-gather", "all-reduce", "reduce-scatter"}
+    shown = json.loads(tfmulti.tf_config(["127.0.0.1:<port0>", "127.0.0.1:<port1>"], 1))  # 06 prints placeholders
+    assert shown["cluster"]["worker"][1] == "127.0.0.1:<port1>"
 
 
 def test_tf_compare_workers_and_single() -> None:

@@ -175,16 +175,3 @@ def test_backend_and_facts_of_a_ddp_launch() -> None:
                                       "startup": 3.0, "outside": 7.0}
 
 
-def test_a_learner_callable_that_never_returns_stops_the_launch_by_name() -> None:
-    import time as _time
-
-    def stuck(rank, text):
-        _time.sleep(30)
-
-    started = _time.perf_counter()
-    with pytest.raises(LaunchTimeout, match="stuck"):
-        multinode.call_learner(stuck, 0.3, 0, "hello")
-    assert _time.perf_counter() - started < 5
-    assert multinode.call_learner(lambda r, t: (r, t), 5, 1, "x") == (1, "x")
-    with pytest.raises(KeyboardInterrupt):  # Ctrl-C raised by the callable reaches the launcher's clean-up
-        multinode.call_learner(lambda r, t: (_ for _ in ()).throw(KeyboardInterrupt()), 5, 0, "x")

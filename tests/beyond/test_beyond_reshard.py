@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from course_utils import distributed
-from course_utils.beyond import reshard, rounds
+from course_utils.beyond import reshard
 from course_utils.distributed.launcher import LaunchResult
+from course_utils.distributed.records import from_rounds
 
 
 def _launch(world: int, **states: dict) -> LaunchResult:
@@ -51,9 +52,9 @@ def test_files_lists_a_dcp_folder(tmp_path: Path) -> None:
 
 
 def test_rounds_become_paired_measurements() -> None:
-    m = rounds.measurement("step", [[1.0, 3.0], [2.0, 2.0, 5.0]])
+    m = from_rounds("step", [[1.0, 3.0], [2.0, 2.0, 5.0]])
     assert m.rounds == (2.0, 2.0) and m.times == (1.0, 3.0, 2.0, 2.0, 5.0) and m.median == 2.0
-    assert rounds.measurement("step", ((1, 2), (3, 4))).rounds == (1.5, 3.5)  # tuples and ints are seconds too
+    assert from_rounds("step", ((1, 2), (3, 4))).rounds == (1.5, 3.5)  # tuples and ints are seconds too
 
 
 @pytest.mark.integration

@@ -50,3 +50,17 @@ def test_bad_arguments_are_named() -> None:
         totals.collective_ratios(None, fake())
     with pytest.raises(ValueError, match="rows"):
         totals.unexplained({})
+
+
+def test_prediction_table_prints_the_ratio_of_the_two_times_it_prints() -> None:
+    """Issue 36 rule 1: the "measured / predicted" column divides the table's own two columns (to rounding)."""
+    from course_utils.beyond import predict
+
+    rows = {"a": {"compute": 1e-3, "comm model": 2.345e-3, "predicted": 3.345e-3, "measured": 7.891e-3,
+                  "comm measured": float("nan"), "optimizer": float("nan")},
+            "b": {"compute": 4e-4, "comm model": 1e-4, "predicted": 5e-4, "measured": 4.5e-4,
+                  "comm measured": 1e-4, "optimizer": 0.0}}
+    table = predict.prediction_table(rows)
+    for predicted, measured, ratio in zip(table.column("predicted"), table.column("measured"),
+                                          table.column("measured / predicted")):
+        assert abs(float(measured) / float(predicted) - float(ratio)) <= 0.01, (predicted, measured, ratio)

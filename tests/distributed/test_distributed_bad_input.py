@@ -8,6 +8,7 @@ from badinput import rejects
 from course_utils import distributed as dist
 from course_utils.timing import Measurement
 
+SWEEP = {"rounds": 3, "repeats": 4, "max_bytes": 2**20}  # a notebook's sizes-table values
 NAN, INF = float("nan"), float("inf")
 MODEL = dist.comms.AllReduceModel(1e9, 1e-5)
 PARTS = {name: Measurement(name, (1.0,), rounds=(1.0,)) for name, _ in dist.breakdown.CHAIN}
@@ -82,10 +83,10 @@ BAD_CALLS = [
     ("threads", lambda: dist.devices.time_threads(print, threads=[0])),
     ("threads", lambda: dist.devices.time_threads(print, threads=[1.5])),
     ("workloads", lambda: dist.devices.mlp_threads_fresh([], [1])),
-    ("sizes", lambda: dist.devices.mlp_threads_fresh({"tiny": (8, 32)}, [1])),
+    ("workloads['tiny'][0]", lambda: dist.devices.mlp_threads_fresh({"tiny": (8, 32)}, [1])),
     ("workloads", lambda: dist.devices.mlp_threads_fresh({"tiny": (8, 32, 1)}, [1])),
-    ("sizes", lambda: dist.devices.mlp_threads_fresh({"tiny": ([8, 0], 32)}, [1])),
-    ("batch", lambda: dist.devices.mlp_threads_fresh({"tiny": ([8, 4], 0)}, [1])),
+    ("workloads['tiny'][0][1]", lambda: dist.devices.mlp_threads_fresh({"tiny": ([8, 0], 32)}, [1])),
+    ("workloads['tiny'][1]", lambda: dist.devices.mlp_threads_fresh({"tiny": ([8, 4], 0)}, [1])),
     ("threads", lambda: dist.devices.mlp_threads_fresh({"tiny": ([8, 4], 32)}, [0])),
     ("env", lambda: dist.devices.mlp_threads_fresh({"tiny": ([8, 4], 32)}, [1], {"OMP_WAIT_POLICY": 1})),
     ("records", lambda: dist.comms.allreduce_sweep({"kind": "allreduce"})),
@@ -101,7 +102,7 @@ BAD_CALLS = [
     ("links", lambda: dist.scaling_plot(4e6, 0.03, {})),
     ("links", lambda: dist.scaling_plot(4e6, 0.03, [(1e10, 5e-6)])),
     ("links['link']", lambda: dist.scaling_plot(4e6, 0.03, {"link": 1e10})),
-    ("links['link'] bytes/s", lambda: dist.scaling_plot(4e6, 0.03, {"link": (0.0, 5e-6)})),
+    ("links['link'][0]", lambda: dist.scaling_plot(4e6, 0.03, {"link": (0.0, 5e-6)})),
     ("compute_seconds", lambda: dist.scaling_plot(4e6, 10**9, {"link": (1e10, 5e-6)})),
     ("compute_label", lambda: dist.scaling_plot(4e6, 0.03, {"link": (1e10, 5e-6)}, compute_label=None)),
     ("groups", lambda: dist.breakdown_plot([("m", {})])),
@@ -113,9 +114,11 @@ BAD_CALLS = [
     ("rank_diff", lambda: dist.proof_plot({"step5": NAN}, {"step5": 0.0})),
     ("single_diff", lambda: dist.proof_plot({"step5": 0.0}, 5)),
     # the cost model, measured one way
-    ("nprocs", lambda: dist.allreduce_cost(1)),
-    ("nprocs", lambda: dist.allreduce_cost(2.5)),
-    ("refresh", lambda: dist.allreduce_cost(2, refresh="yes")),
+    ("nprocs", lambda: dist.allreduce_cost(1, **SWEEP)),
+    ("nprocs", lambda: dist.allreduce_cost(2.5, **SWEEP)),
+    ("refresh", lambda: dist.allreduce_cost(2, refresh="yes", **SWEEP)),
+    ("rounds", lambda: dist.allreduce_cost(2, rounds=10**6, repeats=4, max_bytes=2**20)),
+    ("max_bytes", lambda: dist.allreduce_cost(2, rounds=3, repeats=4, max_bytes=2**40)),
     ("min_bytes", lambda: dist.comms.sweep_sizes(0, 2**20)),
     ("max_bytes", lambda: dist.comms.sweep_sizes(2**12, 2**40)),
     ("fits", lambda: dist.comms.combine([])),

@@ -24,7 +24,7 @@ def test_fit_recovers_the_model_from_noisy_times_and_predicts_other_process_coun
     assert model.bandwidth == pytest.approx(3e9, rel=0.05) and model.latency == pytest.approx(40e-6, rel=0.1)
     four = dist.ring_allreduce_time(sizes, 4, 3e9, 40e-6)
     assert np.allclose(dist.score(model, sizes, four, 4), 1.0, rtol=0.1)
-    assert "GB/s" in repr(model) and "<table>" in model._repr_html_()
+    assert "GB/s" in repr(model)
 
 
 def test_score_exposes_a_model_that_misses() -> None:
@@ -126,19 +126,21 @@ def test_the_cost_is_measured_once_then_read_by_the_next_notebook(monkeypatch, t
 
     monkeypatch.setattr(launcher, "launch", fake_launch)
     monkeypatch.setattr(dist.comms, "_COSTS", {})
-    first = dist.allreduce_cost(2)
+    sweep = {"rounds": 3, "repeats": 6, "max_bytes": 2**20}  # what a notebook's sizes table passes
+    first = dist.allreduce_cost(2, **sweep)
     assert first.source == "measured" and len(launches) == 1 and "--phases" in launches[0][2]
-    assert dist.allreduce_cost(2) is first and len(launches) == 1  # this process: the same object
+    assert launches[0][2][-1] == 2**20 and launches[0][2][launches[0][2].index("--rounds") + 1] == 3
+    assert dist.allreduce_cost(2, **sweep) is first and len(launches) == 1  # this process: the same object
     monkeypatch.setattr(dist.comms, "_COSTS", {})  # another notebook of the same run
-    again = dist.allreduce_cost(2)
+    again = dist.allreduce_cost(2, **sweep)
     assert again.source == "read" and len(launches) == 1
     assert again.model.latency == pytest.approx(first.model.latency) and again.per_round == first.per_round
-    fresh = dist.allreduce_cost(2, refresh=True)
+    fresh = dist.allreduce_cost(2, refresh=True, **sweep)
     assert fresh.source == "measured" and len(launches) == 2
     path = next(tmp_path.rglob("allreduce-*.json"))
     path.write_text("{not json")
     monkeypatch.setattr(dist.comms, "_COSTS", {})
-    assert dist.allreduce_cost(2).source == "measured"  # an unreadable file is measured again, not trusted
+    assert dist.allreduce_cost(2, **sweep).source == "measured"  # an unreadable file is measured again, not trusted
 
 
 def test_sweep_sizes_are_powers_of_two_a_factor_4_apart() -> None:

@@ -9,6 +9,9 @@ import textwrap
 
 import pytest
 
+from course_utils import devices
+from course_utils.distributed import devices as d
+
 
 def _python(code: str, **env: str) -> subprocess.CompletedProcess:
     full_env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"} | env
@@ -98,3 +101,71 @@ def test_a_step_that_never_returns_is_stopped_and_named() -> None:
     with pytest.raises(TimeoutError, match="stuck_step"):
         devices.time_threads(stuck_step, threads=[1], timeout=0.5)
     assert time.perf_counter() - start < 10
+
+
+def _device(name: str) -> devices.Device:
+    """A runtime with one of ``devices.KNOWN``'s entries, as ``describe`` would report it."""
+    spec = devices.KNOWN[name]
+    return devices.Device(spec.kind, spec.name, spec.memory, spec.chips, 2, spec.capability)
+
+
+class _FakeJax:
+    """``jax.devices`` of a runtime with ``accelerators`` default devices and 4 simulated host CPU devices."""
+
+    def __init__(self, accelerators: int) -> None:
+        self.accelerators = accelerators
+
+    def devices(self, backend: str | None = None) -> list[str]:
+        return [f"cpu{i}" for i in range(4)] if backend == "cpu" else [f"acc{i}" for i in range(self.accelerators)]
+
+
+@pytest.mark.parametrize("name", ["T4", "TPU v5e-1"])
+def test_one_accelerator_shards_over_simulated_host_devices_and_says_so(name, monkeypatch) -> None:
+    """A single T4 or TPU v5e-1 would give a 1-device mesh: the plan sends the sharding sections to the host."""
+    plan = devices.plan(_device(name), host_memory=12 * 2**30)
+    monkeypatch.setitem(sys.modules, "jax", _FakeJax(1))  # the device query, replaced
+    assert plan.simulated and plan.mesh_devices == devices.SIMULATED_DEVICES
+    assert d.sharding_devices(plan) == ["cpu0", "cpu1", "cpu2", "cpu3"]
+    note = d.sharding_note(plan)
+    assert "simulated host devices" in note and "Kaggle" in note and "one " in note
+    assert "simulated devices are threads" in d.mesh_facts(plan, 2)["where"]
+
+
+def test_several_accelerators_shard_over_themselves(monkeypatch) -> None:
+    plan = devices.plan(_device("TPU v5e-8"), host_memory=12 * 2**30)
+    monkeypatch.setitem(sys.modules, "jax", _FakeJax(8))
+    assert not plan.simulated and d.sharding_devices(plan) == [f"acc{i}" for i in range(8)]
+    assert d.sharding_note(plan) == "JAX sharding: 8 TPU devices of this runtime"
+    assert d.mesh_facts(plan, 96) == {"where": "The 8 devices are this runtime's own TPUs, so the times are theirs."}
+
+
+def test_a_mesh_of_one_device_is_refused_with_the_fix(monkeypatch) -> None:
+    plan = devices.plan(_device("T4"), host_memory=12 * 2**30)
+    fake = _FakeJax(1)
+    fake.devices = lambda backend=None: ["cpu0"]  # simulate_devices came too late
+    monkeypatch.setitem(sys.modules, "jax", fake)
+    with pytest.raises(RuntimeError, match=r"simulate_devices\(4\)"):
+        d.sharding_devices(plan)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["T4", "TPU v5e-1"])
+def test_the_jax_sharding_sections_run_on_the_host_under_a_one_device_plan(name) -> None:
+    """05's and 06's JAX sharding as the notebooks call them, under the T4 and TPU v5e-1 plans, in a fresh
+    process on this CPU: a mesh of the simulated devices, and the collectives the lesson shows."""
+    pytest.importorskip("jax")
+    out = _python(f"""
+        from course_utils import devices
+        from course_utils import distributed as d
+        from course_utils.beyond import jaxmulti
+        d.simulate_devices(devices.SIMULATED_DEVICES)
+        spec = devices.KNOWN[{name!r}]
+        plan = devices.plan(devices.Device(spec.kind, spec.name, spec.memory, spec.chips, 2, spec.capability))
+        out = jaxmulti.jax_sharding(d.sharding_devices(plan), sizes=(8, 16, 4), batch=8)
+        smaller = out["sharded"]["argument_bytes"] < out["replicated"]["argument_bytes"]
+        print(out["devices"], out["max_diff"] < 1e-6, smaller,
+              sorted(k for k, v in out["sharded"]["collectives"].items() if v))
+    """)
+    assert out.returncode == 0, out.stderr
+    n, same, smaller, *found = out.stdout.split(maxsplit=3)
+    assert (n, same, smaller) == ("4", "True", "True") and "all-gather" in found[0], out.stdout

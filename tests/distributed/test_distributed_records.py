@@ -46,7 +46,8 @@ def test_chain_finds_the_link_that_adds_time() -> None:
     assert partner.slower and partner.ratio == pytest.approx(0.5)  # twice the time: the row before over this one
     assert links["DDP's bookkeeping, no partner (no_sync)"].within_noise
     table = dist.chain_table({"tiny": parts}, {"tiny": links})
-    assert table.column("tiny: x the step above (95% interval)")[3].startswith("2.00x")
+    factor = "tiny: x the step above, geometric mean of per-round ratios (95% interval)"
+    assert table.column(factor)[3].startswith("2.00x")
     with pytest.raises(ValueError, match="lacks"):
         dist.chain({"single": parts["single"]})
 
@@ -64,3 +65,21 @@ def test_accumulation_saving_prices_the_removed_all_reduces() -> None:
         dist.accumulation_saving({**record, "inside_allreduce": []})
     with pytest.raises(ValueError, match="k"):
         dist.accumulation_saving({**record, "k": 1})
+
+
+def test_chain_table_names_the_estimate_it_prints_beside_the_medians() -> None:
+    """Rounds whose medians' ratio (2.0) differs from the geometric mean of per-round ratios: the table prints the
+    latter and its header and note say so (issue 36 rule 1)."""
+    rounds = {"single": (1.0, 1.0, 4.0), "single_half": (2.0, 0.5, 2.0), "solo_ddp": (2.0, 0.5, 2.0),
+              "compute": (2.0, 0.5, 2.0), "ddp": (2.0, 0.5, 2.0)}
+    parts = {k: timing.Measurement(k, r, rounds=r) for k, r in rounds.items()}
+    links = dist.chain(parts)
+    table = dist.chain_table({"m": parts}, {"m": links})
+    printed = table.rows[1][2]  # halving the batch: x the step above
+    first = next(iter(links.values()))
+    assert printed.startswith(f"{1 / first.ratio:.2f}x")
+    medians = parts["single_half"].median / parts["single"].median
+    assert f"{medians:.2f}x" != printed.split()[0]  # the medians' ratio is another number ...
+    assert "geometric mean of per-round ratios" in table.header[2]  # ... so the column names what it prints
+    assert "3 paired rounds" in table.note and "not equal the ratio of the printed medians" in table.note.replace(
+        "need not", "not")
