@@ -25,7 +25,7 @@ from typing import Annotated, Any
 import numpy as np
 import psutil
 
-from course_utils import calls, declare, display, validate
+from course_utils import calls, declare, devices, display, validate
 from course_utils.distributed import reaping, worker
 from course_utils.distributed.failures import (
     PROGRESS_LINE,
@@ -205,6 +205,17 @@ def pg_timeout_for(timeout: _Seconds) -> float:
 
 
 @declare.checked
+def ranks_on_cpu(nprocs: int, env: Mapping[str, str]) -> dict[str, str]:
+    """``CUDA_VISIBLE_DEVICES=""`` when this runtime's GPUs are fewer than the ranks (a Colab T4 for 2 ranks): NCCL
+    needs a GPU per rank, so every rank runs on the CPU over gloo and says so; nothing when ``env`` decides."""
+    device = devices.current().device
+    if device.kind != "gpu" or device.count >= nprocs or "CUDA_VISIBLE_DEVICES" in env:
+        return {}
+    print(f"{nprocs} ranks on {device.count} GPU ({device.name}): every rank runs on the CPU over gloo "
+          "(NCCL needs a GPU per rank; a 2x T4 runtime runs them on the GPUs)", flush=True)
+    return {"CUDA_VISIBLE_DEVICES": ""}
+
+
 def launch(script: str | os.PathLike, nprocs: Annotated[int, declare.Range(1, _MAX_PROCS)] = 2,
            timeout: _Seconds = 120.0, args: _Args = (), *, env: Mapping[str, str] | None = None, echo: bool = True,
            progress: bool = True, on_line: OnLine = None,
@@ -219,7 +230,7 @@ def launch(script: str | os.PathLike, nprocs: Annotated[int, declare.Range(1, _M
     """
     path = worker_path(script)
     pg_timeout = pg_timeout_for(timeout) if pg_timeout is None else pg_timeout
-    extra = dict(env or {})
+    extra = {**ranks_on_cpu(nprocs, env or {}), **(env or {})}
     check_loopback()
     launch_id = uuid.uuid4().hex
     with tempfile.TemporaryDirectory(prefix="course_launch_") as tmp:
