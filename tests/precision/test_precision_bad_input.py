@@ -87,7 +87,7 @@ BAD_CALLS = [
     (lambda: P.train(_step, _model(), "adam", OFF, X, Y, steps=2, batch=4), "opt"),
     (lambda: P.train(_step, _model(), _opt(), None, X, Y, steps=2, batch=4), "scaler"),
     (lambda: P.train(_step, _model(), _opt(), OFF, X.numpy(), Y, steps=2, batch=4), "x"),
-    (lambda: P.train(_step, _model(), _opt(), OFF, X, Y[:3], steps=2, batch=4), "x and y"),
+    (lambda: P.train(_step, _model(), _opt(), OFF, X, Y[:3], steps=2, batch=4), "y and x"),
     (lambda: P.train(_step, _model(), _opt(), OFF, X, Y, steps=0, batch=4), "steps"),
     (lambda: P.train(_step, _model(), _opt(), OFF, X, Y, steps=INF, batch=4), "steps"),
     (lambda: P.train(_step, _model(), _opt(), OFF, X, Y, steps=10**9, batch=4), "steps"),
