@@ -96,12 +96,11 @@ def _meta_tensor(spec: Any, index: int) -> Any:
 
 
 @declare.checked
-def trace_traffic(fn: Callable[..., Any], *inputs: Any, timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> Traffic:
-    """Run ``fn`` (PyTorch code) on shape-only tensors (``inputs``: tensors or ``(shape, dtype)`` pairs) and record
-    the bytes of each op it would launch. A tensor read twice by one op counts once; views and ``ALIASING_OPS``
-    move nothing. ``fn`` must return within ``timeout`` seconds (None: the lesson size's default)."""
-    if not inputs:
-        raise ValueError("inputs must hold at least one tensor or (shape, dtype) pair")
+def trace_traffic(fn: Callable[..., Any], inputs: Any, *more: Any,
+                  timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> Traffic:
+    """Run ``fn`` (PyTorch code) on shape-only tensors (``inputs, *more``: tensors or ``(shape, dtype)`` pairs) and
+    record the bytes of each op it would launch. A tensor read twice by one op counts once; views and
+    ``ALIASING_OPS`` move nothing. ``fn`` must return within ``timeout`` seconds (None: the size's default)."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_leaves
@@ -125,7 +124,7 @@ def trace_traffic(fn: Callable[..., Any], *inputs: Any, timeout: calls.Timeout =
                                      sum(t.nbytes for t in outs), sum(t.numel() for t in outs)))
             return out
 
-    metas = [_meta_tensor(spec, i) for i, spec in enumerate(inputs)]
+    metas = [_meta_tensor(spec, i) for i, spec in enumerate((inputs, *more))]
     with calls.time_limit(timeout, calls.describe(fn)), Recorder():
         result = fn(*metas)
     return Traffic(tuple(ops), sum(t.nbytes for t in metas), sum(t.nbytes for t in tensors(result)))

@@ -90,8 +90,11 @@ def library_verbose(n: Annotated[int, Range(16, 4096)] = 256, *,
     MKL_VERBOSE=1 and ONEDNN_VERBOSE=1 within ``timeout`` seconds (None: the size's default), and read its output."""
     timeout = calls.default_timeout() if timeout is None else timeout
     environ = os.environ | {"MKL_VERBOSE": "1", "ONEDNN_VERBOSE": "1", "PYTHONUNBUFFERED": "1"}
-    run = subprocess.run([sys.executable, str(WORKER), str(n)], env=environ, capture_output=True, text=True,
-                         timeout=timeout)
+    try:
+        run = subprocess.run([sys.executable, str(WORKER), str(n)], env=environ, capture_output=True, text=True,
+                             timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise calls.LearnerTimeout(f"{WORKER.name} ran past timeout={timeout:g} s and was stopped") from None
     if run.returncode != 0:
         raise RuntimeError(f"{WORKER.name} exited with {run.returncode}: {run.stderr.strip()[-400:]}")
     return read_verbose(run.stdout + run.stderr)
