@@ -62,26 +62,25 @@ class CastError:
 @declare.checked
 def cast_error(tensors: Annotated[Sequence[Tensor], NonEmpty], roundtrip: Callable[[Any], Any], *,
                timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> CastError:
-    """``roundtrip(t)`` (the learner's scale-cast-unscale) applied to each tensor, compared with the tensor; all
-    round trips within ``timeout`` seconds (None: the lesson size's default)."""
+    """``roundtrip(t)`` (the learner's scale-cast-unscale) applied to each tensor, compared with the tensor; each
+    round trip within ``timeout`` seconds (None: the lesson size's default)."""
     import torch
 
     errors, nonzero, flushed, bad, total = [], 0, 0, 0, 0
-    with calls.time_limit(timeout, "round trips of " + calls.describe(roundtrip)):
-        for t in tensors:
-            back = roundtrip(t)
-            if not isinstance(back, torch.Tensor) or back.shape != t.shape:
-                raise ValueError(f"{calls.describe(roundtrip)} must return a tensor of the input's shape "
-                                 f"{tuple(t.shape)}; got {getattr(back, 'shape', type(back).__name__)}")
-            t64, b64 = t.double(), back.double()
-            finite = torch.isfinite(b64)
-            norm = float(t64.norm())
-            errors.append(float((torch.where(finite, b64, 0) - t64).norm()) / norm if norm else 0.0)
-            nz = t64 != 0
-            nonzero += int(nz.sum())
-            flushed += int((nz & (b64 == 0)).sum())
-            bad += int((~finite).sum())
-            total += t.numel()
+    for t in tensors:
+        back = calls.call(roundtrip, t, timeout=timeout, name="roundtrip")
+        if not isinstance(back, torch.Tensor) or back.shape != t.shape:
+            raise ValueError(f"{calls.describe(roundtrip)} must return a tensor of the input's shape "
+                             f"{tuple(t.shape)}; got {getattr(back, 'shape', type(back).__name__)}")
+        t64, b64 = t.double(), back.double()
+        finite = torch.isfinite(b64)
+        norm = float(t64.norm())
+        errors.append(float((torch.where(finite, b64, 0) - t64).norm()) / norm if norm else 0.0)
+        nz = t64 != 0
+        nonzero += int(nz.sum())
+        flushed += int((nz & (b64 == 0)).sum())
+        bad += int((~finite).sum())
+        total += t.numel()
     return CastError(float(np.median(errors)), flushed / max(nonzero, 1), bad / max(total, 1))
 
 
@@ -269,9 +268,8 @@ def compare_training(models: Mapping[Literal["bf16", "fp8"], Module], x: Tensor,
             opt.step()
             return loss
 
-        with calls.time_limit(timeout, "training steps of " + calls.describe(model.forward)):
-            run = [float(one_step().detach()) for _ in range(steps)]
+        run = [float(calls.call(one_step, timeout=timeout, name="models").detach()) for _ in range(steps)]
         losses[name] = float(np.mean(run[-max(1, steps // 5):]))
         steps_of[name] = one_step
-    timed = timing.interleaved(steps_of, rounds=rounds, min_time=min_time)
+    timed = timing.interleaved(steps_of, rounds=rounds, min_time=min_time, timeout=timeout)
     return Fp8Training(losses, intervals.speedup(timed["bf16"], timed["fp8"]))

@@ -100,20 +100,22 @@ def torch_remat(loss: Callable[[bool], Any], params: Annotated[Sequence[Tensor],
     flat = list(params)
     device = flat[0].device
 
+    def limited(remat: bool) -> Any:  # each call of the learner's loss under the time limit
+        return calls.call(loss, remat, timeout=timeout, name="loss")
+
     def step(remat: bool) -> list[Any]:
         for p in flat:
             p.grad = None
-        loss(remat).backward()
+        limited(remat).backward()
         return [p.grad for p in flat]
 
-    with calls.time_limit(timeout, "checkpointing measurements of " + calls.describe(loss)):
-        saved = tuple(saved_activation_bytes(lambda r=r: loss(r), exclude=flat) for r in (False, True))
-        peak = tuple(torch_peak_bytes(lambda r=r: step(r), device) for r in (False, True))
-        cuda = device.type == "cuda"  # there the allocator's peak already counts live tensors only
-        live = peak if cuda else tuple(torch_live_peak(lambda r=r: step(r)) for r in (False, True))
-        timed = timing.interleaved({"without": lambda: step(False), "with": lambda: step(True)}, rounds=rounds,
-                                   min_time=min_time)
-        same = all(torch.allclose(a, b, rtol=1e-4, atol=1e-6) for a, b in zip(step(False), step(True)))
+    saved = tuple(saved_activation_bytes(lambda r=r: limited(r), exclude=flat) for r in (False, True))
+    peak = tuple(torch_peak_bytes(lambda r=r: step(r), device) for r in (False, True))
+    cuda = device.type == "cuda"  # there the allocator's peak already counts live tensors only
+    live = peak if cuda else tuple(torch_live_peak(lambda r=r: step(r)) for r in (False, True))
+    timed = timing.interleaved({"without": lambda: step(False), "with": lambda: step(True)}, rounds=rounds,
+                               min_time=min_time, timeout=timeout)
+    same = all(torch.allclose(a, b, rtol=1e-4, atol=1e-6) for a, b in zip(step(False), step(True)))
     return Remat("torch", saved, peak, time=(timed["without"], timed["with"]),  # type: ignore[arg-type]
                  same_gradients=bool(same), live_peak=live)  # type: ignore[arg-type]
 
@@ -143,30 +145,35 @@ def jax_remat(loss: Callable[[Any, Any, bool], Any], params: Any, x: Any, *, rou
               min_time: MinTime = 0.1, timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> Remat:
     """The learner's ``loss(params, x, remat)`` (``remat=True``: its blocks in ``jax.checkpoint``) without and with
     checkpointing: the ``jax.vjp`` residuals, the compiled gradient step's FLOPs, temp bytes, dots and time."""
-    with calls.time_limit(timeout, "checkpointing measurements of " + calls.describe(loss)):
-        return _jax_remat(loss, params, x, rounds, min_time)
-
-
-def _jax_remat(loss: Callable[[Any, Any, bool], Any], params: Any, x: Any, rounds: int, min_time: float) -> Remat:
     import jax
 
     weight_bytes = sum(a.nbytes for a in jax.tree.leaves(params))  # vjp residuals include the weights
     saved, flops, temp, dots, steps, grads = [], [], [], [], {}, []
     for remat in (False, True):
-        residuals = jax_compiled_stats(lambda p, h, r=remat: jax.vjp(lambda a, b: loss(a, b, r), p, h)[1], params, x)
-        saved.append(int(residuals["output"] - weight_bytes))
-        step = jax.jit(jax.grad(lambda p, h, r=remat: loss(p, h, r))).lower(params, x).compile()
-        stats = compiled_stats(step)
-        flops.append(stats["flops"])
-        temp.append(stats.get("temp"))
-        dots.append(int(stats["dots"]))
-        steps["with" if remat else "without"] = lambda step=step: step(params, x)
-        grads.append(jax.tree.leaves(step(params, x)))
-    timed = timing.interleaved(steps, rounds=rounds, min_time=min_time)
+        with calls.time_limit(timeout, f"tracing and compiling loss={calls.describe(loss)} with remat={remat}"):
+            _jax_variant(loss, params, x, remat, weight_bytes, saved, flops, temp, dots, steps, grads)
+    timed = timing.interleaved(steps, rounds=rounds, min_time=min_time, timeout=timeout)
     same = all(np.allclose(a, b, rtol=1e-4, atol=1e-6) for a, b in zip(*grads))
     return Remat("jax", tuple(saved), flops=tuple(flops), temp=tuple(temp),  # type: ignore[arg-type]
                  time=(timed["without"], timed["with"]), same_gradients=bool(same),  # type: ignore[arg-type]
                  dots=tuple(dots))  # type: ignore[arg-type]
+
+
+def _jax_variant(loss: Callable[[Any, Any, bool], Any], params: Any, x: Any, remat: bool, weight_bytes: int,
+                 *found: Any) -> None:
+    """One variant's residuals, FLOPs, temp bytes, dots, step and gradients, appended to ``found``'s lists."""
+    import jax
+
+    saved, flops, temp, dots, steps, grads = found
+    residuals = jax_compiled_stats(lambda p, h, r=remat: jax.vjp(lambda a, b: loss(a, b, r), p, h)[1], params, x)
+    saved.append(int(residuals["output"] - weight_bytes))
+    step = jax.jit(jax.grad(lambda p, h, r=remat: loss(p, h, r))).lower(params, x).compile()
+    stats = compiled_stats(step)
+    flops.append(stats["flops"])
+    temp.append(stats.get("temp"))
+    dots.append(int(stats["dots"]))
+    steps["with" if remat else "without"] = lambda step=step: step(params, x)
+    grads.append(jax.tree.leaves(step(params, x)))
 
 
 def _weights(weights: Any) -> list[tuple[np.ndarray, np.ndarray]]:

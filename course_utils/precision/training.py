@@ -62,20 +62,19 @@ def train(step: Callable[..., Any], model: Module, opt: torch_type("optim.Optimi
     try:
         if threads is not None:
             torch.set_num_threads(threads)
-        with calls.time_limit(timeout, f"{steps} training steps of " + calls.describe(step)):
-            for i in range(steps):
-                start = (i * batch) % (len(x) - batch + 1)
-                rows = order[start:start + batch]
-                scale = float(scaler.get_scale()) if scaler.is_enabled() else 1.0
-                loss = step(model, opt, scaler, x[rows], y[rows], **step_kwargs)
-                if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
-                    raise TypeError(f"{calls.describe(step)} must return the loss (a one-element tensor); got "
-                                    f"{type(loss).__name__}")
-                grads = [p.grad.detach().abs().max() for p in params if p.grad is not None]
-                losses.append(float(loss.detach()))
-                scales.append(scale)
-                skipped.append(bool(scaler.is_enabled() and scaler.get_scale() < scale))
-                gmax.append(float(torch.stack(grads).max()) if grads else math.nan)
+        for i in range(steps):
+            start = (i * batch) % (len(x) - batch + 1)
+            rows = order[start:start + batch]
+            scale = float(scaler.get_scale()) if scaler.is_enabled() else 1.0
+            loss = calls.call(step, model, opt, scaler, x[rows], y[rows], timeout=timeout, name="step", **step_kwargs)
+            if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+                raise TypeError(f"{calls.describe(step)} must return the loss (a one-element tensor); got "
+                                f"{type(loss).__name__}")
+            grads = [p.grad.detach().abs().max() for p in params if p.grad is not None]
+            losses.append(float(loss.detach()))
+            scales.append(scale)
+            skipped.append(bool(scaler.is_enabled() and scaler.get_scale() < scale))
+            gmax.append(float(torch.stack(grads).max()) if grads else math.nan)
     finally:
         torch.set_num_threads(before_threads)
     accuracy = math.nan
