@@ -56,7 +56,7 @@ BAD_CALLS = [
     ("trace", lambda: fusion.trace_kernels(None, "torch")),
     ("trace", lambda: fusion.kernel_busy_share(None, "jax")),
     ("timeout", lambda: fusion.trace_traffic(lambda x: x, ((2,), "float32"), timeout=0)),
-    ("timeout", lambda: fusion.trace_traffic(lambda x: x, timeout=float("nan"))),
+    ("timeout", lambda: fusion.trace_traffic(lambda x: x, ((2,), "float32"), timeout=float("nan"))),
     ("timeout", lambda: fusion.torch_counted_flops(lambda x: x, torch.ones(2), timeout=10**9)),
     ("timeout", lambda: fusion.compile_error(lambda x: x, 1, timeout=float("inf"))),
     # attention
