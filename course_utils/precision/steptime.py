@@ -41,7 +41,7 @@ def train_step(model: Any, opt: Any, scaler: Any, xb: Any, yb: Any, *, dtype: An
 def step_medians(widths: Annotated[Sequence[Annotated[int, Range(1, MAX_WIDTH)]], MinItems(2)],
                  batch: Annotated[int, Range(1, 2**20)], *, dtype: Amp = "bfloat16",
                  device: Literal["cpu", "cuda"] = "cpu", rounds: Annotated[int, Range(2, 100)] = 6,
-                 min_time: Annotated[float, Range(0, 60, low_open=True)] = 0.6,
+                 min_time: Annotated[float, Range(1e-3, 60)] = 0.6,
                  threads: Annotated[int, Range(1, 1024)] | None = None,
                  seed: Annotated[int, Range(0, 2**32 - 1)] = 0) -> dict[str, float]:
     """The median seconds of the fp32 step and of the 16-bit autocast step on ``models.torch_mlp(widths)`` with a
