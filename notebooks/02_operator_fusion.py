@@ -69,6 +69,7 @@ sizes = cu.env.sizes(
 sizes
 
 # %% slideshow={"slide_type": "skip"}
+import contextlib
 import functools
 import math
 
@@ -532,11 +533,12 @@ cu.plotting.time_bars(mm_runs, title=f"Matmul n={N} with and without its epilogu
 # %% slideshow={"slide_type": "skip"}
 # NBVAL_CHECK_OUTPUT
 mm_reference = mm_epilogue(*mm_data["torch"]).cpu().numpy()
-tolerance = {fw: cu.fusion.matmul_tolerance(PLAN, fw, 1e-3) for fw in mm_data}  # a TPU multiplies in bf16 passes
-for fw in mm_data:
-    error = float(np.max(np.abs(cu.interop.to_numpy(mm_fused[fw](*mm_data[fw])) - mm_reference) / (1 + np.abs(mm_reference))))
-    assert error < tolerance[fw], (fw, error)
-    print(f"{fw} compiled mm + epilogue matches eager torch (relative error < {tolerance[fw]:g}): True")
+for fw in mm_data:  # JAX at "highest" precision: by default a TPU multiplies float32 in bf16 passes (error ~0.02)
+    with jax.default_matmul_precision("highest") if fw == "jax" else contextlib.nullcontext():
+        got = cu.interop.to_numpy(mm_fused[fw](*mm_data[fw]))
+    error = float(np.max(np.abs(got - mm_reference) / (1 + np.abs(mm_reference))))
+    assert error < 1e-3, (fw, error)
+    print(f"{fw} compiled mm + epilogue matches eager torch (relative error < 1e-3, float32 precision): True")
 mm_module = [c for c in mm_code if c.extern_calls][-1]
 print("torch.compile: library matmul calls =", len(mm_module.extern_calls), "| generated kernels =", len(mm_module.kernels))
 if "jax" in FW:
@@ -734,7 +736,8 @@ for name, fn in (("FlexAttention", attention_flex), ("F.scaled_dot_product_atten
     print(f"{name} == unfused attention (atol {atol['torch']:g}):",
           torch.allclose(fn(q, k, v), attention_reference, atol=atol["torch"]))
 if "jax" in FW:
-    got = np.asarray(attention_jax(*qkv_jax)).transpose(0, 2, 1, 3)
+    with jax.default_matmul_precision("highest"):  # float32 matmuls on a TPU too
+        got = np.asarray(attention_jax(*qkv_jax)).transpose(0, 2, 1, 3)
     print(f"jax.nn.dot_product_attention == unfused attention (atol {atol['jax']:g}):",
           bool(np.allclose(got, attention_reference.cpu().numpy(), atol=atol["jax"])))
 print(f"FlexAttention's generated module: {len(flex_code[-1].kernels)} kernel, "
