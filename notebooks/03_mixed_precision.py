@@ -55,6 +55,7 @@ if "google.colab" in sys.modules:
 
 # %%
 import copy
+import math
 
 import numpy as np
 import torch
@@ -65,12 +66,34 @@ from torch.utils.checkpoint import checkpoint
 import course_utils as cu
 
 report = cu.notebook.setup()
-DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+TORCH = cu.precision.torch_choices(cu.devices.plan(cu.devices.describe()))  # from this runtime's device plan
+DEVICE = torch.device(TORCH.device)  # a TPU runtime's torch runs on the host CPU, sized and threaded as a CPU
+torch.set_num_threads(TORCH.threads)
+AMP, AMP_NAME = getattr(torch, TORCH.amp), TORCH.amp  # the fast 16-bit format: fp16 on a T4 (no bf16 units)
+NATIVE_16 = TORCH.native  # units for it here (tensor cores, AVX512-BF16, AMX); else it is emulated
 FLAGS = cu.env.simd_flags()
-NATIVE_BF16 = cu.env.has_native_bf16() or DEVICE.type == "cuda"
 HAS_JAX, HAS_TF = cu.env.available("jax"), cu.env.available("tensorflow")
-QUICK = cu.env.pick(ci=0.1, cpu=0.3)  # seconds per timed workload and round
+fp8_errors = None  # "Going further" measures it; where that is skipped, the Summary says "not run"
 report
+
+# %%
+sizes = cu.env.sizes(
+    quick=dict(ci=0.1, cpu=0.3),  # seconds per timed workload and round
+    fp32_steps=dict(ci=400, cpu=600),  # section 2's fp32 run (and section 6's runs where 16-bit has units)
+    fp16_steps=dict(ci=120, cpu=200),  # section 2's GradScaler run
+    matmul_n=dict(ci=512, cpu=1024, gpu=4096, tpu=1024),  # section 5's square matmul, where 16-bit has units
+    matmul_n_emulated=dict(ci=128, cpu=256, gpu=4096, tpu=256),  # the same where 16-bit is emulated
+    stream_bytes=dict(ci=64 * 2**20, cpu=256 * 2**20, gpu=2**30, tpu=256 * 2**20),  # a STREAM fp32 array, at least
+    stream_cap=dict(ci=256 * 2**20, cpu=2**30, gpu=2**32, tpu=2**30),  # ... and at most (it is 4x the cache)
+    step_widths=dict(ci=(256, 1024, 1024, 10), cpu=(256, 2048, 2048, 10), gpu=(1024, 8192, 8192, 10),
+                     tpu=(256, 2048, 2048, 10)),  # section 5's MLP step, where 16-bit has units
+    step_batch=dict(ci=256, cpu=512, gpu=4096, tpu=512),  # its batch
+    fresh_processes=dict(smoke=2, ci=3, cpu=3),  # fresh processes that time the step again
+    remat=dict(ci=(128, 6, 2048), cpu=(128, 8, 8192), gpu=(1024, 8, 16384),
+               tpu=(128, 8, 8192)),  # section 7's checkpointed blocks: width, blocks, batch
+)
+QUICK = sizes.quick
+sizes
 
 # %% [markdown] course={"lead": false, "minutes": 5} slideshow={"slide_type": "slide"}
 # ## 1. Formats: where the bits go
@@ -139,8 +162,8 @@ SIZES = (32, 128, 128, 128, 10)
 x_all, y_all = cu.data.classification(10_240, seed=0)
 x_train, y_train = torch.from_numpy(x_all[:8192]).to(DEVICE), torch.from_numpy(y_all[:8192]).to(DEVICE)
 x_test, y_test = torch.from_numpy(x_all[8192:]).to(DEVICE), torch.from_numpy(y_all[8192:]).to(DEVICE)
-FP32_STEPS = cu.env.pick(ci=400, cpu=600)
-BATCH, STEPS = (256, FP32_STEPS) if NATIVE_BF16 else (64, 150)  # 16-bit runs: fewer steps where bf16 is emulated
+FP32_STEPS = sizes.fp32_steps
+BATCH, STEPS = (256, FP32_STEPS) if NATIVE_16 else (64, 150)  # 16-bit runs: fewer steps where 16-bit is emulated
 
 model_fp32 = cu.models.torch_mlp(SIZES, seed=0).to(DEVICE)
 no_scaling = torch.amp.GradScaler(DEVICE.type, enabled=False)  # fp32 and bf16 need no loss scaling
@@ -192,7 +215,7 @@ GROWTH = 20
 model_fp16 = cu.models.torch_mlp(SIZES, seed=0).to(DEVICE)
 scaler = torch.amp.GradScaler(DEVICE.type, init_scale=2.0**24, growth_interval=GROWTH)
 run_fp16 = cu.precision.train(train_step, model_fp16, torch.optim.Adam(model_fp16.parameters(), lr=3e-3), scaler,
-                              x_train, y_train, steps=cu.env.pick(ci=120, cpu=200), batch=BATCH, dtype=torch.float16)
+                              x_train, y_train, steps=sizes.fp16_steps, batch=BATCH, dtype=torch.float16)
 trace = cu.precision.scale_trace(run_fp16.scale, run_fp16.skipped, run_fp16.grad_max)
 with np.errstate(divide="ignore"):
     ceiling = np.log2(fp16.max / np.asarray(run_fp16.grad_max))  # -inf on the steps whose gradients overflowed
@@ -272,9 +295,6 @@ v_accum.prose()
 # losses on the same batch agree within 0.05.
 
 # %%
-AMP = torch.float16 if DEVICE.type == "cuda" and not torch.cuda.is_bf16_supported(including_emulation=False) \
-    else torch.bfloat16
-AMP_NAME = str(AMP).removeprefix("torch.")
 xs, ys = x_all[:64], y_all[:64]
 
 model = cu.models.torch_mlp(seed=0).to(DEVICE)
@@ -376,7 +396,8 @@ v_dtypes.prose()
 # recent Xeons and EPYCs, AMX tiles on Xeons since Sapphire Rapids. The units also set a ceiling: AVX512-BF16's
 # instruction does two bf16 products per fp32 lane (2x), AMX's tiles 16x by Intel's published rates. The roofs
 # below were measured once for this run; a share of a roof above 100% means the roof's probe, timed at another
-# moment, under-read what this machine sustains.
+# moment, under-read what this machine sustains. A T4 has fp16 tensor cores and no bf16 units: there the device plan
+# makes fp16 the fast format (`AMP`), and this section times fp16 where it says bf16.
 #
 # **Prediction**: with bf16 units, torch's bf16 matmul beats fp32 beyond the noise but by no more than the units'
 # bound (printed below); without them, bf16 is slower beyond the noise.
@@ -387,21 +408,22 @@ machine
 
 # %%
 bound = cu.precision.bf16_bound(FLAGS, DEVICE.type)
-n = cu.env.pick(ci=512, cpu=1024, gpu=4096) if NATIVE_BF16 else cu.env.pick(ci=128, cpu=256, gpu=4096)
+FAST = TORCH.short  # 'bf16', or 'fp16' where the plan makes fp16 the fast format
+n = sizes.matmul_n if NATIVE_16 else sizes.matmul_n_emulated
 a, b = torch.randn(n, n, device=DEVICE), torch.randn(n, n, device=DEVICE)
-a16, b16 = a.to(torch.bfloat16), b.to(torch.bfloat16)
-calls = {"torch fp32": lambda: a @ b, "torch bf16": lambda: a16 @ b16}
+a16, b16 = a.to(AMP), b.to(AMP)
+calls = {"torch fp32": lambda: a @ b, f"torch {FAST}": lambda: a16 @ b16}
 if HAS_JAX:
     ja, jb = jnp.asarray(a.cpu().numpy()), jnp.asarray(b.cpu().numpy())
-    ja16, jb16 = ja.astype(jnp.bfloat16), jb.astype(jnp.bfloat16)
+    ja16, jb16 = ja.astype(AMP_NAME), jb.astype(AMP_NAME)
     jmm = jax.jit(jnp.matmul)
-    calls |= {"jax fp32": lambda: jmm(ja, jb), "jax bf16": lambda: jmm(ja16, jb16)}
+    calls |= {"jax fp32": lambda: jmm(ja, jb), f"jax {FAST}": lambda: jmm(ja16, jb16)}
 mm = cu.timing.interleaved(calls, rounds=6, min_time=6 * QUICK)
-speed = cu.intervals.speedup(mm["torch fp32"], mm["torch bf16"])
-jax_speed = cu.intervals.speedup(mm["jax fp32"], mm["jax bf16"]) if HAS_JAX else None
+speed = cu.intervals.speedup(mm["torch fp32"], mm[f"torch {FAST}"])
+jax_speed = cu.intervals.speedup(mm["jax fp32"], mm[f"jax {FAST}"]) if HAS_JAX else None
 flops = {name: 2 * n**3 / m.median for name, m in mm.items()}
-print(f"bf16 units: {bound}")
-print(f"torch bf16 over fp32, n = {n}: {speed}")
+print(f"{FAST} units: {bound}")
+print(f"torch {FAST} over fp32, n = {n}: {speed}")
 print(f"torch fp32 matmul: {cu.display.format_flops(flops['torch fp32'])}, {flops['torch fp32'] / machine.peak_flops:.0%} "
       f"of this machine's compute roof ({machine.flops_probe}, measured once for the run)")
 cu.precision.throughput_plot(flops, None if DEVICE.type == "cuda" else cu.precision.A100_PUBLISHED,
@@ -416,7 +438,8 @@ dot_operands, converts = None, 0
 if HAS_JAX:
     dot = cu.compiled.hlo_summary(cu.compiled.jax_hlo(jnp.matmul, ja16, jb16))
     dot_operands, converts = dot.operand_types("dot"), dot.count("convert")
-    print("XLA, bf16 matmul: dot operands", dot_operands, "| convert ops:", converts, "| jax bf16 over fp32:", jax_speed)
+    print(f"XLA, {FAST} matmul: dot operands", dot_operands, "| convert ops:", converts, f"| jax {FAST} over fp32:",
+          jax_speed)
 libraries = cu.precision.library_verbose(n=256)
 print(libraries.excerpt())
 
@@ -425,14 +448,14 @@ print(libraries.excerpt())
 a64, b64 = a.double(), b.double()
 ref = a64 @ b64
 err = {dt: ((torch.mm(a64.to(dt), b64.to(dt)).double() - ref).abs().max() / ref.abs().max()).item()
-       for dt in (torch.float32, torch.bfloat16)}
+       for dt in (torch.float32, AMP)}
 print("fp32 matmul error < 1e-5 of max:", err[torch.float32] < 1e-5)
-print("bf16 matmul error < 2e-2 of max (bf16 inputs, fp32 accumulation):", err[torch.bfloat16] < 2e-2)
+print(f"{FAST} matmul error < 2e-2 of max ({FAST} inputs, fp32 accumulation):", err[AMP] < 2e-2)
 
 # %%
 v_matmul = cu.precision.findings.MATMUL.score(
-    cu.precision.matmul_check(speed, bound), bound=str(bound), n=n,
-    bf16_rate=cu.display.format_flops(flops["torch bf16"]), fp32_rate=cu.display.format_flops(flops["torch fp32"]))
+    cu.precision.matmul_check(speed, bound, FAST), bound=str(bound), n=n, dtype=FAST,
+    fast_rate=cu.display.format_flops(flops[f"torch {FAST}"]), fp32_rate=cu.display.format_flops(flops["torch fp32"]))
 v_matmul
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
@@ -459,8 +482,7 @@ v_matmul.prose()
 
 # %%
 llc = cu.env.last_level_cache_bytes()
-COPY_BYTES = min(max(cu.env.pick(ci=64 * 2**20, cpu=256 * 2**20, gpu=2**30), 4 * llc),  # each fp32 array
-                 cu.env.pick(ci=256 * 2**20, cpu=2**30, gpu=2**32))
+COPY_BYTES = min(max(sizes.stream_bytes, 4 * llc), sizes.stream_cap)  # each fp32 array
 s32 = [torch.full((COPY_BYTES // 4,), float(i), device=DEVICE) for i in (1, 2, 3)]
 s16 = [t.to(torch.bfloat16) for t in s32]
 streams = cu.timing.interleaved({
@@ -508,9 +530,8 @@ v_halving.prose()
 # alternating rounds and reports one median per step: the two medians of one process form one pair.
 
 # %%
-WIDE = cu.env.pick(ci=(256, 1024, 1024, 10), cpu=(256, 2048, 2048, 10), gpu=(1024, 8192, 8192, 10)) \
-    if NATIVE_BF16 else (64, 128, 128, 10)
-STEP_BATCH = cu.env.pick(ci=256, cpu=512, gpu=4096) if NATIVE_BF16 else 64
+WIDE = sizes.step_widths if NATIVE_16 else (64, 128, 128, 10)
+STEP_BATCH = sizes.step_batch if NATIVE_16 else 64
 xw, yw = torch.randn(STEP_BATCH, WIDE[0], device=DEVICE), torch.randint(0, WIDE[-1], (STEP_BATCH,), device=DEVICE)
 m32, m16 = (cu.models.torch_mlp(WIDE, seed=0).to(DEVICE) for _ in range(2))
 o32, o16 = torch.optim.SGD(m32.parameters(), lr=1e-3), torch.optim.SGD(m16.parameters(), lr=1e-3)
@@ -524,7 +545,7 @@ print(f"{AMP_STEP} over the fp32 step, in this process ({torch.get_num_threads()
 
 # %%
 # the same step in fresh processes: the recipe above, imported from course_utils/precision/steptime.py
-fresh_steps = cu.fresh.replicate(cu.precision.step_medians, n=cu.env.pick(smoke=2, ci=3, cpu=3), kwargs={
+fresh_steps = cu.fresh.replicate(cu.precision.step_medians, n=sizes.fresh_processes, kwargs={
     "widths": list(WIDE), "batch": STEP_BATCH, "dtype": AMP_NAME, "device": DEVICE.type, "rounds": 2,
     "min_time": 2 * QUICK, "threads": torch.get_num_threads()})
 fresh_speed = fresh_steps.speedup(cu.precision.FP32_STEP, cu.precision.amp_step_label(AMP_NAME))
@@ -538,10 +559,10 @@ v_claim = cu.precision.findings.CLAIM.score(
     cu.findings.within("autocast step over the fp32 step, against the seed's ~1.3x", fresh_speed,
                        *cu.precision.CLAIM_BAND), in_process=str(step_speed))
 step_flops = cu.precision.mlp_step_flops(WIDE, STEP_BATCH)  # computed from the layer widths
-step_shares = cu.precision.matmul_shares(step_flops, {"fp32": flops["torch fp32"], "bf16": flops["torch bf16"]},
-                                         {"fp32": step_times["fp32 step"].median, "bf16": step_times[AMP_STEP].median})
+step_shares = cu.precision.matmul_shares(step_flops, {"fp32": flops["torch fp32"], "16-bit": flops[f"torch {FAST}"]},
+                                         {"fp32": step_times["fp32 step"].median, "16-bit": step_times[AMP_STEP].median})
 print(f"the step's matmuls, {step_flops / 1e9:.2f} GFLOP (computed from the layer widths), at the bare matmul's "
-      f"rates: {step_shares['fp32']:.0%} of the fp32 step's median time, {step_shares['bf16']:.0%} of the 16-bit "
+      f"rates: {step_shares['fp32']:.0%} of the fp32 step's median time, {step_shares['16-bit']:.0%} of the 16-bit "
       "step's (computed; above 100%, the step's shapes ran faster than the square matmul)")
 v_step
 
@@ -663,7 +684,7 @@ v_state.prose()
 # constant under autocast: the 16-bit weight copies measured above.
 
 # %%
-ACT_WIDE = (256, 1024, 1024, 10) if NATIVE_BF16 else (64, 128, 128, 10)
+ACT_WIDE = (256, 1024, 1024, 10) if NATIVE_16 else (64, 128, 128, 10)
 act_model = cu.models.torch_mlp(ACT_WIDE, seed=0).to(DEVICE)
 batches = [48, 96, 192, 384, 768]  # none equal to a layer width
 
@@ -715,7 +736,7 @@ v_act.prose()
 # computed *peak without − saved without + saved with + one block's saved bytes*; the step takes longer, at most 1.6x.
 
 # %%
-D, L, CB = cu.env.pick(ci=(128, 6, 2048), cpu=(128, 8, 8192), gpu=(1024, 8, 16384))
+D, L, CB = sizes.remat
 W = cu.precision.block_weights(D, L, seed=0)
 blocks = [(torch.tensor(w1, device=DEVICE, requires_grad=True), torch.tensor(w2, device=DEVICE, requires_grad=True))
           for w1, w2 in W]
@@ -1056,8 +1077,10 @@ rows = [
     ("... with loss scale 2^14", scaled.flushed_fraction * 100, "%", "static loss scaling"),
     ("GradScaler steps skipped", trace.skipped, "steps", f"of {trace.steps}, init scale 2^24, growth every {GROWTH}"),
     ("bf16 accumulator error, 10^4 terms", at_1e4["bf16 accumulator"] * 100, "%", "fp32 accumulation: ~0"),
-    ("torch bf16 / fp32 matmul speed", speed.ratio, "x", f"n = {n}; {speed.interval}; units: {bound.unit}"),
-    ("bf16 / fp32 triad speed", halving["triad"].ratio, "x", f"half the bytes: at most 2x; {halving['triad'].interval}"),
+    (f"torch {FAST} / fp32 matmul speed", speed.ratio, "x",
+     f"n = {n}; geometric mean of per-round ratios; {speed.interval}; units: {bound.unit}"),
+    ("bf16 / fp32 triad speed", halving["triad"].ratio, "x",
+     f"half the bytes: at most 2x; geometric mean of per-round ratios; {halving['triad'].interval}"),
     ("autocast training step speed-up", fresh_speed.ratio, "x", f"over the fp32 step, geometric mean; "
      f"{fresh_speed.interval}; seed's ~1.3x: {v_claim.outcome}; beside it {step_speed.interval}"),
     ("final-loss gap bf16 vs fp32", gaps["bf16 autocast"], "seed spreads", f"{len(SEEDS)} seeds"),
@@ -1065,9 +1088,11 @@ rows = [
     ("training state held, autocast + Adam", total[amp_mode], "B/param", "measured; copies live per forward"),
     ("16-bit / fp32 activation bytes per sample", slope16 / slope32, "x", "plus a constant: 16-bit weight copies"),
     ("torch saved memory with checkpointing", remat.saved_ratio, "x", "of without"),
-    ("torch step time with checkpointing", remat.cost.ratio, "x", f"of without; {remat.cost.interval}"),
+    ("torch step time with checkpointing", remat.cost.ratio, "x",
+     f"of without; geometric mean of per-round ratios; {remat.cost.interval}"),
     ("fp8 e4m3 / e5m2 activation error", fp8_errors["activations"]["e4m3"].error
-     / fp8_errors["activations"]["e5m2"].error, "x", "per-tensor scale, trained model"),
+     / fp8_errors["activations"]["e5m2"].error if fp8_errors else math.nan, "x",
+     "per-tensor scale, trained model" if fp8_errors else "not run (Going further)"),
 ]
 cu.notebook.summary_table("03_mixed_precision", rows)
 

@@ -1,35 +1,31 @@
-"""Attention as a fusion problem: the bytes an unfused attention moves through its score matrix, and the bytes a
-blocked kernel (FlexAttention) moves instead, computed from the shapes and the block mask.
-
-The notebook writes the attention itself (the ``score_mod``, the ``mask_mod``, ``create_block_mask``,
-``torch.compile(flex_attention)``, the unfused version that materialises the scores, and the JAX one); here are
-only the counts that predict what fusing it saves.
-"""
+"""Attention as a fusion problem: the bytes of one score matrix, and the bytes a blocked kernel (FlexAttention)
+moves instead, computed from the shapes and the block mask; the notebook writes the attention itself."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
-from course_utils import display, validate
+from course_utils import declare, display
+from course_utils.declare import PositiveInt, Range
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class AttentionBytes:
     """Bytes of one attention call: ``scores`` is one B x H x L x S score matrix; ``ideal`` reads q, k, v once and
     writes the output once; ``blocked`` is what a blocked kernel reads when every query block re-reads the key and
     value blocks it visits (``visited`` of ``blocks`` block pairs, from the block mask)."""
 
-    scores: int
-    ideal: int
-    blocked: int
-    visited: int
-    blocks: int
+    scores: PositiveInt
+    ideal: PositiveInt
+    blocked: PositiveInt
+    visited: Annotated[int, Range(0)]
+    blocks: PositiveInt
 
     def __post_init__(self) -> None:
-        for name in ("scores", "ideal", "blocked", "blocks"):
-            validate.positive(name, getattr(self, name), integer=True)
-        validate.number("visited", self.visited, low=0, high=self.blocks, integer=True)
+        if self.visited > self.blocks:
+            raise ValueError(f"visited must be at most blocks ({self.blocks}); got {self.visited}")
 
     @property
     def visited_share(self) -> float:
@@ -59,6 +55,7 @@ def _shape(name: str, tensor: Any) -> tuple[int, ...]:
     return tuple(int(s) for s in shape)
 
 
+@declare.checked
 def attention_bytes(q: Any, k: Any, v: Any, block_mask: Any = None) -> AttentionBytes:
     """The bytes of ``attention(q, k, v)`` for tensors shaped (batch, heads, length, dim), fp32 counted as 4 bytes
     per element, and, given FlexAttention's ``block_mask``, what a blocked kernel reads (see ``AttentionBytes``)."""

@@ -1,6 +1,5 @@
-"""A legacy operator that compilers cannot see into: tanh by table lookup in NumPy (``np.interp``), and its
-wrappers in each framework. The notebook shows the PyTorch registration (``torch.library.custom_op``) itself.
-"""
+"""A legacy operator that compilers cannot see into, tanh by table lookup in NumPy (``np.interp``), and its wrappers
+in each framework; the notebook shows the PyTorch registration (``torch.library.custom_op``) itself."""
 
 from __future__ import annotations
 
@@ -8,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from course_utils import env, models, validate
+from course_utils import declare, env, models
 
 GRID = np.linspace(-10.0, 10.0, 4001, dtype=np.float32)
 TABLE = np.tanh(GRID)
@@ -22,11 +21,13 @@ def table_tanh_np(a: Any) -> np.ndarray:
     return np.interp(values, GRID, TABLE).astype(np.float32)
 
 
+@declare.checked
 def legacy_tanh_torch(t: Any) -> Any:
     """The legacy op called from PyTorch: leaves the graph (``.numpy()``), runs NumPy, comes back."""
     import torch
 
-    validate.instance("t", t, torch.Tensor)
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"t must be a torch.Tensor; got {type(t).__name__}")
     return torch.from_numpy(table_tanh_np(t.detach().cpu().numpy())).to(t.device)
 
 

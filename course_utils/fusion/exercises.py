@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Annotated, Any
 
-from course_utils import exercises, validate
+from course_utils import declare, exercises
+from course_utils.declare import NonNegativeFloat, PositiveInt, Range
 from course_utils.fusion.traffic import trace_traffic
 
 
@@ -16,11 +18,11 @@ def _softmax_inputs(seed: int) -> tuple[Any]:
 
 
 @exercises.register("02.1", hint="write softmax with amax, exp, sum and a division over the last axis")
-def softmax_written_out(answer: Any) -> str | None:
+@declare.checked
+def softmax_written_out(answer: Callable[..., Any]) -> str | None:
     """Right when ``answer(x)`` equals ``torch.softmax(x, -1)`` on random inputs and is built from basic ops."""
     import torch
 
-    validate.function("answer", answer)
     problem = exercises.same_function(answer, lambda x: torch.softmax(x, -1), _softmax_inputs, rtol=1e-5)
     if problem is not None:
         return problem
@@ -31,20 +33,19 @@ def softmax_written_out(answer: Any) -> str | None:
 
 
 @exercises.register("02.2", hint="each eager op writes a fresh output as large as x; each 4 KiB page faults once")
-def page_fault_prediction(answer: Any, *, measured: float, pages: int) -> str | None:
+@declare.checked
+def page_fault_prediction(answer: Any, *, measured: NonNegativeFloat, pages: PositiveInt) -> str | None:
     """Predicted page faults per call, scored against this run's count: within 25% (or 5% of the pages)."""
-    validate.non_negative("measured", measured)
-    validate.positive("pages", pages, integer=True)
     slack = max(0.25 * measured, 0.05 * pages)
     return exercises.within(answer, max(measured - slack, 0.0), measured + slack)
 
 
-def decomposed_tanh_error(points: int = 20001, span: float = 1e-3) -> float:
+@declare.checked
+def decomposed_tanh_error(points: Annotated[int, Range(2, 10**7)] = 20001,
+                          span: Annotated[float, Range(0, 10, low_open=True)] = 1e-3) -> float:
     """Max relative error of ``2 / (1 + exp(-2v)) - 1`` against ``torch.tanh`` for float32 v in [-span, span]."""
     import torch
 
-    validate.number("points", points, low=2, high=10**7, integer=True)
-    validate.number("span", span, low=0, high=10, low_open=True)
     v = torch.linspace(-span, span, points, dtype=torch.float32)
     v = v[v != 0]
     exact = torch.tanh(v.double())

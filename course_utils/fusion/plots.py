@@ -4,9 +4,10 @@ caches marked, and the roofline with the vector units' own ceiling."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
-from course_utils import display, env, plotting, roofline, validate
+from course_utils import declare, display, env, plotting, roofline
+from course_utils.declare import NonEmpty, NonNegativeFloat, PositiveFloat, PositiveInt, SameLength, Text
 from course_utils.fusion.traffic import PredictionTable
 from course_utils.fusion.vector_roof import VectorRoof
 
@@ -14,9 +15,9 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
-def prediction_plot(table: PredictionTable, *, title: str | None = None) -> Figure:
+@declare.checked
+def prediction_plot(table: PredictionTable, *, title: Text | None = None) -> Figure:
     """Measured time per variant (bars) with the roofline prediction for its bytes (black ticks)."""
-    validate.instance("table", table, PredictionTable)
     rows = list(table.rows)
     scale, unit = display.time_unit(min(min(r.seconds, r.predicted) for r in rows))
     fig, (ax,) = plotting.figure(height=0.8 + 0.42 * len(rows))
@@ -35,12 +36,11 @@ def prediction_plot(table: PredictionTable, *, title: str | None = None) -> Figu
     return fig
 
 
-def roof_bars(fractions: Mapping[str, float], *, title: str | None = None, xlabel: str | None = None) -> Figure:
+@declare.checked
+def roof_bars(fractions: Annotated[Mapping[Text, NonNegativeFloat], NonEmpty], *, title: Text | None = None,
+              xlabel: Text | None = None) -> Figure:
     """Horizontal bars of each variant's fraction of its roof (1.0 = on the roof), a line at 100%."""
-    validate.instance("fractions", fractions, Mapping)
-    validate.non_empty("fractions", fractions)
-    values = {validate.text("fractions key", k): validate.non_negative(f"fractions[{k!r}]", v)
-              for k, v in fractions.items()}
+    values = dict(fractions)
     fig, (ax,) = plotting.figure(height=0.9 + 0.38 * len(values))
     names = list(values)
     ax.barh(names, [100 * v for v in values.values()], color=[plotting.color_for(n, i) for i, n in enumerate(names)])
@@ -54,33 +54,17 @@ def roof_bars(fractions: Mapping[str, float], *, title: str | None = None, xlabe
     return fig
 
 
-def speedup_vs_size_plot(
-    sizes_bytes: Sequence[float],
-    speedups: Mapping[str, Sequence[float]],
-    *,
-    predicted: float | None = None,
-    caches: Mapping[str, int] | None = None,
-    title: str | None = None,
-) -> Figure:
-    """Speed-up of fused over op-by-op against the bytes one tensor holds (log x); every cache level marked,
-    a level beyond the sizes swept as an arrow at the edge."""
-    validate.non_empty("sizes_bytes", sizes_bytes)
-    for i, size in enumerate(sizes_bytes):
-        validate.positive(f"sizes_bytes[{i}]", size)
-    validate.instance("speedups", speedups, Mapping)
-    validate.non_empty("speedups", speedups)
-    for label, values in speedups.items():
-        validate.non_empty(f"speedups[{label!r}]", values)
-        for i, value in enumerate(values):
-            validate.positive(f"speedups[{label!r}][{i}]", value)
-        if len(values) != len(sizes_bytes):
-            raise ValueError(f"speedups[{label!r}] must have one value per entry of sizes_bytes ({len(sizes_bytes)}); "
-                             f"got {len(values)}")
-    if predicted is not None:
-        validate.positive("predicted", predicted)
-    caches = env.cache_sizes() if caches is None else validate.instance("caches", caches, Mapping)
-    for name, size in caches.items():
-        validate.positive(f"caches[{name!r}]", size, integer=True)
+Series = Annotated[Sequence[PositiveFloat], NonEmpty, SameLength("sizes_bytes")]
+
+
+@declare.checked
+def speedup_vs_size_plot(sizes_bytes: Annotated[Sequence[PositiveFloat], NonEmpty],
+                         speedups: Annotated[Mapping[Text, Series], NonEmpty], *,
+                         predicted: PositiveFloat | None = None,
+                         caches: Mapping[Text, PositiveInt] | None = None, title: Text | None = None) -> Figure:
+    """Speed-up of fused over op-by-op against the bytes one tensor holds (log x), one series per entry of
+    ``speedups`` (as long as ``sizes_bytes``); every cache level marked, one beyond the sizes as an arrow."""
+    caches = env.cache_sizes() if caches is None else caches
     fig, (ax,) = plotting.figure(width=7.0, height=4.0)
     for i, (label, values) in enumerate(speedups.items()):
         ax.plot(sizes_bytes, values, marker="o", color=plotting.color_for(label, i), label=label)
@@ -107,20 +91,13 @@ def speedup_vs_size_plot(
     return fig
 
 
+@declare.checked
 def roofline_with_vector_roof(machine: roofline.Machine, vector: VectorRoof | Mapping[str, VectorRoof] | None,
-                              points: Iterable[roofline.Point] = (), *, flops: float | None = None,
-                              tanh: float = 0.0, title: str | None = None) -> Figure:
-    """The machine's roofline (matmul roof, memory roof) plus each framework's vector roof measured in cache:
-    its multiply-add rate, or, given ``flops`` and ``tanh`` per element, the FLOP/s ceiling of that kernel."""
-    validate.instance("machine", machine, roofline.Machine)
-    if flops is not None:
-        validate.non_negative("flops", flops)
-    validate.non_negative("tanh", tanh)
-    roofs: dict[str, VectorRoof] = {}
-    if isinstance(vector, Mapping):
-        roofs = {k: validate.instance(f"vector[{k!r}]", v, VectorRoof) for k, v in vector.items()}
-    elif vector is not None:
-        roofs = {validate.instance("vector", vector, VectorRoof).framework: vector}
+                              points: Iterable[roofline.Point] = (), *, flops: NonNegativeFloat | None = None,
+                              tanh: NonNegativeFloat = 0.0, title: Text | None = None) -> Figure:
+    """The machine's roofline plus each framework's vector roof measured in cache: its multiply-add rate, or, given
+    ``flops`` and ``tanh`` per element, the FLOP/s ceiling of that kernel."""
+    roofs = dict(vector) if isinstance(vector, Mapping) else {} if vector is None else {vector.framework: vector}
     fig = plotting.roofline_plot(machine, list(points), title=title)
     ax = fig.axes[0]
     for i, (name, roof) in enumerate(roofs.items()):

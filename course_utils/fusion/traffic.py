@@ -1,5 +1,5 @@
-"""The traffic model: the bytes an elementwise chain moves op by op (unfused) and as one kernel (fused), its
-FLOPs, and the roofline time those predict, beside measured times (``compare_to_prediction``).
+"""The traffic model: the bytes an elementwise chain moves op by op (unfused) and as one kernel (fused), its FLOPs,
+and the roofline time those predict beside measured times (``compare_to_prediction``).
 
 ``trace_traffic`` runs PyTorch code on shape-only ("meta") tensors, so any size is free to count.
 """
@@ -10,7 +10,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from course_utils import calls, display, roofline, validate
+from course_utils import calls, declare, display, roofline, validate
+from course_utils.declare import Text
 
 # ops that hand back their input under another shape without moving a byte, although their schema is not a view
 ALIASING_OPS = frozenset({"_unsafe_view", "alias", "lift_fresh"})
@@ -24,10 +25,6 @@ class OpTraffic:
     read_bytes: int
     write_bytes: int
     elements: int
-
-    @property
-    def bytes(self) -> int:
-        return self.read_bytes + self.write_bytes
 
 
 @dataclass(frozen=True, repr=False)
@@ -46,7 +43,7 @@ class Traffic:
     @property
     def unfused_bytes(self) -> int:
         """Every op reads its inputs from memory and writes its output back."""
-        return sum(op.bytes for op in self.ops)
+        return sum(op.read_bytes + op.write_bytes for op in self.ops)
 
     @property
     def fused_bytes(self) -> int:
@@ -62,12 +59,6 @@ class Traffic:
     def flops(self) -> int:
         """One FLOP per output element per op (a tanh counts as one, although it costs many instructions)."""
         return sum(op.elements for op in self.ops)
-
-    def predicted_seconds(self, machine: roofline.Machine, *, fused: bool) -> float:
-        """Roofline time of the fused or unfused run on ``machine``."""
-        validate.instance("machine", machine, roofline.Machine)
-        validate.instance("fused", fused, bool)
-        return machine.roofline_time(self.flops, self.fused_bytes if fused else self.unfused_bytes)
 
     def table(self) -> display.Table:
         rows = [(op.name, display.format_bytes(op.read_bytes), display.format_bytes(op.write_bytes))
@@ -97,26 +88,19 @@ def _meta_tensor(spec: Any, index: int) -> Any:
         raise TypeError(f"{name} shape must be a tuple of ints; got {shape!r}")
     for size in shape:
         validate.non_negative(f"{name} shape entry", size, integer=True)
-    if isinstance(dtype, str):
-        dtype = getattr(torch, dtype, None)
-    elif not isinstance(dtype, torch.dtype):
-        dtype = getattr(torch, getattr(dtype, "__name__", str(dtype)), None)  # numpy dtypes: np.float32 ...
+    if not isinstance(dtype, torch.dtype):  # 'float32', or NumPy's np.float32
+        dtype = getattr(torch, dtype if isinstance(dtype, str) else getattr(dtype, "__name__", str(dtype)), None)
     if not isinstance(dtype, torch.dtype):
         raise ValueError(f"{name} dtype must name a torch dtype such as 'float32'; got {spec[1]!r}")
     return torch.empty(tuple(shape), dtype=dtype, device="meta")
 
 
-def trace_traffic(fn: Callable[..., Any], *inputs: Any, timeout: float = 120) -> Traffic:
-    """Run ``fn`` (PyTorch code) on shape-only tensors and record the bytes of each op it would launch.
-
-    ``inputs`` are tensors or ``(shape, dtype)`` pairs; nothing is computed, so any size is free. A tensor
-    read twice by one op (``h * h``) counts once; view ops (reshape, expand) and ops that only alias their input
-    (``ALIASING_OPS``) move nothing and are skipped. ``fn`` must return within ``timeout`` seconds.
-    """
-    validate.function("fn", fn)
-    timeout = calls.checked_timeout(timeout)
-    if not inputs:
-        raise ValueError("inputs must hold at least one tensor or (shape, dtype) pair")
+@declare.checked
+def trace_traffic(fn: Callable[..., Any], inputs: Any, *more: Any,
+                  timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> Traffic:
+    """Run ``fn`` (PyTorch code) on shape-only tensors (``inputs, *more``: tensors or ``(shape, dtype)`` pairs) and
+    record the bytes of each op it would launch. A tensor read twice by one op counts once; views and
+    ``ALIASING_OPS`` move nothing. ``fn`` must return within ``timeout`` seconds (None: the size's default)."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_leaves
@@ -135,24 +119,20 @@ def trace_traffic(fn: Callable[..., Any], *inputs: Any, timeout: float = 120) ->
             out = func(*args, **(kwargs or {}))
             name = str(func.overloadpacket.__name__)
             if not getattr(func, "is_view", False) and name not in ALIASING_OPS:
-                reads = sum(t.nbytes for t in tensors((args, kwargs)))
                 outs = tensors(out)
-                ops.append(OpTraffic(name, reads, sum(t.nbytes for t in outs),
-                                     sum(t.numel() for t in outs)))
+                ops.append(OpTraffic(name, sum(t.nbytes for t in tensors((args, kwargs))),
+                                     sum(t.nbytes for t in outs), sum(t.numel() for t in outs)))
             return out
 
-    metas = [_meta_tensor(spec, i) for i, spec in enumerate(inputs)]
+    metas = [_meta_tensor(spec, i) for i, spec in enumerate((inputs, *more))]
     with calls.time_limit(timeout, calls.describe(fn)), Recorder():
         result = fn(*metas)
     return Traffic(tuple(ops), sum(t.nbytes for t in metas), sum(t.nbytes for t in tensors(result)))
 
 
-def torch_counted_flops(fn: Callable[..., Any], *args: Any, timeout: float = 120) -> int:
-    """FLOPs that ``torch.utils.flop_counter.FlopCounterMode`` counts for ``fn(*args)`` (which must return within
-    ``timeout`` seconds). It counts matmul-like ops (mm, addmm, bmm, convolution, attention) only: elementwise
-    ops count 0.
-    """
-    validate.function("fn", fn)
+@declare.checked
+def torch_counted_flops(fn: Callable[..., Any], *args: Any, timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> int:
+    """FLOPs that ``FlopCounterMode`` counts for ``fn(*args)``: matmul-like ops only, elementwise ops count 0."""
     from torch.utils.flop_counter import FlopCounterMode
 
     with calls.time_limit(timeout, calls.describe(fn)), FlopCounterMode(display=False) as counter:
@@ -186,11 +166,6 @@ class VariantResult:
         """Achieved / measured memory roof: the '% of bandwidth' kind of utilisation."""
         return self.achieved_bandwidth / self.bandwidth
 
-    @property
-    def slowdown(self) -> float:
-        """Measured / predicted time: 1.0 means on the roof."""
-        return self.seconds / self.predicted
-
     def point(self) -> roofline.Point:
         return roofline.Point(self.name, self.flops, self.bytes, self.seconds)
 
@@ -207,12 +182,6 @@ class PredictionTable:
                 return row
         raise KeyError(f"no variant named {name!r}; variants are {[r.name for r in self.rows]}")
 
-    def __contains__(self, name: object) -> bool:
-        return any(r.name == name for r in self.rows)
-
-    def points(self) -> list[roofline.Point]:
-        return [row.point() for row in self.rows]
-
     def table(self) -> display.Table:
         rows = [(r.name, display.format_bytes(r.bytes), display.format_time(r.predicted),
                  display.format_time(r.seconds), display.format_rate(r.achieved_bandwidth),
@@ -228,30 +197,25 @@ class PredictionTable:
         return self.table()._repr_html_()
 
 
-def compare_to_prediction(
-    traffic: Traffic,
-    machine: roofline.Machine,
-    *,
-    unfused: Mapping[str, Any] | None = None,
-    fused: Mapping[str, Any] | None = None,
-) -> PredictionTable:
-    """Rows for each measured variant (a Measurement's median, or seconds), with the roofline prediction.
+Measured = Mapping[Text, Any]  # name -> a Measurement (its median is used) or seconds
 
-    Unfused variants are charged ``traffic.unfused_bytes``, fused ones ``traffic.fused_bytes``.
-    """
-    validate.instance("traffic", traffic, Traffic)
-    validate.instance("machine", machine, roofline.Machine)
+
+@declare.checked
+def compare_to_prediction(traffic: Traffic, machine: roofline.Machine, *, unfused: Measured | None = None,
+                          fused: Measured | None = None) -> PredictionTable:
+    """Rows for each measured variant (a Measurement's median, or seconds), with the roofline prediction: unfused
+    variants are charged ``traffic.unfused_bytes``, fused ones ``traffic.fused_bytes``."""
     rows = []
     for is_fused, label, group in ((False, "unfused", unfused), (True, "fused", fused)):
-        if group is None:
-            continue
-        validate.instance(label, group, Mapping)
-        for name, measured in group.items():
-            validate.text(f"{label} key", name)
-            seconds = validate.positive(f"{label}[{name!r}]", getattr(measured, "median", measured))
-            nbytes = traffic.fused_bytes if is_fused else traffic.unfused_bytes
-            rows.append(VariantResult(name, is_fused, nbytes, traffic.flops, float(seconds),
+        nbytes = traffic.fused_bytes if is_fused else traffic.unfused_bytes
+        for name, measured in (group or {}).items():
+            seconds = _seconds(f"{label}[{name!r}]", getattr(measured, "median", measured))
+            rows.append(VariantResult(name, is_fused, nbytes, traffic.flops, seconds,
                                       machine.roofline_time(traffic.flops, nbytes), machine.bandwidth))
     if not rows:
         raise ValueError("unfused or fused must hold at least one measurement")
     return PredictionTable(tuple(rows))
+
+
+def _seconds(name: str, value: Any) -> float:
+    return float(validate.positive(name, value))

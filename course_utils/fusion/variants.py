@@ -1,19 +1,13 @@
-"""The chain in each framework, the names notebook 02 gives its variants, and the reused-buffer recipe as one
-function.
-
-Notebook 02 writes its compiled variants itself (``torch.compile``, ``jax.jit``, ``tf.function(...,
-jit_compile=True)``, ``out=``, ``donate_argnums``, a ``tf.Variable`` assigned inside the function); this module
-supplies the workload, ``x + GELU_tanh(x + bias)``, its polynomial twin without the transcendental, and
-``into_buffer``: that section's recipe wrapped once, for probes (the vector roof) and notebooks that need a
-buffered kernel without teaching it again.
-"""
+"""The chain in each framework (``x + GELU_tanh(x + bias)`` and its polynomial twin without the transcendental), the
+names notebook 02 gives its variants, section 3's reused-buffer recipe as one function (``into_buffer``, for probes
+such as the vector roof), and the tolerance of a float32 matmul comparison on this device."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from course_utils import env, models, validate
+from course_utils import declare, devices, env, models, validate
 from course_utils.graphs.capture import fresh_function
 
 EAGER = {"torch": "torch eager", "jax": "jax op-by-op", "tensorflow": "tf eager"}
@@ -21,39 +15,32 @@ FUSED = {"torch": "torch.compile", "jax": "jax.jit", "tensorflow": "tf jit_compi
 INTO = {"torch": "torch.compile, out=", "jax": "jax.jit, donated", "tensorflow": "tf jit_compile, Variable"}
 
 
-def identity(v: Any) -> Any:
-    """The 'no tanh' chain's tanh: same bytes and ops around it, no transcendental."""
+def _identity(v: Any) -> Any:
     return v
 
 
+@declare.checked
 def chain(framework: str, *, tanh: bool = True) -> Callable[[Any, Any], Any]:
-    """The course chain ``x + GELU_tanh(x + bias)`` in ``framework``; ``tanh=False`` puts the identity in
-    tanh's place, which leaves a pure polynomial (multiplies and adds only)."""
+    """The course chain ``x + GELU_tanh(x + bias)`` in ``framework``; ``tanh=False`` puts the identity in tanh's
+    place, which leaves a pure polynomial (multiplies and adds only) that moves the same bytes."""
     framework = validate.framework(framework)
-    validate.instance("tanh", tanh, bool)
     if tanh:
         return models.chain_for(framework)
 
     def polynomial(x: Any, bias: Any) -> Any:
-        return models.gelu_chain(x, bias, identity)
+        return models.gelu_chain(x, bias, _identity)
 
     polynomial.__name__ = f"polynomial_chain_{framework}"
     return polynomial
 
 
+@declare.checked
 def into_buffer(framework: str, fn: Callable[[Any, Any], Any], like: Any) -> Callable[[Any, Any], Any]:
-    """A compiled ``fn(x, bias)`` that writes into one reused buffer shaped like ``like``, and returns it.
-
-    torch: ``out.copy_(fn(x, bias))`` compiled (Inductor fuses the copy: the kernel writes into ``out``), static
-    (``dynamic=False``) and from its own code object: Dynamo keys its cache and its automatic-dynamic memory on
-    the code object, so two buffers of different shapes would otherwise share one shape-generic graph.
-    jax: ``jit(..., donate_argnums=2, keep_unused=True)``: XLA writes into the donated buffer (``keep_unused``
-    because jit drops unread arguments, and a dropped buffer is silently not donated).
-    tensorflow: a ``tf.Variable`` the caller owns, assigned inside ``tf.function(..., jit_compile=True)``.
-    """
+    """A compiled ``fn(x, bias)`` that writes into one reused buffer shaped like ``like``: torch ``out.copy_``
+    compiled static from its own code object (Dynamo keys its cache on it), jax a donated buffer (``keep_unused``),
+    tensorflow a ``tf.Variable`` assigned inside ``tf.function(jit_compile=True)``."""
     framework = validate.framework(framework)
-    validate.function("fn", fn)
-    if like is None or not (hasattr(like, "shape") and hasattr(like, "dtype")):
+    if not (hasattr(like, "shape") and hasattr(like, "dtype")):
         raise TypeError(f"like must be an array or tensor (it gives the buffer's shape and dtype); got {like!r}")
     if framework == "torch":
         import torch
@@ -81,7 +68,7 @@ def into_buffer(framework: str, fn: Callable[[Any, Any], Any], like: Any) -> Cal
     tf = env.import_tensorflow()
     target = tf.Variable(tf.zeros_like(like))
 
-    def assign(x: Any, bias: Any) -> None:
+    def assign(x: Any, bias: Any) -> None:  # returns nothing: no output buffer besides the Variable
         target.assign(fn(x, bias))
 
     compiled = tf.function(assign, jit_compile=True)
@@ -91,3 +78,13 @@ def into_buffer(framework: str, fn: Callable[[Any, Any], Any], like: Any) -> Cal
         return target
 
     return assigned
+
+
+@declare.checked
+def matmul_tolerance(plan: devices.Plan, framework: Literal["torch", "jax", "tensorflow"],
+                     at_least: Annotated[float, declare.Range(0, 1, low_open=True)]) -> float:
+    """The tolerance of a float32 matmul comparison in ``framework`` here: ``at_least`` where it runs on a CPU, the
+    device plan's where it runs on the accelerator (a TPU multiplies float32 in bf16 passes by default, Ampere's
+    TF32 keeps 10 mantissa bits)."""
+    on_cpu = plan.device.kind == "cpu" or (framework == "torch" and plan.torch_device == "cpu")
+    return at_least if on_cpu else max(at_least, plan.matmul_tolerance)

@@ -1,59 +1,41 @@
-"""The vector units' roof of each framework: what its compiled elementwise code does per second on data that
-stays in cache (multiply-adds, its own tanh), and the table that sets a chain's arithmetic against its bytes.
-
-A fused elementwise kernel with a transcendental can be limited by arithmetic rather than memory; which one
-depends on the implementation: Inductor calls SLEEF's 1-ULP tanh, XLA inlines a rational approximation.
-"""
+"""The vector units' roof of each framework: what its compiled elementwise code does per second on data that stays
+in cache (multiply-adds, its own tanh: Inductor calls SLEEF's, XLA inlines a rational approximation), and the table
+that sets a chain's arithmetic against its bytes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from course_utils import display, env, interop, timing, validate
+from course_utils import declare, display, env, interop, timing, validate
+from course_utils.declare import NonEmpty, NonNegativeFloat, PositiveFloat, PositiveInt, Range
 from course_utils.fusion.variants import into_buffer
 
 
+@declare.checked
 @dataclass(frozen=True)
 class VectorRoof:
-    """What one framework's compiled elementwise code does on data that stays in cache: FLOP/s of
-    multiply-adds, tanh per second, how far its tanh is from float64's (max absolute error on [-5, 5]), and the
-    intercept of the fit (``intercept_seconds``): what one call on those in-cache sizes costs besides its work,
-    which the rates leave out."""
+    """One framework's compiled elementwise code on data that stays in cache: multiply-add FLOP/s, tanh per second,
+    its tanh's largest error against float64's on [-5, 5], and the fit's intercept: what a call on those sizes costs
+    besides its work."""
 
-    flops_per_second: float
-    tanh_per_second: float
-    elements: int
-    framework: str = "torch"
-    tanh_error: float | None = None
-    threads: int | None = None
-    intercept_seconds: float | None = None
+    flops_per_second: PositiveFloat
+    tanh_per_second: PositiveFloat
+    elements: PositiveInt
+    framework: Literal["torch", "jax", "tensorflow"] = "torch"
+    tanh_error: NonNegativeFloat | None = None
+    intercept_seconds: NonNegativeFloat | None = None
 
-    def __post_init__(self) -> None:
-        validate.positive("flops_per_second", self.flops_per_second)
-        validate.positive("tanh_per_second", self.tanh_per_second)
-        validate.positive("elements", self.elements, integer=True)
-        validate.framework(self.framework, "framework")
-        if self.tanh_error is not None:
-            validate.non_negative("tanh_error", self.tanh_error)
-        if self.threads is not None:
-            validate.positive("threads", self.threads, integer=True)
-        if self.intercept_seconds is not None:
-            validate.non_negative("intercept_seconds", self.intercept_seconds)
-
-    def chain_seconds(self, elements: int, *, flops: float, tanh: float) -> float:
+    @declare.checked
+    def chain_seconds(self, elements: PositiveInt, *, flops: NonNegativeFloat, tanh: NonNegativeFloat) -> float:
         """Time the arithmetic alone needs: ``flops`` multiply-add FLOPs and ``tanh`` tanhs *per element*."""
-        validate.positive("elements", elements, integer=True)
-        validate.non_negative("flops", flops)
-        validate.non_negative("tanh", tanh)
         return elements * (flops / self.flops_per_second + tanh / self.tanh_per_second)
 
     def chain_flops_per_second(self, *, flops: float, tanh: float) -> float:
         """The FLOP/s ceiling of a kernel doing ``flops`` + ``tanh`` per element (a tanh counted as 1 FLOP, as
         ``trace_traffic`` counts it): where a point of that kernel sits under this roof on a roofline plot."""
-        return (flops + tanh) * 1.0 / self.chain_seconds(1, flops=flops, tanh=tanh)
+        return (flops + tanh) / self.chain_seconds(1, flops=flops, tanh=tanh)
 
 
 def _tanh_of(framework: str) -> Callable[[Any], Any]:
@@ -75,21 +57,6 @@ def _in_cache_kernel(framework: str, fn: Callable[[Any], Any], x: Any) -> Callab
     return lambda: into(x, x)
 
 
-@contextmanager
-def _torch_threads(threads: int | None) -> Iterator[None]:
-    if threads is None:
-        yield
-        return
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def _per_element(framework: str, fn: Callable[[Any], Any], xs: tuple[Any, Any], min_time: float,
                  ) -> tuple[float, float]:
     """Seconds per element of ``fn`` and the intercept, from its best time at two sizes: the slope of time
@@ -103,36 +70,21 @@ def _per_element(framework: str, fn: Callable[[Any], Any], xs: tuple[Any, Any], 
     return slope, max(times[1] - slope * n_large, 0.0)
 
 
-def measure_vector_roof(framework: str = "torch", *, elements: int | None = None, steps: int = 8, chains: int = 4,
-                        tanhs: int = 8, min_time: float = 0.1, threads: int | None = None) -> VectorRoof:
-    """Measure one framework's compiled elementwise *throughput* on in-cache tensors (its own tanh, its own code).
+@declare.checked
+def measure_vector_roof(framework: str = "torch", *, elements: Annotated[int, Range(8192, 2**26)] | None = None,
+                        steps: Annotated[int, Range(1, 64)] = 8, chains: Annotated[int, Range(1, 16)] = 4,
+                        tanhs: Annotated[int, Range(1, 64)] = 8,
+                        min_time: Annotated[float, Range(0, 10, low_open=True)] = 0.1) -> VectorRoof:
+    """One framework's compiled elementwise *throughput* on in-cache tensors, its own tanh and its own code.
 
-    Multiply-adds: ``chains`` independent Horner chains of ``steps`` multiply-adds per element, summed; tanh:
-    the sum of ``tanhs`` independent tanhs per element (the adds' share, timed at the multiply-add rate, taken
-    off). Independent work, because a fused elementwise kernel overlaps neighbouring elements: a chain of
-    *dependent* tanhs would time the latency of one, not the rate. Each kernel is timed (best of its repeats:
-    a roof is a best case, as in STREAM) on ``elements`` and on an eighth as many, and the rate is the slope
-    between the two: a call on these sizes also costs something besides its work (``intercept_seconds``: guards,
-    dispatch, waking the threads of a parallel loop), which on a small tensor can be as long as the work and would
-    otherwise be charged to the vector units. It is the intercept of this fit, not the machine figures' call cost
-    (``cu.machine.figures().call_cost``: a compiled ``x + 1`` on 16 elements, which runs on one thread). By default
-    ``elements`` is an eighth of the last-level cache per tensor (input and output stay in cache; 2^16 to 2^20
-    elements), so these are the vector units' rates, not memory's. ``tanh_error``: the largest absolute
-    difference of the framework's tanh from float64's on [-5, 5]. ``threads`` (torch only) compiles and runs
-    the kernels with that many OpenMP threads (default: torch's own setting).
+    Independent work per element (``chains`` Horner chains of ``steps`` multiply-adds; the sum of ``tanhs`` tanhs),
+    since a fused kernel overlaps neighbouring elements. Each kernel's best time on ``elements`` (default: an eighth
+    of the last-level cache, 2^16 to 2^20) and on an eighth as many: the slope is the rate, the intercept what a
+    call costs besides its work (not the machine figures' call cost, a compiled ``x + 1`` on 16 elements).
     """
     framework = validate.framework(framework)
-    if threads is not None:
-        validate.number("threads", threads, low=1, high=1024, integer=True)
-        if framework != "torch":
-            raise ValueError(f"threads is a torch setting; got threads={threads} for framework {framework!r}")
-    validate.number("steps", steps, low=1, high=64, integer=True)  # each is an op in the probe's graph
-    validate.number("chains", chains, low=1, high=16, integer=True)
-    validate.number("tanhs", tanhs, low=1, high=64, integer=True)
-    validate.number("min_time", min_time, low=0, high=10, low_open=True)
     if elements is None:
         elements = min(max(2**16, (env.last_level_cache_bytes() or 2**23) // 32), 2**20)
-    validate.number("elements", elements, low=8192, high=2**26, integer=True)
     import numpy as np
 
     tanh = _tanh_of(framework)
@@ -156,9 +108,8 @@ def measure_vector_roof(framework: str = "torch", *, elements: int | None = None
         return total
 
     fma_flops = chains * (1 + 2 * steps) + chains - 1
-    with _torch_threads(threads):
-        fma_slope, intercept_seconds = _per_element(framework, horner, xs, min_time)
-        tanh_slope, _ = _per_element(framework, tanh_sum, xs, min_time)
+    fma_slope, intercept_seconds = _per_element(framework, horner, xs, min_time)
+    tanh_slope, _ = _per_element(framework, tanh_sum, xs, min_time)
     fma_rate = fma_flops / fma_slope
     adds = (2 * tanhs - 1) / fma_rate
     tanh_rate = tanhs / max(tanh_slope - adds, tanh_slope / 2)
@@ -168,20 +119,17 @@ def measure_vector_roof(framework: str = "torch", *, elements: int | None = None
     compiled_tanh = tanh if framework == "torch" else interop.compile_default(framework, tanh)
     got = interop.to_numpy(compiled_tanh(interop.to_framework(framework, grid32))).astype(np.float64)
     error = float(np.max(np.abs(got - np.tanh(grid32.astype(np.float64)))))
-    return VectorRoof(fma_rate, tanh_rate, elements, framework, error, threads, intercept_seconds)
+    return VectorRoof(fma_rate, tanh_rate, elements, framework, tanh_error=error, intercept_seconds=intercept_seconds)
 
 
+@declare.checked
 @dataclass(frozen=True)
 class ChainRoof:
     """What can limit one framework's fused chain written into a reused buffer, in seconds: its arithmetic at the
     in-cache rates and its bytes at the memory roof, both computed."""
 
-    arithmetic: float
-    bytes: float
-
-    def __post_init__(self) -> None:
-        validate.positive("arithmetic", self.arithmetic)
-        validate.positive("bytes", self.bytes)
+    arithmetic: PositiveFloat
+    bytes: PositiveFloat
 
     @property
     def limit(self) -> str:
@@ -199,34 +147,32 @@ class ChainRoof:
         return self.arithmetic + self.bytes
 
 
-def chain_roofs(roofs: Mapping[str, VectorRoof], *, elements: int, flops: float, tanh: float,
-                memory_seconds: float) -> dict[str, ChainRoof]:
+Roofs = Annotated[Mapping[str, VectorRoof], NonEmpty]
+
+
+@declare.checked
+def chain_roofs(roofs: Roofs, *, elements: PositiveInt, flops: NonNegativeFloat, tanh: NonNegativeFloat,
+                memory_seconds: PositiveFloat) -> dict[str, ChainRoof]:
     """Per framework of ``roofs``: the ``ChainRoof`` of a chain of ``elements`` x (``flops`` + ``tanh``) that
     moves ``memory_seconds`` of bytes at the memory roof."""
-    validate.instance("roofs", roofs, Mapping)
-    validate.non_empty("roofs", roofs)
-    validate.positive("memory_seconds", memory_seconds)
-    found = {}
-    for name, roof in roofs.items():
-        validate.instance(f"roofs[{name!r}]", roof, VectorRoof)
-        found[name] = ChainRoof(roof.chain_seconds(elements, flops=flops, tanh=tanh), memory_seconds)
-    return found
+    return {name: ChainRoof(roof.chain_seconds(elements, flops=flops, tanh=tanh), memory_seconds)
+            for name, roof in roofs.items()}
 
 
-def vector_roof_table(roofs: Mapping[str, VectorRoof], *, elements: int, flops: float, tanh: float,
-                      memory_seconds: float, call_cost: Mapping[str, float] | None = None) -> display.Table:
-    """Per framework: its in-cache rates and the intercept of their fit, the machine figures' compiled call cost
-    beside it (``call_cost``, where given), the arithmetic time of ``elements`` x (``flops`` + ``tanh``) at those
-    rates and the bytes' time at the memory roof (``memory_seconds``), both computed, and which one is larger."""
+@declare.checked
+def vector_roof_table(roofs: Roofs, *, elements: PositiveInt, flops: NonNegativeFloat, tanh: NonNegativeFloat,
+                      memory_seconds: PositiveFloat, call_cost: Mapping[str, PositiveFloat] | None = None
+                      ) -> display.Table:
+    """Per framework: its in-cache rates, the intercept of their fit beside the machine figures' compiled call cost
+    (``call_cost``), the arithmetic and the bytes' time of the chain (computed), and which one is larger."""
     limits = chain_roofs(roofs, elements=elements, flops=flops, tanh=tanh, memory_seconds=memory_seconds)
-    call_cost = {} if call_cost is None else validate.instance("call_cost", call_cost, Mapping)
     rows = []
     for name, roof in roofs.items():
-        cost = call_cost.get(name)
+        cost = (call_cost or {}).get(name)
         rows.append((name, f"{roof.flops_per_second / 1e9:.1f}", f"{roof.tanh_per_second / 1e9:.2f}",
                      "-" if roof.tanh_error is None else f"{roof.tanh_error:.1e}",
                      "-" if roof.intercept_seconds is None else display.format_time(roof.intercept_seconds),
-                     "-" if cost is None else display.format_time(validate.positive(f"call_cost[{name!r}]", cost)),
+                     "-" if cost is None else display.format_time(cost),
                      display.format_time(limits[name].arithmetic), display.format_time(limits[name].bytes),
                      limits[name].limit))
     return display.table(["framework", "multiply-adds (GFLOP/s)", "tanh (G/s)", "tanh max error",

@@ -1,16 +1,7 @@
-"""Notebook 03 (``03_mixed_precision``): what fp16 and bf16 buy, and what they break.
-
-One file per job: ``formats`` (bit layouts, range, rounding, long sums), ``scaling`` (fp16 underflow, loss scaling,
-the dynamic scale's trace), ``training`` (runs the learner's AMP step over batches and seeds), ``policies`` (the
-dtypes a learner's autocast block, Keras policy or JAX cast policy produced, read back), ``speed`` (the bf16 units'
-bound and the checks built from it, roofline points), ``steptime`` (section 5's training step timed in one process:
-what ``cu.fresh.replicate`` repeats in fresh processes for the seed's claim), ``library`` (what MKL and oneDNN report
-for a torch matmul, from ``workers/blas_verbose.py``), ``memory`` (bytes per parameter per training scheme; the
-measurements come from the core ``course_utils.memory``), ``remat`` (activation checkpointing, measured on the
-learner's loss), ``fp8`` (fp8 round trips, amax history and delayed scaling, fp8 training on a GPU that has the
-units), ``findings`` (each prediction, declared once with a sentence per outcome), ``exercises`` (the checkers),
-``plots``.
-"""
+"""Notebook 03 (``03_mixed_precision``): what fp16 and bf16 buy, and what they break. One file per job: ``formats``,
+``scaling`` (underflow, loss scaling), ``training`` (runs the learner's AMP step), ``policies`` (dtypes read back),
+``speed`` (the device plan's choices, the units' bound), ``steptime`` (the step in fresh processes), ``library`` (MKL
+and oneDNN), ``memory``, ``remat``, ``fp8``, ``findings``, ``exercises``, ``plots``."""
 
 from course_utils.precision import exercises as _exercises  # noqa: F401  (registers the exercise checkers)
 from course_utils.precision import findings
@@ -66,6 +57,7 @@ from course_utils.precision.speed import (
     mlp_step_flops,
     step_checks,
     stream_point,
+    torch_choices,
 )
 from course_utils.precision.steptime import FP32_STEP, amp_step_label, step_medians
 from course_utils.precision.training import SeedSpread, train, unscale_norms
@@ -79,6 +71,6 @@ __all__ = [
     "matmul_check", "matmul_shares", "memory_stack_plot", "mlp_step_flops", "op_dtypes", "overflow_exponent",
     "predicted_peak_with_remat", "round_to", "rounding_error_plot", "scale_trace", "scale_trace_plot",
     "simulate_cast", "step_checks", "step_medians", "stream_point", "tf_recompute_same", "throughput_plot",
-    "torch_activation_grads", "torch_fp16_overflows", "torch_grouped_saved", "torch_remat", "torch_weight_grads",
-    "train", "training_memory", "underflow_stats", "unscale_norms", "watch_dtypes",
+    "torch_activation_grads", "torch_choices", "torch_fp16_overflows", "torch_grouped_saved", "torch_remat",
+    "torch_weight_grads", "train", "training_memory", "underflow_stats", "unscale_norms", "watch_dtypes",
 ]

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import exercises, validate
+from course_utils import declare, exercises
+from course_utils.declare import NonEmpty, PositiveFloat, PositiveInt
 
 
 @exercises.register("03.1", hint="predict k = ceil(log2(fp16 max / max|g|)) from the fp32 gradients, then test it")
-def _overflow_exponent(answer: Any, *, overflows: Mapping[int, bool]) -> str | None:
+@declare.checked
+def _overflow_exponent(answer: Any, *, overflows: Annotated[Mapping[int, bool], NonEmpty]) -> str | None:
     """A predicted power of two at which fp16 gradients overflow, scored against the smallest k that did."""
-    validate.non_empty("overflows", overflows)
     hits = sorted(k for k, over in overflows.items() if over)
     if not hits:
         raise ValueError("overflows must contain at least one exponent that overflowed")
@@ -32,12 +33,13 @@ def _bf16_values(seed: int) -> tuple[np.ndarray]:
 
 
 @exercises.register("03.2", hint="keep a compensation c in bf16: y = x - c; t = s + y; c = (t - s) - y; s = t")
-def _kahan(answer: Any, *, trials: int = 3) -> str | None:
+@declare.checked
+def _kahan(answer: Callable[[Any], Any], *, trials: PositiveInt = 3) -> str | None:
     """A function summing bf16 values in bf16 with compensation: within 1% of the exact sum, a bf16 result."""
     import ml_dtypes
 
-    fn: Callable[[Any], Any] = validate.function("answer", answer)
-    for seed in range(validate.positive("trials", trials, integer=True)):
+    fn = answer
+    for seed in range(trials):
         (values,) = _bf16_values(seed)
         exact = float(values.astype(np.float64).sum())
         try:
@@ -52,7 +54,7 @@ def _kahan(answer: Any, *, trials: int = 3) -> str | None:
 
 
 @exercises.register("03.3", hint="each pair keeps only its input; a pair's inside is recomputed during backward")
-def _pair_prediction(answer: Any, *, measured: float) -> str | None:
+@declare.checked
+def _pair_prediction(answer: Any, *, measured: PositiveFloat) -> str | None:
     """Predicted bytes saved for backward when checkpointing pairs of blocks, within 25% of this run's count."""
-    validate.positive("measured", measured)
     return exercises.within(answer, 0.75 * measured, 1.25 * measured)

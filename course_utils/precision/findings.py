@@ -56,12 +56,12 @@ DTYPES = Template(
 
 MATMUL = Template(
     "precision.matmul", ("within", "above", "below"),
-    held="torch's bf16 matmul reached {bf16_rate} against {fp32_rate} for fp32 (n = {n}), as predicted from the units: "
-         "{bound}.",
-    above="{failed} came out above the prediction from the units ({bound}): something besides the bf16 units sets this "
-          "ratio, such as an fp32 kernel that is slow at this size; which, this run does not establish (Going "
+    held="torch's {dtype} matmul reached {fast_rate} against {fp32_rate} for fp32 (n = {n}), as predicted from the "
+         "units: {bound}.",
+    above="{failed} came out above the prediction from the units ({bound}): something besides the {dtype} units sets "
+          "this ratio, such as an fp32 kernel that is slow at this size; which, this run does not establish (Going "
           "further reads what the fp32 library reported).",
-    below="{failed} came out below the prediction: the units ({bound}) were there, yet bf16 ran slower beyond the "
+    below="{failed} came out below the prediction: the units ({bound}) were there, yet {dtype} ran slower beyond the "
           "noise at this size: the library did not turn them into speed" + _NOT_ESTABLISHED,
     undecided="{undecided}: this run cannot place the ratio against the units' prediction ({bound}).")
 

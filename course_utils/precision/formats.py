@@ -1,34 +1,28 @@
-"""Floating-point formats, measured: bit layouts, range and precision from ``finfo``, rounding, and long sums.
-
-Every number here is computed from NumPy's / ml_dtypes' ``finfo`` or from real arrays; nothing is typed in.
-TF32 has no NumPy type: it is fp32's exponent with fp16's mantissa, rounded here by bit masking.
-"""
+"""Floating-point formats, measured: bit layouts, range and precision from ``finfo`` (nothing typed in; TF32, which
+has no NumPy type, is fp32's exponent with fp16's mantissa, rounded by bit masking), rounding, and long sums."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
-from course_utils import display, validate
+from course_utils import declare, display
+from course_utils.declare import NonEmpty, Range
 
 FORMATS = ("float32", "tf32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
+Format = Literal["float32", "tf32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"]
 SHORT = {"float32": "fp32", "tf32": "tf32", "float16": "fp16", "bfloat16": "bf16",
          "float8_e4m3fn": "fp8 e4m3", "float8_e5m2": "fp8 e5m2"}
+Seed = Annotated[int, Range(0, 2**32 - 1)]
 
 
-def check_format(name: Any, argument: str = "name") -> str:
-    """Return ``name`` if it is one of ``FORMATS``; TypeError/ValueError naming ``argument`` otherwise."""
-    validate.instance(argument, name, str)
-    return validate.choice(argument, name, FORMATS)
-
-
-def numpy_dtype(name: str) -> np.dtype:
+@declare.checked
+def numpy_dtype(name: Format) -> np.dtype:
     """The NumPy dtype storing format ``name`` (tf32 is stored in float32: it has no type of its own)."""
-    check_format(name)
     if name in ("float32", "tf32"):
         return np.dtype(np.float32)
     if name == "float16":
@@ -66,9 +60,9 @@ class FloatFormat:
         return -math.log10(self.unit_roundoff)
 
 
-def float_format(name: str) -> FloatFormat:
+@declare.checked
+def float_format(name: Format) -> FloatFormat:
     """Bits, epsilon and range from ``np.finfo`` / ``ml_dtypes.finfo`` (tf32: fp32's range, fp16's mantissa)."""
-    check_format(name)
     import ml_dtypes
 
     if name == "tf32":
@@ -108,10 +102,10 @@ class FormatTable:
         return self.table()._repr_html_()
 
 
-def format_table(names: Sequence[str] = FORMATS) -> FormatTable:
+@declare.checked
+def format_table(names: Annotated[Sequence[Format], NonEmpty] = FORMATS) -> FormatTable:
     """A ``FormatTable`` of ``names`` (default: fp32, tf32, fp16, bf16, fp8 e4m3, fp8 e5m2)."""
-    validate.non_empty("names", names)
-    return FormatTable(tuple(float_format(check_format(n, "names")) for n in names))
+    return FormatTable(tuple(float_format(n) for n in names))
 
 
 def _as_float64(name: str, x: Any) -> np.ndarray:
@@ -125,9 +119,9 @@ def _as_float64(name: str, x: Any) -> np.ndarray:
         raise TypeError(f"{name} must be a number or an array of numbers; got {type(x).__name__}") from exc
 
 
-def round_to(x: Any, name: str) -> np.ndarray:
+@declare.checked
+def round_to(x: Any, name: Format) -> np.ndarray:
     """``x`` rounded to format ``name`` (nearest, ties to even) and returned as float64; overflow gives inf or nan."""
-    check_format(name)
     x = _as_float64("x", x)
     with np.errstate(over="ignore", invalid="ignore"):
         if name == "tf32":
@@ -138,19 +132,12 @@ def round_to(x: Any, name: str) -> np.ndarray:
         return x.astype(numpy_dtype(name)).astype(np.float64)
 
 
-def relative_rounding_error(magnitudes: Any, name: str, *, samples: int = 256, seed: int = 0) -> np.ndarray:
-    """Largest relative error of storing values in [m, 2m) in format ``name``, for each magnitude m.
-
-    1.0 means the value was flushed to zero; inf means it overflowed (inf or nan).
-    """
-    check_format(name)
-    validate.number("samples", samples, low=1, high=100_000, integer=True)
-    validate.non_negative("seed", seed, integer=True)
-    m = _as_float64("magnitudes", magnitudes).reshape(-1, 1)
-    if m.size == 0:
-        raise ValueError("magnitudes must not be empty")
-    if not np.all(np.isfinite(m)) or np.any(m <= 0):
-        raise ValueError("magnitudes must be finite positive numbers")
+@declare.checked
+def relative_rounding_error(magnitudes: Annotated[Sequence[declare.PositiveFloat], NonEmpty], name: Format, *,
+                            samples: Annotated[int, Range(1, 100_000)] = 256, seed: Seed = 0) -> np.ndarray:
+    """Largest relative error of storing values in [m, 2m) in format ``name``, for each magnitude m: 1.0 where the
+    value was flushed to zero, inf where it overflowed."""
+    m = np.asarray(magnitudes, dtype=np.float64).reshape(-1, 1)
     x = m * (1.0 + np.random.default_rng(seed).random((1, samples)))
     r = round_to(x, name)
     with np.errstate(invalid="ignore"):
@@ -158,20 +145,13 @@ def relative_rounding_error(magnitudes: Any, name: str, *, samples: int = 256, s
     return err.max(axis=1)
 
 
-def accumulation_error(lengths: Sequence[int], *, seed: int = 0) -> dict[str, np.ndarray]:
-    """Relative error of summing n bf16 values from U(0, 1), for each n in ``lengths``, three ways.
-
-    "bf16 accumulator": every partial sum rounded to bf16 (a naive loop); "fp32 accumulator": bf16 inputs,
-    fp32 running sum (what matmul units do); "fp32 accumulator, bf16 result": the same, rounded once at the end.
-    The reference is the float64 sum of the same bf16 inputs.
-    """
+@declare.checked
+def accumulation_error(lengths: Annotated[Sequence[Annotated[int, Range(1, 10**8)]], NonEmpty], *,
+                       seed: Seed = 0) -> dict[str, np.ndarray]:
+    """Relative error of summing n bf16 values from U(0, 1), for each n in ``lengths``, against the float64 sum:
+    a bf16 accumulator (a naive loop), an fp32 accumulator (what matmul units do), and the latter rounded once."""
     import ml_dtypes
 
-    validate.non_empty("lengths", lengths)
-    for n in lengths:
-        validate.positive("lengths", n if not isinstance(n, np.integer) else int(n), integer=True)
-    validate.number("lengths", max(int(n) for n in lengths), high=10**8)
-    validate.non_negative("seed", seed, integer=True)
     lengths = np.asarray(lengths, dtype=np.int64)
     x = np.random.default_rng(seed).random(int(lengths.max())).astype(ml_dtypes.bfloat16)
     exact = np.cumsum(x.astype(np.float64))[lengths - 1]

@@ -1,39 +1,35 @@
-"""fp8 numerics on real tensors of the course model, measured on any CPU: each Linear's output (activations) and the
-gradient arriving at it, cast by the learner's round trip (scale, cast to fp8, cast back, unscale) and compared with
-the fp32 original; the amax of those tensors recorded step by step, and what a scale taken from that history
-(delayed scaling) does against one taken from the current tensor (dynamic scaling, torchao's float8 default).
-
-fp8 *training* needs fp8 matrix units (NVIDIA compute capability 8.9 or later: Ada, Hopper, Blackwell; AMD MI300,
-whose fp8 is the fnuz variant, ``float8_e4m3fnuz``); ``gpu_fp8_status`` says whether this runtime has them and
-torchao, without importing torchao (its import loads CUDA libraries and prints warnings on a CPU-only machine).
+"""fp8 numerics on real tensors of the course model, on any CPU: each Linear's output and the gradient arriving at
+it through the learner's round trip (scale, cast, cast back, unscale), their amax step by step, and delayed against
+dynamic scaling; fp8 *training* where the device plan finds fp8 units and torchao is installed (found, not imported).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
-from course_utils import calls, display, intervals, timing, validate
+from course_utils import calls, declare, devices, display, intervals, timing, validate
+from course_utils.declare import NonEmpty, PositiveFloat, Range
+from course_utils.precision.scaling import Module, Tensor
 
 KINDS = ("activations", "gradients")
 MAX_WINDOW = 100_000
 
 
-def layer_tensors(model: Any, x: Any, y: Any) -> dict[str, list[Any]]:
+@declare.checked
+def layer_tensors(model: Module, x: Tensor, y: Tensor) -> dict[str, list[Any]]:
     """{'activations': each ``nn.Linear`` output of ``model`` on (x, y), 'gradients': the cross-entropy loss's
     gradient with respect to each of them}, fp32, detached, in layer order (the model's gradients are cleared)."""
     import torch
     import torch.nn.functional as F
 
-    validate.instance("model", model, torch.nn.Module)
-    validate.instance("x", x, torch.Tensor)
-    validate.instance("y", y, torch.Tensor)
     outputs: list[Any] = []
 
     def keep(module: Any, inputs: Any, output: Any) -> None:
@@ -63,33 +59,28 @@ class CastError:
     nonfinite: float
 
 
-def cast_error(tensors: Sequence[Any], roundtrip: Callable[[Any], Any], *, timeout: float = 60.0) -> CastError:
-    """``roundtrip(t)`` (the learner's scale-cast-unscale) applied to each tensor, compared with the tensor; all
-    round trips within ``timeout`` seconds."""
+@declare.checked
+def cast_error(tensors: Annotated[Sequence[Tensor], NonEmpty], roundtrip: Callable[[Any], Any], *,
+               timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> CastError:
+    """``roundtrip(t)`` (the learner's scale-cast-unscale) applied to each tensor, compared with the tensor; each
+    round trip within ``timeout`` seconds (None: the lesson size's default)."""
     import torch
 
-    if isinstance(tensors, (str, bytes)):
-        raise TypeError("tensors must be a list of tensors, not a string")
-    validate.non_empty("tensors", tensors)
-    validate.function("roundtrip", roundtrip)
-    timeout = validate.seconds("timeout", timeout)
     errors, nonzero, flushed, bad, total = [], 0, 0, 0, 0
-    with calls.time_limit(timeout, "round trips of " + calls.describe(roundtrip)):
-        for i, t in enumerate(tensors):
-            validate.instance(f"tensors[{i}]", t, torch.Tensor)
-            back = roundtrip(t)
-            if not isinstance(back, torch.Tensor) or back.shape != t.shape:
-                raise ValueError(f"{calls.describe(roundtrip)} must return a tensor of the input's shape "
-                                 f"{tuple(t.shape)}; got {getattr(back, 'shape', type(back).__name__)}")
-            t64, b64 = t.double(), back.double()
-            finite = torch.isfinite(b64)
-            norm = float(t64.norm())
-            errors.append(float((torch.where(finite, b64, 0) - t64).norm()) / norm if norm else 0.0)
-            nz = t64 != 0
-            nonzero += int(nz.sum())
-            flushed += int((nz & (b64 == 0)).sum())
-            bad += int((~finite).sum())
-            total += t.numel()
+    for t in tensors:
+        back = calls.call(roundtrip, t, timeout=timeout, name="roundtrip")
+        if not isinstance(back, torch.Tensor) or back.shape != t.shape:
+            raise ValueError(f"{calls.describe(roundtrip)} must return a tensor of the input's shape "
+                             f"{tuple(t.shape)}; got {getattr(back, 'shape', type(back).__name__)}")
+        t64, b64 = t.double(), back.double()
+        finite = torch.isfinite(b64)
+        norm = float(t64.norm())
+        errors.append(float((torch.where(finite, b64, 0) - t64).norm()) / norm if norm else 0.0)
+        nz = t64 != 0
+        nonzero += int(nz.sum())
+        flushed += int((nz & (b64 == 0)).sum())
+        bad += int((~finite).sum())
+        total += t.numel()
     return CastError(float(np.median(errors)), flushed / max(nonzero, 1), bad / max(total, 1))
 
 
@@ -116,12 +107,10 @@ class CastTable:
         return self.table()._repr_html_()
 
 
-def cast_errors(tensors: Mapping[str, Sequence[Any]], roundtrips: Mapping[str, Callable[[Any], Any]]) -> CastTable:
+@declare.checked
+def cast_errors(tensors: Annotated[Mapping[str, Sequence[Any]], NonEmpty],
+                roundtrips: Annotated[Mapping[str, Callable[[Any], Any]], NonEmpty]) -> CastTable:
     """``cast_error`` for every kind of ``tensors`` (e.g. from ``layer_tensors``) and every named round trip."""
-    validate.instance("tensors", tensors, Mapping)
-    validate.instance("roundtrips", roundtrips, Mapping)
-    validate.non_empty("tensors", tensors)
-    validate.non_empty("roundtrips", roundtrips)
     return CastTable({kind: {name: cast_error(ts, fn) for name, fn in roundtrips.items()}
                       for kind, ts in tensors.items()})
 
@@ -133,9 +122,9 @@ class AmaxHistory:
     activations: list[list[float]] = field(default_factory=list)
     gradients: list[list[float]] = field(default_factory=list)
 
-    def series(self, kind: str) -> np.ndarray:
+    @declare.checked
+    def series(self, kind: Literal["activations", "gradients"]) -> np.ndarray:
         """steps x layers array of amax values for 'activations' or 'gradients' (whole steps only)."""
-        validate.choice("kind", kind, KINDS)
         rows = getattr(self, kind)
         layers = max((len(r) for r in rows), default=0)
         whole = [r for r in rows if len(r) == layers]
@@ -145,12 +134,9 @@ class AmaxHistory:
 
 
 @contextmanager
-def amax_history(model: Any) -> Iterator[AmaxHistory]:
-    """Record the amax of every ``nn.Linear`` output of ``model`` and of its gradient, once per forward pass that
-    builds a graph (a training step), while the block runs; hooks are removed on exit."""
+def _amax_history(model: Any) -> Iterator[AmaxHistory]:
     import torch
 
-    validate.instance("model", model, torch.nn.Module)
     history = AmaxHistory()
     linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
     if not linears:
@@ -177,6 +163,13 @@ def amax_history(model: Any) -> Iterator[AmaxHistory]:
             h.remove()
 
 
+@declare.checked
+def amax_history(model: Module) -> contextlib.AbstractContextManager[AmaxHistory]:
+    """Record the amax of every ``nn.Linear`` output of ``model`` and of its gradient, once per forward pass that
+    builds a graph (a training step), while the block runs; hooks are removed on exit."""
+    return _amax_history(model)
+
+
 @dataclass(frozen=True)
 class DelayedScaling:
     """A scale taken from the last ``window`` steps' amax (delayed scaling) against the current amax, over every
@@ -195,11 +188,11 @@ class DelayedScaling:
         return self.saturated / self.checked if self.checked else 0.0
 
 
-def delayed_scaling(history: AmaxHistory, kind: str, *, window: int = 16) -> DelayedScaling:
+@declare.checked
+def delayed_scaling(history: AmaxHistory, kind: Literal["activations", "gradients"], *,
+                    window: Annotated[int, Range(1, MAX_WINDOW)] = 16) -> DelayedScaling:
     """Score delayed scaling on ``history``'s ``kind`` series: step t is scaled by the max amax of steps t-window
     to t-1; it saturates where its own amax is larger (dynamic scaling, from the current amax, never does)."""
-    validate.instance("history", history, AmaxHistory)
-    window = validate.number("window", window, low=1, high=MAX_WINDOW, integer=True)
     amax = history.series(kind)
     if len(amax) <= window:
         raise ValueError(f"history holds {len(amax)} steps; delayed scaling over a window of {window} needs more")
@@ -225,23 +218,22 @@ class Fp8Status:
     why: str
 
 
-def gpu_fp8_status() -> Fp8Status:
-    """fp8 training needs a CUDA GPU of compute capability 8.9 or later and torchao; checked without importing
-    torchao (``importlib.util.find_spec``), the device first."""
-    import torch
-
-    if not torch.cuda.is_available():
+@declare.checked
+def gpu_fp8_status(plan: devices.Plan | None = None) -> Fp8Status:
+    """Whether fp8 training can run: the device plan's fp8 units (``plan``, default this runtime's), then torchao,
+    looked up without importing it."""
+    plan = devices.plan(devices.describe()) if plan is None else plan
+    device = plan.device
+    if device.kind != "gpu":
         return Fp8Status(False, "fp8 training needs fp8 matrix units: an NVIDIA GPU of compute capability 8.9 or "
                                 "later (Ada, Hopper, Blackwell) or an AMD MI300 (fp8 as float8_e4m3fnuz); this "
                                 "runtime has no GPU")
-    capability = torch.cuda.get_device_capability()
-    name = torch.cuda.get_device_name()
-    if capability < (8, 9):
-        return Fp8Status(False, f"fp8 training needs compute capability 8.9 or later; this {name} has "
-                                f"{capability[0]}.{capability[1]}")
+    if plan.skip("fp8"):
+        return Fp8Status(False, plan.skip("fp8"))
     if importlib.util.find_spec("torchao") is None:
-        return Fp8Status(False, f"this {name} has fp8 units, but torchao is not installed (pip install torchao)")
-    return Fp8Status(True, f"{name}, compute capability {capability[0]}.{capability[1]}, torchao installed")
+        return Fp8Status(False, f"this {device.name} has fp8 units, but torchao is not installed (pip install torchao)")
+    return Fp8Status(True, f"{device.name}, compute capability {'.'.join(map(str, device.capability or ()))}, "
+                           "torchao installed")
 
 
 @dataclass(frozen=True)
@@ -252,24 +244,18 @@ class Fp8Training:
     speed: intervals.Speedup
 
 
-def compare_training(models: Mapping[str, Any], x: Any, y: Any, *, steps: int = 50, lr: float = 1e-3,
-                     rounds: int = 6, min_time: float = 1.0, timeout: float = 600.0) -> Fp8Training:
-    """Train each of two models (``{"bf16": ..., "fp8": ...}``, the learner's, the fp8 one converted with
-    ``convert_to_float8_training``) on the regression ``x`` -> ``y`` with AdamW under bf16 autocast for ``steps``
-    steps, then time one step of each in interleaved rounds: the speed-up of fp8 over bf16 with its interval."""
+@declare.checked
+def compare_training(models: Mapping[Literal["bf16", "fp8"], Module], x: Tensor, y: Tensor, *,
+                     steps: Annotated[int, Range(1, MAX_WINDOW)] = 50, lr: PositiveFloat = 1e-3,
+                     rounds: Annotated[int, Range(2, 100)] = 6,
+                     min_time: Annotated[float, Range(0, 60, low_open=True)] = 1.0,
+                     timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> Fp8Training:
+    """Train ``{"bf16": model, "fp8": its converted copy}`` on the regression ``x`` -> ``y`` with AdamW under bf16
+    autocast for ``steps`` steps, then time one step of each in interleaved rounds (fp8 over bf16, its interval)."""
     import torch
 
-    validate.instance("models", models, Mapping)
     if set(models) != {"bf16", "fp8"}:
         raise ValueError(f"models must map exactly 'bf16' and 'fp8'; got {sorted(models)}")
-    for name, m in models.items():
-        validate.instance(f"models[{name!r}]", m, torch.nn.Module)
-    validate.instance("x", x, torch.Tensor)
-    validate.instance("y", y, torch.Tensor)
-    steps = validate.number("steps", steps, low=1, high=MAX_WINDOW, integer=True)
-    validate.positive("lr", lr)
-    rounds = validate.number("rounds", rounds, low=2, high=100, integer=True)
-    validate.number("min_time", min_time, low=0, high=60, low_open=True)
     steps_of, losses = {}, {}
     for name, model in models.items():
         opt = torch.optim.AdamW(model.parameters(), lr=lr)
@@ -282,9 +268,8 @@ def compare_training(models: Mapping[str, Any], x: Any, y: Any, *, steps: int = 
             opt.step()
             return loss
 
-        with calls.time_limit(timeout, "training steps of " + calls.describe(model.forward)):
-            run = [float(one_step().detach()) for _ in range(steps)]
+        run = [float(calls.call(one_step, timeout=timeout, name="models").detach()) for _ in range(steps)]
         losses[name] = float(np.mean(run[-max(1, steps // 5):]))
         steps_of[name] = one_step
-    timed = timing.interleaved(steps_of, rounds=rounds, min_time=min_time)
+    timed = timing.interleaved(steps_of, rounds=rounds, min_time=min_time, timeout=timeout)
     return Fp8Training(losses, intervals.speedup(timed["bf16"], timed["fp8"]))

@@ -1,10 +1,6 @@
-"""Which library kernel ran: the CPU vendor, and what MKL and oneDNN say about a torch matmul when asked to
-(``MKL_VERBOSE=1``, ``ONEDNN_VERBOSE=1``), read from a child process that runs ``workers/blas_verbose.py``.
-
-MKL chooses a code path per CPU at run time; on non-Intel CPUs it has been reported to choose narrower paths than
-the CPU supports, a known candidate when torch's fp32 matmul (MKL) trails JAX's (XLA's own kernels) on AMD. The
-verbose header names the path MKL chose on this machine; oneDNN's line names the kernel a bf16 matmul ran.
-"""
+"""Which library kernel ran: the CPU vendor, and what MKL and oneDNN print about a torch matmul when asked to
+(``MKL_VERBOSE=1``, ``ONEDNN_VERBOSE=1``) in a child process that runs ``workers/blas_verbose.py``: MKL's header
+names the code path it chose on this CPU, oneDNN's line the kernel a bf16 matmul ran."""
 
 from __future__ import annotations
 
@@ -14,8 +10,10 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
-from course_utils import validate
+from course_utils import calls, declare
+from course_utils.declare import Range
 
 WORKER = Path(__file__).resolve().parent.parent / "workers" / "blas_verbose.py"
 _DONE = "blas_verbose: two"
@@ -27,12 +25,12 @@ _ONEDNN_EXEC = re.compile(r"^onednn_verbose,.*?primitive,exec,cpu,(?P<kind>\w+),
                           r"src:(?P<src>\w+)", re.M)
 
 
+@declare.checked
 def cpu_vendor(cpuinfo: str | None = None) -> str:
     """'Intel', 'AMD' or 'other', from the ``vendor_id`` line of /proc/cpuinfo (or of ``cpuinfo`` text given)."""
     if cpuinfo is None:
         path = Path("/proc/cpuinfo")
         cpuinfo = path.read_text(errors="replace") if path.exists() else ""
-    validate.instance("cpuinfo", cpuinfo, str)
     match = re.search(r"^vendor_id\s*:\s*(\S+)", cpuinfo, re.M)
     vendor = match.group(1) if match else ""
     return {"GenuineIntel": "Intel", "AuthenticAMD": "AMD"}.get(vendor, "other")
@@ -66,10 +64,10 @@ class LibraryReport:
         return "\n".join(self.lines) if self.lines else "(neither MKL nor oneDNN printed a line)"
 
 
+@declare.checked
 def read_verbose(text: str) -> LibraryReport:
     """Read the output of ``workers/blas_verbose.py`` run with MKL_VERBOSE=1 and ONEDNN_VERBOSE=1. Raises on text
     that is not that worker's output (its closing line is missing)."""
-    validate.instance("text", text, str)
     if _DONE not in text:
         raise ValueError(f"text must be the output of {WORKER.name} (its last line starts {_DONE!r}); got "
                          f"{text[:60]!r}")
@@ -85,14 +83,18 @@ def read_verbose(text: str) -> LibraryReport:
                          isa.group("isa").strip() if isa else None, matmuls, tuple(keep))
 
 
-def library_verbose(n: int = 256, *, timeout: float = 120.0) -> LibraryReport:
+@declare.checked
+def library_verbose(n: Annotated[int, Range(16, 4096)] = 256, *,
+                    timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> LibraryReport:
     """Run ``workers/blas_verbose.py`` (one n x n torch matmul in fp32 and one in bf16) in a child process with
-    MKL_VERBOSE=1 and ONEDNN_VERBOSE=1, and read what the libraries printed."""
-    n = validate.number("n", n, low=16, high=4096, integer=True)
-    timeout = validate.number("timeout", timeout, low=1, high=3600)
+    MKL_VERBOSE=1 and ONEDNN_VERBOSE=1 within ``timeout`` seconds (None: the size's default), and read its output."""
+    timeout = calls.default_timeout() if timeout is None else timeout
     environ = os.environ | {"MKL_VERBOSE": "1", "ONEDNN_VERBOSE": "1", "PYTHONUNBUFFERED": "1"}
-    run = subprocess.run([sys.executable, str(WORKER), str(n)], env=environ, capture_output=True, text=True,
-                         timeout=timeout)
+    try:
+        run = subprocess.run([sys.executable, str(WORKER), str(n)], env=environ, capture_output=True, text=True,
+                             timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise calls.LearnerTimeout(f"{WORKER.name} ran past timeout={timeout:g} s and was stopped") from None
     if run.returncode != 0:
         raise RuntimeError(f"{WORKER.name} exited with {run.returncode}: {run.stderr.strip()[-400:]}")
     return read_verbose(run.stdout + run.stderr)

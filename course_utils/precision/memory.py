@@ -1,15 +1,11 @@
-"""Notebook 03's memory accounting: bytes per parameter of weights, gradients and Adam state under fp32, mixed
-(fp32 master weights) and pure-bf16 training (computed, the standard ZeRO accounting).
-
-The measurements (peak RSS, CUDA peak, XLA ``memory_analysis``, saved for backward, held state) live in the core
-``course_utils.memory``; their names are re-exported here for the package's other files.
-"""
+"""Bytes per parameter of weights, gradients and Adam state under fp32, mixed (fp32 master weights) and pure-bf16
+training (computed, the ZeRO accounting); the measurements live in the core ``course_utils.memory``."""
 
 from __future__ import annotations
 
-from course_utils import validate
+from typing import Annotated, Literal
 
-__all__ = ["TRAINING_SCHEMES", "training_memory"]
+from course_utils import declare
 
 # Bytes per parameter of each piece of training state, the standard accounting (ZeRO, Rajbhandari et al. 2020).
 TRAINING_SCHEMES: dict[str, dict[str, int]] = {
@@ -20,9 +16,8 @@ TRAINING_SCHEMES: dict[str, dict[str, int]] = {
 }
 
 
-def training_memory(n_params: int, scheme: str) -> dict[str, int]:
+@declare.checked
+def training_memory(n_params: Annotated[int, declare.Range(0, 10**15)],
+                    scheme: Literal["fp32 + Adam", "mixed + Adam, fp32 master", "pure bf16 + Adam"]) -> dict[str, int]:
     """Bytes of weights, gradients and Adam state for ``n_params`` parameters under ``scheme`` (computed)."""
-    validate.non_negative("n_params", n_params, integer=True)
-    validate.instance("scheme", scheme, str)
-    validate.choice("scheme", scheme, TRAINING_SCHEMES)
-    return {k: v * int(n_params) for k, v in TRAINING_SCHEMES[scheme].items()}
+    return {k: v * n_params for k, v in TRAINING_SCHEMES[scheme].items()}

@@ -10,25 +10,22 @@ from typing import Annotated, Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from course_utils import declare, plotting, validate
-from course_utils.precision.formats import (
-    FORMATS,
-    SHORT,
-    _as_float64,
-    check_format,
-    float_format,
-    relative_rounding_error,
-)
+from course_utils import declare, plotting
+from course_utils.declare import NonEmpty, PositiveFloat, Range, SameLength, Text
+from course_utils.precision.formats import FORMATS, SHORT, Format, _as_float64, float_format, relative_rounding_error
 from course_utils.precision.fp8 import KINDS, AmaxHistory
+
+Names = Annotated[Sequence[Format], NonEmpty]
 
 _COMPONENT_COLORS = {"fp32 weights": "#0072B2", "fp32 master weights": "#003E6B", "16-bit weights": "#56B4E9",
                      "fp32 gradients": "#D55E00", "16-bit gradients": "#E69F00", "Adam moments (fp32)": "#009E73",
                      "Adam moments (bf16)": "#8FD1B8"}
 
 
-def bit_layout_plot(names: Sequence[str] = FORMATS) -> Figure:
+@declare.checked
+def bit_layout_plot(names: Names = FORMATS) -> Figure:
     """One bar per format split into sign, exponent and mantissa bits."""
-    formats = [float_format(check_format(n, "names")) for n in validate.non_empty("names", names)]
+    formats = [float_format(n) for n in names]
     fig, (ax,) = plotting.figure(width=7.5, height=0.5 + 0.45 * len(formats))
     parts = (("sign", "#000000"), ("exponent", "#0072B2"), ("mantissa", "#E69F00"))
     for y, f in enumerate(formats):
@@ -47,11 +44,11 @@ def bit_layout_plot(names: Sequence[str] = FORMATS) -> Figure:
     return fig
 
 
-def rounding_error_plot(names: Sequence[str] = FORMATS, *, low: float = 1e-46, high: float = 1e40) -> Figure:
+@declare.checked
+def rounding_error_plot(names: Names = FORMATS, *, low: PositiveFloat = 1e-46, high: PositiveFloat = 1e40) -> Figure:
     """Largest relative rounding error against magnitude, one line per format (log-log)."""
-    validate.non_empty("names", names)
-    low = validate.positive("low", low)
-    validate.number("high", high, low=low, low_open=True)
+    if high <= low:
+        raise ValueError(f"high must be above low ({low:g}); got {high:g}")
     magnitudes = np.logspace(math.log10(low), math.log10(high), 700)
     fig, (ax,) = plotting.figure(width=7.5, height=4.0)
     for i, name in enumerate(names):
@@ -71,9 +68,9 @@ def rounding_error_plot(names: Sequence[str] = FORMATS, *, low: float = 1e-46, h
     return fig
 
 
-def gradient_histogram_plot(values: Any, *, scale: float = 1.0, name: str = "float16") -> Figure:
+@declare.checked
+def gradient_histogram_plot(values: Any, *, scale: PositiveFloat = 1.0, name: Format = "float16") -> Figure:
     """Histogram of log2|g| of fp32 gradients, the band that format ``name`` flushes to zero, and the scaled copy."""
-    validate.positive("scale", scale)
     g = _as_float64("values", values).ravel()
     g = g[np.isfinite(g) & (g != 0)]
     if g.size == 0:
@@ -98,15 +95,12 @@ def gradient_histogram_plot(values: Any, *, scale: float = 1.0, name: str = "flo
     return fig
 
 
-def scale_trace_plot(scales: Sequence[float], skipped: Sequence[bool], ceiling: Sequence[float] | None = None
-                     ) -> Figure:
+@declare.checked
+def scale_trace_plot(scales: Annotated[Sequence[PositiveFloat], NonEmpty],
+                     skipped: Annotated[Sequence[bool], SameLength("scales")],
+                     ceiling: Annotated[Any, SameLength("scales")] | None = None) -> Figure:
     """The dynamic loss scale per step (log2), skipped (overflowing) steps marked, and optionally the computed
-    ceiling log2(fp16 max / largest |gradient|) of each step."""
-    validate.non_empty("scales", scales)
-    if len(validate.non_empty("skipped", skipped)) != len(scales):
-        raise ValueError(f"skipped must have one flag per step ({len(scales)}); got {len(skipped)}")
-    if ceiling is not None and len(validate.non_empty("ceiling", ceiling)) != len(scales):
-        raise ValueError(f"ceiling must have one value per step ({len(scales)}); got {len(ceiling)}")
+    ceiling log2(fp16 max / largest |gradient|) of each step (NaN where it is not computed)."""
     steps = np.arange(len(scales))
     fig, (ax,) = plotting.figure(width=7.5, height=3.4)
     if ceiling is not None:
@@ -124,9 +118,9 @@ def scale_trace_plot(scales: Sequence[float], skipped: Sequence[bool], ceiling: 
 
 
 @declare.checked
-def accumulation_plot(lengths: Annotated[Sequence[int], declare.NonEmpty],
-                      errors: Annotated[Mapping[str, Annotated[Sequence[float], declare.SameLength("lengths")]],
-                                        declare.NonEmpty]) -> Figure:
+def accumulation_plot(lengths: Annotated[Sequence[int], NonEmpty],
+                      errors: Annotated[Mapping[str, Annotated[Sequence[float], SameLength("lengths")]], NonEmpty],
+                      ) -> Figure:
     """Relative error of long sums against their length, one line per accumulation scheme."""
     fig, (ax,) = plotting.figure(width=7.0, height=3.6)
     for i, (label, err) in enumerate(errors.items()):
@@ -142,20 +136,18 @@ def accumulation_plot(lengths: Annotated[Sequence[int], declare.NonEmpty],
     return fig
 
 
-def throughput_plot(measured: Mapping[str, float], published: Mapping[str, float] | None = None,
-                    published_label: str = "published") -> Figure:
+@declare.checked
+def throughput_plot(measured: Annotated[Mapping[Text, PositiveFloat], NonEmpty],
+                    published: Mapping[Text, PositiveFloat] | None = None, published_label: Text = "published",
+                    ) -> Figure:
     """Bars of FLOP/s (log scale) measured here, and optionally a second panel of published figures."""
-    validate.non_empty("measured", validate.instance("measured", measured, Mapping))
-    if published is not None:
-        validate.instance("published", published, Mapping)
-    validate.text("published_label", published_label)
     panels = [("measured", measured, "measured on this machine")]
     panels += [("published", published, published_label)] if published else []
     height = 0.9 + 0.45 * max(len(v) for _, v, _ in panels)
     fig, axes = plotting.figure(ncols=len(panels), width=5.2 * len(panels), height=height)
-    for ax, (name, values, title) in zip(axes, panels):
+    for ax, (_, values, title) in zip(axes, panels):
         names = list(values)
-        rates = [validate.positive(f"{name}[{n!r}]", values[n]) / 1e9 for n in names]  # > 0: a log axis
+        rates = [values[n] / 1e9 for n in names]
         ax.barh(names, rates, color=[plotting.color_for(n, i) for i, n in enumerate(names)])
         for y, r in enumerate(rates):
             ax.text(r, y, f" {r:,.0f}", va="center", fontsize=8)
@@ -210,15 +202,15 @@ def lines_plot(x: Annotated[Sequence[float], declare.NonEmpty],
     return fig
 
 
-def loss_curves_plot(runs: Mapping[str, Sequence[Any]], *, window: int = 20, title: str = "Training loss") -> Figure:
+@declare.checked
+def loss_curves_plot(runs: Annotated[Mapping[str, Annotated[Sequence[Any], NonEmpty]], NonEmpty], *,
+                     window: Annotated[int, Range(1, 100_000)] = 20, title: Text = "Training loss") -> Figure:
     """Per label: the mean over seeds of the ``window``-step moving average of the loss, and the seeds' range."""
-    validate.non_empty("runs", validate.instance("runs", runs, Mapping))
-    window = validate.number("window", window, low=1, high=100_000, integer=True)
     fig, (ax,) = plotting.figure(width=7.0, height=3.8)
     kernel = np.ones(window) / window
     for i, (label, seeds) in enumerate(runs.items()):
         curves = np.array([np.convolve(np.asarray(r.loss, dtype=float), kernel, mode="valid")
-                           for r in validate.non_empty("runs", seeds)])
+                           for r in seeds])
         color = plotting.PALETTE[i % len(plotting.PALETTE)]
         steps = np.arange(curves.shape[1]) + window
         ax.plot(steps, curves.mean(axis=0), color=color, label=f"{label} ({len(curves)} seeds)")
@@ -232,13 +224,14 @@ def loss_curves_plot(runs: Mapping[str, Sequence[Any]], *, window: int = 20, tit
     return fig
 
 
-def amax_plot(history: AmaxHistory, *, layer: int = 1) -> Figure:
+@declare.checked
+def amax_plot(history: AmaxHistory, *, layer: Annotated[int, Range(0, 10_000)] = 1) -> Figure:
     """The amax of one layer's output and of its gradient per step (log scale): what a per-tensor scale follows."""
-    validate.instance("history", history, AmaxHistory)
     fig, (ax,) = plotting.figure(width=7.0, height=3.4)
     for i, kind in enumerate(KINDS):
         series = history.series(kind)
-        layer = validate.number("layer", layer, low=0, high=series.shape[1] - 1, integer=True)
+        if layer >= series.shape[1]:
+            raise ValueError(f"layer must be below the {series.shape[1]} layers recorded; got {layer}")
         ax.plot(series[:, layer], color=plotting.PALETTE[i], label=f"{kind} of Linear {layer}")
     ax.set_yscale("log", base=2)
     ax.set_xlabel("training step")

@@ -1,16 +1,17 @@
 """Reading back what a mixed-precision recipe did: the dtypes of weights, activations, loss and gradients of the
-learner's own torch model (hooks on every Linear while the learner's autocast block runs), of a Keras model built
-under the learner's dtype policy, and of the learner's JAX cast policy (its activations read from the jaxpr).
-"""
+learner's torch model (hooks while its autocast block runs), Keras model (its dtype policy) and JAX cast policy."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
-from course_utils import calls, env, validate
+from course_utils import calls, declare, env
+from course_utils.declare import NonEmpty
+from course_utils.precision.scaling import Module, Tensor
 
 DtypeReport = dict[str, set[str]]
 REPORT_KEYS = ("weights", "activations", "loss", "gradients")
@@ -31,12 +32,10 @@ class DtypeWatch:
     model: Any
     activations: set[str] = field(default_factory=set)
 
-    def report(self, loss: Any) -> DtypeReport:
+    @declare.checked
+    def report(self, loss: Tensor) -> DtypeReport:
         """Weights, the activations seen, ``loss`` and the gradients the backward pass left (call it after
         ``loss.backward()``)."""
-        import torch
-
-        validate.instance("loss", loss, torch.Tensor)
         params = list(self.model.parameters())
         missing = [i for i, p in enumerate(params) if p.grad is None]
         if missing:
@@ -48,13 +47,17 @@ class DtypeWatch:
                 "loss value": {f"{float(loss.detach()):.4f}"}}
 
 
-@contextmanager
-def watch_dtypes(model: Any) -> Iterator[DtypeWatch]:
+@declare.checked
+def watch_dtypes(model: Module) -> contextlib.AbstractContextManager[DtypeWatch]:
     """Watch the dtype of every ``nn.Linear`` output of ``model`` while the block runs (the learner's autocast
     forward goes inside); hooks are removed on exit."""
+    return _watch(model)
+
+
+@contextmanager
+def _watch(model: Any) -> Iterator[DtypeWatch]:
     import torch
 
-    validate.instance("model", model, torch.nn.Module)
     watch = DtypeWatch(model)
     hooks = [m.register_forward_hook(lambda m, i, o: watch.activations.add(_name(o.dtype)))
              for m in model.modules() if isinstance(m, torch.nn.Linear)]
@@ -67,16 +70,10 @@ def watch_dtypes(model: Any) -> Iterator[DtypeWatch]:
             h.remove()
 
 
-def op_dtypes(outputs: dict[str, Any]) -> dict[str, str]:
+@declare.checked
+def op_dtypes(outputs: Annotated[dict[str, Tensor], NonEmpty]) -> dict[str, str]:
     """{op: dtype name} of the tensors an autocast block produced (``{"linear": h, "softmax": s, ...}``)."""
-    validate.instance("outputs", outputs, dict)
-    validate.non_empty("outputs", outputs)
-    found = {}
-    for op, t in outputs.items():
-        if not hasattr(t, "dtype"):
-            raise TypeError(f"outputs[{op!r}] must be a tensor; got {type(t).__name__}")
-        found[str(op)] = _name(t.dtype)
-    return found
+    return {op: _name(t.dtype) for op, t in outputs.items()}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -89,7 +86,8 @@ def keras_dtypes(model: Any, x: Any, y: Any) -> DtypeReport:
     tf = env.import_tensorflow()
     import keras
 
-    validate.instance("model", model, keras.Model)
+    if not isinstance(model, keras.Model):
+        raise TypeError(f"model must be a keras.Model; got {type(model).__name__}")
     acts, h = set(), tf.convert_to_tensor(x)
     with tf.GradientTape() as tape:
         for layer in model.layers:
@@ -122,17 +120,16 @@ def jax_activation_dtypes(apply: Callable[[Any, Any], Any], params: Any, x: Any)
     """Dtypes of every intermediate value that ``apply(params, x)`` computes, casts excluded, from its jaxpr."""
     import jax
 
-    validate.function("apply", apply)
     values: list[tuple[str, str]] = []
     _jaxpr_values(jax.make_jaxpr(apply)(params, x).jaxpr, values)
     return {dtype for prim, dtype in values if prim != "convert_element_type"}
 
 
-def jax_dtypes(apply: Callable[[Any, Any], Any], params: Any, x: Any, y: Any, *, timeout: float = 120.0) -> DtypeReport:
+@declare.checked
+def jax_dtypes(apply: Callable[[Any, Any], Any], params: Any, x: Any, y: Any, *,
+               timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> DtypeReport:
     """Dtypes of the weights, the activations (read from the program), the cross-entropy loss and the gradients
     of the learner's ``apply(params, x)``, which must trace and run within ``timeout`` seconds."""
-    validate.function("apply", apply)
-    timeout = validate.seconds("timeout", timeout)
     with calls.time_limit(timeout, "trace and run of " + calls.describe(apply)):
         return _jax_dtypes(apply, params, x, y)
 
@@ -151,9 +148,9 @@ def _jax_dtypes(apply: Callable[[Any, Any], Any], params: Any, x: Any, y: Any) -
             "gradients": {str(a.dtype) for a in jax.tree.leaves(grads)}, "loss value": {f"{float(loss):.4f}"}}
 
 
-def dtype_summary(report: DtypeReport) -> DtypeReport:
+@declare.checked
+def dtype_summary(report: dict[str, set[str]]) -> DtypeReport:
     """``report`` without the loss value (the part a notebook compares with the expected dtypes)."""
-    validate.instance("report", report, dict)
     missing = [k for k in REPORT_KEYS if k not in report]
     if missing:
         raise ValueError(f"report must hold {', '.join(REPORT_KEYS)}; missing {missing}")

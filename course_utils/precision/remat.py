@@ -1,34 +1,32 @@
-"""Activation checkpointing (rematerialisation) measured in each framework on the same residual MLP blocks,
-h + W2 · gelu(W1 · h) with a 4x-wide inside (a transformer's feed-forward shape), exact GELU everywhere.
-
-torch: bytes saved for backward, the step's peak memory (CUDA allocator or process RSS) and its time.
-JAX: the residuals of ``jax.vjp`` sized by XLA, and the compiled step's FLOPs (``cost_analysis``) and temp bytes
-(``memory_analysis``) with ``jax.checkpoint`` (``prevent_cse=True``, its default) and without.
-TensorFlow: ``tf.recompute_grad`` gives the same gradients.
-"""
+"""Activation checkpointing measured on the learner's residual MLP blocks, h + W2 · gelu(W1 · h) (4x wide inside):
+torch's bytes saved for backward, peaks and step time; JAX's ``jax.vjp`` residuals and the compiled step's FLOPs and
+temp bytes with ``jax.checkpoint`` and without; TensorFlow's ``tf.recompute_grad`` gradients."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import calls, display, env, intervals, timing, validate
+from course_utils import calls, declare, display, env, intervals, timing
+from course_utils.declare import NonEmpty, PositiveInt, Range
 from course_utils.memory import compiled_stats, jax_compiled_stats, saved_activation_bytes, torch_peak_bytes
+from course_utils.precision.scaling import Tensor
 
 MAX_WEIGHT_BYTES = 2**30  # the blocks' weights a lesson may ask for: 1 GiB
+Rounds = Annotated[int, Range(2, 100)]
+MinTime = Annotated[float, Range(0, 60, low_open=True)]
 
 
-def block_weights(width: int, blocks: int, *, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+@declare.checked
+def block_weights(width: Annotated[int, Range(1, 65536)], blocks: Annotated[int, Range(1, 1024)], *,
+                  seed: Annotated[int, Range(0, 2**32 - 1)] = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     """(W1: width x 4width, W2: 4width x width) per block, float32, scaled so that activations stay O(1)."""
-    width = validate.number("width", width, low=1, high=65536, integer=True)
-    blocks = validate.number("blocks", blocks, low=1, high=1024, integer=True)
     if 8 * width * width * 4 * blocks > MAX_WEIGHT_BYTES:
         raise ValueError(f"width and blocks ask for {8 * width * width * 4 * blocks / 2**30:.1f} GiB of weights "
                          f"(8 x width^2 x 4 bytes per block); at most {MAX_WEIGHT_BYTES / 2**30:g} GiB")
-    validate.non_negative("seed", seed, integer=True)
     rng = np.random.default_rng(seed)
     return [((rng.standard_normal((width, 4 * width)) / np.sqrt(width)).astype(np.float32),
              (rng.standard_normal((4 * width, width)) / np.sqrt(4 * width) / blocks).astype(np.float32))
@@ -55,9 +53,14 @@ class Remat:
 
     @property
     def cost(self) -> intervals.Speedup:
-        """How many times as long a step takes with checkpointing, with its interval (the step without it is the
-        candidate, the step with it the baseline: a ratio above 1 means checkpointing costs time)."""
+        """How many times as long a step takes with checkpointing, with its interval: the geometric mean of the
+        paired rounds' ratios (above 1: checkpointing costs time)."""
         return intervals.speedup(self.time[1], self.time[0])
+
+    @property
+    def time_ratio(self) -> float:
+        """The printed medians' ratio, with over without: what the table's last row divides."""
+        return self.time[1].median / self.time[0].median
 
     def table(self) -> display.Table:
         fmt = lambda v: "-" if v is None else display.format_bytes(v)  # noqa: E731
@@ -76,6 +79,7 @@ class Remat:
         if self.time[0] is not None:
             rows.append(("step time (median)", display.format_time(self.time[0].median),
                          display.format_time(self.time[1].median)))
+            rows.append(("step time, with over without (ratio of the medians)", "1x", f"{self.time_ratio:.2f}x"))
         return display.table(["", "without checkpointing", "with checkpointing"], rows, title=self.framework)
 
     def __repr__(self) -> str:
@@ -85,47 +89,41 @@ class Remat:
         return self.table()._repr_html_()
 
 
-def torch_remat(loss: Callable[[bool], Any], params: Sequence[Any], *, rounds: int = 4, min_time: float = 0.1,
-                timeout: float = 300.0) -> Remat:
-    """Saved bytes, peak memory and time of the learner's training step ``loss(remat).backward()`` without
-    (``remat=False``) and with (``remat=True``) its checkpointing, ``params`` being what it differentiates; the
-    two steps are timed in ``rounds`` interleaved rounds, and their gradients compared."""
+@declare.checked
+def torch_remat(loss: Callable[[bool], Any], params: Annotated[Sequence[Tensor], NonEmpty], *, rounds: Rounds = 4,
+                min_time: MinTime = 0.1, timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> Remat:
+    """Saved bytes, peak memory and time of the learner's step ``loss(remat).backward()`` without and with its
+    checkpointing, ``params`` being what it differentiates; timed in ``rounds`` interleaved rounds, gradients
+    compared."""
     import torch
 
-    validate.function("loss", loss)
-    timeout = validate.seconds("timeout", timeout)
-    if isinstance(params, (str, bytes)):
-        raise TypeError("params must be a list of tensors, not a string")
-    flat = list(validate.non_empty("params", params))
-    for i, p in enumerate(flat):
-        validate.instance(f"params[{i}]", p, torch.Tensor)
-    rounds = validate.number("rounds", rounds, low=2, high=100, integer=True)
-    validate.number("min_time", min_time, low=0, high=60, low_open=True)
+    flat = list(params)
     device = flat[0].device
+
+    def limited(remat: bool) -> Any:  # each call of the learner's loss under the time limit
+        return calls.call(loss, remat, timeout=timeout, name="loss")
 
     def step(remat: bool) -> list[Any]:
         for p in flat:
             p.grad = None
-        loss(remat).backward()
+        limited(remat).backward()
         return [p.grad for p in flat]
 
-    with calls.time_limit(timeout, "checkpointing measurements of " + calls.describe(loss)):
-        saved = tuple(saved_activation_bytes(lambda r=r: loss(r), exclude=flat) for r in (False, True))
-        peak = tuple(torch_peak_bytes(lambda r=r: step(r), device) for r in (False, True))
-        cuda = device.type == "cuda"  # there the allocator's peak already counts live tensors only
-        live = peak if cuda else tuple(torch_live_peak(lambda r=r: step(r)) for r in (False, True))
-        timed = timing.interleaved({"without": lambda: step(False), "with": lambda: step(True)}, rounds=rounds,
-                                   min_time=min_time)
-        same = all(torch.allclose(a, b, rtol=1e-4, atol=1e-6) for a, b in zip(step(False), step(True)))
+    saved = tuple(saved_activation_bytes(lambda r=r: limited(r), exclude=flat) for r in (False, True))
+    peak = tuple(torch_peak_bytes(lambda r=r: step(r), device) for r in (False, True))
+    cuda = device.type == "cuda"  # there the allocator's peak already counts live tensors only
+    live = peak if cuda else tuple(torch_live_peak(lambda r=r: step(r)) for r in (False, True))
+    timed = timing.interleaved({"without": lambda: step(False), "with": lambda: step(True)}, rounds=rounds,
+                               min_time=min_time, timeout=timeout)
+    same = all(torch.allclose(a, b, rtol=1e-4, atol=1e-6) for a, b in zip(step(False), step(True)))
     return Remat("torch", saved, peak, time=(timed["without"], timed["with"]),  # type: ignore[arg-type]
                  same_gradients=bool(same), live_peak=live)  # type: ignore[arg-type]
 
 
+@declare.checked
 def torch_live_peak(fn: Callable[[], Any]) -> int | None:
-    """Peak bytes of the tensors ``fn()`` allocates that are alive at once (CPU), from the PyTorch profiler's
-    memory timeline: what CUDA's ``max_memory_allocated`` reports on a GPU. The process RSS is larger by what the
-    allocator (glibc malloc) keeps mapped after a tensor is freed. None where the profiler cannot tell."""
-    validate.function("fn", fn)
+    """Peak bytes of the tensors ``fn()`` allocates that are alive at once (CPU), from the PyTorch profiler's memory
+    timeline, as CUDA's ``max_memory_allocated`` counts on a GPU (the RSS also holds what malloc keeps mapped)."""
     try:
         from torch.profiler import ProfilerActivity, profile
         from torch.profiler._memory_profiler import Action
@@ -142,45 +140,46 @@ def torch_live_peak(fn: Callable[[], Any]) -> int | None:
     return int(peak) if peak > 0 else None
 
 
-def jax_remat(loss: Callable[[Any, Any, bool], Any], params: Any, x: Any, *, rounds: int = 4,
-              min_time: float = 0.1, timeout: float = 300.0) -> Remat:
-    """The learner's ``loss(params, x, remat)`` (``remat=True`` wraps its blocks in ``jax.checkpoint``): the
-    ``jax.vjp`` residuals sized by XLA, and the compiled gradient step's FLOPs (``cost_analysis``), temp bytes
-    (``memory_analysis``), dot count and time, without and with checkpointing; the two steps' times interleaved."""
-
-    validate.function("loss", loss)
-    rounds = validate.number("rounds", rounds, low=2, high=100, integer=True)
-    validate.number("min_time", min_time, low=0, high=60, low_open=True)
-    timeout = validate.seconds("timeout", timeout)
-    with calls.time_limit(timeout, "checkpointing measurements of " + calls.describe(loss)):
-        return _jax_remat(loss, params, x, rounds, min_time)
-
-
-def _jax_remat(loss: Callable[[Any, Any, bool], Any], params: Any, x: Any, rounds: int, min_time: float) -> Remat:
+@declare.checked
+def jax_remat(loss: Callable[[Any, Any, bool], Any], params: Any, x: Any, *, rounds: Rounds = 4,
+              min_time: MinTime = 0.1, timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> Remat:
+    """The learner's ``loss(params, x, remat)`` (``remat=True``: its blocks in ``jax.checkpoint``) without and with
+    checkpointing: the ``jax.vjp`` residuals, the compiled gradient step's FLOPs, temp bytes, dots and time."""
     import jax
 
     weight_bytes = sum(a.nbytes for a in jax.tree.leaves(params))  # vjp residuals include the weights
     saved, flops, temp, dots, steps, grads = [], [], [], [], {}, []
     for remat in (False, True):
-        residuals = jax_compiled_stats(lambda p, h, r=remat: jax.vjp(lambda a, b: loss(a, b, r), p, h)[1], params, x)
-        saved.append(int(residuals["output"] - weight_bytes))
-        step = jax.jit(jax.grad(lambda p, h, r=remat: loss(p, h, r))).lower(params, x).compile()
-        stats = compiled_stats(step)
-        flops.append(stats["flops"])
-        temp.append(stats.get("temp"))
-        dots.append(int(stats["dots"]))
-        steps["with" if remat else "without"] = lambda step=step: step(params, x)
-        grads.append(jax.tree.leaves(step(params, x)))
-    timed = timing.interleaved(steps, rounds=rounds, min_time=min_time)
+        with calls.time_limit(timeout, f"tracing and compiling loss={calls.describe(loss)} with remat={remat}"):
+            _jax_variant(loss, params, x, remat, weight_bytes, saved, flops, temp, dots, steps, grads)
+    timed = timing.interleaved(steps, rounds=rounds, min_time=min_time, timeout=timeout)
     same = all(np.allclose(a, b, rtol=1e-4, atol=1e-6) for a, b in zip(*grads))
     return Remat("jax", tuple(saved), flops=tuple(flops), temp=tuple(temp),  # type: ignore[arg-type]
                  time=(timed["without"], timed["with"]), same_gradients=bool(same),  # type: ignore[arg-type]
                  dots=tuple(dots))  # type: ignore[arg-type]
 
 
+def _jax_variant(loss: Callable[[Any, Any, bool], Any], params: Any, x: Any, remat: bool, weight_bytes: int,
+                 *found: Any) -> None:
+    """One variant's residuals, FLOPs, temp bytes, dots, step and gradients, appended to ``found``'s lists."""
+    import jax
+
+    saved, flops, temp, dots, steps, grads = found
+    residuals = jax_compiled_stats(lambda p, h, r=remat: jax.vjp(lambda a, b: loss(a, b, r), p, h)[1], params, x)
+    saved.append(int(residuals["output"] - weight_bytes))
+    step = jax.jit(jax.grad(lambda p, h, r=remat: loss(p, h, r))).lower(params, x).compile()
+    stats = compiled_stats(step)
+    flops.append(stats["flops"])
+    temp.append(stats.get("temp"))
+    dots.append(int(stats["dots"]))
+    steps["with" if remat else "without"] = lambda step=step: step(params, x)
+    grads.append(jax.tree.leaves(step(params, x)))
+
+
 def _weights(weights: Any) -> list[tuple[np.ndarray, np.ndarray]]:
     """``weights`` if it is a non-empty list of (W1, W2) array pairs, as ``block_weights`` returns."""
-    validate.non_empty("weights", weights)
+    if not isinstance(weights, (list, tuple)) or not weights:
+        raise TypeError(f"weights must be a non-empty list of (W1, W2) pairs; got {type(weights).__name__}")
     for i, pair in enumerate(weights):
         if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(w, np.ndarray) and w.ndim == 2
                                                                            for w in pair)):
@@ -189,10 +188,10 @@ def _weights(weights: Any) -> list[tuple[np.ndarray, np.ndarray]]:
     return list(weights)
 
 
-def tf_recompute_same(weights: list[tuple[np.ndarray, np.ndarray]], batch: int = 64) -> bool:
+@declare.checked
+def tf_recompute_same(weights: Any, batch: Annotated[int, Range(1, 2**20)] = 64) -> bool:
     """True when ``tf.recompute_grad`` of one block gives the plain block's input gradient (exact GELU)."""
     weights = _weights(weights)
-    batch = validate.number("batch", batch, low=1, high=2**20, integer=True)
     tf = env.import_tensorflow()
     w1, w2 = tf.constant(weights[0][0]), tf.constant(weights[0][1])
     x = tf.ones((batch, weights[0][0].shape[0]))
@@ -209,22 +208,18 @@ def tf_recompute_same(weights: list[tuple[np.ndarray, np.ndarray]], batch: int =
     return bool(np.allclose(*grads, rtol=1e-5, atol=1e-7))
 
 
-def predicted_peak_with_remat(result: Remat, blocks: int, *, live: bool = False) -> int:
-    """Computed: peak without, minus the activations no longer kept, plus one block recomputed during backward.
-
-    peak_with ~= peak_without - saved_without + saved_with + saved_without / blocks
-    ``live=True`` starts from the peak of live tensors (``result.live_peak``), else from the measured peak.
-    """
-    validate.instance("result", result, Remat)
-    blocks = validate.positive("blocks", blocks, integer=True)
-    validate.instance("live", live, bool)
+@declare.checked
+def predicted_peak_with_remat(result: Remat, blocks: PositiveInt, *, live: bool = False) -> int:
+    """Computed: peak_without - saved_without + saved_with + saved_without / blocks (one block recomputed during
+    backward), from the peak of live tensors (``live=True``) or the measured peak."""
     start = result.live_peak[0] if live else result.peak[0]
     if start is None:
         raise ValueError("result has no measured peak (peak memory is not readable on this platform)")
     return int(start - result.saved[0] + result.saved[1] + result.saved[0] / blocks)
 
 
-def torch_grouped_saved(weights: list[tuple[np.ndarray, np.ndarray]], batch: int, group: int, *,
+@declare.checked
+def torch_grouped_saved(weights: Any, batch: Annotated[int, Range(1, 2**24)], group: PositiveInt, *,
                         device: Any = "cpu") -> int:
     """Bytes torch saves for backward when every ``group`` consecutive blocks are checkpointed as one."""
     import torch
@@ -232,8 +227,8 @@ def torch_grouped_saved(weights: list[tuple[np.ndarray, np.ndarray]], batch: int
     from torch.utils.checkpoint import checkpoint
 
     weights = _weights(weights)
-    batch = validate.number("batch", batch, low=1, high=2**24, integer=True)
-    group = validate.number("group", group, low=1, high=len(weights), integer=True)
+    if group > len(weights):
+        raise ValueError(f"group must be at most the number of blocks ({len(weights)}); got {group}")
     tw = [(torch.tensor(a, device=device, requires_grad=True), torch.tensor(b, device=device, requires_grad=True))
           for a, b in weights]
     x = torch.ones(batch, weights[0][0].shape[0], device=device)

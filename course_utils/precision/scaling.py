@@ -1,19 +1,52 @@
-"""fp16 underflow and loss scaling: which gradients a format flushes to zero, and what scaling the loss rescues.
-
-Gradients are read from real backward passes (torch hooks on every ``nn.Linear`` output) and compared with
-the same computed in fp32; ``simulate_cast`` predicts the same from the fp32 values alone.
-"""
+"""fp16 underflow and loss scaling: which gradients a format flushes to zero (read from real backward passes, or
+predicted from fp32 values by ``simulate_cast``), and what scaling the loss rescues. Also the declarations of torch
+arguments (``Tensor``, ``Module``) that the package's other files use."""
 
 from __future__ import annotations
 
 import math
+import operator
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import validate
-from course_utils.precision.formats import _as_float64, check_format, float_format, round_to
+from course_utils import declare
+from course_utils.declare import PositiveFloat, Range, SameLength
+from course_utils.precision.formats import Format, _as_float64, float_format, round_to
+
+
+@dataclass(frozen=True)
+class _TorchType:
+    """A declared constraint: an instance of ``torch.<path>`` (torch is imported at the check, not at import)."""
+
+    path: str
+
+    def check(self, name: str, value: Any, arguments: Mapping[str, Any]) -> None:
+        import torch
+
+        if not isinstance(value, operator.attrgetter(self.path)(torch)):
+            raise TypeError(f"{name} must be a torch.{self.path}; got {type(value).__name__} {value!r:.60}")
+
+
+def torch_type(path: str) -> Any:
+    """``Annotated[Any, ...]`` declaring an instance of ``torch.<path>`` ('Tensor', 'nn.Module', ...)."""
+    return Annotated[Any, _TorchType(path)]
+
+
+Tensor, Module = torch_type("Tensor"), torch_type("nn.Module")
+
+
+def _dtype(dtype: Any) -> Any:
+    """torch's dtype for a name ('float16') or a torch dtype (torch.float16 as the notebook writes it)."""
+    import torch
+
+    if dtype is None or isinstance(dtype, torch.dtype):
+        if dtype not in (None, torch.float16, torch.bfloat16, torch.float32):
+            raise ValueError(f"dtype must be torch.float16, torch.bfloat16, torch.float32 or None; got {dtype}")
+        return dtype
+    return getattr(torch, dtype)
 
 
 @dataclass(frozen=True)
@@ -33,6 +66,7 @@ class UnderflowStats:
         return self.overflowed / self.nonzero if self.nonzero else 0.0
 
 
+@declare.checked
 def underflow_stats(reference: Any, low: Any) -> UnderflowStats:
     """Compare gradients computed in high precision (``reference``) with the same computed in low precision."""
     ref, lo = _as_float64("reference", reference).ravel(), _as_float64("low", low).ravel()
@@ -44,17 +78,16 @@ def underflow_stats(reference: Any, low: Any) -> UnderflowStats:
     return UnderflowStats(int(nonzero.sum()), int((nonzero & (lo == 0)).sum()), int((~np.isfinite(lo)).sum()))
 
 
-def simulate_cast(values: Any, name: str = "float16", scale: float = 1.0) -> UnderflowStats:
+@declare.checked
+def simulate_cast(values: Any, name: Format = "float16", scale: PositiveFloat = 1.0) -> UnderflowStats:
     """What casting ``values * scale`` to format ``name`` does to them (flushed / overflowed counts)."""
-    check_format(name)
-    validate.positive("scale", scale)
     ref = _as_float64("values", values).ravel()
     return underflow_stats(ref, round_to(ref * scale, name))
 
 
-def overflow_exponent(values: Any, name: str = "float16") -> int:
+@declare.checked
+def overflow_exponent(values: Any, name: Format = "float16") -> int:
     """The smallest k for which ``values * 2**k`` overflows format ``name``: ceil(log2(max / max|v|)), computed."""
-    check_format(name)
     v = _as_float64("values", values)
     top = float(np.max(np.abs(v[np.isfinite(v)]), initial=0.0))
     if top == 0.0:
@@ -62,21 +95,15 @@ def overflow_exponent(values: Any, name: str = "float16") -> int:
     return math.ceil(math.log2(float_format(name).max / top))
 
 
-def torch_activation_grads(model: Any, x: Any, y: Any, *, dtype: Any = None, scale: float = 1.0) -> Any:
-    """Gradients of the loss with respect to every ``nn.Linear`` output of ``model``, flattened, unscaled, fp32.
-
-    ``dtype`` (e.g. ``torch.float16``) runs forward and backward under ``torch.autocast`` in that dtype; the loss
-    is multiplied by ``scale`` before ``backward`` and the gradients divided by it afterwards (static loss
-    scaling), so values that underflowed in ``dtype`` come back as exact zeros.
-    """
+@declare.checked
+def torch_activation_grads(model: Module, x: Tensor, y: Tensor, *, dtype: Any = None,
+                           scale: PositiveFloat = 1.0) -> Any:
+    """Gradients of the loss with respect to every ``nn.Linear`` output of ``model``, flattened, unscaled, fp32:
+    forward and backward under ``torch.autocast`` in ``dtype`` (None: none), the loss times ``scale`` before
+    ``backward`` and the gradients divided by it after, so that values that underflowed come back as zeros."""
     import torch
 
-    validate.instance("model", model, torch.nn.Module)
-    validate.instance("x", x, torch.Tensor)
-    validate.instance("y", y, torch.Tensor)
-    validate.positive("scale", scale)
-    if dtype is not None:
-        validate.choice("dtype", dtype, (torch.float16, torch.bfloat16, torch.float32))
+    dtype = _dtype(dtype)
     outputs: list[torch.Tensor] = []
 
     def keep(module: Any, inputs: Any, output: torch.Tensor) -> None:
@@ -98,32 +125,28 @@ def torch_activation_grads(model: Any, x: Any, y: Any, *, dtype: Any = None, sca
     return torch.cat([o.grad.float().flatten() / scale for o in outputs])
 
 
-def torch_fp16_overflows(model: Any, x: Any, y: Any, exponents: Any) -> dict[int, bool]:
+@declare.checked
+def torch_fp16_overflows(model: Module, x: Tensor, y: Tensor,
+                         exponents: Annotated[Iterable[Annotated[int, Range(-60, 60)]], declare.NonEmpty],
+                         ) -> dict[int, bool]:
     """For each k in ``exponents``: does an fp16 autocast backward with the loss scaled by 2**k overflow?"""
     import torch
 
-    validate.non_empty("exponents", exponents)
     result = {}
     for k in exponents:
-        k = int(validate.number("exponents", k, low=-60, high=60, integer=True))
         grads = torch_activation_grads(model, x, y, dtype=torch.float16, scale=2.0**k)
         result[k] = bool((~torch.isfinite(grads)).any())
     return result
 
 
-def torch_weight_grads(model: Any, x: Any, y: Any, *, dtype: Any = None, multiplier: float = 1.0) -> Any:
-    """The gradients of every parameter of ``model`` (flattened, as the optimizer receives them: fp32 ``.grad``)
-    after one backward pass of the loss times ``multiplier``, no loss scaling; ``dtype`` (e.g. ``torch.float16``)
-    runs the forward pass under ``torch.autocast``, so that a weight gradient computed in fp16 which underflowed
-    arrives as an exact zero."""
+@declare.checked
+def torch_weight_grads(model: Module, x: Tensor, y: Tensor, *, dtype: Any = None,
+                       multiplier: PositiveFloat = 1.0) -> Any:
+    """Every parameter's gradient of ``model`` (flattened fp32 ``.grad``, as the optimizer receives it) after one
+    backward pass of the loss times ``multiplier`` with no loss scaling, the forward under autocast in ``dtype``."""
     import torch
 
-    validate.instance("model", model, torch.nn.Module)
-    validate.instance("x", x, torch.Tensor)
-    validate.instance("y", y, torch.Tensor)
-    validate.positive("multiplier", multiplier)
-    if dtype is not None:
-        validate.choice("dtype", dtype, (torch.float16, torch.bfloat16, torch.float32))
+    dtype = _dtype(dtype)
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
         raise ValueError("model must have a parameter that requires a gradient")
@@ -136,12 +159,10 @@ def torch_weight_grads(model: Any, x: Any, y: Any, *, dtype: Any = None, multipl
     return grads
 
 
-def adam_eps_share(grads: Any, eps: float = 1e-8) -> float:
-    """How far Adam's ``eps`` shortens a typical update for gradients of the size of ``grads`` (computed): for a
-    gradient steady over steps Adam's step is lr * g / (|g| + eps), so this is the median of |g| / (|g| + eps)
-    over the nonzero entries. Near 1.0, multiplying every gradient by one constant leaves Adam's update as it
-    was; it shrinks only once the gradients come near ``eps``."""
-    validate.positive("eps", eps)
+@declare.checked
+def adam_eps_share(grads: Any, eps: PositiveFloat = 1e-8) -> float:
+    """How far Adam's ``eps`` shortens a typical update for gradients like ``grads`` (computed): the median of
+    |g| / (|g| + eps) over the nonzero entries; near 1.0 a uniform gradient scale leaves Adam's update as it was."""
     g = np.abs(_as_float64("grads", grads).ravel())
     g = g[np.isfinite(g) & (g > 0)]
     if g.size == 0:
@@ -171,21 +192,18 @@ class ScaleTrace:
         return self.ceiling_median - self.settled_high
 
 
-def scale_trace(scales: Any, skipped: Any, grad_max: Any, name: str = "float16") -> ScaleTrace:
+@declare.checked
+def scale_trace(scales: Annotated[Sequence[PositiveFloat], declare.NonEmpty],
+                skipped: Annotated[Sequence[bool], SameLength("scales")],
+                grad_max: Any,
+                name: Format = "float16") -> ScaleTrace:
     """Summarise a run's per-step ``scales``, ``skipped`` flags and largest unscaled gradients ``grad_max``
     (``TrainRun.scale``, ``.skipped``, ``.grad_max``) against format ``name``'s largest value."""
-    check_format(name)
-    for arg, seq in (("scales", scales), ("skipped", skipped), ("grad_max", grad_max)):
-        if isinstance(seq, (str, bytes)):
-            raise TypeError(f"{arg} must be a sequence of per-step values, not a string")
-    scales = _as_float64("scales", scales).ravel()
-    flags = np.asarray(skipped, dtype=bool).ravel()
+    scales = np.asarray(scales, dtype=np.float64)
+    flags = np.asarray(skipped, dtype=bool)
     gmax = _as_float64("grad_max", grad_max).ravel()
-    if not (len(scales) == len(flags) == len(gmax)) or len(scales) == 0:
-        raise ValueError(f"scales, skipped and grad_max must hold one value per step; got {len(scales)}, "
-                         f"{len(flags)} and {len(gmax)}")
-    if not np.all(np.isfinite(scales)) or np.any(scales <= 0):
-        raise ValueError("scales must be finite positive numbers")
+    if len(gmax) != len(scales):
+        raise ValueError(f"grad_max and scales must be the same length; got {len(gmax)} and {len(scales)}")
     if flags.all():
         raise ValueError("every step was skipped: the scale never fitted, there is nothing settled to summarise")
     logs = np.log2(scales)

@@ -1,25 +1,24 @@
-"""Section 5's training step timed in one process, for ``cu.fresh.replicate``: the seed's "~30% faster" is a claim
-about any run, so notebook 03 scores it across fresh processes. ``train_step`` is the notebook's recipe (section 2's
-``train_step`` without its multiplier and clip, which section 5 leaves at 1 and off) from a module, because a fresh
-Python cannot import a function defined in a notebook; ``step_medians`` builds section 5's wide MLP and times that
-step in fp32 and under 16-bit autocast in alternating rounds, as the notebook's cell does.
-"""
+"""Section 5's training step timed in one process, for ``cu.fresh.replicate`` (a fresh Python cannot import a
+function defined in a notebook): ``train_step`` is section 2's recipe without its multiplier and clip, and
+``step_medians`` times it on section 5's wide MLP in fp32 and under 16-bit autocast, as the notebook's cell does."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from course_utils import models, timing, validate
+from course_utils import declare, models, timing
+from course_utils.declare import MinItems, Range
 
 FP32_STEP = "fp32 step"
-AMP_DTYPES = ("bfloat16", "float16")
 MAX_WIDTH = 2**16
+Amp = Literal["bfloat16", "float16"]
 
 
-def amp_step_label(dtype: str) -> str:
+@declare.checked
+def amp_step_label(dtype: Amp) -> str:
     """The label of the 16-bit step, as the notebook names it: 'bfloat16 autocast step'."""
-    return f"{validate.choice('dtype', dtype, AMP_DTYPES)} autocast step"
+    return f"{dtype} autocast step"
 
 
 def train_step(model: Any, opt: Any, scaler: Any, xb: Any, yb: Any, *, dtype: Any) -> Any:
@@ -38,24 +37,21 @@ def train_step(model: Any, opt: Any, scaler: Any, xb: Any, yb: Any, *, dtype: An
     return loss
 
 
-def step_medians(widths: Sequence[int], batch: int, *, dtype: str = "bfloat16", device: str = "cpu",
-                 rounds: int = 6, min_time: float = 0.6, threads: int | None = None,
-                 seed: int = 0) -> dict[str, float]:
+@declare.checked
+def step_medians(widths: Annotated[Sequence[Annotated[int, Range(1, MAX_WIDTH)]], MinItems(2)],
+                 batch: Annotated[int, Range(1, 2**20)], *, dtype: Amp = "bfloat16",
+                 device: Literal["cpu", "cuda"] = "cpu", rounds: Annotated[int, Range(2, 100)] = 6,
+                 min_time: Annotated[float, Range(1e-3, 60)] = 0.6,
+                 threads: Annotated[int, Range(1, 1024)] | None = None,
+                 seed: Annotated[int, Range(0, 2**32 - 1)] = 0) -> dict[str, float]:
     """The median seconds of the fp32 step and of the 16-bit autocast step on ``models.torch_mlp(widths)`` with a
-    batch of ``batch`` rows, timed in ``rounds`` alternating rounds (``timing.interleaved``, ``min_time`` seconds
-    per step in all) with ``threads`` torch threads (None: torch's default): what one fresh process measures."""
+    batch of ``batch`` rows, in ``rounds`` alternating rounds (``min_time`` seconds per step in all) with
+    ``threads`` torch threads (None: torch's default): what one fresh process measures."""
     import torch
 
-    widths = [validate.number(f"widths[{i}]", w, low=1, high=MAX_WIDTH, integer=True)
-              for i, w in enumerate(validate.sequence("widths", widths, min_length=2))]
-    batch = validate.count("batch", batch, high=2**20)
-    amp = getattr(torch, validate.choice("dtype", dtype, AMP_DTYPES))
-    validate.choice("device", device, ("cpu", "cuda"))
-    rounds = validate.count("rounds", rounds, low=2, high=100)
-    min_time = validate.seconds("min_time", min_time, high=60)
-    seed = validate.count("seed", seed, low=0, high=2**32 - 1)
+    amp = getattr(torch, dtype)
     if threads is not None:
-        torch.set_num_threads(validate.count("threads", threads, high=1024))
+        torch.set_num_threads(threads)
     torch.manual_seed(seed)
     x = torch.randn(batch, widths[0], device=device)
     y = torch.randint(0, widths[-1], (batch,), device=device)

@@ -1,18 +1,18 @@
-"""Running the learner's training step: ``train`` calls the step written in the notebook (autocast + GradScaler)
-over batches and records what the lesson reads: the loss, the loss scale used, skipped steps and the largest
-gradient of every step. ``SeedSpread`` holds runs of several configurations over seeds.
-"""
+"""Running the learner's training step (``train``: the loss, the loss scale, skipped steps and the largest gradient
+of every step), and runs of several configurations over seeds (``SeedSpread``)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import calls, display, validate
+from course_utils import calls, declare, display, validate
+from course_utils.declare import NonEmpty, Range, Text
+from course_utils.precision.scaling import Module, Tensor, torch_type
 
 MAX_STEPS = 100_000
 FINAL_WINDOW = 20  # the final loss is the mean of the last 20 steps: one step's loss is too noisy to compare
@@ -30,41 +30,30 @@ class TrainRun:
     grad_max: tuple[float, ...]
     accuracy: float
 
-    def final_loss(self, last: int = FINAL_WINDOW) -> float:
+    @declare.checked
+    def final_loss(self, last: Annotated[int, Range(1, MAX_STEPS)] = FINAL_WINDOW) -> float:
         """Mean training loss of the last ``last`` steps (NaN steps included: a diverged run shows as NaN)."""
-        last = validate.number("last", last, low=1, high=MAX_STEPS, integer=True)
         return float(np.mean(self.loss[-last:]))
 
 
-def train(step: Callable[..., Any], model: Any, opt: Any, scaler: Any, x: Any, y: Any, *, steps: int, batch: int,
-          seed: int = 0, label: str = "run", x_test: Any = None, y_test: Any = None, threads: int | None = 1,
-          timeout: float = 300.0, **step_kwargs: Any) -> TrainRun:
-    """Call the learner's ``step(model, opt, scaler, xb, yb, **step_kwargs)`` on ``steps`` batches of ``batch`` rows
-    of (``x``, ``y``) in a seeded order; return the run (and the model is trained in place).
+Scaler = torch_type("amp.GradScaler")
 
-    Recorded per step: the loss the step returns, the scale ``scaler`` held before it (1.0 when disabled), whether
-    the step was skipped (the scale went down: an inf or nan gradient), and the largest |gradient| the step left
-    in ``.grad`` (unscaled if the step calls ``scaler.unscale_``, as the recipe does). ``threads`` sets torch's
-    CPU threads during the run (a model this small runs fastest on one core), then restores them; the whole run
-    must end within ``timeout`` seconds.
-    """
+
+@declare.checked
+def train(step: Callable[..., Any], model: Module, opt: torch_type("optim.Optimizer"), scaler: Scaler,
+          x: Tensor, y: Annotated[Tensor, declare.SameLength("x")], *, steps: Annotated[int, Range(1, MAX_STEPS)],
+          batch: Annotated[int, Range(1, 2**24)], seed: Annotated[int, Range(0, 2**32 - 1)] = 0, label: Text = "run",
+          x_test: Tensor | None = None, y_test: Tensor | None = None,
+          threads: Annotated[int, Range(1, 1024)] | None = 1, timeout: calls.Timeout = calls.DEFAULT_TIMEOUT,
+          **step_kwargs: Any) -> TrainRun:
+    """Call the learner's ``step(model, opt, scaler, xb, yb, **step_kwargs)`` on ``steps`` seeded batches of
+    ``batch`` rows of (``x``, ``y``), training the model in place. Recorded per step: the loss it returns, the
+    scale before it (1.0 when disabled), whether it was skipped (the scale went down), and the largest |gradient|
+    left in ``.grad``. ``threads``: torch's CPU threads during the run (a model this small runs fastest on one)."""
     import torch
 
-    validate.function("step", step)
-    validate.instance("model", model, torch.nn.Module)
-    validate.instance("opt", opt, torch.optim.Optimizer)
-    validate.instance("scaler", scaler, torch.amp.GradScaler)
-    validate.instance("x", x, torch.Tensor)
-    validate.instance("y", y, torch.Tensor)
-    if len(x) != len(y):
-        raise ValueError(f"x and y must hold the same number of rows; got {len(x)} and {len(y)}")
-    steps = validate.number("steps", steps, low=1, high=MAX_STEPS, integer=True)
-    batch = validate.number("batch", batch, low=1, high=len(x), integer=True)
-    seed = validate.number("seed", seed, low=0, high=2**32 - 1, integer=True)
-    validate.text("label", label)
-    if threads is not None:
-        threads = validate.number("threads", threads, low=1, high=1024, integer=True)
-    timeout = validate.seconds("timeout", timeout)
+    if batch > len(x):
+        raise ValueError(f"batch must be at most the rows of x ({len(x)}); got {batch}")
     torch.manual_seed(seed)
     order = torch.from_numpy(np.random.default_rng(seed).permutation(len(x))).to(x.device)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -73,20 +62,19 @@ def train(step: Callable[..., Any], model: Any, opt: Any, scaler: Any, x: Any, y
     try:
         if threads is not None:
             torch.set_num_threads(threads)
-        with calls.time_limit(timeout, f"{steps} training steps of " + calls.describe(step)):
-            for i in range(steps):
-                start = (i * batch) % (len(x) - batch + 1)
-                rows = order[start:start + batch]
-                scale = float(scaler.get_scale()) if scaler.is_enabled() else 1.0
-                loss = step(model, opt, scaler, x[rows], y[rows], **step_kwargs)
-                if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
-                    raise TypeError(f"{calls.describe(step)} must return the loss (a one-element tensor); got "
-                                    f"{type(loss).__name__}")
-                grads = [p.grad.detach().abs().max() for p in params if p.grad is not None]
-                losses.append(float(loss.detach()))
-                scales.append(scale)
-                skipped.append(bool(scaler.is_enabled() and scaler.get_scale() < scale))
-                gmax.append(float(torch.stack(grads).max()) if grads else math.nan)
+        for i in range(steps):
+            start = (i * batch) % (len(x) - batch + 1)
+            rows = order[start:start + batch]
+            scale = float(scaler.get_scale()) if scaler.is_enabled() else 1.0
+            loss = calls.call(step, model, opt, scaler, x[rows], y[rows], timeout=timeout, name="step", **step_kwargs)
+            if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+                raise TypeError(f"{calls.describe(step)} must return the loss (a one-element tensor); got "
+                                f"{type(loss).__name__}")
+            grads = [p.grad.detach().abs().max() for p in params if p.grad is not None]
+            losses.append(float(loss.detach()))
+            scales.append(scale)
+            skipped.append(bool(scaler.is_enabled() and scaler.get_scale() < scale))
+            gmax.append(float(torch.stack(grads).max()) if grads else math.nan)
     finally:
         torch.set_num_threads(before_threads)
     accuracy = math.nan
@@ -96,19 +84,12 @@ def train(step: Callable[..., Any], model: Any, opt: Any, scaler: Any, x: Any, y
     return TrainRun(label, seed, tuple(losses), tuple(scales), tuple(skipped), tuple(gmax), accuracy)
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class SeedSpread:
     """Runs of several configurations over the same seeds: final loss and test accuracy, mean and spread."""
 
-    runs: Mapping[str, Sequence[TrainRun]]
-
-    def __post_init__(self) -> None:
-        validate.instance("runs", self.runs, Mapping)
-        validate.non_empty("runs", self.runs)
-        for label, group in self.runs.items():
-            validate.non_empty(f"runs[{label!r}]", group)
-            for run in group:
-                validate.instance(f"runs[{label!r}]", run, TrainRun)
+    runs: Annotated[Mapping[str, Annotated[Sequence[TrainRun], NonEmpty]], NonEmpty]
 
     def final_losses(self, label: str) -> np.ndarray:
         return np.array([r.final_loss() for r in self.runs[validate.choice("label", label, self.runs)]])
@@ -145,17 +126,13 @@ class SeedSpread:
         return self.table()._repr_html_()
 
 
-def unscale_norms(model: Any, x: Any, y: Any, scaler: Any) -> dict[str, float]:
-    """Gradient norm of one fp16 step with the learner's ``scaler``, read before and after ``scaler.unscale_``,
-    and the same gradient's norm in fp32 (``clip_grad_norm_`` reads the norm it is given: before ``unscale_`` it
-    would see the scaled one and clip almost everything). The model's gradients are cleared afterwards."""
+@declare.checked
+def unscale_norms(model: Module, x: Tensor, y: Tensor, scaler: Scaler) -> dict[str, float]:
+    """Gradient norm of one fp16 step with the learner's ``scaler``, read before and after ``scaler.unscale_``, and
+    the same gradient's norm in fp32 (``clip_grad_norm_`` before ``unscale_`` would see the scaled norm)."""
     import torch
     import torch.nn.functional as F
 
-    validate.instance("model", model, torch.nn.Module)
-    validate.instance("x", x, torch.Tensor)
-    validate.instance("y", y, torch.Tensor)
-    validate.instance("scaler", scaler, torch.amp.GradScaler)
     if not scaler.is_enabled():
         raise ValueError("scaler must be enabled (a GradScaler(..., enabled=False) scales nothing)")
     params = list(model.parameters())

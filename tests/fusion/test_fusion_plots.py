@@ -20,10 +20,11 @@ def test_plots_return_figures() -> None:
     assert isinstance(fusion.prediction_plot(table), Figure)
     assert isinstance(fusion.roof_bars({"a": 0.5, "b": 1.2}), Figure)
     roof = fusion.vector_roof.VectorRoof(5e10, 1e9, 4096)
-    fig = fusion.roofline_with_vector_roof(machine(), roof, table.points())
+    points = [row.point() for row in table.rows]
+    fig = fusion.roofline_with_vector_roof(machine(), roof, points)
     assert any("vector roof" in t.get_text() for legend in fig.legends for t in legend.get_texts())
     both = {"torch": roof, "jax": fusion.vector_roof.VectorRoof(5e10, 4e9, 4096, "jax")}
-    fig = fusion.roofline_with_vector_roof(machine(), both, table.points(), flops=10, tanh=1)
+    fig = fusion.roofline_with_vector_roof(machine(), both, points, flops=10, tanh=1)
     labels = [t.get_text() for legend in fig.legends for t in legend.get_texts() if "vector roof" in t.get_text()]
     assert len(labels) == 2 and all("10 FLOPs + 1" in t and "tanh" in t for t in labels)
 

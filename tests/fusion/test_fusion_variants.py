@@ -74,12 +74,6 @@ def test_each_framework_has_its_own_vector_roof_and_tanh_error(framework: str) -
     assert roof.tanh_error is not None and roof.tanh_error < 1e-5  # float32 tanh, however it is computed
 
 
-def test_one_thread_torch_roof_records_its_threads() -> None:
-    roof = fusion.measure_vector_roof("torch", elements=8192, steps=2, chains=2, tanhs=2, min_time=0.01, threads=1)
-    assert roof.threads == 1
-    assert torch.get_num_threads() >= 1  # restored afterwards
-
-
 def test_chain_ceiling_is_the_rate_of_flops_plus_tanh() -> None:
     roof = VectorRoof(1e10, 1e9, 4096)
     assert roof.chain_flops_per_second(flops=10, tanh=0) == pytest.approx(1e10)

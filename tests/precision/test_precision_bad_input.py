@@ -87,7 +87,7 @@ BAD_CALLS = [
     (lambda: P.train(_step, _model(), "adam", OFF, X, Y, steps=2, batch=4), "opt"),
     (lambda: P.train(_step, _model(), _opt(), None, X, Y, steps=2, batch=4), "scaler"),
     (lambda: P.train(_step, _model(), _opt(), OFF, X.numpy(), Y, steps=2, batch=4), "x"),
-    (lambda: P.train(_step, _model(), _opt(), OFF, X, Y[:3], steps=2, batch=4), "x and y"),
+    (lambda: P.train(_step, _model(), _opt(), OFF, X, Y[:3], steps=2, batch=4), "y and x"),
     (lambda: P.train(_step, _model(), _opt(), OFF, X, Y, steps=0, batch=4), "steps"),
     (lambda: P.train(_step, _model(), _opt(), OFF, X, Y, steps=INF, batch=4), "steps"),
     (lambda: P.train(_step, _model(), _opt(), OFF, X, Y, steps=10**9, batch=4), "steps"),
@@ -150,7 +150,7 @@ BAD_CALLS = [
     (lambda: P.mlp_step_flops("84", 4), "sizes"),
     (lambda: P.mlp_step_flops((8, 4), 0), "batch"),
     (lambda: P.mlp_step_flops((8, 4), np.int64(10**9)), "batch"),
-    (lambda: P.matmul_shares(1.0, {"fp32": 1.0}, {"fp32": 1.0, "bf16": 1.0}), "flops"),
+    (lambda: P.matmul_shares(1.0, {"fp32": 1.0}, {"fp32": 1.0, "bf16": 1.0}), "step_seconds"),
     (lambda: P.matmul_shares(NAN, {"fp32": 1.0, "bf16": 1.0}, {"fp32": 1.0, "bf16": 1.0}), "step_flops"),
     # library
     (lambda: P.library.read_verbose(None), "text"),

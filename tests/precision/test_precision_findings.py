@@ -57,11 +57,11 @@ def test_a_skip_below_the_ceiling_fails_the_loss_scale_and_is_named() -> None:
 
 def test_the_matmul_finding_quotes_the_units_bound() -> None:
     none = P.bf16_bound(("avx2",))
-    v = F.MATMUL.score(P.matmul_check(sp(0.05, 0.04, 0.06), none), bound=str(none), n=128, bf16_rate="1 GFLOP/s",
-                       fp32_rate="20 GFLOP/s")
+    v = F.MATMUL.score(P.matmul_check(sp(0.05, 0.04, 0.06), none), bound=str(none), n=128, dtype="bf16",
+                       fast_rate="1 GFLOP/s", fp32_rate="20 GFLOP/s")
     assert v.held and "bf16 is converted to fp32 in software" in v.sentence
     avx = P.bf16_bound(("avx512_bf16",))
-    beyond = F.MATMUL.score(P.matmul_check(sp(4.0, 3.6, 4.4), avx), bound=str(avx), n=512, bf16_rate="x",
+    beyond = F.MATMUL.score(P.matmul_check(sp(4.0, 3.6, 4.4), avx), bound=str(avx), n=512, dtype="bf16", fast_rate="x",
                             fp32_rate="y")
     assert beyond.outcome == findings.ABOVE and "at most 2x" in beyond.sentence
 

@@ -101,18 +101,19 @@ def test_delayed_scaling_saturates_where_the_amax_grows() -> None:
         P.delayed_scaling(growing, "activations", window=10)
 
 
-def test_gpu_fp8_status_checks_the_device_before_torchao(monkeypatch) -> None:
+def test_gpu_fp8_status_checks_the_device_plan_before_torchao(monkeypatch) -> None:
+    from course_utils import devices
+
     status = P.gpu_fp8_status()
     if not torch.cuda.is_available():
         assert not status.ready and "no GPU" in status.why
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "Tesla T4")
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (7, 5))
-    old = P.gpu_fp8_status()
+    gib = 2**30
+    t4 = devices.plan(devices.Device("gpu", "Tesla T4", 15 * gib, 1, 2, (7, 5)), host_memory=12 * gib)
+    old = P.gpu_fp8_status(t4)
     assert not old.ready and "7.5" in old.why and "Tesla T4" in old.why
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
+    h100 = devices.plan(devices.Device("gpu", "NVIDIA H100 80GB HBM3", 80 * gib, 1, 16, (9, 0)), host_memory=64 * gib)
     monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
-    missing = P.gpu_fp8_status()
+    missing = P.gpu_fp8_status(h100)
     assert not missing.ready and "torchao is not installed" in missing.why
     assert "torchao" not in sys.modules or torch.cuda.is_available()  # looked up, never imported here
 

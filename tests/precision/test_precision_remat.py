@@ -94,3 +94,17 @@ def test_jax_remat_adds_flops_and_cuts_residuals() -> None:
 @pytest.mark.skipif(not env.available("tensorflow"), reason="TensorFlow is not installed")
 def test_tf_recompute_grad_gives_the_same_gradient() -> None:
     assert P.tf_recompute_same(W, 8) is True
+
+
+def test_the_remat_table_prints_the_ratio_of_its_printed_medians() -> None:
+    from course_utils import display, timing
+
+    without = timing.Measurement.from_times("without", [2e-3, 2.2e-3, 2.1e-3, 2.4e-3])
+    with_ = timing.Measurement.from_times("with", [3.1e-3, 3.0e-3, 3.3e-3, 3.6e-3])
+    result = P.remat.Remat("torch", (1000, 200), time=(without, with_))
+    lines = repr(result).splitlines()
+    times = next(line for line in lines if line.startswith("step time (median)")).split()[-4:]
+    printed = [float(times[0]) * (1e-3 if times[1] == "ms" else 1), float(times[2]) * (1e-3 if times[3] == "ms" else 1)]
+    ratio = float(next(line for line in lines if "ratio of the medians" in line).split()[-1].rstrip("x"))
+    assert [display.format_time(m.median) for m in (without, with_)] == [" ".join(times[:2]), " ".join(times[2:])]
+    assert ratio == pytest.approx(printed[1] / printed[0], abs=0.01)  # what the two printed times divide to

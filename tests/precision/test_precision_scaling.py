@@ -94,7 +94,7 @@ def test_scale_trace_names_the_steps_skipped_below_the_ceiling() -> None:
 def test_scale_trace_refuses_what_it_cannot_summarise() -> None:
     with pytest.raises(ValueError, match="every step"):
         P.scale_trace([2.0, 1.0], [True, True], [np.inf, np.inf])
-    with pytest.raises(ValueError, match="one value per step"):
+    with pytest.raises(ValueError, match="same length"):
         P.scale_trace([2.0, 1.0], [True], [1.0, 1.0])
     with pytest.raises(ValueError, match="scales"):
         P.scale_trace([0.0], [False], [1.0])
