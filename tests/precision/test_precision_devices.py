@@ -46,7 +46,7 @@ def test_on_a_tpu_runtime_torch_is_a_cpu_with_the_hosts_cores(monkeypatch: pytes
 
 def test_matmul_tolerances_follow_where_each_framework_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     tpu = _plan(monkeypatch, "TPU v5e-1")
-    assert fusion.matmul_tolerance(tpu, "jax", 1e-3) == pytest.approx(2e-2)  # bf16 passes: max error ~0.022 / n
+    assert fusion.matmul_tolerance(tpu, "jax", 1e-3) == pytest.approx(5e-2)  # bf16 passes: max error ~0.022 seen
     assert fusion.matmul_tolerance(tpu, "torch", 1e-3) == 1e-3  # torch stays on the host CPU
     l4 = _plan(monkeypatch, "L4")
     assert fusion.matmul_tolerance(l4, "jax", 1e-5) == pytest.approx(1e-2)  # TF32 by default in XLA
