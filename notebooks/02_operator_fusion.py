@@ -4,7 +4,6 @@
 #     minutes:
 #       ci: 3
 #       laptop: 6
-#       workshop: 45
 #   jupytext:
 #     notebook_metadata_filter: course,kernelspec,-jupytext.text_representation.jupytext_version
 #     text_representation:
@@ -95,11 +94,10 @@ x_np = rng.standard_normal((ROWS, COLS), dtype=np.float32)
 bias_np = rng.standard_normal(COLS, dtype=np.float32)
 data = {fw: cu.interop.to_framework(fw, x_np, bias_np, device=DEVICE) for fw in FW}  # {framework: (x, bias)}
 x_t, b_t = data["torch"]
-busy, vectors = {}, {}  # filled by "Going further"; where it is skipped, the Summary says "not run"
 print(f"x: {ROWS} x {COLS} float32 = {cu.display.format_bytes(x_np.nbytes)}; frameworks: {', '.join(FW)}; "
       f"torch on {DEVICE}")
 
-# %% [markdown] course={"lead": false, "minutes": 2} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## 1. The roofline of this machine
 #
 # A kernel that does `F` floating-point operations and moves `B` bytes cannot finish faster than
@@ -134,7 +132,7 @@ v_ridge
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_ridge.prose()
 
-# %% [markdown] course={"lead": true, "minutes": 6} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
 # ## 2. An elementwise chain: bytes predicted, then time measured
 #
 # The course's recurring chain is `x + GELU_tanh(x + bias)`. Run eagerly, each operator is its own kernel: it
@@ -221,7 +219,7 @@ v_chain.prose()
 # Megatron-LM 56%, Llama 3 405B 38-43%; quoted, not measured here). Every percentage in this notebook says which
 # one it is.
 
-# %% [markdown] course={"lead": false, "minutes": 5} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## 3. The allocation trap on a CPU
 #
 # Each call above returns a **new** output. On a CPU a large fresh buffer comes straight from the operating
@@ -345,7 +343,7 @@ v_into
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_into.prose()
 
-# %% [markdown] course={"lead": false, "minutes": 3} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## 4. Look inside: the kernels the compilers wrote
 #
 # **Prediction**: one generated kernel for the whole chain in PyTorch (a C++ loop on CPU, a Triton kernel on
@@ -386,7 +384,7 @@ v_kernels.prose()
 # To see the full code yourself: `TORCH_LOGS=output_code` for Inductor, `jax.jit(f).lower(x).compile().as_text()`
 # for JAX, and `f.experimental_get_compiler_ir(x)(stage='optimized_hlo')` for TensorFlow.
 
-# %% [markdown] course={"lead": true, "minutes": 6} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
 # ## 5. By how much should it be faster? A fused kernel on its roof
 #
 # A fused kernel that moves its bytes at the memory roof cannot go faster. The yardstick, measured in the same
@@ -452,7 +450,7 @@ v_roof
 v_roof.prose(cu.fusion.findings.WORKING_SET.format(working=cu.display.format_bytes(2 * x_t.nbytes),
                                                    cache=cu.display.format_bytes(cu.env.last_level_cache_bytes())))
 
-# %% [markdown] course={"lead": false, "minutes": 5} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## 6. A compute-bound case: matmul, then matmul + bias + activation
 #
 # A square matmul of size `n` does `2n³` FLOPs on `3n²` numbers: its intensity, `n/6` FLOP/byte in fp32, grows
@@ -556,7 +554,7 @@ v_epilogue
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_epilogue.prose()
 
-# %% [markdown] course={"lead": true, "minutes": 5} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
 # ## 7. What breaks fusion, and how to register a custom op
 #
 # The seed's checklist asks: *"are our custom operators supported by the compiler?"* Here is such an operator: a
@@ -640,7 +638,7 @@ v_custom
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_custom.prose()
 
-# %% [markdown] course={"lead": true, "minutes": 6} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
 # ## 8. Fusion beyond elementwise chains: attention
 #
 # Attention computes a `length x length` score matrix per head, modifies it (a position bias, a causal mask),
@@ -767,7 +765,152 @@ v_flex
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_flex.prose()
 
-# %% [markdown] course={"lead": false, "minutes": 5, "optional": true} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
+# ## Exercises
+#
+# Each exercise has a cell for your answer (`answer = None` until you fill it in), a hidden solution, and a check
+# that scores your answer against this run.
+#
+# **1. Fuse a softmax.** Write `softmax(x) = exp(x - max(x)) / sum(exp(x - max(x)))` over the last axis with basic
+# PyTorch ops, as a function. Count its bytes with `cu.fusion.trace_traffic`, compile it, and count Inductor's
+# kernels: does a reduction fuse into one kernel?
+#
+# <details><summary>Hint</summary>
+#
+# `x.amax(dim=-1, keepdim=True)` and `.sum(dim=-1, keepdim=True)` are the reductions. Capture the generated code
+# with `with cu.compiled.capture_inductor_code() as code:` around the first call; `code[0].kernels` lists them.
+# </details>
+
+# %%
+answer = None  # your answer here: a function softmax(x)
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+def softmax_manual(x):
+    shifted = x - x.amax(dim=-1, keepdim=True)
+    e = torch.exp(shifted)
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+small = x_t[:256]
+softmax_traffic = cu.fusion.trace_traffic(softmax_manual, small)
+with cu.compiled.capture_inductor_code() as softmax_code:
+    torch.compile(softmax_manual)(small)
+print(f"eager ops {softmax_traffic.n_ops}, bytes ratio {softmax_traffic.ratio:.1f}x (computed), "
+      f"Inductor kernels {len(softmax_code[0].kernels)}: {softmax_code[0].kernels}")
+answer = softmax_manual
+
+# %%
+# NBVAL_CHECK_OUTPUT
+cu.exercises.check("02.1", answer)
+
+# %% [markdown]
+# **2. Predict, then measure: page faults of the eager polynomial.** Every fresh output of 32 MiB or more comes from
+# `mmap`, and each of its 4 KiB pages faults once when first written. **Before running the next cells**, predict
+# how many page faults one call of the *eager* polynomial chain (`poly["torch"]`, section 5) takes on `x`, and put
+# the number in `answer`. The check scores it against the count measured below (within 25%).
+
+# %%
+answer = None  # your prediction here: page faults per call of the eager polynomial chain on x
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Each eager op writes one fresh output as large as x; each page of it faults once.
+answer = poly_traffic.n_ops * (x_t.nbytes // 4096)
+print(f"{poly_traffic.n_ops} ops x {x_t.nbytes // 4096} pages = {answer} page faults predicted")
+
+# %%
+poly_faults = cu.memory.page_faults(poly["torch"], x_t, b_t)
+print(f"eager polynomial chain on {cu.display.format_bytes(x_t.nbytes)}: {poly_faults:.0f} page faults per call measured")
+
+# %%
+# NBVAL_CHECK_OUTPUT
+cu.exercises.check("02.2", answer, measured=poly_faults, pages=x_t.nbytes // 4096)
+
+# %% [markdown]
+# **3. A cheaper `tanh`, and why it is not the default.** Inductor can compute `tanh(v)` on a CPU as
+# `2 / (1 + exp(-2v)) - 1` (`torch._inductor.config.cpp.use_decompose_tanh`). It is off by default for accuracy.
+# Compile `chain_into` again under that setting and time it against section 3's `chain_into` in alternating
+# rounds. Then measure the largest *relative* error of that formula against `torch.tanh` for `|v| <= 1e-3`, in
+# float32, and put it in `answer`. (On a GPU the setting does nothing: Triton has its own `tanh`.)
+#
+# <details><summary>Hint</summary>
+#
+# The setting is read when Inductor generates code, at the first call: define a new function and call its compiled
+# version inside `with inductor_config.patch({"cpp.use_decompose_tanh": True}):`. Near 0, `exp(-2v)` is close to 1
+# and `2 / (1 + ...) - 1` subtracts two nearly equal numbers.
+# </details>
+
+# %%
+answer = None  # your answer here: the max relative error of the exp-based tanh for |v| <= 1e-3
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+def chain_into_fast(x, bias, out):  # a new function: compiled under the setting below
+    return out.copy_(chain_t(x, bias))
+
+
+with inductor_config.patch({"cpp.use_decompose_tanh": True}):
+    fast_into = torch.compile(chain_into_fast)
+    fast_into(x_t, b_t, torch.empty_like(x_t))
+    small_v = torch.linspace(-1e-3, 1e-3, 20001)
+    small_v = small_v[small_v != 0]
+    tanh_fast = torch.compile(lambda v: torch.tanh(v))(small_v)
+fast_runs = cu.timing.interleaved({"default tanh": into["torch"],
+                                   "exp-based tanh": functools.partial(fast_into, x_t, b_t, torch.empty_like(x_t))},
+                                  rounds=4, min_time=0.4)
+print("exp-based tanh over default:", cu.intervals.speedup(fast_runs["default tanh"], fast_runs["exp-based tanh"]))
+exact = torch.tanh(small_v.double())
+answer = ((tanh_fast.double() - exact).abs() / exact.abs()).max().item()
+print(f"tanh max relative error near 0: {answer:.1e}")
+
+# %%
+# NBVAL_CHECK_OUTPUT
+cu.exercises.check("02.3", answer)
+
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
+# ## Summary
+
+# %%
+summary_rows = [
+    (f"memory roof ({machine.bandwidth_probe})", machine.bandwidth / 1e9, "GB/s", "machine figures, best probe"),
+    (f"compute roof ({machine.flops_probe})", machine.peak_flops / 1e9, "GFLOP/s", "machine figures, best probe"),
+    ("torch's own matmul probe", torch_probe / 1e9, "GFLOP/s", "machine figures"),
+    ("page faults of a fresh output", 1e6 * machine.fault_seconds(2**20), "µs per MiB", "machine figures"),
+    ("eager ops in the chain", traffic.n_ops, "kernels", "counted by trace_traffic"),
+    ("bytes unfused / fused", traffic.ratio, "x", "computed; a ceiling only at equal bandwidth"),
+    *[(f"{cu.fusion.FUSED[fw]} over {cu.fusion.EAGER[fw]}", gains[fw].ratio, "x", gains[fw].interval) for fw in FW],
+    *[(f"{cu.fusion.FUSED[fw]}, % of bandwidth", 100 * chain_table[cu.fusion.FUSED[fw]].fraction_of_bandwidth, "%",
+       "fraction of memory bandwidth (not busy time)") for fw in FW],
+    ("torch.add: out= over a fresh output", add_gain.ratio, "x", add_gain.interval),
+    *[(f"{cu.fusion.INTO[fw]} over {cu.fusion.FUSED[fw]}", into_gains[fw].ratio, "x", into_gains[fw].interval)
+      for fw in FW],
+    *[(f"{fw}: polynomial into a buffer over its copy", vs_copy[fw].ratio, "x", vs_copy[fw].interval) for fw in FW],
+    ("largest matmul / torch's probe", to_probe, "x", f"n={MM_SIZES[-1]}, the same size"),
+    *[(f"{fw} fused epilogue over eager", g.ratio, "x", g.interval) for fw, g in epilogue_gains.items()],
+    ("graphs with a NumPy op inside", legacy_check.graph_count, "graphs", "Dynamo, unregistered"),
+    ("graphs once registered as a custom op", registered_check.graph_count, "graphs", "Dynamo"),
+    ("FlexAttention over unfused attention", flex_gain.ratio, "x", flex_gain.interval),
+    ("FlexAttention over unfused attention compiled", flex_vs_compiled.ratio, "x", flex_vs_compiled.interval),
+    ("F.scaled_dot_product_attention over unfused attention", sdpa_gain.ratio, "x", sdpa_gain.interval),
+    *[(f"{name}, peak memory", value / 2**20, "MiB", "process peak RSS or CUDA allocator")
+      for name, value in peaks.items() if value is not None],
+]
+cu.notebook.summary_table("02_operator_fusion", summary_rows)
+
+# %% [markdown]
+# **What to remember**
+# - Predict before you measure: count the bytes a chain moves unfused and fused; with the measured bandwidth that
+#   is the time to expect. Their ratio is the most fusion gives only when both runs stream at the same bandwidth.
+# - A fused kernel off its roof has another limit: fresh output pages (preallocate with `out=`, donate with
+#   `donate_argnums`, assign into a `tf.Variable`) or its arithmetic (a `tanh`). Remove them and it runs like a copy.
+# - Fusion does nothing for the matmul itself; it removes the epilogue's round trips, and in attention the score
+#   matrix. Opaque Python/NumPy calls break fusion: register them as custom ops and count graph breaks.
+#
+# **Next**: `03_mixed_precision` changes the number format. bf16 halves the bytes per element, so a memory-bound
+# kernel *should* take half the time: notebook 03 puts bf16 kernels on this roofline and measures whether it does.
+
+# %%
+print(cu.notebook.last_verified())
+
+# %% [markdown] course={"lead": false, "optional": true} slideshow={"slide_type": "slide"}
 # ## Going further
 #
 # Optional reading, measured like the rest: what busy time says about these kernels, the vector units' own roof,
@@ -938,152 +1081,3 @@ with torch.no_grad(), inductor_config.patch({"freezing": True}), cu.compiled.cap
     assert torch.allclose(tuned_out, dense(x_dense), atol=1e-4)
 tuned_module = tuned_code[-1]
 print(f"library calls {tuned_module.extern_calls + tuned_module.fallback_ops}; generated kernels {tuned_module.kernels}")
-
-# %% [markdown] course={"lead": false, "minutes": 4} slideshow={"slide_type": "slide"}
-# ## Exercises
-#
-# Each exercise has a cell for your answer (`answer = None` until you fill it in), a hidden solution, and a check
-# that scores your answer against this run.
-#
-# **1. Fuse a softmax.** Write `softmax(x) = exp(x - max(x)) / sum(exp(x - max(x)))` over the last axis with basic
-# PyTorch ops, as a function. Count its bytes with `cu.fusion.trace_traffic`, compile it, and count Inductor's
-# kernels: does a reduction fuse into one kernel?
-#
-# <details><summary>Hint</summary>
-#
-# `x.amax(dim=-1, keepdim=True)` and `.sum(dim=-1, keepdim=True)` are the reductions. Capture the generated code
-# with `with cu.compiled.capture_inductor_code() as code:` around the first call; `code[0].kernels` lists them.
-# </details>
-
-# %%
-answer = None  # your answer here: a function softmax(x)
-
-# %% jupyter={"source_hidden": true} tags=["solution"]
-def softmax_manual(x):
-    shifted = x - x.amax(dim=-1, keepdim=True)
-    e = torch.exp(shifted)
-    return e / e.sum(dim=-1, keepdim=True)
-
-
-small = x_t[:256]
-softmax_traffic = cu.fusion.trace_traffic(softmax_manual, small)
-with cu.compiled.capture_inductor_code() as softmax_code:
-    torch.compile(softmax_manual)(small)
-print(f"eager ops {softmax_traffic.n_ops}, bytes ratio {softmax_traffic.ratio:.1f}x (computed), "
-      f"Inductor kernels {len(softmax_code[0].kernels)}: {softmax_code[0].kernels}")
-answer = softmax_manual
-
-# %%
-# NBVAL_CHECK_OUTPUT
-cu.exercises.check("02.1", answer)
-
-# %% [markdown]
-# **2. Predict, then measure: page faults of the eager polynomial.** Every fresh output of 32 MiB or more comes from
-# `mmap`, and each of its 4 KiB pages faults once when first written. **Before running the next cells**, predict
-# how many page faults one call of the *eager* polynomial chain (`poly["torch"]`, section 5) takes on `x`, and put
-# the number in `answer`. The check scores it against the count measured below (within 25%).
-
-# %%
-answer = None  # your prediction here: page faults per call of the eager polynomial chain on x
-
-# %% jupyter={"source_hidden": true} tags=["solution"]
-# Each eager op writes one fresh output as large as x; each page of it faults once.
-answer = poly_traffic.n_ops * (x_t.nbytes // 4096)
-print(f"{poly_traffic.n_ops} ops x {x_t.nbytes // 4096} pages = {answer} page faults predicted")
-
-# %%
-poly_faults = cu.memory.page_faults(poly["torch"], x_t, b_t)
-print(f"eager polynomial chain on {cu.display.format_bytes(x_t.nbytes)}: {poly_faults:.0f} page faults per call measured")
-
-# %%
-# NBVAL_CHECK_OUTPUT
-cu.exercises.check("02.2", answer, measured=poly_faults, pages=x_t.nbytes // 4096)
-
-# %% [markdown]
-# **3. A cheaper `tanh`, and why it is not the default.** Inductor can compute `tanh(v)` on a CPU as
-# `2 / (1 + exp(-2v)) - 1` (`torch._inductor.config.cpp.use_decompose_tanh`). It is off by default for accuracy.
-# Compile `chain_into` again under that setting and time it against section 3's `chain_into` in alternating
-# rounds. Then measure the largest *relative* error of that formula against `torch.tanh` for `|v| <= 1e-3`, in
-# float32, and put it in `answer`. (On a GPU the setting does nothing: Triton has its own `tanh`.)
-#
-# <details><summary>Hint</summary>
-#
-# The setting is read when Inductor generates code, at the first call: define a new function and call its compiled
-# version inside `with inductor_config.patch({"cpp.use_decompose_tanh": True}):`. Near 0, `exp(-2v)` is close to 1
-# and `2 / (1 + ...) - 1` subtracts two nearly equal numbers.
-# </details>
-
-# %%
-answer = None  # your answer here: the max relative error of the exp-based tanh for |v| <= 1e-3
-
-# %% jupyter={"source_hidden": true} tags=["solution"]
-def chain_into_fast(x, bias, out):  # a new function: compiled under the setting below
-    return out.copy_(chain_t(x, bias))
-
-
-with inductor_config.patch({"cpp.use_decompose_tanh": True}):
-    fast_into = torch.compile(chain_into_fast)
-    fast_into(x_t, b_t, torch.empty_like(x_t))
-    small_v = torch.linspace(-1e-3, 1e-3, 20001)
-    small_v = small_v[small_v != 0]
-    tanh_fast = torch.compile(lambda v: torch.tanh(v))(small_v)
-fast_runs = cu.timing.interleaved({"default tanh": into["torch"],
-                                   "exp-based tanh": functools.partial(fast_into, x_t, b_t, torch.empty_like(x_t))},
-                                  rounds=4, min_time=0.4)
-print("exp-based tanh over default:", cu.intervals.speedup(fast_runs["default tanh"], fast_runs["exp-based tanh"]))
-exact = torch.tanh(small_v.double())
-answer = ((tanh_fast.double() - exact).abs() / exact.abs()).max().item()
-print(f"tanh max relative error near 0: {answer:.1e}")
-
-# %%
-# NBVAL_CHECK_OUTPUT
-cu.exercises.check("02.3", answer)
-
-# %% [markdown] course={"lead": true, "minutes": 2} slideshow={"slide_type": "slide"}
-# ## Summary
-
-# %%
-summary_rows = [
-    (f"memory roof ({machine.bandwidth_probe})", machine.bandwidth / 1e9, "GB/s", "machine figures, best probe"),
-    (f"compute roof ({machine.flops_probe})", machine.peak_flops / 1e9, "GFLOP/s", "machine figures, best probe"),
-    ("torch's own matmul probe", torch_probe / 1e9, "GFLOP/s", "machine figures"),
-    ("page faults of a fresh output", 1e6 * machine.fault_seconds(2**20), "µs per MiB", "machine figures"),
-    ("eager ops in the chain", traffic.n_ops, "kernels", "counted by trace_traffic"),
-    ("bytes unfused / fused", traffic.ratio, "x", "computed; a ceiling only at equal bandwidth"),
-    *[(f"{cu.fusion.FUSED[fw]} over {cu.fusion.EAGER[fw]}", gains[fw].ratio, "x", gains[fw].interval) for fw in FW],
-    *[(f"{cu.fusion.FUSED[fw]}, % of bandwidth", 100 * chain_table[cu.fusion.FUSED[fw]].fraction_of_bandwidth, "%",
-       "fraction of memory bandwidth (not busy time)") for fw in FW],
-    ("torch.add: out= over a fresh output", add_gain.ratio, "x", add_gain.interval),
-    *[(f"{cu.fusion.INTO[fw]} over {cu.fusion.FUSED[fw]}", into_gains[fw].ratio, "x", into_gains[fw].interval)
-      for fw in FW],
-    *[(f"{fw}: polynomial into a buffer over its copy", vs_copy[fw].ratio, "x", vs_copy[fw].interval) for fw in FW],
-    ("largest matmul / torch's probe", to_probe, "x", f"n={MM_SIZES[-1]}, the same size"),
-    *[(f"{fw} fused epilogue over eager", g.ratio, "x", g.interval) for fw, g in epilogue_gains.items()],
-    ("graphs with a NumPy op inside", legacy_check.graph_count, "graphs", "Dynamo, unregistered"),
-    ("graphs once registered as a custom op", registered_check.graph_count, "graphs", "Dynamo"),
-    ("FlexAttention over unfused attention", flex_gain.ratio, "x", flex_gain.interval),
-    ("FlexAttention over unfused attention compiled", flex_vs_compiled.ratio, "x", flex_vs_compiled.interval),
-    ("F.scaled_dot_product_attention over unfused attention", sdpa_gain.ratio, "x", sdpa_gain.interval),
-    *[(f"{name}, peak memory", value / 2**20, "MiB", "process peak RSS or CUDA allocator")
-      for name, value in peaks.items() if value is not None],
-    *([(f"{name}, busy time", 100 * share, "%", "share of the calls with a kernel running; seed: 80%+")
-       for name, share in busy.items()] or [("busy time", math.nan, "%", "not run (Going further)")]),
-    *([(f"{fw} tanh rate in cache", v.tanh_per_second / 1e9, "G/s", "the vector roof") for fw, v in vectors.items()]
-      or [("tanh rate in cache", math.nan, "G/s", "not run (Going further)")]),
-]
-cu.notebook.summary_table("02_operator_fusion", summary_rows)
-
-# %% [markdown]
-# **What to remember**
-# - Predict before you measure: count the bytes a chain moves unfused and fused; with the measured bandwidth that
-#   is the time to expect. Their ratio is the most fusion gives only when both runs stream at the same bandwidth.
-# - A fused kernel off its roof has another limit: fresh output pages (preallocate with `out=`, donate with
-#   `donate_argnums`, assign into a `tf.Variable`) or its arithmetic (a `tanh`). Remove them and it runs like a copy.
-# - Fusion does nothing for the matmul itself; it removes the epilogue's round trips, and in attention the score
-#   matrix. Opaque Python/NumPy calls break fusion: register them as custom ops and count graph breaks.
-#
-# **Next**: `03_mixed_precision` changes the number format. bf16 halves the bytes per element, so a memory-bound
-# kernel *should* take half the time: notebook 03 puts bf16 kernels on this roofline and measures whether it does.
-
-# %%
-print(cu.notebook.last_verified())

@@ -4,7 +4,6 @@
 #     minutes:
 #       ci: 3
 #       laptop: 4
-#       workshop: 55
 #   jupytext:
 #     notebook_metadata_filter: course,kernelspec,-jupytext.text_representation.jupytext_version
 #     text_representation:
@@ -73,7 +72,6 @@ AMP, AMP_NAME = getattr(torch, TORCH.amp), TORCH.amp  # the fast 16-bit format: 
 NATIVE_16 = TORCH.native  # units for it here (tensor cores, AVX512-BF16, AMX); else it is emulated
 FLAGS = cu.env.simd_flags()
 HAS_JAX, HAS_TF = cu.env.available("jax"), cu.env.available("tensorflow")
-fp8_errors = None  # "Going further" measures it; where that is skipped, the Summary says "not run"
 report
 
 # %%
@@ -95,7 +93,7 @@ sizes = cu.env.sizes(
 QUICK = sizes.quick
 sizes
 
-# %% [markdown] course={"lead": false, "minutes": 5} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## 1. Formats: where the bits go
 #
 # A float is sign × 2^exponent × 1.mantissa. **Exponent bits buy range, mantissa bits buy precision.**
@@ -132,7 +130,7 @@ print("1 + 2**-8 in bf16 == 1:", float(cu.precision.round_to(1 + 2.0**-8, "bfloa
 # 3.9e-03, fp16 4.9e-04), a rising error through its subnormals, 1.0 where values flush to zero and a dotted wall
 # where they overflow. The fp8 formats (eps 0.125 and 0.25) work only with a per-tensor scale: see Going further.
 
-# %% [markdown] course={"lead": false, "minutes": 10} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## 2. fp16 gradients underflow; loss scaling rescues them
 #
 # Gradients get small as a model learns, and fp16 has no range below 2^-24. The recipe below is the whole AMP
@@ -241,7 +239,7 @@ v_scale
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_scale.prose()
 
-# %% [markdown] course={"lead": false, "minutes": 5} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## 3. bf16: no scaling needed, but long sums go wrong
 #
 # bf16 has fp32's exponent, so gradients do not underflow and no loss scaling is needed. Its 8-bit significand is
@@ -281,7 +279,7 @@ v_accum
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_accum.prose()
 
-# %% [markdown] course={"lead": false, "minutes": 8} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## 4. The recipe in three frameworks, with its dtypes checked
 #
 # Each framework keeps **fp32 master weights** and computes matmuls in 16 bits; the loss and the weight gradients
@@ -389,7 +387,7 @@ v_dtypes
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_dtypes.prose()
 
-# %% [markdown] course={"lead": true, "minutes": 8} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
 # ## 5. Speed: how much can bf16 buy on *this* machine?
 #
 # bf16 is fast only where the hardware multiplies it natively: tensor cores on GPUs since Ampere, AVX512-BF16 on
@@ -575,7 +573,7 @@ v_step.prose()
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_claim.prose()
 
-# %% [markdown] course={"lead": false, "minutes": 4} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## 6. Same model, same data: fp32 against mixed precision, over several seeds
 # One run per format cannot say whether a difference is the format or the luck of the draw. Each configuration
 # trains from three seeds (initial weights and batch order change together), with section 2's `train_step`, clipping
@@ -619,7 +617,7 @@ v_seeds
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_seeds.prose()
 
-# %% [markdown] course={"lead": true, "minutes": 8} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
 # ## 7. Where training memory goes
 # ### Weights, gradients, optimizer state: bytes per parameter
 # The standard accounting (the ZeRO paper's): fp32 training with Adam holds 4 bytes of weights, 4 of gradients and 8
@@ -780,7 +778,118 @@ v_remat
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_remat.prose()
 
-# %% [markdown] course={"lead": false, "minutes": 2, "optional": true} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
+# ## Exercises
+# **1. Predict first.** Which loss scale is too big? Before running anything, predict k: the smallest power of two
+# at which the fp16 activation gradients of `model_fp32` (on `xb`, `yb`) overflow. Then the check cell measures it.
+# <details><summary>Hint</summary>The largest |gradient| times the scale must stay below fp16's max
+# (`fp16.max`): k = ceil(log2(max / max|g|)) from the fp32 gradients `g32`. Intermediate values can overflow a
+# little earlier than the final gradients.</details>
+
+# %%
+answer = None  # your answer here: the predicted exponent k (an int)
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+answer = int(np.ceil(np.log2(fp16.max / g32.abs().max().item())))
+print(f"predicted from max|g|: 2^{answer}")
+
+# %%
+# NBVAL_CHECK_OUTPUT
+k0 = cu.precision.overflow_exponent(g32)
+cu.exercises.check("03.1", answer, overflows=cu.precision.torch_fp16_overflows(model_fp32, xb, yb, range(k0 - 3, k0 + 2)))
+
+# %% [markdown]
+# **2.** Kahan summation rescues a sum without a wider accumulator. Write `kahan(values) -> float`, a compensated
+# sum of an array of `ml_dtypes.bfloat16` values with every operation in bf16, and set `answer = kahan`. The check
+# compares it with the exact sum on random arrays.
+# <details><summary>Hint</summary>Keep a compensation c: y = x - c; t = s + y; c = (t - s) - y; s = t, all in
+# bf16. A Python loop over a few thousand items is fast enough.</details>
+
+# %%
+answer = None  # your answer here: a function kahan(values) -> float
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+import ml_dtypes
+
+
+def kahan(values):
+    s = c = ml_dtypes.bfloat16(0)
+    for v in values:
+        y_ = v - c
+        t_ = s + y_
+        c = (t_ - s) - y_
+        s = t_
+    return float(s)
+
+
+answer = kahan
+terms = np.random.default_rng(0).random(10_000).astype(ml_dtypes.bfloat16)
+exact = terms.astype(np.float64).sum()
+print(f"naive bf16 error {abs(float(np.cumsum(terms, dtype=ml_dtypes.bfloat16)[-1]) - exact) / exact:.1%}, "
+      f"Kahan bf16 error {abs(kahan(terms) - exact) / exact:.2%}")
+
+# %%
+# NBVAL_CHECK_OUTPUT
+cu.exercises.check("03.2", answer)
+
+# %% [markdown]
+# **3. Predict first.** Checkpoint pairs of blocks instead of every block in section 7: predict the bytes saved for
+# backward (`answer`, in bytes) before the check cell measures them.
+# <details><summary>Hint</summary>With every block checkpointed, torch saved `remat.saved[1]` bytes: mostly one
+# block input per block. A pair keeps only its own input.</details>
+
+# %%
+answer = None  # your answer here: predicted bytes saved for backward
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+answer = remat.saved[1] * (L // 2 + L % 2) / L
+print(f"every block: {cu.display.format_bytes(remat.saved[1])}, predicted for pairs: {cu.display.format_bytes(answer)}")
+
+# %%
+# NBVAL_CHECK_OUTPUT
+cu.exercises.check("03.3", answer, measured=cu.precision.torch_grouped_saved(W, CB, 2, device=DEVICE))
+
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
+# ## Summary
+
+# %%
+rows = [
+    ("fp16 activation gradients flushed to zero", plain.flushed_fraction * 100, "%", "trained MLP, no loss scaling"),
+    ("... with loss scale 2^14", scaled.flushed_fraction * 100, "%", "static loss scaling"),
+    ("GradScaler steps skipped", trace.skipped, "steps", f"of {trace.steps}, init scale 2^24, growth every {GROWTH}"),
+    ("bf16 accumulator error, 10^4 terms", at_1e4["bf16 accumulator"] * 100, "%", "fp32 accumulation: ~0"),
+    (f"torch {FAST} / fp32 matmul speed", speed.ratio, "x",
+     f"n = {n}; geometric mean of per-round ratios; {speed.interval}; units: {bound.unit}"),
+    ("bf16 / fp32 triad speed", halving["triad"].ratio, "x",
+     f"half the bytes: at most 2x; geometric mean of per-round ratios; {halving['triad'].interval}"),
+    ("autocast training step speed-up", fresh_speed.ratio, "x", f"over the fp32 step, geometric mean; "
+     f"{fresh_speed.interval}; seed's ~1.3x: {v_claim.outcome}; beside it {step_speed.interval}"),
+    ("final-loss gap bf16 vs fp32", gaps["bf16 autocast"], "seed spreads", f"{len(SEEDS)} seeds"),
+    ("training state held, fp32 + Adam", total["fp32"], "B/param", "measured"),
+    ("training state held, autocast + Adam", total[amp_mode], "B/param", "measured; copies live per forward"),
+    ("16-bit / fp32 activation bytes per sample", slope16 / slope32, "x", "plus a constant: 16-bit weight copies"),
+    ("torch saved memory with checkpointing", remat.saved_ratio, "x", "of without"),
+    ("torch step time with checkpointing", remat.cost.ratio, "x",
+     f"of without; geometric mean of per-round ratios; {remat.cost.interval}"),
+]
+cu.notebook.summary_table("03_mixed_precision", rows)
+
+# %% [markdown]
+# **What to remember**
+# - fp16 has precision but no range: small gradients flush to zero, so it needs loss scaling (`GradScaler`,
+#   `LossScaleOptimizer`; unscale before clipping); bf16 has fp32's range and needs no scaling, but only ~2-3
+#   digits, so sums accumulate in fp32 and master weights stay fp32.
+# - Speed comes from hardware units and from the library using them: the units set a bound, the library decides
+#   what you get; memory-bound ops gain from half the bytes on any hardware. Measure the whole step.
+# - Mixed precision does not shrink weights or optimizer state; it shrinks activations. Checkpointing shrinks them
+#   further at the price of recomputation.
+#
+# **Next**: `04_input_pipeline`, where the accelerator may be waiting for the CPU instead.
+
+# %% slideshow={"slide_type": "skip"}
+print(cu.notebook.last_verified())
+
+# %% [markdown] course={"lead": false, "optional": true} slideshow={"slide_type": "slide"}
 # ## Going further
 # Optional reading, with its own predictions: training without a scaler, what XLA makes of `jax.checkpoint`, the
 # library behind torch's fp32 matmul, and fp8.
@@ -996,117 +1105,3 @@ v_fp8_training
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_fp8_training.prose()
-
-# %% [markdown] course={"lead": false, "minutes": 3} slideshow={"slide_type": "slide"}
-# ## Exercises
-# **1. Predict first.** Which loss scale is too big? Before running anything, predict k: the smallest power of two
-# at which the fp16 activation gradients of `model_fp32` (on `xb`, `yb`) overflow. Then the check cell measures it.
-# <details><summary>Hint</summary>The largest |gradient| times the scale must stay below fp16's max
-# (`fp16.max`): k = ceil(log2(max / max|g|)) from the fp32 gradients `g32`. Intermediate values can overflow a
-# little earlier than the final gradients.</details>
-
-# %%
-answer = None  # your answer here: the predicted exponent k (an int)
-
-# %% jupyter={"source_hidden": true} tags=["solution"]
-answer = int(np.ceil(np.log2(fp16.max / g32.abs().max().item())))
-print(f"predicted from max|g|: 2^{answer}")
-
-# %%
-# NBVAL_CHECK_OUTPUT
-k0 = cu.precision.overflow_exponent(g32)
-cu.exercises.check("03.1", answer, overflows=cu.precision.torch_fp16_overflows(model_fp32, xb, yb, range(k0 - 3, k0 + 2)))
-
-# %% [markdown]
-# **2.** Kahan summation rescues a sum without a wider accumulator. Write `kahan(values) -> float`, a compensated
-# sum of an array of `ml_dtypes.bfloat16` values with every operation in bf16, and set `answer = kahan`. The check
-# compares it with the exact sum on random arrays.
-# <details><summary>Hint</summary>Keep a compensation c: y = x - c; t = s + y; c = (t - s) - y; s = t, all in
-# bf16. A Python loop over a few thousand items is fast enough.</details>
-
-# %%
-answer = None  # your answer here: a function kahan(values) -> float
-
-# %% jupyter={"source_hidden": true} tags=["solution"]
-import ml_dtypes
-
-
-def kahan(values):
-    s = c = ml_dtypes.bfloat16(0)
-    for v in values:
-        y_ = v - c
-        t_ = s + y_
-        c = (t_ - s) - y_
-        s = t_
-    return float(s)
-
-
-answer = kahan
-terms = np.random.default_rng(0).random(10_000).astype(ml_dtypes.bfloat16)
-exact = terms.astype(np.float64).sum()
-print(f"naive bf16 error {abs(float(np.cumsum(terms, dtype=ml_dtypes.bfloat16)[-1]) - exact) / exact:.1%}, "
-      f"Kahan bf16 error {abs(kahan(terms) - exact) / exact:.2%}")
-
-# %%
-# NBVAL_CHECK_OUTPUT
-cu.exercises.check("03.2", answer)
-
-# %% [markdown]
-# **3. Predict first.** Checkpoint pairs of blocks instead of every block in section 7: predict the bytes saved for
-# backward (`answer`, in bytes) before the check cell measures them.
-# <details><summary>Hint</summary>With every block checkpointed, torch saved `remat.saved[1]` bytes: mostly one
-# block input per block. A pair keeps only its own input.</details>
-
-# %%
-answer = None  # your answer here: predicted bytes saved for backward
-
-# %% jupyter={"source_hidden": true} tags=["solution"]
-answer = remat.saved[1] * (L // 2 + L % 2) / L
-print(f"every block: {cu.display.format_bytes(remat.saved[1])}, predicted for pairs: {cu.display.format_bytes(answer)}")
-
-# %%
-# NBVAL_CHECK_OUTPUT
-cu.exercises.check("03.3", answer, measured=cu.precision.torch_grouped_saved(W, CB, 2, device=DEVICE))
-
-# %% [markdown] course={"lead": true, "minutes": 2} slideshow={"slide_type": "slide"}
-# ## Summary
-
-# %%
-rows = [
-    ("fp16 activation gradients flushed to zero", plain.flushed_fraction * 100, "%", "trained MLP, no loss scaling"),
-    ("... with loss scale 2^14", scaled.flushed_fraction * 100, "%", "static loss scaling"),
-    ("GradScaler steps skipped", trace.skipped, "steps", f"of {trace.steps}, init scale 2^24, growth every {GROWTH}"),
-    ("bf16 accumulator error, 10^4 terms", at_1e4["bf16 accumulator"] * 100, "%", "fp32 accumulation: ~0"),
-    (f"torch {FAST} / fp32 matmul speed", speed.ratio, "x",
-     f"n = {n}; geometric mean of per-round ratios; {speed.interval}; units: {bound.unit}"),
-    ("bf16 / fp32 triad speed", halving["triad"].ratio, "x",
-     f"half the bytes: at most 2x; geometric mean of per-round ratios; {halving['triad'].interval}"),
-    ("autocast training step speed-up", fresh_speed.ratio, "x", f"over the fp32 step, geometric mean; "
-     f"{fresh_speed.interval}; seed's ~1.3x: {v_claim.outcome}; beside it {step_speed.interval}"),
-    ("final-loss gap bf16 vs fp32", gaps["bf16 autocast"], "seed spreads", f"{len(SEEDS)} seeds"),
-    ("training state held, fp32 + Adam", total["fp32"], "B/param", "measured"),
-    ("training state held, autocast + Adam", total[amp_mode], "B/param", "measured; copies live per forward"),
-    ("16-bit / fp32 activation bytes per sample", slope16 / slope32, "x", "plus a constant: 16-bit weight copies"),
-    ("torch saved memory with checkpointing", remat.saved_ratio, "x", "of without"),
-    ("torch step time with checkpointing", remat.cost.ratio, "x",
-     f"of without; geometric mean of per-round ratios; {remat.cost.interval}"),
-    ("fp8 e4m3 / e5m2 activation error", fp8_errors["activations"]["e4m3"].error
-     / fp8_errors["activations"]["e5m2"].error if fp8_errors else math.nan, "x",
-     "per-tensor scale, trained model" if fp8_errors else "not run (Going further)"),
-]
-cu.notebook.summary_table("03_mixed_precision", rows)
-
-# %% [markdown]
-# **What to remember**
-# - fp16 has precision but no range: small gradients flush to zero, so it needs loss scaling (`GradScaler`,
-#   `LossScaleOptimizer`; unscale before clipping); bf16 has fp32's range and needs no scaling, but only ~2-3
-#   digits, so sums accumulate in fp32 and master weights stay fp32.
-# - Speed comes from hardware units and from the library using them: the units set a bound, the library decides
-#   what you get; memory-bound ops gain from half the bytes on any hardware. Measure the whole step.
-# - Mixed precision does not shrink weights or optimizer state; it shrinks activations. Checkpointing shrinks them
-#   further at the price of recomputation.
-#
-# **Next**: `04_input_pipeline`, where the accelerator may be waiting for the CPU instead.
-
-# %% slideshow={"slide_type": "skip"}
-print(cu.notebook.last_verified())

@@ -4,7 +4,6 @@
 #     minutes:
 #       ci: 3
 #       laptop: 5
-#       workshop: 45
 #   jupytext:
 #     notebook_metadata_filter: course,kernelspec,-jupytext.text_representation.jupytext_version
 #     text_representation:
@@ -88,7 +87,7 @@ data = cu.pipeline.SyntheticImages(STEPS * BATCH, size=SIZE, work=4, seed=0)
 print(data, f"| {BATCH} images per batch, {STEPS} steps per epoch, {CORES} cores ({FREE} for data), "
       f"frameworks: {', '.join(FRAMEWORKS)}, Grain: {HAS_GRAIN}, compute threads {compute_threads}")
 
-# %% [markdown] course={"lead": false, "minutes": 3} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## 1. A dataset that costs CPU time
 #
 # One seed article warns that *"sometimes the bottleneck is not the model but reading the images from disk"*
@@ -129,7 +128,7 @@ v_batch
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_batch.prose()
 
-# %% [markdown] course={"lead": true, "minutes": 4} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
 # ## 2. An instrumented training loop
 #
 # `cu.pipeline.run_loop(loader, step)` runs one SGD step of the course's MLP per batch (the train step per
@@ -169,7 +168,7 @@ v_util
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_util.prose()
 
-# %% [markdown] course={"lead": false, "minutes": 3} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## 3. Finding the stall in a profiler trace
 #
 # In a real job nobody hands you `run_loop`'s numbers. A profiler trace does: `cu.pipeline.capture_loop`
@@ -217,7 +216,7 @@ v_trace
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_trace.prose()
 
-# %% [markdown] course={"lead": false, "minutes": 12} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## 4. PyTorch: `DataLoader` workers
 #
 # With `num_workers=N` the `DataLoader` starts N worker processes that build batches ahead
@@ -397,7 +396,7 @@ assert same_data
 print("every DataLoader variant yields the same batches in the same order, every round:", same_data)
 print("worker processes left after the loaders are gone:", len(cu.pipeline.worker_processes()))
 
-# %% [markdown] course={"lead": false, "minutes": 5} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## 5. TensorFlow: the `tf.data` chain
 #
 # `tf.data` runs a pipeline in C++ on its own threads: `map(f, num_parallel_calls=AUTOTUNE)` calls `f` on
@@ -454,7 +453,7 @@ if HAS_TF:
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_tf.prose()
 
-# %% [markdown] course={"lead": false, "minutes": 5} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## 6. JAX: a prefetching thread, and Grain
 #
 # JAX has no loader in its core. The smallest fix is a thread: `cu.pipeline.Prefetch(source, size=2)` makes the
@@ -541,7 +540,7 @@ if HAS_GRAIN:
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_grain.prose()
 
-# %% [markdown] course={"lead": true, "minutes": 3} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
 # ## 7. Before and after, framework by framework
 #
 # Each framework against **its own** baseline, the data made in the training loop, measured in the same rounds
@@ -606,7 +605,91 @@ v_seed.prose()
 # rank*. Section 4's sweep tests the one-process rule on the machine that runs this notebook, whether or not it
 # has a GPU.
 
-# %% [markdown] course={"lead": false, "minutes": 4, "optional": true} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
+# ## Exercises
+#
+# Exercise 04.1 was the worker-count prediction in section 4.
+#
+# **Exercise 04.2 (decide with an interval).** Threads share one GIL; processes do not. Section 6 timed JAX fed by
+# a thread (`Prefetch`) and by Grain's worker process in the same rounds. Which gave the shorter steady step *in
+# this run*: `"threads"`, `"processes"`, or `"tie"` when the interval of the speed-up contains 1?
+#
+# <details><summary>Hint</summary><code>cu.intervals.speedup(a.part(), b.part())</code> on the two runs; its
+# <code>.outcome</code> is "faster", "slower" or "within the noise".</details>
+
+# %%
+answer = None  # your answer here
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+if HAS_GRAIN:
+    by_process = cu.intervals.speedup(ahead.part(), grain_run.part())
+    answer = {"faster": "processes", "slower": "threads"}.get(by_process.outcome, "tie")
+    print(f"{answer}: Grain's process ran the step {by_process} the thread's speed ({by_process.outcome}). A process "
+          "escapes the GIL but pays a copy of every batch between processes and a core of its own.")
+
+# %%
+# NBVAL_CHECK_OUTPUT
+ex2 = dict(thread_rounds=ahead.part().rounds, process_rounds=grain_run.part().rounds) if HAS_GRAIN else {}
+cu.exercises.check("04.2", answer, **ex2)
+
+# %% [markdown]
+# **Exercise 04.3 (write the measure).** Write `utilisation(waits, computes)` for one epoch: the busy share of
+# the steady steps, as `Timeline.utilisation` computes it. The check runs it on random epochs.
+#
+# <details><summary>Hint</summary>Leave out the first step (the loader's start-up), then divide the total
+# compute by the total of wait + compute.</details>
+
+# %%
+answer = None  # your answer here
+
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+def utilisation(waits, computes):
+    steady_waits, steady_computes = np.asarray(waits)[1:], np.asarray(computes)[1:]
+    return steady_computes.sum() / (steady_waits.sum() + steady_computes.sum())
+
+
+answer = utilisation
+print(f"on the num_workers=0 run: {utilisation(torch_base.waits, torch_base.computes):.3f} "
+      f"(Timeline: {torch_base.utilisation:.3f})")
+
+# %%
+# NBVAL_CHECK_OUTPUT
+cu.exercises.check("04.3", answer)
+
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
+# ## Summary
+
+# %%
+cu.notebook.summary_table("04_input_pipeline", [
+    ("data time per sample (decode + augment)", cost["one sample"].median * 1e3, "ms", "NumPy, one core, median"),
+    ("data stall per step, from the trace", gap_before * 1e3, "ms", "num_workers=0, gaps between marked steps"),
+    *[(f"{fw} busy share before", a.utilisation * 100, "%", "data in the loop") for fw, (a, _) in before_after.items()],
+    *[(f"{fw} busy share after", b.utilisation * 100, "%", b.label) for fw, (_, b) in before_after.items()],
+    *[(f"{fw} step-time speed-up", s.ratio, "x", f"own baseline; {s.estimate}, {s.interval}: {s.outcome}")
+      for fw, s in ((fw, cu.intervals.speedup(a.part(), b.part())) for fw, (a, b) in before_after.items())],
+    ("torch busy share, width 2x", wide_base.utilisation * 100, "%", "same loader: the 'before' depends on the model"),
+    ("worker start-up, spawn", spawned.startups[0], "s", "first batch, fresh interpreter"),
+    ("worker start-up, forkserver", forked.startups[0] * 1e3, "ms", "first batch, after the server started"),
+    ("private memory per DataLoader worker", worker_mib, "MiB", "USS of an idle persistent worker"),
+])
+
+# %% [markdown]
+# **What to remember**
+# - Measure the wait: time *waiting for the batch* apart from the (synchronised) step, or read the gaps between
+#   steps in a profiler trace; no compiler fixes a data stall.
+# - Overlap, then parallelise: prefetching hides data time up to the compute time; workers share the cores with
+#   the model. Call a change "faster" only when an interval over paired rounds says so.
+# - In your own code: `DataLoader` workers from module-level code with `forkserver` or `spawn`, kept by
+#   `persistent_workers`; tf.data in TF ops with parallel `map` and `prefetch`; Grain's worker processes for JAX.
+#   Then prove the faster pipeline yields the same data.
+#
+# **Next:** [05 · data parallelism](05_data_parallel.ipynb): when one device is kept busy, does a second one pay?
+
+# %%
+print(cu.notebook.last_verified())
+
+# %% [markdown] course={"lead": false, "optional": true} slideshow={"slide_type": "slide"}
 # ## Going further
 #
 # ### tf.data's slow path: `tf.numpy_function`
@@ -665,87 +748,3 @@ print("the two ranks' shards are disjoint and cover the data:",
       not set(epoch0[0]) & set(epoch0[1]) and len(set(epoch0[0]) | set(epoch0[1])) == len(data))
 print("same order again without set_epoch:", list(shards[1]) == epoch0[1])
 print("new order after set_epoch(1):", list(shards[0]) != epoch0[0])
-
-# %% [markdown] course={"lead": false, "minutes": 3} slideshow={"slide_type": "slide"}
-# ## Exercises
-#
-# Exercise 04.1 was the worker-count prediction in section 4.
-#
-# **Exercise 04.2 (decide with an interval).** Threads share one GIL; processes do not. Section 6 timed JAX fed by
-# a thread (`Prefetch`) and by Grain's worker process in the same rounds. Which gave the shorter steady step *in
-# this run*: `"threads"`, `"processes"`, or `"tie"` when the interval of the speed-up contains 1?
-#
-# <details><summary>Hint</summary><code>cu.intervals.speedup(a.part(), b.part())</code> on the two runs; its
-# <code>.outcome</code> is "faster", "slower" or "within the noise".</details>
-
-# %%
-answer = None  # your answer here
-
-# %% jupyter={"source_hidden": true} tags=["solution"]
-if HAS_GRAIN:
-    by_process = cu.intervals.speedup(ahead.part(), grain_run.part())
-    answer = {"faster": "processes", "slower": "threads"}.get(by_process.outcome, "tie")
-    print(f"{answer}: Grain's process ran the step {by_process} the thread's speed ({by_process.outcome}). A process "
-          "escapes the GIL but pays a copy of every batch between processes and a core of its own.")
-
-# %%
-# NBVAL_CHECK_OUTPUT
-ex2 = dict(thread_rounds=ahead.part().rounds, process_rounds=grain_run.part().rounds) if HAS_GRAIN else {}
-cu.exercises.check("04.2", answer, **ex2)
-
-# %% [markdown]
-# **Exercise 04.3 (write the measure).** Write `utilisation(waits, computes)` for one epoch: the busy share of
-# the steady steps, as `Timeline.utilisation` computes it. The check runs it on random epochs.
-#
-# <details><summary>Hint</summary>Leave out the first step (the loader's start-up), then divide the total
-# compute by the total of wait + compute.</details>
-
-# %%
-answer = None  # your answer here
-
-
-# %% jupyter={"source_hidden": true} tags=["solution"]
-def utilisation(waits, computes):
-    steady_waits, steady_computes = np.asarray(waits)[1:], np.asarray(computes)[1:]
-    return steady_computes.sum() / (steady_waits.sum() + steady_computes.sum())
-
-
-answer = utilisation
-print(f"on the num_workers=0 run: {utilisation(torch_base.waits, torch_base.computes):.3f} "
-      f"(Timeline: {torch_base.utilisation:.3f})")
-
-# %%
-# NBVAL_CHECK_OUTPUT
-cu.exercises.check("04.3", answer)
-
-# %% [markdown] course={"lead": true, "minutes": 2} slideshow={"slide_type": "slide"}
-# ## Summary
-
-# %%
-cu.notebook.summary_table("04_input_pipeline", [
-    ("data time per sample (decode + augment)", cost["one sample"].median * 1e3, "ms", "NumPy, one core, median"),
-    ("data stall per step, from the trace", gap_before * 1e3, "ms", "num_workers=0, gaps between marked steps"),
-    *[(f"{fw} busy share before", a.utilisation * 100, "%", "data in the loop") for fw, (a, _) in before_after.items()],
-    *[(f"{fw} busy share after", b.utilisation * 100, "%", b.label) for fw, (_, b) in before_after.items()],
-    *[(f"{fw} step-time speed-up", s.ratio, "x", f"own baseline; {s.estimate}, {s.interval}: {s.outcome}")
-      for fw, s in ((fw, cu.intervals.speedup(a.part(), b.part())) for fw, (a, b) in before_after.items())],
-    ("torch busy share, width 2x", wide_base.utilisation * 100, "%", "same loader: the 'before' depends on the model"),
-    ("worker start-up, spawn", spawned.startups[0], "s", "first batch, fresh interpreter"),
-    ("worker start-up, forkserver", forked.startups[0] * 1e3, "ms", "first batch, after the server started"),
-    ("private memory per DataLoader worker", worker_mib, "MiB", "USS of an idle persistent worker"),
-])
-
-# %% [markdown]
-# **What to remember**
-# - Measure the wait: time *waiting for the batch* apart from the (synchronised) step, or read the gaps between
-#   steps in a profiler trace; no compiler fixes a data stall.
-# - Overlap, then parallelise: prefetching hides data time up to the compute time; workers share the cores with
-#   the model. Call a change "faster" only when an interval over paired rounds says so.
-# - In your own code: `DataLoader` workers from module-level code with `forkserver` or `spawn`, kept by
-#   `persistent_workers`; tf.data in TF ops with parallel `map` and `prefetch`; Grain's worker processes for JAX.
-#   Then prove the faster pipeline yields the same data.
-#
-# **Next:** [05 · data parallelism](05_data_parallel.ipynb): when one device is kept busy, does a second one pay?
-
-# %%
-print(cu.notebook.last_verified())

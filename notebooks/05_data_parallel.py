@@ -4,7 +4,6 @@
 #     minutes:
 #       ci: 3
 #       laptop: 5
-#       workshop: 60
 #   jupytext:
 #     notebook_metadata_filter: course,kernelspec,-jupytext.text_representation.jupytext_version
 #     text_representation:
@@ -100,7 +99,7 @@ WORKER_ARGS = PHASES + ["--rounds", sizes.rounds, "--repeats", sizes.repeats, "-
                         "--backend", sizes.backend]
 print("worker arguments:", WORKER_ARGS)
 
-# %% [markdown] course={"lead": false, "minutes": 2} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## 1. The idea in one picture
 #
 # Every device holds **the same weights**. The global batch is cut into N shards; each device computes the
@@ -114,7 +113,7 @@ print("worker arguments:", WORKER_ARGS)
 # %%
 cu.distributed.diagram()
 
-# %% [markdown] course={"lead": false, "minutes": 11} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## 2. Proof, not assertion: two DDP ranks on two processes
 #
 # `mp.spawn` of a function defined in a notebook fails (the child cannot import `__main__`), so the course
@@ -183,7 +182,7 @@ v_proof
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_proof.prose()
 
-# %% [markdown] course={"lead": true, "minutes": 11} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
 # ## 3. Where the time goes: compute, the all-reduce, and the rest
 #
 # The worker timed, on both ranks, in rounds: the DDP step; the same step inside `no_sync()` (no all-reduce:
@@ -296,7 +295,7 @@ v_buckets.prose()
 # On a CPU every gloo call costs a fixed latency and competes with backward for the same cores; on GPUs NCCL
 # overlaps communication with backward on its own streams. Tune buckets on the hardware you train on.
 
-# %% [markdown] course={"lead": false, "minutes": 4} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## 4. Gradient accumulation with `no_sync()`: fewer all-reduces
 #
 # The seed article asks: *"would gradient accumulation reduce the synchronisation frequency?"* With K
@@ -388,7 +387,7 @@ v_accum.prose(v_saving.sentence)
 # backward (the two ranks share the cores): time no back-to-back measurement contains. DDP's own work around the
 # call (hooks, copying the gradient into its bucket and back) is the other candidate, not measured apart.
 
-# %% [markdown] course={"lead": true, "minutes": 7} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
 # ## 5. When more devices are slower: the ring all-reduce cost model
 #
 # The seed article warns: *"multi-machine training can be slower than a single card when the model fits on
@@ -487,7 +486,7 @@ cu.display.table(["link", *(f"{n} devices" for n in (8, 64, 512))],
 # exceeds the compute, adding devices at a fixed per-device batch mostly adds waiting, unless the all-reduce
 # overlaps backward (buckets) or the per-device batch grows: the seed's pitfall, in arithmetic.
 
-# %% [markdown] course={"lead": false, "minutes": 8} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## 6. JAX: shardings in the types, and `shard_map`
 #
 # JAX needs no launcher on one host. A **mesh** names the devices along axes; a `NamedSharding(mesh,
@@ -583,7 +582,7 @@ v_jax
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_jax.prose()
 
-# %% [markdown] course={"lead": false, "minutes": 3} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## 7. TensorFlow: `MirroredStrategy` over logical devices
 #
 # `tf.distribute.MirroredStrategy` replicates a Keras model over the devices it is given, splits each global
@@ -642,7 +641,7 @@ v_tf.prose()
 # %% [markdown]
 # On a Cloud TPU VM with TensorFlow the same code runs with `TPUStrategy`; not run in this course.
 
-# %% [markdown] course={"lead": false, "minutes": 2} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## 8. Beyond one machine
 #
 # The same three programs scale out with a launcher per node and a rendezvous address; notebook 06 runs two
@@ -664,7 +663,86 @@ v_tf.prose()
 # every device still keeps a **full copy** of weights, gradients and optimizer state: ZeRO and FSDP shard those
 # (Going further, and notebook 06).
 
-# %% [markdown] course={"lead": false, "minutes": 5, "optional": true} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
+# ## Exercises
+#
+# **05.2 The largest model per device.** With an H200's 141 GB per device and 16 bytes per parameter (ignore
+# activations), what is the largest model that trains on 64 devices with ZeRO stage 0, 2 and 3? Answer a
+# dict `{0: params, 2: params, 3: params}`.
+#
+# <details><summary>Hint</summary><code>memory_per_device</code> is linear in the parameter count: divide the
+# device's bytes by what <code>memory_per_device(1, 64, stage)</code> returns.</details>
+
+# %%
+answer = None  # your answer here
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+answer = {stage: 141e9 / cu.distributed.memory_per_device(1, 64, stage) for stage in (0, 2, 3)}
+print({stage: f"{p / 1e9:.1f} B parameters" for stage, p in answer.items()})
+
+# %%
+# NBVAL_CHECK_OUTPUT
+cu.exercises.check("05.2", answer, device_bytes=141e9, n=64)
+
+# %% [markdown]
+# **05.3 How many devices until communication dominates?** On the 100 Gb InfiniBand link of section 5, with
+# the assumed 1 ms of compute per step, what is the smallest N in 2..1024 for which the wide model's
+# all-reduce takes longer than the compute (no overlap)? Answer an int, or `None` if there is none.
+#
+# <details><summary>Hint</summary><code>cu.distributed.ring_allreduce_time(wide_bytes, n, bw, lat)</code>
+# against <code>ASSUMED_COMPUTE</code>; <code>next(...)</code> over a range gives the first N, or None.</details>
+
+# %%
+answer = None  # your answer here
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+bw, lat = LINKS["100 Gb InfiniBand (12.5 GB/s, 5 µs)"]
+answer = next((n for n in range(2, 1025)
+               if cu.distributed.ring_allreduce_time(wide_bytes, n, bw, lat) > ASSUMED_COMPUTE), None)
+print("first N where the all-reduce exceeds the assumed compute:", answer)
+
+# %%
+# NBVAL_CHECK_OUTPUT
+ib_bw, ib_lat = LINKS["100 Gb InfiniBand (12.5 GB/s, 5 µs)"]
+cu.exercises.check("05.3", answer, nbytes=wide_bytes, compute_seconds=ASSUMED_COMPUTE, bandwidth=ib_bw, latency=ib_lat)
+
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
+# ## Summary
+
+# %%
+cu.notebook.summary_table("05_data_parallel", [
+    ("DDP ranks' max weight difference", max(rank_diff.values()), "", "2 ranks, 20 steps"),
+    ("DDP vs one process, max weight difference", max(single_diff.values()), "", "float rounding only"),
+    ("tiny model: 2 DDP ranks over 1 process", speedup["tiny"].ratio, "x",
+     f"95% interval {speedup['tiny'].low:.2f}-{speedup['tiny'].high:.2f}x; < 1: slower (seed: it can be)"),
+    ("wide model: 2 DDP ranks over 1 process", speedup["wide"].ratio, "x",
+     f"95% interval {speedup['wide'].low:.2f}-{speedup['wide'].high:.2f}x; 1 thread per process"),
+    ("tiny model: all-reduce alone / DDP step", share["tiny"] * 100, "%", "medians"),
+    ("wide model: all-reduce alone / DDP step", share["wide"] * 100, "%", "medians"),
+    ("no_sync over syncing every micro-batch", no_sync_gain.ratio, "x",
+     f"95% interval {no_sync_gain.low:.2f}-{no_sync_gain.high:.2f}x; 4 micro-batches"),
+    ("all-reduce latency α", cost.model.latency * 1e6, "µs",
+     "95% interval {:.0f}-{:.0f} µs; gloo, 2 processes".format(*(v * 1e6 for v in cost.latency_interval))),
+    ("all-reduce bandwidth β", cost.model.bandwidth / 1e9, "GB/s", f"95% interval {cost.bandwidth_text}"),
+    ("torchrun launch, all phases", run.seconds, "s", "start-up included"),
+])
+
+# %% [markdown]
+# **What to remember**
+# - Data parallelism is large-batch SGD spread out: prove it (ranks identical, equal to one process on the
+#   whole batch) before you trust a speed-up, in every framework, and scale the learning rate with the batch.
+# - Each step pays an all-reduce of the whole gradient, in a ring ~2(N-1)/N x bytes / bandwidth plus 2(N-1) latencies,
+#   and costs no formula shows: per-operator overhead that does not shrink with the batch, ranks waiting for
+#   each other, processes sharing cores. Buckets and `no_sync` accumulation are the first remedies.
+# - Measure the cost model where you will run, with an interval, and check it on a case you did not fit.
+#
+# **Next:** [06 · beyond one machine](06_beyond_one_machine.ipynb): two torchrun "nodes", multi-process JAX
+# and TensorFlow, ZeRO and FSDP with their memory measured, and an elastic restart.
+
+# %%
+print(cu.notebook.last_verified())
+
+# %% [markdown] course={"lead": false, "optional": true} slideshow={"slide_type": "slide"}
 # ## Going further
 #
 # Optional reading: what the notebook's main path does not need, with its own predictions and verdicts.
@@ -933,82 +1011,3 @@ cu.display.table(["devices", *(f"ZeRO-{s} memory (GB)" for s in range(4)), "ZeRO
                    f"{cu.distributed.zero_traffic(2 * PARAMS, n, 3) / cu.distributed.zero_traffic(2 * PARAMS, n, 0):.2f}"
                    if n > 1 else "-") for n in (1, 8, 64)],
                  title="7B parameters, mixed-precision Adam: model state per device and bf16 traffic (computed)")
-
-# %% [markdown] course={"lead": false, "minutes": 2} slideshow={"slide_type": "slide"}
-# ## Exercises
-#
-# **05.2 The largest model per device.** With an H200's 141 GB per device and 16 bytes per parameter (ignore
-# activations), what is the largest model that trains on 64 devices with ZeRO stage 0, 2 and 3? Answer a
-# dict `{0: params, 2: params, 3: params}`.
-#
-# <details><summary>Hint</summary><code>memory_per_device</code> is linear in the parameter count: divide the
-# device's bytes by what <code>memory_per_device(1, 64, stage)</code> returns.</details>
-
-# %%
-answer = None  # your answer here
-
-# %% jupyter={"source_hidden": true} tags=["solution"]
-answer = {stage: 141e9 / cu.distributed.memory_per_device(1, 64, stage) for stage in (0, 2, 3)}
-print({stage: f"{p / 1e9:.1f} B parameters" for stage, p in answer.items()})
-
-# %%
-# NBVAL_CHECK_OUTPUT
-cu.exercises.check("05.2", answer, device_bytes=141e9, n=64)
-
-# %% [markdown]
-# **05.3 How many devices until communication dominates?** On the 100 Gb InfiniBand link of section 5, with
-# the assumed 1 ms of compute per step, what is the smallest N in 2..1024 for which the wide model's
-# all-reduce takes longer than the compute (no overlap)? Answer an int, or `None` if there is none.
-#
-# <details><summary>Hint</summary><code>cu.distributed.ring_allreduce_time(wide_bytes, n, bw, lat)</code>
-# against <code>ASSUMED_COMPUTE</code>; <code>next(...)</code> over a range gives the first N, or None.</details>
-
-# %%
-answer = None  # your answer here
-
-# %% jupyter={"source_hidden": true} tags=["solution"]
-bw, lat = LINKS["100 Gb InfiniBand (12.5 GB/s, 5 µs)"]
-answer = next((n for n in range(2, 1025)
-               if cu.distributed.ring_allreduce_time(wide_bytes, n, bw, lat) > ASSUMED_COMPUTE), None)
-print("first N where the all-reduce exceeds the assumed compute:", answer)
-
-# %%
-# NBVAL_CHECK_OUTPUT
-ib_bw, ib_lat = LINKS["100 Gb InfiniBand (12.5 GB/s, 5 µs)"]
-cu.exercises.check("05.3", answer, nbytes=wide_bytes, compute_seconds=ASSUMED_COMPUTE, bandwidth=ib_bw, latency=ib_lat)
-
-# %% [markdown] course={"lead": true, "minutes": 2} slideshow={"slide_type": "slide"}
-# ## Summary
-
-# %%
-cu.notebook.summary_table("05_data_parallel", [
-    ("DDP ranks' max weight difference", max(rank_diff.values()), "", "2 ranks, 20 steps"),
-    ("DDP vs one process, max weight difference", max(single_diff.values()), "", "float rounding only"),
-    ("tiny model: 2 DDP ranks over 1 process", speedup["tiny"].ratio, "x",
-     f"95% interval {speedup['tiny'].low:.2f}-{speedup['tiny'].high:.2f}x; < 1: slower (seed: it can be)"),
-    ("wide model: 2 DDP ranks over 1 process", speedup["wide"].ratio, "x",
-     f"95% interval {speedup['wide'].low:.2f}-{speedup['wide'].high:.2f}x; 1 thread per process"),
-    ("tiny model: all-reduce alone / DDP step", share["tiny"] * 100, "%", "medians"),
-    ("wide model: all-reduce alone / DDP step", share["wide"] * 100, "%", "medians"),
-    ("no_sync over syncing every micro-batch", no_sync_gain.ratio, "x",
-     f"95% interval {no_sync_gain.low:.2f}-{no_sync_gain.high:.2f}x; 4 micro-batches"),
-    ("all-reduce latency α", cost.model.latency * 1e6, "µs",
-     "95% interval {:.0f}-{:.0f} µs; gloo, 2 processes".format(*(v * 1e6 for v in cost.latency_interval))),
-    ("all-reduce bandwidth β", cost.model.bandwidth / 1e9, "GB/s", f"95% interval {cost.bandwidth_text}"),
-    ("torchrun launch, all phases", run.seconds, "s", "start-up included"),
-])
-
-# %% [markdown]
-# **What to remember**
-# - Data parallelism is large-batch SGD spread out: prove it (ranks identical, equal to one process on the
-#   whole batch) before you trust a speed-up, in every framework, and scale the learning rate with the batch.
-# - Each step pays an all-reduce of the whole gradient, in a ring ~2(N-1)/N x bytes / bandwidth plus 2(N-1) latencies,
-#   and costs no formula shows: per-operator overhead that does not shrink with the batch, ranks waiting for
-#   each other, processes sharing cores. Buckets and `no_sync` accumulation are the first remedies.
-# - Measure the cost model where you will run, with an interval, and check it on a case you did not fit.
-#
-# **Next:** [06 · beyond one machine](06_beyond_one_machine.ipynb): two torchrun "nodes", multi-process JAX
-# and TensorFlow, ZeRO and FSDP with their memory measured, and an elastic restart.
-
-# %%
-print(cu.notebook.last_verified())

@@ -4,7 +4,6 @@
 #     minutes:
 #       ci: 3
 #       laptop: 5
-#       workshop: 60
 #   jupytext:
 #     notebook_metadata_filter: course,kernelspec,-jupytext.text_representation.jupytext_version
 #     text_representation:
@@ -85,7 +84,7 @@ sizes = cu.env.sizes(
 )
 sizes
 
-# %% [markdown] course={"lead": false, "minutes": 10} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## 1. Two torchrun "nodes" on one machine
 #
 # On a cluster, every machine runs the **same** `torchrun` line; the launchers find each other through a
@@ -153,7 +152,7 @@ v_failure = cu.beyond.findings.FAILURE.score(
     cu.findings.equal("processes left behind", len(failed.leftover), 0))
 v_failure
 
-# %% [markdown] course={"lead": false, "minutes": 6} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## 2. Multi-process JAX: `jax.distributed` and one global mesh
 #
 # JAX runs **one process per machine** (each owns that machine's accelerators) or one per GPU.
@@ -202,7 +201,7 @@ v_jax
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_jax.prose()
 
-# %% [markdown] course={"lead": false, "minutes": 4} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## 3. TensorFlow: `MultiWorkerMirroredStrategy` over `TF_CONFIG`
 #
 # TensorFlow's multi-worker strategy reads the cluster from the `TF_CONFIG` environment variable: the list of
@@ -242,7 +241,7 @@ v_tf
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_tf.prose()
 
-# %% [markdown] course={"lead": true, "minutes": 12} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
 # ## 4. When the model state does not fit: ZeRO-1 and FSDP2, measured
 #
 # With fp32 Adam a parameter costs 4 B of weight, 4 B of gradient and 8 B of moments: **16 B**, all of it on
@@ -286,7 +285,7 @@ v_memory
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_memory.prose()
 
-# %% [markdown] course={"lead": false, "minutes": 8} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## 5. A rank dies, training goes on
 #
 # With `--max-restarts=1`, torchrun restarts the whole group when a worker dies. The worker then always loads
@@ -373,7 +372,7 @@ v_reshard
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_reshard.prose()
 
-# %% [markdown] course={"lead": true, "minutes": 5} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
 # ## 6. 05's cost model meets this notebook's steps
 #
 # 05 fitted the ring all-reduce model T = 2(N-1)α + 2(N-1)/N · bytes/β, measured once per run
@@ -409,7 +408,7 @@ v_model
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_model.prose()
 
-# %% [markdown] course={"lead": true, "minutes": 2} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
 # ## 7. On a real cluster
 # The same workers, with real addresses. The commands for 2 machines with 8 GPUs each:
 
@@ -423,7 +422,103 @@ print(cu.beyond.cluster_commands(nnodes=2, nproc_per_node=8))
 # %%
 cu.beyond.hang_checklist()
 
-# %% [markdown] course={"lead": false, "minutes": 5, "optional": true} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
+# ## Exercises
+#
+# **06.1 Predict, then look.** How many bytes of model state (weights + gradients + Adam state) does one FSDP2
+# rank hold for this run's model on 2 ranks? Use the parameter count only (`params`). The check compares with
+# what the rank measured.
+
+# %%
+answer = None  # your answer here
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+answer = 16 * params / 2
+print(f"16 B/param x {params:,} parameters / 2 ranks = {cu.display.format_bytes(answer)} per FSDP2 rank")
+
+# %%
+# NBVAL_CHECK_OUTPUT
+cu.exercises.check("06.1", answer, measured=cu.beyond.largest_rank(shard_run)["fsdp2"])
+
+# %% [markdown]
+# **06.2 The price of a crash.** With this run's settings (`crash.every`, `crash.crash_at`), how many steps
+# are computed twice? Write it as arithmetic, not by reading `crash.lost_steps`.
+
+# %%
+answer = None  # your answer here
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+last_checkpoint = (crash.crash_at // crash.every) * crash.every
+answer = crash.crash_at - last_checkpoint
+print(f"crash at step {crash.crash_at}, last checkpoint at step {last_checkpoint}: {answer} steps computed twice")
+
+# %%
+# NBVAL_CHECK_OUTPUT
+cu.exercises.check("06.2", answer, measured=crash.lost_steps)
+
+# %% [markdown]
+# **06.3 A TF_CONFIG for a real cluster.** Write the `TF_CONFIG` JSON string of the third worker (index 2) of
+# the cluster `HOSTS` below.
+
+# %%
+HOSTS = ["10.0.0.1:2222", "10.0.0.2:2222", "10.0.0.3:2222"]
+answer = None  # your answer here
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+import json
+
+answer = json.dumps({"cluster": {"worker": HOSTS}, "task": {"type": "worker", "index": 2}})
+print("TF_CONFIG =", answer)
+
+# %%
+# NBVAL_CHECK_OUTPUT
+cu.exercises.check("06.3", answer, hosts=HOSTS, index=2)
+
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
+# ## Summary
+
+# %%
+formula = cu.beyond.formula_bytes(params, cu.beyond.sharded_world(shard_run))
+largest = cu.beyond.largest_rank(shard_run)
+step_times = cu.beyond.sharded_steps(shard_run)  # section 4's job timed each kind's step in rounds
+fsdp_vs_ddp = cu.intervals.speedup(step_times["ddp"], step_times["fsdp2"])  # FSDP2's step speed over DDP's
+rows = [
+    ("2 nodes: ranks' max weight difference", max(diffs["ranks"].values()), "", "c10d rendezvous on 127.0.0.1"),
+    ("2 nodes vs one process, max weight difference", max(diffs["single"].values()), "", "float rounding only"),
+    *((f"{cu.beyond.SHARDED_LABELS[k]}: model state, largest rank", largest[k] / params, "B/param",
+       f"measured; formula {formula[k] / params:g}") for k in ("ddp", "ddp_default", "zero1", "fsdp2")),
+    ("FSDP2 step speed / DDP's", fsdp_vs_ddp.ratio, "x", f"{fsdp_vs_ddp.interval}; tiny model, gloo"),
+    ("elastic: steps computed twice", crash.lost_steps, "steps", f"crash at {crash.crash_at}, checkpoint every {crash.every}"),
+    ("elastic job, wall time", crash.seconds, "s", "two attempts, start-up included"),
+    ("DCP checkpoint 2 -> 1 -> 2 ranks, max difference", max(two_to_one["max diff"], one_to_two["max diff"]), "",
+     f"{two_to_one['tensors']} tensors, exact"),
+    ("cost model, worst measured / predicted step", max(step_ratios.values(), key=lambda r: abs(np.log(r))), "x",
+     "compute alone + 05's ring model"),
+    ("cost model, steps within 2x", sum(0.5 <= r <= 2 for r in step_ratios.values()), "steps", f"of {len(step_ratios)}"),
+]
+if HAVE_JAX:
+    rows.append(("JAX 2 processes vs one device, max diff", jax_diff["single"], "", "4 devices in one mesh"))
+if HAVE_TF:
+    rows.append(("TF 2 workers vs one worker, max diff", tf_diff["single"], "", "MultiWorkerMirroredStrategy"))
+cu.notebook.summary_table("06_beyond_one_machine", rows)
+
+# %% [markdown]
+# **What to remember**
+# - A multi-node job is the one-node job plus a rendezvous: the same worker, one launcher per machine, ranks
+#   from the rendezvous; prove equality with one process before trusting it, in every framework.
+# - Sharding trades communication for memory: ZeRO-1 cuts the optimizer state, FSDP all of the model state
+#   (16/N B/param by the formula, against DDP's 16, or 20 with its default buckets); price a step as compute +
+#   the ring cost of what it sends, and measure what the price leaves out.
+# - Expect crashes: checkpoint atomically (weights + optimizer state) on storage every node sees, resume
+#   automatically, and save sharded state with `torch.distributed.checkpoint` so the next job may have another size.
+#
+# **Next:** [07 · should we migrate?](07_should_we_migrate.ipynb): one realistic model through every technique
+# of the course, and the decision in numbers.
+
+# %%
+print(cu.notebook.last_verified())
+
+# %% [markdown] course={"lead": false, "optional": true} slideshow={"slide_type": "slide"}
 # ## Going further
 #
 # Optional reading: what sharding costs in communication, two collectives timed alone, and FSDP as a layout in
@@ -524,99 +619,3 @@ v_jax_shard
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_jax_shard.prose()
-
-# %% [markdown] course={"lead": false, "minutes": 4} slideshow={"slide_type": "slide"}
-# ## Exercises
-#
-# **06.1 Predict, then look.** How many bytes of model state (weights + gradients + Adam state) does one FSDP2
-# rank hold for this run's model on 2 ranks? Use the parameter count only (`params`). The check compares with
-# what the rank measured.
-
-# %%
-answer = None  # your answer here
-
-# %% jupyter={"source_hidden": true} tags=["solution"]
-answer = 16 * params / 2
-print(f"16 B/param x {params:,} parameters / 2 ranks = {cu.display.format_bytes(answer)} per FSDP2 rank")
-
-# %%
-# NBVAL_CHECK_OUTPUT
-cu.exercises.check("06.1", answer, measured=cu.beyond.largest_rank(shard_run)["fsdp2"])
-
-# %% [markdown]
-# **06.2 The price of a crash.** With this run's settings (`crash.every`, `crash.crash_at`), how many steps
-# are computed twice? Write it as arithmetic, not by reading `crash.lost_steps`.
-
-# %%
-answer = None  # your answer here
-
-# %% jupyter={"source_hidden": true} tags=["solution"]
-last_checkpoint = (crash.crash_at // crash.every) * crash.every
-answer = crash.crash_at - last_checkpoint
-print(f"crash at step {crash.crash_at}, last checkpoint at step {last_checkpoint}: {answer} steps computed twice")
-
-# %%
-# NBVAL_CHECK_OUTPUT
-cu.exercises.check("06.2", answer, measured=crash.lost_steps)
-
-# %% [markdown]
-# **06.3 A TF_CONFIG for a real cluster.** Write the `TF_CONFIG` JSON string of the third worker (index 2) of
-# the cluster `HOSTS` below.
-
-# %%
-HOSTS = ["10.0.0.1:2222", "10.0.0.2:2222", "10.0.0.3:2222"]
-answer = None  # your answer here
-
-# %% jupyter={"source_hidden": true} tags=["solution"]
-import json
-
-answer = json.dumps({"cluster": {"worker": HOSTS}, "task": {"type": "worker", "index": 2}})
-print("TF_CONFIG =", answer)
-
-# %%
-# NBVAL_CHECK_OUTPUT
-cu.exercises.check("06.3", answer, hosts=HOSTS, index=2)
-
-# %% [markdown] course={"lead": true, "minutes": 4} slideshow={"slide_type": "slide"}
-# ## Summary
-
-# %%
-formula = cu.beyond.formula_bytes(params, cu.beyond.sharded_world(shard_run))
-largest = cu.beyond.largest_rank(shard_run)
-step_times = cu.beyond.sharded_steps(shard_run)  # section 4's job timed each kind's step in rounds
-fsdp_vs_ddp = cu.intervals.speedup(step_times["ddp"], step_times["fsdp2"])  # FSDP2's step speed over DDP's
-rows = [
-    ("2 nodes: ranks' max weight difference", max(diffs["ranks"].values()), "", "c10d rendezvous on 127.0.0.1"),
-    ("2 nodes vs one process, max weight difference", max(diffs["single"].values()), "", "float rounding only"),
-    *((f"{cu.beyond.SHARDED_LABELS[k]}: model state, largest rank", largest[k] / params, "B/param",
-       f"measured; formula {formula[k] / params:g}") for k in ("ddp", "ddp_default", "zero1", "fsdp2")),
-    ("FSDP2 step speed / DDP's", fsdp_vs_ddp.ratio, "x", f"{fsdp_vs_ddp.interval}; tiny model, gloo"),
-    ("elastic: steps computed twice", crash.lost_steps, "steps", f"crash at {crash.crash_at}, checkpoint every {crash.every}"),
-    ("elastic job, wall time", crash.seconds, "s", "two attempts, start-up included"),
-    ("DCP checkpoint 2 -> 1 -> 2 ranks, max difference", max(two_to_one["max diff"], one_to_two["max diff"]), "",
-     f"{two_to_one['tensors']} tensors, exact"),
-    ("cost model, worst measured / predicted step", max(step_ratios.values(), key=lambda r: abs(np.log(r))), "x",
-     "compute alone + 05's ring model"),
-    ("cost model, steps within 2x", sum(0.5 <= r <= 2 for r in step_ratios.values()), "steps", f"of {len(step_ratios)}"),
-]
-if HAVE_JAX:
-    rows.append(("JAX 2 processes vs one device, max diff", jax_diff["single"], "", "4 devices in one mesh"))
-if HAVE_TF:
-    rows.append(("TF 2 workers vs one worker, max diff", tf_diff["single"], "", "MultiWorkerMirroredStrategy"))
-cu.notebook.summary_table("06_beyond_one_machine", rows)
-
-# %% [markdown]
-# **What to remember**
-# - A multi-node job is the one-node job plus a rendezvous: the same worker, one launcher per machine, ranks
-#   from the rendezvous; prove equality with one process before trusting it, in every framework.
-# - Sharding trades communication for memory: ZeRO-1 cuts the optimizer state, FSDP all of the model state
-#   (16/N B/param by the formula, against DDP's 16, or 20 with its default buckets); price a step as compute +
-#   the ring cost of what it sends, and measure what the price leaves out.
-# - Expect crashes: checkpoint atomically (weights + optimizer state) on storage every node sees, resume
-#   automatically, and save sharded state with `torch.distributed.checkpoint` so the next job may have another size.
-#
-# **Next:** [07 · should we migrate?](07_should_we_migrate.ipynb): one realistic model through every technique
-# of the course, and the decision in numbers.
-
-# %%
-print(cu.notebook.last_verified())
