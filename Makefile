@@ -73,9 +73,12 @@ test: setup lint browser ## lint, unit tests, every notebook under nbval (ci siz
 		--no-loadscope-reorder --durations=25 --nbval-lax --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 600 --require-notebooks
 
+# The same unit tests at the same size as make test runs them (ci), in the same order (the slow files first).
+test-unit: export COURSE_SIZE ?= ci
 test-unit: export TORCHINDUCTOR_CACHE_DIR ?= $(abspath build/test-cache/inductor)
 test-unit: setup ## the unit tests of course_utils only (no notebooks, browsers or builds): the fast lane
-	$(PY) -m pytest tests -m "not integration" -q -n $(TEST_WORKERS) --dist loadscope --durations=10
+	$(PY) -m pytest tests -m "not integration" -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder \
+		--durations=10
 
 lint: setup ## ruff on course_utils, tests, tools, benchmarks, the website's configuration and the notebook sources
 	$(BIN)/ruff check course_utils tests tools benchmarks site notebooks

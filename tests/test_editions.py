@@ -21,7 +21,6 @@ import sys
 import pytest
 from conftest import COURSE_NOTEBOOKS, ROOT
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
 KERNEL = "eager-to-compiled"
 TITLES = {"tensorflow": "TensorFlow", "jax": "JAX"}
 BLOCKED = ["tensorflow,jax"] if os.environ.get("COURSE_EDITIONS", "both") != "each" else ["tensorflow", "jax"]
@@ -59,6 +58,8 @@ def run_without(blocked: str, ipynb, tmp_path) -> None:
         assert framework in said, f"{ipynb.stem} never said that {TITLES[framework]} is missing (it named {said})"
 
 
+@pytest.mark.integration
+@pytest.mark.slow
 class _Edition:
     """One notebook's learner edition. A class per notebook: --dist loadscope runs a class on one worker, so the
     notebooks' editions spread over the workers."""
