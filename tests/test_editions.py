@@ -26,9 +26,6 @@ TITLES = {"tensorflow": "TensorFlow", "jax": "JAX"}
 BLOCKED = ["tensorflow,jax"] if os.environ.get("COURSE_EDITIONS", "both") != "each" else ["tensorflow", "jax"]
 _TITLE = "|".join(TITLES.values())
 _MISSING = re.compile(rf"((?:{_TITLE})(?: and (?:{_TITLE}))*) (?:is|are) not installed")
-# Longest first (CPU seconds of one run, measured): pytest-xdist (--dist loadscope, --no-loadscope-reorder in make
-# test) starts them in this order, so the longest runs do not end the session. A notebook not listed runs last.
-LONGEST_FIRST = ["07", "03", "01", "06", "02", "05", "04", "00"]
 
 
 def _output_text(output: dict) -> str:
@@ -71,12 +68,7 @@ class _Edition:
         run_without(blocked, self.ipynb, tmp_path)
 
 
-def _order(ipynb) -> int:
-    prefix = ipynb.stem[:2]
-    return LONGEST_FIRST.index(prefix) if prefix in LONGEST_FIRST else len(LONGEST_FIRST)
-
-
-for _ipynb in sorted(COURSE_NOTEBOOKS, key=_order):
+for _ipynb in COURSE_NOTEBOOKS:  # make test starts the longest first (tests/conftest.py)
     _name = "TestEdition_" + _ipynb.stem
     globals()[_name] = type(_name, (_Edition,), {"ipynb": _ipynb, "__doc__": f"The learner edition of {_ipynb.stem}."})
 
