@@ -60,20 +60,25 @@ course: setup ## execute every notebook headless at laptop size (COURSE_SIZE=cpu
 	$(PY) tools/run_course.py --kernel $(KERNEL) --out build
 
 # make test: two pytest-xdist workers; --dist loadscope keeps a notebook's cells (or a test file, or a class) on
-# one worker, in order. The longest scopes start first (the learner editions without TF and without JAX, then the
-# notebooks under nbval). Every run of one make test shares one Inductor cache (build/test-cache): a graph's first
-# compile pays, later ones load it; notebooks that teach a cold compile make their own empty cache.
+# one worker, in order. The longest scopes start first (tests/conftest.py orders them: each notebook's learner
+# edition without TF and JAX, then the notebooks under nbval, longest first by their recorded run; then the test
+# files with slow tests). Every run of one make test shares one Inductor cache (build/test-cache): a graph's first
+# compile pays, later ones load it (an edition compiles at ci sizes, so nbval's run of that notebook finds its
+# graphs); notebooks that teach a cold compile make their own empty cache.
 TEST_WORKERS ?= 2
 test: export COURSE_SIZE ?= ci
 test: export TORCHINDUCTOR_CACHE_DIR ?= $(abspath build/test-cache/inductor)
 test: setup lint browser ## lint, unit tests, every notebook under nbval (ci size) and its editions, slides, site
-	$(PY) -m pytest tests/test_editions.py notebooks tests -n $(TEST_WORKERS) --dist loadscope \
+	$(PY) -m pytest notebooks tests -n $(TEST_WORKERS) --dist loadscope \
 		--no-loadscope-reorder --durations=25 --nbval-lax --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 600 --require-notebooks
 
+# The same unit tests at the same size as make test runs them (ci), in the same order (the slow files first).
+test-unit: export COURSE_SIZE ?= ci
 test-unit: export TORCHINDUCTOR_CACHE_DIR ?= $(abspath build/test-cache/inductor)
 test-unit: setup ## the unit tests of course_utils only (no notebooks, browsers or builds): the fast lane
-	$(PY) -m pytest tests -m "not integration" -q -n $(TEST_WORKERS) --dist loadscope --durations=10
+	$(PY) -m pytest tests -m "not integration" -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder \
+		--durations=10
 
 lint: setup ## ruff on course_utils, tests, tools, benchmarks, the website's configuration and the notebook sources
 	$(BIN)/ruff check course_utils tests tools benchmarks site notebooks

@@ -45,8 +45,49 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def recorded_seconds(ipynb: Path) -> float:
+    """Seconds the notebook's stored run took, cell by cell (nbclient's timing metadata, written by make execute);
+    0 where none is recorded."""
+    from datetime import datetime
+
+    total = 0.0
+    for cell in read_notebook(ipynb)["cells"]:
+        timing = cell.get("metadata", {}).get("execution", {})
+        if "iopub.execute_input" in timing and "shell.execute_reply" in timing:
+            total += (datetime.fromisoformat(timing["shell.execute_reply"].replace("Z", "+00:00"))
+                      - datetime.fromisoformat(timing["iopub.execute_input"].replace("Z", "+00:00"))).total_seconds()
+    return total
+
+
+def scope_rank(item: pytest.Item, seconds: dict[Path, float], slow_modules: set[Path]) -> tuple[int, float]:
+    """Where ``item``'s scope starts in make test (smaller first): the learner editions, then the notebooks under
+    nbval, each group longest first by the notebook's recorded seconds (an edition runs at ci sizes too), then the
+    test files holding a slow or integration test, then the rest. Every item of a scope gets the same rank."""
+    path = Path(str(item.path)).resolve()
+    ipynb = getattr(getattr(item.getparent(pytest.Class), "obj", None), "ipynb", None)
+    if ipynb is not None:
+        return 0, -seconds.get(Path(ipynb).resolve(), 0.0)
+    if path.suffix == ".ipynb":
+        return 1, -seconds.get(path, 0.0)
+    return (2 if path in slow_modules else 3), 0.0
+
+
+class _LongestFirst:
+    """Orders the collection so that the longest scopes start first: pytest-xdist with --dist loadscope and
+    --no-loadscope-reorder (make test) hands scopes to the workers in this order, so the session does not end
+    with one worker running a long notebook while the other waits. The order within a scope is kept."""
+
+    @staticmethod
+    def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+        seconds = {p.resolve(): recorded_seconds(p) for p in ALL_NOTEBOOKS if p.exists()}
+        slow = {Path(str(i.path)).resolve() for i in items
+                if i.get_closest_marker("slow") or i.get_closest_marker("integration")}
+        items.sort(key=lambda item: scope_rank(item, seconds, slow))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_NotebookClock(), "course-notebook-clock")
+    config.pluginmanager.register(_LongestFirst(), "course-longest-first")
 
 
 def _workers(config: pytest.Config) -> int:
