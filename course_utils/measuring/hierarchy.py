@@ -6,7 +6,7 @@ cache it runs at main-memory (DRAM) speed. Where the sweep's rate falls and stay
 ``DRAM_MULTIPLE``x the last-level cache the OS reports (``HierarchySweep.basis`` says which). The reported sizes
 plan the sweep and are quoted beside it as a second fact. The sweep reaches past the probes' working set to at
 least ``BEYOND`` working sets of ``DRAM_MULTIPLE``x the reported cache, unless the memory free or the size cap
-(``cap``: at ci size two probe arrays of ``probes.CI_CAP``) leaves no room for them.
+(``cap``, from the notebook's sizes table) leaves no room for them.
 """
 
 from __future__ import annotations
@@ -129,19 +129,13 @@ class HierarchySweep:
         return self.table()._repr_html_()
 
 
-def size_cap() -> int | None:
-    """The largest working set the sweep may use at this size: two probe arrays of ``probes.CI_CAP`` at ci and
-    smoke size (the notebook's time budget), none otherwise."""
-    return 2 * probes.CI_CAP if env.size_name() in ("ci", "smoke") else None
-
-
 def default_working_sets(largest: int | None = None, *, step: int = 4, beyond: int = BEYOND,
                          last_level_cache: int | None = None, memory: int | None = None,
                          cap: int | None = None) -> list[int]:
     """Working sets from 16 KiB, multiplied by ``step`` each time, up to two probe arrays (``largest``, default
     from ``probes.probe_size``), always included; then, where fewer than ``beyond`` points lie at or past
     ``DRAM_MULTIPLE`` x the last-level cache, the working sets 4x, 8x, ... that cache until ``beyond`` do.
-    Points over a quarter of the free ``memory`` or over ``cap`` (default: ``size_cap()``) are left out
+    Points over a quarter of the free ``memory`` or over ``cap`` (None: no cap) are left out
     (defaults: the OS's cache size, free memory now). A plan only: the sweep's own cliffs place main memory."""
     if largest is None:
         largest = 2 * probes.probe_size().array_bytes
@@ -155,9 +149,8 @@ def default_working_sets(largest: int | None = None, *, step: int = 4, beyond: i
 
         memory = int(psutil.virtual_memory().available)
     limit = validate.number("memory", memory, low=1, high=2**50, integer=True) // 4
-    cap = size_cap() if cap is None else validate.number("cap", cap, low=2**15, high=MAX_WORKING_SET, integer=True)
     if cap is not None:
-        limit = min(limit, cap)
+        limit = min(limit, validate.number("cap", cap, low=2**15, high=MAX_WORKING_SET, integer=True))
     sizes, size = {int(largest)}, 2**14
     while size < largest:
         sizes.add(size)

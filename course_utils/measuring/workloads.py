@@ -12,12 +12,13 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
-from course_utils import calls, env, timing, validate
-from course_utils.measuring.allocator import outputs_worth
+from course_utils import calls, declare, devices, env, models, timing, validate
+from course_utils.declare import NonEmpty
+from course_utils.measuring.allocator import outputs_worth, warm_allocator
 from course_utils.measuring.speedups import ChainRuns, variant_name
 from course_utils.validate import MAX_ELEMENTS
 
@@ -34,10 +35,16 @@ def _mapping(name: str, value: Any) -> Mapping[str, Any]:
     return validate.non_empty(name, value)
 
 
-def torch_device() -> str:
-    import torch
+def torch_setup() -> tuple[str, int]:
+    """(device, threads) torch runs with, from the device plan (``cu.devices``): on a TPU runtime torch runs on the
+    host CPU with the host's cores, on a CUDA GPU on "cuda"."""
+    plan = devices.plan(devices.describe())
+    return plan.torch_device, plan.torch_threads
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+
+def torch_device() -> str:
+    """The device torch runs on, from the device plan."""
+    return torch_setup()[0]
 
 
 def _clock_pair(name: str, fn: Callable[[], Any]) -> tuple[float, float]:
@@ -224,3 +231,35 @@ def _timed(make: Callable[[int], tuple[Callable[..., Any], tuple]], size: int, n
     found = timing.benchmark(fn, *args, min_time=min_time, label=f"{name} {size}")
     found.metadata["faults"] = outputs_worth(fn, *args, output_bytes=4 * size)
     return found
+
+
+@declare.checked
+def chain_medians(frameworks: Annotated[Sequence[Literal["torch", "jax", "tensorflow"]], NonEmpty, declare.Unique],
+                  size: Annotated[int, declare.Range(1, MAX_ELEMENTS)], *, rounds: Annotated[int, declare.Range(2, 20)] = 2,
+                  min_time: Annotated[float, declare.Range(0, 60, low_open=True)] = 0.2,
+                  threads: Annotated[int, declare.Range(1, 1024)] | None = None) -> dict[str, float]:
+    """What one fresh process measures for ``cu.fresh.replicate``: notebook 00's chain on ``size`` floats, each
+    framework's eager and compiled (torch.compile, jax.jit, tf.function(jit_compile=True)) in alternating rounds
+    after ``warm_allocator``, with ``threads`` torch threads: {"<framework> eager"/"... compiled": median s}."""
+    import torch
+
+    if threads is not None:
+        torch.set_num_threads(threads)
+    _, _, inputs = chain_inputs(frameworks, size)
+    chains = {fw: models.chain_for(fw) for fw in frameworks}
+    compiled = {fw: _compile(fw, chains[fw]) for fw in frameworks}
+    warm_allocator()
+    runs = time_chains(inputs, {"eager": chains, "compiled": compiled}, rounds=rounds, min_time=min_time)
+    return {f"{fw} {variant}": runs.time(variant, fw).median for variant in ("eager", "compiled") for fw in frameworks}
+
+
+def _compile(framework: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    if framework == "torch":
+        import torch
+
+        return torch.compile(fn)
+    if framework == "jax":
+        import jax
+
+        return jax.jit(fn)
+    return env.import_tensorflow().function(fn, jit_compile=True)
