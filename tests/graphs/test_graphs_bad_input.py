@@ -87,8 +87,6 @@ BAD_CALLS = [
     ("per_call", _times(per_call=INF)),
     ("eager_per_call", _times(eager_per_call=-2.0)),
     ("eager_first_call", _times(eager_first_call=NAN)),
-    ("eager", lambda: graphs.breakeven.break_even(None, M)),
-    ("compiled", lambda: graphs.breakeven.break_even(M, M_NO_FIRST)),
     ("calls", lambda: graphs.cumulative_time(1.0, 1.0, [0])),
     ("calls", lambda: graphs.cumulative_time(1.0, 1.0, [])),
     ("calls", lambda: graphs.cumulative_time(1.0, 1.0, None)),
