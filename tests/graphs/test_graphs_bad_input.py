@@ -74,7 +74,6 @@ BAD_CALLS = [
     ("compiler", lambda: graphs.compile_or_fallback(_f, (X,), compiler="torch.compile", framework="torch")),
     ("timeout", lambda: graphs.compile_or_fallback(_f, (X,), compiler=_f, framework="torch", timeout=0)),
     ("expected", lambda: graphs.max_abs_diff(None, ARR)),
-    ("framework", lambda: graphs.fallback.eager_mode("numpy").__enter__()),
     ("framework", lambda: graphs.eagerly("numpy", _f)),
     ("fn", lambda: graphs.eagerly("torch", None)),
     ("decisions", lambda: graphs.decisions_table({})),
