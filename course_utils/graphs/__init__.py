@@ -75,13 +75,14 @@ from course_utils.graphs.training import (
 )
 
 __all__ = [
-    "BUCKET", "COMPILED_STEP", "DYNAMIC", "EAGER_STEP", "GENERIC", "MARKED", "OTHER", "REUSED", "STATIC", "SWEEP", "against_baseline", "batch_for",
-    "cache_worker", "call_times", "capture", "capture_tf", "compare_harnesses", "compile_cache_times",
-    "compile_count_bars", "compile_or_fallback", "count_compiles", "crossover_plot", "cumulative_time",
-    "decisions_table", "dynamic_costs", "dynamic_table", "eager_op_cost", "eager_op_costs", "eagerly",
-    "factor_table", "findings", "first_call_seconds", "forward_step", "fresh_function", "harness_factors",
-    "harness_gap", "harness_table", "loss_difference_plot", "loss_tolerance", "max_abs_diff", "overhead_model", "overhead_plot",
-    "overhead_table", "parts_table", "ran_compiled", "run_losses", "same_outputs", "side_by_side", "size_sweep",
-    "stack", "step_medians", "step_parts", "step_table", "step_times", "strategy_counts", "tf_retracing_warnings", "timed_pair",
-    "torch_compile_log", "torch_graph_breaks", "torch_graph_count", "trace_calls", "trace_step", "traced_table",
+    "against_baseline", "batch_for", "BUCKET", "cache_worker", "call_times", "capture", "capture_tf",
+    "compare_harnesses", "compile_cache_times", "compile_count_bars", "compile_or_fallback", "COMPILED_STEP",
+    "count_compiles", "crossover_plot", "cumulative_time", "decisions_table", "DYNAMIC", "dynamic_costs",
+    "dynamic_table", "eager_op_cost", "eager_op_costs", "EAGER_STEP", "eagerly", "factor_table", "findings",
+    "first_call_seconds", "forward_step", "fresh_function", "GENERIC", "harness_factors", "harness_gap",
+    "harness_table", "loss_difference_plot", "loss_tolerance", "MARKED", "max_abs_diff", "OTHER", "overhead_model",
+    "overhead_plot", "overhead_table", "parts_table", "ran_compiled", "REUSED", "run_losses", "same_outputs",
+    "side_by_side", "size_sweep", "stack", "STATIC", "step_medians", "step_parts", "step_table", "step_times",
+    "strategy_counts", "SWEEP", "tf_retracing_warnings", "timed_pair", "torch_compile_log", "torch_graph_breaks",
+    "torch_graph_count", "trace_calls", "trace_step", "traced_table",
 ]

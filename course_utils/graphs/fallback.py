@@ -13,10 +13,10 @@ import numpy as np
 
 from course_utils import calls, declare, display, env, interop
 from course_utils.declare import NonEmpty, Range
+from course_utils.graphs.recompiles import first_line
 
 Framework = Literal["torch", "jax", "tensorflow"]
 Tolerance = Annotated[float, Range(0, 1e6)]
-from course_utils.graphs.recompiles import first_line
 
 # The switch each framework offers to run compiled code eagerly, as the notebook shows it.
 EAGER_SWITCHES = {

@@ -166,7 +166,8 @@ def step_parts(models: Annotated[Sequence[Any], MinItems(2)], steps: Annotated[S
     rounds; ``models`` and ``steps`` are the notebook's (eager, compiled) pairs, called after the steps ran."""
     optimizers = [getattr(s, "optimizer", None) for s in steps]
     if len(models) != 2 or len(steps) != 2 or any(o is None for o in optimizers):
-        raise ValueError("models and steps must be (eager, compiled) pairs, the steps from cu.models.torch_sgd_step (they carry .optimizer)")
+        raise ValueError("models and steps must be (eager, compiled) pairs, the steps from cu.models.torch_sgd_step "
+                         "(they carry .optimizer)")
     found = {}
     for name, (eager, compiled, args) in {
             "forward + backward": (*(_forward_backward(m, o) for m, o in zip(models, optimizers)), (batch,)),

@@ -235,7 +235,8 @@ def _timed(make: Callable[[int], tuple[Callable[..., Any], tuple]], size: int, n
 
 @declare.checked
 def chain_medians(frameworks: Annotated[Sequence[Literal["torch", "jax", "tensorflow"]], NonEmpty, declare.Unique],
-                  size: Annotated[int, declare.Range(1, MAX_ELEMENTS)], *, rounds: Annotated[int, declare.Range(2, 20)] = 2,
+                  size: Annotated[int, declare.Range(1, MAX_ELEMENTS)], *,
+                  rounds: Annotated[int, declare.Range(2, 20)] = 2,
                   min_time: Annotated[float, declare.Range(0, 60, low_open=True)] = 0.2,
                   threads: Annotated[int, declare.Range(1, 1024)] | None = None) -> dict[str, float]:
     """What one fresh process measures for ``cu.fresh.replicate``: notebook 00's chain on ``size`` floats, each

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from course_utils import calls, intervals, measuring, timing
-from course_utils.measuring import allocator, hierarchy, kernels, limits, peak, plots, regimes, speedups, workloads  # noqa: F401
+from course_utils.measuring import hierarchy, regimes, speedups
 
 CACHES = {"L1d": 48 * 2**10, "L2": 2 * 2**20, "L3": 32 * 2**20}
 

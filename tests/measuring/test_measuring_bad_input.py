@@ -9,7 +9,7 @@ import pytest
 from badinput import rejects
 
 from course_utils import intervals, machine, measuring, roofline, timing
-from course_utils.measuring import allocator, hierarchy, kernels, limits, peak, plots, regimes, speedups, workloads  # noqa: F401
+from course_utils.measuring import allocator, hierarchy, kernels, limits, regimes, speedups, workloads
 
 NAN, INF = math.nan, math.inf
 M = timing.Measurement("m", (1e-3,))

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from course_utils import measuring
-from course_utils.measuring import allocator, hierarchy, kernels, limits, peak, plots, regimes, speedups, workloads  # noqa: F401
+from course_utils.measuring import hierarchy
 from course_utils.measuring.cliffs import Cliff, find_cliffs
 
 K, M = 2**10, 2**20

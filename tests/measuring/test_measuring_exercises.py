@@ -3,8 +3,8 @@ slip), and says 'not attempted' for None; none depends on the machine's load."""
 
 from __future__ import annotations
 
-from course_utils import exercises, measuring, roofline
-from course_utils.measuring import allocator, hierarchy, kernels, limits, peak, plots, regimes, speedups, workloads  # noqa: F401
+from course_utils import exercises, roofline
+from course_utils.measuring import speedups
 
 MACHINE = roofline.Machine("torch", "cpu", {"triad": 2e10}, {"mm": 1e11})
 

@@ -6,8 +6,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from course_utils import measuring, timing
-from course_utils.measuring import allocator, hierarchy, kernels, limits, peak, plots, regimes, speedups, workloads  # noqa: F401
-from course_utils.measuring import kernels, peak
+from course_utils.measuring import hierarchy, kernels, peak
 
 
 def test_theoretical_peak_multiplies_its_factors(monkeypatch: pytest.MonkeyPatch) -> None:
