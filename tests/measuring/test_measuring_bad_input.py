@@ -69,8 +69,6 @@ BAD_CALLS = [
     (lambda: hierarchy.HierarchySweep((0,), (1e9,), {}), "working_sets"),
     (lambda: hierarchy.HierarchySweep((2**14, 2**15), (1e9,), {}), "bandwidths"),
     (lambda: hierarchy.HierarchySweep((2**14,), 1e9, {}), "bandwidths"),
-    (lambda: SWEEP.level_of(-1), "working_set"),
-    (lambda: SWEEP.reported_level(0), "working_set"),
     (lambda: measuring.default_working_sets(10), "largest"),
     (lambda: measuring.default_working_sets(2**70), "largest"),
     (lambda: measuring.default_working_sets(2**20, step=1), "step"),
