@@ -366,16 +366,16 @@ v_roofline.prose()
 #
 #
 # The best-vs-best speed-up is this notebook's headline, so it is timed again in fresh Python processes, one after
-# another (3 at ci and laptop size, 2 at smoke size): each runs section 3's chain, inputs and compile calls for the
-# two fastest frameworks and reports one median per variant, and each process's pair forms one ratio, so the interval
-# is "across N fresh processes". A fresh process cannot import a function defined in a notebook, so it runs
+# another (3 at ci and laptop size, 2 at smoke size): each runs section 3's chain and inputs, the fastest eager
+# framework's chain against the fastest compiler's, and each process's pair forms one ratio, so the interval is
+# "across N fresh processes". A fresh process cannot import a function defined in a notebook, so it runs
 # `cu.measuring.chain_medians` from `course_utils/measuring/workloads.py`.
 
 # %%
 best = {"eager": runs.best("eager"), "compiled": runs.best("compiled")}  # this process's fastest of each
 fresh_chain = cu.fresh.replicate(cu.measuring.chain_medians, n=sizes.processes, kwargs={
-    "frameworks": sorted(set(best.values())), "size": size, "threads": threads})
-fresh_best = fresh_chain.speedup(f"{best['eager']} eager", f"{best['compiled']} compiled")
+    **best, "size": size, "threads": threads})
+fresh_best = fresh_chain.speedup("eager", "compiled")
 print(f"{cu.measuring.variant_name(best['compiled'], True)} over {cu.measuring.variant_name(best['eager'], False)}, "
       f"across fresh processes: {fresh_best}")
 print(f"in this process, for comparison: {runs.best_vs_best()}")

@@ -205,22 +205,22 @@ def _timed(make: Callable[[int], tuple[Callable[..., Any], tuple]], size: int, n
 
 
 @declare.checked
-def chain_medians(frameworks: Frameworks, size: Size, *,
-                  rounds: Annotated[int, Range(2, 20)] = 2, min_time: MinTime = 0.2,
-                  threads: Annotated[int, Range(1, 1024)] | None = None) -> dict[str, float]:
-    """What one fresh process measures for ``cu.fresh.replicate``: notebook 00's chain on ``size`` floats, each
-    framework's eager and compiled (torch.compile, jax.jit, tf.function(jit_compile=True)) in alternating rounds
-    after ``warm_allocator``, with ``threads`` torch threads: {"<framework> eager"/"... compiled": median s}."""
+def chain_medians(eager: Framework, compiled: Framework, size: Size, *, rounds: Annotated[int, Range(2, 20)] = 2,
+                  min_time: MinTime = 0.2, threads: Annotated[int, Range(1, 1024)] | None = None) -> dict[str, float]:
+    """What one fresh process measures for ``cu.fresh.replicate``: notebook 00's chain on ``size`` floats, eager in
+    framework ``eager`` against compiled (torch.compile, jax.jit, tf.function(jit_compile=True)) in ``compiled``, in
+    alternating rounds after ``warm_allocator``, ``threads`` torch threads: {"eager", "compiled": median seconds}."""
     import torch
 
     if threads is not None:
         torch.set_num_threads(threads)
-    _, _, inputs = chain_inputs(frameworks, size)
-    chains = {fw: models.chain_for(fw) for fw in frameworks}
-    compiled = {fw: _compile(fw, chains[fw]) for fw in frameworks}
+    _, _, inputs = chain_inputs(sorted({eager, compiled}), size)
+    fns = {"eager": (models.chain_for(eager), inputs[eager]),
+           "compiled": (_compile(compiled, models.chain_for(compiled)), inputs[compiled])}
     warm_allocator()
-    runs = time_chains(inputs, {"eager": chains, "compiled": compiled}, rounds=rounds, min_time=min_time)
-    return {f"{fw} {variant}": runs.time(variant, fw).median for variant in ("eager", "compiled") for fw in frameworks}
+    found = timing.interleaved({k: (lambda f=f, a=a: f(*a)) for k, (f, a) in fns.items()}, rounds=rounds,
+                               min_time=min_time)
+    return {k: m.median for k, m in found.items()}
 
 
 def _compile(framework: str, fn: Callable[..., Any]) -> Callable[..., Any]:
