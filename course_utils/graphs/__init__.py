@@ -1,24 +1,8 @@
 """Lesson package of notebook 01 (``01_dynamic_vs_static``): what a compiler sees that eager execution cannot.
-
 The notebook writes the compile calls (``torch.compile``, ``jax.jit``, ``tf.function(jit_compile=True)``,
-``block.compile()``, ``set_stance``); these helpers take what it compiled, then measure, plot and explain it.
-
-- ``capture``: the same function as an FX graph, a jaxpr and a tf.Graph, ops counted, side by side;
-- ``breakeven``: eager against compiled in turns, the break-even call count, the small-size per-call overhead
-  model (fed with the run's compiled call cost from ``cu.machine.figures()``);
-- ``sweep``: eager against compiled across sizes, each size compiled afresh by the learner's call (01 and 02);
-- ``cache``: one job's compile, cold, warm from the local cache and warm from portable artifacts, each in a fresh
-  process (``workers/compile_cache.py``); notebook 07 reads its seconds;
-- ``regional``: a stack of identical blocks, compile time with the caches off, step times in turns;
-- ``recompiles``: compilations per shape, Dynamo's guards and recompiles logs, TF's retracing warning, and
-  the one ``GraphBreaks`` (also used by notebooks 02 and 07);
-- ``fallback``: compile, check against eager, or fall back; the switches that turn compilation off;
-- ``training``: a whole SGD step, compiled, against the same program run eagerly; its parts;
-- ``steptrace``, ``traced``: profiler traces of the step and of the chain's dispatches;
-- ``harness``: the sweep's speed-up at notebook 00's size against 00's own harness, each factor timed apart;
-- ``dynamic``: what ``dynamic=True`` and ``mark_dynamic`` cost per call against a fresh static graph;
-- ``findings``: the lesson's predictions, each declared once with a sentence per outcome (``cu.findings``);
-- ``plots``: the lesson's figures; ``exercises``: the checkers of its exercises.
+``block.compile()``, ``set_stance``); these helpers take what it compiled, then measure, plot and explain it, one
+module per section (capture, breakeven, sweep, cache, regional, recompiles, fallback, training, steptrace, traced,
+harness, dynamic), the predictions in ``findings``, the figures in ``plots``, the exercises' checkers in ``exercises``.
 """
 
 from course_utils.graphs import exercises as _exercises  # noqa: F401  (registers the exercise checkers)

@@ -1,12 +1,7 @@
-"""Notebook 00 (measuring without fooling yourself): the two clock readings of one call, the learner's chains timed
-in alternating rounds (``ChainRuns``: every speed-up with its interval), the overhead sweep read off its curve, the
-memory-hierarchy sweep with its levels read off its own cliffs (``cliffs``), the computed FP32 peak, the library
-behind each framework's matmul, Amdahl's law, the notebook's predictions (``findings``: each declared once, scored
-in the notebook), and the checkers of 00's exercises.
-
-The machine's roofs, page-fault cost and compiled-call cost are core (``cu.machine.figures()``): measured once per
-run and read by every notebook.
-"""
+"""Notebook 00 (measuring without fooling yourself): the clock pair of one call, the chains timed in alternating
+rounds (``ChainRuns``), the overhead sweep and the memory hierarchy read off their own curves, the computed peak, the
+library behind each matmul, Amdahl, the predictions (``findings``) and the exercises' checkers. The machine's roofs
+and costs are core (``cu.machine.figures()``)."""
 
 from course_utils.measuring import exercises as _exercises  # noqa: F401  (registers the exercise checkers)
 from course_utils.measuring import findings
