@@ -94,7 +94,7 @@ class CacheTimes:
 
 @declare.checked
 def compile_cache_times(depth: Annotated[int, Range(1, MAX_DEPTH)] = 4, width: Annotated[int, Range(1, MAX_WIDTH)] = 32,
-                        *, timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> CacheTimes:
+                        *, timeout: Annotated[float, Range(1, 3600)] | None = calls.DEFAULT_TIMEOUT) -> CacheTimes:
     """The first call of ``torch.compile(stack(depth, width))`` in three fresh processes (module docstring), each
     under ``timeout`` seconds (None: the size's default for a compile)."""
     timeout = calls.default_timeout() if timeout is None else timeout
