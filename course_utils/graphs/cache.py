@@ -20,6 +20,7 @@ from course_utils.graphs.regional import MAX_DEPTH, MAX_WIDTH
 
 WORKER = Path(__file__).resolve().parent.parent / "workers" / "compile_cache.py"
 COLD, PORTABLE, LOCAL = "cold", "portable", "local"
+PROCESS_TIMEOUTS = 4  # a fresh process's default limit, in the size's default limits for learner code
 _HOW = {COLD: "empty cache folder; then save_cache_artifacts()",
         PORTABLE: "another empty folder + load_cache_artifacts()",
         LOCAL: "the cold run's own folder (persistent cache)"}
@@ -96,8 +97,9 @@ class CacheTimes:
 def compile_cache_times(depth: Annotated[int, Range(1, MAX_DEPTH)] = 4, width: Annotated[int, Range(1, MAX_WIDTH)] = 32,
                         *, timeout: Annotated[float, Range(1, 3600)] | None = calls.DEFAULT_TIMEOUT) -> CacheTimes:
     """The first call of ``torch.compile(stack(depth, width))`` in three fresh processes (module docstring), each
-    under ``timeout`` seconds (None: the size's default for a compile)."""
-    timeout = calls.default_timeout() if timeout is None else timeout
+    under ``timeout`` seconds (None: ``PROCESS_TIMEOUTS`` x the size's default for learner code: a fresh process
+    imports torch and compiles cold, a few times one compile in a warm process)."""
+    timeout = PROCESS_TIMEOUTS * calls.default_timeout() if timeout is None else timeout
     runs: dict[str, Run] = {}
     with tempfile.TemporaryDirectory(prefix="compile-cache-") as tmp:
         first, other, artifacts = Path(tmp, "cold"), Path(tmp, "portable"), Path(tmp, "artifacts.bin")
@@ -115,7 +117,11 @@ def compile_cache_times(depth: Annotated[int, Range(1, MAX_DEPTH)] = 4, width: A
 def _run(mode: str, artifacts: Path, folder: Path, depth: int, width: int, timeout: float) -> dict[str, Any]:
     environ = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(folder)}
     command = [sys.executable, str(WORKER), mode, str(artifacts), "--depth", str(depth), "--width", str(width)]
-    done = subprocess.run(command, env=environ, capture_output=True, text=True, timeout=timeout, check=False)
+    try:
+        done = subprocess.run(command, env=environ, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise TimeoutError(f"the {mode} run of {WORKER.name} ran past timeout={timeout:g} s and was stopped; pass a "
+                           "larger timeout to allow more") from None
     if done.returncode != 0:
         raise RuntimeError(f"the {mode} run of {WORKER.name} failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
     lines = done.stdout.strip().splitlines()
