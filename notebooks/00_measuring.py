@@ -364,7 +364,6 @@ v_roofline.prose()
 # up by $1 / \sum_i w_i / s_i$: the time-weighted harmonic mean (Amdahl's law). The table is **computed** from
 # the chain's best-vs-best speed-ups, with and without its `tanh`, the rest of the step assumed unchanged.
 #
-#
 # The best-vs-best speed-up is this notebook's headline, so it is timed again in fresh Python processes, one after
 # another (3 at ci and laptop size, 2 at smoke size): each runs section 3's chain and inputs, the fastest eager
 # framework's chain against the fastest compiler's, and each process's pair forms one ratio, so the interval is
