@@ -141,7 +141,7 @@ def default_working_sets(largest: Annotated[int, Range(2**15, MAX_WORKING_SET)] 
 
 @declare.checked
 def sweep_hierarchy(working_sets: Annotated[Sequence[WorkingSet], NonEmpty, declare.MaxItems(40)] | None = None, *,
-                    min_time: Annotated[float, Range(0, 10, low_open=True)] = 0.05) -> HierarchySweep:
+                    min_time: Annotated[float, Range(1e-3, 10)] = 0.05) -> HierarchySweep:
     """Time ``dst.copy_(src)`` (torch, preallocated) for each working set (bytes of src + dst)."""
     import torch
 

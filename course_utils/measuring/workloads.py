@@ -124,6 +124,8 @@ def time_chains(inputs: Annotated[Mapping[Framework, tuple], NonEmpty],
     """Time every function of ``variants`` (variant -> {framework: f(x, bias)}) on that framework's ``inputs`` in one
     ``timing.interleaved`` call of ``rounds`` rounds, so any two pair into an interval; a compiled function's first
     call (its compile) is reported apart."""
+    if not {"eager", "compiled"} <= set(variants):
+        raise ValueError(f"variants must hold 'eager' and 'compiled' (and may hold more); got {sorted(variants)}")
     timed: dict[str, Callable[[], Any]] = {}
     for variant, fns in variants.items():
         for name, fn in fns.items():
@@ -206,7 +208,7 @@ def _timed(make: Callable[[int], tuple[Callable[..., Any], tuple]], size: int, n
 
 @declare.checked
 def chain_medians(eager: Framework, compiled: Framework, size: Size, *, rounds: Annotated[int, Range(2, 20)] = 2,
-                  min_time: MinTime = 0.2, threads: Annotated[int, Range(1, 1024)] | None = None) -> dict[str, float]:
+                  min_time: Annotated[float, Range(0.01, 60)] = 0.2, threads: Annotated[int, Range(1, 1024)] | None = None) -> dict[str, float]:
     """What one fresh process measures for ``cu.fresh.replicate``: notebook 00's chain on ``size`` floats, eager in
     framework ``eager`` against compiled (torch.compile, jax.jit, tf.function(jit_compile=True)) in ``compiled``, in
     alternating rounds after ``warm_allocator``, ``threads`` torch threads: {"eager", "compiled": median seconds}."""
