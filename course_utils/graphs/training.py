@@ -110,7 +110,8 @@ def _pair(eager: Callable[[], Any], compiled: Callable[[], Any], rounds: int, mi
 @declare.checked
 def step_medians(batch: Annotated[int, Range(1, 2**16)], *, lr: Annotated[float, Range(1e-6, 10)] = 0.1,
                  warmup: Annotated[int, Range(1, 100)] = 3, rounds: Annotated[int, Range(2, 20)] = 2,
-                 min_time: Annotated[float, Range(0.01, 60)] = 0.2, threads: Annotated[int, Range(1, 1024)] | None = None) -> dict[str, float]:
+                 min_time: Annotated[float, Range(0.01, 60)] = 0.2,
+                 threads: Annotated[int, Range(1, 1024)] | None = None) -> dict[str, float]:
     """What one fresh process measures for ``cu.fresh.replicate``: section 8's torch step (``torch.compile(model)``
     plus a compiled ``optimizer.step``) against the same step on an eager model, batch ``batch`` of the classification
     data, ``warmup`` steps each, then alternating rounds: {EAGER_STEP, COMPILED_STEP: median seconds}."""

@@ -208,7 +208,8 @@ def _timed(make: Callable[[int], tuple[Callable[..., Any], tuple]], size: int, n
 
 @declare.checked
 def chain_medians(eager: Framework, compiled: Framework, size: Size, *, rounds: Annotated[int, Range(2, 20)] = 2,
-                  min_time: Annotated[float, Range(0.01, 60)] = 0.2, threads: Annotated[int, Range(1, 1024)] | None = None) -> dict[str, float]:
+                  min_time: Annotated[float, Range(0.01, 60)] = 0.2,
+                  threads: Annotated[int, Range(1, 1024)] | None = None) -> dict[str, float]:
     """What one fresh process measures for ``cu.fresh.replicate``: notebook 00's chain on ``size`` floats, eager in
     framework ``eager`` against compiled (torch.compile, jax.jit, tf.function(jit_compile=True)) in ``compiled``, in
     alternating rounds after ``warm_allocator``, ``threads`` torch threads: {"eager", "compiled": median seconds}."""
