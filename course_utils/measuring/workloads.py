@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 
-from course_utils import calls, declare, devices, env, models, timing, validate
+from course_utils import calls, declare, devices, env, interop, models, timing, validate
 from course_utils.declare import NonEmpty, Range
 from course_utils.measuring.allocator import outputs_worth, warm_allocator
 from course_utils.measuring.speedups import ChainRuns, variant_name
@@ -219,20 +219,8 @@ def chain_medians(eager: Framework, compiled: Framework, size: Size, *, rounds: 
         torch.set_num_threads(threads)
     _, _, inputs = chain_inputs(sorted({eager, compiled}), size)
     fns = {"eager": (models.chain_for(eager), inputs[eager]),
-           "compiled": (_compile(compiled, models.chain_for(compiled)), inputs[compiled])}
+           "compiled": (interop.compile_default(compiled, models.chain_for(compiled)), inputs[compiled])}
     warm_allocator()
     found = timing.interleaved({k: (lambda f=f, a=a: f(*a)) for k, (f, a) in fns.items()}, rounds=rounds,
                                min_time=min_time)
     return {k: m.median for k, m in found.items()}
-
-
-def _compile(framework: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-    if framework == "torch":
-        import torch
-
-        return torch.compile(fn)
-    if framework == "jax":
-        import jax
-
-        return jax.jit(fn)
-    return env.import_tensorflow().function(fn, jit_compile=True)
