@@ -48,6 +48,7 @@ class Run:
         return self.libraries_after - self.libraries_before
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class CacheTimes:
     """The three runs of ``compile_cache_times``; ``cold``, ``portable`` and ``local`` are seconds of the first
@@ -131,6 +132,7 @@ def _run(mode: str, artifacts: Path, folder: Path, depth: int, width: int, timeo
         raise RuntimeError(f"the {mode} run of {WORKER.name} printed no result:\n{done.stdout[-1000:]}") from None
 
 
+@declare.checked
 def cache_worker() -> Any:
     """The worker's source, syntax-highlighted in a notebook: what each of the three processes runs."""
     from IPython.display import Code

@@ -18,6 +18,7 @@ from course_utils.declare import NonEmpty
 _TF_NON_COMPUTE = frozenset({"Placeholder", "Const", "Identity", "NoOp", "IdentityN"})
 
 
+@declare.checked
 @dataclass(frozen=True)
 class Capture:
     """One function as a framework's compiler sees it: the printed graph and its compute ops in order."""
@@ -42,6 +43,7 @@ class Capture:
         return f"<b>{escape(self.framework)}: {self.count} ops</b><pre>{escape(self.text)}</pre>"
 
 
+@declare.checked
 class GraphRecorder:
     """A torch.compile backend that records each FX graph Dynamo gives it and runs it unchanged: every (re)compile
     appends one graph, so ``count`` is the number of compilations."""
@@ -94,6 +96,7 @@ def fresh_function(fn: Callable[..., Any]) -> Callable[..., Any]:
     return copy
 
 
+@declare.checked
 def fresh_if_function(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fresh_function(fn)`` for a Python function; any other callable (a module, a builtin) unchanged."""
     return fresh_function(fn) if isinstance(fn, types.FunctionType) else fn
@@ -138,6 +141,7 @@ def capture(framework: Literal["torch", "jax", "tensorflow", "tf"], fn: Callable
     return {"torch": capture_torch, "jax": capture_jax, "tensorflow": capture_tf}[name](fn, *args)
 
 
+@declare.checked
 @dataclass(frozen=True)
 class SideBySide:
     """Several captures shown as columns (HTML) or one after another (text)."""

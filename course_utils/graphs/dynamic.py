@@ -18,6 +18,7 @@ MARKED = "mark_dynamic(x, 0)"
 REUSED = "reused from another size (default)"
 
 
+@declare.checked
 def torch_graph_count() -> int:
     """Graphs Dynamo has compiled in this process so far (its ``unique_graphs`` counter)."""
     import torch._dynamo.utils

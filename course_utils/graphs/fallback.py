@@ -26,6 +26,7 @@ EAGER_SWITCHES = {
 }
 
 
+@declare.checked
 @dataclass(frozen=True)
 class CompileDecision:
     """The function to call (compiled or eager), whether compilation was kept, and why, in one line."""

@@ -129,6 +129,7 @@ def torch_graph_breaks(fn: Callable[..., Any], *args: Any) -> GraphBreaks:
     return GraphBreaks(explained.graph_count, explained.graph_break_count, reasons)
 
 
+@declare.checked
 def first_line(text: str, limit: int = 160) -> str:
     """The first non-blank line of ``text``, cut to ``limit`` characters."""
     line = next((s.strip() for s in text.splitlines() if s.strip()), "")
@@ -139,6 +140,7 @@ def first_line(text: str, limit: int = 160) -> str:
 # TORCH_LOGS, captured
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class CompileLog:
     """What ``TORCH_LOGS=guards,recompiles`` printed while a function compiled and recompiled."""

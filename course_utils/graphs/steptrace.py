@@ -36,6 +36,7 @@ def _seconds(trace: profile.Trace, pattern: str) -> float:
     return sum(e.duration for e in trace.select(pattern).events) if trace.count(pattern) else 0.0
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class StepTrace:
     """An eager and a compiled trace of ``steps`` training steps; every figure is per step."""

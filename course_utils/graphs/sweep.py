@@ -17,6 +17,7 @@ MAX_SIZES = 32
 MAX_SIZE = 2**28
 
 
+@declare.checked
 @dataclass(frozen=True)
 class SizeSweep:
     """Per framework and size: eager and compiled timings, the largest difference between their results over

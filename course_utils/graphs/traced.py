@@ -19,6 +19,7 @@ DISPATCH_EVENTS = {
 }
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class TracedCalls:
     """Dispatches per call counted from an eager and a compiled trace of the same function."""

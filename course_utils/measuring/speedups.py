@@ -36,6 +36,7 @@ EAGER_POLY, COMPILED_POLY = "eager, no tanh", "compiled, no tanh"
 ESTIMATE = "geometric mean of the {n} per-round ratios"  # what the tables' speed-ups are, said where they print
 
 
+@declare.checked
 def short(s: intervals.Speedup) -> str:
     """'3.04x (2.95x to 3.12x)': a speed-up and its interval, for a table cell."""
     return f"{s.ratio:.3g}x ({s.low:.3g}x to {s.high:.3g}x)"
