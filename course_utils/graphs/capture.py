@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from course_utils import declare, display, env, validate
 from course_utils.declare import NonEmpty
@@ -135,9 +135,9 @@ def capture_tf(fn: Callable[..., Any], *args: Any) -> Capture:
 
 
 @declare.checked
-def capture(framework: Literal["torch", "jax", "tensorflow", "tf"], fn: Callable[..., Any], *args: Any) -> Capture:
+def capture(framework: declare.Text, fn: Callable[..., Any], *args: Any) -> Capture:
     """``capture_torch``, ``capture_jax`` or ``capture_tf`` by name ('torch', 'jax', 'tensorflow'/'tf')."""
-    name = validate.framework(framework)
+    name = validate.framework(framework)  # by hand: it also takes "pytorch" and "tf", in any case
     return {"torch": capture_torch, "jax": capture_jax, "tensorflow": capture_tf}[name](fn, *args)
 
 
