@@ -54,6 +54,18 @@ import course_utils as cu
 
 cu.notebook.setup()
 
+# %%
+sizes = cu.env.sizes(
+    min_time=dict(ci=0.05, cpu=0.2),  # seconds of timed calls per measurement (multiples of it for longer ones)
+    chain=dict(ci=2**16, cpu=2**20, gpu=2**24),  # floats in section 2's gelu chain
+    depth=dict(ci=4, cpu=8),  # blocks in section 3's stack
+    chain_00=dict(ci=2**20, cpu=2**23, gpu=2**26, tpu=2**26),  # notebook 00's chain size (its sizes table)
+    sweep=dict(ci=[2**4, 2**8, 2**12, 2**16], cpu=[2**k for k in range(4, 23, 3)]),  # section 4's chain sizes
+    batch=dict(ci=256, cpu=1024),  # rows per batch of section 8's training step
+    processes=dict(smoke=2, ci=3, cpu=3),  # fresh processes that time the seed's claim again
+)
+sizes
+
 # %% slideshow={"slide_type": "skip"}
 import numpy as np
 import torch
@@ -65,7 +77,7 @@ if "jax" in FW:
 if "tensorflow" in FW:
     tf = cu.env.import_tensorflow()
 chains = {fw: cu.models.chain_for(fw) for fw in FW}  # x + GELU(x + bias), bound to each framework's tanh
-MIN_TIME = cu.env.pick(ci=0.05, cpu=0.2)  # seconds of timed calls per measurement
+MIN_TIME = sizes.min_time  # seconds of timed calls per measurement
 ROUNDS = 6  # alternating rounds per comparison: the pairs behind every 95% interval
 
 
@@ -136,7 +148,7 @@ def compile_fresh(fw, fn):
     return tf.function(fn, jit_compile=True)
 
 
-N = cu.env.pick(ci=2**16, cpu=2**20, gpu=2**24)
+N = sizes.chain
 compiled = {fw: compile_fresh(fw, chains[fw]) for fw in FW}
 args = {fw: inputs(fw, N) for fw in FW}
 timed = {fw: cu.graphs.timed_pair(chains[fw], compiled[fw], args[fw], label=fw, rounds=ROUNDS, min_time=2 * MIN_TIME)
@@ -184,7 +196,7 @@ v_compile.prose()
 # **Prediction**: both warm processes pay less than a third of the cold first call.
 
 # %%
-DEPTH, WIDTH = cu.env.pick(ci=4, cpu=8), 32
+DEPTH, WIDTH = sizes.depth, 32
 cu.graphs.cache_worker()
 
 # %%
@@ -280,8 +292,8 @@ figures = cu.machine.figures()  # measured once per run, by the first notebook t
 figures
 
 # %%
-SIZE_00 = cu.env.pick(ci=2**20, cpu=2**23, gpu=2**26, tpu=2**26)  # notebook 00's chain size
-SIZES = sorted({*cu.env.pick(ci=[2**4, 2**8, 2**12, 2**16], cpu=[2**k for k in range(4, 23, 3)]), SIZE_00})
+SIZE_00 = sizes.chain_00  # notebook 00's chain size
+SIZES = sorted({*sizes.sweep, SIZE_00})
 sweep = cu.graphs.size_sweep(chains, compile_fresh, SIZES, inputs, min_time=MIN_TIME)
 cu.plotting.sweep_plot(SIZES, sweep.series, title="gelu chain: time per call vs size (band: quartiles)")
 
@@ -639,7 +651,7 @@ v_fallback.prose()
 # (per-op overhead dominates) every compiled step is faster than its own eager step (interval above 1x).
 
 # %%
-BATCH = cu.env.pick(ci=256, cpu=1024)
+BATCH = sizes.batch
 LR, STEPS = 0.1, 20
 torch_models = (cu.models.torch_mlp(), torch.compile(cu.models.torch_mlp()))
 torch_steps = tuple(cu.models.torch_sgd_step(m, lr=LR) for m in torch_models)
@@ -659,8 +671,8 @@ cu.graphs.loss_difference_plot(list(runs.values()))
 
 # %%
 # NBVAL_CHECK_OUTPUT
-# float32 rounding on CPU; GPUs and TPUs may use TF32 or bf16 passes for float32 matmuls: hence the looser bound
-TOL = cu.env.pick(ci=1e-4, cpu=1e-4, gpu=1e-2, tpu=1e-2)
+# float32 rounding on CPU; TPUs (bf16 passes) and Ampere GPUs (TF32) round more: the device plan's tolerance
+TOL = cu.graphs.loss_tolerance()
 for fw, run in runs.items():
     assert run.max_abs_diff < TOL, (fw, run.max_abs_diff)
     print(f"{fw:<10} {STEPS} losses of the compiled step equal eager (max abs diff < {TOL:g}): True")
@@ -690,10 +702,23 @@ v_step.prose()
 # speed-up). A PyTorch team's baseline is PyTorch eager, so we score the claim on the training step against
 # **torch eager**.
 # **Prediction** (the seed's claim, on this model): `torch.compile` saves at least 30% of the step (interval above 1.43x).
+#
+# The claim is about any run, not this process: the step is timed again in fresh Python processes, one after another
+# (3 at ci and laptop size, 2 at smoke size), each process's two medians paired into one ratio, so its interval is
+# "across N fresh processes"; section 8's interval stays beside it, "in this process". A fresh process cannot import
+# a notebook's function, so it runs `cu.graphs.step_medians` from `course_utils/graphs/training.py`: section 8's
+# torch recipe (`torch.compile(model)` plus a compiled `optimizer.step`, same MLP, batch, learning rate, threads).
+
+# %%
+fresh_steps = cu.fresh.replicate(cu.graphs.step_medians, n=sizes.processes, kwargs={
+    "batch": BATCH, "lr": LR, "rounds": 2, "min_time": 4 * MIN_TIME, "threads": torch.get_num_threads()})
+fresh_step = fresh_steps.speedup(cu.graphs.EAGER_STEP, cu.graphs.COMPILED_STEP)
+print(f"torch.compile step over torch eager, across fresh processes: {fresh_step}")
+fresh_steps
 
 # %%
 v_seed = cu.graphs.findings.SEED.score(cu.findings.above("torch.compile over torch eager, training step",
-                                                        step_speed["torch"], 1 / 0.7))
+                                                        fresh_step, 1 / 0.7), in_process=str(step_speed["torch"]))
 v_seed
 
 # %%
@@ -708,7 +733,9 @@ for fw in FW:
         cu.notebook.Row(f"{fw}: training step over own eager", step_speed[fw].ratio, "x",
                         f"MLP, batch {BATCH}; {step_speed[fw]}"),
     ]
-rows += [cu.notebook.Row("torch: cold compile of the stack, fresh process", cache.cold, "s", f"{DEPTH} blocks"),
+rows += [cu.notebook.Row("torch: training step over torch eager", fresh_step.ratio, "x",
+                        f"MLP, batch {BATCH}; geometric mean, {fresh_step.interval}"),
+         cu.notebook.Row("torch: cold compile of the stack, fresh process", cache.cold, "s", f"{DEPTH} blocks"),
          cu.notebook.Row("torch: warm compile (local cache), fresh process", cache.local, "s", f"{DEPTH} blocks"),
          cu.notebook.Row("torch: regional compile (block.compile())", compile_s["block.compile()"], "s",
                          f"whole model {compile_s['whole model']:.2g} s")]

@@ -1,24 +1,8 @@
 """Lesson package of notebook 01 (``01_dynamic_vs_static``): what a compiler sees that eager execution cannot.
-
 The notebook writes the compile calls (``torch.compile``, ``jax.jit``, ``tf.function(jit_compile=True)``,
-``block.compile()``, ``set_stance``); these helpers take what it compiled, then measure, plot and explain it.
-
-- ``capture``: the same function as an FX graph, a jaxpr and a tf.Graph, ops counted, side by side;
-- ``breakeven``: eager against compiled in turns, the break-even call count, the small-size per-call overhead
-  model (fed with the run's compiled call cost from ``cu.machine.figures()``);
-- ``sweep``: eager against compiled across sizes, each size compiled afresh by the learner's call (01 and 02);
-- ``cache``: one job's compile, cold, warm from the local cache and warm from portable artifacts, each in a fresh
-  process (``workers/compile_cache.py``); notebook 07 reads its seconds;
-- ``regional``: a stack of identical blocks, compile time with the caches off, step times in turns;
-- ``recompiles``: compilations per shape, Dynamo's guards and recompiles logs, TF's retracing warning, and
-  the one ``GraphBreaks`` (also used by notebooks 02 and 07);
-- ``fallback``: compile, check against eager, or fall back; the switches that turn compilation off;
-- ``training``: a whole SGD step, compiled, against the same program run eagerly; its parts;
-- ``steptrace``, ``traced``: profiler traces of the step and of the chain's dispatches;
-- ``harness``: the sweep's speed-up at notebook 00's size against 00's own harness, each factor timed apart;
-- ``dynamic``: what ``dynamic=True`` and ``mark_dynamic`` cost per call against a fresh static graph;
-- ``findings``: the lesson's predictions, each declared once with a sentence per outcome (``cu.findings``);
-- ``plots``: the lesson's figures; ``exercises``: the checkers of its exercises.
+``block.compile()``, ``set_stance``); these helpers take what it compiled, then measure, plot and explain it, one
+module per section (capture, breakeven, sweep, cache, regional, recompiles, fallback, training, steptrace, traced,
+harness, dynamic), the predictions in ``findings``, the figures in ``plots``, the exercises' checkers in ``exercises``.
 """
 
 from course_utils.graphs import exercises as _exercises  # noqa: F401  (registers the exercise checkers)
@@ -61,16 +45,28 @@ from course_utils.graphs.regional import call_times, first_call_seconds, forward
 from course_utils.graphs.steptrace import trace_step
 from course_utils.graphs.sweep import size_sweep
 from course_utils.graphs.traced import trace_calls, traced_table
-from course_utils.graphs.training import batch_for, parts_table, run_losses, step_parts, step_table, step_times
+from course_utils.graphs.training import (
+    COMPILED_STEP,
+    EAGER_STEP,
+    batch_for,
+    loss_tolerance,
+    parts_table,
+    run_losses,
+    step_medians,
+    step_parts,
+    step_table,
+    step_times,
+)
 
 __all__ = [
-    "BUCKET", "DYNAMIC", "GENERIC", "MARKED", "OTHER", "REUSED", "STATIC", "SWEEP", "against_baseline", "batch_for",
-    "cache_worker", "call_times", "capture", "capture_tf", "compare_harnesses", "compile_cache_times",
-    "compile_count_bars", "compile_or_fallback", "count_compiles", "crossover_plot", "cumulative_time",
-    "decisions_table", "dynamic_costs", "dynamic_table", "eager_op_cost", "eager_op_costs", "eagerly",
-    "factor_table", "findings", "first_call_seconds", "forward_step", "fresh_function", "harness_factors",
-    "harness_gap", "harness_table", "loss_difference_plot", "max_abs_diff", "overhead_model", "overhead_plot",
-    "overhead_table", "parts_table", "ran_compiled", "run_losses", "same_outputs", "side_by_side", "size_sweep",
-    "stack", "step_parts", "step_table", "step_times", "strategy_counts", "tf_retracing_warnings", "timed_pair",
-    "torch_compile_log", "torch_graph_breaks", "torch_graph_count", "trace_calls", "trace_step", "traced_table",
+    "against_baseline", "batch_for", "BUCKET", "cache_worker", "call_times", "capture", "capture_tf",
+    "compare_harnesses", "compile_cache_times", "compile_count_bars", "compile_or_fallback", "COMPILED_STEP",
+    "count_compiles", "crossover_plot", "cumulative_time", "decisions_table", "DYNAMIC", "dynamic_costs",
+    "dynamic_table", "eager_op_cost", "eager_op_costs", "EAGER_STEP", "eagerly", "factor_table", "findings",
+    "first_call_seconds", "forward_step", "fresh_function", "GENERIC", "harness_factors", "harness_gap",
+    "harness_table", "loss_difference_plot", "loss_tolerance", "MARKED", "max_abs_diff", "OTHER", "overhead_model",
+    "overhead_plot", "overhead_table", "parts_table", "ran_compiled", "REUSED", "run_losses", "same_outputs",
+    "side_by_side", "size_sweep", "stack", "STATIC", "step_medians", "step_parts", "step_table", "step_times",
+    "strategy_counts", "SWEEP", "tf_retracing_warnings", "timed_pair", "torch_compile_log", "torch_graph_breaks",
+    "torch_graph_count", "trace_calls", "trace_step", "traced_table",
 ]

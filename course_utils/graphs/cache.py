@@ -1,15 +1,7 @@
-"""One job's compile, cold and warm, each in a fresh process: the cost a job pays before its first step.
-
-``compile_cache_times`` runs ``workers/compile_cache.py`` three times on the same model:
-- **cold**: an empty ``TORCHINDUCTOR_CACHE_DIR`` (a new machine); it then saves the portable artifacts
-  (``torch.compiler.save_cache_artifacts()``) to a file;
-- **portable**: another empty cache folder, filled only by ``torch.compiler.load_cache_artifacts()`` from that
-  file (what a job on another machine gets from an artifact store);
-- **local**: the cold run's own folder (a cache kept on a persistent volume of the same machine).
-Seconds are the first call of the compiled model: the worker's module imports and model building are outside
-them, but the first call still pays what Inductor loads and starts on first use (its lazy imports, its compile
-workers, the CPU's instruction-set probes). Notebook 07's cost model reads the cold and warm seconds from here.
-"""
+"""One job's compile, cold and warm, each in a fresh process (``workers/compile_cache.py``): **cold** in an empty
+``TORCHINDUCTOR_CACHE_DIR``, then saving the portable artifacts; **portable** in another empty folder filled by
+``load_cache_artifacts``; **local** in the cold run's own folder. Seconds are the model's first call (Inductor's lazy
+imports and start-up included, the worker's imports not); notebook 07's cost model reads them."""
 
 from __future__ import annotations
 
@@ -20,29 +12,35 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from course_utils import display, validate
+from course_utils import calls, declare, display
+from course_utils.declare import NonNegativeFloat, Range
 from course_utils.graphs.regional import MAX_DEPTH, MAX_WIDTH
 
 WORKER = Path(__file__).resolve().parent.parent / "workers" / "compile_cache.py"
 COLD, PORTABLE, LOCAL = "cold", "portable", "local"
+PROCESS_TIMEOUTS = 4  # a fresh process's default limit, in the size's default limits for learner code
 _HOW = {COLD: "empty cache folder; then save_cache_artifacts()",
         PORTABLE: "another empty folder + load_cache_artifacts()",
         LOCAL: "the cold run's own folder (persistent cache)"}
 
 
+Count = Annotated[int, Range(0)]
+
+
+@declare.checked
 @dataclass(frozen=True)
 class Run:
     """One fresh process's first call: seconds, FX-graph cache hits and misses, compiled libraries (``*.so``) in
     its cache folder before and after the first call, and the seconds ``load_cache_artifacts`` took (0 if none)."""
 
-    seconds: float
-    hits: int
-    misses: int
-    libraries_before: int
-    libraries_after: int
-    load_seconds: float = 0.0
+    seconds: NonNegativeFloat
+    hits: Count
+    misses: Count
+    libraries_before: Count
+    libraries_after: Count
+    load_seconds: NonNegativeFloat = 0.0
 
     @property
     def libraries_built(self) -> int:
@@ -50,6 +48,7 @@ class Run:
         return self.libraries_after - self.libraries_before
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class CacheTimes:
     """The three runs of ``compile_cache_times``; ``cold``, ``portable`` and ``local`` are seconds of the first
@@ -95,12 +94,13 @@ class CacheTimes:
         return self.table()._repr_html_()
 
 
-def compile_cache_times(depth: int = 4, width: int = 32, *, timeout: float = 600.0) -> CacheTimes:
-    """The first call of ``torch.compile(stack(depth, width))`` in three fresh processes (module docstring):
-    cold, warm from the portable artifacts, warm from the local disk cache."""
-    depth = validate.number("depth", depth, low=1, high=MAX_DEPTH, integer=True)
-    width = validate.number("width", width, low=1, high=MAX_WIDTH, integer=True)
-    timeout = validate.number("timeout", timeout, low=1, high=3600)
+@declare.checked
+def compile_cache_times(depth: Annotated[int, Range(1, MAX_DEPTH)] = 4, width: Annotated[int, Range(1, MAX_WIDTH)] = 32,
+                        *, timeout: Annotated[float, Range(1, 3600)] | None = calls.DEFAULT_TIMEOUT) -> CacheTimes:
+    """The first call of ``torch.compile(stack(depth, width))`` in three fresh processes (module docstring), each
+    under ``timeout`` seconds (None: ``PROCESS_TIMEOUTS`` x the size's default for learner code: a fresh process
+    imports torch and compiles cold, a few times one compile in a warm process)."""
+    timeout = PROCESS_TIMEOUTS * calls.default_timeout() if timeout is None else timeout
     runs: dict[str, Run] = {}
     with tempfile.TemporaryDirectory(prefix="compile-cache-") as tmp:
         first, other, artifacts = Path(tmp, "cold"), Path(tmp, "portable"), Path(tmp, "artifacts.bin")
@@ -118,7 +118,11 @@ def compile_cache_times(depth: int = 4, width: int = 32, *, timeout: float = 600
 def _run(mode: str, artifacts: Path, folder: Path, depth: int, width: int, timeout: float) -> dict[str, Any]:
     environ = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(folder)}
     command = [sys.executable, str(WORKER), mode, str(artifacts), "--depth", str(depth), "--width", str(width)]
-    done = subprocess.run(command, env=environ, capture_output=True, text=True, timeout=timeout, check=False)
+    try:
+        done = subprocess.run(command, env=environ, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise TimeoutError(f"the {mode} run of {WORKER.name} ran past timeout={timeout:g} s and was stopped; pass a "
+                           "larger timeout to allow more") from None
     if done.returncode != 0:
         raise RuntimeError(f"the {mode} run of {WORKER.name} failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
     lines = done.stdout.strip().splitlines()
@@ -128,6 +132,7 @@ def _run(mode: str, artifacts: Path, folder: Path, depth: int, width: int, timeo
         raise RuntimeError(f"the {mode} run of {WORKER.name} printed no result:\n{done.stdout[-1000:]}") from None
 
 
+@declare.checked
 def cache_worker() -> Any:
     """The worker's source, syntax-highlighted in a notebook: what each of the three processes runs."""
     from IPython.display import Code

@@ -1,6 +1,5 @@
 """Graph capture: the same Python function as an FX graph (Dynamo), a jaxpr and a tf.Graph, with its compute
-ops counted, shown side by side. Also framework conversions used by the whole lesson.
-"""
+ops counted, shown side by side; and ``fresh_function``, which the whole lesson uses to start Dynamo afresh."""
 
 from __future__ import annotations
 
@@ -10,14 +9,16 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
-from typing import Any
+from typing import Annotated, Any
 
-from course_utils import display, env, validate
+from course_utils import declare, display, env, validate
+from course_utils.declare import NonEmpty
 
 # tf.Graph bookkeeping that is not computation: inputs, constants, pass-throughs.
 _TF_NON_COMPUTE = frozenset({"Placeholder", "Const", "Identity", "NoOp", "IdentityN"})
 
 
+@declare.checked
 @dataclass(frozen=True)
 class Capture:
     """One function as a framework's compiler sees it: the printed graph and its compute ops in order."""
@@ -42,12 +43,10 @@ class Capture:
         return f"<b>{escape(self.framework)}: {self.count} ops</b><pre>{escape(self.text)}</pre>"
 
 
+@declare.checked
 class GraphRecorder:
-    """A torch.compile backend that records each FX graph Dynamo gives it and runs it unchanged (eagerly).
-
-    ``torch.compile(fn, backend=recorder)``: every (re)compilation appends one graph, so ``count`` is the
-    number of compilations and ``graphs[i].graph`` shows what Dynamo captured.
-    """
+    """A torch.compile backend that records each FX graph Dynamo gives it and runs it unchanged: every (re)compile
+    appends one graph, so ``count`` is the number of compilations."""
 
     def __init__(self) -> None:
         self.graphs: list[Any] = []
@@ -84,12 +83,10 @@ def _fx_op_name(node: Any) -> str:
 _FRESH = itertools.count(1)
 
 
+@declare.checked
 def fresh_function(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """A copy of ``fn`` with its own, uniquely named code object, so Dynamo starts from scratch for it.
-
-    Dynamo caches compiled graphs on the code object and remembers which shapes changed per (file, line,
-    name): a copy under a new name has neither, so counting compilations does not depend on earlier cells.
-    """
+    """A copy of ``fn`` with its own, uniquely named code object: Dynamo caches graphs on the code object and
+    remembers changed shapes per (file, line, name), so the copy starts from scratch."""
     if not isinstance(fn, types.FunctionType):
         raise TypeError(f"fn must be a Python function (def or lambda); got {type(fn).__name__}")
     code = fn.__code__.replace(co_name=f"{fn.__code__.co_name}_fresh{next(_FRESH)}")
@@ -99,20 +96,17 @@ def fresh_function(fn: Callable[..., Any]) -> Callable[..., Any]:
     return copy
 
 
+@declare.checked
 def fresh_if_function(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fresh_function(fn)`` for a Python function; any other callable (a module, a builtin) unchanged."""
     return fresh_function(fn) if isinstance(fn, types.FunctionType) else fn
 
 
+@declare.checked
 def capture_torch(fn: Callable[..., Any], *args: Any) -> Capture:
-    """The FX graph Dynamo captures from ``fn(*args)`` (whole graph required; nothing is compiled).
-
-    ``fn`` runs eagerly first, so that an error of its own reaches the caller as itself, not wrapped in
-    Dynamo's ``Unsupported``.
-    """
+    """The FX graph Dynamo captures from ``fn(*args)`` (whole graph required; nothing compiled); ``fn`` runs eagerly
+    first, so an error of its own reaches the caller as itself."""
     import torch
-
-    validate.function("fn", fn)
     fn(*args)
     recorder = GraphRecorder()
     torch.compile(fresh_if_function(fn), backend=recorder, fullgraph=True)(*args)
@@ -121,18 +115,17 @@ def capture_torch(fn: Callable[..., Any], *args: Any) -> Capture:
     return Capture("torch", recorder.ops(0), recorder.graphs[0].code.strip())
 
 
+@declare.checked
 def capture_jax(fn: Callable[..., Any], *args: Any) -> Capture:
     """The jaxpr of ``fn(*args)``: one equation per primitive."""
     import jax
-
-    validate.function("fn", fn)
     closed = jax.make_jaxpr(fn)(*args)
     return Capture("jax", tuple(eqn.primitive.name for eqn in closed.jaxpr.eqns), str(closed).strip())
 
 
+@declare.checked
 def capture_tf(fn: Callable[..., Any], *args: Any) -> Capture:
     """The tf.Graph of ``tf.function(fn)``'s concrete function for ``args`` (op types; bookkeeping ops not counted)."""
-    validate.function("fn", fn)
     tf = env.import_tensorflow()
     graph = tf.function(fn).get_concrete_function(*args).graph
     operations = graph.get_operations()
@@ -141,13 +134,14 @@ def capture_tf(fn: Callable[..., Any], *args: Any) -> Capture:
                    "\n".join(lines))
 
 
-def capture(framework: str, fn: Callable[..., Any], *args: Any) -> Capture:
+@declare.checked
+def capture(framework: declare.Text, fn: Callable[..., Any], *args: Any) -> Capture:
     """``capture_torch``, ``capture_jax`` or ``capture_tf`` by name ('torch', 'jax', 'tensorflow'/'tf')."""
-    name = validate.framework(framework)
-    validate.function("fn", fn)
+    name = validate.framework(framework)  # by hand: it also takes "pytorch" and "tf", in any case
     return {"torch": capture_torch, "jax": capture_jax, "tensorflow": capture_tf}[name](fn, *args)
 
 
+@declare.checked
 @dataclass(frozen=True)
 class SideBySide:
     """Several captures shown as columns (HTML) or one after another (text)."""
@@ -171,10 +165,8 @@ class SideBySide:
         return f"<table><tr>{cols}</tr></table>"
 
 
-def side_by_side(captures: Sequence[Capture]) -> SideBySide:
+@declare.checked
+def side_by_side(captures: Annotated[Sequence[Capture], NonEmpty]) -> SideBySide:
     """Display captures next to each other in a notebook."""
-    validate.non_empty("captures", captures)
-    for c in captures:
-        validate.instance("captures", c, Capture)
     return SideBySide(tuple(captures))
 

@@ -1,22 +1,21 @@
 """Checkers of notebook 01's exercises: each computes the expected answer from this run's measurements (passed
-as context) or by running the reference itself, and says what is still wrong.
-"""
+as context) or by running the reference itself, and says what is still wrong."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from course_utils import env, exercises, validate
+from course_utils import declare, env, exercises, timing
 from course_utils.graphs.breakeven import cumulative_time
 from course_utils.graphs.recompiles import count_compiles
 
 LENGTHS = (100, 200, 300, 400, 500)
 
 
-def seconds_saved(eager: Any, compiled: Any, calls: int) -> float:
+@declare.checked
+def seconds_saved(eager: timing.Measurement, compiled: timing.Measurement, calls: declare.PositiveInt) -> float:
     """Eager total minus compiled total after ``calls`` calls (first calls included); negative: compiling costs."""
-    validate.positive("calls", calls, integer=True)
     eager_total = cumulative_time(eager.first_call or eager.median, eager.median, [calls])[0]
     return float(eager_total - cumulative_time(compiled.first_call, compiled.median, [calls])[0])
 

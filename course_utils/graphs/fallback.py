@@ -7,12 +7,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
-from course_utils import calls, display, env, interop, validate
+from course_utils import calls, declare, display, env, interop
+from course_utils.declare import NonEmpty, Range
 from course_utils.graphs.recompiles import first_line
+
+Framework = Literal["torch", "jax", "tensorflow"]
+Tolerance = Annotated[float, Range(0, 1e6)]
 
 # The switch each framework offers to run compiled code eagerly, as the notebook shows it.
 EAGER_SWITCHES = {
@@ -22,6 +26,7 @@ EAGER_SWITCHES = {
 }
 
 
+@declare.checked
 @dataclass(frozen=True)
 class CompileDecision:
     """The function to call (compiled or eager), whether compilation was kept, and why, in one line."""
@@ -43,29 +48,15 @@ class _NotCallable(TypeError):
     """The learner's compiler returned something that cannot be called."""
 
 
-def compile_or_fallback(
-    fn: Callable[..., Any],
-    sample_args: Sequence[Any],
-    *,
-    compiler: Callable[[Callable[..., Any]], Callable[..., Any]],
-    framework: str,
-    rtol: float = 1e-5,
-    atol: float = 1e-5,
-    timeout: float = 600.0,
-) -> CompileDecision:
-    """Compile ``fn`` with the learner's ``compiler`` (e.g. ``lambda f: torch.compile(f, fullgraph=True)``: with
-    ``fullgraph`` a graph break is a failure instead of a silently partly eager function), run it on
-    ``sample_args`` and compare with eager; fall back to eager if either step fails. ``framework`` labels the
-    decision. The returned object is callable. An error that ``fn`` raises eagerly on the sample is the caller's
-    own and passes through unchanged; so does ``calls.LearnerTimeout`` after ``timeout`` seconds.
-    """
-    validate.function("fn", fn)
-    validate.function("compiler", compiler)
-    name = validate.framework(framework)
-    validate.instance("sample_args", sample_args, (tuple, list))
-    validate.number("rtol", rtol, low=0, high=1e6)
-    validate.number("atol", atol, low=0, high=1e6)
-    timeout = validate.seconds("timeout", timeout)
+@declare.checked
+def compile_or_fallback(fn: Callable[..., Any], sample_args: Sequence[Any], *,
+                        compiler: Callable[[Callable[..., Any]], Callable[..., Any]], framework: Framework,
+                        rtol: Tolerance = 1e-5, atol: Tolerance = 1e-5,
+                        timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> CompileDecision:
+    """Compile ``fn`` with the learner's ``compiler`` (``fullgraph=True`` makes a graph break a failure), run it on
+    ``sample_args`` and compare with eager; fall back to eager, with a one-line reason, if either step fails. An
+    error ``fn`` raises eagerly passes through unchanged, as does ``calls.LearnerTimeout`` after ``timeout`` s."""
+    name = framework
     with calls.time_limit(timeout, calls.describe(fn)):
         result = fn(*sample_args)  # the user's own error, if any, is theirs to see
         expected = _to_numpy(result)
@@ -92,11 +83,8 @@ def compile_or_fallback(
 
 
 @contextmanager
-def eager_mode(framework: str) -> Iterator[str]:
-    """Inside the block, the framework's compiled functions run eagerly, through its own switch (yielded as
-    text): ``torch.compiler.set_stance("force_eager")`` and ``tf.config.run_functions_eagerly(True)``, the rollback a
-    team keeps ready; ``jax.disable_jit()``, a debugging switch that also un-jits jnp's own jitted internals."""
-    name = validate.framework(framework)
+def _eager_mode(name: str) -> Iterator[str]:
+    """Inside the block, the framework's compiled functions run eagerly, through its own switch (yielded as text)."""
     if name == "torch":
         import torch
 
@@ -117,33 +105,28 @@ def eager_mode(framework: str) -> Iterator[str]:
             tf.config.run_functions_eagerly(before)
 
 
-def eagerly(framework: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` (a compiled function or a step that calls one) run inside ``eager_mode(framework)`` on every call: the
-    same program, dispatched op by op (TensorFlow's ``run_functions_eagerly``; for JAX prefer calling the function
-    without ``jax.jit``, since ``jax.disable_jit`` also un-jits jnp's own internals)."""
-    name = validate.framework(framework)
-    validate.function("fn", fn)
-
+@declare.checked
+def eagerly(framework: Framework, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` (a compiled function or a step that calls one) run with the framework's eager switch on at every call:
+    the same program, op by op (for JAX prefer no ``jax.jit``: ``disable_jit`` also un-jits jnp's internals)."""
     def eager(*args: Any, **kwargs: Any) -> Any:
-        with eager_mode(name):
+        with _eager_mode(framework):
             return fn(*args, **kwargs)
 
     return eager
 
 
-def decisions_table(decisions: Mapping[tuple[str, str], CompileDecision]) -> display.Table:
+@declare.checked
+def decisions_table(decisions: Annotated[Mapping[tuple[str, str], CompileDecision], NonEmpty]) -> display.Table:
     """One row per (framework, function): compiled or eager, and the reason."""
-    validate.instance("decisions", decisions, Mapping)
-    validate.non_empty("decisions", decisions)
     rows = [(fw, name, "compiled" if d.compiled else "EAGER", d.reason) for (fw, name), d in decisions.items()]
     return display.table(["framework", "function", "kept", "reason"], rows, title="compile_or_fallback")
 
 
+@declare.checked
 def max_abs_diff(expected: Any, got: Any) -> float:
-    """Largest absolute difference between two results of any framework (nested lists/tuples/dicts of arrays).
-
-    Raises ``ValueError`` when their structure or shapes differ.
-    """
+    """Largest absolute difference between two results of any framework (nested containers of arrays); ValueError
+    when their structure or shapes differ."""
     if expected is None or got is None:
         raise TypeError(f"expected and got must be arrays or nested containers of arrays; got "
                         f"{type(expected).__name__} and {type(got).__name__}")
@@ -177,10 +160,11 @@ def _max_abs_diff(expected: list[np.ndarray], got: list[np.ndarray]) -> float | 
     return max(diffs, default=0.0)
 
 
-def ran_compiled(framework: str) -> bool:
-    """Compile a probe that returns 1 when it is being traced and 0 when it runs eagerly, call it once, and
-    say which happened: False inside ``eager_mode(framework)``, True outside (the switch really works)."""
-    name = validate.framework(framework)
+@declare.checked
+def ran_compiled(framework: Framework) -> bool:
+    """Whether a compiled probe (1 when traced, 0 when eager) ran compiled: False inside the framework's eager
+    switch, True outside (the switch really works)."""
+    name = framework
     if name == "torch":
         import torch
 

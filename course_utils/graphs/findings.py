@@ -142,13 +142,15 @@ STEP = Template(
 
 SEED_CAVEAT = ("Each framework's speed-up over its own eager mode is a different number; a saving counts only after "
                "the compile is paid back. Measure on your own model before budgeting a migration (notebook 07).")
+_IN_PROCESS = " Section 8's figure, in this process: {in_process}."
 SEED = Template(
     "graphs.seed", ("above",),
-    held="On this model torch.compile saved at least 30% of the step: its whole interval lies above the 1.43x a 30% "
-         "saving needs.",
-    below="The interval lies below the 1.43x that a 30% saving needs: the seed's figure is not shown on this model "
-          "(section 8's verdict says whether the step was faster at all).",
-    undecided="The interval straddles the 1.43x that a 30% saving needs: this run does not decide the seed's figure.")
+    held="On this model torch.compile saved at least 30% of the step: across the fresh processes its whole interval "
+         "lies above the 1.43x a 30% saving needs." + _IN_PROCESS,
+    below="Across the fresh processes the interval lies below the 1.43x that a 30% saving needs: the seed's figure is "
+          "not shown on this model (section 8's verdict says whether the step was faster at all)." + _IN_PROCESS,
+    undecided="Across the fresh processes the interval straddles the 1.43x that a 30% saving needs: this run does "
+              "not decide the seed's figure." + _IN_PROCESS)
 
 _REUSED = ("\n\nSection 2's function, first called at {first_size} elements and reused here, compiled "
            "{reused_graphs} new graph(s) for this length; its speed over the static graph: {reused}. After a length "

@@ -1,16 +1,16 @@
-"""Figures of notebook 01: the crossover of cumulative time, compilations per strategy, the training losses'
-difference between compiled and eager, and the small-size speed-up against the overhead model.
-"""
+"""Figures of notebook 01: cumulative time's crossover, compilations per strategy, the losses' difference between
+compiled and eager, and the small-size speed-up against the overhead model."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
 
-from course_utils import intervals, plotting, timing, validate
+from course_utils import declare, intervals, plotting, timing
+from course_utils.declare import NonEmpty, Range
 from course_utils.graphs.breakeven import OverheadModel, break_even_range, cumulative_time
 from course_utils.graphs.training import LossRun
 
@@ -20,22 +20,14 @@ if TYPE_CHECKING:
 _FLOOR = 1e-10  # where an exact zero difference is drawn on a log axis
 
 
-def crossover_plot(pairs: Mapping[str, tuple[timing.Measurement, timing.Measurement]],
-                   speeds: Mapping[str, intervals.Speedup], *, title: str | None = None) -> Figure:
-    """Cumulative time vs number of calls, eager and compiled (medians), one panel per entry; the break-even range
-    the speed-up's interval gives is shaded and labelled, and none is drawn where the interval gives none.
-
-    ``pairs`` maps a name (e.g. 'torch') to ``(eager, compiled)`` Measurements, ``speeds`` the same name to their
-    ``cu.intervals.speedup``.
-    """
-    validate.instance("pairs", pairs, Mapping)
-    validate.non_empty("pairs", pairs)
-    validate.instance("speeds", speeds, Mapping)
-    for name, pair in pairs.items():
-        validate.instance(f"pairs[{name!r}]", pair, tuple)
-        if len(pair) != 2:
-            raise ValueError(f"pairs[{name!r}] must be (eager, compiled); got {len(pair)} items")
-        validate.instance(f"speeds[{name!r}]", speeds.get(name), intervals.Speedup)
+@declare.checked
+def crossover_plot(pairs: Annotated[Mapping[str, tuple[timing.Measurement, timing.Measurement]], NonEmpty,
+                                    declare.MaxItems(12)],
+                   speeds: Mapping[str, intervals.Speedup], *, title: declare.Text | None = None) -> Figure:
+    """Cumulative time vs number of calls, eager and compiled (medians), one panel per name of ``pairs``; the
+    break-even range the interval in ``speeds`` gives is shaded and labelled (none where it gives none)."""
+    if set(speeds) != set(pairs):
+        raise ValueError(f"speeds must hold a speed-up per name of pairs {sorted(pairs)}; got {sorted(speeds)}")
     fig, axes = plotting.figure(len(pairs), width=3.6 * len(pairs), height=3.4)
     for ax, (name, (eager, compiled)) in zip(axes, pairs.items()):
         found = break_even_range(eager, compiled, speeds[name])
@@ -63,18 +55,11 @@ def crossover_plot(pairs: Mapping[str, tuple[timing.Measurement, timing.Measurem
     return fig
 
 
-def compile_count_bars(counts: Mapping[str, Mapping[str, int]], *, calls: int | None = None,
-                       title: str | None = None) -> Figure:
+@declare.checked
+def compile_count_bars(counts: Annotated[Mapping[str, Annotated[Mapping[str, Annotated[int, Range(0)]], NonEmpty]],
+                                         NonEmpty], *, calls: declare.PositiveInt | None = None,
+                       title: declare.Text | None = None) -> Figure:
     """Horizontal bars: compilations (traces) per framework and strategy; ``calls`` drawn as a dashed line."""
-    validate.instance("counts", counts, Mapping)
-    validate.non_empty("counts", counts)
-    for fw, strategies in counts.items():
-        validate.instance(f"counts[{fw!r}]", strategies, Mapping)
-        validate.non_empty(f"counts[{fw!r}]", strategies)
-        for n in strategies.values():
-            validate.non_negative(f"counts[{fw!r}]", n, integer=True)
-    if calls is not None:
-        validate.positive("calls", calls, integer=True)
     rows = [(f"{fw}: {strategy}", n, plotting.color_for(fw, i))
             for i, (fw, strategies) in enumerate(counts.items()) for strategy, n in strategies.items()]
     fig, (ax,) = plotting.figure(width=6.4, height=0.6 + 0.32 * len(rows))
@@ -90,11 +75,9 @@ def compile_count_bars(counts: Mapping[str, Mapping[str, int]], *, calls: int | 
     return fig
 
 
-def loss_difference_plot(runs: Sequence[LossRun], *, title: str | None = None) -> Figure:
+@declare.checked
+def loss_difference_plot(runs: Annotated[Sequence[LossRun], NonEmpty], *, title: declare.Text | None = None) -> Figure:
     """|compiled loss - eager loss| per step on a log axis, one line per framework (zeros drawn at 1e-10)."""
-    validate.non_empty("runs", runs)
-    for run in runs:
-        validate.instance("runs", run, LossRun)
     fig, (ax,) = plotting.figure(width=6.4, height=3.6)
     for i, run in enumerate(runs):
         raw = np.abs(np.subtract(run.compiled, run.eager))
@@ -111,11 +94,9 @@ def loss_difference_plot(runs: Sequence[LossRun], *, title: str | None = None) -
     return fig
 
 
-def overhead_plot(models: Sequence[OverheadModel], *, title: str | None = None) -> Figure:
+@declare.checked
+def overhead_plot(models: Annotated[Sequence[OverheadModel], NonEmpty], *, title: declare.Text | None = None) -> Figure:
     """Predicted (computed) vs measured small-size speed-up per framework, the op count as a dashed line."""
-    validate.non_empty("models", models)
-    for m in models:
-        validate.instance("models", m, OverheadModel)
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 

@@ -11,33 +11,21 @@ import types
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from course_utils import display, env, validate
+from course_utils import declare, display, env, validate
+from course_utils.declare import NonEmpty
 from course_utils.graphs.capture import GraphRecorder, fresh_function, fresh_if_function
 
-
-def _check_inputs(inputs: Any) -> Sequence[tuple]:
-    validate.instance("inputs", inputs, (list, tuple))
-    validate.non_empty("inputs", inputs)
-    for args in inputs:
-        if not isinstance(args, tuple):
-            raise TypeError(f"inputs must be a sequence of argument tuples, e.g. [(x1,), (x2,)]; "
-                            f"got an element of type {type(args).__name__}")
-    return inputs
+Inputs = Annotated[Sequence[tuple], NonEmpty, declare.MaxItems(10_000)]  # argument tuples, e.g. [(x1,), (x2,)]
 
 
-def count_compiles(framework: str, fn: Callable[..., Any], inputs: Sequence[tuple], **compile_kwargs: Any) -> int:
-    """Compile ``fn`` afresh, call it on each argument tuple in ``inputs``, return how many times it was traced.
-
-    torch: graphs handed to a ``GraphRecorder`` backend (``compile_kwargs`` such as ``dynamic=`` pass on);
-    jax: how often ``jax.jit`` ran the Python function (it runs only to trace); tensorflow: ``tf.function``'s
-    ``experimental_get_tracing_count()`` (``compile_kwargs`` such as ``input_signature=`` pass on). TF's
-    retracing warning is silenced here (``tf_retracing_warnings`` shows it).
-    """
-    name = validate.framework(framework)
-    validate.function("fn", fn)
-    _check_inputs(inputs)
+@declare.checked
+def count_compiles(framework: declare.Text, fn: Callable[..., Any], inputs: Inputs,
+                   **compile_kwargs: Any) -> int:
+    """How many times ``fn``, compiled afresh (``compile_kwargs`` pass on), was traced over the calls in ``inputs``:
+    graphs a recording backend got (torch), runs of the Python function (jax), the tracing count (tensorflow)."""
+    name = validate.framework(framework)  # by hand: it also takes "pytorch" and "tf", in any case
     if name == "torch":
         import torch
 
@@ -68,15 +56,10 @@ def count_compiles(framework: str, fn: Callable[..., Any], inputs: Sequence[tupl
     return int(traced.experimental_get_tracing_count())
 
 
-def tf_retracing_warnings(fn: Callable[..., Any], inputs: Sequence[tuple], **compile_kwargs: Any) -> list[str]:
-    """The retracing warnings TensorFlow logs while ``tf.function(fn)`` is called on each of ``inputs``.
-
-    TF warns once the same function has traced 5 times within its recent calls ("5 out of the last 5 calls
-    ... triggered tf.function retracing"), at most twice per Python function, so ``fn`` is wrapped afresh;
-    the messages are returned, not printed.
-    """
-    validate.function("fn", fn)
-    _check_inputs(inputs)
+@declare.checked
+def tf_retracing_warnings(fn: Callable[..., Any], inputs: Inputs, **compile_kwargs: Any) -> list[str]:
+    """The retracing warnings TensorFlow logs (returned, not printed) while ``tf.function(fn)`` is called on each of
+    ``inputs``: TF warns after 5 traces in its recent calls, at most twice per function, so ``fn`` is wrapped afresh."""
     tf = env.import_tensorflow()
     # TF counts traces per Python function and warns at most twice per function: a fresh wrapper starts clean
     traced = tf.function(fresh_function(fn) if isinstance(fn, types.FunctionType) else _wrap(fn), **compile_kwargs)
@@ -114,12 +97,13 @@ def _tf_warnings(tf: Any, *, keep: bool) -> Iterator[list[str]]:
         logger.setLevel(level)
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class GraphBreaks:
     """What ``torch._dynamo.explain`` found: graphs, breaks and the first line of each break's reason."""
 
-    graph_count: int
-    break_count: int
+    graph_count: Annotated[int, declare.Range(0)]
+    break_count: Annotated[int, declare.Range(0)]
     reasons: tuple[str, ...]
 
     def table(self) -> display.Table:
@@ -134,20 +118,18 @@ class GraphBreaks:
         return self.table()._repr_html_()
 
 
+@declare.checked
 def torch_graph_breaks(fn: Callable[..., Any], *args: Any) -> GraphBreaks:
-    """Run ``torch._dynamo.explain`` on ``fn(*args)`` and keep the counts and one-line reasons.
-
-    ``fn`` runs eagerly first, so an error of its own reaches the caller unchanged.
-    """
+    """``torch._dynamo.explain`` of ``fn(*args)``: counts and one-line reasons (``fn`` runs eagerly first, so an
+    error of its own reaches the caller unchanged)."""
     import torch
-
-    validate.function("fn", fn)
     fn(*args)
     explained = torch._dynamo.explain(fresh_if_function(fn))(*args)
     reasons = tuple(first_line(str(getattr(b, "reason", b))) for b in explained.break_reasons)
     return GraphBreaks(explained.graph_count, explained.graph_break_count, reasons)
 
 
+@declare.checked
 def first_line(text: str, limit: int = 160) -> str:
     """The first non-blank line of ``text``, cut to ``limit`` characters."""
     line = next((s.strip() for s in text.splitlines() if s.strip()), "")
@@ -158,6 +140,7 @@ def first_line(text: str, limit: int = 160) -> str:
 # TORCH_LOGS, captured
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class CompileLog:
     """What ``TORCH_LOGS=guards,recompiles`` printed while a function compiled and recompiled."""
@@ -197,15 +180,14 @@ def _short_guard(line: str) -> str:
     return line if len(line) <= 150 else line[:147] + "..."
 
 
-def torch_compile_log(fn: Callable[..., Any], inputs: Sequence[tuple], **compile_kwargs: Any) -> CompileLog:
-    """Compile ``fn`` afresh (backend 'eager'), call it on each of ``inputs`` and keep what the guards and
-    recompiles logs (``TORCH_LOGS=guards,recompiles``) printed, instead of letting it reach stderr."""
+@declare.checked
+def torch_compile_log(fn: Callable[..., Any], inputs: Inputs, **compile_kwargs: Any) -> CompileLog:
+    """What ``TORCH_LOGS=guards,recompiles`` printed while ``fn``, compiled afresh (backend 'eager'), was called on
+    each of ``inputs``: kept, instead of reaching stderr."""
     import torch
     import torch._dynamo  # noqa: F401  (creates the loggers that set_logs configures)
     import torch._logging
 
-    validate.function("fn", fn)
-    _check_inputs(inputs)
     buffer = io.StringIO()
     torch._logging.set_logs(guards=True, recompiles=True)
     handlers = list({id(h): h for name in ("torch", "torch._dynamo") for h in logging.getLogger(name).handlers
@@ -231,16 +213,12 @@ def torch_compile_log(fn: Callable[..., Any], inputs: Sequence[tuple], **compile
 BUCKET = 256  # JAX remedy: pad lengths up to a multiple of this
 
 
-def strategy_counts(framework: str, fn: Callable[..., Any], xs: Sequence[Any]) -> dict[str, int]:
-    """Compilations of ``fn`` for 1-D inputs ``xs`` of different lengths, per strategy of ``framework``.
-
-    torch: ``dynamic=False``, the default (automatic dynamic), ``mark_dynamic(x, 0)`` up front; jax:
-    ``jax.jit`` as is, and inputs zero-padded to multiples of ``BUCKET``; tensorflow: ``tf.function`` as is,
-    ``reduce_retracing=True``, and an ``input_signature`` whose length is ``None``.
-    """
-    name = validate.framework(framework)
-    validate.function("fn", fn)
-    validate.non_empty("xs", xs)
+@declare.checked
+def strategy_counts(framework: Literal["torch", "jax", "tensorflow"], fn: Callable[..., Any],
+                    xs: Annotated[Sequence[Any], NonEmpty, declare.MaxItems(1000)]) -> dict[str, int]:
+    """Compilations of ``fn`` for 1-D inputs ``xs`` of different lengths, per strategy of ``framework`` (torch:
+    static, default, ``mark_dynamic``; jax: as is, padded to ``BUCKET``; tensorflow: as is, reduce_retracing, None)."""
+    name = framework
     calls = [(x,) for x in xs]
     if name == "torch":
         import torch

@@ -1,16 +1,15 @@
-"""Where PyTorch's training step spends its time, eager and compiled, read from profiler traces
-(``course_utils.profile``): the ops dispatched per step, the compiled graphs called, the time inside the graphs'
-own code and in the wrappers around them, and the ops left outside the graphs.
-"""
+"""Where PyTorch's training step spends its time, eager and compiled, read from profiler traces: ops dispatched per
+step, compiled graphs called, time inside the graphs' code and in the wrappers around them, ops left outside."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from course_utils import calls, display, profile, timing, validate
+from course_utils import calls, declare, display, profile, timing, validate
+from course_utils.declare import PositiveFloat, Range
 
 GRAPH_CALL = r"^## Call CompiledFxGraph"  # one call of Inductor's generated code
 COMPILED_PART = (r"^(Torch-Compiled Region|TorchDynamo Cache Lookup|"  # a compiled call with all its wrappers
@@ -37,6 +36,7 @@ def _seconds(trace: profile.Trace, pattern: str) -> float:
     return sum(e.duration for e in trace.select(pattern).events) if trace.count(pattern) else 0.0
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class StepTrace:
     """An eager and a compiled trace of ``steps`` training steps; every figure is per step."""
@@ -83,15 +83,11 @@ class StepTrace:
         return getattr(self, kind).span / self.steps
 
 
-    def table(self, step: tuple[timing.Measurement, timing.Measurement], *, eager_per_op: float,
-              compiled_per_call: float) -> display.Table:
-        """The step accounted from the traces, per step, eager and compiled, beside the timed ``step`` (eager,
-        compiled); the two fixed costs (section 4's eager op, the run's compiled call) times the counts, computed."""
-        validate.instance("step", step, tuple)
-        for i, m in enumerate(step):
-            validate.instance(f"step[{i}]", m, timing.Measurement)
-        eager_per_op = validate.positive("eager_per_op", eager_per_op)
-        compiled_per_call = validate.positive("compiled_per_call", compiled_per_call)
+    @declare.checked
+    def table(self, step: tuple[timing.Measurement, timing.Measurement], *, eager_per_op: PositiveFloat,
+              compiled_per_call: PositiveFloat) -> display.Table:
+        """The step accounted from the traces, per step, beside the timed ``step`` (eager, compiled); the two fixed
+        costs (section 4's eager op, the run's compiled call) times the counts, computed."""
         t, ops = display.format_time, self.outside[0]
         rows = [("step, timed without the profiler", t(step[0].median), t(step[1].median)),
                 ("step under the profiler (first to last event)", t(self.span("eager")), t(self.span("compiled"))),
@@ -110,18 +106,15 @@ def _matches(pattern: str, name: str) -> bool:
     return re.search(pattern, name) is not None
 
 
-def trace_step(framework: str, eager: Callable[[Any], Any], compiled: Callable[[Any], Any], batch: Sequence[Any], *,
-               steps: int = 5) -> StepTrace:
+@declare.checked
+def trace_step(framework: Literal["torch", "jax", "tensorflow"], eager: Callable[[Any], Any],
+               compiled: Callable[[Any], Any], batch: Sequence[Any], *, steps: Annotated[int, Range(1, 100)] = 5,
+               timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> StepTrace:
     """Profile ``steps`` calls of the learner's ``eager`` and ``compiled`` training steps on ``batch`` (each run
     once before, so no compilation is traced); traces are saved under ``build/traces/``."""
-    name = validate.framework(framework)
-    validate.function("eager", eager)
-    validate.function("compiled", compiled)
-    validate.instance("batch", batch, (tuple, list))
-    validate.number("steps", steps, low=1, high=100, integer=True)
     traces = []
     for kind, step in (("eager", eager), ("compiled", compiled)):
-        with calls.time_limit(calls.DEFAULT_TIMEOUT, calls.describe(step)):
+        with calls.time_limit(timeout, calls.describe(step)):
             timing.sync(step(batch))
-            traces.append(profile.capture(name, step, batch, steps=steps, name=f"01_step_{kind}"))
+            traces.append(profile.capture(framework, step, batch, steps=steps, name=f"01_step_{kind}"))
     return StepTrace(*traces, steps)

@@ -1,19 +1,15 @@
-"""Eager against compiled across sizes, each size compiled on its own by the compile call the learner passes
-(``compile(fw, fn)``: ``torch.compile``, ``jax.jit``, ``tf.function(jit_compile=True)``); notebooks 01 and 02.
-
-Reusing one ``torch.compile`` object across sizes is not like for like: at the second shape Dynamo's automatic
-dynamic recompiles the function as one shape-generic graph, which then serves every later size. Here every size
-hands a fresh copy of the function (its own code object) to the learner's compile call, and the graphs compiled
-are counted, so the sweep shows how many it really ran.
-"""
+"""Eager against compiled across sizes (notebooks 01 and 02), each size compiled afresh by the learner's compile
+call: one ``torch.compile`` object reused across sizes would turn shape-generic at the second shape, so every size
+hands a fresh copy of the function over, and the graphs compiled are counted."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from course_utils import calls, timing, validate
+from course_utils import calls, declare, timing, validate
+from course_utils.declare import NonEmpty, Range
 from course_utils.graphs.capture import fresh_if_function
 from course_utils.graphs.fallback import max_abs_diff
 
@@ -21,6 +17,7 @@ MAX_SIZES = 32
 MAX_SIZE = 2**28
 
 
+@declare.checked
 @dataclass(frozen=True)
 class SizeSweep:
     """Per framework and size: eager and compiled timings, the largest difference between their results over
@@ -64,26 +61,16 @@ def _counted(framework: str, fn: Callable[..., Any]) -> tuple[Callable[..., Any]
     return fn, lambda compiled: int(compiled.experimental_get_tracing_count())
 
 
-def size_sweep(eager: Mapping[str, Callable[..., Any]], compile: Callable[[str, Callable[..., Any]], Any],
-               sizes: Sequence[int], make_inputs: Callable[[str, int], tuple], *, min_time: float = 0.05,
-               timeout: float = 600.0) -> SizeSweep:
-    """Time ``eager[fw](*make_inputs(fw, n))`` and the same compiled by ``compile(fw, fresh copy of eager[fw])``
-    (the learner's compile call) at every size ``n`` of ``sizes``; the compiled result is checked against eager at
-    each size, and each compile call with its first run must finish within ``timeout`` seconds."""
-    validate.instance("eager", eager, Mapping)
-    validate.non_empty("eager", eager)
-    frameworks = {validate.framework(fw, "eager"): validate.function(f"eager[{fw!r}]", fn) for fw, fn in eager.items()}
-    validate.function("compile", compile)
-    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Sequence):
-        raise TypeError(f"sizes must be a sequence of sizes; got {type(sizes).__name__}")
-    validate.non_empty("sizes", sizes)
-    if len(sizes) > MAX_SIZES:
-        raise ValueError(f"sizes must hold at most {MAX_SIZES} sizes (each is compiled and timed); got {len(sizes)}")
-    for i, n in enumerate(sizes):
-        validate.number(f"sizes[{i}]", n, low=1, high=MAX_SIZE, integer=True)
-    validate.function("make_inputs", make_inputs)
-    validate.number("min_time", min_time, low=0, high=60, low_open=True)
-    timeout = validate.seconds("timeout", timeout)
+@declare.checked
+def size_sweep(eager: Annotated[Mapping[Literal["torch", "jax", "tensorflow"], Callable[..., Any]], NonEmpty],
+               compile: Callable[[str, Callable[..., Any]], Any],
+               sizes: Annotated[Sequence[Annotated[int, Range(1, MAX_SIZE)]], NonEmpty, declare.MaxItems(MAX_SIZES)],
+               make_inputs: Callable[[str, int], tuple], *,
+               min_time: Annotated[float, Range(0, 60, low_open=True)] = 0.05,
+               timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> SizeSweep:
+    """Time ``eager[fw](*make_inputs(fw, n))`` and the same compiled by ``compile(fw, fresh copy)`` at every size,
+    each compiled result checked against eager, each compile and first run within ``timeout`` s (None: default)."""
+    frameworks = dict(eager)
     eager_m: dict[str, list[timing.Measurement]] = {fw: [] for fw in frameworks}
     compiled_m: dict[str, list[timing.Measurement]] = {fw: [] for fw in frameworks}
     worst = {fw: 0.0 for fw in frameworks}

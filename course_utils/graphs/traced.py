@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from course_utils import calls, display, profile, validate
+from course_utils import calls, declare, display, profile
+from course_utils.declare import NonEmpty, Range
 
 # The trace event that marks one dispatched unit of work, eager and compiled, per framework.
 DISPATCH_EVENTS = {
@@ -18,6 +19,7 @@ DISPATCH_EVENTS = {
 }
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class TracedCalls:
     """Dispatches per call counted from an eager and a compiled trace of the same function."""
@@ -47,16 +49,14 @@ def _per_call(value: float) -> str:
     return f"{value:g}" if value == round(value) else f"{value:.1f}"
 
 
-def trace_calls(framework: str, eager: Callable[..., Any], compiled: Callable[..., Any], args: Sequence[Any], *,
-                repeats: int = 3) -> TracedCalls:
+@declare.checked
+def trace_calls(framework: Literal["torch", "jax", "tensorflow"], eager: Callable[..., Any],
+                compiled: Callable[..., Any], args: Sequence[Any], *, repeats: Annotated[int, Range(1, 100)] = 3,
+                timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> TracedCalls:
     """Profile ``repeats`` calls of ``eager(*args)`` and of ``compiled(*args)`` (both run once before, so no
     compilation is traced); traces are saved under ``build/traces/``."""
-    name = validate.framework(framework)
-    validate.function("eager", eager)
-    validate.function("compiled", compiled)
-    validate.instance("args", args, (tuple, list))
-    validate.number("repeats", repeats, low=1, high=100, integer=True)
-    with calls.time_limit(calls.DEFAULT_TIMEOUT, calls.describe(compiled)):
+    name = framework
+    with calls.time_limit(timeout, calls.describe(compiled)):
         eager(*args)
         compiled(*args)
         traces = [profile.capture(name, fn, *args, steps=repeats, name=f"01_chain_{kind}")
@@ -64,11 +64,9 @@ def trace_calls(framework: str, eager: Callable[..., Any], compiled: Callable[..
     return TracedCalls(name, repeats, *traces)
 
 
-def traced_table(traced: Sequence[TracedCalls]) -> display.Table:
+@declare.checked
+def traced_table(traced: Annotated[Sequence[TracedCalls], NonEmpty]) -> display.Table:
     """Per framework: dispatches per call eager and compiled (counted from the traces), all events per call."""
-    validate.non_empty("traced", traced)
-    for t in traced:
-        validate.instance("traced", t, TracedCalls)
     return display.table(["framework", "eager dispatches / call", "compiled dispatches / call",
                           "eager trace events / call", "compiled trace events / call", "dispatch event counted"],
                          [t.table_row() for t in traced], title="Counted from profiler traces")

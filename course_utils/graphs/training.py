@@ -1,11 +1,6 @@
-"""A whole training step, compiled, against the *same program* run eagerly, in all three frameworks.
-
-The learner builds both steps in the notebook from the course's own steps (``models.torch_sgd_step``,
-``jax_sgd_step``, ``keras_sgd_step``: SGD on the tiny MLP with identical initial weights): PyTorch as its tutorials
-do it, ``torch.compile(model)`` plus a compiled ``optimizer.step``, against the same step on an uncompiled model;
-JAX's ``jax.jit``-ed update against the same update called without ``jit`` (op-by-op dispatch of ordinary jnp
-calls); Keras's ``tf.function(jit_compile=True)`` against the same step run eagerly. The helpers here run,
-time and compare the steps they are given.
+"""A whole training step, compiled, against the *same program* run eagerly, in all three frameworks: the notebook
+builds both steps from the course's own (``models.torch_sgd_step``, ``jax_sgd_step``, ``keras_sgd_step``); these
+helpers run, time and compare the steps they are given. ``step_medians`` is the one a fresh process runs.
 """
 
 from __future__ import annotations
@@ -15,42 +10,44 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
-from course_utils import calls, display, interop, intervals, timing, validate
+from course_utils import calls, data, declare, devices, display, interop, intervals, models, timing
+from course_utils.declare import MinItems, NonEmpty, NonNegativeFloat, Range, SameLength
 
+Framework = Literal["torch", "jax", "tensorflow"]
+Rounds = Annotated[int, Range(2, 100)]
+MinTime = Annotated[float, Range(0, 60, low_open=True)]
+Pair = tuple[timing.Measurement, timing.Measurement]
+StepPair = Annotated[tuple[Callable[..., Any], Callable[..., Any]], MinItems(2)]
 MAX_STEPS = 10_000
+EAGER_STEP, COMPILED_STEP = "torch eager step", "torch.compile step"
 
 
-def batch_for(framework: str, x: np.ndarray, y: np.ndarray) -> tuple[Any, Any]:
+@declare.checked
+def loss_tolerance() -> float:
+    """The largest loss difference a compiled step may show against eager: the device plan's float32 matmul tolerance
+    (a TPU's bf16 passes and an Ampere GPU's TF32 round more than a CPU's float32)."""
+    return devices.plan(devices.describe()).matmul_tolerance
+
+
+@declare.checked
+def batch_for(framework: Framework, x: np.ndarray, y: Annotated[np.ndarray, SameLength("x")]) -> tuple[Any, Any]:
     """``(x, y)`` NumPy arrays as the framework's tensors."""
-    name = validate.framework(framework)
-    validate.instance("x", x, np.ndarray)
-    validate.instance("y", y, np.ndarray)
-    if len(x) != len(y):
-        raise ValueError(f"x and y must have the same length; got {len(x)} and {len(y)}")
-    return interop.to_framework(name, x, y)
+    return interop.to_framework(framework, x, y)
 
 
+@declare.checked
 @dataclass(frozen=True)
 class LossRun:
     """Losses of the same steps, eager and compiled, and the compiled first step (trace + compile) in seconds."""
 
-    framework: str
-    eager: tuple[float, ...]
-    compiled: tuple[float, ...]
-    first_compiled_step: float
-
-    def __post_init__(self) -> None:
-        validate.framework(self.framework)
-        validate.sequence("eager", self.eager)
-        validate.sequence("compiled", self.compiled)
-        validate.non_negative("first_compiled_step", self.first_compiled_step)
-        if len(self.eager) != len(self.compiled) or not self.eager:
-            raise ValueError(f"eager and compiled must hold the same, non-zero number of losses; got "
-                             f"{len(self.eager)} and {len(self.compiled)}")
+    framework: Framework
+    eager: Annotated[tuple[float, ...], NonEmpty]
+    compiled: Annotated[tuple[float, ...], SameLength("eager")]
+    first_compiled_step: NonNegativeFloat
 
     @property
     def max_abs_diff(self) -> float:
@@ -64,8 +61,7 @@ class _DropRecordFunction(logging.Filter):
 
 @contextmanager
 def _quiet_record_function() -> Iterator[None]:
-    """Drop Dynamo's one warning that it ignores the ``record_function`` profiler range ``Optimizer.step`` opens
-    (PyTorch wraps every optimizer's step in one): the compiled step has no such range, which is harmless here."""
+    """Drop Dynamo's warning that it ignores the ``record_function`` range every optimizer's step opens: harmless."""
     logger, dropped = logging.getLogger("torch._dynamo.variables.ctx_manager"), _DropRecordFunction()
     logger.addFilter(dropped)
     try:
@@ -74,16 +70,12 @@ def _quiet_record_function() -> Iterator[None]:
         logger.removeFilter(dropped)
 
 
-def run_losses(framework: str, eager: Callable[[Any], Any], compiled: Callable[[Any], Any], batch: Sequence[Any],
-               steps: int, *, timeout: float = 600.0) -> LossRun:
-    """Run ``steps`` steps of ``eager`` and of ``compiled`` (the learner's steps, ``step(batch) -> loss``) on
-    ``batch``; keep the losses and the compiled first step's seconds. Each side runs under ``timeout`` seconds."""
-    name = validate.framework(framework)
-    validate.function("eager", eager)
-    validate.function("compiled", compiled)
-    validate.instance("batch", batch, (tuple, list))
-    steps = validate.number("steps", steps, low=1, high=MAX_STEPS, integer=True)
-    timeout = validate.seconds("timeout", timeout)
+@declare.checked
+def run_losses(framework: Framework, eager: Callable[[Any], Any], compiled: Callable[[Any], Any],
+               batch: Sequence[Any], steps: Annotated[int, Range(1, MAX_STEPS)], *,
+               timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> LossRun:
+    """Run ``steps`` steps of ``eager`` and of ``compiled`` (``step(batch) -> loss``) on ``batch``: the losses and
+    the compiled first step's seconds. Each side runs under ``timeout`` seconds (None: the size's default)."""
     with calls.time_limit(timeout, calls.describe(compiled)):
         start = time.perf_counter()
         with _quiet_record_function():
@@ -92,50 +84,65 @@ def run_losses(framework: str, eager: Callable[[Any], Any], compiled: Callable[[
         losses += [float(compiled(batch)) for _ in range(steps - 1)]
     with calls.time_limit(timeout, calls.describe(eager)):
         eager_losses = [float(eager(batch)) for _ in range(steps)]
-    return LossRun(name, tuple(eager_losses), tuple(losses), first)
+    return LossRun(framework, tuple(eager_losses), tuple(losses), first)
 
 
-def step_times(steps: Mapping[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]],
-               batches: Mapping[str, Sequence[Any]], *, rounds: int = 6, min_time: float = 0.4,
-               timeout: float = 600.0) -> dict[str, tuple[timing.Measurement, timing.Measurement]]:
-    """Per framework, (eager, compiled) step times on its batch, the two timed in ``rounds`` alternating rounds so
-    that ``cu.intervals.speedup`` can pair them."""
-    validate.instance("steps", steps, Mapping)
-    validate.non_empty("steps", steps)
-    validate.instance("batches", batches, Mapping)
-    rounds = validate.number("rounds", rounds, low=2, high=100, integer=True)
-    validate.number("min_time", min_time, low=0, high=60, low_open=True)
-    timeout = validate.seconds("timeout", timeout)
+@declare.checked
+def step_times(steps: Annotated[Mapping[str, StepPair], NonEmpty], batches: Mapping[str, Sequence[Any]], *,
+               rounds: Rounds = 6, min_time: MinTime = 0.4,
+               timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> dict[str, Pair]:
+    """Per framework, (eager, compiled) step times on its batch, timed in ``rounds`` alternating rounds."""
     found = {}
-    for fw, pair in steps.items():
-        validate.instance(f"steps[{fw!r}]", pair, tuple)
-        if len(pair) != 2:
-            raise ValueError(f"steps[{fw!r}] must be (eager step, compiled step); got {len(pair)} items")
-        eager, compiled = (validate.function(f"steps[{fw!r}]", s) for s in pair)
+    for fw, (eager, compiled) in steps.items():
         if fw not in batches:
             raise ValueError(f"batches has no batch for {fw!r}")
-        batch = batches[fw]
         with calls.time_limit(timeout, calls.describe(compiled)):
-            timed = timing.interleaved({"eager": lambda e=eager, b=batch: e(b), "compiled": lambda c=compiled, b=batch:
-                                        c(b)}, rounds=rounds, min_time=min_time)
-        found[fw] = (timed["eager"], timed["compiled"])
+            found[fw] = _pair(lambda e=eager, b=batches[fw]: e(b), lambda c=compiled, b=batches[fw]: c(b),
+                              rounds, min_time)
     return found
 
 
-def step_table(runs: Mapping[str, LossRun], times: Mapping[str, tuple[timing.Measurement, timing.Measurement]],
-               ) -> display.Table:
-    """Per framework: eager and compiled step medians (after warm-up), the speed-up over its own eager step with
-    its interval, and the compiled first step measured when it really was the first call."""
-    validate.instance("runs", runs, Mapping)
-    validate.instance("times", times, Mapping)
-    validate.non_empty("times", times)
-    rows = []
-    for fw, (eager, compiled) in times.items():
-        first = display.format_time(runs[fw].first_compiled_step) if fw in runs else "-"
-        rows.append((fw, display.format_time(eager.median), display.format_time(compiled.median),
-                     str(intervals.speedup(eager, compiled)), first))
-    return display.table(["framework", "eager step", "compiled step", "speed-up over own eager",
-                          "first compiled step (compile)"], rows, title="One SGD step of the MLP, same program")
+def _pair(eager: Callable[[], Any], compiled: Callable[[], Any], rounds: int, min_time: float) -> Pair:
+    timed = timing.interleaved({"eager": eager, "compiled": compiled}, rounds=rounds, min_time=min_time)
+    return timed["eager"], timed["compiled"]
+
+
+@declare.checked
+def step_medians(batch: Annotated[int, Range(1, 2**16)], *, lr: Annotated[float, Range(1e-6, 10)] = 0.1,
+                 warmup: Annotated[int, Range(1, 100)] = 3, rounds: Annotated[int, Range(2, 20)] = 2,
+                 min_time: Annotated[float, Range(0.01, 60)] = 0.2,
+                 threads: Annotated[int, Range(1, 1024)] | None = None) -> dict[str, float]:
+    """What one fresh process measures for ``cu.fresh.replicate``: section 8's torch step (``torch.compile(model)``
+    plus a compiled ``optimizer.step``) against the same step on an eager model, batch ``batch`` of the classification
+    data, ``warmup`` steps each, then alternating rounds: {EAGER_STEP, COMPILED_STEP: median seconds}."""
+    import torch
+
+    if threads is not None:
+        torch.set_num_threads(threads)
+    eager = models.torch_sgd_step(models.torch_mlp(), lr=lr)
+    compiled = models.torch_sgd_step(torch.compile(models.torch_mlp()), lr=lr)
+    compiled.optimizer.step = torch.compile(compiled.optimizer.step)  # type: ignore[attr-defined]
+    pair = batch_for("torch", *data.classification(batch))
+    with _quiet_record_function():
+        for _ in range(warmup):
+            timing.sync(eager(pair)), timing.sync(compiled(pair))
+    e, c = _pair(lambda: eager(pair), lambda: compiled(pair), rounds, min_time)
+    return {EAGER_STEP: e.median, COMPILED_STEP: c.median}
+
+
+@declare.checked
+def step_table(runs: Mapping[str, LossRun], times: Annotated[Mapping[str, Pair], NonEmpty]) -> display.Table:
+    """Per framework: eager and compiled step medians, the speed-up over its own eager step (its point estimate
+    named) and the compiled first step."""
+    rows = [(fw, display.format_time(e.median), display.format_time(c.median), str(intervals.speedup(e, c)),
+             display.format_time(runs[fw].first_compiled_step) if fw in runs else "-") for fw, (e, c) in times.items()]
+    return display.table(["framework", "eager step (median)", "compiled step (median)", "speed-up over own eager",
+                          "first compiled step (compile)"], rows, title="One SGD step of the MLP, same program",
+                         note=_RATIO_NOTE)
+
+
+_RATIO_NOTE = ("the speed-up is the geometric mean of the per-round ratios, not the ratio of the two medians; its "
+               "interval is in this process")
 
 
 def _forward_backward(model: Any, optimizer: Any) -> Callable[[Any], Any]:
@@ -152,41 +159,29 @@ def _forward_backward(model: Any, optimizer: Any) -> Callable[[Any], Any]:
     return part
 
 
-def step_parts(models: Sequence[Any], steps: Sequence[Callable[[Any], Any]], batch: Sequence[Any], *,
-               rounds: int = 6, min_time: float = 0.2) -> dict[str, tuple[timing.Measurement, timing.Measurement]]:
-    """PyTorch's step, part by part: ``models`` and ``steps`` are (eager, compiled) pairs as the notebook built
-    them (each step made by ``models.torch_sgd_step``, so it carries its ``optimizer``). "forward + backward" and
-    "optimizer.step" are each timed eager and compiled in alternating rounds; call after the steps ran, so the parts
-    reuse their compiled code (``optimizer.step`` works on the gradients the other part leaves)."""
-    validate.instance("models", models, (tuple, list))
-    validate.instance("steps", steps, (tuple, list))
-    if len(models) != 2 or len(steps) != 2:
-        raise ValueError("models and steps must each be an (eager, compiled) pair")
-    validate.instance("batch", batch, (tuple, list))
-    rounds = validate.number("rounds", rounds, low=2, high=100, integer=True)
-    validate.number("min_time", min_time, low=0, high=60, low_open=True)
+@declare.checked
+def step_parts(models: Annotated[Sequence[Any], MinItems(2)], steps: Annotated[Sequence[Callable[..., Any]],
+               MinItems(2)], batch: Sequence[Any], *, rounds: Rounds = 6, min_time: MinTime = 0.2,
+               timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> dict[str, Pair]:
+    """PyTorch's step part by part ("forward + backward", "optimizer.step"), each eager and compiled in alternating
+    rounds; ``models`` and ``steps`` are the notebook's (eager, compiled) pairs, called after the steps ran."""
     optimizers = [getattr(s, "optimizer", None) for s in steps]
-    if any(o is None for o in optimizers):
-        raise ValueError("steps must come from cu.models.torch_sgd_step (they carry .optimizer)")
+    if len(models) != 2 or len(steps) != 2 or any(o is None for o in optimizers):
+        raise ValueError("models and steps must be (eager, compiled) pairs, the steps from cu.models.torch_sgd_step "
+                         "(they carry .optimizer)")
     found = {}
     for name, (eager, compiled, args) in {
             "forward + backward": (*(_forward_backward(m, o) for m, o in zip(models, optimizers)), (batch,)),
             "optimizer.step": (optimizers[0].step, optimizers[1].step, ())}.items():
-        with calls.time_limit(calls.DEFAULT_TIMEOUT, calls.describe(compiled)):
-            timed = timing.interleaved({"eager": lambda f=eager, a=args: f(*a), "compiled": lambda f=compiled, a=args:
-                                        f(*a)}, rounds=rounds, min_time=min_time)
-        found[name] = (timed["eager"], timed["compiled"])
+        with calls.time_limit(timeout, calls.describe(compiled)):
+            found[name] = _pair(lambda f=eager, a=args: f(*a), lambda f=compiled, a=args: f(*a), rounds, min_time)
     return found
 
 
-def parts_table(parts: Mapping[str, tuple[timing.Measurement, timing.Measurement]],
-                step: tuple[timing.Measurement, timing.Measurement]) -> display.Table:
-    """PyTorch's step part by part and whole: eager and compiled medians, eager time over compiled with its
-    interval (each pair timed in its own alternating rounds)."""
-    validate.instance("parts", parts, Mapping)
-    validate.non_empty("parts", parts)
-    validate.instance("step", step, tuple)
+@declare.checked
+def parts_table(parts: Annotated[Mapping[str, Pair], NonEmpty], step: Pair) -> display.Table:
+    """PyTorch's step part by part and whole: eager and compiled medians, eager over compiled with its interval."""
     rows = [(name, display.format_time(e.median), display.format_time(c.median), str(intervals.speedup(e, c)))
             for name, (e, c) in {**parts, "whole step": step}.items()]
-    return display.table(["part", "eager", "compiled", "eager over compiled"], rows,
-                         title="PyTorch's training step, part by part")
+    return display.table(["part", "eager (median)", "compiled (median)", "eager over compiled"], rows,
+                         title="PyTorch's training step, part by part", note=_RATIO_NOTE)

@@ -1,29 +1,23 @@
-"""Checkers of notebook 00's exercises: each compares the learner's answer with this run's figures.
-
-A check cell's output is compared under nbval, so no check may flip with the machine's load: 00.1 scores the
-prediction against the roofline's own bound (arithmetic on this run's roofs; the solution measures the real time
-beside it, unchecked), 00.2 against the fastest synchronised call section 2 measured (load only slows calls, and an
-unsynchronised clock reads a small fraction of even the fastest one), 00.3 against Amdahl's law.
-"""
+"""Checkers of notebook 00's exercises, none of which may flip with the machine's load (nbval compares them): 00.1
+against the roofline's own bound, 00.2 against the fastest synchronised call of section 2, 00.3 against Amdahl."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from course_utils import exercises, roofline, timing, validate
+from course_utils import declare, exercises, roofline, timing, validate
 from course_utils.measuring.speedups import amdahl
+from course_utils.measuring.workloads import torch_device
 
 PREDICT_N = 512
 
 
-def measured_matmul_seconds(n: int = PREDICT_N) -> float:
-    """Fastest block's time per call of torch.mm on two n x n fp32 matrices: the fastest, because other processes
-    only ever slow a call down."""
+@declare.checked
+def measured_matmul_seconds(n: Annotated[int, declare.Range(2, 8192)] = PREDICT_N) -> float:
+    """Fastest block's time per call of torch.mm on two n x n fp32 matrices (load only ever slows a call down)."""
     import torch
 
-    n = validate.number("n", n, low=2, high=8192, integer=True)
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    a = torch.randn(n, n, device=device)
+    a = torch.randn(n, n, device=torch_device())
     return min(timing.benchmark(torch.mm, a, a, min_time=0.1).times)
 
 

@@ -1,13 +1,6 @@
-"""The memory hierarchy as one sweep: copy bandwidth against working-set size, its levels read off its own cliffs.
-
-A copy whose source and destination fit in a cache runs at that cache's speed; once they outgrow the last-level
-cache it runs at main-memory (DRAM) speed. Where the sweep's rate falls and stays down is a level's edge
-(``cliffs``); the points past the last cliff are main memory, and only a sweep with no cliff falls back on
-``DRAM_MULTIPLE``x the last-level cache the OS reports (``HierarchySweep.basis`` says which). The reported sizes
-plan the sweep and are quoted beside it as a second fact. The sweep reaches past the probes' working set to at
-least ``BEYOND`` working sets of ``DRAM_MULTIPLE``x the reported cache, unless the memory free or the size cap
-(``cap``: at ci size two probe arrays of ``probes.CI_CAP``) leaves no room for them.
-"""
+"""The memory hierarchy as one sweep: copy bandwidth against working-set size, its levels read off its own cliffs
+(``cliffs``); main memory is past the last cliff, and only a sweep with none falls back on ``DRAM_MULTIPLE``x the
+last-level cache the OS reports, which otherwise only plans the sweep and is quoted as a second fact."""
 
 from __future__ import annotations
 
@@ -15,8 +8,10 @@ import functools
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Annotated
 
-from course_utils import display, env, probes, timing, validate
+from course_utils import declare, display, env, probes, timing, validate
+from course_utils.declare import NonEmpty, PositiveFloat, PositiveInt, Range, SameLength
 from course_utils.measuring.cliffs import Cliff, find_cliffs
 from course_utils.validate import MAX_WORKING_SET
 
@@ -26,26 +21,18 @@ DRAM_MULTIPLE = probes.CACHE_MULTIPLE  # the reported cache's multiple that plan
 BEYOND = 2  # main-memory points a plateau needs; the sweep plans this many at or past DRAM_MULTIPLE x the cache
 
 
+WorkingSet = Annotated[int, Range(2 * _FP32, MAX_WORKING_SET)]
+
+
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class HierarchySweep:
-    """Copy bandwidth (bytes/s, read + write counted) per working set (bytes: source + destination)."""
+    """Copy bandwidth (bytes/s, read + write counted) per working set (bytes: source + destination), and the cache
+    sizes the OS reports (0: one it does not report)."""
 
-    working_sets: tuple[int, ...]
-    bandwidths: tuple[float, ...]
-    caches: Mapping[str, int]
-
-    def __post_init__(self) -> None:
-        validate.non_empty("working_sets", self.working_sets)
-        validate.sequence("bandwidths", self.bandwidths)
-        if len(self.bandwidths) != len(self.working_sets):
-            raise ValueError(f"bandwidths must have one value per working set ({len(self.working_sets)}); "
-                             f"got {len(self.bandwidths)}")
-        for i, (size, rate) in enumerate(zip(self.working_sets, self.bandwidths)):
-            validate.positive(f"working_sets[{i}]", size, integer=True)
-            validate.positive(f"bandwidths[{i}]", rate)
-        validate.instance("caches", self.caches, Mapping)
-        for level, size in self.caches.items():  # 0: a cache the machine does not report
-            validate.non_negative(f"caches[{level!r}]", size, integer=True)
+    working_sets: Annotated[tuple[PositiveInt, ...], NonEmpty]
+    bandwidths: Annotated[tuple[PositiveFloat, ...], SameLength("working_sets")]
+    caches: Mapping[str, Annotated[int, Range(0)]]
 
     @functools.cached_property
     def cliffs(self) -> tuple[Cliff, ...]:
@@ -77,9 +64,7 @@ class HierarchySweep:
         return "no cliff in the sweep and no cache size reported"
 
     def level_of(self, working_set: int) -> str:
-        """The level of the hierarchy ``working_set`` bytes sit on, as the sweep measured it: 'main memory' from
-        ``main_memory_start`` on, 'cliff k' inside a cliff, else 'cache k' (k counts the measured levels)."""
-        validate.positive("working_set", working_set)
+        """The level ``working_set`` bytes sit on as the sweep measured it: 'main memory', 'cliff k' or 'cache k'."""
         start = self.main_memory_start
         if start is not None and working_set >= start:
             return "main memory"
@@ -91,9 +76,7 @@ class HierarchySweep:
         return f"cache {len(self.cliffs) + 1}"
 
     def reported_level(self, working_set: int) -> str:
-        """The smallest cache the OS reports that holds ``working_set`` bytes ('past L3' beyond them all, '-' where
-        none is reported): the second fact beside the measured level."""
-        validate.positive("working_set", working_set)
+        """The smallest cache the OS reports that holds ``working_set`` bytes ('past L3' beyond all, '-': none)."""
         ordered = sorted(self.caches.items(), key=lambda item: item[1])
         for name, size in ordered:
             if working_set <= size:
@@ -129,35 +112,22 @@ class HierarchySweep:
         return self.table()._repr_html_()
 
 
-def size_cap() -> int | None:
-    """The largest working set the sweep may use at this size: two probe arrays of ``probes.CI_CAP`` at ci and
-    smoke size (the notebook's time budget), none otherwise."""
-    return 2 * probes.CI_CAP if env.size_name() in ("ci", "smoke") else None
-
-
-def default_working_sets(largest: int | None = None, *, step: int = 4, beyond: int = BEYOND,
-                         last_level_cache: int | None = None, memory: int | None = None,
-                         cap: int | None = None) -> list[int]:
-    """Working sets from 16 KiB, multiplied by ``step`` each time, up to two probe arrays (``largest``, default
-    from ``probes.probe_size``), always included; then, where fewer than ``beyond`` points lie at or past
-    ``DRAM_MULTIPLE`` x the last-level cache, the working sets 4x, 8x, ... that cache until ``beyond`` do.
-    Points over a quarter of the free ``memory`` or over ``cap`` (default: ``size_cap()``) are left out
-    (defaults: the OS's cache size, free memory now). A plan only: the sweep's own cliffs place main memory."""
-    if largest is None:
-        largest = 2 * probes.probe_size().array_bytes
-    largest = validate.number("largest", largest, low=2**15, high=MAX_WORKING_SET, integer=True)
-    step = validate.number("step", step, low=2, high=16, integer=True)
-    beyond = validate.number("beyond", beyond, low=0, high=8, integer=True)
+@declare.checked
+def default_working_sets(largest: Annotated[int, Range(2**15, MAX_WORKING_SET)] | None = None, *,
+                         step: Annotated[int, Range(2, 16)] = 4, beyond: Annotated[int, Range(0, 8)] = BEYOND,
+                         last_level_cache: Annotated[int, Range(1, MAX_WORKING_SET)] | None = None,
+                         memory: Annotated[int, Range(1, 2**50)] | None = None,
+                         cap: Annotated[int, Range(2**15, MAX_WORKING_SET)] | None = None) -> list[int]:
+    """Working sets from 16 KiB, times ``step`` each, up to ``largest`` (default: two probe arrays), then 4x, 8x, ...
+    the last-level cache until ``beyond`` lie past ``DRAM_MULTIPLE`` x it; none over a quarter of the free ``memory``
+    or over ``cap`` (the notebook's sizes table; None: no cap). A plan only: the sweep's own cliffs decide."""
+    largest = 2 * probes.probe_size().array_bytes if largest is None else largest
     llc = env.last_level_cache_bytes() if last_level_cache is None else last_level_cache
-    llc = validate.number("last_level_cache", llc, low=1, high=MAX_WORKING_SET, integer=True)
     if memory is None:
         import psutil
 
         memory = int(psutil.virtual_memory().available)
-    limit = validate.number("memory", memory, low=1, high=2**50, integer=True) // 4
-    cap = size_cap() if cap is None else validate.number("cap", cap, low=2**15, high=MAX_WORKING_SET, integer=True)
-    if cap is not None:
-        limit = min(limit, cap)
+    limit = memory // 4 if cap is None else min(memory // 4, cap)
     sizes, size = {int(largest)}, 2**14
     while size < largest:
         sizes.add(size)
@@ -169,19 +139,14 @@ def default_working_sets(largest: int | None = None, *, step: int = 4, beyond: i
     return sorted(sizes)
 
 
-def sweep_hierarchy(working_sets: Sequence[int] | None = None, *, min_time: float = 0.05) -> HierarchySweep:
+@declare.checked
+def sweep_hierarchy(working_sets: Annotated[Sequence[WorkingSet], NonEmpty, declare.MaxItems(40)] | None = None, *,
+                    min_time: Annotated[float, Range(1e-3, 10)] = 0.05) -> HierarchySweep:
     """Time ``dst.copy_(src)`` (torch, preallocated) for each working set (bytes of src + dst)."""
     import torch
 
-    if working_sets is None:
-        working_sets = default_working_sets()
-    validate.non_empty("working_sets", working_sets)
-    if len(working_sets) > 40:
-        raise ValueError(f"working_sets must hold at most 40 sizes; got {len(working_sets)}")
-    sizes = [validate.number(f"working_sets[{i}]", s, low=2 * _FP32, high=MAX_WORKING_SET, integer=True)
-             for i, s in enumerate(working_sets)]
+    sizes = list(default_working_sets() if working_sets is None else working_sets)
     validate.memory_fits("working_sets", max(sizes))
-    min_time = validate.number("min_time", min_time, low=0, high=10, low_open=True)
     rates = []
     for size in sizes:
         n = int(size) // (2 * _FP32)
@@ -192,26 +157,16 @@ def sweep_hierarchy(working_sets: Sequence[int] | None = None, *, min_time: floa
     return HierarchySweep(tuple(int(s) for s in sizes), tuple(rates), dict(env.cache_sizes()))
 
 
+@declare.checked
 @dataclass(frozen=True)
 class DramRetime:
     """The roof's copy probe and the sweep's main-memory points, timed again in alternating rounds: like for like.
     Rates in bytes/s (read + write counted); ``earlier`` is the probe's rate from the roof measurement."""
 
-    probe_bytes: int
+    probe_bytes: PositiveInt
     probe: timing.Measurement
-    points: tuple[tuple[int, timing.Measurement], ...]
-    earlier: float
-
-    def __post_init__(self) -> None:
-        validate.positive("probe_bytes", self.probe_bytes, integer=True)
-        validate.instance("probe", self.probe, timing.Measurement)
-        validate.instance("points", self.points, tuple)
-        for i, point in enumerate(self.points):
-            if not (isinstance(point, tuple) and len(point) == 2):
-                raise TypeError(f"points[{i}] must be a (working set, Measurement) pair; got {point!r}")
-            validate.positive(f"points[{i}][0]", point[0], integer=True)
-            validate.instance(f"points[{i}][1]", point[1], timing.Measurement)
-        validate.positive("earlier", self.earlier)
+    points: tuple[tuple[PositiveInt, timing.Measurement], ...]
+    earlier: PositiveFloat
 
     def rate(self, m: timing.Measurement, working_set: int) -> float:
         return working_set / m.median
@@ -227,18 +182,13 @@ class DramRetime:
         return statistics.median(rates) if len(rates) >= BEYOND else None
 
 
-def retime_dram(sweep: HierarchySweep, probe_bytes: int, earlier: float, *, rounds: int = 4,
-                min_time: float = 0.4) -> DramRetime:
-    """Time the roof's copy probe (``a.copy_(b)`` over ``probe_bytes`` of source and destination, as
-    ``probes.torch_probes`` does) and a copy at each of ``sweep``'s main-memory working sets, in ``rounds``
-    alternating rounds (``interleaved``), so that the probe and the plateau see the same moments."""
+@declare.checked
+def retime_dram(sweep: HierarchySweep, probe_bytes: WorkingSet, earlier: PositiveFloat, *,
+                rounds: Annotated[int, Range(2, 20)] = 4,
+                min_time: Annotated[float, Range(0, 10, low_open=True)] = 0.4) -> DramRetime:
+    """Time the roof's copy probe (``a.copy_(b)`` over ``probe_bytes``, as ``probes.torch_probes`` does) and a copy
+    at each of ``sweep``'s main-memory working sets in the same alternating rounds, so both see the same moments."""
     import torch
-
-    validate.instance("sweep", sweep, HierarchySweep)
-    probe_bytes = validate.number("probe_bytes", probe_bytes, low=2 * _FP32, high=MAX_WORKING_SET, integer=True)
-    earlier = validate.positive("earlier", earlier)
-    rounds = validate.number("rounds", rounds, low=2, high=20, integer=True)
-    min_time = validate.number("min_time", min_time, low=0, high=10, low_open=True)
     arrays = {"probe": probe_bytes, **{f"sweep {s}": s for s, _ in sweep.dram_points()}}
     validate.memory_fits("probe_bytes", sum(arrays.values()))  # the probe's and every point's arrays are held together
     held = {name: (torch.ones(int(size) // (2 * _FP32)), torch.full((int(size) // (2 * _FP32),), 2.0))

@@ -1,21 +1,16 @@
-"""Why one eager runtime is slower than another on the same chain: the suspects measured apart, and the time budget
-they leave.
-
-Every framework runs the same eleven elementwise ops. Two things differ between them and can be measured apart:
-the one transcendental (``tanh``: each library has its own vector kernel, tens of vector instructions per vector
-of floats) and the fresh memory each op's output gets (page faults per call, counted with ``getrusage``, costed
-with the machine's own page-fault figure, ``cu.machine.figures().fault_seconds``). What they leave of the gap is
-named as unexplained, not guessed.
-"""
+"""Why one eager runtime is slower than another on the same chain: the two suspects that differ (each library's
+``tanh``, and the fresh memory each output gets, costed with the machine's page-fault figure) measured apart, and
+what they leave of the gap named as unexplained, not guessed."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
-from course_utils import calls, display, env, findings, intervals, machine, timing, validate
+from course_utils import calls, declare, display, env, findings, intervals, machine, timing
+from course_utils.declare import NonNegativeFloat, Range
 from course_utils.measuring.speedups import EAGER, ChainRuns
 from course_utils.measuring.workloads import chain_faults
 
@@ -48,30 +43,24 @@ def _tanh(framework: str) -> Callable[[Any], Any]:
     return env.import_tensorflow().tanh
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class EagerGap:
-    """The slowest eager runtime against the fastest on the chain, and the two suspects measured apart.
+    """The slowest eager runtime's chain against the fastest's (one interleaved call), each one's ``tanh`` alone,
+    page faults per call in outputs' worth, the machine's cost of one output's worth, torch's threads when slow."""
 
-    ``chain``: the two eager chains' Measurements (from one interleaved call); ``tanh``: each framework's tanh alone
-    on the chain's input, timed in alternating rounds; ``faults``: page faults per call of each eager chain, in
-    outputs' worth; ``fault_seconds``: what one output's worth of page faults costs (``machine.figures``).
-    """
-
-    slow: str
-    fast: str
+    slow: declare.Text
+    fast: declare.Text
     chain: Mapping[str, timing.Measurement]
     tanh: Mapping[str, timing.Measurement]
     faults: Mapping[str, float]
-    fault_seconds: float
+    fault_seconds: NonNegativeFloat
     threads: Mapping[int, timing.Measurement] | None = None  # torch's eager chain per thread count, when torch is slow
 
     def __post_init__(self) -> None:
         for name in ("chain", "tanh", "faults"):
-            found = getattr(self, name)
-            validate.instance(name, found, Mapping)
-            if set(found) != {self.slow, self.fast}:
-                raise ValueError(f"{name} must hold {self.slow!r} and {self.fast!r}; got {sorted(found)}")
-        validate.non_negative("fault_seconds", self.fault_seconds)
+            if set(getattr(self, name)) != {self.slow, self.fast}:
+                raise ValueError(f"{name} must hold {self.slow!r} and {self.fast!r}; got {sorted(getattr(self, name))}")
 
     @property
     def spread(self) -> intervals.Speedup:
@@ -141,19 +130,13 @@ class EagerGap:
         return self.table()._repr_html_()
 
 
+@declare.checked
 def eager_gap(inputs: Mapping[str, tuple], runs: ChainRuns, eager: Mapping[str, Callable[..., Any]],
-              figures: machine.MachineFigures, *, rounds: int = 6, min_time: float = 0.4,
-              timeout: float = 120.0) -> EagerGap | None:
-    """Measure ``EagerGap`` between the slowest and the fastest eager chain of ``runs`` (``eager``: the learner's
-    eager chains, framework -> f(x, bias), whose page faults are counted); None with one framework. When torch is
-    the slow one, its chain is also timed on one thread and on its default count, in the same rounds."""
-    validate.instance("runs", runs, ChainRuns)
-    validate.instance("figures", figures, machine.MachineFigures)
-    validate.instance("inputs", inputs, Mapping)
-    validate.instance("eager", eager, Mapping)
-    rounds = validate.number("rounds", rounds, low=2, high=20, integer=True)
-    min_time = validate.number("min_time", min_time, low=0, high=10, low_open=True)
-    timeout = validate.number("timeout", timeout, low=0, high=3600, low_open=True)
+              figures: machine.MachineFigures, *, rounds: Annotated[int, Range(2, 20)] = 6,
+              min_time: Annotated[float, Range(0, 10, low_open=True)] = 0.4,
+              timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> EagerGap | None:
+    """``EagerGap`` between the slowest and the fastest eager chain of ``runs`` (``eager``: the learner's chains,
+    framework -> f(x, bias)); None with one framework. A slow torch is also timed on one thread, same rounds."""
     spread = runs.eager_spread()
     if spread is None:
         return None
@@ -178,7 +161,8 @@ def eager_gap(inputs: Mapping[str, tuple], runs: ChainRuns, eager: Mapping[str, 
         torch.set_num_threads(default)
     tanh = {fw: timed[f"{fw} tanh"] for fw in (slow, fast)}
     threads = {count: timed[f"torch chain, {count} threads"] for count in counts} or None
-    faults = chain_faults({fw: inputs[fw] for fw in (slow, fast)}, {fw: eager[fw] for fw in (slow, fast)})
+    faults = chain_faults({fw: inputs[fw] for fw in (slow, fast)}, {fw: eager[fw] for fw in (slow, fast)},
+                          timeout=timeout)
     x = inputs[slow][0]
     output = 4 * max(1, int(math.prod(tuple(x.shape))))
     per_output = figures.fault_seconds(PAGE * math.ceil(output / PAGE))

@@ -1,9 +1,5 @@
-"""The theoretical FP32 peak of this CPU, computed (never measured): cores x SIMD lanes x FMA units x 2 x clock.
-
-Each factor says where it comes from: the core count from the OS, the lanes from the CPU flags (AVX-512: 16
-fp32 lanes, AVX/AVX2: 8, SSE/NEON: 4), the FMA units per core assumed (the flags do not tell), the clock from
-cpufreq, the CPU's name, or /proc/cpuinfo. A measured matmul is set beside it.
-"""
+"""The theoretical FP32 peak of this CPU, computed (never measured): cores x SIMD lanes x FMA units x 2 x clock,
+each factor with its source (the OS, the CPU flags, an assumption, cpufreq or the CPU's name)."""
 
 from __future__ import annotations
 
@@ -11,37 +7,32 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
-from course_utils import display, env, validate
+from course_utils import declare, display, env
+from course_utils.declare import PositiveInt, Range
 
 _LANES = (("avx512f", 16, "AVX-512"), ("avx2", 8, "AVX2"), ("avx", 8, "AVX"), ("sse4_2", 4, "SSE"),
           ("asimd", 4, "NEON"), ("neon", 4, "NEON"))
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class PeakEstimate:
     """The factors of the computed peak, each with its source."""
 
-    cores: int
+    cores: PositiveInt
     cores_source: str
-    lanes: int
+    lanes: PositiveInt
     isa: str
-    fma_units: int
+    fma_units: PositiveInt
     fma: bool
-    ghz: float | None
+    ghz: Annotated[float, Range(0.1, 10)] | None
     clock_source: str
-
-    def __post_init__(self) -> None:
-        validate.positive("cores", self.cores, integer=True)
-        validate.positive("lanes", self.lanes, integer=True)
-        validate.positive("fma_units", self.fma_units, integer=True)
-        if self.ghz is not None:
-            validate.number("ghz", self.ghz, low=0.1, high=10)
 
     @property
     def flops(self) -> float | None:
-        """Peak FLOP/s (computed): cores x lanes x FMA units x 2 (an FMA is a multiply and an add) x clock;
-        None when the clock is unknown."""
+        """Peak FLOP/s (computed): cores x lanes x FMA units x 2 (multiply and add) x clock; None: clock unknown."""
         if self.ghz is None:
             return None
         per_cycle = self.lanes * self.fma_units * (2 if self.fma else 1)
@@ -70,16 +61,14 @@ class PeakEstimate:
         return self.table()._repr_html_()
 
 
-def theoretical_peak(cores: int | None = None) -> PeakEstimate:
+@declare.checked
+def theoretical_peak(cores: Annotated[int, Range(1, 4096)] | None = None) -> PeakEstimate:
     """The computed FP32 peak of this CPU for ``cores`` cores (default: the cores this process may use)."""
-    if cores is None:
-        cores, cores_source = _cores()
-    else:
-        cores, cores_source = validate.number("cores", cores, low=1, high=4096, integer=True), "given"
+    cores, cores_source = _cores() if cores is None else (cores, "given")
     flags = set(env.simd_flags())
     lanes, isa = next(((n, name) for flag, n, name in _LANES if flag in flags), (1, "scalar"))
     fma = "fma" in flags or "avx512f" in flags or isa == "NEON"
-    ghz, source = clock_ghz()
+    ghz, source = _clock_ghz()
     return PeakEstimate(cores, cores_source, lanes, isa, 2 if fma else 1, fma, ghz, source)
 
 
@@ -99,7 +88,7 @@ def _cores() -> tuple[int, str]:
     return usable, source
 
 
-def clock_ghz() -> tuple[float | None, str]:
+def _clock_ghz() -> tuple[float | None, str]:
     """(GHz, where it comes from): cpufreq's maximum, the clock in the CPU's name, /proc/cpuinfo's MHz."""
     max_freq = Path("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")
     try:

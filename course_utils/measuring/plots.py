@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from course_utils import display, plotting, timing, validate
+from course_utils import declare, display, plotting, timing
+from course_utils.declare import NonEmpty, PositiveFloat, PositiveInt, SameLength
 from course_utils.measuring.hierarchy import DRAM_MULTIPLE, HierarchySweep
 from course_utils.measuring.regimes import Bend
 from course_utils.measuring.speedups import variant_name
@@ -15,10 +16,11 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
-def hierarchy_plot(sweep: HierarchySweep, *, roof: float | None = None, title: str | None = None) -> Figure:
+@declare.checked
+def hierarchy_plot(sweep: HierarchySweep, *, roof: PositiveFloat | None = None,
+                   title: declare.Text | None = None) -> Figure:
     """Copy bandwidth (GB/s) against working set (log, ticks in bytes): the sweep's own cliffs shaded and the start
     of main memory it reads from them drawn solid; the cache sizes the OS reports dashed, as a second fact."""
-    validate.instance("sweep", sweep, HierarchySweep)
     fig, (ax,) = plotting.figure(width=6.8, height=4.2)
     ax.plot(sweep.working_sets, [r / 1e9 for r in sweep.bandwidths], marker="o", color=plotting.color_for("torch"),
             label="torch copy_ (preallocated)")
@@ -37,7 +39,7 @@ def hierarchy_plot(sweep: HierarchySweep, *, roof: float | None = None, title: s
         ax.annotate(f"{name} (OS)", (size, 0.02), xycoords=("data", "axes fraction"), xytext=(-3, 0),
                     textcoords="offset points", fontsize=8, color="#777777", ha="right")
     if roof is not None:
-        ax.axhline(validate.positive("roof", roof) / 1e9, color="#222222", linewidth=1, linestyle=":",
+        ax.axhline(roof / 1e9, color="#222222", linewidth=1, linestyle=":",
                    label=f"memory roof (machine figure): {roof / 1e9:.1f} GB/s")
     _bytes_axis(ax, [*sweep.working_sets, start or 0, *sweep.caches.values()])
     ax.set_yscale("log")
@@ -64,31 +66,17 @@ def _bytes_axis(ax: Axes, sizes: Sequence[float]) -> None:
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: display.format_bytes(value)))
 
 
-def overhead_sweep_plot(sizes: Sequence[int], series: Mapping[str, Sequence[timing.Measurement]],
-                        found: Mapping[str, Bend], *, call_cost: Mapping[str, float] | None = None,
-                        title: str | None = None) -> Figure:
-    """Two panels, eager variants beside compiled ones: time per call (log-log, the bar charts' unit) with its
-    quartile band, a slope-1 reference line, each series' bend (twice its floor) marked, and on the compiled
-    panel one compiled call's fixed cost per framework (``call_cost``: framework -> seconds, the machine figure)
-    as a dashed line."""
+@declare.checked
+def overhead_sweep_plot(sizes: Annotated[Sequence[PositiveInt], NonEmpty],
+                        series: Annotated[Mapping[str, Annotated[Sequence[timing.Measurement], SameLength("sizes")]],
+                                          NonEmpty], found: Mapping[str, Bend], *,
+                        call_cost: Mapping[Literal["torch", "jax", "tensorflow"], PositiveFloat] | None = None,
+                        title: declare.Text | None = None) -> Figure:
+    """Two panels, eager beside compiled: time per call (log-log) with its quartile band, a slope-1 line, each
+    series' bend marked, and on the compiled panel one compiled call's fixed cost (``call_cost``, dashed)."""
     import numpy as np
 
-    validate.non_empty("sizes", sizes)
-    validate.instance("series", series, Mapping)
-    validate.non_empty("series", series)
-    validate.instance("found", found, Mapping)
-    for label, ms in series.items():
-        validate.sequence(f"series[{label!r}]", ms)
-        if len(ms) != len(sizes):
-            raise ValueError(f"series[{label!r}] must hold one measurement per size ({len(sizes)})")
-        for i, m in enumerate(ms):
-            validate.instance(f"series[{label!r}][{i}]", m, timing.Measurement)
-    if call_cost is not None:
-        validate.instance("call_cost", call_cost, Mapping)
-    if title is not None:
-        validate.text("title", title)
-    costs = {validate.framework(fw, "call_cost"): validate.positive(f"call_cost[{fw!r}]", c)
-             for fw, c in (call_cost or {}).items()}
+    costs = dict(call_cost or {})
     compiled_names = {variant_name(fw, True): fw for fw in costs}
     groups = {"eager": [k for k in series if "eager" in k or "op-by-op" in k]}
     groups["compiled"] = [k for k in series if k not in groups["eager"]]

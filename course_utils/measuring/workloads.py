@@ -1,10 +1,5 @@
-"""Notebook 00's measurements of the learner's own functions: the two clock readings of one call (the async-dispatch
-trap), the chains eager and compiled in alternating rounds, and ``x + 1`` over sizes (overhead, then bandwidth).
-
-The learner writes the functions (``torch.compile(...)``, ``jax.jit(...)``, the clock around a call); these
-helpers only call and time them, under a time limit (``calls``) so that a function that never returns cannot hang
-the notebook.
-"""
+"""Notebook 00's measurements of the learner's own functions (the clock pair of one call, the chains eager and
+compiled in alternating rounds, ``x + 1`` over sizes), each under a time limit (``calls``) so none can hang."""
 
 from __future__ import annotations
 
@@ -12,32 +7,37 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
-from course_utils import calls, env, timing, validate
-from course_utils.measuring.allocator import outputs_worth
+from course_utils import calls, declare, devices, env, interop, models, timing, validate
+from course_utils.declare import NonEmpty, Range
+from course_utils.measuring.allocator import outputs_worth, warm_allocator
 from course_utils.measuring.speedups import ChainRuns, variant_name
 from course_utils.validate import MAX_ELEMENTS
 
 MAX_SWEEP_POINTS = 40
+Framework = Literal["torch", "jax", "tensorflow"]
+Frameworks = Annotated[Sequence[Framework], NonEmpty, declare.Unique]
+Rounds = Annotated[int, Range(2, 100)]
+MinTime = Annotated[float, Range(0, 60, low_open=True)]
+Size = Annotated[int, Range(1, MAX_ELEMENTS)]
+Pair = tuple[timing.Measurement, timing.Measurement]
 
 
-def _frameworks(frameworks: Sequence[str]) -> list[str]:
-    validate.non_empty("frameworks", frameworks)
-    return [validate.framework(f, "frameworks") for f in frameworks]
+@declare.checked
+def torch_setup() -> tuple[str, int]:
+    """(device, threads) torch runs with, from the device plan (``cu.devices``): on a TPU runtime torch runs on the
+    host CPU with the host's cores, on a CUDA GPU on "cuda"."""
+    plan = devices.plan(devices.describe())
+    return plan.torch_device, plan.torch_threads
 
 
-def _mapping(name: str, value: Any) -> Mapping[str, Any]:
-    validate.instance(name, value, Mapping)
-    return validate.non_empty(name, value)
-
-
+@declare.checked
 def torch_device() -> str:
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    """The device torch runs on, from the device plan."""
+    return torch_setup()[0]
 
 
 def _clock_pair(name: str, fn: Callable[[], Any]) -> tuple[float, float]:
@@ -53,20 +53,14 @@ def _clock_pair(name: str, fn: Callable[[], Any]) -> tuple[float, float]:
     return returned, ready
 
 
-def clock_pairs(clocks: Mapping[str, Callable[[], Any]], *, rounds: int = 6, min_time: float = 0.6,
-                timeout: float = 120.0) -> dict[str, tuple[timing.Measurement, timing.Measurement]]:
-    """Call each of the learner's ``clocks`` (framework -> a function timing one call and returning (seconds until
-    it returned, seconds until its result was ready)) over ``rounds`` alternating rounds, ``min_time`` seconds per
-    function in all (a tenth at smoke size), after one untimed call (the first call, reported apart):
-    {framework: (returned, ready)}, two Measurements whose per-round medians pair for ``cu.intervals.speedup``.
-    Past ``timeout`` seconds in all it raises ``calls.LearnerTimeout`` naming the function."""
-    clocks = _mapping("clocks", clocks)
-    for name, fn in clocks.items():
-        validate.framework(name, "clocks")
-        validate.function(f"clocks[{name!r}]", fn)
-    rounds = validate.number("rounds", rounds, low=2, high=100, integer=True)
-    min_time = validate.number("min_time", min_time, low=0, high=60, low_open=True) * env.time_scale()
-    timeout = validate.number("timeout", timeout, low=0, high=3600, low_open=True)
+@declare.checked
+def clock_pairs(clocks: Annotated[Mapping[Framework, Callable[[], Any]], NonEmpty], *, rounds: Rounds = 6,
+                min_time: MinTime = 0.6,
+                timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> dict[str, Pair]:
+    """Call each of the learner's ``clocks`` (framework -> f() returning (seconds until it returned, until its result
+    was ready)) once untimed, then in ``rounds`` alternating rounds (``min_time`` s each in all, a tenth at smoke
+    size): {framework: (returned, ready)}, whose per-round medians pair for ``cu.intervals.speedup``."""
+    min_time = min_time * env.time_scale()
     names = list(clocks)
     first = {}
     pairs: dict[str, list[list[tuple[float, float]]]] = {name: [] for name in names}
@@ -96,11 +90,11 @@ def clock_pairs(clocks: Mapping[str, Callable[[], Any]], *, rounds: int = 6, min
     return result
 
 
-def chain_inputs(frameworks: Sequence[str], size: int, seed: int = 0) -> tuple[np.ndarray, Any, dict[str, tuple]]:
+@declare.checked
+def chain_inputs(frameworks: Frameworks, size: Size,
+                 seed: Annotated[int, Range(0, 2**32 - 1)] = 0) -> tuple[np.ndarray, Any, dict[str, tuple]]:
     """(x, bias, {framework: (x, bias) in that framework}) for ``models.gelu_chain`` over ``size`` floats."""
-    size = validate.number("size", size, low=1, high=MAX_ELEMENTS, integer=True)
-    rng = np.random.default_rng(validate.number("seed", seed, low=0, high=2**32 - 1, integer=True))
-    frameworks = _frameworks(frameworks)
+    rng = np.random.default_rng(seed)
     validate.memory_fits("size", 4 * int(size) * (2 + len(frameworks)))  # NumPy's copy, each framework's, an output
     x_np = rng.standard_normal(int(size), dtype=np.float32)
     bias = np.float32(0.1)
@@ -121,47 +115,37 @@ def chain_inputs(frameworks: Sequence[str], size: int, seed: int = 0) -> tuple[n
     return x_np, bias, inputs
 
 
-def time_chains(inputs: Mapping[str, tuple], variants: Mapping[str, Mapping[str, Callable[..., Any]]], *,
-                rounds: int = 6, min_time: float = 0.5, timeout: float = 600.0) -> ChainRuns:
-    """Time every function of ``variants`` (variant name -> {framework: f(x, bias)}, e.g. "eager", "compiled")
-    on that framework's ``inputs`` in ``rounds`` alternating rounds (``timing.interleaved``), ``min_time`` seconds
-    per function in all: one call, so that any two of them pair into an interval. A compiled function's first
-    call (its compile) is the first round's and is reported apart. Past ``timeout`` seconds in all it raises
-    ``calls.LearnerTimeout``."""
-    inputs = _mapping("inputs", inputs)
-    variants = _mapping("variants", variants)
-    rounds = validate.number("rounds", rounds, low=2, high=100, integer=True)
-    min_time = validate.number("min_time", min_time, low=0, high=60, low_open=True)
-    timeout = validate.number("timeout", timeout, low=0, high=3600, low_open=True)
+@declare.checked
+def time_chains(inputs: Annotated[Mapping[Framework, tuple], NonEmpty],
+                variants: Annotated[Mapping[declare.Text, Annotated[Mapping[Framework, Callable[..., Any]], NonEmpty]],
+                                    NonEmpty], *,
+                rounds: Rounds = 6, min_time: MinTime = 0.5,
+                timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> ChainRuns:
+    """Time every function of ``variants`` (variant -> {framework: f(x, bias)}) on that framework's ``inputs`` in one
+    ``timing.interleaved`` call of ``rounds`` rounds, so any two pair into an interval; a compiled function's first
+    call (its compile) is reported apart."""
+    if not {"eager", "compiled"} <= set(variants):
+        raise ValueError(f"variants must hold 'eager' and 'compiled' (and may hold more); got {sorted(variants)}")
     timed: dict[str, Callable[[], Any]] = {}
     for variant, fns in variants.items():
-        validate.text("variants key", variant)
-        for framework, fn in _mapping(f"variants[{variant!r}]", fns).items():
-            name = validate.framework(framework, f"variants[{variant!r}]")
+        for name, fn in fns.items():
             if name not in inputs:
                 raise ValueError(f"variants[{variant!r}] names {name!r}, which inputs lacks; inputs has "
                                  f"{sorted(inputs)}")
-            args = tuple(inputs[name])
-            validate.function(f"variants[{variant!r}][{name!r}]", fn)
-            timed[f"{name} {variant}"] = lambda f=fn, a=args: f(*a)
+            timed[f"{name} {variant}"] = lambda f=fn, a=tuple(inputs[name]): f(*a)
     with calls.time_limit(timeout, "the chains of variants " + ", ".join(repr(v) for v in variants)):
         found = timing.interleaved(timed, rounds=rounds, min_time=min_time)
-    runs = {variant: {validate.framework(fw): found[f"{validate.framework(fw)} {variant}"] for fw in fns}
-            for variant, fns in variants.items()}
-    return ChainRuns(runs)
+    return ChainRuns({variant: {fw: found[f"{fw} {variant}"] for fw in fns} for variant, fns in variants.items()})
 
 
-def chain_faults(inputs: Mapping[str, tuple], fns: Mapping[str, Callable[..., Any]], *,
-                 timeout: float = 120.0) -> dict[str, float]:
-    """Page faults per call of ``fns[framework](*inputs[framework])``, in outputs' worth (one output's worth: the
-    input's bytes in 4 KiB pages): how much fresh memory each call's outputs got."""
-    inputs = _mapping("inputs", inputs)
-    fns = _mapping("fns", fns)
-    timeout = validate.number("timeout", timeout, low=0, high=3600, low_open=True)
+@declare.checked
+def chain_faults(inputs: Annotated[Mapping[Framework, tuple], NonEmpty],
+                 fns: Annotated[Mapping[Framework, Callable[..., Any]], NonEmpty], *,
+                 timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> dict[str, float]:
+    """Page faults per call of ``fns[framework](*inputs[framework])`` in outputs' worth (the input's bytes in 4 KiB
+    pages): how much fresh memory each call's outputs got."""
     found = {}
-    for framework, fn in fns.items():
-        name = validate.framework(framework, "fns")
-        validate.function(f"fns[{name!r}]", fn)
+    for name, fn in fns.items():
         args = inputs[name]
         with calls.time_limit(timeout, f"fns[{name!r}] ({calls.describe(fn)})"):
             found[name] = outputs_worth(fn, *args, output_bytes=4 * max(1, int(math.prod(tuple(args[0].shape)))))
@@ -189,29 +173,25 @@ def _add_one(framework: str, compiled: bool) -> Callable[[int], tuple[Callable[.
     return lambda s: (fn, (tf.ones([s]),))
 
 
-def sweep_sizes(top_exponent: int, *, step: int = 3) -> list[int]:
+@declare.checked
+def sweep_sizes(top_exponent: Annotated[int, Range(4, 31)], *, step: Annotated[int, Range(1, 8)] = 3) -> list[int]:
     """Sizes 4, 4 * 2^step, ... up to 2^top_exponent elements (every ``step`` powers of two)."""
-    top = validate.number("top_exponent", top_exponent, low=4, high=31, integer=True)
-    step = validate.number("step", step, low=1, high=8, integer=True)
-    return [2**k for k in range(2, int(top) + 1, int(step))]
+    return [2**k for k in range(2, top_exponent + 1, step)]
 
 
-def overhead_sweep(frameworks: Sequence[str], sizes: Sequence[int], *,
-                   min_time: float = 0.03) -> dict[str, list[timing.Measurement]]:
+@declare.checked
+def overhead_sweep(frameworks: Frameworks,
+                   sizes: Annotated[Sequence[Size], NonEmpty, declare.MaxItems(MAX_SWEEP_POINTS)], *,
+                   min_time: Annotated[float, Range(0, 10, low_open=True)] = 0.03,
+                   ) -> dict[str, list[timing.Measurement]]:
     """Time ``x + 1`` at each size, eager and compiled (each framework's default compile), in each framework:
-    {variant name: measurements}; each point's page faults per call, in outputs' worth, ride along in
-    ``metadata["faults"]`` (fresh memory a call's output got)."""
-    validate.non_empty("sizes", sizes)
-    if len(sizes) > MAX_SWEEP_POINTS:
-        raise ValueError(f"sizes must hold at most {MAX_SWEEP_POINTS} sizes; got {len(sizes)}")
-    sizes = [validate.number(f"sizes[{i}]", s, low=1, high=MAX_ELEMENTS, integer=True) for i, s in enumerate(sizes)]
+    {variant name: measurements}, each point's page faults per call (outputs' worth) in ``metadata["faults"]``."""
     if any(b <= a for a, b in zip(sizes, sizes[1:])):
         raise ValueError("sizes must be strictly increasing")
     validate.memory_fits("sizes", 3 * 4 * int(sizes[-1]))  # the largest input, its output and the one before it
-    min_time = validate.number("min_time", min_time, low=0, high=10, low_open=True)
     series: dict[str, list[timing.Measurement]] = {}
     for compiled in (False, True):
-        for framework in _frameworks(frameworks):
+        for framework in frameworks:
             make = _add_one(framework, compiled)
             name = variant_name(framework, compiled)
             series[name] = [_timed(make, int(s), name, min_time) for s in sizes]
@@ -224,3 +204,23 @@ def _timed(make: Callable[[int], tuple[Callable[..., Any], tuple]], size: int, n
     found = timing.benchmark(fn, *args, min_time=min_time, label=f"{name} {size}")
     found.metadata["faults"] = outputs_worth(fn, *args, output_bytes=4 * size)
     return found
+
+
+@declare.checked
+def chain_medians(eager: Framework, compiled: Framework, size: Size, *, rounds: Annotated[int, Range(2, 20)] = 2,
+                  min_time: Annotated[float, Range(0.01, 60)] = 0.2,
+                  threads: Annotated[int, Range(1, 1024)] | None = None) -> dict[str, float]:
+    """What one fresh process measures for ``cu.fresh.replicate``: notebook 00's chain on ``size`` floats, eager in
+    framework ``eager`` against compiled (torch.compile, jax.jit, tf.function(jit_compile=True)) in ``compiled``, in
+    alternating rounds after ``warm_allocator``, ``threads`` torch threads: {"eager", "compiled": median seconds}."""
+    import torch
+
+    if threads is not None:
+        torch.set_num_threads(threads)
+    _, _, inputs = chain_inputs(sorted({eager, compiled}), size)
+    fns = {"eager": (models.chain_for(eager), inputs[eager]),
+           "compiled": (interop.compile_default(compiled, models.chain_for(compiled)), inputs[compiled])}
+    warm_allocator()
+    found = timing.interleaved({k: (lambda f=f, a=a: f(*a)) for k, (f, a) in fns.items()}, rounds=rounds,
+                               min_time=min_time)
+    return {k: m.median for k, m in found.items()}

@@ -26,14 +26,6 @@ def test_break_even_calls_formula() -> None:
     assert graphs.breakeven.break_even_calls(first_call=10, per_call=3, eager_per_call=2) == math.inf
 
 
-def test_break_even_from_measurements() -> None:
-    eager = timing.Measurement("eager", (2.0, 2.0), first_call=2.0)
-    compiled = timing.Measurement("compiled", (1.0, 1.0), first_call=10.0)
-    assert graphs.breakeven.break_even(eager, compiled) == 9
-    with pytest.raises(ValueError, match="first_call"):
-        graphs.breakeven.break_even(eager, timing.Measurement("c", (1.0,)))
-
-
 def test_break_even_range_comes_from_the_interval_and_is_none_where_it_reaches_1x() -> None:
     eager = timing.Measurement("eager", (2.0, 2.0), first_call=2.0)
     compiled = timing.Measurement("compiled", (1.0, 1.0), first_call=10.0)
@@ -52,7 +44,7 @@ def test_timed_pair_labels_pairs_rounds_and_keeps_first_calls() -> None:
 
 
 def test_overhead_model_predicts_scores_and_keeps_the_chain_call() -> None:
-    m = graphs.overhead_model("tf", n_ops=10, eager_per_op=5e-6, compiled_per_call=10e-6, eager_chain=_m(80e-6),
+    m = graphs.overhead_model("tensorflow", n_ops=10, eager_per_op=5e-6, compiled_per_call=10e-6, eager_chain=_m(80e-6),
                               compiled_chain=_m(20e-6))
     assert m.framework == "tensorflow" and m.predicted == pytest.approx(5.0) and m.measured == pytest.approx(4.0)
     assert m.ratio == pytest.approx(0.8) and m.chain_call == pytest.approx(20e-6)

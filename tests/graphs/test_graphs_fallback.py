@@ -73,7 +73,7 @@ def test_fallback_in_tensorflow_compiles_autograph_if() -> None:
         return x - 1
 
     decision = graphs.compile_or_fallback(branchy, (tf.ones(3),), compiler=lambda f: tf.function(f, jit_compile=True),
-                                          framework="tf")
+                                          framework="tensorflow")
     assert decision.compiled and decision.framework == "tensorflow"
 
 
@@ -95,7 +95,7 @@ def test_decisions_table_has_one_row_per_function() -> None:
 def test_eager_mode_really_switches_compilation_off(framework: str) -> None:
     if not env.available(framework):
         pytest.skip(f"{framework} not installed")
-    with graphs.fallback.eager_mode(framework) as switch:
+    with graphs.fallback._eager_mode(framework) as switch:
         assert graphs.ran_compiled(framework) is False
     assert switch == graphs.fallback.EAGER_SWITCHES[framework]
     assert graphs.ran_compiled(framework) is True

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from course_utils import calls, intervals, measuring, timing
+from course_utils.measuring import hierarchy, regimes, speedups
 
 CACHES = {"L1d": 48 * 2**10, "L2": 2 * 2**20, "L3": 32 * 2**20}
 
@@ -20,7 +21,7 @@ def _m(seconds: float, label: str = "m", *, rounds: tuple[float, ...] = (), **me
 
 def test_hierarchy_table_shows_the_measured_level_beside_the_reported_cache() -> None:
     sizes = (2**14, 2**18, 2**22, 2**26, 2**27, 2**28)
-    sweep = measuring.HierarchySweep(sizes, (60e9, 80e9, 78e9, 25e9, 20e9, 19e9), CACHES)
+    sweep = hierarchy.HierarchySweep(sizes, (60e9, 80e9, 78e9, 25e9, 20e9, 19e9), CACHES)
     assert [sweep.level_of(s) for s in sizes] == ["cache 1"] * 3 + ["cliff 1", "main memory", "main memory"]
     assert [sweep.reported_level(s) for s in sizes] == ["L1d", "L2", "L3", "past L3", "past L3", "past L3"]
     text = repr(sweep)
@@ -40,18 +41,11 @@ def test_default_working_sets_reach_main_memory_within_the_cap() -> None:
     assert max(measuring.default_working_sets(2**29, last_level_cache=480 * 2**20, memory=2**36, cap=2**29)) == 2**29
 
 
-def test_size_cap_follows_the_size(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("COURSE_SIZE", "ci")
-    assert measuring.size_cap() == 2 * measuring.hierarchy.probes.CI_CAP
-    monkeypatch.setenv("COURSE_SIZE", "cpu")
-    assert measuring.size_cap() is None
-
-
 def test_sweep_hierarchy_measures_each_working_set() -> None:
     pytest.importorskip("torch")
     sweep = measuring.sweep_hierarchy([2**14, 2**20], min_time=0.01)
     assert len(sweep.bandwidths) == 2 and all(r > 0 for r in sweep.bandwidths)
-    retimed = measuring.retime_dram(measuring.HierarchySweep((2**14, 2**16, 2**17), (1e9,) * 3, {"L1d": 2**14}),
+    retimed = measuring.retime_dram(hierarchy.HierarchySweep((2**14, 2**16, 2**17), (1e9,) * 3, {"L1d": 2**14}),
                                     2**15, 1e9, rounds=2, min_time=0.02)
     assert [s for s, _ in retimed.points] == [2**16, 2**17] and retimed.plateau > 0 and retimed.probe_rate > 0
 
@@ -61,29 +55,29 @@ def test_bend_is_read_off_the_curve_not_from_the_faulting_top() -> None:
     # flat to 16k, twice the floor between 16k and 131k, then a top paid for by page faults
     times = [2e-6, 2e-6, 2.1e-6, 2.3e-6, 3e-6, 8e-6, 60e-6, 9e-3]
     faults = [0, 0, 0, 0, 0, 0, 0, 1.0]
-    found = measuring.bend(sizes, [_m(t, faults=f) for t, f in zip(times, faults)], "torch eager")
+    found = regimes.bend(sizes, [_m(t, faults=f) for t, f in zip(times, faults)], "torch eager")
     assert found.floor == pytest.approx(2e-6) and 16384 < found.size < 131072
     assert found.faulted_from == 8388608 and found.slope == pytest.approx(2.41, abs=0.01) and found.within
-    flat = measuring.bend(sizes[:3], [_m(1e-6), _m(1.1e-6), _m(1.2e-6)])
+    flat = regimes.bend(sizes[:3], [_m(1e-6), _m(1.1e-6), _m(1.2e-6)])
     assert flat.size is None and not flat.within and flat.faulted_from is None
     table = repr(measuring.bends_table({"torch eager": found, "flat": flat}))
     assert "past the sweep" in table and "8,388,608" in table
 
 
 def test_amdahl_is_the_time_weighted_harmonic_mean() -> None:
-    assert measuring.amdahl([0.5, 0.5], [2.0, 1.0]) == pytest.approx(1 / 0.75)
-    assert measuring.amdahl([1.0], [5.0]) == pytest.approx(5.0)
-    assert measuring.amdahl([0.3, 0.7], [1e9, 1.0]) == pytest.approx(1 / 0.7, rel=1e-6)  # the cap
+    assert speedups.amdahl([0.5, 0.5], [2.0, 1.0]) == pytest.approx(1 / 0.75)
+    assert speedups.amdahl([1.0], [5.0]) == pytest.approx(5.0)
+    assert speedups.amdahl([0.3, 0.7], [1e9, 1.0]) == pytest.approx(1 / 0.7, rel=1e-6)  # the cap
     table = repr(measuring.amdahl_table({"gelu chain": 3.0, "chain without tanh": 1.5}))
     assert "Amdahl" in table and "chain without tanh (1.5x; computed)" in table and "2.5x" in table
 
 
-def _runs(eager: dict[str, float], compiled: dict[str, float], poly: bool = True) -> measuring.ChainRuns:
+def _runs(eager: dict[str, float], compiled: dict[str, float], poly: bool = True) -> speedups.ChainRuns:
     found = {"eager": {fw: _m(t) for fw, t in eager.items()}, "compiled": {fw: _m(t) for fw, t in compiled.items()}}
     if poly:
         found["eager, no tanh"] = {fw: _m(0.8 * t) for fw, t in eager.items()}
         found["compiled, no tanh"] = {fw: _m(0.5 * t) for fw, t in compiled.items()}
-    return measuring.ChainRuns(found)
+    return speedups.ChainRuns(found)
 
 
 def test_chain_runs_name_their_baselines_and_carry_intervals() -> None:
@@ -105,11 +99,11 @@ def test_chain_runs_name_their_baselines_and_carry_intervals() -> None:
 
 def test_chain_runs_refuse_runs_from_different_calls() -> None:
     with pytest.raises(ValueError, match="one cu.timing.interleaved"):
-        measuring.ChainRuns({"eager": {"torch": _m(1e-3)}, "compiled": {"torch": _m(1e-3, rounds=(1e-3, 1e-3))}})
+        speedups.ChainRuns({"eager": {"torch": _m(1e-3)}, "compiled": {"torch": _m(1e-3, rounds=(1e-3, 1e-3))}})
     with pytest.raises(ValueError, match="frameworks"):
-        measuring.ChainRuns({"eager": {"torch": _m(1e-3)}, "compiled": {"jax": _m(1e-3)}})
+        speedups.ChainRuns({"eager": {"torch": _m(1e-3)}, "compiled": {"jax": _m(1e-3)}})
     with pytest.raises(ValueError, match="compiled"):
-        measuring.ChainRuns({"eager": {"torch": _m(1e-3)}})
+        speedups.ChainRuns({"eager": {"torch": _m(1e-3)}})
 
 
 def test_cache_state_reads_hits_and_misses() -> None:
@@ -182,26 +176,3 @@ def test_overhead_sweep_counts_faults_at_every_point() -> None:
     assert list(sweep) == ["torch eager", "torch.compile"]
     assert all("faults" in m.metadata for m in sweep["torch eager"])
     assert measuring.sweep_sizes(23) == [4, 32, 256, 2048, 16384, 131072, 1048576, 8388608]
-
-
-def test_fresh_pages_fault_and_a_warm_allocator_reuses() -> None:
-    """In a fresh process, as the module describes: the allocator's state is per process, and the tests before
-    this one leave theirs in any state."""
-    import subprocess
-    import sys
-
-    pytest.importorskip("torch")
-    if measuring.on_fresh_pages(abs) is None:
-        pytest.skip("no glibc malloc_trim here")
-    code = """
-import torch
-from course_utils import measuring
-measuring.warm_allocator()
-x = torch.ones(2**20)
-def chain(a):
-    return (a * 2 + 1) * 3
-print(measuring.outputs_worth(measuring.on_fresh_pages(chain), x, output_bytes=4 * 2**20) >= 0.5,
-      measuring.outputs_worth(chain, x, output_bytes=4 * 2**20) < 0.5)
-"""
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.stdout.split() == ["True", "True"], out.stdout + out.stderr[-2000:]

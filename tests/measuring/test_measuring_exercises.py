@@ -3,7 +3,8 @@ slip), and says 'not attempted' for None; none depends on the machine's load."""
 
 from __future__ import annotations
 
-from course_utils import exercises, measuring, roofline
+from course_utils import exercises, roofline
+from course_utils.measuring import speedups
 
 MACHINE = roofline.Machine("torch", "cpu", {"triad": 2e10}, {"mm": 1e11})
 
@@ -37,7 +38,7 @@ def test_host_copy() -> None:
 
 
 def test_amdahl_exercise() -> None:
-    right = measuring.amdahl([0.3, 0.7], [5.0, 1.0])
+    right = speedups.amdahl([0.3, 0.7], [5.0, 1.0])
     assert exercises.evaluate("00.3", right, share=0.3, kernel_speedup=5.0).correct
     wrong = exercises.evaluate("00.3", 5.0, share=0.3, kernel_speedup=5.0)
     assert wrong.status == "not yet" and "kernel's speed-up" in wrong.detail

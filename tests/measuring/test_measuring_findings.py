@@ -4,8 +4,8 @@ the eager-gap table that replaced its story: the core decides each outcome, the 
 from __future__ import annotations
 
 from course_utils import display, findings, intervals, timing
-from course_utils.measuring import EagerGap
 from course_utils.measuring import findings as f00
+from course_utils.measuring.limits import EagerGap
 
 MAX = display.MAX_PARAGRAPH_WORDS
 

@@ -6,12 +6,12 @@ import pytest
 from matplotlib.figure import Figure
 
 from course_utils import measuring, timing
-from course_utils.measuring import kernels, peak
+from course_utils.measuring import hierarchy, kernels, peak
 
 
 def test_theoretical_peak_multiplies_its_factors(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(peak.env, "simd_flags", lambda: ("avx", "avx2", "fma", "avx512f"))
-    monkeypatch.setattr(peak, "clock_ghz", lambda: (2.5, "test"))
+    monkeypatch.setattr(peak, "_clock_ghz", lambda: (2.5, "test"))
     estimate = measuring.theoretical_peak(cores=4)
     assert (estimate.lanes, estimate.fma_units, estimate.isa) == (16, 2, "AVX-512")
     assert estimate.flops == pytest.approx(4 * 16 * 2 * 2 * 2.5e9)
@@ -21,14 +21,14 @@ def test_theoretical_peak_multiplies_its_factors(monkeypatch: pytest.MonkeyPatch
 
 def test_theoretical_peak_without_fma_or_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(peak.env, "simd_flags", lambda: ("sse4_2",))
-    monkeypatch.setattr(peak, "clock_ghz", lambda: (None, "not reported"))
+    monkeypatch.setattr(peak, "_clock_ghz", lambda: (None, "not reported"))
     estimate = measuring.theoretical_peak(cores=2)
     assert estimate.lanes == 4 and not estimate.fma and estimate.flops is None
     assert "unknown" in repr(estimate)
 
 
 def test_clock_has_a_source() -> None:
-    ghz, source = measuring.clock_ghz()
+    ghz, source = peak._clock_ghz()
     assert source and (ghz is None or 0.1 < ghz < 10)
 
 
@@ -51,7 +51,7 @@ def test_torch_and_numpy_libraries_are_found() -> None:
 
 
 def test_figures_are_built() -> None:
-    sweep = measuring.HierarchySweep((2**14, 2**20, 2**26), (9e10, 5e10, 2e10), {"L2": 2**21})
+    sweep = hierarchy.HierarchySweep((2**14, 2**20, 2**26), (9e10, 5e10, 2e10), {"L2": 2**21})
     assert isinstance(measuring.plots.hierarchy_plot(sweep, roof=2e10), Figure)
     sizes = [4, 32, 256, 2048]
     series = {name: [timing.Measurement(name, (1e-6 + s * 1e-9,)) for s in sizes]

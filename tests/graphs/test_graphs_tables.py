@@ -1,0 +1,65 @@
+"""Notebook 01's tables that print two times and a speed-up: the speed-up printed is the ratio of the printed
+medians, or the table names the estimate it prints (issue 36 rule 1); the loss tolerance from the device plan."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from course_utils import devices, display, graphs, timing
+from course_utils.graphs import breakeven, dynamic, harness, training
+
+
+def _m(median: float, rounds: tuple[float, ...] = (1.0, 1.0, 1.0)) -> timing.Measurement:
+    return timing.Measurement("m", (median * 0.9, median, median * 1.1), rounds=tuple(r * median for r in rounds))
+
+
+def _seconds(cell: str) -> float:
+    value, unit = re.match(r"([\d.]+) (\S+)", cell).groups()
+    return float(value) * {"s": 1, "ms": 1e-3, "µs": 1e-6, "ns": 1e-9}[unit]
+
+
+def _divides_or_names(table: display.Table, baseline: int, candidate: int, speedup: int) -> None:
+    """Each row's printed speed-up is the ratio of its printed medians (to 2%), or the table names its estimate."""
+    named = "geometric mean" in (table.note or "") + " ".join(table.header)
+    for row in table.rows:
+        if row[speedup] in ("baseline", "-"):
+            continue
+        ratio = _seconds(row[baseline]) / _seconds(row[candidate])
+        printed = float(row[speedup].split("x")[0])
+        assert named or printed == pytest.approx(ratio, rel=0.02), (row, ratio)
+
+
+# eager rounds 2, 2, 8 against compiled 1, 1, 1: the geometric mean (3.17x) is not the ratio of the medians (4x)
+SKEWED = (_m(4e-3, (0.5, 0.5, 2.0)), _m(1e-3))
+
+
+def test_step_and_parts_tables_name_their_estimate() -> None:
+    run = training.LossRun("torch", (1.0,), (1.0,), 0.5)
+    _divides_or_names(graphs.step_table({"torch": run}, {"torch": SKEWED}), 1, 2, 3)
+    _divides_or_names(graphs.parts_table({"forward + backward": SKEWED}, SKEWED), 1, 2, 3)
+
+
+def test_harness_and_dynamic_tables_name_their_estimate() -> None:
+    found = {h: harness.Harness(h, *SKEWED, 0.0, 0.0) for h in harness.HARNESSES}
+    _divides_or_names(graphs.harness_table(found), 1, 2, 3)
+    variants = {"static": dynamic.Variant("static", SKEWED[1], 1), "dynamic": dynamic.Variant("dynamic", SKEWED[0], 1)}
+    table = graphs.dynamic_table(variants, 16)
+    assert "geometric mean" in table.note  # the static graph's speed over each: baseline time over the variant's
+    assert table.column("speed over the static graph")[1].startswith("0.31x")
+
+
+def test_overhead_table_prints_the_ratio_of_the_medians() -> None:
+    model = breakeven.overhead_model("torch", n_ops=11, eager_per_op=1e-6, compiled_per_call=2e-6,
+                                     eager_chain=SKEWED[0], compiled_chain=SKEWED[1])
+    measured = graphs.overhead_table([model]).column("chain speed-up (measured: ratio of medians)")[0]
+    assert measured == "4x"
+
+
+@pytest.mark.parametrize(("name", "tolerance"), [("T4", 1e-4), ("TPU v5e-1", 2e-2)])
+def test_loss_tolerance_is_the_device_plans(monkeypatch: pytest.MonkeyPatch, name: str, tolerance: float) -> None:
+    spec = devices.KNOWN[name]
+    monkeypatch.setattr(devices, "describe",
+                        lambda: devices.Device(spec.kind, spec.name, spec.memory, spec.chips, 2, spec.capability))
+    assert graphs.loss_tolerance() == tolerance  # a T4 has no TF32, a TPU multiplies float32 in bf16 passes
