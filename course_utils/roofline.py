@@ -161,6 +161,11 @@ def _framework(value: Any) -> str:
                          f"got {value!r}") from None
 
 
+#: the machine figures' probe sizes, one table for every notebook (one machine, one figure): the matmul's n is large
+#: enough to approach the compute roof
+PROBE_SIZES = env.sizes(matmul_n=dict(ci=1024, cpu=2048, gpu=8192, tpu=8192))
+
+
 def measure_machine(
     framework: str = "torch",
     *,
@@ -181,7 +186,7 @@ def measure_machine(
         array_bytes = probes.probe_size().array_bytes
     array_bytes = validate.count("array_bytes", array_bytes, low=1024, high=validate.MAX_ELEMENTS * probes.FP32)
     if matmul_n is None:
-        matmul_n = default_matmul_n()
+        matmul_n = PROBE_SIZES.matmul_n
     matmul_n = validate.count("matmul_n", matmul_n, low=16, high=math.isqrt(validate.MAX_ELEMENTS))
     min_time = validate.number("min_time", min_time, low=0, high=60, low_open=True)
     if probes.on_host(framework):  # refused here, by name, rather than by the probes' own n and m
@@ -200,11 +205,6 @@ def measure_machine(
         gc.collect()  # the probe arrays (GiBs) go now, not at the next collection
         _CACHE[key] = Machine(framework, device, bandwidth, flops, fresh, int(array_bytes))
     return _CACHE[key]
-
-
-def default_matmul_n() -> int:
-    """The matmul probe's n at the active size: large enough to approach the compute roof."""
-    return env.pick(ci=1024, cpu=2048, gpu=8192, tpu=8192)
 
 
 def _time(fn: Callable[[], Any], min_time: float) -> float:

@@ -70,7 +70,6 @@ sizes
 # %% slideshow={"slide_type": "skip"}
 import contextlib
 import functools
-import math
 
 import numpy as np
 import torch
@@ -460,7 +459,7 @@ v_roof.prose(cu.fusion.findings.WORKING_SET.format(working=cu.display.format_byt
 # **Prediction**: the largest matmul of the sweep runs within 20% of torch's matmul probe of the same size.
 
 # %%
-MM_SIZES = [16, 64, 256, cu.roofline.default_matmul_n()]  # the last one: the machine figures' matmul probe size
+MM_SIZES = [16, 64, 256, cu.roofline.PROBE_SIZES.matmul_n]  # the last one: the machine figures' matmul probe size
 mm_points = []
 for n in MM_SIZES:
     a, w, out = torch.randn(n, n, device=DEVICE), torch.randn(n, n, device=DEVICE), torch.empty(n, n, device=DEVICE)

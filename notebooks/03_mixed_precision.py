@@ -54,7 +54,6 @@ if "google.colab" in sys.modules:
 
 # %%
 import copy
-import math
 
 import numpy as np
 import torch
