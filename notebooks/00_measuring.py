@@ -4,7 +4,6 @@
 #     minutes:
 #       ci: 3
 #       laptop: 5
-#       workshop: 40
 #   jupytext:
 #     notebook_metadata_filter: course,kernelspec,-jupytext.text_representation.jupytext_version
 #     text_representation:
@@ -27,7 +26,7 @@
 # median with its spread, every speed-up with an interval and a named baseline), read your machine's limits
 # (per-call overhead, memory bandwidth, matmul FLOP/s), and turn a kernel's speed-up into a step's.
 #
-# **Time:** about 40 minutes in a workshop; run time budgeted at 3 minutes at ci size on 2 cores.
+# **Time:** the guide's agendas give this session's minutes, computed from the material; run time budgeted at 3 minutes at ci size on 2 cores.
 # **Accelerators:** every section runs on CPU; on a GPU or TPU the same cells measure the device. JAX and
 # TensorFlow parts are skipped, with one sentence, where those frameworks are missing; PyTorch is required.
 # Every number below is measured in this run, on this machine.
@@ -45,7 +44,7 @@ if "google.colab" in sys.modules:
     source = uploaded[-1] if uploaded else "course_utils @ git+https://github.com/eager-to-compiled/course@v0.2.0"
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)
 
-# %% [markdown] course={"lead": true, "minutes": 2} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
 # ## 1. Which machine produced these numbers?
 # A timing without its hardware and versions is an anecdote. The report below travels with every result
 # in this course: core count and SIMD flags decide CPU speed, framework versions decide which compiler you got.
@@ -82,7 +81,7 @@ device, threads = cu.measuring.torch_setup()  # from the device plan: on a TPU r
 torch.set_num_threads(threads)
 print(f"torch runs on {device} with {threads} threads (the device plan, cu.devices)")
 
-# %% [markdown] course={"lead": false, "minutes": 5} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## 2. The async-dispatch trap
 # JAX (on every backend), and PyTorch and TensorFlow on a GPU, return from a call *before* its result exists:
 # the work is queued and Python moves on. A clock read when the call returns measures the queueing, not the
@@ -171,7 +170,7 @@ v_trap.prose()
 # the host (`np.asarray(y)`) waits too, and adds the copy. From here on `cu.timing.benchmark` and
 # `cu.timing.interleaved` wait for every result they time.
 
-# %% [markdown] course={"lead": false, "minutes": 6} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## 3. First call versus steady state
 # A compiled function pays once, on its first call: tracing, optimising, generating code. Averaged into the
 # steady state, that call makes a compiled function look slow in a short benchmark and fast in a long one.
@@ -245,7 +244,7 @@ runs
 # a chain runs faster without its `tanh` (an interval wholly above 1x), the `tanh` costs a measurable share of the
 # fused loop, which moves the same bytes either way.
 
-# %% [markdown] course={"lead": false, "minutes": 14} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## 4. The machine's limits: overhead, bandwidth, compute
 # Every operation costs at least a fixed **overhead** (Python, dispatch, a kernel launch), then either the time
 # to move its bytes (**bandwidth**-bound) or the time to do its arithmetic (**compute**-bound). A kernel's
@@ -354,7 +353,7 @@ v_roofline.prose()
 # A point above a roof breaks no law: each roof is a probe's speed at its own size and moment, not the machine's
 # ceiling, and a point whose bytes per call fit in the last-level cache can be served from it above the memory roof.
 
-# %% [markdown] course={"lead": true, "minutes": 3} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
 # ## 5. From a kernel's speed-up to a step's, and to money
 # One of the seed articles opens with a team that waits **3 days** per training run while a competitor
 # iterates in 3 hours, and claims that switching to a compiled framework "typically saves ~30% of compute":
@@ -405,7 +404,7 @@ print(f"the claim: the same work at {util_after:.0%} instead of {util_before:.0%
       f"{util_before / util_after:.2f}x the GPU-hours, a {util_after / util_before:.0f}x cut")
 print(f"the example illustrates the claim: {gpu_hours_before / gpu_hours_after == util_after / util_before}")
 
-# %% [markdown] course={"lead": false, "minutes": 4} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## Exercises
 # **1. Predict, then measure.** Before timing it, predict from this machine's roofline how long `torch.mm`
 # takes for two 512 x 512 fp32 matrices: `answer` = your prediction in seconds. The check compares it with the
@@ -466,7 +465,7 @@ print(f"kernel {runs.best_vs_best().ratio:.2f}x -> step {answer:.2f}x")
 # NBVAL_CHECK_OUTPUT
 cu.exercises.check("00.3", answer, share=0.3, kernel_speedup=runs.best_vs_best().ratio)
 
-# %% [markdown] course={"lead": true, "minutes": 3} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
 # ## Summary
 
 # %%
@@ -486,7 +485,7 @@ cu.notebook.summary_table("00_measuring", cu.measuring.summary_rows(trap, runs, 
 # **Next:** [01 · Dynamic vs static graphs](01_dynamic_vs_static.ipynb): what a compiler sees that eager
 # execution cannot, and what it costs.
 
-# %% [markdown] course={"lead": false, "minutes": 6, "optional": true} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false, "optional": true} slideshow={"slide_type": "slide"}
 # ## Going further
 # Optional reading: three questions this notebook's numbers raise, each measured.
 #

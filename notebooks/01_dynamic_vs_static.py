@@ -4,7 +4,6 @@
 #     minutes:
 #       ci: 3
 #       laptop: 5
-#       workshop: 50
 #   jupytext:
 #     notebook_metadata_filter: course,kernelspec,-jupytext.text_representation.jupytext_version
 #     text_representation:
@@ -91,7 +90,7 @@ print("frameworks in this run:", ", ".join(FW))
 for fw in ("jax", "tensorflow"):
     cu.notebook.needs(fw)  # one sentence for a missing framework, here only; its parts below are skipped
 
-# %% [markdown] course={"lead": false, "minutes": 2} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## 1. The same function, captured three ways
 #
 # - **PyTorch's Dynamo** analyses the function's bytecode as it is about to run: tensor operations go into an FX
@@ -126,7 +125,7 @@ v_ops
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_ops.prose()
 
-# %% [markdown] course={"lead": true, "minutes": 6} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
 # ## 2. Compiling costs once and saves on every call
 #
 # The first call of a compiled function traces and compiles; later calls reuse the result. Below is each
@@ -180,7 +179,7 @@ cu.graphs.crossover_plot({fw: (eager_m[fw], compiled_m[fw]) for fw in FW}, speed
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_compile.prose()
 
-# %% [markdown] course={"lead": true, "minutes": 6} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
 # ## 3. Compile time is a cost you can cut
 #
 # A job pays its compile before its first step, in every fresh process. Two remedies, measured on a model of
@@ -273,7 +272,7 @@ v_regional
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_regional.prose()
 
-# %% [markdown] course={"lead": false, "minutes": 7} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## 4. Eager dispatch overhead: why small tensors gain most
 #
 # Every eager op pays a fixed price before any arithmetic (Python, the dispatcher, an output allocation); a compiled
@@ -347,7 +346,7 @@ v_graphs
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_graphs.prose()
 
-# %% [markdown] course={"lead": false, "minutes": 3} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## 5. Recompilation: new shapes, new traces
 #
 # A compiled function is specialised to the shapes it was traced with. We call each function with 6 lengths and
@@ -402,7 +401,7 @@ retrace_warnings[:1]
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_counts.prose()
 
-# %% [markdown] course={"lead": true, "minutes": 6} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
 # ## 6. Python `if` on a tensor value
 #
 # The function below scales `x` down only when its largest magnitude exceeds 1 (a tiny gradient clipping).
@@ -515,7 +514,7 @@ for (fw, how), (eager_fn, fixed_fn) in fixes.items():
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_control.prose(cu.graphs.findings.CONTROL_ADVICE)
 
-# %% [markdown] course={"lead": true, "minutes": 6} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
 # ## 7. The rollback plan: switches back to eager, and compile-check-or-fall-back
 #
 # The seed articles' checklist asks for a rollback path: keep the eager code working, and be able to turn
@@ -637,7 +636,7 @@ v_fallback
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_fallback.prose()
 
-# %% [markdown] course={"lead": true, "minutes": 3} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
 # ## 8. A whole training step, compiled, against the same program run eagerly
 #
 # Forward, loss, backward and SGD update of the course's tiny MLP (32-64-64-10, same initial weights everywhere)
@@ -695,71 +694,7 @@ v_step
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_step.prose()
 
-# %% [markdown] course={"lead": true, "minutes": 3} slideshow={"slide_type": "slide"}
-# ## Summary
-#
-# The seed articles claim that moving to a compiled framework "typically saves ~30% of compute" (a 1.43x
-# speed-up). A PyTorch team's baseline is PyTorch eager, so we score the claim on the training step against
-# **torch eager**.
-# **Prediction** (the seed's claim, on this model): `torch.compile` saves at least 30% of the step (interval above 1.43x).
-#
-# The claim is about any run, not this process: the step is timed again in fresh Python processes, one after another
-# (3 at ci and laptop size, 2 at smoke size), each process's two medians paired into one ratio, so its interval is
-# "across N fresh processes"; section 8's interval stays beside it, "in this process". A fresh process cannot import
-# a notebook's function, so it runs `cu.graphs.step_medians` from `course_utils/graphs/training.py`: section 8's
-# torch recipe (`torch.compile(model)` plus a compiled `optimizer.step`, same MLP, batch, learning rate, threads).
-
-# %%
-fresh_steps = cu.fresh.replicate(cu.graphs.step_medians, n=sizes.processes, kwargs={
-    "batch": BATCH, "lr": LR, "rounds": 2, "min_time": 4 * MIN_TIME, "threads": torch.get_num_threads()})
-fresh_step = fresh_steps.speedup(cu.graphs.EAGER_STEP, cu.graphs.COMPILED_STEP)
-print(f"torch.compile step over torch eager, across fresh processes: {fresh_step}")
-fresh_steps
-
-# %%
-v_seed = cu.graphs.findings.SEED.score(cu.findings.above("torch.compile over torch eager, training step",
-                                                        fresh_step, 1 / 0.7), in_process=str(step_speed["torch"]))
-v_seed
-
-# %%
-rows = []  # measured only: the seed's ~30% claim is quoted in the notes and scored above
-for fw in FW:
-    rows += [
-        cu.notebook.Row(f"{fw}: first compiled call", compiled_m[fw].first_call, "s", f"gelu chain, {N:,} elements"),
-        cu.notebook.Row(f"{fw}: chain speed-up over own eager", speed[fw].ratio, "x",
-                        f"{N:,} elements; {speed[fw]}"),
-        cu.notebook.Row(f"{fw}: chain speed-up at 16 elements", model[FW.index(fw)].measured, "x",
-                        f"overhead model computed {model[FW.index(fw)].predicted:.2g}x"),
-        cu.notebook.Row(f"{fw}: training step over own eager", step_speed[fw].ratio, "x",
-                        f"MLP, batch {BATCH}; {step_speed[fw]}"),
-    ]
-rows += [cu.notebook.Row("torch: training step over torch eager", fresh_step.ratio, "x",
-                        f"MLP, batch {BATCH}; geometric mean, {fresh_step.interval}"),
-         cu.notebook.Row("torch: cold compile of the stack, fresh process", cache.cold, "s", f"{DEPTH} blocks"),
-         cu.notebook.Row("torch: warm compile (local cache), fresh process", cache.local, "s", f"{DEPTH} blocks"),
-         cu.notebook.Row("torch: regional compile (block.compile())", compile_s["block.compile()"], "s",
-                         f"whole model {compile_s['whole model']:.2g} s")]
-cu.notebook.summary_table("01_dynamic_vs_static", rows)
-
-# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-v_seed.prose(cu.graphs.findings.SEED_CAVEAT)
-
-# %% [markdown]
-# **What to remember**
-#
-# - A compiler sees the whole function as a graph: it fuses ops and pays one fixed cost per call instead of one
-#   per op; for small tensors the speed-up is about n_ops × (eager op cost) / (compiled call cost).
-#
-# - Compiling costs a first call, again for every new shape: count recompilations, make the varying dimension
-#   dynamic or padded; cut the compile with a kept cache and regional compilation, and monitor it.
-#
-# - Capture breaks on Python control flow over tensor values: use `where`/`cond`; keep each framework's eager
-#   switch as the rollback and check compiled results against eager.
-#
-# **Next**: notebook 02 opens the fused kernel itself: how many bytes the chain moves, the roofline of this
-# machine, and how close each compiler gets to it.
-
-# %% [markdown] course={"lead": false, "minutes": 3} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## Exercises
 #
 # **1. Break-even for your job.** A training job calls the compiled gelu chain 50,000 times. Using this
@@ -851,7 +786,71 @@ if "tensorflow" in FW:
 if "tensorflow" in FW:
     cu.exercises.check("01.4", answer_4)
 
-# %% [markdown] course={"lead": false, "minutes": 5, "optional": true} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
+# ## Summary
+#
+# The seed articles claim that moving to a compiled framework "typically saves ~30% of compute" (a 1.43x
+# speed-up). A PyTorch team's baseline is PyTorch eager, so we score the claim on the training step against
+# **torch eager**.
+# **Prediction** (the seed's claim, on this model): `torch.compile` saves at least 30% of the step (interval above 1.43x).
+#
+# The claim is about any run, not this process: the step is timed again in fresh Python processes, one after another
+# (3 at ci and laptop size, 2 at smoke size), each process's two medians paired into one ratio, so its interval is
+# "across N fresh processes"; section 8's interval stays beside it, "in this process". A fresh process cannot import
+# a notebook's function, so it runs `cu.graphs.step_medians` from `course_utils/graphs/training.py`: section 8's
+# torch recipe (`torch.compile(model)` plus a compiled `optimizer.step`, same MLP, batch, learning rate, threads).
+
+# %%
+fresh_steps = cu.fresh.replicate(cu.graphs.step_medians, n=sizes.processes, kwargs={
+    "batch": BATCH, "lr": LR, "rounds": 2, "min_time": 4 * MIN_TIME, "threads": torch.get_num_threads()})
+fresh_step = fresh_steps.speedup(cu.graphs.EAGER_STEP, cu.graphs.COMPILED_STEP)
+print(f"torch.compile step over torch eager, across fresh processes: {fresh_step}")
+fresh_steps
+
+# %%
+v_seed = cu.graphs.findings.SEED.score(cu.findings.above("torch.compile over torch eager, training step",
+                                                        fresh_step, 1 / 0.7), in_process=str(step_speed["torch"]))
+v_seed
+
+# %%
+rows = []  # measured only: the seed's ~30% claim is quoted in the notes and scored above
+for fw in FW:
+    rows += [
+        cu.notebook.Row(f"{fw}: first compiled call", compiled_m[fw].first_call, "s", f"gelu chain, {N:,} elements"),
+        cu.notebook.Row(f"{fw}: chain speed-up over own eager", speed[fw].ratio, "x",
+                        f"{N:,} elements; {speed[fw]}"),
+        cu.notebook.Row(f"{fw}: chain speed-up at 16 elements", model[FW.index(fw)].measured, "x",
+                        f"overhead model computed {model[FW.index(fw)].predicted:.2g}x"),
+        cu.notebook.Row(f"{fw}: training step over own eager", step_speed[fw].ratio, "x",
+                        f"MLP, batch {BATCH}; {step_speed[fw]}"),
+    ]
+rows += [cu.notebook.Row("torch: training step over torch eager", fresh_step.ratio, "x",
+                        f"MLP, batch {BATCH}; geometric mean, {fresh_step.interval}"),
+         cu.notebook.Row("torch: cold compile of the stack, fresh process", cache.cold, "s", f"{DEPTH} blocks"),
+         cu.notebook.Row("torch: warm compile (local cache), fresh process", cache.local, "s", f"{DEPTH} blocks"),
+         cu.notebook.Row("torch: regional compile (block.compile())", compile_s["block.compile()"], "s",
+                         f"whole model {compile_s['whole model']:.2g} s")]
+cu.notebook.summary_table("01_dynamic_vs_static", rows)
+
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
+v_seed.prose(cu.graphs.findings.SEED_CAVEAT)
+
+# %% [markdown]
+# **What to remember**
+#
+# - A compiler sees the whole function as a graph: it fuses ops and pays one fixed cost per call instead of one
+#   per op; for small tensors the speed-up is about n_ops × (eager op cost) / (compiled call cost).
+#
+# - Compiling costs a first call, again for every new shape: count recompilations, make the varying dimension
+#   dynamic or padded; cut the compile with a kept cache and regional compilation, and monitor it.
+#
+# - Capture breaks on Python control flow over tensor values: use `where`/`cond`; keep each framework's eager
+#   switch as the rollback and check compiled results against eager.
+#
+# **Next**: notebook 02 opens the fused kernel itself: how many bytes the chain moves, the roofline of this
+# machine, and how close each compiler gets to it.
+
+# %% [markdown] course={"lead": false, "optional": true} slideshow={"slide_type": "slide"}
 # ## Going further
 #
 # Optional reading: each part below keeps its prediction and verdict, and runs in every run.
