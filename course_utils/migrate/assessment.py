@@ -1,13 +1,6 @@
-"""What ``assess`` found, computed from the fresh processes' results: the gain per compile mode with its interval
-across processes (and each process's own interval over its rounds, kept apart), compile cost cold and warm, graph
-breaks and recompiles, peak memory, parity, the forced-failure fallback, MFU, and the money (``Pricing``).
-
-The interval that decides is ``cu.intervals.speedup`` over the per-process medians: a Student-t interval on the
-paired log-ratios of eager over compiled, one pair per fresh process. The spread of the rounds inside one process
-is reported beside it and never used for the decision: a process keeps state for its whole life (its allocator,
-where its threads run, the code its compiler generated), so its rounds agree with each other more than two
-processes do.
-"""
+"""What ``assess`` found, from the fresh processes' results: the gain per compile mode with its interval across
+processes (``cu.intervals.speedup`` over per-process medians: the one that decides; each process's own interval over
+its rounds is kept apart), compile cost, graph breaks, memory, parity, the fallback, MFU, and the money."""
 
 from __future__ import annotations
 
@@ -208,6 +201,12 @@ class Assessment:
     @property
     def deciding(self) -> ModeResult:
         return self.modes[0]
+
+    @property
+    def setup(self) -> str:
+        """What each variant ran with: batch, loader, dtype, threads, device (the same for eager and compiled)."""
+        return (f"batch {self.batch}, batches made once and read again (no loader wait), {self.amp or 'fp32'}, "
+                f"{self.threads} intra-op thread{'s' if self.threads != 1 else ''}, {self.device_name}")
 
     @property
     def decision(self) -> decision.Decision:

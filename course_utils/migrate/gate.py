@@ -1,11 +1,6 @@
-"""The regression gate: ``assess --baseline old/report.json`` compares the new gain with a saved run's (a new
-PyTorch, a new model version) and the command exits 3 when the gain fell beyond the noise.
-
-The rule: the ratio of the new gain over the baseline's, each end of its interval over the other's far end
-(``decision.gap``), lies wholly below 1x exactly when the two 95% intervals are disjoint with the new one lower:
-the gate fails then, and only then. Overlapping intervals pass (no regression shown); a rise beyond the noise
-passes and says so. The same compile mode must decide both runs.
-"""
+"""The regression gate: ``assess --baseline old/report.json`` exits 3 when the new gain fell beyond the noise: the
+ratio of the two gains (``decision.gap``) lies wholly below 1x exactly when the intervals are disjoint with the new
+one lower. The same compile mode must decide both runs."""
 
 from __future__ import annotations
 

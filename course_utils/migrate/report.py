@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from course_utils import display, intervals, validate
+from course_utils import findings as core
 from course_utils.findings import Finding, true
 from course_utils.migrate import cost, findings, load, plots, record, story
 from course_utils.migrate.assessment import LOAD_METHOD, Assessment, Pricing
 from course_utils.migrate.checklist import Checklist
 from course_utils.migrate.cost import months_text
-from course_utils.migrate.decision import BUSY, NOTHING, Decision, speed_text
+from course_utils.migrate.decision import BUSY, NOT_DECIDED, NOTHING, Decision, gap, speed_text
 from course_utils.migrate.inputs import Inputs
 from course_utils.migrate.ladder import Ladder
 from course_utils.migrate.parity import FALLBACK_RTOL
@@ -64,7 +65,7 @@ def findings_of(a: Assessment) -> dict[str, Finding]:
     """The decision, parity, the fallback and the run length, each scored on the assessment's numbers."""
     validate.instance("a", a, Assessment)
     m, f, r, i = a.deciding, a.fallback, a.pricing.run_length, a.pricing.inputs
-    gain = f"The speed-up of torch.compile(mode='{m.mode}') over eager on a training step of {a.model}"
+    gain = f"The speed-up of torch.compile(mode='{m.mode}') over eager on a training step of {a.model} ({a.setup})"
     steps = i.value("steps_per_job")
     explore = "any length (at the median gain a compiled step saves no time)" if math.isinf(r.steps) else \
         display.format_time(r.seconds())
@@ -184,12 +185,50 @@ def compare_table(named: Mapping[str, Assessment]) -> display.Table:
         rows.append((name, str(m.speedup), f"{display.format_time(a.eager_step_s)} -> {display.format_time(m.step_s)}",
                      f"{display.format_time(m.compile_cold_s)} / {_time(m.compile_warm_s)}",
                      f"{len(m.graph_breaks)} / {len(m.recompiles)}",
-                     f"{'ok' if m.parity.passed else 'FAILED'} ({m.parity.largest:.0e})", mfu))
+                     f"{'ok' if m.parity.passed else 'FAILED'} ({m.parity.largest:.0e})", mfu,
+                     a.decision.outcome + (f"; computed: {a.decision.next_step}" if a.decision.outcome == NOT_DECIDED
+                                           else "")))
     return display.table(["model", "compiled over eager, across fresh processes", "step, eager -> compiled",
-                          "compile cold / warm", "graph breaks / recompiles", "parity", "MFU, eager -> compiled"],
+                          "compile cold / warm", "graph breaks / recompiles", "parity", "MFU, eager -> compiled",
+                          "decision at the seed's terms"],
                          rows, title="assess: the same measurement on two models",
                          note=f"Each row: {first.processes} fresh processes; {intervals.METHOD} over the per-process "
-                              f"medians. MFU against {peak} ({first.peak_source}).")
+                              f"medians; set-up: {first.setup}. MFU against {peak} ({first.peak_source}). The "
+                              "processes that would decide an undecided row are computed from its interval's width "
+                              "and its distance to the break-even speed-up, not measured.")
+
+
+GAINS_MARGIN = 1.25  # two figures of one set-up agree when their ratio lies wholly inside [1/1.25, 1.25]
+
+
+def _rung_setup(setup: Mapping[str, Any]) -> str:
+    amp = setup.get("amp")
+    loader = f"{setup['workers']} loader worker(s)" if setup.get("workers") else "loader in the training process"
+    return (f"batch {setup.get('batch')}, {loader}{', pinned' if setup.get('pin') else ''}, "
+            f"{str(amp).split('.')[-1] if amp is not None else 'fp32'}, {setup.get('threads')} intra-op thread(s), "
+            f"{setup.get('device')}")
+
+
+def compile_gains(ladder: Ladder, cnn: Assessment) -> display.Table:
+    """Every gain compile bought the CNN on this page, each with its set-up and scope; the note reconciles them
+    (``findings.GAINS``: the decision's figure against the ladder's figure of the same set-up)."""
+    validate.instance("ladder", ladder, Ladder)
+    validate.instance("cnn", cnn, Assessment)
+    label, last_label = "torch.compile on the baseline", ladder.migration_gain().label
+    first, bare, last = ladder.interval(label), ladder.interval(label, "compute"), ladder.interval(last_label)
+    base, kept = _rung_setup(ladder[label].setup), _rung_setup(ladder[last_label].setup)
+    rows = [("compile first (ladder)", str(first), base, "paired rounds in this process"),
+            ("compile first, compute alone (ladder)", str(bare), base + "; the loader's wait left out",
+             "paired rounds in this process"),
+            ("compile last (ladder, waterfall)", str(last), kept, "paired rounds in this process"),
+            ("assess: the decision's figure", str(cnn.deciding.speedup), cnn.setup,
+             f"across {cnn.processes} fresh processes")]
+    check = core.same("the decision's gain over the ladder's compile first on the compute alone",
+                          gap(cnn.deciding.speedup, bare), GAINS_MARGIN)
+    told = findings.GAINS.read(check, assess=str(cnn.deciding.speedup), bare=str(bare), setup=cnn.setup,
+                                      first=str(first), last=str(last), kept=kept, margin=f"{GAINS_MARGIN:g}x")
+    return display.table(["figure", "compiled over eager", "set-up", "scope"], rows,
+                         title="What compile bought the CNN, figure by figure", note=told.sentence.replace("**", ""))
 
 
 def compare_pricing(named: Mapping[str, Assessment]) -> display.Table:
