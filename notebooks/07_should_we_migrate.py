@@ -240,10 +240,11 @@ v_amp.prose()
 block_model = dict(vocab=sizes.vocab, dim=sizes.dim, heads=sizes.heads, length=sizes.length)
 block_data = dict(vocab=sizes.vocab, length=sizes.length, batch=sizes.sequences)
 threads = torch.get_num_threads()  # the ladder's: on a CPU stand-in the model computes on one core
-cnn = cu.migrate.assess(cu.migrate.cnn, cu.migrate.cnn_batches, batches_args=dict(batch=sizes.batch),
+# amp="off": fp32, as the team runs today (autocast needs no migration: the ladder measured it as a rung)
+cnn = cu.migrate.assess(cu.migrate.cnn, cu.migrate.cnn_batches, batches_args=dict(batch=sizes.batch), amp="off",
                         processes=sizes.processes, steps=sizes.steps, threads=threads,
                         out=cu.env.build_dir("assess", "cnn"))
-block = cu.migrate.assess(cu.migrate.transformer, cu.migrate.token_batches, model_args=block_model,
+block = cu.migrate.assess(cu.migrate.transformer, cu.migrate.token_batches, model_args=block_model, amp="off",
                           batches_args=block_data, processes=sizes.processes, steps=sizes.steps, threads=threads,
                           out=cu.env.build_dir("assess", "transformer"))
 cu.migrate.compare_assessments({"course CNN": cnn, "transformer block": block})

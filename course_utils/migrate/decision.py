@@ -72,7 +72,8 @@ class Decision:
     reason: str | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.break_even, bool) or not isinstance(self.break_even, (int, float)) or not self.break_even > 0:
+        be = self.break_even
+        if isinstance(be, bool) or not isinstance(be, (int, float)) or not be > 0:
             raise ValueError(f"break_even must be a positive number (inf allowed); got {self.break_even!r}")
         if (self.outcome in _REASONED) != (self.reason is not None):
             raise ValueError(f"reason is given for the outcomes {_REASONED} only, and always for them; got outcome "

@@ -226,7 +226,8 @@ def compile_gains(ladder: Ladder, cnn: Assessment) -> display.Table:
     check = core.same("the decision's gain over the ladder's compile first on the compute alone",
                           gap(cnn.deciding.speedup, bare), GAINS_MARGIN)
     told = findings.GAINS.read(check, assess=str(cnn.deciding.speedup), bare=str(bare), setup=cnn.setup,
-                                      first=str(first), last=str(last), kept=kept, margin=f"{GAINS_MARGIN:g}x")
+                               bare_setup=base, first=str(first), last=str(last), kept=kept,
+                               margin=f"{GAINS_MARGIN:g}x")
     return display.table(["figure", "compiled over eager", "set-up", "scope"], rows,
                          title="What compile bought the CNN, figure by figure", note=told.sentence.replace("**", ""))
 

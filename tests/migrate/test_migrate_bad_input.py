@@ -10,7 +10,7 @@ import pytest
 from badinput import rejects
 
 from course_utils import intervals, migrate, timing
-from course_utils.migrate import cost, decision, frameworks, ladder, rungs, torch_rungs
+from course_utils.migrate import cost, decision, frameworks, ladder, rungs
 from course_utils.migrate import ladder as lad
 
 NAN, INF = float("nan"), float("inf")
