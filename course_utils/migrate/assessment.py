@@ -4,12 +4,13 @@ its rounds is kept apart), compile cost, graph breaks, memory, parity, the fallb
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from course_utils import display, intervals, timing, validate
+from course_utils import declare, devices, display, intervals, timing, validate
 from course_utils.migrate import compiled, cost, decision, load, parity, record
 from course_utils.migrate.inputs import MEASURED, SEED, SEED_JOB_HOURS, Inputs
 from course_utils.migrate.ladder import MigrationGain
@@ -21,31 +22,26 @@ CACHE_METHOD = ("on-disk caches: every process uses one TORCHINDUCTOR_CACHE_DIR,
                 "(torch.compiler.save_cache_artifacts) was not used: on a CPU a process that loads it still builds "
                 "every C++ kernel again (its empty cache folder fills with as many compiled libraries as a cold one)")
 LOAD_METHOD = "os.getloadavg() (1, 5 and 15 minute averages) at the start and the end of each measuring process"
-# Dense peak FLOP/s from NVIDIA's datasheets (SXM parts where two exist): fp32 without tensor cores, and 16-bit
-# tensor cores (bf16/fp16). A substring of the device name picks the row.
-DATASHEET = {"H200": (67e12, 989e12), "H100": (67e12, 989e12), "A100": (19.5e12, 312e12), "L40S": (91.6e12, 362e12),
-             "L4": (30.3e12, 121e12), "A10": (31.2e12, 125e12), "T4": (8.1e12, 65e12), "V100": (15.7e12, 125e12)}
 
 
 def device_peak(device: str, device_name: str, amp: str | None,
                 roof: Mapping[str, Any] | None) -> tuple[float | None, str]:
-    """(peak FLOP/s, where the figure comes from): on a CPU the matmul roof measured in this run's first process
-    for the dtype that ran (``roof``, from the worker), the datasheet figure of the GPU named (labelled as such), or
-    (None, why) where neither is known."""
+    """(peak FLOP/s, its source): on a CPU this run's matmul roof for the dtype that ran (``roof``, from the worker);
+    on a GPU the data sheet's dense figure for that dtype (``devices.KNOWN``, labelled), or (None, why)."""
     if device == "cpu":
         if roof is None:
             return None, "no peak measured in this run"
         return roof["flops"], (f"measured in this run's first process for the dtype that ran: the best of "
                                f"{roof['repeats']} {roof['dtype']} {roof['n']}x{roof['n']} matmuls (torch.matmul, "
                                f"{roof['threads']} threads)")
-    for name, (fp32, half) in DATASHEET.items():
-        if name in device_name:
-            peak = fp32 if amp is None else half
-            kind = "fp32, no tensor cores" if amp is None else "16-bit tensor cores, dense"
-            return peak, f"datasheet figure for {name} ({kind}), not measured here"
-    return None, f"no datasheet figure for {device_name!r} in the course's table"
+    name, dtype = device_name.upper().replace("-", " "), amp or "float32"
+    for spec in devices.KNOWN.values():
+        if spec.kind == "gpu" and re.search(spec.pattern, name) and dtype in spec.peaks:
+            return spec.peaks[dtype], f"data sheet figure for {spec.name} ({dtype}, dense; {spec.source}), not measured"
+    return None, f"no {dtype} data sheet figure for {device_name!r} in devices.KNOWN"
 
 
+@declare.checked
 @dataclass(frozen=True)
 class ModeResult:
     """One compile mode against eager: across processes, in each process, and what compiling it cost."""
@@ -162,6 +158,7 @@ def price(inputs: Inputs, speedup: intervals.Speedup, *, eager_step_s: float, co
                    decision.break_even_run(compile_cold_s, eager_step_s, speedup))
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class Assessment:
     """Everything one ``assess`` run measured and computed; ``modes[0]`` (the first mode asked for) decides."""
@@ -259,30 +256,3 @@ class Assessment:
             "cache": dict(self.cache), "gate": None if self.gate is None else self.gate.to_dict(),
             "amp_alone": None if self.amp_alone is None else self.amp_alone.to_dict(),
         }
-
-    def table(self) -> display.Table:
-        """One row per figure a lead asks for."""
-        m = self.deciding
-        rows = [("decision", self.decision.text), ("gain across processes", str(m.speedup)),
-                ("break-even speed-up (computed)", decision.speed_text(self.pricing.break_even)),
-                ("break-even months (computed)", cost.months_text(self.pricing.estimate.break_even_months)),
-                ("compile per job, cold / warm",
-                 f"{display.format_time(m.compile_cold_s)} / {_time(m.compile_warm_s)}"),
-                ("compiled graphs / graph breaks / recompiles",
-                 f"{m.graphs} / {len(m.graph_breaks)} / {len(m.recompiles)}"),
-                ("parity", f"{'passed' if m.parity.passed else 'FAILED'} ({m.parity.largest:.1e} of "
-                           f"{m.parity.tolerance:.0e})"),
-                ("fallback after a forced failure", "passed" if self.fallback.passed else "FAILED"),
-                ("peak memory of a step, eager / compiled",
-                 " / ".join("n/a" if b is None else display.format_bytes(b) for b in (self.eager_peak_bytes,
-                                                                                      m.peak_bytes))),
-                ("MFU eager / compiled", " / ".join("n/a" if v is None else f"{v:.1%}"
-                                                     for v in (self.mfu(self.eager_step_s), self.mfu(m.step_s))))]
-        return display.table(["", self.model], rows, title=f"assess: {self.model} on {self.device_name}",
-                             note=f"{self.processes} fresh processes x {self.steps} steps, {self.seconds:.0f} s")
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()

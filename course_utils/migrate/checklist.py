@@ -18,6 +18,7 @@ from course_utils.migrate.parity import FALLBACK_RTOL
 _DYNAMIC_HINTS = ("generic_jump", "data-dependent", "data dependent", "concretization", "dynamic control flow")
 
 
+@declare.checked
 @dataclass(frozen=True)
 class Check:
     """One item: ``passed`` is True, False, or None when it was not measured (e.g. no compile time given)."""
@@ -31,6 +32,7 @@ class Check:
         return {True: "PASS", False: "FAIL", None: "n/a"}[self.passed]
 
 
+@declare.checked
 @dataclass(frozen=True)
 class Checklist:
     """The five checks for one training step."""

@@ -145,17 +145,6 @@ class CostEstimate:
         ]
         return display.table(["", "computed from the inputs"], rows, title="Migration cost model (computed)")
 
-    def inputs(self) -> str:
-        """The inputs in one line, as a lead would state them (formatted from the estimate itself)."""
-        team = (f"{self.engineers:g} engineers x {self.weeks:g} weeks" if self.engineers is not None
-                and self.weeks is not None else "the migration")
-        return (f"{self.monthly_spend:,.0f} a month ({self.spend_growth:+.0%} a month), "
-                f"{self.training_share:.0%} of it training, {team} = {self.migration_cost:,.0f} "
-                f"+ {self.debugging_buffer:.0%} debugging buffer, "
-                f"{self.eager_upkeep:,.0f} a month to keep the eager path, {self.job_hours:g} h jobs paying "
-                f"{display.format_time(self.compile_s_per_job)} of compile each, "
-                + ("reserved capacity" if self.reserved else "on-demand capacity"))
-
     def __repr__(self) -> str:
         return repr(self.table())
 

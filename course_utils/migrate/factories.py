@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from course_utils import calls, fresh, validate
+from course_utils import calls, declare, fresh, validate
 from course_utils.migrate import trainstep
 
 
@@ -31,6 +31,7 @@ def call_factory(name: str, path: str, args: dict[str, Any] | None = None) -> An
         raise ValueError(f"{name}: {path}() raised {type(exc).__name__}: {exc}") from exc
 
 
+@declare.checked
 @dataclass(frozen=True)
 class Probe:
     """What one eager training step on the first batch showed: FLOPs counted, parameters, the batch's shapes."""

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 
 from course_utils import declare, devices, display, env, graphs, intervals, memory, models, timing, validate
-from course_utils.declare import NonEmpty, Positive, Range, Unique
+from course_utils.declare import NonEmpty, Range, Unique
 from course_utils.migrate import torch_rungs
 
 _LR = 0.05
@@ -21,35 +21,6 @@ _COMPILED = {"torch": "torch.compile", "jax": "jax.jit", "tensorflow": "tf.funct
 
 
 Classes = Annotated[int, Range(2, 10_000)]
-
-
-@declare.checked
-def jax_step_factory(classes: Classes = 10, *, lr: Annotated[float, Positive] = _LR
-                     ) -> Callable[[Callable[[Any], Any]], Callable[[Any], Any]]:
-    """``make_step(compiler)``: a fresh CNN (``models.jax_cnn_params``) and an SGD update wrapped by
-    ``compiler`` (``jax.jit``, or identity for op-by-op); ``step((x_nhwc, y)) -> loss``."""
-    import jax
-    import jax.numpy as jnp
-
-    def update(params: Any, x: Any, y: Any) -> tuple[Any, Any]:
-        def loss_fn(p: Any) -> Any:
-            logits = models.jax_cnn_apply(p, x)
-            return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], axis=1))
-
-        loss, grads = jax.value_and_grad(loss_fn)(params)
-        return jax.tree.map(lambda w, g: w - lr * g, params, grads), loss
-
-    def make_step(compiler: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        wrapped = validate.function("compiler", compiler)(update)
-        state = {"params": models.jax_cnn_params(classes=classes)}
-
-        def step(batch: Any) -> Any:
-            state["params"], loss = wrapped(state["params"], *batch)
-            return loss
-
-        return step
-
-    return make_step
 
 
 def _tensorflow_steps(classes: int, size: int) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
@@ -67,6 +38,7 @@ def _tensorflow_steps(classes: int, size: int) -> tuple[Callable[[Any], Any], Ca
     return eager, compiled
 
 
+@declare.checked
 @dataclass(frozen=True)
 class FrameworkRow:
     framework: str
@@ -87,6 +59,7 @@ def _tensorflow_device() -> str:
     return "gpu" if env.import_tensorflow().config.list_physical_devices("GPU") else "cpu"
 
 
+@declare.checked
 @dataclass(frozen=True)
 class FrameworkTable:
     """Measured rows; ``baseline`` is PyTorch eager, the common baseline of every 'vs' column."""
@@ -211,8 +184,9 @@ def framework_table(x_nchw: np.ndarray, y: np.ndarray, *, torch_compiler: Callab
             import jax
 
             batch = (jax.numpy.asarray(x_nhwc), jax.numpy.asarray(y))
-            make = jax_step_factory(classes)
-            eager, compiled, breaks, ran_on = make(lambda f: f), make(jax.jit), None, _jax_device()
+            eager, compiled = (models.jax_sgd_step(models.jax_cnn_params(classes=classes), models.jax_cnn_apply,
+                                                   lr=_LR, jit=jit) for jit in (False, True))
+            breaks, ran_on = None, _jax_device()
         else:
             tf = env.import_tensorflow()
             batch = (tf.constant(x_nhwc), tf.constant(y))
@@ -225,6 +199,7 @@ def framework_table(x_nchw: np.ndarray, y: np.ndarray, *, torch_compiler: Callab
     return FrameworkTable(tuple(rows), tuple(skipped), int(x_nchw.shape[0]), load, torch.get_num_threads())
 
 
+@declare.checked
 @dataclass(frozen=True)
 class Agreement:
     """Each installed framework's largest absolute difference from PyTorch's CNN output, and the tolerance the

@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from course_utils import intervals
+from course_utils import declare, intervals
 from course_utils.findings import BELOW, Finding, above
 from course_utils.migrate import decision, findings, record
 
 
+@declare.checked
 @dataclass(frozen=True)
 class Baseline:
     """The deciding gain of a saved report, where it came from and when it was measured."""
@@ -30,6 +31,7 @@ def load(path: str | Path) -> Baseline:
     return Baseline(record.speedup(mode), mode["mode"], str(path), saved["timestamp"])
 
 
+@declare.checked
 @dataclass(frozen=True)
 class Gate:
     """The new run's deciding gain against the baseline's."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from course_utils import display, validate
+from course_utils import declare, display, validate
 from course_utils.migrate.trainstep import OPTIMIZERS
 
 YOUR_CONFIG, SEED, MEASURED = "your config", "seed article", "measured"
@@ -50,6 +50,7 @@ REMOVED = {"jobs_per_month": "the saving is a share of the training bill, whatev
 _LIMITS = {"money": 1e12, "number": 1e6, "count": 10**12}
 
 
+@declare.checked
 @dataclass(frozen=True)
 class Input:
     """One value and where it came from."""
@@ -61,6 +62,7 @@ class Input:
         validate.text("source", self.source)
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class Inputs:
     """The cost model's inputs by name (every field of ``FIELDS``), each an ``Input``; ``path`` the config read."""

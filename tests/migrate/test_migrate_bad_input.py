@@ -10,7 +10,7 @@ import pytest
 from badinput import rejects
 
 from course_utils import intervals, migrate, timing
-from course_utils.migrate import cost, decision, frameworks, ladder, rungs
+from course_utils.migrate import cost, decision, ladder, rungs
 from course_utils.migrate import ladder as lad
 
 NAN, INF = float("nan"), float("inf")
@@ -127,7 +127,6 @@ BAD_CALLS = [
     (lambda: migrate.framework_table(np.zeros((2, 3, 8, 8)), np.zeros(2), torch_compiler=None), "torch_compiler"),
     (lambda: migrate.framework_table(np.zeros((2, 3, 8, 8)), np.zeros(2), torch_compiler=_step, rounds=1),
      "rounds"),
-    (lambda: frameworks.jax_step_factory(0), "classes"),
     (lambda: migrate.waterfall(None), "ladder"),
     (lambda: migrate.payback(), "estimates"),
     (lambda: migrate.payback(migrate.seed_example(), labels=["a", "b"]), "labels"),

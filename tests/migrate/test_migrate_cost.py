@@ -76,8 +76,6 @@ def test_the_table_formats_compile_time_and_the_cases_sit_side_by_side() -> None
                            training_share=0.8)
     text = repr(est)
     assert "250 ms of compile per 72 h job" in text and "(0 s per" not in text
-    assert "2 engineers x 2 weeks = 40,000 + 20% debugging buffer" in est.inputs()
-    assert "80% of it training" in est.inputs()
     growing = migrate.estimate(100_000, gain, job_hours=72, spend_growth=0.5)
     cases = repr(cost.compare_estimates({"flat": est, "+50% a month": growing}))
     assert "+50%" in cases and "flat" in cases and "break-even" in cases

@@ -70,7 +70,6 @@ def test_parity_the_fallback_and_the_run_length() -> None:
 
 
 def test_tables_and_the_report_markdown() -> None:
-    assert "decision" in repr(MIGRATING) and "<table>" in MIGRATING._repr_html_()
     both = repr(migrate.compare_assessments({"a": MIGRATING, "b": LOSING}))
     assert "across 3 fresh processes" in both and "MFU against" in both
     priced = repr(migrate.compare_pricing({"seed": MIGRATING, "lead": MIGRATING.priced(migrate.typed(
