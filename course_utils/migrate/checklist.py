@@ -12,8 +12,8 @@ from typing import Annotated, Any
 
 from course_utils import declare, display, graphs
 from course_utils.declare import Positive, Range
-from course_utils.migrate.ladder import MigrationGain
-from course_utils.migrate.parity import FALLBACK_RTOL
+from course_utils.migrate.ladder import MigrationGain, Shown
+from course_utils.migrate.parity import FALLBACK_RTOL, relative
 
 _DYNAMIC_HINTS = ("generic_jump", "data-dependent", "data dependent", "concretization", "dynamic control flow")
 
@@ -33,8 +33,8 @@ class Check:
 
 
 @declare.checked
-@dataclass(frozen=True)
-class Checklist:
+@dataclass(frozen=True, repr=False)
+class Checklist(Shown):
     """The five checks for one training step."""
 
     checks: tuple[Check, ...]
@@ -55,12 +55,6 @@ class Checklist:
         return display.table(["", "check", "evidence"], [(c.mark, c.name, c.evidence) for c in self.checks],
                              title=f"Launch checklist: {'ready' if self.passed else 'NOT ready'}")
 
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
-
 
 def _failing_backend(gm: Any, example_inputs: Any) -> Any:
     raise RuntimeError("simulated compiler failure (forced by the rollback check)")
@@ -68,10 +62,6 @@ def _failing_backend(gm: Any, example_inputs: Any) -> Any:
 
 def _losses(step: Callable[[Any], Any], batch: Any, steps: int) -> list[float]:
     return [float(step(batch)) for _ in range(steps)]
-
-
-def _relative(a: list[float], b: list[float]) -> float:
-    return max(abs(x - y) / max(abs(x), 1e-12) for x, y in zip(a, b))
 
 
 def _fall_back(make_step: Callable[..., Any], batch: Any, steps: int) -> tuple[list[float], BaseException | None]:
@@ -115,7 +105,7 @@ def _mvp(gain: MigrationGain | None, bar: float, eager: list[float], compiled: l
     name = "MVP: whole training step, speed and equality"
     if compiled is None:
         return Check(name, False, f"the compiled step fails: {type(error).__name__}: {error}"[:200])
-    diff = _relative(eager, compiled)
+    diff = relative(eager, compiled)[0]
     same = diff <= rtol
     text = (f"equality {'ok' if same else 'FAILED'}: {len(eager)} steps from the same weights, losses differ by "
             f"{diff:.1e} relative (tolerance {rtol:.0e})")
@@ -143,12 +133,12 @@ def _rollback(fallback: tuple[list[float], BaseException | None], eager: list[fl
     losses, error = fallback
     if error is None:
         return Check(name, False, "the forced compile failure did not fail, so the fallback was never exercised")
-    vs_eager = _relative(eager, losses)
+    vs_eager = relative(eager, losses)[0]
     text = (f"forced {type(error).__name__}; over {len(losses)} steps the fallback's losses differ from eager's by "
             f"{vs_eager:.1e} (must be <= {FALLBACK_RTOL:.0e})")
     if compiled is None:
         return Check(name, False, text + "; the compiled path itself failed, so nothing to roll back from")
-    vs_compiled = _relative(compiled, losses)
+    vs_compiled = relative(compiled, losses)[0]
     return Check(name, vs_eager <= FALLBACK_RTOL and vs_compiled <= rtol,
                  text + f" and from the compiled path's by {vs_compiled:.1e} (tolerance {rtol:.0e})")
 

@@ -11,7 +11,7 @@ from typing import Annotated
 
 from course_utils import declare, display, validate
 from course_utils.declare import NonEmpty, Range
-from course_utils.migrate.ladder import MigrationGain
+from course_utils.migrate.ladder import MigrationGain, Shown
 
 Money = Annotated[float, Range(0, 1e12)]
 Growth = Annotated[float, Range(-1, 10, low_open=True)]  # of the bill per month
@@ -34,8 +34,8 @@ def months_text(value: float) -> str:
 
 
 @declare.checked
-@dataclass(frozen=True)
-class CostEstimate:
+@dataclass(frozen=True, repr=False)
+class CostEstimate(Shown):
     """Inputs and outcomes of one migration decision, at the gain's median and at the two ends of its interval."""
 
     speedup: MigrationGain
@@ -144,12 +144,6 @@ class CostEstimate:
             ("time to result", f"{self.job_hours:g} h -> {self.time_to_result():.3g} h"),
         ]
         return display.table(["", "computed from the inputs"], rows, title="Migration cost model (computed)")
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 @declare.checked

@@ -14,6 +14,7 @@ import numpy as np
 from course_utils import declare, devices, display, env, graphs, intervals, memory, models, timing, validate
 from course_utils.declare import NonEmpty, Range, Unique
 from course_utils.migrate import torch_rungs
+from course_utils.migrate.ladder import Shown
 
 _LR = 0.05
 _EAGER = {"torch": "eager", "jax": "op-by-op (not how JAX is used)", "tensorflow": "eager"}
@@ -60,8 +61,8 @@ def _tensorflow_device() -> str:
 
 
 @declare.checked
-@dataclass(frozen=True)
-class FrameworkTable:
+@dataclass(frozen=True, repr=False)
+class FrameworkTable(Shown):
     """Measured rows; ``baseline`` is PyTorch eager, the common baseline of every 'vs' column."""
 
     rows: tuple[FrameworkRow, ...]
@@ -147,12 +148,6 @@ class FrameworkTable:
         return display.table(["framework", "its eager step", "compiled step", "first compiled call",
                               "vs PyTorch eager", "vs its own eager", "peak memory", "graph breaks"], rows,
                              title="One CNN training step in each framework", note=note)
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 @declare.checked

@@ -21,6 +21,16 @@ Part = Literal["step", "compute"]
 _MADE_HERE = object()  # only this module's constructors hold it: see MigrationGain
 
 
+class Shown:
+    """Shown through its ``table()``: aligned text, or an HTML table in Jupyter."""
+
+    def __repr__(self) -> str:
+        return repr(self.table())
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
+
+
 @declare.checked
 @dataclass(frozen=True)
 class Rung:
@@ -145,8 +155,8 @@ def paired_interval(before: Rung, after: Rung, part: Part = "step") -> intervals
 
 
 @declare.checked
-@dataclass(frozen=True)
-class Ladder:
+@dataclass(frozen=True, repr=False)
+class Ladder(Shown):
     """Rungs in order (the first is the baseline), the rungs ``skipped`` here and why, and ``extra`` rungs measured
     off the main order (compile first, the rungs tried and not kept, the eager twin of compile last)."""
 
@@ -263,12 +273,6 @@ class Ladder:
                     "Skipped here: " + "; ".join(self.skipped) + "." if self.skipped else ""))
         return display.table(["rung", "needs", "batch", "first step", "step (median)", "IQR", "of which compute",
                               "speed-up", "waiting for data", "peak memory"], rows, note=note.strip())
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 @declare.checked
