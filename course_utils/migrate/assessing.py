@@ -249,7 +249,7 @@ def _assemble(results: list[dict[str, Any]], *, mode_list: list[str], skipped: d
         model=names[0], batches=names[1], loss=names[2], device=device, device_name=device_name,
         versions=versions, threads=int(results[0]["threads"]), processes=processes, steps=steps, rounds=rounds,
         amp=amp, optimizer=f"{inputs.value('optimizer')} (learning rate {inputs.value('learning_rate'):g})",
-        eager_step_s=eager_step, eager_peak_bytes=assessment.median_or_none([r["variants"]["eager"]["peak_bytes"]
+        eager_step_s=eager_step, eager_peak_bytes=assessment.median_bytes([r["variants"]["eager"]["peak_bytes"]
                                                                       for r in results]),
         modes=modes, skipped=skipped, flops_per_step=probe.flops_per_step, peak_flops=peak, peak_source=peak_source,
         fallback=fallback, pricing=pricing, seconds=seconds, command=command, parameters=probe.parameters,

@@ -84,6 +84,12 @@ def median_or_none(values: Sequence[float | None]) -> float | None:
     return statistics.median(kept) if kept else None
 
 
+def median_bytes(values: Sequence[int | None]) -> int | None:
+    """The median of byte counts, whole (an even count's median is the mean of the middle two)."""
+    found = median_or_none(values)
+    return None if found is None else round(found)
+
+
 def _in_process(label: str, rounds_eager: Sequence[float], rounds_compiled: Sequence[float]) -> intervals.Speedup:
     eager = timing.Measurement("eager", tuple(rounds_eager), rounds=tuple(rounds_eager))
     compiled = timing.Measurement(label, tuple(rounds_compiled), rounds=tuple(rounds_compiled))
@@ -106,7 +112,7 @@ def mode_results(results: Sequence[Mapping[str, Any]], modes: Sequence[str], amp
             statistics.median(medians), compile_s[0], median_or_none(compile_s[1:]),
             tuple(sorted({b for v in runs for b in v["graph_breaks"]})),
             tuple(dict.fromkeys(x for v in runs[:1] for x in v["recompiles"])), int(runs[0]["graphs"]),
-            median_or_none([v["peak_bytes"] for v in runs]), parity.of(results, mode, amp),
+            median_bytes([v["peak_bytes"] for v in runs]), parity.of(results, mode, amp),
             tuple(e / c for e, c in zip(eager_medians, medians))))
     return tuple(out)
 

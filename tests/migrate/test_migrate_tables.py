@@ -107,3 +107,8 @@ def test_compile_gains_states_every_set_up_and_reconciles_in_one_sentence() -> N
     assert all(("thread" in r[2] and "batch" in r[2]) for r in table.rows)
     assert table.note.startswith("One gain, four figures.") and "1 loader worker(s)" in table.note
     assert not math.isnan(float(table.rows[3][1].split("x")[0]))
+
+
+def test_an_even_number_of_processes_gives_whole_byte_counts() -> None:
+    found = fake((1.2, 1.3))  # the median of two peaks is their mean: still a whole number of bytes
+    assert isinstance(found.eager_peak_bytes, int) and isinstance(found.deciding.peak_bytes, int)
