@@ -112,3 +112,16 @@ def test_compile_gains_states_every_set_up_and_reconciles_in_one_sentence() -> N
 def test_an_even_number_of_processes_gives_whole_byte_counts() -> None:
     found = fake((1.2, 1.3))  # the median of two peaks is their mean: still a whole number of bytes
     assert isinstance(found.eager_peak_bytes, int) and isinstance(found.deciding.peak_bytes, int)
+
+
+def test_the_examples_sizes_travel_as_arguments_on_the_command_line() -> None:
+    from course_utils.migrate import __main__ as cli
+
+    assert cli._args("--model-arg", ["dim=64", "lr=0.5", "name=x"]) == {"dim": 64, "lr": 0.5, "name": "x"}
+    with pytest.raises(ValueError, match="--batches-arg"):
+        cli._args("--batches-arg", ["batch"])
+    line = migrate.command_line("course_utils.migrate.examples:transformer",
+                                "course_utils.migrate.examples:token_batches", model_args={"dim": 64, "heads": 4}, batches_args={"batch": 16}, threads=1)
+    assert "--model-arg dim=64 --model-arg heads=4 --batches-arg batch=16" in line and "--threads 1" in line
+    with pytest.raises(ValueError, match="model_args"):
+        migrate.command_line("a.b:c", "a.b:d", model_args={"not a name": 1})
