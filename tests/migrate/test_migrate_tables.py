@@ -121,7 +121,8 @@ def test_the_examples_sizes_travel_as_arguments_on_the_command_line() -> None:
     with pytest.raises(ValueError, match="--batches-arg"):
         cli._args("--batches-arg", ["batch"])
     line = migrate.command_line("course_utils.migrate.examples:transformer",
-                                "course_utils.migrate.examples:token_batches", model_args={"dim": 64, "heads": 4}, batches_args={"batch": 16}, threads=1)
+                                "course_utils.migrate.examples:token_batches", model_args={"dim": 64, "heads": 4},
+                                batches_args={"batch": 16}, threads=1)
     assert "--model-arg dim=64 --model-arg heads=4 --batches-arg batch=16" in line and "--threads 1" in line
     with pytest.raises(ValueError, match="model_args"):
         migrate.command_line("a.b:c", "a.b:d", model_args={"not a name": 1})
