@@ -21,6 +21,10 @@ def parser() -> argparse.ArgumentParser:
                                              "report again)")
     cmd.add_argument("--model", required=True, help="PKG.MODULE:make_model, returns a torch.nn.Module")
     cmd.add_argument("--batches", required=True, help="PKG.MODULE:make_batches, returns (inputs, targets) batches")
+    cmd.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE",
+                     help="an argument of make_model (repeat for several), e.g. --model-arg dim=128")
+    cmd.add_argument("--batches-arg", action="append", default=[], metavar="KEY=VALUE",
+                     help="an argument of make_batches (repeat for several), e.g. --batches-arg batch=32")
     cmd.add_argument("--loss", help="PKG.MODULE:loss_fn(outputs, targets) (default: cross-entropy)")
     cmd.add_argument("--config", help="costs TOML (default: the seed article's figures, each labelled)")
     cmd.add_argument("--processes", type=int, default=5, help="fresh processes, at least 2 (default 5)")
@@ -29,7 +33,7 @@ def parser() -> argparse.ArgumentParser:
     cmd.add_argument("--modes", default="default", help="comma-separated: " + ",".join(_assess.MODES))
     cmd.add_argument("--amp", default="auto", choices=_assess.AMPS)
     cmd.add_argument("--threads", type=int, help="intra-op threads of the measuring processes (default: torch's)")
-    cmd.add_argument("--timeout", type=float, default=1800.0, help="seconds allowed per process (default 1800)")
+    cmd.add_argument("--timeout", type=float, help="seconds allowed per process (default: 300 + 8 per step)")
     cmd.add_argument("--out", required=True, help="folder for report.json, report.md, report.html")
     cmd.add_argument("--baseline", help="a saved report.json: exit 3 when the gain fell below its interval (the "
                                         "regression gate)")
@@ -37,6 +41,22 @@ def parser() -> argparse.ArgumentParser:
 
 
 GATE_FAILED = 3
+
+
+def _args(name: str, pairs: list[str]) -> dict[str, int | float | str]:
+    """KEY=VALUE pairs as keyword arguments: integers and numbers where they parse as such, else text."""
+    out: dict[str, int | float | str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.isidentifier():
+            raise ValueError(f"{name} must be KEY=VALUE with KEY a Python name; got {pair!r}")
+        for kind in (int, float):
+            try:
+                out[key] = kind(value)
+                break
+            except ValueError:
+                out[key] = value
+    return out
 
 
 def _interrupt_once(signum: int, frame: object) -> None:
@@ -84,7 +104,9 @@ def _main(argv: list[str] | None) -> int:
         return _price(argv[2:])
     args = parser().parse_args(argv)
     try:
-        found = _assess.assess(args.model, args.batches, loss=args.loss, config=args.config,
+        found = _assess.assess(args.model, args.batches, model_args=_args("--model-arg", args.model_arg),
+                               batches_args=_args("--batches-arg", args.batches_arg), loss=args.loss,
+                               config=args.config,
                                processes=args.processes, steps=args.steps, device=args.device, modes=args.modes,
                                amp=args.amp, threads=args.threads, timeout=args.timeout, out=args.out,
                                baseline=args.baseline)

@@ -1,15 +1,13 @@
 """``assess``: the migration decision measured on the user's own model, device and bill (notebook 07, README).
 
     python -m course_utils.migrate assess --model PKG.MODULE:make_model --batches PKG.MODULE:make_batches \\
-        [--loss PKG.MODULE:loss_fn] [--config costs.toml] [--processes 5] [--steps 50] \\
-        [--device auto|cpu|cuda] [--modes default,reduce-overhead,max-autotune] [--amp auto|off|bf16|fp16] --out DIR
+        [--model-arg KEY=VALUE ...] [--batches-arg KEY=VALUE ...] [--loss PKG.MODULE:loss_fn] [--config costs.toml] \\
+        [--processes 5] [--steps 50] [--device auto|cpu|cuda] [--modes default,...] [--amp auto|off|bf16|fp16] --out DIR
 
-Everything is checked before anything is measured: the factories import and run, the model is an ``nn.Module``
-that takes one training step on the first batch (its FLOPs counted there), the config's fields are known and
-in range. Then ``processes`` fresh Python processes run ``workers/assess_worker.py`` one after the other, each in
-its own process group (stopped whatever happens, Ctrl-C included). The report is written into a temporary folder
-beside ``out`` and moved into place only when it is whole, so a failed or interrupted run leaves ``out`` as it was;
-``out`` is checked writable first of all. A measuring process that fails leaves its log in ``<out>.failed-logs/``.
+Everything is checked before anything is measured (``out`` writable first, then the factories, one eager step,
+the config). Then fresh processes run ``workers/assess_worker.py`` one after the other, each in its own process
+group; the report is written beside ``out`` and moved into place only when whole. A measuring process that fails
+leaves its log in ``<out>.failed-logs/``.
 """
 
 from __future__ import annotations
@@ -22,12 +20,13 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from course_utils import children, env, intervals, validate
+from course_utils import children, declare, env, intervals, validate
+from course_utils.declare import NonEmpty, Range, Text
 from course_utils.migrate import assessment, factories, gate, load, parity, record, report
 from course_utils.migrate.inputs import Inputs, read_config
 from course_utils.migrate.torch_rungs import autocast_dtype
@@ -38,17 +37,18 @@ DEVICES = ("auto", "cpu", "cuda")
 WORKER = Path(__file__).resolve().parents[1] / "workers" / "assess_worker.py"
 FP32 = "eager fp32"  # the worker's variant without autocast (assess_worker.FP32)
 MAX_ROUNDS = 5
-PROCESSES = (2, 64)  # fresh processes: two for an interval, 64 at most (each runs every mode)
-STEPS = (2, 100_000)  # timed steps per process
+Processes = Annotated[int, Range(2, 64)]  # two for an interval, 64 at most (each runs every mode)
+Steps = Annotated[int, Range(2, 100_000)]  # timed steps per process
+Args = Mapping[Annotated[str, declare.Matches(r"[A-Za-z_]\w*", "a Python argument name")], int | float | str]
+Threads = Annotated[int, Range(1, 1024)]
+Modes = Annotated[Sequence[Literal[MODES]], NonEmpty] | Text
 
 
 def _modes(modes: Any) -> list[str]:
     """The compile modes, once each: a list of names, or a comma-separated string (the command line's)."""
     if isinstance(modes, str):
         modes = [m.strip() for m in modes.split(",") if m.strip()]
-    validate.instance("modes", modes, Iterable)
-    names = [validate.choice("modes", m, MODES) for m in validate.non_empty("modes", list(modes))]
-    return list(dict.fromkeys(names))
+    return list(dict.fromkeys(validate.choice("modes", m, MODES) for m in validate.non_empty("modes", list(modes))))
 
 
 def _device(device: str) -> str:
@@ -70,46 +70,49 @@ def _amp(amp: str, device: str) -> str | None:
     return {"off": None, "bf16": "bfloat16", "fp16": "float16"}[amp]
 
 
+def default_timeout(steps: int) -> float:
+    """Seconds allowed per measuring process: a cold compile and the imports (300 s) plus 2 s a step per variant
+    (four variants at most), ten times what the course's models take here."""
+    return 300.0 + 8.0 * steps
+
+
 def split_steps(steps: int) -> list[int]:
     """``steps`` timed steps split into at most 5 rounds of nearly equal length."""
     rounds = min(MAX_ROUNDS, steps)
     return [steps // rounds + (1 if i < steps % rounds else 0) for i in range(rounds)]
 
 
-def command_line(model: str, batches: str, *, loss: str | None = None, config: str | None = None,
-                 processes: int = 5, steps: int = 50, device: str = "auto", modes: Sequence[str] = ("default",),
-                 amp: str = "auto", out: str | Path = "build/assess/mymodel") -> str:
-    """The command line of ``assess`` for these arguments (what a lead runs on their own model); each argument is
-    checked as ``assess`` checks it, so a printed command does not fail when it is run."""
-    validate.text("model", model)
-    validate.text("batches", batches)
-    for name, value in (("loss", loss), ("config", config)):
-        if value is not None:
-            validate.text(name, value)
-    validate.number("processes", processes, low=PROCESSES[0], high=PROCESSES[1], integer=True)
-    validate.number("steps", steps, low=STEPS[0], high=STEPS[1], integer=True)
-    validate.choice("device", device, DEVICES)
-    validate.choice("amp", amp, AMPS)
-    validate.instance("out", out, (str, Path))
+@declare.checked
+def command_line(model: Text, batches: Text, *, model_args: Args | None = None, batches_args: Args | None = None,
+                 loss: Text | None = None, config: Text | None = None, processes: Processes = 5, steps: Steps = 50,
+                 device: Literal[DEVICES] = "auto", modes: Modes = ("default",), amp: Literal[AMPS] = "auto",
+                 threads: Threads | None = None, out: str | Path = "build/assess/mymodel") -> str:
+    """The command line of ``assess`` for these arguments (what a lead runs on their own model), checked as
+    ``assess`` checks them."""
     parts = ["python", "-m", "course_utils.migrate", "assess", "--model", model, "--batches", batches]
+    parts += [a for k, v in (model_args or {}).items() for a in ("--model-arg", f"{k}={v}")]
+    parts += [a for k, v in (batches_args or {}).items() for a in ("--batches-arg", f"{k}={v}")]
     parts += ["--loss", loss] if loss else []
     parts += ["--config", config] if config else []
     parts += ["--processes", str(processes), "--steps", str(steps), "--device", device, "--modes",
-              ",".join(_modes(modes)), "--amp", amp, "--out", str(out)]
+              ",".join(_modes(modes)), "--amp", amp, *(["--threads", str(threads)] if threads else []),
+              "--out", str(out)]
     return " ".join(shlex.quote(p) for p in parts)
 
 
-def assess(model: Any, batches: Any, *, out: str | Path, loss: Any = None, config: str | Path | Inputs | None = None,
-           processes: int = 5, steps: int = 50, device: str = "auto", modes: Any = ("default",), amp: str = "auto",
-           threads: int | None = None, seed: int = 0, timeout: float = 1800.0, progress: bool = True,
-           baseline: str | Path | None = None) -> assessment.Assessment:
-    """Measure eager against ``torch.compile`` on the model of ``model()`` (a 'package.module:function' path, or a
-    function in an importable module) over the batches of ``batches()`` in ``processes`` fresh processes of
-    ``steps`` timed steps each, price the gain with ``config`` (a TOML path, ``Inputs``, or None: the seed
-    article's figures) and write ``out``/report.json, report.md and report.html. ``timeout`` (seconds) bounds each
-    process, and the user's code run here first (the factories and one eager step); ``threads`` sets the
-    processes' intra-op threads (default: torch's); ``baseline`` (a saved report.json) adds the regression gate
-    (``gate``)."""
+@declare.checked
+def assess(model: Any, batches: Any, *, out: str | Path, model_args: Args | None = None,
+           batches_args: Args | None = None, loss: Any = None, config: str | Path | Inputs | None = None,
+           processes: Processes = 5, steps: Steps = 50, device: Literal[DEVICES] = "auto", modes: Modes = ("default",),
+           amp: Literal[AMPS] = "auto", threads: Threads | None = None,
+           seed: Annotated[int, Range(0, 2**31 - 1)] = 0, timeout: Annotated[float, Range(1, 24 * 3600)] | None = None,
+           progress: bool = True, baseline: str | Path | None = None) -> assessment.Assessment:
+    """Measure eager against ``torch.compile`` on ``model(**model_args)`` (a 'package.module:function' path, or a
+    function in an importable module) over ``batches(**batches_args)`` in ``processes`` fresh processes of ``steps``
+    timed steps each, price the gain with ``config`` (a TOML path, ``Inputs``, or None: the seed's figures) and write
+    ``out``/report.json, .md and .html. ``timeout`` bounds each process and the user's code run here first (default:
+    sized from the steps); ``threads``: the processes' intra-op threads (default torch's); ``baseline``: a saved
+    report.json for the regression gate."""
     start, started = time.perf_counter(), record.now()
     target = factories.check_out("out", out)  # first: a folder that cannot be written is refused before anything
     base = None if baseline is None else gate.load(baseline)
@@ -118,13 +121,9 @@ def assess(model: Any, batches: Any, *, out: str | Path, loss: Any = None, confi
     model_path = factories.resolve("model", model)
     batches_path = factories.resolve("batches", batches)
     loss_path = None if loss is None else factories.resolve("loss", loss)
+    model_args, batches_args = dict(model_args or {}), dict(batches_args or {})
     inputs = config if isinstance(config, Inputs) else read_config(config)
-    processes = validate.number("processes", processes, low=PROCESSES[0], high=PROCESSES[1], integer=True)
-    steps = validate.number("steps", steps, low=STEPS[0], high=STEPS[1], integer=True)
-    timeout = validate.number("timeout", timeout, low=1, high=24 * 3600)
-    threads = None if threads is None else validate.number("threads", threads, low=1, high=1024, integer=True)
-    seed = validate.number("seed", seed, low=0, high=2**31 - 1, integer=True)
-    validate.instance("progress", progress, bool)
+    timeout = default_timeout(steps) if timeout is None else timeout
     dev, mode_list = _device(device), _modes(modes)
     amp_name = _amp(amp, dev)
     skipped = {m: "CUDA graphs need a CUDA device; skipped here" for m in mode_list
@@ -132,16 +131,19 @@ def assess(model: Any, batches: Any, *, out: str | Path, loss: Any = None, confi
     measured_modes = [m for m in mode_list if m not in skipped]
     if not measured_modes:
         raise ValueError(f"modes: none of {mode_list} can run on {dev} ({'; '.join(skipped.values())})")
-    probe = factories.probe(model_path, batches_path, loss_path, torch.device(dev), timeout=timeout)
+    probe = factories.probe(model_path, batches_path, loss_path, torch.device(dev), timeout=timeout,
+                            model_args=model_args, batches_args=batches_args)
     device_name = torch.cuda.get_device_name(0) if dev == "cuda" else env.cpu_model()
     per_round = split_steps(steps)
-    command = command_line(model_path, batches_path, loss=loss_path, config=inputs.path, processes=processes,
-                           steps=steps, device=device, modes=mode_list, amp=amp, out=target)
+    command = command_line(model_path, batches_path, model_args=model_args, batches_args=batches_args, loss=loss_path,
+                           config=inputs.path, processes=processes, steps=steps, device=device, modes=mode_list,
+                           amp=amp, threads=threads, out=target)
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{target.name}-assess-", dir=target.parent))
     try:
         results = _run_processes(work, failed_logs(target), processes, {
-            "model": model_path, "batches": batches_path, "loss": loss_path, "device": dev, "amp": amp_name,
+            "model": model_path, "batches": batches_path, "model_args": model_args, "batches_args": batches_args,
+            "loss": loss_path, "device": dev, "amp": amp_name,
             "modes": measured_modes, "rounds": len(per_round), "per_round": per_round, "seed": seed,
             "threads": threads, "optimizer": inputs.value("optimizer"), "learning_rate": inputs.value("learning_rate"),
             "sys_path": [p for p in sys.path if p],
@@ -247,7 +249,7 @@ def _assemble(results: list[dict[str, Any]], *, mode_list: list[str], skipped: d
         model=names[0], batches=names[1], loss=names[2], device=device, device_name=device_name,
         versions=versions, threads=int(results[0]["threads"]), processes=processes, steps=steps, rounds=rounds,
         amp=amp, optimizer=f"{inputs.value('optimizer')} (learning rate {inputs.value('learning_rate'):g})",
-        eager_step_s=eager_step, eager_peak_bytes=assessment.median_or_none([r["variants"]["eager"]["peak_bytes"]
+        eager_step_s=eager_step, eager_peak_bytes=assessment.median_bytes([r["variants"]["eager"]["peak_bytes"]
                                                                       for r in results]),
         modes=modes, skipped=skipped, flops_per_step=probe.flops_per_step, peak_flops=peak, peak_source=peak_source,
         fallback=fallback, pricing=pricing, seconds=seconds, command=command, parameters=probe.parameters,

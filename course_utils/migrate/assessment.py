@@ -1,22 +1,16 @@
-"""What ``assess`` found, computed from the fresh processes' results: the gain per compile mode with its interval
-across processes (and each process's own interval over its rounds, kept apart), compile cost cold and warm, graph
-breaks and recompiles, peak memory, parity, the forced-failure fallback, MFU, and the money (``Pricing``).
-
-The interval that decides is ``cu.intervals.speedup`` over the per-process medians: a Student-t interval on the
-paired log-ratios of eager over compiled, one pair per fresh process. The spread of the rounds inside one process
-is reported beside it and never used for the decision: a process keeps state for its whole life (its allocator,
-where its threads run, the code its compiler generated), so its rounds agree with each other more than two
-processes do.
-"""
+"""What ``assess`` found, from the fresh processes' results: the gain per compile mode with its interval across
+processes (``cu.intervals.speedup`` over per-process medians: the one that decides; each process's own interval over
+its rounds is kept apart), compile cost, graph breaks, memory, parity, the fallback, MFU, and the money."""
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from course_utils import display, intervals, timing, validate
+from course_utils import declare, devices, display, intervals, timing, validate
 from course_utils.migrate import compiled, cost, decision, load, parity, record
 from course_utils.migrate.inputs import MEASURED, SEED, SEED_JOB_HOURS, Inputs
 from course_utils.migrate.ladder import MigrationGain
@@ -28,31 +22,26 @@ CACHE_METHOD = ("on-disk caches: every process uses one TORCHINDUCTOR_CACHE_DIR,
                 "(torch.compiler.save_cache_artifacts) was not used: on a CPU a process that loads it still builds "
                 "every C++ kernel again (its empty cache folder fills with as many compiled libraries as a cold one)")
 LOAD_METHOD = "os.getloadavg() (1, 5 and 15 minute averages) at the start and the end of each measuring process"
-# Dense peak FLOP/s from NVIDIA's datasheets (SXM parts where two exist): fp32 without tensor cores, and 16-bit
-# tensor cores (bf16/fp16). A substring of the device name picks the row.
-DATASHEET = {"H200": (67e12, 989e12), "H100": (67e12, 989e12), "A100": (19.5e12, 312e12), "L40S": (91.6e12, 362e12),
-             "L4": (30.3e12, 121e12), "A10": (31.2e12, 125e12), "T4": (8.1e12, 65e12), "V100": (15.7e12, 125e12)}
 
 
 def device_peak(device: str, device_name: str, amp: str | None,
                 roof: Mapping[str, Any] | None) -> tuple[float | None, str]:
-    """(peak FLOP/s, where the figure comes from): on a CPU the matmul roof measured in this run's first process
-    for the dtype that ran (``roof``, from the worker), the datasheet figure of the GPU named (labelled as such), or
-    (None, why) where neither is known."""
+    """(peak FLOP/s, its source): on a CPU this run's matmul roof for the dtype that ran (``roof``, from the worker);
+    on a GPU the data sheet's dense figure for that dtype (``devices.KNOWN``, labelled), or (None, why)."""
     if device == "cpu":
         if roof is None:
             return None, "no peak measured in this run"
         return roof["flops"], (f"measured in this run's first process for the dtype that ran: the best of "
                                f"{roof['repeats']} {roof['dtype']} {roof['n']}x{roof['n']} matmuls (torch.matmul, "
                                f"{roof['threads']} threads)")
-    for name, (fp32, half) in DATASHEET.items():
-        if name in device_name:
-            peak = fp32 if amp is None else half
-            kind = "fp32, no tensor cores" if amp is None else "16-bit tensor cores, dense"
-            return peak, f"datasheet figure for {name} ({kind}), not measured here"
-    return None, f"no datasheet figure for {device_name!r} in the course's table"
+    name, dtype = device_name.upper().replace("-", " "), amp or "float32"
+    for spec in devices.KNOWN.values():
+        if spec.kind == "gpu" and re.search(spec.pattern, name) and dtype in spec.peaks:
+            return spec.peaks[dtype], f"data sheet figure for {spec.name} ({dtype}, dense; {spec.source}), not measured"
+    return None, f"no {dtype} data sheet figure for {device_name!r} in devices.KNOWN"
 
 
+@declare.checked
 @dataclass(frozen=True)
 class ModeResult:
     """One compile mode against eager: across processes, in each process, and what compiling it cost."""
@@ -95,6 +84,12 @@ def median_or_none(values: Sequence[float | None]) -> float | None:
     return statistics.median(kept) if kept else None
 
 
+def median_bytes(values: Sequence[int | None]) -> int | None:
+    """The median of byte counts, whole (an even count's median is the mean of the middle two)."""
+    found = median_or_none(values)
+    return None if found is None else round(found)
+
+
 def _in_process(label: str, rounds_eager: Sequence[float], rounds_compiled: Sequence[float]) -> intervals.Speedup:
     eager = timing.Measurement("eager", tuple(rounds_eager), rounds=tuple(rounds_eager))
     compiled = timing.Measurement(label, tuple(rounds_compiled), rounds=tuple(rounds_compiled))
@@ -117,7 +112,7 @@ def mode_results(results: Sequence[Mapping[str, Any]], modes: Sequence[str], amp
             statistics.median(medians), compile_s[0], median_or_none(compile_s[1:]),
             tuple(sorted({b for v in runs for b in v["graph_breaks"]})),
             tuple(dict.fromkeys(x for v in runs[:1] for x in v["recompiles"])), int(runs[0]["graphs"]),
-            median_or_none([v["peak_bytes"] for v in runs]), parity.of(results, mode, amp),
+            median_bytes([v["peak_bytes"] for v in runs]), parity.of(results, mode, amp),
             tuple(e / c for e, c in zip(eager_medians, medians))))
     return tuple(out)
 
@@ -169,6 +164,7 @@ def price(inputs: Inputs, speedup: intervals.Speedup, *, eager_step_s: float, co
                    decision.break_even_run(compile_cold_s, eager_step_s, speedup))
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class Assessment:
     """Everything one ``assess`` run measured and computed; ``modes[0]`` (the first mode asked for) decides."""
@@ -208,6 +204,12 @@ class Assessment:
     @property
     def deciding(self) -> ModeResult:
         return self.modes[0]
+
+    @property
+    def setup(self) -> str:
+        """What each variant ran with: batch, loader, dtype, threads, device (the same for eager and compiled)."""
+        return (f"batch {self.batch}, batches made once and read again (no loader wait), {self.amp or 'fp32'}, "
+                f"{self.threads} intra-op thread{'s' if self.threads != 1 else ''}, {self.device_name}")
 
     @property
     def decision(self) -> decision.Decision:
@@ -260,30 +262,3 @@ class Assessment:
             "cache": dict(self.cache), "gate": None if self.gate is None else self.gate.to_dict(),
             "amp_alone": None if self.amp_alone is None else self.amp_alone.to_dict(),
         }
-
-    def table(self) -> display.Table:
-        """One row per figure a lead asks for."""
-        m = self.deciding
-        rows = [("decision", self.decision.text), ("gain across processes", str(m.speedup)),
-                ("break-even speed-up (computed)", decision.speed_text(self.pricing.break_even)),
-                ("break-even months (computed)", cost.months_text(self.pricing.estimate.break_even_months)),
-                ("compile per job, cold / warm",
-                 f"{display.format_time(m.compile_cold_s)} / {_time(m.compile_warm_s)}"),
-                ("compiled graphs / graph breaks / recompiles",
-                 f"{m.graphs} / {len(m.graph_breaks)} / {len(m.recompiles)}"),
-                ("parity", f"{'passed' if m.parity.passed else 'FAILED'} ({m.parity.largest:.1e} of "
-                           f"{m.parity.tolerance:.0e})"),
-                ("fallback after a forced failure", "passed" if self.fallback.passed else "FAILED"),
-                ("peak memory of a step, eager / compiled",
-                 " / ".join("n/a" if b is None else display.format_bytes(b) for b in (self.eager_peak_bytes,
-                                                                                      m.peak_bytes))),
-                ("MFU eager / compiled", " / ".join("n/a" if v is None else f"{v:.1%}"
-                                                     for v in (self.mfu(self.eager_step_s), self.mfu(m.step_s))))]
-        return display.table(["", self.model], rows, title=f"assess: {self.model} on {self.device_name}",
-                             note=f"{self.processes} fresh processes x {self.steps} steps, {self.seconds:.0f} s")
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()

@@ -1,35 +1,24 @@
-"""The seed's launch checklist, run as code on a whole training step: pass or fail, each with its evidence.
-
-1. MVP comparison: what the migration buys (a measured ``MigrationGain``) against the team's bar (the break-even
-   speed-up: the whole interval must lie above it), and ``steps`` whole training steps compiled vs eager from the
-   same weights, losses compared.
-2. Operator compatibility: graph breaks of the model (PyTorch) or a compile that fails (JAX).
-3. Rollback path: a compile failure is *forced* (a compiler that really fails); PyTorch then rolls back with one
-   line, ``torch.compiler.set_stance("force_eager")``, and the same model object trains on. Its losses must equal
-   eager's and stay within the tolerance of the compiled path's: a rollback that left state behind, or a compiled
-   path that drifted, fails the check.
-4. Monitoring: compile time per job against a threshold (a busy share of the step is not checked: it measures the
-   data stall, not how busy the accelerator's kernels are).
-5. Dynamic control flow: Python branches on tensor values found while tracing.
-
-``make_step(compiler)`` builds a fresh training step (same initial weights each time) whose model (PyTorch)
-or update function (JAX) is wrapped by ``compiler``; ``step(batch)`` returns the loss.
-"""
+"""The seed's launch checklist, run as code on a whole PyTorch training step, each check pass or fail with its
+evidence: the MVP bar (speed against the break-even speed-up, and equality with eager), operator compatibility
+(graph breaks), the rollback (a *forced* compile failure, then ``torch.compiler.set_stance("force_eager")``),
+monitoring (compile time per job) and data-dependent control flow. ``make_step(compiler)`` builds a fresh step
+(same initial weights each time) whose model is wrapped by ``compiler``; ``step(batch)`` returns the loss."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
-from course_utils import display, graphs, validate
-from course_utils.migrate.ladder import MigrationGain
+from course_utils import declare, display, graphs
+from course_utils.declare import Positive, Range
+from course_utils.migrate.ladder import MigrationGain, Shown
+from course_utils.migrate.parity import FALLBACK_RTOL, relative
 
-_DYNAMIC_HINTS = ("generic_jump", "data-dependent", "data dependent", "concretization", "tracerbool",
-                  "operatornotallowedingraph", "dynamic control flow")
-FRAMEWORKS = ("torch", "jax")
+_DYNAMIC_HINTS = ("generic_jump", "data-dependent", "data dependent", "concretization", "dynamic control flow")
 
 
+@declare.checked
 @dataclass(frozen=True)
 class Check:
     """One item: ``passed`` is True, False, or None when it was not measured (e.g. no compile time given)."""
@@ -43,11 +32,11 @@ class Check:
         return {True: "PASS", False: "FAIL", None: "n/a"}[self.passed]
 
 
-@dataclass(frozen=True)
-class Checklist:
-    """The five checks for one training step in one framework."""
+@declare.checked
+@dataclass(frozen=True, repr=False)
+class Checklist(Shown):
+    """The five checks for one training step."""
 
-    framework: str
     checks: tuple[Check, ...]
 
     @property
@@ -57,130 +46,57 @@ class Checklist:
 
     @property
     def failed(self) -> list[str]:
-        """Names of the checks that failed."""
         return [c.name for c in self.checks if c.passed is False]
 
-    def why(self) -> str:
-        """The failed checks with their evidence, one clause each ('' when none failed)."""
-        return "; ".join(f"*{c.name}* ({c.evidence})" for c in self.checks if c.passed is False)
-
     def __getitem__(self, name: str) -> Check:
-        for check in self.checks:
-            if check.name == name:
-                return check
-        raise KeyError(f"name must be one of {[c.name for c in self.checks]}; got {name!r}")
+        return next(c for c in self.checks if c.name == name)
 
     def table(self) -> display.Table:
-        title = f"Launch checklist ({self.framework}): {'ready' if self.passed else 'NOT ready'}"
         return display.table(["", "check", "evidence"], [(c.mark, c.name, c.evidence) for c in self.checks],
-                             title=title)
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
+                             title=f"Launch checklist: {'ready' if self.passed else 'NOT ready'}")
 
 
-def _failing_torch_backend(gm: Any, example_inputs: Any) -> Any:
+def _failing_backend(gm: Any, example_inputs: Any) -> Any:
     raise RuntimeError("simulated compiler failure (forced by the rollback check)")
-
-
-def compilers(framework: str, compiler: Callable[[Any], Any] | None = None) -> dict[str, Callable[[Any], Any]]:
-    """The wrappers the checks use: 'eager' (identity), 'compiled' (``compiler``, the learner's migration; required
-    for PyTorch; ``jax.jit`` for JAX), and 'broken' (a compile that really fails: a torch.compile backend that
-    raises; an XLA compile option that does not exist)."""
-    name = validate.choice("framework", validate.framework(framework), FRAMEWORKS)
-    if name == "torch":
-        import torch
-
-        if compiler is None:
-            raise TypeError("compiler must be the learner's migration for PyTorch, e.g. "
-                            "lambda m: torch.compile(m, dynamic=False); got None")
-        return {"eager": lambda m: m, "compiled": validate.function("compiler", compiler),
-                "broken": lambda m: torch.compile(m, backend=_failing_torch_backend)}
-    import jax
-
-    def broken(fn: Callable[..., Any]) -> Callable[..., Any]:
-        return lambda *args: jax.jit(fn).lower(*args).compile(
-            compiler_options={"xla_option_that_does_not_exist": True})(*args)
-
-    return {"eager": lambda f: f, "compiled": jax.jit, "broken": broken}
-
-
-def fall_back(make_step: Callable[[Callable[[Any], Any]], Callable[[Any], Any]], broken: Callable[[Any], Any],
-              batch: Any, steps: int, framework: str = "torch") -> tuple[list[float], BaseException | None]:
-    """The rollback path as code: build the step with a compile that fails, and when its first call raises, go on
-    without the compiler: PyTorch keeps the same step and model under ``torch.compiler.set_stance("force_eager")``
-    (the one-line rollback); JAX builds its eager step. Returns (losses of ``steps`` steps, the exception or None:
-    the compile did not fail, and the losses are then those of the step that ran)."""
-    validate.function("make_step", make_step)
-    validate.function("broken", broken)
-    name = validate.choice("framework", validate.framework(framework), FRAMEWORKS)
-    validate.number("steps", steps, low=1, high=100, integer=True)
-    step = make_step(broken)
-    try:
-        first = float(step(batch))
-    except Exception as exc:  # the fallback's whole job is to survive this
-        if name == "jax":
-            return _losses(make_step(lambda f: f), batch, steps), exc
-        import torch
-
-        with torch.compiler.set_stance("force_eager"):
-            return _losses(step, batch, steps), exc
-    return [first, *_losses(step, batch, steps - 1)], None
 
 
 def _losses(step: Callable[[Any], Any], batch: Any, steps: int) -> list[float]:
     return [float(step(batch)) for _ in range(steps)]
 
 
-def _relative(a: list[float], b: list[float]) -> float:
-    return max(abs(x - y) / max(abs(x), 1e-12) for x, y in zip(a, b))
+def _fall_back(make_step: Callable[..., Any], batch: Any, steps: int) -> tuple[list[float], BaseException | None]:
+    """Build the step with a compile that fails; when its first call raises, roll back with one line and train on
+    the same model. Returns (losses, the exception, or None where the compile did not fail)."""
+    import torch
 
-
-def run_checklist(make_step: Callable[[Callable[[Any], Any]], Callable[[Any], Any]], batch: Any, *,
-                  compiler: Callable[[Any], Any] | None = None, framework: str = "torch",
-                  gain: MigrationGain | None = None, min_speedup: float = 1.05,
-                  forward: tuple[Callable[..., Any], tuple] | None = None, compile_s: float | None = None,
-                  compile_budget_s: float = 120.0, steps: int = 3, rtol: float = 1e-3) -> Checklist:
-    """Run the five checks on the training step built by ``make_step`` (``compiler``: the learner's migration).
-
-    ``gain``: what the migration buys, judged against ``min_speedup`` (e.g. the break-even speed-up): its whole
-    interval must lie above it. ``forward``: (fn, args) of the model's forward, for PyTorch's graph breaks.
-    ``compile_s``: compile time one job pays, judged against ``compile_budget_s``. ``rtol``: the relative tolerance
-    of compiled against eager.
-    """
-    validate.function("make_step", make_step)
-    name = validate.choice("framework", validate.framework(framework), FRAMEWORKS)
-    if gain is not None:
-        validate.instance("gain", gain, MigrationGain)
-    validate.number("min_speedup", min_speedup, low=0, low_open=True)
-    if forward is not None:
-        if not isinstance(forward, tuple) or len(forward) != 2 or not isinstance(forward[1], tuple):
-            raise TypeError(f"forward must be a (fn, args) pair with args a tuple; got {forward!r}")
-        validate.function("forward", forward[0])
-    if compile_s is not None:
-        validate.non_negative("compile_s", compile_s)
-    validate.positive("compile_budget_s", compile_budget_s)
-    validate.number("steps", steps, low=1, high=100, integer=True)
-    validate.positive("rtol", rtol)
-
-    wrappers = compilers(name, compiler)
-    eager = _losses(make_step(wrappers["eager"]), batch, steps)
+    step = make_step(lambda m: torch.compile(m, backend=_failing_backend))
     try:
-        compiled, error = _losses(make_step(wrappers["compiled"]), batch, steps), None
+        first = float(step(batch))
+    except Exception as exc:  # the fallback's whole job is to survive this
+        with torch.compiler.set_stance("force_eager"):
+            return _losses(step, batch, steps), exc
+    return [first, *_losses(step, batch, steps - 1)], None
+
+
+@declare.checked
+def run_checklist(make_step: Callable[..., Any], batch: Any, *, compiler: Callable[..., Any],
+                  gain: MigrationGain | None = None, min_speedup: Annotated[float, Positive] = 1.05,
+                  forward: tuple[Callable[..., Any], tuple] | None = None,
+                  compile_s: Annotated[float, Range(0, 1e6)] | None = None,
+                  compile_budget_s: Annotated[float, Range(0, 1e6, low_open=True)] = 120.0,
+                  steps: Annotated[int, Range(1, 100)] = 3, rtol: Annotated[float, Positive] = 1e-3) -> Checklist:
+    """Run the five checks on the step ``make_step`` builds (``compiler``: the learner's migration). ``gain`` is
+    judged against ``min_speedup`` (its whole interval above it); ``forward`` = (fn, args) for the graph breaks;
+    ``compile_s`` against ``compile_budget_s``; ``rtol``: compiled against eager."""
+    eager = _losses(make_step(lambda m: m), batch, steps)
+    try:
+        compiled, error = _losses(make_step(compiler), batch, steps), None
     except Exception as exc:  # reported by the checks, not raised
         compiled, error = None, exc
-    breaks = graphs.torch_graph_breaks(forward[0], *forward[1]) if name == "torch" and forward else None
-    fallback = fall_back(make_step, wrappers["broken"], batch, steps, name)
-    return Checklist(name, (
-        _mvp(gain, min_speedup, eager, compiled, error, rtol),
-        _compatibility(breaks, error),
-        _rollback(fallback, eager, compiled, rtol),
-        _monitoring(compile_s, compile_budget_s),
-        _dynamic_control_flow(breaks, error),
-    ))
+    breaks = graphs.torch_graph_breaks(forward[0], *forward[1]) if forward else None
+    return Checklist((_mvp(gain, min_speedup, eager, compiled, error, rtol), _compatibility(breaks, error),
+                      _rollback(_fall_back(make_step, batch, steps), eager, compiled, rtol),
+                      _monitoring(compile_s, compile_budget_s), _dynamic_control_flow(breaks, error)))
 
 
 def _mvp(gain: MigrationGain | None, bar: float, eager: list[float], compiled: list[float] | None,
@@ -189,7 +105,7 @@ def _mvp(gain: MigrationGain | None, bar: float, eager: list[float], compiled: l
     name = "MVP: whole training step, speed and equality"
     if compiled is None:
         return Check(name, False, f"the compiled step fails: {type(error).__name__}: {error}"[:200])
-    diff = _relative(eager, compiled)
+    diff = relative(eager, compiled)[0]
     same = diff <= rtol
     text = (f"equality {'ok' if same else 'FAILED'}: {len(eager)} steps from the same weights, losses differ by "
             f"{diff:.1e} relative (tolerance {rtol:.0e})")
@@ -208,9 +124,7 @@ def _compatibility(breaks: graphs.GraphBreaks | None, error: BaseException | Non
     if breaks is None:
         return Check(name, True, "the whole step compiled and ran")
     evidence = f"{breaks.graph_count} graph(s), {breaks.break_count} graph break(s)"
-    if breaks.reasons:
-        evidence += f"; first: {breaks.reasons[0]}"
-    return Check(name, breaks.break_count == 0, evidence)
+    return Check(name, breaks.break_count == 0, evidence + (f"; first: {breaks.reasons[0]}" if breaks.reasons else ""))
 
 
 def _rollback(fallback: tuple[list[float], BaseException | None], eager: list[float], compiled: list[float] | None,
@@ -219,13 +133,13 @@ def _rollback(fallback: tuple[list[float], BaseException | None], eager: list[fl
     losses, error = fallback
     if error is None:
         return Check(name, False, "the forced compile failure did not fail, so the fallback was never exercised")
-    vs_eager = _relative(eager, losses)
-    text = f"forced {type(error).__name__}; over {len(losses)} steps the fallback's losses differ from eager's by " \
-           f"{vs_eager:.1e} (must be <= 1e-6)"
+    vs_eager = relative(eager, losses)[0]
+    text = (f"forced {type(error).__name__}; over {len(losses)} steps the fallback's losses differ from eager's by "
+            f"{vs_eager:.1e} (must be <= {FALLBACK_RTOL:.0e})")
     if compiled is None:
         return Check(name, False, text + "; the compiled path itself failed, so nothing to roll back from")
-    vs_compiled = _relative(compiled, losses)
-    return Check(name, vs_eager <= 1e-6 and vs_compiled <= rtol,
+    vs_compiled = relative(compiled, losses)[0]
+    return Check(name, vs_eager <= FALLBACK_RTOL and vs_compiled <= rtol,
                  text + f" and from the compiled path's by {vs_compiled:.1e} (tolerance {rtol:.0e})")
 
 
@@ -240,9 +154,7 @@ def _monitoring(compile_s: float | None, budget: float) -> Check:
 def _dynamic_control_flow(breaks: graphs.GraphBreaks | None, error: BaseException | None) -> Check:
     name = "no data-dependent Python control flow"
     texts = [f"{type(error).__name__}: {error}"] if error is not None else []
-    texts += list(breaks.reasons) if breaks is not None else []
-    found = [t for t in texts if any(hint in t.lower() for hint in _DYNAMIC_HINTS)]
+    found = [t for t in texts + list(breaks.reasons if breaks else []) if any(h in t.lower() for h in _DYNAMIC_HINTS)]
     if found:
-        return Check(name, False, f"found: {found[0][:150]} (rewrite with torch.cond / lax.cond / where)")
+        return Check(name, False, f"found: {found[0][:150]} (rewrite with torch.cond or torch.where)")
     return Check(name, True, "no branch on a tensor's value seen while tracing")
-

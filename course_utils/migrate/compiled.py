@@ -1,10 +1,6 @@
-"""What ``torch.compile`` compiled, from the compiler's own records: the graphs Dynamo captured (its
-``counters["stats"]["unique_graphs"]``) and each graph break's whole reason, hints included, as Dynamo logs it
-(the ``graph_breaks`` artifact of ``TORCH_LOGS``).
-
-A variant whose compiled run captured no graph ran eager for its whole forward (Dynamo falls back to eager, e.g.
-for ``nn.GRU`` and ``nn.LSTM``): there is nothing to migrate, and its "speed-up" measures only noise.
-"""
+"""What ``torch.compile`` compiled, from the compiler's own records (Dynamo's ``unique_graphs`` counter and each
+graph break's whole reason as ``TORCH_LOGS`` logs it): a variant that captured no graph ran eager (``nn.GRU``,
+``nn.LSTM``), so there is nothing to migrate."""
 
 from __future__ import annotations
 

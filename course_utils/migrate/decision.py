@@ -1,26 +1,17 @@
-"""The migration decision as arithmetic: the break-even speed-up, the rule that compares the measured interval
-with it, how many processes would likely settle an undecided case, and the run length from which compiling pays
-for itself in wall-clock time.
-
-- **Break-even speed-up**: the smallest speed-up whose savings repay the migration within the horizon (computed
-  by bisection on ``cost.CostEstimate.break_even``, so it counts everything the cost model counts: the training
-  share, the upkeep of the eager path, the compile each job pays, the bill's growth).
-- **The rule**: "migrate" when the whole 95% interval of the speed-up lies above the break-even speed-up, "do not
-  migrate" when it lies below, else "not decided: measure more".
-- **Processes to decide**: the interval's half-width is t(n-1) s / sqrt(n) on the log scale; keeping the measured
-  mean and spread, the smallest n whose half-width no longer reaches the break-even speed-up. An estimate, not a
-  promise: the next processes will not have exactly this mean and spread.
-- **Break-even run length**: the cold compile over the time one step saves; shorter runs (an exploring team's
-  runs after each edit) are faster in eager, longer ones (production jobs) faster compiled.
+"""The migration decision as arithmetic (computed, never measured): the break-even speed-up (the smallest gain that
+repays the migration within the horizon, by bisection on the cost model), the rule ("migrate" when the whole 95%
+interval lies above it, "do not migrate" below, else "not decided: measure more"), the processes that would likely
+settle an undecided case at the measured mean and spread, and the run length from which compiling pays in time.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from course_utils import findings, intervals, validate
+from course_utils import declare, findings, intervals, validate
+from course_utils.declare import NonNegative, Positive
 from course_utils.migrate import cost
 from course_utils.migrate.inputs import Inputs
 from course_utils.migrate.ladder import MigrationGain
@@ -34,10 +25,10 @@ _MAX_SPEEDUP = 1000.0
 _MAX_PROCESSES = 1000
 
 
-def estimate_for(inputs: Inputs, gain: MigrationGain, *, job_hours: float, compile_s_per_job: float,
-                 reserved: bool = False) -> cost.CostEstimate:
+@declare.checked
+def estimate_for(inputs: Inputs, gain: MigrationGain, *, job_hours: Annotated[float, Positive],
+                 compile_s_per_job: Annotated[float, NonNegative], reserved: bool = False) -> cost.CostEstimate:
     """``cost.estimate`` fed from ``inputs`` (each with its source) and the measured ``gain``."""
-    validate.instance("inputs", inputs, Inputs)
     v = inputs.value
     return cost.estimate(v("monthly_spend"), gain, engineers=v("engineers"), weeks=v("weeks"),
                          engineer_week_cost=v("engineer_week_cost"), spend_growth=v("spend_growth"),
@@ -46,11 +37,10 @@ def estimate_for(inputs: Inputs, gain: MigrationGain, *, job_hours: float, compi
                          horizon_months=v("horizon_months"), reserved=reserved)
 
 
-def break_even_speedup(inputs: Inputs, *, job_hours: float, compile_s_per_job: float = 0.0) -> float:
-    """The smallest speed-up that pays the migration back within ``horizon_months`` (``inf`` if none up to
-    1000x does: the upkeep or the compile per job eat every saving)."""
-    validate.positive("job_hours", job_hours)
-    validate.non_negative("compile_s_per_job", compile_s_per_job)
+@declare.checked
+def break_even_speedup(inputs: Inputs, *, job_hours: Annotated[float, Positive],
+                       compile_s_per_job: Annotated[float, NonNegative] = 0.0) -> float:
+    """The smallest speed-up that pays the migration back within ``horizon_months`` (``inf`` if none up to 1000x)."""
     horizon = inputs.value("horizon_months")
 
     def pays(g: float) -> bool:
@@ -69,21 +59,22 @@ def break_even_speedup(inputs: Inputs, *, job_hours: float, compile_s_per_job: f
     return high
 
 
+@declare.checked
 @dataclass(frozen=True)
 class Decision:
-    """The rule's outcome for one measured ``speedup`` against ``break_even``; ``processes_needed`` (for an undecided
-    case) is the number of processes in all that would likely decide it at the measured mean and spread (None: the
-    median sits on the break-even speed-up, or more than 1000 would be needed); ``reason`` says why there is
-    nothing to migrate or why the machine was busy (those outcomes only)."""
+    """The rule's outcome for ``speedup`` against ``break_even``; ``processes_needed``: processes in all that would
+    likely decide an undecided case (computed); ``reason``: why nothing to migrate, or why the machine was busy."""
 
-    outcome: str
+    outcome: Literal[DECISIONS]
     speedup: intervals.Speedup
-    break_even: float
+    break_even: Any  # a positive number; inf: no speed-up up to 1000x pays back
     processes_needed: int | None = None
     reason: str | None = None
 
     def __post_init__(self) -> None:
-        validate.choice("outcome", self.outcome, DECISIONS)
+        be = self.break_even
+        if isinstance(be, bool) or not isinstance(be, (int, float)) or not be > 0:
+            raise ValueError(f"break_even must be a positive number (inf allowed); got {self.break_even!r}")
         if (self.outcome in _REASONED) != (self.reason is not None):
             raise ValueError(f"reason is given for the outcomes {_REASONED} only, and always for them; got outcome "
                              f"{self.outcome!r} with reason {self.reason!r}")
@@ -100,15 +91,15 @@ class Decision:
 
     @property
     def next_step(self) -> str:
-        """How many processes would likely settle an undecided case, as the report words it."""
+        """How many processes would likely settle an undecided case (computed), as the report words it."""
         if self.processes_needed is None:
             return "more processes would likely not decide it: the measured gain sits on the break-even speed-up"
         return (f"about {self.processes_needed} processes in all ({self.more_processes} more) would likely decide it, "
-                "if they keep this mean and spread")
+                "if they keep this mean and spread (computed from the interval's width and its distance to the "
+                "break-even speed-up, not measured)")
 
     def check(self, name: str) -> findings.Check:
-        """The rule as a check the core scores: the interval against the break-even speed-up ("never" is the
-        search's ceiling, 1000x), so its outcome is this decision's."""
+        """The rule as a check the core scores: the interval against the break-even speed-up (capped at 1000x)."""
         return findings.above(name, self.speedup, min(self.break_even, _MAX_SPEEDUP))
 
     def to_dict(self) -> dict[str, Any]:
@@ -119,8 +110,7 @@ class Decision:
 def decide(speedup: intervals.Speedup, break_even: float) -> Decision:
     """Migrate when the whole interval lies above ``break_even``, do not when it lies below, else not decided."""
     validate.instance("speedup", speedup, intervals.Speedup)
-    if isinstance(break_even, bool) or not isinstance(break_even, (int, float)) or math.isnan(break_even) \
-            or break_even <= 0:
+    if isinstance(break_even, bool) or not isinstance(break_even, (int, float)) or not break_even > 0:
         raise ValueError(f"break_even must be a positive number (inf allowed); got {break_even!r}")
     if math.isinf(break_even) or speedup.below(break_even):
         return Decision(DO_NOT_MIGRATE, speedup, float(break_even))
@@ -132,28 +122,24 @@ def decide(speedup: intervals.Speedup, break_even: float) -> Decision:
 def speed_text(break_even: float) -> str:
     """A break-even speed-up as text: '1.08x', or 'never' with why for ``inf``."""
     if isinstance(break_even, bool) or not isinstance(break_even, (int, float)) or math.isnan(break_even):
-        raise TypeError(f"break_even must be a number (inf: never pays back); got {type(break_even).__name__} "
-                        f"{break_even!r}")
+        raise TypeError(f"break_even must be a number (inf: never pays back); got {break_even!r}")
     return "never (no speed-up up to 1000x pays back)" if math.isinf(break_even) else f"{break_even:.3g}x"
 
 
+@declare.checked
 def gap(top: intervals.Speedup, bottom: intervals.Speedup) -> intervals.Speedup:
-    """How many times ``top``'s speed-up exceeds ``bottom``'s, each end over the other's far end: it lies wholly
-    above 1 exactly when the two intervals are disjoint with ``top`` higher (coverage at least the product of the
-    two confidences), so the core can decide which of two measured gains is larger."""
-    for name, s in (("top", top), ("bottom", bottom)):
-        validate.instance(name, s, intervals.Speedup)
+    """How many times ``top``'s speed-up exceeds ``bottom``'s, each end over the other's far end: wholly above 1
+    exactly when the two intervals are disjoint with ``top`` higher (coverage at least the confidences' product)."""
     return intervals.Speedup(f"{bottom.baseline} -> {bottom.candidate}", f"{top.baseline} -> {top.candidate}",
                              top.ratio / bottom.ratio, top.low / bottom.high,
                              top.high / bottom.low if bottom.low > 0 else math.inf, top.n + bottom.n, top.unit,
                              max(0.5, top.confidence * bottom.confidence))
 
 
-def processes_needed(speedup: intervals.Speedup, break_even: float) -> int | None:
-    """Processes in all whose interval would likely exclude ``break_even``, keeping this measurement's geometric
-    mean and spread; None when the mean sits on it or more than 1000 would be needed."""
-    validate.instance("speedup", speedup, intervals.Speedup)
-    validate.positive("break_even", break_even)
+@declare.checked
+def processes_needed(speedup: intervals.Speedup, break_even: Annotated[float, Positive]) -> int | None:
+    """Processes in all whose interval would likely exclude ``break_even`` at this measurement's geometric mean and
+    spread (computed); None when the mean sits on it or more than 1000 would be needed."""
     n, confidence = speedup.n, speedup.confidence
     distance = abs(math.log(speedup.ratio) - math.log(break_even))
     half = math.log(speedup.high / speedup.ratio)
@@ -170,8 +156,8 @@ def processes_needed(speedup: intervals.Speedup, break_even: float) -> int | Non
 
 @dataclass(frozen=True)
 class RunLength:
-    """Steps (and eager wall-clock seconds) from which compiling pays for itself: the cold compile over the time one
-    step saves, at the speed-up's median and its interval's ends (``inf`` where that end saves nothing)."""
+    """Steps from which compiling pays for itself: the cold compile over the time one step saves, at the median and
+    the interval's ends (``inf`` where that end saves nothing)."""
 
     compile_s: float
     eager_step_s: float
@@ -179,20 +165,19 @@ class RunLength:
     steps_low: float  # at the interval's high end (the most saved per step)
     steps_high: float  # at the interval's low end
 
-    def seconds(self, which: str = "steps") -> float:
-        """Eager wall-clock time of that many steps."""
-        return getattr(self, validate.choice("which", which, ("steps", "steps_low", "steps_high"))) * self.eager_step_s
+    def seconds(self) -> float:
+        """Eager wall-clock time of the break-even run at the median gain."""
+        return self.steps * self.eager_step_s
 
     def to_dict(self) -> dict[str, float]:
         return {"compile_s": self.compile_s, "eager_step_s": self.eager_step_s, "steps": self.steps,
                 "steps_low": self.steps_low, "steps_high": self.steps_high}
 
 
-def break_even_run(compile_s: float, eager_step_s: float, speedup: intervals.Speedup) -> RunLength:
+@declare.checked
+def break_even_run(compile_s: Annotated[float, NonNegative], eager_step_s: Annotated[float, Positive],
+                   speedup: intervals.Speedup) -> RunLength:
     """The run length from which a compiled run ends sooner than an eager one (compile time included)."""
-    validate.non_negative("compile_s", compile_s)
-    validate.positive("eager_step_s", eager_step_s)
-    validate.instance("speedup", speedup, intervals.Speedup)
 
     def steps(g: float) -> float:
         saved = eager_step_s * (1 - 1 / g)

@@ -1,59 +1,52 @@
 """Two models for ``assess``, written as a user writes theirs (a module with ``make_model`` and ``make_batches``
-functions), sized by ``COURSE_SIZE``:
+functions); their sizes are arguments (notebook 07's size table; ``--model-arg``/``--batches-arg`` on the command
+line), with a laptop's sizes as defaults:
 
-- ``cnn`` / ``cnn_batches``: the course CNN (``models.torch_cnn``: three 3x3 convolutions, global pooling, a linear
-  head) on image patches of notebook 04's dataset (``pipeline.SyntheticImages``);
-- ``transformer`` / ``token_batches``: one pre-norm transformer block (causal self-attention through
-  ``scaled_dot_product_attention``, a GELU MLP) with token and position embeddings and a vocabulary head, trained
-  to predict the next token of random sequences.
-
-    python -m course_utils.migrate assess --model course_utils.migrate.examples:cnn \\
-        --batches course_utils.migrate.examples:cnn_batches --out build/assess/cnn
+- ``cnn`` / ``cnn_batches``: the course CNN (``models.torch_cnn``) on image patches of ``pipeline.SyntheticImages``;
+- ``transformer`` / ``token_batches``: one pre-norm transformer block (causal ``scaled_dot_product_attention``, a
+  GELU MLP) between token embeddings and a vocabulary head, trained to predict the next token.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from course_utils import env, models, pipeline
+from course_utils import declare, models, pipeline
+from course_utils.declare import Range
 
 BATCHES = 4  # distinct batches, read again in order (an epoch) for as many steps as a measurement takes
+Size = Annotated[int, Range(1, 65_536)]
 
 
-def _image_size() -> dict[str, int]:
-    return {"size": 64, "batch": env.pick(ci=32, cpu=32, gpu=128), "work": 0}  # data are not measured: make them cheap
-
-
+@declare.checked
 def cnn() -> Any:
     """The course CNN, 10 classes."""
     return models.torch_cnn(classes=10)
 
 
-def cnn_batches() -> list[tuple[Any, Any]]:
-    """``BATCHES`` batches of (images NCHW float32, labels int64) from ``pipeline.SyntheticImages``."""
+@declare.checked
+def cnn_batches(batch: Annotated[int, Range(1, 4096)] = 32, size: Annotated[int, Range(8, 1024)] = 64
+                ) -> list[tuple[Any, Any]]:
+    """``BATCHES`` batches of (images NCHW float32, labels int64); the data are not measured, so cheap to make."""
     import torch
 
-    size = _image_size()
-    data = pipeline.SyntheticImages(BATCHES * size["batch"], size=size["size"], classes=10, work=size["work"])
+    data = pipeline.SyntheticImages(BATCHES * batch, size=size, classes=10, work=0)
     out = []
     for i in range(BATCHES):
-        x, y = data.batch(range(i * size["batch"], (i + 1) * size["batch"]))
+        x, y = data.batch(range(i * batch, (i + 1) * batch))
         out.append((torch.from_numpy(x), torch.from_numpy(y).long()))
     return out
 
 
-def _token_size() -> dict[str, int]:
-    return {"vocab": env.pick(ci=256, cpu=256, gpu=4096), "dim": env.pick(ci=64, cpu=128, gpu=512),
-            "heads": env.pick(ci=4, cpu=4, gpu=8), "length": env.pick(ci=64, cpu=128, gpu=512),
-            "batch": env.pick(ci=16, cpu=16, gpu=32)}
-
-
-def transformer() -> Any:
+@declare.checked
+def transformer(vocab: Size = 256, dim: Size = 128, heads: Annotated[int, Range(1, 256)] = 4,
+                length: Size = 128) -> Any:
     """One pre-norm transformer block between token embeddings and a vocabulary head."""
     import torch
     import torch.nn.functional as F
 
-    size = _token_size()
+    if dim % heads:
+        raise ValueError(f"dim must be a multiple of heads; got dim={dim}, heads={heads}")
 
     class Block(torch.nn.Module):
         def __init__(self, vocab: int, dim: int, heads: int, length: int) -> None:
@@ -76,17 +69,18 @@ def transformer() -> Any:
             x = x + self.mlp(self.norm2(x))
             return self.head(self.norm3(x))
 
-    return Block(size["vocab"], size["dim"], size["heads"], size["length"])
+    return Block(vocab, dim, heads, length)
 
 
-def token_batches() -> list[tuple[Any, Any]]:
+@declare.checked
+def token_batches(vocab: Size = 256, length: Size = 128, batch: Annotated[int, Range(1, 4096)] = 16
+                  ) -> list[tuple[Any, Any]]:
     """``BATCHES`` batches of (tokens, next tokens), int64 (batch x length), from a fixed random generator."""
     import torch
 
-    size = _token_size()
     generator = torch.Generator().manual_seed(0)
     out = []
     for _ in range(BATCHES):
-        sequence = torch.randint(0, size["vocab"], (size["batch"], size["length"] + 1), generator=generator)
+        sequence = torch.randint(0, vocab, (batch, length + 1), generator=generator)
         out.append((sequence[:, :-1].contiguous(), sequence[:, 1:].contiguous()))
     return out

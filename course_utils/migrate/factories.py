@@ -1,10 +1,6 @@
-"""The user's model, batches and loss for ``assess``: named as 'package.module:function' so that a fresh process can
-import them, checked here before anything is measured, and probed once (one eager training step, its FLOPs
-counted with ``torch.utils.flop_counter.FlopCounterMode``).
-
-Every error names the argument (``model``, ``batches``, ``loss``) and shows the user's own message where their
-code raised.
-"""
+"""The user's model, batches and loss for ``assess``, named as 'package.module:function' so that a fresh process can
+import them, checked and probed here (one eager step, FLOPs counted) before anything is measured. Errors name the
+argument and show the user's own message where their code raised."""
 
 from __future__ import annotations
 
@@ -12,7 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from course_utils import calls, fresh, validate
+from course_utils import calls, declare, fresh, validate
 from course_utils.migrate import trainstep
 
 
@@ -21,11 +17,10 @@ def resolve(name: str, value: Any) -> str:
     return fresh.target_path(value, name)
 
 
-
-def call_factory(name: str, path: str) -> Any:
-    """Call the user's zero-argument factory; an exception in it is reported with its own message."""
+def call_factory(name: str, path: str, args: dict[str, Any] | None = None) -> Any:
+    """Call the user's factory with ``args``; an exception in it is reported with its own message."""
     try:
-        return fresh.function(name, path)()
+        return fresh.function(name, path)(**(args or {}))
     except TimeoutError:
         raise
     except (TypeError, ValueError) as exc:
@@ -36,6 +31,7 @@ def call_factory(name: str, path: str) -> Any:
         raise ValueError(f"{name}: {path}() raised {type(exc).__name__}: {exc}") from exc
 
 
+@declare.checked
 @dataclass(frozen=True)
 class Probe:
     """What one eager training step on the first batch showed: FLOPs counted, parameters, the batch's shapes."""
@@ -58,9 +54,9 @@ def _shapes(value: Any) -> str:
     return type(value).__name__
 
 
-def first_batch(path: str) -> Any:
-    """The first (inputs, targets) pair of ``make_batches()``."""
-    batches = call_factory("batches", path)
+def first_batch(path: str, args: dict[str, Any] | None = None) -> Any:
+    """The first (inputs, targets) pair of ``make_batches(**args)``."""
+    batches = call_factory("batches", path, args)
     if isinstance(batches, (str, bytes, dict)) or not hasattr(batches, "__iter__"):
         raise TypeError(f"batches: {path}() must return an iterable of (inputs, targets) such as a list or a "
                         f"DataLoader; got {type(batches).__name__}")
@@ -78,24 +74,25 @@ def first_batch(path: str) -> Any:
     return batch
 
 
-def probe(model_path: str, batches_path: str, loss_path: str | None, device: Any, *, timeout: float = 600.0) -> Probe:
+def probe(model_path: str, batches_path: str, loss_path: str | None, device: Any, *, timeout: float = 600.0,
+          model_args: dict[str, Any] | None = None, batches_args: dict[str, Any] | None = None) -> Probe:
     """Build the model, read the first batch and take one eager training step on ``device`` under
-    ``FlopCounterMode``: the FLOPs of forward and backward per step (the optimizer's update is not counted). The
-    user's code gets ``timeout`` seconds in all (TimeoutError naming it past that)."""
+    ``FlopCounterMode`` (forward and backward FLOPs; the optimizer's update is not counted), within ``timeout``."""
     with calls.time_limit(timeout, f"model/batches/loss: {model_path}(), {batches_path}() and one eager training step"):
-        return _probe(model_path, batches_path, loss_path, device)
+        return _probe(model_path, batches_path, loss_path, device, model_args, batches_args)
 
 
-def _probe(model_path: str, batches_path: str, loss_path: str | None, device: Any) -> Probe:
+def _probe(model_path: str, batches_path: str, loss_path: str | None, device: Any, model_args: Any,
+           batches_args: Any) -> Probe:
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    model = call_factory("model", model_path)
+    model = call_factory("model", model_path, model_args)
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model: {model_path}() returned {type(model).__name__}, not a torch.nn.Module")
     if not any(p.requires_grad for p in model.parameters()):
         raise ValueError(f"model: {model_path}() returned a module with no trainable parameters")
-    batch = first_batch(batches_path)
+    batch = first_batch(batches_path, batches_args)
     loss_fn = trainstep.default_loss if loss_path is None else fresh.function("loss", loss_path)
     model = model.to(device)
     inputs, targets = (trainstep.to_device(v, device) for v in batch)

@@ -49,6 +49,23 @@ MODELS = Template(
     undecided="**The gain per model.** " + _GAINS + ": this run cannot rank them ({processes} processes each give "
               "wide intervals; more would narrow them).")
 
+_GAINS_SAME = ("The decision's gain, {assess} ({setup}), and the ladder's compile first on the compute alone, {bare} "
+               "({bare_setup}), are this page's two figures without the loader's wait")
+_GAINS_REST = (" The ladder's other figures add what the set-up adds: compile first with the wait for the loader, "
+               "{first}, and compile last at the kept set-up ({kept}), {last}, which the waterfall draws.")
+_SCOPE = (": besides any difference of set-up named, one process keeps its allocator, thread placement and generated "
+          "code, so the decision rests on the fresh processes.")
+GAINS = Template(
+    "migrate.gains", ("within",),
+    held="**One gain, four figures.** " + _GAINS_SAME + ", and they agree within a {margin} margin." + _GAINS_REST,
+    above="**One gain, four figures.** " + _GAINS_SAME + "; fresh processes gave more, beyond a {margin} margin"
+          + _SCOPE + _GAINS_REST,
+    below="**One gain, four figures.** " + _GAINS_SAME + "; fresh processes gave less, beyond a {margin} margin"
+          + _SCOPE + _GAINS_REST,
+    undecided="**One gain, four figures.** " + _GAINS_SAME + "; at this run's spread they can neither be told apart "
+              "nor declared equal within a {margin} margin, and the decision rests on the fresh processes."
+              + _GAINS_REST)
+
 DECISION = Template(
     "migrate.decision", ("above",),
     held="**Decision: migrate.** {evidence}. The whole interval lies above the break-even speed-up at these inputs, "
@@ -95,10 +112,10 @@ RUN = Template(
 
 JAX = Template(
     "migrate.jax", ("true",),
-    held="The seed's \"JAX is fastest\" held here, for this small CNN on this CPU (compiled steps over PyTorch eager, "
+    held="The seed's \"JAX is fastest\" held here, for this small CNN ({where}; compiled steps over PyTorch eager, "
          "ratio of medians: {ranking}).",
-    failed="The seed's \"JAX is fastest\" is contradicted here, for this small CNN on this CPU (compiled steps over "
-           "PyTorch eager, ratio of medians: {ranking}); TPUs and other models were not tested by this run.",
+    failed="The seed's \"JAX is fastest\" is contradicted here, for this small CNN ({where}; compiled steps over "
+           "PyTorch eager, ratio of medians: {ranking}); other devices and models were not tested by this run.",
     untested="The seed's \"JAX is fastest\" is not tested here: {why}.")
 
 GATE_RULE = ("the gate fails only when the new interval lies wholly below the baseline's, i.e. the two intervals are "

@@ -1,55 +1,27 @@
-"""The seed's framework table, rebuilt on a common baseline: the same CNN, the same batch, one SGD step.
-
-Each framework's compiled step is set beside PyTorch eager (the common baseline: what the team runs today)
-and beside the framework's own eager mode. JAX op-by-op (no ``jit``) is shown for completeness only: it is
-not how JAX is used. Frameworks that are not installed are skipped with one sentence in the table's note.
-"""
+"""The seed's framework table, rebuilt on a common baseline: the same CNN, the same batch, one SGD step, each
+framework's compiled step beside PyTorch eager (what the team runs today) and beside its own eager mode, each row
+naming the device it ran on. Frameworks not installed are skipped with one sentence in the table's note."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
-from course_utils import display, env, graphs, intervals, memory, models, timing, validate
+from course_utils import declare, devices, display, env, graphs, intervals, memory, models, timing, validate
+from course_utils.declare import NonEmpty, Range, Unique
 from course_utils.migrate import torch_rungs
+from course_utils.migrate.ladder import Shown
 
 _LR = 0.05
 _EAGER = {"torch": "eager", "jax": "op-by-op (not how JAX is used)", "tensorflow": "eager"}
 _COMPILED = {"torch": "torch.compile", "jax": "jax.jit", "tensorflow": "tf.function(jit_compile=True)"}
 
 
-def jax_step_factory(classes: int = 10, *, lr: float = _LR) -> Callable[[Callable[[Any], Any]], Callable[[Any], Any]]:
-    """``make_step(compiler)``: a fresh CNN (``models.jax_cnn_params``) and an SGD update wrapped by
-    ``compiler`` (``jax.jit``, or identity for op-by-op); ``step((x_nhwc, y)) -> loss``."""
-    import jax
-    import jax.numpy as jnp
-
-    validate.positive("classes", classes, integer=True)
-    validate.positive("lr", lr)
-
-    def update(params: Any, x: Any, y: Any) -> tuple[Any, Any]:
-        def loss_fn(p: Any) -> Any:
-            logits = models.jax_cnn_apply(p, x)
-            return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], axis=1))
-
-        loss, grads = jax.value_and_grad(loss_fn)(params)
-        return jax.tree.map(lambda w, g: w - lr * g, params, grads), loss
-
-    def make_step(compiler: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        wrapped = validate.function("compiler", compiler)(update)
-        state = {"params": models.jax_cnn_params(classes=classes)}
-
-        def step(batch: Any) -> Any:
-            state["params"], loss = wrapped(state["params"], *batch)
-            return loss
-
-        return step
-
-    return make_step
+Classes = Annotated[int, Range(2, 10_000)]
 
 
 def _tensorflow_steps(classes: int, size: int) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
@@ -67,6 +39,7 @@ def _tensorflow_steps(classes: int, size: int) -> tuple[Callable[[Any], Any], Ca
     return eager, compiled
 
 
+@declare.checked
 @dataclass(frozen=True)
 class FrameworkRow:
     framework: str
@@ -74,16 +47,29 @@ class FrameworkRow:
     compiled: timing.Measurement
     peak_bytes: int | None
     graph_breaks: int | None
+    device: str = "cpu"  # where both of the row's steps ran
 
 
-@dataclass(frozen=True)
-class FrameworkTable:
+def _jax_device() -> str:
+    import jax
+
+    return jax.devices()[0].platform
+
+
+def _tensorflow_device() -> str:
+    return "gpu" if env.import_tensorflow().config.list_physical_devices("GPU") else "cpu"
+
+
+@declare.checked
+@dataclass(frozen=True, repr=False)
+class FrameworkTable(Shown):
     """Measured rows; ``baseline`` is PyTorch eager, the common baseline of every 'vs' column."""
 
     rows: tuple[FrameworkRow, ...]
     skipped: tuple[str, ...]
     batch_size: int = 0
     load: float | None = None  # 1-minute load average once the rows were measured
+    threads: int = 1  # torch's intra-op threads when the rows were measured
 
     @property
     def baseline(self) -> timing.Measurement:
@@ -121,6 +107,10 @@ class FrameworkTable:
         return " > ".join(f"{validate.framework_title(r.framework)} {self.vs_baseline(r.framework):.2f}x"
                           for r in ranked)
 
+    def where(self) -> str:
+        """Where each row ran: 'PyTorch on CPU, JAX on TPU'."""
+        return ", ".join(f"{validate.framework_title(r.framework)} on {r.device.upper()}" for r in self.rows)
+
     def decomposition(self) -> display.Table:
         """The common-baseline speed-up split into library/runtime x compilation (computed from the medians)."""
         rows = [(validate.framework_title(r.framework), f"{self.runtime_factor(r.framework):.2f}x",
@@ -135,7 +125,7 @@ class FrameworkTable:
     def table(self) -> display.Table:
         rows = []
         for r in self.rows:
-            title = validate.framework_title(r.framework)
+            title = f"{validate.framework_title(r.framework)} (on {r.device.upper()})"
             rows.append((title, f"{display.format_time(r.eager.median)} ({_EAGER[r.framework]})",
                          f"{display.format_time(r.compiled.median)} ({_COMPILED[r.framework]})",
                          display.format_time(r.compiled.first_call),
@@ -143,72 +133,86 @@ class FrameworkTable:
                          str(self.interval(r.framework)),
                          "n/a" if r.peak_bytes is None else display.format_bytes(r.peak_bytes),
                          "n/a (traces all or raises)" if r.graph_breaks is None else str(r.graph_breaks)))
-        note = ("Same CNN, same batch, fp32, one SGD step, no loader; each framework's eager and compiled steps "
-                "timed in alternating rounds. 'vs PyTorch eager' is the common baseline (ratio of medians); 'vs "
-                "its own eager' gives the 95% interval over the paired rounds; peak memory: growth of the process's "
-                "peak RSS during one compiled step.")
+        devices_used = sorted({r.device for r in self.rows})
+        note = (f"Same CNN, batch {self.batch_size}, fp32, one SGD step, no loader, {self.threads} compute thread(s) "
+                "on a CPU; each framework's eager and compiled steps timed in alternating rounds, in this process. "
+                "'vs PyTorch eager' is the common baseline (ratio of medians); 'vs its own eager' gives the 95% "
+                "interval over the paired rounds in this process; peak memory: growth of the process's peak RSS "
+                "during one compiled step.")
+        if len(devices_used) > 1:
+            note += (f" The rows ran on different devices ({', '.join(d.upper() for d in devices_used)}): 'vs "
+                     "PyTorch eager' then compares devices, not frameworks (PyTorch on a TPU runtime runs on the "
+                     "host CPU).")
         if self.skipped:
             note += " Skipped: " + " ".join(self.skipped)
         return display.table(["framework", "its eager step", "compiled step", "first compiled call",
                               "vs PyTorch eager", "vs its own eager", "peak memory", "graph breaks"], rows,
                              title="One CNN training step in each framework", note=note)
 
-    def __repr__(self) -> str:
-        return repr(self.table())
 
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
-
-
-def framework_table(x_nchw: np.ndarray, y: np.ndarray, *, torch_compiler: Callable[[Any], Any], classes: int = 10,
-                    min_time: float = 0.3, rounds: int = 4,
-                    frameworks: Sequence[str] = ("torch", "jax", "tensorflow")) -> FrameworkTable:
+@declare.checked
+def framework_table(x_nchw: np.ndarray, y: np.ndarray, *, torch_compiler: Callable[..., Any], classes: Classes = 10,
+                    min_time: Annotated[float, Range(0.001, 60)] = 0.3, rounds: Annotated[int, Range(2, 100)] = 4,
+                    frameworks: Annotated[Sequence[Literal[validate.FRAMEWORKS]], NonEmpty, Unique] = (
+                        "torch", "jax", "tensorflow"), device: Any = "cpu") -> FrameworkTable:
     """Measure eager and compiled training steps of the course CNN in each installed framework, in ``rounds``
-    alternating rounds; ``torch_compiler`` is the learner's migration for the PyTorch row."""
+    alternating rounds; ``torch_compiler`` is the learner's migration for the PyTorch row, run on ``device``."""
     import torch
 
     validate.instance("x_nchw", x_nchw, np.ndarray)
-    validate.instance("y", y, np.ndarray)
-    if x_nchw.ndim != 4 or len(y) != len(x_nchw):
+    if x_nchw.ndim != 4 or len(validate.instance("y", y, np.ndarray)) != len(x_nchw):
         raise ValueError(f"x_nchw must be (batch, channels, h, w) with len(y) == batch; got {x_nchw.shape}, {y.shape}")
-    validate.positive("min_time", min_time)
-    validate.function("torch_compiler", torch_compiler)
-    validate.number("rounds", rounds, low=2, high=100, integer=True)
-    names = [validate.framework(f, "frameworks") for f in validate.non_empty("frameworks", frameworks)]
     x_nhwc = np.ascontiguousarray(x_nchw.transpose(0, 2, 3, 1))
     rows, skipped = [], []
-    for name in dict.fromkeys(["torch", *names]):
+    for name in dict.fromkeys(["torch", *frameworks]):
         if not env.available(name):
             skipped.append(f"{validate.framework_title(name)} is not installed here: its row is skipped.")
             continue
         if name == "torch":
-            batch = (torch.from_numpy(x_nchw), torch.from_numpy(y))
-            make = torch_rungs.step_factory(lambda: models.torch_cnn(classes=classes))
+            on = torch.device(device)
+            batch = (torch.from_numpy(x_nchw).to(on), torch.from_numpy(y).to(on))
+            make = torch_rungs.step_factory(lambda: models.torch_cnn(classes=classes).to(on))  # noqa: B023
             eager, compiled = make(lambda m: m), make(torch_compiler)
-            forward = models.torch_cnn(classes=classes)
-            breaks = graphs.torch_graph_breaks(forward, batch[0]).break_count
+            breaks = graphs.torch_graph_breaks(models.torch_cnn(classes=classes).to(on), batch[0]).break_count
+            ran_on = on.type.replace("cuda", "gpu")
         elif name == "jax":
             import jax
 
             batch = (jax.numpy.asarray(x_nhwc), jax.numpy.asarray(y))
-            make = jax_step_factory(classes)
-            eager, compiled, breaks = make(lambda f: f), make(jax.jit), None
+            eager, compiled = (models.jax_sgd_step(models.jax_cnn_params(classes=classes), models.jax_cnn_apply,
+                                                   lr=_LR, jit=jit) for jit in (False, True))
+            breaks, ran_on = None, _jax_device()
         else:
             tf = env.import_tensorflow()
             batch = (tf.constant(x_nhwc), tf.constant(y))
-            (eager, compiled), breaks = _tensorflow_steps(classes, x_nchw.shape[-1]), None
+            (eager, compiled), breaks, ran_on = _tensorflow_steps(classes, x_nchw.shape[-1]), None, _tensorflow_device()
         calls = {"eager": lambda e=eager, b=batch: e(b), "compiled": lambda c=compiled, b=batch: c(b)}
         timed = timing.interleaved(calls, rounds=rounds, min_time=2 * min_time)  # alternating rounds: the same moments
-        measured_eager, measured = timed["eager"], timed["compiled"]
         peak = memory.torch_peak_bytes(lambda c=compiled, b=batch: timing.sync(c(b)), "cpu")
-        rows.append(FrameworkRow(name, measured_eager, measured, peak, breaks))
+        rows.append(FrameworkRow(name, timed["eager"], timed["compiled"], peak, breaks, ran_on))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    return FrameworkTable(tuple(rows), tuple(skipped), int(x_nchw.shape[0]), load)
+    return FrameworkTable(tuple(rows), tuple(skipped), int(x_nchw.shape[0]), load, torch.get_num_threads())
 
 
-def outputs_agree(x_nchw: np.ndarray, *, classes: int = 10) -> dict[str, float]:
-    """Largest absolute difference of each installed framework's CNN output from PyTorch's on ``x_nchw``
-    (the same weights everywhere, so all should be ~1e-6)."""
+@declare.checked
+@dataclass(frozen=True)
+class Agreement:
+    """Each installed framework's largest absolute difference from PyTorch's CNN output, and the tolerance the
+    device plan gives a float32 matmul comparison on this runtime (a TPU's default matmul runs bf16 passes)."""
+
+    diffs: dict[str, float]
+    tolerance: float
+    device: str
+
+    @property
+    def close(self) -> bool:
+        return all(d <= self.tolerance for d in self.diffs.values())
+
+
+@declare.checked
+def outputs_agree(x_nchw: np.ndarray, *, plan: devices.Plan, classes: Classes = 10) -> Agreement:
+    """The same weights in every installed framework, their outputs on ``x_nchw`` against PyTorch's (on the CPU),
+    within ``plan.matmul_tolerance``."""
     import torch
 
     validate.instance("x_nchw", x_nchw, np.ndarray)
@@ -223,4 +227,4 @@ def outputs_agree(x_nchw: np.ndarray, *, classes: int = 10) -> dict[str, float]:
     if env.available("tensorflow"):
         out = models.keras_cnn(classes=classes, size=x_nchw.shape[-1])(x_nhwc)
         diffs["tensorflow"] = float(np.abs(np.asarray(out) - reference).max())
-    return diffs
+    return Agreement(diffs, plan.matmul_tolerance, plan.device.name)

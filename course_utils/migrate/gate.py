@@ -1,11 +1,6 @@
-"""The regression gate: ``assess --baseline old/report.json`` compares the new gain with a saved run's (a new
-PyTorch, a new model version) and the command exits 3 when the gain fell beyond the noise.
-
-The rule: the ratio of the new gain over the baseline's, each end of its interval over the other's far end
-(``decision.gap``), lies wholly below 1x exactly when the two 95% intervals are disjoint with the new one lower:
-the gate fails then, and only then. Overlapping intervals pass (no regression shown); a rise beyond the noise
-passes and says so. The same compile mode must decide both runs.
-"""
+"""The regression gate: ``assess --baseline old/report.json`` exits 3 when the new gain fell beyond the noise: the
+ratio of the two gains (``decision.gap``) lies wholly below 1x exactly when the intervals are disjoint with the new
+one lower. The same compile mode must decide both runs."""
 
 from __future__ import annotations
 
@@ -13,11 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from course_utils import intervals
+from course_utils import declare, intervals
 from course_utils.findings import BELOW, Finding, above
 from course_utils.migrate import decision, findings, record
 
 
+@declare.checked
 @dataclass(frozen=True)
 class Baseline:
     """The deciding gain of a saved report, where it came from and when it was measured."""
@@ -35,6 +31,7 @@ def load(path: str | Path) -> Baseline:
     return Baseline(record.speedup(mode), mode["mode"], str(path), saved["timestamp"])
 
 
+@declare.checked
 @dataclass(frozen=True)
 class Gate:
     """The new run's deciding gain against the baseline's."""

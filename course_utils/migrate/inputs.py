@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from course_utils import display, validate
+from course_utils import declare, display, validate
+from course_utils.migrate.ladder import Shown
 from course_utils.migrate.trainstep import OPTIMIZERS
 
 YOUR_CONFIG, SEED, MEASURED = "your config", "seed article", "measured"
@@ -50,6 +51,7 @@ REMOVED = {"jobs_per_month": "the saving is a share of the training bill, whatev
 _LIMITS = {"money": 1e12, "number": 1e6, "count": 10**12}
 
 
+@declare.checked
 @dataclass(frozen=True)
 class Input:
     """One value and where it came from."""
@@ -61,8 +63,9 @@ class Input:
         validate.text("source", self.source)
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
-class Inputs:
+class Inputs(Shown):
     """The cost model's inputs by name (every field of ``FIELDS``), each an ``Input``; ``path`` the config read."""
 
     values: Mapping[str, Input]
@@ -86,12 +89,6 @@ class Inputs:
         rows = [(name, _shown(i.value), i.source) for name, i in self.values.items()]
         where = f" ({self.path})" if self.path else ""
         return display.table(["input", "value", "source"], rows, title=f"Cost model inputs{where}")
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 def _shown(value: Any) -> str:

@@ -1,47 +1,47 @@
-"""The optimisation ladder: one training set-up measured rung by rung, each rung tagged with what it needs.
-
-A rung is either a **no-migration** win (loader workers, pinned memory, mixed precision the framework
-already has, a larger batch: available in the eager code you run today) or something **the migration
-buys** (torch.compile, XLA). The cost model must be fed only the second kind: ``Ladder.migration_gain``
-is the one way to get a measured ``MigrationGain``, and it refuses a no-migration rung.
-
-Step times include the wait for the loader, as in real training. Rungs may differ in batch size, so every
-speed-up compares time *per sample*; a claim of faster or slower reads the interval over the paired rounds of
-two rungs measured in one interleaved group (``cu.intervals.speedup``).
-"""
+"""The optimisation ladder: one training set-up measured rung by rung, each rung tagged **no migration** (loader
+workers, pinned memory, autocast, a larger batch: in eager code today) or **migration** (torch.compile). Only
+``Ladder.migration_gain`` makes a measured ``MigrationGain`` for the cost model, and it refuses a no-migration rung.
+Step times include the wait for the loader; speed-ups compare time *per sample* (rungs may differ in batch)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from course_utils import display, intervals, timing, validate
+from course_utils import declare, display, intervals, timing, validate
+from course_utils.declare import NonEmpty, Positive, Text
 
 NO_MIGRATION = "no migration"
 MIGRATION = "migration"
 KINDS = (NO_MIGRATION, MIGRATION)
 DROPPED = "tried, not kept"
 TWIN = "eager twin of the compiled rung"
+Part = Literal["step", "compute"]
 _MADE_HERE = object()  # only this module's constructors hold it: see MigrationGain
 
 
+class Shown:
+    """Shown through its ``table()``: aligned text, or an HTML table in Jupyter."""
+
+    def __repr__(self) -> str:
+        return repr(self.table())
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
+
+
+@declare.checked
 @dataclass(frozen=True)
 class Rung:
-    """One measured rung: what changed, whether it needs the migration, and its steady per-step times.
+    """One measured rung: ``steps`` whole steps (loader wait + compute), ``computes`` their compute parts, one median
+    per interleaved round (``round_medians``/``round_computes``, an interval's pairs), ``over`` the rung it is
+    measured against where not the one before, ``note`` why it stands off the main order, ``setup`` what it ran."""
 
-    ``steps`` are whole steps (wait for the loader + compute); ``computes`` their compute parts alone;
-    ``round_medians`` / ``round_computes`` one median per interleaved round (an interval's paired replicates);
-    ``load`` the 1-minute load average when the rung's group finished (None where the OS has none).
-    ``over`` names the rung it is measured against where that is not the rung before it (e.g. the eager twin
-    measured beside the compiled rung); ``note`` says why a rung stands off the main order; ``setup`` what the
-    rung ran with (e.g. batch, loader workers, pinned memory, autocast dtype), where its maker recorded it.
-    """
-
-    label: str
-    kind: str
-    batch_size: int
-    first_step: float
+    label: Text
+    kind: Literal[KINDS]
+    batch_size: Annotated[int, Positive]
+    first_step: Annotated[float, declare.NonNegative]
     steps: timing.Measurement
     wait_share: float
     peak_bytes: int | None
@@ -67,15 +67,8 @@ class Rung:
 
     @property
     def compute_time(self) -> float:
-        """Median compute part of a steady step, seconds (the step without its wait for data)."""
-        if self.computes is not None:
-            return self.computes.median
-        return self.steps.median * (1.0 - self.wait_share)
-
-    @property
-    def wait_time(self) -> float:
-        """Mean wait for data per steady step, seconds."""
-        return self.steps.mean * self.wait_share
+        """Median compute part of a steady step, seconds."""
+        return self.computes.median if self.computes is not None else self.steps.median * (1.0 - self.wait_share)
 
     @property
     def compile_s(self) -> float:
@@ -85,13 +78,9 @@ class Rung:
 
 @dataclass(frozen=True)
 class MigrationGain:
-    """What the migration buys: a speed-up (old time / new time per sample) with its 95% interval.
-
-    Only ``Ladder.migration_gain`` (a migration rung over its paired rounds), ``MigrationGain.across_processes``
-    (``assess``'s interval across fresh processes) and ``MigrationGain.claimed`` (a quoted claim, e.g. the seed's
-    30%) can make one: calling ``MigrationGain(...)`` directly raises TypeError, so a no-migration number cannot
-    reach the cost model, by accident or by hand.
-    """
+    """What the migration buys: a speed-up (old time / new time per sample) with its 95% interval. Only
+    ``Ladder.migration_gain``, ``across_processes`` (assess) and ``claimed`` make one: a no-migration number
+    cannot reach the cost model."""
 
     label: str
     median: float
@@ -115,23 +104,20 @@ class MigrationGain:
 
     @property
     def measured(self) -> bool:
-        """True for a gain measured on a ladder's migration rung, False for a claim."""
         return self.source != "claimed"
 
     @classmethod
-    def claimed(cls, speedup: float, who: str) -> MigrationGain:
+    @declare.checked
+    def claimed(cls, speedup: Annotated[float, Positive], who: Text) -> MigrationGain:
         """A speed-up someone claims (no spread): e.g. ``MigrationGain.claimed(1 / 0.7, "the seed")``."""
-        validate.positive("speedup", speedup)
-        return cls(f"claimed by {validate.text('who', who)}", speedup, speedup, speedup, "claimed", _MADE_HERE)
+        return cls(f"claimed by {who}", speedup, speedup, speedup, "claimed", _MADE_HERE)
 
     @classmethod
-    def across_processes(cls, speedup: intervals.Speedup, label: str) -> MigrationGain:
-        """The gain measured in fresh processes (``migrate.assess``): the geometric mean and the 95% interval of
-        ``speedup`` (``cu.intervals.speedup`` over per-process medians)."""
-        validate.instance("speedup", speedup, intervals.Speedup)
-        return cls(validate.text("label", label), speedup.ratio, speedup.low, speedup.high,
-                   f"measured in {speedup.n} fresh processes", _MADE_HERE,
-                   f"{speedup.interval}, {intervals.METHOD}")
+    @declare.checked
+    def across_processes(cls, speedup: intervals.Speedup, label: Text) -> MigrationGain:
+        """The gain ``assess`` measured in fresh processes: its geometric mean and 95% interval."""
+        return cls(label, speedup.ratio, speedup.low, speedup.high, f"measured in {speedup.n} fresh processes",
+                   _MADE_HERE, f"{speedup.interval}, {intervals.METHOD}")
 
     def __str__(self) -> str:
         if self.source == "claimed":
@@ -141,40 +127,38 @@ class MigrationGain:
         return f"{self.median:.2f}x ({self.low:.2f}x to {self.high:.2f}x, {self.source})"
 
 
-def per_sample_ratio(before: Rung, after: Rung, part: str = "step") -> float:
-    """Per-sample speed-up of ``after`` over ``before``: the ratio of their median times per sample (a plain float
-    for tables and the waterfall; a claim of faster or slower reads ``Ladder.interval``)."""
-    validate.choice("part", part, ("step", "compute"))
-    if part == "step":
-        return before.steps.median / before.batch_size / (after.steps.median / after.batch_size)
-    if before.computes is None or after.computes is None:
-        raise ValueError(f"part: rungs {before.label!r} and {after.label!r} hold no compute times")
-    return before.computes.median / before.batch_size / (after.computes.median / after.batch_size)
+def _per_sample(rung: Rung, part: str) -> tuple[float, tuple[float, ...]]:
+    """(median, round medians) of ``rung``'s time per sample, of the whole step or its compute part."""
+    if part == "compute" and rung.computes is None:
+        raise ValueError(f"part: rung {rung.label!r} holds no compute times")
+    median = (rung.steps if part == "step" else rung.computes).median
+    rounds = rung.round_medians if part == "step" else rung.round_computes
+    return median / rung.batch_size, tuple(t / rung.batch_size for t in rounds)
 
 
-def paired_interval(before: Rung, after: Rung, part: str = "step") -> intervals.Speedup:
-    """Per-sample speed-up of ``after`` over ``before`` with its 95% interval over their paired rounds (a Student-t
-    interval on paired log-ratios, ``cu.intervals.speedup``): the two rungs must come from one interleaved group."""
-    validate.choice("part", part, ("step", "compute"))
-    rx, ry = (before.round_medians, after.round_medians) if part == "step" else \
-        (before.round_computes, after.round_computes)
+@declare.checked
+def per_sample_ratio(before: Rung, after: Rung, part: Part = "step") -> float:
+    """Per-sample speed-up of ``after`` over ``before``: the ratio of their median times per sample."""
+    return _per_sample(before, part)[0] / _per_sample(after, part)[0]
+
+
+@declare.checked
+def paired_interval(before: Rung, after: Rung, part: Part = "step") -> intervals.Speedup:
+    """Per-sample speed-up of ``after`` over ``before`` with its 95% interval over their paired rounds (both from
+    one interleaved group)."""
+    (_, rx), (_, ry) = _per_sample(before, part), _per_sample(after, part)
     if not (before.group and before.group == after.group and len(rx) == len(ry) >= 2):
         raise ValueError(f"rungs {before.label!r} and {after.label!r} were not measured in one interleaved group of "
                          "at least 2 rounds, so their rounds are not paired: measure them together")
-    b = timing.Measurement(before.label, tuple(t / before.batch_size for t in rx),
-                           rounds=tuple(t / before.batch_size for t in rx))
-    a = timing.Measurement(after.label, tuple(t / after.batch_size for t in ry),
-                           rounds=tuple(t / after.batch_size for t in ry))
-    return intervals.speedup(b, a)
+    return intervals.speedup(timing.Measurement(before.label, rx, rounds=rx), timing.Measurement(after.label, ry,
+                                                                                                rounds=ry))
 
 
-@dataclass(frozen=True)
-class Ladder:
-    """Rungs in order (the first is the baseline); ``skipped`` says which rungs could not run here and why.
-
-    ``extra`` holds rungs measured off the main order, e.g. the migration applied to the baseline first,
-    for the attribution in both orders.
-    """
+@declare.checked
+@dataclass(frozen=True, repr=False)
+class Ladder(Shown):
+    """Rungs in order (the first is the baseline), the rungs ``skipped`` here and why, and ``extra`` rungs measured
+    off the main order (compile first, the rungs tried and not kept, the eager twin of compile last)."""
 
     rungs: tuple[Rung, ...]
     skipped: tuple[str, ...] = ()
@@ -184,58 +168,51 @@ class Ladder:
         for rung in (*self.rungs, *self.extra):
             if rung.label == label:
                 return rung
-        known = [r.label for r in (*self.rungs, *self.extra)]
-        raise KeyError(f"label must be one of {known}; got {label!r}")
+        raise KeyError(f"label must be one of {[r.label for r in (*self.rungs, *self.extra)]}; got {label!r}")
 
     @property
     def baseline(self) -> Rung:
         return self.rungs[0]
 
-    def speedup(self, label: str) -> float:
+    @declare.checked
+    def speedup(self, label: Text) -> float:
         """Per-sample speed-up of rung ``label`` over the baseline (a plain float: NOT accepted by ``cost``)."""
-        return per_sample_ratio(self.baseline, self[validate.instance("label", label, str)])
+        return per_sample_ratio(self.baseline, self[label])
 
-    def interval(self, label: str, part: str = "step") -> intervals.Speedup:
-        """Per-sample speed-up of rung ``label`` over the rung it is measured against (``before``), with its 95%
-        interval over their paired rounds; ``part="compute"`` compares the compute parts alone (the wait removed)."""
-        rung = self[validate.instance("label", label, str)]
-        return paired_interval(self.before(label), rung, part)
+    @declare.checked
+    def interval(self, label: Text, part: Part = "step") -> intervals.Speedup:
+        """Per-sample speed-up of rung ``label`` over the rung it is measured against, with its 95% interval over
+        their paired rounds; ``part="compute"``: the compute parts alone."""
+        return paired_interval(self.before(label), self[label], part)
 
-    def migration_gain(self, label: str | None = None) -> MigrationGain:
-        """What rung ``label`` (default: the last migration rung of the main order) buys over the rung it is
-        measured against, with the interval of their paired rounds. Raises ValueError for a no-migration rung:
-        those are wins you get without migrating."""
-        if label is None:
-            labels = [r.label for r in self.rungs if r.kind == MIGRATION]
-            if not labels:
-                raise ValueError("label: this ladder has no migration rung (nothing the migration buys)")
-            label = labels[-1]
-        rung = self[validate.instance("label", label, str)]
+    @declare.checked
+    def migration_gain(self, label: Text | None = None) -> MigrationGain:
+        """What migration rung ``label`` (default: the last of the main order) buys over the rung it is measured
+        against; ValueError for a no-migration rung."""
+        migrations = [r.label for r in self.rungs if r.kind == MIGRATION]
+        if label is None and not migrations:
+            raise ValueError("label: this ladder has no migration rung (nothing the migration buys)")
+        rung = self[migrations[-1] if label is None else label]
         if rung.kind != MIGRATION:
-            raise ValueError(f"label {label!r} is a no-migration rung: it needs no migration, so it must not "
-                             "feed the migration's cost model; pick one of "
-                             f"{[r.label for r in self.rungs if r.kind == MIGRATION]}")
+            raise ValueError(f"label {rung.label!r} is a no-migration rung: it needs no migration, so it must not "
+                             f"feed the migration's cost model; pick one of {migrations}")
         if rung in self.rungs:
-            self._check_over_the_fastest(rung)
-        found = self.interval(label)
-        return MigrationGain(label, found.ratio, found.low, found.high,
-                             f"measured over '{self.before(label).label}' in one process", _MADE_HERE,
+            earlier = [r for r in self.rungs[:self.rungs.index(rung)] if r.kind == NO_MIGRATION]
+            fastest = min(earlier, key=lambda r: r.sample_time)
+            if fastest is not earlier[-1]:
+                raise ValueError(f"label {rung.label!r} builds on {earlier[-1].label!r}, which is slower per sample "
+                                 f"than {fastest.label!r}: it would be credited for undoing a no-migration rung that "
+                                 "lost; keep that rung off the main order (note=DROPPED), as torch_ladder does")
+        found = self.interval(rung.label)
+        return MigrationGain(rung.label, found.ratio, found.low, found.high,
+                             f"measured over '{self.before(rung.label).label}' in one process", _MADE_HERE,
                              f"{found.interval} of one process, {intervals.METHOD}")
 
-    def _check_over_the_fastest(self, rung: Rung) -> None:
-        """A migration rung of the main order must build on the fastest no-migration set-up before it: built on a
-        slower one (a cheap rung that lost), it would be credited for undoing that loss."""
-        earlier = [r for r in self.rungs[:self.rungs.index(rung)] if r.kind == NO_MIGRATION]
-        last, fastest = earlier[-1], min(earlier, key=lambda r: r.sample_time)
-        if fastest is not last:
-            raise ValueError(f"label {rung.label!r} builds on {last.label!r}, which is slower per sample than "
-                             f"{fastest.label!r}: it would be credited for undoing a no-migration rung that lost; "
-                             "keep that rung off the main order (note=DROPPED), as torch_ladder does")
-
-    def before(self, label: str) -> Rung:
-        """The rung that ``label`` is measured against: the one it names (``over``), else the one before it in the
-        main order, or the baseline for an extra rung."""
-        rung = self[validate.instance("label", label, str)]
+    @declare.checked
+    def before(self, label: Text) -> Rung:
+        """The rung ``label`` is measured against: the one it names (``over``), else the one before it in the main
+        order, or the baseline for an extra rung."""
+        rung = self[label]
         if rung.over:
             return self[rung.over]
         if rung in self.extra:
@@ -244,15 +221,9 @@ class Ladder:
             raise ValueError(f"label {label!r} has no rung before it in the main order")
         return self.rungs[self.rungs.index(rung) - 1]
 
-    def steps_taken(self) -> list[tuple[str, str, intervals.Speedup]]:
-        """(label, kind, interval) of each rung over the one it is measured against, in ladder order: a rung won
-        when its interval lies above 1, lost when below, changed nothing measurable when it holds 1."""
-        return [(r.label, r.kind, self.interval(r.label)) for r in (*self.rungs[1:], *self.dropped)]
-
     @property
     def dropped(self) -> tuple[Rung, ...]:
-        """No-migration rungs that were tried and not kept (the set-up before them was faster per sample), in the
-        order they were measured."""
+        """No-migration rungs tried and not kept (the set-up before them was faster per sample)."""
         return tuple(r for r in self.extra if r.note == DROPPED)
 
     @property
@@ -261,24 +232,21 @@ class Ladder:
         return [r for r in self.rungs if r.kind == NO_MIGRATION][-1]
 
     def no_migration_interval(self) -> intervals.Speedup:
-        """Per-sample speed-up of the kept no-migration set-up over the baseline, with the interval of their paired
-        rounds (both are measured in the first group)."""
+        """Per-sample speed-up of the kept no-migration set-up over the baseline, over their paired rounds."""
         return paired_interval(self.baseline, self.kept)
-
-    def find(self, prefix: str) -> str | None:
-        """The label of the first rung (main order, then tried and not kept) that starts with ``prefix``; None if
-        no rung does (e.g. the autocast rung on hardware without bf16 units)."""
-        validate.text("prefix", prefix)
-        return next((r.label for r in (*self.rungs, *self.dropped) if r.label.startswith(prefix)), None)
 
     def no_migration_gain(self) -> float:
         """Per-sample speed-up of the kept no-migration set-up over the baseline (ratio of medians)."""
         return per_sample_ratio(self.baseline, self.kept)
 
+    @declare.checked
+    def find(self, prefix: Text) -> str | None:
+        """The label of the first rung (main order, then tried and not kept) starting with ``prefix``, or None."""
+        return next((r.label for r in (*self.rungs, *self.dropped) if r.label.startswith(prefix)), None)
+
     def waterfall_steps(self) -> list[tuple[str, float]]:
-        """(label, seconds per sample) in ladder order, for ``plots.waterfall``. A migration rung measured beside an
-        eager twin is drawn at the rung before it divided by its gain over that twin: the waterfall shows the same
-        number as ``migration_gain`` (the twin and the rung it repeats ran in different groups, at other moments)."""
+        """(label, seconds per sample) in ladder order; a migration rung beside an eager twin is drawn at the rung
+        before it divided by ``migration_gain``, so the waterfall shows compile last's own figure."""
         steps: list[tuple[str, float]] = []
         for r in self.rungs:
             twin = self.before(r.label) if r is not self.baseline else None
@@ -298,26 +266,19 @@ class Ladder:
                          f"{display.format_time(r.steps.p25)} to {display.format_time(r.steps.p75)}",
                          display.format_time(r.compute_time), f"{self.speedup(r.label):.2f}x",
                          f"{r.wait_share:.0%}", peak))
-        note = "Speed-up: time per sample over the first rung. " + (
-            "A no-migration rung slower per sample than the set-up before it is not kept: later rungs build on the "
-            "faster set-up. " if self.dropped else "") + (
-            "Skipped here: " + "; ".join(self.skipped) + "." if self.skipped else "")
+        note = ("Speed-up: the baseline's median step per sample over this rung's (ratio of the printed medians, each "
+                "divided by its batch), in this process. " + (
+                    "A no-migration rung slower per sample than the set-up before it is not kept: later rungs build "
+                    "on the faster set-up. " if self.dropped else "") + (
+                    "Skipped here: " + "; ".join(self.skipped) + "." if self.skipped else ""))
         return display.table(["rung", "needs", "batch", "first step", "step (median)", "IQR", "of which compute",
                               "speed-up", "waiting for data", "peak memory"], rows, note=note.strip())
 
-    def __repr__(self) -> str:
-        return repr(self.table())
 
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
-
-
-def build_ladder(rungs: Sequence[Rung], *, skipped: Sequence[str] = (), extra: Sequence[Rung] = ()) -> Ladder:
+@declare.checked
+def build_ladder(rungs: Annotated[Sequence[Rung], NonEmpty], *, skipped: Sequence[str] = (),
+                 extra: Sequence[Rung] = ()) -> Ladder:
     """Collect measured rungs (the first is the baseline, and needs no migration)."""
-    validate.non_empty("rungs", rungs)
-    for name, group in (("rungs", rungs), ("extra", extra)):
-        for rung in group:
-            validate.instance(name, rung, Rung)
     if rungs[0].kind != NO_MIGRATION:
         raise ValueError("rungs: the first rung is the baseline and must be a no-migration rung")
     labels = [r.label for r in (*rungs, *extra)]
@@ -325,4 +286,4 @@ def build_ladder(rungs: Sequence[Rung], *, skipped: Sequence[str] = (), extra: S
         if rung.over and (rung.over not in labels or rung.over == rung.label):
             raise ValueError(f"rungs: rung {rung.label!r} is measured over {rung.over!r}, which is not another rung "
                              f"of this ladder ({labels})")
-    return Ladder(tuple(rungs), tuple(validate.instance("skipped", s, str) for s in skipped), tuple(extra))
+    return Ladder(tuple(rungs), tuple(skipped), tuple(extra))

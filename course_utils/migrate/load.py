@@ -1,9 +1,5 @@
-"""Was the machine quiet? Each measuring process records ``os.getloadavg()`` at its start and its end; the run
-was busy when the 1-minute load average, at either moment of any process, exceeded the machine's logical cores:
-more threads wanted to run than there were cores, so other work shared the cores with the measurement (the
-measuring processes run one at a time, with at most one thread per core). A busy run decides nothing: its gain
-depends on the other work (issue 37 saw 1.01x at load 5 and 1.37x at load 1.5 for the same CNN).
-"""
+"""Was the machine quiet? The run was busy when the 1-minute load average at the start or end of any measuring
+process exceeded the logical cores: other work shared them, so the gain depends on it and decides nothing."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
 """Parity and rollback for ``assess``: do the compiled model's losses follow eager's, and does a forced compile
-failure fall back to eager's losses?
-
-A model that draws random numbers in training (dropout) gives eager and compiled different masks unless the
-random state is matched, so its losses would differ with a correct compiler. For such a model the first process
-trains every variant again over the first steps with the random state matched (``MATCHED``): the RNG seeded
-before each step from the same seed, and Inductor's random operations drawn from that RNG
-(``torch._inductor.config.fallback_random``), not from its own generator; parity and the rollback are judged on
-those steps. A model without dropout is judged on its timed steps, in every process (the worst one reported).
-"""
+failure fall back to eager's? A model with dropout is judged on steps retrained with the random state matched
+(``MATCHED``), one without on its timed steps in every process (the worst reported)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from course_utils import display, plotting, validate
+from course_utils import declare, display, plotting
 from course_utils.migrate import cost as _cost
 from course_utils.migrate.ladder import Ladder, MigrationGain
 
@@ -14,35 +14,34 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
+Labels = Sequence[declare.Text] | None  # one per row; None: each row labels itself
+
+
+@declare.checked
 def waterfall(ladder: Ladder, *, title: str | None = None) -> Figure:
-    """Time per sample rung by rung (µs); the migration rungs are labelled as such."""
-    validate.instance("ladder", ladder, Ladder)
-    steps = [(f"{r.label}\n[{r.kind}]" if r.kind != "no migration" else r.label, r.sample_time)
-             for r in ladder.rungs]
+    """Time per sample rung by rung; compile last is drawn at its own gain over its eager twin (``waterfall_steps``)."""
+    kinds = {r.label: r.kind for r in ladder.rungs}
+    steps = [(f"{label}\n[{kinds[label]}]" if kinds[label] != "no migration" else label, t)
+             for label, t in ladder.waterfall_steps()]
     _, unit = display.time_unit(max(t for _, t in steps))
     fig = plotting.waterfall(steps, unit=unit, title=title or "Time per sample: no-migration wins, then compile")
     fig.axes[0].set_ylabel(f"time per sample ({unit})")
     return fig
 
 
-def _labels(labels: Sequence[str] | None) -> list[str]:
-    """``labels`` checked (a list of non-empty strings), checked before the figures' other arguments so that a
-    wrong kind is named whatever else is missing; [] for None (the figure then labels each row itself)."""
-    if labels is None:
-        return []
-    return [validate.text("labels", label) for label in validate.sequence("labels", labels)]
+def _rows(name: str, given: tuple[Any, ...], labels: Labels, default: list[str]) -> list[str]:
+    """One label per row: ``labels``, else ``default``; the rows must not be empty."""
+    if not given:
+        raise ValueError(f"{name}: pass at least one")
+    if labels is not None and len(labels) != len(given):
+        raise ValueError(f"labels must have one entry per item of {name} ({len(given)}); got {len(labels)}")
+    return list(labels) if labels is not None else default
 
 
-def payback(*estimates: _cost.CostEstimate, labels: list[str] | None = None) -> Figure:
+@declare.checked
+def payback(*estimates: _cost.CostEstimate, labels: Labels = None) -> Figure:
     """Cumulative net per month for each estimate: the median line and the interval shaded."""
-    labels = _labels(labels)
-    if not estimates:
-        raise ValueError("estimates: pass at least one CostEstimate")
-    for est in estimates:
-        validate.instance("estimates", est, _cost.CostEstimate)
-    labels = labels or [str(e.speedup.label) for e in estimates]
-    if len(labels) != len(estimates):
-        raise ValueError(f"labels must have one entry per estimate ({len(estimates)}); got {len(labels)}")
+    labels = _rows("estimates", estimates, labels, [str(e.speedup.label) for e in estimates])
     fig, (ax,) = plotting.figure(width=6.8, height=3.8)
     for i, (est, label) in enumerate(zip(estimates, labels)):
         months = range(est.horizon_months + 1)
@@ -106,17 +105,13 @@ def explore(gain: MigrationGain, **inputs: Any) -> Any:
     return widgets.VBox([*controls.values(), output])
 
 
-def assess_figure(*found: Any, labels: list[str] | None = None) -> Figure:
+@declare.checked
+def assess_figure(*found: Any, labels: Labels = None) -> Figure:
     """One row per ``Assessment``: each fresh process's speed-up (dots), their 95% interval (bar) and the break-even
     speed-up at that assessment's inputs (a dashed tick): the comparison that decides ``assess``'s rule."""
-    labels = _labels(labels)
-    if not found:
-        raise ValueError("found: pass at least one Assessment")
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    labels = labels or [a.model.split(":")[-1] for a in found]
-    if len(labels) != len(found):
-        raise ValueError(f"labels must have one entry per assessment ({len(found)}); got {len(labels)}")
+    labels = _rows("found", found, labels, [getattr(a, "model", "").split(":")[-1] for a in found])
     fig, (ax,) = plotting.figure(width=6.8, height=1.2 + 0.9 * len(found))
     for row, (a, label) in enumerate(zip(found, labels)):
         s, rule, color = a.deciding.speedup, a.decision, plotting.color_for(label, row)

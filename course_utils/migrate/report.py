@@ -10,19 +10,22 @@ import math
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from course_utils import display, intervals, validate
+from course_utils import declare, display, intervals
+from course_utils import findings as core
+from course_utils.declare import MaxItems, MinItems, NonEmpty, Range
 from course_utils.findings import Finding, true
 from course_utils.migrate import cost, findings, load, plots, record, story
 from course_utils.migrate.assessment import LOAD_METHOD, Assessment, Pricing
 from course_utils.migrate.checklist import Checklist
 from course_utils.migrate.cost import months_text
-from course_utils.migrate.decision import BUSY, NOTHING, Decision, speed_text
+from course_utils.migrate.decision import BUSY, NOT_DECIDED, NOTHING, Decision, gap, speed_text
 from course_utils.migrate.inputs import Inputs
 from course_utils.migrate.ladder import Ladder
 from course_utils.migrate.parity import FALLBACK_RTOL
 
+Named = Annotated[Mapping[declare.Text, Assessment], NonEmpty]
 STYLE = ("body{font-family:system-ui,sans-serif;max-width:52em;margin:2em auto;line-height:1.45;color:#222}"
          "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.25em .5em;text-align:left}"
          "code{background:#f4f4f4}img{max-width:100%}")
@@ -60,11 +63,11 @@ def _steps(value: float) -> str:
     return "never (at this end nothing is saved per step)" if math.isinf(value) else f"{value:,.0f} steps"
 
 
+@declare.checked
 def findings_of(a: Assessment) -> dict[str, Finding]:
     """The decision, parity, the fallback and the run length, each scored on the assessment's numbers."""
-    validate.instance("a", a, Assessment)
     m, f, r, i = a.deciding, a.fallback, a.pricing.run_length, a.pricing.inputs
-    gain = f"The speed-up of torch.compile(mode='{m.mode}') over eager on a training step of {a.model}"
+    gain = f"The speed-up of torch.compile(mode='{m.mode}') over eager on a training step of {a.model} ({a.setup})"
     steps = i.value("steps_per_job")
     explore = "any length (at the median gain a compiled step saves no time)" if math.isinf(r.steps) else \
         display.format_time(r.seconds())
@@ -101,6 +104,7 @@ def decided(rule: Decision, inputs: Inputs, gain: str) -> Finding:
                                   break_even=speed_text(rule.break_even), next_step=rule.next_step)
 
 
+@declare.checked
 def money_sentence(a: Assessment) -> str:
     """Break-even months with their interval, and the break-even speed-up (computed)."""
     return pricing_sentence(a.pricing)
@@ -172,10 +176,9 @@ def _bytes(value: int | None) -> str:
     return "n/a" if value is None else display.format_bytes(value)
 
 
-def compare_table(named: Mapping[str, Assessment]) -> display.Table:
+@declare.checked
+def compare_table(named: Named) -> display.Table:
     """Several assessed models side by side: what compile bought across processes and what it cost."""
-    if not isinstance(named, Mapping) or not named:
-        raise TypeError(f"named must be a non-empty mapping of name -> Assessment; got {named!r}")
     rows, first = [], next(iter(named.values()))
     peak = "no peak" if first.peak_flops is None else display.format_flops(first.peak_flops)
     for name, a in named.items():
@@ -184,18 +187,55 @@ def compare_table(named: Mapping[str, Assessment]) -> display.Table:
         rows.append((name, str(m.speedup), f"{display.format_time(a.eager_step_s)} -> {display.format_time(m.step_s)}",
                      f"{display.format_time(m.compile_cold_s)} / {_time(m.compile_warm_s)}",
                      f"{len(m.graph_breaks)} / {len(m.recompiles)}",
-                     f"{'ok' if m.parity.passed else 'FAILED'} ({m.parity.largest:.0e})", mfu))
+                     f"{'ok' if m.parity.passed else 'FAILED'} ({m.parity.largest:.0e})", mfu,
+                     a.decision.outcome + (f"; computed: {a.decision.next_step}" if a.decision.outcome == NOT_DECIDED
+                                           else "")))
     return display.table(["model", "compiled over eager, across fresh processes", "step, eager -> compiled",
-                          "compile cold / warm", "graph breaks / recompiles", "parity", "MFU, eager -> compiled"],
+                          "compile cold / warm", "graph breaks / recompiles", "parity", "MFU, eager -> compiled",
+                          "decision at the seed's terms"],
                          rows, title="assess: the same measurement on two models",
                          note=f"Each row: {first.processes} fresh processes; {intervals.METHOD} over the per-process "
-                              f"medians. MFU against {peak} ({first.peak_source}).")
+                              f"medians; set-up: {first.setup}. MFU against {peak} ({first.peak_source}). The "
+                              "processes that would decide an undecided row are computed from its interval's width "
+                              "and its distance to the break-even speed-up, not measured.")
 
 
-def compare_pricing(named: Mapping[str, Assessment]) -> display.Table:
+GAINS_MARGIN = 1.25  # two figures of one set-up agree when their ratio lies wholly inside [1/1.25, 1.25]
+
+
+def _rung_setup(setup: Mapping[str, Any]) -> str:
+    amp = setup.get("amp")
+    loader = f"{setup['workers']} loader worker(s)" if setup.get("workers") else "loader in the training process"
+    return (f"batch {setup.get('batch')}, {loader}{', pinned' if setup.get('pin') else ''}, "
+            f"{str(amp).split('.')[-1] if amp is not None else 'fp32'}, {setup.get('threads')} intra-op thread(s), "
+            f"{setup.get('device')}")
+
+
+@declare.checked
+def compile_gains(ladder: Ladder, cnn: Assessment) -> display.Table:
+    """Every gain compile bought the CNN on this page, each with its set-up and scope; the note reconciles them
+    (``findings.GAINS``: the decision's figure against the ladder's figure without the loader's wait)."""
+    label, last_label = "torch.compile on the baseline", ladder.migration_gain().label
+    first, bare, last = ladder.interval(label), ladder.interval(label, "compute"), ladder.interval(last_label)
+    base, kept = _rung_setup(ladder[label].setup), _rung_setup(ladder[last_label].setup)
+    rows = [("compile first (ladder)", str(first), base, "paired rounds in this process"),
+            ("compile first, compute alone (ladder)", str(bare), base + "; the loader's wait left out",
+             "paired rounds in this process"),
+            ("compile last (ladder, waterfall)", str(last), kept, "paired rounds in this process"),
+            ("assess: the decision's figure", str(cnn.deciding.speedup), cnn.setup,
+             f"across {cnn.processes} fresh processes")]
+    check = core.same("the decision's gain over the ladder's compile first on the compute alone",
+                          gap(cnn.deciding.speedup, bare), GAINS_MARGIN)
+    told = findings.GAINS.read(check, assess=str(cnn.deciding.speedup), bare=str(bare), setup=cnn.setup,
+                               bare_setup=base, first=str(first), last=str(last), kept=kept,
+                               margin=f"{GAINS_MARGIN:g}x")
+    return display.table(["figure", "compiled over eager", "set-up", "scope"], rows,
+                         title="What compile bought the CNN, figure by figure", note=told.sentence.replace("**", ""))
+
+
+@declare.checked
+def compare_pricing(named: Named) -> display.Table:
     """The same measured gain priced at several sets of inputs: break-even speed-up, decision, months."""
-    if not isinstance(named, Mapping) or not named:
-        raise TypeError(f"named must be a non-empty mapping of name -> Assessment; got {named!r}")
     rows = []
     for name, a in named.items():
         i, est = a.pricing.inputs, a.pricing.estimate
@@ -209,7 +249,8 @@ def compare_pricing(named: Mapping[str, Assessment]) -> display.Table:
                          title="One measured gain, priced on two sets of inputs (computed)")
 
 
-def pricing_cases(a: Assessment, *, growth: float) -> display.Table:
+@declare.checked
+def pricing_cases(a: Assessment, *, growth: Annotated[float, Range(-1, 10, low_open=True)]) -> display.Table:
     """The assessment's estimate on a flat bill, on a bill growing ``growth`` a month, and on reserved capacity."""
     est = a.pricing.estimate
     growing = f"on demand, bill {growth:+.0%} a month (the seed)"
@@ -217,12 +258,10 @@ def pricing_cases(a: Assessment, *, growth: float) -> display.Table:
                                    "reserved capacity (paid anyway)": replace(est, reserved=True)})
 
 
-def lead_page(priced: Mapping[str, Assessment], block: Assessment, ladder: Ladder, ready: Checklist,
-              cores: int) -> display.Prose:
+@declare.checked
+def lead_page(priced: Annotated[Named, MinItems(2), MaxItems(2)], block: Assessment, ladder: Ladder, ready: Checklist,
+              cores: Annotated[int, Range(1, 4096)]) -> display.Prose:
     """The page a lead reads: where it was measured, each model's gain and decision, both sets of inputs."""
-    validate.instance("ladder", ladder, Ladder)
-    validate.instance("ready", ready, Checklist)
-    validate.positive("cores", cores, integer=True)
     (seed_name, seed), (lead_name, lead) = priced.items()
     where = (f"**Measured on {lead.device_name}** ({lead.device}, {cores} cores; the fresh processes used "
              f"{lead.threads} threads), with torch {lead.versions.get('torch', '?')}: the decision holds for this "
@@ -247,9 +286,9 @@ def lead_page(priced: Mapping[str, Assessment], block: Assessment, ladder: Ladde
                          "the machine you pay for.")
 
 
+@declare.checked
 def summary_rows(ladder: Ladder, cnn: Assessment, block: Assessment, lead: Assessment) -> list[tuple[Any, ...]]:
     """The summary table's rows: this run's numbers, each with what it is."""
-    validate.instance("ladder", ladder, Ladder)
     gain = ladder.interval(ladder.migration_gain().label)
     rows: list[tuple[Any, ...]] = [
         (f"ladder: {r.label}", ladder.speedup(r.label), "x", f"per sample over eager fp32; {r.kind}")

@@ -1,12 +1,6 @@
-"""``python -m course_utils.migrate assess price report.json --config costs.toml``: the decision and the money of a
-saved report priced again at other inputs, without measuring anything.
-
-What was measured stays: the speed-up interval of the deciding mode, the eager step, the cold and warm compile and
-whether anything was compiled. What follows from the inputs is computed again (``assessment.price``) and written
-into report.json (decision, break-even speed-up, inputs, money), with ``priced`` saying when and from which config.
-report.md and report.html keep the measuring run's pricing. The inputs that change the measurement itself (the
-optimizer and its learning rate) must equal the measured run's.
-"""
+"""``python -m course_utils.migrate assess price report.json --config costs.toml``: a saved report's decision and money
+priced again at other inputs without measuring (what was measured stays; report.json is rewritten, ``priced`` says
+when and from which config). The optimizer and learning rate change the measurement, so they must not change."""
 
 from __future__ import annotations
 

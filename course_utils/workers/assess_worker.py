@@ -127,7 +127,7 @@ class Run:
 
         self.spec, self.device = spec, torch.device(spec["device"])
         torch.manual_seed(spec["seed"])
-        self.model = load(spec["model"])().to(self.device)
+        self.model = load(spec["model"])(**spec.get("model_args", {})).to(self.device)
         self.loss_fn = load(spec["loss"]) if spec["loss"] else default_loss
         self.wrapped = wrap(self.model)
         self.optimizer = optimizer_for(self.model.parameters(), spec["optimizer"], spec["learning_rate"])
@@ -175,7 +175,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     for mode in spec["modes"]:
         wraps[mode] = lambda m, mode=mode: torch.compile(m, mode=mode)
     runs = {name: Run(spec, wrap, fp32=name == FP32) for name, wrap in wraps.items()}
-    batches = Batches(load(spec["batches"]))
+    batches = Batches(lambda: load(spec["batches"])(**spec.get("batches_args", {})))
     rounds, per_round = spec["rounds"], spec["per_round"]
     total, done = len(runs) * (3 + sum(per_round)), 0
 

@@ -4,7 +4,7 @@ the same code ``assess`` uses, without starting a process: for the story and rep
 from __future__ import annotations
 
 from course_utils import migrate
-from course_utils.migrate import assessing, factories
+from course_utils.migrate import assessing, assessment, factories
 
 
 def worker_result(index: int, eager_s: float, compiled_s: float, *, drift: float = 0.0, breaks=(), recompiles=(),
@@ -31,7 +31,7 @@ def worker_result(index: int, eager_s: float, compiled_s: float, *, drift: float
 
 
 def fake(speedups=(1.30, 1.32, 1.28), *, inputs=None, device="cpu", device_name="Test CPU", peak=1e11,
-         flops=1e9, **kwargs) -> migrate.Assessment:
+         flops=1e9, **kwargs) -> assessment.Assessment:
     """An Assessment whose processes ran eager at 10 ms and compiled at 10 ms / each of ``speedups``."""
     results = [worker_result(i, 0.010, 0.010 / s, **kwargs) for i, s in enumerate(speedups)]
     results[0]["roof"] = {"flops": peak, "dtype": "float32", "n": 1024, "repeats": 8, "threads": 2}

@@ -10,10 +10,11 @@ import pytest
 from badinput import rejects
 
 from course_utils import intervals, migrate, timing
+from course_utils.migrate import cost, decision, ladder, rungs
 from course_utils.migrate import ladder as lad
 
 NAN, INF = float("nan"), float("inf")
-GAIN = migrate.MigrationGain.claimed(1.2, "a test")
+GAIN = ladder.MigrationGain.claimed(1.2, "a test")
 SPEEDUP = intervals.Speedup("eager", "compiled", 1.2, 1.1, 1.3, 5, intervals.PROCESSES)
 BATCHES = [(np.zeros((2, 3), np.float32), np.zeros(2)) for _ in range(3)]
 
@@ -26,55 +27,54 @@ def _rung(label="r", kind="no migration"):
     return lad.Rung(label, kind, 4, 1.0, timing.Measurement(label, (1.0, 1.0, 1.0)), 0.1, None)
 
 
-LADDER = migrate.build_ladder([_rung("base"), _rung("workers"), _rung("compile", "migration")])
+LADDER = ladder.build_ladder([_rung("base"), _rung("workers"), _rung("compile", "migration")])
 
 BAD_CALLS = [
     # the ladder
-    (lambda: migrate.measure_rung("x", [], _step), "loader"),
-    (lambda: migrate.measure_rung("x", 42, _step), "loader"),
-    (lambda: migrate.measure_rung("x", "abc", _step), "loader"),
-    (lambda: migrate.measure_rung("x", BATCHES, 42), "step"),
-    (lambda: migrate.measure_rung("", BATCHES, _step), "label"),
-    (lambda: migrate.measure_rung(None, BATCHES, _step), "label"),
-    (lambda: migrate.measure_rung("x", BATCHES, _step, kind="cheap"), "kind"),
-    (lambda: migrate.measure_rung("x", BATCHES, _step, epochs=0), "epochs"),
-    (lambda: migrate.measure_rung("x", BATCHES, _step, epochs=NAN), "epochs"),
-    (lambda: migrate.measure_rung("x", BATCHES, _step, peak_memory=3), "peak_memory"),
-    (lambda: migrate.measure_rungs([], rounds=1), "specs"),
-    (lambda: migrate.measure_rungs([("x", BATCHES, _step)]), "specs"),
-    (lambda: migrate.measure_rung("x", [(object(),)], _step), "loader"),
-    (lambda: migrate.build_ladder([]), "rungs"),
-    (lambda: migrate.build_ladder([1, 2]), "rungs"),
-    (lambda: migrate.build_ladder([_rung("c", "migration")]), "rungs"),
+    (lambda: rungs.measure_rungs([("x", [], _step, "no migration")]), "loader"),
+    (lambda: rungs.measure_rungs([("x", 42, _step, "no migration")]), "specs"),
+    (lambda: rungs.measure_rungs([("x", "abc", _step, "no migration")]), "specs"),
+    (lambda: rungs.measure_rungs([("x", BATCHES, 42, "no migration")]), "specs"),
+    (lambda: rungs.measure_rungs([("", BATCHES, _step, "no migration")]), "specs"),
+    (lambda: rungs.measure_rungs([(None, BATCHES, _step, "no migration")]), "specs"),
+    (lambda: rungs.measure_rungs([("x", BATCHES, _step, "cheap")]), "specs"),
+    (lambda: rungs.measure_rungs([("x", BATCHES, _step, "no migration")], rounds=0), "rounds"),
+    (lambda: rungs.measure_rungs([("x", BATCHES, _step, "no migration")], rounds=NAN), "rounds"),
+    (lambda: rungs.measure_rungs([("x", BATCHES, _step, "no migration")], peak_memory=3), "peak_memory"),
+    (lambda: rungs.measure_rungs([], rounds=1), "specs"),
+    (lambda: rungs.measure_rungs([("x", BATCHES, _step)]), "specs"),
+    (lambda: rungs.measure_rungs([("x", [(object(),)], _step, "no migration")]), "loader"),
+    (lambda: ladder.build_ladder([]), "rungs"),
+    (lambda: ladder.build_ladder([1, 2]), "rungs"),
+    (lambda: ladder.build_ladder([_rung("c", "migration")]), "rungs"),
     (lambda: LADDER.migration_gain("workers"), "label"),
     (lambda: LADDER.speedup(3), "label"),
     (lambda: LADDER.interval("base"), "label"),
     (lambda: LADDER.interval("workers"), "paired"),
     (lambda: LADDER.find(""), "prefix"),
-    (lambda: migrate.MigrationGain.claimed(NAN, "x"), "speedup"),
-    (lambda: migrate.MigrationGain.claimed(-1.0, "x"), "speedup"),
-    (lambda: migrate.MigrationGain.claimed(1.2, ""), "who"),
-    (lambda: migrate.MigrationGain("g", 1.0, 1.2, 1.3, "m"), "low <= median"),
-    (lambda: migrate.MigrationGain("g", INF, 1.0, INF, "m"), "median"),
-    (lambda: migrate.MigrationGain("+ 2 loader workers", 2.0, 1.5, 2.5, "measured"), "MigrationGain"),
+    (lambda: ladder.MigrationGain.claimed(NAN, "x"), "speedup"),
+    (lambda: ladder.MigrationGain.claimed(-1.0, "x"), "speedup"),
+    (lambda: ladder.MigrationGain.claimed(1.2, ""), "who"),
+    (lambda: ladder.MigrationGain("g", 1.0, 1.2, 1.3, "m"), "low <= median"),
+    (lambda: ladder.MigrationGain("g", INF, 1.0, INF, "m"), "median"),
+    (lambda: ladder.MigrationGain("+ 2 loader workers", 2.0, 1.5, 2.5, "measured"), "MigrationGain"),
     (lambda: LADDER.interval("compile", "wait"), "part"),
     (lambda: migrate.gap(1.2, None), "top"),
     (lambda: migrate.amp_agreement(None, (), None), "make_model"),
     (lambda: migrate.amp_agreement(_step, (), None, steps=1), "steps"),
     (lambda: migrate.workers_label(0), "workers"),
-    (lambda: migrate.compare_estimates({}), "named"),
-    (lambda: migrate.compare_estimates({"x": 3}), "named"),
+    (lambda: cost.compare_estimates({}), "named"),
+    (lambda: cost.compare_estimates({"x": 3}), "named"),
     (lambda: migrate.autocast_dtype("huge"), "device"),
     (lambda: migrate.autocast_dtype(None), "device"),
     (lambda: migrate.autocast_dtype(3), "device"),
-    (lambda: migrate.torch_ladder([], 0, _step, compiler=_step), "batch_size"),
-    (lambda: migrate.torch_ladder(list(range(100)), 8, 42, compiler=_step), "make_model"),
-    (lambda: migrate.torch_ladder(list(range(100)), 8, _step, compiler=_step, workers=0), "workers"),
-    (lambda: migrate.torch_ladder(list(range(100)), 8, _step, compiler=3), "compiler"),
-    (lambda: migrate.torch_ladder(list(range(100)), 8, _step, compiler=_step, rounds=1), "rounds"),
-    (lambda: migrate.torch_ladder(list(range(10)), 8, _step, compiler=_step), "dataset"),
+    (lambda: migrate.torch_ladder({}, _step, _step, _step, compiler=_step), "setups"),
+    (lambda: migrate.torch_ladder({"a": {}}, 42, _step, _step, compiler=_step), "loader"),
+    (lambda: migrate.torch_ladder({"a": {}}, _step, _step, None, compiler=_step), "make_model"),
+    (lambda: migrate.torch_ladder({"a": {}}, _step, _step, _step, compiler=3), "compiler"),
+    (lambda: migrate.torch_ladder({"a": {}}, _step, _step, _step, compiler=_step, rounds=1), "rounds"),
+    (lambda: migrate.torch_ladder({"": {}}, _step, _step, _step, compiler=_step), "setups"),
     (lambda: migrate.step_agreement(_step, (), compiler=None), "compiler"),
-    (lambda: migrate.step_factory(None), "make_model"),
     # the cost model
     (lambda: migrate.estimate(1000, 2, INF), "speedup"),
     (lambda: migrate.estimate(1000, GAIN, INF), "migration_cost"),
@@ -99,25 +99,24 @@ BAD_CALLS = [
     (lambda: migrate.monthly_spend_for(8, NAN), "price_per_gpu_hour"),
     (lambda: migrate.monthly_spend_for(8, 2.5, hours_per_month=1000), "hours_per_month"),
     # the checklist
-    (lambda: migrate.run_checklist(42, ()), "make_step"),
-    (lambda: migrate.run_checklist(_step, (), framework="mxnet"), "framework"),
-    (lambda: migrate.run_checklist(_step, (), framework="tensorflow"), "framework"),
-    (lambda: migrate.run_checklist(_step, (), min_speedup=NAN), "min_speedup"),
-    (lambda: migrate.run_checklist(_step, (), min_speedup=0), "min_speedup"),
-    (lambda: migrate.run_checklist(_step, (), gain=1.3), "gain"),
-    (lambda: migrate.run_checklist(_step, (), compile_s=-1), "compile_s"),
-    (lambda: migrate.run_checklist(_step, (), compile_budget_s=INF), "compile_budget_s"),
-    (lambda: migrate.run_checklist(_step, (), forward=_step), "forward"),
-    (lambda: migrate.run_checklist(_step, (), steps=0), "steps"),
-    (lambda: migrate.fall_back(None, _step, (), 2), "make_step"),
-    (lambda: migrate.fall_back(_step, None, (), 2), "broken"),
-    (lambda: migrate.fall_back(_step, _step, (), 0), "steps"),
-    (lambda: migrate.compilers("keras"), "framework"),
-    (lambda: migrate.compilers("torch"), "compiler"),
+    (lambda: migrate.run_checklist(42, (), compiler=_step), "make_step"),
+    (lambda: migrate.run_checklist(_step, ()), "compiler"),
+    (lambda: migrate.run_checklist(_step, (), compiler=_step, min_speedup=NAN), "min_speedup"),
+    (lambda: migrate.run_checklist(_step, (), compiler=_step, min_speedup=0), "min_speedup"),
+    (lambda: migrate.run_checklist(_step, (), compiler=_step, gain=1.3), "gain"),
+    (lambda: migrate.run_checklist(_step, (), compiler=_step, compile_s=-1), "compile_s"),
+    (lambda: migrate.run_checklist(_step, (), compiler=_step, compile_budget_s=INF), "compile_budget_s"),
+    (lambda: migrate.run_checklist(_step, (), compiler=_step, forward=_step), "forward"),
+    (lambda: migrate.run_checklist(_step, (), compiler=_step, steps=0), "steps"),
     # loaders
     (lambda: migrate.make_loader(BATCHES, 0), "batch_size"),
     (lambda: migrate.make_loader(BATCHES, 2, workers=-1), "workers"),
     (lambda: migrate.make_loader(BATCHES, 2, pin="yes"), "pin"),
+    (lambda: migrate.cnn_batches(batch=10**9), "batch"),
+    (lambda: migrate.transformer(dim=130, heads=4), "dim"),
+    (lambda: migrate.token_batches(length=0), "length"),
+    (lambda: migrate.outputs_agree(np.zeros((2, 3, 8, 8), np.float32), plan=None), "plan"),
+    (lambda: migrate.skipped_rungs("huge", None), "device"),
     # frameworks, plots, exercises' helpers
     (lambda: migrate.framework_table([1, 2], np.zeros(2), torch_compiler=_step), "x_nchw"),
     (lambda: migrate.framework_table(np.zeros((2, 3)), np.zeros(2), torch_compiler=_step), "x_nchw"),
@@ -128,7 +127,6 @@ BAD_CALLS = [
     (lambda: migrate.framework_table(np.zeros((2, 3, 8, 8)), np.zeros(2), torch_compiler=None), "torch_compiler"),
     (lambda: migrate.framework_table(np.zeros((2, 3, 8, 8)), np.zeros(2), torch_compiler=_step, rounds=1),
      "rounds"),
-    (lambda: migrate.jax_step_factory(0), "classes"),
     (lambda: migrate.waterfall(None), "ladder"),
     (lambda: migrate.payback(), "estimates"),
     (lambda: migrate.payback(migrate.seed_example(), labels=["a", "b"]), "labels"),
@@ -137,13 +135,13 @@ BAD_CALLS = [
     # assess's pieces (assess itself: test_migrate_assess_bad_input.py)
     (lambda: migrate.typed(training_share=0.8), "training_share"),
     (lambda: migrate.read_config(42), "config"),
-    (lambda: migrate.decide(1.2, 1.05), "speedup"),
-    (lambda: migrate.decide(SPEEDUP, NAN), "break_even"),
-    (lambda: migrate.decide(SPEEDUP, 0), "break_even"),
-    (lambda: migrate.processes_needed(SPEEDUP, -1), "break_even"),
-    (lambda: migrate.break_even_run(-1, 0.1, SPEEDUP), "compile_s"),
-    (lambda: migrate.break_even_run(1, 0, SPEEDUP), "eager_step_s"),
-    (lambda: migrate.break_even_speedup(migrate.typed(), job_hours=0), "job_hours"),
+    (lambda: decision.decide(1.2, 1.05), "speedup"),
+    (lambda: decision.decide(SPEEDUP, NAN), "break_even"),
+    (lambda: decision.decide(SPEEDUP, 0), "break_even"),
+    (lambda: decision.processes_needed(SPEEDUP, -1), "break_even"),
+    (lambda: decision.break_even_run(-1, 0.1, SPEEDUP), "compile_s"),
+    (lambda: decision.break_even_run(1, 0, SPEEDUP), "eager_step_s"),
+    (lambda: decision.break_even_speedup(migrate.typed(), job_hours=0), "job_hours"),
     (lambda: migrate.compare_assessments({}), "named"),
     (lambda: migrate.compare_pricing([]), "named"),
 ]
@@ -166,9 +164,9 @@ def test_a_users_error_in_the_step_passes_through_unchanged() -> None:
         raise Mine("the learner's bug")
 
     with pytest.raises(Mine, match="learner"):
-        migrate.measure_rung("x", BATCHES, broken)
+        rungs.measure_rungs([("x", BATCHES, broken, "no migration")])
 
 
 def test_never_pays_back_is_inf_not_a_negative_number() -> None:
-    slower = migrate.estimate(1000, migrate.MigrationGain.claimed(0.8, "a slowdown"), 10)
+    slower = migrate.estimate(1000, ladder.MigrationGain.claimed(0.8, "a slowdown"), 10)
     assert math.isinf(slower.break_even_months) and slower.net() < 0

@@ -76,7 +76,7 @@ def test_break_even_run_length() -> None:
 
 def test_every_input_has_a_source() -> None:
     found = migrate.typed(training_share=(0.8, "the lead's estimate"))
-    assert found["training_share"] == migrate.Input(0.8, "the lead's estimate")
+    assert found["training_share"] == inputs.Input(0.8, "the lead's estimate")
     assert found["monthly_spend"].source == inputs.SEED
     assert set(found.values) == set(inputs.FIELDS)
     with pytest.raises(TypeError, match="training_share must be a \\(value, source\\) pair"):
@@ -91,7 +91,7 @@ def test_a_config_is_read_with_its_source(tmp_path) -> None:
     path = tmp_path / "costs.toml"
     path.write_text("monthly_spend = 250_000\ntraining_share = 0.6\noptimizer = 'AdamW'\n")
     found = migrate.read_config(path)
-    assert found["monthly_spend"] == migrate.Input(250_000.0, inputs.YOUR_CONFIG)
+    assert found["monthly_spend"] == inputs.Input(250_000.0, inputs.YOUR_CONFIG)
     assert found.value("optimizer") == "adamw"
     assert found["engineers"].source == inputs.SEED
     assert "your config" in repr(found)
@@ -99,7 +99,7 @@ def test_a_config_is_read_with_its_source(tmp_path) -> None:
 
 def test_the_example_config_reads_back_as_the_defaults(tmp_path) -> None:
     path = tmp_path / "costs.toml"
-    path.write_text(migrate.example_toml())
+    path.write_text(inputs.example_toml())
     read = migrate.read_config(path)
     assert {k: v.value for k, v in read.values.items()} == {k: v.value for k, v in inputs.defaults().values.items()}
 

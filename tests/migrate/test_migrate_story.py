@@ -9,6 +9,7 @@ import pytest
 from fake_assessment import fake
 
 from course_utils import display, findings, intervals, migrate
+from course_utils.migrate import decision
 from course_utils.migrate import findings as told
 
 
@@ -38,8 +39,8 @@ def test_the_models_verdict_ranks_disjoint_intervals_the_other_way() -> None:
 @pytest.mark.parametrize("speedups", [(1.30, 1.32, 1.28), (1.5, 0.8, 1.1), (0.90, 0.91, 0.89)])
 def test_the_rules_check_has_the_rules_outcome(speedups) -> None:
     d = fake(speedups).decision
-    outcome = {migrate.MIGRATE: findings.HELD, migrate.DO_NOT_MIGRATE: findings.BELOW,
-               migrate.NOT_DECIDED: findings.UNDECIDED}[d.outcome]
+    outcome = {decision.MIGRATE: findings.HELD, decision.DO_NOT_MIGRATE: findings.BELOW,
+               decision.NOT_DECIDED: findings.UNDECIDED}[d.outcome]
     assert d.check("gain").outcome == outcome
     costly = fake(speedups).priced(migrate.typed(eager_upkeep=(10**9, "a test"))).decision
     assert math.isinf(costly.break_even) and costly.check("gain").outcome == findings.BELOW
@@ -48,9 +49,9 @@ def test_the_rules_check_has_the_rules_outcome(speedups) -> None:
 
 def test_next_step_says_how_many_processes_or_that_more_would_not_help() -> None:
     undecided = fake((1.5, 0.8, 1.1)).decision
-    stuck = migrate.decision.Decision(migrate.NOT_DECIDED, undecided.speedup, 1.3, None)
+    stuck = migrate.decision.Decision(decision.NOT_DECIDED, undecided.speedup, 1.3, None)
     assert "would likely not decide it" in stuck.next_step
-    seven = migrate.decision.Decision(migrate.NOT_DECIDED, undecided.speedup, 1.3, 7)
+    seven = migrate.decision.Decision(decision.NOT_DECIDED, undecided.speedup, 1.3, 7)
     assert seven.next_step.startswith("about 7 processes in all (4 more)")
 
 
