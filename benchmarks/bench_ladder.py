@@ -14,15 +14,25 @@ def run() -> dict:
     import torch
 
     from course_utils import migrate, models, pipeline
+    from course_utils.migrate import torch_rungs
 
     dataset = pipeline.SyntheticImages(1024, size=64, classes=10, work=2)
     workers = pipeline.data_cores()
+    device = torch.device("cpu")
+    amp_dtype = migrate.autocast_dtype(device)
+    setups = {"eager fp32": dict(batch=32, workers=0, pin=False, amp=None)}  # the rungs as notebook 07 writes them
+    rung = setups[migrate.workers_label(workers)] = dict(setups["eager fp32"], workers=workers)
+    if amp_dtype is not None:
+        rung = setups[f"+ autocast {str(amp_dtype).split('.')[-1]}"] = dict(rung, amp=amp_dtype)
+    setups["+ batch 64"] = dict(rung, batch=64)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        result, _ = migrate.torch_ladder(dataset, 32, lambda: models.torch_cnn(classes=10), workers=workers,
-                                         compiler=lambda m: torch.compile(m, dynamic=False), rounds=4,
-                                         final_rounds=6)
+        result, _ = migrate.torch_ladder(
+            setups, lambda s: torch_rungs.make_loader(dataset, s["batch"], s["workers"], s["pin"]),
+            lambda m, s: torch_rungs.train_step(m, s["amp"]), lambda: models.torch_cnn(classes=10),
+            compiler=lambda m: torch.compile(m, dynamic=False), skipped=migrate.skipped_rungs(device, amp_dtype),
+            rounds=4, final_rounds=6)
     finally:
         torch.set_num_threads(threads)
     gain = result.migration_gain()

@@ -4,7 +4,6 @@
 #     minutes:
 #       ci: 3
 #       laptop: 6
-#       workshop: 45
 #   jupytext:
 #     notebook_metadata_filter: course,kernelspec,-jupytext.text_representation.jupytext_version
 #     text_representation:
@@ -29,7 +28,7 @@
 # on your own model in fresh processes with `python -m course_utils.migrate assess`; price it with every input's
 # source named; and decide by an interval against the **break-even speed-up**, the smallest gain that pays back.
 #
-# **Time:** about 45 minutes in a workshop; the notebook runs in under 6 minutes on a 2-core laptop.
+# **Time:** the guide's agendas give this session's minutes, computed from the material; the notebook runs in under 6 minutes on a 2-core laptop.
 # **Accelerators:** everything runs on a CPU (the model on one core, notebook 04's stand-in accelerator, the
 # loader on the others); a CUDA GPU adds the pinned-memory rung. The decision on the last page is measured on the
 # machine that runs this notebook, and the page names it: a CPU stand-in decides nothing for a GPU fleet.
@@ -81,7 +80,7 @@ sizes = cu.env.sizes(
 )
 sizes
 
-# %% [markdown] course={"lead": false, "minutes": 3} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## 1. The model, and the migration in one line
 # The seed's scenario is a medical-imaging team waiting days for each run. Our stand-in: the course CNN (three
 # 3x3 convolutions, global pooling, a linear head) on synthetic image patches that cost real CPU work to decode
@@ -106,7 +105,7 @@ def compile_model(model):
 
 print(dataset, "| batch", x0.shape, f"| {cores} cores: {workers} for loader workers")
 
-# %% [markdown] course={"lead": true, "minutes": 10} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
 # ## 2. The ladder: what you get without migrating, then what the migration buys
 # Each rung keeps everything from the rung before and changes one thing; every step includes the wait for the
 # data loader, as in real training, and every speed-up compares **time per sample** (one rung doubles the
@@ -223,7 +222,7 @@ v_amp
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 v_amp.prose()
 
-# %% [markdown] course={"lead": true, "minutes": 9} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
 # ## 3. Your model, in fresh processes: `assess`
 # The ladder's intervals come from rounds inside one process, which keeps state for its whole life (its
 # allocator, where its threads run, the code its compiler generated); another process can land elsewhere. A
@@ -277,7 +276,7 @@ cu.migrate.compile_gains(ladder, cnn)
 # %%
 print(cu.migrate.command_line("mypkg.models:make_model", "mypkg.data:make_batches", config="costs.toml"))
 
-# %% [markdown] course={"lead": true, "minutes": 8} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
 # ## 4. What is it worth? Every input with its source
 # The seed's rule: GPU spend 100k/month, ~30% saved, 2 engineers x 2 weeks (~40k), a 20% buffer for harder
 # debugging, break-even in about two months; the bill grows 50% a month. The cost model does the same arithmetic
@@ -342,7 +341,7 @@ cu.migrate.pricing_cases(at_lead, growth=0.5)
 cu.migrate.explore(at_lead.pricing.estimate.speedup, training_share=lead.value("training_share"),
                    eager_upkeep=lead.value("eager_upkeep"), compile_s_per_job=at_lead.deciding.compile_cold_s)
 
-# %% [markdown] course={"lead": true, "minutes": 6} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
 # ## 5. The launch checklist, run as code
 # The seed's checklist, each item a check that can fail, on the whole training step at the compiled rung's
 # set-up: the **MVP bar is the break-even speed-up** (the fresh-process interval must lie above it) with compiled
@@ -394,13 +393,13 @@ for name, result in (("CNN", ready), ("CNN with a data-dependent branch", not_re
     print(f"{name}: " + " | ".join(f"{c.name.split(':')[0]} {c.mark}" for c in result.checks
                                    if not c.name.startswith(("MVP", "monitoring"))))
 
-# %% [markdown] course={"lead": true, "minutes": 3} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
 # ## 6. The page to hand to your lead
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 cu.migrate.lead_page(priced, block.priced(lead), ladder, ready, cores)
 
-# %% [markdown] course={"lead": false, "minutes": 5} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## Exercises
 # **1.** A team rents 32 GPUs on demand at 2.50 per GPU-hour (an assumption close to public cloud prices for a
 # mid-range data-centre GPU), running all month (730 h): `cu.migrate.monthly_spend_for(32, 2.5)`. 60% of it is
@@ -466,7 +465,7 @@ print(f"measured: Dynamo built {graphs_built} graph(s) over one epoch of {len(ep
 # NBVAL_CHECK_OUTPUT
 cu.exercises.check("07.3", answer, measured=graphs_built)
 
-# %% [markdown] course={"lead": false, "minutes": 1} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false} slideshow={"slide_type": "slide"}
 # ## Summary
 
 # %%
@@ -482,7 +481,7 @@ cu.notebook.summary_table("07_should_we_migrate", cu.migrate.summary_rows(ladder
 #
 # **Next:** rerun notebooks 00-07 on the hardware you actually pay for (Colab GPU or TPU) and compare.
 
-# %% [markdown] course={"lead": false, "minutes": 5, "optional": true} slideshow={"slide_type": "slide"}
+# %% [markdown] course={"lead": false, "optional": true} slideshow={"slide_type": "slide"}
 # ## Going further: the seed's framework table, rebuilt on a common baseline
 # The seed's view: *PyTorch* high development efficiency, DDP, strongest ecosystem; *TensorFlow* strong
 # deployment, Strategy API; *JAX* highest performance via XLA, cheapest on TPU. Here: the same CNN, the same

@@ -4,7 +4,12 @@
 #     minutes:
 #       ci: 1
 #       laptop: 1
-#       workshop: 0
+#   jupytext:
+#     notebook_metadata_filter: course,kernelspec,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python

@@ -68,6 +68,7 @@ def test_no_cell_hides_from_nbval(ipynb: Path) -> None:
 @pytest.mark.parametrize("ipynb", ALL_NOTEBOOKS, ids=_ids(ALL_NOTEBOOKS))
 def test_minutes_budget_in_metadata(ipynb: Path) -> None:
     minutes = read_notebook(ipynb)["metadata"].get("course", {}).get("minutes", {})
+    assert "workshop" not in minutes, f"{ipynb.name}: workshop minutes are computed (tools/minutes.py), never typed"
     for key in ("ci", "laptop"):
         assert isinstance(minutes.get(key), (int, float)), f"{ipynb.name}: metadata course.minutes.{key} missing"
     assert 0 < minutes["ci"] <= 3, f"{ipynb.name}: a notebook must run in ci size within 3 minutes"

@@ -91,9 +91,13 @@ if [ "$skip_assess" = 0 ]; then
       failed+=("assess $name (not run: the budget of ${budget} s was spent)")
       continue
     fi
+    # the examples' GPU sizes (notebook 07's sizes table has the CNN's; the transformer's are these)
+    if [ "$name" = cnn ]; then sized=(--batches-arg batch=128); else
+      sized=(--model-arg vocab=4096 --model-arg dim=512 --model-arg heads=8 --model-arg length=512
+             --batches-arg vocab=4096 --batches-arg length=512 --batches-arg batch=32); fi
     COURSE_SIZE=$size timeout --signal=INT --kill-after=30 "$assess_budget" \
       "$python" -m course_utils.migrate assess --model "course_utils.migrate.examples:$make_model" \
-      --batches "course_utils.migrate.examples:$make_batches" --processes 5 --steps 50 \
+      --batches "course_utils.migrate.examples:$make_batches" --processes 5 --steps 50 "${sized[@]}" \
       --out "$out/assess/$name" > "$out/assess-$name.log" 2>&1 \
       || failed+=("assess $name (exit $?; see $out/assess-$name.log)")
   done

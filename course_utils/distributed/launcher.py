@@ -204,7 +204,6 @@ def pg_timeout_for(timeout: _Seconds) -> float:
     return max(10.0, timeout / 2)
 
 
-@declare.checked
 def ranks_on_cpu(nprocs: int, env: Mapping[str, str]) -> dict[str, str]:
     """``CUDA_VISIBLE_DEVICES=""`` when this runtime's GPUs are fewer than the ranks (a Colab T4 for 2 ranks): NCCL
     needs a GPU per rank, so every rank runs on the CPU over gloo and says so; nothing when ``env`` decides."""
@@ -216,6 +215,7 @@ def ranks_on_cpu(nprocs: int, env: Mapping[str, str]) -> dict[str, str]:
     return {"CUDA_VISIBLE_DEVICES": ""}
 
 
+@declare.checked
 def launch(script: str | os.PathLike, nprocs: Annotated[int, declare.Range(1, _MAX_PROCS)] = 2,
            timeout: _Seconds = 120.0, args: _Args = (), *, env: Mapping[str, str] | None = None, echo: bool = True,
            progress: bool = True, on_line: OnLine = None,

@@ -32,6 +32,10 @@ def _first(label: str, loader: Iterable[Any], step: Callable[[Any], Any]) -> tup
     batch = next(iter(loader), None)
     if batch is None:
         raise ValueError(f"loader for rung {label!r} yields no batch")
+    try:
+        pipeline.dataset.fingerprint(batch)  # what the timed loop reads of every batch
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"loader for rung {label!r} yields a batch the loop cannot read: {error}") from None
     with timing.Timer(label) as first:
         timing.sync(step(batch))
     return batch, first.elapsed

@@ -48,7 +48,8 @@ def worker_context(preload: Preload = PRELOAD) -> Any:
 
 
 @declare.checked
-def start_forkserver(preload: Preload = PRELOAD, timeout: calls.Timeout = None) -> float:
+def start_forkserver(preload: Preload = PRELOAD,
+                     timeout: Annotated[float, declare.Range(1, calls.MAX_TIMEOUT)] | None = None) -> float:
     """Start the forkserver and fork one trivial process from it: the one-off cost per kernel, in seconds (raises past
     ``timeout``, None: the size's default)."""
     context = worker_context(preload)

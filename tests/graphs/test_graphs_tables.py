@@ -57,7 +57,7 @@ def test_overhead_table_prints_the_ratio_of_the_medians() -> None:
     assert measured == "4x"
 
 
-@pytest.mark.parametrize(("name", "tolerance"), [("T4", 1e-4), ("TPU v5e-1", 2e-2)])
+@pytest.mark.parametrize(("name", "tolerance"), [("T4", 1e-4), ("TPU v5e-1", 5e-2)])
 def test_loss_tolerance_is_the_device_plans(monkeypatch: pytest.MonkeyPatch, name: str, tolerance: float) -> None:
     spec = devices.KNOWN[name]
     monkeypatch.setattr(devices, "describe",
