@@ -76,8 +76,8 @@ test: setup lint browser ## lint, unit tests, every notebook under nbval (ci siz
 # The same unit tests at the same size as make test runs them (ci), in the same order (the slow files first).
 test-unit: export COURSE_SIZE ?= ci
 test-unit: export TORCHINDUCTOR_CACHE_DIR ?= $(abspath build/test-cache/inductor)
-test-unit: setup ## the unit tests of course_utils only (no notebooks, browsers or builds): the fast lane
-	$(PY) -m pytest tests -m "not integration" -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder \
+test-unit: setup ## the fast lane: unit tests of course_utils without the slow ones (marked slow; make test runs them)
+	$(PY) -m pytest tests -m "not integration and not slow" -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder \
 		--durations=10
 
 lint: setup ## ruff on course_utils, tests, tools, benchmarks, the website's configuration and the notebook sources

@@ -98,6 +98,7 @@ def test_a_wrong_result_is_refused_naming_the_label(tmp_path) -> None:
         fresh.replicate(counted, n=2, kwargs={"counter": str(tmp_path / "count")})
 
 
+@pytest.mark.slow  # seconds: outside make test-unit's fast lane, inside make test
 def test_past_its_timeout_the_process_and_its_children_are_stopped(tmp_path) -> None:
     pids = tmp_path / "pids.json"
     with pytest.raises(TimeoutError, match="timeout=3"):
@@ -106,6 +107,7 @@ def test_past_its_timeout_the_process_and_its_children_are_stopped(tmp_path) -> 
         assert not _alive(pid), f"process {pid} outlived its timeout"
 
 
+@pytest.mark.slow  # seconds: outside make test-unit's fast lane, inside make test
 def test_ctrl_c_stops_the_process_and_its_children(tmp_path) -> None:
     pids = tmp_path / "pids.json"
     code = f"from course_utils import fresh; fresh.replicate('test_fresh:hangs', n=2, kwargs={{'pids': {str(pids)!r}}})"

@@ -24,6 +24,7 @@ def test_needs_is_silent_when_present_and_one_sentence_when_missing(monkeypatch,
     assert notebook.present() == ["torch", "jax"]
 
 
+@pytest.mark.slow  # seconds: outside make test-unit's fast lane, inside make test
 def test_setup_says_first_that_pytorch_is_required_when_it_is_missing() -> None:
     """The first cell's output, in a runtime where torch cannot be imported (the COURSE_BLOCK shim)."""
     import os

@@ -77,6 +77,7 @@ def test_time_threads_times_each_count_and_restores_the_thread_count() -> None:
         assert 0 < run.caller_busy <= run.cores_busy + 0.05  # the calling thread is one of the process's
 
 
+@pytest.mark.slow  # seconds: outside make test-unit's fast lane, inside make test
 def test_mlp_threads_fresh_times_the_step_in_a_new_process_with_its_environment() -> None:
     pytest.importorskip("torch")
     from course_utils.distributed import devices

@@ -246,6 +246,7 @@ def test_a_loopback_that_accepts_no_connection_is_named(monkeypatch) -> None:
         dist.launch("fail_demo.py", 2, timeout=60)
 
 
+@pytest.mark.slow  # seconds: outside make test-unit's fast lane, inside make test
 def test_the_process_group_timeout_defaults_to_half_the_launch() -> None:
     assert dist.launcher.pg_timeout_for(240) == 120 and dist.launcher.pg_timeout_for(5) == 10
     with pytest.raises(ValueError, match="pg_timeout"):

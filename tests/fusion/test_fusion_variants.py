@@ -39,6 +39,7 @@ def test_into_buffer_writes_the_chain_into_the_same_buffer_every_call(framework:
         assert into(x, bias).data_ptr() == into(x, bias).data_ptr()
 
 
+@pytest.mark.slow  # seconds: outside make test-unit's fast lane, inside make test
 def test_two_buffers_of_different_shapes_get_their_own_static_graph() -> None:
     chain = fusion.chain("torch", tanh=False)
     for rows in (8, 24, 40):  # a shared code object would compile a shape-generic graph at 24, reused at 40
@@ -57,6 +58,7 @@ def test_page_faults_count_fresh_pages_and_none_for_a_reused_buffer() -> None:
     assert memory.page_faults(lambda: torch.ones(64 * 2**20 // 4)) >= 64 * 2**20 // 4096 * 0.9  # 64 MiB > mmap max
 
 
+@pytest.mark.slow  # seconds: outside make test-unit's fast lane, inside make test
 def test_vector_roof_is_positive_and_adds_time_per_element() -> None:
     roof = fusion.measure_vector_roof(elements=8192, steps=4, min_time=0.01)
     assert roof.flops_per_second > 0 and roof.tanh_per_second > 0 and roof.elements == 8192
@@ -66,6 +68,7 @@ def test_vector_roof_is_positive_and_adds_time_per_element() -> None:
     assert roof.chain_seconds(2000, flops=10, tanh=1) == pytest.approx(2 * one)
 
 
+@pytest.mark.slow  # seconds: outside make test-unit's fast lane, inside make test
 @pytest.mark.parametrize("framework", ["torch", "jax", "tensorflow"])
 def test_each_framework_has_its_own_vector_roof_and_tanh_error(framework: str) -> None:
     pytest.importorskip(framework)

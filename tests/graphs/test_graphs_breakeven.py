@@ -64,6 +64,7 @@ def _rows(fw, n):
     return x[:n], bias
 
 
+@pytest.mark.slow  # seconds: outside make test-unit's fast lane, inside make test
 def test_size_sweep_compiles_a_fresh_copy_at_every_size_with_the_learners_call() -> None:
     torch = pytest.importorskip("torch")
     seen = []

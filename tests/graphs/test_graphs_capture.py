@@ -34,6 +34,7 @@ def test_capture_jax_counts_the_eleven_ops() -> None:
     assert graphs.capture("jax", models.chain_for("jax"), x, x).count == 11
 
 
+@pytest.mark.slow  # seconds: outside make test-unit's fast lane, inside make test
 def test_capture_tf_leaves_out_bookkeeping_ops(tf) -> None:
     captured = graphs.capture("tf", lambda x: x * 2.0 + 1.0, tf.ones(3))
     assert captured.ops == ("Mul", "AddV2")

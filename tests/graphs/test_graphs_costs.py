@@ -9,6 +9,7 @@ from course_utils import calls, graphs, models
 from course_utils.graphs.cache import Run
 
 
+@pytest.mark.slow  # seconds: outside make test-unit's fast lane, inside make test
 def test_dynamic_costs_counts_graphs_of_the_learners_variants() -> None:
     torch = pytest.importorskip("torch")
     chain = models.chain_for("torch")
@@ -29,6 +30,7 @@ def test_dynamic_costs_counts_graphs_of_the_learners_variants() -> None:
     assert "graphs compiled at this size" in graphs.dynamic_table(found, 16).header
 
 
+@pytest.mark.slow  # seconds: outside make test-unit's fast lane, inside make test
 def test_stack_is_identical_blocks_and_block_compile_reuses_one_graph() -> None:
     torch = pytest.importorskip("torch")
     eager, regional = graphs.stack(3, 8), graphs.stack(3, 8)

@@ -34,6 +34,7 @@ def test_gap_is_an_interval_over_the_same_rounds() -> None:
         graphs.harness_gap({graphs.SWEEP: sweep})
 
 
+@pytest.mark.slow  # seconds: outside make test-unit's fast lane, inside make test
 def test_compare_harnesses_times_every_harness_in_the_same_rounds() -> None:
     torch = pytest.importorskip("torch")
     chain = models.chain_for("torch")

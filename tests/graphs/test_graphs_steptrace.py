@@ -54,6 +54,7 @@ def test_step_table_sets_the_counts_beside_the_two_fixed_costs_computed() -> Non
     assert rows["graph calls x the run's call cost (computed)"] == ("-", "20 µs")
 
 
+@pytest.mark.slow  # seconds: outside make test-unit's fast lane, inside make test
 def test_trace_step_profiles_the_learners_torch_steps() -> None:
     torch = pytest.importorskip("torch")
     from course_utils import data, models

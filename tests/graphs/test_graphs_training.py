@@ -25,6 +25,7 @@ def _steps(framework: str) -> tuple:
                   models.keras_sgd_step(models.keras_mlp(), lr=0.1, jit_compile=True))
 
 
+@pytest.mark.slow  # seconds: outside make test-unit's fast lane, inside make test
 @pytest.mark.parametrize("framework", ["jax", "tensorflow", "torch"])
 def test_same_losses_eager_and_compiled(framework: str) -> None:
     if not env.available(framework):

@@ -134,6 +134,7 @@ print(done["jax"], (time.process_time() - cpu) / (time.perf_counter() - wall), o
 """
 
 
+@pytest.mark.slow  # seconds: outside make test-unit's fast lane, inside make test
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
                     reason="needs sched_setaffinity and two cores")
 def test_limit_compute_threads_keeps_jax_on_one_core() -> None:

@@ -55,6 +55,7 @@ def test_cpu_vendor_reads_vendor_id() -> None:
     assert P.cpu_vendor() in ("Intel", "AMD", "other")
 
 
+@pytest.mark.slow  # seconds: outside make test-unit's fast lane, inside make test
 def test_library_verbose_runs_the_worker() -> None:
     pytest.importorskip("torch")
     r = P.library_verbose(32)

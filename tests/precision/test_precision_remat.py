@@ -34,6 +34,7 @@ def test_block_weights_shapes() -> None:
     assert len(W) == 4 and W[0][0].shape == (16, 64) and W[0][1].shape == (64, 16)
 
 
+@pytest.mark.slow  # seconds: outside make test-unit's fast lane, inside make test
 def test_torch_remat_saves_less_with_the_same_gradients() -> None:
     pytest.importorskip("torch")
     loss, params = _torch_loss()

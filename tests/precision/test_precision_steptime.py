@@ -39,6 +39,7 @@ def test_step_medians_names_both_steps_as_the_notebook_does() -> None:
     assert all(s > 0 for s in found.values())
 
 
+@pytest.mark.slow  # seconds: outside make test-unit's fast lane, inside make test
 def test_the_claim_is_scored_across_fresh_processes_with_the_in_process_figure_beside_it() -> None:
     found = fresh.replicate(P.step_medians, n=2, kwargs={"widths": list(SIZES), "batch": 8, "rounds": 2,
                                                          "min_time": 0.02, "threads": 1})
