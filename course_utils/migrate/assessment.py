@@ -34,10 +34,13 @@ def device_peak(device: str, device_name: str, amp: str | None,
         return roof["flops"], (f"measured in this run's first process for the dtype that ran: the best of "
                                f"{roof['repeats']} {roof['dtype']} {roof['n']}x{roof['n']} matmuls (torch.matmul, "
                                f"{roof['threads']} threads)")
-    name, dtype = device_name.upper().replace("-", " "), amp or "float32"
+    name = device_name.upper().replace("-", " ")
     for spec in devices.KNOWN.values():
+        # fp32 convolutions run as TF32 by default (cudnn.allow_tf32): fp32's own peak would give an MFU above 100%
+        dtype = amp or ("tfloat32" if "tfloat32" in spec.peaks else "float32")
         if spec.kind == "gpu" and re.search(spec.pattern, name) and dtype in spec.peaks:
             return spec.peaks[dtype], f"data sheet figure for {spec.name} ({dtype}, dense; {spec.source}), not measured"
+    dtype = amp or "float32"
     return None, f"no {dtype} data sheet figure for {device_name!r} in devices.KNOWN"
 
 

@@ -36,3 +36,12 @@ def test_the_peak_is_this_runs_roof_for_the_dtype_that_ran() -> None:
     assert assessment.device_peak("cpu", "Test CPU", None, None) == (None, "no peak measured in this run")
     found = fake(peak=1e11, flops=1e9)
     assert found.mfu(0.01) == 1e9 / 0.01 / 1e11 and "this run's first process" in found.peak_source
+
+
+def test_a_gpu_peak_is_the_data_sheets_for_the_dtype_that_runs() -> None:
+    peak, source = assessment.device_peak("cuda", "NVIDIA H100 PCIe", None, None)
+    assert peak == 378e12 and "tfloat32" in source and "H100 PCIe" in source  # fp32 convolutions run as TF32
+    assert assessment.device_peak("cuda", "NVIDIA H100 80GB HBM3", "bfloat16", None)[0] == 989.5e12  # the SXM part
+    assert assessment.device_peak("cuda", "Tesla T4", None, None)[0] == 8.1e12  # no TF32 units: fp32's own
+    assert assessment.device_peak("cuda", "Tesla T4", "bfloat16", None) == (
+        None, "no bfloat16 data sheet figure for 'Tesla T4' in devices.KNOWN")
