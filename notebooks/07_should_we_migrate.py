@@ -321,8 +321,7 @@ if at_lead.busy or at_lead.deciding.nothing:  # assess refuses to decide: the ma
     v_pays = cu.migrate.findings.DECISION.not_tested(at_lead.busy or at_lead.deciding.nothing)
 else:
     v_pays = cu.migrate.findings.DECISION.score(
-        at_lead.decision.check(f"The CNN's speed-up across {cnn.processes} fresh processes ({cnn.setup}), against "
-                               "the break-even speed-up"),
+        at_lead.decision.check(f"The CNN's speed-up across {cnn.processes} fresh processes ({cnn.setup})"),
         horizon=at_lead.pricing.inputs.value("horizon_months"), next_step=at_lead.decision.next_step,
         break_even=cu.migrate.speed_text(at_lead.pricing.break_even))
 v_pays

@@ -68,12 +68,13 @@ GAINS = Template(
 
 DECISION = Template(
     "migrate.decision", ("above",),
-    held="**Decision: migrate.** {evidence}. The whole interval lies above the break-even speed-up at these inputs, "
-         "so the migration pays back within {horizon} months.",
-    below="**Decision: do not migrate.** {evidence}. The whole interval lies below the break-even speed-up at these "
-          "inputs, {break_even}.",
-    undecided="**Decision: not decided: measure more.** {evidence}. The interval holds the break-even speed-up, "
-              "{break_even}, so this measurement cannot say on which side the gain lies: {next_step}.",
+    held="**Decision: migrate.** {evidence} (the bound: the break-even speed-up at these inputs). The whole interval "
+         "lies above it, so the migration pays back within {horizon} months.",
+    below="**Decision: do not migrate.** {evidence} (the bound: the break-even speed-up at these inputs, "
+          "{break_even}). The whole interval lies below it.",
+    undecided="**Decision: not decided: measure more.** {evidence} (the bound: the break-even speed-up at these "
+              "inputs, {break_even}). The interval holds it, so this measurement cannot say on which side the gain "
+              "lies: {next_step}.",
     untested="**No decision from this measurement:** {why}.")
 
 QUIET = Template(

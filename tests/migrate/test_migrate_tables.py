@@ -69,7 +69,7 @@ def test_the_assess_tables_name_the_geometric_mean_and_an_undecided_row_its_proc
     assert "set-up: batch" in table.note and "not measured" in table.note
 
 
-@pytest.mark.parametrize("name, tolerance", [("TPU v5e-1", 2e-2), ("T4", 1e-4), ("H100 SXM", 1e-2)])
+@pytest.mark.parametrize("name, tolerance", [("TPU v5e-1", 5e-2), ("T4", 1e-4), ("H100 SXM", 1e-2)])
 def test_outputs_agree_takes_its_tolerance_from_the_device_plan(monkeypatch, name, tolerance) -> None:
     np = pytest.importorskip("numpy")
     pytest.importorskip("torch")
