@@ -5,21 +5,14 @@ mixes devices under one label; an undecided row says how many processes would de
 from __future__ import annotations
 
 import math
-import re
 
 import pytest
 from fake_assessment import fake
+from printed import seconds
 
 from course_utils import devices, env, migrate, timing
 from course_utils.migrate import frameworks
 from course_utils.migrate import ladder as lad
-
-UNITS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
-
-
-def _seconds(text: str) -> float:
-    value, unit = re.match(r"([\d.]+) (ns|µs|ms|s)\b", text).groups()
-    return float(value) * UNITS[unit]
 
 
 def _rung(label, kind, median, batch, group=1):
@@ -36,7 +29,7 @@ def test_the_ladder_speedup_is_the_ratio_of_the_printed_medians_per_sample() -> 
     base = table.rows[0]
     for row in table.rows:
         printed = float(row[7].rstrip("x"))
-        computed = _seconds(base[4]) / int(base[2]) / (_seconds(row[4]) / int(row[2]))
+        computed = seconds(base[4]) / int(base[2]) / (seconds(row[4]) / int(row[2]))
         assert printed == pytest.approx(computed, abs=0.006)
 
 
@@ -50,9 +43,9 @@ def test_the_framework_table_divides_the_printed_medians_and_names_each_rows_dev
     table = frameworks.FrameworkTable((_row("torch", (0.02, 0.021, 0.019), (0.015, 0.016, 0.0155)),
                                        _row("jax", (0.03, 0.031, 0.029), (0.011, 0.012, 0.0115), "tpu")), (), 32)
     shown = table.table()
-    torch_eager = _seconds(shown.rows[0][1])
+    torch_eager = seconds(shown.rows[0][1])
     for row in shown.rows:
-        assert float(row[4].rstrip("x")) == pytest.approx(torch_eager / _seconds(row[2]), abs=0.006)
+        assert float(row[4].rstrip("x")) == pytest.approx(torch_eager / seconds(row[2]), abs=0.006)
         assert "geometric mean" in row[5]  # the 'vs its own eager' cell names its estimate
     assert shown.rows[0][0] == "PyTorch (on CPU)" and shown.rows[1][0] == "JAX (on TPU)"
     assert "different devices (CPU, TPU)" in shown.note and "host CPU" in shown.note

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from pipeline_runs import BASE, DOUBLE, WANDER, rounds_run
+from printed import seconds
 
 from course_utils import display, intervals, pipeline
 
@@ -26,11 +27,6 @@ def test_the_floor_is_max_of_compute_and_wait_per_round() -> None:
     assert found.median == pytest.approx(0.0135) and "max(compute, data)" in found.label
 
 
-def _ms(cell: str) -> float:
-    """The median a table cell prints first ('21.4 ms (19.6-26.2 ms)' -> 0.0214)."""
-    return float(cell.split(" ms")[0]) / 1e3
-
-
 @pytest.mark.parametrize(("before", "after"), [(DOUBLE, BASE), (BASE, WANDER), (WANDER, DOUBLE)])
 def test_before_after_table_names_the_speed_up_it_prints(before, after) -> None:
     """Issue 36 rule 1 on the table's own output: the printed speed-up is the ratio of the printed step medians, or
@@ -43,7 +39,7 @@ def test_before_after_table_names_the_speed_up_it_prints(before, after) -> None:
     gain = intervals.speedup(b.part(), a.part())
     assert cell == f"{gain.printed()[0]} ({gain.interval}): {gain.outcome}"
     printed = float(cell.split("x")[0])
-    of_medians = _ms(table.column("step before")[0]) / _ms(table.column("step after")[0])
+    of_medians = seconds(table.column("step before")[0]) / seconds(table.column("step after")[0])
     if abs(printed - of_medians) > 0.01 * of_medians:
         assert header == "step speed-up: geometric mean of 4 per-round ratios"
         assert "not the ratio of the two medians" in table.note
