@@ -31,6 +31,13 @@ STYLE = ("body{font-family:system-ui,sans-serif;max-width:52em;margin:2em auto;l
          "code{background:#f4f4f4}img{max-width:100%}")
 
 
+def mfu_text(value: float | None) -> str:
+    """An MFU as a percentage; above 100% it is refused, since the denominator was not the peak of what ran."""
+    if value is None:
+        return "n/a"
+    return f"{value:.1%}" if value <= 1 else f"refused ({value:.0%} is above 100%: the peak is not what ran)"
+
+
 def to_html(markdown: str, title: str) -> str:
     """One self-contained page from the report's Markdown (markdown-it-py, which the course's stack installs)."""
     from markdown_it import MarkdownIt
@@ -142,11 +149,13 @@ def report_markdown(a: Assessment, figures: dict[str, str] | None = None) -> str
     lines += [] if a.amp_alone is None else [
         f"| eager + AMP over eager fp32 (no migration: autocast is in eager PyTorch) | {a.amp_alone} | "
         f"{display.format_time(a.eager_step_s)} | | |"]
-    mfu = " / ".join("n/a" if v is None else f"{v:.1%}" for v in (a.mfu(a.eager_step_s), a.mfu(m.step_s)))
+    mfu = " / ".join(mfu_text(v) for v in (a.mfu(a.eager_step_s), a.mfu(m.step_s)))
     peak = "no peak" if a.peak_flops is None else display.format_flops(a.peak_flops)
     lines += ["", f"MFU (model FLOP/s over the peak), eager / compiled: {mfu}, with {a.flops_per_step / 1e9:.3g} "
               f"GFLOP per step (forward and backward, FlopCounterMode) against {peak} ({a.peak_source}). What stays "
-              "between the compiled MFU and 100% is what any compiler, kernel or batch change could still try to buy.",
+              "between the compiled MFU and 100% is what any compiler, kernel or batch change could still try to "
+              "buy. The step timed is the whole training step (optimizer included): not comparable with "
+              "forward-and-backward benchmark dashboards.",
               "", "## Compile cost, graph breaks, memory", "",
               f"Compile per job: cold {display.format_time(m.compile_cold_s)} (empty cache), warm "
               f"{_time(m.compile_warm_s)} (the cache the first process left on disk). {found['compiled'].sentence} "
@@ -183,7 +192,7 @@ def compare_table(named: Named) -> display.Table:
     peak = "no peak" if first.peak_flops is None else display.format_flops(first.peak_flops)
     for name, a in named.items():
         m = a.deciding
-        mfu = " -> ".join("n/a" if v is None else f"{v:.1%}" for v in (a.mfu(a.eager_step_s), a.mfu(m.step_s)))
+        mfu = " -> ".join(mfu_text(v) for v in (a.mfu(a.eager_step_s), a.mfu(m.step_s)))
         rows.append((name, str(m.speedup), f"{display.format_time(a.eager_step_s)} -> {display.format_time(m.step_s)}",
                      f"{display.format_time(m.compile_cold_s)} / {_time(m.compile_warm_s)}",
                      f"{len(m.graph_breaks)} / {len(m.recompiles)}",

@@ -45,3 +45,10 @@ def test_a_gpu_peak_is_the_data_sheets_for_the_dtype_that_runs() -> None:
     assert assessment.device_peak("cuda", "Tesla T4", None, None)[0] == 8.1e12  # no TF32 units: fp32's own
     assert assessment.device_peak("cuda", "Tesla T4", "bfloat16", None) == (
         None, "no bfloat16 data sheet figure for 'Tesla T4' in devices.KNOWN")
+
+
+def test_an_mfu_above_100_percent_is_refused_with_the_reason() -> None:
+    from course_utils.migrate import report
+
+    assert report.mfu_text(None) == "n/a" and report.mfu_text(0.123) == "12.3%"
+    assert report.mfu_text(1.04) == "refused (104% is above 100%: the peak is not what ran)"
