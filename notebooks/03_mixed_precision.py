@@ -857,19 +857,19 @@ rows = [
     ("... with loss scale 2^14", scaled.flushed_fraction * 100, "%", "static loss scaling"),
     ("GradScaler steps skipped", trace.skipped, "steps", f"of {trace.steps}, init scale 2^24, growth every {GROWTH}"),
     ("bf16 accumulator error, 10^4 terms", at_1e4["bf16 accumulator"] * 100, "%", "fp32 accumulation: ~0"),
-    (f"torch {FAST} / fp32 matmul speed", speed.ratio, "x",
-     f"n = {n}; geometric mean of per-round ratios; {speed.interval}; units: {bound.unit}"),
-    ("bf16 / fp32 triad speed", halving["triad"].ratio, "x",
-     f"half the bytes: at most 2x; geometric mean of per-round ratios; {halving['triad'].interval}"),
-    ("autocast training step speed-up", fresh_speed.ratio, "x", f"over the fp32 step, geometric mean; "
-     f"{fresh_speed.interval}; seed's ~1.3x: {v_claim.outcome}; beside it {step_speed.interval}"),
+    (f"torch {FAST} / fp32 matmul speed (geometric mean)", speed.ratio, "x",
+     f"n = {n}; {speed.interval}; units: {bound.unit}"),
+    ("bf16 / fp32 triad speed (geometric mean)", halving["triad"].ratio, "x",
+     f"half the bytes: at most 2x; {halving['triad'].interval}"),
+    ("autocast step over fp32 step (geometric mean)", fresh_speed.ratio, "x",
+     f"{fresh_speed.interval}; seed's ~1.3x: {v_claim.outcome}"),
     ("final-loss gap bf16 vs fp32", gaps["bf16 autocast"], "seed spreads", f"{len(SEEDS)} seeds"),
     ("training state held, fp32 + Adam", total["fp32"], "B/param", "measured"),
     ("training state held, autocast + Adam", total[amp_mode], "B/param", "measured; copies live per forward"),
     ("16-bit / fp32 activation bytes per sample", slope16 / slope32, "x", "plus a constant: 16-bit weight copies"),
     ("torch saved memory with checkpointing", remat.saved_ratio, "x", "of without"),
-    ("torch step time with checkpointing", remat.cost.ratio, "x",
-     f"of without; geometric mean of per-round ratios; {remat.cost.interval}"),
+    ("torch step time with checkpointing (geometric mean)", remat.cost.ratio, "x",
+     f"of without; {remat.cost.interval}"),
 ]
 cu.notebook.summary_table("03_mixed_precision", rows)
 
