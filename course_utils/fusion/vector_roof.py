@@ -74,7 +74,7 @@ def _per_element(framework: str, fn: Callable[[Any], Any], xs: tuple[Any, Any], 
 def measure_vector_roof(framework: str = "torch", *, elements: Annotated[int, Range(8192, 2**26)] | None = None,
                         steps: Annotated[int, Range(1, 64)] = 8, chains: Annotated[int, Range(1, 16)] = 4,
                         tanhs: Annotated[int, Range(1, 64)] = 8,
-                        min_time: Annotated[float, Range(0, 10, low_open=True)] = 0.1) -> VectorRoof:
+                        min_time: Annotated[float, Range(1e-3, 10)] = 0.1) -> VectorRoof:
     """One framework's compiled elementwise *throughput* on in-cache tensors, its own tanh and its own code.
 
     Independent work per element (``chains`` Horner chains of ``steps`` multiply-adds; the sum of ``tanhs`` tanhs),
