@@ -17,6 +17,9 @@ exclude_patterns = ["originals"]  # the notebooks as they are, offered for downl
 nb_execution_mode = "off"
 # Widgets would need the html-manager from a CDN (and a kernel): tools/build_site.py describes them instead.
 nb_ipywidgets_js = {}
+# Rich text/markdown outputs (07's page for the lead, 05's tables) are parsed as the pages are: the default,
+# plain CommonMark, has no tables and leaves them as pipe text.
+nb_render_markdown_format = "myst"
 myst_enable_extensions = ["dollarmath"]
 myst_dmath_allow_space = False  # "$5 and $6" stays text
 myst_heading_anchors = 3  # README-style links to #a-heading resolve

@@ -135,6 +135,16 @@ def test_site_loads_nothing_from_the_network(site: Path) -> None:
     assert expected | {f"notebooks/{p.stem}.html" for p in COURSE_NOTEBOOKS} <= pages
 
 
+@pytest.mark.integration
+def test_every_markdown_table_renders_as_a_table(site: Path) -> None:
+    """A Markdown table (a README section, a cell, or a ``text/markdown`` output such as 07's page for the lead)
+    that the page leaves as pipe text has lost its blank line or its parser: its delimiter row shows as text."""
+    delimiter = re.compile(r"^\s*\|(?:\s*[-\u2013\u2014:]+\s*\|)+\s*$", re.M)
+    left = {p.relative_to(site).as_posix(): delimiter.findall(_page_text(p))[:1] for p in _pages(site)}
+    left = {page: rows for page, rows in left.items() if rows}
+    assert not left, f"Markdown tables left as pipe text: {left}"
+
+
 # --- in the browser ------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def browser():
