@@ -21,7 +21,8 @@ CACHE_METHOD = ("on-disk caches: every process uses one TORCHINDUCTOR_CACHE_DIR,
                 "a job does on a machine that compiled the model before. The portable cache "
                 "(torch.compiler.save_cache_artifacts) was not used: on a CPU a process that loads it still builds "
                 "every C++ kernel again (its empty cache folder fills with as many compiled libraries as a cold one)")
-LOAD_METHOD = "os.getloadavg() (1, 5 and 15 minute averages) at the start and the end of each measuring process"
+LOAD_METHOD = ("os.getloadavg() at the start and the end of each measuring process, the CPU steal over its life "
+               "(/proc/stat), and the best of 5 fp32 384x384 matmuls timed at its start and its end")
 
 
 def device_peak(device: str, device_name: str, amp: str | None,
@@ -61,6 +62,8 @@ class ModeResult:
     peak_bytes: int | None
     parity: Parity
     per_process: tuple[float, ...] = ()  # eager median / compiled median, one per process: the interval's pairs
+    call: str = ""  # the compile call measured, as the report names it
+    wait_s: float | None = None  # of step_s, the median wait for the next batch (None: inputs cached)
 
     @property
     def nothing(self) -> str | None:
@@ -68,7 +71,7 @@ class ModeResult:
         return compiled.nothing_compiled(self.graphs, self.graph_breaks)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"mode": self.mode, "speedup": {"median": self.speedup.ratio, "low": self.speedup.low,
+        return {"mode": self.mode, "call": self.call, "wait_s": self.wait_s, "speedup": {"median": self.speedup.ratio, "low": self.speedup.low,
                                                "high": self.speedup.high, **self.speedup.to_dict()},
                 "in_process": [s.to_dict() for s in self.in_process], "step_s": self.step_s,
                 "compile_seconds": {"cold": self.compile_cold_s, "warm": self.compile_warm_s},
@@ -99,7 +102,13 @@ def _in_process(label: str, rounds_eager: Sequence[float], rounds_compiled: Sequ
     return intervals.speedup(eager, compiled)
 
 
-def mode_results(results: Sequence[Mapping[str, Any]], modes: Sequence[str], amp: str | None) -> tuple[ModeResult, ...]:
+def wait(runs: Sequence[Mapping[str, Any]]) -> float | None:
+    """The median over processes of a variant's per-step wait for data (None where the inputs were cached)."""
+    return median_or_none([median_or_none(v.get("round_wait_s") or [None]) for v in runs])
+
+
+def mode_results(results: Sequence[Mapping[str, Any]], modes: Sequence[str], amp: str | None,
+                 calls: Mapping[str, str]) -> tuple[ModeResult, ...]:
     """Each mode's result from the processes' JSON results (``results[0]`` is the cold process)."""
     eager = [r["variants"]["eager"] for r in results]
     eager_medians = [statistics.median(v["round_step_s"]) for v in eager]
@@ -108,7 +117,7 @@ def mode_results(results: Sequence[Mapping[str, Any]], modes: Sequence[str], amp
         runs = [r["variants"][mode] for r in results]
         medians = [statistics.median(v["round_step_s"]) for v in runs]
         gain = intervals.speedup(eager_medians, medians)
-        gain = replace(gain, baseline="eager", candidate=f"torch.compile(mode={mode!r})")
+        gain = replace(gain, baseline="eager", candidate=calls[mode])
         compile_s = [max(0.0, v["first_s"] - m) for v, m in zip(runs, medians)]
         out.append(ModeResult(
             mode, gain, tuple(_in_process(mode, e["round_step_s"], v["round_step_s"]) for e, v in zip(eager, runs)),
@@ -116,7 +125,7 @@ def mode_results(results: Sequence[Mapping[str, Any]], modes: Sequence[str], amp
             tuple(sorted({b for v in runs for b in v["graph_breaks"]})),
             tuple(dict.fromkeys(x for v in runs[:1] for x in v["recompiles"])), int(runs[0]["graphs"]),
             median_bytes([v["peak_bytes"] for v in runs]), parity.of(results, mode, amp),
-            tuple(e / c for e, c in zip(eager_medians, medians))))
+            tuple(e / c for e, c in zip(eager_medians, medians)), calls[mode], wait(runs)))
     return tuple(out)
 
 
@@ -203,6 +212,8 @@ class Assessment:
     loads: tuple[Mapping[str, Any], ...] = ()  # per process: os.getloadavg() at its start and its end
     gate: Any = None  # gate.Gate against --baseline, or None
     amp_alone: intervals.Speedup | None = None  # eager + AMP over eager fp32 across processes (AMP runs only)
+    batch_inputs: str = "end-to-end"  # each step drew from make_batches() as training does; "cached": fetched once
+    eager_wait_s: float | None = None  # of eager_step_s, the median wait for the next batch
 
     @property
     def deciding(self) -> ModeResult:
@@ -211,7 +222,10 @@ class Assessment:
     @property
     def setup(self) -> str:
         """What each variant ran with: batch, loader, dtype, threads, device (the same for eager and compiled)."""
-        return (f"batch {self.batch}, batches made once and read again (no loader wait), {self.amp or 'fp32'}, "
+        inputs = ("inputs cached: batches fetched once and reused, compute only (--inputs=cached)"
+                  if self.eager_wait_s is None else "end to end: each step drew its batch from make_batches() as "
+                  f"training does ({display.format_time(self.eager_wait_s)} of the eager step waited for data)")
+        return (f"batch {self.batch}, {inputs}, {self.amp or 'fp32'}, "
                 f"{self.threads} intra-op thread{'s' if self.threads != 1 else ''}, {self.device_name}")
 
     @property
@@ -246,9 +260,10 @@ class Assessment:
             "model": self.model, "batches": self.batches, "loss": self.loss or "cross-entropy (default)",
             "device": self.device, "device_name": self.device_name, "versions": dict(self.versions),
             "threads": self.threads, "processes": self.processes, "steps": self.steps, "rounds": self.rounds,
-            "amp": self.amp or "off", "optimizer": self.optimizer, "parameters": self.parameters, "batch": self.batch,
+            "amp": self.amp or "off", "batch_inputs": self.batch_inputs, "eager_wait_s": self.eager_wait_s,
+            "optimizer": self.optimizer, "parameters": self.parameters, "batch": self.batch,
             "speedup": {"median": mode.speedup.ratio, "low": mode.speedup.low, "high": mode.speedup.high,
-                        "mode": mode.mode, "method": intervals.METHOD + " over per-process medians"},
+                        "mode": mode.mode, "call": mode.call, "method": intervals.METHOD + " over per-process medians"},
             "decision": self.decision.text, "break_even_speedup": self.pricing.break_even,
             "parity": {m.mode: m.parity.to_dict() for m in self.modes}, "fallback": self.fallback.to_dict(),
             "graph_breaks": {m.mode: list(m.graph_breaks) for m in self.modes},

@@ -1,6 +1,7 @@
 """The user's model, batches and loss for ``assess``, named as 'package.module:function' so that a fresh process can
-import them, checked and probed here (one eager step, FLOPs counted) before anything is measured. Errors name the
-argument and show the user's own message where their code raised."""
+import them, checked and probed here (one eager step, FLOPs counted) before anything is measured, and the pieces of
+the training step the probe and the fresh processes share (loss, device, call, optimizer, the repeated blocks a
+regional compile compiles). Errors name the argument and show the user's own message where their code raised."""
 
 from __future__ import annotations
 
@@ -9,7 +10,60 @@ from dataclasses import dataclass
 from typing import Any
 
 from course_utils import calls, declare, fresh, validate
-from course_utils.migrate import trainstep
+
+OPTIMIZERS = ("sgd", "adam", "adamw")
+
+
+def default_loss(outputs: Any, targets: Any) -> Any:
+    """Cross-entropy; outputs with the classes last (tokens: batch x length x vocabulary) are flattened first."""
+    import torch.nn.functional as F
+
+    if outputs.dim() > 2 and outputs.dim() == targets.dim() + 1 and outputs.shape[:-1] == targets.shape:
+        outputs, targets = outputs.reshape(-1, outputs.shape[-1]), targets.reshape(-1)
+    return F.cross_entropy(outputs, targets)
+
+
+def to_device(value: Any, device: Any) -> Any:
+    """Tensors in ``value`` (a tensor, or lists, tuples and dicts of them) moved to ``device``."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.to(device, non_blocking=True)
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_device(v, device) for v in value)
+    if isinstance(value, dict):
+        return {k: to_device(v, device) for k, v in value.items()}
+    return value
+
+
+def call(model: Any, inputs: Any) -> Any:
+    """``model(inputs)``; a tuple or list of inputs is passed as positional arguments, a dict as keywords."""
+    if isinstance(inputs, (list, tuple)):
+        return model(*inputs)
+    if isinstance(inputs, dict):
+        return model(**inputs)
+    return model(inputs)
+
+
+def optimizer_for(params: Any, name: str, lr: float) -> Any:
+    """``torch.optim.SGD``, ``Adam`` or ``AdamW`` over ``params`` at learning rate ``lr``."""
+    import torch
+
+    name = validate.choice("optimizer", name, OPTIMIZERS)
+    return {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW}[name](
+        params, lr=validate.positive("lr", lr))
+
+
+def blocks(model: Any) -> tuple[str, Any]:
+    """(name, module) of the model's largest ``torch.nn.ModuleList`` (its repeated blocks, what a regional compile
+    compiles one by one); ValueError where it holds none."""
+    import torch
+
+    found = [(n, m) for n, m in model.named_modules() if isinstance(m, torch.nn.ModuleList) and len(m)]
+    if not found:
+        raise ValueError("regional: the model holds no torch.nn.ModuleList of repeated blocks to compile one by one; "
+                         "compile it whole (leave out --regional)")
+    return max(found, key=lambda x: len(x[1]))
 
 
 def resolve(name: str, value: Any) -> str:
@@ -40,6 +94,7 @@ class Probe:
     parameters: int
     batch: str
     loss: float
+    blocks: str = ""  # regional compile: the ModuleList compiled block by block, and its length
 
 
 def _shapes(value: Any) -> str:
@@ -75,15 +130,17 @@ def first_batch(path: str, args: dict[str, Any] | None = None) -> Any:
 
 
 def probe(model_path: str, batches_path: str, loss_path: str | None, device: Any, *, timeout: float = 600.0,
-          model_args: dict[str, Any] | None = None, batches_args: dict[str, Any] | None = None) -> Probe:
+          model_args: dict[str, Any] | None = None, batches_args: dict[str, Any] | None = None,
+          regional: bool = False) -> Probe:
     """Build the model, read the first batch and take one eager training step on ``device`` under
-    ``FlopCounterMode`` (forward and backward FLOPs; the optimizer's update is not counted), within ``timeout``."""
+    ``FlopCounterMode`` (forward and backward FLOPs; the optimizer's update is not counted), within ``timeout``;
+    ``regional``: the model must hold repeated blocks (``blocks``)."""
     with calls.time_limit(timeout, f"model/batches/loss: {model_path}(), {batches_path}() and one eager training step"):
-        return _probe(model_path, batches_path, loss_path, device, model_args, batches_args)
+        return _probe(model_path, batches_path, loss_path, device, model_args, batches_args, regional)
 
 
 def _probe(model_path: str, batches_path: str, loss_path: str | None, device: Any, model_args: Any,
-           batches_args: Any) -> Probe:
+           batches_args: Any, regional: bool) -> Probe:
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
@@ -92,13 +149,14 @@ def _probe(model_path: str, batches_path: str, loss_path: str | None, device: An
         raise TypeError(f"model: {model_path}() returned {type(model).__name__}, not a torch.nn.Module")
     if not any(p.requires_grad for p in model.parameters()):
         raise ValueError(f"model: {model_path}() returned a module with no trainable parameters")
+    where = blocks(model) if regional else None
     batch = first_batch(batches_path, batches_args)
-    loss_fn = trainstep.default_loss if loss_path is None else fresh.function("loss", loss_path)
+    loss_fn = default_loss if loss_path is None else fresh.function("loss", loss_path)
     model = model.to(device)
-    inputs, targets = (trainstep.to_device(v, device) for v in batch)
+    inputs, targets = (to_device(v, device) for v in batch)
     try:
         with FlopCounterMode(display=False) as counter:
-            loss = loss_fn(trainstep.call(model, inputs), targets)
+            loss = loss_fn(call(model, inputs), targets)
             loss.backward()
     except TimeoutError:
         raise
@@ -111,7 +169,8 @@ def _probe(model_path: str, batches_path: str, loss_path: str | None, device: An
     if not math.isfinite(value):
         raise ValueError(f"loss: the first step's loss is {value}; the model, batches or loss give no finite loss")
     params = sum(p.numel() for p in model.parameters())
-    return Probe(float(counter.get_total_flops()), int(params), _shapes(batch), value)
+    return Probe(float(counter.get_total_flops()), int(params), _shapes(batch), value,
+                 "" if where is None else f"{where[0] or 'the model'} ({len(where[1])} blocks)")
 
 
 def check_out(name: str, value: Any) -> Any:

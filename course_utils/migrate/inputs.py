@@ -19,7 +19,7 @@ from typing import Any
 
 from course_utils import declare, display, validate
 from course_utils.migrate.ladder import Shown
-from course_utils.migrate.trainstep import OPTIMIZERS
+from course_utils.migrate.factories import OPTIMIZERS
 
 YOUR_CONFIG, SEED, MEASURED = "your config", "seed article", "measured"
 

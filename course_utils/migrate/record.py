@@ -18,7 +18,7 @@ import psutil
 
 from course_utils import hardware, intervals
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the compile call, the data wait, the machine's guard
 _FLAGS = {"_infinite": math.inf, "_negative_infinite": -math.inf, "_nan": math.nan}
 
 
@@ -29,8 +29,8 @@ def now() -> str:
 
 def host() -> dict[str, Any]:
     """The machine: CPU model, logical and physical cores, operating system."""
-    return {"cpu": hardware.cpu_model(), "logical_cores": os.cpu_count(),
-            "physical_cores": psutil.cpu_count(logical=False), "platform": platform.platform()}
+    return {"cpu": hardware.cpu_model(), "logical_cores": os.cpu_count(), "platform": platform.platform(),
+            "physical_cores": psutil.cpu_count(logical=False), "memory_bytes": psutil.virtual_memory().total}
 
 
 def _flag(value: float) -> str:

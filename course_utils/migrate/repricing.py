@@ -28,7 +28,7 @@ def price(report: str | Path, config: str | Path | None) -> tuple[dict[str, Any]
     pricing = assessment.price(inputs, speedup, eager_step_s=saved["eager_step_s"],
                                compile_cold_s=mode["compile_seconds"]["cold"],
                                compile_warm_s=mode["compile_seconds"]["warm"],
-                               label=f"torch.compile(mode={mode['mode']!r}) over eager, {saved['model']}",
+                               label=f"{mode['call']} over eager, {saved['model']}",
                                nothing=mode["nothing_to_migrate"],
                                busy=load.busy(saved["load"]["per_process"], saved["host"]["logical_cores"]))
     saved.update({"decision": pricing.decision.text, "break_even_speedup": pricing.break_even,
@@ -45,7 +45,6 @@ def sentence(saved: dict[str, Any], pricing: assessment.Pricing) -> str:
     rule = pricing.decision
     if rule.outcome in (NOTHING, BUSY):
         return f"Decision: {rule.text}."
-    gain = f"The speed-up of torch.compile(mode='{saved['modes'][0]['mode']}') over eager on a training step of " \
-           f"{saved['model']}"
+    gain = f"The speed-up of {saved['modes'][0]['call']} over eager on a training step of {saved['model']}"
     return report.decided(rule, pricing.inputs, gain).sentence.replace("**", "") + " " + \
         report.pricing_sentence(pricing)

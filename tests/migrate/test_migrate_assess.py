@@ -173,3 +173,37 @@ def test_a_child_that_fails_shows_its_log_and_one_past_its_timeout_is_stopped(tm
     with pytest.raises(children.ChildFailed, match="killed by SIGSEGV"):
         children.run_child([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"],
                            log=tmp_path / "c.log", timeout=60)
+
+
+def test_end_to_end_steps_draw_from_a_dataloader_with_workers_and_time_the_wait_apart(tmp_path) -> None:
+    found = migrate.assess("assess_models:mlp", "assess_models:mlp_loader", batches_args={"workers": 1},
+                           processes=2, steps=4, amp="off", out=tmp_path / "report", progress=False)
+    assert found.batch_inputs == "end-to-end" and found.eager_wait_s is not None and found.deciding.wait_s is not None
+    assert 0 <= found.eager_wait_s < found.eager_step_s and found.deciding.parity.passed, found.deciding.parity
+    assert "end to end: each step drew its batch from make_batches()" in found.setup
+    assert "the wait for data was eager" in (tmp_path / "report" / "report.md").read_text()
+    cached = migrate.assess("assess_models:mlp", "assess_models:mlp_loader", batches_args={"workers": 0},
+                            processes=2, steps=2, amp="off", inputs="cached", out=tmp_path / "cached", progress=False)
+    assert cached.eager_wait_s is None and "inputs cached" in cached.setup
+    assert "Inputs cached (--inputs=cached)" in (tmp_path / "cached" / "report.md").read_text()
+    assert json.loads((tmp_path / "cached" / "report.json").read_text())["batch_inputs"] == "cached"
+
+
+def test_the_users_compile_function_decides_and_fullgraph_and_regional_are_named(tmp_path) -> None:
+    found = migrate.assess("assess_models:stack", "assess_models:mlp_batches", compiler="assess_models:compile_fixed",
+                           modes="default", fullgraph=True, processes=2, steps=2, amp="off", out=tmp_path / "whole",
+                           progress=False)
+    assert [m.call for m in found.modes] == ["assess_models:compile_fixed(model)",
+                                             "torch.compile(model, mode='default', fullgraph=True)"]
+    assert found.deciding.graphs > 0 and found.deciding.speedup.candidate == "assess_models:compile_fixed(model)"
+    assert "| assess_models:compile_fixed(model) |" in (tmp_path / "whole" / "report.md").read_text()
+    regional = migrate.assess("assess_models:stack", "assess_models:mlp_batches", regional=True, processes=2, steps=2,
+                              amp="off", out=tmp_path / "regional", progress=False)
+    assert regional.deciding.call == "torch.compile(block, mode='default') on each block of layers (3 blocks)"
+    assert regional.deciding.graphs >= 1 and regional.deciding.parity.passed
+    with pytest.raises(ValueError, match="regional: the model holds no torch.nn.ModuleList"):
+        migrate.assess("assess_models:mlp", "assess_models:mlp_batches", regional=True, processes=2, steps=2,
+                       out=tmp_path / "none", progress=False)
+    with pytest.raises(ValueError, match="fullgraph: it sets torch.compile's fullgraph=True for --modes"):
+        migrate.assess("assess_models:mlp", "assess_models:mlp_batches", compiler="assess_models:compile_fixed",
+                       fullgraph=True, processes=2, steps=2, out=tmp_path / "none", progress=False)
