@@ -5,13 +5,18 @@ line), with a laptop's sizes as defaults:
 - ``cnn`` / ``cnn_batches``: the course CNN (``models.torch_cnn``) on image patches of ``pipeline.SyntheticImages``;
 - ``transformer`` / ``token_batches``: one pre-norm transformer block (causal ``scaled_dot_product_attention``, a
   GELU MLP) between token embeddings and a vocabulary head, trained to predict the next token.
+
+``recipe`` makes a function a notebook cell writes importable by ``assess``'s fresh processes (its compile call).
 """
 
 from __future__ import annotations
 
+import importlib
+import sys
+from types import ModuleType
 from typing import Annotated, Any
 
-from course_utils import declare, models, pipeline
+from course_utils import declare, env, models, pipeline
 from course_utils.declare import Range
 
 BATCHES = 4  # distinct batches, read again in order (an epoch) for as many steps as a measurement takes
@@ -84,3 +89,17 @@ def token_batches(vocab: Size = 256, length: Size = 128, batch: Annotated[int, R
         sequence = torch.randint(0, vocab, (batch, length + 1), generator=generator)
         out.append((sequence[:, :-1].contiguous(), sequence[:, 1:].contiguous()))
     return out
+
+
+@declare.checked
+def recipe(name: Annotated[str, declare.Matches(r"[a-z_][a-z0-9_]*", "a module name")], source: declare.Text
+           ) -> ModuleType:
+    """``source`` written to ``build/recipes/<name>.py`` and imported from there (the folder put on ``sys.path``,
+    which ``assess`` passes to its fresh processes): a cell's own function, importable by name."""
+    folder = env.build_dir("recipes")
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.py").write_text(source.strip() + "\n")
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    importlib.invalidate_caches()
+    return importlib.reload(sys.modules[name]) if name in sys.modules else importlib.import_module(name)

@@ -9,13 +9,15 @@ from course_utils.migrate import assessing, assessment, factories
 
 def worker_result(index: int, eager_s: float, compiled_s: float, *, drift: float = 0.0, breaks=(), recompiles=(),
                   graphs: int = 1, fallback_error: str | None = "BackendCompilerFailed: forced",
-                  fallback_shift: float = 0.0, load: float = 0.5) -> dict:
+                  fallback_shift: float = 0.0, load: float = 0.5, steal: float | None = 0.0,
+                  calibration: tuple[float, float] = (0.004, 0.0041)) -> dict:
     """One process's result: 5 rounds around the given step times, 13 losses, the fallback in the first process."""
     wiggle = (1.0, 1.01, 0.99, 1.005, 0.995)
     losses = [2.3 - 0.01 * i for i in range(13)]
     result = {
         "index": index, "device": "cpu", "threads": 2, "cache": {"fx_hits": 2 * (index > 0), "fx_misses": 0},
-        "random": [], "matched": None, "load": {"start": [load, 0.5, 0.5], "end": [load + 0.1, 0.5, 0.5]},
+        "random": [], "matched": None, "load": {"start": [load, 0.5, 0.5], "end": [load + 0.1, 0.5, 0.5], "steal": steal,
+                                         "calibration": {"before": calibration[0], "after": calibration[1]}},
         "variants": {
             "eager": {"first_s": eager_s * 3, "round_step_s": [eager_s * w for w in wiggle], "losses": losses,
                       "peak_bytes": 4 << 20, "graph_breaks": [], "recompiles": [], "graphs": 0},
