@@ -9,7 +9,7 @@ import threading
 
 from course_utils import children
 from course_utils.migrate import assessing as _assess
-from course_utils.migrate import report, repricing, story
+from course_utils.migrate import report, story
 
 
 def parser() -> argparse.ArgumentParser:
@@ -99,11 +99,11 @@ def price_parser() -> argparse.ArgumentParser:
 def _price(argv: list[str]) -> int:
     args = price_parser().parse_args(argv)
     try:
-        saved, pricing = repricing.price(args.report, args.config)
+        saved, pricing = report.reprice(args.report, args.config)
     except (TypeError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(repricing.sentence(saved, pricing))
+    print(report.repriced(saved, pricing))
     print(f"report: {args.report} (decision, inputs and money rewritten; nothing was measured)")
     return 0
 

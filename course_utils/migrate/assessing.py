@@ -28,7 +28,7 @@ from typing import Annotated, Any, Literal
 
 from course_utils import children, declare, env, intervals, validate
 from course_utils.declare import NonEmpty, Range, Text
-from course_utils.migrate import assessment, factories, gate, load, parity, record, report
+from course_utils.migrate import assessment, factories, parity, record, report
 from course_utils.migrate.inputs import Inputs, read_config
 from course_utils.migrate.torch_rungs import autocast_dtype
 
@@ -135,7 +135,7 @@ def assess(model: Any, batches: Any, *, out: str | Path, model_args: Args | None
     (each step draws from make_batches() as training does, data wait timed apart) or "cached" (compute only)."""
     start, started = time.perf_counter(), record.now()
     target = factories.check_out("out", out)  # first: a folder that cannot be written is refused before anything
-    base = None if baseline is None else gate.load(baseline)
+    base = None if baseline is None else record.baseline(baseline)
     import torch
 
     model_path = factories.resolve("model", model)
@@ -181,7 +181,7 @@ def assess(model: Any, batches: Any, *, out: str | Path, model_args: Args | None
                                                                                           loss_path),
                           seconds=time.perf_counter() - start, command=command, started=started)
         if base is not None:
-            found = replace(found, gate=gate.Gate(base, found.deciding.speedup, found.deciding.mode))
+            found = replace(found, gate=record.Gate(base, found.deciding.speedup, found.deciding.mode))
         report.write(found, work / "report")
         with children.sigint_held():  # a Ctrl-C now waits until the report is in place
             _replace(work / "report", target)
@@ -269,7 +269,7 @@ def _assemble(results: list[dict[str, Any]], *, mode_list: list[str], skipped: d
                                compile_cold_s=deciding.compile_cold_s, compile_warm_s=deciding.compile_warm_s,
                                label=f"{deciding.call} over eager, {names[0]}",
                                nothing=deciding.nothing,
-                               busy=load.busy([r["load"] for r in results], host["logical_cores"]))
+                               busy=assessment.busy([r["load"] for r in results], host["logical_cores"]))
     versions = {"python": sys.version.split()[0], "torch": torch.__version__}
     amp_alone = None if amp is None else replace(intervals.speedup(
         [statistics.median(r["variants"][FP32]["round_step_s"]) for r in results],

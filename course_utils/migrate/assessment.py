@@ -1,6 +1,7 @@
 """What ``assess`` found, from the fresh processes' results: the gain per compile mode with its interval across
 processes (``cu.intervals.speedup`` over per-process medians: the one that decides; each process's own interval over
-its rounds is kept apart), compile cost, graph breaks, memory, parity, the fallback, MFU, and the money."""
+its rounds is kept apart), compile cost, graph breaks, memory, parity, the fallback, MFU, and the money; and
+whether the machine was quiet (``RULE``, over what each process recorded: load, CPU steal, a calibration matmul)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from course_utils import declare, devices, display, intervals, timing, validate
-from course_utils.migrate import compiled, cost, decision, load, parity, record
+from course_utils.migrate import cost, decision, parity, record
 from course_utils.migrate.inputs import MEASURED, SEED, SEED_JOB_HOURS, Inputs
 from course_utils.migrate.ladder import MigrationGain
 from course_utils.migrate.parity import Fallback, Parity
@@ -68,10 +69,11 @@ class ModeResult:
     @property
     def nothing(self) -> str | None:
         """Why there is nothing to migrate (this mode compiled no graph), or None."""
-        return compiled.nothing_compiled(self.graphs, self.graph_breaks)
+        return parity.nothing_compiled(self.graphs, self.graph_breaks)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"mode": self.mode, "call": self.call, "wait_s": self.wait_s, "speedup": {"median": self.speedup.ratio, "low": self.speedup.low,
+        return {"mode": self.mode, "call": self.call, "wait_s": self.wait_s,
+                "speedup": {"median": self.speedup.ratio, "low": self.speedup.low,
                                                "high": self.speedup.high, **self.speedup.to_dict()},
                 "in_process": [s.to_dict() for s in self.in_process], "step_s": self.step_s,
                 "compile_seconds": {"cold": self.compile_cold_s, "warm": self.compile_warm_s},
@@ -248,14 +250,14 @@ class Assessment:
 
     @property
     def busy(self) -> str | None:
-        """Why the machine was busy during the measurement (``load.RULE``), or None."""
-        return load.busy(self.loads, self.host["logical_cores"])
+        """Why the machine was busy during the measurement (``RULE``), or None."""
+        return busy(self.loads, self.host["logical_cores"])
 
     def to_dict(self) -> dict[str, Any]:
         mode = self.deciding
         return {
             "schema_version": record.SCHEMA_VERSION, "timestamp": self.started, "host": dict(self.host),
-            "load": {"per_process": [dict(x) for x in self.loads], "method": LOAD_METHOD, "rule": load.RULE,
+            "load": {"per_process": [dict(x) for x in self.loads], "method": LOAD_METHOD, "rule": RULE,
                      "busy": self.busy},
             "model": self.model, "batches": self.batches, "loss": self.loss or "cross-entropy (default)",
             "device": self.device, "device_name": self.device_name, "versions": dict(self.versions),
@@ -280,3 +282,40 @@ class Assessment:
             "cache": dict(self.cache), "gate": None if self.gate is None else self.gate.to_dict(),
             "amp_alone": None if self.amp_alone is None else self.amp_alone.to_dict(),
         }
+
+
+STEAL = 0.05  # of the CPU time, taken by the hypervisor for other guests
+CALIBRATION = 1.5  # the matmul after the process over the one before (or the inverse)
+RULE = (f"busy when, in any measuring process, the 1-minute load average at its start or end exceeds the logical "
+        f"cores, the CPU steal exceeds {STEAL:.0%}, or the calibration matmul timed after it differs from the one "
+        f"timed before it by more than {CALIBRATION:g}x either way")
+
+
+def busiest(loads: Sequence[Mapping[str, Any]]) -> float:
+    """The highest 1-minute load average recorded (start or end of any process)."""
+    return max(max(x["start"][0], x["end"][0]) for x in loads)
+
+
+def drift(x: Mapping[str, Any]) -> float:
+    """How many times one process's calibration matmul changed between its start and its end (1: not at all)."""
+    c = x.get("calibration")
+    return max(c["after"] / c["before"], c["before"] / c["after"]) if c else 1.0
+
+
+def busy(loads: Sequence[Mapping[str, Any]], cores: int) -> str | None:
+    """Why the machine was busy (``RULE``), or None when it was quiet."""
+    top, steal = busiest(loads), max((x.get("steal") or 0.0 for x in loads), default=0.0)
+    worst = max(range(len(loads)), key=lambda i: drift(loads[i]))
+    why = [f"the 1-minute load average reached {top:.2f} with {cores} logical cores"] * (top > cores)
+    why += [f"the CPU steal reached {steal:.0%}"] * (steal > STEAL)
+    why += [f"process {worst + 1}'s calibration matmul changed {drift(loads[worst]):.2f}x between its start and "
+            "its end (interference)"] * (drift(loads[worst]) > CALIBRATION)
+    return "; ".join(why) or None
+
+
+def described(loads: Sequence[Mapping[str, Any]], cores: int) -> str:
+    """What the guard saw, for the report (computed from the records)."""
+    steals = [x["steal"] for x in loads if x.get("steal") is not None]
+    return (f"highest 1-minute load {busiest(loads):.2f} with {cores} logical cores; CPU steal "
+            + (f"at most {max(steals):.1%}" if steals else "not available (no /proc/stat)")
+            + f"; calibration matmul before/after each process within {max(drift(x) for x in loads):.2f}x")

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from course_utils import declare, display, validate
-from course_utils.migrate.ladder import Shown
 from course_utils.migrate.factories import OPTIMIZERS
+from course_utils.migrate.ladder import Shown
 
 YOUR_CONFIG, SEED, MEASURED = "your config", "seed article", "measured"
 

@@ -1,7 +1,9 @@
 """``assess``'s report and notebook 07's tables: the findings the report tells (scored by the core, not counted as
 the notebook's predictions), report.json (the numbers), report.md and report.html (one offline page: the decision
-and the figure that decided it first, plots embedded as base64 PNG), the tables comparing assessments, the page
-for the lead and the summary rows. Sentences here quote numbers; what they decide comes from findings."""
+and the figure that decided it first, plots embedded as base64 PNG), a saved report priced again without measuring
+(``assess price report.json --config costs.toml``: the optimizer and learning rate change the measurement, so they
+must not change), the tables comparing assessments, the page for the lead and the summary rows. Sentences here
+quote numbers; what they decide comes from findings."""
 
 from __future__ import annotations
 
@@ -16,12 +18,12 @@ from course_utils import declare, display, intervals
 from course_utils import findings as core
 from course_utils.declare import MaxItems, MinItems, NonEmpty, Range
 from course_utils.findings import Finding, true
-from course_utils.migrate import cost, findings, load, plots, record, story
+from course_utils.migrate import assessment, cost, findings, plots, record, story
 from course_utils.migrate.assessment import LOAD_METHOD, Assessment, Pricing
 from course_utils.migrate.checklist import Checklist
 from course_utils.migrate.cost import months_text
 from course_utils.migrate.decision import BUSY, NOT_DECIDED, NOTHING, Decision, gap, speed_text
-from course_utils.migrate.inputs import Inputs
+from course_utils.migrate.inputs import Inputs, read_config
 from course_utils.migrate.ladder import Ladder
 from course_utils.migrate.parity import FALLBACK_RTOL
 
@@ -83,9 +85,9 @@ def findings_of(a: Assessment) -> dict[str, Finding]:
                    f"final step {x.parity.final:.1e}; judged {x.parity.method})", x.parity.passed) for x in a.modes]
     compiled = findings.COMPILED.read(true(f"Dynamo compiled at least one graph ({m.graphs} counted in the first "
                                            "process)", m.graphs > 0), mode=m.call, reason=m.nothing or "")
-    guard = load.described(a.loads, a.host["logical_cores"])
+    guard = assessment.described(a.loads, a.host["logical_cores"])
     quiet = findings.QUIET.read(true(f"the machine's guard stayed within the rule ({guard}; {LOAD_METHOD})",
-                                     a.busy is None), rule=load.RULE)
+                                     a.busy is None), rule=assessment.RULE)
     told = {NOTHING: compiled, BUSY: quiet}
     return {
         "decision": told[a.decision.outcome] if a.decision.outcome in told else decided(a.decision, i, gain),
@@ -336,3 +338,42 @@ def summary_rows(ladder: Ladder, cnn: Assessment, block: Assessment, lead: Asses
              ("break-even, CNN, the lead's inputs", lead.pricing.estimate.break_even_months, "months",
               f"computed; decision: {lead.decision.outcome}")]
     return rows
+
+
+MEASURED_INPUTS = ("optimizer", "learning_rate")  # they change what is measured, not its price
+
+
+def reprice(report: str | Path, config: str | Path | None) -> tuple[dict[str, Any], Pricing]:
+    """Price the saved ``report`` (a report.json path) at ``config`` (a costs TOML, None: the seed's figures);
+    rewrite it and return (the new record, the pricing)."""
+    saved = record.read("report", report)
+    inputs = read_config(config)
+    for name in MEASURED_INPUTS:
+        if inputs.value(name) != saved["inputs"][name]["value"]:
+            raise ValueError(f"config: {name} = {inputs.value(name)!r} differs from the measured run's "
+                             f"{saved['inputs'][name]['value']!r}; it changes the measurement, so run assess again")
+    mode = saved["modes"][0]
+    speedup = record.speedup(mode)
+    pricing = assessment.price(inputs, speedup, eager_step_s=saved["eager_step_s"],
+                               compile_cold_s=mode["compile_seconds"]["cold"],
+                               compile_warm_s=mode["compile_seconds"]["warm"],
+                               label=f"{mode['call']} over eager, {saved['model']}",
+                               nothing=mode["nothing_to_migrate"],
+                               busy=assessment.busy(saved["load"]["per_process"], saved["host"]["logical_cores"]))
+    saved.update({"decision": pricing.decision.text, "break_even_speedup": pricing.break_even,
+                  "inputs": pricing.inputs.to_dict(), "money": pricing.to_dict(),
+                  "priced": {"at": record.now(), "config": inputs.path, "measured_at": saved["timestamp"],
+                             "note": "priced again without measuring; report.md and report.html show the measuring "
+                                     "run's pricing"}})
+    record.write(Path(report), saved)
+    return saved, pricing
+
+
+def repriced(saved: dict[str, Any], pricing: Pricing) -> str:
+    """The repriced decision as the command prints it."""
+    rule = pricing.decision
+    if rule.outcome in (NOTHING, BUSY):
+        return f"Decision: {rule.text}."
+    gain = f"The speed-up of {saved['modes'][0]['call']} over eager on a training step of {saved['model']}"
+    return decided(rule, pricing.inputs, gain).sentence.replace("**", "") + " " + \
+        pricing_sentence(pricing)

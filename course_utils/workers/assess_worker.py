@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from course_utils import memory
-from course_utils.migrate import compiled
+from course_utils.migrate import parity
 from course_utils.migrate.factories import blocks, call, default_loss, optimizer_for, to_device
 
 PROGRESS = "@@progress"
@@ -100,7 +100,7 @@ class CompileLog(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         text = record.getMessage()
         if record.name.endswith("__graph_breaks"):
-            key = compiled.break_text(text)
+            key = parity.break_text(text)
             self.breaks.setdefault(self.variant, {})[key] = key
         elif record.name.endswith("__recompiles"):
             guard = re.search(r"^\s*-\s*(.*)$", text, re.M)

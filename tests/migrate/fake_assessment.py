@@ -16,8 +16,9 @@ def worker_result(index: int, eager_s: float, compiled_s: float, *, drift: float
     losses = [2.3 - 0.01 * i for i in range(13)]
     result = {
         "index": index, "device": "cpu", "threads": 2, "cache": {"fx_hits": 2 * (index > 0), "fx_misses": 0},
-        "random": [], "matched": None, "load": {"start": [load, 0.5, 0.5], "end": [load + 0.1, 0.5, 0.5], "steal": steal,
-                                         "calibration": {"before": calibration[0], "after": calibration[1]}},
+        "random": [], "matched": None,
+        "load": {"start": [load, 0.5, 0.5], "end": [load + 0.1, 0.5, 0.5], "steal": steal,
+                 "calibration": {"before": calibration[0], "after": calibration[1]}},
         "variants": {
             "eager": {"first_s": eager_s * 3, "round_step_s": [eager_s * w for w in wiggle], "losses": losses,
                       "peak_bytes": 4 << 20, "graph_breaks": [], "recompiles": [], "graphs": 0},
