@@ -1,15 +1,8 @@
-"""``assess``: the migration decision measured on the user's own model, device and bill (notebook 07, README).
-
-    python -m course_utils.migrate assess --model PKG.MODULE:make_model --batches PKG.MODULE:make_batches \\
-        [--model-arg KEY=VALUE ...] [--batches-arg KEY=VALUE ...] [--loss PKG.MODULE:loss_fn] [--config costs.toml] \\
-        [--processes 5] [--steps 50] [--device auto|cpu|cuda] [--modes default,...] [--compile PKG.MODULE:fn] \\
-        [--fullgraph] [--regional] [--inputs end-to-end|cached] [--amp auto|off|bf16|fp16] --out DIR
-
-Everything is checked before anything is measured (``out`` writable first, then the factories, one eager step,
-the config). Then fresh processes run ``workers/assess_worker.py`` one after the other, each in its own process
-group; the report is written beside ``out`` and moved into place only when whole. A measuring process that fails
-leaves its log in ``<out>.failed-logs/``.
-"""
+"""``assess``: the migration decision measured on the user's own model, device and bill (notebook 07, README; the
+command line in ``__main__``). Everything is checked before anything is measured (``out`` writable first, then the
+user's functions, one eager step, the config); then fresh processes run ``workers/assess_worker.py`` one after the
+other, each in its own process group; the report is moved into place only when whole. A measuring process that fails
+leaves its log in ``<out>.failed-logs/``."""
 
 from __future__ import annotations
 
@@ -28,7 +21,7 @@ from typing import Annotated, Any, Literal
 
 from course_utils import children, declare, env, intervals, validate
 from course_utils.declare import NonEmpty, Range, Text
-from course_utils.migrate import assessment, factories, parity, record, report
+from course_utils.migrate import assessment, examples, parity, record, report
 from course_utils.migrate.inputs import Inputs, read_config
 from course_utils.migrate.torch_rungs import autocast_dtype
 
@@ -134,14 +127,14 @@ def assess(model: Any, batches: Any, *, out: str | Path, model_args: Args | None
     and ``regional`` (each block of the largest ModuleList compiled) change the calls; ``inputs``: "end-to-end"
     (each step draws from make_batches() as training does, data wait timed apart) or "cached" (compute only)."""
     start, started = time.perf_counter(), record.now()
-    target = factories.check_out("out", out)  # first: a folder that cannot be written is refused before anything
+    target = examples.check_out("out", out)  # first: a folder that cannot be written is refused before anything
     base = None if baseline is None else record.baseline(baseline)
     import torch
 
-    model_path = factories.resolve("model", model)
-    batches_path = factories.resolve("batches", batches)
-    loss_path = None if loss is None else factories.resolve("loss", loss)
-    compile_path = None if compiler is None else factories.resolve("compiler", compiler)
+    model_path = examples.resolve("model", model)
+    batches_path = examples.resolve("batches", batches)
+    loss_path = None if loss is None else examples.resolve("loss", loss)
+    compile_path = None if compiler is None else examples.resolve("compiler", compiler)
     if fullgraph and not _modes(modes, compile_path):
         raise ValueError("fullgraph: it sets torch.compile's fullgraph=True for --modes; your compile function sets "
                          "its own (name a mode too, or leave out --fullgraph)")
@@ -156,7 +149,7 @@ def assess(model: Any, batches: Any, *, out: str | Path, model_args: Args | None
     measured_modes = [m for m in mode_list if m not in skipped]
     if not measured_modes:
         raise ValueError(f"modes: none of {mode_list} can run on {dev} ({'; '.join(skipped.values())})")
-    probe = factories.probe(model_path, batches_path, loss_path, torch.device(dev), timeout=timeout,
+    probe = examples.probe(model_path, batches_path, loss_path, torch.device(dev), timeout=timeout,
                             model_args=model_args, batches_args=batches_args, regional=regional)
     device_name = torch.cuda.get_device_name(0) if dev == "cuda" else env.cpu_model()
     per_round = split_steps(steps)
@@ -252,7 +245,7 @@ def _run_processes(work: Path, kept: Path, processes: int, spec: dict[str, Any],
 
 
 def _assemble(results: list[dict[str, Any]], *, mode_list: list[str], skipped: dict[str, str], amp: str | None,
-              inputs: Inputs, probe: factories.Probe, device: str, calls: Mapping[str, str] | None = None,
+              inputs: Inputs, probe: examples.Probe, device: str, calls: Mapping[str, str] | None = None,
               device_name: str, processes: int, steps: int, rounds: int, names: tuple[str, str, str | None],
               seconds: float, command: str, started: str) -> assessment.Assessment:
     import torch

@@ -83,10 +83,6 @@ class ModeResult:
                 "per_process": list(self.per_process)}
 
 
-def _time(seconds: float | None) -> str:
-    return "n/a" if seconds is None else display.format_time(seconds)
-
-
 def median_or_none(values: Sequence[float | None]) -> float | None:
     kept = [v for v in values if v is not None]
     return statistics.median(kept) if kept else None
@@ -267,10 +263,7 @@ class Assessment:
             "speedup": {"median": mode.speedup.ratio, "low": mode.speedup.low, "high": mode.speedup.high,
                         "mode": mode.mode, "call": mode.call, "method": intervals.METHOD + " over per-process medians"},
             "decision": self.decision.text, "break_even_speedup": self.pricing.break_even,
-            "parity": {m.mode: m.parity.to_dict() for m in self.modes}, "fallback": self.fallback.to_dict(),
-            "graph_breaks": {m.mode: list(m.graph_breaks) for m in self.modes},
-            "compiled_graphs": {m.mode: m.graphs for m in self.modes},
-            "recompiles": {m.mode: list(m.recompiles) for m in self.modes},
+            "fallback": self.fallback.to_dict(),  # parity, graph breaks, graphs, recompiles: under "modes"
             "compile_seconds": {"cold": mode.compile_cold_s, "warm": mode.compile_warm_s, "method": CACHE_METHOD},
             "peak_bytes": {"eager": self.eager_peak_bytes, **{m.mode: m.peak_bytes for m in self.modes}},
             "mfu": {"eager": self.mfu(self.eager_step_s), **{m.mode: self.mfu(m.step_s) for m in self.modes},

@@ -1,10 +1,7 @@
-"""report.json, the record one ``assess`` run leaves: versioned (``SCHEMA_VERSION``), stamped with the time and the
-host, and numbers only. JSON has no infinity: an infinite value is written ``null`` beside a flag,
-``"<key>_infinite": true`` (``"<key>_negative_infinite"``, ``"<key>_nan"`` alike; for a list, the flag lists the
-positions), and ``read`` restores it, so a saved report can be priced again (``report.reprice``) without measuring,
-or serve as the baseline of the regression gate (``--baseline``): the run exits 3 when the new gain fell beyond the
-noise, i.e. the ratio of the two gains (``decision.gap``) lies wholly below 1x. The same compile mode decides both.
-"""
+"""report.json, the record one ``assess`` run leaves: versioned, stamped with time and host, numbers only (an
+infinite value is ``null`` beside a ``"<key>_infinite": true`` flag, which ``read`` restores), so a saved report can
+be priced again (``report.reprice``) or be the regression gate's baseline (``--baseline``: exit 3 when the ratio of
+the two gains, ``decision.gap``, lies wholly below 1x; the same compile mode decides both)."""
 
 from __future__ import annotations
 

@@ -1,27 +1,16 @@
-"""One fresh process of ``python -m course_utils.migrate assess``: the user's model trained eager and compiled.
+"""One fresh process of ``python -m course_utils.migrate assess`` (``assess_worker.py SPEC.json RESULT.json``).
 
-Usage: python assess_worker.py SPEC.json RESULT.json   (written and read by ``course_utils.migrate.assess``)
-
-In order (every variant starts from the same seed, so from the same weights):
-1. Times a calibration matmul (``calibrate``) and reads the CPU steal (``/proc/stat``): the quiet-machine guard.
-2. Builds the model once per variant: eager, and each compile call (``compiler``: ``torch.compile(model, mode=...)``
-   or the user's function, whole or on each repeated block); where the run uses AMP, also eager without it. The
-   first process finds an empty Inductor cache (a cold compile), the later ones the code it left (a warm compile).
-3. Three untimed steps per variant (the first, timed apart, is the compile), then ``rounds`` rounds, the variants'
-   order rotated each round. End to end (the default), each variant iterates its own ``make_batches()`` object as
-   a training loop does (a DataLoader keeps its workers and prefetch), every epoch's order seeded alike, and the
-   wait for each batch is timed apart from the step; ``cached``: each round's batches are fetched once and run
-   through every variant (compute only).
-4. Counts graph breaks (whole reasons with hints), recompiles and Dynamo's graphs per variant; one step's peak memory.
-5. In the first process: where the model holds dropout, retrains the first steps with the random state matched
-   (parity); on a CPU, the matmul roof for the dtype that ran (MFU's peak); a forced compile failure rolled back
-   with ``torch.compiler.set_stance("force_eager")`` (the fallback check). Then the calibration matmul again.
-Progress lines ``@@progress DONE TOTAL`` go to stdout; the result is written to RESULT.json at the end.
-"""
+In order, every variant from the same seed: a calibration matmul and the CPU steal (the quiet-machine guard); the
+model built per variant (eager; each compile call, ``compiler``; eager without AMP where AMP runs), the first
+process on an empty Inductor cache (cold), the later ones on what it left (warm); three untimed steps (the first,
+timed, is the compile), then rounds with the variants' order rotated. End to end (default) each variant iterates
+its own ``make_batches()`` object as a training loop does, each epoch's order seeded alike, the wait for each batch
+timed apart; ``cached``: each round's batches fetched once, compute only. Then graph breaks, recompiles, graphs and
+peak memory per variant; in the first process, parity with the random state matched (dropout), the matmul roof on
+a CPU and a forced compile failure rolled back; the calibration matmul again. Progress: ``@@progress DONE TOTAL``."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import os
@@ -33,20 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from course_utils import memory
+from course_utils.fresh import function
 from course_utils.migrate import parity
-from course_utils.migrate.factories import blocks, call, default_loss, optimizer_for, to_device
+from course_utils.migrate.examples import blocks, call, default_loss, optimizer_for, to_device
 
 PROGRESS = "@@progress"
 FP32 = "eager fp32"  # the variant without autocast, where the run uses AMP
 FALLBACK_STEPS = 10
 ROOF_N, ROOF_REPEATS = 1024, 8  # the matmul that measures MFU's peak on a CPU
 CALIBRATION_N, CALIBRATION_REPEATS = 384, 5  # the fixed matmul timed before and after each process
-
-
-def load(path: str) -> Callable[..., Any]:
-    """The function named by 'package.module:name'."""
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)  # the user's module, named at run time
 
 
 class Batches:
@@ -127,7 +111,9 @@ def compiler(spec: dict[str, Any], name: str) -> Callable[[Any], Any]:
     import torch
 
     def whole(m: Any) -> Any:
-        return load(name)(m) if ":" in name else torch.compile(m, mode=name, fullgraph=spec["fullgraph"])
+        if ":" in name:
+            return function("compiler", name)(m)
+        return torch.compile(m, mode=name, fullgraph=spec["fullgraph"])
 
     def regional(m: Any) -> Any:
         _, found = blocks(m)
@@ -146,8 +132,8 @@ class Run:
 
         self.spec, self.device = spec, torch.device(spec["device"])
         torch.manual_seed(spec["seed"])
-        self.model = load(spec["model"])(**spec.get("model_args", {})).to(self.device)
-        self.loss_fn = load(spec["loss"]) if spec["loss"] else default_loss
+        self.model = function("model", spec["model"])(**spec.get("model_args", {})).to(self.device)
+        self.loss_fn = function("loss", spec["loss"]) if spec["loss"] else default_loss
         self.wrapped = wrap(self.model)
         self.optimizer = optimizer_for(self.model.parameters(), spec["optimizer"], spec["learning_rate"])
         self.amp = None if fp32 or spec["amp"] is None else getattr(torch, spec["amp"])
@@ -227,7 +213,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     runs = {name: Run(spec, wrap, fp32=name == FP32) for name, wrap in wraps.items()}
 
     def source() -> Batches:
-        return Batches(lambda: load(spec["batches"])(**spec.get("batches_args", {})), spec["seed"])
+        return Batches(lambda: function("batches", spec["batches"])(**spec.get("batches_args", {})), spec["seed"])
 
     sources = {name: source() for name in runs} if ended else dict.fromkeys(runs, source())
     rounds, per_round = spec["rounds"], spec["per_round"]

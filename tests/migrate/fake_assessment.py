@@ -4,7 +4,7 @@ the same code ``assess`` uses, without starting a process: for the story and rep
 from __future__ import annotations
 
 from course_utils import migrate
-from course_utils.migrate import assessing, assessment, factories
+from course_utils.migrate import assessing, assessment, examples
 
 
 def worker_result(index: int, eager_s: float, compiled_s: float, *, drift: float = 0.0, breaks=(), recompiles=(),
@@ -40,7 +40,7 @@ def fake(speedups=(1.30, 1.32, 1.28), *, inputs=None, device="cpu", device_name=
     results[0]["roof"] = {"flops": peak, "dtype": "float32", "n": 1024, "repeats": 8, "threads": 2}
     return assessing._assemble(
         results, mode_list=["default"], skipped={}, amp=None, inputs=inputs or migrate.read_config(None),
-        probe=factories.Probe(flops, 1234, "((4, 8) float32, (4,) int64)", 2.3), device=device,
+        probe=examples.Probe(flops, 1234, "((4, 8) float32, (4,) int64)", 2.3), device=device,
         device_name=device_name, processes=len(speedups), steps=10, rounds=5,
         names=("mypkg.models:make_model", "mypkg.data:make_batches", None), seconds=42.0,
         command="python -m course_utils.migrate assess --model mypkg.models:make_model ...",

@@ -20,8 +20,9 @@ HERE = Path(__file__).resolve().parent
 
 pytestmark = pytest.mark.integration  # compiles in fresh processes: minutes on a loaded 2-core machine
 
-REPORT_KEYS = {"device", "versions", "processes", "speedup", "break_even_speedup", "decision", "parity",
-               "graph_breaks", "recompiles", "compile_seconds", "peak_bytes", "mfu", "inputs"}
+REPORT_KEYS = {"device", "versions", "processes", "speedup", "break_even_speedup", "decision", "modes",
+               "compile_seconds", "peak_bytes", "mfu", "inputs", "batch_inputs", "load"}
+MODE_KEYS = {"call", "parity", "graph_breaks", "recompiles", "compiled_graphs", "wait_s"}
 
 
 @pytest.fixture(autouse=True)
@@ -47,7 +48,7 @@ def test_two_models_end_to_end_in_two_processes(tmp_path, model, batches) -> Non
     assert found.peak_flops > 0 and found.peak_source.startswith("measured in this run's first process")
     assert len(found.loads) == 2 and len(found.loads[0]["start"]) == 3
     report = json.loads((out / "report.json").read_text())
-    assert REPORT_KEYS <= set(report)
+    assert REPORT_KEYS <= set(report) and MODE_KEYS <= set(report["modes"][0])
     assert set(report["speedup"]) >= {"median", "low", "high"}
     assert set(report["compile_seconds"]) >= {"cold", "warm"}
     page = (out / "report.html").read_text()
@@ -66,7 +67,7 @@ def test_drifting_losses_fail_parity_and_graph_breaks_are_counted(tmp_path) -> N
     told = migrate.report.findings_of(found)
     assert any("must be fixed before any migration" in b for b in migrate.story.blockers(told["parity"],
                                                                                           told["fallback"]))
-    assert json.loads((tmp_path / "report" / "report.json").read_text())["parity"]["default"]["passed"] is False
+    assert json.loads((tmp_path / "report" / "report.json").read_text())["modes"][0]["parity"]["passed"] is False
 
 
 def test_dropout_is_judged_with_the_random_state_matched_and_blocks_nothing(tmp_path) -> None:
@@ -97,7 +98,7 @@ def test_a_gru_compiles_nothing_so_there_is_nothing_to_migrate(tmp_path) -> None
     assert "GRU" in found.decision.reason
     assert any("Hint:" in b and "GRU" in b for b in found.deciding.graph_breaks), found.deciding.graph_breaks
     report = json.loads((tmp_path / "report" / "report.json").read_text())
-    assert report["decision"].startswith("nothing to migrate: ") and report["compiled_graphs"] == {"default": 0}
+    assert report["decision"].startswith("nothing to migrate: ") and report["modes"][0]["compiled_graphs"] == 0
 
 
 def test_a_failed_measuring_process_keeps_its_log_beside_out(tmp_path) -> None:

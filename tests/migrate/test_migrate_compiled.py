@@ -50,7 +50,7 @@ def test_no_compiled_graph_means_nothing_to_migrate_whatever_the_timings(tmp_pat
     assert sentence.startswith("**Decision: nothing to migrate: Dynamo compiled no graph") and "speed-up" in sentence
     report.write(found, tmp_path)
     saved = json.loads((tmp_path / "report.json").read_text())
-    assert saved["decision"].startswith("nothing to migrate: ") and saved["compiled_graphs"] == {"default": 0}
+    assert saved["decision"].startswith("nothing to migrate: ") and saved["modes"][0]["compiled_graphs"] == 0
     md = (tmp_path / "report.md").read_text()
     assert "\n  Hint: Set torch._dynamo.config.allow_rnn=True" in md  # the hint, indented under its break
     assert found.priced(migrate.read_config(None)).decision.outcome == decision.NOTHING
