@@ -234,8 +234,8 @@ v_amp.prose()
 # Python processes (`course_utils/workers/assess_worker.py`, rounds interleaved inside each) and takes a
 # Student-t interval across them. Each step draws its batch from your `make_batches()` as training does, the wait
 # timed apart; the compile call measured is yours, `compiler=compile_model`. It also times the cold and warm
-# compile, counts graph breaks, checks parity and a rollback, and computes MFU. Here: the course CNN, and one
-# transformer block on token sequences.
+# compile, counts graph breaks, checks parity and a rollback, and computes MFU. Here: the course CNN, and a
+# transformer block.
 #
 # **Prediction.** Compile buys the transformer block more than the CNN, beyond the noise: the CNN's time is in
 # convolution library kernels, the block's in many small operations that fuse.
