@@ -85,8 +85,8 @@ sizes
 # The seed's scenario is a medical-imaging team waiting days for each run. Our stand-in: the course CNN (three
 # 3x3 convolutions, global pooling, a linear head) on synthetic image patches that cost real CPU work to decode
 # (`cu.pipeline.SyntheticImages`, notebook 04's dataset). The migration is one line: `compile_model` below is
-# what the ladder, the agreement checks, the checklist and the framework table apply; `assess` (section 3)
-# compiles in its own fresh processes, with `torch.compile(model, mode=...)`.
+# what the ladder, the agreement checks, the checklist, `assess` (section 3) and the framework table apply. It is
+# written to a small file that the cell shows, because `assess` imports it in fresh processes.
 
 # %%
 dataset = cu.pipeline.SyntheticImages(sizes.samples, size=sizes.image, classes=10, work=sizes.work)
@@ -99,10 +99,14 @@ def fresh_model():
     return cu.models.torch_cnn(classes=dataset.classes).to(device)
 
 
+migration = cu.migrate.recipe("recipe07", """
+import torch
+
+
 def compile_model(model):
     return torch.compile(model, dynamic=False)  # the migration; shapes are fixed per job, so no dynamic graphs
-
-
+""")  # written to build/recipes/recipe07.py, so that assess's fresh processes import this very function
+compile_model = migration.compile_model
 print(dataset, "| batch", x0.shape, f"| {cores} cores: {workers} for loader workers")
 
 # %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
@@ -228,9 +232,10 @@ v_amp.prose()
 # allocator, where its threads run, the code its compiler generated); another process can land elsewhere. A
 # decision rests on **fresh processes**: `cu.migrate.assess` trains your model eager and compiled in several new
 # Python processes (`course_utils/workers/assess_worker.py`, rounds interleaved inside each) and takes a
-# Student-t interval across them. It also times the cold and warm compile, counts graph breaks and recompiles,
-# checks parity and a forced-failure rollback, and computes MFU. Here: the course CNN, and a different model, one
-# transformer block on token sequences.
+# Student-t interval across them. Each step draws its batch from your `make_batches()` as training does, the wait
+# timed apart; the compile call measured is yours, `compiler=compile_model`. It also times the cold and warm
+# compile, counts graph breaks, checks parity and a rollback, and computes MFU. Here: the course CNN, and a
+# transformer block.
 #
 # **Prediction.** Compile buys the transformer block more than the CNN, beyond the noise: the CNN's time is in
 # convolution library kernels, the block's in many small operations that fuse.
@@ -241,11 +246,11 @@ block_data = dict(vocab=sizes.vocab, length=sizes.length, batch=sizes.sequences)
 threads = torch.get_num_threads()  # the ladder's: on a CPU stand-in the model computes on one core
 # amp="off": fp32, as the team runs today (autocast needs no migration: the ladder measured it as a rung)
 cnn = cu.migrate.assess(cu.migrate.cnn, cu.migrate.cnn_batches, batches_args=dict(batch=sizes.batch), amp="off",
-                        processes=sizes.processes, steps=sizes.steps, threads=threads,
+                        compiler=compile_model, processes=sizes.processes, steps=sizes.steps, threads=threads,
                         out=cu.env.build_dir("assess", "cnn"))
 block = cu.migrate.assess(cu.migrate.transformer, cu.migrate.token_batches, model_args=block_model, amp="off",
-                          batches_args=block_data, processes=sizes.processes, steps=sizes.steps, threads=threads,
-                          out=cu.env.build_dir("assess", "transformer"))
+                          compiler=compile_model, batches_args=block_data, processes=sizes.processes,
+                          steps=sizes.steps, threads=threads, out=cu.env.build_dir("assess", "transformer"))
 cu.migrate.compare_assessments({"course CNN": cnn, "transformer block": block})
 
 # %%
@@ -274,7 +279,8 @@ cu.migrate.compile_gains(ladder, cnn)
 # `report.html`, the decision first; the same report for the CNN is in `build/assess/cnn/`.
 
 # %%
-print(cu.migrate.command_line("mypkg.models:make_model", "mypkg.data:make_batches", config="costs.toml"))
+print(cu.migrate.command_line("mypkg.models:make_model", "mypkg.data:make_batches", config="costs.toml",
+                              compiler="mypkg.train:compile_model"))
 
 # %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
 # ## 4. What is it worth? Every input with its source

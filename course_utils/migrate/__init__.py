@@ -1,9 +1,9 @@
 """Notebook 07, "Should we migrate?": the ladder (no-migration wins, then what compile buys), ``assess`` (the gain
 on your own model in fresh processes, priced against the break-even speed-up), the cost model, the launch
-checklist run as code, and the framework table on a common baseline. Modules: ``ladder``/``rungs``/``torch_rungs``
-(the ladder), ``assessing``/``assessment``/``factories``/``record``/``gate``/``repricing`` (assess), ``inputs``/
+checklist run as code, and the framework table on a common baseline. Modules: ``ladder``/``torch_rungs``
+(the ladder), ``assessing``/``assessment``/``parity``/``record`` (assess), ``inputs``/
 ``cost``/``decision`` (the money and the rule), ``checklist``, ``frameworks``, ``findings``, ``story``, ``report``,
-``plots``, ``exercises`` (07.x checkers), ``examples`` (two models to assess).
+``plots``, ``exercises`` (07.x checkers), ``examples`` (two models to assess, and the checks of yours).
 """
 
 from course_utils.migrate import examples, exercises, findings  # noqa: F401  (exercises registers the 07.x checkers)
@@ -11,7 +11,7 @@ from course_utils.migrate.assessing import assess, command_line
 from course_utils.migrate.checklist import run_checklist
 from course_utils.migrate.cost import SEED_COMPETITOR_HOURS, estimate, monthly_spend_for, seed_example, seed_shares
 from course_utils.migrate.decision import gap, speed_text
-from course_utils.migrate.examples import cnn, cnn_batches, token_batches, transformer
+from course_utils.migrate.examples import cnn, cnn_batches, recipe, token_batches, transformer
 from course_utils.migrate.frameworks import framework_table, outputs_agree
 from course_utils.migrate.inputs import read_config, typed
 from course_utils.migrate.ladder import MIGRATION
@@ -41,7 +41,7 @@ __all__ = [
     "MIGRATION", "PARITY_RTOL", "SEED_COMPETITOR_HOURS", "amp_agreement", "assess", "assess_figure", "autocast_dtype",
     "cnn", "cnn_batches", "command_line", "compare_assessments", "compare_pricing", "compile_gains", "estimate",
     "explore", "findings", "framework_table", "frameworks_story", "gap", "ladder_story", "lead_page",
-    "money_sentence", "monthly_spend_for", "outputs_agree", "payback", "pricing_cases", "read_config",
+    "money_sentence", "monthly_spend_for", "outputs_agree", "payback", "pricing_cases", "read_config", "recipe",
     "run_checklist", "seed_example", "seed_shares", "skipped_rungs", "speed_text", "step_agreement", "summary_rows",
     "token_batches", "torch_ladder", "transformer", "typed", "waterfall", "workers_label",
 ]

@@ -9,7 +9,7 @@ import threading
 
 from course_utils import children
 from course_utils.migrate import assessing as _assess
-from course_utils.migrate import report, repricing, story
+from course_utils.migrate import report, story
 
 
 def parser() -> argparse.ArgumentParser:
@@ -30,7 +30,17 @@ def parser() -> argparse.ArgumentParser:
     cmd.add_argument("--processes", type=int, default=5, help="fresh processes, at least 2 (default 5)")
     cmd.add_argument("--steps", type=int, default=50, help="timed steps per variant per process (default 50)")
     cmd.add_argument("--device", default="auto", choices=_assess.DEVICES)
-    cmd.add_argument("--modes", default="default", help="comma-separated: " + ",".join(_assess.MODES))
+    cmd.add_argument("--modes", help="comma-separated: " + ",".join(_assess.MODES) + " (default: default, or none "
+                                     "beside --compile)")
+    cmd.add_argument("--compile", dest="compiler", metavar="PKG.MODULE:fn",
+                     help="your compile function (takes the model, returns the compiled one): measured first, it "
+                          "decides")
+    cmd.add_argument("--fullgraph", action="store_true", help="torch.compile(..., fullgraph=True) for --modes")
+    cmd.add_argument("--regional", action="store_true",
+                     help="compile each block of the model's largest ModuleList instead of the whole model")
+    cmd.add_argument("--inputs", default="end-to-end", choices=_assess.INPUTS,
+                     help="end-to-end: each step draws from make_batches() as training does, data wait timed apart; "
+                          "cached: batches fetched once, compute only")
     cmd.add_argument("--amp", default="auto", choices=_assess.AMPS)
     cmd.add_argument("--threads", type=int, help="intra-op threads of the measuring processes (default: torch's)")
     cmd.add_argument("--timeout", type=float, help="seconds allowed per process (default: 300 + 8 per step)")
@@ -89,11 +99,11 @@ def price_parser() -> argparse.ArgumentParser:
 def _price(argv: list[str]) -> int:
     args = price_parser().parse_args(argv)
     try:
-        saved, pricing = repricing.price(args.report, args.config)
+        saved, pricing = report.reprice(args.report, args.config)
     except (TypeError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(repricing.sentence(saved, pricing))
+    print(report.repriced(saved, pricing))
     print(f"report: {args.report} (decision, inputs and money rewritten; nothing was measured)")
     return 0
 
@@ -109,7 +119,8 @@ def _main(argv: list[str] | None) -> int:
                                config=args.config,
                                processes=args.processes, steps=args.steps, device=args.device, modes=args.modes,
                                amp=args.amp, threads=args.threads, timeout=args.timeout, out=args.out,
-                               baseline=args.baseline)
+                               baseline=args.baseline, compiler=args.compiler, fullgraph=args.fullgraph,
+                               regional=args.regional, inputs=args.inputs)
     except KeyboardInterrupt:
         print(f"interrupted: every measuring process was stopped; nothing was written to {args.out}", file=sys.stderr)
         return 130

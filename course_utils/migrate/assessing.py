@@ -1,14 +1,8 @@
-"""``assess``: the migration decision measured on the user's own model, device and bill (notebook 07, README).
-
-    python -m course_utils.migrate assess --model PKG.MODULE:make_model --batches PKG.MODULE:make_batches \\
-        [--model-arg KEY=VALUE ...] [--batches-arg KEY=VALUE ...] [--loss PKG.MODULE:loss_fn] [--config costs.toml] \\
-        [--processes 5] [--steps 50] [--device auto|cpu|cuda] [--modes default,...] [--amp auto|off|bf16|fp16] --out DIR
-
-Everything is checked before anything is measured (``out`` writable first, then the factories, one eager step,
-the config). Then fresh processes run ``workers/assess_worker.py`` one after the other, each in its own process
-group; the report is written beside ``out`` and moved into place only when whole. A measuring process that fails
-leaves its log in ``<out>.failed-logs/``.
-"""
+"""``assess``: the migration decision measured on the user's own model, device and bill (notebook 07, README; the
+command line in ``__main__``). Everything is checked before anything is measured (``out`` writable first, then the
+user's functions, one eager step, the config); then fresh processes run ``workers/assess_worker.py`` one after the
+other, each in its own process group; the report is moved into place only when whole. A measuring process that fails
+leaves its log in ``<out>.failed-logs/``."""
 
 from __future__ import annotations
 
@@ -27,13 +21,14 @@ from typing import Annotated, Any, Literal
 
 from course_utils import children, declare, env, intervals, validate
 from course_utils.declare import NonEmpty, Range, Text
-from course_utils.migrate import assessment, factories, gate, load, parity, record, report
+from course_utils.migrate import assessment, examples, parity, record, report
 from course_utils.migrate.inputs import Inputs, read_config
 from course_utils.migrate.torch_rungs import autocast_dtype
 
 MODES = ("default", "reduce-overhead", "max-autotune")
 AMPS = ("auto", "off", "bf16", "fp16")
 DEVICES = ("auto", "cpu", "cuda")
+INPUTS = ("end-to-end", "cached")  # each step draws from make_batches() as training does; or batches fetched once
 WORKER = Path(__file__).resolve().parents[1] / "workers" / "assess_worker.py"
 FP32 = "eager fp32"  # the worker's variant without autocast (assess_worker.FP32)
 MAX_ROUNDS = 5
@@ -44,11 +39,22 @@ Threads = Annotated[int, Range(1, 1024)]
 Modes = Annotated[Sequence[Literal[MODES]], NonEmpty] | Text
 
 
-def _modes(modes: Any) -> list[str]:
-    """The compile modes, once each: a list of names, or a comma-separated string (the command line's)."""
+def _modes(modes: Any, compiler: str | None = None) -> list[str]:
+    """The compile modes, once each: a list of names, or a comma-separated string (the command line's); None:
+    'default', or none beside the user's ``compiler``."""
+    if modes is None:
+        return [] if compiler else ["default"]
     if isinstance(modes, str):
         modes = [m.strip() for m in modes.split(",") if m.strip()]
     return list(dict.fromkeys(validate.choice("modes", m, MODES) for m in validate.non_empty("modes", list(modes))))
+
+
+def calls(names: Sequence[str], *, fullgraph: bool, blocks: str) -> dict[str, str]:
+    """The compile call each variant measures, as the report names it (``blocks``: a regional compile's blocks)."""
+    target = "block" if blocks else "model"
+    out = {n: f"{n}({target})" if ":" in n else
+           f"torch.compile({target}, mode={n!r}{', fullgraph=True' if fullgraph else ''})" for n in names}
+    return {n: f"{c} on each block of {blocks}" if blocks else c for n, c in out.items()}
 
 
 def _device(device: str) -> str:
@@ -85,8 +91,9 @@ def split_steps(steps: int) -> list[int]:
 @declare.checked
 def command_line(model: Text, batches: Text, *, model_args: Args | None = None, batches_args: Args | None = None,
                  loss: Text | None = None, config: Text | None = None, processes: Processes = 5, steps: Steps = 50,
-                 device: Literal[DEVICES] = "auto", modes: Modes = ("default",), amp: Literal[AMPS] = "auto",
-                 threads: Threads | None = None, out: str | Path = "build/assess/mymodel") -> str:
+                 device: Literal[DEVICES] = "auto", modes: Modes | None = None, amp: Literal[AMPS] = "auto",
+                 threads: Threads | None = None, out: str | Path = "build/assess/mymodel", compiler: Text | None = None,
+                 fullgraph: bool = False, regional: bool = False, inputs: Literal[INPUTS] = "end-to-end") -> str:
     """The command line of ``assess`` for these arguments (what a lead runs on their own model), checked as
     ``assess`` checks them."""
     parts = ["python", "-m", "course_utils.migrate", "assess", "--model", model, "--batches", batches]
@@ -94,50 +101,62 @@ def command_line(model: Text, batches: Text, *, model_args: Args | None = None, 
     parts += [a for k, v in (batches_args or {}).items() for a in ("--batches-arg", f"{k}={v}")]
     parts += ["--loss", loss] if loss else []
     parts += ["--config", config] if config else []
-    parts += ["--processes", str(processes), "--steps", str(steps), "--device", device, "--modes",
-              ",".join(_modes(modes)), "--amp", amp, *(["--threads", str(threads)] if threads else []),
-              "--out", str(out)]
+    parts += ["--processes", str(processes), "--steps", str(steps), "--device", device]
+    parts += ["--compile", compiler] if compiler else []
+    parts += ["--modes", ",".join(_modes(modes))] if modes or not compiler else []
+    parts += ["--fullgraph"] * fullgraph + ["--regional"] * regional + ["--inputs", inputs] * (inputs != INPUTS[0])
+    parts += ["--amp", amp, *(["--threads", str(threads)] if threads else []), "--out", str(out)]
     return " ".join(shlex.quote(p) for p in parts)
 
 
 @declare.checked
 def assess(model: Any, batches: Any, *, out: str | Path, model_args: Args | None = None,
            batches_args: Args | None = None, loss: Any = None, config: str | Path | Inputs | None = None,
-           processes: Processes = 5, steps: Steps = 50, device: Literal[DEVICES] = "auto", modes: Modes = ("default",),
+           processes: Processes = 5, steps: Steps = 50, device: Literal[DEVICES] = "auto", modes: Modes | None = None,
            amp: Literal[AMPS] = "auto", threads: Threads | None = None,
            seed: Annotated[int, Range(0, 2**31 - 1)] = 0, timeout: Annotated[float, Range(1, 24 * 3600)] | None = None,
-           progress: bool = True, baseline: str | Path | None = None) -> assessment.Assessment:
+           progress: bool = True, baseline: str | Path | None = None, compiler: Any = None, fullgraph: bool = False,
+           regional: bool = False, inputs: Literal[INPUTS] = "end-to-end") -> assessment.Assessment:
     """Measure eager against ``torch.compile`` on ``model(**model_args)`` (a 'package.module:function' path, or a
     function in an importable module) over ``batches(**batches_args)`` in ``processes`` fresh processes of ``steps``
     timed steps each, price the gain with ``config`` (a TOML path, ``Inputs``, or None: the seed's figures) and write
     ``out``/report.json, .md and .html. ``timeout`` bounds each process and the user's code run here first (default:
     sized from the steps); ``threads``: the processes' intra-op threads (default torch's); ``baseline``: a saved
-    report.json for the regression gate."""
+    report.json for the regression gate; ``compiler``: the user's compile function ('module:fn' or such a function,
+    taking the model and returning the compiled one), measured first (it decides), beside ``modes``; ``fullgraph``
+    and ``regional`` (each block of the largest ModuleList compiled) change the calls; ``inputs``: "end-to-end"
+    (each step draws from make_batches() as training does, data wait timed apart) or "cached" (compute only)."""
     start, started = time.perf_counter(), record.now()
-    target = factories.check_out("out", out)  # first: a folder that cannot be written is refused before anything
-    base = None if baseline is None else gate.load(baseline)
+    target = examples.check_out("out", out)  # first: a folder that cannot be written is refused before anything
+    base = None if baseline is None else record.baseline(baseline)
     import torch
 
-    model_path = factories.resolve("model", model)
-    batches_path = factories.resolve("batches", batches)
-    loss_path = None if loss is None else factories.resolve("loss", loss)
+    model_path = examples.resolve("model", model)
+    batches_path = examples.resolve("batches", batches)
+    loss_path = None if loss is None else examples.resolve("loss", loss)
+    compile_path = None if compiler is None else examples.resolve("compiler", compiler)
+    if fullgraph and not _modes(modes, compile_path):
+        raise ValueError("fullgraph: it sets torch.compile's fullgraph=True for --modes; your compile function sets "
+                         "its own (name a mode too, or leave out --fullgraph)")
     model_args, batches_args = dict(model_args or {}), dict(batches_args or {})
-    inputs = config if isinstance(config, Inputs) else read_config(config)
+    costs = config if isinstance(config, Inputs) else read_config(config)
     timeout = default_timeout(steps) if timeout is None else timeout
-    dev, mode_list = _device(device), _modes(modes)
+    dev = _device(device)
+    mode_list = [*([compile_path] if compile_path else []), *_modes(modes, compile_path)]
     amp_name = _amp(amp, dev)
     skipped = {m: "CUDA graphs need a CUDA device; skipped here" for m in mode_list
                if m == "reduce-overhead" and dev != "cuda"}
     measured_modes = [m for m in mode_list if m not in skipped]
     if not measured_modes:
         raise ValueError(f"modes: none of {mode_list} can run on {dev} ({'; '.join(skipped.values())})")
-    probe = factories.probe(model_path, batches_path, loss_path, torch.device(dev), timeout=timeout,
-                            model_args=model_args, batches_args=batches_args)
+    probe = examples.probe(model_path, batches_path, loss_path, torch.device(dev), timeout=timeout,
+                            model_args=model_args, batches_args=batches_args, regional=regional)
     device_name = torch.cuda.get_device_name(0) if dev == "cuda" else env.cpu_model()
     per_round = split_steps(steps)
     command = command_line(model_path, batches_path, model_args=model_args, batches_args=batches_args, loss=loss_path,
-                           config=inputs.path, processes=processes, steps=steps, device=device, modes=mode_list,
-                           amp=amp, threads=threads, out=target)
+                           config=costs.path, processes=processes, steps=steps, device=device, modes=modes,
+                           amp=amp, threads=threads, out=target, compiler=compile_path, fullgraph=fullgraph,
+                           regional=regional, inputs=inputs)
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{target.name}-assess-", dir=target.parent))
     try:
@@ -145,16 +164,17 @@ def assess(model: Any, batches: Any, *, out: str | Path, model_args: Args | None
             "model": model_path, "batches": batches_path, "model_args": model_args, "batches_args": batches_args,
             "loss": loss_path, "device": dev, "amp": amp_name,
             "modes": measured_modes, "rounds": len(per_round), "per_round": per_round, "seed": seed,
-            "threads": threads, "optimizer": inputs.value("optimizer"), "learning_rate": inputs.value("learning_rate"),
-            "sys_path": [p for p in sys.path if p],
+            "threads": threads, "optimizer": costs.value("optimizer"), "learning_rate": costs.value("learning_rate"),
+            "sys_path": [p for p in sys.path if p], "inputs": inputs, "fullgraph": fullgraph, "regional": regional,
         }, timeout, progress)
-        found = _assemble(results, mode_list=measured_modes, skipped=skipped, amp=amp_name, inputs=inputs,
+        found = _assemble(results, mode_list=measured_modes, skipped=skipped, amp=amp_name, inputs=costs,
+                          calls=calls(measured_modes, fullgraph=fullgraph, blocks=probe.blocks),
                           probe=probe, device=dev, device_name=device_name,
                           processes=processes, steps=steps, rounds=len(per_round), names=(model_path, batches_path,
                                                                                           loss_path),
                           seconds=time.perf_counter() - start, command=command, started=started)
         if base is not None:
-            found = replace(found, gate=gate.Gate(base, found.deciding.speedup, found.deciding.mode))
+            found = replace(found, gate=record.Gate(base, found.deciding.speedup, found.deciding.mode))
         report.write(found, work / "report")
         with children.sigint_held():  # a Ctrl-C now waits until the report is in place
             _replace(work / "report", target)
@@ -225,21 +245,24 @@ def _run_processes(work: Path, kept: Path, processes: int, spec: dict[str, Any],
 
 
 def _assemble(results: list[dict[str, Any]], *, mode_list: list[str], skipped: dict[str, str], amp: str | None,
-              inputs: Inputs, probe: factories.Probe, device: str,
+              inputs: Inputs, probe: examples.Probe, device: str, calls: Mapping[str, str] | None = None,
               device_name: str, processes: int, steps: int, rounds: int, names: tuple[str, str, str | None],
               seconds: float, command: str, started: str) -> assessment.Assessment:
     import torch
 
-    modes, host = assessment.mode_results(results, mode_list, amp), record.host()
+    calls = calls or {m: f"torch.compile(model, mode={m!r})" for m in mode_list}
+    modes, host = assessment.mode_results(results, mode_list, amp, calls), record.host()
+    if device == "cuda" and torch.cuda.is_available():
+        host["device_memory_bytes"] = torch.cuda.get_device_properties(0).total_memory
     peak, peak_source = assessment.device_peak(device, device_name, amp, results[0]["roof"])
     fallback = parity.fallback_result(results, mode_list[0], amp)
     eager_step = statistics.median(statistics.median(r["variants"]["eager"]["round_step_s"]) for r in results)
     deciding = modes[0]
     pricing = assessment.price(inputs, deciding.speedup, eager_step_s=eager_step,
                                compile_cold_s=deciding.compile_cold_s, compile_warm_s=deciding.compile_warm_s,
-                               label=f"torch.compile(mode={deciding.mode!r}) over eager, {names[0]}",
+                               label=f"{deciding.call} over eager, {names[0]}",
                                nothing=deciding.nothing,
-                               busy=load.busy([r["load"] for r in results], host["logical_cores"]))
+                               busy=assessment.busy([r["load"] for r in results], host["logical_cores"]))
     versions = {"python": sys.version.split()[0], "torch": torch.__version__}
     amp_alone = None if amp is None else replace(intervals.speedup(
         [statistics.median(r["variants"][FP32]["round_step_s"]) for r in results],
@@ -254,7 +277,9 @@ def _assemble(results: list[dict[str, Any]], *, mode_list: list[str], skipped: d
         modes=modes, skipped=skipped, flops_per_step=probe.flops_per_step, peak_flops=peak, peak_source=peak_source,
         fallback=fallback, pricing=pricing, seconds=seconds, command=command, parameters=probe.parameters,
         batch=probe.batch, cache={"method": assessment.CACHE_METHOD, "per_process": [r["cache"] for r in results]},
-        started=started, host=host, loads=tuple(r["load"] for r in results), amp_alone=amp_alone)
+        started=started, host=host, loads=tuple(r["load"] for r in results), amp_alone=amp_alone,
+        batch_inputs=results[0].get("inputs", "cached"),
+        eager_wait_s=assessment.wait([r["variants"]["eager"] for r in results]))
 
 
 def _replace(new: Path, target: Path) -> None:

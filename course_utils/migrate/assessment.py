@@ -1,6 +1,7 @@
 """What ``assess`` found, from the fresh processes' results: the gain per compile mode with its interval across
 processes (``cu.intervals.speedup`` over per-process medians: the one that decides; each process's own interval over
-its rounds is kept apart), compile cost, graph breaks, memory, parity, the fallback, MFU, and the money."""
+its rounds is kept apart), compile cost, graph breaks, memory, parity, the fallback, MFU, and the money; and
+whether the machine was quiet (``RULE``, over what each process recorded: load, CPU steal, a calibration matmul)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from course_utils import declare, devices, display, intervals, timing, validate
-from course_utils.migrate import compiled, cost, decision, load, parity, record
+from course_utils.migrate import cost, decision, parity, record
 from course_utils.migrate.inputs import MEASURED, SEED, SEED_JOB_HOURS, Inputs
 from course_utils.migrate.ladder import MigrationGain
 from course_utils.migrate.parity import Fallback, Parity
@@ -21,7 +22,8 @@ CACHE_METHOD = ("on-disk caches: every process uses one TORCHINDUCTOR_CACHE_DIR,
                 "a job does on a machine that compiled the model before. The portable cache "
                 "(torch.compiler.save_cache_artifacts) was not used: on a CPU a process that loads it still builds "
                 "every C++ kernel again (its empty cache folder fills with as many compiled libraries as a cold one)")
-LOAD_METHOD = "os.getloadavg() (1, 5 and 15 minute averages) at the start and the end of each measuring process"
+LOAD_METHOD = ("os.getloadavg() at the start and the end of each measuring process, the CPU steal over its life "
+               "(/proc/stat), and the best of 5 fp32 384x384 matmuls timed at its start and its end")
 
 
 def device_peak(device: str, device_name: str, amp: str | None,
@@ -61,14 +63,17 @@ class ModeResult:
     peak_bytes: int | None
     parity: Parity
     per_process: tuple[float, ...] = ()  # eager median / compiled median, one per process: the interval's pairs
+    call: str = ""  # the compile call measured, as the report names it
+    wait_s: float | None = None  # of step_s, the median wait for the next batch (None: inputs cached)
 
     @property
     def nothing(self) -> str | None:
         """Why there is nothing to migrate (this mode compiled no graph), or None."""
-        return compiled.nothing_compiled(self.graphs, self.graph_breaks)
+        return parity.nothing_compiled(self.graphs, self.graph_breaks)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"mode": self.mode, "speedup": {"median": self.speedup.ratio, "low": self.speedup.low,
+        return {"mode": self.mode, "call": self.call, "wait_s": self.wait_s,
+                "speedup": {"median": self.speedup.ratio, "low": self.speedup.low,
                                                "high": self.speedup.high, **self.speedup.to_dict()},
                 "in_process": [s.to_dict() for s in self.in_process], "step_s": self.step_s,
                 "compile_seconds": {"cold": self.compile_cold_s, "warm": self.compile_warm_s},
@@ -76,10 +81,6 @@ class ModeResult:
                 "compiled_graphs": self.graphs, "nothing_to_migrate": self.nothing,
                 "peak_bytes": self.peak_bytes, "parity": self.parity.to_dict(),
                 "per_process": list(self.per_process)}
-
-
-def _time(seconds: float | None) -> str:
-    return "n/a" if seconds is None else display.format_time(seconds)
 
 
 def median_or_none(values: Sequence[float | None]) -> float | None:
@@ -99,7 +100,13 @@ def _in_process(label: str, rounds_eager: Sequence[float], rounds_compiled: Sequ
     return intervals.speedup(eager, compiled)
 
 
-def mode_results(results: Sequence[Mapping[str, Any]], modes: Sequence[str], amp: str | None) -> tuple[ModeResult, ...]:
+def wait(runs: Sequence[Mapping[str, Any]]) -> float | None:
+    """The median over processes of a variant's per-step wait for data (None where the inputs were cached)."""
+    return median_or_none([median_or_none(v.get("round_wait_s") or [None]) for v in runs])
+
+
+def mode_results(results: Sequence[Mapping[str, Any]], modes: Sequence[str], amp: str | None,
+                 calls: Mapping[str, str]) -> tuple[ModeResult, ...]:
     """Each mode's result from the processes' JSON results (``results[0]`` is the cold process)."""
     eager = [r["variants"]["eager"] for r in results]
     eager_medians = [statistics.median(v["round_step_s"]) for v in eager]
@@ -108,7 +115,7 @@ def mode_results(results: Sequence[Mapping[str, Any]], modes: Sequence[str], amp
         runs = [r["variants"][mode] for r in results]
         medians = [statistics.median(v["round_step_s"]) for v in runs]
         gain = intervals.speedup(eager_medians, medians)
-        gain = replace(gain, baseline="eager", candidate=f"torch.compile(mode={mode!r})")
+        gain = replace(gain, baseline="eager", candidate=calls[mode])
         compile_s = [max(0.0, v["first_s"] - m) for v, m in zip(runs, medians)]
         out.append(ModeResult(
             mode, gain, tuple(_in_process(mode, e["round_step_s"], v["round_step_s"]) for e, v in zip(eager, runs)),
@@ -116,7 +123,7 @@ def mode_results(results: Sequence[Mapping[str, Any]], modes: Sequence[str], amp
             tuple(sorted({b for v in runs for b in v["graph_breaks"]})),
             tuple(dict.fromkeys(x for v in runs[:1] for x in v["recompiles"])), int(runs[0]["graphs"]),
             median_bytes([v["peak_bytes"] for v in runs]), parity.of(results, mode, amp),
-            tuple(e / c for e, c in zip(eager_medians, medians))))
+            tuple(e / c for e, c in zip(eager_medians, medians)), calls[mode], wait(runs)))
     return tuple(out)
 
 
@@ -203,6 +210,8 @@ class Assessment:
     loads: tuple[Mapping[str, Any], ...] = ()  # per process: os.getloadavg() at its start and its end
     gate: Any = None  # gate.Gate against --baseline, or None
     amp_alone: intervals.Speedup | None = None  # eager + AMP over eager fp32 across processes (AMP runs only)
+    batch_inputs: str = "end-to-end"  # each step drew from make_batches() as training does; "cached": fetched once
+    eager_wait_s: float | None = None  # of eager_step_s, the median wait for the next batch
 
     @property
     def deciding(self) -> ModeResult:
@@ -211,7 +220,10 @@ class Assessment:
     @property
     def setup(self) -> str:
         """What each variant ran with: batch, loader, dtype, threads, device (the same for eager and compiled)."""
-        return (f"batch {self.batch}, batches made once and read again (no loader wait), {self.amp or 'fp32'}, "
+        inputs = ("inputs cached: batches fetched once and reused, compute only (--inputs=cached)"
+                  if self.eager_wait_s is None else "end to end: each step drew its batch from make_batches() as "
+                  f"training does ({display.format_time(self.eager_wait_s)} of the eager step waited for data)")
+        return (f"batch {self.batch}, {inputs}, {self.amp or 'fp32'}, "
                 f"{self.threads} intra-op thread{'s' if self.threads != 1 else ''}, {self.device_name}")
 
     @property
@@ -234,26 +246,24 @@ class Assessment:
 
     @property
     def busy(self) -> str | None:
-        """Why the machine was busy during the measurement (``load.RULE``), or None."""
-        return load.busy(self.loads, self.host["logical_cores"])
+        """Why the machine was busy during the measurement (``RULE``), or None."""
+        return busy(self.loads, self.host["logical_cores"])
 
     def to_dict(self) -> dict[str, Any]:
         mode = self.deciding
         return {
             "schema_version": record.SCHEMA_VERSION, "timestamp": self.started, "host": dict(self.host),
-            "load": {"per_process": [dict(x) for x in self.loads], "method": LOAD_METHOD, "rule": load.RULE,
+            "load": {"per_process": [dict(x) for x in self.loads], "method": LOAD_METHOD, "rule": RULE,
                      "busy": self.busy},
             "model": self.model, "batches": self.batches, "loss": self.loss or "cross-entropy (default)",
             "device": self.device, "device_name": self.device_name, "versions": dict(self.versions),
             "threads": self.threads, "processes": self.processes, "steps": self.steps, "rounds": self.rounds,
-            "amp": self.amp or "off", "optimizer": self.optimizer, "parameters": self.parameters, "batch": self.batch,
+            "amp": self.amp or "off", "batch_inputs": self.batch_inputs, "eager_wait_s": self.eager_wait_s,
+            "optimizer": self.optimizer, "parameters": self.parameters, "batch": self.batch,
             "speedup": {"median": mode.speedup.ratio, "low": mode.speedup.low, "high": mode.speedup.high,
-                        "mode": mode.mode, "method": intervals.METHOD + " over per-process medians"},
+                        "mode": mode.mode, "call": mode.call, "method": intervals.METHOD + " over per-process medians"},
             "decision": self.decision.text, "break_even_speedup": self.pricing.break_even,
-            "parity": {m.mode: m.parity.to_dict() for m in self.modes}, "fallback": self.fallback.to_dict(),
-            "graph_breaks": {m.mode: list(m.graph_breaks) for m in self.modes},
-            "compiled_graphs": {m.mode: m.graphs for m in self.modes},
-            "recompiles": {m.mode: list(m.recompiles) for m in self.modes},
+            "fallback": self.fallback.to_dict(),  # parity, graph breaks, graphs, recompiles: under "modes"
             "compile_seconds": {"cold": mode.compile_cold_s, "warm": mode.compile_warm_s, "method": CACHE_METHOD},
             "peak_bytes": {"eager": self.eager_peak_bytes, **{m.mode: m.peak_bytes for m in self.modes}},
             "mfu": {"eager": self.mfu(self.eager_step_s), **{m.mode: self.mfu(m.step_s) for m in self.modes},
@@ -265,3 +275,40 @@ class Assessment:
             "cache": dict(self.cache), "gate": None if self.gate is None else self.gate.to_dict(),
             "amp_alone": None if self.amp_alone is None else self.amp_alone.to_dict(),
         }
+
+
+STEAL = 0.05  # of the CPU time, taken by the hypervisor for other guests
+CALIBRATION = 1.5  # the matmul after the process over the one before (or the inverse)
+RULE = (f"busy when, in any measuring process, the 1-minute load average at its start or end exceeds the logical "
+        f"cores, the CPU steal exceeds {STEAL:.0%}, or the calibration matmul timed after it differs from the one "
+        f"timed before it by more than {CALIBRATION:g}x either way")
+
+
+def busiest(loads: Sequence[Mapping[str, Any]]) -> float:
+    """The highest 1-minute load average recorded (start or end of any process)."""
+    return max(max(x["start"][0], x["end"][0]) for x in loads)
+
+
+def drift(x: Mapping[str, Any]) -> float:
+    """How many times one process's calibration matmul changed between its start and its end (1: not at all)."""
+    c = x.get("calibration")
+    return max(c["after"] / c["before"], c["before"] / c["after"]) if c else 1.0
+
+
+def busy(loads: Sequence[Mapping[str, Any]], cores: int) -> str | None:
+    """Why the machine was busy (``RULE``), or None when it was quiet."""
+    top, steal = busiest(loads), max((x.get("steal") or 0.0 for x in loads), default=0.0)
+    worst = max(range(len(loads)), key=lambda i: drift(loads[i]))
+    why = [f"the 1-minute load average reached {top:.2f} with {cores} logical cores"] * (top > cores)
+    why += [f"the CPU steal reached {steal:.0%}"] * (steal > STEAL)
+    why += [f"process {worst + 1}'s calibration matmul changed {drift(loads[worst]):.2f}x between its start and "
+            "its end (interference)"] * (drift(loads[worst]) > CALIBRATION)
+    return "; ".join(why) or None
+
+
+def described(loads: Sequence[Mapping[str, Any]], cores: int) -> str:
+    """What the guard saw, for the report (computed from the records)."""
+    steals = [x["steal"] for x in loads if x.get("steal") is not None]
+    return (f"highest 1-minute load {busiest(loads):.2f} with {cores} logical cores; CPU steal "
+            + (f"at most {max(steals):.1%}" if steals else "not available (no /proc/stat)")
+            + f"; calibration matmul before/after each process within {max(drift(x) for x in loads):.2f}x")

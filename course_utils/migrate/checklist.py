@@ -1,8 +1,6 @@
-"""The seed's launch checklist, run as code on a whole PyTorch training step, each check pass or fail with its
-evidence: the MVP bar (speed against the break-even speed-up, and equality with eager), operator compatibility
-(graph breaks), the rollback (a *forced* compile failure, then ``torch.compiler.set_stance("force_eager")``),
-monitoring (compile time per job) and data-dependent control flow. ``make_step(compiler)`` builds a fresh step
-(same initial weights each time) whose model is wrapped by ``compiler``; ``step(batch)`` returns the loss."""
+"""The seed's launch checklist run as code on a whole PyTorch training step, each check pass or fail with its
+evidence: speed and equality, graph breaks, a *forced* compile failure rolled back with ``set_stance("force_eager")``,
+compile time, data-dependent control flow. ``make_step(compiler)`` builds a fresh step from the same weights."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""The migration decision as arithmetic (computed, never measured): the break-even speed-up (the smallest gain that
-repays the migration within the horizon, by bisection on the cost model), the rule ("migrate" when the whole 95%
-interval lies above it, "do not migrate" below, else "not decided: measure more"), the processes that would likely
-settle an undecided case at the measured mean and spread, and the run length from which compiling pays in time.
-"""
+"""The migration decision as arithmetic (computed, never measured): the break-even speed-up (by bisection on the
+cost model), the rule (migrate when the whole 95% interval lies above it, do not below, else measure more), the
+processes that would likely settle an undecided case, and the run length from which compiling pays in time."""
 
 from __future__ import annotations
 

@@ -1,17 +1,20 @@
-"""Two models for ``assess``, written as a user writes theirs (a module with ``make_model`` and ``make_batches``
-functions); their sizes are arguments (notebook 07's size table; ``--model-arg``/``--batches-arg`` on the command
-line), with a laptop's sizes as defaults:
-
-- ``cnn`` / ``cnn_batches``: the course CNN (``models.torch_cnn``) on image patches of ``pipeline.SyntheticImages``;
-- ``transformer`` / ``token_batches``: one pre-norm transformer block (causal ``scaled_dot_product_attention``, a
-  GELU MLP) between token embeddings and a vocabulary head, trained to predict the next token.
-"""
+"""The user's side of ``assess``. Two models written as a user writes theirs (``make_model``/``make_batches``, sizes
+as arguments): ``cnn``/``cnn_batches``, the course CNN on ``pipeline.SyntheticImages`` patches; ``transformer``/
+``token_batches``, one pre-norm transformer block trained to predict the next token. ``recipe``: a cell's function
+made importable by the fresh processes. Then the user's functions, named 'package.module:function', checked and
+probed (one eager step, FLOPs counted) before anything is measured, and the training step's pieces the probe and the
+fresh processes share. Errors name the argument and show the user's own message where their code raised."""
 
 from __future__ import annotations
 
+import importlib
+import math
+import sys
+from dataclasses import dataclass
+from types import ModuleType
 from typing import Annotated, Any
 
-from course_utils import declare, models, pipeline
+from course_utils import calls, declare, env, fresh, models, pipeline, validate
 from course_utils.declare import Range
 
 BATCHES = 4  # distinct batches, read again in order (an epoch) for as many steps as a measurement takes
@@ -84,3 +87,214 @@ def token_batches(vocab: Size = 256, length: Size = 128, batch: Annotated[int, R
         sequence = torch.randint(0, vocab, (batch, length + 1), generator=generator)
         out.append((sequence[:, :-1].contiguous(), sequence[:, 1:].contiguous()))
     return out
+
+
+@declare.checked
+def recipe(name: Annotated[str, declare.Matches(r"[a-z_][a-z0-9_]*", "a module name")], source: declare.Text
+           ) -> ModuleType:
+    """``source`` written to ``build/recipes/<name>.py`` and imported from there (the folder put on ``sys.path``,
+    which ``assess`` passes to its fresh processes): a cell's own function, importable by name."""
+    folder = env.build_dir("recipes")
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.py").write_text(source.strip() + "\n")
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    importlib.invalidate_caches()
+    return importlib.reload(sys.modules[name]) if name in sys.modules else importlib.import_module(name)
+
+
+OPTIMIZERS = ("sgd", "adam", "adamw")
+
+
+def default_loss(outputs: Any, targets: Any) -> Any:
+    """Cross-entropy; outputs with the classes last (tokens: batch x length x vocabulary) are flattened first."""
+    import torch.nn.functional as F
+
+    if outputs.dim() > 2 and outputs.dim() == targets.dim() + 1 and outputs.shape[:-1] == targets.shape:
+        outputs, targets = outputs.reshape(-1, outputs.shape[-1]), targets.reshape(-1)
+    return F.cross_entropy(outputs, targets)
+
+
+def to_device(value: Any, device: Any) -> Any:
+    """Tensors in ``value`` (a tensor, or lists, tuples and dicts of them) moved to ``device``."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.to(device, non_blocking=True)
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_device(v, device) for v in value)
+    if isinstance(value, dict):
+        return {k: to_device(v, device) for k, v in value.items()}
+    return value
+
+
+def call(model: Any, inputs: Any) -> Any:
+    """``model(inputs)``; a tuple or list of inputs is passed as positional arguments, a dict as keywords."""
+    if isinstance(inputs, (list, tuple)):
+        return model(*inputs)
+    if isinstance(inputs, dict):
+        return model(**inputs)
+    return model(inputs)
+
+
+def optimizer_for(params: Any, name: str, lr: float) -> Any:
+    """``torch.optim.SGD``, ``Adam`` or ``AdamW`` over ``params`` at learning rate ``lr``."""
+    import torch
+
+    name = validate.choice("optimizer", name, OPTIMIZERS)
+    return {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW}[name](
+        params, lr=validate.positive("lr", lr))
+
+
+def blocks(model: Any) -> tuple[str, Any]:
+    """(name, module) of the model's largest ``torch.nn.ModuleList`` (its repeated blocks, what a regional compile
+    compiles one by one); ValueError where it holds none."""
+    import torch
+
+    found = [(n, m) for n, m in model.named_modules() if isinstance(m, torch.nn.ModuleList) and len(m)]
+    if not found:
+        raise ValueError("regional: the model holds no torch.nn.ModuleList of repeated blocks to compile one by one; "
+                         "compile it whole (leave out --regional)")
+    return max(found, key=lambda x: len(x[1]))
+
+
+def resolve(name: str, value: Any) -> str:
+    """``value`` as a 'package.module:function' path a fresh process can import (``fresh.target_path``)."""
+    return fresh.target_path(value, name)
+
+
+def call_factory(name: str, path: str, args: dict[str, Any] | None = None) -> Any:
+    """Call the user's factory with ``args``; an exception in it is reported with its own message."""
+    try:
+        return fresh.function(name, path)(**(args or {}))
+    except TimeoutError:
+        raise
+    except (TypeError, ValueError) as exc:
+        if str(exc).startswith(f"{name}:"):
+            raise
+        raise ValueError(f"{name}: {path}() raised {type(exc).__name__}: {exc}") from exc
+    except Exception as exc:  # the user's code: show its own message
+        raise ValueError(f"{name}: {path}() raised {type(exc).__name__}: {exc}") from exc
+
+
+@declare.checked
+@dataclass(frozen=True)
+class Probe:
+    """What one eager training step on the first batch showed: FLOPs counted, parameters, the batch's shapes."""
+
+    flops_per_step: float
+    parameters: int
+    batch: str
+    loss: float
+    blocks: str = ""  # regional compile: the ModuleList compiled block by block, and its length
+
+
+def _shapes(value: Any) -> str:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return f"{tuple(value.shape)} {str(value.dtype).removeprefix('torch.')}"
+    if isinstance(value, (list, tuple)):
+        return "(" + ", ".join(_shapes(v) for v in value) + ")"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_shapes(v)}" for k, v in value.items()) + "}"
+    return type(value).__name__
+
+
+def first_batch(path: str, args: dict[str, Any] | None = None) -> Any:
+    """The first (inputs, targets) pair of ``make_batches(**args)``."""
+    batches = call_factory("batches", path, args)
+    if isinstance(batches, (str, bytes, dict)) or not hasattr(batches, "__iter__"):
+        raise TypeError(f"batches: {path}() must return an iterable of (inputs, targets) such as a list or a "
+                        f"DataLoader; got {type(batches).__name__}")
+    try:
+        batch = next(iter(batches))
+    except StopIteration:
+        raise ValueError(f"batches: {path}() yielded no batch") from None
+    except TimeoutError:
+        raise
+    except Exception as exc:
+        raise ValueError(f"batches: reading the first batch of {path}() raised {type(exc).__name__}: {exc}") from exc
+    if isinstance(batch, (str, bytes)) or not isinstance(batch, (list, tuple)) or len(batch) != 2:
+        raise TypeError(f"batches: each batch must be an (inputs, targets) pair; the first is {type(batch).__name__} "
+                        f"{_shapes(batch)}")
+    return batch
+
+
+def probe(model_path: str, batches_path: str, loss_path: str | None, device: Any, *, timeout: float = 600.0,
+          model_args: dict[str, Any] | None = None, batches_args: dict[str, Any] | None = None,
+          regional: bool = False) -> Probe:
+    """Build the model, read the first batch and take one eager training step on ``device`` under
+    ``FlopCounterMode`` (forward and backward FLOPs; the optimizer's update is not counted), within ``timeout``;
+    ``regional``: the model must hold repeated blocks (``blocks``)."""
+    with calls.time_limit(timeout, f"model/batches/loss: {model_path}(), {batches_path}() and one eager training step"):
+        return _probe(model_path, batches_path, loss_path, device, model_args, batches_args, regional)
+
+
+def _probe(model_path: str, batches_path: str, loss_path: str | None, device: Any, model_args: Any,
+           batches_args: Any, regional: bool) -> Probe:
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model = call_factory("model", model_path, model_args)
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model: {model_path}() returned {type(model).__name__}, not a torch.nn.Module")
+    if not any(p.requires_grad for p in model.parameters()):
+        raise ValueError(f"model: {model_path}() returned a module with no trainable parameters")
+    where = blocks(model) if regional else None
+    batch = first_batch(batches_path, batches_args)
+    loss_fn = default_loss if loss_path is None else fresh.function("loss", loss_path)
+    model = model.to(device)
+    inputs, targets = (to_device(v, device) for v in batch)
+    try:
+        with FlopCounterMode(display=False) as counter:
+            loss = loss_fn(call(model, inputs), targets)
+            loss.backward()
+    except TimeoutError:
+        raise
+    except Exception as exc:  # the user's model or loss on the user's batch
+        raise ValueError(f"model/batches/loss: one eager training step on the first batch {_shapes(batch)} raised "
+                         f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from exc
+    if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+        raise ValueError(f"loss: must return a scalar tensor; got {_shapes(loss)}")
+    value = float(loss.detach())
+    if not math.isfinite(value):
+        raise ValueError(f"loss: the first step's loss is {value}; the model, batches or loss give no finite loss")
+    params = sum(p.numel() for p in model.parameters())
+    return Probe(float(counter.get_total_flops()), int(params), _shapes(batch), value,
+                 "" if where is None else f"{where[0] or 'the model'} ({len(where[1])} blocks)")
+
+
+def check_out(name: str, value: Any) -> Any:
+    """The output folder: a path whose parent can hold it; refused where it holds files of something else."""
+    from pathlib import Path
+
+    path = Path(validate.instance(name, value, (str, Path))).expanduser().resolve()
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{name}: {str(path)!r} is a file, not a folder")
+    if path.exists() and any(path.iterdir()) and not (path / "report.json").exists():
+        raise ValueError(f"{name}: {str(path)!r} holds other files; give an empty or new folder (a previous report "
+                         "folder is replaced)")
+    writable(name, path.parent)
+    return path
+
+
+def writable(name: str, folder: Any) -> None:
+    """Refuse ``folder`` (or, where it does not exist yet, its nearest existing parent) unless a file can be created
+    and removed there: the report is written beside ``out`` and moved into place, so this is checked first."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    here = Path(folder)
+    while not here.exists() and here != here.parent:
+        here = here.parent
+    if not here.is_dir():
+        raise ValueError(f"{name}: {str(here)!r} is a file, so the report folder cannot be made under it")
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".assess-write-check-", dir=here)
+        os.close(handle)
+        os.remove(probe)
+    except OSError as exc:
+        raise ValueError(f"{name}: cannot write in {str(here)!r} ({exc.strerror or exc}); give a folder you can "
+                         "write") from None

@@ -85,7 +85,7 @@ QUIET = Template(
 
 COMPILED = Template(
     "migrate.compiled", ("true",),
-    held="What was compiled, mode '{mode}': {evidence} (Dynamo's own counter{reason}).",
+    held="What was compiled, {mode}: {evidence} (Dynamo's own counter{reason}).",
     failed="**Decision: nothing to migrate: {reason}.** {failed} is false: the compiled variant ran eager, so its "
            "timings price no compiler and no speed-up is claimed. The compiler's hint is under the graph breaks "
            "below.")

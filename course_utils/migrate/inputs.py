@@ -1,12 +1,7 @@
-"""Every input of the migration's cost model, each with where it came from: "your config", "seed article",
-"measured" or "default: <why>".
-
-A lead reads a break-even figure only as far as they trust its inputs, so none of them is anonymous: a value read
-from a TOML file says so, a value left out takes the seed article's figure (or a stated default) and says that,
-and a value a notebook types in carries the label it is given (``typed(training_share=(0.8, "the lead's
-estimate"))``). ``read_config`` refuses unknown fields, negative numbers and shares above 1, naming the file and
-the field, before anything is measured.
-"""
+"""Every input of the migration's cost model, each with where it came from ("your config", "seed article",
+"measured" or "default: <why>"): none is anonymous, a typed value carries the label it is given (``typed(...)``),
+and ``read_config`` refuses unknown fields, negative numbers and shares above 1, naming file and field, before
+anything is measured."""
 
 from __future__ import annotations
 
@@ -18,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from course_utils import declare, display, validate
+from course_utils.migrate.examples import OPTIMIZERS
 from course_utils.migrate.ladder import Shown
-from course_utils.migrate.trainstep import OPTIMIZERS
 
 YOUR_CONFIG, SEED, MEASURED = "your config", "seed article", "measured"
 

@@ -1,8 +1,7 @@
-"""report.json, the record one ``assess`` run leaves: versioned (``SCHEMA_VERSION``), stamped with the time and the
-host, and numbers only. JSON has no infinity: an infinite value is written ``null`` beside a flag,
-``"<key>_infinite": true`` (``"<key>_negative_infinite"``, ``"<key>_nan"`` alike; for a list, the flag lists the
-positions), and ``read`` restores it, so a saved report can be priced again (``repricing``) without measuring.
-"""
+"""report.json, the record one ``assess`` run leaves: versioned, stamped with time and host, numbers only (an
+infinite value is ``null`` beside a ``"<key>_infinite": true`` flag, which ``read`` restores), so a saved report can
+be priced again (``report.reprice``) or be the regression gate's baseline (``--baseline``: exit 3 when the ratio of
+the two gains, ``decision.gap``, lies wholly below 1x; the same compile mode decides both)."""
 
 from __future__ import annotations
 
@@ -10,15 +9,18 @@ import json
 import math
 import os
 import platform
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from course_utils import hardware, intervals
+from course_utils import declare, hardware, intervals
+from course_utils.findings import BELOW, Finding, above
+from course_utils.migrate import decision, findings
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the compile call, the data wait, the machine's guard
 _FLAGS = {"_infinite": math.inf, "_negative_infinite": -math.inf, "_nan": math.nan}
 
 
@@ -29,8 +31,8 @@ def now() -> str:
 
 def host() -> dict[str, Any]:
     """The machine: CPU model, logical and physical cores, operating system."""
-    return {"cpu": hardware.cpu_model(), "logical_cores": os.cpu_count(),
-            "physical_cores": psutil.cpu_count(logical=False), "platform": platform.platform()}
+    return {"cpu": hardware.cpu_model(), "logical_cores": os.cpu_count(), "platform": platform.platform(),
+            "physical_cores": psutil.cpu_count(logical=False), "memory_bytes": psutil.virtual_memory().total}
 
 
 def _flag(value: float) -> str:
@@ -111,3 +113,56 @@ def speedup(mode: dict[str, Any]) -> Any:
 
     fields = ("baseline", "candidate", "ratio", "low", "high", "n", "unit", "confidence")
     return intervals.Speedup(**{k: mode["speedup"][k] for k in fields})
+
+
+@declare.checked
+@dataclass(frozen=True)
+class Baseline:
+    """The deciding gain of a saved report, where it came from and when it was measured."""
+
+    speedup: intervals.Speedup
+    mode: str
+    path: str
+    measured_at: str
+
+
+def baseline(path: str | Path) -> Baseline:
+    """The baseline of ``--baseline`` (errors name it): read before anything is measured."""
+    saved = read("baseline", path)
+    mode = saved["modes"][0]
+    return Baseline(speedup(mode), mode["mode"], str(path), saved["timestamp"])
+
+
+@declare.checked
+@dataclass(frozen=True)
+class Gate:
+    """The new run's deciding gain against the baseline's."""
+
+    baseline: Baseline
+    new: intervals.Speedup
+    mode: str
+
+    def __post_init__(self) -> None:
+        if self.mode != self.baseline.mode:
+            raise ValueError(f"baseline: its gain is of mode {self.baseline.mode!r}, this run's of {self.mode!r}; "
+                             "compare the same mode (put it first in --modes)")
+
+    @property
+    def change(self) -> intervals.Speedup:
+        """The new gain over the baseline's (computed from the two intervals)."""
+        return decision.gap(self.new, self.baseline.speedup)
+
+    def finding(self) -> Finding:
+        check = above(f"the new gain {self.new.ratio:.3g}x over the baseline's {self.baseline.speedup.ratio:.3g}x "
+                      "(computed)", self.change, 1.0)
+        return findings.GATE.read(check, baseline=f"{self.baseline.path} (measured {self.baseline.measured_at}, "
+                                                  f"{self.baseline.speedup})")
+
+    @property
+    def failed(self) -> bool:
+        return self.finding().outcome == BELOW
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"baseline": self.baseline.path, "baseline_measured_at": self.baseline.measured_at,
+                "baseline_speedup": self.baseline.speedup.to_dict(), "change": self.change.to_dict(),
+                "failed": self.failed, "rule": findings.GATE_RULE, "sentence": self.finding().sentence}

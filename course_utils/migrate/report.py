@@ -1,7 +1,9 @@
 """``assess``'s report and notebook 07's tables: the findings the report tells (scored by the core, not counted as
 the notebook's predictions), report.json (the numbers), report.md and report.html (one offline page: the decision
-and the figure that decided it first, plots embedded as base64 PNG), the tables comparing assessments, the page
-for the lead and the summary rows. Sentences here quote numbers; what they decide comes from findings."""
+and the figure that decided it first, plots embedded as base64 PNG), a saved report priced again without measuring
+(``assess price report.json --config costs.toml``: the optimizer and learning rate change the measurement, so they
+must not change), the tables comparing assessments, the page for the lead and the summary rows. Sentences here
+quote numbers; what they decide comes from findings."""
 
 from __future__ import annotations
 
@@ -16,12 +18,12 @@ from course_utils import declare, display, intervals
 from course_utils import findings as core
 from course_utils.declare import MaxItems, MinItems, NonEmpty, Range
 from course_utils.findings import Finding, true
-from course_utils.migrate import cost, findings, load, plots, record, story
+from course_utils.migrate import assessment, cost, findings, plots, record, story
 from course_utils.migrate.assessment import LOAD_METHOD, Assessment, Pricing
 from course_utils.migrate.checklist import Checklist
 from course_utils.migrate.cost import months_text
 from course_utils.migrate.decision import BUSY, NOT_DECIDED, NOTHING, Decision, gap, speed_text
-from course_utils.migrate.inputs import Inputs
+from course_utils.migrate.inputs import Inputs, read_config
 from course_utils.migrate.ladder import Ladder
 from course_utils.migrate.parity import FALLBACK_RTOL
 
@@ -74,18 +76,18 @@ def _steps(value: float) -> str:
 def findings_of(a: Assessment) -> dict[str, Finding]:
     """The decision, parity, the fallback and the run length, each scored on the assessment's numbers."""
     m, f, r, i = a.deciding, a.fallback, a.pricing.run_length, a.pricing.inputs
-    gain = f"The speed-up of torch.compile(mode='{m.mode}') over eager on a training step of {a.model} ({a.setup})"
+    gain = f"The speed-up of {m.call} over eager on a training step of {a.model} ({a.setup})"
     steps = i.value("steps_per_job")
     explore = "any length (at the median gain a compiled step saves no time)" if math.isinf(r.steps) else \
         display.format_time(r.seconds())
-    parity = [true(f"compiled losses of mode '{x.mode}' within {x.parity.tolerance:.0e} of eager's over "
+    parity = [true(f"compiled losses of {x.call} within {x.parity.tolerance:.0e} of eager's over "
                    f"{x.parity.steps} steps from the same seed (largest difference {x.parity.largest:.1e} relative, "
                    f"final step {x.parity.final:.1e}; judged {x.parity.method})", x.parity.passed) for x in a.modes]
     compiled = findings.COMPILED.read(true(f"Dynamo compiled at least one graph ({m.graphs} counted in the first "
-                                           "process)", m.graphs > 0), mode=m.mode, reason=m.nothing or "")
-    quiet = findings.QUIET.read(true(f"the 1-minute load average stayed at or below the {a.host['logical_cores']} "
-                                     f"logical cores (highest {load.busiest(a.loads):.2f}; {LOAD_METHOD})",
-                                     a.busy is None), rule=load.RULE)
+                                           "process)", m.graphs > 0), mode=m.call, reason=m.nothing or "")
+    guard = assessment.described(a.loads, a.host["logical_cores"])
+    quiet = findings.QUIET.read(true(f"the machine's guard stayed within the rule ({guard}; {LOAD_METHOD})",
+                                     a.busy is None), rule=assessment.RULE)
     told = {NOTHING: compiled, BUSY: quiet}
     return {
         "decision": told[a.decision.outcome] if a.decision.outcome in told else decided(a.decision, i, gain),
@@ -141,9 +143,9 @@ def report_markdown(a: Assessment, figures: dict[str, str] | None = None) -> str
     lines += ["## Speed", "", f"Across processes: {m.speedup} ({intervals.METHOD}, one pair of per-process medians "
               f"per process: eager {display.format_time(a.eager_step_s)}, compiled {display.format_time(m.step_s)} "
               f"per step). Inside each process, over its {a.rounds} interleaved rounds: {inside}. Those describe one "
-              "process only and do not decide anything.", ""]
-    lines += ["| mode | gain across processes | step | compile cold | compile warm |", "|---|---|---|---|---|"]
-    lines += [f"| {x.mode} | {x.speedup} | {display.format_time(x.step_s)} | {display.format_time(x.compile_cold_s)} "
+              f"process only and do not decide anything. {_inputs(a)}", ""]
+    lines += ["| compile call | gain across processes | step | compile cold | compile warm |", "|---|---|---|---|---|"]
+    lines += [f"| {x.call} | {x.speedup} | {display.format_time(x.step_s)} | {display.format_time(x.compile_cold_s)} "
               f"| {_time(x.compile_warm_s)} |" for x in a.modes]
     lines += [f"| {mode} | skipped: {why} | | | |" for mode, why in a.skipped.items()]
     lines += [] if a.amp_alone is None else [
@@ -166,7 +168,7 @@ def report_markdown(a: Assessment, figures: dict[str, str] | None = None) -> str
     lines += [f"- recompile: {r}" for r in m.recompiles[:10]] + [""]
     memory = " (process peak RSS growth on a CPU)" if a.device == "cpu" else " (CUDA allocator peak)"
     lines += [f"Peak memory of one steady step: eager {_bytes(a.eager_peak_bytes)}, compiled {_bytes(m.peak_bytes)}"
-              f"{memory}.", "", "## Parity and rollback", "",
+              f"{memory}. {_shared(a)}", "", "## Parity and rollback", "",
               found["parity"].sentence + " " + found["fallback"].sentence, "", "## Money", "", money_sentence(a), ""]
     lines += [figures["payback"], ""] if "payback" in figures else []
     lines += ["| input | value | source |", "|---|---|---|"]
@@ -179,6 +181,29 @@ def report_markdown(a: Assessment, figures: dict[str, str] | None = None) -> str
               + ", ".join(f"{k} {v}" for k, v in a.versions.items()) + f". Took {a.seconds:.0f} s.", "",
               f"Repeat: `{a.command}`", ""]
     return "\n".join(lines)
+
+
+def _inputs(a: Assessment) -> str:
+    """What the step times hold: the data wait apart from compute (end to end), or compute only (cached)."""
+    if a.eager_wait_s is None:
+        return ("Inputs cached (--inputs=cached): each round's batches were fetched once and reused, so these times "
+                "are compute only; a loader's wait is not in them.")
+    waits = ", ".join(f"{x.call} {_time(x.wait_s)}" for x in a.modes)
+    return (f"End to end: each step drew its batch from make_batches() as a training loop does; of each step, the "
+            f"wait for data was eager {_time(a.eager_wait_s)}, {waits}, the rest compute.")
+
+
+def _shared(a: Assessment) -> str:
+    """What one process holding every variant costs in memory (computed from the eager step's peak and the
+    parameters: weights, gradients and two optimizer states in fp32 at most)."""
+    variants = 1 + (a.amp is not None) + len(a.modes)
+    each = (a.eager_peak_bytes or 0) + 16 * a.parameters
+    total = a.host.get("device_memory_bytes") or a.host.get("memory_bytes")
+    share = "" if not total else f", {variants * each / total:.1%} of the {display.format_bytes(total)} of memory"
+    return (f"All {variants} variants live in one process at once (the rounds are paired inside it): about "
+            f"{display.format_bytes(variants * each)} together{share} (computed: the eager step's peak plus 16 bytes "
+            "a parameter, each). A model whose variants together exceed the device's memory cannot be assessed "
+            "this way; run it with one mode and --amp off, or on a larger device.")
 
 
 def _bytes(value: int | None) -> str:
@@ -313,3 +338,42 @@ def summary_rows(ladder: Ladder, cnn: Assessment, block: Assessment, lead: Asses
              ("break-even, CNN, the lead's inputs", lead.pricing.estimate.break_even_months, "months",
               f"computed; decision: {lead.decision.outcome}")]
     return rows
+
+
+MEASURED_INPUTS = ("optimizer", "learning_rate")  # they change what is measured, not its price
+
+
+def reprice(report: str | Path, config: str | Path | None) -> tuple[dict[str, Any], Pricing]:
+    """Price the saved ``report`` (a report.json path) at ``config`` (a costs TOML, None: the seed's figures);
+    rewrite it and return (the new record, the pricing)."""
+    saved = record.read("report", report)
+    inputs = read_config(config)
+    for name in MEASURED_INPUTS:
+        if inputs.value(name) != saved["inputs"][name]["value"]:
+            raise ValueError(f"config: {name} = {inputs.value(name)!r} differs from the measured run's "
+                             f"{saved['inputs'][name]['value']!r}; it changes the measurement, so run assess again")
+    mode = saved["modes"][0]
+    speedup = record.speedup(mode)
+    pricing = assessment.price(inputs, speedup, eager_step_s=saved["eager_step_s"],
+                               compile_cold_s=mode["compile_seconds"]["cold"],
+                               compile_warm_s=mode["compile_seconds"]["warm"],
+                               label=f"{mode['call']} over eager, {saved['model']}",
+                               nothing=mode["nothing_to_migrate"],
+                               busy=assessment.busy(saved["load"]["per_process"], saved["host"]["logical_cores"]))
+    saved.update({"decision": pricing.decision.text, "break_even_speedup": pricing.break_even,
+                  "inputs": pricing.inputs.to_dict(), "money": pricing.to_dict(),
+                  "priced": {"at": record.now(), "config": inputs.path, "measured_at": saved["timestamp"],
+                             "note": "priced again without measuring; report.md and report.html show the measuring "
+                                     "run's pricing"}})
+    record.write(Path(report), saved)
+    return saved, pricing
+
+
+def repriced(saved: dict[str, Any], pricing: Pricing) -> str:
+    """The repriced decision as the command prints it."""
+    rule = pricing.decision
+    if rule.outcome in (NOTHING, BUSY):
+        return f"Decision: {rule.text}."
+    gain = f"The speed-up of {saved['modes'][0]['call']} over eager on a training step of {saved['model']}"
+    return decided(rule, pricing.inputs, gain).sentence.replace("**", "") + " " + \
+        pricing_sentence(pricing)

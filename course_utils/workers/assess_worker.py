@@ -1,32 +1,16 @@
-"""One fresh process of ``python -m course_utils.migrate assess``: the user's model trained eager and compiled.
+"""One fresh process of ``python -m course_utils.migrate assess`` (``assess_worker.py SPEC.json RESULT.json``).
 
-Usage: python assess_worker.py SPEC.json RESULT.json   (written and read by ``course_utils.migrate.assess``)
-
-What it does, in order (every variant starts from the same seed, so from the same weights):
-1. Builds the model from ``make_model()`` once per variant: eager, and ``torch.compile(model, mode=...)`` for each
-   requested mode (all under the run's autocast); where the run uses AMP, also eager without it ("eager fp32").
-   The parent points every process at one Inductor cache folder (``TORCHINDUCTOR_CACHE_DIR``),
-   empty for the first process: its first call is a cold compile, the later processes' a warm one (the generated
-   code and compiled kernels found on disk, as on a machine that compiled this model before).
-2. Takes three untimed steps per variant (the first, timed apart, is the compile), then ``rounds`` rounds: each
-   round fetches its batches once and runs them through every variant in turn (the order rotated each round), so
-   all variants see the same batches at the same moments. Losses are kept for the parity check.
-3. Counts graph breaks and recompiles from the compiler's own logs (the ``graph_breaks`` and ``recompiles``
-   artifacts of ``TORCH_LOGS``), each break's reason whole with its hints, and the graphs Dynamo captured per
-   variant (its ``unique_graphs`` counter); reads one steady step's peak memory per variant.
-4. In the first process only, where the model holds dropout: trains every variant again over the first steps with
-   the random state matched (the RNG seeded before each step from the same seed; Inductor's random operations
-   drawn from it, ``torch._inductor.config.fallback_random``), for the parity check.
-5. In the first process on a CPU: measures the matmul roof for the dtype that ran (MFU's peak).
-6. In the first process only: forces a compile failure (a backend that raises), rolls back with
-   ``torch.compiler.set_stance("force_eager")``, and trains the same steps again (each seeded as in 4), for the
-   fallback check.
-Progress lines ``@@progress DONE TOTAL`` go to stdout; the result is written to RESULT.json at the end.
-"""
+In order, every variant from the same seed: a calibration matmul and the CPU steal (the quiet-machine guard); the
+model built per variant (eager; each compile call, ``compiler``; eager without AMP where AMP runs), the first
+process on an empty Inductor cache (cold), the later ones on what it left (warm); three untimed steps (the first,
+timed, is the compile), then rounds with the variants' order rotated. End to end (default) each variant iterates
+its own ``make_batches()`` object as a training loop does, each epoch's order seeded alike, the wait for each batch
+timed apart; ``cached``: each round's batches fetched once, compute only. Then graph breaks, recompiles, graphs and
+peak memory per variant; in the first process, parity with the random state matched (dropout), the matmul roof on
+a CPU and a forced compile failure rolled back; the calibration matmul again. Progress: ``@@progress DONE TOTAL``."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import os
@@ -38,43 +22,45 @@ from pathlib import Path
 from typing import Any
 
 from course_utils import memory
-from course_utils.migrate import compiled
-from course_utils.migrate.trainstep import call, default_loss, optimizer_for, to_device
+from course_utils.fresh import function
+from course_utils.migrate import parity
+from course_utils.migrate.examples import blocks, call, default_loss, optimizer_for, to_device
 
 PROGRESS = "@@progress"
 FP32 = "eager fp32"  # the variant without autocast, where the run uses AMP
 FALLBACK_STEPS = 10
 ROOF_N, ROOF_REPEATS = 1024, 8  # the matmul that measures MFU's peak on a CPU
-
-
-def load(path: str) -> Callable[..., Any]:
-    """The function named by 'package.module:name'."""
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)  # the user's module, named at run time
+CALIBRATION_N, CALIBRATION_REPEATS = 384, 5  # the fixed matmul timed before and after each process
 
 
 class Batches:
-    """The user's batches in order, read again from the start when they run out (an epoch)."""
+    """The user's batches in order, read again from the start when they run out (an epoch); each epoch's iterator
+    is made, and its first batch drawn, under the same seed, so a shuffling loader gives every variant one order."""
 
-    def __init__(self, make_batches: Callable[[], Any]) -> None:
-        self.source = make_batches()
-        self.it: Iterator[Any] = iter(self.source)
-        self.seen = 0
+    def __init__(self, make_batches: Callable[[], Any], seed: int) -> None:
+        self.source, self.seed, self.seen, self.epochs = make_batches(), seed, 0, 0
+        self.it: Iterator[Any] | None = None
+
+    def _epoch(self) -> Any:
+        import torch
+
+        with torch.random.fork_rng(devices=[]):  # the loader's sampler draws its seed from the global RNG
+            torch.manual_seed(self.seed + self.epochs)
+            self.epochs += 1
+            self.it = iter(self.source)
+            return next(self.it)
 
     def next(self) -> Any:
         try:
-            batch = next(self.it)
+            batch = self._epoch() if self.it is None else next(self.it)
         except StopIteration:
-            self.it = iter(self.source)
             try:
-                batch = next(self.it)
+                batch = self._epoch()
             except StopIteration:
                 raise RuntimeError(f"make_batches() gave {self.seen} batches and then none when read again: return "
                                    "a list or a DataLoader, which can be read more than once") from None
         self.seen += 1
         return batch
-
-
 class CompileLog(logging.Handler):
     """Graph breaks (each reason whole, hints included) and recompiles, as the compiler logs them, and the graphs
     Dynamo captured (its ``unique_graphs`` counter), each filed under the variant that was running."""
@@ -98,7 +84,7 @@ class CompileLog(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         text = record.getMessage()
         if record.name.endswith("__graph_breaks"):
-            key = compiled.break_text(text)
+            key = parity.break_text(text)
             self.breaks.setdefault(self.variant, {})[key] = key
         elif record.name.endswith("__recompiles"):
             guard = re.search(r"^\s*-\s*(.*)$", text, re.M)
@@ -119,6 +105,25 @@ def _failing_backend(gm: Any, example_inputs: Any) -> Any:
     raise RuntimeError("compile failure forced by the fallback check")
 
 
+def compiler(spec: dict[str, Any], name: str) -> Callable[[Any], Any]:
+    """The compile call of variant ``name``: the user's function ('module:fn') or ``torch.compile(mode=name)``
+    (``fullgraph`` as asked), applied to the whole model or, ``regional``, to each block of its largest ModuleList."""
+    import torch
+
+    def whole(m: Any) -> Any:
+        if ":" in name:
+            return function("compiler", name)(m)
+        return torch.compile(m, mode=name, fullgraph=spec["fullgraph"])
+
+    def regional(m: Any) -> Any:
+        _, found = blocks(m)
+        for i, block in enumerate(found):
+            found[i] = whole(block)
+        return m
+
+    return regional if spec["regional"] else whole
+
+
 class Run:
     """One variant: a fresh model from the seed, wrapped (or not) by ``wrap``, with its optimizer and step."""
 
@@ -127,8 +132,8 @@ class Run:
 
         self.spec, self.device = spec, torch.device(spec["device"])
         torch.manual_seed(spec["seed"])
-        self.model = load(spec["model"])(**spec.get("model_args", {})).to(self.device)
-        self.loss_fn = load(spec["loss"]) if spec["loss"] else default_loss
+        self.model = function("model", spec["model"])(**spec.get("model_args", {})).to(self.device)
+        self.loss_fn = function("loss", spec["loss"]) if spec["loss"] else default_loss
         self.wrapped = wrap(self.model)
         self.optimizer = optimizer_for(self.model.parameters(), spec["optimizer"], spec["learning_rate"])
         self.amp = None if fp32 or spec["amp"] is None else getattr(torch, spec["amp"])
@@ -160,22 +165,57 @@ def sync(device: Any) -> None:
         torch.cuda.synchronize(device)
 
 
+def calibrate() -> float:
+    """Seconds of the best of ``CALIBRATION_REPEATS`` fixed fp32 matmuls: the same work before and after a process,
+    so a difference is other work on the machine."""
+    import torch
+
+    a = torch.ones(CALIBRATION_N, CALIBRATION_N)
+    best = float("inf")
+    for _ in range(CALIBRATION_REPEATS + 1):  # the first warms up
+        start = time.perf_counter()
+        torch.matmul(a, a)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def cpu_times() -> list[int] | None:
+    """The machine's CPU times (``/proc/stat``'s first line: user ... steal), or None where there is none."""
+    try:
+        return [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    except (OSError, ValueError):
+        return None
+
+
+def machine(start: dict[str, Any]) -> dict[str, Any]:
+    """Load averages, CPU steal and the calibration at the start (``start``) and now (the end)."""
+    times, spent = cpu_times(), None
+    if times is not None and start["times"] is not None and len(times) == 8:
+        total = sum(times) - sum(start["times"])
+        spent = (times[7] - start["times"][7]) / total if total > 0 else 0.0
+    return {"start": start["load"], "end": list(os.getloadavg()), "steal": spent,
+            "calibration": {"before": start["calibration"], "after": calibrate(), "n": CALIBRATION_N}}
+
+
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
     import torch
     from torch._dynamo.utils import counters
 
-    load_start = os.getloadavg()
     if spec["threads"]:
         torch.set_num_threads(spec["threads"])
-    device = torch.device(spec["device"])
+    start = {"load": list(os.getloadavg()), "times": cpu_times(), "calibration": calibrate()}
+    device, ended = torch.device(spec["device"]), spec["inputs"] == "end-to-end"
     log = CompileLog.install()
     wraps: dict[str, Callable[[Any], Any]] = {"eager": lambda m: m}
     if spec["amp"] is not None:
         wraps[FP32] = lambda m: m  # eager without autocast: what AMP alone buys, no migration
-    for mode in spec["modes"]:
-        wraps[mode] = lambda m, mode=mode: torch.compile(m, mode=mode)
+    wraps.update({name: compiler(spec, name) for name in spec["modes"]})
     runs = {name: Run(spec, wrap, fp32=name == FP32) for name, wrap in wraps.items()}
-    batches = Batches(lambda: load(spec["batches"])(**spec.get("batches_args", {})))
+
+    def source() -> Batches:
+        return Batches(lambda: function("batches", spec["batches"])(**spec.get("batches_args", {})), spec["seed"])
+
+    sources = {name: source() for name in runs} if ended else dict.fromkeys(runs, source())
     rounds, per_round = spec["rounds"], spec["per_round"]
     total, done = len(runs) * (3 + sum(per_round)), 0
 
@@ -184,53 +224,61 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
         done += n
         print(f"{PROGRESS} {done} {total}", flush=True)
 
-    kept = [batches.next() for _ in range(3)]  # the untimed steps; the first is the compile
-    first: dict[str, float] = {}
+    warm = [sources["eager"].next() for _ in range(3)]  # the untimed steps; the first is the compile
+    kept, first = list(warm), {}  # kept: the eager variant's first batches (parity, memory, the fallback)
     for name, run in runs.items():
         log.switch(name)
+        drawn = warm if not ended or name == "eager" else [sources[name].next() for _ in range(3)]
         sync(device)
-        start = time.perf_counter()
-        run.step(kept[0])
+        begin = time.perf_counter()
+        run.step(drawn[0])
         sync(device)
-        first[name] = time.perf_counter() - start
-        run.step(kept[1])
-        run.step(kept[2])
+        first[name] = time.perf_counter() - begin
+        run.step(drawn[1])
+        run.step(drawn[2])
         tick(3)
-    names, times = list(runs), {name: [] for name in runs}
+    names, times, waits = list(runs), {name: [] for name in runs}, {name: [] for name in runs}
     for r in range(rounds):
-        round_batches = [batches.next() for _ in range(per_round[r])]
-        if len(kept) < FALLBACK_STEPS:
-            kept += round_batches[:FALLBACK_STEPS - len(kept)]
+        shared = [] if ended else [sources["eager"].next() for _ in range(per_round[r])]
         for name in names[r % len(names):] + names[:r % len(names)]:
             log.switch(name)
-            run = runs[name]
+            run, waited = runs[name], 0.0
             sync(device)
-            start = time.perf_counter()
-            for batch in round_batches:
+            begin = time.perf_counter()
+            for i in range(per_round[r]):
+                if ended:
+                    asked = time.perf_counter()
+                    batch = sources[name].next()
+                    waited += time.perf_counter() - asked
+                else:
+                    batch = shared[i]
+                if name == "eager" and len(kept) < FALLBACK_STEPS:
+                    kept.append(batch)
                 run.step(batch)
             sync(device)
-            times[name].append((time.perf_counter() - start) / len(round_batches))
-            tick(len(round_batches))
+            times[name].append((time.perf_counter() - begin) / per_round[r])
+            waits[name].append(waited / per_round[r] if ended else None)
+            tick(per_round[r])
     log.switch("none")
     peaks = {name: memory.torch_peak_bytes(lambda run=run: run.step(kept[-1], keep=False), device)
              for name, run in runs.items()}
     result: dict[str, Any] = {
-        "index": spec["index"], "device": str(device), "threads": torch.get_num_threads(),
+        "index": spec["index"], "device": str(device), "threads": torch.get_num_threads(), "inputs": spec["inputs"],
         "cache": {"fx_hits": int(counters["inductor"].get("fxgraph_cache_hit", 0)),
                   "fx_misses": int(counters["inductor"].get("fxgraph_cache_miss", 0)),
                   "aot_hits": int(counters["aot_autograd"].get("autograd_cache_hit", 0))},
-        "variants": {name: {"first_s": first[name], "round_step_s": times[name],
+        "variants": {name: {"first_s": first[name], "round_step_s": times[name], "round_wait_s": waits[name],
                             "losses": [float(v) for v in run.losses], "peak_bytes": peaks[name],
                             "graph_breaks": sorted(log.breaks.get(name, {})), "graphs": log.graphs.get(name, 0),
                             "recompiles": log.recompiles.get(name, [])}
                      for name, run in runs.items()},
     }
     result["roof"] = matmul_roof(spec) if spec["index"] == 0 and device.type == "cpu" else None
-    result["load"] = {"start": list(load_start), "end": list(os.getloadavg())}  # 1, 5, 15 min, before and after
     result["random"] = random_modules(runs["eager"].model)
     result["matched"] = matched(spec, kept) if spec["index"] == 0 and result["random"] else None
     if spec["index"] == 0:
         result["fallback"] = fallback(spec, kept, runs)
+    result["load"] = machine(start)
     return result
 
 
@@ -278,7 +326,7 @@ def matched(spec: dict[str, Any], kept: list[Any]) -> dict[str, list[float]]:
     losses = {}
     with inductor.patch(fallback_random=True):
         for name in ["eager", *spec["modes"]]:
-            run = Run(spec, (lambda m: m) if name == "eager" else (lambda m, mode=name: torch.compile(m, mode=mode)))
+            run = Run(spec, (lambda m: m) if name == "eager" else compiler(spec, name))
             losses[name] = [float(run.step(batch, keep=False, seed=spec["seed"] + i)) for i, batch in enumerate(kept)]
     return losses
 

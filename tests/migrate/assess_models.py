@@ -140,3 +140,46 @@ def dropout():
     """An MLP with dropout: its eager and compiled losses differ unless the random state is matched."""
     torch.manual_seed(0)
     return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Dropout(0.3), torch.nn.Linear(16, 3))
+
+
+class Pairs(torch.utils.data.Dataset):
+    """The MLP's samples one by one, for a DataLoader."""
+
+    def __len__(self):
+        return 16
+
+    def __getitem__(self, i):
+        g = torch.Generator().manual_seed(i)
+        return torch.randn(8, generator=g), int(torch.randint(0, 3, (), generator=g))
+
+
+def mlp_loader(workers=1):
+    """A shuffling DataLoader with its own worker processes, as a training script writes it."""
+    return torch.utils.data.DataLoader(Pairs(), batch_size=4, shuffle=True, num_workers=workers,
+                                       persistent_workers=workers > 0, multiprocessing_context="spawn" if workers
+                                       else None)
+
+
+def compile_fixed(model):
+    """The user's own compile call: static shapes."""
+    return torch.compile(model, dynamic=False)
+
+
+class Stack(torch.nn.Module):
+    """Three repeated blocks in a ModuleList, the shape a regional compile compiles block by block."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = torch.nn.ModuleList(torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
+                                          for _ in range(3))
+        self.head = torch.nn.Linear(8, 3)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return self.head(x)
+
+
+def stack():
+    torch.manual_seed(0)
+    return Stack()

@@ -4,18 +4,21 @@ the same code ``assess`` uses, without starting a process: for the story and rep
 from __future__ import annotations
 
 from course_utils import migrate
-from course_utils.migrate import assessing, assessment, factories
+from course_utils.migrate import assessing, assessment, examples
 
 
 def worker_result(index: int, eager_s: float, compiled_s: float, *, drift: float = 0.0, breaks=(), recompiles=(),
                   graphs: int = 1, fallback_error: str | None = "BackendCompilerFailed: forced",
-                  fallback_shift: float = 0.0, load: float = 0.5) -> dict:
+                  fallback_shift: float = 0.0, load: float = 0.5, steal: float | None = 0.0,
+                  calibration: tuple[float, float] = (0.004, 0.0041)) -> dict:
     """One process's result: 5 rounds around the given step times, 13 losses, the fallback in the first process."""
     wiggle = (1.0, 1.01, 0.99, 1.005, 0.995)
     losses = [2.3 - 0.01 * i for i in range(13)]
     result = {
         "index": index, "device": "cpu", "threads": 2, "cache": {"fx_hits": 2 * (index > 0), "fx_misses": 0},
-        "random": [], "matched": None, "load": {"start": [load, 0.5, 0.5], "end": [load + 0.1, 0.5, 0.5]},
+        "random": [], "matched": None,
+        "load": {"start": [load, 0.5, 0.5], "end": [load + 0.1, 0.5, 0.5], "steal": steal,
+                 "calibration": {"before": calibration[0], "after": calibration[1]}},
         "variants": {
             "eager": {"first_s": eager_s * 3, "round_step_s": [eager_s * w for w in wiggle], "losses": losses,
                       "peak_bytes": 4 << 20, "graph_breaks": [], "recompiles": [], "graphs": 0},
@@ -37,7 +40,7 @@ def fake(speedups=(1.30, 1.32, 1.28), *, inputs=None, device="cpu", device_name=
     results[0]["roof"] = {"flops": peak, "dtype": "float32", "n": 1024, "repeats": 8, "threads": 2}
     return assessing._assemble(
         results, mode_list=["default"], skipped={}, amp=None, inputs=inputs or migrate.read_config(None),
-        probe=factories.Probe(flops, 1234, "((4, 8) float32, (4,) int64)", 2.3), device=device,
+        probe=examples.Probe(flops, 1234, "((4, 8) float32, (4,) int64)", 2.3), device=device,
         device_name=device_name, processes=len(speedups), steps=10, rounds=5,
         names=("mypkg.models:make_model", "mypkg.data:make_batches", None), seconds=42.0,
         command="python -m course_utils.migrate assess --model mypkg.models:make_model ...",

@@ -20,8 +20,9 @@ HERE = Path(__file__).resolve().parent
 
 pytestmark = pytest.mark.integration  # compiles in fresh processes: minutes on a loaded 2-core machine
 
-REPORT_KEYS = {"device", "versions", "processes", "speedup", "break_even_speedup", "decision", "parity",
-               "graph_breaks", "recompiles", "compile_seconds", "peak_bytes", "mfu", "inputs"}
+REPORT_KEYS = {"device", "versions", "processes", "speedup", "break_even_speedup", "decision", "modes",
+               "compile_seconds", "peak_bytes", "mfu", "inputs", "batch_inputs", "load"}
+MODE_KEYS = {"call", "parity", "graph_breaks", "recompiles", "compiled_graphs", "wait_s"}
 
 
 @pytest.fixture(autouse=True)
@@ -47,7 +48,7 @@ def test_two_models_end_to_end_in_two_processes(tmp_path, model, batches) -> Non
     assert found.peak_flops > 0 and found.peak_source.startswith("measured in this run's first process")
     assert len(found.loads) == 2 and len(found.loads[0]["start"]) == 3
     report = json.loads((out / "report.json").read_text())
-    assert REPORT_KEYS <= set(report)
+    assert REPORT_KEYS <= set(report) and MODE_KEYS <= set(report["modes"][0])
     assert set(report["speedup"]) >= {"median", "low", "high"}
     assert set(report["compile_seconds"]) >= {"cold", "warm"}
     page = (out / "report.html").read_text()
@@ -66,7 +67,7 @@ def test_drifting_losses_fail_parity_and_graph_breaks_are_counted(tmp_path) -> N
     told = migrate.report.findings_of(found)
     assert any("must be fixed before any migration" in b for b in migrate.story.blockers(told["parity"],
                                                                                           told["fallback"]))
-    assert json.loads((tmp_path / "report" / "report.json").read_text())["parity"]["default"]["passed"] is False
+    assert json.loads((tmp_path / "report" / "report.json").read_text())["modes"][0]["parity"]["passed"] is False
 
 
 def test_dropout_is_judged_with_the_random_state_matched_and_blocks_nothing(tmp_path) -> None:
@@ -97,7 +98,7 @@ def test_a_gru_compiles_nothing_so_there_is_nothing_to_migrate(tmp_path) -> None
     assert "GRU" in found.decision.reason
     assert any("Hint:" in b and "GRU" in b for b in found.deciding.graph_breaks), found.deciding.graph_breaks
     report = json.loads((tmp_path / "report" / "report.json").read_text())
-    assert report["decision"].startswith("nothing to migrate: ") and report["compiled_graphs"] == {"default": 0}
+    assert report["decision"].startswith("nothing to migrate: ") and report["modes"][0]["compiled_graphs"] == 0
 
 
 def test_a_failed_measuring_process_keeps_its_log_beside_out(tmp_path) -> None:
@@ -173,3 +174,37 @@ def test_a_child_that_fails_shows_its_log_and_one_past_its_timeout_is_stopped(tm
     with pytest.raises(children.ChildFailed, match="killed by SIGSEGV"):
         children.run_child([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"],
                            log=tmp_path / "c.log", timeout=60)
+
+
+def test_end_to_end_steps_draw_from_a_dataloader_with_workers_and_time_the_wait_apart(tmp_path) -> None:
+    found = migrate.assess("assess_models:mlp", "assess_models:mlp_loader", batches_args={"workers": 1},
+                           processes=2, steps=4, amp="off", out=tmp_path / "report", progress=False)
+    assert found.batch_inputs == "end-to-end" and found.eager_wait_s is not None and found.deciding.wait_s is not None
+    assert 0 <= found.eager_wait_s < found.eager_step_s and found.deciding.parity.passed, found.deciding.parity
+    assert "end to end: each step drew its batch from make_batches()" in found.setup
+    assert "the wait for data was eager" in (tmp_path / "report" / "report.md").read_text()
+    cached = migrate.assess("assess_models:mlp", "assess_models:mlp_loader", batches_args={"workers": 0},
+                            processes=2, steps=2, amp="off", inputs="cached", out=tmp_path / "cached", progress=False)
+    assert cached.eager_wait_s is None and "inputs cached" in cached.setup
+    assert "Inputs cached (--inputs=cached)" in (tmp_path / "cached" / "report.md").read_text()
+    assert json.loads((tmp_path / "cached" / "report.json").read_text())["batch_inputs"] == "cached"
+
+
+def test_the_users_compile_function_decides_and_fullgraph_and_regional_are_named(tmp_path) -> None:
+    found = migrate.assess("assess_models:stack", "assess_models:mlp_batches", compiler="assess_models:compile_fixed",
+                           modes="default", fullgraph=True, processes=2, steps=2, amp="off", out=tmp_path / "whole",
+                           progress=False)
+    assert [m.call for m in found.modes] == ["assess_models:compile_fixed(model)",
+                                             "torch.compile(model, mode='default', fullgraph=True)"]
+    assert found.deciding.graphs > 0 and found.deciding.speedup.candidate == "assess_models:compile_fixed(model)"
+    assert "| assess_models:compile_fixed(model) |" in (tmp_path / "whole" / "report.md").read_text()
+    regional = migrate.assess("assess_models:stack", "assess_models:mlp_batches", regional=True, processes=2, steps=2,
+                              amp="off", out=tmp_path / "regional", progress=False)
+    assert regional.deciding.call == "torch.compile(block, mode='default') on each block of layers (3 blocks)"
+    assert regional.deciding.graphs >= 1 and regional.deciding.parity.passed
+    with pytest.raises(ValueError, match="regional: the model holds no torch.nn.ModuleList"):
+        migrate.assess("assess_models:mlp", "assess_models:mlp_batches", regional=True, processes=2, steps=2,
+                       out=tmp_path / "none", progress=False)
+    with pytest.raises(ValueError, match="fullgraph: it sets torch.compile's fullgraph=True for --modes"):
+        migrate.assess("assess_models:mlp", "assess_models:mlp_batches", compiler="assess_models:compile_fixed",
+                       fullgraph=True, processes=2, steps=2, out=tmp_path / "none", progress=False)

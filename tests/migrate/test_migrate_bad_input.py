@@ -10,7 +10,7 @@ import pytest
 from badinput import rejects
 
 from course_utils import intervals, migrate, timing
-from course_utils.migrate import cost, decision, ladder, rungs
+from course_utils.migrate import cost, decision, ladder, torch_rungs
 from course_utils.migrate import ladder as lad
 
 NAN, INF = float("nan"), float("inf")
@@ -31,19 +31,19 @@ LADDER = ladder.build_ladder([_rung("base"), _rung("workers"), _rung("compile", 
 
 BAD_CALLS = [
     # the ladder
-    (lambda: rungs.measure_rungs([("x", [], _step, "no migration")]), "loader"),
-    (lambda: rungs.measure_rungs([("x", 42, _step, "no migration")]), "specs"),
-    (lambda: rungs.measure_rungs([("x", "abc", _step, "no migration")]), "specs"),
-    (lambda: rungs.measure_rungs([("x", BATCHES, 42, "no migration")]), "specs"),
-    (lambda: rungs.measure_rungs([("", BATCHES, _step, "no migration")]), "specs"),
-    (lambda: rungs.measure_rungs([(None, BATCHES, _step, "no migration")]), "specs"),
-    (lambda: rungs.measure_rungs([("x", BATCHES, _step, "cheap")]), "specs"),
-    (lambda: rungs.measure_rungs([("x", BATCHES, _step, "no migration")], rounds=0), "rounds"),
-    (lambda: rungs.measure_rungs([("x", BATCHES, _step, "no migration")], rounds=NAN), "rounds"),
-    (lambda: rungs.measure_rungs([("x", BATCHES, _step, "no migration")], peak_memory=3), "peak_memory"),
-    (lambda: rungs.measure_rungs([], rounds=1), "specs"),
-    (lambda: rungs.measure_rungs([("x", BATCHES, _step)]), "specs"),
-    (lambda: rungs.measure_rungs([("x", [(object(),)], _step, "no migration")]), "loader"),
+    (lambda: torch_rungs.measure_rungs([("x", [], _step, "no migration")]), "loader"),
+    (lambda: torch_rungs.measure_rungs([("x", 42, _step, "no migration")]), "specs"),
+    (lambda: torch_rungs.measure_rungs([("x", "abc", _step, "no migration")]), "specs"),
+    (lambda: torch_rungs.measure_rungs([("x", BATCHES, 42, "no migration")]), "specs"),
+    (lambda: torch_rungs.measure_rungs([("", BATCHES, _step, "no migration")]), "specs"),
+    (lambda: torch_rungs.measure_rungs([(None, BATCHES, _step, "no migration")]), "specs"),
+    (lambda: torch_rungs.measure_rungs([("x", BATCHES, _step, "cheap")]), "specs"),
+    (lambda: torch_rungs.measure_rungs([("x", BATCHES, _step, "no migration")], rounds=0), "rounds"),
+    (lambda: torch_rungs.measure_rungs([("x", BATCHES, _step, "no migration")], rounds=NAN), "rounds"),
+    (lambda: torch_rungs.measure_rungs([("x", BATCHES, _step, "no migration")], peak_memory=3), "peak_memory"),
+    (lambda: torch_rungs.measure_rungs([], rounds=1), "specs"),
+    (lambda: torch_rungs.measure_rungs([("x", BATCHES, _step)]), "specs"),
+    (lambda: torch_rungs.measure_rungs([("x", [(object(),)], _step, "no migration")]), "loader"),
     (lambda: ladder.build_ladder([]), "rungs"),
     (lambda: ladder.build_ladder([1, 2]), "rungs"),
     (lambda: ladder.build_ladder([_rung("c", "migration")]), "rungs"),
@@ -164,7 +164,7 @@ def test_a_users_error_in_the_step_passes_through_unchanged() -> None:
         raise Mine("the learner's bug")
 
     with pytest.raises(Mine, match="learner"):
-        rungs.measure_rungs([("x", BATCHES, broken, "no migration")])
+        torch_rungs.measure_rungs([("x", BATCHES, broken, "no migration")])
 
 
 def test_never_pays_back_is_inf_not_a_negative_number() -> None:

@@ -8,7 +8,7 @@ import json
 from fake_assessment import fake
 
 from course_utils import migrate
-from course_utils.migrate import compiled, decision, report
+from course_utils.migrate import decision, parity, report
 
 # Dynamo's log message for an nn.GRU (torch 2.13), as the graph_breaks artifact gives it
 GRU_BREAK = """Graph break in user code at /home/me/model.py:12
@@ -30,16 +30,16 @@ User code traceback:
 
 
 def test_a_break_is_kept_whole_with_its_hint_and_without_the_traceback() -> None:
-    text = compiled.break_text(GRU_BREAK)
+    text = parity.break_text(GRU_BREAK)
     assert text.startswith("/home/me/model.py:12: Failed to handle graph break gracefully")
     assert "Hint: Set torch._dynamo.config.allow_rnn=True" in text and "GRU(8, 8, batch_first=True)" in text
     assert "User code traceback" not in text and "http" not in text and "\n\n" not in text
-    assert compiled.short_reason(text) == ("Attempted to wrap RNN, GRU, or LSTM (Dynamo does not support RNN, GRU, "
+    assert parity.short_reason(text) == ("Attempted to wrap RNN, GRU, or LSTM (Dynamo does not support RNN, GRU, "
                                            "or LSTM)")
 
 
 def test_no_compiled_graph_means_nothing_to_migrate_whatever_the_timings(tmp_path) -> None:
-    found = fake((1.5, 1.6, 1.55), graphs=0, breaks=(compiled.break_text(GRU_BREAK),))
+    found = fake((1.5, 1.6, 1.55), graphs=0, breaks=(parity.break_text(GRU_BREAK),))
     assert found.decision.outcome == decision.NOTHING
     assert found.decision.text == ("nothing to migrate: Dynamo compiled no graph and ran the whole forward eager: "
                                    "Attempted to wrap RNN, GRU, or LSTM (Dynamo does not support RNN, GRU, or LSTM)")
@@ -50,7 +50,7 @@ def test_no_compiled_graph_means_nothing_to_migrate_whatever_the_timings(tmp_pat
     assert sentence.startswith("**Decision: nothing to migrate: Dynamo compiled no graph") and "speed-up" in sentence
     report.write(found, tmp_path)
     saved = json.loads((tmp_path / "report.json").read_text())
-    assert saved["decision"].startswith("nothing to migrate: ") and saved["compiled_graphs"] == {"default": 0}
+    assert saved["decision"].startswith("nothing to migrate: ") and saved["modes"][0]["compiled_graphs"] == 0
     md = (tmp_path / "report.md").read_text()
     assert "\n  Hint: Set torch._dynamo.config.allow_rnn=True" in md  # the hint, indented under its break
     assert found.priced(migrate.read_config(None)).decision.outcome == decision.NOTHING

@@ -11,7 +11,7 @@ from fake_assessment import fake
 
 from course_utils import migrate
 from course_utils.migrate import __main__ as cli
-from course_utils.migrate import gate, report
+from course_utils.migrate import record, report
 
 OLD = fake((1.50, 1.52, 1.48))  # the baseline: about 1.5x, a narrow interval
 
@@ -26,7 +26,7 @@ def baseline(tmp_path):
                                               ((1.80, 1.82, 1.78), False)])
 def test_the_gate_fails_only_when_the_gain_fell_beyond_both_intervals(baseline, speedups, failed) -> None:
     new = fake(speedups)
-    judged = gate.Gate(gate.load(baseline), new.deciding.speedup, "default")
+    judged = record.Gate(record.baseline(baseline), new.deciding.speedup, "default")
     assert judged.failed is failed
     assert (judged.change.high < 1) is failed  # the rule, stated in gate's docstring
     sentence = judged.finding().sentence
@@ -38,7 +38,7 @@ def test_the_gate_fails_only_when_the_gain_fell_beyond_both_intervals(baseline, 
 def test_the_command_exits_3_on_a_failed_gate(tmp_path, baseline, monkeypatch, capsys, speedups, code) -> None:
     def assessed(*args, baseline, **kwargs):
         found = fake(speedups)
-        return replace(found, gate=gate.Gate(gate.load(baseline), found.deciding.speedup, "default"))
+        return replace(found, gate=record.Gate(record.baseline(baseline), found.deciding.speedup, "default"))
 
     monkeypatch.setattr(cli._assess, "assess", assessed)
     argv = ["assess", "--model", "m:f", "--batches", "m:g", "--out", str(tmp_path / "new"), "--baseline",
@@ -53,12 +53,12 @@ def test_a_bad_baseline_is_named_before_measuring(tmp_path) -> None:
         migrate.assess("assess_models:raises", "assess_models:mlp_batches", out=tmp_path / "new",
                        baseline=tmp_path / "old.json", progress=False)
     with pytest.raises(ValueError, match="baseline: its gain is of mode 'default'"):
-        gate.Gate(gate.load(report.write(OLD, tmp_path / "r")["json"]), OLD.deciding.speedup, "max-autotune")
+        record.Gate(record.baseline(report.write(OLD, tmp_path / "r")["json"]), OLD.deciding.speedup, "max-autotune")
 
 
 def test_the_gate_is_in_report_json(tmp_path, baseline) -> None:
     new = fake((1.20, 1.22, 1.18))
-    found = replace(new, gate=gate.Gate(gate.load(baseline), new.deciding.speedup, "default"))
+    found = replace(new, gate=record.Gate(record.baseline(baseline), new.deciding.speedup, "default"))
     saved = json.loads(report.write(found, tmp_path / "new")["json"].read_text())
     assert saved["gate"]["failed"] is True and saved["gate"]["rule"].startswith("the gate fails only when")
     assert "Regression gate failed" in (tmp_path / "new" / "report.md").read_text()

@@ -10,7 +10,7 @@ import pytest
 
 from course_utils import migrate, timing
 from course_utils.migrate import ladder as lad
-from course_utils.migrate import rungs, torch_rungs
+from course_utils.migrate import torch_rungs
 
 SMALL = [(np.full((4, 2), i, np.float32), np.zeros(4)) for i in range(6)]
 LARGE = [(np.full((8, 2), i, np.float32), np.zeros(8)) for i in range(3)]
@@ -29,7 +29,7 @@ def _rung(label, kind, median, batch=4, spread=0.1, group=1):
 
 
 def test_measure_rung_reads_batch_size_and_steady_steps() -> None:
-    rung, = rungs.measure_rungs([("r", SMALL, _step, lad.NO_MIGRATION)], rounds=2,
+    rung, = torch_rungs.measure_rungs([("r", SMALL, _step, lad.NO_MIGRATION)], rounds=2,
                                 peak_memory=lambda fn: (fn(), 123)[1])
     assert rung.batch_size == 4 and rung.peak_bytes == 123 and rung.kind == lad.NO_MIGRATION
     assert rung.steps.n == 2 * (len(SMALL) - 1)  # each epoch's first step holds the loader start
@@ -37,7 +37,7 @@ def test_measure_rung_reads_batch_size_and_steady_steps() -> None:
 
 
 def test_measure_rungs_interleaves_and_keeps_kinds() -> None:
-    a, b = rungs.measure_rungs([("a", SMALL, _step, lad.NO_MIGRATION), ("b", LARGE, _step, migrate.MIGRATION)],
+    a, b = torch_rungs.measure_rungs([("a", SMALL, _step, lad.NO_MIGRATION), ("b", LARGE, _step, migrate.MIGRATION)],
                                  rounds=2)
     assert (a.kind, b.kind, a.batch_size, b.batch_size) == (lad.NO_MIGRATION, migrate.MIGRATION, 4, 8)
     assert b.steps.n == 2 * (len(LARGE) - 1)
@@ -45,7 +45,7 @@ def test_measure_rungs_interleaves_and_keeps_kinds() -> None:
 
 def test_empty_loader_is_a_value_error_not_stop_iteration() -> None:
     with pytest.raises(ValueError, match="loader"):
-        rungs.measure_rungs([("x", [], _step, lad.NO_MIGRATION)])
+        torch_rungs.measure_rungs([("x", [], _step, lad.NO_MIGRATION)])
 
 
 def test_speedups_are_per_sample() -> None:
@@ -111,7 +111,7 @@ def test_autocast_dtype_and_train_step() -> None:
 
 
 def test_rungs_measured_together_get_an_interval_from_their_paired_rounds() -> None:
-    a, b = rungs.measure_rungs([("a", SMALL, _step, lad.NO_MIGRATION), ("b", SMALL, _step, migrate.MIGRATION)],
+    a, b = torch_rungs.measure_rungs([("a", SMALL, _step, lad.NO_MIGRATION), ("b", SMALL, _step, migrate.MIGRATION)],
                                  rounds=3)
     assert a.group == b.group and len(a.round_medians) == len(b.round_medians) == 3
     gain = lad.build_ladder([a, b]).migration_gain()

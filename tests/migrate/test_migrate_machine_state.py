@@ -28,6 +28,21 @@ def test_a_busy_machine_decides_nothing_and_says_so(tmp_path) -> None:
     assert nothing.decision.outcome == decision.NOTHING  # nothing compiled says more than a busy machine
 
 
+def test_interference_seen_by_the_calibration_probe_or_the_steal_refuses_to_decide(tmp_path) -> None:
+    quiet = min(0.5, migrate.record.host()["logical_cores"] / 2)
+    slowed = fake((1.5, 1.6, 1.55), load=quiet, calibration=(0.004, 0.009))  # another job started mid-process
+    assert slowed.decision.outcome == decision.BUSY
+    assert "process 1's calibration matmul changed 2.25x between its start and its end" in slowed.decision.reason
+    stolen = fake((1.5, 1.6, 1.55), load=quiet, steal=0.2)
+    assert stolen.decision.outcome == decision.BUSY and "CPU steal reached 20%" in stolen.decision.reason
+    within = fake((1.5, 1.6, 1.55), load=quiet, calibration=(0.004, 0.0055), steal=None)  # 1.375x: inside 1.5x
+    assert within.decision.outcome == decision.MIGRATE
+    assert "CPU steal not available" in report.findings_of(within)["quiet"].sentence
+    report.write(slowed, tmp_path)
+    saved = json.loads((tmp_path / "report.json").read_text())
+    assert saved["load"]["per_process"][0]["calibration"]["after"] == 0.009 and "1.5x" in saved["load"]["rule"]
+
+
 
 def test_the_peak_is_this_runs_roof_for_the_dtype_that_ran() -> None:
     roof = {"flops": 2e11, "dtype": "bfloat16", "n": 1024, "repeats": 8, "threads": 2}
