@@ -41,6 +41,9 @@ def parser() -> argparse.ArgumentParser:
     cmd.add_argument("--inputs", default="end-to-end", choices=_assess.INPUTS,
                      help="end-to-end: each step draws from make_batches() as training does, data wait timed apart; "
                           "cached: batches fetched once, compute only")
+    cmd.add_argument("--nproc-per-node", type=int, default=1,
+                     help="ranks per fresh process: each is a torchrun job, eager DDP against compiled DDP (NCCL "
+                          "with a GPU per rank, else gloo on the CPU, which stands in)")
     cmd.add_argument("--amp", default="auto", choices=_assess.AMPS)
     cmd.add_argument("--threads", type=int, help="intra-op threads of the measuring processes (default: torch's)")
     cmd.add_argument("--timeout", type=float, help="seconds allowed per process (default: 300 + 8 per step)")
@@ -120,7 +123,8 @@ def _main(argv: list[str] | None) -> int:
                                processes=args.processes, steps=args.steps, device=args.device, modes=args.modes,
                                amp=args.amp, threads=args.threads, timeout=args.timeout, out=args.out,
                                baseline=args.baseline, compiler=args.compiler, fullgraph=args.fullgraph,
-                               regional=args.regional, inputs=args.inputs)
+                               regional=args.regional, inputs=args.inputs,
+                               nproc_per_node=args.nproc_per_node)
     except KeyboardInterrupt:
         print(f"interrupted: every measuring process was stopped; nothing was written to {args.out}", file=sys.stderr)
         return 130

@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal
 
 from course_utils import children, declare, env, intervals, validate
 from course_utils.declare import NonEmpty, Range, Text
-from course_utils.migrate import assessment, examples, parity, record, report
+from course_utils.migrate import assessment, ddp, examples, parity, record, report
 from course_utils.migrate.inputs import Inputs, read_config
 from course_utils.migrate.torch_rungs import autocast_dtype
 
@@ -36,6 +36,7 @@ Processes = Annotated[int, Range(2, 64)]  # two for an interval, 64 at most (eac
 Steps = Annotated[int, Range(2, 100_000)]  # timed steps per process
 Args = Mapping[Annotated[str, declare.Matches(r"[A-Za-z_]\w*", "a Python argument name")], int | float | str]
 Threads = Annotated[int, Range(1, 1024)]
+Ranks = Annotated[int, Range(1, 64)]  # ranks per fresh process (torchrun's --nproc-per-node)
 Modes = Annotated[Sequence[Literal[MODES]], NonEmpty] | Text
 
 
@@ -93,7 +94,8 @@ def command_line(model: Text, batches: Text, *, model_args: Args | None = None, 
                  loss: Text | None = None, config: Text | None = None, processes: Processes = 5, steps: Steps = 50,
                  device: Literal[DEVICES] = "auto", modes: Modes | None = None, amp: Literal[AMPS] = "auto",
                  threads: Threads | None = None, out: str | Path = "build/assess/mymodel", compiler: Text | None = None,
-                 fullgraph: bool = False, regional: bool = False, inputs: Literal[INPUTS] = "end-to-end") -> str:
+                 fullgraph: bool = False, regional: bool = False, inputs: Literal[INPUTS] = "end-to-end",
+                 nproc_per_node: Ranks = 1) -> str:
     """The command line of ``assess`` for these arguments (what a lead runs on their own model), checked as
     ``assess`` checks them."""
     parts = ["python", "-m", "course_utils.migrate", "assess", "--model", model, "--batches", batches]
@@ -105,6 +107,7 @@ def command_line(model: Text, batches: Text, *, model_args: Args | None = None, 
     parts += ["--compile", compiler] if compiler else []
     parts += ["--modes", ",".join(_modes(modes))] if modes or not compiler else []
     parts += ["--fullgraph"] * fullgraph + ["--regional"] * regional + ["--inputs", inputs] * (inputs != INPUTS[0])
+    parts += ["--nproc-per-node", str(nproc_per_node)] if nproc_per_node > 1 else []
     parts += ["--amp", amp, *(["--threads", str(threads)] if threads else []), "--out", str(out)]
     return " ".join(shlex.quote(p) for p in parts)
 
@@ -116,7 +119,8 @@ def assess(model: Any, batches: Any, *, out: str | Path, model_args: Args | None
            amp: Literal[AMPS] = "auto", threads: Threads | None = None,
            seed: Annotated[int, Range(0, 2**31 - 1)] = 0, timeout: Annotated[float, Range(1, 24 * 3600)] | None = None,
            progress: bool = True, baseline: str | Path | None = None, compiler: Any = None, fullgraph: bool = False,
-           regional: bool = False, inputs: Literal[INPUTS] = "end-to-end") -> assessment.Assessment:
+           regional: bool = False, inputs: Literal[INPUTS] = "end-to-end",
+           nproc_per_node: Ranks = 1) -> assessment.Assessment:
     """Measure eager against ``torch.compile`` on ``model(**model_args)`` (a 'package.module:function' path, or a
     function in an importable module) over ``batches(**batches_args)`` in ``processes`` fresh processes of ``steps``
     timed steps each, price the gain with ``config`` (a TOML path, ``Inputs``, or None: the seed's figures) and write
@@ -125,7 +129,9 @@ def assess(model: Any, batches: Any, *, out: str | Path, model_args: Args | None
     report.json for the regression gate; ``compiler``: the user's compile function ('module:fn' or such a function,
     taking the model and returning the compiled one), measured first (it decides), beside ``modes``; ``fullgraph``
     and ``regional`` (each block of the largest ModuleList compiled) change the calls; ``inputs``: "end-to-end"
-    (each step draws from make_batches() as training does, data wait timed apart) or "cached" (compute only)."""
+    (each step draws from make_batches() as training does, data wait timed apart) or "cached" (compute only);
+    ``nproc_per_node`` > 1: each fresh process is a torchrun job of that many ranks, eager DDP against compiled DDP
+    (``migrate.ddp``)."""
     start, started = time.perf_counter(), record.now()
     target = examples.check_out("out", out)  # first: a folder that cannot be written is refused before anything
     base = None if baseline is None else record.baseline(baseline)
@@ -156,7 +162,7 @@ def assess(model: Any, batches: Any, *, out: str | Path, model_args: Args | None
     command = command_line(model_path, batches_path, model_args=model_args, batches_args=batches_args, loss=loss_path,
                            config=costs.path, processes=processes, steps=steps, device=device, modes=modes,
                            amp=amp, threads=threads, out=target, compiler=compile_path, fullgraph=fullgraph,
-                           regional=regional, inputs=inputs)
+                           regional=regional, inputs=inputs, nproc_per_node=nproc_per_node)
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{target.name}-assess-", dir=target.parent))
     try:
@@ -166,6 +172,7 @@ def assess(model: Any, batches: Any, *, out: str | Path, model_args: Args | None
             "modes": measured_modes, "rounds": len(per_round), "per_round": per_round, "seed": seed,
             "threads": threads, "optimizer": costs.value("optimizer"), "learning_rate": costs.value("learning_rate"),
             "sys_path": [p for p in sys.path if p], "inputs": inputs, "fullgraph": fullgraph, "regional": regional,
+            "nproc": nproc_per_node,
         }, timeout, progress)
         found = _assemble(results, mode_list=measured_modes, skipped=skipped, amp=amp_name, inputs=costs,
                           calls=calls(measured_modes, fullgraph=fullgraph, blocks=probe.blocks),
@@ -205,7 +212,7 @@ def _run_processes(work: Path, kept: Path, processes: int, spec: dict[str, Any],
                    progress: bool) -> list[dict[str, Any]]:
     """Run the worker ``processes`` times, one after the other; the first with an empty compile cache. A process
     that fails or runs past ``timeout`` leaves its log in ``kept``, which the error names."""
-    units = (1 + (spec["amp"] is not None) + len(spec["modes"])) * (3 + sum(spec["per_round"]))
+    units = (1 + (spec["amp"] is not None) + len(spec["modes"]) + (spec["nproc"] > 1)) * (3 + sum(spec["per_round"]))
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -227,14 +234,17 @@ def _run_processes(work: Path, kept: Path, processes: int, spec: dict[str, Any],
                 bar.set_postfix_str(f"process {index + 1} of {processes}", refresh=False)
 
             def on_line(line: str, index: int = index) -> None:
-                parts = line.split()
+                parts = line.split(":", 1)[-1].split() if line.startswith("[") else line.split()  # torchrun's prefix
                 if bar is not None and len(parts) == 3 and parts[0] == "@@progress":
                     bar.update(max(0, index * units + min(int(parts[1]), units) - bar.n))
 
-            log = work / f"log-{index}.txt"
+            log, args = work / f"log-{index}.txt", [str(spec_path), str(result_path)]
+            command = [sys.executable, str(WORKER), *args]
+            if spec["nproc"] > 1:  # one torchrun job of nproc ranks on 127.0.0.1
+                command, job_env = ddp.command(WORKER, args, spec["nproc"], work / f"torchrun-{index}")
+                child_env.update(job_env)
             try:
-                children.run_child([sys.executable, str(WORKER), str(spec_path), str(result_path)],
-                                   log=log, timeout=timeout, env=child_env, on_line=on_line)
+                children.run_child(command, log=log, timeout=timeout, env=child_env, on_line=on_line)
             except (children.ChildFailed, TimeoutError) as exc:
                 raise _keep_log(log, kept, exc) from None
             results.append(json.loads(result_path.read_text()))
@@ -278,7 +288,7 @@ def _assemble(results: list[dict[str, Any]], *, mode_list: list[str], skipped: d
         fallback=fallback, pricing=pricing, seconds=seconds, command=command, parameters=probe.parameters,
         batch=probe.batch, cache={"method": assessment.CACHE_METHOD, "per_process": [r["cache"] for r in results]},
         started=started, host=host, loads=tuple(r["load"] for r in results), amp_alone=amp_alone,
-        batch_inputs=results[0].get("inputs", "cached"),
+        batch_inputs=results[0].get("inputs", "cached"), ddp=ddp.summary(results),
         eager_wait_s=assessment.wait([r["variants"]["eager"] for r in results]))
 
 

@@ -212,6 +212,7 @@ class Assessment:
     amp_alone: intervals.Speedup | None = None  # eager + AMP over eager fp32 across processes (AMP runs only)
     batch_inputs: str = "end-to-end"  # each step drew from make_batches() as training does; "cached": fetched once
     eager_wait_s: float | None = None  # of eager_step_s, the median wait for the next batch
+    ddp: Mapping[str, Any] | None = None  # --nproc-per-node > 1: ranks, backend, buckets, graphs, comm share (ddp.py)
 
     @property
     def deciding(self) -> ModeResult:
@@ -224,7 +225,8 @@ class Assessment:
                   if self.eager_wait_s is None else "end to end: each step drew its batch from make_batches() as "
                   f"training does ({display.format_time(self.eager_wait_s)} of the eager step waited for data)")
         return (f"batch {self.batch}, {inputs}, {self.amp or 'fp32'}, "
-                f"{self.threads} intra-op thread{'s' if self.threads != 1 else ''}, {self.device_name}")
+                f"{self.threads} intra-op thread{'s' if self.threads != 1 else ''}, {self.device_name}"
+                + ("" if self.ddp is None else f", {self.ddp['ranks']} ranks in DDP over {self.ddp['backend']}"))
 
     @property
     def decision(self) -> decision.Decision:
@@ -259,6 +261,7 @@ class Assessment:
             "device": self.device, "device_name": self.device_name, "versions": dict(self.versions),
             "threads": self.threads, "processes": self.processes, "steps": self.steps, "rounds": self.rounds,
             "amp": self.amp or "off", "batch_inputs": self.batch_inputs, "eager_wait_s": self.eager_wait_s,
+            "ddp": None if self.ddp is None else dict(self.ddp),
             "optimizer": self.optimizer, "parameters": self.parameters, "batch": self.batch,
             "speedup": {"median": mode.speedup.ratio, "low": mode.speedup.low, "high": mode.speedup.high,
                         "mode": mode.mode, "call": mode.call, "method": intervals.METHOD + " over per-process medians"},

@@ -7,10 +7,13 @@ timed, is the compile), then rounds with the variants' order rotated. End to end
 its own ``make_batches()`` object as a training loop does, each epoch's order seeded alike, the wait for each batch
 timed apart; ``cached``: each round's batches fetched once, compute only. Then graph breaks, recompiles, graphs and
 peak memory per variant; in the first process, parity with the random state matched (dropout), the matmul roof on
-a CPU and a forced compile failure rolled back; the calibration matmul again. Progress: ``@@progress DONE TOTAL``."""
+a CPU and a forced compile failure rolled back; the calibration matmul again. Progress: ``@@progress DONE TOTAL``.
+Under torchrun (``--nproc-per-node``) every rank joins the job and wraps each variant in DDP (``migrate.ddp``), one
+more variant runs without the all-reduce, and rank 0 writes the result."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -23,7 +26,7 @@ from typing import Any
 
 from course_utils import memory
 from course_utils.fresh import function
-from course_utils.migrate import parity
+from course_utils.migrate import ddp, parity
 from course_utils.migrate.examples import blocks, call, default_loss, optimizer_for, to_device
 
 PROGRESS = "@@progress"
@@ -127,7 +130,8 @@ def compiler(spec: dict[str, Any], name: str) -> Callable[[Any], Any]:
 class Run:
     """One variant: a fresh model from the seed, wrapped (or not) by ``wrap``, with its optimizer and step."""
 
-    def __init__(self, spec: dict[str, Any], wrap: Callable[[Any], Any], fp32: bool = False) -> None:
+    def __init__(self, spec: dict[str, Any], wrap: Callable[[Any], Any], fp32: bool = False,
+                 no_sync: bool = False) -> None:
         import torch
 
         self.spec, self.device = spec, torch.device(spec["device"])
@@ -139,6 +143,7 @@ class Run:
         self.amp = None if fp32 or spec["amp"] is None else getattr(torch, spec["amp"])
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.amp is torch.float16)
         self.losses: list[Any] = []
+        self.no_sync = no_sync  # DDP's backward without its all-reduce (what the all-reduce costs)
 
     def step(self, batch: Any, keep: bool = True, seed: int | None = None) -> Any:
         """One training step; ``seed`` seeds the RNG first (the random state matched between variants)."""
@@ -147,10 +152,11 @@ class Run:
         if seed is not None:
             torch.manual_seed(seed)
         inputs, targets = (to_device(v, self.device) for v in batch)
-        with torch.autocast(self.device.type, dtype=self.amp or torch.float32, enabled=self.amp is not None):
-            loss = self.loss_fn(call(self.wrapped, inputs), targets)
         self.optimizer.zero_grad(set_to_none=True)
-        self.scaler.scale(loss).backward()
+        with self.wrapped.no_sync() if self.no_sync else contextlib.nullcontext():
+            with torch.autocast(self.device.type, dtype=self.amp or torch.float32, enabled=self.amp is not None):
+                loss = self.loss_fn(call(self.wrapped, inputs), targets)
+            self.scaler.scale(loss).backward()
         self.scaler.step(self.optimizer)
         self.scaler.update()
         if keep:
@@ -197,7 +203,7 @@ def machine(start: dict[str, Any]) -> dict[str, Any]:
             "calibration": {"before": start["calibration"], "after": calibrate(), "n": CALIBRATION_N}}
 
 
-def measure(spec: dict[str, Any]) -> dict[str, Any]:
+def measure(spec: dict[str, Any], ranks: ddp.Ranks = ddp.SINGLE) -> dict[str, Any]:
     import torch
     from torch._dynamo.utils import counters
 
@@ -206,11 +212,19 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     start = {"load": list(os.getloadavg()), "times": cpu_times(), "calibration": calibrate()}
     device, ended = torch.device(spec["device"]), spec["inputs"] == "end-to-end"
     log = CompileLog.install()
-    wraps: dict[str, Callable[[Any], Any]] = {"eager": lambda m: m}
+    def in_job(m: Any) -> Any:
+        return ddp.wrap(m, ranks)
+
+    wraps: dict[str, Callable[[Any], Any]] = {"eager": in_job}
     if spec["amp"] is not None:
-        wraps[FP32] = lambda m: m  # eager without autocast: what AMP alone buys, no migration
-    wraps.update({name: compiler(spec, name) for name in spec["modes"]})
-    runs = {name: Run(spec, wrap, fp32=name == FP32) for name, wrap in wraps.items()}
+        wraps[FP32] = in_job  # eager without autocast: what AMP alone buys, no migration
+    for name in spec["modes"]:  # torch.compile(DDP(model)); a regional compile's blocks inside DDP
+        compile_call = compiler(spec, name)
+        wraps[name] = ((lambda m, c=compile_call: in_job(c(m))) if spec["regional"]
+                       else (lambda m, c=compile_call: c(in_job(m))))
+    if ranks.world > 1:
+        wraps[ddp.NO_SYNC] = in_job
+    runs = {name: Run(spec, wrap, fp32=name == FP32, no_sync=name == ddp.NO_SYNC) for name, wrap in wraps.items()}
 
     def source() -> Batches:
         return Batches(lambda: function("batches", spec["batches"])(**spec.get("batches_args", {})), spec["seed"])
@@ -222,18 +236,22 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     def tick(n: int) -> None:
         nonlocal done
         done += n
-        print(f"{PROGRESS} {done} {total}", flush=True)
+        if ranks.rank == 0:
+            print(f"{PROGRESS} {done} {total}", flush=True)
 
     warm = [sources["eager"].next() for _ in range(3)]  # the untimed steps; the first is the compile
     kept, first = list(warm), {}  # kept: the eager variant's first batches (parity, memory, the fallback)
+    subgraphs = {}  # graphs compiled in each variant's first step (under DDP: Dynamo's split at the buckets)
     for name, run in runs.items():
         log.switch(name)
+        before = counters["aot_autograd"]["total"]
         drawn = warm if not ended or name == "eager" else [sources[name].next() for _ in range(3)]
         sync(device)
         begin = time.perf_counter()
         run.step(drawn[0])
         sync(device)
         first[name] = time.perf_counter() - begin
+        subgraphs[name] = int(counters["aot_autograd"]["total"] - before)
         run.step(drawn[1])
         run.step(drawn[2])
         tick(3)
@@ -270,8 +288,10 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
         "variants": {name: {"first_s": first[name], "round_step_s": times[name], "round_wait_s": waits[name],
                             "losses": [float(v) for v in run.losses], "peak_bytes": peaks[name],
                             "graph_breaks": sorted(log.breaks.get(name, {})), "graphs": log.graphs.get(name, 0),
-                            "recompiles": log.recompiles.get(name, [])}
+                            "recompiles": log.recompiles.get(name, []), "subgraphs": subgraphs[name]}
                      for name, run in runs.items()},
+        "ddp": None if ranks.world == 1 else {"ranks": ranks.world, "backend": ranks.backend,
+                                              "buckets": ddp.buckets(runs["eager"].wrapped)},
     }
     result["roof"] = matmul_roof(spec) if spec["index"] == 0 and device.type == "cpu" else None
     result["random"] = random_modules(runs["eager"].model)
@@ -354,12 +374,15 @@ def main() -> None:
     for entry in reversed(spec["sys_path"]):
         if entry not in sys.path:
             sys.path.insert(0, entry)
-    result = measure(spec)
-    out = Path(sys.argv[2])
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result, allow_nan=True))
-    os.replace(tmp, out)
-    print(f"{PROGRESS} done", flush=True)
+    ranks = ddp.join(spec["device"])
+    result = measure({**spec, "device": ranks.device}, ranks)
+    ddp.leave(ranks)
+    if ranks.rank == 0:
+        out = Path(sys.argv[2])
+        tmp = out.with_suffix(".tmp")
+        tmp.write_text(json.dumps(result, allow_nan=True))
+        os.replace(tmp, out)
+        print(f"{PROGRESS} done", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,107 @@
+"""``assess --nproc-per-node N``: the job at its own scale, eager DDP against compiled DDP through the real launcher.
+
+The parent starts each fresh process as ``torchrun --nproc-per-node N`` on 127.0.0.1 (the course's launcher command);
+each rank joins the process group (NCCL with a GPU per rank, else gloo on the CPU, which stands in and says so),
+wraps every variant in ``DistributedDataParallel`` (compiled variants as ``torch.compile(DDP(model))``, where
+Dynamo's DDPOptimizer splits the graph at DDP's buckets), and rank 0 writes the result. A third DDP variant runs its
+backward under ``no_sync()`` (no all-reduce): the communication share is ``1 - its step / the eager step``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from course_utils import intervals
+
+NO_SYNC = "eager DDP, no all-reduce"  # the variant that measures what the all-reduce costs
+
+
+@dataclass(frozen=True)
+class Ranks:
+    """This process's place in the job: rank, world size, backend and device (world 1: no process group)."""
+
+    rank: int
+    world: int
+    backend: str | None
+    device: str
+
+
+SINGLE = Ranks(0, 1, None, "cpu")  # outside torchrun (the device is the spec's)
+
+
+def join(device: str) -> Ranks:
+    """Join torchrun's process group when ``WORLD_SIZE`` > 1 (a GPU per rank: NCCL; else gloo on the CPU)."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world == 1:
+        return Ranks(0, 1, None, device)
+    import torch
+    import torch.distributed as dist
+
+    local = int(os.environ["LOCAL_RANK"])
+    on_gpus = device == "cuda" and torch.cuda.device_count() >= int(os.environ.get("LOCAL_WORLD_SIZE", world))
+    backend = "nccl" if on_gpus else "gloo"
+    dist.init_process_group(backend)
+    if on_gpus:
+        torch.cuda.set_device(local)
+    return Ranks(dist.get_rank(), world, backend, f"cuda:{local}" if on_gpus else "cpu")
+
+
+def leave(ranks: Ranks) -> None:
+    """Leave the process group ``join`` joined (every rank at once: nothing is in flight after ``measure``)."""
+    if ranks.world > 1:
+        import torch.distributed as dist
+
+        dist.destroy_process_group()
+
+
+def wrap(model: Any, ranks: Ranks) -> Any:
+    """``model`` in ``DistributedDataParallel`` when the job has several ranks; itself otherwise."""
+    if ranks.world == 1:
+        return model
+    from torch.nn.parallel import DistributedDataParallel
+
+    return DistributedDataParallel(model, device_ids=[int(ranks.device.split(":")[1])] if ":" in ranks.device
+                                   else None)
+
+
+def buckets(model: Any) -> int | None:
+    """How many buckets DDP reduced in its last step (its own logging data); None outside DDP."""
+    inner = getattr(model, "_orig_mod", model)
+    data = getattr(inner, "_get_ddp_logging_data", None)
+    return int(data().get("num_buckets_reduced", 0)) if data else None
+
+
+def command(worker: Path, args: Sequence[str], nproc: int, log_dir: Path) -> tuple[list[str], dict[str, str]]:
+    """The torchrun command of one fresh process of ``nproc`` ranks on 127.0.0.1, and the environment it adds."""
+    from course_utils.distributed import launcher
+
+    env = {**launcher.loopback_env(), **launcher.ranks_on_cpu(nproc, os.environ),
+           "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // nproc))}
+    return launcher.torchrun_command(worker, nproc, list(args), launcher.free_port(), log_dir), env
+
+
+def summary(results: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """What the report says of a DDP run: ranks, backend, DDP's buckets, the compiled variants' graphs after
+    Dynamo's split, and the all-reduce's share of the eager step across the fresh processes; None for one rank."""
+    job = results[0].get("ddp")
+    if not job:
+        return None
+    variants = results[0]["variants"]
+    median = [statistics.median(r["variants"][name]["round_step_s"]) for name in ("eager", NO_SYNC) for r in results]
+    return {**job, "subgraphs": {name: v["subgraphs"] for name, v in variants.items() if not name.startswith("eager")},
+            "comm_share": comm_share(median[:len(results)], median[len(results):]),
+            "on_cpu": job["backend"] == "gloo"}
+
+
+def comm_share(eager: Sequence[float], no_sync: Sequence[float]) -> dict[str, float]:
+    """The all-reduce's share of the eager DDP step with its interval across fresh processes (one median step time
+    per process each): ``1 - no_sync / eager``, from the interval on their ratio."""
+    ratio = intervals.speedup(list(eager), list(no_sync))
+    share = [1 - 1 / r if r > 0 else -math.inf for r in (ratio.ratio, ratio.low, ratio.high)]
+    return {"share": share[0], "low": share[1], "high": share[2], "processes": ratio.n}
