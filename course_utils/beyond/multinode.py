@@ -8,17 +8,14 @@ from __future__ import annotations
 
 import os
 import shlex
-import sys
-import tempfile
-import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
 from course_utils import data, declare, display, models, validate, walltime
-from course_utils.distributed import failures, launcher, worker
+from course_utils.distributed import failures, launcher
 
 PREFIX_TEMPLATE = "[${role_name}${rank}]:"  # torchrun's line prefix with the GLOBAL rank (default: local rank)
 _MAX_NODES = 16
@@ -63,11 +60,8 @@ class NodeCommand:
 
     def runnable(self, log_dir: Path) -> list[str]:
         """The line as run here: this Python's torchrun, plus the options that collect the ranks' output."""
-        exe = Path(sys.executable).with_name("torchrun")
-        torchrun = [str(exe)] if exe.exists() else [sys.executable, "-m", "torch.distributed.run"]
-        options = {"--max-restarts": "0", **self.options, "--local-addr": launcher.LOOPBACK,
-                   "--monitor-interval": "0.1", "--tee": "3", "--log-dir": str(log_dir)}
-        return [*torchrun, *(f"{k}={v}" for k, v in options.items()), str(self.script), *self.args]
+        options = [f"{k}={v}" for k, v in {"--max-restarts": "0", **self.options}.items()]
+        return [*launcher.torchrun_exe(), *options, *launcher.collecting(log_dir), str(self.script), *self.args]
 
 
 def read_command(command: str | Sequence[str]) -> NodeCommand:
@@ -148,35 +142,15 @@ def run_nodes(commands: Annotated[Sequence[str | Sequence[str]], declare.NonEmpt
         raise ValueError(f"commands: on this machine the endpoint is {launcher.LOOPBACK}:<port>; got "
                          f"{first.options['--rdzv-endpoint']!r}")
     total, name = len(nodes) * first.nproc_per_node, first.script.name
-    launch_id = uuid.uuid4().hex
-    with tempfile.TemporaryDirectory(prefix="course_nodes_") as tmp:
-        out = Path(tmp)
-        runnable = [node.runnable(out / f"logs{n}") for n, node in enumerate(nodes)]
-        child_env = {**os.environ, "PYTHONUNBUFFERED": "1", worker.OUT_ENV: str(out), worker.ID_ENV: launch_id,
-                     "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // total)),
-                     "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": PREFIX_TEMPLATE, **launcher.loopback_env(),
-                     **_shared_gpu_env(total), **extra}
-        jobs: list[Any] = []
-        try:
-            for command in runnable:
-                jobs.append(launcher.LaunchJob(command, child_env, launch_id))
-            node_ranks: dict[int, set[int]] = {n: set() for n in range(len(nodes))}
-            per_node = _stream(jobs, timeout, name, total, echo, progress, on_line, node_ranks, out)
-            for n, node_lines in enumerate(per_node):  # a rank that ended between two scans still printed
-                node_ranks[n].update(int(m.group(1)) for m in map(failures.RANK_LINE.match, node_lines) if m)
-            seconds = time.perf_counter() - jobs[0].start
-            lines = [line for node in per_node for line in node]
-            records, arrays = launcher.collect_outputs(out)
-            pids = sorted({pid for job in jobs for pid in job.tracked})
-            return NodesResult(name, total, runnable[0], seconds, lines, records, arrays, pids,
-                               commands=runnable, node_output=per_node,
-                               node_ranks={n: sorted(r) for n, r in node_ranks.items()})
-        except failures.LaunchError as error:
-            error.processes = [p for job in jobs for p in job.tracked.values()]  # what the launch saw: ``leftover``
-            raise
-        finally:
-            for job in jobs:
-                job.close()
+    env = {"TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": PREFIX_TEMPLATE, **launcher.ranks_on_cpu(total, extra), **extra}
+    node_ranks: dict[int, set[int]] = {n: set() for n in range(len(nodes))}
+    result, per_node, runnable = launcher.run_jobs(
+        lambda out: [node.runnable(out / f"logs{n}") for n, node in enumerate(nodes)], env, name, total, timeout,
+        echo=echo, progress=progress, on_line=on_line, node_ranks=node_ranks)
+    for n, node_lines in enumerate(per_node):  # a rank that ended between two scans still printed
+        node_ranks[n].update(int(m.group(1)) for m in map(failures.RANK_LINE.match, node_lines) if m)
+    return NodesResult(**vars(result), commands=runnable, node_output=per_node,
+                       node_ranks={n: sorted(r) for n, r in node_ranks.items()})
 
 
 @declare.checked
@@ -190,84 +164,6 @@ def launch_nodes(script: str | os.PathLike, nnodes: Annotated[int, declare.Range
     commands = [node_command(script, nnodes=nnodes, node_rank=n, nproc_per_node=nproc_per_node, port=port,
                              args=args, job_id=job_id, max_restarts=max_restarts) for n in range(nnodes)]
     return run_nodes(commands, timeout, env=env, echo=echo, progress=progress, on_line=on_line)
-
-
-def _shared_gpu_env(total: int) -> dict[str, str]:
-    """Hide the GPUs when this machine has fewer than one per rank of all its "nodes" together.
-
-    Each node's ``LOCAL_WORLD_SIZE`` counts only its own ranks, so on a 1-GPU machine two 1-rank nodes would
-    both bind GPU 0 and NCCL would refuse the duplicate GPU; without GPUs the workers fall back to gloo.
-    """
-    import torch
-
-    return {"CUDA_VISIBLE_DEVICES": ""} if 0 < torch.cuda.device_count() < total else {}
-
-
-def _stream(jobs: list[Any], timeout: float, name: str, total: int, echo: bool, progress: bool,
-            on_line: Callable[[int | None, str], None] | None, node_ranks: dict[int, set[int]],
-            out: Path) -> list[list[str]]:
-    """Pump every node's output until all launchers exit; raise at the first node that fails or at timeout.
-
-    ``node_ranks[n]`` collects the global ranks (``RANK`` of the worker processes) that node ``n`` started, as
-    far as the scans every 0.2 s saw them; ``out / f"logs{n}"`` is node ``n``'s torchrun log folder.
-    """
-    per_node: list[list[str]] = [[] for _ in jobs]
-    arrival: list[str] = []
-    running, bar, next_scan = set(range(len(jobs))), None, 0.0
-    start = jobs[0].start
-    try:
-        while running:
-            now = time.perf_counter()
-            if now > next_scan:
-                for n, job in enumerate(jobs):
-                    launcher.track_processes(job.proc.pid, job.tracked)
-                    node_ranks[n].update(_ranks(job.tracked))
-                next_scan = now + 0.2
-            if now - start > timeout:
-                shown = [f"[rank {r}] {t}" for r, t in failures.learner_lines(arrival)[-10:]] or ["(no rank printed)"]
-                raise failures.LaunchTimeout(f"{name} on {len(jobs)} nodes did not finish within {timeout:g} s; all "
-                                            "processes of all nodes were killed. Last lines of the ranks:\n"
-                                            + "\n".join(shown), output=arrival)
-            idle = True
-            for n in sorted(running):
-                while True:
-                    try:
-                        line = jobs[n].lines_q.get_nowait()
-                    except Exception:  # queue.Empty
-                        break
-                    idle = False
-                    if line is None:
-                        jobs[n].proc.wait()
-                        running.discard(n)
-                        if jobs[n].proc.returncode != 0:
-                            raise failures.launch_failure(f"{name} (node {n} failed first)", total,
-                                                          jobs[n].proc.returncode, arrival, out / f"logs{n}")
-                        break
-                    line = line.rstrip("\n")
-                    per_node[n].append(line)
-                    arrival.append(line)
-                    bar = launcher.show_line(line, bar, name, total, echo=echo, progress=progress, on_line=on_line,
-                                             seconds=max(1.0, timeout - (time.perf_counter() - start)),
-                                             where=f"node {n} ")
-            if idle:
-                time.sleep(0.05)
-    finally:
-        if bar is not None:
-            bar.close()
-    return per_node
-
-
-def _ranks(tracked: dict[int, Any]) -> set[int]:
-    """The RANK environment variable of the worker processes among ``tracked`` (psutil processes)."""
-    found = set()
-    for p in tracked.values():
-        try:
-            value = p.environ().get("RANK")
-        except Exception:  # psutil.Error: gone or not ours
-            continue
-        if value is not None and value.isdigit():
-            found.add(int(value))
-    return found
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -17,19 +17,12 @@ from course_utils.distributed.devices import (
     tf_logical_cpus,
     time_threads,
 )
-from course_utils.distributed.launcher import (
-    free_port,
-    launch,
-    pg_timeout_for,
-    show_worker,
-    torchrun_command,
-    worker_path,
-    worker_source,
-)
+from course_utils.distributed.launcher import free_port, launch, pg_timeout_for, torchrun_command
 from course_utils.distributed.memory import memory_per_device
 from course_utils.distributed.plots import allreduce_fit_plot, breakdown_plot, diagram, proof_plot, scaling_plot
 from course_utils.distributed.rankfail import rank_failure
 from course_utils.distributed.records import measurements, summed
+from course_utils.distributed.worker import show_worker, worker_path, worker_source
 
 __all__ = [
     "accumulation_saving", "allreduce_cost", "allreduce_fit_plot", "allreduce_sweep", "breakdown_plot", "chain",

@@ -6,7 +6,6 @@ the ranks' process-group timeout is half the launch's, so a rank stuck in a coll
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import queue
@@ -36,9 +35,8 @@ from course_utils.distributed.failures import (
     launch_failure,
     learner_lines,
 )
-from course_utils.distributed.reaping import track_processes  # noqa: F401  (06's multinode uses it)
+from course_utils.distributed.worker import WORKERS, worker_path
 
-WORKERS = Path(__file__).resolve().parent.parent / "workers"
 LOOPBACK = "127.0.0.1"
 _MAX_PROCS = 256
 _MAX_SECONDS = 24 * 3600.0  # a launch longer than a day is a typo
@@ -97,65 +95,6 @@ _Seconds = Annotated[float, declare.Range(0, _MAX_SECONDS, low_open=True)]
 OnLine = Callable[[int | None, str], None] | None  # the learner's callable, given each (rank, text) line
 
 
-@declare.checked
-def worker_path(script: str | os.PathLike) -> Path:
-    """A worker script: a path that exists, or the name of one in ``course_utils/workers``."""
-    path = Path(script)
-    if path.is_file():
-        return path.resolve()
-    if (WORKERS / path.name).is_file():
-        return WORKERS / path.name
-    known = sorted(p.name for p in WORKERS.glob("*.py") if not p.name.startswith("_"))
-    raise ValueError(f"script must be an existing file or one of {known}; got {str(script)!r}")
-
-
-@declare.checked
-def worker_source(script: str | os.PathLike, only: Annotated[Sequence[str], declare.NonEmpty] | None = None) -> str:
-    """The worker's source, or only the top-level functions named in ``only`` (in file order)."""
-    path = worker_path(script)
-    try:
-        source = path.read_text()
-        tree = ast.parse(source) if only is not None else None
-    except (UnicodeDecodeError, SyntaxError, ValueError) as error:  # binary content, or not Python
-        raise ValueError(f"script {str(path)!r} must be a Python source file; reading it failed: "
-                         f"{type(error).__name__}: {error}") from None
-    if only is None:
-        return source
-    wanted = set(only)
-    defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-    for name in wanted:
-        validate.choice("only", name, sorted(defs))
-    lines = source.splitlines()
-    parts = []
-    for node in tree.body:
-        if getattr(node, "name", None) in wanted:
-            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            parts.append("\n".join(lines[start - 1:node.end_lineno]))
-    return "\n\n\n".join(parts)
-
-
-@dataclass(frozen=True, repr=False)
-class WorkerSource:
-    """A worker's lines as a notebook shows them: a Python code block (Markdown, highlighted by Jupyter), plain text
-    in a terminal; the text is the file's own, so what the cell shows is what the ranks run."""
-
-    name: str
-    text: str
-
-    def __repr__(self) -> str:
-        return self.text
-
-    def _repr_markdown_(self) -> str:
-        return f"`{self.name}`:\n\n```python\n{self.text}\n```"
-
-
-@declare.checked
-def show_worker(script: str | os.PathLike, only: Annotated[Sequence[str], declare.NonEmpty] | None = None
-                ) -> WorkerSource:
-    """The worker's source (or the functions in ``only``), shown in a notebook as a highlighted code block."""
-    return WorkerSource(worker_path(script).name, worker_source(script, only))
-
-
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -187,15 +126,23 @@ def loopback_env() -> dict[str, str]:
     return {"GLOO_SOCKET_IFNAME": names[0], "NCCL_SOCKET_IFNAME": names[0]} if names else {}
 
 
+def torchrun_exe() -> list[str]:
+    """This Python's torchrun (its module where the script is not installed)."""
+    exe = Path(sys.executable).with_name("torchrun")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "torch.distributed.run"]
+
+
+def collecting(log_dir: str | os.PathLike) -> list[str]:
+    """The torchrun options that collect the ranks' output: teed with a prefix, kept in ``log_dir``."""
+    return [f"--local-addr={LOOPBACK}", "--monitor-interval=0.1", "--tee=3", f"--log-dir={log_dir}"]
+
+
 @declare.checked
 def torchrun_command(script: str | os.PathLike, nprocs: Annotated[int, declare.Range(1, _MAX_PROCS)], args: _Args,
                      port: Annotated[int, declare.Range(1, 65535)], log_dir: str | os.PathLike) -> list[str]:
     """The torchrun command line: one node on 127.0.0.1, no restarts, ranks' output teed with a prefix."""
-    exe = Path(sys.executable).with_name("torchrun")
-    launcher = [str(exe)] if exe.exists() else [sys.executable, "-m", "torch.distributed.run"]
-    return [*launcher, "--nnodes=1", f"--nproc-per-node={nprocs}", f"--master-addr={LOOPBACK}",
-            f"--master-port={port}", f"--local-addr={LOOPBACK}", "--max-restarts=0", "--monitor-interval=0.1",
-            "--tee=3", f"--log-dir={log_dir}", str(script), *map(str, args)]
+    return [*torchrun_exe(), "--nnodes=1", f"--nproc-per-node={nprocs}", f"--master-addr={LOOPBACK}",
+            f"--master-port={port}", "--max-restarts=0", *collecting(log_dir), str(script), *map(str, args)]
 
 
 @declare.checked
@@ -230,29 +177,41 @@ def launch(script: str | os.PathLike, nprocs: Annotated[int, declare.Range(1, _M
     """
     path = worker_path(script)
     pg_timeout = pg_timeout_for(timeout) if pg_timeout is None else pg_timeout
-    extra = {**ranks_on_cpu(nprocs, env or {}), **(env or {})}
+    extra = {worker.PG_TIMEOUT_ENV: f"{pg_timeout:g}", **ranks_on_cpu(nprocs, env or {}), **(env or {})}
+    result, _, _ = run_jobs(lambda out: [torchrun_command(path, nprocs, args, free_port(), out / "logs0")], extra,
+                            path.name, nprocs, timeout, echo=echo, progress=progress, on_line=on_line)
+    return result
+
+
+def run_jobs(commands: Callable[[Path], list[list[str]]], env: Mapping[str, str], name: str, nprocs: int,
+             timeout: float, *, echo: bool, progress: bool, on_line: OnLine,
+             node_ranks: dict[int, set[int]] | None = None) -> tuple[LaunchResult, list[list[str]], list[list[str]]]:
+    """Run the torchrun lines ``commands(out)`` (node ``n`` logs into ``out/logs{n}``) side by side, each under its
+    reaper; return the result, each node's lines and the lines run. ``node_ranks[n]`` collects the global ranks node
+    ``n`` started; a failing node raises, and every process ends whatever happens."""
     check_loopback()
     launch_id = uuid.uuid4().hex
     with tempfile.TemporaryDirectory(prefix="course_launch_") as tmp:
         out = Path(tmp)
-        (out / "logs").mkdir()
-        command = torchrun_command(path, nprocs, [str(a) for a in args], free_port(), out / "logs")
+        runnable = commands(out)
         child_env = {**os.environ, "PYTHONUNBUFFERED": "1", worker.OUT_ENV: str(out), worker.ID_ENV: launch_id,
-                     worker.PG_TIMEOUT_ENV: f"{pg_timeout:g}",
-                     "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // nprocs)), **loopback_env(), **extra}
-        job = LaunchJob(command, child_env, launch_id)
+                     "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // nprocs)), **loopback_env(), **env}
+        jobs: list[LaunchJob] = []
         try:
-            lines = job.stream(timeout, path.name, nprocs, echo, progress, on_line)
-            seconds = time.perf_counter() - job.start
-            if job.proc.returncode != 0:
-                raise launch_failure(path.name, nprocs, job.proc.returncode, lines, out / "logs")
+            for n, command in enumerate(runnable):
+                (out / f"logs{n}").mkdir()
+                jobs.append(LaunchJob(command, child_env, launch_id))
+            per_node = _stream(jobs, timeout, name, nprocs, echo, progress, on_line, out, node_ranks)
             records, arrays = collect_outputs(out)
-            return LaunchResult(path.name, nprocs, command, seconds, lines, records, arrays, sorted(job.tracked))
+            return LaunchResult(name, nprocs, runnable[0], time.perf_counter() - jobs[0].start,
+                                [line for node in per_node for line in node], records, arrays,
+                                sorted({pid for job in jobs for pid in job.tracked})), per_node, runnable
         except LaunchError as error:
-            error.processes = list(job.tracked.values())  # what the launch saw, for ``leftover``
+            error.processes = [p for job in jobs for p in job.tracked.values()]  # what the launch saw: ``leftover``
             raise
         finally:
-            job.close()
+            for job in jobs:
+                job.close()
 
 
 @declare.checked
@@ -267,7 +226,7 @@ class LaunchJob:
     ``close`` that ends them all whatever the learner presses meanwhile."""
 
     def __init__(self, command: list[str], env: dict[str, str], launch_id: str) -> None:
-        self.launch_id, self.tracked, self.bar, self.command = launch_id, {}, None, list(command)
+        self.launch_id, self.tracked, self.command = launch_id, {}, list(command)
         self.start = time.perf_counter()
         reaper = [sys.executable, str(WORKERS / "launch_reaper.py"), "--grace", f"{REAPER_GRACE:g}", "--", *command]
         self.proc = subprocess.Popen(reaper, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -276,37 +235,10 @@ class LaunchJob:
         self.pump = threading.Thread(target=_pump, args=(self.proc.stdout, self.lines_q), daemon=True)
         self.pump.start()
 
-    def stream(self, timeout: float, name: str, nprocs: int, echo: bool, progress: bool,
-               on_line: Callable[[int | None, str], None] | None) -> list[str]:
-        lines: list[str] = []
-        next_scan = 0.0
-        while True:
-            now = time.perf_counter()
-            if now > next_scan:
-                reaping.track_processes(self.proc.pid, self.tracked)
-                next_scan = now + 0.2
-            if now - self.start > timeout:
-                shown = [f"[rank {r}] {t}" for r, t in learner_lines(lines)[-10:]] or ["(no rank printed anything)"]
-                raise LaunchTimeout(f"{name} x {nprocs} did not finish within {timeout:g} s; all its processes "
-                                    "were killed. Last lines of the ranks:\n" + "\n".join(shown), output=lines)
-            try:
-                line = self.lines_q.get(timeout=0.1)
-            except queue.Empty:
-                continue
-            if line is None:
-                self.proc.wait()
-                return lines
-            line = line.rstrip("\n")
-            lines.append(line)
-            self.bar = show_line(line, self.bar, name, nprocs, echo=echo, progress=progress, on_line=on_line,
-                                 seconds=max(1.0, timeout - (time.perf_counter() - self.start)))
-
     def close(self) -> None:
         """End every process of the job and wait until they are gone. A Ctrl-C meanwhile is held, and raised
         once everything is gone (unless an exception, such as the first Ctrl-C, is already on its way out)."""
         with reaping.HeldInterrupts() as held:
-            if self.bar is not None:
-                self.bar.close()
             self._stop()
             self.pump.join(timeout=5)  # the pipe reaches EOF once every process holding it is gone
             if not self.pump.is_alive() and self.proc.stdout is not None:
@@ -333,6 +265,50 @@ def _pump(stream: Any, lines_q: queue.Queue) -> None:
     for line in stream:
         lines_q.put(line)
     lines_q.put(None)
+
+
+def _stream(jobs: list[LaunchJob], timeout: float, name: str, nprocs: int, echo: bool, progress: bool,
+            on_line: OnLine, out: Path, node_ranks: dict[int, set[int]] | None) -> list[list[str]]:
+    """Pump every node's output until all reapers exit; raise at the first node that fails or at the timeout."""
+    per_node: list[list[str]] = [[] for _ in jobs]
+    arrival: list[str] = []
+    running, bar, next_scan, start = set(range(len(jobs))), None, 0.0, jobs[0].start
+    nodes = f" on {len(jobs)} nodes" if len(jobs) > 1 else f" x {nprocs}"
+    try:
+        while running:
+            now = time.perf_counter()
+            if now > next_scan:
+                for n, job in enumerate(jobs):
+                    reaping.track_processes(job.proc.pid, job.tracked)
+                    if node_ranks is not None:
+                        node_ranks[n].update(reaping.ranks(job.tracked))
+                next_scan = now + 0.2
+            if now - start > timeout:
+                shown = [f"[rank {r}] {t}" for r, t in learner_lines(arrival)[-10:]] or ["(no rank printed anything)"]
+                raise LaunchTimeout(f"{name}{nodes} did not finish within {timeout:g} s; all its processes were "
+                                    "killed. Last lines of the ranks:\n" + "\n".join(shown), output=arrival)
+            idle = True
+            for n in sorted(running):
+                while not jobs[n].lines_q.empty():
+                    line, idle = jobs[n].lines_q.get(), False
+                    if line is None:
+                        jobs[n].proc.wait()
+                        running.discard(n)
+                        if jobs[n].proc.returncode != 0:
+                            who = f"{name} (node {n} failed first)" if len(jobs) > 1 else name
+                            raise launch_failure(who, nprocs, jobs[n].proc.returncode, arrival, out / f"logs{n}")
+                        break
+                    per_node[n].append(line.rstrip("\n"))
+                    arrival.append(line.rstrip("\n"))
+                    bar = show_line(arrival[-1], bar, name, nprocs, echo=echo, progress=progress, on_line=on_line,
+                                    seconds=max(1.0, timeout - (time.perf_counter() - start)),
+                                    where=f"node {n} " if len(jobs) > 1 else "")
+            if idle:
+                time.sleep(0.05)
+    finally:
+        if bar is not None:
+            bar.close()
+    return per_node
 
 
 def show_line(line: str, bar: Any, name: str, nprocs: int, *, echo: bool, progress: bool,
