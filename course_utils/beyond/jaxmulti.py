@@ -14,7 +14,7 @@ import numpy as np
 
 from course_utils import compiled, data, declare, models, timing
 from course_utils.distributed import launcher
-from course_utils.distributed.records import from_rounds
+from course_utils.distributed.breakdown import from_rounds
 
 LR = 0.1
 

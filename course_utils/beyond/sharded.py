@@ -10,8 +10,8 @@ import numpy as np
 
 from course_utils import declare, display, timing
 from course_utils.distributed import launcher
-from course_utils.distributed.memory import memory_per_device
-from course_utils.distributed.records import from_rounds
+from course_utils.distributed.breakdown import from_rounds
+from course_utils.distributed.comms import memory_per_device
 
 KINDS = {"ddp": ("DDP", 0), "zero1": ("ZeRO-1", 1), "fsdp2": ("FSDP2 (ZeRO-3)", 3)}
 DEFAULT_DDP = "ddp_default"  # DDP as constructed by default: the gradients and a copy of them in its buckets

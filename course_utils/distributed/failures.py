@@ -1,7 +1,7 @@
 """What torchrun printed, read for the learner: each rank's own lines and, when a rank fails, which rank it was,
 its exit code (or the signal that killed it, by name: ``SIGSEGV``, not "exit code -11") and its traceback
 (``LaunchError``), that the job ran out of time (``LaunchTimeout``), or that nothing could start because the
-loopback interface is down (``LoopbackError``).
+loopback interface is down (``LoopbackError``); ``rank_failure`` reads a failed launch once for notebooks 05 and 06.
 """
 
 from __future__ import annotations
@@ -9,10 +9,13 @@ from __future__ import annotations
 import os
 import re
 import signal
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from course_utils.distributed import worker
+from course_utils import calls, declare, validate
+from course_utils.distributed import reaping, worker
 
 RANK_LINE = re.compile(r"^\[[A-Za-z_]*?(\d+)\]:(?:\[rank\d+\]: ?)?(.*)$")  # "[default0]:", torch adds "[rank0]: "
 PROGRESS_LINE = re.compile(rf"^{worker.PROGRESS_PREFIX} (\d+) (\d+)\s*$")
@@ -118,3 +121,39 @@ def _one_traceback(lines: list[str]) -> list[str]:
         if line and not line[0].isspace():
             return lines[:i + 1]
     return lines
+
+
+@dataclass(frozen=True)
+class RankFailure:
+    """What a failed launch left: its ``error`` (rank, exit code, traceback) and its ``leftover`` processes."""
+
+    error: LaunchError
+    leftover: list[Any]
+
+    @property
+    def exception_line(self) -> str:
+        """The last line of the failing rank's traceback ("" when it printed none)."""
+        return self.error.traceback.splitlines()[-1] if self.error.traceback else ""
+
+    def __str__(self) -> str:
+        return (f"{type(self.error).__name__} | failing rank: {self.error.rank} | exit code: {self.error.exitcode}\n"
+                f"last line of its traceback: {self.exception_line}\nprocesses left behind: {len(self.leftover)}")
+
+
+@declare.checked
+def leftover(error: LaunchError) -> list[Any]:
+    """The processes a failed launch started that are still alive ([] when the clean-up worked), from the launch's
+    own record of them: another job running the same script cannot show up here."""
+    return [p for p in getattr(error, "processes", []) if reaping.alive(p)]
+
+
+def rank_failure(launch: Callable[..., Any], *args: Any, **kwargs: Any) -> RankFailure:
+    """Call ``launch(*args, **kwargs)`` (``cu.distributed.launch`` or ``cu.beyond.launch_nodes`` of a worker whose
+    rank fails), catch its ``LaunchError`` and ask the launch which of the processes it started are still alive;
+    a launch that finishes without a failure raises ``ValueError`` naming ``launch``."""
+    validate.function("launch", launch)
+    try:
+        launch(*args, **kwargs)
+    except LaunchError as error:
+        return RankFailure(error, leftover(error))
+    raise ValueError(f"launch: {calls.describe(launch)} finished without a failing rank")

@@ -214,13 +214,6 @@ def run_jobs(commands: Callable[[Path], list[list[str]]], env: Mapping[str, str]
                 job.close()
 
 
-@declare.checked
-def leftover(error: LaunchError) -> list[Any]:
-    """The processes a failed launch started that are still alive ([] when the clean-up worked), from the launch's
-    own record of them: another job running the same script cannot show up here."""
-    return [p for p in getattr(error, "processes", []) if reaping.alive(p)]
-
-
 class LaunchJob:
     """One torchrun process tree under its reaper: output pumped through a queue, processes tracked, and a
     ``close`` that ends them all whatever the learner presses meanwhile."""
