@@ -115,9 +115,9 @@ def threads_table(threads: Annotated[_Runs, declare.NonEmpty], fresh: Mapping[st
                               "thread's alone beside it.")
 
 
+@declare.checked
 def measurements(record: Mapping[str, Any]) -> dict[str, timing.Measurement]:
     """{variant: Measurement} for every variant of a worker's record that has per-round medians ("rounds")."""
-    validate.instance("record", record, Mapping)
     rounds = record.get("rounds")
     if not isinstance(rounds, Mapping) or not rounds:
         raise ValueError(f"record {record.get('kind')!r} holds no per-round medians ('rounds'): it was not timed "
@@ -132,13 +132,10 @@ def measurements(record: Mapping[str, Any]) -> dict[str, timing.Measurement]:
     return found
 
 
-def summed(label: str, *parts: timing.Measurement) -> timing.Measurement:
+@declare.checked
+def summed(label: declare.Text, *parts: timing.Measurement) -> timing.Measurement:
     """The round-by-round sum of ``parts`` (each with the same number of rounds), as one Measurement whose times
     are those sums: e.g. a step's compute plus its all-reduce, timed apart, to set against the step."""
-    validate.text("label", label)
-    validate.non_empty("parts", parts)
-    for i, m in enumerate(parts):
-        validate.instance(f"parts[{i}]", m, timing.Measurement)
     counts = {len(m.rounds) for m in parts}
     if len(counts) != 1 or 0 in counts:
         raise ValueError(f"parts must all have the same number (>= 1) of rounds; got {sorted(counts)}")
