@@ -45,10 +45,7 @@ REAPER_GRACE = 3.0  # seconds between the reaper's SIGTERM and its SIGKILL
 
 @dataclass
 class LaunchResult:
-    """What a finished launch left: per-rank ``records`` (emit), ``arrays`` (save), the output and timings.
-
-    ``output`` is torchrun's raw output; ``lines`` the learner's lines as (rank, text).
-    """
+    """What a finished launch left: per-rank ``records`` (emit), ``arrays`` (save), torchrun's raw ``output``."""
 
     script: str
     nprocs: int
@@ -307,30 +304,25 @@ def _stream(jobs: list[LaunchJob], timeout: float, name: str, nprocs: int, echo:
 def show_line(line: str, bar: Any, name: str, nprocs: int, *, echo: bool, progress: bool,
               on_line: Callable[[int | None, str], None] | None, seconds: float, where: str = "") -> Any:
     """One line of torchrun's output: a progress tick moves the bar (returned), any other line goes to ``on_line``
-    (given at most ``seconds``: a callable that never returns stops the launch by name) and is echoed."""
+    (for at most ``seconds``, then the launch stops naming it) and is echoed."""
     match = RANK_LINE.match(line)
     rank_, text = (int(match.group(1)), match.group(2)) if match else (None, line)
     tick = PROGRESS_LINE.match(text)
-    if tick:
-        return advance_progress(bar, int(tick.group(1)), int(tick.group(2)), name, nprocs, progress)
+    if tick and not progress:
+        return None
+    if tick:  # one bar per launch, created on the first report
+        if bar is None:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=int(tick.group(2)), desc=f"{name} x {nprocs}", unit="phase", leave=False)
+        bar.n = min(int(tick.group(1)), bar.total)
+        bar.refresh()
+        return bar
     if on_line is not None:  # the learner's callable: it may not hold the launch past its timeout
         with calls.time_limit(seconds, calls.describe(on_line)):
             on_line(rank_, text)
     if echo and rank_ is not None and text.strip():
         print(f"[{where}rank {rank_}] {text}", flush=True)
-    return bar
-
-
-def advance_progress(bar: Any, step: int, total: int, name: str, nprocs: int, enabled: bool) -> Any:
-    """Move the progress bar to a worker's reported step (one bar per launch, created on the first report)."""
-    if not enabled:
-        return None
-    if bar is None:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=total, desc=f"{name} x {nprocs}", unit="phase", leave=False)
-    bar.n = min(step, total)
-    bar.refresh()
     return bar
 
 
