@@ -132,9 +132,8 @@ def _state(result: Any, name: str, argument: str) -> dict[str, np.ndarray]:
 
 
 def compare(saved_by: Any, loaded_by: Any) -> dict[str, Any]:
-    """The state ``saved_by`` saved against the state ``loaded_by`` loaded (two ``LaunchResult``): "tensors" (how
-    many were saved), "same names" (the same weights and Adam tensors on both sides), "max diff" (the largest
-    absolute difference over all of them; inf when the names or shapes differ), "world" (saving, loading ranks)."""
+    """What ``saved_by`` saved against what ``loaded_by`` loaded: "tensors", "same names" (weights and Adam tensors),
+    "max diff" (inf when names or shapes differ), "world" (saving, loading ranks)."""
     saved, loaded = _state(saved_by, "saved", "saved_by"), _state(loaded_by, "loaded", "loaded_by")
     same = sorted(saved) == sorted(loaded) and all(saved[k].shape == loaded[k].shape for k in saved)
     diff = max((float(np.max(np.abs(saved[k] - loaded[k]), initial=0.0)) for k in saved), default=0.0) if same \
@@ -144,9 +143,8 @@ def compare(saved_by: Any, loaded_by: Any) -> dict[str, Any]:
 
 
 def changed(before: Any, after: Any) -> float:
-    """The largest absolute difference between the weights ``before`` saved and those ``after`` saved (computed):
-    above 0 when training moved the weights between two checkpoints, so a second comparison tests new values. The
-    Adam state is left out: its step counter moves with every step whatever the weights do."""
+    """The largest weight difference between the checkpoints ``before`` and ``after`` saved (computed): above 0, a
+    second comparison tests new values. Adam's state is left out (its step counter always moves)."""
     a, b = _state(before, "saved", "before"), _state(after, "saved", "after")
     if sorted(a) != sorted(b):
         raise ValueError("before and after saved different tensors: pass two launches of fsdp_checkpoint.py")

@@ -65,11 +65,8 @@ class NodeCommand:
 
 
 def read_command(command: str | Sequence[str]) -> NodeCommand:
-    """Read one torchrun line (a string or its tokens): ``torchrun --key=value ... script.py [script args]``.
-
-    Options are written ``--key=value`` (as in the notebook); the first token without ``--`` is the script (a
-    path, or the name of a file in ``course_utils/workers``). Raises ValueError on anything else.
-    """
+    """Read one torchrun line (a string or its tokens), ``torchrun --key=value ... script.py [args]``: the first token
+    without ``--`` is the script (a path or a file of ``course_utils/workers``). Raises ValueError on anything else."""
     if isinstance(command, str):
         tokens = shlex.split(command)
     elif isinstance(command, (list, tuple)) and all(isinstance(t, str) for t in command):
@@ -104,10 +101,8 @@ def read_command(command: str | Sequence[str]) -> NodeCommand:
 
 @dataclass(repr=False)
 class NodesResult(launcher.LaunchResult):
-    """A finished multi-node launch: ``LaunchResult`` plus one command and one output list per node.
-
-    ``node_ranks[n]``: the global ranks node ``n`` ran (its worker processes' ``RANK``, its output's rank prefixes).
-    """
+    """A finished multi-node launch: ``LaunchResult`` plus per node its command, output and global ranks
+    (``node_ranks``, from its processes' ``RANK`` and its output's prefixes)."""
 
     commands: list[list[str]] = field(default_factory=list)
     node_output: list[list[str]] = field(default_factory=list)

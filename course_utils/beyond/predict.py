@@ -48,11 +48,9 @@ def _row(compute: float, comm: float, measured: float, in_comm: float, optimizer
 def step_predictions(fit: AllReduceModel, result: launcher.LaunchResult, ddp_timing: Mapping[str, Any] | None = None,
                      jax_record: Mapping[str, Any] | None = None,
                      jax_ranks: Annotated[int, declare.Range(2, 10**6)] | None = None) -> dict[str, dict[str, float]]:
-    """Each measured multi-process step against compute alone + the ring model of its collectives, per row (seconds):
-    "compute" (measured, no communication), "comm model" (computed from the counted calls and bytes), "predicted"
-    (their sum), "measured", "comm measured" (time with a collective running, or the all-reduce alone; NaN if not
-    recorded), "optimizer"; rows from ``result`` (``fsdp_train.py``), ``ddp_timing`` (the two-node job's wide DDP
-    step) and ``jax_record`` (its all-reduce over ``jax_ranks`` gloo ranks, default one per device).
+    """Each measured multi-process step against compute alone + the ring model of its collectives (seconds): "compute",
+    "comm model" (computed), "predicted", "measured", "comm measured" (NaN if not recorded), "optimizer"; rows from
+    ``result`` (``fsdp_train.py``), ``ddp_timing`` (wide DDP step) and ``jax_record`` (over ``jax_ranks`` gloo ranks).
     """
     n, medians = sharded.world(result), sharded.step_medians(result)
     busy, parts, calls = sharded.in_collectives(result), sharded.phase_medians(result), sharded.calls(result)
@@ -123,8 +121,7 @@ def _as_gloo(per_op: dict[str, float]) -> dict[str, float]:
 
 @declare.checked
 def traffic(result: launcher.LaunchResult) -> dict[str, Any]:
-    """FSDP2's bytes sent per step over DDP's, computed from the counted calls and bytes (rank 0): "ring" with the
-    ring factors ((N-1)/N for all-gather and reduce-scatter, 2(N-1)/N for all-reduce), "gloo" with each
+    """FSDP2's bytes sent per step over DDP's (computed, rank 0): "ring" with the ring factors, "gloo" with each
     reduce-scatter priced as the all-reduce gloo runs inside it when the trace shows one ("inside")."""
     ddp, fsdp = result.record("ddp"), result.record("fsdp2")
     n, inside = ddp["world"], gloo_inside(result)
@@ -139,9 +136,8 @@ def traffic(result: launcher.LaunchResult) -> dict[str, Any]:
 
 @declare.checked
 def collective_ratios(fit: AllReduceModel, result: launcher.LaunchResult) -> dict[str, float]:
-    """FSDP2's collectives over DDP's as the fitted ring model prices them, latency included (computed): "model"
-    with the ring factors, "as gloo" with the reduce-scatters priced as all-reduces where the trace shows gloo
-    running one inside (else equal to "model"); "calls": FSDP2's collectives per step (counted)."""
+    """FSDP2's collectives over DDP's as the fitted ring model prices them (computed): "model", "as gloo"
+    (reduce-scatters as all-reduces where gloo runs one inside), "calls" (FSDP2's per step, counted)."""
     ddp, fsdp = result.record("ddp"), result.record("fsdp2")
     n = ddp["world"]
     base = model_comm_seconds(fit, ddp["calls"], ddp["comm_bytes"], n)
@@ -152,9 +148,8 @@ def collective_ratios(fit: AllReduceModel, result: launcher.LaunchResult) -> dic
 
 
 def traffic_facts(fit: AllReduceModel, result: Any) -> dict[str, float]:
-    """What the traffic finding quotes: FSDP2's and DDP's collectives per step (counted), FSDP2's bytes as gloo
-    runs them (``traffic``), each kind's milliseconds with a collective running, and the model's
-    ``collective_ratios`` (rounded as quoted)."""
+    """What the traffic finding quotes: collectives per step (counted), FSDP2's bytes as gloo runs them, milliseconds
+    with a collective running, and ``collective_ratios``, rounded as quoted."""
     calls, busy, ratios = sharded.calls(result), sharded.in_collectives(result), collective_ratios(fit, result)
     return {"gathers": calls["fsdp2"].get("allgather", 0), "scatters": calls["fsdp2"].get("reduce_scatter", 0),
             "allreduces": calls["ddp"].get("allreduce", 0), "gloo": round(traffic(result)["gloo"], 2),

@@ -133,9 +133,8 @@ def in_collectives(result: Any) -> dict[str, float]:
 
 
 def gathered(result: Any) -> dict[str, Any] | None:
-    """The most layers FSDP2 held unsharded at once on rank 0 (measured from FSDP2's own profiler labels over 3
-    steps: from a layer's all-gather to its reshard): {"layers", "bytes", "names", "largest" (the largest layer's
-    full bytes), "all" (every layer's)}; None when the trace had no FSDP2 labels."""
+    """The most layers FSDP2 held unsharded at once on rank 0, from its profiler labels (all-gather to reshard):
+    {"layers", "bytes", "names", "largest", "all"}; None when the trace had no FSDP2 labels."""
     rec = _records(result)["fsdp2"]
     peak = rec["comm_seconds"].get("gathered")
     if not peak:

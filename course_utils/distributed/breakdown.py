@@ -61,11 +61,9 @@ def chain_table(timed: Annotated[Mapping[str, Mapping[str, timing.Measurement]],
 
 
 def accumulation_saving(record: Mapping[str, Any]) -> dict[str, Any]:
-    """What ``no_sync`` saved per optimizer step (``saved``: median over rounds of every - no_sync) against the
-    K - 1 all-reduces it removed, timed back to back (``back_to_back``; ``one`` per call); what one sync cost in
-    the training loop (``per_sync``: median over rounds of (every - local) / K, computed); and the time a synced
-    micro-batch spent inside its all-reduce call in a loop with a timing hook (``inside``, median per call, the
-    partner's lateness included). ``table`` shows them, each labelled measured or computed."""
+    """What ``no_sync`` saved per optimizer step (``saved``, median over rounds of every - no_sync) against the K - 1
+    all-reduces it removed, back to back (``back_to_back``; ``one`` per call); one sync in the loop (``per_sync``:
+    (every - local) / K, computed); a synced micro-batch inside its all-reduce (``inside``, timing hook); ``table``."""
     validate.instance("record", record, Mapping)
     k = validate.number("k", record.get("k"), low=2, high=10**4, integer=True)
     parts = measurements(record)

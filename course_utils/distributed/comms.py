@@ -131,9 +131,8 @@ def sweep_sizes(min_bytes: Annotated[int, declare.Range(4, 2**34)], max_bytes: A
 
 
 def sweep_in_rank(sizes: Sequence[int], n_rounds: int, repeats: int, device: Any) -> None:
-    """Inside a launched rank (every rank calls it): time ``dist.all_reduce`` of each message size, the ranks
-    aligned by a barrier before every call, the sizes in turns over ``n_rounds`` rounds (``worker.timed_rounds``),
-    ``repeats`` calls per size in all. Emits one record per size: kind "allreduce", "nbytes", "times", "rounds"."""
+    """Inside every launched rank: ``dist.all_reduce`` of each message size, barrier-aligned, the sizes in turns over
+    ``n_rounds`` rounds, ``repeats`` calls per size; emits one "allreduce" record per size (nbytes, times, rounds)."""
     import torch
     import torch.distributed as dist
 
@@ -152,10 +151,9 @@ def _t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[floa
 
 @dataclass(frozen=True, repr=False)
 class AllReduceCost:
-    """This machine's all-reduce, measured one way (``allreduce_cost``): the ring model fitted on each round of a
-    sweep (``per_round``), their mean (``model``), and a 95% Student-t interval over the rounds on the latency, the
-    bandwidth and any prediction. ``sweep``: (bytes, median seconds over every call); ``source``: whether this
-    process "measured" it or "read" it from ``build/machine/``."""
+    """This machine's all-reduce (``allreduce_cost``): the ring model fitted per round of a sweep (``per_round``),
+    their mean (``model``), 95% Student-t intervals over the rounds; ``sweep``: (bytes, median seconds); ``source``:
+    "measured" here or "read" from ``build/machine/``."""
 
     model: AllReduceModel
     per_round: tuple[AllReduceModel, ...]
@@ -218,9 +216,8 @@ class AllReduceCost:
 
 
 def fit_rounds(records: Sequence[Mapping[str, Any]], n: int) -> tuple[list[AllReduceModel], tuple[list, list]]:
-    """The ring model fitted on each round of a sweep's records (kind "allreduce", with "rounds": one median per
-    round), and the sweep itself as (bytes, median of every call); rounds whose times do not grow with the message
-    size are left out. Raises unless at least 2 rounds could be fitted."""
+    """The ring model fitted on each round of a sweep's "allreduce" records (rounds whose times do not grow with the
+    size left out; at least 2 needed), and the sweep as (bytes, median of every call)."""
     sizes, medians = allreduce_sweep(records)
     rows = [r for r in records if isinstance(r, Mapping) and r.get("kind") == "allreduce"]
     per = [list(r.get("rounds") or ()) for r in rows]
@@ -252,10 +249,9 @@ def allreduce_cost(nprocs: Annotated[int, declare.Range(2, 64)] = 2, *,
                    rounds: Annotated[int, declare.Range(2, 100)], repeats: Annotated[int, declare.Range(2, 10**4)],
                    max_bytes: Annotated[int, declare.Range(2**12, 2**30)], refresh: bool = False,
                    timeout: Annotated[float, declare.Range(1, 3600)] = 240.0) -> AllReduceCost:
-    """This machine's all-reduce cost model on ``nprocs`` ranks: read from this run's ``build/machine/`` when a
-    notebook already measured it (same machine, boot, size and frameworks), else measured now by one launch of
-    ``ddp_train.py --phases allreduce`` (``rounds`` rounds, ``repeats`` calls per size, messages of 4 KiB up to
-    ``max_bytes``: the notebook's sizes table chooses them) and written there."""
+    """This machine's all-reduce cost model on ``nprocs`` ranks: read from this run's ``build/machine/`` when a notebook
+    measured it (same machine, boot, size, frameworks), else measured now by ``ddp_train.py --phases allreduce`` (the
+    notebook's sizes table gives ``rounds``, ``repeats``, ``max_bytes``) and stored there."""
     key = f"{machine.machine_key()}-n{nprocs}"
     if not refresh and key in _COSTS:
         return _COSTS[key]

@@ -71,12 +71,8 @@ def learner_lines(output: Sequence[str]) -> list[tuple[int, str]]:
 
 def launch_failure(name: str, nprocs: int, returncode: int, lines: list[str],
                    log_dir: str | os.PathLike | None = None) -> LaunchError:
-    """The error to raise for a failed launch: the failing rank named, with its own lines and traceback.
-
-    The traceback comes from the rank's own ``stderr.log`` under torchrun's ``log_dir`` when there is one:
-    in the console torchrun tees a rank's stdout and stderr from two files, so a line the rank printed before
-    it failed can land inside its traceback there.
-    """
+    """The error for a failed launch: the failing rank named, with its lines and traceback, read from the rank's own
+    ``stderr.log`` under ``log_dir`` when there is one (torchrun's console can splice stdout lines into a traceback)."""
     per_rank: dict[int, list[str]] = {}
     for r, text in learner_lines(lines):
         per_rank.setdefault(r, []).append(text)
@@ -148,9 +144,8 @@ def leftover(error: LaunchError) -> list[Any]:
 
 
 def rank_failure(launch: Callable[..., Any], *args: Any, **kwargs: Any) -> RankFailure:
-    """Call ``launch(*args, **kwargs)`` (``cu.distributed.launch`` or ``cu.beyond.launch_nodes`` of a worker whose
-    rank fails), catch its ``LaunchError`` and ask the launch which of the processes it started are still alive;
-    a launch that finishes without a failure raises ``ValueError`` naming ``launch``."""
+    """Call ``launch(*args, **kwargs)`` (``cu.distributed.launch`` or ``cu.beyond.launch_nodes``), catch its
+    ``LaunchError`` and ask the launch which of its processes still live; ``ValueError`` if no rank failed."""
     validate.function("launch", launch)
     try:
         launch(*args, **kwargs)

@@ -166,11 +166,9 @@ def launch(script: str | os.PathLike, nprocs: Annotated[int, declare.Range(1, _M
            pg_timeout: Annotated[float, declare.Range(1, _MAX_SECONDS)] | None = None) -> LaunchResult:
     """Run ``torchrun --nproc-per-node=nprocs script *args`` on 127.0.0.1 and return what the ranks recorded.
 
-    Rank r's lines are printed as ``[rank r] ...`` (``echo``); the workers' ``progress`` calls drive a bar;
-    ``on_line(rank, text)`` sees every line (an exception in it, or a call still running at the launch's timeout,
-    stops the job). Each process gets ``OMP_NUM_THREADS = cores // nprocs`` unless ``env`` says otherwise, and a
-    process-group timeout of ``pg_timeout`` seconds (default half the launch's). Raises ``LaunchError`` naming a
-    failing rank, ``LaunchTimeout`` past ``timeout``, ``LoopbackError`` before anything starts.
+    Rank r's lines are echoed as ``[rank r] ...``; the workers' ``progress`` drives a bar; ``on_line(rank, text)`` sees
+    every line. Each process gets ``OMP_NUM_THREADS = cores // nprocs`` unless ``env`` says otherwise, and a
+    process-group timeout (default half the launch's). Raises ``LaunchError``, ``LaunchTimeout`` or ``LoopbackError``.
     """
     path = worker_path(script)
     pg_timeout = pg_timeout_for(timeout) if pg_timeout is None else pg_timeout

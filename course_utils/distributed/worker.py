@@ -42,9 +42,8 @@ def world_size() -> int:
 
 
 def pg_timeout() -> datetime.timedelta | None:
-    """The process-group timeout ``launch`` chose (``COURSE_PG_TIMEOUT`` seconds), for
-    ``init_process_group(backend, timeout=pg_timeout())``; None outside a launch (torch's default then applies:
-    30 minutes for gloo, 10 for NCCL)."""
+    """The process-group timeout ``launch`` chose, for ``init_process_group(backend, timeout=pg_timeout())``; None
+    outside a launch (torch's default: 30 minutes for gloo, 10 for NCCL)."""
     value = os.environ.get(PG_TIMEOUT_ENV)
     if value is None:
         return None
@@ -103,10 +102,9 @@ def timed_rounds(device: Any, calls: Annotated[Mapping[str, Sequence[Any]], decl
                  n_rounds: Annotated[int, declare.Range(1, 1000)], repeats: Annotated[int, declare.Range(1, 10**6)],
                  together: bool = True, *, warmup: bool = True,
                  offset: Annotated[int, declare.Range(0, 10**6)] = 0) -> dict:
-    """Each call (name -> (fn, *args)) timed ``repeats`` times in all over ``n_rounds`` rounds, the names in turns
-    (rotated each round, from ``offset``), after a warm-up call each (``warmup``), the ranks aligned at a barrier
-    (``together``: every rank makes the same calls). Returns {name: [seconds], "rounds": {name: [per-round median]},
-    "per_round": {name: [[seconds of a round], ...]}}: the rounds are the replicates of an interval."""
+    """Each call (name -> (fn, *args)) timed ``repeats`` times over ``n_rounds`` rounds, the names in turns from
+    ``offset``, after a warm-up call each, the ranks aligned at a barrier (``together``). Returns {name: [seconds],
+    "rounds": {name: [per-round median]}, "per_round": {name: [[seconds], ...]}}: the rounds replicate an interval."""
     if together:
         import torch.distributed as dist
     names = list(calls)
