@@ -1,7 +1,6 @@
-"""A rank dies, training goes on: ``torchrun --max-restarts=1`` with ``workers/elastic_train.py`` (``run``), against
-the same training in this process without a crash (``reference``). On a cluster the checkpoint folder must be
-storage every node sees. And checkpoints that survive a changed cluster: the state ``workers/fsdp_checkpoint.py``
-saved at one world size ("saved") against what a launch at another loaded ("loaded"), and the files DCP wrote.
+"""Checkpoints that outlive a failure: ``torchrun --max-restarts=1`` with ``workers/elastic_train.py`` (``run``)
+against the same training without a crash (``reference``); the state ``workers/fsdp_checkpoint.py`` saved at one
+world size against what a launch at another loaded (``compare``), and the files DCP wrote.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """Multi-process JAX from a notebook: two processes of ``workers/jax_multiprocess.py`` joined by
-``jax.distributed.initialize`` on 127.0.0.1 (``run``), checked against one device in this process (``reference``,
-``compare``); and ``jax_sharding``: one step with replicated and FSDP-style sharded parameters, XLA's memory and
-collectives.
+``jax.distributed.initialize`` on 127.0.0.1 (``run``), checked against one device here (``reference``, ``compare``);
+``jax_sharding``: one step with replicated and FSDP-style sharded parameters, XLA's memory and collectives.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
-"""Several torchrun "nodes" on one machine, joined by a c10d rendezvous: ``run_nodes`` starts the learner's own
-command lines (one per node) side by side on 127.0.0.1, adding only what collects their output; ``launch_nodes``
-writes those lines for a worker (``node_command``). Otherwise as ``cu.distributed.launch``: lines streamed, records
-collected, a failing rank named, and no process left behind. ``cluster_commands``: the lines for a real cluster.
+"""Several torchrun "nodes" on one machine, joined by a c10d rendezvous: ``run_nodes`` runs the learner's own lines
+(one per node) through ``cu.distributed``'s launcher, ``launch_nodes`` writes them for a worker (``node_command``);
+the proof's reference, and the lines for a real cluster (``cluster_commands``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
-"""course_utils.distributed: the helpers of notebook 05 (data parallelism); 06's ``course_utils.beyond`` builds on
-them. ``launcher`` runs the real torchrun with no process left behind, ``worker`` is what the launched scripts call,
-``records``/``breakdown`` turn their timings into Measurements and tables, ``comms`` measures the ring all-reduce
-model once per run, ``devices`` picks a mesh's devices, ``findings`` words the predictions.
+"""course_utils.distributed: the helpers of notebook 05 (data parallelism), built on by 06's ``beyond``: the real
+torchrun launched with no process left behind (``launcher``, ``failures``), the workers' API (``worker``), their
+timings taken apart (``breakdown``), the ring all-reduce model (``comms``), devices, figures, ``findings``.
 """
 
 from course_utils.distributed import exercises as _exercises  # noqa: F401  (registers the exercise checkers)

@@ -1,7 +1,6 @@
-"""What torchrun printed, read for the learner: each rank's own lines and, when a rank fails, which rank it was,
-its exit code (or the signal that killed it, by name: ``SIGSEGV``, not "exit code -11") and its traceback
-(``LaunchError``), that the job ran out of time (``LaunchTimeout``), or that nothing could start because the
-loopback interface is down (``LoopbackError``); ``rank_failure`` reads a failed launch once for notebooks 05 and 06.
+"""What torchrun printed, read for the learner: each rank's own lines; for a failing rank its number, its exit code
+or killing signal by name (``SIGSEGV``, not "exit code -11") and traceback (``LaunchError``); a timeout
+(``LaunchTimeout``); a loopback interface that is down (``LoopbackError``); ``rank_failure`` for 05 and 06.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """The notebook side of a launch: the real ``torchrun`` on 127.0.0.1 under a reaper (``workers/launch_reaper.py``),
-the ranks' lines streamed into the cell, what the workers recorded collected, and no process left behind whatever
-happens (error, timeout, Ctrl-C twice, the kernel killed). A failing rank raises ``LaunchError`` with its traceback;
-the ranks' process-group timeout is half the launch's, so a rank stuck in a collective fails first.
+one node or several (``run_jobs``), the ranks' lines streamed into the cell, what the workers recorded collected,
+and no process left behind whatever happens (error, timeout, Ctrl-C twice, the kernel killed).
 """
 
 from __future__ import annotations
