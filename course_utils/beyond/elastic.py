@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import declare, display, validate, walltime
+from course_utils import data, declare, display, models, validate, walltime
 from course_utils.beyond import multinode
 from course_utils.distributed import launcher
 
@@ -104,7 +104,14 @@ def startups(result: launcher.LaunchResult) -> dict[str, float]:
 def reference(steps: Annotated[int, declare.Range(1, 10_000)] = 12,
               batch: Annotated[int, declare.Range(1, 2**14)] = 64) -> np.ndarray:
     """The uninterrupted training in this process: one process, whole batches, the same SGD with momentum."""
-    return multinode.ddp_reference(steps, batch, every=steps, lr=LR, momentum=MOMENTUM, seed=7)[f"step{steps}"]
+    import torch
+
+    x_all, y_all = data.classification(steps * batch, seed=7)
+    model = models.torch_mlp()
+    step = models.torch_sgd_step(model, lr=LR, momentum=MOMENTUM)
+    for s in range(steps):
+        step((torch.from_numpy(x_all[s * batch:(s + 1) * batch]), torch.from_numpy(y_all[s * batch:(s + 1) * batch])))
+    return torch.cat([p.detach().flatten() for p in model.parameters()]).numpy()
 
 
 @declare.checked

@@ -168,15 +168,14 @@ def launch_nodes(script: str | os.PathLike, nnodes: Annotated[int, declare.Range
 def ddp_reference(steps: Annotated[int, declare.Range(1, 10_000)] = 20,
                   batch: Annotated[int, declare.Range(1, 2**14)] = 64,
                   every: Annotated[int, declare.Range(1, 10_000)] = 5,
-                  lr: Annotated[float, declare.Range(1e-6, 10)] = 0.1,
-                  momentum: Annotated[float, declare.Range(0, 1)] = 0.0, seed: int = 0) -> dict[str, Any]:
+                  lr: Annotated[float, declare.Range(1e-6, 10)] = 0.1) -> dict[str, Any]:
     """One process, whole batches: the weights ``ddp_train.py``'s proof phase must reproduce, per checkpoint."""
     import torch
 
     validate.number("every", every, high=steps)
-    x_all, y_all = data.classification(steps * batch, seed=seed)
+    x_all, y_all = data.classification(steps * batch, seed=0)
     model = models.torch_mlp()
-    step = models.torch_sgd_step(model, lr=lr, momentum=momentum)
+    step = models.torch_sgd_step(model, lr=lr)
     snapshots = {}
     for s in range(steps):
         step((torch.from_numpy(x_all[s * batch:(s + 1) * batch]), torch.from_numpy(y_all[s * batch:(s + 1) * batch])))
