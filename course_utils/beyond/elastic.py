@@ -1,12 +1,15 @@
-"""A rank dies, training goes on: ``torchrun --max-restarts=1`` with ``workers/elastic_train.py`` (``run``), against
-the same training in this process without a crash (``reference``). On a cluster the checkpoint folder must be
-storage every node sees.
+"""Checkpoints that outlive a failure: ``torchrun --max-restarts=1`` with ``workers/elastic_train.py`` (``run``)
+against the same training without a crash (``reference``); the state ``workers/fsdp_checkpoint.py`` saved at one
+world size against what a launch at another loaded (``compare``), and the files DCP wrote.
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
@@ -116,3 +119,52 @@ def lost_steps(crash_at: Annotated[int, declare.Range(0, 10**9)],
                every: Annotated[int, declare.Range(1, 10**9)]) -> int:
     """Steps recomputed after a crash at step ``crash_at`` with a checkpoint every ``every`` steps (computed)."""
     return crash_at % every
+
+
+def _state(result: Any, name: str, argument: str) -> dict[str, np.ndarray]:
+    validate.instance(argument, result, launcher.LaunchResult)
+    state = result.arrays.get(name, {}).get(0)
+    if not state:
+        raise ValueError(f"{argument} holds no {name!r} state on rank 0: launch fsdp_checkpoint.py with "
+                         f"{'--save' if name == 'saved' else '--load'}")
+    return state
+
+
+def compare(saved_by: Any, loaded_by: Any) -> dict[str, Any]:
+    """What ``saved_by`` saved against what ``loaded_by`` loaded: "tensors", "same names" (weights and Adam tensors),
+    "max diff" (inf when names or shapes differ), "world" (saving, loading ranks)."""
+    saved, loaded = _state(saved_by, "saved", "saved_by"), _state(loaded_by, "loaded", "loaded_by")
+    same = sorted(saved) == sorted(loaded) and all(saved[k].shape == loaded[k].shape for k in saved)
+    diff = max((float(np.max(np.abs(saved[k] - loaded[k]), initial=0.0)) for k in saved), default=0.0) if same \
+        else float("inf")
+    return {"tensors": len(saved), "same names": same, "max diff": diff,
+            "world": (saved_by.record("checkpoint")["world"], loaded_by.record("checkpoint")["world"])}
+
+
+def changed(before: Any, after: Any) -> float:
+    """The largest weight difference between the checkpoints ``before`` and ``after`` saved (computed): above 0, a
+    second comparison tests new values. Adam's state is left out (its step counter always moves)."""
+    a, b = _state(before, "saved", "before"), _state(after, "saved", "after")
+    if sorted(a) != sorted(b):
+        raise ValueError("before and after saved different tensors: pass two launches of fsdp_checkpoint.py")
+    return max((float(np.max(np.abs(a[k] - b[k]), initial=0.0)) for k in a if k.startswith("model/")), default=0.0)
+
+
+@declare.checked
+def files(folder: str | os.PathLike) -> dict[str, int]:
+    """The files a ``dcp.save`` wrote into ``folder`` with their bytes: a ``__<rank>_0.distcp`` per rank, a
+    ``.metadata``."""
+    path = Path(folder)
+    if not (path / ".metadata").is_file():
+        raise ValueError(f"folder must hold a DCP checkpoint (a .metadata file); got {str(folder)!r}")
+    return {f.name: f.stat().st_size for f in sorted(path.iterdir()) if f.is_file()}
+
+
+@declare.checked
+def files_table(folders: Annotated[Mapping[str, str | os.PathLike], declare.NonEmpty]) -> display.Table:
+    """One row per file of each checkpoint folder (``{"saved at 2 ranks": path, ...}``)."""
+    rows = tuple((label, name, display.format_bytes(size))
+                 for label, folder in folders.items() for name, size in files(folder).items())
+    return display.Table(("checkpoint", "file", "bytes"), rows, title="What dcp.save wrote (one folder per checkpoint)",
+                         note="__<rank>_0.distcp: the shards that rank held; .metadata: which slice of which tensor "
+                              "sits in which file. A load at any world size reads the slices its shards need.")

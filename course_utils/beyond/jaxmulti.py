@@ -1,7 +1,6 @@
 """Multi-process JAX from a notebook: two processes of ``workers/jax_multiprocess.py`` joined by
-``jax.distributed.initialize`` on 127.0.0.1 (``run``), checked against one device in this process (``reference``,
-``compare``); and ``jax_sharding``: one step with replicated and FSDP-style sharded parameters, XLA's memory and
-collectives.
+``jax.distributed.initialize`` on 127.0.0.1 (``run``), checked against one device here (``reference``, ``compare``);
+``jax_sharding``: one step with replicated and FSDP-style sharded parameters, XLA's memory and collectives.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ import numpy as np
 
 from course_utils import compiled, data, declare, models, timing
 from course_utils.distributed import launcher
-from course_utils.distributed.records import from_rounds
+from course_utils.distributed.breakdown import from_rounds
 
 LR = 0.1
 
@@ -91,9 +90,8 @@ def gloo_ranks(result: launcher.LaunchResult) -> int:
 
 @declare.checked
 def alone(record: Mapping[str, Any]) -> dict[str, timing.Measurement]:
-    """The all-reduces process 0 timed alone over the global mesh, in rounds, as Measurements (per-round medians
-    kept for ``cu.intervals.speedup``): "one float", "one array" (the step's bytes in one array) and "operands"
-    (the step's own operands, ``record["allreduce_operands"]``)."""
+    """The all-reduces process 0 timed alone over the global mesh, in rounds, as Measurements: "one float", "one array"
+    (the step's bytes) and "operands" (the step's own operands)."""
     if "allreduce_alone" not in record:
         raise ValueError("record holds no 'allreduce_alone': pass jax_run.record('jax')")
     return {name: from_rounds(name, per_round) for name, per_round in record["allreduce_alone"].items()}
@@ -115,12 +113,8 @@ def jax_sharding(devices: Annotated[Sequence[Any], declare.MinItems(2), declare.
                  sizes: Annotated[Sequence[Annotated[int, declare.Range(1, 8192)]], declare.MinItems(2),
                                   declare.MaxItems(16)] = (32, 512, 512, 10),
                  batch: Annotated[int, declare.Range(1, 4096)] = 64) -> dict[str, Any]:
-    """Compile one SGD step with parameters replicated vs sharded (FSDP-style) over ``devices`` (JAX devices:
-    ``cu.distributed.sharding_devices(plan)``, simulated host devices on a one-device runtime).
-
-    Returns per-device bytes from ``compiled.memory_analysis()`` (arguments, outputs, temporaries), the
-    collectives counted in each optimized HLO, and the max difference between the two steps' results.
-    """
+    """Compile one SGD step with parameters replicated vs sharded (FSDP-style) over ``devices``; returns per-device
+    bytes from ``memory_analysis()``, the collectives of each optimized HLO, and the two results' max difference."""
     import jax
     import jax.numpy as jnp
     from jax.sharding import NamedSharding

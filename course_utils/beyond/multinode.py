@@ -1,24 +1,20 @@
-"""Several torchrun "nodes" on one machine, joined by a c10d rendezvous: ``run_nodes`` starts the learner's own
-command lines (one per node) side by side on 127.0.0.1, adding only what collects their output; ``launch_nodes``
-writes those lines for a worker (``node_command``). Otherwise as ``cu.distributed.launch``: lines streamed, records
-collected, a failing rank named, and no process left behind.
+"""Several torchrun "nodes" on one machine, joined by a c10d rendezvous: ``run_nodes`` runs the learner's own lines
+(one per node) through ``cu.distributed``'s launcher, ``launch_nodes`` writes them for a worker (``node_command``);
+the proof's reference, and the lines for a real cluster (``cluster_commands``).
 """
 
 from __future__ import annotations
 
 import os
 import shlex
-import sys
-import tempfile
-import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
 from course_utils import data, declare, display, models, validate, walltime
-from course_utils.distributed import failures, launcher, worker
+from course_utils.distributed import failures, launcher
 
 PREFIX_TEMPLATE = "[${role_name}${rank}]:"  # torchrun's line prefix with the GLOBAL rank (default: local rank)
 _MAX_NODES = 16
@@ -63,19 +59,13 @@ class NodeCommand:
 
     def runnable(self, log_dir: Path) -> list[str]:
         """The line as run here: this Python's torchrun, plus the options that collect the ranks' output."""
-        exe = Path(sys.executable).with_name("torchrun")
-        torchrun = [str(exe)] if exe.exists() else [sys.executable, "-m", "torch.distributed.run"]
-        options = {"--max-restarts": "0", **self.options, "--local-addr": launcher.LOOPBACK,
-                   "--monitor-interval": "0.1", "--tee": "3", "--log-dir": str(log_dir)}
-        return [*torchrun, *(f"{k}={v}" for k, v in options.items()), str(self.script), *self.args]
+        options = [f"{k}={v}" for k, v in {"--max-restarts": "0", **self.options}.items()]
+        return [*launcher.torchrun_exe(), *options, *launcher.collecting(log_dir), str(self.script), *self.args]
 
 
 def read_command(command: str | Sequence[str]) -> NodeCommand:
-    """Read one torchrun line (a string or its tokens): ``torchrun --key=value ... script.py [script args]``.
-
-    Options are written ``--key=value`` (as in the notebook); the first token without ``--`` is the script (a
-    path, or the name of a file in ``course_utils/workers``). Raises ValueError on anything else.
-    """
+    """Read one torchrun line (a string or its tokens), ``torchrun --key=value ... script.py [args]``: the first token
+    without ``--`` is the script (a path or a file of ``course_utils/workers``). Raises ValueError on anything else."""
     if isinstance(command, str):
         tokens = shlex.split(command)
     elif isinstance(command, (list, tuple)) and all(isinstance(t, str) for t in command):
@@ -110,10 +100,8 @@ def read_command(command: str | Sequence[str]) -> NodeCommand:
 
 @dataclass(repr=False)
 class NodesResult(launcher.LaunchResult):
-    """A finished multi-node launch: ``LaunchResult`` plus one command and one output list per node.
-
-    ``node_ranks[n]``: the global ranks node ``n`` ran (its worker processes' ``RANK``, its output's rank prefixes).
-    """
+    """A finished multi-node launch: ``LaunchResult`` plus per node its command, output and global ranks
+    (``node_ranks``, from its processes' ``RANK`` and its output's prefixes)."""
 
     commands: list[list[str]] = field(default_factory=list)
     node_output: list[list[str]] = field(default_factory=list)
@@ -148,35 +136,15 @@ def run_nodes(commands: Annotated[Sequence[str | Sequence[str]], declare.NonEmpt
         raise ValueError(f"commands: on this machine the endpoint is {launcher.LOOPBACK}:<port>; got "
                          f"{first.options['--rdzv-endpoint']!r}")
     total, name = len(nodes) * first.nproc_per_node, first.script.name
-    launch_id = uuid.uuid4().hex
-    with tempfile.TemporaryDirectory(prefix="course_nodes_") as tmp:
-        out = Path(tmp)
-        runnable = [node.runnable(out / f"logs{n}") for n, node in enumerate(nodes)]
-        child_env = {**os.environ, "PYTHONUNBUFFERED": "1", worker.OUT_ENV: str(out), worker.ID_ENV: launch_id,
-                     "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // total)),
-                     "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": PREFIX_TEMPLATE, **launcher.loopback_env(),
-                     **_shared_gpu_env(total), **extra}
-        jobs: list[Any] = []
-        try:
-            for command in runnable:
-                jobs.append(launcher.LaunchJob(command, child_env, launch_id))
-            node_ranks: dict[int, set[int]] = {n: set() for n in range(len(nodes))}
-            per_node = _stream(jobs, timeout, name, total, echo, progress, on_line, node_ranks, out)
-            for n, node_lines in enumerate(per_node):  # a rank that ended between two scans still printed
-                node_ranks[n].update(int(m.group(1)) for m in map(failures.RANK_LINE.match, node_lines) if m)
-            seconds = time.perf_counter() - jobs[0].start
-            lines = [line for node in per_node for line in node]
-            records, arrays = launcher.collect_outputs(out)
-            pids = sorted({pid for job in jobs for pid in job.tracked})
-            return NodesResult(name, total, runnable[0], seconds, lines, records, arrays, pids,
-                               commands=runnable, node_output=per_node,
-                               node_ranks={n: sorted(r) for n, r in node_ranks.items()})
-        except failures.LaunchError as error:
-            error.processes = [p for job in jobs for p in job.tracked.values()]  # what the launch saw: ``leftover``
-            raise
-        finally:
-            for job in jobs:
-                job.close()
+    env = {"TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": PREFIX_TEMPLATE, **launcher.ranks_on_cpu(total, extra), **extra}
+    node_ranks: dict[int, set[int]] = {n: set() for n in range(len(nodes))}
+    result, per_node, runnable = launcher.run_jobs(
+        lambda out: [node.runnable(out / f"logs{n}") for n, node in enumerate(nodes)], env, name, total, timeout,
+        echo=echo, progress=progress, on_line=on_line, node_ranks=node_ranks)
+    for n, node_lines in enumerate(per_node):  # a rank that ended between two scans still printed
+        node_ranks[n].update(int(m.group(1)) for m in map(failures.RANK_LINE.match, node_lines) if m)
+    return NodesResult(**vars(result), commands=runnable, node_output=per_node,
+                       node_ranks={n: sorted(r) for n, r in node_ranks.items()})
 
 
 @declare.checked
@@ -190,84 +158,6 @@ def launch_nodes(script: str | os.PathLike, nnodes: Annotated[int, declare.Range
     commands = [node_command(script, nnodes=nnodes, node_rank=n, nproc_per_node=nproc_per_node, port=port,
                              args=args, job_id=job_id, max_restarts=max_restarts) for n in range(nnodes)]
     return run_nodes(commands, timeout, env=env, echo=echo, progress=progress, on_line=on_line)
-
-
-def _shared_gpu_env(total: int) -> dict[str, str]:
-    """Hide the GPUs when this machine has fewer than one per rank of all its "nodes" together.
-
-    Each node's ``LOCAL_WORLD_SIZE`` counts only its own ranks, so on a 1-GPU machine two 1-rank nodes would
-    both bind GPU 0 and NCCL would refuse the duplicate GPU; without GPUs the workers fall back to gloo.
-    """
-    import torch
-
-    return {"CUDA_VISIBLE_DEVICES": ""} if 0 < torch.cuda.device_count() < total else {}
-
-
-def _stream(jobs: list[Any], timeout: float, name: str, total: int, echo: bool, progress: bool,
-            on_line: Callable[[int | None, str], None] | None, node_ranks: dict[int, set[int]],
-            out: Path) -> list[list[str]]:
-    """Pump every node's output until all launchers exit; raise at the first node that fails or at timeout.
-
-    ``node_ranks[n]`` collects the global ranks (``RANK`` of the worker processes) that node ``n`` started, as
-    far as the scans every 0.2 s saw them; ``out / f"logs{n}"`` is node ``n``'s torchrun log folder.
-    """
-    per_node: list[list[str]] = [[] for _ in jobs]
-    arrival: list[str] = []
-    running, bar, next_scan = set(range(len(jobs))), None, 0.0
-    start = jobs[0].start
-    try:
-        while running:
-            now = time.perf_counter()
-            if now > next_scan:
-                for n, job in enumerate(jobs):
-                    launcher.track_processes(job.proc.pid, job.tracked)
-                    node_ranks[n].update(_ranks(job.tracked))
-                next_scan = now + 0.2
-            if now - start > timeout:
-                shown = [f"[rank {r}] {t}" for r, t in failures.learner_lines(arrival)[-10:]] or ["(no rank printed)"]
-                raise failures.LaunchTimeout(f"{name} on {len(jobs)} nodes did not finish within {timeout:g} s; all "
-                                            "processes of all nodes were killed. Last lines of the ranks:\n"
-                                            + "\n".join(shown), output=arrival)
-            idle = True
-            for n in sorted(running):
-                while True:
-                    try:
-                        line = jobs[n].lines_q.get_nowait()
-                    except Exception:  # queue.Empty
-                        break
-                    idle = False
-                    if line is None:
-                        jobs[n].proc.wait()
-                        running.discard(n)
-                        if jobs[n].proc.returncode != 0:
-                            raise failures.launch_failure(f"{name} (node {n} failed first)", total,
-                                                          jobs[n].proc.returncode, arrival, out / f"logs{n}")
-                        break
-                    line = line.rstrip("\n")
-                    per_node[n].append(line)
-                    arrival.append(line)
-                    bar = launcher.show_line(line, bar, name, total, echo=echo, progress=progress, on_line=on_line,
-                                             seconds=max(1.0, timeout - (time.perf_counter() - start)),
-                                             where=f"node {n} ")
-            if idle:
-                time.sleep(0.05)
-    finally:
-        if bar is not None:
-            bar.close()
-    return per_node
-
-
-def _ranks(tracked: dict[int, Any]) -> set[int]:
-    """The RANK environment variable of the worker processes among ``tracked`` (psutil processes)."""
-    found = set()
-    for p in tracked.values():
-        try:
-            value = p.environ().get("RANK")
-        except Exception:  # psutil.Error: gone or not ours
-            continue
-        if value is not None and value.isdigit():
-            found.add(int(value))
-    return found
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -327,3 +217,57 @@ def backend(result: launcher.LaunchResult) -> str:
         if rank_ == 0 and text.startswith("backend "):
             return text.split()[1]
     raise ValueError("result holds no 'backend ...' line of rank 0: pass a launch of ddp_train.py")
+
+
+@declare.checked
+def cluster_commands(host: Annotated[str, declare.Matches(HOST, HOST_MEANING)] = "node0.example",
+                     nnodes: Annotated[int, declare.Range(2, 4096)] = 2,
+                     nproc_per_node: Annotated[int, declare.Range(1, 64)] = 8) -> str:
+    """The commands for a real cluster of ``nnodes`` machines (text): torchrun, jax.distributed, TF_CONFIG."""
+    if nnodes <= 4:  # the JSON written out; the shell splices in $NODE_INDEX between the single-quoted parts
+        workers = ", ".join(f'"node{i}.example:12345"' for i in range(nnodes))
+        tf_line = (f'export TF_CONFIG=\'{{"cluster": {{"worker": [{workers}]}}, "task": {{"type": "worker", '
+                   f'"index": \'"$NODE_INDEX"\'}}}}\'')
+    else:  # too many hosts to write out: let Python build the same JSON
+        tf_line = ("export TF_CONFIG=\"$(python -c 'import json, os; print(json.dumps({\"cluster\": {\"worker\": "
+                   f'[f\"node{{i}}.example:12345\" for i in range({nnodes})]}}, \"task\": {{\"type\": \"worker\", '
+                   '\"index\": int(os.environ[\"NODE_INDEX\"])}}))\')\"')
+    return "\n".join([
+        f"export NODE_INDEX=0   # this machine's index, 0 to {nnodes - 1} (0 on {host}): set it on every machine",
+        "",
+        "# PyTorch: the SAME line on every machine (c10d elects the store host; ranks come from the rendezvous)",
+        "export NCCL_SOCKET_IFNAME=eth0 GLOO_SOCKET_IFNAME=eth0   # the NIC that reaches the other nodes",
+        f"torchrun --nnodes={nnodes} --nproc-per-node={nproc_per_node} --rdzv-backend=c10d \\",
+        f"         --rdzv-endpoint={host}:29400 --rdzv-id=job42 --max-restarts=3 course_utils/workers/ddp_train.py",
+        "",
+        "# JAX: one process per machine (all its accelerators) or per GPU, before any other JAX call",
+        f'jax.distributed.initialize(coordinator_address="{host}:1234", num_processes={nnodes},',
+        '                           process_id=int(os.environ["NODE_INDEX"]))',
+        f"#   or one process per GPU: num_processes={nnodes * nproc_per_node}, process_id = NODE_INDEX x "
+        f"{nproc_per_node} + LOCAL_RANK, local_device_ids=[LOCAL_RANK]",
+        "#   (on Cloud TPU pods and SLURM, jax.distributed.initialize() with no arguments finds all three itself)",
+        "",
+        "# TensorFlow: each machine sets its own TF_CONFIG (same cluster, its own index), then builds the strategy",
+        tf_line,
+        "strategy = tf.distribute.MultiWorkerMirroredStrategy()",
+    ])
+
+
+def hang_checklist() -> display.Table:
+    """What to check first when a multi-node job hangs at start-up or mid-run, in order."""
+    rows = (
+        ("1", "Can every node reach the endpoint?", "nc -zv node0.example 29400 from each node; firewalls"),
+        ("2", "Same --nnodes, --rdzv-id, endpoint, script, versions?", "a node with other flags waits forever"),
+        ("3", "Right network interface?", "NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME; NCCL_DEBUG=INFO shows the NIC"),
+        ("4", "Which rank is missing?", "TORCH_DISTRIBUTED_DEBUG=DETAIL; py-spy dump --pid on the stuck rank"),
+        ("5", "Mismatched collectives?", "a rank skipped or added an all-reduce (data-dependent branch, uneven data)"),
+        ("6", "How long until a stuck collective fails?",
+         "init_process_group(timeout=timedelta(minutes=5)); the default waits 10 min (NCCL) or 30 min (gloo). On "
+         "timeout NCCL tears the process down already: TORCH_NCCL_ASYNC_ERROR_HANDLING defaults to 3 in torch 2.13 "
+         "(torchrun sets 1 unless you set it), so leave it alone"),
+        ("7", "What did each rank run last?",
+         "set TORCH_NCCL_DUMP_ON_TIMEOUT=1: on a timeout every rank then dumps the flight recorder, its last "
+         "collectives (kept by default: TORCH_FR_BUFFER_SIZE, 2000 entries in torch 2.13; file prefix: "
+         "TORCH_FR_DUMP_TEMP_FILE); torchfrtrace <folder> names the rank and collective that diverged"),
+    )
+    return display.Table(("#", "check", "how"), rows, title="A multi-node job hangs: check in this order")

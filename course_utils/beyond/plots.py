@@ -5,11 +5,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import plotting, validate
+from course_utils import declare, plotting
 from course_utils.beyond import sharded
 from course_utils.beyond.elastic import ElasticRun
 
@@ -38,9 +38,9 @@ def memory_plot(result: Any) -> Any:
     return fig
 
 
+@declare.checked
 def elastic_timeline(run: ElasticRun) -> Any:
     """Steps computed by each attempt of an elastic job on a step axis, checkpoints as lines, the crash as a cross."""
-    validate.instance("run", run, ElasticRun)
     fig, (ax,) = plotting.figure(width=7.0, height=2.4)
     for attempt, done in sorted(run.computed.items()):
         ax.barh([f"attempt {attempt}"], [len(done)], left=[done[0] if done else 0], height=0.5,
@@ -58,13 +58,11 @@ def elastic_timeline(run: ElasticRun) -> Any:
     return fig
 
 
-def prediction_plot(rows: Mapping[str, Any], *, title: str = "Cost model vs measurement") -> Any:
-    """Paired bars: predicted (computed) and measured seconds for each labelled quantity.
-
-    ``rows`` maps a label to (predicted, measured) or to a row of ``predict.step_predictions``.
-    """
-    validate.non_empty("rows", validate.instance("rows", rows, Mapping))
-    validate.text("title", title)
+@declare.checked
+def prediction_plot(rows: Annotated[Mapping[str, Any], declare.NonEmpty], *,
+                    title: declare.Text = "Cost model vs measurement") -> Any:
+    """Paired bars: predicted (computed) and measured seconds per label (to a (predicted, measured) pair or to a row
+    of ``predict.step_predictions``)."""
     rows = {k: (v["predicted"], v["measured"]) if isinstance(v, Mapping) else tuple(v) for k, v in rows.items()}
     names = list(rows)
     y = np.arange(len(names))

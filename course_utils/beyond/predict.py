@@ -1,5 +1,6 @@
 """05's ring model prices this notebook's steps: each measured multi-process step (DDP, ZeRO-1, FSDP2, the two-node
-wide DDP step, the two-process JAX step) against its compute alone plus the ring cost of the collectives it issued.
+wide DDP step, the two-process JAX step) against its compute alone plus the ring cost of the collectives it issued;
+FSDP2's traffic and collectives over DDP's, as the ring prices them and as gloo runs them; the unexplained rest.
 """
 
 from __future__ import annotations
@@ -47,11 +48,9 @@ def _row(compute: float, comm: float, measured: float, in_comm: float, optimizer
 def step_predictions(fit: AllReduceModel, result: launcher.LaunchResult, ddp_timing: Mapping[str, Any] | None = None,
                      jax_record: Mapping[str, Any] | None = None,
                      jax_ranks: Annotated[int, declare.Range(2, 10**6)] | None = None) -> dict[str, dict[str, float]]:
-    """Each measured multi-process step against compute alone + the ring model of its collectives, per row (seconds):
-    "compute" (measured, no communication), "comm model" (computed from the counted calls and bytes), "predicted"
-    (their sum), "measured", "comm measured" (time with a collective running, or the all-reduce alone; NaN if not
-    recorded), "optimizer"; rows from ``result`` (``fsdp_train.py``), ``ddp_timing`` (the two-node job's wide DDP
-    step) and ``jax_record`` (its all-reduce over ``jax_ranks`` gloo ranks, default one per device).
+    """Each measured multi-process step against compute alone + the ring model of its collectives (seconds): "compute",
+    "comm model" (computed), "predicted", "measured", "comm measured" (NaN if not recorded), "optimizer"; rows from
+    ``result`` (``fsdp_train.py``), ``ddp_timing`` (wide DDP step) and ``jax_record`` (over ``jax_ranks`` gloo ranks).
     """
     n, medians = sharded.world(result), sharded.step_medians(result)
     busy, parts, calls = sharded.in_collectives(result), sharded.phase_medians(result), sharded.calls(result)
@@ -105,3 +104,66 @@ def prediction_table(rows: _Rows) -> display.Table:
                               "profiled share of the step with a collective running, times the step (wide DDP and "
                               "JAX steps: their all-reduce measured alone)")
 
+
+def gloo_inside(result: Any) -> bool:
+    """True when rank 0's trace of one reduce-scatter shows gloo running an all-reduce under it (measured)."""
+    return "gloo:all_reduce" in sharded.reduce_scatter_trace(result)
+
+
+def _as_gloo(per_op: dict[str, float]) -> dict[str, float]:
+    """A step's calls or bytes with each reduce-scatter counted as the all-reduce gloo runs for it."""
+    out: dict[str, float] = {}
+    for op, value in per_op.items():
+        key = "allreduce" if op == "reduce_scatter" else op
+        out[key] = out.get(key, 0) + value
+    return out
+
+
+@declare.checked
+def traffic(result: launcher.LaunchResult) -> dict[str, Any]:
+    """FSDP2's bytes sent per step over DDP's (computed, rank 0): "ring" with the ring factors, "gloo" with each
+    reduce-scatter priced as the all-reduce gloo runs inside it when the trace shows one ("inside")."""
+    ddp, fsdp = result.record("ddp"), result.record("fsdp2")
+    n, inside = ddp["world"], gloo_inside(result)
+    ddp_sent = ring_cost("allreduce", n)[1] * ddp["comm_bytes"]["allreduce"]
+
+    def sent(per_op: dict[str, float]) -> float:
+        return sum(ring_cost(op, n)[1] * b for op, b in per_op.items())
+
+    return {"ring": sent(fsdp["comm_bytes"]) / ddp_sent,
+            "gloo": sent(_as_gloo(fsdp["comm_bytes"]) if inside else fsdp["comm_bytes"]) / ddp_sent, "inside": inside}
+
+
+@declare.checked
+def collective_ratios(fit: AllReduceModel, result: launcher.LaunchResult) -> dict[str, float]:
+    """FSDP2's collectives over DDP's as the fitted ring model prices them (computed): "model", "as gloo"
+    (reduce-scatters as all-reduces where gloo runs one inside), "calls" (FSDP2's per step, counted)."""
+    ddp, fsdp = result.record("ddp"), result.record("fsdp2")
+    n = ddp["world"]
+    base = model_comm_seconds(fit, ddp["calls"], ddp["comm_bytes"], n)
+    model = model_comm_seconds(fit, fsdp["calls"], fsdp["comm_bytes"], n) / base
+    as_gloo = (model_comm_seconds(fit, _as_gloo(fsdp["calls"]), _as_gloo(fsdp["comm_bytes"]), n) / base
+               if gloo_inside(result) else model)
+    return {"model": model, "as gloo": as_gloo, "calls": float(sum(fsdp["calls"].values()))}
+
+
+def traffic_facts(fit: AllReduceModel, result: Any) -> dict[str, float]:
+    """What the traffic finding quotes: collectives per step (counted), FSDP2's bytes as gloo runs them, milliseconds
+    with a collective running, and ``collective_ratios``, rounded as quoted."""
+    calls, busy, ratios = sharded.calls(result), sharded.in_collectives(result), collective_ratios(fit, result)
+    return {"gathers": calls["fsdp2"].get("allgather", 0), "scatters": calls["fsdp2"].get("reduce_scatter", 0),
+            "allreduces": calls["ddp"].get("allreduce", 0), "gloo": round(traffic(result)["gloo"], 2),
+            "ddp_ms": round(busy["ddp"] * 1e3, 2), "fsdp_ms": round(busy["fsdp2"] * 1e3, 2),
+            "calls": int(ratios["calls"]), "model": round(ratios["model"], 1), "as_gloo": round(ratios["as gloo"], 1)}
+
+
+@declare.checked
+def unexplained(rows: Annotated[Mapping[str, Mapping[str, Any]], declare.NonEmpty]) -> dict[str, float]:
+    """Seconds of each step (``predict.step_predictions`` rows) that neither its compute alone nor its measured time
+    in collectives covers, for the steps where that rest exceeds the model's whole communication."""
+    out = {}
+    for name, r in rows.items():
+        rest = r["measured"] - r["compute"] - r["comm measured"]
+        if not np.isnan(rest) and rest > r["comm model"]:
+            out[name] = float(rest)
+    return out

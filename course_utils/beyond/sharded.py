@@ -10,8 +10,8 @@ import numpy as np
 
 from course_utils import declare, display, timing
 from course_utils.distributed import launcher
-from course_utils.distributed.memory import memory_per_device
-from course_utils.distributed.records import from_rounds
+from course_utils.distributed.breakdown import from_rounds
+from course_utils.distributed.comms import memory_per_device
 
 KINDS = {"ddp": ("DDP", 0), "zero1": ("ZeRO-1", 1), "fsdp2": ("FSDP2 (ZeRO-3)", 3)}
 DEFAULT_DDP = "ddp_default"  # DDP as constructed by default: the gradients and a copy of them in its buckets
@@ -133,9 +133,8 @@ def in_collectives(result: Any) -> dict[str, float]:
 
 
 def gathered(result: Any) -> dict[str, Any] | None:
-    """The most layers FSDP2 held unsharded at once on rank 0 (measured from FSDP2's own profiler labels over 3
-    steps: from a layer's all-gather to its reshard): {"layers", "bytes", "names", "largest" (the largest layer's
-    full bytes), "all" (every layer's)}; None when the trace had no FSDP2 labels."""
+    """The most layers FSDP2 held unsharded at once on rank 0, from its profiler labels (all-gather to reshard):
+    {"layers", "bytes", "names", "largest", "all"}; None when the trace had no FSDP2 labels."""
     rec = _records(result)["fsdp2"]
     peak = rec["comm_seconds"].get("gathered")
     if not peak:

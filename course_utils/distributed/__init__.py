@@ -1,13 +1,26 @@
-"""course_utils.distributed: the helpers of notebook 05 (data parallelism); 06's ``course_utils.beyond`` builds on
-them. ``launcher`` runs the real torchrun with no process left behind, ``worker`` is what the launched scripts call,
-``records``/``breakdown`` turn their timings into Measurements and tables, ``comms`` measures the ring all-reduce
-model once per run, ``devices`` picks a mesh's devices, ``findings`` words the predictions.
+"""course_utils.distributed: the helpers of notebook 05 (data parallelism), built on by 06's ``beyond``: the real
+torchrun launched with no process left behind (``launcher``, ``failures``), the workers' API (``worker``), their
+timings taken apart (``breakdown``), the ring all-reduce model (``comms``), devices, figures, ``findings``.
 """
 
 from course_utils.distributed import exercises as _exercises  # noqa: F401  (registers the exercise checkers)
 from course_utils.distributed import findings
-from course_utils.distributed.breakdown import accumulation_saving, chain, chain_table, threads_table
-from course_utils.distributed.comms import allreduce_cost, allreduce_sweep, ring_allreduce_time, score, zero_traffic
+from course_utils.distributed.breakdown import (
+    accumulation_saving,
+    chain,
+    chain_table,
+    measurements,
+    summed,
+    threads_table,
+)
+from course_utils.distributed.comms import (
+    allreduce_cost,
+    allreduce_sweep,
+    memory_per_device,
+    ring_allreduce_time,
+    score,
+    zero_traffic,
+)
 from course_utils.distributed.devices import (
     mesh_facts,
     mlp_threads_fresh,
@@ -17,25 +30,15 @@ from course_utils.distributed.devices import (
     tf_logical_cpus,
     time_threads,
 )
-from course_utils.distributed.launcher import (
-    free_port,
-    launch,
-    pg_timeout_for,
-    show_worker,
-    torchrun_command,
-    worker_path,
-    worker_source,
-)
-from course_utils.distributed.memory import memory_per_device
+from course_utils.distributed.failures import rank_failure
+from course_utils.distributed.launcher import free_port, launch, pg_timeout_for, torchrun_command
 from course_utils.distributed.plots import allreduce_fit_plot, breakdown_plot, diagram, proof_plot, scaling_plot
-from course_utils.distributed.rankfail import rank_failure
-from course_utils.distributed.records import measurements, summed
+from course_utils.distributed.worker import show_worker, worker_path, worker_source
 
 __all__ = [
     "accumulation_saving", "allreduce_cost", "allreduce_fit_plot", "allreduce_sweep", "breakdown_plot", "chain",
-    "chain_table", "diagram", "findings", "free_port", "launch", "measurements", "memory_per_device",
-    "mesh_facts", "mlp_threads_fresh", "pg_timeout_for", "proof_plot", "rank_failure", "ring_allreduce_time",
-    "scaling_plot", "score", "sharding_devices", "sharding_note", "show_worker", "simulate_devices", "summed",
-    "tf_logical_cpus", "threads_table", "time_threads", "torchrun_command", "worker_path", "worker_source",
-    "zero_traffic",
+    "chain_table", "diagram", "findings", "free_port", "launch", "measurements", "memory_per_device", "mesh_facts",
+    "mlp_threads_fresh", "pg_timeout_for", "proof_plot", "rank_failure", "ring_allreduce_time", "scaling_plot", "score",
+    "sharding_devices", "sharding_note", "show_worker", "simulate_devices", "summed", "tf_logical_cpus",
+    "threads_table", "time_threads", "torchrun_command", "worker_path", "worker_source", "zero_traffic",
 ]

@@ -1,17 +1,17 @@
-"""What a data-parallel step's time is made of (numbers only; ``findings`` words them): the chain from one process
-to the DDP step one suspect at a time, what ``no_sync`` saved, and the step with one and with every thread.
+"""What a data-parallel step's time is made of (numbers only; ``findings`` words them): the workers' timing records
+as Measurements that keep their per-round medians (``measurements``, ``from_rounds``, ``summed``), the chain from
+one process to the DDP step one suspect at a time, what ``no_sync`` saved, the step with one and every thread.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
 import numpy as np
 
 from course_utils import declare, display, intervals, timing, validate
 from course_utils.distributed.devices import ThreadRun
-from course_utils.distributed.records import measurements
 
 # rank 0's step, one suspect added at a time: (variant, what it adds to the variant before it)
 CHAIN = (("single", "whole batch, plain model (baseline)"), ("single_half", "halving the batch"),
@@ -61,11 +61,9 @@ def chain_table(timed: Annotated[Mapping[str, Mapping[str, timing.Measurement]],
 
 
 def accumulation_saving(record: Mapping[str, Any]) -> dict[str, Any]:
-    """What ``no_sync`` saved per optimizer step (``saved``: median over rounds of every - no_sync) against the
-    K - 1 all-reduces it removed, timed back to back (``back_to_back``; ``one`` per call); what one sync cost in
-    the training loop (``per_sync``: median over rounds of (every - local) / K, computed); and the time a synced
-    micro-batch spent inside its all-reduce call in a loop with a timing hook (``inside``, median per call, the
-    partner's lateness included). ``table`` shows them, each labelled measured or computed."""
+    """What ``no_sync`` saved per optimizer step (``saved``, median over rounds of every - no_sync) against the K - 1
+    all-reduces it removed, back to back (``back_to_back``; ``one`` per call); one sync in the loop (``per_sync``:
+    (every - local) / K, computed); a synced micro-batch inside its all-reduce (``inside``, timing hook); ``table``."""
     validate.instance("record", record, Mapping)
     k = validate.number("k", record.get("k"), low=2, high=10**4, integer=True)
     parts = measurements(record)
@@ -113,3 +111,44 @@ def threads_table(threads: Annotated[_Runs, declare.NonEmpty], fresh: Mapping[st
                          title=f"The whole-batch step ({cores} cores)",
                          note="cores busy: the process's CPU seconds per wall second, every thread; the calling "
                               "thread's alone beside it.")
+
+
+@declare.checked
+def measurements(record: Mapping[str, Any]) -> dict[str, timing.Measurement]:
+    """{variant: Measurement} for every variant of a worker's record that has per-round medians ("rounds")."""
+    rounds = record.get("rounds")
+    if not isinstance(rounds, Mapping) or not rounds:
+        raise ValueError(f"record {record.get('kind')!r} holds no per-round medians ('rounds'): it was not timed "
+                         "with worker.timed_rounds")
+    found = {}
+    for name, per_round in rounds.items():
+        times = record.get(name, per_round)
+        if isinstance(times, (str, bytes)) or not isinstance(times, (list, tuple)):
+            raise ValueError(f"record {record.get('kind')!r}: {name!r} must be a list of seconds; got {times!r:.60}")
+        found[name] = timing.Measurement(label=name, times=tuple(float(t) for t in times),
+                                         rounds=tuple(float(t) for t in per_round))
+    return found
+
+
+@declare.checked
+def summed(label: declare.Text, *parts: timing.Measurement) -> timing.Measurement:
+    """The round-by-round sum of ``parts`` (each with the same number of rounds), as one Measurement whose times
+    are those sums: e.g. a step's compute plus its all-reduce, timed apart, to set against the step."""
+    counts = {len(m.rounds) for m in parts}
+    if len(counts) != 1 or 0 in counts:
+        raise ValueError(f"parts must all have the same number (>= 1) of rounds; got {sorted(counts)}")
+    totals = tuple(sum(values) for values in zip(*(m.rounds for m in parts)))
+    return timing.Measurement(label=label, times=totals, rounds=totals)
+
+
+_Seconds = Annotated[float, declare.Positive]
+
+
+@declare.checked
+def from_rounds(label: declare.Text,
+                per_round: Annotated[Sequence[Annotated[Sequence[_Seconds], declare.NonEmpty]], declare.MinItems(2)],
+                ) -> timing.Measurement:
+    """A Measurement from a worker's times in rounds (at least 2 non-empty lists of seconds), medians per round kept."""
+    flat = tuple(float(t) for times in per_round for t in times)
+    return timing.Measurement(label=label, times=flat, number=1, total=sum(flat),
+                              rounds=tuple(float(np.median(times)) for times in per_round))

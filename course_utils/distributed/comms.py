@@ -1,6 +1,6 @@
 """The ring all-reduce cost model, T(N) = 2(N-1)·latency + 2(N-1)/N · bytes / bandwidth: fitted per round of a
 measured sweep (``allreduce_cost``, *the* way the course measures this machine's all-reduce, kept in
-``build/machine/`` for the run's later notebooks), scored out of sample, and ZeRO's traffic (computed).
+``build/machine/`` for the run's later notebooks), scored out of sample; ZeRO's traffic and model state (computed).
 """
 
 from __future__ import annotations
@@ -131,9 +131,8 @@ def sweep_sizes(min_bytes: Annotated[int, declare.Range(4, 2**34)], max_bytes: A
 
 
 def sweep_in_rank(sizes: Sequence[int], n_rounds: int, repeats: int, device: Any) -> None:
-    """Inside a launched rank (every rank calls it): time ``dist.all_reduce`` of each message size, the ranks
-    aligned by a barrier before every call, the sizes in turns over ``n_rounds`` rounds (``worker.timed_rounds``),
-    ``repeats`` calls per size in all. Emits one record per size: kind "allreduce", "nbytes", "times", "rounds"."""
+    """Inside every launched rank: ``dist.all_reduce`` of each message size, barrier-aligned, the sizes in turns over
+    ``n_rounds`` rounds, ``repeats`` calls per size; emits one "allreduce" record per size (nbytes, times, rounds)."""
     import torch
     import torch.distributed as dist
 
@@ -152,10 +151,9 @@ def _t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[floa
 
 @dataclass(frozen=True, repr=False)
 class AllReduceCost:
-    """This machine's all-reduce, measured one way (``allreduce_cost``): the ring model fitted on each round of a
-    sweep (``per_round``), their mean (``model``), and a 95% Student-t interval over the rounds on the latency, the
-    bandwidth and any prediction. ``sweep``: (bytes, median seconds over every call); ``source``: whether this
-    process "measured" it or "read" it from ``build/machine/``."""
+    """This machine's all-reduce (``allreduce_cost``): the ring model fitted per round of a sweep (``per_round``),
+    their mean (``model``), 95% Student-t intervals over the rounds; ``sweep``: (bytes, median seconds); ``source``:
+    "measured" here or "read" from ``build/machine/``."""
 
     model: AllReduceModel
     per_round: tuple[AllReduceModel, ...]
@@ -218,9 +216,8 @@ class AllReduceCost:
 
 
 def fit_rounds(records: Sequence[Mapping[str, Any]], n: int) -> tuple[list[AllReduceModel], tuple[list, list]]:
-    """The ring model fitted on each round of a sweep's records (kind "allreduce", with "rounds": one median per
-    round), and the sweep itself as (bytes, median of every call); rounds whose times do not grow with the message
-    size are left out. Raises unless at least 2 rounds could be fitted."""
+    """The ring model fitted on each round of a sweep's "allreduce" records (rounds whose times do not grow with the
+    size left out; at least 2 needed), and the sweep as (bytes, median of every call)."""
     sizes, medians = allreduce_sweep(records)
     rows = [r for r in records if isinstance(r, Mapping) and r.get("kind") == "allreduce"]
     per = [list(r.get("rounds") or ()) for r in rows]
@@ -252,10 +249,9 @@ def allreduce_cost(nprocs: Annotated[int, declare.Range(2, 64)] = 2, *,
                    rounds: Annotated[int, declare.Range(2, 100)], repeats: Annotated[int, declare.Range(2, 10**4)],
                    max_bytes: Annotated[int, declare.Range(2**12, 2**30)], refresh: bool = False,
                    timeout: Annotated[float, declare.Range(1, 3600)] = 240.0) -> AllReduceCost:
-    """This machine's all-reduce cost model on ``nprocs`` ranks: read from this run's ``build/machine/`` when a
-    notebook already measured it (same machine, boot, size and frameworks), else measured now by one launch of
-    ``ddp_train.py --phases allreduce`` (``rounds`` rounds, ``repeats`` calls per size, messages of 4 KiB up to
-    ``max_bytes``: the notebook's sizes table chooses them) and written there."""
+    """This machine's all-reduce cost model on ``nprocs`` ranks: read from this run's ``build/machine/`` when a notebook
+    measured it (same machine, boot, size, frameworks), else measured now by ``ddp_train.py --phases allreduce`` (the
+    notebook's sizes table gives ``rounds``, ``repeats``, ``max_bytes``) and stored there."""
     key = f"{machine.machine_key()}-n{nprocs}"
     if not refresh and key in _COSTS:
         return _COSTS[key]
@@ -291,3 +287,26 @@ def _read(path: Any, key: str) -> AllReduceCost | None:
         return AllReduceCost(combine(fits), fits, sweep, n, str(data["measured_at"]), "read", key)
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         return None
+
+
+_Bytes = Annotated[float, declare.NonNegative]
+_Stage = Annotated[int, declare.Range(0, 3)]  # ZeRO stage 0-3 (3 = FSDP)
+
+
+@declare.checked
+def memory_per_device(params: _Bytes, n: Annotated[int, declare.Range(1, None)], stage: _Stage = 0, *,
+                      weight_bytes: _Bytes = 2, grad_bytes: _Bytes = 2, optimizer_bytes: _Bytes = 12) -> float:
+    """Bytes per device for weights + gradients + optimizer state under ZeRO ``stage`` 0-3 (3 = FSDP). Defaults:
+    mixed-precision Adam, 16 bytes per parameter; activations are left out (they depend on the batch, not the sharding).
+    """
+    opt = optimizer_bytes / (n if stage >= 1 else 1)
+    grad = grad_bytes / (n if stage >= 2 else 1)
+    weight = weight_bytes / (n if stage >= 3 else 1)
+    return float(params * (opt + grad + weight))
+
+
+@declare.checked
+def largest_model(device_bytes: Annotated[float, declare.Positive], n: Annotated[int, declare.Range(1, None)],
+                  stage: _Stage = 0) -> float:
+    """The most parameters whose model state fits in ``device_bytes`` per device (computed; no activations)."""
+    return device_bytes / memory_per_device(1.0, n, stage)

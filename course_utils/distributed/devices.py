@@ -42,9 +42,8 @@ def simulate_devices(n: Annotated[int, declare.Range(1, _MAX_DEVICES)]) -> int:
 
 @declare.checked
 def sharding_devices(plan: devices.Plan) -> list[Any]:
-    """The JAX devices a sharding section uses, by the device plan: the accelerators where the runtime has several
-    (Kaggle's TPU v5e-8, 2x T4), else ``plan.mesh_devices`` simulated host CPU devices (``simulate_devices``, asked
-    before JAX started): a single T4 or TPU v5e-1 would give a 1-device mesh, with no collective to show."""
+    """The JAX devices a sharding section uses: the accelerators where the runtime has several, else
+    ``plan.mesh_devices`` simulated host CPU devices (one T4 or TPU v5e-1 would give a mesh with no collective)."""
     import jax
 
     found = jax.devices("cpu") if plan.simulated else jax.devices()
@@ -112,10 +111,9 @@ def time_threads(fn: Callable[..., Any], *args: Any, threads: _Threads,
                  min_time: Annotated[float, declare.Range(1e-3, 60)] = 0.2,
                  rounds: Annotated[int, declare.Range(1, 100)] = 4,
                  timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> dict[int, ThreadRun]:
-    """``fn(*args)`` under ``torch.set_num_threads(n)`` for each ``n`` of ``threads``, in turns over ``rounds``
-    rounds (per-round medians kept for ``cu.intervals.speedup``), with the process's CPU seconds per wall second
-    (``cores_busy``: computing or spinning threads count, sleeping ones do not) and the caller's alone. The thread
-    count is restored; past ``timeout`` (None: the size's default) ``fn`` is stopped by name."""
+    """``fn(*args)`` under ``torch.set_num_threads(n)`` per ``n`` of ``threads``, in turns over ``rounds`` rounds,
+    with the process's CPU seconds per wall second (``cores_busy``; spinning threads count) and the caller's alone.
+    The thread count is restored; past ``timeout`` (None: the size's default) ``fn`` is stopped by name."""
     counts = list(threads)
     import torch
 
@@ -164,9 +162,8 @@ def mlp_threads_fresh(workloads: Annotated[Mapping[str, tuple[_Layers, Annotated
                       threads: _Threads, env: Mapping[str, str] | None = None, *,
                       min_time: Annotated[float, declare.Range(1e-3, 60)] = 0.2,
                       timeout: Annotated[float, declare.Range(1, 3600)] = 300.0) -> dict[str, dict[int, ThreadRun]]:
-    """``time_threads`` of the course MLP's step per workload (name -> (layer sizes, batch)) in one fresh process
-    whose environment adds ``env``: for settings read once at start-up (``OMP_WAIT_POLICY=passive``), which a
-    running kernel can no longer change. Returns {name: {threads: ThreadRun}}."""
+    """``time_threads`` of the course MLP's step per workload (name -> (layer sizes, batch)) in one fresh process with
+    ``env`` added: for settings read once at start-up (``OMP_WAIT_POLICY``). Returns {name: {threads: ThreadRun}}."""
     request = {"workloads": {name: [list(sizes), batch] for name, (sizes, batch) in workloads.items()},
                "min_time": min_time, "threads": list(threads)}
     probe = Path(__file__).resolve().parent.parent / "workers" / "threads_probe.py"

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from course_utils import exercises, validate
-from course_utils.distributed import comms, memory
+from course_utils.distributed import comms
 
 
 @exercises.register("05.1", hint="count one all-reduce per gradient bucket each time DDP syncs: every "
@@ -33,7 +33,7 @@ def _largest_model(answer: Any, *, device_bytes: float, n: int) -> str | None:
     if not isinstance(answer, Mapping) or set(answer) != {0, 2, 3}:
         raise TypeError(f"the answer should be a dict {{0: params, 2: params, 3: params}}; got {answer!r}")
     for stage in (0, 2, 3):
-        problem = exercises.close(answer[stage], memory.largest_model(device_bytes, n, stage), rel=0.02)
+        problem = exercises.close(answer[stage], comms.largest_model(device_bytes, n, stage), rel=0.02)
         if problem is not None:
             return f"ZeRO-{stage}: {problem}"
     return None

@@ -1,7 +1,6 @@
-"""What torchrun printed, read for the learner: each rank's own lines and, when a rank fails, which rank it was,
-its exit code (or the signal that killed it, by name: ``SIGSEGV``, not "exit code -11") and its traceback
-(``LaunchError``), that the job ran out of time (``LaunchTimeout``), or that nothing could start because the
-loopback interface is down (``LoopbackError``).
+"""What torchrun printed, read for the learner: each rank's own lines; for a failing rank its number, its exit code
+or killing signal by name (``SIGSEGV``, not "exit code -11") and traceback (``LaunchError``); a timeout
+(``LaunchTimeout``); a loopback interface that is down (``LoopbackError``); ``rank_failure`` for 05 and 06.
 """
 
 from __future__ import annotations
@@ -9,10 +8,13 @@ from __future__ import annotations
 import os
 import re
 import signal
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from course_utils.distributed import worker
+from course_utils import calls, declare, validate
+from course_utils.distributed import reaping, worker
 
 RANK_LINE = re.compile(r"^\[[A-Za-z_]*?(\d+)\]:(?:\[rank\d+\]: ?)?(.*)$")  # "[default0]:", torch adds "[rank0]: "
 PROGRESS_LINE = re.compile(rf"^{worker.PROGRESS_PREFIX} (\d+) (\d+)\s*$")
@@ -68,12 +70,8 @@ def learner_lines(output: Sequence[str]) -> list[tuple[int, str]]:
 
 def launch_failure(name: str, nprocs: int, returncode: int, lines: list[str],
                    log_dir: str | os.PathLike | None = None) -> LaunchError:
-    """The error to raise for a failed launch: the failing rank named, with its own lines and traceback.
-
-    The traceback comes from the rank's own ``stderr.log`` under torchrun's ``log_dir`` when there is one:
-    in the console torchrun tees a rank's stdout and stderr from two files, so a line the rank printed before
-    it failed can land inside its traceback there.
-    """
+    """The error for a failed launch: the failing rank named, with its lines and traceback, read from the rank's own
+    ``stderr.log`` under ``log_dir`` when there is one (torchrun's console can splice stdout lines into a traceback)."""
     per_rank: dict[int, list[str]] = {}
     for r, text in learner_lines(lines):
         per_rank.setdefault(r, []).append(text)
@@ -118,3 +116,38 @@ def _one_traceback(lines: list[str]) -> list[str]:
         if line and not line[0].isspace():
             return lines[:i + 1]
     return lines
+
+
+@dataclass(frozen=True)
+class RankFailure:
+    """What a failed launch left: its ``error`` (rank, exit code, traceback) and its ``leftover`` processes."""
+
+    error: LaunchError
+    leftover: list[Any]
+
+    @property
+    def exception_line(self) -> str:
+        """The last line of the failing rank's traceback ("" when it printed none)."""
+        return self.error.traceback.splitlines()[-1] if self.error.traceback else ""
+
+    def __str__(self) -> str:
+        return (f"{type(self.error).__name__} | failing rank: {self.error.rank} | exit code: {self.error.exitcode}\n"
+                f"last line of its traceback: {self.exception_line}\nprocesses left behind: {len(self.leftover)}")
+
+
+@declare.checked
+def leftover(error: LaunchError) -> list[Any]:
+    """The processes a failed launch started that are still alive ([] when the clean-up worked), from the launch's
+    own record of them: another job running the same script cannot show up here."""
+    return [p for p in getattr(error, "processes", []) if reaping.alive(p)]
+
+
+def rank_failure(launch: Callable[..., Any], *args: Any, **kwargs: Any) -> RankFailure:
+    """Call ``launch(*args, **kwargs)`` (``cu.distributed.launch`` or ``cu.beyond.launch_nodes``), catch its
+    ``LaunchError`` and ask the launch which of its processes still live; ``ValueError`` if no rank failed."""
+    validate.function("launch", launch)
+    try:
+        launch(*args, **kwargs)
+    except LaunchError as error:
+        return RankFailure(error, leftover(error))
+    raise ValueError(f"launch: {calls.describe(launch)} finished without a failing rank")

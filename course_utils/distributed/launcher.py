@@ -1,12 +1,10 @@
 """The notebook side of a launch: the real ``torchrun`` on 127.0.0.1 under a reaper (``workers/launch_reaper.py``),
-the ranks' lines streamed into the cell, what the workers recorded collected, and no process left behind whatever
-happens (error, timeout, Ctrl-C twice, the kernel killed). A failing rank raises ``LaunchError`` with its traceback;
-the ranks' process-group timeout is half the launch's, so a rank stuck in a collective fails first.
+one node or several (``run_jobs``), the ranks' lines streamed into the cell, what the workers recorded collected,
+and no process left behind whatever happens (error, timeout, Ctrl-C twice, the kernel killed).
 """
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import queue
@@ -36,9 +34,8 @@ from course_utils.distributed.failures import (
     launch_failure,
     learner_lines,
 )
-from course_utils.distributed.reaping import track_processes  # noqa: F401  (06's multinode uses it)
+from course_utils.distributed.worker import WORKERS, worker_path
 
-WORKERS = Path(__file__).resolve().parent.parent / "workers"
 LOOPBACK = "127.0.0.1"
 _MAX_PROCS = 256
 _MAX_SECONDS = 24 * 3600.0  # a launch longer than a day is a typo
@@ -47,10 +44,7 @@ REAPER_GRACE = 3.0  # seconds between the reaper's SIGTERM and its SIGKILL
 
 @dataclass
 class LaunchResult:
-    """What a finished launch left: per-rank ``records`` (emit), ``arrays`` (save), the output and timings.
-
-    ``output`` is torchrun's raw output; ``lines`` the learner's lines as (rank, text).
-    """
+    """What a finished launch left: per-rank ``records`` (emit), ``arrays`` (save), torchrun's raw ``output``."""
 
     script: str
     nprocs: int
@@ -97,65 +91,6 @@ _Seconds = Annotated[float, declare.Range(0, _MAX_SECONDS, low_open=True)]
 OnLine = Callable[[int | None, str], None] | None  # the learner's callable, given each (rank, text) line
 
 
-@declare.checked
-def worker_path(script: str | os.PathLike) -> Path:
-    """A worker script: a path that exists, or the name of one in ``course_utils/workers``."""
-    path = Path(script)
-    if path.is_file():
-        return path.resolve()
-    if (WORKERS / path.name).is_file():
-        return WORKERS / path.name
-    known = sorted(p.name for p in WORKERS.glob("*.py") if not p.name.startswith("_"))
-    raise ValueError(f"script must be an existing file or one of {known}; got {str(script)!r}")
-
-
-@declare.checked
-def worker_source(script: str | os.PathLike, only: Annotated[Sequence[str], declare.NonEmpty] | None = None) -> str:
-    """The worker's source, or only the top-level functions named in ``only`` (in file order)."""
-    path = worker_path(script)
-    try:
-        source = path.read_text()
-        tree = ast.parse(source) if only is not None else None
-    except (UnicodeDecodeError, SyntaxError, ValueError) as error:  # binary content, or not Python
-        raise ValueError(f"script {str(path)!r} must be a Python source file; reading it failed: "
-                         f"{type(error).__name__}: {error}") from None
-    if only is None:
-        return source
-    wanted = set(only)
-    defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-    for name in wanted:
-        validate.choice("only", name, sorted(defs))
-    lines = source.splitlines()
-    parts = []
-    for node in tree.body:
-        if getattr(node, "name", None) in wanted:
-            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            parts.append("\n".join(lines[start - 1:node.end_lineno]))
-    return "\n\n\n".join(parts)
-
-
-@dataclass(frozen=True, repr=False)
-class WorkerSource:
-    """A worker's lines as a notebook shows them: a Python code block (Markdown, highlighted by Jupyter), plain text
-    in a terminal; the text is the file's own, so what the cell shows is what the ranks run."""
-
-    name: str
-    text: str
-
-    def __repr__(self) -> str:
-        return self.text
-
-    def _repr_markdown_(self) -> str:
-        return f"`{self.name}`:\n\n```python\n{self.text}\n```"
-
-
-@declare.checked
-def show_worker(script: str | os.PathLike, only: Annotated[Sequence[str], declare.NonEmpty] | None = None
-                ) -> WorkerSource:
-    """The worker's source (or the functions in ``only``), shown in a notebook as a highlighted code block."""
-    return WorkerSource(worker_path(script).name, worker_source(script, only))
-
-
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -187,15 +122,23 @@ def loopback_env() -> dict[str, str]:
     return {"GLOO_SOCKET_IFNAME": names[0], "NCCL_SOCKET_IFNAME": names[0]} if names else {}
 
 
+def torchrun_exe() -> list[str]:
+    """This Python's torchrun (its module where the script is not installed)."""
+    exe = Path(sys.executable).with_name("torchrun")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "torch.distributed.run"]
+
+
+def collecting(log_dir: str | os.PathLike) -> list[str]:
+    """The torchrun options that collect the ranks' output: teed with a prefix, kept in ``log_dir``."""
+    return [f"--local-addr={LOOPBACK}", "--monitor-interval=0.1", "--tee=3", f"--log-dir={log_dir}"]
+
+
 @declare.checked
 def torchrun_command(script: str | os.PathLike, nprocs: Annotated[int, declare.Range(1, _MAX_PROCS)], args: _Args,
                      port: Annotated[int, declare.Range(1, 65535)], log_dir: str | os.PathLike) -> list[str]:
     """The torchrun command line: one node on 127.0.0.1, no restarts, ranks' output teed with a prefix."""
-    exe = Path(sys.executable).with_name("torchrun")
-    launcher = [str(exe)] if exe.exists() else [sys.executable, "-m", "torch.distributed.run"]
-    return [*launcher, "--nnodes=1", f"--nproc-per-node={nprocs}", f"--master-addr={LOOPBACK}",
-            f"--master-port={port}", f"--local-addr={LOOPBACK}", "--max-restarts=0", "--monitor-interval=0.1",
-            "--tee=3", f"--log-dir={log_dir}", str(script), *map(str, args)]
+    return [*torchrun_exe(), "--nnodes=1", f"--nproc-per-node={nprocs}", f"--master-addr={LOOPBACK}",
+            f"--master-port={port}", "--max-restarts=0", *collecting(log_dir), str(script), *map(str, args)]
 
 
 @declare.checked
@@ -222,44 +165,47 @@ def launch(script: str | os.PathLike, nprocs: Annotated[int, declare.Range(1, _M
            pg_timeout: Annotated[float, declare.Range(1, _MAX_SECONDS)] | None = None) -> LaunchResult:
     """Run ``torchrun --nproc-per-node=nprocs script *args`` on 127.0.0.1 and return what the ranks recorded.
 
-    Rank r's lines are printed as ``[rank r] ...`` (``echo``); the workers' ``progress`` calls drive a bar;
-    ``on_line(rank, text)`` sees every line (an exception in it, or a call still running at the launch's timeout,
-    stops the job). Each process gets ``OMP_NUM_THREADS = cores // nprocs`` unless ``env`` says otherwise, and a
-    process-group timeout of ``pg_timeout`` seconds (default half the launch's). Raises ``LaunchError`` naming a
-    failing rank, ``LaunchTimeout`` past ``timeout``, ``LoopbackError`` before anything starts.
+    Rank r's lines are echoed as ``[rank r] ...``; the workers' ``progress`` drives a bar; ``on_line(rank, text)`` sees
+    every line. Each process gets ``OMP_NUM_THREADS = cores // nprocs`` unless ``env`` says otherwise, and a
+    process-group timeout (default half the launch's). Raises ``LaunchError``, ``LaunchTimeout`` or ``LoopbackError``.
     """
     path = worker_path(script)
     pg_timeout = pg_timeout_for(timeout) if pg_timeout is None else pg_timeout
-    extra = {**ranks_on_cpu(nprocs, env or {}), **(env or {})}
+    extra = {worker.PG_TIMEOUT_ENV: f"{pg_timeout:g}", **ranks_on_cpu(nprocs, env or {}), **(env or {})}
+    result, _, _ = run_jobs(lambda out: [torchrun_command(path, nprocs, args, free_port(), out / "logs0")], extra,
+                            path.name, nprocs, timeout, echo=echo, progress=progress, on_line=on_line)
+    return result
+
+
+def run_jobs(commands: Callable[[Path], list[list[str]]], env: Mapping[str, str], name: str, nprocs: int,
+             timeout: float, *, echo: bool, progress: bool, on_line: OnLine,
+             node_ranks: dict[int, set[int]] | None = None) -> tuple[LaunchResult, list[list[str]], list[list[str]]]:
+    """Run the torchrun lines ``commands(out)`` (node ``n`` logs into ``out/logs{n}``) side by side, each under its
+    reaper; return the result, each node's lines and the lines run. ``node_ranks[n]`` collects the global ranks node
+    ``n`` started; a failing node raises, and every process ends whatever happens."""
     check_loopback()
     launch_id = uuid.uuid4().hex
     with tempfile.TemporaryDirectory(prefix="course_launch_") as tmp:
         out = Path(tmp)
-        (out / "logs").mkdir()
-        command = torchrun_command(path, nprocs, [str(a) for a in args], free_port(), out / "logs")
+        runnable = commands(out)
         child_env = {**os.environ, "PYTHONUNBUFFERED": "1", worker.OUT_ENV: str(out), worker.ID_ENV: launch_id,
-                     worker.PG_TIMEOUT_ENV: f"{pg_timeout:g}",
-                     "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // nprocs)), **loopback_env(), **extra}
-        job = LaunchJob(command, child_env, launch_id)
+                     "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // nprocs)), **loopback_env(), **env}
+        jobs: list[LaunchJob] = []
         try:
-            lines = job.stream(timeout, path.name, nprocs, echo, progress, on_line)
-            seconds = time.perf_counter() - job.start
-            if job.proc.returncode != 0:
-                raise launch_failure(path.name, nprocs, job.proc.returncode, lines, out / "logs")
+            for n, command in enumerate(runnable):
+                (out / f"logs{n}").mkdir()
+                jobs.append(LaunchJob(command, child_env, launch_id))
+            per_node = _stream(jobs, timeout, name, nprocs, echo, progress, on_line, out, node_ranks)
             records, arrays = collect_outputs(out)
-            return LaunchResult(path.name, nprocs, command, seconds, lines, records, arrays, sorted(job.tracked))
+            return LaunchResult(name, nprocs, runnable[0], time.perf_counter() - jobs[0].start,
+                                [line for node in per_node for line in node], records, arrays,
+                                sorted({pid for job in jobs for pid in job.tracked})), per_node, runnable
         except LaunchError as error:
-            error.processes = list(job.tracked.values())  # what the launch saw, for ``leftover``
+            error.processes = [p for job in jobs for p in job.tracked.values()]  # what the launch saw: ``leftover``
             raise
         finally:
-            job.close()
-
-
-@declare.checked
-def leftover(error: LaunchError) -> list[Any]:
-    """The processes a failed launch started that are still alive ([] when the clean-up worked), from the launch's
-    own record of them: another job running the same script cannot show up here."""
-    return [p for p in getattr(error, "processes", []) if reaping.alive(p)]
+            for job in jobs:
+                job.close()
 
 
 class LaunchJob:
@@ -267,7 +213,7 @@ class LaunchJob:
     ``close`` that ends them all whatever the learner presses meanwhile."""
 
     def __init__(self, command: list[str], env: dict[str, str], launch_id: str) -> None:
-        self.launch_id, self.tracked, self.bar, self.command = launch_id, {}, None, list(command)
+        self.launch_id, self.tracked, self.command = launch_id, {}, list(command)
         self.start = time.perf_counter()
         reaper = [sys.executable, str(WORKERS / "launch_reaper.py"), "--grace", f"{REAPER_GRACE:g}", "--", *command]
         self.proc = subprocess.Popen(reaper, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -276,37 +222,10 @@ class LaunchJob:
         self.pump = threading.Thread(target=_pump, args=(self.proc.stdout, self.lines_q), daemon=True)
         self.pump.start()
 
-    def stream(self, timeout: float, name: str, nprocs: int, echo: bool, progress: bool,
-               on_line: Callable[[int | None, str], None] | None) -> list[str]:
-        lines: list[str] = []
-        next_scan = 0.0
-        while True:
-            now = time.perf_counter()
-            if now > next_scan:
-                reaping.track_processes(self.proc.pid, self.tracked)
-                next_scan = now + 0.2
-            if now - self.start > timeout:
-                shown = [f"[rank {r}] {t}" for r, t in learner_lines(lines)[-10:]] or ["(no rank printed anything)"]
-                raise LaunchTimeout(f"{name} x {nprocs} did not finish within {timeout:g} s; all its processes "
-                                    "were killed. Last lines of the ranks:\n" + "\n".join(shown), output=lines)
-            try:
-                line = self.lines_q.get(timeout=0.1)
-            except queue.Empty:
-                continue
-            if line is None:
-                self.proc.wait()
-                return lines
-            line = line.rstrip("\n")
-            lines.append(line)
-            self.bar = show_line(line, self.bar, name, nprocs, echo=echo, progress=progress, on_line=on_line,
-                                 seconds=max(1.0, timeout - (time.perf_counter() - self.start)))
-
     def close(self) -> None:
         """End every process of the job and wait until they are gone. A Ctrl-C meanwhile is held, and raised
         once everything is gone (unless an exception, such as the first Ctrl-C, is already on its way out)."""
         with reaping.HeldInterrupts() as held:
-            if self.bar is not None:
-                self.bar.close()
             self._stop()
             self.pump.join(timeout=5)  # the pipe reaches EOF once every process holding it is gone
             if not self.pump.is_alive() and self.proc.stdout is not None:
@@ -335,33 +254,72 @@ def _pump(stream: Any, lines_q: queue.Queue) -> None:
     lines_q.put(None)
 
 
+def _stream(jobs: list[LaunchJob], timeout: float, name: str, nprocs: int, echo: bool, progress: bool,
+            on_line: OnLine, out: Path, node_ranks: dict[int, set[int]] | None) -> list[list[str]]:
+    """Pump every node's output until all reapers exit; raise at the first node that fails or at the timeout."""
+    per_node: list[list[str]] = [[] for _ in jobs]
+    arrival: list[str] = []
+    running, bar, next_scan, start = set(range(len(jobs))), None, 0.0, jobs[0].start
+    nodes = f" on {len(jobs)} nodes" if len(jobs) > 1 else f" x {nprocs}"
+    try:
+        while running:
+            now = time.perf_counter()
+            if now > next_scan:
+                for n, job in enumerate(jobs):
+                    reaping.track_processes(job.proc.pid, job.tracked)
+                    if node_ranks is not None:
+                        node_ranks[n].update(reaping.ranks(job.tracked))
+                next_scan = now + 0.2
+            if now - start > timeout:
+                shown = [f"[rank {r}] {t}" for r, t in learner_lines(arrival)[-10:]] or ["(no rank printed anything)"]
+                raise LaunchTimeout(f"{name}{nodes} did not finish within {timeout:g} s; all its processes were "
+                                    "killed. Last lines of the ranks:\n" + "\n".join(shown), output=arrival)
+            idle = True
+            for n in sorted(running):
+                while not jobs[n].lines_q.empty():
+                    line, idle = jobs[n].lines_q.get(), False
+                    if line is None:
+                        jobs[n].proc.wait()
+                        running.discard(n)
+                        if jobs[n].proc.returncode != 0:
+                            who = f"{name} (node {n} failed first)" if len(jobs) > 1 else name
+                            raise launch_failure(who, nprocs, jobs[n].proc.returncode, arrival, out / f"logs{n}")
+                        break
+                    per_node[n].append(line.rstrip("\n"))
+                    arrival.append(line.rstrip("\n"))
+                    bar = show_line(arrival[-1], bar, name, nprocs, echo=echo, progress=progress, on_line=on_line,
+                                    seconds=max(1.0, timeout - (time.perf_counter() - start)),
+                                    where=f"node {n} " if len(jobs) > 1 else "")
+            if idle:
+                time.sleep(0.05)
+    finally:
+        if bar is not None:
+            bar.close()
+    return per_node
+
+
 def show_line(line: str, bar: Any, name: str, nprocs: int, *, echo: bool, progress: bool,
               on_line: Callable[[int | None, str], None] | None, seconds: float, where: str = "") -> Any:
     """One line of torchrun's output: a progress tick moves the bar (returned), any other line goes to ``on_line``
-    (given at most ``seconds``: a callable that never returns stops the launch by name) and is echoed."""
+    (for at most ``seconds``, then the launch stops naming it) and is echoed."""
     match = RANK_LINE.match(line)
     rank_, text = (int(match.group(1)), match.group(2)) if match else (None, line)
     tick = PROGRESS_LINE.match(text)
-    if tick:
-        return advance_progress(bar, int(tick.group(1)), int(tick.group(2)), name, nprocs, progress)
+    if tick and not progress:
+        return None
+    if tick:  # one bar per launch, created on the first report
+        if bar is None:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=int(tick.group(2)), desc=f"{name} x {nprocs}", unit="phase", leave=False)
+        bar.n = min(int(tick.group(1)), bar.total)
+        bar.refresh()
+        return bar
     if on_line is not None:  # the learner's callable: it may not hold the launch past its timeout
         with calls.time_limit(seconds, calls.describe(on_line)):
             on_line(rank_, text)
     if echo and rank_ is not None and text.strip():
         print(f"[{where}rank {rank_}] {text}", flush=True)
-    return bar
-
-
-def advance_progress(bar: Any, step: int, total: int, name: str, nprocs: int, enabled: bool) -> Any:
-    """Move the progress bar to a worker's reported step (one bar per launch, created on the first report)."""
-    if not enabled:
-        return None
-    if bar is None:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=total, desc=f"{name} x {nprocs}", unit="phase", leave=False)
-    bar.n = min(step, total)
-    bar.refresh()
     return bar
 
 

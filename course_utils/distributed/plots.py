@@ -70,9 +70,8 @@ _Parts = tuple[_Seconds, _Seconds, _Seconds]  # (compute, all-reduce, step) seco
 @declare.checked
 def breakdown_plot(groups: Annotated[Mapping[str, Annotated[Mapping[str, _Parts], declare.NonEmpty]], declare.NonEmpty],
                    *, title: declare.Text = "Where a step's time goes") -> Any:
-    """One panel per group (e.g. model), one bar per label from (compute, all-reduce, step) seconds: compute and the
-    all-reduce (each measured alone) stacked, then the rest of the step (computed; where the parts outlast the
-    step, a black tick marks the step instead)."""
+    """One panel per group, one bar per label from (compute, all-reduce, step) seconds: the two parts (each measured
+    alone) stacked, then the rest of the step (computed; a black tick marks a step shorter than its parts)."""
     rows_max = max(len(g) for g in groups.values())
     fig, axes = plotting.figure(len(groups), width=5.2 * len(groups), height=1.4 + 0.55 * rows_max)
     for ax, (group, rows) in zip(axes, groups.items()):

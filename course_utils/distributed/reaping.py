@@ -49,6 +49,19 @@ def track_processes(pid: int, tracked: dict[int, Any]) -> None:
         pass
 
 
+def ranks(tracked: dict[int, Any]) -> set[int]:
+    """The RANK environment variable of the worker processes among ``tracked`` (psutil processes)."""
+    found = set()
+    for p in tracked.values():
+        try:
+            value = p.environ().get("RANK")
+        except psutil.Error:  # gone or not ours
+            continue
+        if value is not None and value.isdigit():
+            found.add(int(value))
+    return found
+
+
 def kill_tree(proc: subprocess.Popen, tracked: dict[int, Any], launch_id: str) -> None:
     """Last resort, when the reaper did not end the job: terminate every process seen under it and anything that
     carries this launch's id; KILL what remains."""

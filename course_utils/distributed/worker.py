@@ -1,14 +1,17 @@
-"""The worker side: what a script started by ``launch()`` calls to report back (``emit`` records, ``save`` arrays,
-``progress``), the process-group timeout the launch chose, and the one timing loop of the workers (``timed_rounds``).
+"""The worker scripts: where they are and their source as a notebook shows it (``show_worker``); what a script
+started by ``launch()`` calls to report back (``emit`` records, ``save`` arrays, ``progress``), the process-group
+timeout the launch chose, and the one timing loop of the workers (``timed_rounds``).
 """
 
 from __future__ import annotations
 
+import ast
 import datetime
 import json
 import os
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,6 +23,7 @@ OUT_ENV = "COURSE_DIST_OUT"  # the folder where launch() collects records and ar
 ID_ENV = "COURSE_LAUNCH_ID"  # marks every process of one launch, so that none is left behind
 PROGRESS_PREFIX = "@@progress"  # a line the launcher turns into its progress bar (never shown as output)
 PG_TIMEOUT_ENV = "COURSE_PG_TIMEOUT"  # seconds a rank waits in a collective before it raises (set by launch())
+WORKERS = Path(__file__).resolve().parent.parent / "workers"
 
 
 def rank() -> int:
@@ -38,9 +42,8 @@ def world_size() -> int:
 
 
 def pg_timeout() -> datetime.timedelta | None:
-    """The process-group timeout ``launch`` chose (``COURSE_PG_TIMEOUT`` seconds), for
-    ``init_process_group(backend, timeout=pg_timeout())``; None outside a launch (torch's default then applies:
-    30 minutes for gloo, 10 for NCCL)."""
+    """The process-group timeout ``launch`` chose, for ``init_process_group(backend, timeout=pg_timeout())``; None
+    outside a launch (torch's default: 30 minutes for gloo, 10 for NCCL)."""
     value = os.environ.get(PG_TIMEOUT_ENV)
     if value is None:
         return None
@@ -99,10 +102,9 @@ def timed_rounds(device: Any, calls: Annotated[Mapping[str, Sequence[Any]], decl
                  n_rounds: Annotated[int, declare.Range(1, 1000)], repeats: Annotated[int, declare.Range(1, 10**6)],
                  together: bool = True, *, warmup: bool = True,
                  offset: Annotated[int, declare.Range(0, 10**6)] = 0) -> dict:
-    """Each call (name -> (fn, *args)) timed ``repeats`` times in all over ``n_rounds`` rounds, the names in turns
-    (rotated each round, from ``offset``), after a warm-up call each (``warmup``), the ranks aligned at a barrier
-    (``together``: every rank makes the same calls). Returns {name: [seconds], "rounds": {name: [per-round median]},
-    "per_round": {name: [[seconds of a round], ...]}}: the rounds are the replicates of an interval."""
+    """Each call (name -> (fn, *args)) timed ``repeats`` times over ``n_rounds`` rounds, the names in turns from
+    ``offset``, after a warm-up call each, the ranks aligned at a barrier (``together``). Returns {name: [seconds],
+    "rounds": {name: [per-round median]}, "per_round": {name: [[seconds], ...]}}: the rounds replicate an interval."""
     if together:
         import torch.distributed as dist
     names = list(calls)
@@ -128,3 +130,62 @@ def timed_rounds(device: Any, calls: Annotated[Mapping[str, Sequence[Any]], decl
             found["rounds"][name].append(float(np.median(times)))
             found["per_round"][name].append(times)
     return found
+
+
+@declare.checked
+def worker_path(script: str | os.PathLike) -> Path:
+    """A worker script: a path that exists, or the name of one in ``course_utils/workers``."""
+    path = Path(script)
+    if path.is_file():
+        return path.resolve()
+    if (WORKERS / path.name).is_file():
+        return WORKERS / path.name
+    known = sorted(p.name for p in WORKERS.glob("*.py") if not p.name.startswith("_"))
+    raise ValueError(f"script must be an existing file or one of {known}; got {str(script)!r}")
+
+
+@declare.checked
+def worker_source(script: str | os.PathLike, only: Annotated[Sequence[str], declare.NonEmpty] | None = None) -> str:
+    """The worker's source, or only the top-level functions named in ``only`` (in file order)."""
+    path = worker_path(script)
+    try:
+        source = path.read_text()
+        tree = ast.parse(source) if only is not None else None
+    except (UnicodeDecodeError, SyntaxError, ValueError) as error:  # binary content, or not Python
+        raise ValueError(f"script {str(path)!r} must be a Python source file; reading it failed: "
+                         f"{type(error).__name__}: {error}") from None
+    if only is None:
+        return source
+    wanted = set(only)
+    defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    for name in wanted:
+        validate.choice("only", name, sorted(defs))
+    lines = source.splitlines()
+    parts = []
+    for node in tree.body:
+        if getattr(node, "name", None) in wanted:
+            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            parts.append("\n".join(lines[start - 1:node.end_lineno]))
+    return "\n\n\n".join(parts)
+
+
+@dataclass(frozen=True, repr=False)
+class WorkerSource:
+    """A worker's lines as a notebook shows them: a Python code block (Markdown, highlighted by Jupyter), plain text
+    in a terminal; the text is the file's own, so what the cell shows is what the ranks run."""
+
+    name: str
+    text: str
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_markdown_(self) -> str:
+        return f"`{self.name}`:\n\n```python\n{self.text}\n```"
+
+
+@declare.checked
+def show_worker(script: str | os.PathLike, only: Annotated[Sequence[str], declare.NonEmpty] | None = None
+                ) -> WorkerSource:
+    """The worker's source (or the functions in ``only``), shown in a notebook as a highlighted code block."""
+    return WorkerSource(worker_path(script).name, worker_source(script, only))

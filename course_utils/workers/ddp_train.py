@@ -229,6 +229,7 @@ def timing(rank, world, device, workloads: dict, n_rounds: int, repeats: int) ->
                                                  warmup=r == 0, offset=r))
             dist.barrier()
             for part in parts:
+                part.pop("per_round")  # the rounds' own times: this record keeps their medians ("rounds")
                 for key, value in part.pop("rounds").items():
                     found["rounds"].setdefault(key, []).extend(value)
                 for key, value in part.items():

@@ -15,7 +15,8 @@ from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_
 
 from course_utils import data
 from course_utils.distributed import worker
-from course_utils.workers.fsdp_train import build, setup
+from course_utils.workers.ddp_train import setup
+from course_utils.workers.fsdp_train import build
 
 
 def save(folder: str, model, optimizer) -> None:
@@ -62,7 +63,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=64, help="global batch (all ranks together)")
     parser.add_argument("--lr", type=float, default=1e-3)
     args = parser.parse_args()
-    device = setup()
+    _, _, device = setup()
     model, optimizer = build("fsdp2", device, args.lr)
     if args.load:
         load(args.load, model, optimizer)

@@ -5,7 +5,6 @@ the collectives alone, and its full weights after ``--steps`` steps. On GPUs the
 """
 
 import argparse
-import os
 import re
 import tempfile
 import time
@@ -21,21 +20,13 @@ from torch.distributed.optim import ZeroRedundancyOptimizer
 from torch.distributed.tensor import DTensor
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 from course_utils import data, models, profile
 from course_utils.distributed import worker
+from course_utils.workers.ddp_train import setup  # the group joined as 05's DDP worker joins it
 
 SIZES = (32, 256, 256, 256, 10)
-
-
-def setup() -> torch.device:
-    """NCCL and this node's GPU ``LOCAL_RANK`` when every local rank has a GPU, else gloo on the CPU."""
-    gpus_enough = torch.cuda.device_count() >= int(os.environ.get("LOCAL_WORLD_SIZE", "1"))  # one GPU per rank
-    device = torch.device("cuda", worker.local_rank()) if gpus_enough else torch.device("cpu")
-    if device.type == "cuda":
-        torch.cuda.set_device(device)  # LOCAL_RANK: the GPU index on this machine (RANK counts all machines)
-    dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
-    return device
 
 
 def local_bytes(tensors) -> int:
@@ -60,7 +51,7 @@ class CountCollectives(TorchDispatchMode):
         name = str(func)
         if name.startswith("c10d."):
             op = name.split(".")[1].strip("_").replace("_base", "")
-            tensors = [a for a in _flat(args) if isinstance(a, torch.Tensor)]
+            tensors = [a for a in tree_leaves(args) if isinstance(a, torch.Tensor)]
             self.calls[op] += 1
             self.nbytes[op] += max((t.numel() * t.element_size() for t in tensors), default=0)
         return func(*args, **(kwargs or {}))
@@ -111,14 +102,6 @@ def gathered_peak(events, layer_bytes: dict) -> dict | None:
         if (len(names), size) > (best["layers"], best["bytes"]):
             best = {"layers": len(names), "bytes": size, "names": names}
     return best
-
-
-def _flat(items):
-    for item in items:
-        if isinstance(item, (list, tuple)):
-            yield from _flat(item)
-        else:
-            yield item
 
 
 def build(kind: str, device: torch.device, lr: float):
@@ -275,7 +258,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6, help="timing rounds, the kinds in turns")
     parser.add_argument("--per-round", type=int, default=3, help="steps timed per kind and round")
     args = parser.parse_args()
-    device = setup()
+    _, _, device = setup()
     kinds = args.kinds.split(",")
     unknown = [k for k in kinds if k not in ("ddp", "zero1", "fsdp2")]
     if unknown:

@@ -7,20 +7,17 @@ from badinput import rejects
 from beyond_fakes import fake
 
 from course_utils.beyond import (
-    cluster,
     elastic,
     jaxmulti,
     multinode,
     plots,
     predict,
-    reshard,
     sharded,
     tfmulti,
-    totals,
 )
+from course_utils.distributed.breakdown import from_rounds
 from course_utils.distributed.comms import AllReduceModel
 from course_utils.distributed.launcher import LaunchResult
-from course_utils.distributed.records import from_rounds
 
 NAN = float("nan")
 EMPTY = LaunchResult("w.py", 2, [], 1.0, [], {}, {})
@@ -60,8 +57,8 @@ BAD_CALLS = [
     ("result", lambda: multinode.proof_diffs(None, {"step1": 0})),
     ("reference", lambda: multinode.proof_diffs(EMPTY, {})),
     ("result", lambda: multinode.backend("run")),
-    ("nnodes", lambda: cluster.cluster_commands(nnodes=1)),
-    ("host", lambda: cluster.cluster_commands(host="")),
+    ("nnodes", lambda: multinode.cluster_commands(nnodes=1)),
+    ("host", lambda: multinode.cluster_commands(host="")),
     ("batch", lambda: jaxmulti.run(batch=63)),
     ("devices_per_process", lambda: jaxmulti.run(devices_per_process=0)),
     ("rounds", lambda: jaxmulti.run(rounds=1)),
@@ -103,18 +100,18 @@ BAD_CALLS = [
     ("rows", lambda: predict.prediction_table({})),
     ("rows", lambda: predict.ratios({})),
     ("result", lambda: jaxmulti.gloo_ranks(None)),
-    ("result", lambda: totals.traffic(None)),
-    ("fit", lambda: totals.collective_ratios("fit", fake())),
+    ("result", lambda: predict.traffic(None)),
+    ("fit", lambda: predict.collective_ratios("fit", fake())),
     ("every", lambda: elastic.run(every=0)),
     ("crash_at", lambda: elastic.run(steps=12, crash_at=12)),
     ("nprocs", lambda: elastic.run(nprocs=1)),
     ("every", lambda: elastic.lost_steps(8, 0)),
     ("crash_at", lambda: elastic.lost_steps(-1, 3)),
-    ("saved_by", lambda: reshard.compare(None, EMPTY)),
-    ("saved_by", lambda: reshard.compare(EMPTY, EMPTY)),
-    ("folder", lambda: reshard.files(3)),
-    ("folder", lambda: reshard.files("/nonexistent/checkpoint")),
-    ("folders", lambda: reshard.files_table({})),
+    ("saved_by", lambda: elastic.compare(None, EMPTY)),
+    ("saved_by", lambda: elastic.compare(EMPTY, EMPTY)),
+    ("folder", lambda: elastic.files(3)),
+    ("folder", lambda: elastic.files("/nonexistent/checkpoint")),
+    ("folders", lambda: elastic.files_table({})),
     ("label", lambda: from_rounds("", [[1.0], [1.0]])),
     ("per_round", lambda: from_rounds("x", [[1.0]])),
     ("per_round", lambda: from_rounds("x", "abc")),
@@ -126,7 +123,7 @@ BAD_CALLS = [
     ("result", lambda: multinode.facts(EMPTY)),
     ("result", lambda: jaxmulti.facts(None)),
     ("crash", lambda: elastic.facts(None)),
-    ("fit", lambda: totals.traffic_facts(None, fake())),
+    ("fit", lambda: predict.traffic_facts(None, fake())),
 ]
 
 

@@ -9,18 +9,18 @@ import sys
 
 import pytest
 
-from course_utils.beyond import cluster
+from course_utils.beyond import multinode
 
 
 def test_cluster_commands_name_every_framework() -> None:
-    text = cluster.cluster_commands("10.1.2.3", nnodes=4, nproc_per_node=8)
+    text = multinode.cluster_commands("10.1.2.3", nnodes=4, nproc_per_node=8)
     assert "--rdzv-endpoint=10.1.2.3:29400" in text and "num_processes=4" in text and "TF_CONFIG" in text
     assert "local_device_ids" in text  # one JAX process per GPU is shown too
     assert "MultiWorkerMirroredStrategy()" in text
 
 
 def test_hang_checklist_is_current_for_torch_2_13() -> None:
-    text = " ".join(" ".join(row) for row in cluster.hang_checklist().rows)
+    text = " ".join(" ".join(row) for row in multinode.hang_checklist().rows)
     assert "TORCH_NCCL_ASYNC_ERROR_HANDLING=1: fail" not in text  # the outdated advice: 3 is the default
     assert "defaults to 3" in text and "timeout=" in text
     assert "TORCH_NCCL_DUMP_ON_TIMEOUT=1" in text and "torchfrtrace" in text
@@ -50,7 +50,7 @@ def test_cluster_tf_config_line_is_valid_json_in_a_shell(nnodes: int) -> None:
     bash = shutil.which("bash")
     if bash is None:
         pytest.skip("no bash")
-    (line,) = [t for t in cluster.cluster_commands(nnodes=nnodes).splitlines() if t.startswith("export TF_CONFIG=")]
+    (line,) = [t for t in multinode.cluster_commands(nnodes=nnodes).splitlines() if t.startswith("export TF_CONFIG=")]
     line = line.replace("$(python ", f"$({sys.executable} ")
     out = subprocess.run([bash, "-c", f'export NODE_INDEX=1; {line}; printf %s "$TF_CONFIG"'], capture_output=True,
                          text=True, check=True).stdout

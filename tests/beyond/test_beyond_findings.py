@@ -8,7 +8,7 @@ from beyond_fakes import fake
 
 from course_utils import findings as core
 from course_utils import intervals
-from course_utils.beyond import elastic, findings, sharded, totals
+from course_utils.beyond import elastic, findings, predict, sharded
 from course_utils.display import MAX_PARAGRAPH_WORDS
 from course_utils.distributed.comms import AllReduceModel
 
@@ -40,7 +40,7 @@ FACTS = {  # what each template's cell passes, built by the helpers where the no
     findings.COST: {"source": "all-reduce cost model of this machine (2 ranks, 6 rounds, 2026-01-01T00:00:00): read "
                               "from this run's build/machine/", "beta": "1.23 GB/s", "alpha": 45.6, "low": 0.81,
                     "high": 1.42, "rests": "*wide* 16.20 ms; *zero1* 1.10 ms; *jax* 3.30 ms"},
-    findings.TRAFFIC: {**totals.traffic_facts(AllReduceModel(1e9, 1e-4), fake()), "speed": str(STRADDLE)},
+    findings.TRAFFIC: {**predict.traffic_facts(AllReduceModel(1e9, 1e-4), fake()), "speed": str(STRADDLE)},
     findings.REDUCE_SCATTER: {"trace": "c10d::_reduce_scatter_base_ -> gloo:all_reduce"},
     findings.JAX_SHARD: {"temps": 1.7, "scatters": 0, "allreduces": 2},
 }
@@ -76,6 +76,6 @@ def test_memory_facts_quote_each_rank_and_say_when_the_gathers_were_not_measured
 def test_elastic_and_traffic_facts() -> None:
     assert elastic.facts(CRASH) == {"crash_at": 8, "resumed": 6, "seconds": 14.2, "startup0": 2.1, "startup1": 2.3,
                                     "outside": 8.9, "training": pytest.approx(0.9)}
-    traffic = totals.traffic_facts(AllReduceModel(1e9, 1e-4), fake())
+    traffic = predict.traffic_facts(AllReduceModel(1e9, 1e-4), fake())
     assert (traffic["gathers"], traffic["scatters"], traffic["allreduces"], traffic["calls"]) == (4, 2, 1, 6)
     assert traffic["ddp_ms"] == pytest.approx(0.2) and traffic["gloo"] == pytest.approx(1.5)

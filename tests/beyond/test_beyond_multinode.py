@@ -9,7 +9,7 @@ import pytest
 from orphans import survivors
 
 from course_utils.beyond import multinode
-from course_utils.distributed import launcher
+from course_utils.distributed import failures, launcher
 from course_utils.distributed.failures import LaunchError, LaunchTimeout
 from course_utils.distributed.launcher import LaunchResult
 
@@ -115,7 +115,7 @@ def test_failure_on_the_other_node_names_the_rank_and_kills_everything(script: P
                                progress=False)
     assert caught.value.rank == 1
     assert "rank 1 gives up" in caught.value.traceback
-    assert caught.value.processes and launcher.leftover(caught.value) == []  # the launch's own processes, all gone
+    assert caught.value.processes and failures.leftover(caught.value) == []  # the launch's own processes, all gone
     assert not survivors(str(script))
 
 

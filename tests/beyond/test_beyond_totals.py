@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from beyond_fakes import fake
 
-from course_utils.beyond import totals
+from course_utils.beyond import predict
 from course_utils.distributed.comms import AllReduceModel
 
 P = 1000
@@ -14,22 +14,22 @@ INSIDE = ("c10d::_reduce_scatter_base_", "gloo:all_reduce")
 
 
 def test_traffic_with_ring_factors_and_as_gloo_runs_it() -> None:
-    moved = totals.traffic(fake(trace=INSIDE))
+    moved = predict.traffic(fake(trace=INSIDE))
     assert moved["ring"] == pytest.approx(1.5) and moved["gloo"] == pytest.approx(2.0) and moved["inside"]
-    plain = totals.traffic(fake())
+    plain = predict.traffic(fake())
     assert plain["gloo"] == pytest.approx(1.5) and not plain["inside"]
-    assert totals.gloo_inside(fake(trace=INSIDE)) and not totals.gloo_inside(fake())
+    assert predict.gloo_inside(fake(trace=INSIDE)) and not predict.gloo_inside(fake())
 
 
 def test_collective_ratios_price_latency_and_gloo() -> None:
     fit = AllReduceModel(bandwidth=1e9, latency=1e-4)
     ddp = 2 * 1e-4 + 4 * P / 1e9  # one all-reduce on 2 ranks: 2 latency steps, the full buffer
     fsdp = 6 * 1e-4 + 0.5 * 12 * P / 1e9  # 4 gathers + 2 reduce-scatters, 1 step each, half the buffer
-    ratios = totals.collective_ratios(fit, fake())
+    ratios = predict.collective_ratios(fit, fake())
     assert ratios["model"] == pytest.approx(fsdp / ddp) and ratios["as gloo"] == ratios["model"]
     assert ratios["calls"] == 6
     as_gloo = 4 * 1e-4 + 0.5 * 8 * P / 1e9 + 2 * 2 * 1e-4 + 4 * P / 1e9  # the reduce-scatters as all-reduces
-    assert totals.collective_ratios(fit, fake(trace=INSIDE))["as gloo"] == pytest.approx(as_gloo / ddp)
+    assert predict.collective_ratios(fit, fake(trace=INSIDE))["as gloo"] == pytest.approx(as_gloo / ddp)
 
 
 def test_unexplained_rest_beyond_the_models_communication() -> None:
@@ -39,17 +39,17 @@ def test_unexplained_rest_beyond_the_models_communication() -> None:
                       "comm measured": 6.64e-3},
             "jax": {"compute": 1e-3, "comm model": 1e-3, "predicted": 2e-3, "measured": 9e-3,
                     "comm measured": float("nan")}}
-    assert totals.unexplained(rows) == pytest.approx({"wide": 16.2e-3})
+    assert predict.unexplained(rows) == pytest.approx({"wide": 16.2e-3})
     assert np.isnan(rows["jax"]["comm measured"])  # rows without a measured collective time are skipped
 
 
 def test_bad_arguments_are_named() -> None:
     with pytest.raises(TypeError, match="result"):
-        totals.traffic({})
+        predict.traffic({})
     with pytest.raises(TypeError, match="fit"):
-        totals.collective_ratios(None, fake())
+        predict.collective_ratios(None, fake())
     with pytest.raises(ValueError, match="rows"):
-        totals.unexplained({})
+        predict.unexplained({})
 
 
 def test_prediction_table_prints_the_ratio_of_the_two_times_it_prints() -> None:

@@ -71,7 +71,7 @@ BAD_CALLS = [
     ("stage", lambda: dist.memory_per_device(1e9, 2, 4)),
     ("stage", lambda: dist.memory_per_device(1e9, 2, True)),
     ("optimizer_bytes", lambda: dist.memory_per_device(1e9, 2, optimizer_bytes=-12)),
-    ("device_bytes", lambda: dist.memory.largest_model(0, 8, 3)),
+    ("device_bytes", lambda: dist.comms.largest_model(0, 8, 3)),
     # devices
     ("n", lambda: dist.simulate_devices(0)),
     ("n", lambda: dist.simulate_devices("4")),
@@ -148,7 +148,7 @@ BAD_CALLS = [
     ("threads", lambda: dist.time_threads(print, threads="12")),
     ("timeout", lambda: dist.mlp_threads_fresh({"tiny": ([8, 4], 32)}, [1], timeout=INF)),
     # launcher
-    ("error", lambda: dist.launcher.leftover("failure")),
+    ("error", lambda: dist.failures.leftover("failure")),
     ("pg_timeout", lambda: dist.launch("fail_demo.py", 2, pg_timeout=NAN)),
     ("timeout", lambda: dist.launch("fail_demo.py", 2, timeout=10**9)),
     ("timeout", lambda: dist.launcher.check_loopback(0)),

@@ -22,7 +22,7 @@ def test_allreduce_calls_prediction_is_scored_against_the_counts() -> None:
 
 def test_largest_model_per_stage() -> None:
     context = {"device_bytes": 141e9, "n": 64}
-    right = {s: dist.memory.largest_model(141e9, 64, s) for s in (0, 2, 3)}
+    right = {s: dist.comms.largest_model(141e9, 64, s) for s in (0, 2, 3)}
     assert _status("05.2", right, **context) == "correct"
     assert _status("05.2", {**right, 3: right[0]}, **context) == "not yet"
     assert _status("05.2", [1, 2, 3], **context) == "not yet"

@@ -388,15 +388,15 @@ def test_a_killed_kernel_leaves_no_process(tmp_path: Path) -> None:
 
 def test_leftover_reads_the_launchs_own_processes_not_a_scan() -> None:
     error = dist.failures.LaunchError("x")
-    assert dist.launcher.leftover(error) == []
+    assert dist.failures.leftover(error) == []
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         error.processes = [psutil.Process(sleeper.pid)]
-        assert [p.pid for p in dist.launcher.leftover(error)] == [sleeper.pid]
+        assert [p.pid for p in dist.failures.leftover(error)] == [sleeper.pid]
     finally:
         sleeper.kill()
         sleeper.wait()
-    assert dist.launcher.leftover(error) == []
+    assert dist.failures.leftover(error) == []
 
 
 @pytest.mark.integration

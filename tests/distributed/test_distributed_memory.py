@@ -1,4 +1,4 @@
-"""course_utils.distributed.memory: model state per device under ZeRO stages."""
+"""course_utils.distributed.comms.memory_per_device: model state per device under ZeRO stages."""
 
 from __future__ import annotations
 
@@ -15,6 +15,6 @@ def test_memory_per_device_zero_stages() -> None:
 
 
 def test_largest_model_is_the_inverse() -> None:
-    params = dist.memory.largest_model(141e9, 64, 3)
+    params = dist.comms.largest_model(141e9, 64, 3)
     assert dist.memory_per_device(params, 64, 3) == pytest.approx(141e9)
-    assert dist.memory.largest_model(80e9, 1, 0) == pytest.approx(5e9)
+    assert dist.comms.largest_model(80e9, 1, 0) == pytest.approx(5e9)

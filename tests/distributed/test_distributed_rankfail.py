@@ -1,4 +1,4 @@
-"""course_utils.distributed.rankfail: a launch whose rank fails, read once for 05 and 06."""
+"""course_utils.distributed.failures.rank_failure: a launch whose rank fails, read once for 05 and 06."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""course_utils.distributed.records and breakdown: the workers' timings as Measurements with rounds, and a step
+"""course_utils.distributed.breakdown: the workers' timings as Measurements with rounds, and a step
 taken apart from them."""
 
 from __future__ import annotations
