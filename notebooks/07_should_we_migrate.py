@@ -276,11 +276,14 @@ cu.migrate.compile_gains(ladder, cnn)
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Your own model and cluster: put `make_model()` and `make_batches()` in a module, then run this command on the
 # machine you pay for (on a cluster, inside one job on one node of the accelerator you rent). It writes
-# `report.html`, the decision first; the same report for the CNN is in `build/assess/cnn/`.
+# `report.html`, the decision first; the CNN's, as `assess` wrote it above, is unfolded below.
 
 # %%
 print(cu.migrate.command_line("mypkg.models:make_model", "mypkg.data:make_batches", config="costs.toml",
                               compiler="mypkg.train:compile_model"))
+
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["sample-report"]
+cu.migrate.saved_report(cu.env.build_dir("assess", "cnn"))
 
 # %% [markdown] course={"lead": true} slideshow={"slide_type": "slide"}
 # ## 4. What is it worth? Every input with its source

@@ -83,16 +83,23 @@ def test_a_notebook_without_its_last_verified_line_says_so() -> None:
     assert "record no 'last verified' line" in build_site.site_notebook(nb, "99_small", set()).cells[0].source
 
 
-def test_readme_sections() -> None:
+def test_readme_sections_and_the_sample_report(tmp_path) -> None:
     readme = "# T\n\nWho.\n\n## A\n\n```bash\n## not a heading\n```\n### Sub\n\n## B\n\nb\n"
     assert build_site.section(readme, "A") == "```bash\n## not a heading\n```\n### Sub"
     assert build_site.section(readme, "C") is None
     assert build_site.deeper("## x\n### y\ntext ## z") == "### x\n#### y\ntext ## z"
-    page = build_site.assess_page(readme.replace("## B", f"## {build_site.ASSESS}"), set())
-    assert page.startswith(f"# {build_site.ASSESS}\n\nb")
-    fallback = build_site.assess_page(readme, {"notebooks/07_should_we_migrate.ipynb"})
-    assert "notebook 07" in fallback and "(notebooks/07_should_we_migrate.ipynb)" in fallback
+    stored = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("show()", metadata={"tags": ["sample-report"]},
+                                                                       outputs=[nbformat.v4.new_output(
+        "display_data", {"text/markdown": "<details><summary>report.md: Should we?</summary>\n\n**Speed**\n\n"
+                                          "| a | b |\n|---|---|\n</details>"})])])
+    nbformat.write(stored, tmp_path / "99_x.ipynb")
+    page = build_site.assess_page(readme.replace("## B", f"## {build_site.ASSESS}"), set(), [tmp_path / "99_x.ipynb"])
+    assert page.startswith(f"# {build_site.ASSESS}\n\nb") and "## A sample report" in page
+    assert "**report.md: Should we?**" in page and "<details>" not in page and "| a | b |" in page
+    fallback = build_site.assess_page(readme, set(), [tmp_path / "99_x.ipynb"])
     assert f"({course_notebook.REPO_URL}/blob/{course_notebook.RELEASE}/README.md)" in fallback
+    with pytest.raises(ValueError, match="sample-report"):
+        build_site.sample_report([])
 
 
 # --- the built site ----------------------------------------------------------------------------
@@ -133,6 +140,13 @@ def test_site_loads_nothing_from_the_network(site: Path) -> None:
     expected = {"index.html", "assess.html", "ARCHITECTURE.html", "slides/instructor_guide.html", "search.html",
                 "slides/answer_key.html"}  # the key the guide links to (its anchors: test_every_page_in_the_browser)
     assert expected | {f"notebooks/{p.stem}.html" for p in COURSE_NOTEBOOKS} <= pages
+
+
+@pytest.mark.integration
+def test_the_assess_page_shows_a_sample_report_and_the_home_page_links_the_leads_page(site: Path) -> None:
+    text = _page_text(site / "assess.html")
+    assert "A sample report" in text and "report.md: Should we migrate" in text
+    assert "page to hand to your lead" in _page_text(site / "index.html")
 
 
 @pytest.mark.integration

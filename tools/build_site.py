@@ -192,14 +192,30 @@ def home_page(readme: str, names: list[str], pages: set[str]) -> str:
     return site_markdown("\n\n".join(parts) + "\n", "", pages)
 
 
-def assess_page(readme: str, pages: set[str]) -> str:
-    """assess.md: README's section on assessing your own model, or where to read about it."""
+def assess_page(readme: str, pages: set[str], paths: list[Path]) -> str:
+    """assess.md: README's section on assessing your own model (or where to read about it), then a sample report:
+    the stored output of the notebook cell tagged ``sample-report``."""
     body = section(readme, ASSESS)
     if body is None:
         body = ("`python -m course_utils.migrate assess` measures eager against compiled on your own model and "
-                "device and writes a one-page report. It is described in "
-                "[notebook 07](notebooks/07_should_we_migrate.ipynb) and in the [README](README.md).")
-    return site_markdown(f"# {ASSESS}\n\n{deeper(body)}\n", "", pages)
+                "device and writes a one-page report. It is described in the last notebook and in the "
+                "[README](README.md).")
+    return site_markdown(f"# {ASSESS}\n\n{deeper(body)}\n\n{sample_report(paths)}", "", pages)
+
+
+def sample_report(paths: list[Path]) -> str:
+    """A report as ``assess`` wrote it, from the stored run of the notebook that shows one (tag ``sample-report``)."""
+    for path in paths:
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            outputs = cell.get("outputs", []) if "sample-report" in cell.metadata.get("tags", []) else []
+            for text in (out.get("data", {}).get("text/markdown") for out in outputs):
+                if text:
+                    report = re.sub(r"</?details>|<summary>(.*?)</summary>", r"**\1**", text).strip()
+                    return (f"## A sample report\n\nThe report `assess` wrote in the stored run of "
+                            f"[{path.stem}](notebooks/{path.name}) ({last_verified(nb) or 'no last-verified line'}):"
+                            f" that run's numbers and machine, not yours.\n\n{report}\n")
+    raise ValueError("no notebook stores the output of a cell tagged 'sample-report' (run the course first)")
 
 
 def stage(stage_dir: Path = STAGE) -> list[str]:
@@ -221,7 +237,7 @@ def stage(stage_dir: Path = STAGE) -> list[str]:
         shutil.copyfile(path, stage_dir / "originals" / path.name)
     readme = (ROOT / "README.md").read_text()
     (stage_dir / "index.md").write_text(home_page(readme, names, pages))
-    (stage_dir / "assess.md").write_text(assess_page(readme, pages))
+    (stage_dir / "assess.md").write_text(assess_page(readme, pages, paths))
     guide = build_slides.GUIDE.read_text()
     (stage_dir / "slides" / "instructor_guide.md").write_text(key_links(site_markdown(guide, "slides", pages)))
     key = answer_key.markdown(*answer_key.entries({path.stem: path for path in paths}))  # the stored outputs

@@ -23,6 +23,7 @@ from course_utils.migrate.report import (
     lead_page,
     money_sentence,
     pricing_cases,
+    saved_report,
     summary_rows,
 )
 from course_utils.migrate.report import compare_table as compare_assessments
@@ -42,6 +43,6 @@ __all__ = [
     "cnn", "cnn_batches", "command_line", "compare_assessments", "compare_pricing", "compile_gains", "estimate",
     "explore", "findings", "framework_table", "frameworks_story", "gap", "ladder_story", "lead_page",
     "money_sentence", "monthly_spend_for", "outputs_agree", "payback", "pricing_cases", "read_config", "recipe",
-    "run_checklist", "seed_example", "seed_shares", "skipped_rungs", "speed_text", "step_agreement", "summary_rows",
-    "token_batches", "torch_ladder", "transformer", "typed", "waterfall", "workers_label",
+    "run_checklist", "saved_report", "seed_example", "seed_shares", "skipped_rungs", "speed_text", "step_agreement",
+    "summary_rows", "token_batches", "torch_ladder", "transformer", "typed", "waterfall", "workers_label",
 ]

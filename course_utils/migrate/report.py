@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -334,6 +335,16 @@ def lead_page(priced: Annotated[Named, MinItems(2), MaxItems(2)], block: Assessm
                          f"{lead.decision.outcome}; transformer block: {block.decision.outcome}. Measured in this run, "
                          "except the money, which is computed from it. The same decision for your model: `assess` on "
                          "the machine you pay for.")
+
+
+@declare.checked
+def saved_report(folder: str | Path) -> display.Prose:
+    """The report.md that ``assess`` wrote into ``folder``, collapsed under its title, its headings bold (an output
+    holds no sections): what a lead receives, shown beside the run (07; the website's sample)."""
+    text = (Path(folder) / "report.md").read_text()
+    title, _, body = text.partition("\n")
+    body = re.sub(r"^#+ (.*)$", r"**\1**", body.strip(), flags=re.M)
+    return display.Prose(f"<details><summary>report.md: {title.lstrip('# ')}</summary>\n\n{body}\n\n</details>")
 
 
 @declare.checked
