@@ -136,3 +136,10 @@ def test_replace_keeps_a_stuck_decision_undecided() -> None:
     stuck = migrate.decision.Decision(decision.NOT_DECIDED, NOT_DECIDED.deciding.speedup, 1.2, None)
     found = replace(NOT_DECIDED, pricing=replace(NOT_DECIDED.pricing, decision=stuck))
     assert "would likely not decide it" in report.findings_of(found)["decision"].sentence
+
+
+def test_saved_report_folds_the_report_under_its_title_with_bold_headings(tmp_path) -> None:
+    (tmp_path / "report.md").write_text("# Should we migrate m?\n\nDecision: migrate.\n\n## Speed\n\n| a |\n|---|\n")
+    shown = migrate.saved_report(tmp_path).text
+    assert shown.startswith("<details><summary>report.md: Should we migrate m?</summary>")
+    assert "**Speed**" in shown and "## " not in shown and shown.endswith("</details>")
