@@ -231,6 +231,24 @@ def probe(model_path: str, batches_path: str, loss_path: str | None, device: Any
         return _probe(model_path, batches_path, loss_path, device, model_args, batches_args, regional)
 
 
+def cpu_attention_flops() -> dict[Any, Any]:
+    """FLOP formulas for the CPU's attention kernels, which torch's counter does not know (it counted 0 FLOPs for
+    ``scaled_dot_product_attention`` on a CPU): the formulas it applies to the GPU's attention kernels."""
+    import torch
+    from torch.utils import flop_counter
+
+    aten = torch.ops.aten
+
+    def forward(query: Any, key: Any, value: Any, *args: Any, **kwargs: Any) -> int:
+        return flop_counter.sdpa_flop_count(query, key, value)
+
+    def backward(grad_out: Any, query: Any, key: Any, value: Any, *args: Any, **kwargs: Any) -> int:
+        return flop_counter.sdpa_backward_flop_count(grad_out, query, key, value)
+
+    return {aten._scaled_dot_product_flash_attention_for_cpu: forward,
+            aten._scaled_dot_product_flash_attention_for_cpu_backward: backward}
+
+
 def _probe(model_path: str, batches_path: str, loss_path: str | None, device: Any, model_args: Any,
            batches_args: Any, regional: bool) -> Probe:
     import torch
@@ -247,7 +265,7 @@ def _probe(model_path: str, batches_path: str, loss_path: str | None, device: An
     model = model.to(device)
     inputs, targets = (to_device(v, device) for v in batch)
     try:
-        with FlopCounterMode(display=False) as counter:
+        with FlopCounterMode(display=False, custom_mapping=cpu_attention_flops()) as counter:
             loss = loss_fn(call(model, inputs), targets)
             loss.backward()
     except TimeoutError:
