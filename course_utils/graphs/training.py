@@ -29,8 +29,8 @@ EAGER_STEP, COMPILED_STEP = "torch eager step", "torch.compile step"
 @declare.checked
 def loss_tolerance() -> float:
     """The largest loss difference a compiled step may show against eager: the device plan's float32 matmul tolerance
-    (a TPU's bf16 passes and an Ampere GPU's TF32 round more than a CPU's float32)."""
-    return devices.plan(devices.describe()).matmul_tolerance
+    (``devices.current()``, ``COURSE_DEVICE`` honoured: a TPU's bf16 passes and TF32 round more than float32)."""
+    return devices.current().matmul_tolerance
 
 
 @declare.checked

@@ -28,9 +28,9 @@ Pair = tuple[timing.Measurement, timing.Measurement]
 
 @declare.checked
 def torch_setup() -> tuple[str, int]:
-    """(device, threads) torch runs with, from the device plan (``cu.devices``): on a TPU runtime torch runs on the
-    host CPU with the host's cores, on a CUDA GPU on "cuda"."""
-    plan = devices.plan(devices.describe())
+    """(device, threads) torch runs with, from the device plan (``devices.current()``, ``COURSE_DEVICE`` honoured):
+    on a TPU runtime torch runs on the host CPU with the host's cores, on a CUDA GPU on "cuda"."""
+    plan = devices.current()
     return plan.torch_device, plan.torch_threads
 
 
