@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from course_utils import declare, display, env, interop, timing, validate
 from course_utils.declare import NonEmpty, NonNegativeFloat, PositiveFloat, PositiveInt, Range
 from course_utils.fusion.variants import into_buffer
+from course_utils.measuring.workloads import array_ops
 
 
 @declare.checked
@@ -36,18 +37,6 @@ class VectorRoof:
         """The FLOP/s ceiling of a kernel doing ``flops`` + ``tanh`` per element (a tanh counted as 1 FLOP, as
         ``trace_traffic`` counts it): where a point of that kernel sits under this roof on a roofline plot."""
         return (flops + tanh) / self.chain_seconds(1, flops=flops, tanh=tanh)
-
-
-def _tanh_of(framework: str) -> Callable[[Any], Any]:
-    if framework == "torch":
-        import torch
-
-        return torch.tanh
-    if framework == "jax":
-        import jax.numpy as jnp
-
-        return jnp.tanh
-    return env.import_tensorflow().math.tanh
 
 
 def _in_cache_kernel(framework: str, fn: Callable[[Any], Any], x: Any) -> Callable[[], Any]:
@@ -87,7 +76,7 @@ def measure_vector_roof(framework: str = "torch", *, elements: Annotated[int, Ra
         elements = min(max(2**16, (env.last_level_cache_bytes() or 2**23) // 32), 2**20)
     import numpy as np
 
-    tanh = _tanh_of(framework)
+    tanh = array_ops(framework).tanh
     grid = np.linspace(-5.0, 5.0, elements)
     values = (np.random.default_rng(0).random(elements) * 0.5).astype(np.float32)
     xs = (interop.to_framework(framework, values[: elements // 8]), interop.to_framework(framework, values))

@@ -6,14 +6,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import calls, declare, display, env, interop, intervals, timing
+from course_utils import calls, declare, display, interop, intervals, timing
 from course_utils.declare import NonEmpty, NonNegativeFloat, PositiveFloat, Range
+from course_utils.measuring.workloads import Framework, array_ops
 
-Framework = Literal["torch", "jax", "tensorflow"]
 MAX_CURVE_POINTS = 10**6  # points of a cost curve: range(10**12) ended in a bare MemoryError
 
 
@@ -134,7 +134,8 @@ def eager_op_costs(framework: Framework, *, size: Annotated[int, Range(1, 2**20)
     """One eager op of each kind in the chain on ``size``-element float32 inputs ("eager add" of two arrays, "eager
     scalar mul" by a Python number, "eager tanh"): the eager side of the overhead model."""
     a, b = (interop.to_framework(framework, np.full(size, v, np.float32)) for v in (1.0, 2.0))
-    add, mul, tanh = _eager_ops(framework)
+    ops = array_ops(framework)
+    add, mul, tanh = ops.add, ops.multiply, ops.tanh
     return {"eager add": timing.benchmark(add, a, b, min_time=min_time, label=f"{framework} eager add"),
             "eager scalar mul": timing.benchmark(mul, a, 0.5, min_time=min_time, label=f"{framework} eager scalar mul"),
             "eager tanh": timing.benchmark(tanh, a, min_time=min_time, label=f"{framework} eager tanh")}
@@ -151,15 +152,3 @@ def eager_op_cost(costs: Mapping[str, timing.Measurement],
         raise ValueError("mix must count at least one op")
     return sum(costs[k].median * n for k, n in mix.items()) / sum(mix.values())
 
-
-def _eager_ops(name: str) -> tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]]:
-    if name == "torch":
-        import torch
-
-        return torch.add, torch.mul, torch.tanh
-    if name == "jax":
-        import jax.numpy as jnp
-
-        return jnp.add, jnp.multiply, jnp.tanh
-    tf = env.import_tensorflow()
-    return tf.add, tf.multiply, tf.tanh

@@ -7,15 +7,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import numpy as np
 
 from course_utils import calls, declare, display, env, interop
 from course_utils.declare import NonEmpty, Range
 from course_utils.graphs.recompiles import first_line
+from course_utils.measuring.workloads import Framework
 
-Framework = Literal["torch", "jax", "tensorflow"]
 Tolerance = Annotated[float, Range(0, 1e6)]
 
 # The switch each framework offers to run compiled code eagerly, as the notebook shows it.

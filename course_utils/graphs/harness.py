@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from course_utils import calls, declare, display, intervals, timing
 from course_utils.declare import NonEmpty, Range
-from course_utils.measuring.allocator import outputs_worth, tensor_bytes, warm_allocator
+from course_utils.measuring.workloads import outputs_worth, tensor_bytes, warm_allocator
 
 SWEEP = "this sweep's harness: static graph, `bias` array"
 GENERIC = "shape-generic graph (dynamic=True), `bias` array"

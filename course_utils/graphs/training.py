@@ -10,17 +10,14 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import numpy as np
 
 from course_utils import calls, data, declare, devices, display, interop, intervals, models, timing
 from course_utils.declare import MinItems, NonEmpty, NonNegativeFloat, Range, SameLength
+from course_utils.measuring.workloads import Framework, MinTime, Pair, Rounds
 
-Framework = Literal["torch", "jax", "tensorflow"]
-Rounds = Annotated[int, Range(2, 100)]
-MinTime = Annotated[float, Range(0, 60, low_open=True)]
-Pair = tuple[timing.Measurement, timing.Measurement]
 StepPair = Annotated[tuple[Callable[..., Any], Callable[..., Any]], MinItems(2)]
 MAX_STEPS = 10_000
 EAGER_STEP, COMPILED_STEP = "torch eager step", "torch.compile step"

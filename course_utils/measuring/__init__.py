@@ -5,20 +5,13 @@ and costs are core (``cu.machine.figures()``)."""
 
 from course_utils.measuring import exercises as _exercises  # noqa: F401  (registers the exercise checkers)
 from course_utils.measuring import findings
-from course_utils.measuring.allocator import warm_allocator
 from course_utils.measuring.exercises import measured_matmul_seconds
-from course_utils.measuring.hierarchy import (
-    default_working_sets,
-    retime_dram,
-    sweep_hierarchy,
-)
-from course_utils.measuring.kernels import libraries_table, matmul_libraries
+from course_utils.measuring.hierarchy import default_working_sets, retime_dram, sweep_hierarchy
 from course_utils.measuring.limits import eager_gap
-from course_utils.measuring.peak import theoretical_peak
+from course_utils.measuring.peak import libraries_table, matmul_libraries, theoretical_peak
 from course_utils.measuring.plots import hierarchy_plot, overhead_sweep_plot
 from course_utils.measuring.regimes import bends, bends_table
-from course_utils.measuring.speedups import amdahl_table, cache_state, variant_name
-from course_utils.measuring.summary import summary_rows
+from course_utils.measuring.speedups import amdahl_table, cache_state, summary_rows, variant_name
 from course_utils.measuring.workloads import (
     chain_inputs,
     chain_medians,
@@ -27,6 +20,7 @@ from course_utils.measuring.workloads import (
     sweep_sizes,
     time_chains,
     torch_setup,
+    warm_allocator,
 )
 
 __all__ = [

@@ -1,6 +1,7 @@
 """The memory hierarchy as one sweep: copy bandwidth against working-set size, its levels read off its own cliffs
-(``cliffs``); main memory is past the last cliff, and only a sweep with none falls back on ``DRAM_MULTIPLE``x the
-last-level cache the OS reports, which otherwise only plans the sweep and is quoted as a second fact."""
+(where the rate falls and stays down), whatever the OS reports (a VM may report its host's cache); main memory is past
+the last cliff, and only a sweep with none falls back on ``DRAM_MULTIPLE``x the reported last-level cache, which
+otherwise only plans the sweep and is quoted as a second fact."""
 
 from __future__ import annotations
 
@@ -12,16 +13,59 @@ from typing import Annotated
 
 from course_utils import declare, display, env, probes, timing, validate
 from course_utils.declare import NonEmpty, PositiveFloat, PositiveInt, Range, SameLength
-from course_utils.measuring.cliffs import Cliff, find_cliffs
 from course_utils.validate import MAX_WORKING_SET
 
 _FP32 = 4
 DRAM_MULTIPLE = probes.CACHE_MULTIPLE  # the reported cache's multiple that plans the sweep, and stands in for main
 # memory's start only where the sweep shows no cliff (the rule the roof probes are sized by)
 BEYOND = 2  # main-memory points a plateau needs; the sweep plans this many at or past DRAM_MULTIPLE x the cache
-
-
+DROP = 1.5  # a fall of at least this factor over consecutive falling points, staying down after, is a cliff
+EDGE = 1.2  # a step that falls by less than this is flat: it belongs to a level, not to a cliff
 WorkingSet = Annotated[int, Range(2 * _FP32, MAX_WORKING_SET)]
+
+
+@declare.checked
+@dataclass(frozen=True)
+class Cliff:
+    """A fall in copy bandwidth: ``before`` is the last working set (bytes) at the upper level's rate, ``after``
+    the first at the lower level's; the rate fell by ``drop`` times between them."""
+
+    before: PositiveInt
+    after: PositiveInt
+    drop: Annotated[float, Range(1)]
+
+    def __post_init__(self) -> None:
+        if self.after <= self.before:
+            raise ValueError(f"after must be larger than before ({self.before}); got {self.after}")
+
+    def __str__(self) -> str:
+        return (f"between {display.format_bytes(self.before)} and {display.format_bytes(self.after)}, "
+                f"a {self.drop:.2g}x fall")
+
+
+@declare.checked
+def find_cliffs(working_sets: Annotated[Sequence[PositiveInt], NonEmpty],
+                bandwidths: Annotated[Sequence[PositiveFloat], SameLength("working_sets")], *,
+                drop: Annotated[float, Range(1, 100, low_open=True)] = DROP) -> tuple[Cliff, ...]:
+    """The cliffs of a sweep, smallest working set first: runs of consecutive steep falls (each more than ``EDGE``)
+    that add up to ``drop`` times or more and after which the rate stays down (the median of the points up to the
+    next cliff lies ``drop`` times below the rate before), so one slow point in a plateau is not read as an edge."""
+    points = sorted(zip(working_sets, bandwidths))
+    sizes, rates = [int(s) for s, _ in points], [float(r) for _, r in points]
+    runs, i = [], 0
+    while i < len(rates) - 1:
+        j = i
+        while j + 1 < len(rates) and rates[j + 1] * EDGE < rates[j]:
+            j += 1  # each step of the run falls by more than EDGE: a flat step ends it
+        if j > i and rates[i] / rates[j] >= drop:
+            runs.append((i, j))
+        i = max(j, i + 1)
+    cliffs = []
+    for k, (start, end) in enumerate(runs):
+        stop = runs[k + 1][0] if k + 1 < len(runs) else len(rates) - 1
+        if rates[start] / statistics.median(rates[end:stop + 1]) >= drop:  # it stays down: a level's edge
+            cliffs.append(Cliff(sizes[start], sizes[end], rates[start] / rates[end]))
+    return tuple(cliffs)
 
 
 @declare.checked
@@ -36,7 +80,7 @@ class HierarchySweep:
 
     @functools.cached_property
     def cliffs(self) -> tuple[Cliff, ...]:
-        """Where the copy's rate falls and stays down (``cliffs.find_cliffs``): the levels' edges as measured."""
+        """Where the copy's rate falls and stays down (``find_cliffs``): the levels' edges as measured."""
         return find_cliffs(self.working_sets, self.bandwidths)
 
     @property

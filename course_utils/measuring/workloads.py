@@ -1,5 +1,11 @@
 """Notebook 00's measurements of the learner's own functions (the clock pair of one call, the chains eager and
-compiled in alternating rounds, ``x + 1`` over sizes), each under a time limit (``calls``) so none can hang."""
+compiled in alternating rounds, ``x + 1`` over sizes), each under a time limit (``calls``) so none can hang; and the C
+allocator's state, which decides what an eager op's fresh output costs on a CPU.
+
+glibc serves a block over its mmap threshold (128 KiB in a new process) with fresh pages and returns them when the
+block is freed; freeing one such block raises the threshold to its size (up to 32 MiB), so from then on blocks of
+that size stay in the heap and come back without page faults. A long-running process is in that state.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +17,8 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 
-from course_utils import calls, declare, devices, env, interop, models, timing, validate
+from course_utils import calls, declare, devices, env, interop, memory, models, timing, validate
 from course_utils.declare import NonEmpty, Range
-from course_utils.measuring.allocator import outputs_worth, warm_allocator
 from course_utils.measuring.speedups import ChainRuns, variant_name
 from course_utils.validate import MAX_ELEMENTS
 
@@ -24,6 +29,44 @@ Rounds = Annotated[int, Range(2, 100)]
 MinTime = Annotated[float, Range(0, 60, low_open=True)]
 Size = Annotated[int, Range(1, MAX_ELEMENTS)]
 Pair = tuple[timing.Measurement, timing.Measurement]
+PAGE = 4096
+WARM_BYTES = 31 * 2**20  # under the 32 MiB up to which glibc's threshold follows a freed block
+
+
+@declare.checked
+def warm_allocator(nbytes: Annotated[int, declare.Range(PAGE, 2**31)] = WARM_BYTES) -> None:
+    """Allocate, touch and free one ``nbytes`` block (torch, CPU), as a long-running process has done: glibc then
+    keeps blocks up to that size in its heap. Harmless elsewhere: it only allocates and frees."""
+    import torch
+
+    block = torch.empty(nbytes // 4, dtype=torch.float32)
+    block.fill_(0.0)
+    del block
+
+
+def tensor_bytes(x: Any) -> int:
+    """Bytes of one float32 array shaped like ``x`` (any framework's tensor)."""
+    return 4 * max(1, int(math.prod(tuple(x.shape))))
+
+
+@declare.checked
+def outputs_worth(fn: Callable[..., Any], *args: Any, output_bytes: declare.PositiveInt) -> float:
+    """Page faults per call of ``fn(*args)`` in outputs' worth (``output_bytes`` in 4 KiB pages; nan where the OS
+    does not count faults)."""
+    return memory.page_faults(fn, *args) / max(1, math.ceil(output_bytes / PAGE))
+
+
+def array_ops(framework: str) -> Any:
+    """A framework's eager array ops (``.add``, ``.multiply``, ``.tanh``): torch, jax.numpy or tf.math."""
+    if framework == "torch":
+        import torch
+
+        return torch
+    if framework == "jax":
+        import jax.numpy as jnp
+
+        return jnp
+    return env.import_tensorflow().math
 
 
 @declare.checked
@@ -98,20 +141,7 @@ def chain_inputs(frameworks: Frameworks, size: Size,
     validate.memory_fits("size", 4 * int(size) * (2 + len(frameworks)))  # NumPy's copy, each framework's, an output
     x_np = rng.standard_normal(int(size), dtype=np.float32)
     bias = np.float32(0.1)
-    inputs: dict[str, tuple] = {}
-    for framework in frameworks:
-        if framework == "torch":
-            import torch
-
-            device = torch_device()
-            inputs[framework] = (torch.from_numpy(x_np).to(device), torch.tensor(bias, device=device))
-        elif framework == "jax":
-            import jax.numpy as jnp
-
-            inputs[framework] = (jnp.asarray(x_np), jnp.asarray(bias))
-        else:
-            tf = env.import_tensorflow()
-            inputs[framework] = (tf.constant(x_np), tf.constant(bias))
+    inputs = {fw: interop.to_framework(fw, x_np, bias, device=torch_device()) for fw in frameworks}
     return x_np, bias, inputs
 
 
@@ -148,29 +178,16 @@ def chain_faults(inputs: Annotated[Mapping[Framework, tuple], NonEmpty],
     for name, fn in fns.items():
         args = inputs[name]
         with calls.time_limit(timeout, f"fns[{name!r}] ({calls.describe(fn)})"):
-            found[name] = outputs_worth(fn, *args, output_bytes=4 * max(1, int(math.prod(tuple(args[0].shape)))))
+            found[name] = outputs_worth(fn, *args, output_bytes=tensor_bytes(args[0]))
     return found
 
 
 def _add_one(framework: str, compiled: bool) -> Callable[[int], tuple[Callable[..., Any], tuple]]:
-    if framework == "torch":
-        import torch
-
-        fn = torch.compile(lambda a: a + 1) if compiled else (lambda a: torch.add(a, 1))
-        return lambda s: (fn, (torch.ones(s, device=torch_device()),))
-    if framework == "jax":
-        import jax
-        import jax.numpy as jnp
-
-        fn = jax.jit(lambda a: a + 1) if compiled else (lambda a: jnp.add(a, 1))
-        return lambda s: (fn, (jnp.ones(s),))
-    tf = env.import_tensorflow()
-    spec = [tf.TensorSpec([None], tf.float32)]  # one trace for every size (XLA still compiles per shape)
-    if compiled:
-        fn = tf.function(lambda a: a + 1, jit_compile=True, input_signature=spec)
-    else:
-        fn = lambda a: tf.add(a, 1.0)  # noqa: E731
-    return lambda s: (fn, (tf.ones([s]),))
+    ops, spec = array_ops(framework), {}
+    if framework == "tensorflow":  # one trace for every size (XLA still compiles per shape)
+        spec = {"input_signature": [env.import_tensorflow().TensorSpec([None], "float32")]}
+    fn = interop.compile_default(framework, lambda a: a + 1, **spec) if compiled else (lambda a: ops.add(a, 1))
+    return lambda s: (fn, (interop.to_framework(framework, np.ones(s, np.float32), device=torch_device()),))
 
 
 @declare.checked

@@ -9,7 +9,7 @@ import pytest
 from badinput import rejects
 
 from course_utils import intervals, machine, measuring, roofline, timing
-from course_utils.measuring import allocator, hierarchy, kernels, limits, regimes, speedups, workloads
+from course_utils.measuring import hierarchy, limits, peak, regimes, speedups, workloads
 
 NAN, INF = math.nan, math.inf
 M = timing.Measurement("m", (1e-3,))
@@ -95,8 +95,8 @@ BAD_CALLS = [
     (lambda: measuring.matmul_libraries("torch"), "frameworks"),
     (lambda: measuring.libraries_table([]), "libraries"),
     (lambda: measuring.libraries_table([None]), "libraries[0]"),
-    (lambda: measuring.libraries_table([kernels.KernelLibrary("torch", "MKL", "")], {"torch": NAN}), "flops"),
-    (lambda: kernels.KernelLibrary("", "MKL", ""), "framework"),
+    (lambda: measuring.libraries_table([peak.KernelLibrary("torch", "MKL", "")], {"torch": NAN}), "flops"),
+    (lambda: peak.KernelLibrary("", "MKL", ""), "framework"),
     (lambda: measuring.matmul_libraries(["torch"], n=10**9), "n"),
     (lambda: measuring.chain_inputs(["torch"], 2**31), "size"),
     (lambda: measuring.overhead_sweep(["torch"], [4, 2**31]), "sizes"),
@@ -149,7 +149,7 @@ BAD_CALLS = [
      "call_cost['torch']"),
     (lambda: measuring.exercises.measured_matmul_seconds(0), "n"),
     (lambda: measuring.warm_allocator(nbytes=1), "nbytes"),
-    (lambda: allocator.outputs_worth(abs, 1, output_bytes=0), "output_bytes"),
+    (lambda: workloads.outputs_worth(abs, 1, output_bytes=0), "output_bytes"),
     (lambda: measuring.summary_rows({}, RUNS, FIGURES, {}, "warm", S), "trap"),
     (lambda: measuring.summary_rows({"torch": (R, R)}, None, FIGURES, {}, "warm", S), "runs"),
     (lambda: measuring.summary_rows({"torch": (R, R)}, RUNS, FIGURES, {}, "hot", S), "cache"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from course_utils.measuring import hierarchy
-from course_utils.measuring.cliffs import Cliff, find_cliffs
+from course_utils.measuring.hierarchy import Cliff, find_cliffs
 
 K, M = 2**10, 2**20
 SIZES = (16 * K, 64 * K, 256 * K, M, 4 * M, 16 * M, 64 * M, 256 * M, 512 * M)
