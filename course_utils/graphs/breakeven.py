@@ -1,5 +1,9 @@
-"""What compiling costs and saves: the break-even call count, eager against compiled timed in turns, and the per-call
-overhead model of small tensors (n_ops x eager per-op cost / the run's compiled call cost, ``machine.figures()``)."""
+"""What compiling costs and saves: the break-even call count, eager against compiled timed in turns, the per-call
+overhead model of small tensors (n_ops x eager per-op cost / the run's compiled call cost, ``machine.figures()``),
+and what a shape-generic graph costs per call against a static one, like for like: the learner compiles each variant
+(``dynamic=False``, ``dynamic=True``, a ``mark_dynamic`` input, a function compiled earlier at another size);
+``dynamic_costs`` calls each once (counting the graphs Dynamo compiles), then times all of them in alternating rounds.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from typing import Annotated, Any
 import numpy as np
 
 from course_utils import calls, declare, display, interop, intervals, timing
-from course_utils.declare import NonEmpty, NonNegativeFloat, PositiveFloat, Range
+from course_utils.declare import MinItems, NonEmpty, NonNegativeFloat, PositiveFloat, Range
 from course_utils.measuring.workloads import Framework, array_ops
 
 MAX_CURVE_POINTS = 10**6  # points of a cost curve: range(10**12) ended in a bare MemoryError
@@ -152,3 +156,67 @@ def eager_op_cost(costs: Mapping[str, timing.Measurement],
         raise ValueError("mix must count at least one op")
     return sum(costs[k].median * n for k, n in mix.items()) / sum(mix.values())
 
+
+STATIC = "static (dynamic=False)"
+DYNAMIC = "dynamic=True"
+MARKED = "mark_dynamic(x, 0)"
+REUSED = "reused from another size (default)"
+
+
+@declare.checked
+def torch_graph_count() -> int:
+    """Graphs Dynamo has compiled in this process so far (its ``unique_graphs`` counter)."""
+    import torch._dynamo.utils
+
+    return int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
+
+
+@declare.checked
+@dataclass(frozen=True)
+class Variant:
+    """One way of compiling the function: its time per call and the graphs its first call here compiled."""
+
+    name: declare.Text
+    measurement: timing.Measurement
+    graphs: Annotated[int, Range(0)]
+
+
+@declare.checked
+def dynamic_costs(variants: Annotated[Mapping[str, Annotated[tuple[Callable[..., Any], Sequence[Any]], MinItems(2)]],
+                                      NonEmpty], *,
+                  min_time: Annotated[float, Range(0, 60, low_open=True)] = 0.2,
+                  rounds: Annotated[int, Range(2, 100)] = 6,
+                  timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> dict[str, Variant]:
+    """``variants`` maps a name to (the learner's compiled function, its arguments), the first the baseline (the
+    static graph): each called once (graphs counted), then all timed in ``rounds`` alternating rounds."""
+    graphs = {}
+    for name, (fn, args) in variants.items():
+        before = torch_graph_count()
+        with calls.time_limit(timeout, calls.describe(fn)):
+            fn(*args)
+        graphs[name] = torch_graph_count() - before
+    with calls.time_limit(timeout, calls.describe(next(iter(variants.values()))[0])):
+        timed = timing.interleaved({name: (lambda f=fn, a=args: f(*a)) for name, (fn, args) in variants.items()},
+                                   rounds=rounds, min_time=min_time)
+    return {name: Variant(name, timed[name], graphs[name]) for name in variants}
+
+
+@declare.checked
+def against_baseline(found: Annotated[Mapping[str, Variant], NonEmpty]) -> dict[str, intervals.Speedup]:
+    """Each variant but the first against the first (the static graph): baseline time over the variant's, with its
+    interval (below 1: the variant is slower per call)."""
+    base = next(iter(found.values()))
+    return {name: intervals.speedup(base.measurement, v.measurement) for name, v in list(found.items())[1:]}
+
+
+@declare.checked
+def dynamic_table(found: Annotated[Mapping[str, Variant], NonEmpty],
+                  size: Annotated[int, Range(1, 2**40)]) -> display.Table:
+    """Per variant: median per call, the static graph's speed over it with its interval, graphs compiled."""
+    speeds = against_baseline(found)
+    rows = [(v.name, display.format_time(v.measurement.median),
+             str(speeds[v.name]) if v.name in speeds else "baseline", str(v.graphs)) for v in found.values()]
+    return display.table(["torch.compile", f"per call ({size:,} elements, median)", "speed over the static graph",
+                          "graphs compiled at this size"], rows,
+                         note="timed in alternating rounds; the speed is the geometric mean of the per-round ratios "
+                              "(not the ratio of the medians); below 1x: slower per call than the static graph")

@@ -140,7 +140,7 @@ BAD_CALLS = [
     ("min_time", lambda: graphs.dynamic_costs({"static": (_f, (X,))}, min_time=0)),
     ("rounds", lambda: graphs.dynamic_costs({"static": (_f, (X,))}, rounds=np.int64(1))),
     ("found", lambda: graphs.dynamic_table({}, 16)),
-    ("size", lambda: graphs.dynamic_table({"s": graphs.dynamic.Variant("s", M6, 1)}, 0)),
+    ("size", lambda: graphs.dynamic_table({"s": graphs.breakeven.Variant("s", M6, 1)}, 0)),
     ("found", lambda: graphs.against_baseline({})),
     # harness
     ("chain", lambda: graphs.compare_harnesses(None, {}, (X,), (X,))),

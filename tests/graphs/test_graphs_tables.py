@@ -7,7 +7,7 @@ import pytest
 from printed import divides_or_names
 
 from course_utils import devices, graphs, timing
-from course_utils.graphs import breakeven, dynamic, harness, training
+from course_utils.graphs import breakeven, sweep, training
 
 
 def _m(median: float, rounds: tuple[float, ...] = (1.0, 1.0, 1.0)) -> timing.Measurement:
@@ -25,9 +25,10 @@ def test_step_and_parts_tables_name_their_estimate() -> None:
 
 
 def test_harness_and_dynamic_tables_name_their_estimate() -> None:
-    found = {h: harness.Harness(h, *SKEWED, 0.0, 0.0) for h in harness.HARNESSES}
+    found = {h: sweep.Harness(h, *SKEWED, 0.0, 0.0) for h in sweep.HARNESSES}
     divides_or_names(graphs.harness_table(found), 1, 2, 3)
-    variants = {"static": dynamic.Variant("static", SKEWED[1], 1), "dynamic": dynamic.Variant("dynamic", SKEWED[0], 1)}
+    variants = {"static": breakeven.Variant("static", SKEWED[1], 1),
+                "dynamic": breakeven.Variant("dynamic", SKEWED[0], 1)}
     table = graphs.dynamic_table(variants, 16)
     assert "geometric mean" in table.note  # the static graph's speed over each: baseline time over the variant's
     assert table.column("speed over the static graph")[1].startswith("0.31x")
