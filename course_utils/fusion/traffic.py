@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 from course_utils import calls, declare, display, roofline, validate
 from course_utils.declare import PositiveInt, Range, Text
+from course_utils.measuring.speedups import Shown
 
 # ops that hand back their input under another shape without moving a byte, although their schema is not a view
 ALIASING_OPS = frozenset({"_unsafe_view", "alias", "lift_fresh"})
@@ -29,7 +30,7 @@ class OpTraffic:
 
 
 @dataclass(frozen=True, repr=False)
-class Traffic:
+class Traffic(Shown):
     """What a function moves through memory when run op by op (unfused) and as one fused kernel."""
 
     ops: tuple[OpTraffic, ...]
@@ -68,12 +69,6 @@ class Traffic:
                  ("fused (inputs + output)", display.format_bytes(self.fused_bytes), "")]
         return display.table(["eager op", "reads", "writes"], rows,
                              title=f"{self.n_ops} eager ops; bytes ratio {self.ratio:.1f}x (computed)")
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 def _meta_tensor(spec: Any, index: int) -> Any:
@@ -172,7 +167,7 @@ class VariantResult:
 
 
 @dataclass(frozen=True, repr=False)
-class PredictionTable:
+class PredictionTable(Shown):
     """Predicted and measured time, achieved GB/s and % of the measured bandwidth, one row per variant."""
 
     rows: tuple[VariantResult, ...]
@@ -190,12 +185,6 @@ class PredictionTable:
         return display.table(["variant", "bytes moved", "predicted (computed)", "measured (median)",
                               "achieved", "% of bandwidth"], rows,
                              note="bandwidth in decimal GB/s; bytes in binary units")
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 Measured = Mapping[Text, Any]  # name -> a Measurement (its median is used) or seconds
@@ -218,10 +207,9 @@ def compare_to_prediction(traffic: Traffic, machine: roofline.Machine, *, unfuse
     return PredictionTable(tuple(rows))
 
 
-
 @declare.checked
 @dataclass(frozen=True, repr=False)
-class AttentionBytes:
+class AttentionBytes(Shown):
     """Bytes of one attention call: ``scores`` is one B x H x L x S score matrix; ``ideal`` reads q, k, v once and
     writes the output once; ``blocked`` is what a blocked kernel reads when every query block re-reads the key and
     value blocks it visits (``visited`` of ``blocks`` block pairs, from the block mask)."""
@@ -248,12 +236,6 @@ class AttentionBytes:
                  display.format_bytes(self.blocked)),
                 ("block pairs the mask lets the kernel skip", display.percent(1 - self.visited_share))]
         return display.table(["attention bytes (computed)", "bytes"], rows)
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 def _shape(name: str, tensor: Any) -> tuple[int, ...]:

@@ -24,6 +24,7 @@ from typing import Annotated, Any
 from course_utils import calls, declare, display, timing
 from course_utils.declare import NonEmpty, NonNegativeFloat, Range
 from course_utils.graphs.fallback import max_abs_diff
+from course_utils.measuring.speedups import Shown
 
 MAX_DEPTH, MAX_WIDTH = 64, 4096
 
@@ -150,7 +151,7 @@ class Run:
 
 @declare.checked
 @dataclass(frozen=True, repr=False)
-class CacheTimes:
+class CacheTimes(Shown):
     """The three runs of ``compile_cache_times``; ``cold``, ``portable`` and ``local`` are seconds of the first
     call, ``runs`` the details; ``artifact_bytes`` the size of the saved artifacts."""
 
@@ -186,12 +187,6 @@ class CacheTimes:
                              note=f"artifacts saved by the cold process: {display.format_bytes(self.artifact_bytes)}; "
                                   "the first call includes Inductor's lazy imports and start-up; the worker's own "
                                   "imports and model building are not counted")
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 @declare.checked

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from course_utils import declare, display, env, validate
 from course_utils.declare import NonEmpty
 from course_utils.graphs.capture import GraphRecorder, fresh_function, fresh_if_function
+from course_utils.measuring.speedups import Shown
 
 Inputs = Annotated[Sequence[tuple], NonEmpty, declare.MaxItems(10_000)]  # argument tuples, e.g. [(x1,), (x2,)]
 
@@ -99,7 +100,7 @@ def _tf_warnings(tf: Any, *, keep: bool) -> Iterator[list[str]]:
 
 @declare.checked
 @dataclass(frozen=True, repr=False)
-class GraphBreaks:
+class GraphBreaks(Shown):
     """What ``torch._dynamo.explain`` found: graphs, breaks and the first line of each break's reason."""
 
     graph_count: Annotated[int, declare.Range(0)]
@@ -110,12 +111,6 @@ class GraphBreaks:
         rows = [(str(i + 1), r) for i, r in enumerate(self.reasons)] or [("-", "none")]
         return display.table(["break", "reason (first line)"], rows,
                              title=f"{self.graph_count} graph(s), {self.break_count} graph break(s)")
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 @declare.checked
@@ -142,7 +137,7 @@ def first_line(text: str, limit: int = 160) -> str:
 
 @declare.checked
 @dataclass(frozen=True, repr=False)
-class CompileLog:
+class CompileLog(Shown):
     """What ``TORCH_LOGS=guards,recompiles`` printed while a function compiled and recompiled."""
 
     lines: tuple[str, ...]
@@ -166,12 +161,6 @@ class CompileLog:
     def table(self) -> display.Table:
         rows = [("guard", g) for g in self.guards()] + [("recompile", r) for r in self.recompiles()]
         return display.table(["kind", "log line (shortened)"], rows, title="TORCH_LOGS=guards,recompiles")
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 def _short_guard(line: str) -> str:

@@ -78,7 +78,6 @@ def traced_table(traced: Annotated[Sequence[TracedCalls], NonEmpty]) -> display.
 GRAPH_CALL = r"^## Call CompiledFxGraph"  # one call of Inductor's generated code
 COMPILED_PART = (r"^(Torch-Compiled Region|TorchDynamo Cache Lookup|"  # a compiled call with all its wrappers
                  r"autograd::engine::evaluate_function: CompiledFunctionBackward)")
-MATMUL = r"^aten::(mm|addmm|bmm)$"
 _HOST = ("cpu_op",)  # annotations (``Optimizer.step#SGD.step``) are ranges, not ops: their ops count one by one
 
 
@@ -135,11 +134,6 @@ class StepTrace:
         """(ops, seconds) the compiled step still dispatched outside its compiled calls."""
         rest = [e for e in _top_level(self.compiled) if not _matches(COMPILED_PART, e.name)]
         return len(rest) / self.steps, sum(e.duration for e in rest) / self.steps
-
-    def matmul_time(self, kind: str) -> float:
-        """Seconds in matrix multiplications (``aten::mm``/``addmm``), ``kind`` "eager" or "compiled"."""
-        validate.choice("kind", kind, ("eager", "compiled"))
-        return _seconds(getattr(self, kind), MATMUL) / self.steps
 
     def span(self, kind: str) -> float:
         """Seconds from the first to the last event, per step, ``kind`` "eager" or "compiled"."""

@@ -13,6 +13,7 @@ from typing import Annotated
 
 from course_utils import declare, display, env, probes, timing, validate
 from course_utils.declare import NonEmpty, PositiveFloat, PositiveInt, Range, SameLength
+from course_utils.measuring.speedups import Shown
 from course_utils.validate import MAX_WORKING_SET
 
 _FP32 = 4
@@ -70,7 +71,7 @@ def find_cliffs(working_sets: Annotated[Sequence[PositiveInt], NonEmpty],
 
 @declare.checked
 @dataclass(frozen=True, repr=False)
-class HierarchySweep:
+class HierarchySweep(Shown):
     """Copy bandwidth (bytes/s, read + write counted) per working set (bytes: source + destination), and the cache
     sizes the OS reports (0: one it does not report)."""
 
@@ -127,13 +128,6 @@ class HierarchySweep:
                 return name
         return f"past {ordered[-1][0]}" if ordered else "-"
 
-    def plateaus(self) -> dict[str, float]:
-        """Median bandwidth (bytes/s) of the points on each measured level, smallest level first."""
-        groups: dict[str, list[float]] = {}
-        for size, rate in zip(self.working_sets, self.bandwidths):
-            groups.setdefault(self.level_of(size), []).append(rate)
-        return {level: statistics.median(rates) for level, rates in groups.items()}
-
     def dram_points(self) -> tuple[tuple[int, float], ...]:
         """(working set, bandwidth) of the points read as main memory: from ``main_memory_start`` on (``basis``)."""
         start = self.main_memory_start
@@ -148,12 +142,6 @@ class HierarchySweep:
                              rows, title="Memory hierarchy: torch copy into a preallocated array",
                              note=f"read + write bytes counted; main memory {self.basis}; the OS's cache sizes "
                                   "(L1/L2 per core) are a second fact")
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 @declare.checked

@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 
 from course_utils import compiled, declare, display, env
 from course_utils.declare import NonEmpty, PositiveFloat, PositiveInt, Range
+from course_utils.measuring.speedups import Shown
 
 _LANES = (("avx512f", 16, "AVX-512"), ("avx2", 8, "AVX2"), ("avx", 8, "AVX"), ("sse4_2", 4, "SSE"),
           ("asimd", 4, "NEON"), ("neon", 4, "NEON"))
@@ -20,7 +21,7 @@ _LANES = (("avx512f", 16, "AVX-512"), ("avx2", 8, "AVX2"), ("avx", 8, "AVX"), ("
 
 @declare.checked
 @dataclass(frozen=True, repr=False)
-class PeakEstimate:
+class PeakEstimate(Shown):
     """The factors of the computed peak, each with its source."""
 
     cores: PositiveInt
@@ -55,12 +56,6 @@ class PeakEstimate:
                              note=f"A formula, not a measurement; the clock under sustained {self.isa} load can "
                                   "differ from the clock used here (lower under heavy vector load, higher with "
                                   "boost).")
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 @declare.checked
