@@ -1,9 +1,6 @@
-"""The traffic model: the bytes an elementwise chain moves op by op (unfused) and as one kernel (fused), its FLOPs,
-and the roofline time those predict beside measured times (``compare_to_prediction``); and attention's bytes, one
-score matrix against what a blocked kernel (FlexAttention) moves, from the shapes and the block mask.
-
-``trace_traffic`` runs PyTorch code on shape-only ("meta") tensors, so any size is free to count.
-"""
+"""The traffic model: the bytes an elementwise chain moves op by op and fused (counted on shape-only "meta" tensors, so
+any size is free), its FLOPs, the roofline time they predict beside measured times; and attention's bytes, one score
+matrix against what a blocked kernel (FlexAttention) moves."""
 
 from __future__ import annotations
 
@@ -94,9 +91,8 @@ def _meta_tensor(spec: Any, index: int) -> Any:
 @declare.checked
 def trace_traffic(fn: Callable[..., Any], inputs: Any, *more: Any,
                   timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> Traffic:
-    """Run ``fn`` (PyTorch code) on shape-only tensors (``inputs, *more``: tensors or ``(shape, dtype)`` pairs) and
-    record the bytes of each op it would launch. A tensor read twice by one op counts once; views and
-    ``ALIASING_OPS`` move nothing. ``fn`` must return within ``timeout`` seconds (None: the size's default)."""
+    """The bytes of each op ``fn`` (PyTorch code) launches on shape-only tensors (tensors or ``(shape, dtype)``
+    pairs): a tensor read twice by one op counts once; views and ``ALIASING_OPS`` move nothing."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_leaves
@@ -210,9 +206,8 @@ def compare_to_prediction(traffic: Traffic, machine: roofline.Machine, *, unfuse
 @declare.checked
 @dataclass(frozen=True, repr=False)
 class AttentionBytes(Shown):
-    """Bytes of one attention call: ``scores`` is one B x H x L x S score matrix; ``ideal`` reads q, k, v once and
-    writes the output once; ``blocked`` is what a blocked kernel reads when every query block re-reads the key and
-    value blocks it visits (``visited`` of ``blocks`` block pairs, from the block mask)."""
+    """Bytes of one attention call: one B x H x L x S score matrix, q, k, v read and the output written once (ideal),
+    and a blocked kernel's, whose query blocks re-read the ``visited`` of ``blocks`` key and value block pairs."""
 
     scores: PositiveInt
     ideal: PositiveInt

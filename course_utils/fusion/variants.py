@@ -1,8 +1,6 @@
-"""The chain in each framework (``x + GELU_tanh(x + bias)`` and its polynomial twin without the transcendental), the
-names notebook 02 gives its variants, section 3's reused-buffer recipe as one function (``into_buffer``), the
-tolerance of a float32 matmul comparison on this device, and a legacy operator compilers cannot see into (tanh by
-table lookup in NumPy) with its wrappers; the notebook shows the PyTorch registration (``custom_op``) itself.
-"""
+"""The chain in each framework (and its polynomial twin without tanh), notebook 02's names for its variants, the
+reused-buffer recipe (``into_buffer``), a float32 matmul's tolerance here, and a legacy NumPy operator compilers cannot
+see into (tanh by table lookup) with its wrappers."""
 
 from __future__ import annotations
 
@@ -40,9 +38,8 @@ def chain(framework: str, *, tanh: bool = True) -> Callable[[Any, Any], Any]:
 
 @declare.checked
 def into_buffer(framework: str, fn: Callable[[Any, Any], Any], like: Any) -> Callable[[Any, Any], Any]:
-    """A compiled ``fn(x, bias)`` that writes into one reused buffer shaped like ``like``: torch ``out.copy_``
-    compiled static from its own code object (Dynamo keys its cache on it), jax a donated buffer (``keep_unused``),
-    tensorflow a ``tf.Variable`` assigned inside ``tf.function(jit_compile=True)``."""
+    """A compiled ``fn(x, bias)`` writing into one reused buffer shaped like ``like``: torch ``out.copy_`` (its own
+    code object), jax a donated buffer, tensorflow a ``tf.Variable`` assigned under ``jit_compile=True``."""
     framework = validate.framework(framework)
     if not (hasattr(like, "shape") and hasattr(like, "dtype")):
         raise TypeError(f"like must be an array or tensor (it gives the buffer's shape and dtype); got {like!r}")
@@ -87,9 +84,8 @@ def into_buffer(framework: str, fn: Callable[[Any, Any], Any], like: Any) -> Cal
 @declare.checked
 def matmul_tolerance(plan: devices.Plan, framework: Literal["torch", "jax", "tensorflow"],
                      at_least: Annotated[float, declare.Range(0, 1, low_open=True)]) -> float:
-    """The tolerance of a float32 matmul comparison in ``framework`` here: ``at_least`` where it runs on a CPU, the
-    device plan's where it runs on the accelerator (a TPU multiplies float32 in bf16 passes by default, Ampere's
-    TF32 keeps 10 mantissa bits)."""
+    """A float32 matmul comparison's tolerance in ``framework``: ``at_least`` on a CPU, the plan's on the accelerator
+    (a TPU multiplies float32 in bf16 passes by default, Ampere's TF32 keeps 10 mantissa bits)."""
     on_cpu = plan.device.kind == "cpu" or (framework == "torch" and plan.torch_device == "cpu")
     return at_least if on_cpu else max(at_least, plan.matmul_tolerance)
 

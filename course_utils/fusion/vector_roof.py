@@ -17,9 +17,8 @@ from course_utils.measuring.workloads import array_ops
 @declare.checked
 @dataclass(frozen=True)
 class VectorRoof:
-    """One framework's compiled elementwise code on data that stays in cache: multiply-add FLOP/s, tanh per second,
-    its tanh's largest error against float64's on [-5, 5], and the fit's intercept: what a call on those sizes costs
-    besides its work."""
+    """One framework's compiled elementwise code in cache: multiply-add FLOP/s, tanh per second, its tanh's largest
+    error against float64's on [-5, 5], and the fit's intercept (what a call costs besides its work)."""
 
     flops_per_second: PositiveFloat
     tanh_per_second: PositiveFloat
@@ -64,13 +63,10 @@ def measure_vector_roof(framework: str = "torch", *, elements: Annotated[int, Ra
                         steps: Annotated[int, Range(1, 64)] = 8, chains: Annotated[int, Range(1, 16)] = 4,
                         tanhs: Annotated[int, Range(1, 64)] = 8,
                         min_time: Annotated[float, Range(1e-3, 10)] = 0.1) -> VectorRoof:
-    """One framework's compiled elementwise *throughput* on in-cache tensors, its own tanh and its own code.
-
-    Independent work per element (``chains`` Horner chains of ``steps`` multiply-adds; the sum of ``tanhs`` tanhs),
-    since a fused kernel overlaps neighbouring elements. Each kernel's best time on ``elements`` (default: an eighth
-    of the last-level cache, 2^16 to 2^20) and on an eighth as many: the slope is the rate, the intercept what a
-    call costs besides its work (not the machine figures' call cost, a compiled ``x + 1`` on 16 elements).
-    """
+    """One framework's compiled elementwise throughput in cache: ``chains`` independent Horner chains of ``steps``
+    multiply-adds, and ``tanhs`` tanhs summed, per element (a fused kernel overlaps neighbouring elements), each timed
+    at ``elements`` (default: an eighth of the last-level cache) and an eighth as many: slope the rate, intercept the
+    rest of a call."""
     framework = validate.framework(framework)
     if elements is None:
         elements = min(max(2**16, (env.last_level_cache_bytes() or 2**23) // 32), 2**20)

@@ -1,9 +1,6 @@
-"""What compiling costs and saves: the break-even call count, eager against compiled timed in turns, the per-call
-overhead model of small tensors (n_ops x eager per-op cost / the run's compiled call cost, ``machine.figures()``),
-and what a shape-generic graph costs per call against a static one, like for like: the learner compiles each variant
-(``dynamic=False``, ``dynamic=True``, a ``mark_dynamic`` input, a function compiled earlier at another size);
-``dynamic_costs`` calls each once (counting the graphs Dynamo compiles), then times all of them in alternating rounds.
-"""
+"""What compiling costs and saves: the break-even call count, eager against compiled in turns, the overhead model of
+small tensors (n_ops x eager per-op cost / the run's compiled call cost), and a shape-generic graph's cost per call
+against a static one's, each variant compiled by the learner, called once (graphs counted), then timed in turns."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Compile time as a cost you can cut: ``stack(depth, width)``, a residual MLP of identical blocks (a transformer's
-layer stack without attention), which the notebook compiles whole, by region (``block.compile()``) and with a
-``nested_compile_region``; ``first_call_seconds`` times each first call with Inductor's caches off. And one job's
-compile, cold and warm, each in a fresh process (``workers/compile_cache.py``): **cold** in an empty
-``TORCHINDUCTOR_CACHE_DIR``, then saving the portable artifacts; **portable** in another empty folder filled by
-``load_cache_artifacts``; **local** in the cold run's own folder. Seconds are the model's first call (Inductor's lazy
-imports and start-up included, the worker's imports not); notebook 07's cost model reads them.
-"""
+"""Compile time as a cost you can cut: ``stack(depth, width)``, a residual MLP of identical blocks, compiled whole, by
+region and with a ``nested_compile_region``, each first call timed with Inductor's caches off; and one job's compile
+in three fresh processes (``workers/compile_cache.py``): cold, portable artifacts loaded, the cold run's own folder."""
 
 from __future__ import annotations
 
@@ -193,8 +188,7 @@ class CacheTimes(Shown):
 def compile_cache_times(depth: Annotated[int, Range(1, MAX_DEPTH)] = 4, width: Annotated[int, Range(1, MAX_WIDTH)] = 32,
                         *, timeout: Annotated[float, Range(1, 3600)] | None = calls.DEFAULT_TIMEOUT) -> CacheTimes:
     """The first call of ``torch.compile(stack(depth, width))`` in three fresh processes (module docstring), each
-    under ``timeout`` seconds (None: ``PROCESS_TIMEOUTS`` x the size's default for learner code: a fresh process
-    imports torch and compiles cold, a few times one compile in a warm process)."""
+    within ``timeout`` s (None: ``PROCESS_TIMEOUTS`` x the size's default: a fresh process imports, compiles cold)."""
     timeout = PROCESS_TIMEOUTS * calls.default_timeout() if timeout is None else timeout
     runs: dict[str, Run] = {}
     with tempfile.TemporaryDirectory(prefix="compile-cache-") as tmp:

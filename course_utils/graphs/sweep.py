@@ -1,9 +1,6 @@
-"""Eager against compiled across sizes (notebooks 01 and 02), each size compiled afresh by the learner's compile
-call: one ``torch.compile`` object reused across sizes would turn shape-generic at the second shape, so every size
-hands a fresh copy of the function over, and the graphs compiled are counted. And one speed-up, several harnesses:
-the sweep's (a ``bias`` array, a fresh static graph per size) against notebook 00's (a scalar ``bias``), each factor
-timed apart in one set of alternating rounds after warming the C allocator as 00 does, with page faults per call.
-"""
+"""Eager against compiled across sizes (notebooks 01 and 02), each size compiled afresh (one ``torch.compile`` object
+would turn shape-generic at the second shape), graphs counted; and one speed-up under several harnesses (the sweep's
+``bias`` array, 00's scalar, a shape-generic graph), each factor timed apart in one set of rounds."""
 
 from __future__ import annotations
 
@@ -133,9 +130,8 @@ def compare_harnesses(chain: Callable[..., Any], compiled: Mapping[str, Callable
                       min_time: Annotated[float, Range(0, 60, low_open=True)] = 0.4,
                       rounds: Annotated[int, Range(2, 100)] = 6,
                       timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> dict[str, Harness]:
-    """The harnesses of the module docstring: ``compiled`` maps ``SWEEP``, ``GENERIC`` and ``OTHER`` to the learner's
-    fresh compiled chains (static, ``dynamic=True``, static); ``sweep_args`` carry a ``bias`` array, ``other_args``
-    00's scalar. All six calls are timed in the same rounds."""
+    """``compiled`` maps ``SWEEP``, ``GENERIC``, ``OTHER`` to the learner's fresh compiled chains (static, dynamic,
+    static), ``sweep_args`` hold a ``bias`` array, ``other_args`` 00's scalar: six calls timed in the same rounds."""
     missing = [h for h in HARNESSES if h not in compiled]
     if missing:
         raise ValueError(f"compiled must map each of {HARNESSES} to a compiled chain; missing {missing}")

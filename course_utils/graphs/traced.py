@@ -1,8 +1,5 @@
-"""Eager vs compiled, seen by the profiler (``course_utils.profile``): the host's dispatches per call of the chain,
-to check the op counts the overhead model assumes; and where PyTorch's training step spends its time, eager and
-compiled: ops dispatched per step, compiled graphs called, time inside the graphs' code and in the wrappers around
-them, ops left outside.
-"""
+"""Eager vs compiled, seen by the profiler: the host's dispatches per call of the chain (the op counts the overhead
+model assumes), and where PyTorch's training step spends its time: ops, graph calls, graphs' code, wrappers."""
 
 from __future__ import annotations
 

@@ -51,15 +51,14 @@ class LossRun:
         return float(np.max(np.abs(np.subtract(self.eager, self.compiled))))
 
 
-class _DropRecordFunction(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith("Profiler record function")
-
-
 @contextmanager
 def _quiet_record_function() -> Iterator[None]:
     """Drop Dynamo's warning that it ignores the ``record_function`` range every optimizer's step opens: harmless."""
-    logger, dropped = logging.getLogger("torch._dynamo.variables.ctx_manager"), _DropRecordFunction()
+    logger = logging.getLogger("torch._dynamo.variables.ctx_manager")
+
+    def dropped(record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Profiler record function")
+
     logger.addFilter(dropped)
     try:
         yield
@@ -109,9 +108,8 @@ def step_medians(batch: Annotated[int, Range(1, 2**16)], *, lr: Annotated[float,
                  warmup: Annotated[int, Range(1, 100)] = 3, rounds: Annotated[int, Range(2, 20)] = 2,
                  min_time: Annotated[float, Range(0.01, 60)] = 0.2,
                  threads: Annotated[int, Range(1, 1024)] | None = None) -> dict[str, float]:
-    """What one fresh process measures for ``cu.fresh.replicate``: section 8's torch step (``torch.compile(model)``
-    plus a compiled ``optimizer.step``) against the same step on an eager model, batch ``batch`` of the classification
-    data, ``warmup`` steps each, then alternating rounds: {EAGER_STEP, COMPILED_STEP: median seconds}."""
+    """One fresh process's measurement for ``cu.fresh.replicate``: section 8's compiled torch step (model and
+    ``optimizer.step``) against the eager one, after ``warmup`` steps: {EAGER_STEP, COMPILED_STEP: median seconds}."""
     import torch
 
     if threads is not None:

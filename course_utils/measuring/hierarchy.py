@@ -48,9 +48,8 @@ class Cliff:
 def find_cliffs(working_sets: Annotated[Sequence[PositiveInt], NonEmpty],
                 bandwidths: Annotated[Sequence[PositiveFloat], SameLength("working_sets")], *,
                 drop: Annotated[float, Range(1, 100, low_open=True)] = DROP) -> tuple[Cliff, ...]:
-    """The cliffs of a sweep, smallest working set first: runs of consecutive steep falls (each more than ``EDGE``)
-    that add up to ``drop`` times or more and after which the rate stays down (the median of the points up to the
-    next cliff lies ``drop`` times below the rate before), so one slow point in a plateau is not read as an edge."""
+    """The cliffs of a sweep, smallest first: runs of falls (each over ``EDGE``) adding up to ``drop`` times, after
+    which the rate stays down (the median up to the next cliff too), so one slow point is not read as an edge."""
     points = sorted(zip(working_sets, bandwidths))
     sizes, rates = [int(s) for s, _ in points], [float(r) for _, r in points]
     runs, i = [], 0
@@ -150,9 +149,8 @@ def default_working_sets(largest: Annotated[int, Range(2**15, MAX_WORKING_SET)] 
                          last_level_cache: Annotated[int, Range(1, MAX_WORKING_SET)] | None = None,
                          memory: Annotated[int, Range(1, 2**50)] | None = None,
                          cap: Annotated[int, Range(2**15, MAX_WORKING_SET)] | None = None) -> list[int]:
-    """Working sets from 16 KiB, times ``step`` each, up to ``largest`` (default: two probe arrays), then 4x, 8x, ...
-    the last-level cache until ``beyond`` lie past ``DRAM_MULTIPLE`` x it; none over a quarter of the free ``memory``
-    or over ``cap`` (the notebook's sizes table; None: no cap). A plan only: the sweep's own cliffs decide."""
+    """Working sets from 16 KiB, times ``step``, up to ``largest``, then 4x, 8x, ... the last-level cache until
+    ``beyond`` lie past ``DRAM_MULTIPLE`` x it, none over a quarter of the free ``memory`` or ``cap``: a plan only."""
     largest = 2 * probes.probe_size().array_bytes if largest is None else largest
     llc = env.last_level_cache_bytes() if last_level_cache is None else last_level_cache
     if memory is None:
@@ -200,17 +198,14 @@ class DramRetime:
     points: tuple[tuple[PositiveInt, timing.Measurement], ...]
     earlier: PositiveFloat
 
-    def rate(self, m: timing.Measurement, working_set: int) -> float:
-        return working_set / m.median
-
     @property
     def probe_rate(self) -> float:
-        return self.rate(self.probe, self.probe_bytes)
+        return self.probe_bytes / self.probe.median
 
     @property
     def plateau(self) -> float | None:
         """Median rate of the re-timed main-memory points, or None with fewer than ``BEYOND`` of them."""
-        rates = [self.rate(m, s) for s, m in self.points]
+        rates = [s / m.median for s, m in self.points]
         return statistics.median(rates) if len(rates) >= BEYOND else None
 
 

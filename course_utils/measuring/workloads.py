@@ -1,11 +1,6 @@
-"""Notebook 00's measurements of the learner's own functions (the clock pair of one call, the chains eager and
-compiled in alternating rounds, ``x + 1`` over sizes), each under a time limit (``calls``) so none can hang; and the C
-allocator's state, which decides what an eager op's fresh output costs on a CPU.
-
-glibc serves a block over its mmap threshold (128 KiB in a new process) with fresh pages and returns them when the
-block is freed; freeing one such block raises the threshold to its size (up to 32 MiB), so from then on blocks of
-that size stay in the heap and come back without page faults. A long-running process is in that state.
-"""
+"""Notebook 00's measurements of the learner's own functions (the clock pair of one call, the chains in alternating
+rounds, ``x + 1`` over sizes), each under a time limit; and the C allocator's state: glibc returns a freed block over
+its mmap threshold and raises the threshold to its size (up to 32 MiB), after which such blocks come back fault-free."""
 
 from __future__ import annotations
 
@@ -100,9 +95,8 @@ def _clock_pair(name: str, fn: Callable[[], Any]) -> tuple[float, float]:
 def clock_pairs(clocks: Annotated[Mapping[Framework, Callable[[], Any]], NonEmpty], *, rounds: Rounds = 6,
                 min_time: MinTime = 0.6,
                 timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> dict[str, Pair]:
-    """Call each of the learner's ``clocks`` (framework -> f() returning (seconds until it returned, until its result
-    was ready)) once untimed, then in ``rounds`` alternating rounds (``min_time`` s each in all, a tenth at smoke
-    size): {framework: (returned, ready)}, whose per-round medians pair for ``cu.intervals.speedup``."""
+    """{framework: (returned, ready)} of the learner's ``clocks`` (f() -> seconds until it returned, until ready),
+    called once, then in ``rounds`` alternating rounds; the per-round medians pair for ``cu.intervals.speedup``."""
     min_time = min_time * env.time_scale()
     names = list(clocks)
     first = {}
@@ -151,9 +145,8 @@ def time_chains(inputs: Annotated[Mapping[Framework, tuple], NonEmpty],
                                     NonEmpty], *,
                 rounds: Rounds = 6, min_time: MinTime = 0.5,
                 timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> ChainRuns:
-    """Time every function of ``variants`` (variant -> {framework: f(x, bias)}) on that framework's ``inputs`` in one
-    ``timing.interleaved`` call of ``rounds`` rounds, so any two pair into an interval; a compiled function's first
-    call (its compile) is reported apart."""
+    """Every function of ``variants`` (variant -> {framework: f(x, bias)}) timed on its ``inputs`` in one interleaved
+    call, so any two pair into an interval; a compiled function's first call (its compile) reported apart."""
     if not {"eager", "compiled"} <= set(variants):
         raise ValueError(f"variants must hold 'eager' and 'compiled' (and may hold more); got {sorted(variants)}")
     timed: dict[str, Callable[[], Any]] = {}
@@ -227,9 +220,8 @@ def _timed(make: Callable[[int], tuple[Callable[..., Any], tuple]], size: int, n
 def chain_medians(eager: Framework, compiled: Framework, size: Size, *, rounds: Annotated[int, Range(2, 20)] = 2,
                   min_time: Annotated[float, Range(0.01, 60)] = 0.2,
                   threads: Annotated[int, Range(1, 1024)] | None = None) -> dict[str, float]:
-    """What one fresh process measures for ``cu.fresh.replicate``: notebook 00's chain on ``size`` floats, eager in
-    framework ``eager`` against compiled (torch.compile, jax.jit, tf.function(jit_compile=True)) in ``compiled``, in
-    alternating rounds after ``warm_allocator``, ``threads`` torch threads: {"eager", "compiled": median seconds}."""
+    """One fresh process's measurement for ``cu.fresh.replicate``: 00's chain on ``size`` floats, eager in ``eager``
+    against compiled by default in ``compiled``, after ``warm_allocator``: {"eager", "compiled": median seconds}."""
     import torch
 
     if threads is not None:
