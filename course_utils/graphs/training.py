@@ -16,6 +16,7 @@ import numpy as np
 
 from course_utils import calls, data, declare, devices, display, interop, intervals, models, timing
 from course_utils.declare import MinItems, NonEmpty, NonNegativeFloat, Range, SameLength
+from course_utils.graphs.breakeven import timed_pair
 from course_utils.measuring.workloads import Framework, MinTime, Pair, Rounds
 
 StepPair = Annotated[tuple[Callable[..., Any], Callable[..., Any]], MinItems(2)]
@@ -92,9 +93,8 @@ def step_times(steps: Annotated[Mapping[str, StepPair], NonEmpty], batches: Mapp
     for fw, (eager, compiled) in steps.items():
         if fw not in batches:
             raise ValueError(f"batches has no batch for {fw!r}")
-        with calls.time_limit(timeout, calls.describe(compiled)):
-            found[fw] = _pair(lambda e=eager, b=batches[fw]: e(b), lambda c=compiled, b=batches[fw]: c(b),
-                              rounds, min_time)
+        found[fw] = timed_pair(eager, compiled, (batches[fw],), label=fw, min_time=min_time, rounds=rounds,
+                               timeout=timeout)
     return found
 
 
@@ -168,8 +168,7 @@ def step_parts(models: Annotated[Sequence[Any], MinItems(2)], steps: Annotated[S
     for name, (eager, compiled, args) in {
             "forward + backward": (*(_forward_backward(m, o) for m, o in zip(models, optimizers)), (batch,)),
             "optimizer.step": (optimizers[0].step, optimizers[1].step, ())}.items():
-        with calls.time_limit(timeout, calls.describe(compiled)):
-            found[name] = _pair(lambda f=eager, a=args: f(*a), lambda f=compiled, a=args: f(*a), rounds, min_time)
+        found[name] = timed_pair(eager, compiled, args, label=name, min_time=min_time, rounds=rounds, timeout=timeout)
     return found
 
 
