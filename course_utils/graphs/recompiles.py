@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import logging
 import re
-import types
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -63,18 +62,11 @@ def tf_retracing_warnings(fn: Callable[..., Any], inputs: Inputs, **compile_kwar
     ``inputs``: TF warns after 5 traces in its recent calls, at most twice per function, so ``fn`` is wrapped afresh."""
     tf = env.import_tensorflow()
     # TF counts traces per Python function and warns at most twice per function: a fresh wrapper starts clean
-    traced = tf.function(fresh_function(fn) if isinstance(fn, types.FunctionType) else _wrap(fn), **compile_kwargs)
+    traced = tf.function(fresh_function(lambda *args: fn(*args)), **compile_kwargs)
     with _tf_warnings(tf, keep=True) as seen:
         for args in inputs:
             traced(*args)
     return [m for m in seen if "retracing" in m]
-
-
-def _wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
-    def wrapped(*args: Any) -> Any:
-        return fn(*args)
-
-    return wrapped
 
 
 @contextmanager

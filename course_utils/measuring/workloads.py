@@ -204,16 +204,12 @@ def overhead_sweep(frameworks: Frameworks,
         for framework in frameworks:
             make = _add_one(framework, compiled)
             name = variant_name(framework, compiled)
-            series[name] = [_timed(make, int(s), name, min_time) for s in sizes]
+            series[name] = []
+            for size in (int(s) for s in sizes):
+                fn, args = make(size)
+                series[name].append(timing.benchmark(fn, *args, min_time=min_time, label=f"{name} {size}"))
+                series[name][-1].metadata["faults"] = outputs_worth(fn, *args, output_bytes=4 * size)
     return series
-
-
-def _timed(make: Callable[[int], tuple[Callable[..., Any], tuple]], size: int, name: str,
-           min_time: float) -> timing.Measurement:
-    fn, args = make(size)
-    found = timing.benchmark(fn, *args, min_time=min_time, label=f"{name} {size}")
-    found.metadata["faults"] = outputs_worth(fn, *args, output_bytes=4 * size)
-    return found
 
 
 @declare.checked

@@ -7,7 +7,7 @@ import pytest
 from badinput import rejects
 
 from course_utils import calls, graphs, interop, timing
-from course_utils.graphs.capture import GraphRecorder, capture_torch
+from course_utils.graphs.capture import GraphRecorder
 
 torch = pytest.importorskip("torch")
 
@@ -48,7 +48,7 @@ BAD_CALLS = [
     ("framework", lambda: graphs.capture("mxnet", _f, X)),
     ("framework", lambda: graphs.capture(None, _f, X)),
     ("fn", lambda: graphs.capture("torch", 3, X)),
-    ("fn", lambda: capture_torch(None)),
+    ("fn", lambda: graphs.capture("torch", None)),
     ("captures", lambda: graphs.side_by_side([])),
     ("captures", lambda: graphs.side_by_side([1])),
     ("captures", lambda: graphs.side_by_side(None)),
