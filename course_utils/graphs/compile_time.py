@@ -24,10 +24,6 @@ from course_utils.measuring.speedups import Shown
 MAX_DEPTH, MAX_WIDTH = 64, 4096
 
 
-def _call(block: Any, x: Any) -> Any:
-    return block(x)
-
-
 @declare.checked
 def stack(depth: Annotated[int, Range(1, MAX_DEPTH)] = 4, width: Annotated[int, Range(1, MAX_WIDTH)] = 32, *,
           block_call: Callable[[Any, Any], Any] | None = None, seed: Annotated[int, Range(0, 2**32 - 1)] = 0) -> Any:
@@ -36,7 +32,7 @@ def stack(depth: Annotated[int, Range(1, MAX_DEPTH)] = 4, width: Annotated[int, 
     import torch
     from torch import nn
 
-    call = _call if block_call is None else block_call
+    call = block_call or (lambda block, x: block(x))
 
     class Block(nn.Module):
         """x + down(gelu(up(norm(x)))): one layer of the stack."""

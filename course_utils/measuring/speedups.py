@@ -92,15 +92,12 @@ class ChainRuns(Shown):
             raise ValueError(f"tanh=False needs runs for {EAGER_POLY!r} and {COMPILED_POLY!r}")
         return (EAGER, COMPILED) if tanh else (EAGER_POLY, COMPILED_POLY)
 
-    def _fw(self, framework: str) -> str:
-        if framework not in self.runs[EAGER]:
-            raise ValueError(f"framework must be one of {self.frameworks}; got {framework!r}")
-        return framework
-
     def time(self, variant: str, framework: str) -> timing.Measurement:
         if variant not in self.runs:
             raise ValueError(f"variant must be one of {sorted(self.runs)}; got {variant!r}")
-        return self.runs[variant][self._fw(framework)]
+        if framework not in self.runs[EAGER]:
+            raise ValueError(f"framework must be one of {self.frameworks}; got {framework!r}")
+        return self.runs[variant][framework]
 
     def own(self, framework: str, *, tanh: bool = True) -> intervals.Speedup:
         """Compiled over the same framework's eager (baseline: that framework's eager)."""

@@ -9,7 +9,7 @@ import pytest
 from badinput import rejects
 
 from course_utils import intervals, machine, measuring, roofline, timing
-from course_utils.measuring import hierarchy, limits, peak, regimes, speedups, workloads
+from course_utils.measuring import hierarchy, limits, peak, speedups, workloads
 
 NAN, INF = math.nan, math.inf
 M = timing.Measurement("m", (1e-3,))
@@ -51,18 +51,18 @@ BAD_CALLS = [
     (lambda: measuring.cache_state({}, {"hits": 1, "misses": 0}), "before"),
     (lambda: measuring.cache_state({"hits": 0, "misses": 0}, {"hits": -1, "misses": 0}), "after['hits']"),
     (lambda: measuring.cache_state({"hits": 0, "misses": 0}, None), "after"),
-    (lambda: regimes.bend([1, 2], [M, M]), "sizes"),
-    (lambda: regimes.bend([3, 2, 1], [M, M, M]), "sizes"),
-    (lambda: regimes.bend([1, 2, NAN], [M, M, M]), "sizes"),
-    (lambda: regimes.bend([1, 2, 3], [M, M, 1e-3]), "measurements"),
-    (lambda: regimes.bend([1, 2, 3.5], [M, M, M]), "sizes"),
+    (lambda: workloads.bend([1, 2], [M, M]), "sizes"),
+    (lambda: workloads.bend([3, 2, 1], [M, M, M]), "sizes"),
+    (lambda: workloads.bend([1, 2, NAN], [M, M, M]), "sizes"),
+    (lambda: workloads.bend([1, 2, 3], [M, M, 1e-3]), "measurements"),
+    (lambda: workloads.bend([1, 2, 3.5], [M, M, M]), "sizes"),
     (lambda: measuring.bends([1, 2, 3], {}), "series"),
     (lambda: measuring.bends([1, 2, 3], "abc"), "series"),
     (lambda: measuring.bends_table({}), "found"),
     (lambda: measuring.bends_table({"a": None}), "found['a']"),
-    (lambda: regimes.Bend("a", -1.0, None, 1.0), "floor"),
-    (lambda: regimes.Bend("a", 1e-6, NAN, 1.0), "size"),
-    (lambda: regimes.Bend("a", 1e-6, None, INF), "slope"),
+    (lambda: workloads.Bend("a", -1.0, None, 1.0), "floor"),
+    (lambda: workloads.Bend("a", 1e-6, NAN, 1.0), "size"),
+    (lambda: workloads.Bend("a", 1e-6, None, INF), "slope"),
     (lambda: hierarchy.HierarchySweep((), (), {}), "working_sets"),
     (lambda: hierarchy.HierarchySweep((2**14,), (NAN,), {}), "bandwidths"),
     (lambda: hierarchy.HierarchySweep((2**14,), (-1.0,), {}), "bandwidths"),
