@@ -1,7 +1,6 @@
 """Notebook 02 (operator fusion): why a fused kernel is faster, and by how much it should be. The notebook writes the
-compiled variants itself; this package counts (``traffic``), reads (``readers``), supplies the chain, its variants'
-names and a legacy NumPy op (``variants``), measures the vector units' roof (``vector_roof``), declares the
-predictions (``findings``), draws (``plots``) and checks the exercises."""
+compiled variants itself; this package counts bytes (``traffic``), reads traces (``readers``), supplies the chain
+(``variants``), measures the vector roof, declares the predictions, draws and checks the exercises."""
 
 from course_utils.fusion import exercises as _exercises  # noqa: F401  (registers the exercise checkers)
 from course_utils.fusion import findings

@@ -1,9 +1,6 @@
-"""Lesson package of notebook 01 (``01_dynamic_vs_static``): what a compiler sees that eager execution cannot.
-The notebook writes the compile calls (``torch.compile``, ``jax.jit``, ``tf.function(jit_compile=True)``,
-``block.compile()``, ``set_stance``); these helpers take what it compiled, then measure, plot and explain it, one
-module per job (capture, breakeven, sweep, compile_time, recompiles, fallback, training, traced), the predictions
-in ``findings``, the figures in ``plots``, the exercises' checkers in ``exercises``.
-"""
+"""Lesson package of notebook 01 (``01_dynamic_vs_static``): what a compiler sees that eager execution cannot. The
+notebook writes the compile calls; these helpers take what it compiled, then measure, plot and explain it, one module
+per job, the predictions in ``findings``, the figures in ``plots``, the exercises' checkers in ``exercises``."""
 
 from course_utils.graphs import exercises as _exercises  # noqa: F401  (registers the exercise checkers)
 from course_utils.graphs import findings

@@ -136,10 +136,10 @@ def eager_op_costs(framework: Framework, *, size: Annotated[int, Range(1, 2**20)
     scalar mul" by a Python number, "eager tanh"): the eager side of the overhead model."""
     a, b = (interop.to_framework(framework, np.full(size, v, np.float32)) for v in (1.0, 2.0))
     ops = array_ops(framework)
-    add, mul, tanh = ops.add, ops.multiply, ops.tanh
-    return {"eager add": timing.benchmark(add, a, b, min_time=min_time, label=f"{framework} eager add"),
-            "eager scalar mul": timing.benchmark(mul, a, 0.5, min_time=min_time, label=f"{framework} eager scalar mul"),
-            "eager tanh": timing.benchmark(tanh, a, min_time=min_time, label=f"{framework} eager tanh")}
+    return {"eager add": timing.benchmark(ops.add, a, b, min_time=min_time, label=f"{framework} eager add"),
+            "eager scalar mul": timing.benchmark(ops.multiply, a, 0.5, min_time=min_time,
+                                                 label=f"{framework} eager scalar mul"),
+            "eager tanh": timing.benchmark(ops.tanh, a, min_time=min_time, label=f"{framework} eager tanh")}
 
 
 @declare.checked
