@@ -39,8 +39,7 @@ class VectorRoof:
 
 
 def _in_cache_kernel(framework: str, fn: Callable[[Any], Any], x: Any) -> Callable[[], Any]:
-    """The probe's own kernel: ``fn(x)`` compiled by ``framework`` into a buffer it keeps (``into_buffer``), so that
-    no fresh output's page faults enter a rate."""
+    """``fn(x)`` compiled into a buffer it keeps (``into_buffer``): no fresh output's page faults enter a rate."""
     into = into_buffer(framework, lambda v, _unused: fn(v), x)
     return lambda: into(x, x)
 
@@ -138,8 +137,7 @@ Roofs = Annotated[Mapping[str, VectorRoof], NonEmpty]
 @declare.checked
 def chain_roofs(roofs: Roofs, *, elements: PositiveInt, flops: NonNegativeFloat, tanh: NonNegativeFloat,
                 memory_seconds: PositiveFloat) -> dict[str, ChainRoof]:
-    """Per framework of ``roofs``: the ``ChainRoof`` of a chain of ``elements`` x (``flops`` + ``tanh``) that
-    moves ``memory_seconds`` of bytes at the memory roof."""
+    """Per framework: the ``ChainRoof`` of ``elements`` x (``flops`` + ``tanh``) moving ``memory_seconds`` of bytes."""
     return {name: ChainRoof(roof.chain_seconds(elements, flops=flops, tanh=tanh), memory_seconds)
             for name, roof in roofs.items()}
 

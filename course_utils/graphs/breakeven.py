@@ -200,8 +200,7 @@ def dynamic_costs(variants: Annotated[Mapping[str, Annotated[tuple[Callable[...,
 
 @declare.checked
 def against_baseline(found: Annotated[Mapping[str, Variant], NonEmpty]) -> dict[str, intervals.Speedup]:
-    """Each variant but the first against the first (the static graph): baseline time over the variant's, with its
-    interval (below 1: the variant is slower per call)."""
+    """Each variant but the first against the first (the static graph), with its interval (below 1: slower)."""
     base = next(iter(found.values()))
     return {name: intervals.speedup(base.measurement, v.measurement) for name, v in list(found.items())[1:]}
 

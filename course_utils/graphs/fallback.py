@@ -124,8 +124,7 @@ def decisions_table(decisions: Annotated[Mapping[tuple[str, str], CompileDecisio
 
 @declare.checked
 def max_abs_diff(expected: Any, got: Any) -> float:
-    """Largest absolute difference between two results of any framework (nested containers of arrays); ValueError
-    when their structure or shapes differ."""
+    """Largest absolute difference between two results of any framework (nested containers of arrays)."""
     if expected is None or got is None:
         raise TypeError(f"expected and got must be arrays or nested containers of arrays; got "
                         f"{type(expected).__name__} and {type(got).__name__}")
@@ -161,8 +160,7 @@ def _max_abs_diff(expected: list[np.ndarray], got: list[np.ndarray]) -> float | 
 
 @declare.checked
 def ran_compiled(framework: Framework) -> bool:
-    """Whether a compiled probe (1 when traced, 0 when eager) ran compiled: False inside the framework's eager
-    switch, True outside (the switch really works)."""
+    """Whether a compiled probe ran compiled: False inside the framework's eager switch, True outside."""
     if framework == "torch":
         import torch
 

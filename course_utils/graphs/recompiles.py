@@ -107,8 +107,7 @@ class GraphBreaks(Shown):
 
 @declare.checked
 def torch_graph_breaks(fn: Callable[..., Any], *args: Any) -> GraphBreaks:
-    """``torch._dynamo.explain`` of ``fn(*args)``: counts and one-line reasons (``fn`` runs eagerly first, so an
-    error of its own reaches the caller unchanged)."""
+    """``torch._dynamo.explain`` of ``fn(*args)`` (run eagerly first: its own error passes unchanged)."""
     import torch
     fn(*args)
     explained = torch._dynamo.explain(fresh_if_function(fn))(*args)
@@ -163,8 +162,7 @@ def _short_guard(line: str) -> str:
 
 @declare.checked
 def torch_compile_log(fn: Callable[..., Any], inputs: Inputs, **compile_kwargs: Any) -> CompileLog:
-    """What ``TORCH_LOGS=guards,recompiles`` printed while ``fn``, compiled afresh (backend 'eager'), was called on
-    each of ``inputs``: kept, instead of reaching stderr."""
+    """What ``TORCH_LOGS=guards,recompiles`` printed (kept) while ``fn``, compiled afresh, ran ``inputs``."""
     import torch
     import torch._dynamo  # noqa: F401  (creates the loggers that set_logs configures)
     import torch._logging

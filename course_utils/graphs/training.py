@@ -127,8 +127,7 @@ def step_medians(batch: Annotated[int, Range(1, 2**16)], *, lr: Annotated[float,
 
 @declare.checked
 def step_table(runs: Mapping[str, LossRun], times: Annotated[Mapping[str, Pair], NonEmpty]) -> display.Table:
-    """Per framework: eager and compiled step medians, the speed-up over its own eager step (its point estimate
-    named) and the compiled first step."""
+    """Per framework: eager and compiled step medians, the speed-up over its own eager step, the first step."""
     rows = [(fw, display.format_time(e.median), display.format_time(c.median), str(intervals.speedup(e, c)),
              display.format_time(runs[fw].first_compiled_step) if fw in runs else "-") for fw, (e, c) in times.items()]
     return display.table(["framework", "eager step (median)", "compiled step (median)", "speed-up over own eager",

@@ -114,8 +114,7 @@ class ChainRuns(Shown):
         return intervals.speedup(self.time(eager, self.best(eager)), self.time(compiled, self.best(compiled)))
 
     def eager_spread(self) -> intervals.Speedup | None:
-        """How many times longer the slowest eager runtime took than the fastest (baseline: the slowest); None
-        with one framework."""
+        """The slowest eager runtime's time over the fastest's (baseline: the slowest); None with one framework."""
         if len(self.frameworks) < 2:
             return None
         slow = max(self.frameworks, key=lambda fw: self.time(EAGER, fw).median)
@@ -152,8 +151,7 @@ class ChainRuns(Shown):
 @declare.checked
 def amdahl_table(kernels: Annotated[Mapping[declare.Text, PositiveFloat], NonEmpty],
                  shares: Annotated[Sequence[Fraction], NonEmpty] = (0.1, 0.3, 0.5, 0.9)) -> display.Table:
-    """Computed step speed-ups when a kernel (label -> its measured speed-up) takes each share of the eager step
-    and the rest runs as before: one column per kernel."""
+    """Computed step speed-ups when a kernel (label -> its speed-up) takes each share of the eager step (Amdahl)."""
     rows = [(display.percent(w), *(display.ratio(amdahl([w, 1 - w], [s, 1.0])) for s in kernels.values()))
             for w in shares]
     return display.table(["kernel's share of the eager step",

@@ -48,8 +48,7 @@ def tensor_bytes(x: Any) -> int:
 
 @declare.checked
 def outputs_worth(fn: Callable[..., Any], *args: Any, output_bytes: declare.PositiveInt) -> float:
-    """Page faults per call of ``fn(*args)`` in outputs' worth (``output_bytes`` in 4 KiB pages; nan where the OS
-    does not count faults)."""
+    """Page faults per call of ``fn(*args)`` in outputs' worth (``output_bytes`` in 4 KiB pages; nan: not counted)."""
     return memory.page_faults(fn, *args) / max(1, math.ceil(output_bytes / PAGE))
 
 
@@ -167,8 +166,7 @@ def time_chains(inputs: Annotated[Mapping[Framework, tuple], NonEmpty],
 def chain_faults(inputs: Annotated[Mapping[Framework, tuple], NonEmpty],
                  fns: Annotated[Mapping[Framework, Callable[..., Any]], NonEmpty], *,
                  timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> dict[str, float]:
-    """Page faults per call of ``fns[framework](*inputs[framework])`` in outputs' worth (the input's bytes in 4 KiB
-    pages): how much fresh memory each call's outputs got."""
+    """Page faults per call of ``fns[fw](*inputs[fw])`` in outputs' worth: the fresh memory its outputs got."""
     found = {}
     for name, fn in fns.items():
         args = inputs[name]
