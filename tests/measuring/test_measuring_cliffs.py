@@ -1,4 +1,4 @@
-"""course_utils.measuring.cliffs and the hierarchy read from them: main memory starts past the sweep's own last cliff,
+"""course_utils.measuring.hierarchy's cliffs: main memory starts past the sweep's own last cliff,
 and the cache size the OS reports is a second fact that decides it only where the sweep shows no cliff."""
 
 from __future__ import annotations
