@@ -1,21 +1,23 @@
 """Notebook 02 (operator fusion): why a fused kernel is faster, and by how much it should be. The notebook writes the
-compiled variants itself; this package counts (``traffic``, ``attention``), reads (``readers``), supplies the chain
-and its variants' names (``variants``), measures the vector units' roof (``vector_roof``), wraps a legacy NumPy op
-(``custom_ops``), declares the predictions (``findings``), draws (``plots``) and checks the exercises."""
+compiled variants itself; this package counts bytes (``traffic``), reads traces (``readers``), supplies the chain
+(``variants``), measures the vector roof, declares the predictions, draws and checks the exercises."""
 
 from course_utils.fusion import exercises as _exercises  # noqa: F401  (registers the exercise checkers)
 from course_utils.fusion import findings
-from course_utils.fusion.attention import attention_bytes
-from course_utils.fusion.custom_ops import (
+from course_utils.fusion.plots import prediction_plot, roof_bars, roofline_with_vector_roof, speedup_vs_size_plot
+from course_utils.fusion.readers import compile_error, kernel_busy_share, trace_kernels
+from course_utils.fusion.traffic import attention_bytes, compare_to_prediction, torch_counted_flops, trace_traffic
+from course_utils.fusion.variants import (
+    EAGER,
+    FUSED,
+    INTO,
+    chain,
     chain_with_callback_jax,
     chain_with_numpy_function_tf,
     legacy_tanh_torch,
+    matmul_tolerance,
     table_tanh_np,
 )
-from course_utils.fusion.plots import prediction_plot, roof_bars, roofline_with_vector_roof, speedup_vs_size_plot
-from course_utils.fusion.readers import compile_error, kernel_busy_share, trace_kernels
-from course_utils.fusion.traffic import compare_to_prediction, torch_counted_flops, trace_traffic
-from course_utils.fusion.variants import EAGER, FUSED, INTO, chain, matmul_tolerance
 from course_utils.fusion.vector_roof import chain_roofs, measure_vector_roof, vector_roof_table
 
 __all__ = [

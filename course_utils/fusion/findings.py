@@ -77,14 +77,14 @@ ROOF = Template(
 WORKING_SET = ("Every variant here moves {working} in and out, against a last-level cache of {cache}: where the data "
                "fits, the roof it meets is the cache's as much as memory's.")
 
+_WHICH = (", measured at another moment of this run; one of the two is off by more than the margin, and this run "
+          "does not establish which.")
 SWEEP = Template(
     "fusion.sweep", ("within",),
     held="The sweep's largest matmul and torch's probe of the same size ran at the same rate within 20%: the sweep "
          "and the machine figures agree.",
-    above="{failed}: the same matmul ran faster than torch's probe, measured at another moment of this run; one of "
-          "the two is off by more than the margin, and this run does not establish which.",
-    below="{failed}: the same matmul ran slower than torch's probe, measured at another moment of this run; one of "
-          "the two is off by more than the margin, and this run does not establish which.",
+    above="{failed}: the same matmul ran faster than torch's probe" + _WHICH,
+    below="{failed}: the same matmul ran slower than torch's probe" + _WHICH,
     undecided="{undecided} sits on an edge of the margin: this run cannot tell whether the two rates agree.")
 
 EPILOGUE = Template(

@@ -4,6 +4,7 @@ wrote is read by the core's ``course_utils.compiled``)."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -48,13 +49,9 @@ _INDUCTOR_EVENT = re.compile(r"^(?:graph_\d+_)?((?:cpp|triton)_\w+)$")
 
 @declare.checked
 def trace_kernels(trace: profile.Trace, framework: str) -> dict[str, int]:
-    """{name: events} of the generated kernels in a profiler ``trace``: Inductor's (``cpp_fused_...`` under
-    ``cpp.enable_kernel_profile``, ``triton_...``) or XLA's thunks (closed by an ``end: X`` marker; XLA may split one
-    fusion into several tasks, so compare names, not events per call)."""
-    found: dict[str, int] = {}
-    for name, _ in _kernel_events(trace, framework):
-        found[name] = found.get(name, 0) + 1
-    return found
+    """{name: events} of a trace's generated kernels: Inductor's (``cpp_fused_...``, ``triton_...``) or XLA's thunks
+    (closed by ``end: X``; XLA may split one fusion into several tasks: compare names, not events per call)."""
+    return dict(Counter(name for name, _ in _kernel_events(trace, framework)))
 
 
 def _kernel_events(trace: profile.Trace, framework: str) -> list[tuple[str, Any]]:

@@ -1,17 +1,16 @@
-"""The traffic model: the bytes an elementwise chain moves op by op (unfused) and as one kernel (fused), its FLOPs,
-and the roofline time those predict beside measured times (``compare_to_prediction``).
-
-``trace_traffic`` runs PyTorch code on shape-only ("meta") tensors, so any size is free to count.
-"""
+"""The traffic model: the bytes an elementwise chain moves op by op and fused (counted on shape-only "meta" tensors, so
+any size is free), its FLOPs, the roofline time they predict beside measured times; and attention's bytes, one score
+matrix against what a blocked kernel (FlexAttention) moves."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from course_utils import calls, declare, display, roofline, validate
-from course_utils.declare import Text
+from course_utils.declare import PositiveInt, Range, Text
+from course_utils.measuring.speedups import Shown
 
 # ops that hand back their input under another shape without moving a byte, although their schema is not a view
 ALIASING_OPS = frozenset({"_unsafe_view", "alias", "lift_fresh"})
@@ -28,7 +27,7 @@ class OpTraffic:
 
 
 @dataclass(frozen=True, repr=False)
-class Traffic:
+class Traffic(Shown):
     """What a function moves through memory when run op by op (unfused) and as one fused kernel."""
 
     ops: tuple[OpTraffic, ...]
@@ -68,12 +67,6 @@ class Traffic:
         return display.table(["eager op", "reads", "writes"], rows,
                              title=f"{self.n_ops} eager ops; bytes ratio {self.ratio:.1f}x (computed)")
 
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
-
 
 def _meta_tensor(spec: Any, index: int) -> Any:
     import torch
@@ -98,9 +91,8 @@ def _meta_tensor(spec: Any, index: int) -> Any:
 @declare.checked
 def trace_traffic(fn: Callable[..., Any], inputs: Any, *more: Any,
                   timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> Traffic:
-    """Run ``fn`` (PyTorch code) on shape-only tensors (``inputs, *more``: tensors or ``(shape, dtype)`` pairs) and
-    record the bytes of each op it would launch. A tensor read twice by one op counts once; views and
-    ``ALIASING_OPS`` move nothing. ``fn`` must return within ``timeout`` seconds (None: the size's default)."""
+    """The bytes of each op ``fn`` (PyTorch code) launches on shape-only tensors (tensors or ``(shape, dtype)``
+    pairs): a tensor read twice by one op counts once; views and ``ALIASING_OPS`` move nothing."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_leaves
@@ -171,7 +163,7 @@ class VariantResult:
 
 
 @dataclass(frozen=True, repr=False)
-class PredictionTable:
+class PredictionTable(Shown):
     """Predicted and measured time, achieved GB/s and % of the measured bandwidth, one row per variant."""
 
     rows: tuple[VariantResult, ...]
@@ -190,12 +182,6 @@ class PredictionTable:
                               "achieved", "% of bandwidth"], rows,
                              note="bandwidth in decimal GB/s; bytes in binary units")
 
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
-
 
 Measured = Mapping[Text, Any]  # name -> a Measurement (its median is used) or seconds
 
@@ -209,7 +195,7 @@ def compare_to_prediction(traffic: Traffic, machine: roofline.Machine, *, unfuse
     for is_fused, label, group in ((False, "unfused", unfused), (True, "fused", fused)):
         nbytes = traffic.fused_bytes if is_fused else traffic.unfused_bytes
         for name, measured in (group or {}).items():
-            seconds = _seconds(f"{label}[{name!r}]", getattr(measured, "median", measured))
+            seconds = float(validate.positive(f"{label}[{name!r}]", getattr(measured, "median", measured)))
             rows.append(VariantResult(name, is_fused, nbytes, traffic.flops, seconds,
                                       machine.roofline_time(traffic.flops, nbytes), machine.bandwidth))
     if not rows:
@@ -217,5 +203,70 @@ def compare_to_prediction(traffic: Traffic, machine: roofline.Machine, *, unfuse
     return PredictionTable(tuple(rows))
 
 
-def _seconds(name: str, value: Any) -> float:
-    return float(validate.positive(name, value))
+@declare.checked
+@dataclass(frozen=True, repr=False)
+class AttentionBytes(Shown):
+    """Bytes of one attention call: one B x H x L x S score matrix, q, k, v read and the output written once (ideal),
+    and a blocked kernel's, whose query blocks re-read the ``visited`` of ``blocks`` key and value block pairs."""
+
+    scores: PositiveInt
+    ideal: PositiveInt
+    blocked: PositiveInt
+    visited: Annotated[int, Range(0)]
+    blocks: PositiveInt
+
+    def __post_init__(self) -> None:
+        if self.visited > self.blocks:
+            raise ValueError(f"visited must be at most blocks ({self.blocks}); got {self.visited}")
+
+    @property
+    def visited_share(self) -> float:
+        """Share of the (query block, key block) pairs the kernel computes; the rest the mask skips."""
+        return self.visited / self.blocks
+
+    def table(self) -> display.Table:
+        rows = [("one score matrix (B x H x L x S, fp32)", display.format_bytes(self.scores)),
+                ("fused, ideal: q, k, v read once, output written once", display.format_bytes(self.ideal)),
+                (f"fused, blocked: k and v re-read for each of {self.visited} visited block pairs",
+                 display.format_bytes(self.blocked)),
+                ("block pairs the mask lets the kernel skip", display.percent(1 - self.visited_share))]
+        return display.table(["attention bytes (computed)", "bytes"], rows)
+
+
+def _shape(name: str, tensor: Any) -> tuple[int, ...]:
+    shape = getattr(tensor, "shape", None)
+    if shape is None or len(shape) != 4:
+        raise TypeError(f"{name} must be a 4-d tensor (batch, heads, length, dim); got {type(tensor).__name__} "
+                        f"with shape {shape}")
+    return tuple(int(s) for s in shape)
+
+
+@declare.checked
+def attention_bytes(q: Any, k: Any, v: Any, block_mask: Any = None) -> AttentionBytes:
+    """The bytes of ``attention(q, k, v)`` for tensors shaped (batch, heads, length, dim), fp32 counted as 4 bytes
+    per element, and, given FlexAttention's ``block_mask``, what a blocked kernel reads (see ``AttentionBytes``)."""
+    (b, h, length, e), (kb, kh, s, ke), (vb, vh, vs, ev) = _shape("q", q), _shape("k", k), _shape("v", v)
+    if (kb, kh, ke) != (b, h, e) or (vb, vh, vs) != (b, h, s):
+        raise ValueError(f"q, k, v must agree in batch, heads, length of k and v, and dim of q and k; got "
+                         f"q {(b, h, length, e)}, k {(kb, kh, s, ke)}, v {(vb, vh, vs, ev)}")
+    fp32 = 4
+    scores = b * h * length * s * fp32
+    q_bytes, k_bytes, v_bytes, out = (b * h * length * e * fp32, b * h * s * e * fp32, b * h * s * ev * fp32,
+                                      b * h * length * ev * fp32)
+    ideal = q_bytes + k_bytes + v_bytes + out
+    if block_mask is None:
+        return AttentionBytes(scores, ideal, ideal, 1, 1)
+    sizes = getattr(block_mask, "BLOCK_SIZE", None)
+    partial = getattr(block_mask, "kv_num_blocks", None)
+    if sizes is None or partial is None:
+        raise TypeError(f"block_mask must be a FlexAttention BlockMask (create_block_mask); got "
+                        f"{type(block_mask).__name__}")
+    full = getattr(block_mask, "full_kv_num_blocks", None)
+    q_block, kv_block = (int(n) for n in sizes)
+    per_mask = int(partial.sum()) + (0 if full is None else int(full.sum()))
+    mask_b, mask_h = int(partial.shape[0]), int(partial.shape[1])
+    visited = per_mask * (b // mask_b) * (h // mask_h)  # a mask made with B=None, H=None serves every batch, head
+    blocks = b * h * -(-length // q_block) * -(-s // kv_block)
+    tile = kv_block * (e + ev) * fp32  # one key block and one value block
+    blocked = q_bytes + out + visited * tile
+    return AttentionBytes(scores, ideal, blocked, visited, blocks)

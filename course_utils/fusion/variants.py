@@ -1,11 +1,13 @@
-"""The chain in each framework (``x + GELU_tanh(x + bias)`` and its polynomial twin without the transcendental), the
-names notebook 02 gives its variants, section 3's reused-buffer recipe as one function (``into_buffer``, for probes
-such as the vector roof), and the tolerance of a float32 matmul comparison on this device."""
+"""The chain in each framework (and its polynomial twin without tanh), notebook 02's names for its variants, the
+reused-buffer recipe (``into_buffer``), a float32 matmul's tolerance here, and a legacy NumPy operator compilers cannot
+see into (tanh by table lookup) with its wrappers."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
+
+import numpy as np
 
 from course_utils import declare, devices, env, models, validate
 from course_utils.graphs.capture import fresh_function
@@ -36,9 +38,8 @@ def chain(framework: str, *, tanh: bool = True) -> Callable[[Any, Any], Any]:
 
 @declare.checked
 def into_buffer(framework: str, fn: Callable[[Any, Any], Any], like: Any) -> Callable[[Any, Any], Any]:
-    """A compiled ``fn(x, bias)`` that writes into one reused buffer shaped like ``like``: torch ``out.copy_``
-    compiled static from its own code object (Dynamo keys its cache on it), jax a donated buffer (``keep_unused``),
-    tensorflow a ``tf.Variable`` assigned inside ``tf.function(jit_compile=True)``."""
+    """A compiled ``fn(x, bias)`` writing into one reused buffer shaped like ``like``: torch ``out.copy_`` (its own
+    code object), jax a donated buffer, tensorflow a ``tf.Variable`` assigned under ``jit_compile=True``."""
     framework = validate.framework(framework)
     if not (hasattr(like, "shape") and hasattr(like, "dtype")):
         raise TypeError(f"like must be an array or tensor (it gives the buffer's shape and dtype); got {like!r}")
@@ -83,8 +84,45 @@ def into_buffer(framework: str, fn: Callable[[Any, Any], Any], like: Any) -> Cal
 @declare.checked
 def matmul_tolerance(plan: devices.Plan, framework: Literal["torch", "jax", "tensorflow"],
                      at_least: Annotated[float, declare.Range(0, 1, low_open=True)]) -> float:
-    """The tolerance of a float32 matmul comparison in ``framework`` here: ``at_least`` where it runs on a CPU, the
-    device plan's where it runs on the accelerator (a TPU multiplies float32 in bf16 passes by default, Ampere's
-    TF32 keeps 10 mantissa bits)."""
+    """A float32 matmul comparison's tolerance in ``framework``: ``at_least`` on a CPU, the plan's on the accelerator
+    (a TPU multiplies float32 in bf16 passes by default, Ampere's TF32 keeps 10 mantissa bits)."""
     on_cpu = plan.device.kind == "cpu" or (framework == "torch" and plan.torch_device == "cpu")
     return at_least if on_cpu else max(at_least, plan.matmul_tolerance)
+
+
+GRID = np.linspace(-10.0, 10.0, 4001, dtype=np.float32)
+TABLE = np.tanh(GRID)
+
+
+def table_tanh_np(a: Any) -> np.ndarray:
+    """The legacy operator: tanh by linear interpolation in a 4001-entry table (error ~1e-6), float32 out."""
+    values = np.asarray(a)
+    if values.dtype.kind not in "fiu":
+        raise TypeError(f"a must be a real-valued array; got {type(a).__name__} of dtype {values.dtype}")
+    return np.interp(values, GRID, TABLE).astype(np.float32)
+
+
+@declare.checked
+def legacy_tanh_torch(t: Any) -> Any:
+    """The legacy op called from PyTorch: leaves the graph (``.numpy()``), runs NumPy, comes back."""
+    import torch
+
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"t must be a torch.Tensor; got {type(t).__name__}")
+    return torch.from_numpy(table_tanh_np(t.detach().cpu().numpy())).to(t.device)
+
+
+def chain_with_callback_jax(x: Any, bias: Any) -> Any:
+    """The chain with the legacy op inside ``jax.pure_callback`` (the host callback XLA calls out to)."""
+    import jax
+
+    def host_tanh(v: Any) -> Any:
+        return jax.pure_callback(table_tanh_np, jax.ShapeDtypeStruct(v.shape, v.dtype), v)
+
+    return models.gelu_chain(x, bias, host_tanh)
+
+
+def chain_with_numpy_function_tf(x: Any, bias: Any) -> Any:
+    """The chain with the legacy op inside ``tf.numpy_function`` (runs in a graph; XLA cannot compile it)."""
+    tf = env.import_tensorflow()
+    return models.gelu_chain(x, bias, lambda v: tf.numpy_function(table_tanh_np, [v], tf.float32))

@@ -11,14 +11,14 @@ from typing import Annotated, Any, Literal
 from course_utils import declare, display, env, interop, timing, validate
 from course_utils.declare import NonEmpty, NonNegativeFloat, PositiveFloat, PositiveInt, Range
 from course_utils.fusion.variants import into_buffer
+from course_utils.measuring.workloads import array_ops
 
 
 @declare.checked
 @dataclass(frozen=True)
 class VectorRoof:
-    """One framework's compiled elementwise code on data that stays in cache: multiply-add FLOP/s, tanh per second,
-    its tanh's largest error against float64's on [-5, 5], and the fit's intercept: what a call on those sizes costs
-    besides its work."""
+    """One framework's compiled elementwise code in cache: multiply-add FLOP/s, tanh per second, its tanh's largest
+    error against float64's on [-5, 5], and the fit's intercept (what a call costs besides its work)."""
 
     flops_per_second: PositiveFloat
     tanh_per_second: PositiveFloat
@@ -38,21 +38,8 @@ class VectorRoof:
         return (flops + tanh) / self.chain_seconds(1, flops=flops, tanh=tanh)
 
 
-def _tanh_of(framework: str) -> Callable[[Any], Any]:
-    if framework == "torch":
-        import torch
-
-        return torch.tanh
-    if framework == "jax":
-        import jax.numpy as jnp
-
-        return jnp.tanh
-    return env.import_tensorflow().math.tanh
-
-
 def _in_cache_kernel(framework: str, fn: Callable[[Any], Any], x: Any) -> Callable[[], Any]:
-    """The probe's own kernel: ``fn(x)`` compiled by ``framework`` into a buffer it keeps (``into_buffer``), so that
-    no fresh output's page faults enter a rate."""
+    """``fn(x)`` compiled into a buffer it keeps (``into_buffer``): no fresh output's page faults enter a rate."""
     into = into_buffer(framework, lambda v, _unused: fn(v), x)
     return lambda: into(x, x)
 
@@ -75,19 +62,16 @@ def measure_vector_roof(framework: str = "torch", *, elements: Annotated[int, Ra
                         steps: Annotated[int, Range(1, 64)] = 8, chains: Annotated[int, Range(1, 16)] = 4,
                         tanhs: Annotated[int, Range(1, 64)] = 8,
                         min_time: Annotated[float, Range(1e-3, 10)] = 0.1) -> VectorRoof:
-    """One framework's compiled elementwise *throughput* on in-cache tensors, its own tanh and its own code.
-
-    Independent work per element (``chains`` Horner chains of ``steps`` multiply-adds; the sum of ``tanhs`` tanhs),
-    since a fused kernel overlaps neighbouring elements. Each kernel's best time on ``elements`` (default: an eighth
-    of the last-level cache, 2^16 to 2^20) and on an eighth as many: the slope is the rate, the intercept what a
-    call costs besides its work (not the machine figures' call cost, a compiled ``x + 1`` on 16 elements).
-    """
+    """One framework's compiled elementwise throughput in cache: ``chains`` independent Horner chains of ``steps``
+    multiply-adds, and ``tanhs`` tanhs summed, per element (a fused kernel overlaps neighbouring elements), each timed
+    at ``elements`` (default: an eighth of the last-level cache) and an eighth as many: slope the rate, intercept the
+    rest of a call."""
     framework = validate.framework(framework)
     if elements is None:
         elements = min(max(2**16, (env.last_level_cache_bytes() or 2**23) // 32), 2**20)
     import numpy as np
 
-    tanh = _tanh_of(framework)
+    tanh = array_ops(framework).tanh
     grid = np.linspace(-5.0, 5.0, elements)
     values = (np.random.default_rng(0).random(elements) * 0.5).astype(np.float32)
     xs = (interop.to_framework(framework, values[: elements // 8]), interop.to_framework(framework, values))
@@ -153,8 +137,7 @@ Roofs = Annotated[Mapping[str, VectorRoof], NonEmpty]
 @declare.checked
 def chain_roofs(roofs: Roofs, *, elements: PositiveInt, flops: NonNegativeFloat, tanh: NonNegativeFloat,
                 memory_seconds: PositiveFloat) -> dict[str, ChainRoof]:
-    """Per framework of ``roofs``: the ``ChainRoof`` of a chain of ``elements`` x (``flops`` + ``tanh``) that
-    moves ``memory_seconds`` of bytes at the memory roof."""
+    """Per framework: the ``ChainRoof`` of ``elements`` x (``flops`` + ``tanh``) moving ``memory_seconds`` of bytes."""
     return {name: ChainRoof(roof.chain_seconds(elements, flops=flops, tanh=tanh), memory_seconds)
             for name, roof in roofs.items()}
 

@@ -1,36 +1,36 @@
-"""Lesson package of notebook 01 (``01_dynamic_vs_static``): what a compiler sees that eager execution cannot.
-The notebook writes the compile calls (``torch.compile``, ``jax.jit``, ``tf.function(jit_compile=True)``,
-``block.compile()``, ``set_stance``); these helpers take what it compiled, then measure, plot and explain it, one
-module per section (capture, breakeven, sweep, cache, regional, recompiles, fallback, training, steptrace, traced,
-harness, dynamic), the predictions in ``findings``, the figures in ``plots``, the exercises' checkers in ``exercises``.
-"""
+"""Lesson package of notebook 01 (``01_dynamic_vs_static``): what a compiler sees that eager execution cannot. The
+notebook writes the compile calls; these helpers take what it compiled, then measure, plot and explain it, one module
+per job, the predictions in ``findings``, the figures in ``plots``, the exercises' checkers in ``exercises``."""
 
 from course_utils.graphs import exercises as _exercises  # noqa: F401  (registers the exercise checkers)
 from course_utils.graphs import findings
 from course_utils.graphs.breakeven import (
-    cumulative_time,
-    eager_op_cost,
-    eager_op_costs,
-    overhead_model,
-    overhead_table,
-    timed_pair,
-)
-from course_utils.graphs.cache import cache_worker, compile_cache_times
-from course_utils.graphs.capture import capture, capture_tf, fresh_function, side_by_side
-from course_utils.graphs.dynamic import (
     DYNAMIC,
     MARKED,
     REUSED,
     STATIC,
     against_baseline,
+    cumulative_time,
     dynamic_costs,
     dynamic_table,
+    eager_op_cost,
+    eager_op_costs,
+    overhead_model,
+    overhead_table,
+    timed_pair,
     torch_graph_count,
 )
+from course_utils.graphs.capture import capture, capture_tf, fresh_function, side_by_side
+from course_utils.graphs.compile_time import (
+    cache_worker,
+    call_times,
+    compile_cache_times,
+    first_call_seconds,
+    forward_step,
+    same_outputs,
+    stack,
+)
 from course_utils.graphs.fallback import compile_or_fallback, decisions_table, eagerly, max_abs_diff, ran_compiled
-from course_utils.graphs.harness import GENERIC, OTHER, SWEEP, compare_harnesses, factor_table, harness_table
-from course_utils.graphs.harness import factors as harness_factors
-from course_utils.graphs.harness import gap as harness_gap
 from course_utils.graphs.plots import compile_count_bars, crossover_plot, loss_difference_plot, overhead_plot
 from course_utils.graphs.recompiles import (
     BUCKET,
@@ -41,10 +41,18 @@ from course_utils.graphs.recompiles import (
     torch_compile_log,
     torch_graph_breaks,
 )
-from course_utils.graphs.regional import call_times, first_call_seconds, forward_step, same_outputs, stack
-from course_utils.graphs.steptrace import trace_step
-from course_utils.graphs.sweep import size_sweep
-from course_utils.graphs.traced import trace_calls, traced_table
+from course_utils.graphs.sweep import (
+    GENERIC,
+    OTHER,
+    SWEEP,
+    compare_harnesses,
+    factor_table,
+    harness_factors,
+    harness_gap,
+    harness_table,
+    size_sweep,
+)
+from course_utils.graphs.traced import trace_calls, trace_step, traced_table
 from course_utils.graphs.training import (
     COMPILED_STEP,
     EAGER_STEP,

@@ -1,19 +1,20 @@
-"""What compiling costs and saves: the break-even call count, eager against compiled timed in turns, and the per-call
-overhead model of small tensors (n_ops x eager per-op cost / the run's compiled call cost, ``machine.figures()``)."""
+"""What compiling costs and saves: the break-even call count, eager against compiled in turns, the overhead model of
+small tensors (n_ops x eager per-op cost / the run's compiled call cost), and a shape-generic graph's cost per call
+against a static one's, each variant compiled by the learner, called once (graphs counted), then timed in turns."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import calls, declare, display, env, interop, intervals, timing
-from course_utils.declare import NonEmpty, NonNegativeFloat, PositiveFloat, Range
+from course_utils import calls, declare, display, interop, intervals, timing
+from course_utils.declare import MinItems, NonEmpty, NonNegativeFloat, PositiveFloat, Range
+from course_utils.measuring.workloads import Framework, array_ops
 
-Framework = Literal["torch", "jax", "tensorflow"]
 MAX_CURVE_POINTS = 10**6  # points of a cost curve: range(10**12) ended in a bare MemoryError
 
 
@@ -134,10 +135,11 @@ def eager_op_costs(framework: Framework, *, size: Annotated[int, Range(1, 2**20)
     """One eager op of each kind in the chain on ``size``-element float32 inputs ("eager add" of two arrays, "eager
     scalar mul" by a Python number, "eager tanh"): the eager side of the overhead model."""
     a, b = (interop.to_framework(framework, np.full(size, v, np.float32)) for v in (1.0, 2.0))
-    add, mul, tanh = _eager_ops(framework)
-    return {"eager add": timing.benchmark(add, a, b, min_time=min_time, label=f"{framework} eager add"),
-            "eager scalar mul": timing.benchmark(mul, a, 0.5, min_time=min_time, label=f"{framework} eager scalar mul"),
-            "eager tanh": timing.benchmark(tanh, a, min_time=min_time, label=f"{framework} eager tanh")}
+    ops = array_ops(framework)
+    return {"eager add": timing.benchmark(ops.add, a, b, min_time=min_time, label=f"{framework} eager add"),
+            "eager scalar mul": timing.benchmark(ops.multiply, a, 0.5, min_time=min_time,
+                                                 label=f"{framework} eager scalar mul"),
+            "eager tanh": timing.benchmark(ops.tanh, a, min_time=min_time, label=f"{framework} eager tanh")}
 
 
 @declare.checked
@@ -152,14 +154,65 @@ def eager_op_cost(costs: Mapping[str, timing.Measurement],
     return sum(costs[k].median * n for k, n in mix.items()) / sum(mix.values())
 
 
-def _eager_ops(name: str) -> tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]]:
-    if name == "torch":
-        import torch
+STATIC = "static (dynamic=False)"
+DYNAMIC = "dynamic=True"
+MARKED = "mark_dynamic(x, 0)"
+REUSED = "reused from another size (default)"
 
-        return torch.add, torch.mul, torch.tanh
-    if name == "jax":
-        import jax.numpy as jnp
 
-        return jnp.add, jnp.multiply, jnp.tanh
-    tf = env.import_tensorflow()
-    return tf.add, tf.multiply, tf.tanh
+@declare.checked
+def torch_graph_count() -> int:
+    """Graphs Dynamo has compiled in this process so far (its ``unique_graphs`` counter)."""
+    import torch._dynamo.utils
+
+    return int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
+
+
+@declare.checked
+@dataclass(frozen=True)
+class Variant:
+    """One way of compiling the function: its time per call and the graphs its first call here compiled."""
+
+    name: declare.Text
+    measurement: timing.Measurement
+    graphs: Annotated[int, Range(0)]
+
+
+@declare.checked
+def dynamic_costs(variants: Annotated[Mapping[str, Annotated[tuple[Callable[..., Any], Sequence[Any]], MinItems(2)]],
+                                      NonEmpty], *,
+                  min_time: Annotated[float, Range(0, 60, low_open=True)] = 0.2,
+                  rounds: Annotated[int, Range(2, 100)] = 6,
+                  timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> dict[str, Variant]:
+    """``variants`` maps a name to (the learner's compiled function, its arguments), the first the baseline (the
+    static graph): each called once (graphs counted), then all timed in ``rounds`` alternating rounds."""
+    graphs = {}
+    for name, (fn, args) in variants.items():
+        before = torch_graph_count()
+        with calls.time_limit(timeout, calls.describe(fn)):
+            fn(*args)
+        graphs[name] = torch_graph_count() - before
+    with calls.time_limit(timeout, calls.describe(next(iter(variants.values()))[0])):
+        timed = timing.interleaved({name: (lambda f=fn, a=args: f(*a)) for name, (fn, args) in variants.items()},
+                                   rounds=rounds, min_time=min_time)
+    return {name: Variant(name, timed[name], graphs[name]) for name in variants}
+
+
+@declare.checked
+def against_baseline(found: Annotated[Mapping[str, Variant], NonEmpty]) -> dict[str, intervals.Speedup]:
+    """Each variant but the first against the first (the static graph), with its interval (below 1: slower)."""
+    base = next(iter(found.values()))
+    return {name: intervals.speedup(base.measurement, v.measurement) for name, v in list(found.items())[1:]}
+
+
+@declare.checked
+def dynamic_table(found: Annotated[Mapping[str, Variant], NonEmpty],
+                  size: Annotated[int, Range(1, 2**40)]) -> display.Table:
+    """Per variant: median per call, the static graph's speed over it with its interval, graphs compiled."""
+    speeds = against_baseline(found)
+    rows = [(v.name, display.format_time(v.measurement.median),
+             str(speeds[v.name]) if v.name in speeds else "baseline", str(v.graphs)) for v in found.values()]
+    return display.table(["torch.compile", f"per call ({size:,} elements, median)", "speed over the static graph",
+                          "graphs compiled at this size"], rows,
+                         note="timed in alternating rounds; the speed is the geometric mean of the per-round ratios "
+                              "(not the ratio of the medians); below 1x: slower per call than the static graph")

@@ -103,27 +103,6 @@ def fresh_if_function(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @declare.checked
-def capture_torch(fn: Callable[..., Any], *args: Any) -> Capture:
-    """The FX graph Dynamo captures from ``fn(*args)`` (whole graph required; nothing compiled); ``fn`` runs eagerly
-    first, so an error of its own reaches the caller as itself."""
-    import torch
-    fn(*args)
-    recorder = GraphRecorder()
-    torch.compile(fresh_if_function(fn), backend=recorder, fullgraph=True)(*args)
-    if not recorder.graphs:  # nothing to compute (e.g. ``lambda x: x``): Dynamo hands no graph over
-        return Capture("torch", (), "(no graph: the function computes nothing)")
-    return Capture("torch", recorder.ops(0), recorder.graphs[0].code.strip())
-
-
-@declare.checked
-def capture_jax(fn: Callable[..., Any], *args: Any) -> Capture:
-    """The jaxpr of ``fn(*args)``: one equation per primitive."""
-    import jax
-    closed = jax.make_jaxpr(fn)(*args)
-    return Capture("jax", tuple(eqn.primitive.name for eqn in closed.jaxpr.eqns), str(closed).strip())
-
-
-@declare.checked
 def capture_tf(fn: Callable[..., Any], *args: Any) -> Capture:
     """The tf.Graph of ``tf.function(fn)``'s concrete function for ``args`` (op types; bookkeeping ops not counted)."""
     tf = env.import_tensorflow()
@@ -136,9 +115,25 @@ def capture_tf(fn: Callable[..., Any], *args: Any) -> Capture:
 
 @declare.checked
 def capture(framework: declare.Text, fn: Callable[..., Any], *args: Any) -> Capture:
-    """``capture_torch``, ``capture_jax`` or ``capture_tf`` by name ('torch', 'jax', 'tensorflow'/'tf')."""
+    """The graph a framework's compiler sees in ``fn(*args)`` ('torch', 'jax', 'tensorflow'/'tf'): Dynamo's FX graph
+    (whole graph required; nothing compiled; ``fn`` runs eagerly first, so its own error reaches the caller), the
+    jaxpr (one equation per primitive), or ``capture_tf``'s tf.Graph."""
     name = validate.framework(framework)  # by hand: it also takes "pytorch" and "tf", in any case
-    return {"torch": capture_torch, "jax": capture_jax, "tensorflow": capture_tf}[name](fn, *args)
+    if name == "tensorflow":
+        return capture_tf(fn, *args)
+    if name == "jax":
+        import jax
+
+        closed = jax.make_jaxpr(fn)(*args)
+        return Capture("jax", tuple(eqn.primitive.name for eqn in closed.jaxpr.eqns), str(closed).strip())
+    import torch
+
+    fn(*args)
+    recorder = GraphRecorder()
+    torch.compile(fresh_if_function(fn), backend=recorder, fullgraph=True)(*args)
+    if not recorder.graphs:  # nothing to compute (e.g. ``lambda x: x``): Dynamo hands no graph over
+        return Capture("torch", (), "(no graph: the function computes nothing)")
+    return Capture("torch", recorder.ops(0), recorder.graphs[0].code.strip())
 
 
 @declare.checked

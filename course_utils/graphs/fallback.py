@@ -7,15 +7,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import numpy as np
 
 from course_utils import calls, declare, display, env, interop
 from course_utils.declare import NonEmpty, Range
 from course_utils.graphs.recompiles import first_line
+from course_utils.measuring.workloads import Framework
 
-Framework = Literal["torch", "jax", "tensorflow"]
 Tolerance = Annotated[float, Range(0, 1e6)]
 
 # The switch each framework offers to run compiled code eagerly, as the notebook shows it.
@@ -53,9 +53,8 @@ def compile_or_fallback(fn: Callable[..., Any], sample_args: Sequence[Any], *,
                         compiler: Callable[[Callable[..., Any]], Callable[..., Any]], framework: Framework,
                         rtol: Tolerance = 1e-5, atol: Tolerance = 1e-5,
                         timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> CompileDecision:
-    """Compile ``fn`` with the learner's ``compiler`` (``fullgraph=True`` makes a graph break a failure), run it on
-    ``sample_args`` and compare with eager; fall back to eager, with a one-line reason, if either step fails. An
-    error ``fn`` raises eagerly passes through unchanged, as does ``calls.LearnerTimeout`` after ``timeout`` s."""
+    """``fn`` compiled by the learner's ``compiler`` if it runs ``sample_args`` and agrees with eager, else eager with a
+    one-line reason; an error ``fn`` raises eagerly, or ``calls.LearnerTimeout``, passes through unchanged."""
     name = framework
     with calls.time_limit(timeout, calls.describe(fn)):
         result = fn(*sample_args)  # the user's own error, if any, is theirs to see
@@ -125,8 +124,7 @@ def decisions_table(decisions: Annotated[Mapping[tuple[str, str], CompileDecisio
 
 @declare.checked
 def max_abs_diff(expected: Any, got: Any) -> float:
-    """Largest absolute difference between two results of any framework (nested containers of arrays); ValueError
-    when their structure or shapes differ."""
+    """Largest absolute difference between two results of any framework (nested containers of arrays)."""
     if expected is None or got is None:
         raise TypeError(f"expected and got must be arrays or nested containers of arrays; got "
                         f"{type(expected).__name__} and {type(got).__name__}")
@@ -162,29 +160,22 @@ def _max_abs_diff(expected: list[np.ndarray], got: list[np.ndarray]) -> float | 
 
 @declare.checked
 def ran_compiled(framework: Framework) -> bool:
-    """Whether a compiled probe (1 when traced, 0 when eager) ran compiled: False inside the framework's eager
-    switch, True outside (the switch really works)."""
-    name = framework
-    if name == "torch":
+    """Whether a compiled probe ran compiled: False inside the framework's eager switch, True outside."""
+    if framework == "torch":
         import torch
 
-        def probe(x: Any) -> Any:
-            return x + (1.0 if torch.compiler.is_compiling() else 0.0)
-
-        fn, x = interop.compile_default(name, probe, backend="eager"), torch.zeros(1)
-    elif name == "jax":
+        traced = lambda x: torch.compiler.is_compiling()  # noqa: E731
+    elif framework == "jax":
         import jax
-        import jax.numpy as jnp
 
-        def probe(x: Any) -> Any:
-            return x + (1.0 if isinstance(x, jax.core.Tracer) else 0.0)
-
-        fn, x = interop.compile_default(name, probe), jnp.zeros(1)
+        traced = lambda x: isinstance(x, jax.core.Tracer)  # noqa: E731
     else:
         tf = env.import_tensorflow()
+        traced = lambda x: not tf.executing_eagerly()  # noqa: E731
 
-        def probe(x: Any) -> Any:
-            return x + (0.0 if tf.executing_eagerly() else 1.0)
+    def probe(x: Any) -> Any:
+        return x + (1.0 if traced(x) else 0.0)
 
-        fn, x = interop.compile_default(name, probe), tf.zeros(1)
-    return bool(_to_numpy(fn(x))[0][0] == 1.0)
+    options = {"backend": "eager"} if framework == "torch" else {}
+    fn = interop.compile_default(framework, probe, **options)
+    return bool(_to_numpy(fn(interop.to_framework(framework, np.zeros(1, np.float32))))[0][0] == 1.0)

@@ -65,6 +65,7 @@ REGIONAL = Template(
                       "Weigh the compile time saved against the step time, measured on your model.",
     undecided=_REGIONAL + NOT_DECIDED)
 
+_INPUTS = " The model's inputs must be the costs of the calls actually made."
 _OVERHEAD = ("The compiled call is the run's figure: {how} The table sets the compiled chain's own call beside it, "
              "and the chain's average eager op beside the op mix (both computed): where the model missed, the "
              "further-off input is the one to measure again.")
@@ -72,10 +73,10 @@ OVERHEAD = Template(
     "graphs.overhead", ("within",),
     held="Within 2x everywhere: at this size a compiled chain costs about one call, an eager chain n_ops dispatches. "
          + _OVERHEAD,
-    above="{failed}: the chain won by more than twice the computed speed-up. " + _OVERHEAD + " The model's inputs "
-          "must be the costs of the calls actually made; the profiler trace in Going further counts them.",
-    below="{failed}: the chain won by less than half the computed speed-up. " + _OVERHEAD + " The model's inputs "
-          "must be the costs of the calls actually made; the profiler trace in Going further counts them.",
+    above="{failed}: the chain won by more than twice the computed speed-up. " + _OVERHEAD + _INPUTS + " The "
+          "profiler trace in Going further counts them.",
+    below="{failed}: the chain won by less than half the computed speed-up. " + _OVERHEAD + _INPUTS + " The "
+          "profiler trace in Going further counts them.",
     undecided=NOT_DECIDED)
 
 CUDA_GRAPHS = Template(
@@ -180,18 +181,17 @@ TRACED = Template(
     "graphs.traced", ("equal",),
     held="The traces count exactly the graph's ops and one compiled call: section 4's model charged the dispatches "
          "that happened.",
-    above="{failed}: the trace counts more dispatches than the model charged (see the table): the model's inputs must "
-          "be the costs of the calls actually made.",
-    below="{failed}: the trace counts fewer dispatches than the model charged (see the table): the model's inputs "
-          "must be the costs of the calls actually made.")
+    above="{failed}: the trace counts more dispatches than the model charged (see the table)." + _INPUTS,
+    below="{failed}: the trace counts fewer dispatches than the model charged (see the table)." + _INPUTS)
 
+_RATIOS = " Compare ratios from one run, never times from two."
 HARNESS = Template(
     "graphs.harness", ("within",),
-    held="The two harnesses measure the same speed-up within 1.5x. Compare ratios from one run, never times from two.",
+    held="The two harnesses measure the same speed-up within 1.5x." + _RATIOS,
     above="{failed}: notebook 00's harness gave the larger speed-up, beyond 1.5x; the factors table says which "
-          "change does it. Compare ratios from one run, never times from two.",
+          "change does it." + _RATIOS,
     below="{failed}: this sweep's harness gave the larger speed-up, beyond 1.5x; the factors table says which change "
-          "does it. Compare ratios from one run, never times from two.",
+          "does it." + _RATIOS,
     undecided="{undecided}: the interval crosses an edge of the 1.5x margin, so this run does not decide whether the "
               "harnesses agree; the factors table shows each change apart.")
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import logging
 import re
-import types
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from typing import Annotated, Any, Literal
 from course_utils import declare, display, env, validate
 from course_utils.declare import NonEmpty
 from course_utils.graphs.capture import GraphRecorder, fresh_function, fresh_if_function
+from course_utils.measuring.speedups import Shown
 
 Inputs = Annotated[Sequence[tuple], NonEmpty, declare.MaxItems(10_000)]  # argument tuples, e.g. [(x1,), (x2,)]
 
@@ -62,18 +62,11 @@ def tf_retracing_warnings(fn: Callable[..., Any], inputs: Inputs, **compile_kwar
     ``inputs``: TF warns after 5 traces in its recent calls, at most twice per function, so ``fn`` is wrapped afresh."""
     tf = env.import_tensorflow()
     # TF counts traces per Python function and warns at most twice per function: a fresh wrapper starts clean
-    traced = tf.function(fresh_function(fn) if isinstance(fn, types.FunctionType) else _wrap(fn), **compile_kwargs)
+    traced = tf.function(fresh_function(lambda *args: fn(*args)), **compile_kwargs)
     with _tf_warnings(tf, keep=True) as seen:
         for args in inputs:
             traced(*args)
     return [m for m in seen if "retracing" in m]
-
-
-def _wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
-    def wrapped(*args: Any) -> Any:
-        return fn(*args)
-
-    return wrapped
 
 
 @contextmanager
@@ -99,7 +92,7 @@ def _tf_warnings(tf: Any, *, keep: bool) -> Iterator[list[str]]:
 
 @declare.checked
 @dataclass(frozen=True, repr=False)
-class GraphBreaks:
+class GraphBreaks(Shown):
     """What ``torch._dynamo.explain`` found: graphs, breaks and the first line of each break's reason."""
 
     graph_count: Annotated[int, declare.Range(0)]
@@ -111,17 +104,10 @@ class GraphBreaks:
         return display.table(["break", "reason (first line)"], rows,
                              title=f"{self.graph_count} graph(s), {self.break_count} graph break(s)")
 
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
-
 
 @declare.checked
 def torch_graph_breaks(fn: Callable[..., Any], *args: Any) -> GraphBreaks:
-    """``torch._dynamo.explain`` of ``fn(*args)``: counts and one-line reasons (``fn`` runs eagerly first, so an
-    error of its own reaches the caller unchanged)."""
+    """``torch._dynamo.explain`` of ``fn(*args)`` (run eagerly first: its own error passes unchanged)."""
     import torch
     fn(*args)
     explained = torch._dynamo.explain(fresh_if_function(fn))(*args)
@@ -142,7 +128,7 @@ def first_line(text: str, limit: int = 160) -> str:
 
 @declare.checked
 @dataclass(frozen=True, repr=False)
-class CompileLog:
+class CompileLog(Shown):
     """What ``TORCH_LOGS=guards,recompiles`` printed while a function compiled and recompiled."""
 
     lines: tuple[str, ...]
@@ -167,12 +153,6 @@ class CompileLog:
         rows = [("guard", g) for g in self.guards()] + [("recompile", r) for r in self.recompiles()]
         return display.table(["kind", "log line (shortened)"], rows, title="TORCH_LOGS=guards,recompiles")
 
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
-
 
 def _short_guard(line: str) -> str:
     line = line.split("  #", 1)[0].strip().lstrip("|+- ").strip()
@@ -182,8 +162,7 @@ def _short_guard(line: str) -> str:
 
 @declare.checked
 def torch_compile_log(fn: Callable[..., Any], inputs: Inputs, **compile_kwargs: Any) -> CompileLog:
-    """What ``TORCH_LOGS=guards,recompiles`` printed while ``fn``, compiled afresh (backend 'eager'), was called on
-    each of ``inputs``: kept, instead of reaching stderr."""
+    """What ``TORCH_LOGS=guards,recompiles`` printed (kept) while ``fn``, compiled afresh, ran ``inputs``."""
     import torch
     import torch._dynamo  # noqa: F401  (creates the loggers that set_logs configures)
     import torch._logging

@@ -10,17 +10,15 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import numpy as np
 
 from course_utils import calls, data, declare, devices, display, interop, intervals, models, timing
 from course_utils.declare import MinItems, NonEmpty, NonNegativeFloat, Range, SameLength
+from course_utils.graphs.breakeven import timed_pair
+from course_utils.measuring.workloads import Framework, MinTime, Pair, Rounds
 
-Framework = Literal["torch", "jax", "tensorflow"]
-Rounds = Annotated[int, Range(2, 100)]
-MinTime = Annotated[float, Range(0, 60, low_open=True)]
-Pair = tuple[timing.Measurement, timing.Measurement]
 StepPair = Annotated[tuple[Callable[..., Any], Callable[..., Any]], MinItems(2)]
 MAX_STEPS = 10_000
 EAGER_STEP, COMPILED_STEP = "torch eager step", "torch.compile step"
@@ -29,8 +27,8 @@ EAGER_STEP, COMPILED_STEP = "torch eager step", "torch.compile step"
 @declare.checked
 def loss_tolerance() -> float:
     """The largest loss difference a compiled step may show against eager: the device plan's float32 matmul tolerance
-    (a TPU's bf16 passes and an Ampere GPU's TF32 round more than a CPU's float32)."""
-    return devices.plan(devices.describe()).matmul_tolerance
+    (``devices.current()``, ``COURSE_DEVICE`` honoured: a TPU's bf16 passes and TF32 round more than float32)."""
+    return devices.current().matmul_tolerance
 
 
 @declare.checked
@@ -54,15 +52,14 @@ class LossRun:
         return float(np.max(np.abs(np.subtract(self.eager, self.compiled))))
 
 
-class _DropRecordFunction(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith("Profiler record function")
-
-
 @contextmanager
 def _quiet_record_function() -> Iterator[None]:
     """Drop Dynamo's warning that it ignores the ``record_function`` range every optimizer's step opens: harmless."""
-    logger, dropped = logging.getLogger("torch._dynamo.variables.ctx_manager"), _DropRecordFunction()
+    logger = logging.getLogger("torch._dynamo.variables.ctx_manager")
+
+    def dropped(record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Profiler record function")
+
     logger.addFilter(dropped)
     try:
         yield
@@ -96,9 +93,8 @@ def step_times(steps: Annotated[Mapping[str, StepPair], NonEmpty], batches: Mapp
     for fw, (eager, compiled) in steps.items():
         if fw not in batches:
             raise ValueError(f"batches has no batch for {fw!r}")
-        with calls.time_limit(timeout, calls.describe(compiled)):
-            found[fw] = _pair(lambda e=eager, b=batches[fw]: e(b), lambda c=compiled, b=batches[fw]: c(b),
-                              rounds, min_time)
+        found[fw] = timed_pair(eager, compiled, (batches[fw],), label=fw, min_time=min_time, rounds=rounds,
+                               timeout=timeout)
     return found
 
 
@@ -112,9 +108,8 @@ def step_medians(batch: Annotated[int, Range(1, 2**16)], *, lr: Annotated[float,
                  warmup: Annotated[int, Range(1, 100)] = 3, rounds: Annotated[int, Range(2, 20)] = 2,
                  min_time: Annotated[float, Range(0.01, 60)] = 0.2,
                  threads: Annotated[int, Range(1, 1024)] | None = None) -> dict[str, float]:
-    """What one fresh process measures for ``cu.fresh.replicate``: section 8's torch step (``torch.compile(model)``
-    plus a compiled ``optimizer.step``) against the same step on an eager model, batch ``batch`` of the classification
-    data, ``warmup`` steps each, then alternating rounds: {EAGER_STEP, COMPILED_STEP: median seconds}."""
+    """One fresh process's measurement for ``cu.fresh.replicate``: section 8's compiled torch step (model and
+    ``optimizer.step``) against the eager one, after ``warmup`` steps: {EAGER_STEP, COMPILED_STEP: median seconds}."""
     import torch
 
     if threads is not None:
@@ -132,8 +127,7 @@ def step_medians(batch: Annotated[int, Range(1, 2**16)], *, lr: Annotated[float,
 
 @declare.checked
 def step_table(runs: Mapping[str, LossRun], times: Annotated[Mapping[str, Pair], NonEmpty]) -> display.Table:
-    """Per framework: eager and compiled step medians, the speed-up over its own eager step (its point estimate
-    named) and the compiled first step."""
+    """Per framework: eager and compiled step medians, the speed-up over its own eager step, the first step."""
     rows = [(fw, display.format_time(e.median), display.format_time(c.median), str(intervals.speedup(e, c)),
              display.format_time(runs[fw].first_compiled_step) if fw in runs else "-") for fw, (e, c) in times.items()]
     return display.table(["framework", "eager step (median)", "compiled step (median)", "speed-up over own eager",
@@ -173,8 +167,7 @@ def step_parts(models: Annotated[Sequence[Any], MinItems(2)], steps: Annotated[S
     for name, (eager, compiled, args) in {
             "forward + backward": (*(_forward_backward(m, o) for m, o in zip(models, optimizers)), (batch,)),
             "optimizer.step": (optimizers[0].step, optimizers[1].step, ())}.items():
-        with calls.time_limit(timeout, calls.describe(compiled)):
-            found[name] = _pair(lambda f=eager, a=args: f(*a), lambda f=compiled, a=args: f(*a), rounds, min_time)
+        found[name] = timed_pair(eager, compiled, args, label=name, min_time=min_time, rounds=rounds, timeout=timeout)
     return found
 
 

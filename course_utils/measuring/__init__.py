@@ -1,25 +1,18 @@
-"""Notebook 00 (measuring without fooling yourself): the clock pair of one call, the chains timed in alternating
-rounds (``ChainRuns``), the overhead sweep and the memory hierarchy read off their own curves, the computed peak, the
-library behind each matmul, Amdahl, the predictions (``findings``) and the exercises' checkers. The machine's roofs
-and costs are core (``cu.machine.figures()``)."""
+"""Notebook 00 (measuring without fooling yourself): the clock pair of one call, the chains in alternating rounds
+(``ChainRuns``), the overhead sweep and the memory hierarchy read off their own curves, the computed peak, the matmul's
+library, Amdahl, the predictions and the exercises' checkers; the machine's roofs are core (``cu.machine``)."""
 
 from course_utils.measuring import exercises as _exercises  # noqa: F401  (registers the exercise checkers)
 from course_utils.measuring import findings
-from course_utils.measuring.allocator import warm_allocator
 from course_utils.measuring.exercises import measured_matmul_seconds
-from course_utils.measuring.hierarchy import (
-    default_working_sets,
-    retime_dram,
-    sweep_hierarchy,
-)
-from course_utils.measuring.kernels import libraries_table, matmul_libraries
+from course_utils.measuring.hierarchy import default_working_sets, retime_dram, sweep_hierarchy
 from course_utils.measuring.limits import eager_gap
-from course_utils.measuring.peak import theoretical_peak
+from course_utils.measuring.peak import libraries_table, matmul_libraries, theoretical_peak
 from course_utils.measuring.plots import hierarchy_plot, overhead_sweep_plot
-from course_utils.measuring.regimes import bends, bends_table
-from course_utils.measuring.speedups import amdahl_table, cache_state, variant_name
-from course_utils.measuring.summary import summary_rows
+from course_utils.measuring.speedups import amdahl_table, cache_state, summary_rows, variant_name
 from course_utils.measuring.workloads import (
+    bends,
+    bends_table,
     chain_inputs,
     chain_medians,
     clock_pairs,
@@ -27,6 +20,7 @@ from course_utils.measuring.workloads import (
     sweep_sizes,
     time_chains,
     torch_setup,
+    warm_allocator,
 )
 
 __all__ = [

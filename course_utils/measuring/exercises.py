@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from course_utils import declare, exercises, roofline, timing, validate
+from course_utils.declare import PositiveFloat
 from course_utils.measuring.speedups import amdahl
 from course_utils.measuring.workloads import torch_device
 
@@ -23,11 +24,11 @@ def measured_matmul_seconds(n: Annotated[int, declare.Range(2, 8192)] = PREDICT_
 
 @exercises.register("00.1", hint="predict with machine.roofline_time(2 * n**3, 3 * 4 * n * n): the FLOPs of an "
                     "n x n matmul over the compute roof, or its bytes over the bandwidth, whichever is longer")
-def _predict_matmul(answer: Any, *, machine: roofline.Machine, n: int = PREDICT_N) -> str | None:
+@declare.checked
+def _predict_matmul(answer: Any, *, machine: roofline.Machine,
+                    n: Annotated[int, declare.Range(2, 65536)] = PREDICT_N) -> str | None:
     """Right within 5% of the roofline's bound for an n x n fp32 matmul on ``machine``; the usual slips (n³ FLOPs,
     the memory time where the compute time is longer, milliseconds) are named."""
-    validate.instance("machine", machine, roofline.Machine)
-    n = validate.number("n", n, low=2, high=65536, integer=True)
     predicted = float(validate.number("answer", answer))
     if predicted <= 0:
         return "a time must be positive (seconds)"
@@ -47,12 +48,12 @@ def _predict_matmul(answer: Any, *, machine: roofline.Machine, n: int = PREDICT_
 
 @exercises.register("00.2", hint="copying the result to the host, np.asarray(...), must wait for it: time "
                     "lambda: np.asarray(matmul(x)) with benchmark(..., sync=False)")
-def _host_copy(answer: Any, *, fastest_ready: float, typical_ready: float) -> str | None:
+@declare.checked
+def _host_copy(answer: Any, *, fastest_ready: PositiveFloat, typical_ready: PositiveFloat) -> str | None:
     """Right when the answer is at least half the fastest synchronised call of section 2 (the work cannot take less;
     load only adds) and at most 20x its median (one call, not a loop)."""
     seconds = float(validate.number("answer", answer))
-    fastest_ready = validate.positive("fastest_ready", fastest_ready)
-    typical_ready = validate.number("typical_ready", typical_ready, low=fastest_ready)
+    validate.number("typical_ready", typical_ready, low=fastest_ready)
     if seconds < 0.5 * fastest_ready:
         return (f"{seconds * 1e6:.3g} µs is under half the fastest synchronised call ({fastest_ready * 1e6:.3g} µs): "
                 "the clock stopped before the result was ready")
@@ -63,10 +64,9 @@ def _host_copy(answer: Any, *, fastest_ready: float, typical_ready: float) -> st
 
 @exercises.register("00.3", hint="Amdahl: 1 / (share / kernel speed-up + (1 - share) / 1), a time-weighted "
                     "harmonic mean, not the kernel's speed-up")
-def _amdahl(answer: Any, *, share: float, kernel_speedup: float) -> str | None:
+@declare.checked
+def _amdahl(answer: Any, *, share: Annotated[float, declare.Range(0, 1)], kernel_speedup: PositiveFloat) -> str | None:
     value = float(validate.number("answer", answer))
-    share = validate.fraction("share", share)
-    kernel_speedup = validate.positive("kernel_speedup", kernel_speedup)
     expected = amdahl([share, 1 - share], [kernel_speedup, 1.0])
     if abs(value - kernel_speedup) < 1e-6 * kernel_speedup and abs(value - expected) > 0.02 * expected:
         return "that is the kernel's speed-up; the step also spends time in parts that do not speed up"

@@ -1,6 +1,7 @@
 """The memory hierarchy as one sweep: copy bandwidth against working-set size, its levels read off its own cliffs
-(``cliffs``); main memory is past the last cliff, and only a sweep with none falls back on ``DRAM_MULTIPLE``x the
-last-level cache the OS reports, which otherwise only plans the sweep and is quoted as a second fact."""
+(where the rate falls and stays down), whatever the OS reports (a VM may report its host's cache); main memory is past
+the last cliff, and only a sweep with none falls back on ``DRAM_MULTIPLE``x the reported last-level cache, which
+otherwise only plans the sweep and is quoted as a second fact."""
 
 from __future__ import annotations
 
@@ -12,21 +13,64 @@ from typing import Annotated
 
 from course_utils import declare, display, env, probes, timing, validate
 from course_utils.declare import NonEmpty, PositiveFloat, PositiveInt, Range, SameLength
-from course_utils.measuring.cliffs import Cliff, find_cliffs
+from course_utils.measuring.speedups import Shown
 from course_utils.validate import MAX_WORKING_SET
 
 _FP32 = 4
 DRAM_MULTIPLE = probes.CACHE_MULTIPLE  # the reported cache's multiple that plans the sweep, and stands in for main
 # memory's start only where the sweep shows no cliff (the rule the roof probes are sized by)
 BEYOND = 2  # main-memory points a plateau needs; the sweep plans this many at or past DRAM_MULTIPLE x the cache
-
-
+DROP = 1.5  # a fall of at least this factor over consecutive falling points, staying down after, is a cliff
+EDGE = 1.2  # a step that falls by less than this is flat: it belongs to a level, not to a cliff
 WorkingSet = Annotated[int, Range(2 * _FP32, MAX_WORKING_SET)]
 
 
 @declare.checked
+@dataclass(frozen=True)
+class Cliff:
+    """A fall in copy bandwidth: ``before`` is the last working set (bytes) at the upper level's rate, ``after``
+    the first at the lower level's; the rate fell by ``drop`` times between them."""
+
+    before: PositiveInt
+    after: PositiveInt
+    drop: Annotated[float, Range(1)]
+
+    def __post_init__(self) -> None:
+        if self.after <= self.before:
+            raise ValueError(f"after must be larger than before ({self.before}); got {self.after}")
+
+    def __str__(self) -> str:
+        return (f"between {display.format_bytes(self.before)} and {display.format_bytes(self.after)}, "
+                f"a {self.drop:.2g}x fall")
+
+
+@declare.checked
+def find_cliffs(working_sets: Annotated[Sequence[PositiveInt], NonEmpty],
+                bandwidths: Annotated[Sequence[PositiveFloat], SameLength("working_sets")], *,
+                drop: Annotated[float, Range(1, 100, low_open=True)] = DROP) -> tuple[Cliff, ...]:
+    """The cliffs of a sweep, smallest first: runs of falls (each over ``EDGE``) adding up to ``drop`` times, after
+    which the rate stays down (the median up to the next cliff too), so one slow point is not read as an edge."""
+    points = sorted(zip(working_sets, bandwidths))
+    sizes, rates = [int(s) for s, _ in points], [float(r) for _, r in points]
+    runs, i = [], 0
+    while i < len(rates) - 1:
+        j = i
+        while j + 1 < len(rates) and rates[j + 1] * EDGE < rates[j]:
+            j += 1  # each step of the run falls by more than EDGE: a flat step ends it
+        if j > i and rates[i] / rates[j] >= drop:
+            runs.append((i, j))
+        i = max(j, i + 1)
+    cliffs = []
+    for k, (start, end) in enumerate(runs):
+        stop = runs[k + 1][0] if k + 1 < len(runs) else len(rates) - 1
+        if rates[start] / statistics.median(rates[end:stop + 1]) >= drop:  # it stays down: a level's edge
+            cliffs.append(Cliff(sizes[start], sizes[end], rates[start] / rates[end]))
+    return tuple(cliffs)
+
+
+@declare.checked
 @dataclass(frozen=True, repr=False)
-class HierarchySweep:
+class HierarchySweep(Shown):
     """Copy bandwidth (bytes/s, read + write counted) per working set (bytes: source + destination), and the cache
     sizes the OS reports (0: one it does not report)."""
 
@@ -36,7 +80,7 @@ class HierarchySweep:
 
     @functools.cached_property
     def cliffs(self) -> tuple[Cliff, ...]:
-        """Where the copy's rate falls and stays down (``cliffs.find_cliffs``): the levels' edges as measured."""
+        """Where the copy's rate falls and stays down (``find_cliffs``): the levels' edges as measured."""
         return find_cliffs(self.working_sets, self.bandwidths)
 
     @property
@@ -83,13 +127,6 @@ class HierarchySweep:
                 return name
         return f"past {ordered[-1][0]}" if ordered else "-"
 
-    def plateaus(self) -> dict[str, float]:
-        """Median bandwidth (bytes/s) of the points on each measured level, smallest level first."""
-        groups: dict[str, list[float]] = {}
-        for size, rate in zip(self.working_sets, self.bandwidths):
-            groups.setdefault(self.level_of(size), []).append(rate)
-        return {level: statistics.median(rates) for level, rates in groups.items()}
-
     def dram_points(self) -> tuple[tuple[int, float], ...]:
         """(working set, bandwidth) of the points read as main memory: from ``main_memory_start`` on (``basis``)."""
         start = self.main_memory_start
@@ -105,12 +142,6 @@ class HierarchySweep:
                              note=f"read + write bytes counted; main memory {self.basis}; the OS's cache sizes "
                                   "(L1/L2 per core) are a second fact")
 
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
-
 
 @declare.checked
 def default_working_sets(largest: Annotated[int, Range(2**15, MAX_WORKING_SET)] | None = None, *,
@@ -118,9 +149,8 @@ def default_working_sets(largest: Annotated[int, Range(2**15, MAX_WORKING_SET)] 
                          last_level_cache: Annotated[int, Range(1, MAX_WORKING_SET)] | None = None,
                          memory: Annotated[int, Range(1, 2**50)] | None = None,
                          cap: Annotated[int, Range(2**15, MAX_WORKING_SET)] | None = None) -> list[int]:
-    """Working sets from 16 KiB, times ``step`` each, up to ``largest`` (default: two probe arrays), then 4x, 8x, ...
-    the last-level cache until ``beyond`` lie past ``DRAM_MULTIPLE`` x it; none over a quarter of the free ``memory``
-    or over ``cap`` (the notebook's sizes table; None: no cap). A plan only: the sweep's own cliffs decide."""
+    """Working sets from 16 KiB, times ``step``, up to ``largest``, then 4x, 8x, ... the last-level cache until
+    ``beyond`` lie past ``DRAM_MULTIPLE`` x it, none over a quarter of the free ``memory`` or ``cap``: a plan only."""
     largest = 2 * probes.probe_size().array_bytes if largest is None else largest
     llc = env.last_level_cache_bytes() if last_level_cache is None else last_level_cache
     if memory is None:
@@ -168,17 +198,14 @@ class DramRetime:
     points: tuple[tuple[PositiveInt, timing.Measurement], ...]
     earlier: PositiveFloat
 
-    def rate(self, m: timing.Measurement, working_set: int) -> float:
-        return working_set / m.median
-
     @property
     def probe_rate(self) -> float:
-        return self.rate(self.probe, self.probe_bytes)
+        return self.probe_bytes / self.probe.median
 
     @property
     def plateau(self) -> float | None:
         """Median rate of the re-timed main-memory points, or None with fewer than ``BEYOND`` of them."""
-        rates = [self.rate(m, s) for s, m in self.points]
+        rates = [s / m.median for s, m in self.points]
         return statistics.median(rates) if len(rates) >= BEYOND else None
 
 

@@ -9,12 +9,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from course_utils import calls, declare, display, env, findings, intervals, machine, timing
+from course_utils import calls, declare, display, findings, intervals, machine, timing
 from course_utils.declare import NonNegativeFloat, Range
-from course_utils.measuring.speedups import EAGER, ChainRuns
-from course_utils.measuring.workloads import chain_faults
-
-PAGE = 4096
+from course_utils.measuring.speedups import EAGER, ChainRuns, Shown
+from course_utils.measuring.workloads import PAGE, array_ops, chain_faults, tensor_bytes
 
 
 def _thread_counts() -> list[int]:
@@ -31,21 +29,9 @@ def _on_threads(count: int, fn: Callable[..., Any], args: tuple) -> Any:
     return fn(*args)
 
 
-def _tanh(framework: str) -> Callable[[Any], Any]:
-    if framework == "torch":
-        import torch
-
-        return torch.tanh
-    if framework == "jax":
-        import jax.numpy as jnp
-
-        return jnp.tanh
-    return env.import_tensorflow().tanh
-
-
 @declare.checked
 @dataclass(frozen=True, repr=False)
-class EagerGap:
+class EagerGap(Shown):
     """The slowest eager runtime's chain against the fastest's (one interleaved call), each one's ``tanh`` alone,
     page faults per call in outputs' worth, the machine's cost of one output's worth, torch's threads when slow."""
 
@@ -123,12 +109,6 @@ class EagerGap:
                              note="the two chains, the two tanh and the threads each timed in alternating rounds; "
                                   "a negative remainder: the parts, timed apart from the chain, overlap")
 
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
-
 
 @declare.checked
 def eager_gap(inputs: Mapping[str, tuple], runs: ChainRuns, eager: Mapping[str, Callable[..., Any]],
@@ -145,7 +125,7 @@ def eager_gap(inputs: Mapping[str, tuple], runs: ChainRuns, eager: Mapping[str, 
     for fw in (slow, fast):
         if fw not in inputs or fw not in eager:
             raise ValueError(f"inputs and eager must hold {fw!r}; got {sorted(inputs)} and {sorted(eager)}")
-    tanhs = {fw: _tanh(fw) for fw in (slow, fast)}
+    tanhs = {fw: array_ops(fw).tanh for fw in (slow, fast)}
     timed_calls = {f"{fw} tanh": (lambda f=tanhs[fw], x=inputs[fw][0]: f(x)) for fw in (slow, fast)}
     counts = _thread_counts() if slow == "torch" else []
     for count in counts:
@@ -163,7 +143,5 @@ def eager_gap(inputs: Mapping[str, tuple], runs: ChainRuns, eager: Mapping[str, 
     threads = {count: timed[f"torch chain, {count} threads"] for count in counts} or None
     faults = chain_faults({fw: inputs[fw] for fw in (slow, fast)}, {fw: eager[fw] for fw in (slow, fast)},
                           timeout=timeout)
-    x = inputs[slow][0]
-    output = 4 * max(1, int(math.prod(tuple(x.shape))))
-    per_output = figures.fault_seconds(PAGE * math.ceil(output / PAGE))
+    per_output = figures.fault_seconds(PAGE * math.ceil(tensor_bytes(inputs[slow][0]) / PAGE))
     return EagerGap(slow, fast, {fw: found[fw] for fw in (slow, fast)}, tanh, faults, per_output, threads)

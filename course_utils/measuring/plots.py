@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from course_utils import declare, display, plotting, timing
 from course_utils.declare import NonEmpty, PositiveFloat, PositiveInt, SameLength
 from course_utils.measuring.hierarchy import DRAM_MULTIPLE, HierarchySweep
-from course_utils.measuring.regimes import Bend
 from course_utils.measuring.speedups import variant_name
+from course_utils.measuring.workloads import Bend
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -1,5 +1,5 @@
-"""Speed-ups that name their baseline, and what a kernel's speed-up is worth to a whole step (Amdahl): a step whose
-parts take shares ``w_i`` of its time and speed up by ``s_i`` speeds up by ``1 / sum(w_i / s_i)``."""
+"""Speed-ups that name their baseline, what a kernel's speed-up is worth to a whole step (Amdahl: parts taking shares
+``w_i`` of its time, sped up by ``s_i``, speed it up by ``1 / sum(w_i / s_i)``), and notebook 00's summary rows."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from course_utils import declare, display, intervals, timing
+from course_utils import declare, display, intervals, machine, timing
 from course_utils.declare import NonEmpty, PositiveFloat, Range, SameLength
 
 Fraction = Annotated[float, Range(0, 1)]
@@ -36,6 +36,16 @@ EAGER_POLY, COMPILED_POLY = "eager, no tanh", "compiled, no tanh"
 ESTIMATE = "geometric mean of the {n} per-round ratios"  # what the tables' speed-ups are, said where they print
 
 
+class Shown:
+    """Shown through its ``table()``: aligned text, or an HTML table in Jupyter (the lessons' result objects)."""
+
+    def __repr__(self) -> str:
+        return repr(self.table())  # type: ignore[attr-defined]
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()  # type: ignore[attr-defined]
+
+
 @declare.checked
 def short(s: intervals.Speedup) -> str:
     """'3.04x (2.95x to 3.12x)': a speed-up and its interval, for a table cell."""
@@ -44,7 +54,7 @@ def short(s: intervals.Speedup) -> str:
 
 @declare.checked
 @dataclass(frozen=True, repr=False)
-class ChainRuns:
+class ChainRuns(Shown):
     """The chain's times from one ``timing.interleaved`` call: variant ("eager", "compiled", optionally "eager, no
     tanh", "compiled, no tanh") -> framework -> Measurement; any two pair by round into an interval."""
 
@@ -82,15 +92,12 @@ class ChainRuns:
             raise ValueError(f"tanh=False needs runs for {EAGER_POLY!r} and {COMPILED_POLY!r}")
         return (EAGER, COMPILED) if tanh else (EAGER_POLY, COMPILED_POLY)
 
-    def _fw(self, framework: str) -> str:
-        if framework not in self.runs[EAGER]:
-            raise ValueError(f"framework must be one of {self.frameworks}; got {framework!r}")
-        return framework
-
     def time(self, variant: str, framework: str) -> timing.Measurement:
         if variant not in self.runs:
             raise ValueError(f"variant must be one of {sorted(self.runs)}; got {variant!r}")
-        return self.runs[variant][self._fw(framework)]
+        if framework not in self.runs[EAGER]:
+            raise ValueError(f"framework must be one of {self.frameworks}; got {framework!r}")
+        return self.runs[variant][framework]
 
     def own(self, framework: str, *, tanh: bool = True) -> intervals.Speedup:
         """Compiled over the same framework's eager (baseline: that framework's eager)."""
@@ -107,8 +114,7 @@ class ChainRuns:
         return intervals.speedup(self.time(eager, self.best(eager)), self.time(compiled, self.best(compiled)))
 
     def eager_spread(self) -> intervals.Speedup | None:
-        """How many times longer the slowest eager runtime took than the fastest (baseline: the slowest); None
-        with one framework."""
+        """The slowest eager runtime's time over the fastest's (baseline: the slowest); None with one framework."""
         if len(self.frameworks) < 2:
             return None
         slow = max(self.frameworks, key=lambda fw: self.time(EAGER, fw).median)
@@ -141,18 +147,11 @@ class ChainRuns:
                                   "medians), with its 95% interval in this process (cu.intervals.speedup); the last "
                                   "column times the chain with tanh replaced by the identity")
 
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
-
 
 @declare.checked
 def amdahl_table(kernels: Annotated[Mapping[declare.Text, PositiveFloat], NonEmpty],
                  shares: Annotated[Sequence[Fraction], NonEmpty] = (0.1, 0.3, 0.5, 0.9)) -> display.Table:
-    """Computed step speed-ups when a kernel (label -> its measured speed-up) takes each share of the eager step
-    and the rest runs as before: one column per kernel."""
+    """Computed step speed-ups when a kernel (label -> its speed-up) takes each share of the eager step (Amdahl)."""
     rows = [(display.percent(w), *(display.ratio(amdahl([w, 1 - w], [s, 1.0])) for s in kernels.values()))
             for w in shares]
     return display.table(["kernel's share of the eager step",
@@ -172,3 +171,37 @@ def cache_state(before: Mapping[str, Annotated[int, Range(0)]], after: Mapping[s
     if hits < 0 or misses < 0:
         raise ValueError("after must be taken after before: its counts are smaller")
     return "cold" if misses > 0 else "warm" if hits > 0 else "unknown"
+
+
+@declare.checked
+def summary_rows(trap: Annotated[Mapping[str, tuple[timing.Measurement, timing.Measurement]], NonEmpty],
+                 runs: ChainRuns, figures: machine.MachineFigures, adds: Mapping[str, timing.Measurement],
+                 cache: Literal["warm", "cold", "unknown"],
+                 fresh_best: intervals.Speedup) -> list[tuple[str, float, str, str]]:
+    """(quantity, value, unit, note) rows for ``cu.notebook.summary_table``; ``fresh_best`` is the best-vs-best
+    speed-up across fresh processes (``cu.fresh.replicate``), the headline."""
+    rows = [(f"{fw}: matmul, time until ready / until return", intervals.speedup(ready, returned).ratio, "x",
+             "1.0: computed before returning; more: returned early") for fw, (returned, ready) in trap.items()]
+    for fw in runs.frameworks:
+        first = runs.time("compiled", fw).first_call or 0.0
+        rows.append((f"{variant_name(fw, True)} first call", first, "s",
+                     f"reported apart; torch.compile cache {cache}" if fw == "torch" else "reported apart"))
+    rows += [(f"chain: {variant_name(fw, True)} over {variant_name(fw, False)}", runs.own(fw).ratio, "x",
+              "baseline: own eager; geometric mean, interval in section 3") for fw in runs.frameworks]
+    rows.append(("chain: best compiled over best eager", fresh_best.ratio, "x",
+                 f"with tanh; geometric mean, {fresh_best.interval}; in this process {runs.best_vs_best().ratio:.3g}x"))
+    if runs.has_polynomial:
+        rows.append(("chain without tanh: best compiled over best eager", runs.best_vs_best(tanh=False).ratio, "x",
+                     "compilation alone, each compiler's tanh left out; in this process"))
+    rows.append(("step speed-up if the chain is 30% of it", amdahl([0.3, 0.7], [fresh_best.ratio, 1.0]), "x",
+                 "computed (Amdahl); the seed claims 1.43x (30% less compute)"))
+    if "4 elements" in adds:
+        rows.append(("per-call overhead, torch add on 4 elements", adds["4 elements"].median * 1e6, "µs", ""))
+    rows.append(("memory roof", figures.bandwidth / 1e9, "GB/s", f"{figures.bandwidth_probe}; machine figure"))
+    rows.append(("compute roof", figures.peak_flops / 1e9, "GFLOP/s", f"{figures.flops_probe}; machine figure"))
+    rows += [(f"{fw}: best bandwidth probe / matmul probe", m.bandwidth / 1e9, "GB/s",
+              f"matmul {m.peak_flops / 1e9:.0f} GFLOP/s") for fw, m in figures.roofs.items()]
+    rows.append(("page faults of a fresh output", figures.fault_seconds(2**20) * 1e6, "µs per MiB", "machine figure"))
+    rows += [(f"{fw}: one compiled call's fixed cost", c * 1e6, "µs", "machine figure")
+             for fw, c in figures.call_cost.items()]
+    return rows

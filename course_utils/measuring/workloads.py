@@ -1,5 +1,7 @@
-"""Notebook 00's measurements of the learner's own functions (the clock pair of one call, the chains eager and
-compiled in alternating rounds, ``x + 1`` over sizes), each under a time limit (``calls``) so none can hang."""
+"""Notebook 00's measurements of the learner's own functions (the clock pair of one call, the chains in alternating
+rounds, ``x + 1`` over sizes and its bends: the floor, where a call takes twice it, the top slope), each under a time
+limit; and the C allocator's state: glibc returns a freed block over its mmap threshold and raises the threshold to its
+size (up to 32 MiB), after which such blocks come back fault-free."""
 
 from __future__ import annotations
 
@@ -7,13 +9,13 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import numpy as np
 
-from course_utils import calls, declare, devices, env, interop, models, timing, validate
-from course_utils.declare import NonEmpty, Range
-from course_utils.measuring.allocator import outputs_worth, warm_allocator
+from course_utils import calls, declare, devices, display, env, interop, memory, models, timing, validate
+from course_utils.declare import MinItems, NonEmpty, PositiveFloat, PositiveInt, Range, SameLength
 from course_utils.measuring.speedups import ChainRuns, variant_name
 from course_utils.validate import MAX_ELEMENTS
 
@@ -24,13 +26,50 @@ Rounds = Annotated[int, Range(2, 100)]
 MinTime = Annotated[float, Range(0, 60, low_open=True)]
 Size = Annotated[int, Range(1, MAX_ELEMENTS)]
 Pair = tuple[timing.Measurement, timing.Measurement]
+PAGE = 4096
+WARM_BYTES = 31 * 2**20  # under the 32 MiB up to which glibc's threshold follows a freed block
+
+
+@declare.checked
+def warm_allocator(nbytes: Annotated[int, declare.Range(PAGE, 2**31)] = WARM_BYTES) -> None:
+    """Allocate, touch and free one ``nbytes`` block (torch, CPU), as a long-running process has done: glibc then
+    keeps blocks up to that size in its heap. Harmless elsewhere: it only allocates and frees."""
+    import torch
+
+    block = torch.empty(nbytes // 4, dtype=torch.float32)
+    block.fill_(0.0)
+    del block
+
+
+def tensor_bytes(x: Any) -> int:
+    """Bytes of one float32 array shaped like ``x`` (any framework's tensor)."""
+    return 4 * max(1, int(math.prod(tuple(x.shape))))
+
+
+@declare.checked
+def outputs_worth(fn: Callable[..., Any], *args: Any, output_bytes: declare.PositiveInt) -> float:
+    """Page faults per call of ``fn(*args)`` in outputs' worth (``output_bytes`` in 4 KiB pages; nan: not counted)."""
+    return memory.page_faults(fn, *args) / max(1, math.ceil(output_bytes / PAGE))
+
+
+def array_ops(framework: str) -> Any:
+    """A framework's eager array ops (``.add``, ``.multiply``, ``.tanh``): torch, jax.numpy or tf.math."""
+    if framework == "torch":
+        import torch
+
+        return torch
+    if framework == "jax":
+        import jax.numpy as jnp
+
+        return jnp
+    return env.import_tensorflow().math
 
 
 @declare.checked
 def torch_setup() -> tuple[str, int]:
-    """(device, threads) torch runs with, from the device plan (``cu.devices``): on a TPU runtime torch runs on the
-    host CPU with the host's cores, on a CUDA GPU on "cuda"."""
-    plan = devices.plan(devices.describe())
+    """(device, threads) torch runs with, from the device plan (``devices.current()``, ``COURSE_DEVICE`` honoured):
+    on a TPU runtime torch runs on the host CPU with the host's cores, on a CUDA GPU on "cuda"."""
+    plan = devices.current()
     return plan.torch_device, plan.torch_threads
 
 
@@ -57,9 +96,8 @@ def _clock_pair(name: str, fn: Callable[[], Any]) -> tuple[float, float]:
 def clock_pairs(clocks: Annotated[Mapping[Framework, Callable[[], Any]], NonEmpty], *, rounds: Rounds = 6,
                 min_time: MinTime = 0.6,
                 timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> dict[str, Pair]:
-    """Call each of the learner's ``clocks`` (framework -> f() returning (seconds until it returned, until its result
-    was ready)) once untimed, then in ``rounds`` alternating rounds (``min_time`` s each in all, a tenth at smoke
-    size): {framework: (returned, ready)}, whose per-round medians pair for ``cu.intervals.speedup``."""
+    """{framework: (returned, ready)} of the learner's ``clocks`` (f() -> seconds until it returned, until ready),
+    called once, then in ``rounds`` alternating rounds; the per-round medians pair for ``cu.intervals.speedup``."""
     min_time = min_time * env.time_scale()
     names = list(clocks)
     first = {}
@@ -98,20 +136,7 @@ def chain_inputs(frameworks: Frameworks, size: Size,
     validate.memory_fits("size", 4 * int(size) * (2 + len(frameworks)))  # NumPy's copy, each framework's, an output
     x_np = rng.standard_normal(int(size), dtype=np.float32)
     bias = np.float32(0.1)
-    inputs: dict[str, tuple] = {}
-    for framework in frameworks:
-        if framework == "torch":
-            import torch
-
-            device = torch_device()
-            inputs[framework] = (torch.from_numpy(x_np).to(device), torch.tensor(bias, device=device))
-        elif framework == "jax":
-            import jax.numpy as jnp
-
-            inputs[framework] = (jnp.asarray(x_np), jnp.asarray(bias))
-        else:
-            tf = env.import_tensorflow()
-            inputs[framework] = (tf.constant(x_np), tf.constant(bias))
+    inputs = {fw: interop.to_framework(fw, x_np, bias, device=torch_device()) for fw in frameworks}
     return x_np, bias, inputs
 
 
@@ -121,9 +146,8 @@ def time_chains(inputs: Annotated[Mapping[Framework, tuple], NonEmpty],
                                     NonEmpty], *,
                 rounds: Rounds = 6, min_time: MinTime = 0.5,
                 timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> ChainRuns:
-    """Time every function of ``variants`` (variant -> {framework: f(x, bias)}) on that framework's ``inputs`` in one
-    ``timing.interleaved`` call of ``rounds`` rounds, so any two pair into an interval; a compiled function's first
-    call (its compile) is reported apart."""
+    """Every function of ``variants`` (variant -> {framework: f(x, bias)}) timed on its ``inputs`` in one interleaved
+    call, so any two pair into an interval; a compiled function's first call (its compile) reported apart."""
     if not {"eager", "compiled"} <= set(variants):
         raise ValueError(f"variants must hold 'eager' and 'compiled' (and may hold more); got {sorted(variants)}")
     timed: dict[str, Callable[[], Any]] = {}
@@ -142,35 +166,21 @@ def time_chains(inputs: Annotated[Mapping[Framework, tuple], NonEmpty],
 def chain_faults(inputs: Annotated[Mapping[Framework, tuple], NonEmpty],
                  fns: Annotated[Mapping[Framework, Callable[..., Any]], NonEmpty], *,
                  timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> dict[str, float]:
-    """Page faults per call of ``fns[framework](*inputs[framework])`` in outputs' worth (the input's bytes in 4 KiB
-    pages): how much fresh memory each call's outputs got."""
+    """Page faults per call of ``fns[fw](*inputs[fw])`` in outputs' worth: the fresh memory its outputs got."""
     found = {}
     for name, fn in fns.items():
         args = inputs[name]
         with calls.time_limit(timeout, f"fns[{name!r}] ({calls.describe(fn)})"):
-            found[name] = outputs_worth(fn, *args, output_bytes=4 * max(1, int(math.prod(tuple(args[0].shape)))))
+            found[name] = outputs_worth(fn, *args, output_bytes=tensor_bytes(args[0]))
     return found
 
 
 def _add_one(framework: str, compiled: bool) -> Callable[[int], tuple[Callable[..., Any], tuple]]:
-    if framework == "torch":
-        import torch
-
-        fn = torch.compile(lambda a: a + 1) if compiled else (lambda a: torch.add(a, 1))
-        return lambda s: (fn, (torch.ones(s, device=torch_device()),))
-    if framework == "jax":
-        import jax
-        import jax.numpy as jnp
-
-        fn = jax.jit(lambda a: a + 1) if compiled else (lambda a: jnp.add(a, 1))
-        return lambda s: (fn, (jnp.ones(s),))
-    tf = env.import_tensorflow()
-    spec = [tf.TensorSpec([None], tf.float32)]  # one trace for every size (XLA still compiles per shape)
-    if compiled:
-        fn = tf.function(lambda a: a + 1, jit_compile=True, input_signature=spec)
-    else:
-        fn = lambda a: tf.add(a, 1.0)  # noqa: E731
-    return lambda s: (fn, (tf.ones([s]),))
+    ops, spec = array_ops(framework), {}
+    if framework == "tensorflow":  # one trace for every size (XLA still compiles per shape)
+        spec = {"input_signature": [env.import_tensorflow().TensorSpec([None], "float32")]}
+    fn = interop.compile_default(framework, lambda a: a + 1, **spec) if compiled else (lambda a: ops.add(a, 1))
+    return lambda s: (fn, (interop.to_framework(framework, np.ones(s, np.float32), device=torch_device()),))
 
 
 @declare.checked
@@ -194,25 +204,20 @@ def overhead_sweep(frameworks: Frameworks,
         for framework in frameworks:
             make = _add_one(framework, compiled)
             name = variant_name(framework, compiled)
-            series[name] = [_timed(make, int(s), name, min_time) for s in sizes]
+            series[name] = []
+            for size in (int(s) for s in sizes):
+                fn, args = make(size)
+                series[name].append(timing.benchmark(fn, *args, min_time=min_time, label=f"{name} {size}"))
+                series[name][-1].metadata["faults"] = outputs_worth(fn, *args, output_bytes=4 * size)
     return series
-
-
-def _timed(make: Callable[[int], tuple[Callable[..., Any], tuple]], size: int, name: str,
-           min_time: float) -> timing.Measurement:
-    fn, args = make(size)
-    found = timing.benchmark(fn, *args, min_time=min_time, label=f"{name} {size}")
-    found.metadata["faults"] = outputs_worth(fn, *args, output_bytes=4 * size)
-    return found
 
 
 @declare.checked
 def chain_medians(eager: Framework, compiled: Framework, size: Size, *, rounds: Annotated[int, Range(2, 20)] = 2,
                   min_time: Annotated[float, Range(0.01, 60)] = 0.2,
                   threads: Annotated[int, Range(1, 1024)] | None = None) -> dict[str, float]:
-    """What one fresh process measures for ``cu.fresh.replicate``: notebook 00's chain on ``size`` floats, eager in
-    framework ``eager`` against compiled (torch.compile, jax.jit, tf.function(jit_compile=True)) in ``compiled``, in
-    alternating rounds after ``warm_allocator``, ``threads`` torch threads: {"eager", "compiled": median seconds}."""
+    """One fresh process's measurement for ``cu.fresh.replicate``: 00's chain on ``size`` floats, eager in ``eager``
+    against compiled by default in ``compiled``, after ``warm_allocator``: {"eager", "compiled": median seconds}."""
     import torch
 
     if threads is not None:
@@ -224,3 +229,69 @@ def chain_medians(eager: Framework, compiled: Framework, size: Size, *, rounds: 
     found = timing.interleaved({k: (lambda f=f, a=a: f(*a)) for k, (f, a) in fns.items()}, rounds=rounds,
                                min_time=min_time)
     return {k: m.median for k, m in found.items()}
+
+
+FAULTED = 0.5  # outputs' worth of page faults per call from which a point pays for fresh memory
+
+
+@declare.checked
+@dataclass(frozen=True)
+class Bend:
+    """One series' floor (s), its bend (elements; None past the sweep), its top log slope, and the smallest size
+    whose calls page-faulted (None: none did, or faults were not counted)."""
+
+    label: declare.Text
+    floor: PositiveFloat
+    size: PositiveFloat | None
+    slope: float
+    faulted_from: PositiveInt | None = None
+
+    @property
+    def within(self) -> bool:
+        """True when the sweep reached twice the floor."""
+        return self.size is not None
+
+    def row(self) -> tuple[str, str, str, str, str]:
+        return (self.label, display.format_time(self.floor),
+                f"{self.size:,.0f} ({display.format_bytes(4 * self.size)})" if self.size else "past the sweep",
+                f"{self.slope:.2f}", f"{self.faulted_from:,}" if self.faulted_from else "none")
+
+
+@declare.checked
+def bend(sizes: Annotated[Sequence[PositiveInt], MinItems(3)],
+         measurements: Annotated[Sequence[timing.Measurement], SameLength("sizes")],
+         label: declare.Text = "series") -> Bend:
+    """The floor, bend and top slope of one sweep (sizes strictly ascending, one measurement per size)."""
+    xs = list(sizes)
+    if any(b <= a for a, b in zip(xs, xs[1:])):
+        raise ValueError("sizes must be strictly increasing")
+    times = [max(m.median, 1e-12) for m in measurements]
+    floor, size = times[0], None
+    for i in range(1, len(xs)):
+        if times[i] >= 2 * floor:
+            t0, t1 = math.log(max(times[i - 1], floor)), math.log(times[i])
+            share = 1.0 if t1 <= t0 else (math.log(2 * floor) - t0) / (t1 - t0)
+            size = math.exp(math.log(xs[i - 1]) + min(max(share, 0.0), 1.0) * math.log(xs[i] / xs[i - 1]))
+            break
+    slope = math.log(times[-1] / times[-2]) / math.log(xs[-1] / xs[-2])
+    faults = [m.metadata.get("faults") for m in measurements]
+    faulted = next((int(x) for x, f in zip(xs, faults) if f is not None and f >= FAULTED), None)
+    return Bend(label, floor, size, slope, faulted)
+
+
+@declare.checked
+def bends(sizes: Annotated[Sequence[PositiveInt], MinItems(3)],
+          series: Annotated[Mapping[str, Sequence[timing.Measurement]], NonEmpty]) -> dict[str, Bend]:
+    """``bend`` for every series of a sweep."""
+    return {label: bend(sizes, ms, label) for label, ms in series.items()}
+
+
+@declare.checked
+def bends_table(found: Annotated[Mapping[str, Bend], NonEmpty]) -> display.Table:
+    """One row per series: floor, bend, top slope, where page faults begin."""
+    return display.table(["variant", "floor (smallest size)", "bend: twice the floor, elements",
+                          "log slope at the top", "page faults from (elements)"],
+                         [b.row() for b in found.values()],
+                         title="Read off the sweep: the overhead floor, where it ends, and the top",
+                         note="bend interpolated on log-log axes between the two points around it; page faults: the "
+                              f"smallest size whose calls faulted {FAULTED} outputs' worth or more (fresh memory)")

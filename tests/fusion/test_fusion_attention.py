@@ -1,5 +1,5 @@
-"""course_utils.fusion.attention, guard and readers: attention's bytes from shapes and a block mask, the time limit
-around the learner's code, and a compiler's refusal told apart from the learner's own error."""
+"""course_utils.fusion.traffic (attention), guard and readers: attention's bytes from shapes and a block mask, the
+time limit around the learner's code, and a compiler's refusal told apart from the learner's own error."""
 
 from __future__ import annotations
 

@@ -62,8 +62,8 @@ BAD_CALLS = [
     # attention
     ("q", lambda: fusion.attention_bytes(None, None, None)),
     ("block_mask", lambda: fusion.attention_bytes(*[torch.empty(1, 1, 8, 4, device="meta")] * 3, block_mask=3)),
-    ("visited", lambda: fusion.attention.AttentionBytes(8, 8, 8, 9, 4)),
-    ("scores", lambda: fusion.attention.AttentionBytes(0, 8, 8, 1, 4)),
+    ("visited", lambda: fusion.traffic.AttentionBytes(8, 8, 8, 9, 4)),
+    ("scores", lambda: fusion.traffic.AttentionBytes(0, 8, 8, 1, 4)),
     # the variants and probes
     ("framework", lambda: fusion.chain("mxnet")),
     ("framework", lambda: fusion.chain(None)),

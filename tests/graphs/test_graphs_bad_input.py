@@ -7,7 +7,7 @@ import pytest
 from badinput import rejects
 
 from course_utils import calls, graphs, interop, timing
-from course_utils.graphs.capture import GraphRecorder, capture_torch
+from course_utils.graphs.capture import GraphRecorder
 
 torch = pytest.importorskip("torch")
 
@@ -48,7 +48,7 @@ BAD_CALLS = [
     ("framework", lambda: graphs.capture("mxnet", _f, X)),
     ("framework", lambda: graphs.capture(None, _f, X)),
     ("fn", lambda: graphs.capture("torch", 3, X)),
-    ("fn", lambda: capture_torch(None)),
+    ("fn", lambda: graphs.capture("torch", None)),
     ("captures", lambda: graphs.side_by_side([])),
     ("captures", lambda: graphs.side_by_side([1])),
     ("captures", lambda: graphs.side_by_side(None)),
@@ -140,7 +140,7 @@ BAD_CALLS = [
     ("min_time", lambda: graphs.dynamic_costs({"static": (_f, (X,))}, min_time=0)),
     ("rounds", lambda: graphs.dynamic_costs({"static": (_f, (X,))}, rounds=np.int64(1))),
     ("found", lambda: graphs.dynamic_table({}, 16)),
-    ("size", lambda: graphs.dynamic_table({"s": graphs.dynamic.Variant("s", M6, 1)}, 0)),
+    ("size", lambda: graphs.dynamic_table({"s": graphs.breakeven.Variant("s", M6, 1)}, 0)),
     ("found", lambda: graphs.against_baseline({})),
     # harness
     ("chain", lambda: graphs.compare_harnesses(None, {}, (X,), (X,))),

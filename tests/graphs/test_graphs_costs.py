@@ -1,12 +1,12 @@
-"""course_utils.graphs.dynamic, regional and cache: shape-generic graphs against a static one, the stack compiled
-whole or by region, and one job's compile in fresh processes (cold, portable, local)."""
+"""course_utils.graphs.breakeven (dynamic) and compile_time: shape-generic graphs against a static one, the stack
+compiled whole or by region, and one job's compile in fresh processes (cold, portable, local)."""
 
 from __future__ import annotations
 
 import pytest
 
 from course_utils import calls, graphs, models
-from course_utils.graphs.cache import Run
+from course_utils.graphs.compile_time import Run
 
 
 @pytest.mark.slow  # seconds: outside make test-unit's fast lane, inside make test
@@ -65,9 +65,9 @@ def test_call_times_pairs_rounds() -> None:
 
 
 def test_cache_times_table_and_seconds() -> None:
-    runs = {graphs.cache.COLD: Run(10.0, 0, 1, 0, 4), graphs.cache.PORTABLE: Run(9.0, 1, 0, 0, 4, 0.2),
-            graphs.cache.LOCAL: Run(1.0, 1, 0, 4, 4)}
-    times = graphs.cache.CacheTimes(runs, 1000)
+    runs = {graphs.compile_time.COLD: Run(10.0, 0, 1, 0, 4), graphs.compile_time.PORTABLE: Run(9.0, 1, 0, 0, 4, 0.2),
+            graphs.compile_time.LOCAL: Run(1.0, 1, 0, 4, 4)}
+    times = graphs.compile_time.CacheTimes(runs, 1000)
     assert (times.cold, times.portable, times.local) == (10.0, 9.0, 1.0)
     assert runs["portable"].libraries_built == 4 and runs["local"].libraries_built == 0
     assert times.table().column("compiled libraries built") == ["4", "4", "0"]

@@ -7,7 +7,7 @@ import pytest
 
 from course_utils import display, findings, graphs, intervals
 from course_utils.graphs import findings as g
-from course_utils.graphs.cache import Run
+from course_utils.graphs.compile_time import Run
 
 FIXED = (g.CACHE_MECHANISM, g.CACHE_ADVICE, g.CONTROL_ADVICE, g.SEED_CAVEAT, g.TRACE_LIMIT, g.PRINT_TOOLS,
          g.TLPARSE_HOW)
@@ -74,10 +74,10 @@ def test_the_op_count_text_says_both_costs_set_the_speed_up() -> None:
 
 
 def test_the_cache_and_regional_facts_the_notebook_passes_are_complete() -> None:
-    runs = {graphs.cache.COLD: Run(10.0, 0, 1, 0, 4), graphs.cache.PORTABLE: Run(4.0, 1, 0, 0, 4, 0.2),
-            graphs.cache.LOCAL: Run(1.0, 1, 0, 4, 4)}
+    runs = {graphs.compile_time.COLD: Run(10.0, 0, 1, 0, 4), graphs.compile_time.PORTABLE: Run(4.0, 1, 0, 0, 4, 0.2),
+            graphs.compile_time.LOCAL: Run(1.0, 1, 0, 4, 4)}
     v = g.CACHE.score(findings.below("portable first call, share of the cold one", 0.4, 1 / 3, unit="%"),
-                      **graphs.cache.CacheTimes(runs, 1000).facts())
+                      **graphs.compile_time.CacheTimes(runs, 1000).facts())
     assert v.failed and "built 4 (the cold one 4; 0 were there before it)" in v.sentence
     r = g.REGIONAL.score(findings.below("block.compile() compile, share", 0.3, 1, unit="%"),
                          findings.above("nested step", FAST, 0.8), depth=4, whole="2.8 s", cold="10.7 s",

@@ -1,4 +1,4 @@
-"""course_utils.graphs.harness: several harnesses of one speed-up, timed in the same rounds, each factor apart."""
+"""course_utils.graphs.sweep: several harnesses of one speed-up, timed in the same rounds, each factor apart."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ def _m(seconds: float) -> timing.Measurement:
 
 
 def test_factors_are_time_without_over_time_with() -> None:
-    found = {graphs.SWEEP: graphs.harness.Harness(graphs.SWEEP, _m(4e-3), _m(2e-3), 0.0, 0.0),
-             graphs.GENERIC: graphs.harness.Harness(graphs.GENERIC, _m(4e-3), _m(4e-3), 0.0, 0.0),
-             graphs.OTHER: graphs.harness.Harness(graphs.OTHER, _m(4e-3), _m(2e-3), 0.0, 0.0)}
+    found = {graphs.SWEEP: graphs.sweep.Harness(graphs.SWEEP, _m(4e-3), _m(2e-3), 0.0, 0.0),
+             graphs.GENERIC: graphs.sweep.Harness(graphs.GENERIC, _m(4e-3), _m(4e-3), 0.0, 0.0),
+             graphs.OTHER: graphs.sweep.Harness(graphs.OTHER, _m(4e-3), _m(2e-3), 0.0, 0.0)}
     factors = graphs.harness_factors(found)
     assert factors["a shape-generic graph instead of a static one"].ratio == pytest.approx(0.5, rel=0.01)
     assert factors["a shape-generic graph instead of a static one"].slower  # the change costs time
@@ -25,8 +25,8 @@ def test_factors_are_time_without_over_time_with() -> None:
 
 
 def test_gap_is_an_interval_over_the_same_rounds() -> None:
-    sweep = graphs.harness.Harness(graphs.SWEEP, _m(4e-3), _m(2e-3), 0.0, 0.0)
-    other = graphs.harness.Harness(graphs.OTHER, _m(6e-3), _m(2e-3), 0.0, 0.0)
+    sweep = graphs.sweep.Harness(graphs.SWEEP, _m(4e-3), _m(2e-3), 0.0, 0.0)
+    other = graphs.sweep.Harness(graphs.OTHER, _m(6e-3), _m(2e-3), 0.0, 0.0)
     gap = graphs.harness_gap({graphs.SWEEP: sweep, graphs.OTHER: other})
     assert gap.ratio == pytest.approx(1.5) and gap.unit == "rounds" and gap.n == 6
     assert "over 6 paired rounds in this process" in str(gap)
@@ -44,5 +44,5 @@ def test_compare_harnesses_times_every_harness_in_the_same_rounds() -> None:
         graphs.GENERIC: torch.compile(graphs.fresh_function(chain), dynamic=True),
         graphs.OTHER: torch.compile(graphs.fresh_function(chain))}, (x, x), (x, torch.tensor(0.1)),
         min_time=0.02, rounds=2)
-    assert list(found) == list(graphs.harness.HARNESSES)
+    assert list(found) == list(graphs.sweep.HARNESSES)
     assert all(h.speedup.n == 2 and h.faults >= 0 and h.compiled_faults >= 0 for h in found.values())

@@ -7,7 +7,7 @@ import pytest
 from printed import divides_or_names
 
 from course_utils import devices, graphs, timing
-from course_utils.graphs import breakeven, dynamic, harness, training
+from course_utils.graphs import breakeven, sweep, training
 
 
 def _m(median: float, rounds: tuple[float, ...] = (1.0, 1.0, 1.0)) -> timing.Measurement:
@@ -25,9 +25,10 @@ def test_step_and_parts_tables_name_their_estimate() -> None:
 
 
 def test_harness_and_dynamic_tables_name_their_estimate() -> None:
-    found = {h: harness.Harness(h, *SKEWED, 0.0, 0.0) for h in harness.HARNESSES}
+    found = {h: sweep.Harness(h, *SKEWED, 0.0, 0.0) for h in sweep.HARNESSES}
     divides_or_names(graphs.harness_table(found), 1, 2, 3)
-    variants = {"static": dynamic.Variant("static", SKEWED[1], 1), "dynamic": dynamic.Variant("dynamic", SKEWED[0], 1)}
+    variants = {"static": breakeven.Variant("static", SKEWED[1], 1),
+                "dynamic": breakeven.Variant("dynamic", SKEWED[0], 1)}
     table = graphs.dynamic_table(variants, 16)
     assert "geometric mean" in table.note  # the static graph's speed over each: baseline time over the variant's
     assert table.column("speed over the static graph")[1].startswith("0.31x")
@@ -42,7 +43,10 @@ def test_overhead_table_prints_the_ratio_of_the_medians() -> None:
 
 @pytest.mark.parametrize(("name", "tolerance"), [("T4", 1e-4), ("TPU v5e-1", 5e-2)])
 def test_loss_tolerance_is_the_device_plans(monkeypatch: pytest.MonkeyPatch, name: str, tolerance: float) -> None:
-    spec = devices.KNOWN[name]
-    monkeypatch.setattr(devices, "describe",
-                        lambda: devices.Device(spec.kind, spec.name, spec.memory, spec.chips, 2, spec.capability))
-    assert graphs.loss_tolerance() == tolerance  # a T4 has no TF32, a TPU multiplies float32 in bf16 passes
+    monkeypatch.setenv(devices.SIMULATE, name)  # COURSE_DEVICE: the plan of a known device, not this machine's
+    devices.current.cache_clear()
+    monkeypatch.setattr(devices, "describe", lambda: pytest.fail("describe() asked: COURSE_DEVICE bypassed"))
+    try:
+        assert graphs.loss_tolerance() == tolerance  # a T4 has no TF32, a TPU multiplies float32 in bf16 passes
+    finally:
+        devices.current.cache_clear()

@@ -9,7 +9,7 @@ import pytest
 from badinput import rejects
 
 from course_utils import intervals, machine, measuring, roofline, timing
-from course_utils.measuring import allocator, hierarchy, kernels, limits, regimes, speedups, workloads
+from course_utils.measuring import hierarchy, limits, peak, speedups, workloads
 
 NAN, INF = math.nan, math.inf
 M = timing.Measurement("m", (1e-3,))
@@ -51,18 +51,18 @@ BAD_CALLS = [
     (lambda: measuring.cache_state({}, {"hits": 1, "misses": 0}), "before"),
     (lambda: measuring.cache_state({"hits": 0, "misses": 0}, {"hits": -1, "misses": 0}), "after['hits']"),
     (lambda: measuring.cache_state({"hits": 0, "misses": 0}, None), "after"),
-    (lambda: regimes.bend([1, 2], [M, M]), "sizes"),
-    (lambda: regimes.bend([3, 2, 1], [M, M, M]), "sizes"),
-    (lambda: regimes.bend([1, 2, NAN], [M, M, M]), "sizes"),
-    (lambda: regimes.bend([1, 2, 3], [M, M, 1e-3]), "measurements"),
-    (lambda: regimes.bend([1, 2, 3.5], [M, M, M]), "sizes"),
+    (lambda: workloads.bend([1, 2], [M, M]), "sizes"),
+    (lambda: workloads.bend([3, 2, 1], [M, M, M]), "sizes"),
+    (lambda: workloads.bend([1, 2, NAN], [M, M, M]), "sizes"),
+    (lambda: workloads.bend([1, 2, 3], [M, M, 1e-3]), "measurements"),
+    (lambda: workloads.bend([1, 2, 3.5], [M, M, M]), "sizes"),
     (lambda: measuring.bends([1, 2, 3], {}), "series"),
     (lambda: measuring.bends([1, 2, 3], "abc"), "series"),
     (lambda: measuring.bends_table({}), "found"),
     (lambda: measuring.bends_table({"a": None}), "found['a']"),
-    (lambda: regimes.Bend("a", -1.0, None, 1.0), "floor"),
-    (lambda: regimes.Bend("a", 1e-6, NAN, 1.0), "size"),
-    (lambda: regimes.Bend("a", 1e-6, None, INF), "slope"),
+    (lambda: workloads.Bend("a", -1.0, None, 1.0), "floor"),
+    (lambda: workloads.Bend("a", 1e-6, NAN, 1.0), "size"),
+    (lambda: workloads.Bend("a", 1e-6, None, INF), "slope"),
     (lambda: hierarchy.HierarchySweep((), (), {}), "working_sets"),
     (lambda: hierarchy.HierarchySweep((2**14,), (NAN,), {}), "bandwidths"),
     (lambda: hierarchy.HierarchySweep((2**14,), (-1.0,), {}), "bandwidths"),
@@ -95,8 +95,8 @@ BAD_CALLS = [
     (lambda: measuring.matmul_libraries("torch"), "frameworks"),
     (lambda: measuring.libraries_table([]), "libraries"),
     (lambda: measuring.libraries_table([None]), "libraries[0]"),
-    (lambda: measuring.libraries_table([kernels.KernelLibrary("torch", "MKL", "")], {"torch": NAN}), "flops"),
-    (lambda: kernels.KernelLibrary("", "MKL", ""), "framework"),
+    (lambda: measuring.libraries_table([peak.KernelLibrary("torch", "MKL", "")], {"torch": NAN}), "flops"),
+    (lambda: peak.KernelLibrary("", "MKL", ""), "framework"),
     (lambda: measuring.matmul_libraries(["torch"], n=10**9), "n"),
     (lambda: measuring.chain_inputs(["torch"], 2**31), "size"),
     (lambda: measuring.overhead_sweep(["torch"], [4, 2**31]), "sizes"),
@@ -149,7 +149,7 @@ BAD_CALLS = [
      "call_cost['torch']"),
     (lambda: measuring.exercises.measured_matmul_seconds(0), "n"),
     (lambda: measuring.warm_allocator(nbytes=1), "nbytes"),
-    (lambda: allocator.outputs_worth(abs, 1, output_bytes=0), "output_bytes"),
+    (lambda: workloads.outputs_worth(abs, 1, output_bytes=0), "output_bytes"),
     (lambda: measuring.summary_rows({}, RUNS, FIGURES, {}, "warm", S), "trap"),
     (lambda: measuring.summary_rows({"torch": (R, R)}, None, FIGURES, {}, "warm", S), "runs"),
     (lambda: measuring.summary_rows({"torch": (R, R)}, RUNS, FIGURES, {}, "hot", S), "cache"),

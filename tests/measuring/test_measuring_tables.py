@@ -3,6 +3,8 @@ medians, or the table names the estimate it prints (issue 36 rule 1); torch's de
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from printed import divides_or_names
 
@@ -26,7 +28,11 @@ def test_chain_table_names_the_estimate_its_speed_ups_are() -> None:
 
 @pytest.mark.parametrize(("name", "device"), [("T4", "cuda"), ("TPU v5e-1", "cpu")])
 def test_torch_setup_reads_the_device_plan(monkeypatch: pytest.MonkeyPatch, name: str, device: str) -> None:
-    spec = devices.KNOWN[name]
-    monkeypatch.setattr(devices, "describe",
-                        lambda: devices.Device(spec.kind, spec.name, spec.memory, spec.chips, 6, spec.capability))
-    assert workloads.torch_setup() == (device, 6)  # a TPU runtime's torch runs on the host CPU, with its cores
+    monkeypatch.setenv(devices.SIMULATE, name)  # COURSE_DEVICE: the plan of a known device, not this machine's
+    devices.current.cache_clear()
+    monkeypatch.setattr(devices, "describe", lambda: pytest.fail("describe() asked: COURSE_DEVICE bypassed"))
+    try:
+        # a TPU runtime's torch runs on the host CPU, with its cores
+        assert workloads.torch_setup() == (device, os.cpu_count() or 1)
+    finally:
+        devices.current.cache_clear()

@@ -1,7 +1,6 @@
-"""One job's compile, cold and warm, each in a fresh process (``workers/compile_cache.py``): **cold** in an empty
-``TORCHINDUCTOR_CACHE_DIR``, then saving the portable artifacts; **portable** in another empty folder filled by
-``load_cache_artifacts``; **local** in the cold run's own folder. Seconds are the model's first call (Inductor's lazy
-imports and start-up included, the worker's imports not); notebook 07's cost model reads them."""
+"""Compile time as a cost you can cut: ``stack(depth, width)``, a residual MLP of identical blocks, compiled whole, by
+region and with a ``nested_compile_region``, each first call timed with Inductor's caches off; and one job's compile
+in three fresh processes (``workers/compile_cache.py``): cold, portable artifacts loaded, the cold run's own folder."""
 
 from __future__ import annotations
 
@@ -10,13 +9,106 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
+import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from course_utils import calls, declare, display
-from course_utils.declare import NonNegativeFloat, Range
-from course_utils.graphs.regional import MAX_DEPTH, MAX_WIDTH
+from course_utils import calls, declare, display, timing
+from course_utils.declare import NonEmpty, NonNegativeFloat, Range
+from course_utils.graphs.fallback import max_abs_diff
+from course_utils.measuring.speedups import Shown
+
+MAX_DEPTH, MAX_WIDTH = 64, 4096
+
+
+@declare.checked
+def stack(depth: Annotated[int, Range(1, MAX_DEPTH)] = 4, width: Annotated[int, Range(1, MAX_WIDTH)] = 32, *,
+          block_call: Callable[[Any, Any], Any] | None = None, seed: Annotated[int, Range(0, 2**32 - 1)] = 0) -> Any:
+    """A ``torch.nn.Module`` of ``depth`` identical residual blocks (``.blocks``) and a linear head to 10 classes;
+    ``block_call(block, x)`` is how ``forward`` calls each block (a ``nested_compile_region`` function, say)."""
+    import torch
+    from torch import nn
+
+    call = block_call or (lambda block, x: block(x))
+
+    class Block(nn.Module):
+        """x + down(gelu(up(norm(x)))): one layer of the stack."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.norm, self.up = nn.LayerNorm(width), nn.Linear(width, 4 * width)
+            self.down = nn.Linear(4 * width, width)
+
+        def forward(self, x: Any) -> Any:
+            return x + self.down(nn.functional.gelu(self.up(self.norm(x))))
+
+    class Stack(nn.Module):
+        """``depth`` blocks, then a linear head."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.blocks = nn.ModuleList(Block() for _ in range(depth))
+            self.head = nn.Linear(width, 10)
+
+        def forward(self, x: Any) -> Any:
+            for block in self.blocks:
+                x = call(block, x)
+            return self.head(x)
+
+    torch.manual_seed(seed)
+    return Stack()
+
+
+@declare.checked
+def first_call_seconds(fn: Callable[..., Any], *args: Any, timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> float:
+    """Seconds of ``fn(*args)``'s first call (its compile), synchronised, with Inductor's caches off
+    (``force_disable_caches``) so that it pays its whole compile whatever an earlier run left on disk."""
+    from torch._inductor import config
+
+    limit = calls.time_limit(timeout, calls.describe(fn))
+    with config.patch(force_disable_caches=True), limit, warnings.catch_warnings():
+        # "dynamo_pgo force disabled by torch.compiler.config.force_disable_caches": that is the point here
+        warnings.filterwarnings("ignore", message=".*force_disable_caches.*")
+        start = time.perf_counter()
+        timing.sync(fn(*args))
+        return time.perf_counter() - start
+
+
+@declare.checked
+def forward_step(model: Callable[..., Any]) -> Callable[[Any], Any]:
+    """``step(x)``: a forward pass of ``model`` under ``torch.no_grad``, what the regional section times."""
+    import torch
+
+    def step(x: Any) -> Any:
+        with torch.no_grad():
+            return model(x)
+
+    return step
+
+
+@declare.checked
+def call_times(steps: Annotated[dict[str, Callable[[Any], Any]], NonEmpty], x: Any, *,
+               rounds: Annotated[int, Range(2, 100)] = 6, min_time: Annotated[float, Range(0, 60, low_open=True)] = 0.3,
+               timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> dict[str, timing.Measurement]:
+    """Each step's time per call on ``x`` in ``rounds`` alternating rounds; each is called once first (untimed)."""
+    for step in steps.values():
+        with calls.time_limit(timeout, calls.describe(step)):
+            timing.sync(step(x))
+    with calls.time_limit(timeout, calls.describe(next(iter(steps.values())))):
+        return timing.interleaved({name: (lambda s=step: s(x)) for name, step in steps.items()}, rounds=rounds,
+                                  min_time=min_time)
+
+
+@declare.checked
+def same_outputs(reference: Callable[[Any], Any], others: Annotated[Sequence[Callable[[Any], Any]], NonEmpty],
+                 x: Any) -> float:
+    """The largest absolute difference between ``reference(x)`` and each of ``others(x)``."""
+    expected = reference(x)
+    return max(max_abs_diff(expected, other(x)) for other in others)
+
 
 WORKER = Path(__file__).resolve().parent.parent / "workers" / "compile_cache.py"
 COLD, PORTABLE, LOCAL = "cold", "portable", "local"
@@ -50,7 +142,7 @@ class Run:
 
 @declare.checked
 @dataclass(frozen=True, repr=False)
-class CacheTimes:
+class CacheTimes(Shown):
     """The three runs of ``compile_cache_times``; ``cold``, ``portable`` and ``local`` are seconds of the first
     call, ``runs`` the details; ``artifact_bytes`` the size of the saved artifacts."""
 
@@ -87,19 +179,12 @@ class CacheTimes:
                                   "the first call includes Inductor's lazy imports and start-up; the worker's own "
                                   "imports and model building are not counted")
 
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
-
 
 @declare.checked
 def compile_cache_times(depth: Annotated[int, Range(1, MAX_DEPTH)] = 4, width: Annotated[int, Range(1, MAX_WIDTH)] = 32,
                         *, timeout: Annotated[float, Range(1, 3600)] | None = calls.DEFAULT_TIMEOUT) -> CacheTimes:
     """The first call of ``torch.compile(stack(depth, width))`` in three fresh processes (module docstring), each
-    under ``timeout`` seconds (None: ``PROCESS_TIMEOUTS`` x the size's default for learner code: a fresh process
-    imports torch and compiles cold, a few times one compile in a warm process)."""
+    within ``timeout`` s (None: ``PROCESS_TIMEOUTS`` x the size's default: a fresh process imports, compiles cold)."""
     timeout = PROCESS_TIMEOUTS * calls.default_timeout() if timeout is None else timeout
     runs: dict[str, Run] = {}
     with tempfile.TemporaryDirectory(prefix="compile-cache-") as tmp:
