@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from fake_assessment import fake
@@ -62,3 +63,18 @@ def test_the_gate_is_in_report_json(tmp_path, baseline) -> None:
     saved = json.loads(report.write(found, tmp_path / "new")["json"].read_text())
     assert saved["gate"]["failed"] is True and saved["gate"]["rule"].startswith("the gate fails only when")
     assert "Regression gate failed" in (tmp_path / "new" / "report.md").read_text()
+
+
+def test_report_json_follows_its_published_schema(tmp_path) -> None:
+    import jsonschema
+
+    schema = json.loads((Path(migrate.__file__).parent / "report.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["properties"]["schema_version"]["const"] == record.SCHEMA_VERSION
+    found = fake()
+    record.write(tmp_path / "report.json", found.to_dict())
+    saved = json.loads((tmp_path / "report.json").read_text())
+    jsonschema.validate(saved, schema)
+    saved["speedup"]["low"] = "0.9x"  # a string where a number belongs
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(saved, schema)
