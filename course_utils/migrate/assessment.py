@@ -137,9 +137,15 @@ class Pricing:
     break_even: float
     decision: decision.Decision
     run_length: decision.RunLength
+    span: tuple[float, float] | None = None  # break-even months over the gain's interval and the inputs' ranges
+
+    @property
+    def months_span(self) -> tuple[float, float]:
+        """(soonest, latest) break-even: over the gain's interval, and the inputs' ranges where some are ranges."""
+        return self.span or self.estimate.break_even_range
 
     def to_dict(self) -> dict[str, Any]:
-        soon, late = self.estimate.break_even_range
+        soon, late = self.months_span
         return {"inputs": self.inputs.to_dict(), "break_even_speedup": self.break_even,
                 "break_even_months": {"median": self.estimate.break_even_months, "soonest": soon, "latest": late},
                 "net": {"median": self.estimate.net(), "low": self.estimate.net("low"),
@@ -170,8 +176,13 @@ def price(inputs: Inputs, speedup: intervals.Speedup, *, eager_step_s: float, co
         rule = decision.Decision(decision.NOTHING if nothing else decision.BUSY, speedup, be, reason=nothing or busy)
     else:
         rule = decision.decide(speedup, be)
+    span = None
+    if inputs.ranged:
+        soon, late = (decision.estimate_for(ends, gain, job_hours=job_hours, compile_s_per_job=compile_s)
+                      for ends in inputs.ends())
+        span = (soon.break_even("high"), late.break_even("low"))
     return Pricing(inputs, estimate, be, rule,
-                   decision.break_even_run(compile_cold_s, eager_step_s, speedup))
+                   decision.break_even_run(compile_cold_s, eager_step_s, speedup), span)
 
 
 @declare.checked

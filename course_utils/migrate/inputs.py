@@ -44,6 +44,10 @@ REMOVED = {"jobs_per_month": "the saving is a share of the training bill, whatev
            "edits_per_day": "the report gives the run length below which eager is faster instead; it needs no count "
                             "of edits"}
 _LIMITS = {"money": 1e12, "number": 1e6, "count": 10**12}
+# The largest uncertainties a lead types may be ranges, ``weeks = [2, 6]``: the estimate takes their middle, the
+# break-even months' span their ends (a larger bill pays back sooner; more engineers, weeks or cost, later).
+RANGED = ("monthly_spend", "engineers", "weeks", "engineer_week_cost")
+SOONER_WHEN_HIGH = ("monthly_spend",)
 
 
 @declare.checked
@@ -70,7 +74,22 @@ class Inputs(Shown):
         return self.values[validate.choice("name", name, list(self.values))]
 
     def value(self, name: str) -> Any:
-        return self[name].value
+        """The value; the middle of a range (``RANGED``)."""
+        value = self[name].value
+        return sum(value) / 2 if isinstance(value, tuple) else value
+
+    def ends(self) -> tuple[Inputs, Inputs]:
+        """These inputs with every range at its end that pays back soonest, and at the one that pays back latest."""
+        def at(soon: bool) -> Inputs:
+            pick = {n: i.value[(n in SOONER_WHEN_HIGH) == soon] for n, i in self.values.items()
+                    if isinstance(i.value, tuple)}
+            return Inputs({**self.values, **{n: Input(v, self.values[n].source) for n, v in pick.items()}}, self.path)
+
+        return at(True), at(False)
+
+    @property
+    def ranged(self) -> bool:
+        return any(isinstance(i.value, tuple) for i in self.values.values())
 
     def with_value(self, name: str, value: Any, source: str) -> Inputs:
         """A copy with ``name`` set to ``value`` from ``source`` (e.g. a figure measured by assess)."""
@@ -87,6 +106,8 @@ class Inputs(Shown):
 
 
 def _shown(value: Any) -> str:
+    if isinstance(value, tuple):
+        return " to ".join(_shown(v) for v in value)
     if isinstance(value, bool) or isinstance(value, str):
         return str(value).lower() if isinstance(value, bool) else value
     if isinstance(value, float) and not value.is_integer():
@@ -101,6 +122,13 @@ def _checked(name: str, value: Any, where: str) -> Any:
     if name not in FIELDS:
         raise ValueError(f"{where}: unknown field {name!r}; the fields are {', '.join(FIELDS)}")
     kind = FIELDS[name][2]
+    if name in RANGED and isinstance(value, (list, tuple)):
+        if len(value) != 2:
+            raise ValueError(f"{where}: a range is [low, high], two numbers; got {value!r}")
+        low, high = (_checked(name, v, where) for v in value)
+        if low > high:
+            raise ValueError(f"{where}: a range is [low, high] with low <= high; got {value!r}")
+        return (low, high)
     if kind == "flag":
         return validate.instance(where, value, bool)
     if kind == "text":

@@ -123,8 +123,9 @@ def money_sentence(a: Assessment) -> str:
 def pricing_sentence(pricing: Pricing) -> str:
     """Break-even months with their interval, and the break-even speed-up of one pricing (computed)."""
     est = pricing.estimate
-    soon, late = est.break_even_range
-    return (f"Break-even at the median gain: {months_text(est.break_even_months)} (across the gain's interval: "
+    soon, late = pricing.months_span
+    over = "the gain's interval and your inputs' ranges" if pricing.span else "the gain's interval"
+    return (f"Break-even at the median gain: {months_text(est.break_even_months)} (across {over}: "
             f"{months_text(soon)} to {months_text(late)}); the break-even speed-up, the smallest gain that pays back "
             f"within {pricing.inputs.value('horizon_months')} months, is {speed_text(pricing.break_even)} "
             "(computed).")

@@ -9,6 +9,7 @@ import math
 import pytest
 from fake_assessment import fake
 
+from course_utils import migrate
 from course_utils.migrate import __main__ as cli
 from course_utils.migrate import assessing, record, report
 
@@ -82,3 +83,30 @@ def test_numbers_only_round_trips_lists_and_scalars() -> None:
     back = record.restored(flat)
     assert back["a"] == math.inf and back["b"][1] == -math.inf and math.isnan(back["c"]["d"])
     assert set(back) == {"a", "b", "c"}
+
+
+def test_ranges_for_the_largest_uncertainties_widen_the_break_even_span(tmp_path) -> None:
+    config = tmp_path / "costs.toml"
+    config.write_text("monthly_spend = [40_000, 60_000]\nweeks = [2, 6]\nengineers = 2\n")
+    ranged = migrate.read_config(config)
+    assert ranged.value("weeks") == 4 and ranged.value("monthly_spend") == 50_000
+    soonest, latest = ranged.ends()
+    assert (soonest.value("weeks"), latest.value("weeks")) == (2, 6)
+    assert (soonest.value("monthly_spend"), latest.value("monthly_spend")) == (60_000, 40_000)
+    middle = migrate.read_config(_write(tmp_path / "mid.toml", "monthly_spend = 50_000\nweeks = 4\n"))
+    wide, point = fake().priced(ranged).pricing, fake().priced(middle).pricing
+    assert wide.estimate.break_even_months == point.estimate.break_even_months  # the estimate takes the middle
+    assert wide.months_span[0] <= point.months_span[0] and wide.months_span[1] >= point.months_span[1]
+    assert wide.months_span != point.months_span and point.span is None
+    assert "your inputs' ranges" in migrate.money_sentence(fake().priced(ranged))
+    assert wide.to_dict()["break_even_months"]["latest"] == wide.months_span[1]
+    assert "2 to 6" in repr(ranged.table())
+    for bad, message in (("weeks = [6, 2]", "low <= high"), ("weeks = [1, 2, 3]", "two numbers"),
+                         ("training_share = [0.5, 0.8]", "finite number")):
+        with pytest.raises((ValueError, TypeError), match=message):
+            migrate.read_config(_write(tmp_path / "bad.toml", bad))
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path
