@@ -1,7 +1,7 @@
 """Notebook 03 (``03_mixed_precision``): what fp16 and bf16 buy, and what they break. One file per job: ``formats``,
 ``scaling`` (underflow, loss scaling), ``training`` (runs the learner's AMP step), ``policies`` (dtypes read back),
 ``speed`` (the device plan's choices, the units' bound), ``steptime`` (the step in fresh processes), ``library`` (MKL
-and oneDNN), ``memory``, ``remat``, ``fp8``, ``findings``, ``exercises``, ``plots``."""
+and oneDNN), ``remat`` (training memory, checkpointing), ``fp8``, ``findings``, ``exercises``, ``plots``."""
 
 from course_utils.precision import exercises as _exercises  # noqa: F401  (registers the exercise checkers)
 from course_utils.precision import findings
@@ -15,7 +15,6 @@ from course_utils.precision.fp8 import (
     layer_tensors,
 )
 from course_utils.precision.library import cpu_vendor, library_verbose
-from course_utils.precision.memory import TRAINING_SCHEMES, training_memory
 from course_utils.precision.plots import (
     accumulation_plot,
     amax_plot,
@@ -30,12 +29,14 @@ from course_utils.precision.plots import (
 )
 from course_utils.precision.policies import dtype_summary, jax_dtypes, keras_dtypes, op_dtypes, watch_dtypes
 from course_utils.precision.remat import (
+    TRAINING_SCHEMES,
     block_weights,
     jax_remat,
     predicted_peak_with_remat,
     tf_recompute_same,
     torch_grouped_saved,
     torch_remat,
+    training_memory,
 )
 from course_utils.precision.scaling import (
     adam_eps_share,

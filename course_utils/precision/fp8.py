@@ -5,7 +5,6 @@ dynamic scaling; fp8 *training* where the device plan finds fp8 units and torcha
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -17,7 +16,8 @@ import numpy as np
 
 from course_utils import calls, declare, devices, display, intervals, timing, validate
 from course_utils.declare import NonEmpty, PositiveFloat, Range
-from course_utils.precision.scaling import Module, Tensor
+from course_utils.precision.formats import Shown
+from course_utils.precision.scaling import Module, Tensor, _linear_outputs
 
 KINDS = ("activations", "gradients")
 MAX_WINDOW = 100_000
@@ -27,24 +27,7 @@ MAX_WINDOW = 100_000
 def layer_tensors(model: Module, x: Tensor, y: Tensor) -> dict[str, list[Any]]:
     """{'activations': each ``nn.Linear`` output of ``model`` on (x, y), 'gradients': the cross-entropy loss's
     gradient with respect to each of them}, fp32, detached, in layer order (the model's gradients are cleared)."""
-    import torch
-    import torch.nn.functional as F
-
-    outputs: list[Any] = []
-
-    def keep(module: Any, inputs: Any, output: Any) -> None:
-        output.retain_grad()
-        outputs.append(output)
-
-    hooks = [m.register_forward_hook(keep) for m in model.modules() if isinstance(m, torch.nn.Linear)]
-    if not hooks:
-        raise ValueError("model must contain at least one torch.nn.Linear")
-    try:
-        F.cross_entropy(model(x), y).backward()
-    finally:
-        for h in hooks:
-            h.remove()
-    model.zero_grad(set_to_none=True)
+    outputs = _linear_outputs(model, x, y)
     return {"activations": [o.detach().float() for o in outputs],
             "gradients": [o.grad.detach().float() for o in outputs]}
 
@@ -85,7 +68,7 @@ def cast_error(tensors: Annotated[Sequence[Tensor], NonEmpty], roundtrip: Callab
 
 
 @dataclass(frozen=True, repr=False)
-class CastTable:
+class CastTable(Shown):
     """``cast_error`` per tensor kind (activations, gradients) and format."""
 
     errors: Mapping[str, Mapping[str, CastError]]
@@ -99,12 +82,6 @@ class CastTable:
         return display.table(["tensors", "format", "relative error (median over layers)", "nonzero -> 0",
                               "inf or nan"], rows,
                              title="Round trip through each format, on the trained model's tensors")
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 @declare.checked
@@ -133,20 +110,22 @@ class AmaxHistory:
         return np.array(whole, dtype=float)
 
 
+@declare.checked
 @contextmanager
-def _amax_history(model: Any) -> Iterator[AmaxHistory]:
+def amax_history(model: Module) -> Iterator[AmaxHistory]:
+    """Record the amax of every ``nn.Linear`` output of ``model`` and of its gradient, once per forward pass that
+    builds a graph (a training step), while the block runs; hooks are removed on exit."""
     import torch
 
     history = AmaxHistory()
     linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
     if not linears:
         raise ValueError("model must contain at least one torch.nn.Linear")
-    first = linears[0]
 
     def record(module: Any, inputs: Any, output: Any) -> None:
         if not (torch.is_grad_enabled() and output.requires_grad):
             return
-        if module is first:
+        if module is linears[0]:
             history.activations.append([])
             history.gradients.append([])
         acts, grads = history.activations[-1], history.gradients[-1]
@@ -163,13 +142,6 @@ def _amax_history(model: Any) -> Iterator[AmaxHistory]:
             h.remove()
 
 
-@declare.checked
-def amax_history(model: Module) -> contextlib.AbstractContextManager[AmaxHistory]:
-    """Record the amax of every ``nn.Linear`` output of ``model`` and of its gradient, once per forward pass that
-    builds a graph (a training step), while the block runs; hooks are removed on exit."""
-    return _amax_history(model)
-
-
 @dataclass(frozen=True)
 class DelayedScaling:
     """A scale taken from the last ``window`` steps' amax (delayed scaling) against the current amax, over every
@@ -182,10 +154,6 @@ class DelayedScaling:
     saturated: int
     worst_overshoot: float
     unused_log2: float
-
-    @property
-    def saturated_share(self) -> float:
-        return self.saturated / self.checked if self.checked else 0.0
 
 
 @declare.checked
@@ -220,16 +188,12 @@ class Fp8Status:
 
 @declare.checked
 def gpu_fp8_status(plan: devices.Plan | None = None) -> Fp8Status:
-    """Whether fp8 training can run: the device plan's fp8 units (``plan``, default this runtime's), then torchao,
-    looked up without importing it."""
-    plan = devices.plan(devices.describe()) if plan is None else plan
-    device = plan.device
-    if device.kind != "gpu":
-        return Fp8Status(False, "fp8 training needs fp8 matrix units: an NVIDIA GPU of compute capability 8.9 or "
-                                "later (Ada, Hopper, Blackwell) or an AMD MI300 (fp8 as float8_e4m3fnuz); this "
-                                "runtime has no GPU")
+    """Whether fp8 training can run: the device plan's fp8 units (``plan``, default this runtime's,
+    ``devices.current()``, which honours ``COURSE_DEVICE``), then torchao, looked up without importing it."""
+    plan = devices.current() if plan is None else plan
     if plan.skip("fp8"):
         return Fp8Status(False, plan.skip("fp8"))
+    device = plan.device
     if importlib.util.find_spec("torchao") is None:
         return Fp8Status(False, f"this {device.name} has fp8 units, but torchao is not installed (pip install torchao)")
     return Fp8Status(True, f"{device.name}, compute capability {'.'.join(map(str, device.capability or ()))}, "

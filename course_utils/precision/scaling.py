@@ -61,10 +61,6 @@ class UnderflowStats:
     def flushed_fraction(self) -> float:
         return self.flushed / self.nonzero if self.nonzero else 0.0
 
-    @property
-    def overflowed_fraction(self) -> float:
-        return self.overflowed / self.nonzero if self.nonzero else 0.0
-
 
 @declare.checked
 def underflow_stats(reference: Any, low: Any) -> UnderflowStats:
@@ -95,34 +91,46 @@ def overflow_exponent(values: Any, name: Format = "float16") -> int:
     return math.ceil(math.log2(float_format(name).max / top))
 
 
-@declare.checked
-def torch_activation_grads(model: Module, x: Tensor, y: Tensor, *, dtype: Any = None,
-                           scale: PositiveFloat = 1.0) -> Any:
-    """Gradients of the loss with respect to every ``nn.Linear`` output of ``model``, flattened, unscaled, fp32:
-    forward and backward under ``torch.autocast`` in ``dtype`` (None: none), the loss times ``scale`` before
-    ``backward`` and the gradients divided by it after, so that values that underflowed come back as zeros."""
+def _loss(model: Any, x: Any, y: Any, dtype: Any) -> Any:
+    """The cross-entropy loss of ``model`` on (x, y), its forward under autocast in ``dtype`` (None: none)."""
     import torch
 
-    dtype = _dtype(dtype)
-    outputs: list[torch.Tensor] = []
+    with torch.autocast(next(model.parameters()).device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
+        return torch.nn.functional.cross_entropy(model(x), y)
 
-    def keep(module: Any, inputs: Any, output: torch.Tensor) -> None:
+
+def _linear_outputs(model: Any, x: Any, y: Any, dtype: Any = None, scale: float = 1.0) -> list[Any]:
+    """Every ``nn.Linear`` output of ``model`` on (x, y), its gradient kept, after the backward pass of the loss
+    times ``scale`` (the forward under autocast in ``dtype``); the model's gradients are cleared."""
+    import torch
+
+    outputs: list[Any] = []
+
+    def keep(module: Any, inputs: Any, output: Any) -> None:
         output.retain_grad()
         outputs.append(output)
 
     hooks = [m.register_forward_hook(keep) for m in model.modules() if isinstance(m, torch.nn.Linear)]
     if not hooks:
         raise ValueError("model must contain at least one torch.nn.Linear")
-    device_type = next(model.parameters()).device.type
     try:
-        with torch.autocast(device_type, dtype=dtype or torch.float32, enabled=dtype is not None):
-            loss = torch.nn.functional.cross_entropy(model(x), y)
-        (loss.float() * scale).backward()
+        (_loss(model, x, y, dtype).float() * scale).backward()
     finally:
         for h in hooks:
             h.remove()
     model.zero_grad(set_to_none=True)
-    return torch.cat([o.grad.float().flatten() / scale for o in outputs])
+    return outputs
+
+
+@declare.checked
+def torch_activation_grads(model: Module, x: Tensor, y: Tensor, *, dtype: Any = None,
+                           scale: PositiveFloat = 1.0) -> Any:
+    """Gradients of the loss with respect to every ``nn.Linear`` output of ``model``, flattened, fp32, divided by
+    ``scale`` (the loss's multiplier before ``backward``), so that values that underflowed come back as zeros;
+    forward and backward under ``torch.autocast`` in ``dtype`` (None: none)."""
+    import torch
+
+    return torch.cat([o.grad.float().flatten() / scale for o in _linear_outputs(model, x, y, _dtype(dtype), scale)])
 
 
 @declare.checked
@@ -146,14 +154,11 @@ def torch_weight_grads(model: Module, x: Tensor, y: Tensor, *, dtype: Any = None
     backward pass of the loss times ``multiplier`` with no loss scaling, the forward under autocast in ``dtype``."""
     import torch
 
-    dtype = _dtype(dtype)
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
         raise ValueError("model must have a parameter that requires a gradient")
     model.zero_grad(set_to_none=True)
-    with torch.autocast(next(model.parameters()).device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-    (loss.float() * multiplier).backward()
+    (_loss(model, x, y, _dtype(dtype)).float() * multiplier).backward()
     grads = torch.cat([p.grad.detach().float().flatten() for p in params])
     model.zero_grad(set_to_none=True)
     return grads
@@ -195,8 +200,7 @@ class ScaleTrace:
 @declare.checked
 def scale_trace(scales: Annotated[Sequence[PositiveFloat], declare.NonEmpty],
                 skipped: Annotated[Sequence[bool], SameLength("scales")],
-                grad_max: Any,
-                name: Format = "float16") -> ScaleTrace:
+                grad_max: Any, name: Format = "float16") -> ScaleTrace:
     """Summarise a run's per-step ``scales``, ``skipped`` flags and largest unscaled gradients ``grad_max``
     (``TrainRun.scale``, ``.skipped``, ``.grad_max``) against format ``name``'s largest value."""
     scales = np.asarray(scales, dtype=np.float64)

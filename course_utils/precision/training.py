@@ -12,6 +12,7 @@ import numpy as np
 
 from course_utils import calls, declare, display, validate
 from course_utils.declare import NonEmpty, Range, Text
+from course_utils.precision.formats import Shown
 from course_utils.precision.scaling import Module, Tensor, torch_type
 
 MAX_STEPS = 100_000
@@ -86,7 +87,7 @@ def train(step: Callable[..., Any], model: Module, opt: torch_type("optim.Optimi
 
 @declare.checked
 @dataclass(frozen=True, repr=False)
-class SeedSpread:
+class SeedSpread(Shown):
     """Runs of several configurations over the same seeds: final loss and test accuracy, mean and spread."""
 
     runs: Annotated[Mapping[str, Annotated[Sequence[TrainRun], NonEmpty]], NonEmpty]
@@ -118,12 +119,6 @@ class SeedSpread:
         return display.table(["run", "seeds", "final loss (mean)", "range over seeds", "test accuracy (mean)",
                               "range over seeds"], rows, title=f"Same model and data, {seeds}",
                              note=f"final loss: mean of the last {FINAL_WINDOW} training steps")
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 @declare.checked
