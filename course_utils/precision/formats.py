@@ -1,5 +1,5 @@
-"""Floating-point formats, measured: bit layouts, range and precision from ``finfo`` (nothing typed in; TF32, which
-has no NumPy type, is fp32's exponent with fp16's mantissa, rounded by bit masking), rounding, and long sums."""
+"""Floating-point formats read from ``finfo`` (TF32, which has no NumPy type, is fp32's exponent with fp16's
+mantissa, rounded by bit masking), rounding, and long sums."""
 
 from __future__ import annotations
 
@@ -139,8 +139,7 @@ def round_to(x: Any, name: Format) -> np.ndarray:
 @declare.checked
 def relative_rounding_error(magnitudes: Annotated[Sequence[declare.PositiveFloat], NonEmpty], name: Format, *,
                             samples: Annotated[int, Range(1, 100_000)] = 256, seed: Seed = 0) -> np.ndarray:
-    """Largest relative error of storing values in [m, 2m) in format ``name``, for each magnitude m: 1.0 where the
-    value was flushed to zero, inf where it overflowed."""
+    """Largest relative error of storing values in [m, 2m) in format ``name``, per magnitude m (1: flushed)."""
     m = np.asarray(magnitudes, dtype=np.float64).reshape(-1, 1)
     x = m * (1.0 + np.random.default_rng(seed).random((1, samples)))
     r = round_to(x, name)
@@ -152,8 +151,8 @@ def relative_rounding_error(magnitudes: Annotated[Sequence[declare.PositiveFloat
 @declare.checked
 def accumulation_error(lengths: Annotated[Sequence[Annotated[int, Range(1, 10**8)]], NonEmpty], *,
                        seed: Seed = 0) -> dict[str, np.ndarray]:
-    """Relative error of summing n bf16 values from U(0, 1), for each n in ``lengths``, against the float64 sum:
-    a bf16 accumulator (a naive loop), an fp32 accumulator (what matmul units do), and the latter rounded once."""
+    """Relative error of summing n bf16 values from U(0, 1) in a bf16 accumulator, in an fp32 one (what matmul
+    units do), and in fp32 rounded once, per n in ``lengths``."""
     import ml_dtypes
 
     lengths = np.asarray(lengths, dtype=np.int64)

@@ -1,6 +1,5 @@
-"""Which library kernel ran: the CPU vendor, and what MKL and oneDNN print about a torch matmul when asked to
-(``MKL_VERBOSE=1``, ``ONEDNN_VERBOSE=1``) in a child process that runs ``workers/blas_verbose.py``: MKL's header
-names the code path it chose on this CPU, oneDNN's line the kernel a bf16 matmul ran."""
+"""Which library kernel ran: the CPU vendor, and what MKL and oneDNN print for a torch matmul (``MKL_VERBOSE=1``,
+``ONEDNN_VERBOSE=1``) in a child process running ``workers/blas_verbose.py``."""
 
 from __future__ import annotations
 
@@ -38,8 +37,8 @@ def cpu_vendor(cpuinfo: str | None = None) -> str:
 
 @dataclass(frozen=True)
 class LibraryReport:
-    """What MKL and oneDNN printed for one fp32 and one bf16 torch matmul: MKL's version and chosen code path and
-    its GEMM calls; oneDNN's detected ISA and the matmul kernels it executed as (implementation, source dtype)."""
+    """What MKL and oneDNN printed for an fp32 and a bf16 torch matmul: MKL's version, code path and GEMM calls;
+    oneDNN's ISA and the matmul kernels it ran as (implementation, source dtype)."""
 
     mkl_version: str | None
     mkl_path: str | None
@@ -53,12 +52,6 @@ class LibraryReport:
         """True when MKL reported a GEMM call: torch's fp32 matmul went through MKL."""
         return bool(self.mkl_calls)
 
-    @property
-    def bf16_kernel(self) -> str | None:
-        """The oneDNN kernel that ran the bf16 matmul (e.g. 'brg_matmul:avx10_1_512_amx'); None when oneDNN ran
-        none (torch's own loop, or a torch without oneDNN)."""
-        return next((impl for impl, src in self.onednn_matmuls if src == "bf16"), None)
-
     def excerpt(self) -> str:
         """The lines worth reading: MKL's header and GEMM lines, oneDNN's ISA and matmul lines."""
         return "\n".join(self.lines) if self.lines else "(neither MKL nor oneDNN printed a line)"
@@ -66,8 +59,7 @@ class LibraryReport:
 
 @declare.checked
 def read_verbose(text: str) -> LibraryReport:
-    """Read the output of ``workers/blas_verbose.py`` run with MKL_VERBOSE=1 and ONEDNN_VERBOSE=1. Raises on text
-    that is not that worker's output (its closing line is missing)."""
+    """Read the output of ``workers/blas_verbose.py``; text without its closing line is refused."""
     if _DONE not in text:
         raise ValueError(f"text must be the output of {WORKER.name} (its last line starts {_DONE!r}); got "
                          f"{text[:60]!r}")
@@ -86,8 +78,7 @@ def read_verbose(text: str) -> LibraryReport:
 @declare.checked
 def library_verbose(n: Annotated[int, Range(16, 4096)] = 256, *,
                     timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> LibraryReport:
-    """Run ``workers/blas_verbose.py`` (one n x n torch matmul in fp32 and one in bf16) in a child process with
-    MKL_VERBOSE=1 and ONEDNN_VERBOSE=1 within ``timeout`` seconds (None: the size's default), and read its output."""
+    """Run ``workers/blas_verbose.py`` (an n x n torch matmul in fp32 and in bf16) with MKL and oneDNN verbose."""
     timeout = calls.default_timeout() if timeout is None else timeout
     environ = os.environ | {"MKL_VERBOSE": "1", "ONEDNN_VERBOSE": "1", "PYTHONUNBUFFERED": "1"}
     try:

@@ -1,5 +1,4 @@
-"""The figures of notebook 03: bit layouts, rounding error, gradient histograms, the loss-scale trace, long
-sums, throughput, memory per parameter, loss curves over seeds, and before/after bars."""
+"""The figures of notebook 03."""
 
 from __future__ import annotations
 
@@ -99,8 +98,7 @@ def gradient_histogram_plot(values: Any, *, scale: PositiveFloat = 1.0, name: Fo
 def scale_trace_plot(scales: Annotated[Sequence[PositiveFloat], NonEmpty],
                      skipped: Annotated[Sequence[bool], SameLength("scales")],
                      ceiling: Annotated[Any, SameLength("scales")] | None = None) -> Figure:
-    """The dynamic loss scale per step (log2), skipped (overflowing) steps marked, and optionally the computed
-    ceiling log2(fp16 max / largest |gradient|) of each step (NaN where it is not computed)."""
+    """The dynamic loss scale per step (log2), skipped steps marked, and optionally each step's computed ceiling."""
     steps = np.arange(len(scales))
     fig, (ax,) = plotting.figure(width=7.5, height=3.4)
     if ceiling is not None:

@@ -1,5 +1,5 @@
-"""Reading back what a mixed-precision recipe did: the dtypes of weights, activations, loss and gradients of the
-learner's torch model (hooks while its autocast block runs), Keras model (its dtype policy) and JAX cast policy."""
+"""The dtypes a mixed-precision recipe gave weights, activations, loss and gradients: the learner's torch
+autocast block (hooks), Keras model (its dtype policy) and JAX cast policy."""
 
 from __future__ import annotations
 
@@ -33,8 +33,7 @@ class DtypeWatch:
 
     @declare.checked
     def report(self, loss: Tensor) -> DtypeReport:
-        """Weights, the activations seen, ``loss`` and the gradients the backward pass left (call it after
-        ``loss.backward()``)."""
+        """Weights, the activations seen, ``loss`` and the gradients (call it after ``loss.backward()``)."""
         params = list(self.model.parameters())
         missing = [i for i, p in enumerate(params) if p.grad is None]
         if missing:
@@ -49,8 +48,7 @@ class DtypeWatch:
 @declare.checked
 @contextmanager
 def watch_dtypes(model: Module) -> Iterator[DtypeWatch]:
-    """Watch the dtype of every ``nn.Linear`` output of ``model`` while the block runs (the learner's autocast
-    forward goes inside); hooks are removed on exit."""
+    """Watch the dtype of every ``nn.Linear`` output of ``model`` while the block runs."""
     import torch
 
     watch = DtypeWatch(model)
@@ -76,8 +74,7 @@ def op_dtypes(outputs: Annotated[dict[str, Tensor], NonEmpty]) -> dict[str, str]
 
 
 def keras_dtypes(model: Any, x: Any, y: Any) -> DtypeReport:
-    """One forward and backward pass of the learner's Keras ``model`` (built under its dtype policy) on (x, y):
-    dtypes of its variables, of each layer's output, of the cross-entropy loss and of the gradients."""
+    """The dtypes of one forward and backward pass of the learner's Keras ``model`` on (x, y)."""
     tf = env.import_tensorflow()
     import keras
 
@@ -112,8 +109,7 @@ def _jaxpr_values(jaxpr: Any) -> Iterator[tuple[str, str]]:
 @declare.checked
 def jax_dtypes(apply: Callable[[Any, Any], Any], params: Any, x: Any, y: Any, *,
                timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> DtypeReport:
-    """Dtypes of the weights, the activations (read from the program's jaxpr, casts excluded), the cross-entropy
-    loss and the gradients of the learner's ``apply(params, x)``, which must trace and run within ``timeout`` s."""
+    """The dtypes of the learner's ``apply(params, x)``, its activations read from the jaxpr (casts excluded)."""
     import jax
     import jax.numpy as jnp
 

@@ -1,7 +1,5 @@
-"""Training memory: bytes per parameter of weights, gradients and Adam state (computed, the ZeRO accounting), and
-activation checkpointing measured on the learner's residual MLP blocks, h + W2 · gelu(W1 · h) (4x wide inside):
-torch's bytes saved for backward, peaks and step time; JAX's ``jax.vjp`` residuals and the compiled step's FLOPs and
-temp bytes with ``jax.checkpoint`` and without; TensorFlow's ``tf.recompute_grad`` gradients."""
+"""Training memory: bytes per parameter of weights, gradients and Adam state (computed, ZeRO's accounting);
+activation checkpointing measured on the learner's residual MLP blocks in torch, JAX and TensorFlow."""
 
 from __future__ import annotations
 
@@ -69,8 +67,7 @@ class Remat(Shown):
 
     @property
     def cost(self) -> intervals.Speedup:
-        """How many times as long a step takes with checkpointing, with its interval: the geometric mean of the
-        paired rounds' ratios (above 1: checkpointing costs time)."""
+        """A step's time with checkpointing over without, with its interval over paired rounds."""
         return intervals.speedup(self.time[1], self.time[0])
 
     @property
@@ -102,9 +99,7 @@ class Remat(Shown):
 @declare.checked
 def torch_remat(loss: Callable[[bool], Any], params: Annotated[Sequence[Tensor], NonEmpty], *, rounds: Rounds = 4,
                 min_time: MinTime = 0.1, timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> Remat:
-    """Saved bytes, peak memory and time of the learner's step ``loss(remat).backward()`` without and with its
-    checkpointing, ``params`` being what it differentiates; timed in ``rounds`` interleaved rounds, gradients
-    compared."""
+    """Saved bytes, peaks and time of the learner's ``loss(remat).backward()`` without and with checkpointing."""
     import torch
 
     flat = list(params)
@@ -153,8 +148,8 @@ def torch_live_peak(fn: Callable[[], Any]) -> int | None:
 @declare.checked
 def jax_remat(loss: Callable[[Any, Any, bool], Any], params: Any, x: Any, *, rounds: Rounds = 4,
               min_time: MinTime = 0.1, timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> Remat:
-    """The learner's ``loss(params, x, remat)`` (``remat=True``: its blocks in ``jax.checkpoint``) without and with
-    checkpointing: the ``jax.vjp`` residuals, the compiled gradient step's FLOPs, temp bytes, dots and time."""
+    """The learner's ``loss(params, x, remat)`` without and with ``jax.checkpoint``: vjp residuals and the
+    compiled step's FLOPs, temp bytes, dots and time."""
     import jax
 
     weight_bytes = sum(a.nbytes for a in jax.tree.leaves(params))  # vjp residuals include the weights
@@ -211,8 +206,7 @@ def tf_recompute_same(weights: Weights, batch: Annotated[int, Range(1, 2**20)] =
 
 @declare.checked
 def predicted_peak_with_remat(result: Remat, blocks: PositiveInt, *, live: bool = False) -> int:
-    """Computed: peak_without - saved_without + saved_with + saved_without / blocks (one block recomputed during
-    backward), from the peak of live tensors (``live=True``) or the measured peak."""
+    """Computed: peak_without - saved_without + saved_with + saved_without / blocks (one block recomputed)."""
     start = result.live_peak[0] if live else result.peak[0]
     if start is None:
         raise ValueError("result has no measured peak (peak memory is not readable on this platform)")

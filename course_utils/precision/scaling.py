@@ -1,6 +1,5 @@
-"""fp16 underflow and loss scaling: which gradients a format flushes to zero (read from real backward passes, or
-predicted from fp32 values by ``simulate_cast``), and what scaling the loss rescues. Also the declarations of torch
-arguments (``Tensor``, ``Module``) that the package's other files use."""
+"""fp16 underflow and loss scaling: which gradients a format flushes to zero, and what scaling the loss
+rescues. Also the declarations of torch arguments (``Tensor``, ``Module``) the package's other files use."""
 
 from __future__ import annotations
 
@@ -100,8 +99,8 @@ def _loss(model: Any, x: Any, y: Any, dtype: Any) -> Any:
 
 
 def _linear_outputs(model: Any, x: Any, y: Any, dtype: Any = None, scale: float = 1.0) -> list[Any]:
-    """Every ``nn.Linear`` output of ``model`` on (x, y), its gradient kept, after the backward pass of the loss
-    times ``scale`` (the forward under autocast in ``dtype``); the model's gradients are cleared."""
+    """Every ``nn.Linear`` output of ``model`` on (x, y), its gradient kept, after a backward pass of the loss
+    times ``scale`` (forward under autocast in ``dtype``)."""
     import torch
 
     outputs: list[Any] = []
@@ -125,9 +124,8 @@ def _linear_outputs(model: Any, x: Any, y: Any, dtype: Any = None, scale: float 
 @declare.checked
 def torch_activation_grads(model: Module, x: Tensor, y: Tensor, *, dtype: Any = None,
                            scale: PositiveFloat = 1.0) -> Any:
-    """Gradients of the loss with respect to every ``nn.Linear`` output of ``model``, flattened, fp32, divided by
-    ``scale`` (the loss's multiplier before ``backward``), so that values that underflowed come back as zeros;
-    forward and backward under ``torch.autocast`` in ``dtype`` (None: none)."""
+    """Every ``nn.Linear`` output's gradient, fp32, flattened, divided by ``scale`` (the loss's multiplier), so
+    that values that underflowed come back as zeros; forward under autocast in ``dtype``."""
     import torch
 
     return torch.cat([o.grad.float().flatten() / scale for o in _linear_outputs(model, x, y, _dtype(dtype), scale)])
@@ -150,8 +148,7 @@ def torch_fp16_overflows(model: Module, x: Tensor, y: Tensor,
 @declare.checked
 def torch_weight_grads(model: Module, x: Tensor, y: Tensor, *, dtype: Any = None,
                        multiplier: PositiveFloat = 1.0) -> Any:
-    """Every parameter's gradient of ``model`` (flattened fp32 ``.grad``, as the optimizer receives it) after one
-    backward pass of the loss times ``multiplier`` with no loss scaling, the forward under autocast in ``dtype``."""
+    """Every parameter's fp32 ``.grad``, flattened, after a backward pass of the loss times ``multiplier``."""
     import torch
 
     params = [p for p in model.parameters() if p.requires_grad]
@@ -177,10 +174,8 @@ def adam_eps_share(grads: Any, eps: PositiveFloat = 1e-8) -> float:
 
 @dataclass(frozen=True)
 class ScaleTrace:
-    """What a dynamic loss scale did over a run (log2 units): skipped steps, the range it settled in after the
-    first clean step, the ceiling computed from each clean step's largest gradient, log2(max / max|g|), and the
-    steps (from 0) after the first clean one skipped although the scale lay below that ceiling's median (an overflow
-    the ceiling misses)."""
+    """What a dynamic loss scale did (log2 units): skipped steps, its settled range, the median ceiling
+    log2(max / max|g|) of clean steps, and the steps skipped below that ceiling (overflows it misses)."""
 
     steps: int
     skipped: int
@@ -201,8 +196,7 @@ class ScaleTrace:
 def scale_trace(scales: Annotated[Sequence[PositiveFloat], declare.NonEmpty],
                 skipped: Annotated[Sequence[bool], SameLength("scales")],
                 grad_max: Any, name: Format = "float16") -> ScaleTrace:
-    """Summarise a run's per-step ``scales``, ``skipped`` flags and largest unscaled gradients ``grad_max``
-    (``TrainRun.scale``, ``.skipped``, ``.grad_max``) against format ``name``'s largest value."""
+    """Summarise a run's ``scales``, ``skipped`` flags and largest gradients against format ``name``'s max."""
     scales = np.asarray(scales, dtype=np.float64)
     flags = np.asarray(skipped, dtype=bool)
     gmax = _as_float64("grad_max", grad_max).ravel()

@@ -1,16 +1,14 @@
-"""Speed per format on this machine: where torch runs and in which fast 16-bit format (from the device plan), the
-bf16 units' bound and the check built from it, a STREAM op as a roofline point, and a training step's matmul FLOPs
-and the checks that its speed-up dilutes the bare matmul's (the sentences are in ``findings``).
-"""
+"""Speed per format: where torch runs and in which fast 16-bit format (the device plan's), the bf16 units' bound and
+its check, a STREAM op as a roofline point, and a training step's matmul FLOPs and dilution checks."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from course_utils import declare, devices, env, findings, intervals, roofline
+from course_utils import declare, devices, env, findings, intervals, roofline, timing
 from course_utils.declare import MinItems, NonEmpty, PositiveFloat, Range, Text
 
 # Published dense peaks of one NVIDIA A100 SXM (datasheet); shown as published, never as measured.
@@ -29,8 +27,8 @@ _SHORT = {"bfloat16": "bf16", "float16": "fp16"}
 @declare.checked
 @dataclass(frozen=True)
 class TorchChoices:
-    """Where notebook 03's torch work runs and how: ``device`` ('cuda' or 'cpu'), ``threads``, ``amp`` (the fast
-    16-bit dtype the device plan names) and ``native`` (whether that dtype has units here or is emulated)."""
+    """Where notebook 03's torch work runs: ``device``, ``threads``, ``amp`` (the plan's fast 16-bit dtype) and
+    ``native`` (whether that dtype has units here or is emulated)."""
 
     device: Literal["cuda", "cpu"]
     threads: Annotated[int, Range(1, 4096)]
@@ -45,8 +43,8 @@ class TorchChoices:
 
 @declare.checked
 def torch_choices(plan: devices.Plan) -> TorchChoices:
-    """What ``plan`` says for torch: fp16 on a GPU without bf16 units (a T4, sm_75), bf16 elsewhere; on a TPU
-    runtime torch runs on the host CPU with its cores, and bf16 is native only where the host has bf16 units."""
+    """What ``plan`` says for torch: fp16 on a GPU without bf16 units (a T4), else bf16; on a TPU runtime
+    torch runs on the host CPU, and bf16 is native where the host has bf16 units."""
     amp = plan.fast_dtype if plan.fast_dtype in _SHORT else "bfloat16"
     native = plan.torch_device == "cuda" or env.has_native_bf16()
     return TorchChoices(plan.torch_device, plan.torch_threads, amp, native)
@@ -61,7 +59,6 @@ class UnitBound:
     source: str
 
     def __str__(self) -> str:
-        """'AMX: at most 16x (...)', 'none: ...', 'tensor cores: no bound computed (...)'."""
         if self.ratio is None:
             return f"{self.unit}: {self.source}"
         if math.isinf(self.ratio):
@@ -71,9 +68,8 @@ class UnitBound:
 
 @declare.checked
 def bf16_bound(flags: Sequence[str], device_type: Literal["cpu", "cuda"] = "cpu") -> UnitBound:
-    """The bound a 16-bit matmul's speed-up over fp32 is predicted from: AMX 16x (Intel's published per-core rates),
-    AVX512-BF16 2x (two bf16 products per fp32 lane), none without bf16 units (ratio None); a CUDA device's tensor
-    cores get no bound here (ratio inf: the prediction is only "faster")."""
+    """The bound of a 16-bit matmul's speed-up over fp32: AMX 16x, AVX512-BF16 2x, none without bf16 units (ratio
+    None); a CUDA device's tensor cores get none computed (ratio inf: the prediction is only "faster")."""
     have = set(flags)
     if device_type == "cuda":
         return UnitBound("tensor cores", math.inf, "not computed here: it depends on the GPU (an A100's datasheet "
@@ -92,8 +88,8 @@ def bf16_bound(flags: Sequence[str], device_type: Literal["cpu", "cuda"] = "cpu"
 @declare.checked
 def matmul_check(speed: intervals.Speedup, bound: UnitBound, dtype: Literal["bf16", "fp16"] = "bf16",
                  ) -> findings.Check:
-    """torch's 16-bit matmul over fp32 against the units' bound: inside [1x, bound] with units, faster where no bound
-    is computed (a GPU's tensor cores), slower without units (converted in software)."""
+    """torch's 16-bit matmul over fp32 against the units' bound: inside [1x, bound], faster where none is computed,
+    slower without units."""
     name = f"torch {dtype} matmul over fp32"
     if bound.ratio is None:
         return findings.slower(name, speed)
@@ -103,27 +99,21 @@ def matmul_check(speed: intervals.Speedup, bound: UnitBound, dtype: Literal["bf1
 
 
 @declare.checked
-def stream_point(name: Literal["copy fp32", "copy bf16", "triad fp32", "triad bf16"], seconds: Any,
-                 n_bytes_fp32: Annotated[int, Range(4096, 2**40)]) -> roofline.Point:
-    """The roofline ``Point`` of a STREAM op over ``n_bytes_fp32 // 4`` elements that took ``seconds`` (a number, or
-    a Measurement whose median is used)."""
+def stream_point(name: Literal["copy fp32", "copy bf16", "triad fp32", "triad bf16"],
+                 seconds: PositiveFloat | timing.Measurement, n_bytes_fp32: Annotated[int, Range(4096, 2**40)],
+                 ) -> roofline.Point:
+    """The roofline ``Point`` of a STREAM op over ``n_bytes_fp32 // 4`` elements that took ``seconds``."""
     op, _, fmt = name.partition(" ")
     count = n_bytes_fp32 // 4
     arrays, flops = _STREAM[op]
     return roofline.Point(name, flops * count, arrays * count * (4 if fmt == "fp32" else 2),
-                          _seconds(getattr(seconds, "median", seconds)))
-
-
-@declare.checked
-def _seconds(seconds: PositiveFloat) -> float:
-    return float(seconds)
+                          float(getattr(seconds, "median", seconds)))
 
 
 @declare.checked
 def mlp_step_flops(sizes: Annotated[Sequence[Annotated[int, Range(1, 2**20)]], MinItems(2)],
                    batch: Annotated[int, Range(1, 2**24)]) -> int:
-    """Matmul FLOPs of one MLP training step (computed): 2·B·in·out per layer forward, the same again for its
-    weight gradient and for its input gradient, except the first layer's (its input needs none)."""
+    """Matmul FLOPs of one MLP training step (computed): 3 x 2·B·in·out per layer, but 2 x for the first."""
     products = [a * b for a, b in zip(sizes[:-1], sizes[1:])]
     return int(2 * batch * (3 * sum(products) - products[0]))
 
@@ -131,8 +121,8 @@ def mlp_step_flops(sizes: Annotated[Sequence[Annotated[int, Range(1, 2**20)]], M
 @declare.checked
 def matmul_shares(step_flops: PositiveFloat, flops: Annotated[Mapping[Text, PositiveFloat], NonEmpty],
                   step_seconds: Mapping[Text, PositiveFloat]) -> dict[str, float]:
-    """Per format (the keys of ``flops``, which ``step_seconds`` must share), the share of the step's median time its
-    matmuls would take at the bare matmul's measured rate (computed): ``step_flops / flops[f] / step_seconds[f]``."""
+    """Per format, the share of the step's median time its matmuls would take at the bare matmul's measured rate
+    (computed): ``step_flops / flops[f] / step_seconds[f]``."""
     if set(flops) != set(step_seconds):
         raise ValueError(f"flops and step_seconds must name the same formats; got {sorted(flops)} and "
                          f"{sorted(step_seconds)}")
@@ -141,8 +131,8 @@ def matmul_shares(step_flops: PositiveFloat, flops: Annotated[Mapping[Text, Posi
 
 @declare.checked
 def step_checks(step: intervals.Speedup, matmul: intervals.Speedup, bound: UnitBound) -> tuple[findings.Check, ...]:
-    """The checks of "the rest of the step dilutes the matmul's ratio": with units the step is faster beyond the
-    noise and its whole interval lies below the bare matmul's low end; without, slower and above its high end."""
+    """The checks of "the rest of the step dilutes the matmul's ratio": with units, faster and below the bare matmul's
+    low end; without, slower and above its high end."""
     name = "autocast step over the fp32 step"
     if bound.ratio is None:
         return (findings.slower(name, step), findings.above(f"{name}, against the bare matmul's high end", step,

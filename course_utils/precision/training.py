@@ -1,5 +1,4 @@
-"""Running the learner's training step (``train``: the loss, the loss scale, skipped steps and the largest gradient
-of every step), and runs of several configurations over seeds (``SeedSpread``)."""
+"""Running the learner's training step (``train``) and runs of several configurations over seeds."""
 
 from __future__ import annotations
 
@@ -47,10 +46,9 @@ def train(step: Callable[..., Any], model: Module, opt: torch_type("optim.Optimi
           x_test: Tensor | None = None, y_test: Tensor | None = None,
           threads: Annotated[int, Range(1, 1024)] | None = 1, timeout: calls.Timeout = calls.DEFAULT_TIMEOUT,
           **step_kwargs: Any) -> TrainRun:
-    """Call the learner's ``step(model, opt, scaler, xb, yb, **step_kwargs)`` on ``steps`` seeded batches of
-    ``batch`` rows of (``x``, ``y``), training the model in place. Recorded per step: the loss it returns, the
-    scale before it (1.0 when disabled), whether it was skipped (the scale went down), and the largest |gradient|
-    left in ``.grad``. ``threads``: torch's CPU threads during the run (a model this small runs fastest on one)."""
+    """Call the learner's ``step(model, opt, scaler, xb, yb, **step_kwargs)`` on ``steps`` seeded batches,
+    recording per step the loss, the scale before it, whether it was skipped and the largest |gradient|.
+    ``threads``: torch's CPU threads during the run (a model this small runs fastest on one)."""
     import torch
 
     if batch > len(x):
@@ -123,8 +121,7 @@ class SeedSpread(Shown):
 
 @declare.checked
 def unscale_norms(model: Module, x: Tensor, y: Tensor, scaler: Scaler) -> dict[str, float]:
-    """Gradient norm of one fp16 step with the learner's ``scaler``, read before and after ``scaler.unscale_``, and
-    the same gradient's norm in fp32 (``clip_grad_norm_`` before ``unscale_`` would see the scaled norm)."""
+    """Gradient norm of one fp16 step before and after ``scaler.unscale_``, and in fp32."""
     import torch
     import torch.nn.functional as F
 

@@ -29,15 +29,16 @@ def test_read_verbose_names_the_path_and_the_kernels() -> None:
     assert r.mkl_version.startswith("oneMKL 2024.0")
     assert r.mkl_path.startswith("Intel(R) Advanced Vector Extensions 512")
     assert r.mkl_calls == (("SGEMM", "30.04ms"),) and r.mkl_ran
-    assert r.bf16_kernel == "brg_matmul:avx10_1_512_amx" and "AMX" in r.onednn_isa
+    assert ("brg_matmul:avx10_1_512_amx", "bf16") in r.onednn_matmuls and "AMX" in r.onednn_isa
     assert len(r.lines) == 4 and "SGEMM" in r.excerpt()
     amd = P.library.read_verbose(AMD)
-    assert "AVX2" in amd.mkl_path and amd.bf16_kernel is None and amd.onednn_isa.startswith("Intel AVX-512")
+    assert "AVX2" in amd.mkl_path and all(src != "bf16" for _, src in amd.onednn_matmuls)
+    assert amd.onednn_isa.startswith("Intel AVX-512")
 
 
 def test_read_verbose_without_library_lines_reports_none() -> None:
     r = P.library.read_verbose("blas_verbose: two 16x16 matmuls done (fp32, bf16) with torch x\n")
-    assert not r.mkl_ran and r.mkl_path is None and r.bf16_kernel is None and r.onednn_isa is None
+    assert not r.mkl_ran and r.mkl_path is None and not r.onednn_matmuls and r.onednn_isa is None
     assert "neither" in r.excerpt()
 
 
