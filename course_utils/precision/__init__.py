@@ -1,7 +1,5 @@
-"""Notebook 03 (``03_mixed_precision``): what fp16 and bf16 buy, and what they break. One file per job: ``formats``,
-``scaling`` (underflow, loss scaling), ``training`` (runs the learner's AMP step), ``policies`` (dtypes read back),
-``speed`` (the device plan's choices, the units' bound), ``steptime`` (the step in fresh processes), ``library`` (MKL
-and oneDNN), ``remat`` (training memory, checkpointing), ``fp8``, ``findings``, ``exercises``, ``plots``."""
+"""Notebook 03 (``03_mixed_precision``): what fp16 and bf16 buy, and what they break. The lesson's helpers,
+one file per job; ``findings`` holds its predictions, ``exercises`` its checkers."""
 
 from course_utils.precision import exercises as _exercises  # noqa: F401  (registers the exercise checkers)
 from course_utils.precision import findings

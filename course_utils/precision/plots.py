@@ -120,16 +120,10 @@ def accumulation_plot(lengths: Annotated[Sequence[int], NonEmpty],
                       errors: Annotated[Mapping[str, Annotated[Sequence[float], SameLength("lengths")]], NonEmpty],
                       ) -> Figure:
     """Relative error of long sums against their length, one line per accumulation scheme."""
-    fig, (ax,) = plotting.figure(width=7.0, height=3.6)
-    for i, (label, err) in enumerate(errors.items()):
-        ax.plot(lengths, np.maximum(np.asarray(err), 1e-10), marker="o", markersize=3, label=label,
-                color=plotting.PALETTE[i])
+    fig = lines_plot(lengths, {k: np.maximum(np.asarray(v), 1e-10) for k, v in errors.items()}, logx=True, logy=True,
+                     xlabel="number of terms summed", ylabel="relative error of the sum", title="Summing bf16 numbers")
+    ax = fig.axes[0]
     ax.axhline(float_format("bfloat16").unit_roundoff, color="#888888", linestyle=":", label="bf16 unit roundoff")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("number of terms summed")
-    ax.set_ylabel("relative error of the sum")
-    ax.set_title("Summing bf16 numbers")
     ax.legend(fontsize=8)
     return fig
 

@@ -127,8 +127,8 @@ def torch_remat(loss: Callable[[bool], Any], params: Annotated[Sequence[Tensor],
 
 @declare.checked
 def torch_live_peak(fn: Callable[[], Any]) -> int | None:
-    """Peak bytes of the tensors ``fn()`` allocates that are alive at once (CPU), from the PyTorch profiler's memory
-    timeline, as CUDA's ``max_memory_allocated`` counts on a GPU (the RSS also holds what malloc keeps mapped)."""
+    """Peak bytes of the tensors ``fn()`` has alive at once (CPU), from the profiler's memory timeline, as
+    CUDA's ``max_memory_allocated`` counts (the RSS also holds what malloc keeps mapped)."""
     try:
         from torch.profiler import ProfilerActivity, profile
         from torch.profiler._memory_profiler import Action
