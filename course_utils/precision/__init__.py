@@ -12,7 +12,6 @@ from course_utils.precision.fp8 import (
     gpu_fp8_status,
     layer_tensors,
 )
-from course_utils.precision.library import cpu_vendor, library_verbose
 from course_utils.precision.plots import (
     accumulation_plot,
     amax_plot,
@@ -51,6 +50,8 @@ from course_utils.precision.speed import (
     CLAIM_BAND,
     STREAM_OPS,
     bf16_bound,
+    cpu_vendor,
+    library_verbose,
     matmul_check,
     matmul_shares,
     mlp_step_flops,
