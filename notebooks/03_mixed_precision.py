@@ -634,13 +634,13 @@ cu.precision.memory_stack_plot(per_param)
 
 # %%
 held, copies = {}, {}
-xm, ym = torch.from_numpy(x_all[:200]), torch.from_numpy(y_all[:200])  # 200: no layer width, so no shape mix-up
+xm, ym = x_train[:200], y_train[:200]  # 200: no layer width, so no shape mix-up
 for mode, dt in (("fp32", torch.float32), (AMP_NAME + " autocast", AMP)):
-    mem_model = cu.models.torch_mlp(SIZES, seed=0)
+    mem_model = cu.models.torch_mlp(SIZES, seed=0).to(DEVICE)
     mopt = torch.optim.Adam(mem_model.parameters())
 
     def forward(model=mem_model, dt=dt):
-        with torch.autocast("cpu", dtype=dt, enabled=dt != torch.float32):
+        with torch.autocast(DEVICE.type, dtype=dt, enabled=dt != torch.float32):
             return F.cross_entropy(model(xm), ym)
 
     copies[mode] = cu.memory.saved_for_backward(forward, mem_model.parameters())["weight copies"]

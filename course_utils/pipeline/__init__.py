@@ -1,16 +1,30 @@
-"""course_utils.pipeline: the helpers of notebook 04 ("Is my accelerator waiting for my CPU?"). The notebook writes
-the loaders; these make the data, start workers safely, prefetch, run and time the loops, and score and draw them."""
+"""course_utils.pipeline: the helpers of notebook 04 ("Is my accelerator waiting for my CPU?")."""
 
 from course_utils.pipeline import exercises as _exercises  # noqa: F401  (registers 04.k)
 from course_utils.pipeline import findings
-from course_utils.pipeline.compare import before_after_table, floor, later_startups, ms
-from course_utils.pipeline.dataset import NumpyBatches, SyntheticImages, max_difference, numpy_collate
-from course_utils.pipeline.loop import EpochsOf, Timeline, run_loop, run_loops, timelines_table
+from course_utils.pipeline.dataset import (
+    NumpyBatches,
+    SyntheticImages,
+    max_difference,
+    numpy_collate,
+    numpy_function_pipeline,
+    tf_decode_augment,
+)
+from course_utils.pipeline.loop import (
+    EpochsOf,
+    Timeline,
+    before_after_table,
+    floor,
+    later_startups,
+    ms,
+    run_loop,
+    run_loops,
+    timelines_table,
+    warm_steps,
+)
 from course_utils.pipeline.plots import samples_plot, timeline_plot, trace_plot, utilisation_plot, workers_plot
 from course_utils.pipeline.prefetch import InLoop, Prefetch, grain_available, prefetch_threads
 from course_utils.pipeline.stall import capture_loop, data_stalls, stalls_table
-from course_utils.pipeline.steps import warm_steps
-from course_utils.pipeline.tfdata import numpy_function_pipeline, tf_decode_augment
 from course_utils.pipeline.workers import (
     data_cores,
     limit_compute_threads,

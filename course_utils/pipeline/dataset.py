@@ -1,16 +1,15 @@
-"""The dataset of notebook 04: seeded image-like samples whose decode and augmentation cost real CPU time. It lives
-in a module so that spawn/forkserver workers can unpickle it (a notebook's class is ``__main__``'s, unknown there).
-"""
+"""The dataset of notebook 04, whose decode and augmentation cost real CPU time, in a module so that
+spawn/forkserver workers can unpickle it; also its decode and augment for tf.data, and tf.data's slow path."""
 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Annotated, Any, NamedTuple
 
 import numpy as np
 
-from course_utils import declare, interop
+from course_utils import declare, env, interop
 
 MEAN, STD = np.float32(0.5), np.float32(0.25)
 CROP_PAD = 4  # pixels of reflected border the random crop chooses from
@@ -38,7 +37,7 @@ def _fits(name: str, count: int, each: int) -> None:
 
 @declare.checked
 class SyntheticImages:
-    """``n`` seeded samples: ``ds[i]`` -> (float32 image (3, size, size), int64 label); a stored uint8 picture is
+    """``n`` seeded samples: ``ds[i]`` -> (float32 image (3, size, size), int64 label), a stored uint8 picture
     decoded (upsampled, smoothed ``work`` times: a codec's stand-in) and augmented, all from (seed, i) alone."""
 
     def __init__(self, n: Annotated[int, declare.Range(1, MAX_SAMPLES)], *,
@@ -126,8 +125,8 @@ class SyntheticImages:
         return numpy_collate([self[i] for i in indices])
 
     def records(self) -> dict[str, np.ndarray]:
-        """All samples as arrays (the "files on disk" of a framework-native pipeline): ``stored`` uint8, ``label``
-        int64 and the augmentation choices ``dy``, ``dx`` (int32), ``flip`` (bool), ``brightness``, ``contrast``."""
+        """All samples as arrays (the "files on disk" of a framework-native pipeline): stored pictures, labels and
+        augmentation choices."""
         _fits("n", self.n, self.sample_bytes // UPSAMPLE**2 // 4)
         params = [self.augment_params(i) for i in range(self.n)]
         columns = {name: [getattr(p, name) for p in params] for name in AugmentParams._fields}
@@ -163,8 +162,7 @@ def numpy_collate(samples: Annotated[Sequence[tuple[Any, Any]], declare.NonEmpty
 
 @declare.checked
 def fingerprint(batch: Any) -> str:
-    """CRC-32 of each array of a batch, equal for equal data in any framework (integers compared as int64, since JAX
-    keeps int64 labels as int32)."""
+    """CRC-32 of each array of a batch, equal for equal data in any framework (integers compared as int64)."""
     try:
         arrays = [interop.to_numpy(p) for p in (batch if isinstance(batch, (tuple, list)) else (batch,))]
     except TypeError:
@@ -183,3 +181,54 @@ def max_difference(a: Any, b: Any) -> float:
     if x.shape != y.shape:
         raise ValueError(f"a and b must have the same shape; got {x.shape} and {y.shape}")
     return float(np.max(np.abs(x.astype(np.float64) - y.astype(np.float64)))) if x.size else 0.0
+
+
+@declare.checked
+def tf_decode_augment(dataset: SyntheticImages) -> Callable[[dict[str, Any]], tuple[Any, Any]]:
+    """The map function of a batched ``tf.data.Dataset.from_tensor_slices(dataset.records())``: ``SyntheticImages``'
+    decode and augment in TF ops, one batch's records -> (images, labels)."""
+    work = dataset.work
+
+    def decode_augment(r: dict[str, Any]) -> tuple[Any, Any]:
+        import tensorflow as tf  # already imported by the caller; a plain import keeps AutoGraph quiet when traced
+
+        x = tf.cast(r["stored"], tf.float32) * tf.constant(1 / 255, tf.float32)
+        x = tf.repeat(tf.repeat(x, UPSAMPLE, axis=2), UPSAMPLE, axis=3)
+        for _ in range(work):  # smoothing passes; SYMMETRIC padding of 1 is NumPy's "edge"
+            p = tf.pad(x, [[0, 0], [0, 0], [1, 1], [1, 1]], mode="SYMMETRIC")
+            x = (p[:, :, :-2, 1:-1] + p[:, :, 2:, 1:-1] + p[:, :, 1:-1, :-2] + p[:, :, 1:-1, 2:]
+                 + p[:, :, 1:-1, 1:-1] * 4.0) * 0.125
+        p = tf.pad(x, [[0, 0], [0, 0], [CROP_PAD, CROP_PAD], [CROP_PAD, CROP_PAD]], mode="REFLECT")
+        offsets = tf.range(x.shape[-1], dtype=tf.int32)  # crops by a batched gather, flips by a select
+        p = tf.gather(p, r["dy"][:, None] + offsets, axis=2, batch_dims=1)
+        p = tf.gather(p, r["dx"][:, None] + offsets, axis=3, batch_dims=1)
+        p = tf.where(r["flip"][:, None, None, None], tf.reverse(p, axis=[3]), p)
+        mean = tf.reduce_mean(p, axis=[2, 3], keepdims=True)
+        out = (p - mean) * r["contrast"][:, None, None, None] + mean + r["brightness"][:, None, None, None]
+        return (out - float(MEAN)) / float(STD), r["label"]
+
+    return decode_augment
+
+
+@declare.checked
+def numpy_function_pipeline(dataset: SyntheticImages, batch_size: Annotated[int, declare.Range(1, MAX_BATCH)]) -> Any:
+    """tf.data's slow path: ``dataset``'s NumPy decode and augment called per sample through
+    ``tf.numpy_function``, batched in order; tf.data's own rewrites off."""
+    if batch_size > len(dataset):
+        raise ValueError(f"batch_size must be at most len(dataset) = {len(dataset)}; got {batch_size}")
+    tf = env.import_tensorflow()
+    shape = (3, dataset.size, dataset.size)
+
+    def decode(i: Any) -> tuple[Any, Any]:
+        image = tf.numpy_function(lambda j: dataset.decode(int(j)), [i], tf.float32, stateful=False)
+        return i, tf.ensure_shape(image, shape)
+
+    def augment(i: Any, image: Any) -> tuple[Any, Any]:
+        x, y = tf.numpy_function(lambda j, im: (dataset.augment(im, int(j)), dataset.label(int(j))),
+                                 [i, image], (tf.float32, tf.int64), stateful=False)
+        return tf.ensure_shape(x, shape), tf.ensure_shape(y, ())
+
+    options = tf.data.Options()
+    options.experimental_optimization.apply_default_optimizations = False
+    ds = tf.data.Dataset.range(len(dataset)).map(decode).map(augment).batch(batch_size, drop_remainder=True)
+    return ds.with_options(options)

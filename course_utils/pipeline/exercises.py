@@ -1,5 +1,4 @@
-"""The checkers of notebook 04's exercises: each scores the answer against this run's measurements (passed in as
-context) or against a reference implementation, and says what is still wrong."""
+"""The checkers of notebook 04's exercises, scored against this run's measurements or a reference."""
 
 from __future__ import annotations
 
@@ -21,8 +20,8 @@ Rounds = Annotated[Sequence[declare.PositiveFloat], declare.MinItems(2), declare
 @declare.checked
 def _workers_needed(answer: Any, *, wait: declare.NonNegativeFloat, compute: declare.PositiveFloat,
                     free: Annotated[int, declare.Range(1, 1024)], waits: Waits) -> str | None:
-    """Right when it follows from this run's num_workers=0 wait and compute (ceil(data / compute), at most ``free``)
-    or is the smallest count that halved the wait in this run's sweep."""
+    """Right when it is ceil(data / compute) from this run's num_workers=0 loop (at most ``free``), or the
+    smallest count that halved the wait in this run's sweep."""
     if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)):
         raise TypeError(f"the answer should be a whole number of workers; got {answer!r}")
     if 0 not in waits:
@@ -41,8 +40,7 @@ def _workers_needed(answer: Any, *, wait: declare.NonNegativeFloat, compute: dec
 @declare.checked
 def _processes_or_threads(answer: Any, *, thread_rounds: Rounds,
                           process_rounds: Annotated[Rounds, declare.SameLength("thread_rounds")]) -> str | None:
-    """'threads', 'processes' or 'tie': which gave JAX the shorter steady step in this run (the interval on the paired
-    per-round medians decides; one that contains 1 is a tie)."""
+    """'threads', 'processes' or 'tie': which gave JAX the shorter steady step (an interval containing 1: a tie)."""
     choice = answer.strip().lower() if isinstance(answer, str) else answer
     if choice not in ("threads", "processes", "tie"):
         raise ValueError(f"the answer should be 'threads', 'processes' or 'tie'; got {answer!r}")

@@ -1,6 +1,5 @@
-"""Notebook 04's predictions, each declared once with one sentence per outcome its checks can reach; the notebook
-scores them (``cu.pipeline.findings.WORKERS.score(...)``) and shows ``v.prose()``. Facts are the run's numbers
-the sentences quote, never decide on."""
+"""Notebook 04's predictions, each declared once with one sentence per outcome its checks can reach; the
+notebook scores them (``cu.pipeline.findings.WORKERS.score(...)``) and shows ``v.prose()``."""
 
 from __future__ import annotations
 

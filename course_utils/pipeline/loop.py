@@ -1,5 +1,5 @@
-"""The instrumented training loop of notebook 04: per step, the wait for the batch and the synchronised compute, as
-a ``Timeline``; ``run_loops`` alternates loaders in rounds, so that each round's median is a paired replicate."""
+"""The instrumented training loop of notebook 04: per step, the wait for the batch and the synchronised compute
+(a ``Timeline``), loops run in alternating rounds and compared, and the model steps they time (``warm_steps``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 
-from course_utils import calls, declare, display, timing
+from course_utils import calls, declare, display, env, interop, intervals, models, timing, validate
 from course_utils.pipeline.dataset import fingerprint
 
 _fmt = display.format_time
@@ -25,7 +25,7 @@ Seconds = Annotated[tuple[declare.NonNegativeFloat, ...], declare.MaxItems(MAX_S
 @declare.checked
 @dataclass(frozen=True, repr=False)
 class Timeline:
-    """Per-step start, wait and compute of one loop (seconds) and each step's epoch; the first step of an epoch holds
+    """Per-step start, wait and compute of one loop (seconds) and each step's epoch; an epoch's first step holds
     the loader's start-up, so the steady numbers leave it out and ``startups`` reports it."""
 
     label: declare.Text
@@ -77,8 +77,7 @@ class Timeline:
 
     @declare.checked
     def part(self, name: Part = "step") -> timing.Measurement:
-        """The steady steps' ``name`` times as a Measurement; with two epochs or more its ``rounds`` are the epochs'
-        medians, the paired replicates of ``cu.intervals.speedup`` when ``run_loops`` alternated them."""
+        """The steady steps' ``name`` times; its ``rounds`` are the epochs' medians (the paired replicates)."""
         values, steady, epochs = self._values(name), self._steady(), sorted(set(self.epochs))
         rounds = tuple(max(CLOCK_FLOOR, self.epoch_part(e, name).median) for e in epochs) if len(epochs) > 1 else ()
         return timing.Measurement(label=f"{self.label}: {name}", times=tuple(values[steady].tolist()),
@@ -138,8 +137,8 @@ def _row(t: Timeline, spread: bool) -> tuple[str, ...]:
 
 @declare.checked
 def timelines_table(timelines: Timelines, *, title: declare.Text | None = None, spread: bool = False) -> display.Table:
-    """One row per loop: steady step, wait, compute (means; with ``spread`` medians and quartiles), utilisation (busy
-    time share) and the first start-up."""
+    """One row per loop: steady step, wait, compute (means, or medians and quartiles with ``spread``),
+    utilisation and the first start-up."""
     header = (["loop", "step", "step quartiles", "wait", "compute", "compute quartiles", "utilisation", "start-up"]
               if spread else ["loop", "step", "wait", "compute", "utilisation", "start-up"])
     what = "medians, quartiles over the steady steps" if spread else "means"
@@ -207,7 +206,7 @@ def _epoch(rows: _Rows, batches: Iterable[Any], step: Callable[[Any], Any], epoc
 def run_loop(batches: Iterable, step: Callable, *, epochs: Annotated[int, declare.Range(1, MAX_EPOCHS)] = 1,
              label: declare.Text = "loop", timeout: calls.Timeout = None) -> Timeline:
     """``step(batch)`` over ``batches`` for ``epochs`` epochs, its wait (``iter()`` included) and its synchronised
-    compute timed apart, each batch fingerprinted off the clock; an epoch past ``timeout`` (None: the size's) raises."""
+    compute timed apart, each batch fingerprinted off the clock."""
     _batches("batches", batches, epochs)
     return _run({label: (batches, step)}, epochs, timeout)[label]
 
@@ -217,9 +216,8 @@ def run_loops(loops: Annotated[Mapping[declare.Text, tuple[Iterable, Callable]],
                                declare.MaxItems(32)],
               *, rounds: Annotated[int, declare.Range(2, MAX_ROUNDS)], timeout: calls.Timeout = None,
               ) -> dict[str, Timeline]:
-    """Each ``label: (batches, step)`` for one epoch per round, in turns (the order rotated each round): one Timeline
-    per label whose epochs are the rounds, paired replicates for ``cu.intervals.speedup(a.part(), b.part())``.
-    ``timeout``: seconds per epoch (None: the size's default)."""
+    """Each ``label: (batches, step)`` for one epoch per round, the order rotated each round: one Timeline per label
+    whose epochs are paired replicates for ``cu.intervals.speedup(a.part(), b.part())``."""
     for label, (batches, _) in loops.items():
         _batches(f"loops[{label!r}] batches", batches, rounds)
     return _run(loops, rounds, timeout)
@@ -236,8 +234,7 @@ def _run(loops: Mapping[str, Any], rounds: int, timeout: float | None) -> dict[s
 
 @declare.checked
 class EpochsOf:
-    """Re-iterable view of one long-lived ``iterator`` (Grain's, a repeated tf.data): each ``iter()`` yields its next
-    ``steps`` items, so its workers start once, not per epoch."""
+    """Re-iterable view of one long-lived ``iterator`` (Grain's): each ``iter()`` yields its next ``steps`` items."""
 
     def __init__(self, iterator: Any, steps: Annotated[int, declare.Range(1, MAX_STEPS)]) -> None:
         if not isinstance(iterator, Iterator):
@@ -250,3 +247,92 @@ class EpochsOf:
                 yield next(self.iterator)
             except StopIteration:
                 return
+
+
+@declare.checked
+def ms(seconds: Annotated[float, declare.Range(0, 1e7)]) -> str:
+    """'12.3 ms' (one decimal) for a step-sized time; below a millisecond, three significant digits ('23.1 µs')."""
+    return f"{seconds * 1e3:.1f} ms" if seconds >= 1e-3 else display.format_time(seconds)
+
+
+def _median(m: timing.Measurement) -> str:  # '21.4 ms (19.6 ms to 26.2 ms)'
+    return f"{ms(m.median)} ({timing.quartiles(m, ms)})"
+
+
+@declare.checked
+def later_startups(run: Timeline) -> str:
+    """'53, 49, 49 ms': the first batch's wait of every epoch after the first (what persistent workers change)."""
+    starts = run.startups[1:]
+    if not starts:
+        raise ValueError(f"run ({run.label!r}) ran one epoch; later start-ups need at least 2")
+    return ", ".join(f"{s * 1e3:.0f}" for s in starts) + " ms"
+
+
+@declare.checked
+def floor(alone: Timeline) -> timing.Measurement:
+    """The step perfect overlap could reach, per round of ``alone``: max(median compute, median wait), as rounds
+    that pair with the other loops of the same ``run_loops``."""
+    epochs = sorted(set(alone.epochs))
+    if len(epochs) < 2:
+        raise ValueError(f"alone ({alone.label!r}) ran {len(epochs)} round(s); a floor per round needs at least 2")
+    per_round = tuple(max(CLOCK_FLOOR, alone.epoch_part(e, "compute").median, alone.epoch_part(e, "wait").median)
+                      for e in epochs)
+    return timing.Measurement(label=f"max(compute, data) of {alone.label}", times=per_round, total=sum(per_round),
+                              rounds=per_round)
+
+
+BeforeAfter = Annotated[Mapping[declare.Text, tuple[Timeline, Timeline]], declare.NonEmpty, declare.MaxItems(8)]
+
+
+@declare.checked
+def before_after_table(before_after: BeforeAfter) -> display.Table:
+    """One row per framework: busy share, median compute and step before and after, and the step's speed-up
+    (the geometric mean of the per-round ratios) with its interval."""
+    rows, rounds = [], set()
+    for framework, (a, b) in before_after.items():
+        gain = intervals.speedup(a.part(), b.part())
+        rounds.add(gain.n)
+        rows.append((framework, display.percent(a.utilisation), display.percent(b.utilisation),
+                     _median(a.part("compute")), _median(b.part("compute")), _median(a.part()), _median(b.part()),
+                     f"{gain.printed()[0]} ({gain.interval}): {gain.outcome}"))
+    n = "/".join(str(r) for r in sorted(rounds))
+    return display.table(["framework", "busy before", "busy after", "compute before", "compute after",
+                          "step before", "step after", f"step speed-up: geometric mean of {n} per-round ratios"],
+                         rows, title="Before and after, steady steps",
+                         note="Busy share = total compute / total step time over the steady steps; compute and step "
+                              "are medians per steady step (quartiles in brackets). The speed-up is not the ratio of "
+                              "the two medians: it is the geometric mean of each round's before / after, each "
+                              "framework against its own baseline, with a 95% interval over those paired rounds.")
+
+
+Widths = Annotated[Sequence[Annotated[int, declare.Range(1, 10**6)]], declare.MinItems(2), declare.MaxItems(16)]
+
+
+def _mlp_step(framework: str, sizes: Sequence[int], lr: float) -> Callable[[Any], Any]:
+    """``step((x, y)) -> loss``: one SGD step of ``models``' MLP on flattened images (torch on the GPU if any)."""
+    if framework == "torch":
+        import torch
+
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        return models.torch_sgd_step(models.torch_mlp(sizes, seed=0).to(device), lr=lr, device=device, flatten=True)
+    if framework == "jax":
+        return models.jax_sgd_step(models.jax_mlp_params(sizes, seed=0), models.jax_mlp_apply, lr=lr, flatten=True)
+    return models.keras_sgd_step(models.keras_mlp(sizes, seed=0), lr=lr, flatten=True)
+
+
+@declare.checked
+def warm_steps(sizes: Widths, batch: tuple[Any, Any], *,
+               frameworks: Annotated[Sequence[declare.Text], declare.NonEmpty, declare.Unique] | None = None,
+               lr: Annotated[float, declare.Range(0, 10, low_open=True)] = 0.05,
+               ) -> tuple[dict[str, Any], dict[str, float]]:
+    """(steps, first losses): an MLP step per framework present (or in ``frameworks``), each called once on
+    ``batch`` so that jax.jit and tf.function compile before the clock runs."""
+    x, y = (np.asarray(a) for a in batch)
+    if x.ndim < 2 or y.shape != (len(x),) or x[0].size != sizes[0]:
+        raise ValueError(f"batch must be (inputs (B, ...) of sizes[0] = {sizes[0]} numbers each, labels (B,)); got "
+                         f"shapes {x.shape} and {y.shape}")
+    names = env.installed_frameworks() if frameworks is None else [validate.framework(f, "frameworks")
+                                                                   for f in frameworks]
+    models.mlp_weights(sizes)  # widths whose weights do not fit in memory are refused here, by name
+    steps = {name: _mlp_step(name, sizes, lr) for name in names}
+    return steps, {name: float(step(interop.to_framework(name, *batch))) for name, step in steps.items()}

@@ -8,9 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 import numpy as np
 
 from course_utils import declare, plotting, profile
-from course_utils.pipeline.compare import BeforeAfter
 from course_utils.pipeline.dataset import MEAN, STD, SyntheticImages
-from course_utils.pipeline.loop import MAX_ROUNDS, Timeline, Timelines, timeline_list
+from course_utils.pipeline.loop import MAX_ROUNDS, BeforeAfter, Timeline, Timelines, timeline_list
 from course_utils.pipeline.stall import STEP_MARK, Stalls
 
 if TYPE_CHECKING:
@@ -46,8 +45,7 @@ def samples_plot(dataset: SyntheticImages, count: Annotated[int, declare.Range(1
 @declare.checked
 def trace_plot(trace: profile.Trace, stalls: Stalls, *, steps: Annotated[int, declare.Range(1, 50)] = 3,
                title: declare.Text | None = None) -> Figure:
-    """The training thread of ``trace`` over ``steps`` marked steps: each step, the loader's calls, and the gaps
-    between steps (idle: waiting for data) labelled with their length, with a legend that names all three."""
+    """The training thread of ``trace`` over ``steps`` marked steps: the steps, the loader's calls, the gaps."""
     from matplotlib.patches import Patch
 
     marked = sorted((e for e in trace.events if e.thread == stalls.thread and e.name == STEP_MARK),
@@ -83,8 +81,8 @@ def trace_plot(trace: profile.Trace, stalls: Stalls, *, steps: Annotated[int, de
 def timeline_plot(timelines: Timelines, *, title: declare.Text | None = None,
                   width: Annotated[float, declare.Range(2, 40)] = 9.0,
                   epoch: Annotated[int, declare.Range(0, MAX_ROUNDS)] | None = None) -> Figure:
-    """Gantt chart, one row per loop (of ``epoch`` alone if given), from each loop's first batch: grey waits, coloured
-    computes; the first wait (start-up) is written on the right so that one slow start squashes no row."""
+    """Gantt chart, one row per loop (of ``epoch`` alone if given): grey waits, coloured computes; the first
+    wait is written on the right so that one slow start squashes no row."""
     timelines = timeline_list(timelines)
     if epoch is not None:
         timelines = [t.epoch(epoch) for t in timelines]
@@ -145,8 +143,7 @@ def utilisation_plot(before_after: BeforeAfter, *, title: declare.Text | None = 
 @declare.checked
 def workers_plot(runs: Annotated[Mapping[Annotated[int, declare.Range(0, 1024)], Timeline], declare.NonEmpty], *,
                  free_cores: Annotated[int, declare.Range(1, 1024)], title: declare.Text | None = None) -> Figure:
-    """Median step and compute per worker count against the model max(compute, data / min(n, free)), whose data
-    and compute times are the 0-worker run's medians."""
+    """Median step and compute per worker count against the model max(compute, data / min(n, free))."""
     if 0 not in runs:
         raise ValueError("runs must include 0 workers (the data time and compute time of the model come from it)")
     counts = sorted(runs)

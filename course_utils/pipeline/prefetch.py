@@ -1,5 +1,5 @@
-"""The prefetching iterator of notebook 04: a background thread moves the next batches to the device while the step
-runs; ``InLoop`` does the same work in the training thread (the baseline)."""
+"""The prefetching iterator of notebook 04 (a thread moves the next batches while the step runs) and
+``InLoop``, the same work in the training thread."""
 
 from __future__ import annotations
 
@@ -27,8 +27,7 @@ def _transfer(transfer: Callable[[Any], Any] | None) -> Callable[[Any], Any]:
 
 @declare.checked
 class InLoop:
-    """Re-iterable: ``transfer`` (default ``jax.device_put``) applied to each batch in the calling thread, so nothing
-    overlaps with the step: the baseline of ``Prefetch``."""
+    """Re-iterable: ``transfer`` (default ``jax.device_put``) applied to each batch in the calling thread."""
 
     def __init__(self, source: Iterable, transfer: Callable | None = None) -> None:
         self.source, self.transfer = source, transfer
@@ -39,9 +38,8 @@ class InLoop:
 
 @declare.checked
 class Prefetch:
-    """Re-iterable: each ``iter()`` starts a thread that runs ``transfer`` (default ``jax.device_put``) up to ``size``
-    batches ahead; it overlaps the step when the step releases the GIL, as compiled JAX does. A batch that takes
-    longer than ``timeout`` seconds to arrive (None: the size's default) raises ``LearnerTimeout``."""
+    """Re-iterable: each ``iter()`` starts a thread that runs ``transfer`` (default ``jax.device_put``) up to
+    ``size`` batches ahead; it overlaps a step that releases the GIL, as compiled JAX does."""
 
     def __init__(self, source: Iterable, size: Annotated[int, declare.Range(1, MAX_SIZE)] = 2,
                  transfer: Callable | None = None, *, timeout: calls.Timeout = None) -> None:
@@ -85,8 +83,7 @@ class _State:
 
 
 class PrefetchIterator:
-    """The iterator of ``Prefetch``: the source's items in order; ``produced`` counts the batches the thread has
-    transferred; ``close()`` (or leaving a ``with`` block) stops and joins the thread."""
+    """The iterator of ``Prefetch``; ``close()`` (or leaving a ``with`` block) stops and joins the thread."""
 
     def __init__(self, source: Iterator[Any], size: int, transfer: Callable[[Any], Any], timeout: float | None,
                  ) -> None:
@@ -158,8 +155,7 @@ def prefetch_threads() -> int:
 
 @declare.checked
 def grain_available() -> bool:
-    """True when Grain (one of the data loaders used with JAX) can be imported here: ``grain`` and the JAX it imports
-    are installed (the course's ``COURSE_BLOCK=jax`` shim answers False). Imports nothing."""
+    """True when Grain and the JAX it imports are installed (``COURSE_BLOCK=jax`` answers False); imports nothing."""
     try:
         return env.available("jax") and importlib.util.find_spec("grain") is not None
     except (ImportError, ValueError):

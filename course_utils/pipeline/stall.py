@@ -1,5 +1,4 @@
-"""The data stall of notebook 04 read from a profiler trace alone: each training step is marked
-(``record_function``), and the compute thread's idle gaps between two marked steps are its waits for data."""
+"""The data stall of notebook 04 read from a profiler trace alone: the idle gaps between marked steps."""
 
 from __future__ import annotations
 
@@ -21,8 +20,8 @@ Durations = Annotated[tuple[declare.NonNegativeFloat, ...], declare.MaxItems(20_
 @declare.checked
 def capture_loop(batches: Iterable, step: Callable, *, steps: Annotated[int, declare.Range(2, 1000)],
                  name: declare.FileName, timeout: calls.Timeout = None) -> profile.Trace:
-    """Profile ``steps`` PyTorch steps fed by ``batches``, each marked ``STEP_MARK`` and waited for; saved under
-    ``build/traces/<name>.torch.json`` and returned loaded. Past ``timeout`` (None: the size's default) it raises."""
+    """Profile ``steps`` PyTorch steps fed by ``batches``, each marked ``STEP_MARK``; saved under
+    ``build/traces/<name>.torch.json`` and returned loaded."""
     seconds = calls.default_timeout() if timeout is None else timeout
 
     def run() -> None:
@@ -70,8 +69,7 @@ class Stalls:
 
 @declare.checked
 def data_stalls(trace: profile.Trace, *, label: declare.Text = "loop", mark: declare.Text = STEP_MARK) -> Stalls:
-    """The marked steps of ``trace`` on the thread that ran most of them, in time order, and the idle gaps between
-    consecutive ones: the compute thread's waits for data."""
+    """The marked steps of ``trace`` on the thread that ran most of them and the idle gaps between them."""
     marked = trace.select(f"^{re.escape(mark)}$").events
     counts = Counter(e.thread for e in marked)
     thread = max(counts, key=lambda t: counts[t]) if counts else ""

@@ -1,6 +1,5 @@
 """Worker hygiene for notebook 04: DataLoader workers started without ``fork`` (which copies only the calling
-thread, and every lock other threads held stays held in the child), what they import and cost, that none is left
-behind, and how many cores the training processes keep."""
+thread, its locks held forever), what they cost, that none is left behind, and the cores they may use."""
 
 from __future__ import annotations
 
@@ -35,8 +34,8 @@ def _importable(name: str) -> bool:
 
 @declare.checked
 def worker_context(preload: Preload = PRELOAD) -> Any:
-    """The multiprocessing context for DataLoader workers started from a notebook: forkserver (its server imports
-    ``preload`` once, so a worker starts with a fork), else spawn (every worker imports torch itself)."""
+    """The multiprocessing context for DataLoader workers from a notebook: forkserver (its server imports
+    ``preload`` once), else spawn."""
     missing = [name for name in preload if not _importable(name)]
     if missing:  # the server would start without them and every worker would pay the import after all
         raise ValueError(f"preload must name modules importable here; cannot import {', '.join(missing)}")
@@ -50,8 +49,7 @@ def worker_context(preload: Preload = PRELOAD) -> Any:
 @declare.checked
 def start_forkserver(preload: Preload = PRELOAD,
                      timeout: Annotated[float, declare.Range(1, calls.MAX_TIMEOUT)] | None = None) -> float:
-    """Start the forkserver and fork one trivial process from it: the one-off cost per kernel, in seconds (raises past
-    ``timeout``, None: the size's default)."""
+    """Start the forkserver and fork one trivial process from it: the one-off cost per kernel, in seconds."""
     context = worker_context(preload)
     seconds = calls.default_timeout() if timeout is None else timeout
     start = time.perf_counter()
@@ -66,9 +64,8 @@ def start_forkserver(preload: Preload = PRELOAD,
 
 @declare.checked
 def unpickles_in_fresh_process(obj: Any, timeout: calls.Timeout = None) -> str:
-    """Pickle ``obj`` here and unpickle it in a new Python process, as a spawn/forkserver worker does: "ok", or the
-    exception's name (a lambda: PicklingError here; a notebook's function: AttributeError there), or
-    "TimeoutExpired" after ``timeout`` seconds (None: the size's default)."""
+    """Pickle ``obj`` here and unpickle it in a new Python, as a spawn worker does: "ok", the exception's name, or
+    "TimeoutExpired"."""
     try:
         payload = pickle.dumps(obj)
     except Exception as error:  # noqa: BLE001 - the answer is the kind of failure, as a worker would meet it
@@ -91,8 +88,8 @@ def _is_helper(process: Any) -> bool:
 
 @declare.checked
 def worker_processes(wait: Annotated[float, declare.Range(0, 60)] = 2.0) -> list[int]:
-    """PIDs of live processes this process started (multiprocessing's own servers excluded), polled for up to
-    ``wait`` seconds since a stopped worker takes a moment to exit: empty once no worker was leaked."""
+    """PIDs of live processes this process started (multiprocessing's servers excluded), polled for up to
+    ``wait`` seconds: empty once no worker was leaked."""
     import psutil
 
     me = psutil.Process()
@@ -127,9 +124,8 @@ def worker_memory() -> dict[int, int]:
 
 @declare.checked
 def data_cores(cores: Cores | None = None, ranks: Cores = 1) -> int:
-    """Cores per training process left for its loader workers: (cores - ranks) / ranks, at least 1. Each of the
-    ``ranks`` training processes on the node keeps one core (on a CPU it computes; on a GPU it runs Python, the
-    kernel launches, the pin-memory thread)."""
+    """Cores per training process left for its loader workers: (cores - ranks) / ranks, at least 1 (each training
+    process keeps a core: on a GPU it runs Python and the kernel launches)."""
     cores = (os.cpu_count() or 1) if cores is None else cores
     if ranks > cores:
         raise ValueError(f"ranks must be at most cores ({cores}): each training process keeps a core; got {ranks}")
@@ -138,8 +134,7 @@ def data_cores(cores: Cores | None = None, ranks: Cores = 1) -> int:
 
 @declare.checked
 def worker_counts(cores: Cores | None = None) -> list[int]:
-    """Worker counts worth measuring on ``cores`` cores: 0, 1, half, the cores free for data (``data_cores``) and one
-    more, so that a count above the free cores is always measured."""
+    """Worker counts worth measuring: 0, 1, half the cores, the cores free for data and one more."""
     cores = (os.cpu_count() or 1) if cores is None else cores
     return sorted({0, 1, max(1, cores // 2), data_cores(cores), data_cores(cores) + 1})
 
@@ -147,8 +142,7 @@ def worker_counts(cores: Cores | None = None) -> list[int]:
 @declare.checked
 @contextmanager
 def oversubscribing() -> Iterator[None]:
-    """A block in which only PyTorch's "more workers than the suggested maximum" warning is silenced: for a sweep that
-    puts more workers than cores on purpose. Every other warning shows."""
+    """A block in which only PyTorch's "more workers than the suggested maximum" warning is silenced."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"This DataLoader will create \d+ worker processes in total",
                                 category=UserWarning)
@@ -157,9 +151,8 @@ def oversubscribing() -> Iterator[None]:
 
 @declare.checked
 def limit_compute_threads(threads: Annotated[int, declare.Range(1, os.cpu_count() or 1)] = 1) -> dict[str, int]:
-    """On a CPU-only machine, give the model ``threads`` cores (torch's and TensorFlow's intra-op threads; JAX's CPU
-    backend started on that many cores, since XLA sizes its pool from the affinity it sees at start); on a GPU or TPU
-    nothing. Call it before JAX starts (before ``cu.notebook.setup()``). Returns the threads set per framework."""
+    """On a CPU-only machine, give the model ``threads`` cores (torch and TF intra-op threads; JAX's CPU backend
+    started on that many cores); call it before JAX starts. Returns the threads set per framework."""
     if env.accelerator() != "cpu":
         return {}
     done: dict[str, int] = {}

@@ -1,7 +1,5 @@
-"""Notebook 03 (``03_mixed_precision``): what fp16 and bf16 buy, and what they break. One file per job: ``formats``,
-``scaling`` (underflow, loss scaling), ``training`` (runs the learner's AMP step), ``policies`` (dtypes read back),
-``speed`` (the device plan's choices, the units' bound), ``steptime`` (the step in fresh processes), ``library`` (MKL
-and oneDNN), ``memory``, ``remat``, ``fp8``, ``findings``, ``exercises``, ``plots``."""
+"""Notebook 03 (``03_mixed_precision``): what fp16 and bf16 buy, and what they break. The lesson's helpers,
+one file per job; ``findings`` holds its predictions, ``exercises`` its checkers."""
 
 from course_utils.precision import exercises as _exercises  # noqa: F401  (registers the exercise checkers)
 from course_utils.precision import findings
@@ -14,8 +12,6 @@ from course_utils.precision.fp8 import (
     gpu_fp8_status,
     layer_tensors,
 )
-from course_utils.precision.library import cpu_vendor, library_verbose
-from course_utils.precision.memory import TRAINING_SCHEMES, training_memory
 from course_utils.precision.plots import (
     accumulation_plot,
     amax_plot,
@@ -30,12 +26,14 @@ from course_utils.precision.plots import (
 )
 from course_utils.precision.policies import dtype_summary, jax_dtypes, keras_dtypes, op_dtypes, watch_dtypes
 from course_utils.precision.remat import (
+    TRAINING_SCHEMES,
     block_weights,
     jax_remat,
     predicted_peak_with_remat,
     tf_recompute_same,
     torch_grouped_saved,
     torch_remat,
+    training_memory,
 )
 from course_utils.precision.scaling import (
     adam_eps_share,
@@ -52,6 +50,8 @@ from course_utils.precision.speed import (
     CLAIM_BAND,
     STREAM_OPS,
     bf16_bound,
+    cpu_vendor,
+    library_verbose,
     matmul_check,
     matmul_shares,
     mlp_step_flops,

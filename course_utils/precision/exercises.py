@@ -26,12 +26,6 @@ def _overflow_exponent(answer: Any, *, overflows: Annotated[Mapping[int, bool], 
     return f"2^{int(answer)} is {'too high' if answer > measured else 'too low'}: this run overflowed from 2^{measured}"
 
 
-def _bf16_values(seed: int) -> tuple[np.ndarray]:
-    import ml_dtypes
-
-    return (np.random.default_rng(seed).random(3000).astype(ml_dtypes.bfloat16),)
-
-
 @exercises.register("03.2", hint="keep a compensation c in bf16: y = x - c; t = s + y; c = (t - s) - y; s = t")
 @declare.checked
 def _kahan(answer: Callable[[Any], Any], *, trials: PositiveInt = 3) -> str | None:
@@ -40,7 +34,7 @@ def _kahan(answer: Callable[[Any], Any], *, trials: PositiveInt = 3) -> str | No
 
     fn = answer
     for seed in range(trials):
-        (values,) = _bf16_values(seed)
+        values = np.random.default_rng(seed).random(3000).astype(ml_dtypes.bfloat16)
         exact = float(values.astype(np.float64).sum())
         try:
             got = float(fn(values))

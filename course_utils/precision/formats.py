@@ -1,5 +1,5 @@
-"""Floating-point formats, measured: bit layouts, range and precision from ``finfo`` (nothing typed in; TF32, which
-has no NumPy type, is fp32's exponent with fp16's mantissa, rounded by bit masking), rounding, and long sums."""
+"""Floating-point formats read from ``finfo`` (TF32, which has no NumPy type, is fp32's exponent with fp16's
+mantissa, rounded by bit masking), rounding, and long sums."""
 
 from __future__ import annotations
 
@@ -18,6 +18,16 @@ Format = Literal["float32", "tf32", "float16", "bfloat16", "float8_e4m3fn", "flo
 SHORT = {"float32": "fp32", "tf32": "tf32", "float16": "fp16", "bfloat16": "bf16",
          "float8_e4m3fn": "fp8 e4m3", "float8_e5m2": "fp8 e5m2"}
 Seed = Annotated[int, Range(0, 2**32 - 1)]
+
+
+class Shown:
+    """A result shown as its ``table()``: plain text and HTML."""
+
+    def __repr__(self) -> str:
+        return repr(self.table())
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
 
 
 @declare.checked
@@ -77,7 +87,7 @@ def float_format(name: Format) -> FloatFormat:
 
 
 @dataclass(frozen=True, repr=False)
-class FormatTable:
+class FormatTable(Shown):
     """Several formats side by side; shows as a ``display.Table``."""
 
     formats: tuple[FloatFormat, ...]
@@ -94,12 +104,6 @@ class FormatTable:
                 for f in self.formats]
         return display.table(["format", "bits (s/e/m)", "eps", "digits", "min subnormal", "min normal", "max"],
                              rows, title="Formats, read from finfo")
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 @declare.checked
@@ -135,8 +139,7 @@ def round_to(x: Any, name: Format) -> np.ndarray:
 @declare.checked
 def relative_rounding_error(magnitudes: Annotated[Sequence[declare.PositiveFloat], NonEmpty], name: Format, *,
                             samples: Annotated[int, Range(1, 100_000)] = 256, seed: Seed = 0) -> np.ndarray:
-    """Largest relative error of storing values in [m, 2m) in format ``name``, for each magnitude m: 1.0 where the
-    value was flushed to zero, inf where it overflowed."""
+    """Largest relative error of storing values in [m, 2m) in format ``name``, per magnitude m (1: flushed)."""
     m = np.asarray(magnitudes, dtype=np.float64).reshape(-1, 1)
     x = m * (1.0 + np.random.default_rng(seed).random((1, samples)))
     r = round_to(x, name)
@@ -148,8 +151,8 @@ def relative_rounding_error(magnitudes: Annotated[Sequence[declare.PositiveFloat
 @declare.checked
 def accumulation_error(lengths: Annotated[Sequence[Annotated[int, Range(1, 10**8)]], NonEmpty], *,
                        seed: Seed = 0) -> dict[str, np.ndarray]:
-    """Relative error of summing n bf16 values from U(0, 1), for each n in ``lengths``, against the float64 sum:
-    a bf16 accumulator (a naive loop), an fp32 accumulator (what matmul units do), and the latter rounded once."""
+    """Relative error of summing n bf16 values from U(0, 1) in a bf16 accumulator, in an fp32 one (what matmul
+    units do), and in fp32 rounded once, per n in ``lengths``."""
     import ml_dtypes
 
     lengths = np.asarray(lengths, dtype=np.int64)

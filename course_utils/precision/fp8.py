@@ -1,11 +1,8 @@
-"""fp8 numerics on real tensors of the course model, on any CPU: each Linear's output and the gradient arriving at
-it through the learner's round trip (scale, cast, cast back, unscale), their amax step by step, and delayed against
-dynamic scaling; fp8 *training* where the device plan finds fp8 units and torchao is installed (found, not imported).
-"""
+"""fp8 numerics on the course model's real tensors, on any CPU: round trips, the amax per step, delayed against
+dynamic scaling; fp8 *training* where the device plan finds fp8 units and torchao is installed."""
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -17,7 +14,8 @@ import numpy as np
 
 from course_utils import calls, declare, devices, display, intervals, timing, validate
 from course_utils.declare import NonEmpty, PositiveFloat, Range
-from course_utils.precision.scaling import Module, Tensor
+from course_utils.precision.formats import Shown
+from course_utils.precision.scaling import Module, Tensor, _linear_outputs
 
 KINDS = ("activations", "gradients")
 MAX_WINDOW = 100_000
@@ -25,34 +23,16 @@ MAX_WINDOW = 100_000
 
 @declare.checked
 def layer_tensors(model: Module, x: Tensor, y: Tensor) -> dict[str, list[Any]]:
-    """{'activations': each ``nn.Linear`` output of ``model`` on (x, y), 'gradients': the cross-entropy loss's
-    gradient with respect to each of them}, fp32, detached, in layer order (the model's gradients are cleared)."""
-    import torch
-    import torch.nn.functional as F
-
-    outputs: list[Any] = []
-
-    def keep(module: Any, inputs: Any, output: Any) -> None:
-        output.retain_grad()
-        outputs.append(output)
-
-    hooks = [m.register_forward_hook(keep) for m in model.modules() if isinstance(m, torch.nn.Linear)]
-    if not hooks:
-        raise ValueError("model must contain at least one torch.nn.Linear")
-    try:
-        F.cross_entropy(model(x), y).backward()
-    finally:
-        for h in hooks:
-            h.remove()
-    model.zero_grad(set_to_none=True)
+    """{'activations': each ``nn.Linear`` output on (x, y), 'gradients': the loss's gradient at each}, fp32."""
+    outputs = _linear_outputs(model, x, y)
     return {"activations": [o.detach().float() for o in outputs],
             "gradients": [o.grad.detach().float() for o in outputs]}
 
 
 @dataclass(frozen=True)
 class CastError:
-    """One format's round trip over a list of tensors: the normwise relative error ||back - x|| / ||x|| (median
-    over the tensors), the share of nonzero values that came back as zero, and of finite values that did not."""
+    """One format's round trip over tensors: the median normwise relative error, the share of nonzero values
+    flushed to zero, and of finite values that came back inf or nan."""
 
     error: float
     flushed: float
@@ -62,8 +42,7 @@ class CastError:
 @declare.checked
 def cast_error(tensors: Annotated[Sequence[Tensor], NonEmpty], roundtrip: Callable[[Any], Any], *,
                timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> CastError:
-    """``roundtrip(t)`` (the learner's scale-cast-unscale) applied to each tensor, compared with the tensor; each
-    round trip within ``timeout`` seconds (None: the lesson size's default)."""
+    """``roundtrip(t)`` (the learner's scale-cast-unscale) applied to each tensor, compared with the tensor."""
     import torch
 
     errors, nonzero, flushed, bad, total = [], 0, 0, 0, 0
@@ -85,7 +64,7 @@ def cast_error(tensors: Annotated[Sequence[Tensor], NonEmpty], roundtrip: Callab
 
 
 @dataclass(frozen=True, repr=False)
-class CastTable:
+class CastTable(Shown):
     """``cast_error`` per tensor kind (activations, gradients) and format."""
 
     errors: Mapping[str, Mapping[str, CastError]]
@@ -99,12 +78,6 @@ class CastTable:
         return display.table(["tensors", "format", "relative error (median over layers)", "nonzero -> 0",
                               "inf or nan"], rows,
                              title="Round trip through each format, on the trained model's tensors")
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 @declare.checked
@@ -133,20 +106,21 @@ class AmaxHistory:
         return np.array(whole, dtype=float)
 
 
+@declare.checked
 @contextmanager
-def _amax_history(model: Any) -> Iterator[AmaxHistory]:
+def amax_history(model: Module) -> Iterator[AmaxHistory]:
+    """Record the amax of every ``nn.Linear`` output of ``model`` and of its gradient, per training step."""
     import torch
 
     history = AmaxHistory()
     linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
     if not linears:
         raise ValueError("model must contain at least one torch.nn.Linear")
-    first = linears[0]
 
     def record(module: Any, inputs: Any, output: Any) -> None:
         if not (torch.is_grad_enabled() and output.requires_grad):
             return
-        if module is first:
+        if module is linears[0]:
             history.activations.append([])
             history.gradients.append([])
         acts, grads = history.activations[-1], history.gradients[-1]
@@ -163,18 +137,10 @@ def _amax_history(model: Any) -> Iterator[AmaxHistory]:
             h.remove()
 
 
-@declare.checked
-def amax_history(model: Module) -> contextlib.AbstractContextManager[AmaxHistory]:
-    """Record the amax of every ``nn.Linear`` output of ``model`` and of its gradient, once per forward pass that
-    builds a graph (a training step), while the block runs; hooks are removed on exit."""
-    return _amax_history(model)
-
-
 @dataclass(frozen=True)
 class DelayedScaling:
-    """A scale taken from the last ``window`` steps' amax (delayed scaling) against the current amax, over every
-    step after the first ``window`` and every layer: how often the tensor outgrew its history (its top values would
-    saturate), by how much at most, and how many powers of two of range the stale scale left unused (median)."""
+    """Delayed scaling scored over the steps after the first ``window``: how often a tensor outgrew its history
+    (saturating), by how much at most, and the powers of two of range the stale scale left unused (median)."""
 
     kind: str
     window: int
@@ -183,16 +149,11 @@ class DelayedScaling:
     worst_overshoot: float
     unused_log2: float
 
-    @property
-    def saturated_share(self) -> float:
-        return self.saturated / self.checked if self.checked else 0.0
-
 
 @declare.checked
 def delayed_scaling(history: AmaxHistory, kind: Literal["activations", "gradients"], *,
                     window: Annotated[int, Range(1, MAX_WINDOW)] = 16) -> DelayedScaling:
-    """Score delayed scaling on ``history``'s ``kind`` series: step t is scaled by the max amax of steps t-window
-    to t-1; it saturates where its own amax is larger (dynamic scaling, from the current amax, never does)."""
+    """Score delayed scaling on ``history``'s ``kind``: step t is scaled by the max amax of the ``window`` before."""
     amax = history.series(kind)
     if len(amax) <= window:
         raise ValueError(f"history holds {len(amax)} steps; delayed scaling over a window of {window} needs more")
@@ -220,9 +181,9 @@ class Fp8Status:
 
 @declare.checked
 def gpu_fp8_status(plan: devices.Plan | None = None) -> Fp8Status:
-    """Whether fp8 training can run: the device plan's fp8 units (``plan``, default this runtime's), then torchao,
-    looked up without importing it."""
-    plan = devices.plan(devices.describe()) if plan is None else plan
+    """Whether fp8 training can run: the plan's fp8 units (default ``devices.current()``, which honours
+    ``COURSE_DEVICE``), then torchao, looked up without importing it."""
+    plan = devices.current() if plan is None else plan
     device = plan.device
     if device.kind != "gpu":
         return Fp8Status(False, "fp8 training needs fp8 matrix units: an NVIDIA GPU of compute capability 8.9 or "
@@ -250,8 +211,8 @@ def compare_training(models: Mapping[Literal["bf16", "fp8"], Module], x: Tensor,
                      rounds: Annotated[int, Range(2, 100)] = 6,
                      min_time: Annotated[float, Range(0, 60, low_open=True)] = 1.0,
                      timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> Fp8Training:
-    """Train ``{"bf16": model, "fp8": its converted copy}`` on the regression ``x`` -> ``y`` with AdamW under bf16
-    autocast for ``steps`` steps, then time one step of each in interleaved rounds (fp8 over bf16, its interval)."""
+    """Train both models on ``x`` -> ``y`` (AdamW, bf16 autocast) for ``steps``, then time a step of each in
+    interleaved rounds: final losses and fp8's speed-up over bf16."""
     import torch
 
     if set(models) != {"bf16", "fp8"}:

@@ -1,5 +1,4 @@
-"""The figures of notebook 03: bit layouts, rounding error, gradient histograms, the loss-scale trace, long
-sums, throughput, memory per parameter, loss curves over seeds, and before/after bars."""
+"""The figures of notebook 03."""
 
 from __future__ import annotations
 
@@ -99,8 +98,7 @@ def gradient_histogram_plot(values: Any, *, scale: PositiveFloat = 1.0, name: Fo
 def scale_trace_plot(scales: Annotated[Sequence[PositiveFloat], NonEmpty],
                      skipped: Annotated[Sequence[bool], SameLength("scales")],
                      ceiling: Annotated[Any, SameLength("scales")] | None = None) -> Figure:
-    """The dynamic loss scale per step (log2), skipped (overflowing) steps marked, and optionally the computed
-    ceiling log2(fp16 max / largest |gradient|) of each step (NaN where it is not computed)."""
+    """The dynamic loss scale per step (log2), skipped steps marked, and optionally each step's computed ceiling."""
     steps = np.arange(len(scales))
     fig, (ax,) = plotting.figure(width=7.5, height=3.4)
     if ceiling is not None:
@@ -122,16 +120,10 @@ def accumulation_plot(lengths: Annotated[Sequence[int], NonEmpty],
                       errors: Annotated[Mapping[str, Annotated[Sequence[float], SameLength("lengths")]], NonEmpty],
                       ) -> Figure:
     """Relative error of long sums against their length, one line per accumulation scheme."""
-    fig, (ax,) = plotting.figure(width=7.0, height=3.6)
-    for i, (label, err) in enumerate(errors.items()):
-        ax.plot(lengths, np.maximum(np.asarray(err), 1e-10), marker="o", markersize=3, label=label,
-                color=plotting.PALETTE[i])
+    fig = lines_plot(lengths, {k: np.maximum(np.asarray(v), 1e-10) for k, v in errors.items()}, logx=True, logy=True,
+                     xlabel="number of terms summed", ylabel="relative error of the sum", title="Summing bf16 numbers")
+    ax = fig.axes[0]
     ax.axhline(float_format("bfloat16").unit_roundoff, color="#888888", linestyle=":", label="bf16 unit roundoff")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("number of terms summed")
-    ax.set_ylabel("relative error of the sum")
-    ax.set_title("Summing bf16 numbers")
     ax.legend(fontsize=8)
     return fig
 

@@ -1,9 +1,8 @@
-"""Reading back what a mixed-precision recipe did: the dtypes of weights, activations, loss and gradients of the
-learner's torch model (hooks while its autocast block runs), Keras model (its dtype policy) and JAX cast policy."""
+"""The dtypes a mixed-precision recipe gave weights, activations, loss and gradients: the learner's torch
+autocast block (hooks), Keras model (its dtype policy) and JAX cast policy."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,8 +33,7 @@ class DtypeWatch:
 
     @declare.checked
     def report(self, loss: Tensor) -> DtypeReport:
-        """Weights, the activations seen, ``loss`` and the gradients the backward pass left (call it after
-        ``loss.backward()``)."""
+        """Weights, the activations seen, ``loss`` and the gradients (call it after ``loss.backward()``)."""
         params = list(self.model.parameters())
         missing = [i for i, p in enumerate(params) if p.grad is None]
         if missing:
@@ -48,14 +46,9 @@ class DtypeWatch:
 
 
 @declare.checked
-def watch_dtypes(model: Module) -> contextlib.AbstractContextManager[DtypeWatch]:
-    """Watch the dtype of every ``nn.Linear`` output of ``model`` while the block runs (the learner's autocast
-    forward goes inside); hooks are removed on exit."""
-    return _watch(model)
-
-
 @contextmanager
-def _watch(model: Any) -> Iterator[DtypeWatch]:
+def watch_dtypes(model: Module) -> Iterator[DtypeWatch]:
+    """Watch the dtype of every ``nn.Linear`` output of ``model`` while the block runs."""
     import torch
 
     watch = DtypeWatch(model)
@@ -81,8 +74,7 @@ def op_dtypes(outputs: Annotated[dict[str, Tensor], NonEmpty]) -> dict[str, str]
 
 
 def keras_dtypes(model: Any, x: Any, y: Any) -> DtypeReport:
-    """One forward and backward pass of the learner's Keras ``model`` (built under its dtype policy) on (x, y):
-    dtypes of its variables, of each layer's output, of the cross-entropy loss and of the gradients."""
+    """The dtypes of one forward and backward pass of the learner's Keras ``model`` on (x, y)."""
     tf = env.import_tensorflow()
     import keras
 
@@ -104,37 +96,20 @@ def keras_dtypes(model: Any, x: Any, y: Any) -> DtypeReport:
 # JAX: the learner's cast policy
 
 
-def _jaxpr_values(jaxpr: Any, out: list[tuple[str, str]]) -> None:
+def _jaxpr_values(jaxpr: Any) -> Iterator[tuple[str, str]]:
     """(primitive, dtype) of every value computed in ``jaxpr``, nested jaxprs (relu's custom_jvp) included."""
     for eqn in jaxpr.eqns:
-        for var in eqn.outvars:
-            out.append((eqn.primitive.name, str(var.aval.dtype)))
+        yield from ((eqn.primitive.name, str(var.aval.dtype)) for var in eqn.outvars)
         for param in eqn.params.values():
             for sub in param if isinstance(param, (tuple, list)) else (param,):
-                inner = getattr(sub, "jaxpr", sub)
-                if hasattr(inner, "eqns"):
-                    _jaxpr_values(inner, out)
-
-
-def jax_activation_dtypes(apply: Callable[[Any, Any], Any], params: Any, x: Any) -> set[str]:
-    """Dtypes of every intermediate value that ``apply(params, x)`` computes, casts excluded, from its jaxpr."""
-    import jax
-
-    values: list[tuple[str, str]] = []
-    _jaxpr_values(jax.make_jaxpr(apply)(params, x).jaxpr, values)
-    return {dtype for prim, dtype in values if prim != "convert_element_type"}
+                if hasattr(inner := getattr(sub, "jaxpr", sub), "eqns"):
+                    yield from _jaxpr_values(inner)
 
 
 @declare.checked
 def jax_dtypes(apply: Callable[[Any, Any], Any], params: Any, x: Any, y: Any, *,
                timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> DtypeReport:
-    """Dtypes of the weights, the activations (read from the program), the cross-entropy loss and the gradients
-    of the learner's ``apply(params, x)``, which must trace and run within ``timeout`` seconds."""
-    with calls.time_limit(timeout, "trace and run of " + calls.describe(apply)):
-        return _jax_dtypes(apply, params, x, y)
-
-
-def _jax_dtypes(apply: Callable[[Any, Any], Any], params: Any, x: Any, y: Any) -> DtypeReport:
+    """The dtypes of the learner's ``apply(params, x)``, its activations read from the jaxpr (casts excluded)."""
     import jax
     import jax.numpy as jnp
 
@@ -142,10 +117,13 @@ def _jax_dtypes(apply: Callable[[Any, Any], Any], params: Any, x: Any, y: Any) -
         logits = apply(p, xb)
         return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), yb[:, None], axis=1))
 
-    loss, grads = jax.jit(jax.value_and_grad(loss_fn))(params, x, y)
-    return {"weights": {str(a.dtype) for a in jax.tree.leaves(params)},
-            "activations": jax_activation_dtypes(apply, params, x), "loss": {str(loss.dtype)},
-            "gradients": {str(a.dtype) for a in jax.tree.leaves(grads)}, "loss value": {f"{float(loss):.4f}"}}
+    with calls.time_limit(timeout, "trace and run of " + calls.describe(apply)):
+        loss, grads = jax.jit(jax.value_and_grad(loss_fn))(params, x, y)
+        values = _jaxpr_values(jax.make_jaxpr(apply)(params, x).jaxpr)
+        activations = {dtype for prim, dtype in values if prim != "convert_element_type"}
+    return {"weights": {str(a.dtype) for a in jax.tree.leaves(params)}, "activations": activations,
+            "loss": {str(loss.dtype)}, "gradients": {str(a.dtype) for a in jax.tree.leaves(grads)},
+            "loss value": {f"{float(loss):.4f}"}}
 
 
 @declare.checked

@@ -1,23 +1,37 @@
-"""Activation checkpointing measured on the learner's residual MLP blocks, h + W2 · gelu(W1 · h) (4x wide inside):
-torch's bytes saved for backward, peaks and step time; JAX's ``jax.vjp`` residuals and the compiled step's FLOPs and
-temp bytes with ``jax.checkpoint`` and without; TensorFlow's ``tf.recompute_grad`` gradients."""
+"""Training memory: bytes per parameter of weights, gradients and Adam state (computed, ZeRO's accounting);
+activation checkpointing measured on the learner's residual MLP blocks in torch, JAX and TensorFlow."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
 from course_utils import calls, declare, display, env, intervals, timing
 from course_utils.declare import NonEmpty, PositiveInt, Range
 from course_utils.memory import compiled_stats, jax_compiled_stats, saved_activation_bytes, torch_peak_bytes
+from course_utils.precision.formats import Shown
 from course_utils.precision.scaling import Tensor
 
+# Bytes per parameter of each piece of training state, the standard accounting (ZeRO, Rajbhandari et al. 2020).
+TRAINING_SCHEMES: dict[str, dict[str, int]] = {
+    "fp32 + Adam": {"fp32 weights": 4, "fp32 gradients": 4, "Adam moments (fp32)": 8},
+    "mixed + Adam, fp32 master": {"16-bit weights": 2, "16-bit gradients": 2, "fp32 master weights": 4,
+                                  "Adam moments (fp32)": 8},
+    "pure bf16 + Adam": {"16-bit weights": 2, "16-bit gradients": 2, "Adam moments (bf16)": 4},
+}
 MAX_WEIGHT_BYTES = 2**30  # the blocks' weights a lesson may ask for: 1 GiB
 Rounds = Annotated[int, Range(2, 100)]
 MinTime = Annotated[float, Range(0, 60, low_open=True)]
+
+
+@declare.checked
+def training_memory(n_params: Annotated[int, Range(0, 10**15)],
+                    scheme: Literal["fp32 + Adam", "mixed + Adam, fp32 master", "pure bf16 + Adam"]) -> dict[str, int]:
+    """Bytes of weights, gradients and Adam state for ``n_params`` parameters under ``scheme`` (computed)."""
+    return {k: v * n_params for k, v in TRAINING_SCHEMES[scheme].items()}
 
 
 @declare.checked
@@ -33,8 +47,8 @@ def block_weights(width: Annotated[int, Range(1, 65536)], blocks: Annotated[int,
             for _ in range(blocks)]
 
 
-@dataclass(frozen=True)
-class Remat:
+@dataclass(frozen=True, repr=False)
+class Remat(Shown):
     """One framework's numbers without (index 0) and with (index 1) checkpointing."""
 
     framework: str
@@ -53,8 +67,7 @@ class Remat:
 
     @property
     def cost(self) -> intervals.Speedup:
-        """How many times as long a step takes with checkpointing, with its interval: the geometric mean of the
-        paired rounds' ratios (above 1: checkpointing costs time)."""
+        """A step's time with checkpointing over without, with its interval over paired rounds."""
         return intervals.speedup(self.time[1], self.time[0])
 
     @property
@@ -82,19 +95,11 @@ class Remat:
             rows.append(("step time, with over without (ratio of the medians)", "1x", f"{self.time_ratio:.2f}x"))
         return display.table(["", "without checkpointing", "with checkpointing"], rows, title=self.framework)
 
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
-
 
 @declare.checked
 def torch_remat(loss: Callable[[bool], Any], params: Annotated[Sequence[Tensor], NonEmpty], *, rounds: Rounds = 4,
                 min_time: MinTime = 0.1, timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> Remat:
-    """Saved bytes, peak memory and time of the learner's step ``loss(remat).backward()`` without and with its
-    checkpointing, ``params`` being what it differentiates; timed in ``rounds`` interleaved rounds, gradients
-    compared."""
+    """Saved bytes, peaks and time of the learner's ``loss(remat).backward()`` without and with checkpointing."""
     import torch
 
     flat = list(params)
@@ -122,8 +127,8 @@ def torch_remat(loss: Callable[[bool], Any], params: Annotated[Sequence[Tensor],
 
 @declare.checked
 def torch_live_peak(fn: Callable[[], Any]) -> int | None:
-    """Peak bytes of the tensors ``fn()`` allocates that are alive at once (CPU), from the PyTorch profiler's memory
-    timeline, as CUDA's ``max_memory_allocated`` counts on a GPU (the RSS also holds what malloc keeps mapped)."""
+    """Peak bytes of the tensors ``fn()`` has alive at once (CPU), from the profiler's memory timeline, as
+    CUDA's ``max_memory_allocated`` counts (the RSS also holds what malloc keeps mapped)."""
     try:
         from torch.profiler import ProfilerActivity, profile
         from torch.profiler._memory_profiler import Action
@@ -143,55 +148,46 @@ def torch_live_peak(fn: Callable[[], Any]) -> int | None:
 @declare.checked
 def jax_remat(loss: Callable[[Any, Any, bool], Any], params: Any, x: Any, *, rounds: Rounds = 4,
               min_time: MinTime = 0.1, timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> Remat:
-    """The learner's ``loss(params, x, remat)`` (``remat=True``: its blocks in ``jax.checkpoint``) without and with
-    checkpointing: the ``jax.vjp`` residuals, the compiled gradient step's FLOPs, temp bytes, dots and time."""
+    """The learner's ``loss(params, x, remat)`` without and with ``jax.checkpoint``: vjp residuals and the
+    compiled step's FLOPs, temp bytes, dots and time."""
     import jax
 
     weight_bytes = sum(a.nbytes for a in jax.tree.leaves(params))  # vjp residuals include the weights
-    saved, flops, temp, dots, steps, grads = [], [], [], [], {}, []
+    saved, stats, steps, grads = [], [], {}, []
     for remat in (False, True):
         with calls.time_limit(timeout, f"tracing and compiling loss={calls.describe(loss)} with remat={remat}"):
-            _jax_variant(loss, params, x, remat, weight_bytes, saved, flops, temp, dots, steps, grads)
+            residuals = jax_compiled_stats(lambda p, h, r=remat: jax.vjp(lambda a, b: loss(a, b, r), p, h)[1],
+                                           params, x)
+            saved.append(int(residuals["output"] - weight_bytes))
+            step = jax.jit(jax.grad(lambda p, h, r=remat: loss(p, h, r))).lower(params, x).compile()
+            stats.append(compiled_stats(step))
+            steps["with" if remat else "without"] = lambda step=step: step(params, x)
+            grads.append(jax.tree.leaves(step(params, x)))
     timed = timing.interleaved(steps, rounds=rounds, min_time=min_time, timeout=timeout)
     same = all(np.allclose(a, b, rtol=1e-4, atol=1e-6) for a, b in zip(*grads))
-    return Remat("jax", tuple(saved), flops=tuple(flops), temp=tuple(temp),  # type: ignore[arg-type]
-                 time=(timed["without"], timed["with"]), same_gradients=bool(same),  # type: ignore[arg-type]
-                 dots=tuple(dots))  # type: ignore[arg-type]
+    return Remat("jax", tuple(saved), flops=tuple(s["flops"] for s in stats),  # type: ignore[arg-type]
+                 temp=tuple(s.get("temp") for s in stats), time=(timed["without"], timed["with"]),  # type: ignore
+                 same_gradients=bool(same), dots=tuple(int(s["dots"]) for s in stats))  # type: ignore[arg-type]
 
 
-def _jax_variant(loss: Callable[[Any, Any, bool], Any], params: Any, x: Any, remat: bool, weight_bytes: int,
-                 *found: Any) -> None:
-    """One variant's residuals, FLOPs, temp bytes, dots, step and gradients, appended to ``found``'s lists."""
-    import jax
+@dataclass(frozen=True)
+class _Pairs:
+    """Declared: (W1, W2) pairs of 2-d arrays, as ``block_weights`` returns."""
 
-    saved, flops, temp, dots, steps, grads = found
-    residuals = jax_compiled_stats(lambda p, h, r=remat: jax.vjp(lambda a, b: loss(a, b, r), p, h)[1], params, x)
-    saved.append(int(residuals["output"] - weight_bytes))
-    step = jax.jit(jax.grad(lambda p, h, r=remat: loss(p, h, r))).lower(params, x).compile()
-    stats = compiled_stats(step)
-    flops.append(stats["flops"])
-    temp.append(stats.get("temp"))
-    dots.append(int(stats["dots"]))
-    steps["with" if remat else "without"] = lambda step=step: step(params, x)
-    grads.append(jax.tree.leaves(step(params, x)))
+    def check(self, name: str, value: Any, arguments: Mapping[str, Any]) -> None:
+        for i, pair in enumerate(value):
+            if not (isinstance(pair, (tuple, list)) and len(pair) == 2
+                    and all(isinstance(w, np.ndarray) and w.ndim == 2 for w in pair)):
+                raise TypeError(f"{name}[{i}] must be a (W1, W2) pair of 2-d arrays, as block_weights returns; got "
+                                f"{type(pair).__name__}")
 
 
-def _weights(weights: Any) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``weights`` if it is a non-empty list of (W1, W2) array pairs, as ``block_weights`` returns."""
-    if not isinstance(weights, (list, tuple)) or not weights:
-        raise TypeError(f"weights must be a non-empty list of (W1, W2) pairs; got {type(weights).__name__}")
-    for i, pair in enumerate(weights):
-        if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(w, np.ndarray) and w.ndim == 2
-                                                                           for w in pair)):
-            raise TypeError(f"weights[{i}] must be a (W1, W2) pair of 2-d arrays, as block_weights returns; got "
-                            f"{type(pair).__name__}")
-    return list(weights)
+Weights = Annotated[Sequence[Any], NonEmpty, _Pairs()]
 
 
 @declare.checked
-def tf_recompute_same(weights: Any, batch: Annotated[int, Range(1, 2**20)] = 64) -> bool:
+def tf_recompute_same(weights: Weights, batch: Annotated[int, Range(1, 2**20)] = 64) -> bool:
     """True when ``tf.recompute_grad`` of one block gives the plain block's input gradient (exact GELU)."""
-    weights = _weights(weights)
     tf = env.import_tensorflow()
     w1, w2 = tf.constant(weights[0][0]), tf.constant(weights[0][1])
     x = tf.ones((batch, weights[0][0].shape[0]))
@@ -210,8 +206,7 @@ def tf_recompute_same(weights: Any, batch: Annotated[int, Range(1, 2**20)] = 64)
 
 @declare.checked
 def predicted_peak_with_remat(result: Remat, blocks: PositiveInt, *, live: bool = False) -> int:
-    """Computed: peak_without - saved_without + saved_with + saved_without / blocks (one block recomputed during
-    backward), from the peak of live tensors (``live=True``) or the measured peak."""
+    """Computed: peak_without - saved_without + saved_with + saved_without / blocks (one block recomputed)."""
     start = result.live_peak[0] if live else result.peak[0]
     if start is None:
         raise ValueError("result has no measured peak (peak memory is not readable on this platform)")
@@ -219,14 +214,13 @@ def predicted_peak_with_remat(result: Remat, blocks: PositiveInt, *, live: bool 
 
 
 @declare.checked
-def torch_grouped_saved(weights: Any, batch: Annotated[int, Range(1, 2**24)], group: PositiveInt, *,
+def torch_grouped_saved(weights: Weights, batch: Annotated[int, Range(1, 2**24)], group: PositiveInt, *,
                         device: Any = "cpu") -> int:
     """Bytes torch saves for backward when every ``group`` consecutive blocks are checkpointed as one."""
     import torch
     import torch.nn.functional as F
     from torch.utils.checkpoint import checkpoint
 
-    weights = _weights(weights)
     if group > len(weights):
         raise ValueError(f"group must be at most the number of blocks ({len(weights)}); got {group}")
     tw = [(torch.tensor(a, device=device, requires_grad=True), torch.tensor(b, device=device, requires_grad=True))

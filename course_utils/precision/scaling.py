@@ -1,6 +1,5 @@
-"""fp16 underflow and loss scaling: which gradients a format flushes to zero (read from real backward passes, or
-predicted from fp32 values by ``simulate_cast``), and what scaling the loss rescues. Also the declarations of torch
-arguments (``Tensor``, ``Module``) that the package's other files use."""
+"""fp16 underflow and loss scaling: which gradients a format flushes to zero, and what scaling the loss
+rescues. Also the declarations of torch arguments (``Tensor``, ``Module``) the package's other files use."""
 
 from __future__ import annotations
 
@@ -61,10 +60,6 @@ class UnderflowStats:
     def flushed_fraction(self) -> float:
         return self.flushed / self.nonzero if self.nonzero else 0.0
 
-    @property
-    def overflowed_fraction(self) -> float:
-        return self.overflowed / self.nonzero if self.nonzero else 0.0
-
 
 @declare.checked
 def underflow_stats(reference: Any, low: Any) -> UnderflowStats:
@@ -95,34 +90,45 @@ def overflow_exponent(values: Any, name: Format = "float16") -> int:
     return math.ceil(math.log2(float_format(name).max / top))
 
 
-@declare.checked
-def torch_activation_grads(model: Module, x: Tensor, y: Tensor, *, dtype: Any = None,
-                           scale: PositiveFloat = 1.0) -> Any:
-    """Gradients of the loss with respect to every ``nn.Linear`` output of ``model``, flattened, unscaled, fp32:
-    forward and backward under ``torch.autocast`` in ``dtype`` (None: none), the loss times ``scale`` before
-    ``backward`` and the gradients divided by it after, so that values that underflowed come back as zeros."""
+def _loss(model: Any, x: Any, y: Any, dtype: Any) -> Any:
+    """The cross-entropy loss of ``model`` on (x, y), its forward under autocast in ``dtype`` (None: none)."""
     import torch
 
-    dtype = _dtype(dtype)
-    outputs: list[torch.Tensor] = []
+    with torch.autocast(next(model.parameters()).device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
+        return torch.nn.functional.cross_entropy(model(x), y)
 
-    def keep(module: Any, inputs: Any, output: torch.Tensor) -> None:
+
+def _linear_outputs(model: Any, x: Any, y: Any, dtype: Any = None, scale: float = 1.0) -> list[Any]:
+    """Every ``nn.Linear`` output of ``model`` on (x, y), its gradient kept, after a backward pass of the loss
+    times ``scale`` (forward under autocast in ``dtype``)."""
+    import torch
+
+    outputs: list[Any] = []
+
+    def keep(module: Any, inputs: Any, output: Any) -> None:
         output.retain_grad()
         outputs.append(output)
 
     hooks = [m.register_forward_hook(keep) for m in model.modules() if isinstance(m, torch.nn.Linear)]
     if not hooks:
         raise ValueError("model must contain at least one torch.nn.Linear")
-    device_type = next(model.parameters()).device.type
     try:
-        with torch.autocast(device_type, dtype=dtype or torch.float32, enabled=dtype is not None):
-            loss = torch.nn.functional.cross_entropy(model(x), y)
-        (loss.float() * scale).backward()
+        (_loss(model, x, y, dtype).float() * scale).backward()
     finally:
         for h in hooks:
             h.remove()
     model.zero_grad(set_to_none=True)
-    return torch.cat([o.grad.float().flatten() / scale for o in outputs])
+    return outputs
+
+
+@declare.checked
+def torch_activation_grads(model: Module, x: Tensor, y: Tensor, *, dtype: Any = None,
+                           scale: PositiveFloat = 1.0) -> Any:
+    """Every ``nn.Linear`` output's gradient, fp32, flattened, divided by ``scale`` (the loss's multiplier), so
+    that values that underflowed come back as zeros; forward under autocast in ``dtype``."""
+    import torch
+
+    return torch.cat([o.grad.float().flatten() / scale for o in _linear_outputs(model, x, y, _dtype(dtype), scale)])
 
 
 @declare.checked
@@ -142,18 +148,14 @@ def torch_fp16_overflows(model: Module, x: Tensor, y: Tensor,
 @declare.checked
 def torch_weight_grads(model: Module, x: Tensor, y: Tensor, *, dtype: Any = None,
                        multiplier: PositiveFloat = 1.0) -> Any:
-    """Every parameter's gradient of ``model`` (flattened fp32 ``.grad``, as the optimizer receives it) after one
-    backward pass of the loss times ``multiplier`` with no loss scaling, the forward under autocast in ``dtype``."""
+    """Every parameter's fp32 ``.grad``, flattened, after a backward pass of the loss times ``multiplier``."""
     import torch
 
-    dtype = _dtype(dtype)
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
         raise ValueError("model must have a parameter that requires a gradient")
     model.zero_grad(set_to_none=True)
-    with torch.autocast(next(model.parameters()).device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-    (loss.float() * multiplier).backward()
+    (_loss(model, x, y, _dtype(dtype)).float() * multiplier).backward()
     grads = torch.cat([p.grad.detach().float().flatten() for p in params])
     model.zero_grad(set_to_none=True)
     return grads
@@ -172,10 +174,8 @@ def adam_eps_share(grads: Any, eps: PositiveFloat = 1e-8) -> float:
 
 @dataclass(frozen=True)
 class ScaleTrace:
-    """What a dynamic loss scale did over a run (log2 units): skipped steps, the range it settled in after the
-    first clean step, the ceiling computed from each clean step's largest gradient, log2(max / max|g|), and the
-    steps (from 0) after the first clean one skipped although the scale lay below that ceiling's median (an overflow
-    the ceiling misses)."""
+    """What a dynamic loss scale did (log2 units): skipped steps, its settled range, the median ceiling
+    log2(max / max|g|) of clean steps, and the steps skipped below that ceiling (overflows it misses)."""
 
     steps: int
     skipped: int
@@ -195,10 +195,8 @@ class ScaleTrace:
 @declare.checked
 def scale_trace(scales: Annotated[Sequence[PositiveFloat], declare.NonEmpty],
                 skipped: Annotated[Sequence[bool], SameLength("scales")],
-                grad_max: Any,
-                name: Format = "float16") -> ScaleTrace:
-    """Summarise a run's per-step ``scales``, ``skipped`` flags and largest unscaled gradients ``grad_max``
-    (``TrainRun.scale``, ``.skipped``, ``.grad_max``) against format ``name``'s largest value."""
+                grad_max: Any, name: Format = "float16") -> ScaleTrace:
+    """Summarise a run's ``scales``, ``skipped`` flags and largest gradients against format ``name``'s max."""
     scales = np.asarray(scales, dtype=np.float64)
     flags = np.asarray(skipped, dtype=bool)
     gmax = _as_float64("grad_max", grad_max).ravel()

@@ -1,6 +1,5 @@
-"""Section 5's training step timed in one process, for ``cu.fresh.replicate`` (a fresh Python cannot import a
-function defined in a notebook): ``train_step`` is section 2's recipe without its multiplier and clip, and
-``step_medians`` times it on section 5's wide MLP in fp32 and under 16-bit autocast, as the notebook's cell does."""
+"""Section 5's training step in a module, for ``cu.fresh.replicate`` (a fresh Python cannot import a notebook's
+function): ``train_step`` is section 2's recipe without its multiplier and clip."""
 
 from __future__ import annotations
 
@@ -22,8 +21,7 @@ def amp_step_label(dtype: Amp) -> str:
 
 
 def train_step(model: Any, opt: Any, scaler: Any, xb: Any, yb: Any, *, dtype: Any) -> Any:
-    """One mixed-precision training step, the notebook's recipe: autocast around the forward pass, ``GradScaler``
-    around backward and the optimizer (a disabled scaler for fp32 and bf16, which need no loss scaling)."""
+    """One mixed-precision training step, the notebook's recipe (a disabled scaler for fp32 and bf16)."""
     import torch
     import torch.nn.functional as F
 
@@ -44,9 +42,8 @@ def step_medians(widths: Annotated[Sequence[Annotated[int, Range(1, MAX_WIDTH)]]
                  min_time: Annotated[float, Range(1e-3, 60)] = 0.6,
                  threads: Annotated[int, Range(1, 1024)] | None = None,
                  seed: Annotated[int, Range(0, 2**32 - 1)] = 0) -> dict[str, float]:
-    """The median seconds of the fp32 step and of the 16-bit autocast step on ``models.torch_mlp(widths)`` with a
-    batch of ``batch`` rows, in ``rounds`` alternating rounds (``min_time`` seconds per step in all) with
-    ``threads`` torch threads (None: torch's default): what one fresh process measures."""
+    """The median seconds of the fp32 and the 16-bit autocast step on ``models.torch_mlp(widths)``, in
+    ``rounds`` alternating rounds: what one fresh process measures."""
     import torch
 
     amp = getattr(torch, dtype)

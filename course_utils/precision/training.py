@@ -1,5 +1,4 @@
-"""Running the learner's training step (``train``: the loss, the loss scale, skipped steps and the largest gradient
-of every step), and runs of several configurations over seeds (``SeedSpread``)."""
+"""Running the learner's training step (``train``) and runs of several configurations over seeds."""
 
 from __future__ import annotations
 
@@ -12,6 +11,7 @@ import numpy as np
 
 from course_utils import calls, declare, display, validate
 from course_utils.declare import NonEmpty, Range, Text
+from course_utils.precision.formats import Shown
 from course_utils.precision.scaling import Module, Tensor, torch_type
 
 MAX_STEPS = 100_000
@@ -46,10 +46,9 @@ def train(step: Callable[..., Any], model: Module, opt: torch_type("optim.Optimi
           x_test: Tensor | None = None, y_test: Tensor | None = None,
           threads: Annotated[int, Range(1, 1024)] | None = 1, timeout: calls.Timeout = calls.DEFAULT_TIMEOUT,
           **step_kwargs: Any) -> TrainRun:
-    """Call the learner's ``step(model, opt, scaler, xb, yb, **step_kwargs)`` on ``steps`` seeded batches of
-    ``batch`` rows of (``x``, ``y``), training the model in place. Recorded per step: the loss it returns, the
-    scale before it (1.0 when disabled), whether it was skipped (the scale went down), and the largest |gradient|
-    left in ``.grad``. ``threads``: torch's CPU threads during the run (a model this small runs fastest on one)."""
+    """Call the learner's ``step(model, opt, scaler, xb, yb, **step_kwargs)`` on ``steps`` seeded batches,
+    recording per step the loss, the scale before it, whether it was skipped and the largest |gradient|.
+    ``threads``: torch's CPU threads during the run (a model this small runs fastest on one)."""
     import torch
 
     if batch > len(x):
@@ -86,7 +85,7 @@ def train(step: Callable[..., Any], model: Module, opt: torch_type("optim.Optimi
 
 @declare.checked
 @dataclass(frozen=True, repr=False)
-class SeedSpread:
+class SeedSpread(Shown):
     """Runs of several configurations over the same seeds: final loss and test accuracy, mean and spread."""
 
     runs: Annotated[Mapping[str, Annotated[Sequence[TrainRun], NonEmpty]], NonEmpty]
@@ -119,17 +118,10 @@ class SeedSpread:
                               "range over seeds"], rows, title=f"Same model and data, {seeds}",
                              note=f"final loss: mean of the last {FINAL_WINDOW} training steps")
 
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
-
 
 @declare.checked
 def unscale_norms(model: Module, x: Tensor, y: Tensor, scaler: Scaler) -> dict[str, float]:
-    """Gradient norm of one fp16 step with the learner's ``scaler``, read before and after ``scaler.unscale_``, and
-    the same gradient's norm in fp32 (``clip_grad_norm_`` before ``unscale_`` would see the scaled norm)."""
+    """Gradient norm of one fp16 step before and after ``scaler.unscale_``, and in fp32."""
     import torch
     import torch.nn.functional as F
 

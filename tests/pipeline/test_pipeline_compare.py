@@ -1,4 +1,4 @@
-"""course_utils.pipeline.compare: loops compared by an interval over paired rounds; the overlap floor; the table."""
+"""course_utils.pipeline.loop: loops compared by an interval over paired rounds; the overlap floor; the table."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""course_utils.pipeline.steps: the core SGD step per framework lowers the loss on the pipeline's batches."""
+"""course_utils.pipeline.loop, warm_steps: the core SGD step per framework lowers the loss on the pipeline's batches."""
 
 from __future__ import annotations
 

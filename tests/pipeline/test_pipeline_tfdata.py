@@ -1,4 +1,4 @@
-"""course_utils.pipeline.tfdata: every tf.data flavour yields the NumPy pipeline's batches."""
+"""course_utils.pipeline.dataset, tf.data: every tf.data flavour yields the NumPy pipeline's batches."""
 
 from __future__ import annotations
 

@@ -153,8 +153,8 @@ BAD_CALLS = [
     (lambda: P.matmul_shares(1.0, {"fp32": 1.0}, {"fp32": 1.0, "bf16": 1.0}), "step_seconds"),
     (lambda: P.matmul_shares(NAN, {"fp32": 1.0, "bf16": 1.0}, {"fp32": 1.0, "bf16": 1.0}), "step_flops"),
     # library
-    (lambda: P.library.read_verbose(None), "text"),
-    (lambda: P.library.read_verbose("garbage"), "text"),
+    (lambda: P.speed.read_verbose(None), "text"),
+    (lambda: P.speed.read_verbose("garbage"), "text"),
     (lambda: P.cpu_vendor(5), "cpuinfo"),
     (lambda: P.library_verbose(n=0), "n"),
     (lambda: P.library_verbose(n=10**6), "n"),

@@ -24,9 +24,8 @@ def test_jax_dtypes_come_from_the_learners_cast_policy() -> None:
         p16 = jax.tree.map(lambda a: a.astype(jnp.bfloat16), params)
         return models.jax_mlp_apply(p16, x.astype(jnp.bfloat16)).astype(jnp.float32)
 
-    assert P.policies.jax_activation_dtypes(mixed, params, x) == {"bfloat16"}
-    assert P.policies.jax_activation_dtypes(models.jax_mlp_apply, params, x) == {"float32"}
     assert P.dtype_summary(P.jax_dtypes(mixed, params, x, y)) == EXPECTED
+    assert P.jax_dtypes(models.jax_mlp_apply, params, x, y)["activations"] == {"float32"}
 
 
 def test_watch_dtypes_reads_the_learners_autocast_block() -> None:

@@ -1,4 +1,4 @@
-"""course_utils.precision.library: the CPU vendor, and what MKL and oneDNN print, read from the worker's output."""
+"""course_utils.precision.speed: the CPU vendor, and what MKL and oneDNN print, read from the worker's output."""
 
 from __future__ import annotations
 
@@ -25,27 +25,28 @@ blas_verbose: two 256x256 matmuls done (fp32, bf16) with torch 2.13.0+cpu
 
 
 def test_read_verbose_names_the_path_and_the_kernels() -> None:
-    r = P.library.read_verbose(INTEL)
+    r = P.speed.read_verbose(INTEL)
     assert r.mkl_version.startswith("oneMKL 2024.0")
     assert r.mkl_path.startswith("Intel(R) Advanced Vector Extensions 512")
     assert r.mkl_calls == (("SGEMM", "30.04ms"),) and r.mkl_ran
-    assert r.bf16_kernel == "brg_matmul:avx10_1_512_amx" and "AMX" in r.onednn_isa
+    assert ("brg_matmul:avx10_1_512_amx", "bf16") in r.onednn_matmuls and "AMX" in r.onednn_isa
     assert len(r.lines) == 4 and "SGEMM" in r.excerpt()
-    amd = P.library.read_verbose(AMD)
-    assert "AVX2" in amd.mkl_path and amd.bf16_kernel is None and amd.onednn_isa.startswith("Intel AVX-512")
+    amd = P.speed.read_verbose(AMD)
+    assert "AVX2" in amd.mkl_path and all(src != "bf16" for _, src in amd.onednn_matmuls)
+    assert amd.onednn_isa.startswith("Intel AVX-512")
 
 
 def test_read_verbose_without_library_lines_reports_none() -> None:
-    r = P.library.read_verbose("blas_verbose: two 16x16 matmuls done (fp32, bf16) with torch x\n")
-    assert not r.mkl_ran and r.mkl_path is None and r.bf16_kernel is None and r.onednn_isa is None
+    r = P.speed.read_verbose("blas_verbose: two 16x16 matmuls done (fp32, bf16) with torch x\n")
+    assert not r.mkl_ran and r.mkl_path is None and not r.onednn_matmuls and r.onednn_isa is None
     assert "neither" in r.excerpt()
 
 
 def test_read_verbose_refuses_text_that_is_not_the_workers() -> None:
     with pytest.raises(ValueError, match="text"):
-        P.library.read_verbose("MKL_VERBOSE SGEMM(...) 1ms")
+        P.speed.read_verbose("MKL_VERBOSE SGEMM(...) 1ms")
     with pytest.raises(TypeError, match="text"):
-        P.library.read_verbose(None)
+        P.speed.read_verbose(None)
 
 
 def test_cpu_vendor_reads_vendor_id() -> None:
@@ -59,7 +60,7 @@ def test_cpu_vendor_reads_vendor_id() -> None:
 def test_library_verbose_runs_the_worker() -> None:
     pytest.importorskip("torch")
     r = P.library_verbose(32)
-    assert isinstance(r, P.library.LibraryReport)
+    assert isinstance(r, P.speed.LibraryReport)
     import torch
 
     if torch.backends.mkl.is_available() and torch.backends.cpu.get_cpu_capability() != "DEFAULT":

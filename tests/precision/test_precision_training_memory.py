@@ -1,5 +1,5 @@
-"""course_utils.precision.memory: notebook 03's computed bytes per parameter per training scheme (the measurements
-it re-exports are core: tests/test_memory.py)."""
+"""course_utils.precision.remat, training memory: notebook 03's computed bytes per parameter per training scheme
+(the measurements are core: tests/test_memory.py)."""
 
 from __future__ import annotations
 
