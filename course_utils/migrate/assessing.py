@@ -30,7 +30,7 @@ AMPS = ("auto", "off", "bf16", "fp16")
 DEVICES = ("auto", "cpu", "cuda")
 INPUTS = ("end-to-end", "cached")  # each step draws from make_batches() as training does; or batches fetched once
 WORKER = Path(__file__).resolve().parents[1] / "workers" / "assess_worker.py"
-FP32 = "eager fp32"  # the worker's variant without autocast (assess_worker.FP32)
+FP32, COMPILED_FP32 = "eager fp32", "compiled fp32"  # the worker's variants without autocast (assess_worker)
 MAX_ROUNDS = 5
 Processes = Annotated[int, Range(2, 64)]  # two for an interval, 64 at most (each runs every mode)
 Steps = Annotated[int, Range(2, 100_000)]  # timed steps per process
@@ -212,7 +212,8 @@ def _run_processes(work: Path, kept: Path, processes: int, spec: dict[str, Any],
                    progress: bool) -> list[dict[str, Any]]:
     """Run the worker ``processes`` times, one after the other; the first with an empty compile cache. A process
     that fails or runs past ``timeout`` leaves its log in ``kept``, which the error names."""
-    units = (1 + (spec["amp"] is not None) + len(spec["modes"]) + (spec["nproc"] > 1)) * (3 + sum(spec["per_round"]))
+    variants = 1 + 2 * (spec["amp"] is not None) + len(spec["modes"]) + (spec["nproc"] > 1)
+    units = variants * (3 + sum(spec["per_round"]))
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -274,10 +275,14 @@ def _assemble(results: list[dict[str, Any]], *, mode_list: list[str], skipped: d
                                nothing=deciding.nothing,
                                busy=assessment.busy([r["load"] for r in results], host["logical_cores"]))
     versions = {"python": sys.version.split()[0], "torch": torch.__version__}
-    amp_alone = None if amp is None else replace(intervals.speedup(
-        [statistics.median(r["variants"][FP32]["round_step_s"]) for r in results],
-        [statistics.median(r["variants"]["eager"]["round_step_s"]) for r in results]),
-        baseline="eager fp32", candidate=f"eager + AMP ({amp}), no migration")
+
+    def across(baseline: str, candidate: str, label: str) -> intervals.Speedup:
+        medians = [[statistics.median(r["variants"][v]["round_step_s"]) for r in results]
+                   for v in (baseline, candidate)]
+        return replace(intervals.speedup(*medians), baseline=baseline, candidate=label)
+
+    amp_alone = None if amp is None else across(FP32, "eager", f"eager + AMP ({amp}), no migration")
+    compile_alone = None if amp is None else across(FP32, COMPILED_FP32, f"{deciding.call} without AMP")
     return assessment.Assessment(
         model=names[0], batches=names[1], loss=names[2], device=device, device_name=device_name,
         versions=versions, threads=int(results[0]["threads"]), processes=processes, steps=steps, rounds=rounds,
@@ -288,6 +293,7 @@ def _assemble(results: list[dict[str, Any]], *, mode_list: list[str], skipped: d
         fallback=fallback, pricing=pricing, seconds=seconds, command=command, parameters=probe.parameters,
         batch=probe.batch, cache={"method": assessment.CACHE_METHOD, "per_process": [r["cache"] for r in results]},
         started=started, host=host, loads=tuple(r["load"] for r in results), amp_alone=amp_alone,
+        compile_alone=compile_alone,
         batch_inputs=results[0].get("inputs", "cached"), ddp=ddp.summary(results),
         eager_wait_s=assessment.wait([r["variants"]["eager"] for r in results]))
 

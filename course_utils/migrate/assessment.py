@@ -221,6 +221,7 @@ class Assessment:
     loads: tuple[Mapping[str, Any], ...] = ()  # per process: os.getloadavg() at its start and its end
     gate: Any = None  # gate.Gate against --baseline, or None
     amp_alone: intervals.Speedup | None = None  # eager + AMP over eager fp32 across processes (AMP runs only)
+    compile_alone: intervals.Speedup | None = None  # compiled fp32 over eager fp32 (AMP runs only)
     batch_inputs: str = "end-to-end"  # each step drew from make_batches() as training does; "cached": fetched once
     eager_wait_s: float | None = None  # of eager_step_s, the median wait for the next batch
     ddp: Mapping[str, Any] | None = None  # --nproc-per-node > 1: ranks, backend, buckets, graphs, comm share (ddp.py)
@@ -288,6 +289,7 @@ class Assessment:
             "eager_step_s": self.eager_step_s, "seconds": self.seconds, "command": self.command,
             "cache": dict(self.cache), "gate": None if self.gate is None else self.gate.to_dict(),
             "amp_alone": None if self.amp_alone is None else self.amp_alone.to_dict(),
+            "compile_alone": None if self.compile_alone is None else self.compile_alone.to_dict(),
         }
 
 

@@ -154,6 +154,8 @@ def report_markdown(a: Assessment, figures: dict[str, str] | None = None) -> str
     lines += [] if a.amp_alone is None else [
         f"| eager + AMP over eager fp32 (no migration: autocast is in eager PyTorch) | {a.amp_alone} | "
         f"{display.format_time(a.eager_step_s)} | | |"]
+    lines += [] if a.compile_alone is None else [
+        f"| {a.compile_alone.candidate} over eager fp32 (what compile buys without AMP) | {a.compile_alone} | | | |"]
     mfu = " / ".join(mfu_text(v) for v in (a.mfu(a.eager_step_s), a.mfu(m.step_s)))
     peak = "no peak" if a.peak_flops is None else display.format_flops(a.peak_flops)
     lines += ["", f"MFU (model FLOP/s over the peak), eager / compiled: {mfu}, with {a.flops_per_step / 1e9:.3g} "

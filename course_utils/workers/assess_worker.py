@@ -31,6 +31,7 @@ from course_utils.migrate.examples import blocks, call, default_loss, optimizer_
 
 PROGRESS = "@@progress"
 FP32 = "eager fp32"  # the variant without autocast, where the run uses AMP
+COMPILED_FP32 = "compiled fp32"  # the deciding compile call without autocast, where the run uses AMP
 FALLBACK_STEPS = 10
 ROOF_N, ROOF_REPEATS = 1024, 8  # the matmul that measures MFU's peak on a CPU
 CALIBRATION_N, CALIBRATION_REPEATS = 384, 5  # the fixed matmul timed before and after each process
@@ -222,9 +223,12 @@ def measure(spec: dict[str, Any], ranks: ddp.Ranks = ddp.SINGLE) -> dict[str, An
         compile_call = compiler(spec, name)
         wraps[name] = ((lambda m, c=compile_call: in_job(c(m))) if spec["regional"]
                        else (lambda m, c=compile_call: c(in_job(m))))
+    if spec["amp"] is not None:  # the four rows a lead needs: eager and compiled, each with and without AMP
+        wraps[COMPILED_FP32] = wraps[spec["modes"][0]]
     if ranks.world > 1:
         wraps[ddp.NO_SYNC] = in_job
-    runs = {name: Run(spec, wrap, fp32=name == FP32, no_sync=name == ddp.NO_SYNC) for name, wrap in wraps.items()}
+    runs = {name: Run(spec, wrap, fp32=name in (FP32, COMPILED_FP32), no_sync=name == ddp.NO_SYNC)
+            for name, wrap in wraps.items()}
 
     def source() -> Batches:
         return Batches(lambda: function("batches", spec["batches"])(**spec.get("batches_args", {})), spec["seed"])

@@ -82,13 +82,15 @@ def test_dropout_is_judged_with_the_random_state_matched_and_blocks_nothing(tmp_
     assert "random state matched" in (tmp_path / "report" / "report.md").read_text()
 
 
-def test_with_amp_the_report_has_an_amp_alone_row(tmp_path) -> None:
+def test_with_amp_the_report_has_the_four_rows_a_lead_needs(tmp_path) -> None:
     found = migrate.assess("assess_models:mlp", "assess_models:mlp_batches", processes=2, steps=2, amp="bf16",
                            out=tmp_path / "report", progress=False)
     assert found.amp_alone is not None and found.amp_alone.n == 2 and found.amp_alone.baseline == "eager fp32"
     assert "eager + AMP over eager fp32 (no migration" in (tmp_path / "report" / "report.md").read_text()
     assert json.loads((tmp_path / "report" / "report.json").read_text())["amp_alone"]["n"] == 2
     assert found.deciding.speedup.baseline == "eager"  # the migration is still priced over eager + AMP
+    assert found.compile_alone is not None and found.compile_alone.baseline == "eager fp32"
+    assert "what compile buys without AMP" in (tmp_path / "report" / "report.md").read_text()
 
 
 def test_a_gru_compiles_nothing_so_there_is_nothing_to_migrate(tmp_path) -> None:
