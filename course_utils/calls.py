@@ -106,13 +106,6 @@ def _time_limit(limit: Limit) -> Iterator[Limit]:
 
 
 @declare.checked
-def checked_timeout(timeout: Timeout) -> float | None:
-    """Return ``timeout`` if it is None (the size's default) or a duration in (0, 24 h] seconds: what a helper
-    whose ``timeout`` is not declared checks at its start, before any work."""
-    return timeout
-
-
-@declare.checked
 def limit(fn: Any, timeout: Timeout, name: Annotated[str, declare.NonEmpty] = "fn",
           ) -> contextlib.AbstractContextManager[Limit]:
     """``time_limit`` for a block that runs the learner's ``fn``: the error names the argument and the function.

@@ -17,18 +17,16 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import math
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Annotated, Any
 
 from course_utils import calls as _calls  # page_faults() has a parameter named calls
 from course_utils import declare, timing, validate
-from course_utils.declare import NonEmpty, NonNegativeFloat, Range
+from course_utils.declare import Range
 
 SAVED_KINDS = ("parameters", "weight copies", "activations")
 MAX_FAULT_CALLS = 1000  # calls page_faults may make: a few suffice (the count is exact), more is a typo
-ByteCounts = Annotated[Mapping[str, NonNegativeFloat], NonEmpty]  # bytes by kind
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -237,57 +235,18 @@ def jax_memory(fn: Callable[..., Any], *args: Any, timeout: _calls.Timeout = _ca
     return {k: int(v) for k, v in stats.items() if k not in ("flops", "dots")}
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Showing it
-
-
-@dataclass(frozen=True)
-class PageFaults:
-    """Minor page faults per call: ``process`` counts every thread of the process (``RUSAGE_SELF``), ``caller``
-    only the thread that called ``fn`` (``RUSAGE_THREAD``, Linux; None where the OS has no per-thread count). An
-    op that hands its output to several threads has them fault its pages: those faults are in ``process`` only."""
-
-    process: float
-    caller: float | None = None
-
-    def __post_init__(self) -> None:
-        if not (isinstance(self.process, float) and math.isnan(self.process)):  # nan: the OS has no getrusage
-            validate.non_negative("process", self.process)
-        if self.caller is not None:
-            validate.non_negative("caller", self.caller)
-
-    @property
-    def other_threads(self) -> float | None:
-        """Faults per call taken by the process's other threads (the op's workers, or any thread running then)."""
-        return None if self.caller is None or math.isnan(self.process) else max(0.0, self.process - self.caller)
-
-
-@declare.checked
-def fault_counts(fn: Callable[..., Any], *args: Any, calls: Annotated[int, Range(1, MAX_FAULT_CALLS)] = 3,
-                 timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT) -> PageFaults:
-    """Minor page faults per call of ``fn(*args)`` (after one untimed call), for the whole process and, where the
-    OS counts per thread, for the calling thread alone: a second figure that says how many of the faults the
-    caller took itself. ``calls`` is 1 to 1000, all within ``timeout`` seconds (else ``calls.LearnerTimeout``)."""
-    try:
-        import resource
-    except ImportError:  # Windows
-        return PageFaults(float("nan"))
-    who = [resource.RUSAGE_SELF, *([resource.RUSAGE_THREAD] if hasattr(resource, "RUSAGE_THREAD") else [])]
-    with _calls.limit(fn, timeout):
-        timing.sync(fn(*args))
-        before = [resource.getrusage(w).ru_minflt for w in who]
-        for _ in range(calls):
-            timing.sync(fn(*args))
-        after = [resource.getrusage(w).ru_minflt for w in who]
-    per_call = [(b - a) / calls for a, b in zip(before, after)]
-    return PageFaults(per_call[0], per_call[1] if len(per_call) > 1 else None)
-
-
 @declare.checked
 def page_faults(fn: Callable[..., Any], *args: Any, calls: Annotated[int, Range(1, MAX_FAULT_CALLS)] = 3,
                 timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT) -> float:
-    """Minor page faults per call of ``fn(*args)`` (after one untimed call), from ``getrusage`` over the whole
-    process (every thread; ``fault_counts`` adds the calling thread's own count): a fresh 32 MiB output costs 8192
-    (one per 4 KiB page), a reused buffer none; nan where the OS has no ``resource``. ``calls`` is 1 to 1000; all
-    the calls together must end within ``timeout`` seconds (else ``calls.LearnerTimeout`` names ``fn``)."""
-    return fault_counts(fn, *args, calls=calls, timeout=timeout).process
+    """Minor page faults per call of ``fn(*args)`` after one untimed call, over the whole process (``getrusage``): a
+    fresh 32 MiB output costs 8192, a reused buffer none; nan where the OS has no ``resource``."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return math.nan
+    with _calls.limit(fn, timeout):
+        timing.sync(fn(*args))
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        for _ in range(calls):
+            timing.sync(fn(*args))
+        return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls

@@ -126,14 +126,6 @@ class Trace:
         holes = [(a_end, b_start - a_end) for (_, a_end), (b_start, _) in zip(spans, spans[1:]) if b_start > a_end]
         return sorted(holes, key=lambda g: -g[1])[:top]
 
-    def time_by(self, key: str = "category") -> dict[str, float]:
-        """Total event seconds per category (or per name), largest first; nested events each count."""
-        validate.choice("key", key, ("category", "name", "thread"))
-        totals: Counter[str] = Counter()
-        for e in self.events:
-            totals[getattr(e, key)] += e.duration
-        return dict(totals.most_common())
-
     def window(self, start: float, end: float) -> Trace:
         """The events that overlap [start, end) (seconds on the trace clock)."""
         validate.number("start", start)

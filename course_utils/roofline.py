@@ -15,7 +15,6 @@ from typing import Any
 
 from course_utils import display, env, probes, timing, validate
 
-FRAMEWORK_NAMES = ("torch", "jax", "tensorflow", "numpy")
 _CACHE: dict[tuple[str, int, int], Machine] = {}
 
 

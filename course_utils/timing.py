@@ -124,10 +124,6 @@ class Measurement:
         return _quantile(self.times, 0.75)
 
     @property
-    def iqr(self) -> float:
-        return self.p75 - self.p25
-
-    @property
     def min(self) -> float:
         return min(self.times)
 
@@ -311,93 +307,6 @@ def _round_up_125(value: float) -> int:
             if step * decade >= value:
                 return step * decade
         decade *= 10
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Comparison
-
-
-@declare.checked
-@dataclass(frozen=True)
-class ComparisonRow:
-    """One candidate of a comparison, with its speed-up over the baseline and the range of that speed-up."""
-
-    name: str
-    measurement: Measurement
-    speedup: PositiveFloat
-    speedup_low: PositiveFloat
-    speedup_high: PositiveFloat
-
-    def __post_init__(self) -> None:
-        if not self.speedup_low <= self.speedup <= self.speedup_high:
-            raise ValueError(f"speedup must lie in [speedup_low, speedup_high]; got {self.speedup:g} outside "
-                             f"[{self.speedup_low:g}, {self.speedup_high:g}]")
-
-
-@declare.checked
-@dataclass(frozen=True)
-class Comparison:
-    """A table of measurements against a baseline; renders as HTML in Jupyter and as text elsewhere."""
-
-    baseline: str
-    rows: Annotated[tuple[ComparisonRow, ...], NonEmpty]
-
-    def __post_init__(self) -> None:
-        validate.choice("baseline", self.baseline, [row.name for row in self.rows])
-        object.__setattr__(self, "rows", tuple(self.rows))
-
-    def __getitem__(self, name: str) -> ComparisonRow:
-        for row in self.rows:
-            if row.name == name:
-                return row
-        raise KeyError(f"no row named {name!r}; rows are {[r.name for r in self.rows]}")
-
-    @property
-    def measurements(self) -> dict[str, Measurement]:
-        return {row.name: row.measurement for row in self.rows}
-
-    def speedup(self, name: str) -> float:
-        """Median time of the baseline divided by the median time of ``name``."""
-        return self[name].speedup
-
-    def table(self) -> display.Table:
-        rows = [[r.name, format_time(r.measurement.median), quartiles(r.measurement, format_time),
-                 format_time(r.measurement.first_call) if r.measurement.first_call is not None else "-",
-                 f"{r.speedup:.2f}x ({r.speedup_low:.2f} to {r.speedup_high:.2f})"] for r in self.rows]
-        return display.table(["", "median", "IQR", "first call", f"speed-up vs {self.baseline}"], rows)
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
-
-
-@declare.checked
-def compare(candidates: Annotated[Mapping[str, Callable[..., Any] | Measurement], NonEmpty], *args: Any,
-            baseline: str | None = None, **benchmark_kwargs: Any) -> Comparison:
-    """Benchmark each callable (or take a ready ``Measurement``) and tabulate speed-ups over ``baseline``.
-
-    ``baseline`` defaults to the first entry. The speed-up range divides the baseline's quartiles by the
-    candidate's opposite quartiles: a range that contains 1.0 means "no measurable difference". A Measurement
-    whose quartiles reach 0 s (the clock did not resolve the call) has no speed-up and is refused by name.
-    """
-    baseline = next(iter(candidates)) if baseline is None else validate.choice("baseline", baseline, list(candidates))
-    measured: dict[str, Measurement] = {}
-    for name, candidate in candidates.items():
-        if isinstance(candidate, Measurement):
-            measured[name] = candidate
-        else:
-            measured[name] = benchmark(candidate, *args, label=name, **benchmark_kwargs)
-    for name, m in measured.items():
-        if m.p25 <= 0:
-            raise ValueError(f"candidates[{name!r}] measured {format_time(m.p25)} at its lower quartile: the clock did "
-                             "not resolve the call, so no ratio can be taken; time blocks of several calls "
-                             "(timing.benchmark does)")
-    base = measured[baseline]
-    return Comparison(baseline=baseline, rows=tuple(
-        ComparisonRow(name=name, measurement=m, speedup=base.median / m.median, speedup_low=base.p25 / m.p75,
-                      speedup_high=base.p75 / m.p25) for name, m in measured.items()))
 
 
 @declare.checked

@@ -46,8 +46,6 @@ GOOD_BY_ANNOTATION = {
     "Measurement": _M,
     "Machine": roofline.Machine("torch", "cpu", {"triad": 20e9}, {"matmul": 100e9}),
     "Point": roofline.Point("p", 1e6, 1e6, 1e-3),
-    "Comparison": timing.compare({"a": _M, "b": _M}),
-    "ComparisonRow": timing.ComparisonRow("a", _M, 1.0, 1.0, 1.0),
     "Event": _EVENTS[0],
     "Trace": profile.Trace("torch", None, _EVENTS),
     "Row": notebook.Row("q", 1.0),
@@ -85,8 +83,6 @@ GOOD_BY_TARGET = {
     "cu.display.Table.header": ("a", "b"),
     "cu.display.Table.rows": (("1", "2"),),
     "cu.display.table.rows": [(1, 2)],
-    "cu.display.Verdict.status": "held",
-    "cu.display.verdict.held": True,
     "cu.exercises.Result.exercise_id": "00.1",
     "cu.exercises.Result.status": "correct",
     "cu.exercises.check.answer": 1.0,
@@ -128,9 +124,6 @@ GOOD_BY_TARGET = {
     "cu.probes.Probes.compute": {"matmul": (lambda: 0.0, 1.0)},
     "cu.profile.Trace.events": _EVENTS,
     "cu.profile.load.path": Lazy(_trace_file),
-    "cu.timing.Comparison.baseline": "a",
-    "cu.timing.Comparison.rows": (GOOD_BY_ANNOTATION["ComparisonRow"],),
-    "cu.timing.compare.candidates": {"a": _M, "b": _M},
     "cu.timing.interleaved.calls": {"a": lambda: None},
     # validate's checks: the value each one accepts (its errors name the ``name`` they are given: the walk passes
     # the parameter under test as that name)
