@@ -1,11 +1,5 @@
-"""Child processes that cannot outlive their parent: ``fresh.replicate`` and ``migrate.assess`` run each fresh
-process through ``run_child``.
-
-Each child starts in its own process group (a new session), so a Ctrl-C in the terminal reaches only the parent,
-which then stops the child's whole group (and any descendant that left it, found by walking the process tree
-while the child runs): SIGTERM, then SIGKILL after a grace period. Ctrl-C is held back while that cleanup runs,
-so a second Ctrl-C cannot abandon it; it is delivered once the children are gone.
-"""
+"""Child processes that cannot outlive their parent: each starts in its own session, so Ctrl-C reaches only the
+parent, which stops the child's group and descendants (TERM, then KILL) with a second Ctrl-C held back meanwhile."""
 
 from __future__ import annotations
 
@@ -73,9 +67,8 @@ def stop(proc: subprocess.Popen, known: dict[int, psutil.Process]) -> None:
 
 def run_child(command: Sequence[str], *, log: Path | str, timeout: float, env: Mapping[str, str] | None = None,
               on_line: Callable[[str], None] | None = None, on_start: Callable[[int], None] | None = None) -> None:
-    """Run ``command`` to its end in its own process group; its stdout lines go to ``on_line``, its stderr to
-    ``log``. Raises ``ChildFailed`` (with the log's last lines) on a non-zero exit, TimeoutError past ``timeout``
-    seconds; on any exit, Ctrl-C included, nothing it started is left running."""
+    """Run ``command`` in its own process group, stdout lines to ``on_line``, stderr to ``log``; ``ChildFailed`` (the
+    log's tail) on a non-zero exit, TimeoutError past ``timeout``; on any exit nothing it started is left running."""
     command = [validate.text(f"command[{i}]", part)
                for i, part in enumerate(validate.sequence("command", command, min_length=1))]
     log = Path(validate.instance("log", log, (str, Path)))

@@ -1,10 +1,5 @@
-"""torch.compile's own account of a run: ``TORCH_TRACE`` structured logs turned into a report by ``tlparse``
-(a pinned PyPI package), with the compile, recompile and graph-break counts read back from that report.
-
-``TORCH_TRACE`` is read when torch starts, so the code runs in a fresh Python process; the report
-(``index.html``, one folder per compile id ``[frame/attempt]``) lands under ``build/tlparse/<name>`` and
-opens in any browser, offline.
-"""
+"""torch.compile's own account of a run: ``TORCH_TRACE`` logs of a fresh process (torch reads it at start) turned
+into a ``tlparse`` report under ``build/tlparse/<name>``, with the compile, recompile and graph-break counts."""
 
 from __future__ import annotations
 
@@ -79,13 +74,8 @@ def tlparse_command() -> str:
 def torch_compile_report(code: declare.Text, name: declare.FileName = "compile", *,
                          folder: str | Path | None = None, timeout: calls.Timeout = calls.DEFAULT_TIMEOUT,
                          ) -> CompileReport:
-    """Run ``code`` (Python source that uses torch.compile), written to ``folder/name/job.py`` where the learner can
-    rerun it, in a fresh process with ``TORCH_TRACE`` set; turn the logs into a tlparse report under
-    ``folder/name`` and read the counts back.
-
-    ``folder`` defaults to ``build/tlparse`` (no '..' in it). A previous report at ``folder/name`` is replaced; any
-    other folder there is refused, never deleted. The code and tlparse must each end within ``timeout`` seconds
-    (None: the size's default; else ``calls.LearnerTimeout``)."""
+    """Run ``code`` as ``folder/name/job.py`` (default ``build/tlparse``) in a fresh process with ``TORCH_TRACE`` set,
+    turn its logs into a tlparse report there (replacing only a report) and read the counts back."""
     limit = calls.Limit(timeout, f"code (run as {folder or 'build/tlparse'}/{name}/job.py)")
     folder = env.build_dir("tlparse") if folder is None else validate.folder("folder", folder)
     out = folder / name

@@ -12,12 +12,8 @@ _TEACHER_WIDTH = 64
 def classification(
     n: int, features: int = 32, classes: int = 10, *, seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``n`` samples (float32, shape (n, features)) labelled (int64) by a fixed random teacher network.
-
-    A teacher makes the task learnable (loss really goes down) while staying cheap and download-free. Integers
-    of any kind are accepted (``np.int64(8)``); sizes whose arrays would not fit in half of the free memory are
-    refused by name before anything is allocated.
-    """
+    """``n`` float32 samples of ``features`` labelled (int64) by a fixed random teacher network: a learnable task, cheap
+    and download-free; sizes that would not fit in half of the free memory are refused by name."""
     n = validate.count("n", n, high=validate.MAX_ELEMENTS)
     features = validate.count("features", features, high=validate.MAX_ELEMENTS)
     classes = validate.count("classes", classes, low=2, high=validate.MAX_ELEMENTS)

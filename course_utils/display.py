@@ -1,6 +1,5 @@
-"""What a notebook shows: one Table (text and HTML), the time, byte and rate formatters, and the verdict line
-that scores a prediction. Every object that a notebook displays as a table renders through ``Table``.
-"""
+"""What a notebook shows: the one ``Table`` (text and HTML), the time, byte and rate formatters, ``Prose``, and the
+count of scored predictions for the summary."""
 
 from __future__ import annotations
 
@@ -66,10 +65,8 @@ def _align(cell: str) -> str:
 @declare.checked
 def table(header: Iterable[Any], rows: Iterable[Iterable[Any]], *, title: str | None = None,
           note: str | None = None) -> Table:
-    """Build a Table; cells are turned into text with ``str`` (format numbers before passing them).
-
-    ``header``, ``rows`` and each row are lists, tuples or other iterables, never a string: ``rows="abc"`` would
-    otherwise be three one-letter rows."""
+    """Build a Table, each cell turned into text with ``str`` (format numbers first); ``header``, ``rows`` and each row
+    are iterables but never a string (``rows="abc"`` would be three one-letter rows)."""
     head = tuple(str(h) for h in validate.non_empty("header", list(_cells("header", header))))
     body = tuple(tuple(str(c) for c in _cells(f"rows[{i}]", row)) for i, row in enumerate(_cells("rows", rows)))
     return Table(head, body, title, note)

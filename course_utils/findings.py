@@ -1,11 +1,5 @@
-"""A prediction scored by code and told in its own sentence: a finding is written once.
-
-A lesson declares each prediction once as a ``Template``: one sentence per outcome it can have. A notebook cell
-scores it on the evidence, ``Check`` objects built from what the run measured (an interval or a number, tested
-against a bound or a margin): ``v = cu.fusion.CHAIN.score(cu.findings.faster("torch.compile over eager", gain))``.
-The core decides the outcome and writes the direction words and the numbers; the template only explains, so no
-sentence can contradict its interval. Stories arrange findings into paragraphs and never decide again.
-"""
+"""A finding is written once: a lesson's ``Template`` (one sentence per outcome) scored on ``Check``s of what the run
+measured; the core decides the outcome and writes the direction words, so no sentence contradicts its interval."""
 
 from __future__ import annotations
 
@@ -49,12 +43,8 @@ def _value_text(value: float, unit: str) -> str:
 
 @dataclass(frozen=True, repr=False)
 class Check:
-    """One piece of evidence: a measured interval (``intervals.Speedup``) or a number, tested against a bound.
-
-    ``kind`` is "above" (the value, or its whole interval, lies above ``bound``), "below", "within" (inside
-    ``[bound, high]``: a margin), "equal" (``bound`` within ``tolerance``) or "true" (a boolean fact). ``unit``
-    formats a plain number; ``source`` says whether it was measured, computed by a formula, or counted.
-    """
+    """One piece of evidence, an interval (``intervals.Speedup``) or a number, tested against ``bound``: "above",
+    "below", "within" ``[bound, high]``, "equal" within ``tolerance``, or "true" (a boolean fact)."""
 
     name: str
     kind: str
@@ -204,14 +194,8 @@ def _fields(text: str) -> set[str]:
 
 @dataclass(frozen=True, repr=False)
 class Template:
-    """A prediction's sentences, one per outcome its checks can reach, declared once in a lesson's findings module.
-
-    ``kinds`` names the checks the prediction is made of; every outcome they can reach needs its text (``held``,
-    ``above``, ``below``, ``failed``, ``undecided``), and ``untested`` is needed where the prediction may not be
-    testable on some runtime. Texts are ``str.format`` templates: ``{evidence}``, ``{failed}`` (the names of the
-    checks that failed in that text's direction), ``{undecided}`` and ``{why}`` are filled by the core, any other
-    name from the facts given to ``score``. A template holds no condition: it cannot say "faster" of a slower run.
-    """
+    """A prediction's ``str.format`` sentences, one per outcome its ``kinds`` of check can reach (``untested`` where a
+    runtime may lack it); the core fills ``AUTOMATIC`` fields, ``score``'s facts the rest. It holds no condition."""
 
     key: str
     kinds: tuple[str, ...]
@@ -299,9 +283,8 @@ def _listed(items: list[str]) -> str:
 
 @dataclass(frozen=True, repr=False)
 class Finding:
-    """A scored prediction: its template, the checks it rests on and the facts it quotes. ``str`` is the verdict
-    line ('Prediction held: ...'); ``sentence`` the template's explanation for this outcome; ``bool`` True only
-    when it held."""
+    """A scored prediction: ``str`` is the verdict line ('Prediction held: ...'), ``sentence`` the template's text for
+    this outcome, ``bool`` True only when it held."""
 
     template: Template
     checks: tuple[Check, ...]

@@ -1,13 +1,5 @@
-"""A measurement repeated in fresh Python processes: the interval a headline or a decision rests on.
-
-Rounds in one process share its placement in memory, its allocator's state, its code layout and its thread pool,
-so an interval over them says nothing about a second run of the same notebook (Mytkowicz et al. 2009; Kalibera &
-Jones 2013). ``replicate`` runs a target (``'package.module:function'`` returning ``{label: seconds}``, one median
-per label measured inside that process) in ``n`` fresh processes one after another, each through
-``children.run_child`` (its own process group, stopped whatever happens, Ctrl-C included), and returns the
-per-process medians with the set-up each process reported; ``Replicates.speedup`` pairs them by process into an
-``intervals.Speedup`` "across N fresh processes".
-"""
+"""A measurement repeated in fresh Python processes (one process's rounds share its memory layout, allocator and
+threads: Mytkowicz et al. 2009), giving the interval "across N fresh processes" a headline or decision rests on."""
 
 from __future__ import annotations
 
@@ -33,9 +25,8 @@ _SETUP_KEYS = ("python", "cpus", "torch", "threads", "device")
 
 
 def target_path(target: str | Callable[..., Any], name: str = "target") -> str:
-    """``target`` as a 'package.module:function' path a fresh process can import, checked by importing it here: a
-    string of that form, or a function defined at the top of an importable module (not in a notebook or a
-    script's __main__, not a lambda or a nested function). ``name`` is the argument the errors name."""
+    """``target`` as a 'package.module:function' path a fresh process can import (a function defined at the top of an
+    importable module, or that string), checked by importing it here; the errors name ``name``."""
     validate.text("name", name)
     if callable(target) and not isinstance(target, str):
         module, qualname = getattr(target, "__module__", None), getattr(target, "__qualname__", "")
@@ -149,11 +140,8 @@ class Replicates:
 
 def replicate(target: str | Callable[..., Any], n: int = 3, *, timeout: float = 300.0,
               env: Mapping[str, str] | None = None, kwargs: Mapping[str, Any] | None = None) -> Replicates:
-    """Run ``target(**kwargs)`` in ``n`` fresh Python processes one after another (see the module docstring). Each
-    process may take ``timeout`` seconds; ``env`` adds or overrides environment variables for them (the rest is
-    this process's environment, and its ``sys.path`` as PYTHONPATH, so what imports here imports there);
-    ``kwargs`` must be JSON (numbers, text, lists, dicts). A failing process raises ``children.ChildFailed``
-    naming its log, with the log's last lines."""
+    """Run ``target(**kwargs)`` (JSON kwargs; returns ``{label: seconds}``) in ``n`` fresh processes one after another,
+    each through ``children.run_child`` with this ``sys.path`` and ``env`` added, within ``timeout`` seconds each."""
     path = target_path(target)
     n = validate.count("n", n, low=2, high=MAX_PROCESSES)
     timeout = validate.seconds("timeout", timeout)

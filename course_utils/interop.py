@@ -1,6 +1,5 @@
-"""NumPy in and out of each framework, and each framework's default compile: the three small bridges every
-lesson needs, written once so that "the same input in every framework" means the same code path.
-"""
+"""NumPy in and out of each framework, and each framework's default compile: written once, so "the same input in
+every framework" means the same code path."""
 
 from __future__ import annotations
 
@@ -14,11 +13,8 @@ from course_utils import declare, env, validate
 
 
 def to_framework(framework: str, *arrays: Any, device: str | None = None) -> Any:
-    """NumPy arrays (or numbers) as the framework's own arrays: one array in, one out; several in, a tuple.
-
-    torch tensors go to ``device`` (default: CUDA when there is one, else the CPU); JAX and TensorFlow place
-    arrays on their default device. The NumPy input is copied, so later edits to it change nothing.
-    """
+    """NumPy arrays (or numbers), copied, as the framework's arrays (one in, one out; several, a tuple): torch's on
+    ``device`` (default CUDA where present), JAX's and TensorFlow's on their default device."""
     name = validate.framework(framework)
     if device is not None:
         torch = sys.modules.get("torch")

@@ -1,13 +1,5 @@
-"""Faster, slower or within the noise: a 95% interval on a speed ratio, printed with every such claim.
-
-The unit of replication is a *round* of ``timing.interleaved`` (every workload timed once per round, in turns)
-or a *fresh process* (``migrate.assess``, ``migrate.replicate``). Within a round, timed blocks follow each other
-and share the machine's moment, so they are not independent: treating them as samples would make the interval
-far too narrow. Across rounds (or processes) the two workloads are *paired*: both ran at the same moment. So the
-interval is a Student-t interval on the paired log-ratios: log because a speed-up is a ratio (1.25x and 0.8x
-are the same distance from 1), t because there are few replicates (4-8 rounds, 2-5 processes). A bootstrap over
-so few replicates has too few distinct resamples to give a 95% interval, which is why it is not used here.
-"""
+"""Faster, slower or within the noise: a Student-t interval on the paired log-ratios of a speed ratio, paired by
+``timing.interleaved`` round or by fresh process (blocks within a round are not independent; few replicates: t)."""
 
 from __future__ import annotations
 
@@ -169,11 +161,8 @@ def _printed(ratio: float, low: float, high: float) -> tuple[str, str, str]:
 
 
 def speedup(baseline: Any, candidate: Any, *, confidence: float = 0.95) -> Speedup:
-    """The speed-up of ``candidate`` over ``baseline`` with its interval (see the module docstring for why).
-
-    Pass two ``timing.Measurement`` from one ``timing.interleaved`` call (their per-round medians are paired),
-    or two equally long sequences of seconds measured in pairs (e.g. one median per fresh process).
-    """
+    """The speed-up of ``candidate`` over ``baseline`` with its interval: two Measurements of one ``timing.interleaved``
+    call (paired by round), or two equally long sequences of seconds measured in pairs (one per fresh process)."""
     confidence = validate.number("confidence", confidence, low=0.5, high=0.999)
     base, cand, names, unit = _paired(baseline, candidate)
     logs = np.log(base) - np.log(cand)
@@ -210,9 +199,8 @@ def _paired(baseline: Any, candidate: Any) -> tuple[np.ndarray, np.ndarray, tupl
 
 
 def t_quantile(p: float, df: int) -> float:
-    """The ``p`` quantile of Student's t with ``df`` degrees of freedom (p in (0.5, 0.99999]), from its density
-    integrated numerically and inverted by bisection: no SciPy needed. Nearer 1 the numerical tail is not accurate
-    (and the quantile of one degree of freedom runs past any bracket), so such a p is refused."""
+    """The ``p`` quantile (p in (0.5, 0.99999]) of Student's t with ``df`` degrees of freedom, by integrating its
+    density and bisecting: no SciPy needed (nearer 1 the numerical tail is not accurate, so such a p is refused)."""
     p = validate.number("p", p, low=0.5, high=MAX_P, low_open=True)
     df = validate.number("df", df, low=1, high=10**6, integer=True)
     low, high = 0.0, 1.0

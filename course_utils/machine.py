@@ -1,13 +1,5 @@
-"""The machine, measured once per run and reused by every notebook: its roofs, the cost of a fresh output's page
-faults, and the fixed cost of one compiled call.
-
-One machine, one figure: notebooks 00-03 all need "the" memory roof, "the" compute roof, what first-touching a
-new output costs and what a compiled call costs before any arithmetic. Measured separately they disagreed
-(different probes, moments and frameworks), so they are measured here, in one way, by whichever notebook asks
-first, and written to ``build/machine/<key>.json``; later notebooks of the same run read the file and say so.
-The key names this boot of this machine, the problem size and the frameworks present, so a cache never crosses
-machines, reboots or a runtime with a framework missing.
-"""
+"""The machine measured once per run (roofs, a fresh output's page faults, one compiled call's fixed cost), written
+to ``build/machine/<key>.json`` by the first notebook that asks and read by the others: one machine, one figure."""
 
 from __future__ import annotations
 
@@ -33,14 +25,8 @@ _FIGURES: dict[str, MachineFigures] = {}
 
 @dataclass(frozen=True, repr=False)
 class MachineFigures:
-    """This machine's figures for this run; ``source`` says whether this process measured them or read them.
-
-    ``roofs``: each framework's own probes (``roofline.Machine``); ``fault_seconds_per_byte``: first-touching a
-    fresh output (page fault + zero fill) beyond writing memory it already owns; ``call_cost``: seconds per
-    call of a compiled ``x + 1`` on 16 float32 elements, per framework (its default compile); ``faults_per_mib``
-    and ``fault_allocator``: the page faults the probe's fresh buffer took per MiB, and whose allocator made it (256
-    per MiB is one fault per 4 KiB page; far fewer means huge pages backed it, as NumPy's large arrays often are).
-    """
+    """This machine's figures for this run (``source``: measured by this process, or read): each framework's roofs, a
+    fresh output's fault cost (``fault_cost``) and one compiled call's fixed cost (``call_cost``)."""
 
     key: str
     roofs: Mapping[str, roofline.Machine]
@@ -177,11 +163,8 @@ def present() -> list[str]:
 
 
 def fault_cost(nbytes: int = FAULT_PROBE_BYTES, repeats: int = 7) -> tuple[float, float, str]:
-    """(seconds per byte, faults per MiB, allocator): what first-touching a fresh output adds to writing memory
-    already owned. A new buffer of ``nbytes`` from the allocator the lessons use (torch's where torch is present:
-    NumPy backs large arrays with huge pages, torch's outputs fault per 4 KiB page) is filled twice; the first fill
-    (page faults + the kernel's zeroing) minus the second (a plain write) is the cost, the median over ``repeats``
-    fresh buffers; the faults of the first fill are counted alongside."""
+    """(seconds per byte, faults per MiB, allocator): a fresh buffer's first fill minus its second, the median over
+    ``repeats`` buffers from the allocator the lessons use (torch's where present: NumPy's may get huge pages)."""
     # at or below glibc's largest mmap threshold a buffer may reuse pages already faulted in: no fault to time
     nbytes = validate.count("nbytes", nbytes, low=2**25 + 2**12, high=2**32)
     repeats = validate.count("repeats", repeats, high=100)
@@ -221,8 +204,7 @@ def _minor_faults() -> float:
 
 
 def call_cost(framework: str, *, min_time: float = 0.2) -> float:
-    """Seconds per call of ``x + 1`` on 16 float32 elements compiled with ``framework``'s default compile
-    (torch.compile, jax.jit, tf.function(jit_compile=True)): a real graph with one tiny kernel and a fresh output,
+    """Seconds per call of ``x + 1`` on 16 float32 elements under ``framework``'s default compile: one tiny kernel,
     so its time is the fixed cost every compiled call pays."""
     name = validate.framework(framework)
     min_time = validate.number("min_time", min_time, low=0, high=60, low_open=True)  # before the compile it times
@@ -270,9 +252,8 @@ def store(path: Path, record: Mapping[str, Any]) -> None:
 
 
 def _read(path: Path, key: str) -> tuple[MachineFigures | None, str]:
-    """(the figures in ``path``, "") if it holds a whole, usable record for ``key``; else (None, why it cannot be
-    used: then they are measured again and the notebook says why). Every part is checked on read: a record with no
-    roofs, or with other frameworks than those present, is not used."""
+    """(the figures in ``path``, "") if it holds a whole record for ``key`` and the frameworks present; else (None,
+    why not), and the notebook says why it measured again."""
     if not path.exists():
         return None, ""
     try:

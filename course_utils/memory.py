@@ -1,16 +1,5 @@
-"""Peak bytes, measured: the process's peak RSS, CUDA's allocator peak, XLA's ``memory_analysis`` of a compiled
-program, the tensors autograd saves for backward, and the bytes a torch model and optimizer hold.
-
-Peak RSS: freed heap memory is first handed back to the OS (glibc ``malloc_trim``), then the kernel's peak mark
-is reset (``/proc/self/clear_refs``), so the peak read from ``VmHWM`` is the one the measured call causes; the
-smallest of a few runs is kept, because the first run also pays one-time costs (Linux only, else None).
-Saved for backward: a ``saved_tensors_hooks`` pack hook sees every tensor autograd keeps, counted once per
-storage, sorted into "parameters" (the ``params`` themselves, which exist anyway), "weight copies" (a tensor of a
-parameter's shape, or its transpose, in another dtype: autocast's casts, made per region and freed after
-backward; pick batch sizes unequal to the layer widths, or an activation could pass for one) and "activations".
-XLA: ``cost_analysis`` (FLOPs) and ``memory_analysis`` (buffer bytes) are the compiler's plan, computed, not
-measured while running.
-"""
+"""Peak bytes: the process's peak RSS (Linux), CUDA's allocator peak, the tensors autograd saves for backward, what a
+torch model and optimizer hold, XLA's memory plan (computed, not measured); page faults per call."""
 
 from __future__ import annotations
 
@@ -66,7 +55,7 @@ def peak_rss_delta(fn: Callable[[], Any], *, repeats: Annotated[int, Range(1, 10
         return None
     trim = _malloc_trim()
     peaks = []
-    for _ in range(repeats):
+    for _ in range(repeats):  # freed heap back to the OS, then the peak mark reset: VmHWM is then this call's
         trim()
         Path("/proc/self/clear_refs").write_text("5")
         base = _status_bytes("VmRSS")
@@ -137,7 +126,7 @@ def _saved(fn: Callable[[], Any], params: Any, name: str, timeout: float | None)
         ptr = t.untyped_storage().data_ptr()
         if ptr in own:
             kind = "parameters"
-        elif tuple(t.shape) in shapes_only and (tuple(t.shape), t.dtype) not in shapes:
+        elif tuple(t.shape) in shapes_only and (tuple(t.shape), t.dtype) not in shapes:  # autocast's casts
             kind = "weight copies"
         else:
             kind = "activations"

@@ -1,10 +1,5 @@
-"""The recurring workloads, identical in PyTorch, JAX and TensorFlow, so that numbers compare across notebooks.
-
-- ``gelu_chain``: bias + GELU (tanh form) + residual, eleven elementwise ops: the fusion workload.
-- a small MLP: the same layer sizes and the same initial weights (drawn once with NumPy) in each framework.
-- a small CNN for image patches (e.g. ``pipeline.SyntheticImages``): three 3x3 convolutions (the last two with stride
-  2), global average pooling and a linear head; NHWC in JAX and Keras, NCHW in PyTorch, same weights.
-"""
+"""The recurring workloads, identical in PyTorch, JAX and TensorFlow (the GELU chain, a small MLP, a small CNN, the
+same weights drawn once with NumPy), and one SGD train step per framework."""
 
 from __future__ import annotations
 
@@ -23,10 +18,8 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
 def gelu_chain(x: Any, bias: Any, tanh: Callable[[Any], Any]) -> Any:
-    """x + GELU_tanh(x + bias): eleven elementwise ops written with operators, so any framework runs it.
-
-    Pass the framework's tanh (``torch.tanh``, ``jnp.tanh``, ``tf.tanh``); ``chain_for`` does that.
-    """
+    """x + GELU_tanh(x + bias): eleven elementwise ops written with operators, so any framework runs it with its own
+    ``tanh`` (``chain_for`` passes it)."""
     if not callable(tanh):  # traced by torch.compile without a graph break
         raise TypeError(f"tanh must be the framework's tanh function (torch.tanh, jnp.tanh, tf.tanh); got "
                         f"{type(tanh).__name__} {tanh!r}")
@@ -227,12 +220,8 @@ def keras_cnn(in_channels: int = 3, classes: int = 2, *, size: int = 32, seed: i
 
 def torch_sgd_step(model: Any, *, lr: float = 0.05, momentum: float = 0.0, amp_dtype: Any = None,
                    device: Any = None, flatten: bool = False) -> Callable[[Any], Any]:
-    """``step((x, y)) -> loss`` for ``model``: forward under autocast when ``amp_dtype`` is given, backward, update.
-
-    The batch moves to ``device`` (default: the model's). fp16 gets a ``torch.amp.GradScaler`` (bf16 needs
-    none: it has fp32's range). ``flatten`` turns images into vectors for the MLP. The loss is returned
-    without waiting for it (``timing.sync`` waits).
-    """
+    """``step((x, y)) -> loss`` (not waited for) for ``model``: forward under autocast when ``amp_dtype`` is given (fp16
+    with a GradScaler), backward, update; the batch moves to ``device`` (default: the model's)."""
     import torch
     import torch.nn.functional as F
 
@@ -274,12 +263,8 @@ def torch_sgd_step(model: Any, *, lr: float = 0.05, momentum: float = 0.0, amp_d
 
 def jax_sgd_step(params: Any, apply: Callable[[Any, Any], Any], *, lr: float = 0.05,
                  flatten: bool = False, jit: bool = True) -> Callable[[Any], Any]:
-    """``step((x, y)) -> loss`` for ``apply(params, x)``: one jit-compiled SGD update; ``step.state['params']``
-    holds the current parameters (JAX arrays are immutable, so the step keeps them between calls).
-
-    ``jit=False`` runs the same update without ``jax.jit``: each jnp call dispatched on its own, as ordinary
-    (eager) JAX code runs; the baseline a compiled step is compared with (``jax.disable_jit`` would also un-jit
-    jnp's own jitted internals)."""
+    """``step((x, y)) -> loss`` for ``apply(params, x)``: one SGD update, jit-compiled unless ``jit=False`` (eager JAX,
+    the baseline); ``step.state['params']`` holds the current parameters between calls."""
     import jax
     import jax.numpy as jnp
 

@@ -1,9 +1,5 @@
-"""The frame of every notebook: the set-up call, the Colab cell and badge, the one-sentence skip of a section
-whose framework is missing, the closing summary table and the 'last verified' line.
-
-Rows of the summary hold numbers (not text) so that ``tools/run_course.py`` can gather every notebook's
-summary into ``build/summary.md`` and ``build/summary.json`` when it sets ``COURSE_SUMMARY_DIR``.
-"""
+"""The frame of every notebook: ``setup()``, the Colab cell and badge, the skip of a section whose framework is
+missing, the summary table (gathered by ``tools/run_course.py`` via ``COURSE_SUMMARY_DIR``), 'last verified'."""
 
 from __future__ import annotations
 
@@ -30,12 +26,8 @@ _INSTALL_HINT = {
 
 
 def setup(seed: int = 0) -> env.EnvReport:
-    """The one call at the top of each notebook: the device plan's memory shares, quiet start, strict deprecations,
-    house plot style, seeds.
-
-    Returns the environment report so that the cell displays it. Without PyTorch it says so first: every
-    notebook needs it, while JAX and TensorFlow sections are skipped with a sentence when they are missing.
-    """
+    """The one call at the top of each notebook (device memory shares, quiet start, strict deprecations, plot style,
+    seeds); returns the environment report, saying first when PyTorch, which every notebook needs, is missing."""
     seed = validate.count("seed", seed, low=0, high=env.MAX_SEED)
     devices.apply(devices.current())  # on one GPU: JAX's and TF's share, before their first operation
     if not env.available("torch"):
@@ -48,11 +40,8 @@ def setup(seed: int = 0) -> env.EnvReport:
 
 
 def needs(*frameworks: str) -> bool:
-    """True when every framework named can be imported; otherwise print one sentence and return False.
-
-    Use it as ``if cu.notebook.needs("tensorflow"):`` around a framework's part of a notebook, so that a
-    runtime without it (Colab TPU runtimes ship no TensorFlow) skips that part and goes on.
-    """
+    """True when every framework named can be imported; otherwise print one sentence and return False, so that
+    ``if cu.notebook.needs("tensorflow"):`` skips that part on a runtime without it."""
     validate.non_empty("frameworks", frameworks)
     missing = [name for name in (validate.framework(f, f"frameworks[{i}]") for i, f in enumerate(frameworks))
                if not env.available(name)]

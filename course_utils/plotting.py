@@ -1,8 +1,5 @@
-"""One house style for every figure in the course; each function returns its matplotlib Figure.
-
-Figures are drawn on a white card with a colour-blind-safe palette (Okabe-Ito), so they read the same in
-light and dark JupyterLab themes and on slides. A framework keeps its colour in every notebook.
-"""
+"""One house style for every figure (a white card, the colour-blind-safe Okabe-Ito palette, a framework's colour
+kept in every notebook); each function returns its matplotlib Figure."""
 
 from __future__ import annotations
 
@@ -127,11 +124,8 @@ def sweep_plot(
     title: str | None = None,
     per_element: bool = False,
 ) -> Figure:
-    """Log-log time (or time per element) against problem size, one line per label, quartile band shaded.
-
-    Flat lines are the overhead regime (size does not matter), slope-1 lines the bandwidth or compute regime.
-    Series named '... eager' or '... op-by-op' are dashed, so each eager/compiled pair reads apart.
-    """
+    """Log-log time (or time per element) against size, one line per label with its quartile band; '... eager' and
+    '... op-by-op' series are dashed, so each eager/compiled pair reads apart."""
     import numpy as np
 
     for label, ms in series.items():  # by hand: a length per mapping value
@@ -158,9 +152,8 @@ def sweep_plot(
 @declare.checked
 def waterfall(steps: Sequence[tuple[str, PositiveFloat]], *, unit: Literal["s", "ms", "µs", "ns"] = "ms",
               title: str | None = None) -> Figure:
-    """Step time rung by rung: the first bar is the baseline, each next bar shows what one change saved
-    (green) or cost (red), ending on the final time. ``steps`` are (label, seconds) in ladder order.
-    """
+    """Step time rung by rung (``steps``: (label, seconds) in ladder order): the baseline, then what each change saved
+    (green) or cost (red)."""
     scales = {name: scale for scale, name in display.TIME_UNITS}
     if len(steps) < 2:
         raise ValueError("steps needs a baseline and at least one more rung")

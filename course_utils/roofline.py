@@ -1,9 +1,5 @@
-"""The machine's own limits: memory bandwidth and matmul FLOP/s, measured, and the roofline they draw.
-
-A kernel that does ``flops`` arithmetic and moves ``bytes`` to and from memory cannot finish faster than
-``max(flops / peak_flops, bytes / bandwidth)``. The two ceilings come from this machine, in this run
-(the probes themselves live in ``course_utils.probes``).
-"""
+"""The machine's own limits, measured in this run (memory bandwidth, matmul FLOP/s), and the roofline they draw: no
+kernel finishes faster than ``max(flops / peak_flops, bytes / bandwidth)``."""
 
 from __future__ import annotations
 
@@ -31,11 +27,8 @@ def _probe_values(name: str, value: Any, *, allow_empty: bool = False) -> dict[s
 
 @dataclass(frozen=True, repr=False)
 class Machine:
-    """Measured ceilings: bandwidth probes in bytes/s, matmul probes in FLOP/s, as one framework sees them.
-
-    ``fresh_output_probes`` (bytes/s) time an operation that returns a new array each call: allocation and
-    first-touch page faults included, so they are *not* a bandwidth and never set the roof.
-    """
+    """Measured ceilings as one framework sees them: bandwidth probes (bytes/s), matmul probes (FLOP/s), and
+    fresh-output probes, whose page faults make them no bandwidth: they never set the roof."""
 
     framework: str
     device: str
@@ -172,14 +165,8 @@ def measure_machine(
     matmul_n: int | None = None,
     min_time: float = 0.3,
 ) -> Machine:
-    """Measure bandwidth (copy/scale/triad over arrays of ``array_bytes``) and fp32 matmul FLOP/s
-    (n = ``matmul_n``) with one framework, on its default device. Cached per process.
-
-    ``array_bytes`` defaults to ``probes.probe_size()``: at least 4x the last-level cache the OS reports, meant to
-    leave the caches; whether it does, notebook 00's sweep measures from its own cliffs. Outputs are preallocated
-    or donated, so that page faults are not counted as bandwidth; a "triad, fresh output" probe shows what a new
-    output per call costs instead.
-    """
+    """Bandwidth (copy/scale/triad over ``array_bytes``, default ``probes.probe_size()``) and fp32 matmul FLOP/s
+    (n = ``matmul_n``) with one framework on its default device; cached per process."""
     framework = _framework(framework)
     if array_bytes is None:
         array_bytes = probes.probe_size().array_bytes

@@ -1,10 +1,5 @@
-"""Timing that does not fool you, for PyTorch, JAX and TensorFlow alike.
-
-The rules (DESIGN.md section 5): time the first call apart (it includes compilation or tracing), warm up,
-wait for the device before reading the clock (``sync``), repeat until a minimum time has passed, and
-report the median with its spread. ``benchmark`` does all of that; ``compare`` turns several benchmarks
-into a speed-up table with uncertainty.
-"""
+"""Timing that does not fool you, in PyTorch, JAX and TensorFlow alike (DESIGN.md section 5): the first call apart,
+warm-up, ``sync`` before reading the clock, repeats until a minimum time, the median with its spread."""
 
 from __future__ import annotations
 
@@ -32,14 +27,8 @@ _MAX_CALLS_PER_BLOCK = 10**7
 
 
 def sync(value: Any) -> Any:
-    """Block until every array in ``value`` (any nesting of lists, tuples, dicts) is computed; return it.
-
-    JAX arrays: ``block_until_ready``. torch CUDA/MPS tensors: the device is synchronised. TensorFlow
-    tensors on an accelerator: ``tf.test.experimental.sync_devices()``, TF's public wait for every device (it
-    copies nothing to the host); on the CPU, TF's eager runtime is synchronous (the op has finished when it
-    returns), so there is nothing to wait for. NumPy arrays and torch CPU tensors are already computed.
-    ``None`` (an in-place op) synchronises torch's current CUDA device when CUDA is in use: no output to wait on.
-    """
+    """Block until every array in ``value`` (any nesting of lists, tuples, dicts) is computed; return it. ``None``
+    (an in-place op) synchronises torch's CUDA device; TF on the CPU and NumPy are synchronous already."""
     torch = sys.modules.get("torch")
     tf = sys.modules.get("tensorflow")
     synced_torch_devices: set[Any] = set()
@@ -182,14 +171,8 @@ def interleaved(calls: Annotated[Mapping[str, Callable[[], Any]], NonEmpty], *,
                 min_time: Annotated[float, Range(0, 60, low_open=True)] = 0.2,
                 sync: Mapping[str, bool] | None = None,
                 timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT) -> dict[str, Measurement]:
-    """Time each zero-argument callable of ``calls`` in ``rounds`` alternating rounds (the order rotated by one
-    each round), ``min_time`` seconds per callable in all; each round's times are pooled into one Measurement per
-    name (first call: the first round's). A machine that changes speed between rounds then widens every
-    workload's quartiles alike instead of shifting one median against another. Each Measurement keeps its
-    per-round medians (``rounds``): ``cu.intervals.speedup(a, b)`` pairs them into an interval. ``sync``
-    (name -> bool, default True) passes ``sync=False`` where a call waits by itself (a host copy). A call that
-    does not return within ``timeout`` seconds (None: the size's default) raises ``calls.LearnerTimeout`` naming
-    it."""
+    """Each callable timed in ``rounds`` alternating rounds (order rotated each round), one Measurement per name keeping
+    its per-round medians for ``intervals.speedup``; a machine that changes speed then widens every workload alike."""
     sync = dict(sync or {})
     for name in sync:
         validate.choice(f"sync[{name!r}]", name, list(calls))
@@ -221,19 +204,8 @@ def benchmark(fn: Callable[..., Any], *args: Any, warmup: Annotated[int, Range(0
               max_repeats: Annotated[int, Range(1, 100_000)] = 200, min_repeats: Annotated[int, Range(1, 100_000)] = 5,
               sync: Literal["auto", True, False] = "auto", label: Text | None = None,
               timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT, **kwargs: Any) -> Measurement:
-    """Time ``fn(*args, **kwargs)``: first call apart, ``warmup`` more untimed calls, then blocks of calls.
-
-    Calls are grouped into blocks long enough (>= 5% of ``min_time``) that reading the clock costs
-    nothing measurable; each block ends with a synchronisation on its last result, so the per-call time is
-    the throughput of back-to-back calls, as in ``torch.utils.benchmark`` and ``timeit``. Results are
-    dropped as soon as they are made: keeping one alive changes how the allocator recycles memory. Blocks repeat until
-    ``min_time`` seconds and ``min_repeats`` blocks have passed, or ``max_repeats`` blocks.
-    ``sync="auto"`` (or True) waits on the returned arrays; ``sync=False`` does not (only to show why
-    you must). The first call (compile, trace, caches) and the calibration of the block size warm up;
-    pass ``warmup`` for workloads that need more calls before they settle. A call (or block) that has not returned
-    after ``timeout`` seconds (None: the size's default) raises ``calls.LearnerTimeout`` naming ``fn``, instead of
-    hanging the notebook.
-    """
+    """Time ``fn(*args, **kwargs)``: first call apart, ``warmup`` untimed calls, then blocks of calls (>= 5% of
+    ``min_time`` each, synchronised on the last result, as ``timeit`` does) until ``min_time`` and ``min_repeats``."""
     validate.number("min_repeats", min_repeats, high=max_repeats)
     label = label if label is not None else getattr(fn, "__name__", "fn")
     limit = functools.partial(_calls.limit, fn, timeout, "fn")
@@ -279,11 +251,8 @@ def _calibrate(
     fn: Callable[..., Any], args: tuple[Any, ...], wait: Callable[[Any], Any], target: float,
     limit: Callable[[], Any],
 ) -> tuple[int, list[float]]:
-    """Calls per block so that a block lasts about ``target`` s or more (1, 2, 5, 10, 20, ... as in timeit).
-
-    The calibration block that reaches at least half the target fixes the block size and is kept as the
-    first measurement, so calibrating costs little (a slow workload pays no extra call at all).
-    """
+    """Calls per block (1, 2, 5, 10, ... as in timeit) so a block lasts ``target`` s; the block that reaches half of it
+    is kept as the first measurement, so a slow workload pays no extra call."""
     number = 1
     while True:
         with limit():

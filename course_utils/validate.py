@@ -1,10 +1,5 @@
-"""The one set of argument checks: a wrong kind raises TypeError, a wrong value ValueError, and every message
-names the argument and what it accepts, so a learner's typo fails at the call, not deep inside numpy.
-
-A public function declares its checks in its signature (``course_utils.declare``); these are what the declarations
-run, and what a function calls by hand for a rule a signature cannot state, e.g.
-``repeats = validate.positive("repeats", repeats, integer=True)``.
-"""
+"""The one set of argument checks: a wrong kind raises TypeError, a wrong value ValueError, naming the argument and
+what it accepts; ``declare`` runs them from signatures, and a function calls them for rules a signature cannot state."""
 
 from __future__ import annotations
 
@@ -37,10 +32,8 @@ def number(
     high_open: bool = False,
     integer: bool = False,
 ) -> Any:
-    """Return ``value`` if it is a finite real number (an integer when asked) within [low, high].
-
-    ``low_open``/``high_open`` exclude the bound itself. bool is refused: ``True`` is not a count.
-    """
+    """Return ``value`` if it is a finite real number (an integer when asked; never a bool) within [low, high];
+    ``low_open``/``high_open`` exclude the bound."""
     _bounds(name, low, high)
     for flag, given in (("low_open", low_open), ("high_open", high_open), ("integer", integer)):
         if not isinstance(given, bool):
