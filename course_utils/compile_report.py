@@ -11,35 +11,32 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from course_utils import calls, declare, display, env, validate
 
+_Count = Annotated[int, declare.NonNegative]
 _COMPILE_ID = re.compile(r"^\[(\d+)/(\d+)\]$")
 _REPORT_ENTRIES = {"job.py", "logs", "report"}  # what torch_compile_report writes into folder/name
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class CompileReport:
     """What tlparse found: frames compiled, compilations (first + recompiles), graph breaks and the reasons."""
 
     folder: Path
-    frames: int
-    compilations: int
-    recompiles: int
-    graph_breaks: int
+    frames: _Count
+    compilations: _Count
+    recompiles: _Count
+    graph_breaks: _Count
     recompile_reasons: tuple[str, ...]
     break_reasons: tuple[str, ...]
 
     def __post_init__(self) -> None:
-        validate.instance("folder", self.folder, Path)
-        for name in ("frames", "compilations", "recompiles", "graph_breaks"):
-            validate.non_negative(name, getattr(self, name), integer=True)
+        validate.instance("folder", self.folder, Path)  # a str would pass the declaration, and not join paths
         if self.recompiles > self.compilations:
             raise ValueError(f"recompiles ({self.recompiles}) cannot exceed compilations ({self.compilations})")
-        for name in ("recompile_reasons", "break_reasons"):
-            for i, reason in enumerate(validate.instance(name, getattr(self, name), tuple)):
-                validate.instance(f"{name}[{i}]", reason, str)
 
     def table(self) -> display.Table:
         rows = [("frames compiled", str(self.frames)), ("compilations", str(self.compilations)),

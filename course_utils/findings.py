@@ -37,10 +37,6 @@ _FORMATS: dict[str, Callable[[float], str]] = {
     "s": display.format_time, "B": display.format_bytes, "count": lambda v: f"{v:,}", "": lambda v: f"{v:.3g}"}
 
 
-def _value_text(value: float, unit: str) -> str:
-    return _FORMATS[unit](value)
-
-
 @dataclass(frozen=True, repr=False)
 class Check:
     """One piece of evidence, an interval (``intervals.Speedup``) or a number, tested against ``bound``: "above",
@@ -114,14 +110,14 @@ class Check:
                     ABOVE: "faster beyond the noise", BELOW: "slower beyond the noise",
                     UNDECIDED: "within the noise of 1x: not decided"}[outcome]
         if self.kind == "equal":
-            spread = f" ± {_value_text(self.tolerance, self.unit)}" if self.tolerance else ""
-            target = _value_text(self.bound, self.unit) + spread
+            spread = f" ± {_FORMATS[self.unit](self.tolerance)}" if self.tolerance else ""
+            target = _FORMATS[self.unit](self.bound) + spread
             return {HELD: f"equal to {target}", ABOVE: f"above {target}", BELOW: f"below {target}"}[outcome]
         if self.kind == "within":
-            span = f"[{_value_text(self.bound, self.unit)}, {_value_text(self.high, self.unit)}]"
+            span = f"[{_FORMATS[self.unit](self.bound)}, {_FORMATS[self.unit](self.high)}]"
             return {HELD: f"inside {span}", ABOVE: f"above {span}", BELOW: f"below {span}",
                     UNDECIDED: f"across an edge of {span}: not decided"}[outcome]
-        bound = _value_text(self.bound, self.unit)
+        bound = _FORMATS[self.unit](self.bound)
         if not self.interval and self.value == self.bound:
             return f"on {bound}, not {self.kind} it"
         if outcome == UNDECIDED:
@@ -133,7 +129,7 @@ class Check:
         """The value as printed: an interval with its estimate and scope, or a number with its source."""
         if self.kind == "true" or self.interval:
             return "" if self.kind == "true" else str(self.value)
-        text = _value_text(self.value, self.unit)
+        text = _FORMATS[self.unit](self.value)
         return text if self.source == "measured" else f"{text} ({self.source})"
 
     def __str__(self) -> str:
@@ -240,7 +236,7 @@ class Template:
     def score(self, *checks: Check, **facts: Any) -> Finding:
         """The finding on this run's evidence: held when every check held, failed when any failed, else not
         decided. ``facts`` fill the template's other placeholders (numbers to quote, never to decide on)."""
-        return _issue(self.read(*checks, **facts))
+        return display.record(self.read(*checks, **facts))
 
     def read(self, *checks: Check, **facts: Any) -> Finding:
         """As ``score``, but not counted among this process's predictions: a report's finding, read again."""
@@ -258,7 +254,7 @@ class Template:
             raise ValueError(f"template {self.key!r} has no 'untested' text: give it one where the prediction may "
                              "not be testable on some runtime")
         needed = tuple(sorted(_fields(self.untested) - AUTOMATIC))
-        return _issue(Finding(self, (), self._facts(facts, needed), why=validate.text("why", why)))
+        return display.record(Finding(self, (), self._facts(facts, needed), why=validate.text("why", why)))
 
     def _facts(self, facts: Mapping[str, Any], needed: tuple[str, ...] | None = None) -> dict[str, Any]:
         """``facts`` if it names every fact the texts use (``needed``: those of one text) and no other."""
@@ -349,11 +345,6 @@ class Finding:
     def _repr_html_(self) -> str:
         colour = {display.HELD: "#009E73", display.FAILED: "#D55E00"}.get(self.status, "#555555")
         return f"<p style='color:{colour}'><b>{escape(str(self))}</b></p>"
-
-
-def _issue(finding: Finding) -> Finding:
-    display.record(finding)
-    return finding
 
 
 def templates() -> dict[str, Template]:

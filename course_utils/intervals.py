@@ -7,11 +7,12 @@ import math
 import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
-from course_utils import timing, validate
+from course_utils import declare, timing, validate
+from course_utils.declare import NonNegativeFloat, PositiveFloat, Range
 
 FASTER, SLOWER, WITHIN_NOISE = "faster", "slower", "within the noise"
 ROUNDS, PROCESSES = "rounds", "processes"
@@ -20,6 +21,7 @@ MIN_SECONDS, MAX_SECONDS = 1e-12, 1e7  # a picosecond to four months: outside it
 MAX_P = 0.99999  # t_quantile's largest p: 0.5 + confidence / 2 at the highest confidence (0.999) is 0.9995
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class Speedup:
     """How many times faster ``candidate`` ran than ``baseline`` (baseline time over candidate time): the
@@ -27,18 +29,14 @@ class Speedup:
 
     baseline: str
     candidate: str
-    ratio: float
-    low: float
-    high: float
-    n: int
-    unit: str
-    confidence: float = 0.95
+    ratio: PositiveFloat
+    low: NonNegativeFloat  # exp() of a very wide interval may reach 0 or infinity
+    high: Any  # infinity allowed: an unbounded interval
+    n: Annotated[int, Range(1, 10**6)]
+    unit: Literal["rounds", "processes"]
+    confidence: Annotated[float, Range(0.5, 0.999)] = 0.95
 
     def __post_init__(self) -> None:
-        validate.instance("baseline", self.baseline, str)
-        validate.instance("candidate", self.candidate, str)
-        validate.positive("ratio", self.ratio)
-        validate.non_negative("low", self.low)  # exp() of a very wide interval may reach 0 or infinity
         if isinstance(self.high, bool) or not isinstance(self.high, numbers.Real):
             raise TypeError(f"high must be a number; got {type(self.high).__name__} {self.high!r}")
         if math.isnan(self.high):
@@ -46,9 +44,6 @@ class Speedup:
         if not self.low <= self.ratio <= self.high:
             raise ValueError(f"ratio must lie within its interval [low, high]; got {self.ratio!r} outside "
                              f"[{self.low!r}, {self.high!r}]")
-        validate.count("n", self.n, high=10**6)
-        validate.choice("unit", self.unit, (ROUNDS, PROCESSES))
-        validate.number("confidence", self.confidence, low=0.5, high=0.999)
 
     @property
     def outcome(self) -> str:
@@ -78,12 +73,6 @@ class Speedup:
     def below(self, threshold: float) -> bool:
         """True when the whole interval lies below ``threshold``."""
         return self.high < validate.positive("threshold", threshold)
-
-    def within(self, margin: float) -> bool:
-        """True when the whole interval lies inside [1/margin, margin]: "no difference" within a stated margin
-        (an equivalence test). A straddling interval is not evidence of no difference: it is not decided."""
-        margin = validate.number("margin", margin, low=1, low_open=True, high=1e6)
-        return self.low >= 1 / margin and self.high <= margin
 
     @property
     def scope(self) -> str:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from course_utils import env, validate
+from course_utils import declare, env, validate
+from course_utils.declare import NonNegative, PositiveFloat, PositiveInt, Text
 
 FP32 = 4  # bytes per element
 ARRAYS = 4  # the triad holds three arrays of the probe size, its fresh output a fourth
@@ -19,21 +20,16 @@ CACHE_MULTIPLE = 4  # probe arrays at least this many times the last-level cache
 CI_CAP = 256 * 2**20  # COURSE_SIZE=ci keeps a notebook within minutes on 2 cores; the notebook says so
 
 
+@declare.checked
 @dataclass(frozen=True)
 class ProbeSize:
     """Bytes per probe array, chosen from the last-level cache unless ``capped_by`` "memory" (half of the free memory)
     or "ci size" (256 MiB at ``COURSE_SIZE=ci``)."""
 
-    array_bytes: int
-    last_level_cache: int
-    target: int
-    capped_by: str = ""
-
-    def __post_init__(self) -> None:
-        for name in ("array_bytes", "target"):
-            validate.positive(name, getattr(self, name), integer=True)
-        validate.non_negative("last_level_cache", self.last_level_cache, integer=True)  # 0: the OS reports none
-        validate.choice("capped_by", self.capped_by, ("", "memory", "ci size"))
+    array_bytes: PositiveInt
+    last_level_cache: Annotated[int, NonNegative]  # 0: the OS reports none
+    target: PositiveInt
+    capped_by: Literal["", "memory", "ci size"] = ""
 
     @property
     def cache_multiple(self) -> float:
@@ -83,24 +79,15 @@ def sizes(n: int, m: int, *, host: bool = True) -> tuple[int, int]:
     return n, m
 
 
+@declare.checked
 @dataclass
 class Probes:
     """One framework's probes: each a zero-argument call and the bytes (or FLOPs) one call moves (does)."""
 
-    device: str
-    bandwidth: dict[str, tuple[Callable[[], Any], float]]
-    fresh: dict[str, tuple[Callable[[], Any], float]]
-    compute: dict[str, tuple[Callable[[], Any], float]]
-
-    def __post_init__(self) -> None:
-        validate.text("device", self.device)
-        for name in ("bandwidth", "fresh", "compute"):
-            probes = validate.instance(name, getattr(self, name), dict)
-            for key, pair in probes.items():
-                if not isinstance(pair, tuple) or len(pair) != 2:
-                    raise TypeError(f"{name}[{key!r}] must be a (call, amount) pair; got {pair!r:.80}")
-                validate.function(f"{name}[{key!r}]", pair[0])
-                validate.positive(f"{name}[{key!r}]", pair[1])
+    device: Text
+    bandwidth: dict[str, tuple[Callable[[], Any], PositiveFloat]]
+    fresh: dict[str, tuple[Callable[[], Any], PositiveFloat]]
+    compute: dict[str, tuple[Callable[[], Any], PositiveFloat]]
 
 
 def numpy_probes(n: int, m: int) -> Probes:

@@ -7,44 +7,26 @@ import gc
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
-from course_utils import display, env, probes, timing, validate
+from course_utils import declare, display, env, probes, timing, validate
+from course_utils.declare import NonEmpty, NonNegativeFloat, PositiveFloat, PositiveInt, Text
 
 _CACHE: dict[tuple[str, int, int], Machine] = {}
 
 
-def _probe_values(name: str, value: Any, *, allow_empty: bool = False) -> dict[str, float]:
-    validate.instance(name, value, Mapping)
-    if not allow_empty:
-        validate.non_empty(name, value)
-    checked = {}
-    for key, rate in value.items():
-        validate.text(f"{name} key", key)
-        checked[key] = validate.positive(f"{name}[{key!r}]", rate)
-    return checked
-
-
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class Machine:
     """Measured ceilings as one framework sees them: bandwidth probes (bytes/s), matmul probes (FLOP/s), and
     fresh-output probes, whose page faults make them no bandwidth: they never set the roof."""
 
-    framework: str
-    device: str
-    bandwidth_probes: Mapping[str, float]
-    flops_probes: Mapping[str, float]
-    fresh_output_probes: Mapping[str, float] = field(default_factory=dict)
-    array_bytes: int | None = None
-
-    def __post_init__(self) -> None:
-        validate.text("framework", self.framework)
-        validate.text("device", self.device)
-        _probe_values("bandwidth_probes", self.bandwidth_probes)
-        _probe_values("flops_probes", self.flops_probes)
-        _probe_values("fresh_output_probes", self.fresh_output_probes, allow_empty=True)
-        if self.array_bytes is not None:
-            validate.positive("array_bytes", self.array_bytes, integer=True)
+    framework: Text
+    device: Text
+    bandwidth_probes: Annotated[Mapping[Text, PositiveFloat], NonEmpty]
+    flops_probes: Annotated[Mapping[Text, PositiveFloat], NonEmpty]
+    fresh_output_probes: Mapping[Text, PositiveFloat] = field(default_factory=dict)
+    array_bytes: PositiveInt | None = None
 
     @property
     def bandwidth(self) -> float:
@@ -60,10 +42,6 @@ class Machine:
     def ridge_intensity(self) -> float:
         """FLOP per byte where the two roofs meet: below it a kernel is memory-bound, above compute-bound."""
         return self.peak_flops / self.bandwidth
-
-    def attainable(self, intensity: float) -> float:
-        """Highest FLOP/s a kernel of this arithmetic intensity (FLOP/byte) can reach on this machine."""
-        return attainable(intensity, self)
 
     def roofline_time(self, flops: float, bytes: float) -> float:
         """Shortest possible time (s) for a kernel doing ``flops`` and moving ``bytes``."""
@@ -89,20 +67,15 @@ class Machine:
         return self.table()._repr_html_()
 
 
+@declare.checked
 @dataclass(frozen=True)
 class Point:
     """One measured kernel for the roofline plot: its work, its traffic and its measured time."""
 
-    label: str
-    flops: float
-    bytes: float
-    seconds: float
-
-    def __post_init__(self) -> None:
-        validate.text("label", self.label)
-        validate.non_negative("flops", self.flops)
-        validate.positive("bytes", self.bytes)
-        validate.positive("seconds", self.seconds)
+    label: Text
+    flops: NonNegativeFloat
+    bytes: PositiveFloat
+    seconds: PositiveFloat
 
     @property
     def intensity(self) -> float:
@@ -118,26 +91,22 @@ class Point:
         return self.bytes / self.seconds
 
 
-def roofline_time(flops: float, bytes: float, machine: Machine) -> float:
+@declare.checked
+def roofline_time(flops: NonNegativeFloat, bytes: NonNegativeFloat, machine: Machine) -> float:
     """max(flops / peak FLOP/s, bytes / bandwidth): the time below which no kernel can run."""
-    validate.non_negative("flops", flops)
-    validate.non_negative("bytes", bytes)
-    validate.instance("machine", machine, Machine)
     return max(flops / machine.peak_flops, bytes / machine.bandwidth)
 
 
-def attainable(intensity: float, machine: Machine) -> float:
+@declare.checked
+def attainable(intensity: NonNegativeFloat, machine: Machine) -> float:
     """min(peak FLOP/s, intensity x bandwidth): the roofline itself, in FLOP/s."""
-    validate.non_negative("intensity", intensity)
-    validate.instance("machine", machine, Machine)
     return min(machine.peak_flops, intensity * machine.bandwidth)
 
 
+@declare.checked
 def share_of_roof(point: Point, machine: Machine) -> float:
     """The fraction of the roof a measured kernel reaches: achieved FLOP/s over attainable FLOP/s at its
     intensity; for a kernel without FLOPs, achieved bandwidth over the memory roof."""
-    validate.instance("point", point, Point)
-    validate.instance("machine", machine, Machine)
     if point.flops == 0:
         return point.achieved_bandwidth / machine.bandwidth
     return point.achieved_flops / attainable(point.intensity, machine)
