@@ -22,7 +22,7 @@ _REPORT_ENTRIES = {"job.py", "logs", "report"}  # what torch_compile_report writ
 
 @declare.checked
 @dataclass(frozen=True, repr=False)
-class CompileReport:
+class CompileReport(display.Tabled):
     """What tlparse found: frames compiled, compilations (first + recompiles), graph breaks and the reasons."""
 
     folder: Path
@@ -44,12 +44,6 @@ class CompileReport:
         rows += [("recompiled because", r) for r in self.recompile_reasons[:3]]
         rows += [("graph break", r) for r in self.break_reasons[:3]]
         return display.table(["tlparse", "found"], rows, note=f"report: {self.folder / 'index.html'}")
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 def tlparse_available() -> bool:

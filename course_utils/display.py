@@ -56,6 +56,16 @@ class Table:
         return f"<table>{caption}<tr>{head}</tr>{body}</table>{note}"
 
 
+class Tabled:
+    """Shown as its ``table()``: aligned text in a terminal, HTML in Jupyter (a mixin for the course's results)."""
+
+    def __repr__(self) -> str:
+        return repr(self.table())
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
+
+
 def _align(cell: str) -> str:
     """Numbers right, words left: a cell that starts like a number is right-aligned."""
     stripped = cell.lstrip("~<>+-−≈ ")

@@ -68,7 +68,7 @@ def function(name: str, path: str) -> Callable[..., Any]:
 
 
 @dataclass(frozen=True, repr=False)
-class Replicates:
+class Replicates(display.Tabled):
     """What ``replicate`` measured: per label, one median per fresh process (in the order they ran), and the
     set-up each process reported (Python, CPUs it may use, torch version, torch threads, device)."""
 
@@ -130,12 +130,6 @@ class Replicates:
         return display.table(["process", "pid", *(f"{label} (median in the process)" for label in self.labels)],
                              rows, title=f"{self.target} in {self.n} fresh processes, one after another",
                              note=f"each process: {self.setup}")
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 def replicate(target: str | Callable[..., Any], n: int = 3, *, timeout: float = 300.0,

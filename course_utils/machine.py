@@ -24,7 +24,7 @@ _FIGURES: dict[str, MachineFigures] = {}
 
 
 @dataclass(frozen=True, repr=False)
-class MachineFigures:
+class MachineFigures(display.Tabled):
     """This machine's figures for this run (``source``: measured by this process, or read): each framework's roofs, a
     fresh output's fault cost (``fault_cost``) and one compiled call's fixed cost (``call_cost``)."""
 
@@ -106,12 +106,6 @@ class MachineFigures:
                  for fw, cost in self.call_cost.items()]
         return display.table(["figure", "measured"], rows, title="This machine, measured once for the run",
                              note=self.how)
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 def best_roof(machines: Mapping[str, roofline.Machine]) -> roofline.Machine:

@@ -137,7 +137,7 @@ class Row:
 
 
 @dataclass(frozen=True, repr=False)
-class SummaryTable:
+class SummaryTable(display.Tabled):
     """What this run measured, in one table; ``rows`` keep the numbers for the build summary."""
 
     notebook: str
@@ -176,12 +176,6 @@ class SummaryTable:
             "rows": [asdict(r) for r in self.rows],
             "verdicts": dict(self.verdicts),
         }
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 def summary_table(notebook: str, rows: Iterable[Row | tuple]) -> SummaryTable:

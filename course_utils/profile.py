@@ -46,7 +46,7 @@ class Event:
 
 
 @dataclass(frozen=True, repr=False)
-class Trace:
+class Trace(display.Tabled):
     """The events of one capture, with the questions a practitioner asks of a profile."""
 
     framework: str
@@ -150,12 +150,6 @@ class Trace:
         return display.table(["thread", "events", "busy", "busy share of the span", "longest gap"], rows,
                              title=f"{self.framework} trace{where}: {len(self.events)} events over "
                                    f"{display.format_time(self.span)}")
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ _CACHE: dict[tuple[str, int, int], Machine] = {}
 
 @declare.checked
 @dataclass(frozen=True, repr=False)
-class Machine:
+class Machine(display.Tabled):
     """Measured ceilings as one framework sees them: bandwidth probes (bytes/s), matmul probes (FLOP/s), and
     fresh-output probes, whose page faults make them no bandwidth: they never set the roof."""
 
@@ -59,12 +59,6 @@ class Machine:
         rows.append(("ridge point", f"{self.ridge_intensity:.1f} FLOP/byte"))
         return display.table(["probe", "measured"], rows, title=f"Machine as {self.framework} sees it",
                              note="GB/s are decimal (10^9 bytes/s); read + write bytes counted, as STREAM does.")
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 @declare.checked
