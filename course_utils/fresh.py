@@ -13,9 +13,10 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from course_utils import children, display, env, intervals, validate
+from course_utils import children, declare, display, env, intervals, validate
+from course_utils.declare import MinItems, NonEmpty, Range, Text
 
 WORKER = Path(__file__).resolve().parent / "workers" / "fresh_worker.py"
 MARK = "@@fresh"  # the worker's result line starts with this; everything else it prints goes to its log
@@ -67,30 +68,22 @@ def function(name: str, path: str) -> Callable[..., Any]:
     return found
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class Replicates(display.Tabled):
     """What ``replicate`` measured: per label, one median per fresh process (in the order they ran), and the
     set-up each process reported (Python, CPUs it may use, torch version, torch threads, device)."""
 
-    target: str
-    seconds: Mapping[str, Sequence[float]]
-    setups: Sequence[Mapping[str, Any]]
+    target: Text
+    seconds: Annotated[Mapping[Text, Sequence[Annotated[float, Range(intervals.MIN_SECONDS, intervals.MAX_SECONDS)]]],
+                       NonEmpty]
+    setups: Annotated[Sequence[Mapping[str, Any]], MinItems(2)]
 
     def __post_init__(self) -> None:
-        validate.text("target", self.target)
-        validate.non_empty("seconds", validate.instance("seconds", self.seconds, Mapping))
-        validate.sequence("setups", self.setups, min_length=2)
-        for i, setup in enumerate(self.setups):
-            validate.instance(f"setups[{i}]", setup, Mapping)
-        clean = {}
         for label, values in self.seconds.items():
-            validate.text("seconds", label)
-            validate.sequence(f"seconds[{label!r}]", values)
             if len(values) != len(self.setups):
                 raise ValueError(f"seconds[{label!r}] holds {len(values)} medians for {len(self.setups)} processes")
-            clean[label] = tuple(float(validate.number(f"seconds[{label!r}][{i}]", v, low=intervals.MIN_SECONDS,
-                                                       high=intervals.MAX_SECONDS)) for i, v in enumerate(values))
-        object.__setattr__(self, "seconds", clean)
+        object.__setattr__(self, "seconds", {label: tuple(map(float, v)) for label, v in self.seconds.items()})
         object.__setattr__(self, "setups", tuple(dict(s) for s in self.setups))
 
     @property

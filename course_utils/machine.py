@@ -12,44 +12,37 @@ import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
-from course_utils import display, env, interop, roofline, timing, validate
+from course_utils import declare, display, env, interop, roofline, timing, validate
+from course_utils.declare import NonNegativeFloat, PositiveFloat, Text
 
 FAULT_PROBE_BYTES = 64 * 2**20  # above glibc's largest mmap threshold (32 MiB): every allocation gets new pages
 CALL_PROBE_ELEMENTS = 16  # the compiled call probe works on almost nothing: its time is the fixed cost
 _FIGURES: dict[str, MachineFigures] = {}
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class MachineFigures(display.Tabled):
     """This machine's figures for this run (``source``: measured by this process, or read): each framework's roofs, a
     fresh output's fault cost (``fault_cost``) and one compiled call's fixed cost (``call_cost``)."""
 
-    key: str
+    key: Text
     roofs: Mapping[str, roofline.Machine]
-    fault_seconds_per_byte: float
-    call_cost: Mapping[str, float]
-    measured_at: str
-    source: str
-    faults_per_mib: float = math.nan
-    fault_allocator: str = "numpy"
+    fault_seconds_per_byte: NonNegativeFloat
+    call_cost: Mapping[str, PositiveFloat]
+    measured_at: Text
+    source: Literal["measured", "read"]
+    faults_per_mib: Any = math.nan  # nan: not counted
+    fault_allocator: Literal["numpy", "torch"] = "numpy"
     remeasured_because: str = ""
 
     def __post_init__(self) -> None:
-        validate.text("key", self.key)
-        for fw, m in validate.instance("roofs", self.roofs, Mapping).items():
-            validate.instance(f"roofs[{fw!r}]", m, roofline.Machine)
-        validate.non_negative("fault_seconds_per_byte", self.fault_seconds_per_byte)
-        for fw, cost in validate.instance("call_cost", self.call_cost, Mapping).items():
-            validate.positive(f"call_cost[{fw!r}]", cost)
-        validate.text("measured_at", self.measured_at)
-        validate.choice("source", self.source, ("measured", "read"))
-        if not (isinstance(self.faults_per_mib, float) and math.isnan(self.faults_per_mib)):  # nan: not counted
+        if not (isinstance(self.faults_per_mib, float) and math.isnan(self.faults_per_mib)):
             validate.non_negative("faults_per_mib", self.faults_per_mib)
-        validate.choice("fault_allocator", self.fault_allocator, ("numpy", "torch"))
 
     @property
     def best(self) -> roofline.Machine:
