@@ -233,17 +233,13 @@ def hlo_summary(text: str) -> HloSummary:
     return HloSummary(text)  # which refuses text that is not an HLO module
 
 
-def _jitted(fn: Any, jit_kwargs: dict[str, Any]) -> Any:
-    validate.function("fn", fn)
-    import jax
-
-    return fn if hasattr(fn, "lower") else jax.jit(fn, **jit_kwargs)
-
-
 def _compiled(fn: Any, args: tuple[Any, ...], jit_kwargs: dict[str, Any], timeout: float | None) -> Any:
     """``jax.jit(fn).lower(*args).compile()``: tracing runs ``fn``'s Python, so it and the compile must end within
     ``timeout`` seconds (else ``calls.LearnerTimeout`` names ``fn``)."""
-    jitted = _jitted(fn, jit_kwargs)
+    validate.function("fn", fn)
+    import jax
+
+    jitted = fn if hasattr(fn, "lower") else jax.jit(fn, **jit_kwargs)
     with calls.limit(fn, timeout):
         return jitted.lower(*args).compile()
 

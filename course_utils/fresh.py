@@ -141,8 +141,9 @@ def replicate(target: str | Callable[..., Any], n: int = 3, *, timeout: float = 
                              allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"kwargs must hold JSON values only (numbers, text, lists, dicts): {exc}") from None
-    environ = {**os.environ, "PYTHONPATH": os.pathsep.join(_import_path()), **extra}
-    folder = _log_folder()
+    imports = [entry or os.getcwd() for entry in sys.path if isinstance(entry, str)]  # '' is the working folder
+    environ = {**os.environ, "PYTHONPATH": os.pathsep.join(imports), **extra}
+    folder = _log_folder()  # env.build_dir: the parameter env hides the module here
     found = [_one(path, encoded, i, environ, folder / f"{re.sub(r'[^A-Za-z0-9]+', '-', path)}-{i + 1}.log", timeout)
              for i in range(n)]
     labels = list(found[0][0])
@@ -151,11 +152,6 @@ def replicate(target: str | Callable[..., Any], n: int = 3, *, timeout: float = 
             raise ValueError(f"target {path}: process {i + 1} returned the labels {sorted(seconds)}, process 1 "
                              f"{sorted(labels)}: every process must time the same workloads")
     return Replicates(path, {label: [s[label] for s, _ in found] for label in labels}, [setup for _, setup in found])
-
-
-def _import_path() -> list[str]:
-    """This process's ``sys.path`` with '' (the working folder) spelled out: what the fresh processes import from."""
-    return [entry or os.getcwd() for entry in sys.path if isinstance(entry, str)]
 
 
 def _log_folder() -> Path:

@@ -35,16 +35,27 @@ def _convert(name: str, label: str, array: Any, device: str | None) -> Any:
     if name == "torch":
         import torch
 
-        try:
-            target = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        except RuntimeError as err:
-            raise ValueError(f"device must name a torch device such as 'cpu' or 'cuda:0'; got {device!r}") from err
+        target = torch_device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         return torch.from_numpy(array.copy()).to(target)
     if name == "jax":
         import jax.numpy as jnp
 
         return jnp.array(array)
     return env.import_tensorflow().constant(array)
+
+
+def torch_device(device: Any, name: str = "device") -> Any:
+    """``device`` ('cpu', 'cuda:0' or a ``torch.device``) as a ``torch.device``; one this runtime lacks is refused."""
+    import torch
+
+    validate.instance(name, device, (str, torch.device))
+    try:
+        device = torch.device(device)
+    except RuntimeError as err:
+        raise ValueError(f"{name} must name a torch device such as 'cpu' or 'cuda:0'; got {device!r}") from err
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"{name} is {str(device)!r} but this runtime has no CUDA GPU; use 'cpu'")
+    return device
 
 
 def to_numpy(value: Any) -> np.ndarray:

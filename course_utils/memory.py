@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from course_utils import calls as _calls  # page_faults() has a parameter named calls
-from course_utils import declare, timing, validate
+from course_utils import declare, interop, timing, validate
 from course_utils.declare import Range
 
 SAVED_KINDS = ("parameters", "weight copies", "activations")
@@ -69,19 +69,6 @@ def peak_rss_delta(fn: Callable[[], Any], *, repeats: Annotated[int, Range(1, 10
 # torch: the allocator's peak, saved tensors, held state
 
 
-def _torch_device(device: Any) -> Any:
-    import torch
-
-    validate.instance("device", device, (str, torch.device))
-    try:
-        device = torch.device(device)
-    except RuntimeError as err:
-        raise ValueError(f"device must name a torch device such as 'cpu' or 'cuda:0'; got {device!r}") from err
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device is {str(device)!r} but this runtime has no CUDA GPU; use 'cpu'")
-    return device
-
-
 @declare.checked
 def torch_peak_bytes(fn: Callable[[], Any], device: Any = "cpu", *,
                      timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT) -> int | None:
@@ -89,7 +76,7 @@ def torch_peak_bytes(fn: Callable[[], Any], device: Any = "cpu", *,
     ``fn`` must return within ``timeout`` seconds (else ``calls.LearnerTimeout`` names it)."""
     import torch
 
-    device = _torch_device(device)
+    device = interop.torch_device(device)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import declare, env, validate
+from course_utils import declare, env, interop, validate
 from course_utils.declare import MaxItems, MinItems, NonNegative, PositiveFloat, Range
 
 _Width = Annotated[int, Range(1, validate.MAX_ELEMENTS)]
@@ -230,14 +230,7 @@ def torch_sgd_step(model: Any, *, lr: PositiveFloat = 0.05,
     first = next(model.parameters(), None)
     if first is None:
         raise ValueError(f"model ({type(model).__name__}) has no parameters to train")
-    if device is not None:
-        validate.instance("device", device, (str, torch.device))
-        try:
-            device = torch.device(device)
-        except RuntimeError as err:
-            raise ValueError(f"device must name a torch device such as 'cpu' or 'cuda:0'; got {device!r}") from err
-    else:
-        device = first.device
+    device = first.device if device is None else interop.torch_device(device)
     if amp_dtype is not None and amp_dtype not in (torch.float16, torch.bfloat16):
         raise ValueError(f"amp_dtype must be None, torch.float16 or torch.bfloat16; got {amp_dtype!r}")
     optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)

@@ -48,7 +48,11 @@ def sync(value: Any) -> Any:
                 torch.mps.synchronize()
             synced_torch_devices.add(device)
         elif tf is not None and isinstance(leaf, (tf.Tensor, tf.Variable)):
-            _sync_tensorflow(tf, leaf)
+            tensor = leaf.value() if isinstance(leaf, tf.Variable) else leaf
+            # a symbolic tensor (no .numpy) is in a graph: nothing to wait for; TF's eager CPU runtime is synchronous
+            if hasattr(tensor, "numpy") and ("CPU" not in tensor.device
+                                             or not tf.config.experimental.get_synchronous_execution()):
+                tf.test.experimental.sync_devices()
     return value
 
 
@@ -66,14 +70,6 @@ def _leaves(value: Any, inside: frozenset[int] = frozenset()) -> Iterable[Any]:
             yield from _leaves(item, inside)
     elif value is not None:
         yield value
-
-
-def _sync_tensorflow(tf: Any, leaf: Any) -> None:
-    tensor = leaf.value() if isinstance(leaf, tf.Variable) else leaf
-    if not hasattr(tensor, "numpy"):  # a symbolic tensor inside a graph: nothing to wait for
-        return
-    if "CPU" not in tensor.device or not tf.config.experimental.get_synchronous_execution():
-        tf.test.experimental.sync_devices()
 
 
 # ---------------------------------------------------------------------------------------------------------
