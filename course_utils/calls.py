@@ -60,14 +60,11 @@ class Limit:
 
 
 @declare.checked
-def time_limit(timeout: Timeout, what: Annotated[str, declare.NonEmpty]) -> contextlib.AbstractContextManager[Limit]:
+@contextlib.contextmanager
+def time_limit(timeout: Timeout, what: Annotated[str, declare.NonEmpty]) -> Iterator[Limit]:
     """Raise ``LearnerTimeout`` naming ``what`` (or the yielded ``Limit``'s ``doing``) if the block runs past
     ``timeout`` seconds (None: the size's default); nested limits keep the shorter one."""
-    return _time_limit(Limit(timeout, what))
-
-
-@contextlib.contextmanager
-def _time_limit(limit: Limit) -> Iterator[Limit]:
+    limit = Limit(timeout, what)
     seconds = limit.seconds
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
         yield limit

@@ -125,24 +125,19 @@ class Replicates(display.Tabled):
                              note=f"each process: {self.setup}")
 
 
-def replicate(target: str | Callable[..., Any], n: int = 3, *, timeout: float = 300.0,
-              env: Mapping[str, str] | None = None, kwargs: Mapping[str, Any] | None = None) -> Replicates:
+@declare.checked
+def replicate(target: str | Callable[..., Any], n: Annotated[int, Range(2, MAX_PROCESSES)] = 3, *,
+              timeout: Annotated[float, Range(0, 3600, low_open=True)] = 300.0, env: Mapping[Text, str] | None = None,
+              kwargs: Mapping[str, Any] | None = None) -> Replicates:
     """Run ``target(**kwargs)`` (JSON kwargs; returns ``{label: seconds}``) in ``n`` fresh processes one after another,
     each through ``children.run_child`` with this ``sys.path`` and ``env`` added, within ``timeout`` seconds each."""
     path = target_path(target)
-    n = validate.count("n", n, low=2, high=MAX_PROCESSES)
-    timeout = validate.seconds("timeout", timeout)
-    extra = dict(validate.instance("env", env, Mapping)) if env is not None else {}
-    for key, value in extra.items():
-        validate.text("env", key)
-        validate.instance(f"env[{key!r}]", value, str)
     try:
-        encoded = json.dumps(dict(validate.instance("kwargs", kwargs, Mapping)) if kwargs is not None else {},
-                             allow_nan=False)
+        encoded = json.dumps(dict(kwargs or {}), allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"kwargs must hold JSON values only (numbers, text, lists, dicts): {exc}") from None
     imports = [entry or os.getcwd() for entry in sys.path if isinstance(entry, str)]  # '' is the working folder
-    environ = {**os.environ, "PYTHONPATH": os.pathsep.join(imports), **extra}
+    environ = {**os.environ, "PYTHONPATH": os.pathsep.join(imports), **(env or {})}
     folder = _log_folder()  # env.build_dir: the parameter env hides the module here
     found = [_one(path, encoded, i, environ, folder / f"{re.sub(r'[^A-Za-z0-9]+', '-', path)}-{i + 1}.log", timeout)
              for i in range(n)]
