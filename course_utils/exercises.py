@@ -116,11 +116,10 @@ def exact(answer: Any, expected: Any) -> str | None:
     return f"{answer!r} is not what this run gives"
 
 
-def close(answer: Any, expected: float, rel: float = 0.1) -> str | None:
+@declare.checked
+def close(answer: Any, expected: float, rel: declare.PositiveFloat = 0.1) -> str | None:
     """A measured or computed number: right within ``rel`` (relative) of ``expected``."""
     value = _as_number(answer)
-    validate.number("expected", expected)
-    validate.positive("rel", rel)
     if math.isclose(value, expected, rel_tol=rel, abs_tol=0.0 if expected else rel):
         return None
     direction = "too high" if value > expected else "too low"

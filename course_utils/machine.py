@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import importlib
 import json
 import math
 import os
@@ -12,12 +13,12 @@ import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
 from course_utils import declare, display, env, interop, roofline, timing, validate
-from course_utils.declare import NonNegativeFloat, PositiveFloat, Text
+from course_utils.declare import NonEmpty, NonNegativeFloat, PositiveFloat, Text
 
 FAULT_PROBE_BYTES = 64 * 2**20  # above glibc's largest mmap threshold (32 MiB): every allocation gets new pages
 CALL_PROBE_ELEMENTS = 16  # the compiled call probe works on almost nothing: its time is the fixed cost
@@ -101,13 +102,10 @@ class MachineFigures(display.Tabled):
                              note=self.how)
 
 
-def best_roof(machines: Mapping[str, roofline.Machine]) -> roofline.Machine:
+@declare.checked
+def best_roof(machines: Annotated[Mapping[str, roofline.Machine], NonEmpty]) -> roofline.Machine:
     """One machine whose roofs are the best any framework reached: every in-place bandwidth probe and every
     matmul probe, named by framework."""
-    validate.instance("machines", machines, Mapping)
-    validate.non_empty("machines", machines)
-    for name, m in machines.items():
-        validate.instance(f"machines[{name!r}]", m, roofline.Machine)
     first = next(iter(machines.values()))
     return roofline.Machine(
         "best of " + ", ".join(machines), first.device,
@@ -157,9 +155,10 @@ def fault_cost(nbytes: int = FAULT_PROBE_BYTES, repeats: int = 7) -> tuple[float
     repeats = validate.count("repeats", repeats, high=100)
     validate.memory_fits("nbytes", nbytes)
     allocator = "torch" if env.available("torch") else "numpy"
+    library = importlib.import_module(allocator)  # torch.empty and np.empty take the same arguments
     extra, faults = [], []
     for _ in range(repeats):
-        fresh = _fresh_buffer(allocator, nbytes)
+        fresh = library.empty(nbytes // 4, dtype=library.float32)
         fill = fresh.fill_ if allocator == "torch" else fresh.fill
         before = _minor_faults()
         start = time.perf_counter()
@@ -171,14 +170,6 @@ def fault_cost(nbytes: int = FAULT_PROBE_BYTES, repeats: int = 7) -> tuple[float
         extra.append(max((first - start) - (second - first), 0.0))
         del fresh  # unmapped here: the next buffer faults in new pages
     return float(np.median(extra)) / nbytes, float(np.median(faults)) * 2**20 / nbytes, allocator
-
-
-def _fresh_buffer(allocator: str, nbytes: int) -> Any:
-    if allocator == "torch":
-        import torch
-
-        return torch.empty(nbytes // 4, dtype=torch.float32)
-    return np.empty(nbytes // 4, dtype=np.float32)
 
 
 def _minor_faults() -> float:

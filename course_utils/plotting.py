@@ -211,16 +211,16 @@ def roofline_plot(machine: Machine, points: Iterable[Point] = (), *, title: str 
     return fig
 
 
-def wrap_label(text: str, width: int = 90) -> str:
+@declare.checked
+def wrap_label(text: str, width: Annotated[int, Range(8, 400)] = 90) -> str:
     """``text`` broken into lines of at most ``width`` characters, so a legend entry stays inside the figure."""
     import textwrap
 
-    validate.instance("text", text, str)
-    width = validate.number("width", width, low=8, high=400, integer=True)
     return "\n".join(textwrap.wrap(text, width)) or text
 
 
-def plain_log_ticks(ax: Axes, axis: str = "y") -> None:
+@declare.checked
+def plain_log_ticks(ax: Axes, axis: Literal["x", "y"] = "y") -> None:
     """Label a log ``axis`` of ``ax`` with plain numbers ('0.3', '60', '100'), not matplotlib's '6x10^1' or
     '3e-01'; matplotlib still picks which minor ticks to label (those of an axis spanning under two decades)."""
     from matplotlib.axes import Axes as _Axes
@@ -231,7 +231,6 @@ def plain_log_ticks(ax: Axes, axis: str = "y") -> None:
             return f"{x:.4g}" if super().__call__(x, pos) else ""
 
     validate.instance("ax", ax, _Axes)
-    validate.choice("axis", axis, ("x", "y"))
     target = ax.yaxis if axis == "y" else ax.xaxis
     target.set_major_formatter(Plain(labelOnlyBase=False))
     target.set_minor_formatter(Plain(labelOnlyBase=False, minor_thresholds=(2, 0.6)))

@@ -168,22 +168,6 @@ def count(name: str, value: Any, *, high: int, low: int = 1) -> int:
     return int(number(name, value, low=low, high=high, integer=True))
 
 
-def seconds(name: str, value: Any, *, high: float = 3600.0, low_open: bool = True) -> float:
-    """Return ``value`` if it is a duration in seconds in (0, high]: a timeout, a minimum time."""
-    return float(number(name, value, low=0, high=high, low_open=low_open))
-
-
-def elements(name: str, value: Any, *, itemsize: int = 4, arrays: int = 1) -> int:
-    """Return ``value`` if it is an element count >= 1 whose ``arrays`` arrays of ``itemsize`` bytes fit in half
-    of the memory available now: a size that would exhaust the machine fails here, naming the argument."""
-    itemsize = count("itemsize", itemsize, high=64)
-    arrays = count("arrays", arrays, high=1024)
-    value = int(number(name, value, low=1, high=MAX_ELEMENTS, integer=True))
-    memory_fits(name, value * itemsize * arrays, what=f"{name}={value:,} ({arrays} array(s) of {itemsize}-byte "
-                "elements)")
-    return value
-
-
 def memory_fits(name: str, nbytes: int, *, share: float = 0.5, what: str | None = None) -> int:
     """Return ``nbytes`` if allocating it takes at most ``share`` of the memory available now; else ValueError
     naming ``name``: a mistyped size is refused here instead of reaching the allocator (or the swap)."""
