@@ -48,15 +48,13 @@ class CompileReport(display.Tabled):
 
 def tlparse_available() -> bool:
     """True where the tlparse executable can be found (the course's lock installs it; Colab does not)."""
-    beside = Path(sys.executable).with_name("tlparse")
-    return beside.exists() or shutil.which("tlparse") is not None
+    return Path(sys.executable).with_name("tlparse").exists() or shutil.which("tlparse") is not None
 
 
 def tlparse_command() -> str:
     """The tlparse executable of this Python environment (installed with the course's pins)."""
     beside = Path(sys.executable).with_name("tlparse")
-    found = str(beside) if beside.exists() else shutil.which("tlparse")
-    if found is None:
+    if (found := str(beside) if beside.exists() else shutil.which("tlparse")) is None:
         raise RuntimeError("tlparse is not installed: pip install tlparse (the course pins it in requirements.txt)")
     return found
 

@@ -34,7 +34,7 @@ def gelu_chain(x: Any, bias: Any, tanh: Callable[[Any], Any]) -> Any:
 
 def chain_for(framework: str) -> Callable[[Any, Any], Any]:
     """``gelu_chain`` bound to the framework's tanh: ``f(x, bias)``."""
-    framework = "numpy" if framework == "numpy" else validate.framework(framework)
+    framework = validate.framework(framework, numpy=True)
     if framework == "torch":
         import torch
 

@@ -11,9 +11,10 @@ import os
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from course_utils import devices, display, env, plotting, validate
+from course_utils import declare, devices, display, env, plotting, validate
+from course_utils.declare import NonEmpty, Text
 
 REPO_URL = "https://github.com/eager-to-compiled/course"
 RELEASE = "v0.2.0"  # the tag Colab installs course_utils from; one place, checked by tests/test_notebook.py
@@ -110,25 +111,23 @@ def badge(notebook: str) -> str:
 # The closing summary
 
 
+@declare.checked
 @dataclass(frozen=True)
 class Row:
     """One measured quantity: its name, value, unit and a short note (e.g. the article's claim)."""
 
-    quantity: str
-    value: float
+    quantity: Text
+    value: Any
     unit: str = ""
     note: str = ""
 
     def __post_init__(self) -> None:
-        validate.text("quantity", self.quantity)
         if isinstance(self.value, bool) or not isinstance(self.value, numbers.Real):
             raise TypeError(f"value of {self.quantity!r} must be a number; got {type(self.value).__name__} "
                             f"{self.value!r}")
         # NumPy scalars in, Python numbers kept: the summary is written as JSON
         object.__setattr__(self, "value", int(self.value) if isinstance(self.value, numbers.Integral)
                            else float(self.value))
-        validate.instance("unit", self.unit, str)
-        validate.instance("note", self.note, str)
 
     def formatted(self) -> str:
         if isinstance(self.value, int):
@@ -136,19 +135,17 @@ class Row:
         return f"{self.value:.3g}" if math.isfinite(self.value) else str(self.value)
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class SummaryTable(display.Tabled):
     """What this run measured, in one table; ``rows`` keep the numbers for the build summary."""
 
-    notebook: str
-    rows: tuple[Row, ...]
+    notebook: Text
+    rows: Annotated[tuple[Row, ...], NonEmpty]
 
     verdicts: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
-        validate.text("notebook", self.notebook)
-        for i, row in enumerate(validate.non_empty("rows", validate.instance("rows", self.rows, (tuple, list)))):
-            validate.instance(f"rows[{i}]", row, Row)
         for i, pair in enumerate(validate.instance("verdicts", self.verdicts, (tuple, list))):
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
                 raise TypeError(f"verdicts[{i}] must be a (status, count) pair; got {pair!r}")

@@ -106,16 +106,6 @@ def share_of_roof(point: Point, machine: Machine) -> float:
     return point.achieved_flops / attainable(point.intensity, machine)
 
 
-def _framework(value: Any) -> str:
-    if isinstance(value, str) and value.strip().lower() in ("numpy", "np"):
-        return "numpy"
-    try:
-        return validate.framework(value)
-    except ValueError:
-        raise ValueError(f"framework must be one of 'torch', 'jax', 'tensorflow' ('tf'), 'numpy'; "
-                         f"got {value!r}") from None
-
-
 #: the machine figures' probe sizes, one table for every notebook (one machine, one figure): the matmul's n is large
 #: enough to approach the compute roof
 PROBE_SIZES = env.sizes(matmul_n=dict(ci=1024, cpu=2048, gpu=8192, tpu=8192))
@@ -130,7 +120,7 @@ def measure_machine(
 ) -> Machine:
     """Bandwidth (copy/scale/triad over ``array_bytes``, default ``probes.probe_size()``) and fp32 matmul FLOP/s
     (n = ``matmul_n``) with one framework on its default device; cached per process."""
-    framework = _framework(framework)
+    framework = validate.framework(framework, numpy=True)
     if array_bytes is None:
         array_bytes = probes.probe_size().array_bytes
     array_bytes = validate.count("array_bytes", array_bytes, low=1024, high=validate.MAX_ELEMENTS * probes.FP32)

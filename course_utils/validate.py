@@ -151,14 +151,18 @@ def framework_title(value: Any) -> str:
     return _FRAMEWORK_TITLES[framework(value)]
 
 
-def framework(value: Any, name: str = "framework") -> str:
-    """The canonical framework name: 'torch' (or 'pytorch'), 'jax', 'tensorflow' (or 'tf'), any case."""
+def framework(value: Any, name: str = "framework", *, numpy: bool = False) -> str:
+    """The canonical framework name: 'torch' (or 'pytorch'), 'jax', 'tensorflow' (or 'tf'), any case; also 'numpy'
+    (or 'np') where ``numpy`` is True (a roof or a workload NumPy runs too)."""
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a string, one of {', '.join(FRAMEWORKS)}; "
                         f"got {type(value).__name__} {value!r}")
     canonical = _FRAMEWORK_ALIASES.get(value.strip().lower())
+    if numpy and value.strip().lower() in ("numpy", "np"):
+        return "numpy"
     if canonical is None:
-        raise ValueError(f"{name} must be one of 'torch' ('pytorch'), 'jax', 'tensorflow' ('tf'); got {value!r}")
+        also = ", 'numpy'" if numpy else ""
+        raise ValueError(f"{name} must be one of 'torch' ('pytorch'), 'jax', 'tensorflow' ('tf'){also}; got {value!r}")
     return canonical
 
 
