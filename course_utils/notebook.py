@@ -56,12 +56,10 @@ def needs(*frameworks: str) -> bool:
     return False
 
 
+@declare.checked
 def present(frameworks: Iterable[str] = validate.FRAMEWORKS) -> list[str]:
     """The canonical names among ``frameworks`` (a list or tuple of names, not one string) that can be imported
     here, in the order given."""
-    if isinstance(frameworks, (str, bytes)) or not isinstance(frameworks, Iterable):
-        raise TypeError(f"frameworks must be a list or tuple of framework names (a string is not one); got "
-                        f"{type(frameworks).__name__} {frameworks!r}")
     return [name for name in (validate.framework(f, f"frameworks[{i}]") for i, f in enumerate(frameworks))
             if env.available(name)]
 

@@ -94,8 +94,7 @@ def time_bars(
     show_first_call: bool = False,
 ) -> Figure:
     """Median time per call with quartile whiskers; optionally the first call (compile/trace) beside it."""
-    values = list(measurements.values()) if isinstance(measurements, Mapping) else list(measurements)
-    items = list(measurements.items()) if isinstance(measurements, Mapping) else [(m.label, m) for m in values]
+    items = list(measurements.items()) if isinstance(measurements, Mapping) else [(m.label, m) for m in measurements]
     scale, unit = display.time_unit(min(m.median for _, m in items))
     fig, (ax,) = figure(height=0.6 + 0.5 * len(items))
     names = [name for name, _ in items]
