@@ -76,8 +76,11 @@ def run_child(command: Annotated[Sequence[Text], NonEmpty], *, log: Path | str,
     command, log = list(command), Path(log)
     known: dict[int, psutil.Process] = {}
     with open(log, "w") as err:
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, text=True, env=env,
-                                start_new_session=True, bufsize=1)
+        try:
+            proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, text=True, env=env,
+                                    start_new_session=True, bufsize=1)
+        except OSError as exc:  # no such program, or not one that may run
+            raise ValueError(f"command[0] {command[0]!r} cannot be started: {exc}") from None
     try:
         if on_start is not None:
             on_start(proc.pid)
