@@ -1,8 +1,5 @@
-"""course_utils: the plumbing of the 'Eager to Compiled' course, so that notebook cells show the idea.
-
-Submodules load on first use (``cu.timing``, ``cu.roofline``, ...); no framework is imported here, so
-``import course_utils`` is fast and works with any of PyTorch, JAX or TensorFlow missing.
-"""
+"""course_utils, the plumbing of 'Eager to Compiled': submodules load on first use (``cu.timing``); no framework is
+imported here, so ``import course_utils`` is fast and works with any framework missing."""
 
 from __future__ import annotations
 

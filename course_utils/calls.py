@@ -1,15 +1,5 @@
-"""Calling the learner's code: under a time limit, so that a function that never returns cannot hang the
-notebook, with an error that names the function.
-
-The limit is a real-time timer (``SIGALRM``) in the main thread, where a Jupyter kernel runs every cell: the
-learner's code runs exactly as it would without the limit (same thread, same grad mode, autocast state and
-streams), and the timer interrupts it as soon as Python regains control. Code stuck inside one long C call is
-interrupted when that call returns. Outside the main thread (or where there is no SIGALRM) no limit is set.
-
-``timeout=None`` (every helper's default) is the default for the lesson's size: a few times what the longest call a
-notebook makes at that size takes (a first compile included), so a function that hangs is named within a minute
-or two, not ten.
-"""
+"""Calling the learner's code under a time limit (a ``SIGALRM`` timer in the main thread, where Jupyter runs cells;
+none elsewhere), so a function that never returns is named instead of hanging; ``timeout=None``: the size's default."""
 
 from __future__ import annotations
 
@@ -49,9 +39,8 @@ def default_timeout() -> float:
 
 @declare.checked
 class Limit:
-    """A running time limit: ``doing`` names what runs now (a loop sets it before each call of learner code, so the
-    error says which call hung); ``check()`` raises once the time is up (for code off the main thread).
-    ``seconds=None`` is the size's default, and the error then says so."""
+    """A running time limit: ``doing`` names what runs now (so the error says which call hung); ``check()`` raises once
+    the time is up (for code off the main thread); ``seconds=None`` is the size's default."""
 
     def __init__(self, seconds: Timeout, doing: Annotated[str, declare.NonEmpty]) -> None:
         self.default = seconds is None
@@ -71,16 +60,11 @@ class Limit:
 
 
 @declare.checked
-def time_limit(timeout: Timeout, what: Annotated[str, declare.NonEmpty]) -> contextlib.AbstractContextManager[Limit]:
-    """Raise ``LearnerTimeout`` naming ``what`` (or the ``doing`` the block sets on the yielded ``Limit``) if the
-    block runs longer than ``timeout`` seconds (None: the size's default). Nested limits keep the shorter one; the
-    previous timer and handler are restored. The arguments are checked at the call (a helper passes its own
-    ``timeout`` on)."""
-    return _time_limit(Limit(timeout, what))
-
-
 @contextlib.contextmanager
-def _time_limit(limit: Limit) -> Iterator[Limit]:
+def time_limit(timeout: Timeout, what: Annotated[str, declare.NonEmpty]) -> Iterator[Limit]:
+    """Raise ``LearnerTimeout`` naming ``what`` (or the yielded ``Limit``'s ``doing``) if the block runs past
+    ``timeout`` seconds (None: the size's default); nested limits keep the shorter one."""
+    limit = Limit(timeout, what)
     seconds = limit.seconds
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
         yield limit
@@ -103,13 +87,6 @@ def _time_limit(limit: Limit) -> Iterator[Limit]:
         signal.signal(signal.SIGALRM, previous)
         if outer_left:  # give the enclosing limit back what is left of it (not what the inner one allowed)
             signal.setitimer(signal.ITIMER_REAL, max(outer_left - (time.monotonic() - started), 1e-3))
-
-
-@declare.checked
-def checked_timeout(timeout: Timeout) -> float | None:
-    """Return ``timeout`` if it is None (the size's default) or a duration in (0, 24 h] seconds: what a helper
-    whose ``timeout`` is not declared checks at its start, before any work."""
-    return timeout
 
 
 @declare.checked

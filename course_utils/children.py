@@ -1,11 +1,5 @@
-"""Child processes that cannot outlive their parent: ``fresh.replicate`` and ``migrate.assess`` run each fresh
-process through ``run_child``.
-
-Each child starts in its own process group (a new session), so a Ctrl-C in the terminal reaches only the parent,
-which then stops the child's whole group (and any descendant that left it, found by walking the process tree
-while the child runs): SIGTERM, then SIGKILL after a grace period. Ctrl-C is held back while that cleanup runs,
-so a second Ctrl-C cannot abandon it; it is delivered once the children are gone.
-"""
+"""Child processes that cannot outlive their parent: each starts in its own session, so Ctrl-C reaches only the
+parent, which stops the child's group and descendants (TERM, then KILL) with a second Ctrl-C held back meanwhile."""
 
 from __future__ import annotations
 
@@ -18,10 +12,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Annotated
 
 import psutil
 
-from course_utils import validate
+from course_utils import declare, validate
+from course_utils.declare import NonEmpty, Range, Text
 
 GRACE_S = 3.0
 MAX_TIMEOUT_S = 24 * 3600.0  # a day: a longer limit is a typo
@@ -71,26 +67,20 @@ def stop(proc: subprocess.Popen, known: dict[int, psutil.Process]) -> None:
             proc.wait(timeout=GRACE_S)
 
 
-def run_child(command: Sequence[str], *, log: Path | str, timeout: float, env: Mapping[str, str] | None = None,
+@declare.checked
+def run_child(command: Annotated[Sequence[Text], NonEmpty], *, log: Path | str,
+              timeout: Annotated[float, Range(0, MAX_TIMEOUT_S, low_open=True)], env: Mapping[Text, str] | None = None,
               on_line: Callable[[str], None] | None = None, on_start: Callable[[int], None] | None = None) -> None:
-    """Run ``command`` to its end in its own process group; its stdout lines go to ``on_line``, its stderr to
-    ``log``. Raises ``ChildFailed`` (with the log's last lines) on a non-zero exit, TimeoutError past ``timeout``
-    seconds; on any exit, Ctrl-C included, nothing it started is left running."""
-    command = [validate.text(f"command[{i}]", part)
-               for i, part in enumerate(validate.sequence("command", command, min_length=1))]
-    log = Path(validate.instance("log", log, (str, Path)))
-    timeout = validate.seconds("timeout", timeout, high=MAX_TIMEOUT_S)
-    if env is not None:
-        for key, value in validate.instance("env", env, Mapping).items():
-            validate.text("env", key)
-            validate.instance(f"env[{key!r}]", value, str)
-    for name, callback in (("on_line", on_line), ("on_start", on_start)):
-        if callback is not None:
-            validate.function(name, callback)
+    """Run ``command`` in its own process group, stdout lines to ``on_line``, stderr to ``log``; ``ChildFailed`` (the
+    log's tail) on a non-zero exit, TimeoutError past ``timeout``; on any exit nothing it started is left running."""
+    command, log = list(command), Path(log)
     known: dict[int, psutil.Process] = {}
     with open(log, "w") as err:
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, text=True, env=env,
-                                start_new_session=True, bufsize=1)
+        try:
+            proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, text=True, env=env,
+                                    start_new_session=True, bufsize=1)
+        except OSError as exc:  # no such program, or not one that may run
+            raise ValueError(f"command[0] {command[0]!r} cannot be started: {exc}") from None
     try:
         if on_start is not None:
             on_start(proc.pid)

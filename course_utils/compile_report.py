@@ -1,10 +1,5 @@
-"""torch.compile's own account of a run: ``TORCH_TRACE`` structured logs turned into a report by ``tlparse``
-(a pinned PyPI package), with the compile, recompile and graph-break counts read back from that report.
-
-``TORCH_TRACE`` is read when torch starts, so the code runs in a fresh Python process; the report
-(``index.html``, one folder per compile id ``[frame/attempt]``) lands under ``build/tlparse/<name>`` and
-opens in any browser, offline.
-"""
+"""torch.compile's own account of a run: ``TORCH_TRACE`` logs of a fresh process (torch reads it at start) turned
+into a ``tlparse`` report under ``build/tlparse/<name>``, with the compile, recompile and graph-break counts."""
 
 from __future__ import annotations
 
@@ -16,35 +11,32 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from course_utils import calls, declare, display, env, validate
 
+_Count = Annotated[int, declare.NonNegative]
 _COMPILE_ID = re.compile(r"^\[(\d+)/(\d+)\]$")
 _REPORT_ENTRIES = {"job.py", "logs", "report"}  # what torch_compile_report writes into folder/name
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
-class CompileReport:
+class CompileReport(display.Tabled):
     """What tlparse found: frames compiled, compilations (first + recompiles), graph breaks and the reasons."""
 
     folder: Path
-    frames: int
-    compilations: int
-    recompiles: int
-    graph_breaks: int
+    frames: _Count
+    compilations: _Count
+    recompiles: _Count
+    graph_breaks: _Count
     recompile_reasons: tuple[str, ...]
     break_reasons: tuple[str, ...]
 
     def __post_init__(self) -> None:
-        validate.instance("folder", self.folder, Path)
-        for name in ("frames", "compilations", "recompiles", "graph_breaks"):
-            validate.non_negative(name, getattr(self, name), integer=True)
+        validate.instance("folder", self.folder, Path)  # a str would pass the declaration, and not join paths
         if self.recompiles > self.compilations:
             raise ValueError(f"recompiles ({self.recompiles}) cannot exceed compilations ({self.compilations})")
-        for name in ("recompile_reasons", "break_reasons"):
-            for i, reason in enumerate(validate.instance(name, getattr(self, name), tuple)):
-                validate.instance(f"{name}[{i}]", reason, str)
 
     def table(self) -> display.Table:
         rows = [("frames compiled", str(self.frames)), ("compilations", str(self.compilations)),
@@ -53,24 +45,16 @@ class CompileReport:
         rows += [("graph break", r) for r in self.break_reasons[:3]]
         return display.table(["tlparse", "found"], rows, note=f"report: {self.folder / 'index.html'}")
 
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
-
 
 def tlparse_available() -> bool:
     """True where the tlparse executable can be found (the course's lock installs it; Colab does not)."""
-    beside = Path(sys.executable).with_name("tlparse")
-    return beside.exists() or shutil.which("tlparse") is not None
+    return Path(sys.executable).with_name("tlparse").exists() or shutil.which("tlparse") is not None
 
 
 def tlparse_command() -> str:
     """The tlparse executable of this Python environment (installed with the course's pins)."""
     beside = Path(sys.executable).with_name("tlparse")
-    found = str(beside) if beside.exists() else shutil.which("tlparse")
-    if found is None:
+    if (found := str(beside) if beside.exists() else shutil.which("tlparse")) is None:
         raise RuntimeError("tlparse is not installed: pip install tlparse (the course pins it in requirements.txt)")
     return found
 
@@ -79,13 +63,8 @@ def tlparse_command() -> str:
 def torch_compile_report(code: declare.Text, name: declare.FileName = "compile", *,
                          folder: str | Path | None = None, timeout: calls.Timeout = calls.DEFAULT_TIMEOUT,
                          ) -> CompileReport:
-    """Run ``code`` (Python source that uses torch.compile), written to ``folder/name/job.py`` where the learner can
-    rerun it, in a fresh process with ``TORCH_TRACE`` set; turn the logs into a tlparse report under
-    ``folder/name`` and read the counts back.
-
-    ``folder`` defaults to ``build/tlparse`` (no '..' in it). A previous report at ``folder/name`` is replaced; any
-    other folder there is refused, never deleted. The code and tlparse must each end within ``timeout`` seconds
-    (None: the size's default; else ``calls.LearnerTimeout``)."""
+    """Run ``code`` as ``folder/name/job.py`` (default ``build/tlparse``) in a fresh process with ``TORCH_TRACE`` set,
+    turn its logs into a tlparse report there (replacing only a report) and read the counts back."""
     limit = calls.Limit(timeout, f"code (run as {folder or 'build/tlparse'}/{name}/job.py)")
     folder = env.build_dir("tlparse") if folder is None else validate.folder("folder", folder)
     out = folder / name

@@ -1,14 +1,5 @@
-"""One reader of compiler output: what Inductor generated, what XLA optimised, which library got the matmul, and
-what Inductor's on-disk cache found. Every lesson that counts kernels, fusions or collectives reads them here.
-
-- Inductor (PyTorch): ``capture_inductor_code`` collects the generated modules (C++ on CPU, Triton on GPU);
-  ``InductorCode`` lists their kernels, library calls and opaque fallbacks; ``inductor_cache_counts`` reads the
-  FX-graph cache's hits and misses.
-- XLA (JAX and TensorFlow): ``jax_hlo`` / ``tf_hlo`` return optimized HLO text; ``hlo_summary`` reads its
-  ``fusion`` instructions, custom-calls, dots, collectives and the library markers; ``jax_cost`` is XLA's own
-  FLOP and byte count.
-A reader refuses text that does not look like what it reads, rather than counting zero of everything.
-"""
+"""The one reader of compiler output: Inductor's generated code and cache counts, XLA's optimized HLO (fusions, dots,
+collectives, library markers) and cost. A reader refuses text unlike what it reads rather than count zero."""
 
 from __future__ import annotations
 
@@ -95,11 +86,8 @@ class InductorCode:
 
 @contextlib.contextmanager
 def capture_inductor_code() -> Iterator[list[InductorCode]]:
-    """Collect the modules Inductor writes (also on a cache hit) while the block runs a function's first call.
-
-    Uses the hook that ``torch._inductor.utils.run_and_get_code`` uses, without its ``dynamo.reset()``, so
-    compiled functions elsewhere keep their caches.
-    """
+    """Collect the modules Inductor writes (also on a cache hit) in the block: ``run_and_get_code``'s hook without its
+    ``dynamo.reset()``, so compiled functions elsewhere keep their caches."""
     from torch._inductor.graph import GraphLowering
 
     found: list[InductorCode] = []
@@ -245,17 +233,13 @@ def hlo_summary(text: str) -> HloSummary:
     return HloSummary(text)  # which refuses text that is not an HLO module
 
 
-def _jitted(fn: Any, jit_kwargs: dict[str, Any]) -> Any:
-    validate.function("fn", fn)
-    import jax
-
-    return fn if hasattr(fn, "lower") else jax.jit(fn, **jit_kwargs)
-
-
 def _compiled(fn: Any, args: tuple[Any, ...], jit_kwargs: dict[str, Any], timeout: float | None) -> Any:
     """``jax.jit(fn).lower(*args).compile()``: tracing runs ``fn``'s Python, so it and the compile must end within
     ``timeout`` seconds (else ``calls.LearnerTimeout`` names ``fn``)."""
-    jitted = _jitted(fn, jit_kwargs)
+    validate.function("fn", fn)
+    import jax
+
+    jitted = fn if hasattr(fn, "lower") else jax.jit(fn, **jit_kwargs)
     with calls.limit(fn, timeout):
         return jitted.lower(*args).compile()
 
@@ -271,12 +255,8 @@ def jax_hlo(fn: Callable[..., Any], *args: Any, timeout: calls.Timeout = calls.D
 @declare.checked
 def jax_cost(fn: Callable[..., Any], *args: Any, timeout: calls.Timeout = calls.DEFAULT_TIMEOUT,
              **jit_kwargs: Any) -> dict[str, float]:
-    """XLA's own count for the compiled ``fn(*args)``: 'flops', 'transcendentals', 'bytes accessed'.
-
-    From ``jax.jit(fn).lower(*args).compile().cost_analysis()``; XLA counts a tanh as one transcendental,
-    not as a FLOP, and the bytes of the fused module (each input read once, the output written once). Tracing
-    and compiling must end within ``timeout`` seconds.
-    """
+    """XLA's own 'flops', 'transcendentals' (a tanh is one, not a FLOP) and 'bytes accessed' (of the fused module) for
+    ``jax.jit(fn)`` on ``args``, from ``cost_analysis()``; tracing and compiling must end within ``timeout``."""
     analysis = _compiled(fn, args, jit_kwargs, timeout).cost_analysis()
     if isinstance(analysis, (list, tuple)):  # older jax returned one dict per device
         analysis = analysis[0] if analysis else {}

@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import numpy as np
 
-from course_utils import validate
+from course_utils import declare, validate
+from course_utils.declare import Range
 
 _TEACHER_WIDTH = 64
+_Count = Annotated[int, Range(1, validate.MAX_ELEMENTS)]
 
 
-def classification(
-    n: int, features: int = 32, classes: int = 10, *, seed: int = 0
-) -> tuple[np.ndarray, np.ndarray]:
-    """``n`` samples (float32, shape (n, features)) labelled (int64) by a fixed random teacher network.
-
-    A teacher makes the task learnable (loss really goes down) while staying cheap and download-free. Integers
-    of any kind are accepted (``np.int64(8)``); sizes whose arrays would not fit in half of the free memory are
-    refused by name before anything is allocated.
-    """
-    n = validate.count("n", n, high=validate.MAX_ELEMENTS)
-    features = validate.count("features", features, high=validate.MAX_ELEMENTS)
-    classes = validate.count("classes", classes, low=2, high=validate.MAX_ELEMENTS)
-    seed = int(validate.non_negative("seed", seed, integer=True))
+@declare.checked
+def classification(n: _Count, features: _Count = 32, classes: Annotated[int, Range(2, validate.MAX_ELEMENTS)] = 10, *,
+                   seed: Annotated[int, Range(0)] = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` float32 samples of ``features`` labelled (int64) by a fixed random teacher network: a learnable task, cheap
+    and download-free; sizes that would not fit in half of the free memory are refused by name."""
     floats = n * features + 2 * n * _TEACHER_WIDTH + 2 * n * classes + _TEACHER_WIDTH * (features + classes)
     largest = max((n, "n"), (features, "features"), (classes, "classes"))[1]
     validate.memory_fits(largest, 4 * floats + 8 * n,

@@ -1,13 +1,5 @@
-"""Argument checks by declaration: a ``@checked`` function's annotations are its argument checks, run at each call
-before its body, so a new function is checked without writing checks by hand and its errors name the argument and
-the rule, like ``validate``'s.
-
-Each annotation (``int``, ``float``, ``bool``, ``str``, ``Path``, ``Sequence[...]``, ``Mapping[...]``, ``Callable``,
-a course class, ``Literal``, ``X | None``) is a check, and ``Annotated`` adds the declared constraints (``Range``,
-``Positive``, ``NonNegative``, ``NonEmpty``, ``Unique``, ``MinItems``, ``MaxItems``, ``SameLength``, ``Regex``,
-``Matches``). Numbers are finite unless declared otherwise. ``declared(fn)`` reads the declarations back as
-``Rule`` objects: tests/api_walk.py makes the property test's bad values from them.
-"""
+"""Argument checks by declaration: ``@checked`` runs each parameter's annotation (types, ``X | None``, ``Literal``,
+``Annotated`` marks such as ``Range``, ``NonEmpty``) at the call; ``declared(fn)`` reads them back for the tests."""
 
 from __future__ import annotations
 
@@ -167,9 +159,8 @@ _KINDS = {"int": "an integer", "float": "a number", "bool": "True or False", "st
 
 @dataclass(frozen=True)
 class Rule:
-    """What one argument accepts, read from its annotation: its ``kind`` (see _KINDS, or 'class', 'choice',
-    'union', 'any'), whether None is accepted, the declared ``marks``, and the rules of its ``items`` (one for a
-    sequence's items, key and value for a mapping, one per position for a fixed tuple, the members of a union)."""
+    """What one argument accepts, read from its annotation: its ``kind``, whether None is accepted, its ``marks``, and
+    its ``items``' rules (a sequence's items, a mapping's key and value, a tuple's positions, a union's members)."""
 
     kind: str
     optional: bool = False

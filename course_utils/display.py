@@ -1,6 +1,5 @@
-"""What a notebook shows: one Table (text and HTML), the time, byte and rate formatters, and the verdict line
-that scores a prediction. Every object that a notebook displays as a table renders through ``Table``.
-"""
+"""What a notebook shows: the one ``Table`` (text and HTML), the time, byte and rate formatters, ``Prose``, and the
+count of scored predictions for the summary."""
 
 from __future__ import annotations
 
@@ -57,6 +56,16 @@ class Table:
         return f"<table>{caption}<tr>{head}</tr>{body}</table>{note}"
 
 
+class Tabled:
+    """Shown as its ``table()``: aligned text in a terminal, HTML in Jupyter (a mixin for the course's results)."""
+
+    def __repr__(self) -> str:
+        return repr(self.table())
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
+
+
 def _align(cell: str) -> str:
     """Numbers right, words left: a cell that starts like a number is right-aligned."""
     stripped = cell.lstrip("~<>+-−≈ ")
@@ -66,15 +75,10 @@ def _align(cell: str) -> str:
 @declare.checked
 def table(header: Iterable[Any], rows: Iterable[Iterable[Any]], *, title: str | None = None,
           note: str | None = None) -> Table:
-    """Build a Table; cells are turned into text with ``str`` (format numbers before passing them).
-
-    ``header``, ``rows`` and each row are lists, tuples or other iterables, never a string: ``rows="abc"`` would
-    otherwise be three one-letter rows."""
+    """Build a Table, each cell turned into text with ``str`` (format numbers first); ``header``, ``rows`` and each row
+    are iterables but never a string (``rows="abc"`` would be three one-letter rows)."""
     head = tuple(str(h) for h in validate.non_empty("header", list(_cells("header", header))))
     body = tuple(tuple(str(c) for c in _cells(f"rows[{i}]", row)) for i, row in enumerate(_cells("rows", rows)))
-    wrong = [i for i, row in enumerate(body) if len(row) != len(head)]
-    if wrong:
-        raise ValueError(f"rows[{wrong[0]}] has {len(body[wrong[0]])} cells; the header has {len(head)}")
     return Table(head, body, title, note)
 
 
@@ -129,75 +133,6 @@ def format_flops(flops_per_second: NonNegativeFloat) -> str:
 HELD, FAILED, NOT_DECIDED, NOT_TESTED = "held", "failed", "not decided", "not tested"
 STATUSES = (HELD, FAILED, NOT_DECIDED, NOT_TESTED)
 _ISSUED: list[Any] = []  # every verdict or finding of this process, in order: the summary table counts them
-
-
-@declare.checked
-@dataclass(frozen=True, repr=False)
-class Verdict:
-    """A prediction scored by code, kept in a variable so that the sentence after it reads it (``v.status``).
-
-    ``status`` is "held", "failed" or "not tested": a prediction that could not be measured here (a missing
-    tool, framework or device) has not failed, and says why. ``bool(v)`` is True only when it held.
-    """
-
-    status: str
-    numbers: str
-    why: str = ""
-
-    def __post_init__(self) -> None:
-        validate.choice("status", self.status, (HELD, FAILED, NOT_TESTED))
-
-    @property
-    def held(self) -> bool:
-        return self.status == HELD
-
-    @property
-    def failed(self) -> bool:
-        return self.status == FAILED
-
-    @property
-    def tested(self) -> bool:
-        return self.status != NOT_TESTED
-
-    def __str__(self) -> str:
-        if self.status == HELD:
-            return f"Prediction held: {self.numbers}"
-        if self.status == FAILED:
-            return f"Prediction failed: {self.numbers}; {self.why}"
-        return f"Not tested here: {self.why}" + (f" ({self.numbers})" if self.numbers else "")
-
-    __repr__ = __str__
-
-    def __bool__(self) -> bool:
-        return self.held
-
-    def _repr_html_(self) -> str:
-        colour = {HELD: "#009E73", FAILED: "#D55E00", NOT_TESTED: "#555555"}[self.status]
-        return f"<p style='color:{colour}'><b>{escape(str(self))}</b></p>"
-
-
-@declare.checked
-def verdict(held: bool, numbers: Text, why: str = "") -> Verdict:
-    """Score a prediction: 'Prediction held: <numbers>' or 'Prediction failed: <numbers>; <why>'.
-
-    ``held`` is the comparison computed from the run (numpy booleans accepted); ``why`` is required when it
-    failed, so that a notebook cannot fail a prediction without saying what happened instead. Store the result
-    (``v = verdict(...)``) and let the explanation read ``v``: the condition is then written once.
-    """
-    if not held and not why.strip():
-        raise ValueError("why must say what happened instead when a prediction failed")
-    return _issue(Verdict(HELD if held else FAILED, numbers, why))
-
-
-@declare.checked
-def not_tested(why: Text, numbers: str = "") -> Verdict:
-    """A prediction this runtime cannot measure (a missing tool, framework or device): 'Not tested here: <why>'.
-    It has not failed; the summary counts it apart."""
-    return _issue(Verdict(NOT_TESTED, numbers, why))
-
-
-def _issue(v: Verdict) -> Verdict:
-    return record(v)
 
 
 def record(scored: Any) -> Any:

@@ -1,10 +1,5 @@
-"""Check a learner's exercise answer against this run: ``check("02.1", answer, **context)`` prints one line.
-
-Each lesson package registers its checkers (``@exercises.register("02.1", hint=...)``) in its own
-``exercises.py``; a checker receives the answer and the run's measurements as keyword context, and returns
-``None`` when the answer is right or a short string saying what is still wrong. A malformed answer (wrong
-kind, wrong shape) comes back as "not yet", never as an exception: a learner's notebook runs top to bottom.
-"""
+"""A learner's exercise answer checked against this run: lessons ``register`` checkers (None when right, else what is
+wrong), and ``check("02.1", answer, **context)`` prints one line; a malformed answer is "not yet", never an error."""
 
 from __future__ import annotations
 
@@ -121,11 +116,10 @@ def exact(answer: Any, expected: Any) -> str | None:
     return f"{answer!r} is not what this run gives"
 
 
-def close(answer: Any, expected: float, rel: float = 0.1) -> str | None:
+@declare.checked
+def close(answer: Any, expected: float, rel: declare.PositiveFloat = 0.1) -> str | None:
     """A measured or computed number: right within ``rel`` (relative) of ``expected``."""
     value = _as_number(answer)
-    validate.number("expected", expected)
-    validate.positive("rel", rel)
     if math.isclose(value, expected, rel_tol=rel, abs_tol=0.0 if expected else rel):
         return None
     direction = "too high" if value > expected else "too low"
@@ -146,11 +140,8 @@ def within(answer: Any, low: float, high: float) -> str | None:
 def same_function(candidate: Callable[..., Any], reference: Callable[..., Any], make_inputs: Callable[[int], tuple],
                   trials: Annotated[int, declare.Range(1, MAX_TRIALS)] = 5, rtol: declare.PositiveFloat = 1e-5, *,
                   timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> str | None:
-    """A function the learner wrote: right when it matches ``reference`` on ``trials`` (1 to 1000) random inputs.
-
-    ``make_inputs(seed)`` returns the argument tuple of one trial; outputs are compared with numpy. A candidate
-    that does not return within ``timeout`` seconds is an answer ("did not return"), not a hung notebook.
-    """
+    """A function the learner wrote: right when it matches ``reference`` on ``trials`` inputs ``make_inputs(seed)``;
+    one that raises or does not return within ``timeout`` is an answer, not a hung notebook."""
     import numpy as np
 
     for seed in range(trials):

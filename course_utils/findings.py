@@ -1,11 +1,5 @@
-"""A prediction scored by code and told in its own sentence: a finding is written once.
-
-A lesson declares each prediction once as a ``Template``: one sentence per outcome it can have. A notebook cell
-scores it on the evidence, ``Check`` objects built from what the run measured (an interval or a number, tested
-against a bound or a margin): ``v = cu.fusion.CHAIN.score(cu.findings.faster("torch.compile over eager", gain))``.
-The core decides the outcome and writes the direction words and the numbers; the template only explains, so no
-sentence can contradict its interval. Stories arrange findings into paragraphs and never decide again.
-"""
+"""A finding is written once: a lesson's ``Template`` (one sentence per outcome) scored on ``Check``s of what the run
+measured; the core decides the outcome and writes the direction words, so no sentence contradicts its interval."""
 
 from __future__ import annotations
 
@@ -43,18 +37,10 @@ _FORMATS: dict[str, Callable[[float], str]] = {
     "s": display.format_time, "B": display.format_bytes, "count": lambda v: f"{v:,}", "": lambda v: f"{v:.3g}"}
 
 
-def _value_text(value: float, unit: str) -> str:
-    return _FORMATS[unit](value)
-
-
 @dataclass(frozen=True, repr=False)
 class Check:
-    """One piece of evidence: a measured interval (``intervals.Speedup``) or a number, tested against a bound.
-
-    ``kind`` is "above" (the value, or its whole interval, lies above ``bound``), "below", "within" (inside
-    ``[bound, high]``: a margin), "equal" (``bound`` within ``tolerance``) or "true" (a boolean fact). ``unit``
-    formats a plain number; ``source`` says whether it was measured, computed by a formula, or counted.
-    """
+    """One piece of evidence, an interval (``intervals.Speedup``) or a number, tested against ``bound``: "above",
+    "below", "within" ``[bound, high]``, "equal" within ``tolerance``, or "true" (a boolean fact)."""
 
     name: str
     kind: str
@@ -124,14 +110,14 @@ class Check:
                     ABOVE: "faster beyond the noise", BELOW: "slower beyond the noise",
                     UNDECIDED: "within the noise of 1x: not decided"}[outcome]
         if self.kind == "equal":
-            spread = f" ± {_value_text(self.tolerance, self.unit)}" if self.tolerance else ""
-            target = _value_text(self.bound, self.unit) + spread
+            spread = f" ± {_FORMATS[self.unit](self.tolerance)}" if self.tolerance else ""
+            target = _FORMATS[self.unit](self.bound) + spread
             return {HELD: f"equal to {target}", ABOVE: f"above {target}", BELOW: f"below {target}"}[outcome]
         if self.kind == "within":
-            span = f"[{_value_text(self.bound, self.unit)}, {_value_text(self.high, self.unit)}]"
+            span = f"[{_FORMATS[self.unit](self.bound)}, {_FORMATS[self.unit](self.high)}]"
             return {HELD: f"inside {span}", ABOVE: f"above {span}", BELOW: f"below {span}",
                     UNDECIDED: f"across an edge of {span}: not decided"}[outcome]
-        bound = _value_text(self.bound, self.unit)
+        bound = _FORMATS[self.unit](self.bound)
         if not self.interval and self.value == self.bound:
             return f"on {bound}, not {self.kind} it"
         if outcome == UNDECIDED:
@@ -143,7 +129,7 @@ class Check:
         """The value as printed: an interval with its estimate and scope, or a number with its source."""
         if self.kind == "true" or self.interval:
             return "" if self.kind == "true" else str(self.value)
-        text = _value_text(self.value, self.unit)
+        text = _FORMATS[self.unit](self.value)
         return text if self.source == "measured" else f"{text} ({self.source})"
 
     def __str__(self) -> str:
@@ -204,14 +190,8 @@ def _fields(text: str) -> set[str]:
 
 @dataclass(frozen=True, repr=False)
 class Template:
-    """A prediction's sentences, one per outcome its checks can reach, declared once in a lesson's findings module.
-
-    ``kinds`` names the checks the prediction is made of; every outcome they can reach needs its text (``held``,
-    ``above``, ``below``, ``failed``, ``undecided``), and ``untested`` is needed where the prediction may not be
-    testable on some runtime. Texts are ``str.format`` templates: ``{evidence}``, ``{failed}`` (the names of the
-    checks that failed in that text's direction), ``{undecided}`` and ``{why}`` are filled by the core, any other
-    name from the facts given to ``score``. A template holds no condition: it cannot say "faster" of a slower run.
-    """
+    """A prediction's ``str.format`` sentences, one per outcome its ``kinds`` of check can reach (``untested`` where a
+    runtime may lack it); the core fills ``AUTOMATIC`` fields, ``score``'s facts the rest. It holds no condition."""
 
     key: str
     kinds: tuple[str, ...]
@@ -256,7 +236,7 @@ class Template:
     def score(self, *checks: Check, **facts: Any) -> Finding:
         """The finding on this run's evidence: held when every check held, failed when any failed, else not
         decided. ``facts`` fill the template's other placeholders (numbers to quote, never to decide on)."""
-        return _issue(self.read(*checks, **facts))
+        return display.record(self.read(*checks, **facts))
 
     def read(self, *checks: Check, **facts: Any) -> Finding:
         """As ``score``, but not counted among this process's predictions: a report's finding, read again."""
@@ -274,7 +254,7 @@ class Template:
             raise ValueError(f"template {self.key!r} has no 'untested' text: give it one where the prediction may "
                              "not be testable on some runtime")
         needed = tuple(sorted(_fields(self.untested) - AUTOMATIC))
-        return _issue(Finding(self, (), self._facts(facts, needed), why=validate.text("why", why)))
+        return display.record(Finding(self, (), self._facts(facts, needed), why=validate.text("why", why)))
 
     def _facts(self, facts: Mapping[str, Any], needed: tuple[str, ...] | None = None) -> dict[str, Any]:
         """``facts`` if it names every fact the texts use (``needed``: those of one text) and no other."""
@@ -299,9 +279,8 @@ def _listed(items: list[str]) -> str:
 
 @dataclass(frozen=True, repr=False)
 class Finding:
-    """A scored prediction: its template, the checks it rests on and the facts it quotes. ``str`` is the verdict
-    line ('Prediction held: ...'); ``sentence`` the template's explanation for this outcome; ``bool`` True only
-    when it held."""
+    """A scored prediction: ``str`` is the verdict line ('Prediction held: ...'), ``sentence`` the template's text for
+    this outcome, ``bool`` True only when it held."""
 
     template: Template
     checks: tuple[Check, ...]
@@ -366,11 +345,6 @@ class Finding:
     def _repr_html_(self) -> str:
         colour = {display.HELD: "#009E73", display.FAILED: "#D55E00"}.get(self.status, "#555555")
         return f"<p style='color:{colour}'><b>{escape(str(self))}</b></p>"
-
-
-def _issue(finding: Finding) -> Finding:
-    display.record(finding)
-    return finding
 
 
 def templates() -> dict[str, Template]:

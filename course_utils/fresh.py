@@ -1,13 +1,5 @@
-"""A measurement repeated in fresh Python processes: the interval a headline or a decision rests on.
-
-Rounds in one process share its placement in memory, its allocator's state, its code layout and its thread pool,
-so an interval over them says nothing about a second run of the same notebook (Mytkowicz et al. 2009; Kalibera &
-Jones 2013). ``replicate`` runs a target (``'package.module:function'`` returning ``{label: seconds}``, one median
-per label measured inside that process) in ``n`` fresh processes one after another, each through
-``children.run_child`` (its own process group, stopped whatever happens, Ctrl-C included), and returns the
-per-process medians with the set-up each process reported; ``Replicates.speedup`` pairs them by process into an
-``intervals.Speedup`` "across N fresh processes".
-"""
+"""A measurement repeated in fresh Python processes (one process's rounds share its memory layout, allocator and
+threads: Mytkowicz et al. 2009), giving the interval "across N fresh processes" a headline or decision rests on."""
 
 from __future__ import annotations
 
@@ -21,9 +13,10 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from course_utils import children, display, env, intervals, validate
+from course_utils import children, declare, display, env, intervals, validate
+from course_utils.declare import MinItems, NonEmpty, Range, Text
 
 WORKER = Path(__file__).resolve().parent / "workers" / "fresh_worker.py"
 MARK = "@@fresh"  # the worker's result line starts with this; everything else it prints goes to its log
@@ -33,9 +26,8 @@ _SETUP_KEYS = ("python", "cpus", "torch", "threads", "device")
 
 
 def target_path(target: str | Callable[..., Any], name: str = "target") -> str:
-    """``target`` as a 'package.module:function' path a fresh process can import, checked by importing it here: a
-    string of that form, or a function defined at the top of an importable module (not in a notebook or a
-    script's __main__, not a lambda or a nested function). ``name`` is the argument the errors name."""
+    """``target`` as a 'package.module:function' path a fresh process can import (a function defined at the top of an
+    importable module, or that string), checked by importing it here; the errors name ``name``."""
     validate.text("name", name)
     if callable(target) and not isinstance(target, str):
         module, qualname = getattr(target, "__module__", None), getattr(target, "__qualname__", "")
@@ -76,30 +68,22 @@ def function(name: str, path: str) -> Callable[..., Any]:
     return found
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
-class Replicates:
+class Replicates(display.Tabled):
     """What ``replicate`` measured: per label, one median per fresh process (in the order they ran), and the
     set-up each process reported (Python, CPUs it may use, torch version, torch threads, device)."""
 
-    target: str
-    seconds: Mapping[str, Sequence[float]]
-    setups: Sequence[Mapping[str, Any]]
+    target: Text
+    seconds: Annotated[Mapping[Text, Sequence[Annotated[float, Range(intervals.MIN_SECONDS, intervals.MAX_SECONDS)]]],
+                       NonEmpty]
+    setups: Annotated[Sequence[Mapping[str, Any]], MinItems(2)]
 
     def __post_init__(self) -> None:
-        validate.text("target", self.target)
-        validate.non_empty("seconds", validate.instance("seconds", self.seconds, Mapping))
-        validate.sequence("setups", self.setups, min_length=2)
-        for i, setup in enumerate(self.setups):
-            validate.instance(f"setups[{i}]", setup, Mapping)
-        clean = {}
         for label, values in self.seconds.items():
-            validate.text("seconds", label)
-            validate.sequence(f"seconds[{label!r}]", values)
             if len(values) != len(self.setups):
                 raise ValueError(f"seconds[{label!r}] holds {len(values)} medians for {len(self.setups)} processes")
-            clean[label] = tuple(float(validate.number(f"seconds[{label!r}][{i}]", v, low=intervals.MIN_SECONDS,
-                                                       high=intervals.MAX_SECONDS)) for i, v in enumerate(values))
-        object.__setattr__(self, "seconds", clean)
+        object.__setattr__(self, "seconds", {label: tuple(map(float, v)) for label, v in self.seconds.items()})
         object.__setattr__(self, "setups", tuple(dict(s) for s in self.setups))
 
     @property
@@ -140,34 +124,21 @@ class Replicates:
                              rows, title=f"{self.target} in {self.n} fresh processes, one after another",
                              note=f"each process: {self.setup}")
 
-    def __repr__(self) -> str:
-        return repr(self.table())
 
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
-
-
-def replicate(target: str | Callable[..., Any], n: int = 3, *, timeout: float = 300.0,
-              env: Mapping[str, str] | None = None, kwargs: Mapping[str, Any] | None = None) -> Replicates:
-    """Run ``target(**kwargs)`` in ``n`` fresh Python processes one after another (see the module docstring). Each
-    process may take ``timeout`` seconds; ``env`` adds or overrides environment variables for them (the rest is
-    this process's environment, and its ``sys.path`` as PYTHONPATH, so what imports here imports there);
-    ``kwargs`` must be JSON (numbers, text, lists, dicts). A failing process raises ``children.ChildFailed``
-    naming its log, with the log's last lines."""
+@declare.checked
+def replicate(target: str | Callable[..., Any], n: Annotated[int, Range(2, MAX_PROCESSES)] = 3, *,
+              timeout: Annotated[float, Range(0, 3600, low_open=True)] = 300.0, env: Mapping[Text, str] | None = None,
+              kwargs: Mapping[str, Any] | None = None) -> Replicates:
+    """Run ``target(**kwargs)`` (JSON kwargs; returns ``{label: seconds}``) in ``n`` fresh processes one after another,
+    each through ``children.run_child`` with this ``sys.path`` and ``env`` added, within ``timeout`` seconds each."""
     path = target_path(target)
-    n = validate.count("n", n, low=2, high=MAX_PROCESSES)
-    timeout = validate.seconds("timeout", timeout)
-    extra = dict(validate.instance("env", env, Mapping)) if env is not None else {}
-    for key, value in extra.items():
-        validate.text("env", key)
-        validate.instance(f"env[{key!r}]", value, str)
     try:
-        encoded = json.dumps(dict(validate.instance("kwargs", kwargs, Mapping)) if kwargs is not None else {},
-                             allow_nan=False)
+        encoded = json.dumps(dict(kwargs or {}), allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"kwargs must hold JSON values only (numbers, text, lists, dicts): {exc}") from None
-    environ = {**os.environ, "PYTHONPATH": os.pathsep.join(_import_path()), **extra}
-    folder = _log_folder()
+    imports = [entry or os.getcwd() for entry in sys.path if isinstance(entry, str)]  # '' is the working folder
+    environ = {**os.environ, "PYTHONPATH": os.pathsep.join(imports), **(env or {})}
+    folder = _log_folder()  # env.build_dir: the parameter env hides the module here
     found = [_one(path, encoded, i, environ, folder / f"{re.sub(r'[^A-Za-z0-9]+', '-', path)}-{i + 1}.log", timeout)
              for i in range(n)]
     labels = list(found[0][0])
@@ -176,11 +147,6 @@ def replicate(target: str | Callable[..., Any], n: int = 3, *, timeout: float = 
             raise ValueError(f"target {path}: process {i + 1} returned the labels {sorted(seconds)}, process 1 "
                              f"{sorted(labels)}: every process must time the same workloads")
     return Replicates(path, {label: [s[label] for s, _ in found] for label in labels}, [setup for _, setup in found])
-
-
-def _import_path() -> list[str]:
-    """This process's ``sys.path`` with '' (the working folder) spelled out: what the fresh processes import from."""
-    return [entry or os.getcwd() for entry in sys.path if isinstance(entry, str)]
 
 
 def _log_folder() -> Path:

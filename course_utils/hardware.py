@@ -1,8 +1,5 @@
-"""What the CPU offers, read from the operating system: model name, SIMD flags, bf16 units, cache sizes.
-
-Every speed in the course depends on these, and the machines differ from session to session (AVX2 only,
-AVX-512 with bf16, AMX): notebooks decide from this detection, never from what was seen last time.
-"""
+"""What the CPU offers, read from the OS (model, SIMD flags, bf16 units, cache sizes): machines differ between
+sessions, so notebooks decide from this detection."""
 
 from __future__ import annotations
 
@@ -59,11 +56,8 @@ def has_native_bf16() -> bool:
 
 @functools.cache
 def cache_sizes() -> dict[str, int]:
-    """Bytes per cache level of CPU 0 as the OS reports them: {'L1d': ..., 'L2': ..., 'L3': ...}.
-
-    Probes that must measure DRAM, not cache, size their arrays from the largest level; a level the OS does
-    not report is absent (an empty dict where /sys is not available, e.g. macOS).
-    """
+    """Bytes per data cache level of CPU 0 as the OS reports them ({'L1d': ..., 'L2': ..., 'L3': ...}); empty where
+    /sys is not available (macOS)."""
     sizes: dict[str, int] = {}
     for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index[0-9]*")):
         try:

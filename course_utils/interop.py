@@ -1,6 +1,5 @@
-"""NumPy in and out of each framework, and each framework's default compile: the three small bridges every
-lesson needs, written once so that "the same input in every framework" means the same code path.
-"""
+"""NumPy in and out of each framework, and each framework's default compile: written once, so "the same input in
+every framework" means the same code path."""
 
 from __future__ import annotations
 
@@ -14,11 +13,8 @@ from course_utils import declare, env, validate
 
 
 def to_framework(framework: str, *arrays: Any, device: str | None = None) -> Any:
-    """NumPy arrays (or numbers) as the framework's own arrays: one array in, one out; several in, a tuple.
-
-    torch tensors go to ``device`` (default: CUDA when there is one, else the CPU); JAX and TensorFlow place
-    arrays on their default device. The NumPy input is copied, so later edits to it change nothing.
-    """
+    """NumPy arrays (or numbers), copied, as the framework's arrays (one in, one out; several, a tuple): torch's on
+    ``device`` (default CUDA where present), JAX's and TensorFlow's on their default device."""
     name = validate.framework(framework)
     if device is not None:
         torch = sys.modules.get("torch")
@@ -39,16 +35,27 @@ def _convert(name: str, label: str, array: Any, device: str | None) -> Any:
     if name == "torch":
         import torch
 
-        try:
-            target = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        except RuntimeError as err:
-            raise ValueError(f"device must name a torch device such as 'cpu' or 'cuda:0'; got {device!r}") from err
+        target = torch_device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         return torch.from_numpy(array.copy()).to(target)
     if name == "jax":
         import jax.numpy as jnp
 
         return jnp.array(array)
     return env.import_tensorflow().constant(array)
+
+
+def torch_device(device: Any, name: str = "device") -> Any:
+    """``device`` ('cpu', 'cuda:0' or a ``torch.device``) as a ``torch.device``; one this runtime lacks is refused."""
+    import torch
+
+    validate.instance(name, device, (str, torch.device))
+    try:
+        device = torch.device(device)
+    except RuntimeError as err:
+        raise ValueError(f"{name} must name a torch device such as 'cpu' or 'cuda:0'; got {device!r}") from err
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"{name} is {str(device)!r} but this runtime has no CUDA GPU; use 'cpu'")
+    return device
 
 
 def to_numpy(value: Any) -> np.ndarray:

@@ -1,13 +1,5 @@
-"""Faster, slower or within the noise: a 95% interval on a speed ratio, printed with every such claim.
-
-The unit of replication is a *round* of ``timing.interleaved`` (every workload timed once per round, in turns)
-or a *fresh process* (``migrate.assess``, ``migrate.replicate``). Within a round, timed blocks follow each other
-and share the machine's moment, so they are not independent: treating them as samples would make the interval
-far too narrow. Across rounds (or processes) the two workloads are *paired*: both ran at the same moment. So the
-interval is a Student-t interval on the paired log-ratios: log because a speed-up is a ratio (1.25x and 0.8x
-are the same distance from 1), t because there are few replicates (4-8 rounds, 2-5 processes). A bootstrap over
-so few replicates has too few distinct resamples to give a 95% interval, which is why it is not used here.
-"""
+"""Faster, slower or within the noise: a Student-t interval on the paired log-ratios of a speed ratio, paired by
+``timing.interleaved`` round or by fresh process (blocks within a round are not independent; few replicates: t)."""
 
 from __future__ import annotations
 
@@ -15,11 +7,12 @@ import math
 import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
-from course_utils import timing, validate
+from course_utils import declare, timing, validate
+from course_utils.declare import NonNegativeFloat, PositiveFloat, Range
 
 FASTER, SLOWER, WITHIN_NOISE = "faster", "slower", "within the noise"
 ROUNDS, PROCESSES = "rounds", "processes"
@@ -28,6 +21,7 @@ MIN_SECONDS, MAX_SECONDS = 1e-12, 1e7  # a picosecond to four months: outside it
 MAX_P = 0.99999  # t_quantile's largest p: 0.5 + confidence / 2 at the highest confidence (0.999) is 0.9995
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class Speedup:
     """How many times faster ``candidate`` ran than ``baseline`` (baseline time over candidate time): the
@@ -35,18 +29,14 @@ class Speedup:
 
     baseline: str
     candidate: str
-    ratio: float
-    low: float
-    high: float
-    n: int
-    unit: str
-    confidence: float = 0.95
+    ratio: PositiveFloat
+    low: NonNegativeFloat  # exp() of a very wide interval may reach 0 or infinity
+    high: Any  # infinity allowed: an unbounded interval
+    n: Annotated[int, Range(1, 10**6)]
+    unit: Literal["rounds", "processes"]
+    confidence: Annotated[float, Range(0.5, 0.999)] = 0.95
 
     def __post_init__(self) -> None:
-        validate.instance("baseline", self.baseline, str)
-        validate.instance("candidate", self.candidate, str)
-        validate.positive("ratio", self.ratio)
-        validate.non_negative("low", self.low)  # exp() of a very wide interval may reach 0 or infinity
         if isinstance(self.high, bool) or not isinstance(self.high, numbers.Real):
             raise TypeError(f"high must be a number; got {type(self.high).__name__} {self.high!r}")
         if math.isnan(self.high):
@@ -54,9 +44,6 @@ class Speedup:
         if not self.low <= self.ratio <= self.high:
             raise ValueError(f"ratio must lie within its interval [low, high]; got {self.ratio!r} outside "
                              f"[{self.low!r}, {self.high!r}]")
-        validate.count("n", self.n, high=10**6)
-        validate.choice("unit", self.unit, (ROUNDS, PROCESSES))
-        validate.number("confidence", self.confidence, low=0.5, high=0.999)
 
     @property
     def outcome(self) -> str:
@@ -86,12 +73,6 @@ class Speedup:
     def below(self, threshold: float) -> bool:
         """True when the whole interval lies below ``threshold``."""
         return self.high < validate.positive("threshold", threshold)
-
-    def within(self, margin: float) -> bool:
-        """True when the whole interval lies inside [1/margin, margin]: "no difference" within a stated margin
-        (an equivalence test). A straddling interval is not evidence of no difference: it is not decided."""
-        margin = validate.number("margin", margin, low=1, low_open=True, high=1e6)
-        return self.low >= 1 / margin and self.high <= margin
 
     @property
     def scope(self) -> str:
@@ -169,11 +150,8 @@ def _printed(ratio: float, low: float, high: float) -> tuple[str, str, str]:
 
 
 def speedup(baseline: Any, candidate: Any, *, confidence: float = 0.95) -> Speedup:
-    """The speed-up of ``candidate`` over ``baseline`` with its interval (see the module docstring for why).
-
-    Pass two ``timing.Measurement`` from one ``timing.interleaved`` call (their per-round medians are paired),
-    or two equally long sequences of seconds measured in pairs (e.g. one median per fresh process).
-    """
+    """The speed-up of ``candidate`` over ``baseline`` with its interval: two Measurements of one ``timing.interleaved``
+    call (paired by round), or two equally long sequences of seconds measured in pairs (one per fresh process)."""
     confidence = validate.number("confidence", confidence, low=0.5, high=0.999)
     base, cand, names, unit = _paired(baseline, candidate)
     logs = np.log(base) - np.log(cand)
@@ -210,9 +188,8 @@ def _paired(baseline: Any, candidate: Any) -> tuple[np.ndarray, np.ndarray, tupl
 
 
 def t_quantile(p: float, df: int) -> float:
-    """The ``p`` quantile of Student's t with ``df`` degrees of freedom (p in (0.5, 0.99999]), from its density
-    integrated numerically and inverted by bisection: no SciPy needed. Nearer 1 the numerical tail is not accurate
-    (and the quantile of one degree of freedom runs past any bracket), so such a p is refused."""
+    """The ``p`` quantile (p in (0.5, 0.99999]) of Student's t with ``df`` degrees of freedom, by integrating its
+    density and bisecting: no SciPy needed (nearer 1 the numerical tail is not accurate, so such a p is refused)."""
     p = validate.number("p", p, low=0.5, high=MAX_P, low_open=True)
     df = validate.number("df", df, low=1, high=10**6, integer=True)
     low, high = 0.0, 1.0

@@ -1,18 +1,11 @@
-"""The machine, measured once per run and reused by every notebook: its roofs, the cost of a fresh output's page
-faults, and the fixed cost of one compiled call.
-
-One machine, one figure: notebooks 00-03 all need "the" memory roof, "the" compute roof, what first-touching a
-new output costs and what a compiled call costs before any arithmetic. Measured separately they disagreed
-(different probes, moments and frameworks), so they are measured here, in one way, by whichever notebook asks
-first, and written to ``build/machine/<key>.json``; later notebooks of the same run read the file and say so.
-The key names this boot of this machine, the problem size and the frameworks present, so a cache never crosses
-machines, reboots or a runtime with a framework missing.
-"""
+"""The machine measured once per run (roofs, a fresh output's page faults, one compiled call's fixed cost), written
+to ``build/machine/<key>.json`` by the first notebook that asks and read by the others: one machine, one figure."""
 
 from __future__ import annotations
 
 import datetime
 import hashlib
+import importlib
 import json
 import math
 import os
@@ -20,50 +13,37 @@ import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
-from course_utils import display, env, interop, roofline, timing, validate
+from course_utils import declare, display, env, interop, roofline, timing, validate
+from course_utils.declare import NonEmpty, NonNegativeFloat, PositiveFloat, Text
 
 FAULT_PROBE_BYTES = 64 * 2**20  # above glibc's largest mmap threshold (32 MiB): every allocation gets new pages
 CALL_PROBE_ELEMENTS = 16  # the compiled call probe works on almost nothing: its time is the fixed cost
 _FIGURES: dict[str, MachineFigures] = {}
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
-class MachineFigures:
-    """This machine's figures for this run; ``source`` says whether this process measured them or read them.
+class MachineFigures(display.Tabled):
+    """This machine's figures for this run (``source``: measured by this process, or read): each framework's roofs, a
+    fresh output's fault cost (``fault_cost``) and one compiled call's fixed cost (``call_cost``)."""
 
-    ``roofs``: each framework's own probes (``roofline.Machine``); ``fault_seconds_per_byte``: first-touching a
-    fresh output (page fault + zero fill) beyond writing memory it already owns; ``call_cost``: seconds per
-    call of a compiled ``x + 1`` on 16 float32 elements, per framework (its default compile); ``faults_per_mib``
-    and ``fault_allocator``: the page faults the probe's fresh buffer took per MiB, and whose allocator made it (256
-    per MiB is one fault per 4 KiB page; far fewer means huge pages backed it, as NumPy's large arrays often are).
-    """
-
-    key: str
+    key: Text
     roofs: Mapping[str, roofline.Machine]
-    fault_seconds_per_byte: float
-    call_cost: Mapping[str, float]
-    measured_at: str
-    source: str
-    faults_per_mib: float = math.nan
-    fault_allocator: str = "numpy"
+    fault_seconds_per_byte: NonNegativeFloat
+    call_cost: Mapping[str, PositiveFloat]
+    measured_at: Text
+    source: Literal["measured", "read"]
+    faults_per_mib: Any = math.nan  # nan: not counted
+    fault_allocator: Literal["numpy", "torch"] = "numpy"
     remeasured_because: str = ""
 
     def __post_init__(self) -> None:
-        validate.text("key", self.key)
-        for fw, m in validate.instance("roofs", self.roofs, Mapping).items():
-            validate.instance(f"roofs[{fw!r}]", m, roofline.Machine)
-        validate.non_negative("fault_seconds_per_byte", self.fault_seconds_per_byte)
-        for fw, cost in validate.instance("call_cost", self.call_cost, Mapping).items():
-            validate.positive(f"call_cost[{fw!r}]", cost)
-        validate.text("measured_at", self.measured_at)
-        validate.choice("source", self.source, ("measured", "read"))
-        if not (isinstance(self.faults_per_mib, float) and math.isnan(self.faults_per_mib)):  # nan: not counted
+        if not (isinstance(self.faults_per_mib, float) and math.isnan(self.faults_per_mib)):
             validate.non_negative("faults_per_mib", self.faults_per_mib)
-        validate.choice("fault_allocator", self.fault_allocator, ("numpy", "torch"))
 
     @property
     def best(self) -> roofline.Machine:
@@ -121,20 +101,11 @@ class MachineFigures:
         return display.table(["figure", "measured"], rows, title="This machine, measured once for the run",
                              note=self.how)
 
-    def __repr__(self) -> str:
-        return repr(self.table())
 
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
-
-
-def best_roof(machines: Mapping[str, roofline.Machine]) -> roofline.Machine:
+@declare.checked
+def best_roof(machines: Annotated[Mapping[str, roofline.Machine], NonEmpty]) -> roofline.Machine:
     """One machine whose roofs are the best any framework reached: every in-place bandwidth probe and every
     matmul probe, named by framework."""
-    validate.instance("machines", machines, Mapping)
-    validate.non_empty("machines", machines)
-    for name, m in machines.items():
-        validate.instance(f"machines[{name!r}]", m, roofline.Machine)
     first = next(iter(machines.values()))
     return roofline.Machine(
         "best of " + ", ".join(machines), first.device,
@@ -177,19 +148,17 @@ def present() -> list[str]:
 
 
 def fault_cost(nbytes: int = FAULT_PROBE_BYTES, repeats: int = 7) -> tuple[float, float, str]:
-    """(seconds per byte, faults per MiB, allocator): what first-touching a fresh output adds to writing memory
-    already owned. A new buffer of ``nbytes`` from the allocator the lessons use (torch's where torch is present:
-    NumPy backs large arrays with huge pages, torch's outputs fault per 4 KiB page) is filled twice; the first fill
-    (page faults + the kernel's zeroing) minus the second (a plain write) is the cost, the median over ``repeats``
-    fresh buffers; the faults of the first fill are counted alongside."""
+    """(seconds per byte, faults per MiB, allocator): a fresh buffer's first fill minus its second, the median over
+    ``repeats`` buffers from the allocator the lessons use (torch's where present: NumPy's may get huge pages)."""
     # at or below glibc's largest mmap threshold a buffer may reuse pages already faulted in: no fault to time
     nbytes = validate.count("nbytes", nbytes, low=2**25 + 2**12, high=2**32)
     repeats = validate.count("repeats", repeats, high=100)
     validate.memory_fits("nbytes", nbytes)
     allocator = "torch" if env.available("torch") else "numpy"
+    library = importlib.import_module(allocator)  # torch.empty and np.empty take the same arguments
     extra, faults = [], []
     for _ in range(repeats):
-        fresh = _fresh_buffer(allocator, nbytes)
+        fresh = library.empty(nbytes // 4, dtype=library.float32)
         fill = fresh.fill_ if allocator == "torch" else fresh.fill
         before = _minor_faults()
         start = time.perf_counter()
@@ -203,14 +172,6 @@ def fault_cost(nbytes: int = FAULT_PROBE_BYTES, repeats: int = 7) -> tuple[float
     return float(np.median(extra)) / nbytes, float(np.median(faults)) * 2**20 / nbytes, allocator
 
 
-def _fresh_buffer(allocator: str, nbytes: int) -> Any:
-    if allocator == "torch":
-        import torch
-
-        return torch.empty(nbytes // 4, dtype=torch.float32)
-    return np.empty(nbytes // 4, dtype=np.float32)
-
-
 def _minor_faults() -> float:
     """Minor page faults of this process so far (nan where the OS has no ``resource`` module)."""
     try:
@@ -221,8 +182,7 @@ def _minor_faults() -> float:
 
 
 def call_cost(framework: str, *, min_time: float = 0.2) -> float:
-    """Seconds per call of ``x + 1`` on 16 float32 elements compiled with ``framework``'s default compile
-    (torch.compile, jax.jit, tf.function(jit_compile=True)): a real graph with one tiny kernel and a fresh output,
+    """Seconds per call of ``x + 1`` on 16 float32 elements under ``framework``'s default compile: one tiny kernel,
     so its time is the fixed cost every compiled call pays."""
     name = validate.framework(framework)
     min_time = validate.number("min_time", min_time, low=0, high=60, low_open=True)  # before the compile it times
@@ -270,9 +230,8 @@ def store(path: Path, record: Mapping[str, Any]) -> None:
 
 
 def _read(path: Path, key: str) -> tuple[MachineFigures | None, str]:
-    """(the figures in ``path``, "") if it holds a whole, usable record for ``key``; else (None, why it cannot be
-    used: then they are measured again and the notebook says why). Every part is checked on read: a record with no
-    roofs, or with other frameworks than those present, is not used."""
+    """(the figures in ``path``, "") if it holds a whole record for ``key`` and the frameworks present; else (None,
+    why not), and the notebook says why it measured again."""
     if not path.exists():
         return None, ""
     try:

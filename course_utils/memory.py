@@ -1,34 +1,21 @@
-"""Peak bytes, measured: the process's peak RSS, CUDA's allocator peak, XLA's ``memory_analysis`` of a compiled
-program, the tensors autograd saves for backward, and the bytes a torch model and optimizer hold.
-
-Peak RSS: freed heap memory is first handed back to the OS (glibc ``malloc_trim``), then the kernel's peak mark
-is reset (``/proc/self/clear_refs``), so the peak read from ``VmHWM`` is the one the measured call causes; the
-smallest of a few runs is kept, because the first run also pays one-time costs (Linux only, else None).
-Saved for backward: a ``saved_tensors_hooks`` pack hook sees every tensor autograd keeps, counted once per
-storage, sorted into "parameters" (the ``params`` themselves, which exist anyway), "weight copies" (a tensor of a
-parameter's shape, or its transpose, in another dtype: autocast's casts, made per region and freed after
-backward; pick batch sizes unequal to the layer widths, or an activation could pass for one) and "activations".
-XLA: ``cost_analysis`` (FLOPs) and ``memory_analysis`` (buffer bytes) are the compiler's plan, computed, not
-measured while running.
-"""
+"""Peak bytes: the process's peak RSS (Linux), CUDA's allocator peak, the tensors autograd saves for backward, what a
+torch model and optimizer hold, XLA's memory plan (computed, not measured); page faults per call."""
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
 import math
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Annotated, Any
 
 from course_utils import calls as _calls  # page_faults() has a parameter named calls
-from course_utils import declare, timing, validate
-from course_utils.declare import NonEmpty, NonNegativeFloat, Range
+from course_utils import declare, interop, timing, validate
+from course_utils.declare import Range
 
 SAVED_KINDS = ("parameters", "weight copies", "activations")
 MAX_FAULT_CALLS = 1000  # calls page_faults may make: a few suffice (the count is exact), more is a typo
-ByteCounts = Annotated[Mapping[str, NonNegativeFloat], NonEmpty]  # bytes by kind
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -68,7 +55,7 @@ def peak_rss_delta(fn: Callable[[], Any], *, repeats: Annotated[int, Range(1, 10
         return None
     trim = _malloc_trim()
     peaks = []
-    for _ in range(repeats):
+    for _ in range(repeats):  # freed heap back to the OS, then the peak mark reset: VmHWM is then this call's
         trim()
         Path("/proc/self/clear_refs").write_text("5")
         base = _status_bytes("VmRSS")
@@ -82,19 +69,6 @@ def peak_rss_delta(fn: Callable[[], Any], *, repeats: Annotated[int, Range(1, 10
 # torch: the allocator's peak, saved tensors, held state
 
 
-def _torch_device(device: Any) -> Any:
-    import torch
-
-    validate.instance("device", device, (str, torch.device))
-    try:
-        device = torch.device(device)
-    except RuntimeError as err:
-        raise ValueError(f"device must name a torch device such as 'cpu' or 'cuda:0'; got {device!r}") from err
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device is {str(device)!r} but this runtime has no CUDA GPU; use 'cpu'")
-    return device
-
-
 @declare.checked
 def torch_peak_bytes(fn: Callable[[], Any], device: Any = "cpu", *,
                      timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT) -> int | None:
@@ -102,7 +76,7 @@ def torch_peak_bytes(fn: Callable[[], Any], device: Any = "cpu", *,
     ``fn`` must return within ``timeout`` seconds (else ``calls.LearnerTimeout`` names it)."""
     import torch
 
-    device = _torch_device(device)
+    device = interop.torch_device(device)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
@@ -139,7 +113,7 @@ def _saved(fn: Callable[[], Any], params: Any, name: str, timeout: float | None)
         ptr = t.untyped_storage().data_ptr()
         if ptr in own:
             kind = "parameters"
-        elif tuple(t.shape) in shapes_only and (tuple(t.shape), t.dtype) not in shapes:
+        elif tuple(t.shape) in shapes_only and (tuple(t.shape), t.dtype) not in shapes:  # autocast's casts
             kind = "weight copies"
         else:
             kind = "activations"
@@ -237,57 +211,18 @@ def jax_memory(fn: Callable[..., Any], *args: Any, timeout: _calls.Timeout = _ca
     return {k: int(v) for k, v in stats.items() if k not in ("flops", "dots")}
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Showing it
-
-
-@dataclass(frozen=True)
-class PageFaults:
-    """Minor page faults per call: ``process`` counts every thread of the process (``RUSAGE_SELF``), ``caller``
-    only the thread that called ``fn`` (``RUSAGE_THREAD``, Linux; None where the OS has no per-thread count). An
-    op that hands its output to several threads has them fault its pages: those faults are in ``process`` only."""
-
-    process: float
-    caller: float | None = None
-
-    def __post_init__(self) -> None:
-        if not (isinstance(self.process, float) and math.isnan(self.process)):  # nan: the OS has no getrusage
-            validate.non_negative("process", self.process)
-        if self.caller is not None:
-            validate.non_negative("caller", self.caller)
-
-    @property
-    def other_threads(self) -> float | None:
-        """Faults per call taken by the process's other threads (the op's workers, or any thread running then)."""
-        return None if self.caller is None or math.isnan(self.process) else max(0.0, self.process - self.caller)
-
-
-@declare.checked
-def fault_counts(fn: Callable[..., Any], *args: Any, calls: Annotated[int, Range(1, MAX_FAULT_CALLS)] = 3,
-                 timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT) -> PageFaults:
-    """Minor page faults per call of ``fn(*args)`` (after one untimed call), for the whole process and, where the
-    OS counts per thread, for the calling thread alone: a second figure that says how many of the faults the
-    caller took itself. ``calls`` is 1 to 1000, all within ``timeout`` seconds (else ``calls.LearnerTimeout``)."""
-    try:
-        import resource
-    except ImportError:  # Windows
-        return PageFaults(float("nan"))
-    who = [resource.RUSAGE_SELF, *([resource.RUSAGE_THREAD] if hasattr(resource, "RUSAGE_THREAD") else [])]
-    with _calls.limit(fn, timeout):
-        timing.sync(fn(*args))
-        before = [resource.getrusage(w).ru_minflt for w in who]
-        for _ in range(calls):
-            timing.sync(fn(*args))
-        after = [resource.getrusage(w).ru_minflt for w in who]
-    per_call = [(b - a) / calls for a, b in zip(before, after)]
-    return PageFaults(per_call[0], per_call[1] if len(per_call) > 1 else None)
-
-
 @declare.checked
 def page_faults(fn: Callable[..., Any], *args: Any, calls: Annotated[int, Range(1, MAX_FAULT_CALLS)] = 3,
                 timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT) -> float:
-    """Minor page faults per call of ``fn(*args)`` (after one untimed call), from ``getrusage`` over the whole
-    process (every thread; ``fault_counts`` adds the calling thread's own count): a fresh 32 MiB output costs 8192
-    (one per 4 KiB page), a reused buffer none; nan where the OS has no ``resource``. ``calls`` is 1 to 1000; all
-    the calls together must end within ``timeout`` seconds (else ``calls.LearnerTimeout`` names ``fn``)."""
-    return fault_counts(fn, *args, calls=calls, timeout=timeout).process
+    """Minor page faults per call of ``fn(*args)`` after one untimed call, over the whole process (``getrusage``): a
+    fresh 32 MiB output costs 8192, a reused buffer none; nan where the OS has no ``resource``."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return math.nan
+    with _calls.limit(fn, timeout):
+        timing.sync(fn(*args))
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        for _ in range(calls):
+            timing.sync(fn(*args))
+        return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls

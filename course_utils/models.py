@@ -1,20 +1,19 @@
-"""The recurring workloads, identical in PyTorch, JAX and TensorFlow, so that numbers compare across notebooks.
-
-- ``gelu_chain``: bias + GELU (tanh form) + residual, eleven elementwise ops: the fusion workload.
-- a small MLP: the same layer sizes and the same initial weights (drawn once with NumPy) in each framework.
-- a small CNN for image patches (e.g. ``pipeline.SyntheticImages``): three 3x3 convolutions (the last two with stride
-  2), global average pooling and a linear head; NHWC in JAX and Keras, NCHW in PyTorch, same weights.
-"""
+"""The recurring workloads, identical in PyTorch, JAX and TensorFlow (the GELU chain, a small MLP, a small CNN, the
+same weights drawn once with NumPy), and one SGD train step per framework."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import env, validate
+from course_utils import declare, env, interop, validate
+from course_utils.declare import MaxItems, MinItems, NonNegative, PositiveFloat, Range
+
+_Width = Annotated[int, Range(1, validate.MAX_ELEMENTS)]
+_Seed = Annotated[int, NonNegative]
 
 DEFAULT_SIZES = (32, 64, 64, 10)
 _DRAWN_BYTES = 12  # per weight while drawing: NumPy draws float64, then keeps a float32 copy
@@ -23,10 +22,8 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
 def gelu_chain(x: Any, bias: Any, tanh: Callable[[Any], Any]) -> Any:
-    """x + GELU_tanh(x + bias): eleven elementwise ops written with operators, so any framework runs it.
-
-    Pass the framework's tanh (``torch.tanh``, ``jnp.tanh``, ``tf.tanh``); ``chain_for`` does that.
-    """
+    """x + GELU_tanh(x + bias): eleven elementwise ops written with operators, so any framework runs it with its own
+    ``tanh`` (``chain_for`` passes it)."""
     if not callable(tanh):  # traced by torch.compile without a graph break
         raise TypeError(f"tanh must be the framework's tanh function (torch.tanh, jnp.tanh, tf.tanh); got "
                         f"{type(tanh).__name__} {tanh!r}")
@@ -37,7 +34,7 @@ def gelu_chain(x: Any, bias: Any, tanh: Callable[[Any], Any]) -> Any:
 
 def chain_for(framework: str) -> Callable[[Any, Any], Any]:
     """``gelu_chain`` bound to the framework's tanh: ``f(x, bias)``."""
-    framework = "numpy" if framework == "numpy" else validate.framework(framework)
+    framework = validate.framework(framework, numpy=True)
     if framework == "torch":
         import torch
 
@@ -58,14 +55,12 @@ def chain_for(framework: str) -> Callable[[Any, Any], Any]:
     return chain
 
 
-def mlp_weights(sizes: Sequence[int] = DEFAULT_SIZES, *, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+@declare.checked
+def mlp_weights(sizes: Annotated[Sequence[_Width], MinItems(2)] = DEFAULT_SIZES, *,
+                seed: _Seed = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     """He-uniform weights (in, out) and zero biases, float32, for each layer; shared by all three frameworks.
     Widths whose weights would not fit in half of the free memory are refused by name."""
-    validate.instance("sizes", sizes, (list, tuple))
-    if len(sizes) < 2:
-        raise ValueError(f"sizes must hold at least two layer widths (input, output); got {sizes!r}")
-    sizes = [validate.count(f"sizes[{i}]", width, high=validate.MAX_ELEMENTS) for i, width in enumerate(sizes)]
-    seed = int(validate.non_negative("seed", seed, integer=True))
+    sizes = [int(width) for width in sizes]
     elements = sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
     validate.memory_fits("sizes", elements * _DRAWN_BYTES, what=f"sizes={tuple(sizes)} ({elements:,} weights)")
     rng = np.random.default_rng(seed)
@@ -139,16 +134,12 @@ MAX_IMAGE_SIDE = 2**14  # pixels: an image side past this is a typo
 _CNN_STRIDES = (1, 2, 2)
 
 
-def cnn_weights(in_channels: int = 3, classes: int = 2, *, channels: Sequence[int] = CNN_CHANNELS,
-                seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+@declare.checked
+def cnn_weights(in_channels: _Width = 3, classes: _Width = 2, *,
+                channels: Annotated[Sequence[_Width], MinItems(3), MaxItems(3)] = CNN_CHANNELS,
+                seed: _Seed = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     """He-uniform conv kernels in HWIO layout (3, 3, in, out) plus the head (in, classes); zero biases."""
-    in_channels = validate.count("in_channels", in_channels, high=validate.MAX_ELEMENTS)
-    classes = validate.count("classes", classes, high=validate.MAX_ELEMENTS)
-    seed = int(validate.non_negative("seed", seed, integer=True))
-    validate.instance("channels", channels, (list, tuple))
-    if len(channels) != len(_CNN_STRIDES):
-        raise ValueError(f"channels must have {len(_CNN_STRIDES)} entries; got {channels!r}")
-    channels = [validate.count(f"channels[{i}]", w, high=validate.MAX_ELEMENTS) for i, w in enumerate(channels)]
+    channels = [int(w) for w in channels]
     widths = [in_channels, *channels]
     for name, elements in (("in_channels", 9 * in_channels * channels[0]), ("classes", channels[-1] * classes),
                            ("channels", sum(9 * a * b for a, b in zip(widths[1:-1], widths[2:])))):
@@ -202,9 +193,10 @@ def jax_cnn_apply(params: Sequence[dict[str, Any]], x: Any) -> Any:
     return x.mean(axis=(1, 2)) @ params[-1]["w"] + params[-1]["b"]
 
 
-def keras_cnn(in_channels: int = 3, classes: int = 2, *, size: int = 32, seed: int = 0) -> Any:
+@declare.checked
+def keras_cnn(in_channels: int = 3, classes: int = 2, *, size: Annotated[int, Range(1, MAX_IMAGE_SIDE)] = 32,
+              seed: int = 0) -> Any:
     """The CNN as a built ``keras.Sequential`` on NHWC input of ``size`` x ``size`` pixels holding ``cnn_weights``."""
-    size = validate.count("size", size, high=MAX_IMAGE_SIDE)
     weights = cnn_weights(in_channels, classes, seed=seed)
     env.import_tensorflow()
     import keras
@@ -225,32 +217,20 @@ def keras_cnn(in_channels: int = 3, classes: int = 2, *, size: int = 32, seed: i
 # batch, plain SGD (optionally with momentum) so that the three frameworks compute the same update.
 
 
-def torch_sgd_step(model: Any, *, lr: float = 0.05, momentum: float = 0.0, amp_dtype: Any = None,
+@declare.checked
+def torch_sgd_step(model: Any, *, lr: PositiveFloat = 0.05,
+                   momentum: Annotated[float, Range(0, 1, high_open=True)] = 0.0, amp_dtype: Any = None,
                    device: Any = None, flatten: bool = False) -> Callable[[Any], Any]:
-    """``step((x, y)) -> loss`` for ``model``: forward under autocast when ``amp_dtype`` is given, backward, update.
-
-    The batch moves to ``device`` (default: the model's). fp16 gets a ``torch.amp.GradScaler`` (bf16 needs
-    none: it has fp32's range). ``flatten`` turns images into vectors for the MLP. The loss is returned
-    without waiting for it (``timing.sync`` waits).
-    """
+    """``step((x, y)) -> loss`` (not waited for) for ``model``: forward under autocast when ``amp_dtype`` is given (fp16
+    with a GradScaler), backward, update; the batch moves to ``device`` (default: the model's)."""
     import torch
     import torch.nn.functional as F
 
     validate.instance("model", model, torch.nn.Module)
-    validate.positive("lr", lr)
-    validate.number("momentum", momentum, low=0, high=1, high_open=True)
-    validate.instance("flatten", flatten, bool)
     first = next(model.parameters(), None)
     if first is None:
         raise ValueError(f"model ({type(model).__name__}) has no parameters to train")
-    if device is not None:
-        validate.instance("device", device, (str, torch.device))
-        try:
-            device = torch.device(device)
-        except RuntimeError as err:
-            raise ValueError(f"device must name a torch device such as 'cpu' or 'cuda:0'; got {device!r}") from err
-    else:
-        device = first.device
+    device = first.device if device is None else interop.torch_device(device)
     if amp_dtype is not None and amp_dtype not in (torch.float16, torch.bfloat16):
         raise ValueError(f"amp_dtype must be None, torch.float16 or torch.bfloat16; got {amp_dtype!r}")
     optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
@@ -272,21 +252,14 @@ def torch_sgd_step(model: Any, *, lr: float = 0.05, momentum: float = 0.0, amp_d
     return step
 
 
-def jax_sgd_step(params: Any, apply: Callable[[Any, Any], Any], *, lr: float = 0.05,
+@declare.checked
+def jax_sgd_step(params: Any, apply: Callable[[Any, Any], Any], *, lr: PositiveFloat = 0.05,
                  flatten: bool = False, jit: bool = True) -> Callable[[Any], Any]:
-    """``step((x, y)) -> loss`` for ``apply(params, x)``: one jit-compiled SGD update; ``step.state['params']``
-    holds the current parameters (JAX arrays are immutable, so the step keeps them between calls).
-
-    ``jit=False`` runs the same update without ``jax.jit``: each jnp call dispatched on its own, as ordinary
-    (eager) JAX code runs; the baseline a compiled step is compared with (``jax.disable_jit`` would also un-jit
-    jnp's own jitted internals)."""
+    """``step((x, y)) -> loss`` for ``apply(params, x)``: one SGD update, jit-compiled unless ``jit=False`` (eager JAX,
+    the baseline); ``step.state['params']`` holds the current parameters between calls."""
     import jax
     import jax.numpy as jnp
 
-    validate.positive("lr", lr)
-    validate.function("apply", apply)
-    validate.instance("jit", jit, bool)
-    validate.instance("flatten", flatten, bool)
     if params is None:
         raise TypeError("params must be the model's parameters (a pytree of arrays, e.g. jax_mlp_params()); got None")
 
@@ -313,13 +286,11 @@ def jax_sgd_step(params: Any, apply: Callable[[Any, Any], Any], *, lr: float = 0
     return step
 
 
-def keras_sgd_step(model: Any, *, lr: float = 0.05, flatten: bool = False,
+@declare.checked
+def keras_sgd_step(model: Any, *, lr: PositiveFloat = 0.05, flatten: bool = False,
                    jit_compile: bool = False) -> Callable[[Any], Any]:
     """``step((x, y)) -> loss`` for a Keras model: a ``tf.function`` (XLA when ``jit_compile``) with a
     GradientTape and plain SGD on its trainable variables."""
-    validate.positive("lr", lr)
-    validate.instance("flatten", flatten, bool)
-    validate.instance("jit_compile", jit_compile, bool)
     if not hasattr(model, "trainable_variables") or not callable(model):
         raise TypeError(f"model must be a Keras model (callable, with trainable_variables); got "
                         f"{type(model).__name__} {model!r:.80}")

@@ -1,9 +1,5 @@
-"""The frame of every notebook: the set-up call, the Colab cell and badge, the one-sentence skip of a section
-whose framework is missing, the closing summary table and the 'last verified' line.
-
-Rows of the summary hold numbers (not text) so that ``tools/run_course.py`` can gather every notebook's
-summary into ``build/summary.md`` and ``build/summary.json`` when it sets ``COURSE_SUMMARY_DIR``.
-"""
+"""The frame of every notebook: ``setup()``, the Colab cell and badge, the skip of a section whose framework is
+missing, the summary table (gathered by ``tools/run_course.py`` via ``COURSE_SUMMARY_DIR``), 'last verified'."""
 
 from __future__ import annotations
 
@@ -15,9 +11,10 @@ import os
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from course_utils import devices, display, env, plotting, validate
+from course_utils import declare, devices, display, env, plotting, validate
+from course_utils.declare import NonEmpty, Text
 
 REPO_URL = "https://github.com/eager-to-compiled/course"
 RELEASE = "v0.2.0"  # the tag Colab installs course_utils from; one place, checked by tests/test_notebook.py
@@ -30,12 +27,8 @@ _INSTALL_HINT = {
 
 
 def setup(seed: int = 0) -> env.EnvReport:
-    """The one call at the top of each notebook: the device plan's memory shares, quiet start, strict deprecations,
-    house plot style, seeds.
-
-    Returns the environment report so that the cell displays it. Without PyTorch it says so first: every
-    notebook needs it, while JAX and TensorFlow sections are skipped with a sentence when they are missing.
-    """
+    """The one call at the top of each notebook (device memory shares, quiet start, strict deprecations, plot style,
+    seeds); returns the environment report, saying first when PyTorch, which every notebook needs, is missing."""
     seed = validate.count("seed", seed, low=0, high=env.MAX_SEED)
     devices.apply(devices.current())  # on one GPU: JAX's and TF's share, before their first operation
     if not env.available("torch"):
@@ -48,11 +41,8 @@ def setup(seed: int = 0) -> env.EnvReport:
 
 
 def needs(*frameworks: str) -> bool:
-    """True when every framework named can be imported; otherwise print one sentence and return False.
-
-    Use it as ``if cu.notebook.needs("tensorflow"):`` around a framework's part of a notebook, so that a
-    runtime without it (Colab TPU runtimes ship no TensorFlow) skips that part and goes on.
-    """
+    """True when every framework named can be imported; otherwise print one sentence and return False, so that
+    ``if cu.notebook.needs("tensorflow"):`` skips that part on a runtime without it."""
     validate.non_empty("frameworks", frameworks)
     missing = [name for name in (validate.framework(f, f"frameworks[{i}]") for i, f in enumerate(frameworks))
                if not env.available(name)]
@@ -66,12 +56,10 @@ def needs(*frameworks: str) -> bool:
     return False
 
 
+@declare.checked
 def present(frameworks: Iterable[str] = validate.FRAMEWORKS) -> list[str]:
     """The canonical names among ``frameworks`` (a list or tuple of names, not one string) that can be imported
     here, in the order given."""
-    if isinstance(frameworks, (str, bytes)) or not isinstance(frameworks, Iterable):
-        raise TypeError(f"frameworks must be a list or tuple of framework names (a string is not one); got "
-                        f"{type(frameworks).__name__} {frameworks!r}")
     return [name for name in (validate.framework(f, f"frameworks[{i}]") for i, f in enumerate(frameworks))
             if env.available(name)]
 
@@ -121,25 +109,23 @@ def badge(notebook: str) -> str:
 # The closing summary
 
 
+@declare.checked
 @dataclass(frozen=True)
 class Row:
     """One measured quantity: its name, value, unit and a short note (e.g. the article's claim)."""
 
-    quantity: str
-    value: float
+    quantity: Text
+    value: Any
     unit: str = ""
     note: str = ""
 
     def __post_init__(self) -> None:
-        validate.text("quantity", self.quantity)
         if isinstance(self.value, bool) or not isinstance(self.value, numbers.Real):
             raise TypeError(f"value of {self.quantity!r} must be a number; got {type(self.value).__name__} "
                             f"{self.value!r}")
         # NumPy scalars in, Python numbers kept: the summary is written as JSON
         object.__setattr__(self, "value", int(self.value) if isinstance(self.value, numbers.Integral)
                            else float(self.value))
-        validate.instance("unit", self.unit, str)
-        validate.instance("note", self.note, str)
 
     def formatted(self) -> str:
         if isinstance(self.value, int):
@@ -147,19 +133,17 @@ class Row:
         return f"{self.value:.3g}" if math.isfinite(self.value) else str(self.value)
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
-class SummaryTable:
+class SummaryTable(display.Tabled):
     """What this run measured, in one table; ``rows`` keep the numbers for the build summary."""
 
-    notebook: str
-    rows: tuple[Row, ...]
+    notebook: Text
+    rows: Annotated[tuple[Row, ...], NonEmpty]
 
     verdicts: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
-        validate.text("notebook", self.notebook)
-        for i, row in enumerate(validate.non_empty("rows", validate.instance("rows", self.rows, (tuple, list)))):
-            validate.instance(f"rows[{i}]", row, Row)
         for i, pair in enumerate(validate.instance("verdicts", self.verdicts, (tuple, list))):
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
                 raise TypeError(f"verdicts[{i}] must be a (status, count) pair; got {pair!r}")
@@ -187,12 +171,6 @@ class SummaryTable:
             "rows": [asdict(r) for r in self.rows],
             "verdicts": dict(self.verdicts),
         }
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 def summary_table(notebook: str, rows: Iterable[Row | tuple]) -> SummaryTable:

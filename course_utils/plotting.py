@@ -1,8 +1,5 @@
-"""One house style for every figure in the course; each function returns its matplotlib Figure.
-
-Figures are drawn on a white card with a colour-blind-safe palette (Okabe-Ito), so they read the same in
-light and dark JupyterLab themes and on slides. A framework keeps its colour in every notebook.
-"""
+"""One house style for every figure (a white card, the colour-blind-safe Okabe-Ito palette, a framework's colour
+kept in every notebook); each function returns its matplotlib Figure."""
 
 from __future__ import annotations
 
@@ -97,8 +94,7 @@ def time_bars(
     show_first_call: bool = False,
 ) -> Figure:
     """Median time per call with quartile whiskers; optionally the first call (compile/trace) beside it."""
-    values = list(measurements.values()) if isinstance(measurements, Mapping) else list(measurements)
-    items = list(measurements.items()) if isinstance(measurements, Mapping) else [(m.label, m) for m in values]
+    items = list(measurements.items()) if isinstance(measurements, Mapping) else [(m.label, m) for m in measurements]
     scale, unit = display.time_unit(min(m.median for _, m in items))
     fig, (ax,) = figure(height=0.6 + 0.5 * len(items))
     names = [name for name, _ in items]
@@ -127,11 +123,8 @@ def sweep_plot(
     title: str | None = None,
     per_element: bool = False,
 ) -> Figure:
-    """Log-log time (or time per element) against problem size, one line per label, quartile band shaded.
-
-    Flat lines are the overhead regime (size does not matter), slope-1 lines the bandwidth or compute regime.
-    Series named '... eager' or '... op-by-op' are dashed, so each eager/compiled pair reads apart.
-    """
+    """Log-log time (or time per element) against size, one line per label with its quartile band; '... eager' and
+    '... op-by-op' series are dashed, so each eager/compiled pair reads apart."""
     import numpy as np
 
     for label, ms in series.items():  # by hand: a length per mapping value
@@ -158,9 +151,8 @@ def sweep_plot(
 @declare.checked
 def waterfall(steps: Sequence[tuple[str, PositiveFloat]], *, unit: Literal["s", "ms", "µs", "ns"] = "ms",
               title: str | None = None) -> Figure:
-    """Step time rung by rung: the first bar is the baseline, each next bar shows what one change saved
-    (green) or cost (red), ending on the final time. ``steps`` are (label, seconds) in ladder order.
-    """
+    """Step time rung by rung (``steps``: (label, seconds) in ladder order): the baseline, then what each change saved
+    (green) or cost (red)."""
     scales = {name: scale for scale, name in display.TIME_UNITS}
     if len(steps) < 2:
         raise ValueError("steps needs a baseline and at least one more rung")
@@ -218,16 +210,16 @@ def roofline_plot(machine: Machine, points: Iterable[Point] = (), *, title: str 
     return fig
 
 
-def wrap_label(text: str, width: int = 90) -> str:
+@declare.checked
+def wrap_label(text: str, width: Annotated[int, Range(8, 400)] = 90) -> str:
     """``text`` broken into lines of at most ``width`` characters, so a legend entry stays inside the figure."""
     import textwrap
 
-    validate.instance("text", text, str)
-    width = validate.number("width", width, low=8, high=400, integer=True)
     return "\n".join(textwrap.wrap(text, width)) or text
 
 
-def plain_log_ticks(ax: Axes, axis: str = "y") -> None:
+@declare.checked
+def plain_log_ticks(ax: Axes, axis: Literal["x", "y"] = "y") -> None:
     """Label a log ``axis`` of ``ax`` with plain numbers ('0.3', '60', '100'), not matplotlib's '6x10^1' or
     '3e-01'; matplotlib still picks which minor ticks to label (those of an axis spanning under two decades)."""
     from matplotlib.axes import Axes as _Axes
@@ -238,7 +230,6 @@ def plain_log_ticks(ax: Axes, axis: str = "y") -> None:
             return f"{x:.4g}" if super().__call__(x, pos) else ""
 
     validate.instance("ax", ax, _Axes)
-    validate.choice("axis", axis, ("x", "y"))
     target = ax.yaxis if axis == "y" else ax.xaxis
     target.set_major_formatter(Plain(labelOnlyBase=False))
     target.set_minor_formatter(Plain(labelOnlyBase=False, minor_thresholds=(2, 0.6)))

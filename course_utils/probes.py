@@ -1,19 +1,15 @@
-"""The probes behind ``roofline.measure_machine``: how big their arrays are, and what each framework runs.
-
-Bandwidth probes write into memory they already own (torch/numpy ``out=``, JAX buffer donation, a TensorFlow
-``Variable`` assigned inside an XLA-compiled function), so that allocating and first-touching a fresh output
-(page faults) is not counted as bandwidth. One more probe, "triad, fresh output", returns a new array every
-call, as code written without care does: it measures allocation plus traffic and is never used as the roof.
-"""
+"""The probes behind ``roofline.measure_machine``: their array size, and what each framework runs. They write into
+memory they own (``out=``, donation, a TF Variable): page faults are not bandwidth ("triad, fresh output" has them)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from course_utils import env, validate
+from course_utils import declare, env, validate
+from course_utils.declare import NonNegative, PositiveFloat, PositiveInt, Text
 
 FP32 = 4  # bytes per element
 ARRAYS = 4  # the triad holds three arrays of the probe size, its fresh output a fourth
@@ -24,24 +20,16 @@ CACHE_MULTIPLE = 4  # probe arrays at least this many times the last-level cache
 CI_CAP = 256 * 2**20  # COURSE_SIZE=ci keeps a notebook within minutes on 2 cores; the notebook says so
 
 
+@declare.checked
 @dataclass(frozen=True)
 class ProbeSize:
-    """Bytes per probe array and how they were chosen: from the last-level cache, unless capped.
+    """Bytes per probe array, chosen from the last-level cache unless ``capped_by`` "memory" (half of the free memory)
+    or "ci size" (256 MiB at ``COURSE_SIZE=ci``)."""
 
-    ``capped_by`` is "" (not capped), "memory" (half of the free memory would not hold the arrays) or
-    "ci size" (``COURSE_SIZE=ci`` caps the arrays at 256 MiB to keep the notebook short).
-    """
-
-    array_bytes: int
-    last_level_cache: int
-    target: int
-    capped_by: str = ""
-
-    def __post_init__(self) -> None:
-        for name in ("array_bytes", "target"):
-            validate.positive(name, getattr(self, name), integer=True)
-        validate.non_negative("last_level_cache", self.last_level_cache, integer=True)  # 0: the OS reports none
-        validate.choice("capped_by", self.capped_by, ("", "memory", "ci size"))
+    array_bytes: PositiveInt
+    last_level_cache: Annotated[int, NonNegative]  # 0: the OS reports none
+    target: PositiveInt
+    capped_by: Literal["", "memory", "ci size"] = ""
 
     @property
     def cache_multiple(self) -> float:
@@ -51,9 +39,8 @@ class ProbeSize:
 
 
 def probe_size(arrays: int = ARRAYS) -> ProbeSize:
-    """Bytes per probe array: >= 4x the last-level cache the OS reports (and >= 64 MiB) on a CPU, capped so that
-    ``arrays`` of them take at most half of the memory free now, and at 256 MiB at ci size; 1 GiB on a
-    GPU or TPU."""
+    """Bytes per probe array on a CPU: >= 4x the last-level cache (and >= 64 MiB), capped so ``arrays`` of them take
+    half of the free memory, and at 256 MiB at ci size; 1 GiB on a GPU or TPU."""
     arrays = validate.positive("arrays", arrays, integer=True)
     llc = env.last_level_cache_bytes()
     if env.accelerator() != "cpu":
@@ -81,9 +68,8 @@ def on_host(framework: str) -> bool:
 
 
 def sizes(n: int, m: int, *, host: bool = True) -> tuple[int, int]:
-    """(n, m) if ``n`` (elements per bandwidth array) and ``m`` (the matmul's side) are counts whose arrays fit: at
-    most ``validate.MAX_ELEMENTS`` each and, where the arrays live in this machine's memory (``host``), half of the
-    memory free now; else ValueError naming the size, before anything is allocated."""
+    """(n, m) if ``n`` (elements per bandwidth array) and ``m`` (the matmul's side) fit: at most ``MAX_ELEMENTS`` and,
+    ``host`` arrays, half of the free memory; else ValueError naming the size before anything is allocated."""
     n = validate.count("n", n, high=validate.MAX_ELEMENTS)
     m = validate.count("m", m, high=math.isqrt(validate.MAX_ELEMENTS))
     if host:  # probe_size() fills half of the free memory; three quarters leaves room for what others take meanwhile
@@ -93,24 +79,15 @@ def sizes(n: int, m: int, *, host: bool = True) -> tuple[int, int]:
     return n, m
 
 
+@declare.checked
 @dataclass
 class Probes:
     """One framework's probes: each a zero-argument call and the bytes (or FLOPs) one call moves (does)."""
 
-    device: str
-    bandwidth: dict[str, tuple[Callable[[], Any], float]]
-    fresh: dict[str, tuple[Callable[[], Any], float]]
-    compute: dict[str, tuple[Callable[[], Any], float]]
-
-    def __post_init__(self) -> None:
-        validate.text("device", self.device)
-        for name in ("bandwidth", "fresh", "compute"):
-            probes = validate.instance(name, getattr(self, name), dict)
-            for key, pair in probes.items():
-                if not isinstance(pair, tuple) or len(pair) != 2:
-                    raise TypeError(f"{name}[{key!r}] must be a (call, amount) pair; got {pair!r:.80}")
-                validate.function(f"{name}[{key!r}]", pair[0])
-                validate.positive(f"{name}[{key!r}]", pair[1])
+    device: Text
+    bandwidth: dict[str, tuple[Callable[[], Any], PositiveFloat]]
+    fresh: dict[str, tuple[Callable[[], Any], PositiveFloat]]
+    compute: dict[str, tuple[Callable[[], Any], PositiveFloat]]
 
 
 def numpy_probes(n: int, m: int) -> Probes:

@@ -1,13 +1,5 @@
-"""See where the time goes: capture a profiler trace in PyTorch, JAX or TensorFlow, save it under
-``build/traces/`` and read it back into one ``Trace`` that answers a few questions (how many ops or kernels,
-how busy each thread was, the longest gaps, time by category). No browser and no network needed.
-
-- PyTorch: ``torch.profiler.profile`` exported as a Chrome trace (JSON); CUDA kernels too on a GPU.
-- JAX: ``jax.profiler.trace(..., create_perfetto_trace=True)``; its Perfetto/Chrome JSON is read.
-- TensorFlow 2.21 ships no TensorBoard: ``tf.profiler.experimental`` writes an XSpace protobuf
-  (``*.xplane.pb``), read here with the protobuf classes TensorFlow itself ships.
-Online, open any saved ``.json``/``.json.gz`` file at https://ui.perfetto.dev (drag and drop) to browse it.
-"""
+"""Profiler traces of torch (Chrome JSON), JAX (Perfetto JSON) and TensorFlow (XSpace ``.xplane.pb``) saved under
+``build/traces/`` and read into one ``Trace`` (counts, busy time, gaps); https://ui.perfetto.dev opens the JSON."""
 
 from __future__ import annotations
 
@@ -54,7 +46,7 @@ class Event:
 
 
 @dataclass(frozen=True, repr=False)
-class Trace:
+class Trace(display.Tabled):
     """The events of one capture, with the questions a practitioner asks of a profile."""
 
     framework: str
@@ -126,14 +118,6 @@ class Trace:
         holes = [(a_end, b_start - a_end) for (_, a_end), (b_start, _) in zip(spans, spans[1:]) if b_start > a_end]
         return sorted(holes, key=lambda g: -g[1])[:top]
 
-    def time_by(self, key: str = "category") -> dict[str, float]:
-        """Total event seconds per category (or per name), largest first; nested events each count."""
-        validate.choice("key", key, ("category", "name", "thread"))
-        totals: Counter[str] = Counter()
-        for e in self.events:
-            totals[getattr(e, key)] += e.duration
-        return dict(totals.most_common())
-
     def window(self, start: float, end: float) -> Trace:
         """The events that overlap [start, end) (seconds on the trace clock)."""
         validate.number("start", start)
@@ -167,22 +151,14 @@ class Trace:
                              title=f"{self.framework} trace{where}: {len(self.events)} events over "
                                    f"{display.format_time(self.span)}")
 
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
-
 
 # ---------------------------------------------------------------------------------------------------------
 # Loading
 
 
 def load(path: str | Path, framework: str = "trace") -> Trace:
-    """Read a Chrome/Perfetto JSON trace (``.json`` or ``.json.gz``) or an XSpace protobuf (``.xplane.pb``).
-
-    A field that is not what a trace holds (a ``ts`` that is NaN or text, a negative ``dur``, an ``args`` that is
-    not an object) raises ValueError naming the event and the field, instead of a wrong busy time."""
+    """Read a Chrome/Perfetto JSON trace (``.json``, ``.json.gz``) or an XSpace protobuf (``.xplane.pb``); a malformed
+    field raises ValueError naming the event and the field, instead of giving a wrong busy time."""
     path = Path(validate.instance("path", path, (str, Path)))
     validate.text("framework", framework)
     if not path.is_file():
@@ -275,13 +251,8 @@ def _xplane_events(path: Path) -> Iterable[Event]:
 def capture(framework: str, fn: Callable[..., Any], *args: Any, steps: Annotated[int, declare.Range(1, 1000)] = 3,
             name: declare.FileName = "trace", folder: str | Path | None = None,
             timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> Trace:
-    """Profile ``steps`` calls of ``fn(*args)`` (each waited for), save the trace and return it loaded.
-
-    Run ``fn`` once before (compilation is then not in the trace). The file lands in ``folder`` (default
-    ``build/traces``; no '..' in it) as ``<name>.<framework>.json`` (torch), ``.json.gz`` (JAX) or ``.xplane.pb``
-    (TensorFlow). The ``steps`` calls must end within ``timeout`` seconds (else ``calls.LearnerTimeout`` names
-    ``fn``), and the profiler is stopped either way.
-    """
+    """Profile ``steps`` calls of ``fn(*args)`` (each waited for; run it once before, so the compile is not traced),
+    save the trace as ``folder/<name>.<framework>.*`` (default ``build/traces``) and return it loaded."""
     framework = validate.framework(framework)
     folder = env.build_dir("traces") if folder is None else validate.folder("folder", folder)
     folder.mkdir(parents=True, exist_ok=True)

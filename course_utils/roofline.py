@@ -1,9 +1,5 @@
-"""The machine's own limits: memory bandwidth and matmul FLOP/s, measured, and the roofline they draw.
-
-A kernel that does ``flops`` arithmetic and moves ``bytes`` to and from memory cannot finish faster than
-``max(flops / peak_flops, bytes / bandwidth)``. The two ceilings come from this machine, in this run
-(the probes themselves live in ``course_utils.probes``).
-"""
+"""The machine's own limits, measured in this run (memory bandwidth, matmul FLOP/s), and the roofline they draw: no
+kernel finishes faster than ``max(flops / peak_flops, bytes / bandwidth)``."""
 
 from __future__ import annotations
 
@@ -11,48 +7,26 @@ import gc
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
-from course_utils import display, env, probes, timing, validate
+from course_utils import declare, display, env, probes, timing, validate
+from course_utils.declare import NonEmpty, NonNegativeFloat, PositiveFloat, PositiveInt, Text
 
-FRAMEWORK_NAMES = ("torch", "jax", "tensorflow", "numpy")
 _CACHE: dict[tuple[str, int, int], Machine] = {}
 
 
-def _probe_values(name: str, value: Any, *, allow_empty: bool = False) -> dict[str, float]:
-    validate.instance(name, value, Mapping)
-    if not allow_empty:
-        validate.non_empty(name, value)
-    checked = {}
-    for key, rate in value.items():
-        validate.text(f"{name} key", key)
-        checked[key] = validate.positive(f"{name}[{key!r}]", rate)
-    return checked
-
-
+@declare.checked
 @dataclass(frozen=True, repr=False)
-class Machine:
-    """Measured ceilings: bandwidth probes in bytes/s, matmul probes in FLOP/s, as one framework sees them.
+class Machine(display.Tabled):
+    """Measured ceilings as one framework sees them: bandwidth probes (bytes/s), matmul probes (FLOP/s), and
+    fresh-output probes, whose page faults make them no bandwidth: they never set the roof."""
 
-    ``fresh_output_probes`` (bytes/s) time an operation that returns a new array each call: allocation and
-    first-touch page faults included, so they are *not* a bandwidth and never set the roof.
-    """
-
-    framework: str
-    device: str
-    bandwidth_probes: Mapping[str, float]
-    flops_probes: Mapping[str, float]
-    fresh_output_probes: Mapping[str, float] = field(default_factory=dict)
-    array_bytes: int | None = None
-
-    def __post_init__(self) -> None:
-        validate.text("framework", self.framework)
-        validate.text("device", self.device)
-        _probe_values("bandwidth_probes", self.bandwidth_probes)
-        _probe_values("flops_probes", self.flops_probes)
-        _probe_values("fresh_output_probes", self.fresh_output_probes, allow_empty=True)
-        if self.array_bytes is not None:
-            validate.positive("array_bytes", self.array_bytes, integer=True)
+    framework: Text
+    device: Text
+    bandwidth_probes: Annotated[Mapping[Text, PositiveFloat], NonEmpty]
+    flops_probes: Annotated[Mapping[Text, PositiveFloat], NonEmpty]
+    fresh_output_probes: Mapping[Text, PositiveFloat] = field(default_factory=dict)
+    array_bytes: PositiveInt | None = None
 
     @property
     def bandwidth(self) -> float:
@@ -68,10 +42,6 @@ class Machine:
     def ridge_intensity(self) -> float:
         """FLOP per byte where the two roofs meet: below it a kernel is memory-bound, above compute-bound."""
         return self.peak_flops / self.bandwidth
-
-    def attainable(self, intensity: float) -> float:
-        """Highest FLOP/s a kernel of this arithmetic intensity (FLOP/byte) can reach on this machine."""
-        return attainable(intensity, self)
 
     def roofline_time(self, flops: float, bytes: float) -> float:
         """Shortest possible time (s) for a kernel doing ``flops`` and moving ``bytes``."""
@@ -90,27 +60,16 @@ class Machine:
         return display.table(["probe", "measured"], rows, title=f"Machine as {self.framework} sees it",
                              note="GB/s are decimal (10^9 bytes/s); read + write bytes counted, as STREAM does.")
 
-    def __repr__(self) -> str:
-        return repr(self.table())
 
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
-
-
+@declare.checked
 @dataclass(frozen=True)
 class Point:
     """One measured kernel for the roofline plot: its work, its traffic and its measured time."""
 
-    label: str
-    flops: float
-    bytes: float
-    seconds: float
-
-    def __post_init__(self) -> None:
-        validate.text("label", self.label)
-        validate.non_negative("flops", self.flops)
-        validate.positive("bytes", self.bytes)
-        validate.positive("seconds", self.seconds)
+    label: Text
+    flops: NonNegativeFloat
+    bytes: PositiveFloat
+    seconds: PositiveFloat
 
     @property
     def intensity(self) -> float:
@@ -126,39 +85,25 @@ class Point:
         return self.bytes / self.seconds
 
 
-def roofline_time(flops: float, bytes: float, machine: Machine) -> float:
+@declare.checked
+def roofline_time(flops: NonNegativeFloat, bytes: NonNegativeFloat, machine: Machine) -> float:
     """max(flops / peak FLOP/s, bytes / bandwidth): the time below which no kernel can run."""
-    validate.non_negative("flops", flops)
-    validate.non_negative("bytes", bytes)
-    validate.instance("machine", machine, Machine)
     return max(flops / machine.peak_flops, bytes / machine.bandwidth)
 
 
-def attainable(intensity: float, machine: Machine) -> float:
+@declare.checked
+def attainable(intensity: NonNegativeFloat, machine: Machine) -> float:
     """min(peak FLOP/s, intensity x bandwidth): the roofline itself, in FLOP/s."""
-    validate.non_negative("intensity", intensity)
-    validate.instance("machine", machine, Machine)
     return min(machine.peak_flops, intensity * machine.bandwidth)
 
 
+@declare.checked
 def share_of_roof(point: Point, machine: Machine) -> float:
     """The fraction of the roof a measured kernel reaches: achieved FLOP/s over attainable FLOP/s at its
     intensity; for a kernel without FLOPs, achieved bandwidth over the memory roof."""
-    validate.instance("point", point, Point)
-    validate.instance("machine", machine, Machine)
     if point.flops == 0:
         return point.achieved_bandwidth / machine.bandwidth
     return point.achieved_flops / attainable(point.intensity, machine)
-
-
-def _framework(value: Any) -> str:
-    if isinstance(value, str) and value.strip().lower() in ("numpy", "np"):
-        return "numpy"
-    try:
-        return validate.framework(value)
-    except ValueError:
-        raise ValueError(f"framework must be one of 'torch', 'jax', 'tensorflow' ('tf'), 'numpy'; "
-                         f"got {value!r}") from None
 
 
 #: the machine figures' probe sizes, one table for every notebook (one machine, one figure): the matmul's n is large
@@ -173,15 +118,9 @@ def measure_machine(
     matmul_n: int | None = None,
     min_time: float = 0.3,
 ) -> Machine:
-    """Measure bandwidth (copy/scale/triad over arrays of ``array_bytes``) and fp32 matmul FLOP/s
-    (n = ``matmul_n``) with one framework, on its default device. Cached per process.
-
-    ``array_bytes`` defaults to ``probes.probe_size()``: at least 4x the last-level cache the OS reports, meant to
-    leave the caches; whether it does, notebook 00's sweep measures from its own cliffs. Outputs are preallocated
-    or donated, so that page faults are not counted as bandwidth; a "triad, fresh output" probe shows what a new
-    output per call costs instead.
-    """
-    framework = _framework(framework)
+    """Bandwidth (copy/scale/triad over ``array_bytes``, default ``probes.probe_size()``) and fp32 matmul FLOP/s
+    (n = ``matmul_n``) with one framework on its default device; cached per process."""
+    framework = validate.framework(framework, numpy=True)
     if array_bytes is None:
         array_bytes = probes.probe_size().array_bytes
     array_bytes = validate.count("array_bytes", array_bytes, low=1024, high=validate.MAX_ELEMENTS * probes.FP32)

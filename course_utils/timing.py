@@ -1,10 +1,5 @@
-"""Timing that does not fool you, for PyTorch, JAX and TensorFlow alike.
-
-The rules (DESIGN.md section 5): time the first call apart (it includes compilation or tracing), warm up,
-wait for the device before reading the clock (``sync``), repeat until a minimum time has passed, and
-report the median with its spread. ``benchmark`` does all of that; ``compare`` turns several benchmarks
-into a speed-up table with uncertainty.
-"""
+"""Timing that does not fool you, in PyTorch, JAX and TensorFlow alike (DESIGN.md section 5): the first call apart,
+warm-up, ``sync`` before reading the clock, repeats until a minimum time, the median with its spread."""
 
 from __future__ import annotations
 
@@ -32,14 +27,8 @@ _MAX_CALLS_PER_BLOCK = 10**7
 
 
 def sync(value: Any) -> Any:
-    """Block until every array in ``value`` (any nesting of lists, tuples, dicts) is computed; return it.
-
-    JAX arrays: ``block_until_ready``. torch CUDA/MPS tensors: the device is synchronised. TensorFlow
-    tensors on an accelerator: ``tf.test.experimental.sync_devices()``, TF's public wait for every device (it
-    copies nothing to the host); on the CPU, TF's eager runtime is synchronous (the op has finished when it
-    returns), so there is nothing to wait for. NumPy arrays and torch CPU tensors are already computed.
-    ``None`` (an in-place op) synchronises torch's current CUDA device when CUDA is in use: no output to wait on.
-    """
+    """Block until every array in ``value`` (any nesting of lists, tuples, dicts) is computed; return it. ``None``
+    (an in-place op) synchronises torch's CUDA device; TF on the CPU and NumPy are synchronous already."""
     torch = sys.modules.get("torch")
     tf = sys.modules.get("tensorflow")
     synced_torch_devices: set[Any] = set()
@@ -59,7 +48,11 @@ def sync(value: Any) -> Any:
                 torch.mps.synchronize()
             synced_torch_devices.add(device)
         elif tf is not None and isinstance(leaf, (tf.Tensor, tf.Variable)):
-            _sync_tensorflow(tf, leaf)
+            tensor = leaf.value() if isinstance(leaf, tf.Variable) else leaf
+            # a symbolic tensor (no .numpy) is in a graph: nothing to wait for; TF's eager CPU runtime is synchronous
+            if hasattr(tensor, "numpy") and ("CPU" not in tensor.device
+                                             or not tf.config.experimental.get_synchronous_execution()):
+                tf.test.experimental.sync_devices()
     return value
 
 
@@ -77,14 +70,6 @@ def _leaves(value: Any, inside: frozenset[int] = frozenset()) -> Iterable[Any]:
             yield from _leaves(item, inside)
     elif value is not None:
         yield value
-
-
-def _sync_tensorflow(tf: Any, leaf: Any) -> None:
-    tensor = leaf.value() if isinstance(leaf, tf.Variable) else leaf
-    if not hasattr(tensor, "numpy"):  # a symbolic tensor inside a graph: nothing to wait for
-        return
-    if "CPU" not in tensor.device or not tf.config.experimental.get_synchronous_execution():
-        tf.test.experimental.sync_devices()
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -122,10 +107,6 @@ class Measurement:
     @property
     def p75(self) -> float:
         return _quantile(self.times, 0.75)
-
-    @property
-    def iqr(self) -> float:
-        return self.p75 - self.p25
 
     @property
     def min(self) -> float:
@@ -186,14 +167,8 @@ def interleaved(calls: Annotated[Mapping[str, Callable[[], Any]], NonEmpty], *,
                 min_time: Annotated[float, Range(0, 60, low_open=True)] = 0.2,
                 sync: Mapping[str, bool] | None = None,
                 timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT) -> dict[str, Measurement]:
-    """Time each zero-argument callable of ``calls`` in ``rounds`` alternating rounds (the order rotated by one
-    each round), ``min_time`` seconds per callable in all; each round's times are pooled into one Measurement per
-    name (first call: the first round's). A machine that changes speed between rounds then widens every
-    workload's quartiles alike instead of shifting one median against another. Each Measurement keeps its
-    per-round medians (``rounds``): ``cu.intervals.speedup(a, b)`` pairs them into an interval. ``sync``
-    (name -> bool, default True) passes ``sync=False`` where a call waits by itself (a host copy). A call that
-    does not return within ``timeout`` seconds (None: the size's default) raises ``calls.LearnerTimeout`` naming
-    it."""
+    """Each callable timed in ``rounds`` alternating rounds (order rotated each round), one Measurement per name keeping
+    its per-round medians for ``intervals.speedup``; a machine that changes speed then widens every workload alike."""
     sync = dict(sync or {})
     for name in sync:
         validate.choice(f"sync[{name!r}]", name, list(calls))
@@ -225,19 +200,8 @@ def benchmark(fn: Callable[..., Any], *args: Any, warmup: Annotated[int, Range(0
               max_repeats: Annotated[int, Range(1, 100_000)] = 200, min_repeats: Annotated[int, Range(1, 100_000)] = 5,
               sync: Literal["auto", True, False] = "auto", label: Text | None = None,
               timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT, **kwargs: Any) -> Measurement:
-    """Time ``fn(*args, **kwargs)``: first call apart, ``warmup`` more untimed calls, then blocks of calls.
-
-    Calls are grouped into blocks long enough (>= 5% of ``min_time``) that reading the clock costs
-    nothing measurable; each block ends with a synchronisation on its last result, so the per-call time is
-    the throughput of back-to-back calls, as in ``torch.utils.benchmark`` and ``timeit``. Results are
-    dropped as soon as they are made: keeping one alive changes how the allocator recycles memory. Blocks repeat until
-    ``min_time`` seconds and ``min_repeats`` blocks have passed, or ``max_repeats`` blocks.
-    ``sync="auto"`` (or True) waits on the returned arrays; ``sync=False`` does not (only to show why
-    you must). The first call (compile, trace, caches) and the calibration of the block size warm up;
-    pass ``warmup`` for workloads that need more calls before they settle. A call (or block) that has not returned
-    after ``timeout`` seconds (None: the size's default) raises ``calls.LearnerTimeout`` naming ``fn``, instead of
-    hanging the notebook.
-    """
+    """Time ``fn(*args, **kwargs)``: first call apart, ``warmup`` untimed calls, then blocks of calls (>= 5% of
+    ``min_time`` each, synchronised on the last result, as ``timeit`` does) until ``min_time`` and ``min_repeats``."""
     validate.number("min_repeats", min_repeats, high=max_repeats)
     label = label if label is not None else getattr(fn, "__name__", "fn")
     limit = functools.partial(_calls.limit, fn, timeout, "fn")
@@ -283,11 +247,8 @@ def _calibrate(
     fn: Callable[..., Any], args: tuple[Any, ...], wait: Callable[[Any], Any], target: float,
     limit: Callable[[], Any],
 ) -> tuple[int, list[float]]:
-    """Calls per block so that a block lasts about ``target`` s or more (1, 2, 5, 10, 20, ... as in timeit).
-
-    The calibration block that reaches at least half the target fixes the block size and is kept as the
-    first measurement, so calibrating costs little (a slow workload pays no extra call at all).
-    """
+    """Calls per block (1, 2, 5, 10, ... as in timeit) so a block lasts ``target`` s; the block that reaches half of it
+    is kept as the first measurement, so a slow workload pays no extra call."""
     number = 1
     while True:
         with limit():
@@ -311,93 +272,6 @@ def _round_up_125(value: float) -> int:
             if step * decade >= value:
                 return step * decade
         decade *= 10
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Comparison
-
-
-@declare.checked
-@dataclass(frozen=True)
-class ComparisonRow:
-    """One candidate of a comparison, with its speed-up over the baseline and the range of that speed-up."""
-
-    name: str
-    measurement: Measurement
-    speedup: PositiveFloat
-    speedup_low: PositiveFloat
-    speedup_high: PositiveFloat
-
-    def __post_init__(self) -> None:
-        if not self.speedup_low <= self.speedup <= self.speedup_high:
-            raise ValueError(f"speedup must lie in [speedup_low, speedup_high]; got {self.speedup:g} outside "
-                             f"[{self.speedup_low:g}, {self.speedup_high:g}]")
-
-
-@declare.checked
-@dataclass(frozen=True)
-class Comparison:
-    """A table of measurements against a baseline; renders as HTML in Jupyter and as text elsewhere."""
-
-    baseline: str
-    rows: Annotated[tuple[ComparisonRow, ...], NonEmpty]
-
-    def __post_init__(self) -> None:
-        validate.choice("baseline", self.baseline, [row.name for row in self.rows])
-        object.__setattr__(self, "rows", tuple(self.rows))
-
-    def __getitem__(self, name: str) -> ComparisonRow:
-        for row in self.rows:
-            if row.name == name:
-                return row
-        raise KeyError(f"no row named {name!r}; rows are {[r.name for r in self.rows]}")
-
-    @property
-    def measurements(self) -> dict[str, Measurement]:
-        return {row.name: row.measurement for row in self.rows}
-
-    def speedup(self, name: str) -> float:
-        """Median time of the baseline divided by the median time of ``name``."""
-        return self[name].speedup
-
-    def table(self) -> display.Table:
-        rows = [[r.name, format_time(r.measurement.median), quartiles(r.measurement, format_time),
-                 format_time(r.measurement.first_call) if r.measurement.first_call is not None else "-",
-                 f"{r.speedup:.2f}x ({r.speedup_low:.2f} to {r.speedup_high:.2f})"] for r in self.rows]
-        return display.table(["", "median", "IQR", "first call", f"speed-up vs {self.baseline}"], rows)
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
-
-
-@declare.checked
-def compare(candidates: Annotated[Mapping[str, Callable[..., Any] | Measurement], NonEmpty], *args: Any,
-            baseline: str | None = None, **benchmark_kwargs: Any) -> Comparison:
-    """Benchmark each callable (or take a ready ``Measurement``) and tabulate speed-ups over ``baseline``.
-
-    ``baseline`` defaults to the first entry. The speed-up range divides the baseline's quartiles by the
-    candidate's opposite quartiles: a range that contains 1.0 means "no measurable difference". A Measurement
-    whose quartiles reach 0 s (the clock did not resolve the call) has no speed-up and is refused by name.
-    """
-    baseline = next(iter(candidates)) if baseline is None else validate.choice("baseline", baseline, list(candidates))
-    measured: dict[str, Measurement] = {}
-    for name, candidate in candidates.items():
-        if isinstance(candidate, Measurement):
-            measured[name] = candidate
-        else:
-            measured[name] = benchmark(candidate, *args, label=name, **benchmark_kwargs)
-    for name, m in measured.items():
-        if m.p25 <= 0:
-            raise ValueError(f"candidates[{name!r}] measured {format_time(m.p25)} at its lower quartile: the clock did "
-                             "not resolve the call, so no ratio can be taken; time blocks of several calls "
-                             "(timing.benchmark does)")
-    base = measured[baseline]
-    return Comparison(baseline=baseline, rows=tuple(
-        ComparisonRow(name=name, measurement=m, speedup=base.median / m.median, speedup_low=base.p25 / m.p75,
-                      speedup_high=base.p75 / m.p25) for name, m in measured.items()))
 
 
 @declare.checked

@@ -1,10 +1,5 @@
-"""The one set of argument checks: a wrong kind raises TypeError, a wrong value ValueError, and every message
-names the argument and what it accepts, so a learner's typo fails at the call, not deep inside numpy.
-
-A public function declares its checks in its signature (``course_utils.declare``); these are what the declarations
-run, and what a function calls by hand for a rule a signature cannot state, e.g.
-``repeats = validate.positive("repeats", repeats, integer=True)``.
-"""
+"""The one set of argument checks: a wrong kind raises TypeError, a wrong value ValueError, naming the argument and
+what it accepts; ``declare`` runs them from signatures, and a function calls them for rules a signature cannot state."""
 
 from __future__ import annotations
 
@@ -37,10 +32,8 @@ def number(
     high_open: bool = False,
     integer: bool = False,
 ) -> Any:
-    """Return ``value`` if it is a finite real number (an integer when asked) within [low, high].
-
-    ``low_open``/``high_open`` exclude the bound itself. bool is refused: ``True`` is not a count.
-    """
+    """Return ``value`` if it is a finite real number (an integer when asked; never a bool) within [low, high];
+    ``low_open``/``high_open`` exclude the bound."""
     _bounds(name, low, high)
     for flag, given in (("low_open", low_open), ("high_open", high_open), ("integer", integer)):
         if not isinstance(given, bool):
@@ -158,14 +151,18 @@ def framework_title(value: Any) -> str:
     return _FRAMEWORK_TITLES[framework(value)]
 
 
-def framework(value: Any, name: str = "framework") -> str:
-    """The canonical framework name: 'torch' (or 'pytorch'), 'jax', 'tensorflow' (or 'tf'), any case."""
+def framework(value: Any, name: str = "framework", *, numpy: bool = False) -> str:
+    """The canonical framework name: 'torch' (or 'pytorch'), 'jax', 'tensorflow' (or 'tf'), any case; also 'numpy'
+    (or 'np') where ``numpy`` is True (a roof or a workload NumPy runs too)."""
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a string, one of {', '.join(FRAMEWORKS)}; "
                         f"got {type(value).__name__} {value!r}")
     canonical = _FRAMEWORK_ALIASES.get(value.strip().lower())
+    if numpy and value.strip().lower() in ("numpy", "np"):
+        return "numpy"
     if canonical is None:
-        raise ValueError(f"{name} must be one of 'torch' ('pytorch'), 'jax', 'tensorflow' ('tf'); got {value!r}")
+        also = ", 'numpy'" if numpy else ""
+        raise ValueError(f"{name} must be one of 'torch' ('pytorch'), 'jax', 'tensorflow' ('tf'){also}; got {value!r}")
     return canonical
 
 
@@ -173,22 +170,6 @@ def count(name: str, value: Any, *, high: int, low: int = 1) -> int:
     """Return ``value`` if it is an integer in [low, high] (numpy integers accepted): a repeat, step or process
     count whose upper bound is what a notebook can afford, so a typo (10**12) fails at once instead of hanging."""
     return int(number(name, value, low=low, high=high, integer=True))
-
-
-def seconds(name: str, value: Any, *, high: float = 3600.0, low_open: bool = True) -> float:
-    """Return ``value`` if it is a duration in seconds in (0, high]: a timeout, a minimum time."""
-    return float(number(name, value, low=0, high=high, low_open=low_open))
-
-
-def elements(name: str, value: Any, *, itemsize: int = 4, arrays: int = 1) -> int:
-    """Return ``value`` if it is an element count >= 1 whose ``arrays`` arrays of ``itemsize`` bytes fit in half
-    of the memory available now: a size that would exhaust the machine fails here, naming the argument."""
-    itemsize = count("itemsize", itemsize, high=64)
-    arrays = count("arrays", arrays, high=1024)
-    value = int(number(name, value, low=1, high=MAX_ELEMENTS, integer=True))
-    memory_fits(name, value * itemsize * arrays, what=f"{name}={value:,} ({arrays} array(s) of {itemsize}-byte "
-                "elements)")
-    return value
 
 
 def memory_fits(name: str, nbytes: int, *, share: float = 0.5, what: str | None = None) -> int:

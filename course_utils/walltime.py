@@ -9,9 +9,8 @@ from course_utils import validate
 
 
 def time_split(wall: float, parts: Mapping[str, float], *, inside: float | None = None) -> dict[str, float]:
-    """``{"wall": wall, **parts, "outside": wall - inside}`` in seconds, where ``inside`` is how much of the wall
-    the parts cover (their sum unless they overlap or nest: say so by passing it); a part may be NaN (not
-    reported), which leaves "outside" NaN when ``inside`` is their sum."""
+    """``{"wall": wall, **parts, "outside": wall - inside}`` (seconds), ``inside`` the parts' sum unless they overlap
+    (pass it); a NaN part (not reported) leaves "outside" NaN."""
     wall = float(validate.non_negative("wall", wall))
     validate.instance("parts", parts, Mapping)
     split = {"wall": wall}

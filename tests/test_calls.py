@@ -55,9 +55,8 @@ def test_a_limit_checks_its_arguments_at_the_call_not_when_entered() -> None:
         calls.time_limit(1.0, None)
 
 
-# Core helpers whose callable argument is not run here: described, wrapped, passed on (compare hands timeout= to
-# benchmark through its keyword arguments), or the course's own formatter.
-_NOT_RUN_HERE = {"calls.describe", "interop.compile_default", "timing.compare", "timing.quartiles",
+# Core helpers whose callable argument is not run here: described, wrapped, passed on, or the course's own formatter.
+_NOT_RUN_HERE = {"calls.describe", "interop.compile_default", "timing.quartiles",
                  "models.gelu_chain", "models.jax_sgd_step", "exercises.register"}
 
 
