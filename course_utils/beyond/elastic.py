@@ -22,7 +22,7 @@ LR, MOMENTUM = 0.05, 0.9
 
 
 @dataclass(frozen=True, repr=False)
-class ElasticRun:
+class ElasticRun(display.Tabled):
     """One elastic job: ``crash_at``, ``every``, the checkpoint it resumed from, steps per attempt, weights."""
 
     steps: int
@@ -52,12 +52,6 @@ class ElasticRun:
         return display.Table(("attempt", "steps computed", "count", "end"), tuple(rows),
                              title=f"{self.steps} steps, checkpoint every {self.every}, crash at step {self.crash_at}: "
                                    f"resumed from step {self.resumed_from}, {self.lost_steps} step(s) computed twice")
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 @declare.checked

@@ -150,7 +150,7 @@ def _t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[floa
 
 
 @dataclass(frozen=True, repr=False)
-class AllReduceCost:
+class AllReduceCost(display.Tabled):
     """This machine's all-reduce (``allreduce_cost``): the ring model fitted per round of a sweep (``per_round``),
     their mean (``model``), 95% Student-t intervals over the rounds; ``sweep``: (bytes, median seconds); ``source``:
     "measured" here or "read" from ``build/machine/``."""
@@ -207,12 +207,6 @@ class AllReduceCost:
              self.bandwidth_text),
             ("fitted on", f"{self.nprocs} processes, {len(self.sweep[0])} message sizes", "")),
             title="Ring all-reduce model of this machine (fitted per round)", note=self.how)
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 def fit_rounds(records: Sequence[Mapping[str, Any]], n: int) -> tuple[list[AllReduceModel], tuple[list, list]]:

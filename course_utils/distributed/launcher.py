@@ -42,8 +42,8 @@ _MAX_SECONDS = 24 * 3600.0  # a launch longer than a day is a typo
 REAPER_GRACE = 3.0  # seconds between the reaper's SIGTERM and its SIGKILL
 
 
-@dataclass
-class LaunchResult:
+@dataclass(repr=False)
+class LaunchResult(display.Tabled):
     """What a finished launch left: per-rank ``records`` (emit), ``arrays`` (save), torchrun's raw ``output``."""
 
     script: str
@@ -78,12 +78,6 @@ class LaunchResult:
         return display.Table(("rank", "records", "arrays saved"), tuple(rows),
                              title=f"{self.script} x {self.nprocs} processes: {self.seconds:.1f} s wall "
                                    "(torchrun start-up included)")
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 _Args = Sequence[str | int | float | os.PathLike]  # a worker's arguments, as torchrun passes them

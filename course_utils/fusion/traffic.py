@@ -10,7 +10,6 @@ from typing import Annotated, Any
 
 from course_utils import calls, declare, display, roofline, validate
 from course_utils.declare import PositiveInt, Range, Text
-from course_utils.measuring.speedups import Shown
 
 # ops that hand back their input under another shape without moving a byte, although their schema is not a view
 ALIASING_OPS = frozenset({"_unsafe_view", "alias", "lift_fresh"})
@@ -27,7 +26,7 @@ class OpTraffic:
 
 
 @dataclass(frozen=True, repr=False)
-class Traffic(Shown):
+class Traffic(display.Tabled):
     """What a function moves through memory when run op by op (unfused) and as one fused kernel."""
 
     ops: tuple[OpTraffic, ...]
@@ -163,7 +162,7 @@ class VariantResult:
 
 
 @dataclass(frozen=True, repr=False)
-class PredictionTable(Shown):
+class PredictionTable(display.Tabled):
     """Predicted and measured time, achieved GB/s and % of the measured bandwidth, one row per variant."""
 
     rows: tuple[VariantResult, ...]
@@ -205,7 +204,7 @@ def compare_to_prediction(traffic: Traffic, machine: roofline.Machine, *, unfuse
 
 @declare.checked
 @dataclass(frozen=True, repr=False)
-class AttentionBytes(Shown):
+class AttentionBytes(display.Tabled):
     """Bytes of one attention call: one B x H x L x S score matrix, q, k, v read and the output written once (ideal),
     and a blocked kernel's, whose query blocks re-read the ``visited`` of ``blocks`` key and value block pairs."""
 

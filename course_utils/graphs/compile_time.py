@@ -19,7 +19,6 @@ from typing import Annotated, Any
 from course_utils import calls, declare, display, timing
 from course_utils.declare import NonEmpty, NonNegativeFloat, Range
 from course_utils.graphs.fallback import max_abs_diff
-from course_utils.measuring.speedups import Shown
 
 MAX_DEPTH, MAX_WIDTH = 64, 4096
 
@@ -142,7 +141,7 @@ class Run:
 
 @declare.checked
 @dataclass(frozen=True, repr=False)
-class CacheTimes(Shown):
+class CacheTimes(display.Tabled):
     """The three runs of ``compile_cache_times``; ``cold``, ``portable`` and ``local`` are seconds of the first
     call, ``runs`` the details; ``artifact_bytes`` the size of the saved artifacts."""
 

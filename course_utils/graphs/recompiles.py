@@ -15,7 +15,6 @@ from typing import Annotated, Any, Literal
 from course_utils import declare, display, env, validate
 from course_utils.declare import NonEmpty
 from course_utils.graphs.capture import GraphRecorder, fresh_function, fresh_if_function
-from course_utils.measuring.speedups import Shown
 
 Inputs = Annotated[Sequence[tuple], NonEmpty, declare.MaxItems(10_000)]  # argument tuples, e.g. [(x1,), (x2,)]
 
@@ -92,7 +91,7 @@ def _tf_warnings(tf: Any, *, keep: bool) -> Iterator[list[str]]:
 
 @declare.checked
 @dataclass(frozen=True, repr=False)
-class GraphBreaks(Shown):
+class GraphBreaks(display.Tabled):
     """What ``torch._dynamo.explain`` found: graphs, breaks and the first line of each break's reason."""
 
     graph_count: Annotated[int, declare.Range(0)]
@@ -128,7 +127,7 @@ def first_line(text: str, limit: int = 160) -> str:
 
 @declare.checked
 @dataclass(frozen=True, repr=False)
-class CompileLog(Shown):
+class CompileLog(display.Tabled):
     """What ``TORCH_LOGS=guards,recompiles`` printed while a function compiled and recompiled."""
 
     lines: tuple[str, ...]

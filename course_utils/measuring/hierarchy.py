@@ -13,7 +13,6 @@ from typing import Annotated
 
 from course_utils import declare, display, env, probes, timing, validate
 from course_utils.declare import NonEmpty, PositiveFloat, PositiveInt, Range, SameLength
-from course_utils.measuring.speedups import Shown
 from course_utils.validate import MAX_WORKING_SET
 
 _FP32 = 4
@@ -70,7 +69,7 @@ def find_cliffs(working_sets: Annotated[Sequence[PositiveInt], NonEmpty],
 
 @declare.checked
 @dataclass(frozen=True, repr=False)
-class HierarchySweep(Shown):
+class HierarchySweep(display.Tabled):
     """Copy bandwidth (bytes/s, read + write counted) per working set (bytes: source + destination), and the cache
     sizes the OS reports (0: one it does not report)."""
 

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from course_utils import calls, declare, display, findings, intervals, machine, timing
 from course_utils.declare import NonNegativeFloat, Range
-from course_utils.measuring.speedups import EAGER, ChainRuns, Shown
+from course_utils.measuring.speedups import EAGER, ChainRuns
 from course_utils.measuring.workloads import PAGE, array_ops, chain_faults, tensor_bytes
 
 
@@ -31,7 +31,7 @@ def _on_threads(count: int, fn: Callable[..., Any], args: tuple) -> Any:
 
 @declare.checked
 @dataclass(frozen=True, repr=False)
-class EagerGap(Shown):
+class EagerGap(display.Tabled):
     """The slowest eager runtime's chain against the fastest's (one interleaved call), each one's ``tanh`` alone,
     page faults per call in outputs' worth, the machine's cost of one output's worth, torch's threads when slow."""
 

@@ -13,7 +13,6 @@ from typing import Annotated, Literal
 
 from course_utils import compiled, declare, display, env
 from course_utils.declare import NonEmpty, PositiveFloat, PositiveInt, Range
-from course_utils.measuring.speedups import Shown
 
 _LANES = (("avx512f", 16, "AVX-512"), ("avx2", 8, "AVX2"), ("avx", 8, "AVX"), ("sse4_2", 4, "SSE"),
           ("asimd", 4, "NEON"), ("neon", 4, "NEON"))
@@ -21,7 +20,7 @@ _LANES = (("avx512f", 16, "AVX-512"), ("avx2", 8, "AVX2"), ("avx", 8, "AVX"), ("
 
 @declare.checked
 @dataclass(frozen=True, repr=False)
-class PeakEstimate(Shown):
+class PeakEstimate(display.Tabled):
     """The factors of the computed peak, each with its source."""
 
     cores: PositiveInt

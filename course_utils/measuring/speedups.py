@@ -36,16 +36,6 @@ EAGER_POLY, COMPILED_POLY = "eager, no tanh", "compiled, no tanh"
 ESTIMATE = "geometric mean of the {n} per-round ratios"  # what the tables' speed-ups are, said where they print
 
 
-class Shown:
-    """Shown through its ``table()``: aligned text, or an HTML table in Jupyter (the lessons' result objects)."""
-
-    def __repr__(self) -> str:
-        return repr(self.table())  # type: ignore[attr-defined]
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()  # type: ignore[attr-defined]
-
-
 @declare.checked
 def short(s: intervals.Speedup) -> str:
     """'3.04x (2.95x to 3.12x)': a speed-up and its interval, for a table cell."""
@@ -54,7 +44,7 @@ def short(s: intervals.Speedup) -> str:
 
 @declare.checked
 @dataclass(frozen=True, repr=False)
-class ChainRuns(Shown):
+class ChainRuns(display.Tabled):
     """The chain's times from one ``timing.interleaved`` call: variant ("eager", "compiled", optionally "eager, no
     tanh", "compiled, no tanh") -> framework -> Measurement; any two pair by round into an interval."""
 

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from course_utils import declare, display, graphs
 from course_utils.declare import Positive, Range
-from course_utils.migrate.ladder import MigrationGain, Shown
+from course_utils.migrate.ladder import MigrationGain
 from course_utils.migrate.parity import FALLBACK_RTOL, relative
 
 _DYNAMIC_HINTS = ("generic_jump", "data-dependent", "data dependent", "concretization", "dynamic control flow")
@@ -32,7 +32,7 @@ class Check:
 
 @declare.checked
 @dataclass(frozen=True, repr=False)
-class Checklist(Shown):
+class Checklist(display.Tabled):
     """The five checks for one training step."""
 
     checks: tuple[Check, ...]

@@ -11,7 +11,7 @@ from typing import Annotated
 
 from course_utils import declare, display, validate
 from course_utils.declare import NonEmpty, Range
-from course_utils.migrate.ladder import MigrationGain, Shown
+from course_utils.migrate.ladder import MigrationGain
 
 Money = Annotated[float, Range(0, 1e12)]
 Growth = Annotated[float, Range(-1, 10, low_open=True)]  # of the bill per month
@@ -35,7 +35,7 @@ def months_text(value: float) -> str:
 
 @declare.checked
 @dataclass(frozen=True, repr=False)
-class CostEstimate(Shown):
+class CostEstimate(display.Tabled):
     """Inputs and outcomes of one migration decision, at the gain's median and at the two ends of its interval."""
 
     speedup: MigrationGain

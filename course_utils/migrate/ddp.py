@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from course_utils import intervals
+from course_utils.distributed import launcher
 
 NO_SYNC = "eager DDP, no all-reduce"  # the variant that measures what the all-reduce costs
 
@@ -79,8 +80,6 @@ def buckets(model: Any) -> int | None:
 
 def command(worker: Path, args: Sequence[str], nproc: int, log_dir: Path) -> tuple[list[str], dict[str, str]]:
     """The torchrun command of one fresh process of ``nproc`` ranks on 127.0.0.1, and the environment it adds."""
-    from course_utils.distributed import launcher
-
     env = {**launcher.loopback_env(), **launcher.ranks_on_cpu(nproc, os.environ),
            "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // nproc))}
     return launcher.torchrun_command(worker, nproc, list(args), launcher.free_port(), log_dir), env
@@ -105,3 +104,18 @@ def comm_share(eager: Sequence[float], no_sync: Sequence[float]) -> dict[str, fl
     ratio = intervals.speedup(list(eager), list(no_sync))
     share = [1 - 1 / r if r > 0 else -math.inf for r in (ratio.ratio, ratio.low, ratio.high)]
     return {"share": share[0], "low": share[1], "high": share[2], "processes": ratio.n}
+
+
+def paragraph(job: Mapping[str, Any] | None) -> list[str]:
+    """The report's paragraph on the job's scale (``summary``'s dict): ranks, backend, buckets, graphs, all-reduce."""
+    if job is None:
+        return []
+    share, graphs = job["comm_share"], ", ".join(f"{n} ({call})" for call, n in job["subgraphs"].items())
+    stand_in = (" Gloo on the CPU stands in for NCCL on GPUs: its all-reduce is slower, so its share is larger than "
+                "a GPU job's." if job["on_cpu"] else "")
+    return [f"Each fresh process was one torchrun job of {job['ranks']} ranks on 127.0.0.1, DDP over "
+            f"{job['backend']}: eager DDP against `torch.compile(DDP(model))`, so the gain is the job's, all-reduce "
+            f"included.{stand_in} The all-reduce took {share['share']:.0%} of the eager DDP step (95% interval "
+            f"{share['low']:.0%} to {share['high']:.0%} across {share['processes']} fresh processes; computed as 1 "
+            f"minus the step under DDP's `no_sync()` over the eager step). DDP reduced {job['buckets']} bucket(s) "
+            f"per step; compiled graphs after Dynamo's split at the buckets: {graphs}.", ""]

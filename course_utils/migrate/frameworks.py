@@ -14,7 +14,6 @@ import numpy as np
 from course_utils import declare, devices, display, env, graphs, intervals, memory, models, timing, validate
 from course_utils.declare import NonEmpty, Range, Unique
 from course_utils.migrate import torch_rungs
-from course_utils.migrate.ladder import Shown
 
 _LR = 0.05
 _EAGER = {"torch": "eager", "jax": "op-by-op (not how JAX is used)", "tensorflow": "eager"}
@@ -62,7 +61,7 @@ def _tensorflow_device() -> str:
 
 @declare.checked
 @dataclass(frozen=True, repr=False)
-class FrameworkTable(Shown):
+class FrameworkTable(display.Tabled):
     """Measured rows; ``baseline`` is PyTorch eager, the common baseline of every 'vs' column."""
 
     rows: tuple[FrameworkRow, ...]

@@ -14,7 +14,6 @@ from typing import Any
 
 from course_utils import declare, display, validate
 from course_utils.migrate.examples import OPTIMIZERS
-from course_utils.migrate.ladder import Shown
 
 YOUR_CONFIG, SEED, MEASURED = "your config", "seed article", "measured"
 
@@ -64,7 +63,7 @@ class Input:
 
 @declare.checked
 @dataclass(frozen=True, repr=False)
-class Inputs(Shown):
+class Inputs(display.Tabled):
     """The cost model's inputs by name (every field of ``FIELDS``), each an ``Input``; ``path`` the config read."""
 
     values: Mapping[str, Input]

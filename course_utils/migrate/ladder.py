@@ -21,16 +21,6 @@ Part = Literal["step", "compute"]
 _MADE_HERE = object()  # only this module's constructors hold it: see MigrationGain
 
 
-class Shown:
-    """Shown through its ``table()``: aligned text, or an HTML table in Jupyter."""
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
-
-
 @declare.checked
 @dataclass(frozen=True)
 class Rung:
@@ -156,7 +146,7 @@ def paired_interval(before: Rung, after: Rung, part: Part = "step") -> intervals
 
 @declare.checked
 @dataclass(frozen=True, repr=False)
-class Ladder(Shown):
+class Ladder(display.Tabled):
     """Rungs in order (the first is the baseline), the rungs ``skipped`` here and why, and ``extra`` rungs measured
     off the main order (compile first, the rungs tried and not kept, the eager twin of compile last)."""
 

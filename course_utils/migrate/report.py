@@ -19,7 +19,7 @@ from course_utils import declare, display, intervals
 from course_utils import findings as core
 from course_utils.declare import MaxItems, MinItems, NonEmpty, Range
 from course_utils.findings import Finding, true
-from course_utils.migrate import assessment, cost, findings, plots, record, story
+from course_utils.migrate import assessment, cost, ddp, findings, plots, record, story
 from course_utils.migrate.assessment import LOAD_METHOD, Assessment, Pricing
 from course_utils.migrate.checklist import Checklist
 from course_utils.migrate.cost import months_text
@@ -140,7 +140,7 @@ def report_markdown(a: Assessment, figures: dict[str, str] | None = None) -> str
     lines += [f"Measured on {a.device_name} ({a.device}, {a.threads} intra-op threads) in {a.processes} fresh "
               "processes: the decision holds for this device and these versions only (a CPU stand-in decides "
               "nothing for a GPU fleet; another GPU needs its own run).", ""]
-    lines += _job(a)
+    lines += ddp.paragraph(a.ddp)
     lines += [figures["speedup"], ""] if "speedup" in figures else []
     inside = ", ".join(f"{s.ratio:.3g}x ({s.low:.3g} to {s.high:.3g})" for s in m.in_process)
     lines += ["## Speed", "", f"Across processes: {m.speedup} ({intervals.METHOD}, one pair of per-process medians "
@@ -186,21 +186,6 @@ def report_markdown(a: Assessment, figures: dict[str, str] | None = None) -> str
               + ", ".join(f"{k} {v}" for k, v in a.versions.items()) + f". Took {a.seconds:.0f} s.", "",
               f"Repeat: `{a.command}`", ""]
     return "\n".join(lines)
-
-
-def _job(a: Assessment) -> list[str]:
-    """The job's scale (``--nproc-per-node``): ranks, backend, DDP's buckets and Dynamo's split, the all-reduce."""
-    if a.ddp is None:
-        return []
-    share, graphs = a.ddp["comm_share"], ", ".join(f"{n} ({call})" for call, n in a.ddp["subgraphs"].items())
-    stand_in = (" Gloo on the CPU stands in for NCCL on GPUs: its all-reduce is slower, so its share is larger than "
-                "a GPU job's." if a.ddp["on_cpu"] else "")
-    return [f"Each fresh process was one torchrun job of {a.ddp['ranks']} ranks on 127.0.0.1, DDP over "
-            f"{a.ddp['backend']}: eager DDP against `torch.compile(DDP(model))`, so the gain is the job's, all-reduce "
-            f"included.{stand_in} The all-reduce took {share['share']:.0%} of the eager DDP step (95% interval "
-            f"{share['low']:.0%} to {share['high']:.0%} across {share['processes']} fresh processes; computed as 1 "
-            f"minus the step under DDP's `no_sync()` over the eager step). DDP reduced {a.ddp['buckets']} bucket(s) "
-            f"per step; compiled graphs after Dynamo's split at the buckets: {graphs}.", ""]
 
 
 def _inputs(a: Assessment) -> str:

@@ -20,16 +20,6 @@ SHORT = {"float32": "fp32", "tf32": "tf32", "float16": "fp16", "bfloat16": "bf16
 Seed = Annotated[int, Range(0, 2**32 - 1)]
 
 
-class Shown:
-    """A result shown as its ``table()``: plain text and HTML."""
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
-
-
 @declare.checked
 def numpy_dtype(name: Format) -> np.dtype:
     """The NumPy dtype storing format ``name`` (tf32 is stored in float32: it has no type of its own)."""
@@ -87,7 +77,7 @@ def float_format(name: Format) -> FloatFormat:
 
 
 @dataclass(frozen=True, repr=False)
-class FormatTable(Shown):
+class FormatTable(display.Tabled):
     """Several formats side by side; shows as a ``display.Table``."""
 
     formats: tuple[FloatFormat, ...]

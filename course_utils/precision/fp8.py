@@ -14,7 +14,6 @@ import numpy as np
 
 from course_utils import calls, declare, devices, display, intervals, timing, validate
 from course_utils.declare import NonEmpty, PositiveFloat, Range
-from course_utils.precision.formats import Shown
 from course_utils.precision.scaling import Module, Tensor, _linear_outputs
 
 KINDS = ("activations", "gradients")
@@ -64,7 +63,7 @@ def cast_error(tensors: Annotated[Sequence[Tensor], NonEmpty], roundtrip: Callab
 
 
 @dataclass(frozen=True, repr=False)
-class CastTable(Shown):
+class CastTable(display.Tabled):
     """``cast_error`` per tensor kind (activations, gradients) and format."""
 
     errors: Mapping[str, Mapping[str, CastError]]

@@ -12,7 +12,6 @@ import numpy as np
 from course_utils import calls, declare, display, env, intervals, timing
 from course_utils.declare import NonEmpty, PositiveInt, Range
 from course_utils.memory import compiled_stats, jax_compiled_stats, saved_activation_bytes, torch_peak_bytes
-from course_utils.precision.formats import Shown
 from course_utils.precision.scaling import Tensor
 
 # Bytes per parameter of each piece of training state, the standard accounting (ZeRO, Rajbhandari et al. 2020).
@@ -48,7 +47,7 @@ def block_weights(width: Annotated[int, Range(1, 65536)], blocks: Annotated[int,
 
 
 @dataclass(frozen=True, repr=False)
-class Remat(Shown):
+class Remat(display.Tabled):
     """One framework's numbers without (index 0) and with (index 1) checkpointing."""
 
     framework: str

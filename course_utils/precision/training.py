@@ -11,7 +11,6 @@ import numpy as np
 
 from course_utils import calls, declare, display, validate
 from course_utils.declare import NonEmpty, Range, Text
-from course_utils.precision.formats import Shown
 from course_utils.precision.scaling import Module, Tensor, torch_type
 
 MAX_STEPS = 100_000
@@ -85,7 +84,7 @@ def train(step: Callable[..., Any], model: Module, opt: torch_type("optim.Optimi
 
 @declare.checked
 @dataclass(frozen=True, repr=False)
-class SeedSpread(Shown):
+class SeedSpread(display.Tabled):
     """Runs of several configurations over the same seeds: final loss and test accuracy, mean and spread."""
 
     runs: Annotated[Mapping[str, Annotated[Sequence[TrainRun], NonEmpty]], NonEmpty]
