@@ -65,6 +65,7 @@ class ModeResult:
     per_process: tuple[float, ...] = ()  # eager median / compiled median, one per process: the interval's pairs
     call: str = ""  # the compile call measured, as the report names it
     wait_s: float | None = None  # of step_s, the median wait for the next batch (None: inputs cached)
+    compiled_share: float | None = None  # of the first process's host step time, inside compiled graphs (CPU only)
 
     @property
     def nothing(self) -> str | None:
@@ -80,7 +81,7 @@ class ModeResult:
                 "graph_breaks": list(self.graph_breaks), "recompiles": list(self.recompiles),
                 "compiled_graphs": self.graphs, "nothing_to_migrate": self.nothing,
                 "peak_bytes": self.peak_bytes, "parity": self.parity.to_dict(),
-                "per_process": list(self.per_process)}
+                "per_process": list(self.per_process), "compiled_share": self.compiled_share}
 
 
 def median_or_none(values: Sequence[float | None]) -> float | None:
@@ -123,7 +124,8 @@ def mode_results(results: Sequence[Mapping[str, Any]], modes: Sequence[str], amp
             tuple(sorted({b for v in runs for b in v["graph_breaks"]})),
             tuple(dict.fromkeys(x for v in runs[:1] for x in v["recompiles"])), int(runs[0]["graphs"]),
             median_bytes([v["peak_bytes"] for v in runs]), parity.of(results, mode, amp),
-            tuple(e / c for e, c in zip(eager_medians, medians)), calls[mode], wait(runs)))
+            tuple(e / c for e, c in zip(eager_medians, medians)), calls[mode], wait(runs),
+            runs[0].get("compiled_share")))
     return tuple(out)
 
 

@@ -166,7 +166,9 @@ def report_markdown(a: Assessment, figures: dict[str, str] | None = None) -> str
               "", "## Compile cost, graph breaks, memory", "",
               f"Compile per job: cold {display.format_time(m.compile_cold_s)} (empty cache), warm "
               f"{_time(m.compile_warm_s)} (the cache the first process left on disk). {found['compiled'].sentence} "
-              f"The compiler logged {len(m.graph_breaks)} graph break(s) and {len(m.recompiles)} recompile(s) "
+              + ("" if m.compiled_share is None else f"Compiled graphs ran {m.compiled_share:.0%} of the step's host "
+                 "time (the profiler, 3 steps of the first process); the rest is eager code, optimizer and data. ")
+              + f"The compiler logged {len(m.graph_breaks)} graph break(s) and {len(m.recompiles)} recompile(s) "
               "(TORCH_LOGS graph_breaks and recompiles), the first ten of each listed here, each reason whole with "
               "the compiler's hints.", ""]
     lines += [f"- graph break: {b}".replace("\n", "\n  ") for b in m.graph_breaks[:10]]

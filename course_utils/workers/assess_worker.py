@@ -284,6 +284,7 @@ def measure(spec: dict[str, Any], ranks: ddp.Ranks = ddp.SINGLE) -> dict[str, An
     log.switch("none")
     peaks = {name: memory.torch_peak_bytes(lambda run=run: run.step(kept[-1], keep=False), device)
              for name, run in runs.items()}
+    shares = {name: compiled_share(runs[name], kept[:3]) if spec["index"] == 0 else None for name in spec["modes"]}
     result: dict[str, Any] = {
         "index": spec["index"], "device": str(device), "threads": torch.get_num_threads(), "inputs": spec["inputs"],
         "cache": {"fx_hits": int(counters["inductor"].get("fxgraph_cache_hit", 0)),
@@ -292,7 +293,8 @@ def measure(spec: dict[str, Any], ranks: ddp.Ranks = ddp.SINGLE) -> dict[str, An
         "variants": {name: {"first_s": first[name], "round_step_s": times[name], "round_wait_s": waits[name],
                             "losses": [float(v) for v in run.losses], "peak_bytes": peaks[name],
                             "graph_breaks": sorted(log.breaks.get(name, {})), "graphs": log.graphs.get(name, 0),
-                            "recompiles": log.recompiles.get(name, []), "subgraphs": subgraphs[name]}
+                            "recompiles": log.recompiles.get(name, []), "subgraphs": subgraphs[name],
+                            "compiled_share": shares.get(name)}
                      for name, run in runs.items()},
         "ddp": None if ranks.world == 1 else {"ranks": ranks.world, "backend": ranks.backend,
                                               "buckets": ddp.buckets(runs["eager"].wrapped)},
@@ -304,6 +306,22 @@ def measure(spec: dict[str, Any], ranks: ddp.Ranks = ddp.SINGLE) -> dict[str, An
         result["fallback"] = fallback(spec, kept, runs)
     result["load"] = machine(start)
     return result
+
+
+def compiled_share(run: Run, batches: list[Any]) -> float | None:
+    """The share of a few steps' host time spent inside compiled graphs (the profiler's ``## Call CompiledFxGraph``
+    ranges, forward and backward) on a CPU; None on a GPU, where host time is not where the step runs."""
+    if run.device.type != "cpu":
+        return None
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        begin = time.perf_counter()
+        for batch in batches:
+            run.step(batch, keep=False)
+        wall = time.perf_counter() - begin
+    inside = sum(e.cpu_time_total for e in prof.key_averages() if e.key.startswith("## Call CompiledFxGraph"))
+    return min(1.0, inside / 1e6 / wall)
 
 
 def matmul_roof(spec: dict[str, Any]) -> dict[str, Any]:

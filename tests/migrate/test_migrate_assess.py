@@ -97,6 +97,7 @@ def test_a_gru_compiles_nothing_so_there_is_nothing_to_migrate(tmp_path) -> None
     found = migrate.assess("assess_models:gru", "assess_models:sequence_batches", processes=2, steps=2, amp="off",
                            out=tmp_path / "report", progress=False)
     assert found.deciding.graphs == 0 and found.decision.outcome == migrate.decision.NOTHING, found.decision.text
+    assert found.deciding.compiled_share == 0  # no step time inside a compiled graph
     assert "GRU" in found.decision.reason
     assert any("Hint:" in b and "GRU" in b for b in found.deciding.graph_breaks), found.deciding.graph_breaks
     report = json.loads((tmp_path / "report" / "report.json").read_text())
@@ -210,3 +211,10 @@ def test_the_users_compile_function_decides_and_fullgraph_and_regional_are_named
     with pytest.raises(ValueError, match="fullgraph: it sets torch.compile's fullgraph=True for --modes"):
         migrate.assess("assess_models:mlp", "assess_models:mlp_batches", compiler="assess_models:compile_fixed",
                        fullgraph=True, processes=2, steps=2, out=tmp_path / "none", progress=False)
+
+
+def test_the_share_of_the_step_inside_compiled_graphs_is_measured_on_a_cpu(tmp_path) -> None:
+    found = migrate.assess("assess_models:tokens", "assess_models:token_batches", processes=2, steps=2, amp="off",
+                           out=tmp_path / "report", progress=False)
+    assert 0 < found.deciding.compiled_share <= 1, found.deciding.compiled_share
+    assert "of the step's host time" in (tmp_path / "report" / "report.md").read_text()
