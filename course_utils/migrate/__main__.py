@@ -41,6 +41,8 @@ def parser() -> argparse.ArgumentParser:
     cmd.add_argument("--inputs", default="end-to-end", choices=_assess.INPUTS,
                      help="end-to-end: each step draws from make_batches() as training does, data wait timed apart; "
                           "cached: batches fetched once, compute only")
+    cmd.add_argument("--compile-optimizer", action="store_true",
+                     help="the compiled variants' optimizer step compiled too: torch.compile(optimizer.step)")
     cmd.add_argument("--nproc-per-node", type=int, default=1,
                      help="ranks per fresh process: each is a torchrun job, eager DDP against compiled DDP (NCCL "
                           "with a GPU per rank, else gloo on the CPU, which stands in)")
@@ -124,7 +126,7 @@ def _main(argv: list[str] | None) -> int:
                                amp=args.amp, threads=args.threads, timeout=args.timeout, out=args.out,
                                baseline=args.baseline, compiler=args.compiler, fullgraph=args.fullgraph,
                                regional=args.regional, inputs=args.inputs,
-                               nproc_per_node=args.nproc_per_node)
+                               nproc_per_node=args.nproc_per_node, compile_optimizer=args.compile_optimizer)
     except KeyboardInterrupt:
         print(f"interrupted: every measuring process was stopped; nothing was written to {args.out}", file=sys.stderr)
         return 130

@@ -50,12 +50,14 @@ def _modes(modes: Any, compiler: str | None = None) -> list[str]:
     return list(dict.fromkeys(validate.choice("modes", m, MODES) for m in validate.non_empty("modes", list(modes))))
 
 
-def calls(names: Sequence[str], *, fullgraph: bool, blocks: str) -> dict[str, str]:
-    """The compile call each variant measures, as the report names it (``blocks``: a regional compile's blocks)."""
+def calls(names: Sequence[str], *, fullgraph: bool, blocks: str, optimizer: bool = False) -> dict[str, str]:
+    """The compile call each variant measures, as the report names it (``blocks``: a regional compile's blocks;
+    ``optimizer``: the optimizer's step compiled too)."""
     target = "block" if blocks else "model"
     out = {n: f"{n}({target})" if ":" in n else
            f"torch.compile({target}, mode={n!r}{', fullgraph=True' if fullgraph else ''})" for n in names}
-    return {n: f"{c} on each block of {blocks}" if blocks else c for n, c in out.items()}
+    out = {n: f"{c} on each block of {blocks}" if blocks else c for n, c in out.items()}
+    return {n: f"{c} + torch.compile(optimizer.step)" if optimizer else c for n, c in out.items()}
 
 
 def _device(device: str) -> str:
@@ -95,7 +97,7 @@ def command_line(model: Text, batches: Text, *, model_args: Args | None = None, 
                  device: Literal[DEVICES] = "auto", modes: Modes | None = None, amp: Literal[AMPS] = "auto",
                  threads: Threads | None = None, out: str | Path = "build/assess/mymodel", compiler: Text | None = None,
                  fullgraph: bool = False, regional: bool = False, inputs: Literal[INPUTS] = "end-to-end",
-                 nproc_per_node: Ranks = 1) -> str:
+                 nproc_per_node: Ranks = 1, compile_optimizer: bool = False) -> str:
     """The command line of ``assess`` for these arguments (what a lead runs on their own model), checked as
     ``assess`` checks them."""
     parts = ["python", "-m", "course_utils.migrate", "assess", "--model", model, "--batches", batches]
@@ -108,6 +110,7 @@ def command_line(model: Text, batches: Text, *, model_args: Args | None = None, 
     parts += ["--modes", ",".join(_modes(modes))] if modes or not compiler else []
     parts += ["--fullgraph"] * fullgraph + ["--regional"] * regional + ["--inputs", inputs] * (inputs != INPUTS[0])
     parts += ["--nproc-per-node", str(nproc_per_node)] if nproc_per_node > 1 else []
+    parts += ["--compile-optimizer"] * compile_optimizer
     parts += ["--amp", amp, *(["--threads", str(threads)] if threads else []), "--out", str(out)]
     return " ".join(shlex.quote(p) for p in parts)
 
@@ -120,7 +123,7 @@ def assess(model: Any, batches: Any, *, out: str | Path, model_args: Args | None
            seed: Annotated[int, Range(0, 2**31 - 1)] = 0, timeout: Annotated[float, Range(1, 24 * 3600)] | None = None,
            progress: bool = True, baseline: str | Path | None = None, compiler: Any = None, fullgraph: bool = False,
            regional: bool = False, inputs: Literal[INPUTS] = "end-to-end",
-           nproc_per_node: Ranks = 1) -> assessment.Assessment:
+           nproc_per_node: Ranks = 1, compile_optimizer: bool = False) -> assessment.Assessment:
     """Measure eager against ``torch.compile`` on ``model(**model_args)`` (a 'package.module:function' path, or a
     function in an importable module) over ``batches(**batches_args)`` in ``processes`` fresh processes of ``steps``
     timed steps each, price the gain with ``config`` (a TOML path, ``Inputs``, or None: the seed's figures) and write
@@ -131,7 +134,7 @@ def assess(model: Any, batches: Any, *, out: str | Path, model_args: Args | None
     and ``regional`` (each block of the largest ModuleList compiled) change the calls; ``inputs``: "end-to-end"
     (each step draws from make_batches() as training does, data wait timed apart) or "cached" (compute only);
     ``nproc_per_node`` > 1: each fresh process is a torchrun job of that many ranks, eager DDP against compiled DDP
-    (``migrate.ddp``)."""
+    (``migrate.ddp``); ``compile_optimizer``: the compiled variants' optimizer step compiled too."""
     start, started = time.perf_counter(), record.now()
     target = examples.check_out("out", out)  # first: a folder that cannot be written is refused before anything
     base = None if baseline is None else record.baseline(baseline)
@@ -162,7 +165,8 @@ def assess(model: Any, batches: Any, *, out: str | Path, model_args: Args | None
     command = command_line(model_path, batches_path, model_args=model_args, batches_args=batches_args, loss=loss_path,
                            config=costs.path, processes=processes, steps=steps, device=device, modes=modes,
                            amp=amp, threads=threads, out=target, compiler=compile_path, fullgraph=fullgraph,
-                           regional=regional, inputs=inputs, nproc_per_node=nproc_per_node)
+                           regional=regional, inputs=inputs, nproc_per_node=nproc_per_node,
+                           compile_optimizer=compile_optimizer)
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{target.name}-assess-", dir=target.parent))
     try:
@@ -172,10 +176,11 @@ def assess(model: Any, batches: Any, *, out: str | Path, model_args: Args | None
             "modes": measured_modes, "rounds": len(per_round), "per_round": per_round, "seed": seed,
             "threads": threads, "optimizer": costs.value("optimizer"), "learning_rate": costs.value("learning_rate"),
             "sys_path": [p for p in sys.path if p], "inputs": inputs, "fullgraph": fullgraph, "regional": regional,
-            "nproc": nproc_per_node,
+            "nproc": nproc_per_node, "compile_optimizer": compile_optimizer,
         }, timeout, progress)
         found = _assemble(results, mode_list=measured_modes, skipped=skipped, amp=amp_name, inputs=costs,
-                          calls=calls(measured_modes, fullgraph=fullgraph, blocks=probe.blocks),
+                          calls=calls(measured_modes, fullgraph=fullgraph, blocks=probe.blocks,
+                                      optimizer=compile_optimizer),
                           probe=probe, device=dev, device_name=device_name,
                           processes=processes, steps=steps, rounds=len(per_round), names=(model_path, batches_path,
                                                                                           loss_path),

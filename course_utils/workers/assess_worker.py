@@ -229,6 +229,8 @@ def measure(spec: dict[str, Any], ranks: ddp.Ranks = ddp.SINGLE) -> dict[str, An
         wraps[ddp.NO_SYNC] = in_job
     runs = {name: Run(spec, wrap, fp32=name in (FP32, COMPILED_FP32), no_sync=name == ddp.NO_SYNC)
             for name, wrap in wraps.items()}
+    for name in (n for n in runs if spec.get("compile_optimizer") and n not in ("eager", FP32, ddp.NO_SYNC)):
+        runs[name].optimizer.step = torch.compile(runs[name].optimizer.step)  # a GradScaler calls it as well
 
     def source() -> Batches:
         return Batches(lambda: function("batches", spec["batches"])(**spec.get("batches_args", {})), spec["seed"])

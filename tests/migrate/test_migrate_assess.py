@@ -193,7 +193,7 @@ def test_end_to_end_steps_draw_from_a_dataloader_with_workers_and_time_the_wait_
     assert json.loads((tmp_path / "cached" / "report.json").read_text())["batch_inputs"] == "cached"
 
 
-def test_the_users_compile_function_decides_and_fullgraph_and_regional_are_named(tmp_path) -> None:
+def test_the_users_compile_function_decides_and_fullgraph_regional_and_the_optimizer_are_named(tmp_path) -> None:
     found = migrate.assess("assess_models:stack", "assess_models:mlp_batches", compiler="assess_models:compile_fixed",
                            modes="default", fullgraph=True, processes=2, steps=2, amp="off", out=tmp_path / "whole",
                            progress=False)
@@ -202,8 +202,10 @@ def test_the_users_compile_function_decides_and_fullgraph_and_regional_are_named
     assert found.deciding.graphs > 0 and found.deciding.speedup.candidate == "assess_models:compile_fixed(model)"
     assert "| assess_models:compile_fixed(model) |" in (tmp_path / "whole" / "report.md").read_text()
     regional = migrate.assess("assess_models:stack", "assess_models:mlp_batches", regional=True, processes=2, steps=2,
-                              amp="off", out=tmp_path / "regional", progress=False)
-    assert regional.deciding.call == "torch.compile(block, mode='default') on each block of layers (3 blocks)"
+                              amp="off", out=tmp_path / "regional", progress=False, compile_optimizer=True)
+    assert regional.deciding.call == ("torch.compile(block, mode='default') on each block of layers (3 blocks) + "
+                                      "torch.compile(optimizer.step)")
+    assert "--compile-optimizer" in regional.command
     assert regional.deciding.graphs >= 1 and regional.deciding.parity.passed
     with pytest.raises(ValueError, match="regional: the model holds no torch.nn.ModuleList"):
         migrate.assess("assess_models:mlp", "assess_models:mlp_batches", regional=True, processes=2, steps=2,
