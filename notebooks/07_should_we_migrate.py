@@ -65,7 +65,8 @@ device = torch.device(plan.torch_device)  # on a TPU runtime PyTorch runs on the
 
 # %%
 sizes = cu.env.sizes(
-    samples=dict(smoke=128, ci=400, cpu=800, gpu=8192),  # images in the dataset the ladder's loaders read (an epoch)
+    samples=dict(smoke=208, ci=400, cpu=800, gpu=8192),  # images per epoch of the ladder's loaders (smoke's 208 and
+    # ci's 400 both end exercise 3's batch-96 epoch on 16 rows: one compiled graph for both runs of make test)
     image=dict(cpu=64),  # image side, pixels
     work=dict(ci=2, cpu=2, gpu=8),  # decoding work per image: what loader workers take off the training process
     batch=dict(ci=32, cpu=32, gpu=128),  # the baseline's batch (the ladder), and the CNN's batch in assess
