@@ -63,8 +63,9 @@ course: setup ## execute every notebook headless at laptop size (COURSE_SIZE=cpu
 # one worker, in order. The longest scopes start first (tests/conftest.py orders them: each notebook's learner
 # edition without TF and JAX, then the notebooks under nbval, longest first by their recorded run; then the test
 # files with slow tests). Every run of one make test shares one Inductor cache (build/test-cache): a graph's first
-# compile pays, later ones load it (an edition compiles at ci sizes, so nbval's run of that notebook finds its
-# graphs); notebooks that teach a cold compile make their own empty cache.
+# compile pays, later ones load it (an edition compiles at ci shapes, so nbval's run of that notebook finds its
+# graphs: a smoke entry in a sizes table changes only counts, epochs and graphs compiled cold by design);
+# notebooks that teach a cold compile make their own empty cache.
 TEST_WORKERS ?= 2
 test: export COURSE_SIZE ?= ci
 test: export TORCHINDUCTOR_CACHE_DIR ?= $(abspath build/test-cache/inductor)

@@ -84,16 +84,25 @@ def test_minutes_are_recorded_per_notebook_and_merged_per_device(tmp_path) -> No
 
 @pytest.mark.integration
 def test_dry_run_executes_a_notebook_and_writes_the_summary(tmp_path) -> None:
+    """The script's plumbing (run_course.py, gpu_minutes.py, device_summary.py) on a one-cell notebook that reads
+    the size through course_utils: the course notebooks themselves run under nbval and as learner editions."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import course_utils as cu\nprint('size', cu.env.size_name())")])
+    nbformat.write(nb, tmp_path / "one_cell.ipynb")
+    out_dir = tmp_path / "out"
     out = subprocess.run(["bash", "tools/device_check.sh", "--dry-run", "--skip-bench", "--skip-assess",
-                          "--notebooks", "00_measuring", str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
-                         timeout=900, env={**os.environ, "COURSE_SIZE": "smoke"})  # runs to the end: no timing kept
+                          "--notebooks", str(tmp_path / "one_cell.ipynb"), str(out_dir)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300, env={**os.environ, "COURSE_SIZE": "smoke"})
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-    summary = (tmp_path / "summary.md").read_text()
-    assert "| 00_measuring | ok |" in summary and "no GPU (dry run)" in summary
-    assert (tmp_path / "build" / "notebooks" / "00_measuring.ipynb").exists()
-    minutes = json.loads((tmp_path / "gpu-minutes.json").read_text())
+    summary = (out_dir / "summary.md").read_text()
+    assert "| one_cell | ok |" in summary and "no GPU (dry run)" in summary
+    ran = nbformat.read(out_dir / "build" / "notebooks" / "one_cell.ipynb", as_version=4)
+    assert ran.cells[0].outputs[0]["text"] == "size smoke\n"  # the kernel ran at the size the script was given
+    minutes = json.loads((out_dir / "gpu-minutes.json").read_text())
     assert minutes["size"] == "smoke" and minutes["device"] == "no GPU (dry run)"
-    assert isinstance(minutes["minutes"]["00_measuring"], float)
+    assert isinstance(minutes["minutes"]["one_cell"], float)
     assert "merged into" not in out.stdout  # a dry run leaves the repository's gpu-minutes.json alone
 
 

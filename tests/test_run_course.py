@@ -1,4 +1,5 @@
-"""tools/run_course.py: a notebook whose kernel dies is reported with the signal and the peak memory."""
+"""tools/run_course.py: a notebook whose kernel dies is reported with the signal and the peak memory; each run names
+its slowest cells."""
 
 from __future__ import annotations
 
@@ -9,12 +10,11 @@ import nbformat
 import pytest
 from conftest import ROOT
 
-pytestmark = pytest.mark.integration  # starts a Jupyter kernel
-
 sys.path.insert(0, str(ROOT / "tools"))
 run_course = importlib.import_module("run_course")
 
 
+@pytest.mark.integration  # starts a Jupyter kernel
 def test_a_dead_kernel_says_which_signal_and_how_much_memory(tmp_path) -> None:
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         "import os, signal\nheld = bytearray(200 * 2**20)\nimport time; time.sleep(1.2)\n"
@@ -26,3 +26,19 @@ def test_a_dead_kernel_says_which_signal_and_how_much_memory(tmp_path) -> None:
     assert error.startswith("DeadKernelError: the kernel exited with SIGKILL"), error
     peak = float(error.split("children ")[1].split(" GiB")[0])
     assert peak >= 0.19, error  # the 200 MiB it held was sampled
+
+
+def test_the_slowest_cells_come_from_the_runs_timing_metadata() -> None:
+    def cell(source: str, start: str | None, end: str) -> nbformat.NotebookNode:
+        made = nbformat.v4.new_code_cell(source)
+        if start is not None:
+            made.metadata["execution"] = {"iopub.execute_input": start, "shell.execute_reply": end}
+        return made
+
+    nb = nbformat.v4.new_notebook(cells=[
+        cell("# a comment first\nsizes = 1", "2026-01-01T00:00:00.000Z", "2026-01-01T00:00:02.500Z"),
+        cell("fast = 2", "2026-01-01T00:00:03Z", "2026-01-01T00:00:03.100Z"),
+        cell("never_ran = 3", None, ""),
+        cell("slow = 4", "2026-01-01T00:00:04Z", "2026-01-01T00:00:44Z")])
+    assert run_course.cell_seconds(nb) == [(3, 40.0), (0, 2.5), (1, 0.1)]
+    assert run_course.slowest(nb, 2) == "cell 3 (slow = 4) 40 s, cell 0 (sizes = 1) 2 s"

@@ -26,7 +26,7 @@ import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from minutes import is_solution  # noqa: E402  (a code cell tagged ``solution``)
-from run_course import block_frameworks, course_notebooks, execute  # noqa: E402
+from run_course import block_frameworks, course_notebooks, execute, slowest  # noqa: E402
 
 from course_utils import notebook  # noqa: E402  (the badge: the one place that builds Colab links)
 
@@ -113,7 +113,7 @@ def main() -> int:
         problem = error or (f"checks that are not 'not attempted': {wrong}" if wrong else None) or (
             None if lines else "no exercise check printed anything")
         print(f"{path.stem}: {'ok' if problem is None else 'FAILED: ' + problem} "
-              f"({len(lines)} checks, {seconds:.0f} s)", flush=True)
+              f"({len(lines)} checks, {seconds:.0f} s; slowest: {slowest(nb)})", flush=True)
         if problem:
             failures.append(path.stem)
     return 1 if failures else 0

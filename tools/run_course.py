@@ -92,6 +92,31 @@ def execute(path: Path, kernel: str, timeout: int) -> tuple[nbformat.NotebookNod
     return nb, time.perf_counter() - start, error
 
 
+def cell_seconds(nb: nbformat.NotebookNode) -> list[tuple[int, float]]:
+    """(cell index, seconds) for every cell the run timed (nbclient's timing metadata), slowest first."""
+    from datetime import datetime
+
+    def when(stamp: str) -> datetime:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+    times = []
+    for index, cell in enumerate(nb.cells):
+        timing = cell.get("metadata", {}).get("execution", {})
+        if "iopub.execute_input" in timing and "shell.execute_reply" in timing:
+            times.append((index, (when(timing["shell.execute_reply"]) - when(timing["iopub.execute_input"]))
+                          .total_seconds()))
+    return sorted(times, key=lambda t: -t[1])
+
+
+def slowest(nb: nbformat.NotebookNode, count: int = 5) -> str:
+    """The ``count`` slowest cells of an executed notebook, e.g. "cell 14 (times = cu.graphs...) 48 s": where a
+    run's time goes, printed beside each notebook's total."""
+    def first_line(index: int) -> str:
+        return next((line for line in nb.cells[index].source.splitlines() if line and line[0] != "#"), "")[:32]
+
+    return ", ".join(f"cell {i} ({first_line(i)}) {s:.0f} s" for i, s in cell_seconds(nb)[:count])
+
+
 def save_figures(nb: nbformat.NotebookNode, folder: Path) -> int:
     """Write each PNG output of ``nb`` to ``folder``; return how many."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -164,7 +189,8 @@ def main() -> int:
             status = "ok" if error is None else f"FAILED: {error}"
             results.append({"notebook": path.stem, "status": status, "minutes": seconds / 60,
                             "budget_minutes": budget_minutes(nb, size), "figures": figures})
-            print(f"  {status} in {seconds:.0f} s, {figures} figures -> {target}", flush=True)
+            print(f"  {status} in {seconds:.0f} s, {figures} figures -> {target}; slowest: {slowest(nb)}",
+                  flush=True)
             if not args.in_place:
                 write_summary(out, results)  # after every notebook: a run cut short keeps what it finished
     except KeyboardInterrupt:  # Ctrl-C, or the time budget of tools/device_check.sh
