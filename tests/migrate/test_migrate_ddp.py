@@ -38,7 +38,7 @@ def test_one_process_outside_torchrun_joins_no_group() -> None:
 def test_two_ranks_through_torchrun_on_gloo(tmp_path, monkeypatch) -> None:
     monkeypatch.syspath_prepend(str(HERE))
     out = tmp_path / "report"
-    found = migrate.assess("assess_models:tokens", "assess_models:token_batches", processes=2, steps=4, amp="off",
+    found = migrate.assess("assess_models:tokens", "assess_models:token_batches", processes=2, steps=2, amp="off",
                            out=out, progress=False, nproc_per_node=2)
     job = found.ddp
     assert job["ranks"] == 2 and job["backend"] == "gloo" and job["on_cpu"], job
