@@ -166,7 +166,8 @@ def plan(device: Device, *, host_memory: int | None = None) -> Plan:
         skips["fp8"] = (f"fp8 matrix units need compute capability 8.9 or newer (L4, H100) or an AMD MI300; "
                         f"this {device.name} is {'.'.join(map(str, device.capability or (0, 0)))}")
     elif device.kind != "gpu":
-        skips["fp8"] = "fp8 training needs a GPU with fp8 matrix units (compute capability 8.9+, or an AMD MI300)"
+        skips["fp8"] = ("fp8 training needs fp8 matrix units: an NVIDIA GPU of compute capability 8.9 or later (Ada, "
+                        "Hopper, Blackwell) or an AMD MI300 (fp8 as float8_e4m3fnuz); this runtime has no GPU")
     bf16_units = known is not None and "bfloat16" in known.matrix_dtypes
     if device.kind == "gpu" and not bf16_units:
         skips["bf16 units"] = (f"this {device.name} has no bf16 matrix units: fp16 is its fast format, and bf16 "

@@ -46,7 +46,7 @@ if "google.colab" in sys.modules:
     source = uploaded[-1] if uploaded else "course_utils @ git+https://github.com/eager-to-compiled/course@v0.2.0"
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)
 
-# %%
+# %% tags=["device"]
 import course_utils as cu
 
 # On a CPU-only machine the "accelerator" is the CPU itself: as in notebook 04, the model gets one core (our
@@ -54,7 +54,7 @@ import course_utils as cu
 compute_threads = cu.pipeline.limit_compute_threads(1)
 cu.notebook.setup()
 
-# %% slideshow={"slide_type": "skip"}
+# %% slideshow={"slide_type": "skip"} tags=["device"]
 import os
 
 import torch
@@ -63,7 +63,7 @@ from torch.utils.data import DataLoader
 plan = cu.devices.plan(cu.devices.describe())  # where each framework runs here, and its matmul precision
 device = torch.device(plan.torch_device)  # on a TPU runtime PyTorch runs on the host CPU
 
-# %%
+# %% tags=["device"]
 sizes = cu.env.sizes(
     samples=dict(ci=400, cpu=1024, gpu=8192),  # images in the dataset the ladder's loaders read
     image=dict(cpu=64),  # image side, pixels
@@ -88,7 +88,7 @@ sizes
 # what the ladder, the agreement checks, the checklist and the framework table apply; `assess` (section 3)
 # compiles in its own fresh processes, with `torch.compile(model, mode=...)`.
 
-# %%
+# %% tags=["device"]
 dataset = cu.pipeline.SyntheticImages(sizes.samples, size=sizes.image, classes=10, work=sizes.work)
 x0, y0 = dataset.batch(range(sizes.batch))  # NCHW, float32
 cores = os.cpu_count() or 1
@@ -495,7 +495,7 @@ frameworks = cu.migrate.framework_table(x0, y0, torch_compiler=compile_model, cl
                                         min_time=sizes.min_time, device=device)
 frameworks
 
-# %%
+# %% tags=["device"]
 # NBVAL_CHECK_OUTPUT
 agree = cu.migrate.outputs_agree(x0, plan=plan, classes=10)  # the tolerance: this device's default matmul precision
 print(f"the same model in every installed framework (outputs within {agree.tolerance:g} of PyTorch's on the CPU):",
