@@ -119,11 +119,13 @@ def test_device_cells_run_under_the_profile_at_smoke_size(profile: str) -> None:
     assert not failed, f"{profile}: device cells raised in {failed}:\n{tail}"
     assert set(results) == {p.stem for p in NOTEBOOKS}
     plan = devices.plan(devices.simulated(profile))
-    printed = {nb: part for nb, part in _parts(out.stdout).items()}
+    printed = _parts(out.stdout)
     for capability, notebooks in PRINTED.items():
         sentence = plan.skip(capability)
         for nb in notebooks if sentence else ():
             assert sentence in printed[nb], f"{profile} {nb}: the {capability!r} skip's sentence is not printed"
+    # the dtype branch taken: 03's autocast runs its linear layer in the plan's fast format (fp16 on a T4)
+    assert f"'linear': '{plan.fast_dtype}'" in printed["03_mixed_precision"], printed["03_mixed_precision"]
     if "tensorflow" in PROFILES[profile]:  # every notebook whose tagged cells ask for a framework says why
         asking = [p.stem for p in NOTEBOOKS if any("cu.notebook.needs(" in c for c in tagged_cells(p))]
         assert asking and all(NO_TENSORFLOW in printed[nb] for nb in asking), (asking, tail)
