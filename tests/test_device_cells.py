@@ -20,8 +20,6 @@ import time
 import traceback
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(p for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.py"))
 TAG = "device"
@@ -33,11 +31,10 @@ NO_TENSORFLOW = "not installed in this runtime (Colab TPU runtimes ship none)"
 
 
 def tagged_cells(path: Path) -> list[str]:
-    """The sources of ``path``'s code cells tagged ``device``, in order (jupytext's percent format)."""
-    import jupytext
-
-    return [cell.source for cell in jupytext.read(path).cells
-            if cell.cell_type == "code" and TAG in cell.metadata.get("tags", [])]
+    """The sources of the code cells tagged ``device`` in ``path``'s notebook, in order (read from the .ipynb, in
+    sync with the .py: plain JSON, so the driver runs in any environment, Colab's versions included)."""
+    cells = json.loads(path.with_suffix(".ipynb").read_text())["cells"]
+    return ["".join(c["source"]) for c in cells if c["cell_type"] == "code" and TAG in c["metadata"].get("tags", [])]
 
 
 def _run_cell(source: str, namespace: dict, label: str) -> None:
@@ -94,6 +91,13 @@ def drive(paths: list[Path]) -> dict[str, dict]:
     return results
 
 
+if __name__ == "__main__":  # the driver: before pytest's import, so it runs where pytest is absent (Colab's versions)
+    print(json.dumps(drive(NOTEBOOKS)))
+    sys.exit(0)
+
+import pytest  # noqa: E402
+
+
 def test_every_notebook_tags_its_set_up_and_sizes_cells() -> None:
     for path in NOTEBOOKS:
         cells = tagged_cells(path)
@@ -141,8 +145,3 @@ def _parts(stdout: str) -> dict[str, str]:
         elif parts:
             parts[current] += line + "\n"
     return parts
-
-
-if __name__ == "__main__":
-    results = drive(NOTEBOOKS)
-    print(json.dumps(results))
