@@ -3,11 +3,14 @@ plan that turns one into what a notebook may do there (memory per framework, the
 real or simulated devices for sharding, where PyTorch runs, and what is skipped with which sentence).
 
 The plan is computed from a ``Device``, never from a live query, so every profile (a Colab T4, a TPU v5e-1, a
-laptop CPU) can be planned and tested on any machine: ``describe()`` is the only function that asks the hardware.
+laptop CPU) can be planned and tested on any machine: ``describe()`` is the only function that asks the hardware,
+and where ``COURSE_DEVICE`` names a known device it answers that device instead (a rehearsal: its choices, this
+machine's computations).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import re
@@ -77,7 +80,8 @@ KNOWN: dict[str, Spec] = {s.name: s for s in (
 @dataclass(frozen=True)
 class Device:
     """What a runtime offers, as plain data: the accelerator's kind and name, its memory (bytes, per device), how
-    many devices, the host's cores, a GPU's compute capability or a TPU's generation."""
+    many devices, the host's cores, a GPU's compute capability or a TPU's generation. ``rehearsed_on`` is set on
+    a rehearsal (``COURSE_DEVICE``): the kind of this machine, where the computations really run."""
 
     kind: str
     name: str
@@ -85,9 +89,12 @@ class Device:
     count: int = 1
     host_cores: int = 2
     capability: tuple[int, int] | None = None
+    rehearsed_on: str | None = None
 
     def __post_init__(self) -> None:
         validate.choice("kind", self.kind, KINDS)
+        if self.rehearsed_on is not None:
+            validate.choice("rehearsed_on", self.rehearsed_on, KINDS)
         validate.text("name", self.name)
         validate.number("memory", self.memory, low=2**26, high=2**44, integer=True)
         validate.count("count", self.count, high=4096)
@@ -159,7 +166,8 @@ def plan(device: Device, *, host_memory: int | None = None) -> Plan:
         skips["fp8"] = (f"fp8 matrix units need compute capability 8.9 or newer (L4, H100) or an AMD MI300; "
                         f"this {device.name} is {'.'.join(map(str, device.capability or (0, 0)))}")
     elif device.kind != "gpu":
-        skips["fp8"] = "fp8 training needs a GPU with fp8 matrix units (compute capability 8.9+, or an AMD MI300)"
+        skips["fp8"] = ("fp8 training needs fp8 matrix units: an NVIDIA GPU of compute capability 8.9 or later (Ada, "
+                        "Hopper, Blackwell) or an AMD MI300 (fp8 as float8_e4m3fnuz); this runtime has no GPU")
     bf16_units = known is not None and "bfloat16" in known.matrix_dtypes
     if device.kind == "gpu" and not bf16_units:
         skips["bf16 units"] = (f"this {device.name} has no bf16 matrix units: fp16 is its fast format, and bf16 "
@@ -175,7 +183,8 @@ def plan(device: Device, *, host_memory: int | None = None) -> Plan:
     tolerance = {"tpu": 5e-2, "gpu": 1e-2 if device.capability and device.capability >= (8, 0) else 1e-4}.get(
         device.kind, 1e-4)
     budgets, variables = _memory(device, host)
-    torch_device = "cuda" if device.kind == "gpu" else "cpu"
+    # a rehearsal of a GPU on a machine without one keeps torch on this machine's CPU (its choices stay the GPU's)
+    torch_device = "cuda" if device.kind == "gpu" and device.rehearsed_on in (None, "gpu") else "cpu"
     threads = device.host_cores
     real = device.count if device.kind != "cpu" else 1
     simulated = real < 2
@@ -213,8 +222,12 @@ def apply(plan_: Plan) -> dict[str, str]:
 
 def describe() -> Device:
     """This runtime as a ``Device``: the one function that asks the hardware (via ``env.accelerator``, then the
-    framework already imported or importable for a name and memory). Tests build ``Device``s instead."""
+    framework already imported or importable for a name and memory); where ``COURSE_DEVICE`` names a key of
+    ``KNOWN``, that device, rehearsed on this machine. Tests build ``Device``s instead."""
     kind = env.accelerator()
+    name = os.environ.get(SIMULATE, "").strip()
+    if name:
+        return dataclasses.replace(simulated(name), rehearsed_on=kind)
     cores = os.cpu_count() or 1
     if kind == "gpu":
         return _gpu(cores)
@@ -236,10 +249,9 @@ def simulated(name: str, cores: int | None = None) -> Device:
 @functools.cache
 def current() -> Plan:
     """This runtime's plan, computed once: ``describe()``'s device, or the device ``COURSE_DEVICE`` names (a key
-    of ``KNOWN``), simulated: its sizes, dtypes, tolerances and skips chosen on this machine, for rehearsing a
+    of ``KNOWN``), rehearsed: its dtypes, tolerances, mesh and skips chosen on this machine, for rehearsing a
     Colab T4 or TPU notebook's choices on a laptop (its computations still run on this machine's devices)."""
-    name = os.environ.get(SIMULATE, "").strip()
-    return plan(simulated(name) if name else describe())
+    return plan(describe())
 
 
 def _gpu(cores: int) -> Device:

@@ -49,12 +49,12 @@ if "google.colab" in sys.modules:
 # A timing without its hardware and versions is an anecdote. The report below travels with every result
 # in this course: core count and SIMD flags decide CPU speed, framework versions decide which compiler you got.
 
-# %%
+# %% tags=["device"]
 import course_utils as cu
 
 cu.notebook.setup()
 
-# %%
+# %% tags=["device"]
 sizes = cu.env.sizes(
     matmul=dict(ci=768, cpu=1536, gpu=8192, tpu=8192),  # n of section 2's n x n matmul
     chain=dict(ci=2**20, cpu=2**23, gpu=2**26, tpu=2**26),  # floats in section 3's gelu chain (notebook 01 reads it)
@@ -65,7 +65,7 @@ sizes = cu.env.sizes(
 )
 sizes
 
-# %%
+# %% tags=["device"]
 import time
 
 import numpy as np
@@ -91,7 +91,7 @@ print(f"torch runs on {device} with {threads} threads (the device plan, cu.devic
 # **Prediction.** JAX's call returns in under a third of the time its result takes to be ready; PyTorch and
 # TensorFlow on a CPU compute before returning, so their two readings agree within 10%.
 
-# %%
+# %% tags=["device"]
 n = sizes.matmul
 a_np = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
 a = torch.from_numpy(a_np).to(device)

@@ -48,12 +48,12 @@ if "google.colab" in sys.modules:
     source = uploaded[-1] if uploaded else "course_utils @ git+https://github.com/eager-to-compiled/course@v0.2.0"
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)
 
-# %% slideshow={"slide_type": "skip"}
+# %% slideshow={"slide_type": "skip"} tags=["device"]
 import course_utils as cu
 
 cu.notebook.setup()
 
-# %%
+# %% tags=["device"]
 sizes = cu.env.sizes(
     min_time=dict(ci=0.05, cpu=0.1),  # seconds of timed calls per measurement (multiples of it for longer ones)
     chain=dict(ci=2**16, cpu=2**20, gpu=2**24),  # floats in section 2's gelu chain
@@ -65,7 +65,7 @@ sizes = cu.env.sizes(
 )
 sizes
 
-# %% slideshow={"slide_type": "skip"}
+# %% slideshow={"slide_type": "skip"} tags=["device"]
 import numpy as np
 import torch
 

@@ -50,12 +50,12 @@ if "google.colab" in sys.modules:
     source = uploaded[-1] if uploaded else "course_utils @ git+https://github.com/eager-to-compiled/course@v0.2.0"
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)
 
-# %%
+# %% tags=["device"]
 import course_utils as cu
 
 cu.notebook.setup()
 
-# %%
+# %% tags=["device"]
 sizes = cu.env.sizes(
     rows=dict(ci=8192, cpu=16384, gpu=262144, tpu=65536),  # rows of x (x is rows x 1024 float32), sections 2-5
     matmul_n=dict(ci=1024, cpu=2048, gpu=8192, tpu=4096),  # n of section 6's matmul with its epilogue
@@ -67,7 +67,7 @@ sizes = cu.env.sizes(
 )
 sizes
 
-# %% slideshow={"slide_type": "skip"}
+# %% slideshow={"slide_type": "skip"} tags=["device"]
 import contextlib
 import functools
 
@@ -84,7 +84,7 @@ if "tensorflow" in FW:
 for missing in sorted({"jax", "tensorflow"} - set(FW)):
     cu.notebook.needs(missing)  # one sentence each; their parts below are skipped
 
-# %% slideshow={"slide_type": "skip"}
+# %% slideshow={"slide_type": "skip"} tags=["device"]
 PLAN = cu.devices.plan(cu.devices.describe())  # where torch runs, the tolerance of a float32 matmul here
 DEVICE = PLAN.torch_device
 ROWS, COLS = sizes.rows, 1024  # x is ROWS x COLS float32

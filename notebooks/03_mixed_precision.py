@@ -52,7 +52,7 @@ if "google.colab" in sys.modules:
     source = uploaded[-1] if uploaded else "course_utils @ git+https://github.com/eager-to-compiled/course@v0.2.0"
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)
 
-# %%
+# %% tags=["device"]
 import copy
 
 import numpy as np
@@ -73,7 +73,7 @@ FLAGS = cu.env.simd_flags()
 HAS_JAX, HAS_TF = cu.env.available("jax"), cu.env.available("tensorflow")
 report
 
-# %%
+# %% tags=["device"]
 sizes = cu.env.sizes(
     quick=dict(ci=0.1, cpu=0.2),  # seconds per timed workload and round
     fp32_steps=dict(ci=400, cpu=500),  # section 2's fp32 run (and section 6's runs where 16-bit has units)
@@ -305,7 +305,7 @@ cu.precision.dtype_summary(dtypes["torch"])
 # %% [markdown]
 # Autocast decides per operation, from a list per device. Which list is yours? Ask it:
 
-# %%
+# %% tags=["device"]
 h_in, w = torch.randn(8, 16, device=DEVICE), torch.randn(16, 16, device=DEVICE)
 labels = torch.zeros(8, dtype=torch.long, device=DEVICE)
 with torch.autocast(DEVICE.type, dtype=AMP):
@@ -1083,7 +1083,7 @@ cu.precision.amax_plot(amax, layer=1)
 # **Prediction**: on a GPU with fp8 units, the fp8 model ends within 5% of bf16's loss, and its step is faster than
 # bf16's beyond the noise.
 
-# %%
+# %% tags=["device"]
 fp8_status = cu.precision.gpu_fp8_status()
 fp8_run = None
 if fp8_status.ready:

@@ -49,7 +49,7 @@ if "google.colab" in sys.modules:
     source = uploaded[-1] if uploaded else "course_utils @ git+https://github.com/eager-to-compiled/course@v0.2.0"
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)
 
-# %% slideshow={"slide_type": "skip"}
+# %% slideshow={"slide_type": "skip"} tags=["device"]
 import course_utils as cu
 
 # On a CPU-only machine the "accelerator" is the CPU itself. We give the model one core (our stand-in
@@ -57,7 +57,7 @@ import course_utils as cu
 compute_threads = cu.pipeline.limit_compute_threads(1)
 cu.notebook.setup()
 
-# %%
+# %% tags=["device"]
 sizes = cu.env.sizes(
     image=dict(ci=64, cpu=64),  # image side in pixels
     batch=dict(ci=32, cpu=32, gpu=128),  # images per batch
@@ -67,7 +67,7 @@ sizes = cu.env.sizes(
 )
 sizes
 
-# %% slideshow={"slide_type": "skip"}
+# %% slideshow={"slide_type": "skip"} tags=["device"]
 import math
 import multiprocessing
 import os

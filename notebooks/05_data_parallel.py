@@ -53,7 +53,7 @@ if "google.colab" in sys.modules:
     source = uploaded[-1] if uploaded else "course_utils @ git+https://github.com/eager-to-compiled/course@v0.2.0"
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)
 
-# %% slideshow={"slide_type": "skip"}
+# %% slideshow={"slide_type": "skip"} tags=["device"]
 import course_utils as cu
 
 # JAX fixes its CPU device count at its first computation: ask for several host devices BEFORE that (setup's
@@ -62,7 +62,7 @@ import course_utils as cu
 cu.distributed.simulate_devices(cu.devices.SIMULATED_DEVICES)
 cu.notebook.setup()
 
-# %% slideshow={"slide_type": "skip"}
+# %% slideshow={"slide_type": "skip"} tags=["device"]
 import os
 
 import numpy as np
@@ -80,7 +80,7 @@ print(f"{CORES} cores; torch sees {torch.cuda.device_count()} GPU(s); JAX instal
 if HAVE_JAX:
     print(cu.distributed.sharding_note(plan))
 
-# %% slideshow={"slide_type": "skip"}
+# %% slideshow={"slide_type": "skip"} tags=["device"]
 sizes = cu.env.sizes(
     rounds=dict(smoke=2, ci=4, cpu=6),  # timing rounds of the DDP job: the replicates of every interval
     repeats=dict(smoke=4, ci=12, cpu=30),  # timed calls per variant in the DDP job
@@ -499,7 +499,7 @@ cu.display.table(["link", *(f"{n} devices" for n in (8, 64, 512))],
 # **Prediction:** the `NamedSharding` step equals the single-device step, with an all-reduce in its compiled
 # program, and the `shard_map` step equals the `NamedSharding` step.
 
-# %%
+# %% tags=["device"]
 if HAVE_JAX:
     import jax
     import jax.numpy as jnp
@@ -519,7 +519,7 @@ if HAVE_JAX:
     print("batch:", jax.typeof(x_s), "| first weight:", jax.typeof(p_s[0]["w"]))
 
 
-# %%
+# %% tags=["device"]
 def loss_fn(params, x, y):
     logits = cu.models.jax_mlp_apply(params, x)
     return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], axis=1))
@@ -549,7 +549,7 @@ if HAVE_JAX:
     print("updated weight:", jax.typeof(sharded[0]["w"]), "| collectives in the compiled step:",
           {k: v for k, v in collectives.items() if v})
 
-# %%
+# %% tags=["device"]
 # NBVAL_CHECK_OUTPUT
 if HAVE_JAX:
     def max_diff(a, b):

@@ -50,7 +50,7 @@ if "google.colab" in sys.modules:
     source = uploaded[-1] if uploaded else "course_utils @ git+https://github.com/eager-to-compiled/course@v0.2.0"
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)
 
-# %% slideshow={"slide_type": "skip"}
+# %% slideshow={"slide_type": "skip"} tags=["device"]
 import course_utils as cu
 
 # JAX fixes its CPU device count at its first computation: ask for several host devices BEFORE that; they stand
@@ -58,7 +58,7 @@ import course_utils as cu
 cu.distributed.simulate_devices(cu.devices.SIMULATED_DEVICES)
 cu.notebook.setup()
 
-# %% slideshow={"slide_type": "skip"}
+# %% slideshow={"slide_type": "skip"} tags=["device"]
 import os
 
 import numpy as np
@@ -72,7 +72,7 @@ print(f"{os.cpu_count()} cores; torch sees {torch.cuda.device_count()} GPU(s); s
 if HAVE_JAX:
     print(cu.distributed.sharding_note(plan))
 
-# %% slideshow={"slide_type": "skip"}
+# %% slideshow={"slide_type": "skip"} tags=["device"]
 sizes = cu.env.sizes(
     rounds=dict(smoke=3, ci=6, cpu=8),  # timing rounds: the timed calls in turns, paired for an interval
     ddp_repeats=dict(ci=8, cpu=20),  # section 1's job (05's worker): timed calls per variant,
@@ -585,7 +585,7 @@ if HAVE_JAX:
 # per-device argument bytes (`memory_analysis()`) fall to about 1/N on N devices, all-gathers appear in the HLO,
 # and the result is unchanged.
 
-# %%
+# %% tags=["device"]
 jax_fsdp = None
 if HAVE_JAX:
     jax_fsdp = cu.beyond.jax_sharding(cu.distributed.sharding_devices(plan))

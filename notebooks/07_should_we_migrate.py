@@ -46,7 +46,7 @@ if "google.colab" in sys.modules:
     source = uploaded[-1] if uploaded else "course_utils @ git+https://github.com/eager-to-compiled/course@v0.2.0"
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)
 
-# %%
+# %% tags=["device"]
 import course_utils as cu
 
 # On a CPU-only machine the "accelerator" is the CPU itself: as in notebook 04, the model gets one core (our
@@ -54,7 +54,7 @@ import course_utils as cu
 compute_threads = cu.pipeline.limit_compute_threads(1)
 cu.notebook.setup()
 
-# %% slideshow={"slide_type": "skip"}
+# %% slideshow={"slide_type": "skip"} tags=["device"]
 import os
 
 import torch
@@ -63,7 +63,7 @@ from torch.utils.data import DataLoader
 plan = cu.devices.plan(cu.devices.describe())  # where each framework runs here, and its matmul precision
 device = torch.device(plan.torch_device)  # on a TPU runtime PyTorch runs on the host CPU
 
-# %%
+# %% tags=["device"]
 sizes = cu.env.sizes(
     samples=dict(smoke=208, ci=400, cpu=800, gpu=8192),  # images per epoch of the ladder's loaders (smoke's 208 and
     # ci's 400 both end exercise 3's batch-96 epoch on 16 rows: one compiled graph for both runs of make test)
@@ -89,7 +89,7 @@ sizes
 # what the ladder, the agreement checks, the checklist, `assess` (section 3) and the framework table apply. It is
 # written to a small file that the cell shows, because `assess` imports it in fresh processes.
 
-# %%
+# %% tags=["device"]
 dataset = cu.pipeline.SyntheticImages(sizes.samples, size=sizes.image, classes=10, work=sizes.work)
 x0, y0 = dataset.batch(range(sizes.batch))  # NCHW, float32
 cores = os.cpu_count() or 1
@@ -505,7 +505,7 @@ frameworks = cu.migrate.framework_table(x0, y0, torch_compiler=compile_model, cl
                                         min_time=sizes.min_time, device=device)
 frameworks
 
-# %%
+# %% tags=["device"]
 # NBVAL_CHECK_OUTPUT
 agree = cu.migrate.outputs_agree(x0, plan=plan, classes=10)  # the tolerance: this device's default matmul precision
 print(f"the same model in every installed framework (outputs within {agree.tolerance:g} of PyTorch's on the CPU):",

@@ -77,15 +77,16 @@ def test_apply_sets_only_what_is_not_set(monkeypatch: pytest.MonkeyPatch) -> Non
     assert os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] == "0.5"
 
 
-def test_describe_on_this_machine_is_a_cpu_with_its_cores() -> None:
+def test_describe_on_this_machine_is_a_cpu_with_its_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(devices.SIMULATE, raising=False)
     found = devices.describe()
-    assert found.kind == "cpu" and found.host_cores == os.cpu_count()
+    assert found.kind == "cpu" and found.host_cores == os.cpu_count() and found.rehearsed_on is None
 
 
 @pytest.mark.parametrize("bad, match", [
     (dict(kind="npu"), "kind must be one of"), (dict(memory=10), "memory must be"),
     (dict(count=0), "count must be"), (dict(capability=(8,)), "capability must be a"),
-    (dict(kind="tpu", capability=(8, 0)), "capability is a GPU's"),
+    (dict(kind="tpu", capability=(8, 0)), "capability is a GPU's"), (dict(rehearsed_on="npu"), "rehearsed_on"),
 ])
 def test_a_bad_device_is_refused_by_name(bad: dict, match: str) -> None:
     fields = {"kind": "gpu", "name": "x", "memory": 16 * GIB, "count": 1, "host_cores": 2, "capability": None, **bad}
@@ -98,7 +99,11 @@ def test_course_device_simulates_a_known_device(monkeypatch) -> None:
     monkeypatch.setenv(devices.SIMULATE, "T4")
     try:
         t4 = devices.current()
-        assert (t4.device.name, t4.fast_dtype, t4.torch_device, t4.spec.name) == ("T4", "float16", "cuda", "T4")
+        # a rehearsal: the T4's choices, this CPU's computations (torch stays on the CPU it has)
+        assert (t4.device.name, t4.fast_dtype, t4.torch_device, t4.spec.name) == ("T4", "float16", "cpu", "T4")
+        assert t4.device.rehearsed_on == "cpu" and t4.skip("bf16 units") and t4.matmul_tolerance == 1e-4
+        assert devices.plan(devices.describe()) == t4  # every call site that plans describe()'s device agrees
+        assert devices.plan(devices.simulated("T4")).torch_device == "cuda"  # a real T4's plan
         assert devices.simulated("TPU v5e-1", cores=4) == devices.Device("tpu", "TPU v5e-1", 16 * 10**9, 1, 4)
         with pytest.raises(ValueError, match="name"):
             devices.simulated("T5")
