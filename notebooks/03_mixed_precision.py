@@ -86,7 +86,7 @@ sizes = cu.env.sizes(
                      tpu=(256, 2048, 2048, 10)),  # section 5's MLP step, where 16-bit has units
     step_batch=dict(ci=256, cpu=512, gpu=4096, tpu=512),  # its batch
     fresh_processes=dict(smoke=2, ci=3, cpu=3),  # fresh processes that time the step again
-    remat=dict(ci=(128, 6, 2048), cpu=(128, 8, 8192), gpu=(1024, 8, 16384),
+    remat=dict(ci=(128, 6, 2048), cpu=(128, 8, 8192), gpu=(1024, 8, 4096),
                tpu=(128, 8, 8192)),  # section 7's checkpointed blocks: width, blocks, batch
 )
 QUICK = sizes.quick
