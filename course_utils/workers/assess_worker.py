@@ -26,15 +26,13 @@ from typing import Any
 
 from course_utils import memory
 from course_utils.fresh import function
-from course_utils.migrate import ddp, parity
+from course_utils.migrate import ddp, parity, readings
 from course_utils.migrate.examples import blocks, call, default_loss, optimizer_for, to_device
 
 PROGRESS = "@@progress"
 FP32 = "eager fp32"  # the variant without autocast, where the run uses AMP
 COMPILED_FP32 = "compiled fp32"  # the deciding compile call without autocast, where the run uses AMP
 FALLBACK_STEPS = 10
-ROOF_N, ROOF_REPEATS = 1024, 8  # the matmul that measures MFU's peak on a CPU
-CALIBRATION_N, CALIBRATION_REPEATS = 384, 5  # the fixed matmul timed before and after each process
 
 
 class Batches:
@@ -172,45 +170,13 @@ def sync(device: Any) -> None:
         torch.cuda.synchronize(device)
 
 
-def calibrate() -> float:
-    """Seconds of the best of ``CALIBRATION_REPEATS`` fixed fp32 matmuls: the same work before and after a process,
-    so a difference is other work on the machine."""
-    import torch
-
-    a = torch.ones(CALIBRATION_N, CALIBRATION_N)
-    best = float("inf")
-    for _ in range(CALIBRATION_REPEATS + 1):  # the first warms up
-        start = time.perf_counter()
-        torch.matmul(a, a)
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
-def cpu_times() -> list[int] | None:
-    """The machine's CPU times (``/proc/stat``'s first line: user ... steal), or None where there is none."""
-    try:
-        return [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
-    except (OSError, ValueError):
-        return None
-
-
-def machine(start: dict[str, Any]) -> dict[str, Any]:
-    """Load averages, CPU steal and the calibration at the start (``start``) and now (the end)."""
-    times, spent = cpu_times(), None
-    if times is not None and start["times"] is not None and len(times) == 8:
-        total = sum(times) - sum(start["times"])
-        spent = (times[7] - start["times"][7]) / total if total > 0 else 0.0
-    return {"start": start["load"], "end": list(os.getloadavg()), "steal": spent,
-            "calibration": {"before": start["calibration"], "after": calibrate(), "n": CALIBRATION_N}}
-
-
 def measure(spec: dict[str, Any], ranks: ddp.Ranks = ddp.SINGLE) -> dict[str, Any]:
     import torch
     from torch._dynamo.utils import counters
 
     if spec["threads"]:
         torch.set_num_threads(spec["threads"])
-    start = {"load": list(os.getloadavg()), "times": cpu_times(), "calibration": calibrate()}
+    start = {"load": list(os.getloadavg()), "times": readings.cpu_times(), "calibration": readings.calibrate()}
     device, ended = torch.device(spec["device"]), spec["inputs"] == "end-to-end"
     log = CompileLog.install()
     def in_job(m: Any) -> Any:
@@ -286,7 +252,8 @@ def measure(spec: dict[str, Any], ranks: ddp.Ranks = ddp.SINGLE) -> dict[str, An
     log.switch("none")
     peaks = {name: memory.torch_peak_bytes(lambda run=run: run.step(kept[-1], keep=False), device)
              for name, run in runs.items()}
-    shares = {name: compiled_share(runs[name], kept[:3]) if spec["index"] == 0 else None for name in spec["modes"]}
+    shares = {name: readings.compiled_share(runs[name], kept[:3]) if spec["index"] == 0 else None
+              for name in spec["modes"]}
     result: dict[str, Any] = {
         "index": spec["index"], "device": str(device), "threads": torch.get_num_threads(), "inputs": spec["inputs"],
         "cache": {"fx_hits": int(counters["inductor"].get("fxgraph_cache_hit", 0)),
@@ -301,46 +268,13 @@ def measure(spec: dict[str, Any], ranks: ddp.Ranks = ddp.SINGLE) -> dict[str, An
         "ddp": None if ranks.world == 1 else {"ranks": ranks.world, "backend": ranks.backend,
                                               "buckets": ddp.buckets(runs["eager"].wrapped)},
     }
-    result["roof"] = matmul_roof(spec) if spec["index"] == 0 and device.type == "cpu" else None
+    result["roof"] = readings.matmul_roof(spec) if spec["index"] == 0 and device.type == "cpu" else None
     result["random"] = random_modules(runs["eager"].model)
     result["matched"] = matched(spec, kept) if spec["index"] == 0 and result["random"] else None
     if spec["index"] == 0:
         result["fallback"] = fallback(spec, kept, runs)
-    result["load"] = machine(start)
+    result["load"] = readings.machine(start)
     return result
-
-
-def compiled_share(run: Run, batches: list[Any]) -> float | None:
-    """The share of a few steps' host time spent inside compiled graphs (the profiler's ``## Call CompiledFxGraph``
-    ranges, forward and backward) on a CPU; None on a GPU, where host time is not where the step runs."""
-    if run.device.type != "cpu":
-        return None
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
-        begin = time.perf_counter()
-        for batch in batches:
-            run.step(batch, keep=False)
-        wall = time.perf_counter() - begin
-    inside = sum(e.cpu_time_total for e in prof.key_averages() if e.key.startswith("## Call CompiledFxGraph"))
-    return min(1.0, inside / 1e6 / wall)
-
-
-def matmul_roof(spec: dict[str, Any]) -> dict[str, Any]:
-    """The best matmul FLOP/s of this process for the dtype that ran (autocast's, else fp32): MFU's peak on a CPU,
-    measured here rather than read from another run's cache."""
-    import torch
-
-    dtype = getattr(torch, spec["amp"]) if spec["amp"] else torch.float32
-    a, b = (torch.randn(ROOF_N, ROOF_N).to(dtype) for _ in range(2))
-    best = float("inf")
-    for i in range(ROOF_REPEATS + 2):  # two untimed first
-        start = time.perf_counter()
-        torch.matmul(a, b)
-        if i >= 2:
-            best = min(best, time.perf_counter() - start)
-    return {"flops": 2 * ROOF_N**3 / best, "dtype": str(dtype).removeprefix("torch."), "n": ROOF_N,
-            "repeats": ROOF_REPEATS, "threads": torch.get_num_threads()}
 
 
 def random_modules(model: Any) -> list[str]:

