@@ -82,7 +82,7 @@ test-unit: export COURSE_SIZE ?= ci
 test-unit: export TORCHINDUCTOR_CACHE_DIR ?= $(abspath build/test-cache/inductor)
 test-unit: export TORCHINDUCTOR_COMPILE_THREADS ?= 1
 test-unit: setup ## the fast lane: unit tests of course_utils without the slow ones (marked slow; make test runs them)
-	$(PY) -m pytest tests -m "not integration and not slow" -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder \
+	$(PY) -m pytest tests -m "not integration and not slow" -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder -p no:nbval \
 		--durations=10
 
 lint: setup ## ruff on course_utils, tests, tools, benchmarks, the website's configuration and the notebook sources
