@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from course_utils import declare, devices, display, intervals, timing, validate
-from course_utils.migrate import cost, decision, parity, record
+from course_utils.migrate import cost, decision, parity, readings, record
 from course_utils.migrate.inputs import MEASURED, SEED, SEED_JOB_HOURS, Inputs
 from course_utils.migrate.ladder import MigrationGain
 from course_utils.migrate.parity import Fallback, Parity
@@ -23,7 +23,9 @@ CACHE_METHOD = ("on-disk caches: every process uses one TORCHINDUCTOR_CACHE_DIR,
                 "(torch.compiler.save_cache_artifacts) was not used: on a CPU a process that loads it still builds "
                 "every C++ kernel again (its empty cache folder fills with as many compiled libraries as a cold one)")
 LOAD_METHOD = ("os.getloadavg() at the start and the end of each measuring process, the CPU steal over its life "
-               "(/proc/stat), and the best of 5 fp32 384x384 matmuls timed at its start and its end")
+               f"(/proc/stat), and the best of {readings.CALIBRATION_REPEATS} fp32 {readings.CALIBRATION_N}x"
+               f"{readings.CALIBRATION_N} matmuls timed at its start and its end, after "
+               f"{readings.CALIBRATION_WARMUP_S:g} s of untimed ones")
 
 
 def device_peak(device: str, device_name: str, amp: str | None,

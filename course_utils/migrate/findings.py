@@ -79,9 +79,9 @@ DECISION = Template(
 
 QUIET = Template(
     "migrate.quiet", ("true",),
-    held="The machine was quiet: {evidence} (the rule: {rule}).",
-    failed="**No decision: the machine was busy.** {failed} is false (the rule: {rule}): other work "
-           "shared the cores, so the gain measured depends on that work; measure again on a quiet machine.")
+    held="The machine was quiet: {evidence} ({seen}; the rule: {rule}).",
+    failed="**No decision: the machine was busy:** {reason} ({seen}; the rule: {rule}). Other work shared the "
+           "cores, so the gain measured depends on that work; measure again on a quiet machine.")
 
 COMPILED = Template(
     "migrate.compiled", ("true",),

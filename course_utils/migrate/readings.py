@@ -9,17 +9,21 @@ from pathlib import Path
 from typing import Any
 
 ROOF_N, ROOF_REPEATS = 1024, 8  # the matmul that measures MFU's peak on a CPU
-CALIBRATION_N, CALIBRATION_REPEATS = 384, 5  # the fixed matmul timed before and after each process
+CALIBRATION_N, CALIBRATION_REPEATS = 384, 20  # the fixed matmul timed before and after each process
+CALIBRATION_WARMUP_S = 0.2  # untimed matmuls first: a fresh process's thread pool and clock come up (a 2.2x
+# "drift" between a cold start and a warm end was seen on a quiet machine with one untimed call)
 
 
 def calibrate() -> float:
-    """Seconds of the best of ``CALIBRATION_REPEATS`` fixed fp32 matmuls: the same work before and after a process,
-    so a difference is other work on the machine."""
+    """Seconds of the best of ``CALIBRATION_REPEATS`` fixed fp32 matmuls after ``CALIBRATION_WARMUP_S`` of untimed
+    ones: the same work before and after a process, so a difference is other work on the machine."""
     import torch
 
     a = torch.ones(CALIBRATION_N, CALIBRATION_N)
-    best = float("inf")
-    for _ in range(CALIBRATION_REPEATS + 1):  # the first warms up
+    best, warm = float("inf"), time.perf_counter() + CALIBRATION_WARMUP_S
+    while time.perf_counter() < warm:
+        torch.matmul(a, a)
+    for _ in range(CALIBRATION_REPEATS):
         start = time.perf_counter()
         torch.matmul(a, a)
         best = min(best, time.perf_counter() - start)

@@ -87,8 +87,8 @@ def findings_of(a: Assessment) -> dict[str, Finding]:
     compiled = findings.COMPILED.read(true(f"Dynamo compiled at least one graph ({m.graphs} counted in the first "
                                            "process)", m.graphs > 0), mode=m.call, reason=m.nothing or "")
     guard = assessment.described(a.loads, a.host["logical_cores"])
-    quiet = findings.QUIET.read(true(f"the machine's guard stayed within the rule ({guard}; {LOAD_METHOD})",
-                                     a.busy is None), rule=assessment.RULE)
+    quiet = findings.QUIET.read(true("every measuring process stayed within the rule", a.busy is None),
+                                rule=assessment.RULE, seen=f"{guard}; {LOAD_METHOD}", reason=a.busy or "")
     told = {NOTHING: compiled, BUSY: quiet}
     return {
         "decision": told[a.decision.outcome] if a.decision.outcome in told else decided(a.decision, i, gain),
