@@ -24,7 +24,7 @@ CACHE_METHOD = ("on-disk caches: every process uses one TORCHINDUCTOR_CACHE_DIR,
                 "every C++ kernel again (its empty cache folder fills with as many compiled libraries as a cold one)")
 LOAD_METHOD = ("os.getloadavg() at the start and the end of each measuring process, the CPU steal over its life "
                f"(/proc/stat), and the best of {readings.CALIBRATION_REPEATS} fp32 {readings.CALIBRATION_N}x"
-               f"{readings.CALIBRATION_N} matmuls timed at its start and its end, after "
+               f"{readings.CALIBRATION_N} matmuls timed just before and just after its timed rounds, after "
                f"{readings.CALIBRATION_WARMUP_S:g} s of untimed ones")
 
 

@@ -176,7 +176,7 @@ def measure(spec: dict[str, Any], ranks: ddp.Ranks = ddp.SINGLE) -> dict[str, An
 
     if spec["threads"]:
         torch.set_num_threads(spec["threads"])
-    start = {"load": list(os.getloadavg()), "times": readings.cpu_times(), "calibration": readings.calibrate()}
+    start = {"load": list(os.getloadavg()), "times": readings.cpu_times()}
     device, ended = torch.device(spec["device"]), spec["inputs"] == "end-to-end"
     log = CompileLog.install()
     def in_job(m: Any) -> Any:
@@ -227,6 +227,7 @@ def measure(spec: dict[str, Any], ranks: ddp.Ranks = ddp.SINGLE) -> dict[str, An
         run.step(drawn[1])
         run.step(drawn[2])
         tick(3)
+    start["calibration"] = readings.calibrate()  # around the timed rounds, the process warm at both ends
     names, times, waits = list(runs), {name: [] for name in runs}, {name: [] for name in runs}
     for r in range(rounds):
         shared = [] if ended else [sources["eager"].next() for _ in range(per_round[r])]
@@ -250,6 +251,7 @@ def measure(spec: dict[str, Any], ranks: ddp.Ranks = ddp.SINGLE) -> dict[str, An
             waits[name].append(waited / per_round[r] if ended else None)
             tick(per_round[r])
     log.switch("none")
+    start["after"] = readings.calibrate()
     peaks = {name: memory.torch_peak_bytes(lambda run=run: run.step(kept[-1], keep=False), device)
              for name, run in runs.items()}
     shares = {name: readings.compiled_share(runs[name], kept[:3]) if spec["index"] == 0 else None
