@@ -137,9 +137,9 @@ def report_markdown(a: Assessment, figures: dict[str, str] | None = None) -> str
     lines = [f"# Should we migrate {a.model}?", "", found["decision"].sentence, ""]
     lines += [] if a.gate is None else [a.gate.finding().sentence, ""]
     lines += [f"- **Blocker:** {b}" for b in story.blockers(found["parity"], found["fallback"])] + [""]
-    lines += [f"Measured on {a.device_name} ({a.device}, {a.threads} intra-op threads) in {a.processes} fresh "
-              "processes: the decision holds for this device and these versions only (a CPU stand-in decides "
-              "nothing for a GPU fleet; another GPU needs its own run).", ""]
+    lines += [f"Measured on {a.device_name} ({a.device}, {a.threads} intra-op thread{'s' * (a.threads != 1)}) in "
+              f"{a.processes} fresh processes: the decision holds for this device and these versions only (a CPU "
+              "stand-in decides nothing for a GPU fleet; another GPU needs its own run).", ""]
     lines += ddp.paragraph(a.ddp)
     lines += [figures["speedup"], ""] if "speedup" in figures else []
     inside = ", ".join(f"{s.ratio:.3g}x ({s.low:.3g} to {s.high:.3g})" for s in m.in_process)
@@ -305,7 +305,8 @@ def lead_page(priced: Annotated[Named, MinItems(2), MaxItems(2)], block: Assessm
     """The page a lead reads: where it was measured, each model's gain and decision, both sets of inputs."""
     (seed_name, seed), (lead_name, lead) = priced.items()
     where = (f"**Measured on {lead.device_name}** ({lead.device}, {cores} cores; the fresh processes used "
-             f"{lead.threads} threads), with torch {lead.versions.get('torch', '?')}: the decision holds for this "
+             f"{lead.threads} thread{'s' * (lead.threads != 1)}), with torch {lead.versions.get('torch', '?')}: the "
+             "decision holds for this "
              "device and these versions only. **A CPU stand-in decides nothing for a GPU fleet**: run the command of "
              "section 3 on the accelerator you pay for before deciding.")
     rows = ["| | this run | the seed claims |", "|---|---|---|",
