@@ -211,7 +211,7 @@ def sample_report(paths: list[Path]) -> str:
             outputs = cell.get("outputs", []) if "sample-report" in cell.metadata.get("tags", []) else []
             for text in (out.get("data", {}).get("text/markdown") for out in outputs):
                 if text:
-                    report = re.sub(r"</?details>|<summary>(.*?)</summary>", r"**\1**", text).strip()
+                    report = re.sub(r"<summary>(.*?)</summary>", r"**\1**", re.sub(r"</?details>", "", text)).strip()
                     return (f"## A sample report\n\nThe report `assess` wrote in the stored run of "
                             f"[{path.stem}](notebooks/{path.name}) ({last_verified(nb) or 'no last-verified line'}):"
                             f" that run's numbers and machine, not yours.\n\n{report}\n")
