@@ -130,19 +130,16 @@ def code_lines(text: str) -> tuple[int, int]:
     return len(kinds), strings
 
 
-SHOWN_FILE = "sample-report"  # a cell showing a file a tool wrote (07's report.md): a document, not prose
-
-
 def prose_paragraphs(nb: dict, main_path: bool = True) -> list[str]:
     """Paragraphs of prose (before the 'Going further' heading when ``main_path``): markdown cells and generated
-    Markdown outputs (not a shown file: ``SHOWN_FILE``), with tables, code blocks, headings and images left out."""
+    Markdown outputs, with tables, code blocks, headings and images left out."""
     texts = []
     for cell in nb["cells"]:
         if cell["cell_type"] == "markdown":
             if main_path and GOING_FURTHER.search(source(cell)):
                 break
             texts.append(source(cell))
-        elif cell["cell_type"] == "code" and SHOWN_FILE not in cell.get("metadata", {}).get("tags", []):
+        elif cell["cell_type"] == "code":
             for output in cell.get("outputs", []):
                 markdown = output.get("data", {}).get("text/markdown")
                 if markdown:

@@ -79,8 +79,8 @@ DECISION = Template(
 
 QUIET = Template(
     "migrate.quiet", ("true",),
-    held="The machine was quiet: {evidence} ({seen}; the rule: {rule}).",
-    failed="**No decision: the machine was busy:** {reason} ({seen}; the rule: {rule}). Other work shared the "
+    held="The machine was quiet: {evidence} ({seen}).",
+    failed="**No decision: the machine was busy:** {reason} ({seen}). Other work shared the "
            "cores, so the gain measured depends on that work; measure again on a quiet machine.")
 
 COMPILED = Template(

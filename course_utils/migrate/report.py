@@ -88,7 +88,7 @@ def findings_of(a: Assessment) -> dict[str, Finding]:
                                            "process)", m.graphs > 0), mode=m.call, reason=m.nothing or "")
     guard = assessment.described(a.loads, a.host["logical_cores"])
     quiet = findings.QUIET.read(true("every measuring process stayed within the rule", a.busy is None),
-                                rule=assessment.RULE, seen=f"{guard}; {LOAD_METHOD}", reason=a.busy or "")
+                                seen=guard, reason=a.busy or "")
     told = {NOTHING: compiled, BUSY: quiet}
     return {
         "decision": told[a.decision.outcome] if a.decision.outcome in told else decided(a.decision, i, gain),
@@ -183,10 +183,11 @@ def report_markdown(a: Assessment, figures: dict[str, str] | None = None) -> str
     lines += ["", "## Exploration or production", "", found["run"].sentence, "", "## How this was measured", "",
               f"{a.processes} fresh processes, each {a.steps} timed steps in {a.rounds} interleaved rounds after 3 "
               f"untimed steps, per variant; batches {a.batch}; optimizer {a.optimizer}; AMP {a.amp or 'off'}; "
-              f"{a.parameters:,} parameters. {found['quiet'].sentence.replace('**', '')} "
-              f"Compile cache: {a.cache.get('method', '')}. Versions: "
-              + ", ".join(f"{k} {v}" for k, v in a.versions.items()) + f". Took {a.seconds:.0f} s.", "",
-              f"Repeat: `{a.command}`", ""]
+              f"{a.parameters:,} parameters.", "", found["quiet"].sentence.replace("**", ""), "",
+              f"The guard read {LOAD_METHOD}; the rule: {assessment.RULE}.", "",
+              f"Compile cache: {a.cache.get('method', '')}.", "",
+              "Versions: " + ", ".join(f"{k} {v}" for k, v in a.versions.items()) + f". Took {a.seconds:.0f} s.",
+              "", f"Repeat: `{a.command}`", ""]
     return "\n".join(lines)
 
 
