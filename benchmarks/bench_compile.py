@@ -2,7 +2,7 @@
 
 For the gelu chain (``course_utils.models.chain_for``) at a few sizes, per framework: warm-up (the
 compiled function's first call, trace + compile), steady-state time per call eager
-and compiled, the speed-up, and the break-even number of calls (``course_utils.graphs.break_even``).
+and compiled, the speed-up, and the break-even number of calls (``course_utils.graphs.breakeven.break_even_calls``).
 PyTorch's first compile in a process also loads Inductor; it is recorded separately as ``torch_first_compile``.
 Whole training steps are benchmarked rung by rung in ``bench_ladder``.
 """
@@ -28,7 +28,9 @@ def _pair(eager_fn, compiled_fn, args) -> dict:
         "eager_s": eager.median,
         "compiled_s": compiled.median,
         "speedup": eager.median / compiled.median,
-        "break_even_calls": None if math.isinf(n := graphs.breakeven.break_even(eager, compiled)) else n,  # None: never
+        "break_even_calls": None if math.isinf(n := graphs.breakeven.break_even_calls(
+            first_call=compiled.first_call, per_call=compiled.median, eager_per_call=eager.median,
+            eager_first_call=eager.first_call)) else n,  # None: never
     }
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
 import tomllib
+import types
 
 import yaml
 from conftest import ROOT
@@ -59,3 +62,36 @@ def test_readme_layout_lists_every_core_module_and_names_the_course_file() -> No
     listed = {word.strip(",") for word in layout.replace("\n", " ").split()}
     assert core <= listed, f"README Layout misses core modules: {sorted(core - listed)}"
     assert "course.toml" in readme, "README must point at course.toml for the lessons and their packages"
+
+
+def _resolves(root: object, chain: list[str]) -> bool:
+    for name in chain:
+        if not hasattr(root, name):
+            try:
+                root = importlib.import_module(f"{root.__name__}.{name}")
+            except (AttributeError, ImportError):
+                return False
+            continue
+        root = getattr(root, name)
+        if not isinstance(root, types.ModuleType):
+            return True  # past the package: a value's own attributes are the value's business
+    return True
+
+
+def test_every_course_utils_name_a_benchmark_calls_exists() -> None:
+    """make bench is not run by the suite (tests never assert speed), so a renamed helper would break it unseen."""
+    for path in sorted((ROOT / "benchmarks").glob("*.py")):
+        tree, bound = ast.parse(path.read_text()), {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("course_utils"):
+                module = importlib.import_module(node.module)
+                for alias in node.names:
+                    assert _resolves(module, [alias.name]), f"{path.name}: {node.module}.{alias.name}"
+                    bound[alias.asname or alias.name] = getattr(module, alias.name, None) or \
+                        importlib.import_module(f"{node.module}.{alias.name}")
+        for node in ast.walk(tree):
+            chain = []
+            while isinstance(node, ast.Attribute):
+                chain, node = [node.attr, *chain], node.value
+            if chain and isinstance(node, ast.Name) and node.id in bound:
+                assert _resolves(bound[node.id], chain), f"{path.name}: {node.id}.{'.'.join(chain)} does not exist"
