@@ -65,19 +65,22 @@ device = torch.device(plan.torch_device)  # on a TPU runtime PyTorch runs on the
 
 # %% tags=["device"]
 sizes = cu.env.sizes(
-    samples=dict(smoke=208, ci=400, cpu=800, gpu=8192),  # images per epoch of the ladder's loaders (smoke's 208 and
-    # ci's 400 both end exercise 3's batch-96 epoch on 16 rows: one compiled graph for both runs of make test)
+    samples=dict(smoke=208, ci=400, cpu=400, gpu=8192),  # images per epoch of the ladder's loaders (smoke's 208 and
+    # ci's 400 both end exercise 3's batch-96 epoch on 16 rows: one compiled graph for both runs of make test; on
+    # a CPU more images per epoch only narrow the rounds' medians, and the ladder's rounds are its replicates)
     image=dict(cpu=64),  # image side, pixels
     work=dict(ci=2, cpu=2, gpu=8),  # decoding work per image: what loader workers take off the training process
     batch=dict(ci=32, cpu=32, gpu=128),  # the baseline's batch (the ladder), and the CNN's batch in assess
+    rounds=dict(smoke=2, cpu=4),  # the ladder's paired rounds (an epoch per rung each, in turns): every set-up,
+    final_rounds=dict(smoke=3, cpu=6),  # and the fastest set-up eager beside compiled
     processes=dict(smoke=2, ci=3, cpu=3),  # fresh processes per assess
-    steps=dict(smoke=2, ci=10, cpu=20),  # timed steps per variant in each fresh process
+    steps=dict(smoke=2, ci=10, cpu=10),  # timed steps per variant in each fresh process (the replicates: processes)
     vocab=dict(ci=256, cpu=256, gpu=4096),  # transformer block: vocabulary
     dim=dict(ci=64, cpu=128, gpu=512),  # transformer block: width
     heads=dict(ci=4, cpu=4, gpu=8),  # transformer block: attention heads
     length=dict(ci=64, cpu=128, gpu=512),  # transformer block: tokens per sequence
     sequences=dict(ci=16, cpu=16, gpu=32),  # transformer block: sequences per batch
-    min_time=dict(smoke=0.05, ci=0.2, cpu=0.3),  # framework table: seconds per timed round
+    min_time=dict(smoke=0.05, ci=0.2, cpu=0.2),  # framework table: seconds per timed round
 )
 sizes
 
@@ -158,8 +161,8 @@ if amp_dtype is not None:
     setups[f"+ autocast {str(amp_dtype).split('.')[-1]}"] = rung = dict(rung, amp=amp_dtype)
 setups[f"+ batch {2 * sizes.batch}"] = dict(rung, batch=2 * sizes.batch)
 ladder, compiled_model = cu.migrate.torch_ladder(setups, loader, train_step, fresh_model, compiler=compile_model,
-                                                 skipped=cu.migrate.skipped_rungs(device, amp_dtype), rounds=4,
-                                                 final_rounds=6)
+                                                 skipped=cu.migrate.skipped_rungs(device, amp_dtype),
+                                                 rounds=sizes.rounds, final_rounds=sizes.final_rounds)
 gain = ladder.interval(ladder.migration_gain().label)  # compile last, over its eager twin
 first = ladder.interval("torch.compile on the baseline")  # compile first
 cheap = ladder.no_migration_interval()  # the kept no-migration set-up over the baseline

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
@@ -59,17 +59,18 @@ def recorded_seconds(ipynb: Path) -> float:
     return total
 
 
-def scope_rank(item: pytest.Item, seconds: dict[Path, float], slow_modules: set[Path]) -> tuple[int, float]:
+def scope_rank(item: pytest.Item, seconds: dict[Path, float], slow_modules: dict[Path, int]) -> tuple[int, float]:
     """Where ``item``'s scope starts in make test (smaller first): the learner editions, then the notebooks under
     nbval, each group longest first by the notebook's recorded seconds (an edition runs at ci sizes too), then the
-    test files holding a slow or integration test, then the rest. Every item of a scope gets the same rank."""
+    test files holding a slow or integration test, most such tests first (``slow_modules``: their count per file),
+    then the rest: the session ends on short scopes. Every item of a scope gets the same rank."""
     path = Path(str(item.path)).resolve()
     ipynb = getattr(getattr(item.getparent(pytest.Class), "obj", None), "ipynb", None)
     if ipynb is not None:
         return 0, -seconds.get(Path(ipynb).resolve(), 0.0)
     if path.suffix == ".ipynb":
         return 1, -seconds.get(path, 0.0)
-    return (2 if path in slow_modules else 3), 0.0
+    return (2, -slow_modules[path]) if path in slow_modules else (3, 0.0)
 
 
 class _LongestFirst:
@@ -80,8 +81,8 @@ class _LongestFirst:
     @staticmethod
     def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         seconds = {p.resolve(): recorded_seconds(p) for p in ALL_NOTEBOOKS if p.exists()}
-        slow = {Path(str(i.path)).resolve() for i in items
-                if i.get_closest_marker("slow") or i.get_closest_marker("integration")}
+        slow = Counter(Path(str(i.path)).resolve() for i in items
+                       if i.get_closest_marker("slow") or i.get_closest_marker("integration"))
         items.sort(key=lambda item: scope_rank(item, seconds, slow))
 
 

@@ -1,5 +1,10 @@
 """assess end to end at tiny sizes (two different models, 2 fresh processes each), a model whose compiled losses
-drift and that breaks its graph, the report's files, and Ctrl-C leaving no process behind."""
+drift and that breaks its graph, the report's files, and Ctrl-C leaving no process behind.
+
+Each assess run launches fresh processes (Python, torch, a compile each), so the tests share three runs, each
+read by several tests (module-scoped fixtures): an MLP with dropout drawing from a DataLoader with a worker; the
+token model measured with the user's compile function beside a fullgraph mode; the drifting model under AMP with
+its inputs cached."""
 
 from __future__ import annotations
 
@@ -30,13 +35,52 @@ def _importable(monkeypatch) -> None:
     monkeypatch.syspath_prepend(str(HERE))
 
 
-@pytest.mark.parametrize("model, batches", [("assess_models:mlp", "assess_models:mlp_batches"),
-                                            ("assess_models:tokens", "assess_models:token_batches")])
-def test_two_models_end_to_end_in_two_processes(tmp_path, model, batches) -> None:
-    config = tmp_path / "costs.toml"
+@pytest.fixture(scope="module")
+def _module_importable():
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(HERE))
+        yield
+
+
+def _costs(folder: Path) -> Path:
+    config = folder / "costs.toml"
     config.write_text("monthly_spend = 50_000\ntraining_share = 0.5\n")
-    out = tmp_path / "report"
-    found = migrate.assess(model, batches, config=config, processes=2, steps=4, amp="off", out=out, progress=False)
+    return config
+
+
+@pytest.fixture(scope="module")
+def dropout_run(tmp_path_factory, _module_importable):
+    """The MLP with dropout, each step drawing from a DataLoader with one worker process: (model, result, out)."""
+    folder = tmp_path_factory.mktemp("dropout")
+    model = "assess_models:dropout"
+    found = migrate.assess(model, "assess_models:mlp_loader", batches_args={"workers": 1}, config=_costs(folder),
+                           processes=2, steps=4, amp="off", out=folder / "report", progress=False)
+    return model, found, folder / "report"
+
+
+@pytest.fixture(scope="module")
+def tokens_run(tmp_path_factory, _module_importable):
+    """The token model, the user's compile function deciding, beside torch.compile with fullgraph=True."""
+    folder = tmp_path_factory.mktemp("tokens")
+    model = "assess_models:tokens"
+    found = migrate.assess(model, "assess_models:token_batches", config=_costs(folder),
+                           compiler="assess_models:compile_fixed", modes="default", fullgraph=True, processes=2,
+                           steps=4, amp="off", out=folder / "report", progress=False)
+    return model, found, folder / "report"
+
+
+@pytest.fixture(scope="module")
+def drifts_run(tmp_path_factory, _module_importable):
+    """The model whose compiled losses drift, under AMP (bf16), its inputs cached."""
+    folder = tmp_path_factory.mktemp("drifts")
+    found = migrate.assess("assess_models:drifts", "assess_models:mlp_batches", processes=2, steps=2, amp="bf16",
+                           inputs="cached", out=folder / "report", progress=False)
+    return found, folder / "report"
+
+
+@pytest.mark.parametrize("run", ["dropout_run", "tokens_run"])
+def test_two_models_end_to_end_in_two_processes(request, run) -> None:
+    model, found, out = request.getfixturevalue(run)
     assert found.decision.outcome in migrate.decision.DECISIONS
     assert found.deciding.speedup.n == 2 and found.deciding.speedup.unit == "processes"
     assert len(found.deciding.in_process) == 2 and found.deciding.in_process[0].unit == "rounds"
@@ -55,42 +99,39 @@ def test_two_models_end_to_end_in_two_processes(tmp_path, model, batches) -> Non
     first = "No decision:" if found.decision.outcome == migrate.decision.BUSY else "Decision:"  # a busy machine
     assert page.index(first) < page.index("data:image/png;base64,") and "http" not in page.split("<body>")[1]
     assert (out / "report.md").read_text().startswith(f"# Should we migrate {model}?")
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "the working folder was left behind"
+    assert not [p for p in out.parent.iterdir() if p.name.startswith(".")], "the working folder was left behind"
 
 
-def test_drifting_losses_fail_parity_and_graph_breaks_are_counted(tmp_path) -> None:
-    found = migrate.assess("assess_models:drifts", "assess_models:mlp_batches", processes=2, steps=2, amp="off",
-                           out=tmp_path / "report", progress=False)
+def test_drifting_losses_fail_parity_and_graph_breaks_are_counted(drifts_run) -> None:
+    found, out = drifts_run
     assert not found.deciding.parity.passed
     assert found.deciding.graph_breaks and "Data-dependent branching" in found.deciding.graph_breaks[0]
     assert not found.fallback.passed  # the fallback runs eager, so it cannot match the drifting compiled path
     told = migrate.report.findings_of(found)
     assert any("must be fixed before any migration" in b for b in migrate.story.blockers(told["parity"],
                                                                                           told["fallback"]))
-    assert json.loads((tmp_path / "report" / "report.json").read_text())["modes"][0]["parity"]["passed"] is False
+    assert json.loads((out / "report.json").read_text())["modes"][0]["parity"]["passed"] is False
 
 
-def test_dropout_is_judged_with_the_random_state_matched_and_blocks_nothing(tmp_path) -> None:
-    found = migrate.assess("assess_models:dropout", "assess_models:mlp_batches", processes=2, steps=2, amp="off",
-                           out=tmp_path / "report", progress=False)
+def test_dropout_is_judged_with_the_random_state_matched_and_blocks_nothing(dropout_run) -> None:
+    _, found, out = dropout_run
     assert found.deciding.parity.passed, found.deciding.parity
     assert found.deciding.parity.method.startswith("random state matched") and "Dropout(p=0.3)" in \
         found.deciding.parity.method
     assert found.fallback.passed, found.fallback
     told = migrate.report.findings_of(found)
     assert migrate.story.blockers(told["parity"], told["fallback"]) == []
-    assert "random state matched" in (tmp_path / "report" / "report.md").read_text()
+    assert "random state matched" in (out / "report.md").read_text()
 
 
-def test_with_amp_the_report_has_the_four_rows_a_lead_needs(tmp_path) -> None:
-    found = migrate.assess("assess_models:mlp", "assess_models:mlp_batches", processes=2, steps=2, amp="bf16",
-                           out=tmp_path / "report", progress=False)
+def test_with_amp_the_report_has_the_four_rows_a_lead_needs(drifts_run) -> None:
+    found, out = drifts_run
     assert found.amp_alone is not None and found.amp_alone.n == 2 and found.amp_alone.baseline == "eager fp32"
-    assert "eager + AMP over eager fp32 (no migration" in (tmp_path / "report" / "report.md").read_text()
-    assert json.loads((tmp_path / "report" / "report.json").read_text())["amp_alone"]["n"] == 2
+    assert "eager + AMP over eager fp32 (no migration" in (out / "report.md").read_text()
+    assert json.loads((out / "report.json").read_text())["amp_alone"]["n"] == 2
     assert found.deciding.speedup.baseline == "eager"  # the migration is still priced over eager + AMP
     assert found.compile_alone is not None and found.compile_alone.baseline == "eager fp32"
-    assert "what compile buys without AMP" in (tmp_path / "report" / "report.md").read_text()
+    assert "what compile buys without AMP" in (out / "report.md").read_text()
 
 
 def test_a_gru_compiles_nothing_so_there_is_nothing_to_migrate(tmp_path) -> None:
@@ -179,28 +220,25 @@ def test_a_child_that_fails_shows_its_log_and_one_past_its_timeout_is_stopped(tm
                            log=tmp_path / "c.log", timeout=60)
 
 
-def test_end_to_end_steps_draw_from_a_dataloader_with_workers_and_time_the_wait_apart(tmp_path) -> None:
-    found = migrate.assess("assess_models:mlp", "assess_models:mlp_loader", batches_args={"workers": 1},
-                           processes=2, steps=4, amp="off", out=tmp_path / "report", progress=False)
+def test_end_to_end_steps_draw_from_a_dataloader_with_workers_and_time_the_wait_apart(dropout_run, drifts_run) -> None:
+    _, found, out = dropout_run
     assert found.batch_inputs == "end-to-end" and found.eager_wait_s is not None and found.deciding.wait_s is not None
     assert 0 <= found.eager_wait_s < found.eager_step_s and found.deciding.parity.passed, found.deciding.parity
     assert "end to end: each step drew its batch from make_batches()" in found.setup
-    assert "the wait for data was eager" in (tmp_path / "report" / "report.md").read_text()
-    cached = migrate.assess("assess_models:mlp", "assess_models:mlp_loader", batches_args={"workers": 0},
-                            processes=2, steps=2, amp="off", inputs="cached", out=tmp_path / "cached", progress=False)
+    assert "the wait for data was eager" in (out / "report.md").read_text()
+    cached, out = drifts_run
     assert cached.eager_wait_s is None and "inputs cached" in cached.setup
-    assert "Inputs cached (--inputs=cached)" in (tmp_path / "cached" / "report.md").read_text()
-    assert json.loads((tmp_path / "cached" / "report.json").read_text())["batch_inputs"] == "cached"
+    assert "Inputs cached (--inputs=cached)" in (out / "report.md").read_text()
+    assert json.loads((out / "report.json").read_text())["batch_inputs"] == "cached"
 
 
-def test_the_users_compile_function_decides_and_fullgraph_regional_and_the_optimizer_are_named(tmp_path) -> None:
-    found = migrate.assess("assess_models:stack", "assess_models:mlp_batches", compiler="assess_models:compile_fixed",
-                           modes="default", fullgraph=True, processes=2, steps=2, amp="off", out=tmp_path / "whole",
-                           progress=False)
+def test_the_users_compile_function_decides_and_fullgraph_regional_and_the_optimizer_are_named(tmp_path,
+                                                                                                tokens_run) -> None:
+    _, found, out = tokens_run
     assert [m.call for m in found.modes] == ["assess_models:compile_fixed(model)",
                                              "torch.compile(model, mode='default', fullgraph=True)"]
     assert found.deciding.graphs > 0 and found.deciding.speedup.candidate == "assess_models:compile_fixed(model)"
-    assert "| assess_models:compile_fixed(model) |" in (tmp_path / "whole" / "report.md").read_text()
+    assert "| assess_models:compile_fixed(model) |" in (out / "report.md").read_text()
     regional = migrate.assess("assess_models:stack", "assess_models:mlp_batches", regional=True, processes=2, steps=2,
                               amp="off", out=tmp_path / "regional", progress=False, compile_optimizer=True)
     assert regional.deciding.call == ("torch.compile(block, mode='default') on each block of layers (3 blocks) + "
@@ -215,8 +253,7 @@ def test_the_users_compile_function_decides_and_fullgraph_regional_and_the_optim
                        fullgraph=True, processes=2, steps=2, out=tmp_path / "none", progress=False)
 
 
-def test_the_share_of_the_step_inside_compiled_graphs_is_measured_on_a_cpu(tmp_path) -> None:
-    found = migrate.assess("assess_models:tokens", "assess_models:token_batches", processes=2, steps=2, amp="off",
-                           out=tmp_path / "report", progress=False)
+def test_the_share_of_the_step_inside_compiled_graphs_is_measured_on_a_cpu(tokens_run) -> None:
+    _, found, out = tokens_run
     assert 0 < found.deciding.compiled_share <= 1, found.deciding.compiled_share
-    assert "of the step's host time" in (tmp_path / "report" / "report.md").read_text()
+    assert "of the step's host time" in (out / "report.md").read_text()
