@@ -128,16 +128,9 @@ def _main(argv: list[str] | None) -> int:
         return _price(argv[2:])
     args = parser().parse_args(argv)
     try:
-        found = _assess.assess(args.model, args.batches, model_args=_args("--model-arg", args.model_arg),
-                               batches_args=_args("--batches-arg", args.batches_arg), loss=args.loss,
-                               config=args.config,
-                               processes=args.processes, steps=args.steps, device=args.device, modes=args.modes,
-                               amp=args.amp, threads=args.threads, timeout=args.timeout, out=args.out,
-                               baseline=args.baseline, compiler=args.compiler, fullgraph=args.fullgraph,
-                               regional=args.regional, inputs=args.inputs,
-                               nproc_per_node=args.nproc_per_node, compile_optimizer=args.compile_optimizer,
-                               separate=args.separate, nnodes=args.nnodes, node_rank=args.node_rank,
-                               rdzv_endpoint=args.rdzv_endpoint)
+        given = {k: v for k, v in vars(args).items() if k not in ("command", "model_arg", "batches_arg")}
+        found = _assess.assess(**given, model_args=_args("--model-arg", args.model_arg),
+                               batches_args=_args("--batches-arg", args.batches_arg))
     except KeyboardInterrupt:
         print(f"interrupted: every measuring process was stopped; nothing was written to {args.out}", file=sys.stderr)
         return 130
