@@ -41,7 +41,7 @@ Nodes = Annotated[int, Range(1, 1024)]  # torchrun's --nnodes: every node runs t
 Endpoint = Annotated[str, declare.Matches(r"[^\s:]+:\d{1,5}", "HOST:PORT")]
 SEPARATE_SHARE = 0.6
 """Above this share of the device's memory (the host's on a CPU), the fresh processes after the first run each
-variant in a process of its own. The estimate (``need``) counts the eager step's peak and the optimizer's state only:
+variant in a process of its own. The estimate (``layout``) counts the eager step's peak and the optimizer's state only:
 not the allocator's cache, the compiler's workspace, nor the fallback model the first process adds, so 40% is left
 for what it leaves out."""
 Modes = Annotated[Sequence[Literal[MODES]], NonEmpty] | Text
@@ -93,17 +93,14 @@ def variants(spec: Mapping[str, Any]) -> list[str]:
     return ["eager", *[FP32] * amp, *spec["modes"], *[COMPILED_FP32] * amp, *[ddp.NO_SYNC] * (world > 1)]
 
 
-def need(first: Mapping[str, Any], parameters: int, ranks: int = 1) -> int:
-    """Bytes every variant of ``first`` (the first process's result) takes in one process (computed): the eager
-    step's peak plus 16 bytes a parameter (weights, gradients, two fp32 optimizer states at most), per variant,
-    times the ``ranks`` sharing the memory."""
-    return ranks * len(first["variants"]) * ((first["variants"]["eager"]["peak_bytes"] or 0) + 16 * parameters)
-
-
 def layout(first: Mapping[str, Any], *, parameters: int, memory_bytes: int | None, separate: bool, nodes: int = 1,
            ranks: int = 1) -> dict[str, Any]:
-    """Whether the processes after the first run each variant alone (``separate``: forced), and why (computed)."""
-    needed = need(first, parameters, ranks) if first else None
+    """Whether the processes after the first run each variant alone (``separate``: forced), and why: the bytes all
+    variants of ``first`` (the first process's result) need together (computed: the eager step's peak plus 16 bytes
+    a parameter, for weights, gradients and two fp32 optimizer states at most, per variant, times the ``ranks``
+    sharing the memory) over ``memory_bytes``, against ``SEPARATE_SHARE``."""
+    count = len(first["variants"]) if first else None
+    needed = count and ranks * count * ((first["variants"]["eager"]["peak_bytes"] or 0) + 16 * parameters)
     share = None if needed is None or not memory_bytes else needed / memory_bytes
     if separate:
         why = "--separate asked for it"
@@ -116,7 +113,7 @@ def layout(first: Mapping[str, Any], *, parameters: int, memory_bytes: int | Non
                f"{SEPARATE_SHARE:.0%} (computed: the eager step's peak plus 16 bytes a parameter, per variant)"
                if share is not None else "the eager step's peak or the memory is unknown")
     return {"separate": separate, "why": why, "need_bytes": needed, "memory_bytes": memory_bytes,
-            "threshold": SEPARATE_SHARE, "variants": len(first["variants"]) if first else None}
+            "threshold": SEPARATE_SHARE, "variants": count}
 
 
 def default_timeout(steps: int) -> float:

@@ -176,7 +176,7 @@ def report_markdown(a: Assessment, figures: dict[str, str] | None = None) -> str
     lines += [f"- recompile: {r}" for r in m.recompiles[:10]] + [""]
     memory = " (process peak RSS growth on a CPU)" if a.device == "cpu" else " (CUDA allocator peak)"
     lines += [f"Peak memory of one steady step: eager {_bytes(a.eager_peak_bytes)}, compiled {_bytes(m.peak_bytes)}"
-              f"{memory}. {_shared(a)}", "", "## Parity and rollback", "",
+              f"{memory}. {_layout(a)}", "", "## Parity and rollback", "",
               found["parity"].sentence + " " + found["fallback"].sentence, "", "## Money", "", money_sentence(a), ""]
     lines += [figures["payback"], ""] if "payback" in figures else []
     lines += ["| input | value | source |", "|---|---|---|"]
@@ -201,7 +201,7 @@ def _inputs(a: Assessment) -> str:
             f"wait for data was eager {_time(a.eager_wait_s)}, {waits}, the rest compute.")
 
 
-def _shared(a: Assessment) -> str:
+def _layout(a: Assessment) -> str:
     """Which layout ran (``assessing.layout``): every variant in one process, or, after the first, each alone."""
     plan = a.layout or {"separate": False, "why": "no estimate was recorded", "variants": "the"}
     variants = plan["variants"]
