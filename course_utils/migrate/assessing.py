@@ -108,7 +108,7 @@ def layout(first: Mapping[str, Any], *, parameters: int, memory_bytes: int | Non
         why = "with several nodes only --separate splits them (the other nodes never see the first process's peak)"
     else:
         separate = share is not None and share > SEPARATE_SHARE
-        why = (f"every variant together needs about {display.format_bytes(needed)}, {share:.0%} of the "
+        why = (f"every variant together needs about {display.format_bytes(needed)}, {share:.1%} of the "
                f"{display.format_bytes(memory_bytes)} of memory, {'above' if separate else 'within'} "
                f"{SEPARATE_SHARE:.0%} (computed: the eager step's peak plus 16 bytes a parameter, per variant)"
                if share is not None else "the eager step's peak or the memory is unknown")
