@@ -46,6 +46,15 @@ def parser() -> argparse.ArgumentParser:
     cmd.add_argument("--nproc-per-node", type=int, default=1,
                      help="ranks per fresh process: each is a torchrun job, eager DDP against compiled DDP (NCCL "
                           "with a GPU per rank, else gloo on the CPU, which stands in)")
+    cmd.add_argument("--nnodes", type=int, default=1, help="nodes of the job: run this same command on each, with "
+                                                           "its --node-rank; node 0 writes the report")
+    cmd.add_argument("--node-rank", type=int, default=0, help="this node's rank, 0 to nnodes - 1")
+    cmd.add_argument("--rdzv-endpoint", metavar="HOST:PORT",
+                     help="with --nnodes 2 or more: where the nodes meet (torchrun's c10d rendezvous; node 0's "
+                          "address)")
+    cmd.add_argument("--separate", action="store_true",
+                     help="after the first process, each variant in a process of its own (default: only when the "
+                          f"variants together would take over {_assess.SEPARATE_SHARE * 100:.0f}%% of the memory)")
     cmd.add_argument("--amp", default="auto", choices=_assess.AMPS)
     cmd.add_argument("--threads", type=int, help="intra-op threads of the measuring processes (default: torch's)")
     cmd.add_argument("--timeout", type=float, help="seconds allowed per process (default: 300 + 8 per step)")
@@ -119,14 +128,9 @@ def _main(argv: list[str] | None) -> int:
         return _price(argv[2:])
     args = parser().parse_args(argv)
     try:
-        found = _assess.assess(args.model, args.batches, model_args=_args("--model-arg", args.model_arg),
-                               batches_args=_args("--batches-arg", args.batches_arg), loss=args.loss,
-                               config=args.config,
-                               processes=args.processes, steps=args.steps, device=args.device, modes=args.modes,
-                               amp=args.amp, threads=args.threads, timeout=args.timeout, out=args.out,
-                               baseline=args.baseline, compiler=args.compiler, fullgraph=args.fullgraph,
-                               regional=args.regional, inputs=args.inputs,
-                               nproc_per_node=args.nproc_per_node, compile_optimizer=args.compile_optimizer)
+        given = {k: v for k, v in vars(args).items() if k not in ("command", "model_arg", "batches_arg")}
+        found = _assess.assess(**given, model_args=_args("--model-arg", args.model_arg),
+                               batches_args=_args("--batches-arg", args.batches_arg))
     except KeyboardInterrupt:
         print(f"interrupted: every measuring process was stopped; nothing was written to {args.out}", file=sys.stderr)
         return 130
@@ -136,6 +140,9 @@ def _main(argv: list[str] | None) -> int:
     except (children.ChildFailed, TimeoutError) as exc:
         print(f"error: {exc}\nno report was written to {args.out}", file=sys.stderr)
         return 1
+    if found is None:
+        print(f"node {args.node_rank} of {args.nnodes}: every measuring job ran; node 0 writes the report")
+        return 0
     told = report.findings_of(found)
     print(told["decision"].sentence.replace("**", ""))
     for blocker in story.blockers(told["parity"], told["fallback"]):

@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from course_utils import children, declare, env, intervals, validate
+from course_utils import children, declare, display, env, intervals, validate
 from course_utils.declare import NonEmpty, Range, Text
 from course_utils.migrate import assessment, ddp, examples, parity, record, report
 from course_utils.migrate.inputs import Inputs, read_config
@@ -37,6 +37,13 @@ Steps = Annotated[int, Range(2, 100_000)]  # timed steps per process
 Args = Mapping[Annotated[str, declare.Matches(r"[A-Za-z_]\w*", "a Python argument name")], int | float | str]
 Threads = Annotated[int, Range(1, 1024)]
 Ranks = Annotated[int, Range(1, 64)]  # ranks per fresh process (torchrun's --nproc-per-node)
+Nodes = Annotated[int, Range(1, 1024)]  # torchrun's --nnodes: every node runs the same assess command
+Endpoint = Annotated[str, declare.Matches(r"[^\s:]+:\d{1,5}", "HOST:PORT")]
+SEPARATE_SHARE = 0.6
+"""Above this share of the device's memory (the host's on a CPU), the fresh processes after the first run each
+variant in a process of its own. The estimate (``layout``) counts the eager step's peak and the optimizer's state only:
+not the allocator's cache, the compiler's workspace, nor the fallback model the first process adds, so 40% is left
+for what it leaves out."""
 Modes = Annotated[Sequence[Literal[MODES]], NonEmpty] | Text
 
 
@@ -79,6 +86,36 @@ def _amp(amp: str, device: str) -> str | None:
     return {"off": None, "bf16": "bfloat16", "fp16": "float16"}[amp]
 
 
+def variants(spec: Mapping[str, Any]) -> list[str]:
+    """The worker's variants, in order: eager; eager fp32 where AMP runs; each compile call; the deciding call
+    without AMP; eager DDP without its all-reduce where the job has several ranks."""
+    amp, world = spec["amp"] is not None, spec["nproc"] * spec.get("nnodes", 1)
+    return ["eager", *[FP32] * amp, *spec["modes"], *[COMPILED_FP32] * amp, *[ddp.NO_SYNC] * (world > 1)]
+
+
+def layout(first: Mapping[str, Any], *, parameters: int, memory_bytes: int | None, separate: bool, nodes: int = 1,
+           ranks: int = 1) -> dict[str, Any]:
+    """Whether the processes after the first run each variant alone (``separate``: forced), and why: the bytes all
+    variants of ``first`` (the first process's result) need together (computed: the eager step's peak plus 16 bytes
+    a parameter, for weights, gradients and two fp32 optimizer states at most, per variant, times the ``ranks``
+    sharing the memory) over ``memory_bytes``, against ``SEPARATE_SHARE``."""
+    count = len(first["variants"]) if first else None
+    needed = count and ranks * count * ((first["variants"]["eager"]["peak_bytes"] or 0) + 16 * parameters)
+    share = None if needed is None or not memory_bytes else needed / memory_bytes
+    if separate:
+        why = "--separate asked for it"
+    elif nodes > 1:
+        why = "with several nodes only --separate splits them (the other nodes never see the first process's peak)"
+    else:
+        separate = share is not None and share > SEPARATE_SHARE
+        why = (f"every variant together needs about {display.format_bytes(needed)}, {share:.1%} of the "
+               f"{display.format_bytes(memory_bytes)} of memory, {'above' if separate else 'within'} "
+               f"{SEPARATE_SHARE:.0%} (computed: the eager step's peak plus 16 bytes a parameter, per variant)"
+               if share is not None else "the eager step's peak or the memory is unknown")
+    return {"separate": separate, "why": why, "need_bytes": needed, "memory_bytes": memory_bytes,
+            "threshold": SEPARATE_SHARE, "variants": count}
+
+
 def default_timeout(steps: int) -> float:
     """Seconds allowed per measuring process: a cold compile and the imports (300 s) plus 2 s a step per variant
     (four variants at most), ten times what the course's models take here."""
@@ -97,7 +134,8 @@ def command_line(model: Text, batches: Text, *, model_args: Args | None = None, 
                  device: Literal[DEVICES] = "auto", modes: Modes | None = None, amp: Literal[AMPS] = "auto",
                  threads: Threads | None = None, out: str | Path = "build/assess/mymodel", compiler: Text | None = None,
                  fullgraph: bool = False, regional: bool = False, inputs: Literal[INPUTS] = "end-to-end",
-                 nproc_per_node: Ranks = 1, compile_optimizer: bool = False) -> str:
+                 nproc_per_node: Ranks = 1, compile_optimizer: bool = False, nnodes: Nodes = 1,
+                 node_rank: int = 0, rdzv_endpoint: Endpoint | None = None, separate: bool = False) -> str:
     """The command line of ``assess`` for these arguments (what a lead runs on their own model), checked as
     ``assess`` checks them."""
     parts = ["python", "-m", "course_utils.migrate", "assess", "--model", model, "--batches", batches]
@@ -110,7 +148,9 @@ def command_line(model: Text, batches: Text, *, model_args: Args | None = None, 
     parts += ["--modes", ",".join(_modes(modes))] if modes or not compiler else []
     parts += ["--fullgraph"] * fullgraph + ["--regional"] * regional + ["--inputs", inputs] * (inputs != INPUTS[0])
     parts += ["--nproc-per-node", str(nproc_per_node)] if nproc_per_node > 1 else []
-    parts += ["--compile-optimizer"] * compile_optimizer
+    parts += ["--compile-optimizer"] * compile_optimizer + ["--separate"] * separate
+    parts += ["--nnodes", str(nnodes), "--node-rank", str(node_rank), "--rdzv-endpoint", rdzv_endpoint] \
+        if nnodes > 1 else []
     parts += ["--amp", amp, *(["--threads", str(threads)] if threads else []), "--out", str(out)]
     return " ".join(shlex.quote(p) for p in parts)
 
@@ -123,7 +163,8 @@ def assess(model: Any, batches: Any, *, out: str | Path, model_args: Args | None
            seed: Annotated[int, Range(0, 2**31 - 1)] = 0, timeout: Annotated[float, Range(1, 24 * 3600)] | None = None,
            progress: bool = True, baseline: str | Path | None = None, compiler: Any = None, fullgraph: bool = False,
            regional: bool = False, inputs: Literal[INPUTS] = "end-to-end",
-           nproc_per_node: Ranks = 1, compile_optimizer: bool = False) -> assessment.Assessment:
+           nproc_per_node: Ranks = 1, compile_optimizer: bool = False, separate: bool = False, nnodes: Nodes = 1,
+           node_rank: int = 0, rdzv_endpoint: Endpoint | None = None) -> assessment.Assessment | None:
     """Measure eager against ``torch.compile`` on ``model(**model_args)`` (a 'package.module:function' path, or a
     function in an importable module) over ``batches(**batches_args)`` in ``processes`` fresh processes of ``steps``
     timed steps each, price the gain with ``config`` (a TOML path, ``Inputs``, or None: the seed's figures) and write
@@ -134,9 +175,13 @@ def assess(model: Any, batches: Any, *, out: str | Path, model_args: Args | None
     and ``regional`` (each block of the largest ModuleList compiled) change the calls; ``inputs``: "end-to-end"
     (each step draws from make_batches() as training does, data wait timed apart) or "cached" (compute only);
     ``nproc_per_node`` > 1: each fresh process is a torchrun job of that many ranks, eager DDP against compiled DDP
-    (``migrate.ddp``); ``compile_optimizer``: the compiled variants' optimizer step compiled too."""
+    (``migrate.ddp``); ``compile_optimizer``: the compiled variants' optimizer step compiled too; ``separate``: the
+    processes after the first run each variant alone (else only when memory asks: ``layout``); ``nnodes`` > 1:
+    every node runs this same call with its ``node_rank``, the jobs meeting at ``rdzv_endpoint`` (torchrun's c10d
+    rendezvous); node 0 writes the report and returns it, the others return None."""
     start, started = time.perf_counter(), record.now()
     target = examples.check_out("out", out)  # first: a folder that cannot be written is refused before anything
+    ddp.check_nodes(nnodes, node_rank, rdzv_endpoint)
     base = None if baseline is None else record.baseline(baseline)
     import torch
 
@@ -166,18 +211,25 @@ def assess(model: Any, batches: Any, *, out: str | Path, model_args: Args | None
                            config=costs.path, processes=processes, steps=steps, device=device, modes=modes,
                            amp=amp, threads=threads, out=target, compiler=compile_path, fullgraph=fullgraph,
                            regional=regional, inputs=inputs, nproc_per_node=nproc_per_node,
-                           compile_optimizer=compile_optimizer)
+                           compile_optimizer=compile_optimizer, nnodes=nnodes, node_rank=node_rank,
+                           rdzv_endpoint=rdzv_endpoint, separate=separate)
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{target.name}-assess-", dir=target.parent))
     try:
-        results = _run_processes(work, failed_logs(target), processes, {
+        results, plan = _run_processes(work, failed_logs(target), processes, {
             "model": model_path, "batches": batches_path, "model_args": model_args, "batches_args": batches_args,
             "loss": loss_path, "device": dev, "amp": amp_name,
             "modes": measured_modes, "rounds": len(per_round), "per_round": per_round, "seed": seed,
             "threads": threads, "optimizer": costs.value("optimizer"), "learning_rate": costs.value("learning_rate"),
             "sys_path": [p for p in sys.path if p], "inputs": inputs, "fullgraph": fullgraph, "regional": regional,
-            "nproc": nproc_per_node, "compile_optimizer": compile_optimizer,
-        }, timeout, progress)
+            "nproc": nproc_per_node, "compile_optimizer": compile_optimizer, "nnodes": nnodes,
+            "node_rank": node_rank, "endpoint": rdzv_endpoint,
+        }, timeout, progress, lambda first: layout(
+            first, parameters=probe.parameters, separate=separate, nodes=nnodes,
+            ranks=nproc_per_node if dev == "cpu" else 1, memory_bytes=torch.cuda.get_device_properties(0).total_memory
+            if dev == "cuda" else record.host()["memory_bytes"]))
+        if node_rank > 0:
+            return None  # node 0 reports
         found = _assemble(results, mode_list=measured_modes, skipped=skipped, amp=amp_name, inputs=costs,
                           calls=calls(measured_modes, fullgraph=fullgraph, blocks=probe.blocks,
                                       optimizer=compile_optimizer),
@@ -185,6 +237,7 @@ def assess(model: Any, batches: Any, *, out: str | Path, model_args: Args | None
                           processes=processes, steps=steps, rounds=len(per_round), names=(model_path, batches_path,
                                                                                           loss_path),
                           seconds=time.perf_counter() - start, command=command, started=started)
+        found = replace(found, layout=plan)
         if base is not None:
             found = replace(found, gate=record.Gate(base, found.deciding.speedup, found.deciding.mode))
         report.write(found, work / "report")
@@ -214,50 +267,72 @@ def _keep_log(log: Path, kept: Path, exc: Exception) -> Exception:
 
 
 def _run_processes(work: Path, kept: Path, processes: int, spec: dict[str, Any], timeout: float,
-                   progress: bool) -> list[dict[str, Any]]:
-    """Run the worker ``processes`` times, one after the other; the first with an empty compile cache. A process
-    that fails or runs past ``timeout`` leaves its log in ``kept``, which the error names."""
-    variants = 1 + 2 * (spec["amp"] is not None) + len(spec["modes"]) + (spec["nproc"] > 1)
-    units = variants * (3 + sum(spec["per_round"]))
+                   progress: bool, plan: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Run the worker ``processes`` times, one after the other; the first with an empty compile cache, holding every
+    variant; after it, ``plan(its result)`` (``layout``) says whether each later process runs each variant in a
+    process of its own (same seed, same batches; merged by process index). A process that fails or runs past
+    ``timeout`` leaves its log in ``kept``, which the error names. Returns the results and the layout."""
+    names = variants(spec)
+    per = 3 + sum(spec["per_round"])
+    units = len(names) * per
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
         # tqdm redraws at most twice a second: a widget flooded with updates can lose a notebook's messages
         bar = tqdm(total=processes * units, desc="assess: fresh processes", unit="step", leave=False, mininterval=0.5)
-    results = []
+    cache = work / "compile-cache"  # empty for the first process: cold; then warm
+    child_env = {**os.environ, "PYTHONUNBUFFERED": "1", "TORCHINDUCTOR_CACHE_DIR": str(cache),
+                 "TRITON_CACHE_DIR": str(cache / "triton"), "TORCHINDUCTOR_FX_GRAPH_CACHE": "1",
+                 "TORCHINDUCTOR_AUTOGRAD_CACHE": "1"}
+    child_env.pop("TORCH_LOGS", None)
+
+    def one(index: int, tag: str, extra: dict[str, Any], done: int, size: int) -> dict[str, Any]:
+        spec_path, result_path = work / f"spec-{tag}.json", work / f"result-{tag}.json"
+        spec_path.write_text(json.dumps({**spec, **extra, "index": index}))
+
+        def on_line(line: str) -> None:
+            parts = line.split(":", 1)[-1].split() if line.startswith("[") else line.split()  # torchrun's prefix
+            if bar is not None and len(parts) == 3 and parts[0] == "@@progress":
+                bar.update(max(0, done + min(int(parts[1]), size) - bar.n))
+
+        log, args, job_env = work / f"log-{tag}.txt", [str(spec_path), str(result_path)], {}
+        command = [sys.executable, str(WORKER), *args]
+        if spec["nproc"] * spec["nnodes"] > 1:  # one torchrun job of nproc ranks (on each node)
+            command, job_env = ddp.command(WORKER, args, spec["nproc"], work / f"torchrun-{tag}", nnodes=spec["nnodes"],
+                                           node_rank=spec["node_rank"], endpoint=spec["endpoint"], run_id=tag)
+        try:
+            children.run_child(command, log=log, timeout=timeout, env={**child_env, **job_env}, on_line=on_line)
+        except (children.ChildFailed, TimeoutError) as exc:
+            raise _keep_log(log, kept, exc) from None
+        return json.loads(result_path.read_text()) if spec["node_rank"] == 0 else {}  # node 0's rank writes it
+
+    results, chosen = [], {}
     try:
         for index in range(processes):
-            spec_path, result_path = work / f"spec-{index}.json", work / f"result-{index}.json"
-            spec_path.write_text(json.dumps({**spec, "index": index}))
-            cache = work / "compile-cache"  # empty for the first process: cold; then warm
-            child_env = {**os.environ, "PYTHONUNBUFFERED": "1", "TORCHINDUCTOR_CACHE_DIR": str(cache),
-                         "TRITON_CACHE_DIR": str(cache / "triton"), "TORCHINDUCTOR_FX_GRAPH_CACHE": "1",
-                         "TORCHINDUCTOR_AUTOGRAD_CACHE": "1"}
-            child_env.pop("TORCH_LOGS", None)
-
             if bar is not None:
                 bar.set_postfix_str(f"process {index + 1} of {processes}", refresh=False)
-
-            def on_line(line: str, index: int = index) -> None:
-                parts = line.split(":", 1)[-1].split() if line.startswith("[") else line.split()  # torchrun's prefix
-                if bar is not None and len(parts) == 3 and parts[0] == "@@progress":
-                    bar.update(max(0, index * units + min(int(parts[1]), units) - bar.n))
-
-            log, args = work / f"log-{index}.txt", [str(spec_path), str(result_path)]
-            command = [sys.executable, str(WORKER), *args]
-            if spec["nproc"] > 1:  # one torchrun job of nproc ranks on 127.0.0.1
-                command, job_env = ddp.command(WORKER, args, spec["nproc"], work / f"torchrun-{index}")
-                child_env.update(job_env)
-            try:
-                children.run_child(command, log=log, timeout=timeout, env=child_env, on_line=on_line)
-            except (children.ChildFailed, TimeoutError) as exc:
-                raise _keep_log(log, kept, exc) from None
-            results.append(json.loads(result_path.read_text()))
+            chosen = chosen or (plan(results[0]) if index else {})
+            if not chosen.get("separate"):
+                results.append(one(index, f"{index}", {}, index * units, units))
+                continue
+            parts = [one(index, f"{index}-{k}", {"only": name}, index * units + k * per, per)
+                     for k, name in enumerate(names)]
+            results.append(_merge(parts) if spec["node_rank"] == 0 else {})
     finally:
         if bar is not None:
             bar.close()
-    return results
+    return results, chosen
+
+
+def _merge(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One fresh process's result from its variants' own processes: the variants together, the rest from eager's
+    process, the cache counters summed, the quiet-machine record of the one whose calibration drifted most."""
+    load = max((p["load"] for p in parts), key=assessment.drift)
+    return {**parts[0], "variants": {k: v for p in parts for k, v in p["variants"].items()}, "separate": True,
+            "cache": {k: sum(p["cache"][k] for p in parts) for k in parts[0]["cache"]},
+            "load": {**load, "start": max(p["load"]["start"] for p in parts),
+                     "end": max(p["load"]["end"] for p in parts)}}
 
 
 def _assemble(results: list[dict[str, Any]], *, mode_list: list[str], skipped: dict[str, str], amp: str | None,

@@ -110,7 +110,8 @@ def wait(runs: Sequence[Mapping[str, Any]]) -> float | None:
 
 def mode_results(results: Sequence[Mapping[str, Any]], modes: Sequence[str], amp: str | None,
                  calls: Mapping[str, str]) -> tuple[ModeResult, ...]:
-    """Each mode's result from the processes' JSON results (``results[0]`` is the cold process)."""
+    """Each mode's result from the processes' JSON results (``results[0]`` is the cold process); the interval in
+    each process only where that process held every variant (its rounds interleaved)."""
     eager = [r["variants"]["eager"] for r in results]
     eager_medians = [statistics.median(v["round_step_s"]) for v in eager]
     out = []
@@ -121,7 +122,8 @@ def mode_results(results: Sequence[Mapping[str, Any]], modes: Sequence[str], amp
         gain = replace(gain, baseline="eager", candidate=calls[mode])
         compile_s = [max(0.0, v["first_s"] - m) for v, m in zip(runs, medians)]
         out.append(ModeResult(
-            mode, gain, tuple(_in_process(mode, e["round_step_s"], v["round_step_s"]) for e, v in zip(eager, runs)),
+            mode, gain, tuple(_in_process(mode, e["round_step_s"], v["round_step_s"])
+                              for e, v, r in zip(eager, runs, results) if not r.get("separate")),
             statistics.median(medians), compile_s[0], median_or_none(compile_s[1:]),
             tuple(sorted({b for v in runs for b in v["graph_breaks"]})),
             tuple(dict.fromkeys(x for v in runs[:1] for x in v["recompiles"])), int(runs[0]["graphs"]),
@@ -229,6 +231,7 @@ class Assessment:
     batch_inputs: str = "end-to-end"  # each step drew from make_batches() as training does; "cached": fetched once
     eager_wait_s: float | None = None  # of eager_step_s, the median wait for the next batch
     ddp: Mapping[str, Any] | None = None  # --nproc-per-node > 1: ranks, backend, buckets, graphs, comm share (ddp.py)
+    layout: Mapping[str, Any] = field(default_factory=dict)  # the variants in one process or each alone (``layout``)
 
     @property
     def deciding(self) -> ModeResult:
@@ -277,7 +280,7 @@ class Assessment:
             "device": self.device, "device_name": self.device_name, "versions": dict(self.versions),
             "threads": self.threads, "processes": self.processes, "steps": self.steps, "rounds": self.rounds,
             "amp": self.amp or "off", "batch_inputs": self.batch_inputs, "eager_wait_s": self.eager_wait_s,
-            "ddp": None if self.ddp is None else dict(self.ddp),
+            "ddp": None if self.ddp is None else dict(self.ddp), "layout": dict(self.layout),
             "optimizer": self.optimizer, "parameters": self.parameters, "batch": self.batch,
             "speedup": {"median": mode.speedup.ratio, "low": mode.speedup.low, "high": mode.speedup.high,
                         "mode": mode.mode, "call": mode.call, "method": intervals.METHOD + " over per-process medians"},

@@ -3,8 +3,10 @@
 The parent starts each fresh process as ``torchrun --nproc-per-node N`` on 127.0.0.1 (the course's launcher command);
 each rank joins the process group (NCCL with a GPU per rank, else gloo on the CPU, which stands in and says so),
 wraps every variant in ``DistributedDataParallel`` (compiled variants as ``torch.compile(DDP(model))``, where
-Dynamo's DDPOptimizer splits the graph at DDP's buckets), and rank 0 writes the result. A third DDP variant runs its
-backward under ``no_sync()`` (no all-reduce): the communication share is ``1 - its step / the eager step``.
+Dynamo's DDPOptimizer splits the graph at DDP's buckets), and local rank 0 of node 0 writes the result. A third DDP
+variant runs its backward under ``no_sync()`` (no all-reduce): the communication share is ``1 - its step / the eager
+step``. Several nodes (``--nnodes``): every node runs the same ``assess``; its fresh process i is one node of torchrun
+job i, the nodes meeting at ``--rdzv-endpoint`` (c10d rendezvous, id ``i``), and node 0 reports.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from course_utils import intervals
+from course_utils import intervals, validate
 from course_utils.distributed import launcher
 
 NO_SYNC = "eager DDP, no all-reduce"  # the variant that measures what the all-reduce costs
@@ -25,12 +27,13 @@ NO_SYNC = "eager DDP, no all-reduce"  # the variant that measures what the all-r
 
 @dataclass(frozen=True)
 class Ranks:
-    """This process's place in the job: rank, world size, backend and device (world 1: no process group)."""
+    """This process's place in the job: rank, world size, backend, device (world 1: no process group), local rank."""
 
     rank: int
     world: int
     backend: str | None
     device: str
+    local: int = 0
 
 
 SINGLE = Ranks(0, 1, None, "cpu")  # outside torchrun (the device is the spec's)
@@ -50,7 +53,7 @@ def join(device: str) -> Ranks:
     dist.init_process_group(backend)
     if on_gpus:
         torch.cuda.set_device(local)
-    return Ranks(dist.get_rank(), world, backend, f"cuda:{local}" if on_gpus else "cpu")
+    return Ranks(dist.get_rank(), world, backend, f"cuda:{local}" if on_gpus else "cpu", local)
 
 
 def leave(ranks: Ranks) -> None:
@@ -78,11 +81,31 @@ def buckets(model: Any) -> int | None:
     return int(data().get("num_buckets_reduced", 0)) if data else None
 
 
-def command(worker: Path, args: Sequence[str], nproc: int, log_dir: Path) -> tuple[list[str], dict[str, str]]:
-    """The torchrun command of one fresh process of ``nproc`` ranks on 127.0.0.1, and the environment it adds."""
-    env = {**launcher.loopback_env(), **launcher.ranks_on_cpu(nproc, os.environ),
+def check_nodes(nnodes: int, node_rank: int, endpoint: str | None) -> None:
+    """Refuse a node rank outside ``range(nnodes)``, several nodes without a rendezvous endpoint, or an endpoint for
+    one node (which runs on 127.0.0.1)."""
+    validate.number("node_rank", node_rank, low=0, high=nnodes - 1, integer=True)
+    if nnodes > 1 and not endpoint:
+        raise ValueError(f"rdzv_endpoint: {nnodes} nodes meet at a rendezvous endpoint HOST:PORT that every node "
+                         "reaches (node 0's address and a free port); give --rdzv-endpoint")
+    if nnodes == 1 and endpoint:
+        raise ValueError("rdzv_endpoint: one node runs on 127.0.0.1; the endpoint is for --nnodes 2 or more")
+
+
+def command(worker: Path, args: Sequence[str], nproc: int, log_dir: Path, *, nnodes: int = 1, node_rank: int = 0,
+            endpoint: str | None = None, run_id: str = "0") -> tuple[list[str], dict[str, str]]:
+    """The torchrun command of one fresh process of ``nproc`` ranks, and the environment it adds: on 127.0.0.1, or
+    node ``node_rank`` of ``nnodes`` meeting at ``endpoint`` (c10d rendezvous ``run_id``: one per fresh process, so
+    every node's job i meets job i; the loopback kept only where the endpoint is 127.0.0.1)."""
+    local = nnodes == 1 or endpoint.rsplit(":", 1)[0] in (launcher.LOOPBACK, "localhost")
+    env = {**(launcher.loopback_env() if local else {}), **launcher.ranks_on_cpu(nproc, os.environ),
            "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // nproc))}
-    return launcher.torchrun_command(worker, nproc, list(args), launcher.free_port(), log_dir), env
+    if nnodes == 1:
+        return launcher.torchrun_command(worker, nproc, list(args), launcher.free_port(), log_dir), env
+    return [*launcher.torchrun_exe(), f"--nnodes={nnodes}", f"--node-rank={node_rank}", f"--nproc-per-node={nproc}",
+            "--rdzv-backend=c10d", f"--rdzv-endpoint={endpoint}", f"--rdzv-id=assess-{run_id}", "--max-restarts=0",
+            *[a for a in launcher.collecting(log_dir) if local or not a.startswith("--local-addr")], str(worker),
+            *args], env
 
 
 def summary(results: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
@@ -113,7 +136,11 @@ def paragraph(job: Mapping[str, Any] | None) -> list[str]:
     share, graphs = job["comm_share"], ", ".join(f"{n} ({call})" for call, n in job["subgraphs"].items())
     stand_in = (" Gloo on the CPU stands in for NCCL on GPUs: its all-reduce is slower, so its share is larger than "
                 "a GPU job's." if job["on_cpu"] else "")
-    return [f"Each fresh process was one torchrun job of {job['ranks']} ranks on 127.0.0.1, DDP over "
+    nodes = job.get("nodes", 1)
+    where = f"of {job['ranks']} ranks on 127.0.0.1" if nodes == 1 else (
+        f"over {nodes} nodes x {job['ranks'] // nodes} rank(s) (world size {job['ranks']}), meeting at "
+        f"{job['endpoint']} (c10d rendezvous)")
+    return [f"Each fresh process was one torchrun job {where}, DDP over "
             f"{job['backend']}: eager DDP against `torch.compile(DDP(model))`, so the gain is the job's, all-reduce "
             f"included.{stand_in} The all-reduce took {share['share']:.0%} of the eager DDP step (95% interval "
             f"{share['low']:.0%} to {share['high']:.0%} across {share['processes']} fresh processes; computed as 1 "

@@ -145,7 +145,8 @@ def report_markdown(a: Assessment, figures: dict[str, str] | None = None) -> str
     inside = ", ".join(f"{s.ratio:.3g}x ({s.low:.3g} to {s.high:.3g})" for s in m.in_process)
     lines += ["## Speed", "", f"Across processes: {m.speedup} ({intervals.METHOD}, one pair of per-process medians "
               f"per process: eager {display.format_time(a.eager_step_s)}, compiled {display.format_time(m.step_s)} "
-              f"per step). Inside each process, over its {a.rounds} interleaved rounds: {inside}. Those describe one "
+              f"per step). Inside each process that held every variant, over its {a.rounds} interleaved rounds: "
+              f"{inside}. Those describe one "
               f"process only and do not decide anything. {_inputs(a)}", ""]
     lines += ["| compile call | gain across processes | step | compile cold | compile warm |", "|---|---|---|---|---|"]
     lines += [f"| {x.call} | {x.speedup} | {display.format_time(x.step_s)} | {display.format_time(x.compile_cold_s)} "
@@ -175,7 +176,7 @@ def report_markdown(a: Assessment, figures: dict[str, str] | None = None) -> str
     lines += [f"- recompile: {r}" for r in m.recompiles[:10]] + [""]
     memory = " (process peak RSS growth on a CPU)" if a.device == "cpu" else " (CUDA allocator peak)"
     lines += [f"Peak memory of one steady step: eager {_bytes(a.eager_peak_bytes)}, compiled {_bytes(m.peak_bytes)}"
-              f"{memory}. {_shared(a)}", "", "## Parity and rollback", "",
+              f"{memory}. {_layout(a)}", "", "## Parity and rollback", "",
               found["parity"].sentence + " " + found["fallback"].sentence, "", "## Money", "", money_sentence(a), ""]
     lines += [figures["payback"], ""] if "payback" in figures else []
     lines += ["| input | value | source |", "|---|---|---|"]
@@ -201,17 +202,17 @@ def _inputs(a: Assessment) -> str:
             f"wait for data was eager {_time(a.eager_wait_s)}, {waits}, the rest compute.")
 
 
-def _shared(a: Assessment) -> str:
-    """What one process holding every variant costs in memory (computed from the eager step's peak and the
-    parameters: weights, gradients and two optimizer states in fp32 at most)."""
-    variants = 1 + (a.amp is not None) + len(a.modes)
-    each = (a.eager_peak_bytes or 0) + 16 * a.parameters
-    total = a.host.get("device_memory_bytes") or a.host.get("memory_bytes")
-    share = "" if not total else f", {variants * each / total:.1%} of the {display.format_bytes(total)} of memory"
-    return (f"All {variants} variants live in one process at once (the rounds are paired inside it): about "
-            f"{display.format_bytes(variants * each)} together{share} (computed: the eager step's peak plus 16 bytes "
-            "a parameter, each). A model whose variants together exceed the device's memory cannot be assessed "
-            "this way; run it with one mode and --amp off, or on a larger device.")
+def _layout(a: Assessment) -> str:
+    """Which layout ran (``assessing.layout``): every variant in one process, or, after the first, each alone."""
+    plan = a.layout or {"separate": False, "why": "no estimate was recorded", "variants": "the"}
+    variants = plan["variants"]
+    if not plan["separate"]:
+        return (f"Layout: all {variants} variants lived in each fresh process at once (the rounds interleaved "
+                f"inside it), since {plan['why']}. --separate runs each variant alone after the first process.")
+    return (f"Layout: the first process held all {variants} variants; after it, each variant ran in a process of its "
+            f"own ({a.processes - 1} x {variants} processes: same seed, same batches, paired by process index, so the "
+            f"gain's interval is still across {a.processes} fresh processes, but their rounds are not interleaved), "
+            f"since {plan['why']}.")
 
 
 def _bytes(value: int | None) -> str:

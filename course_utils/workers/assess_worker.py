@@ -9,7 +9,8 @@ timed apart; ``cached``: each round's batches fetched once, compute only. Then g
 peak memory per variant; in the first process, parity with the random state matched (dropout), the matmul roof on
 a CPU and a forced compile failure rolled back; the calibration matmul again. Progress: ``@@progress DONE TOTAL``.
 Under torchrun (``--nproc-per-node``) every rank joins the job and wraps each variant in DDP (``migrate.ddp``), one
-more variant runs without the all-reduce, and rank 0 writes the result."""
+more variant runs without the all-reduce, and local rank 0 of node 0 writes the result. ``only``: this process
+runs that one variant (``assess --separate``, or when memory asks: ``assessing.layout``)."""
 
 from __future__ import annotations
 
@@ -27,11 +28,10 @@ from typing import Any
 from course_utils import memory
 from course_utils.fresh import function
 from course_utils.migrate import ddp, parity, readings
+from course_utils.migrate.assessing import COMPILED_FP32, FP32, variants
 from course_utils.migrate.examples import blocks, call, default_loss, optimizer_for, to_device
 
 PROGRESS = "@@progress"
-FP32 = "eager fp32"  # the variant without autocast, where the run uses AMP
-COMPILED_FP32 = "compiled fp32"  # the deciding compile call without autocast, where the run uses AMP
 FALLBACK_STEPS = 10
 
 
@@ -179,23 +179,20 @@ def measure(spec: dict[str, Any], ranks: ddp.Ranks = ddp.SINGLE) -> dict[str, An
     start = {"load": list(os.getloadavg()), "times": readings.cpu_times()}
     device, ended = torch.device(spec["device"]), spec["inputs"] == "end-to-end"
     log = CompileLog.install()
-    def in_job(m: Any) -> Any:
-        return ddp.wrap(m, ranks)
+    eager = ("eager", FP32, ddp.NO_SYNC)  # eager fp32: what AMP alone buys; eager without the all-reduce
 
-    wraps: dict[str, Callable[[Any], Any]] = {"eager": in_job}
-    if spec["amp"] is not None:
-        wraps[FP32] = in_job  # eager without autocast: what AMP alone buys, no migration
-    for name in spec["modes"]:  # torch.compile(DDP(model)); a regional compile's blocks inside DDP
-        compile_call = compiler(spec, name)
-        wraps[name] = ((lambda m, c=compile_call: in_job(c(m))) if spec["regional"]
-                       else (lambda m, c=compile_call: c(in_job(m))))
-    if spec["amp"] is not None:  # the four rows a lead needs: eager and compiled, each with and without AMP
-        wraps[COMPILED_FP32] = wraps[spec["modes"][0]]
-    if ranks.world > 1:
-        wraps[ddp.NO_SYNC] = in_job
-    runs = {name: Run(spec, wrap, fp32=name in (FP32, COMPILED_FP32), no_sync=name == ddp.NO_SYNC)
-            for name, wrap in wraps.items()}
-    for name in (n for n in runs if spec.get("compile_optimizer") and n not in ("eager", FP32, ddp.NO_SYNC)):
+    def wrap(name: str) -> Callable[[Any], Any]:
+        """The variant's model: in DDP where the job has several ranks; torch.compile(DDP(model)) compiled, or a
+        regional compile's blocks inside DDP; the deciding call again without autocast (compiled fp32)."""
+        if name in eager:
+            return lambda m: ddp.wrap(m, ranks)
+        c = compiler(spec, spec["modes"][0] if name == COMPILED_FP32 else name)
+        return (lambda m: ddp.wrap(c(m), ranks)) if spec["regional"] else (lambda m: c(ddp.wrap(m, ranks)))
+
+    names = [n for n in variants(spec) if spec.get("only") in (None, n)]
+    runs = {name: Run(spec, wrap(name), fp32=name in (FP32, COMPILED_FP32), no_sync=name == ddp.NO_SYNC)
+            for name in names}
+    for name in (n for n in runs if spec.get("compile_optimizer") and n not in eager):
         runs[name].optimizer.step = torch.compile(runs[name].optimizer.step)  # a GradScaler calls it as well
 
     def source() -> Batches:
@@ -208,16 +205,17 @@ def measure(spec: dict[str, Any], ranks: ddp.Ranks = ddp.SINGLE) -> dict[str, An
     def tick(n: int) -> None:
         nonlocal done
         done += n
-        if ranks.rank == 0:
+        if ranks.local == 0:
             print(f"{PROGRESS} {done} {total}", flush=True)
 
-    warm = [sources["eager"].next() for _ in range(3)]  # the untimed steps; the first is the compile
+    lead = names[0]  # eager, where this process runs every variant
+    warm = [sources[lead].next() for _ in range(3)]  # the untimed steps; the first is the compile
     kept, first = list(warm), {}  # kept: the eager variant's first batches (parity, memory, the fallback)
     subgraphs = {}  # graphs compiled in each variant's first step (under DDP: Dynamo's split at the buckets)
     for name, run in runs.items():
         log.switch(name)
         before = counters["aot_autograd"]["total"]
-        drawn = warm if not ended or name == "eager" else [sources[name].next() for _ in range(3)]
+        drawn = warm if not ended or name == lead else [sources[name].next() for _ in range(3)]
         sync(device)
         begin = time.perf_counter()
         run.step(drawn[0])
@@ -228,9 +226,9 @@ def measure(spec: dict[str, Any], ranks: ddp.Ranks = ddp.SINGLE) -> dict[str, An
         run.step(drawn[2])
         tick(3)
     start["calibration"] = readings.calibrate()  # around the timed rounds, the process warm at both ends
-    names, times, waits = list(runs), {name: [] for name in runs}, {name: [] for name in runs}
+    times, waits = {name: [] for name in runs}, {name: [] for name in runs}
     for r in range(rounds):
-        shared = [] if ended else [sources["eager"].next() for _ in range(per_round[r])]
+        shared = [] if ended else [sources[lead].next() for _ in range(per_round[r])]
         for name in names[r % len(names):] + names[:r % len(names)]:
             log.switch(name)
             run, waited = runs[name], 0.0
@@ -243,7 +241,7 @@ def measure(spec: dict[str, Any], ranks: ddp.Ranks = ddp.SINGLE) -> dict[str, An
                     waited += time.perf_counter() - asked
                 else:
                     batch = shared[i]
-                if name == "eager" and len(kept) < FALLBACK_STEPS:
+                if name == lead and len(kept) < FALLBACK_STEPS:
                     kept.append(batch)
                 run.step(batch)
             sync(device)
@@ -268,10 +266,11 @@ def measure(spec: dict[str, Any], ranks: ddp.Ranks = ddp.SINGLE) -> dict[str, An
                             "compiled_share": shares.get(name)}
                      for name, run in runs.items()},
         "ddp": None if ranks.world == 1 else {"ranks": ranks.world, "backend": ranks.backend,
-                                              "buckets": ddp.buckets(runs["eager"].wrapped)},
+                                              "buckets": ddp.buckets(runs[lead].wrapped),
+                                              "nodes": spec.get("nnodes", 1), "endpoint": spec.get("endpoint")},
     }
     result["roof"] = readings.matmul_roof(spec) if spec["index"] == 0 and device.type == "cpu" else None
-    result["random"] = random_modules(runs["eager"].model)
+    result["random"] = random_modules(runs[lead].model)
     result["matched"] = matched(spec, kept) if spec["index"] == 0 and result["random"] else None
     if spec["index"] == 0:
         result["fallback"] = fallback(spec, kept, runs)
@@ -337,7 +336,7 @@ def main() -> None:
     ranks = ddp.join(spec["device"])
     result = measure({**spec, "device": ranks.device}, ranks)
     ddp.leave(ranks)
-    if ranks.rank == 0:
+    if ranks.local == 0 and spec.get("node_rank", 0) == 0:  # c10d numbers the nodes its own way: node 0 reports
         out = Path(sys.argv[2])
         tmp = out.with_suffix(".tmp")
         tmp.write_text(json.dumps(result, allow_nan=True))
