@@ -1,10 +1,12 @@
 """Timing that does not fool you, in PyTorch, JAX and TensorFlow alike (DESIGN.md section 5): the first call apart,
-warm-up, ``sync`` before reading the clock, repeats until a minimum time, the median with its spread."""
+warm-up, ``sync`` before reading the clock, repeats until a minimum time, the median with its spread; where a
+launch's wall time went (``time_split``)."""
 
 from __future__ import annotations
 
 import functools
 import math
+import numbers
 import statistics
 import sys
 import time
@@ -296,3 +298,17 @@ class Timer:
     def __repr__(self) -> str:
         shown = "running" if self.elapsed is None else format_time(self.elapsed)
         return f"<Timer {self.label}: {shown}>"
+
+
+def time_split(wall: float, parts: Mapping[str, float], *, inside: float | None = None) -> dict[str, float]:
+    """``{"wall": wall, **parts, "outside": wall - inside}`` (seconds), ``inside`` the parts' sum unless they overlap
+    (pass it); a NaN part (not reported) leaves "outside" NaN."""
+    wall = float(validate.non_negative("wall", wall))
+    validate.instance("parts", parts, Mapping)
+    split = {"wall": wall}
+    for name, seconds in parts.items():
+        if validate.text("parts key", name) in ("wall", "outside"):
+            raise ValueError(f"parts must not name {name!r}: time_split adds it")
+        split[name] = float(validate.instance(f"parts[{name!r}]", seconds, numbers.Real))
+    covered = sum(split[name] for name in parts) if inside is None else float(validate.number("inside", inside))
+    return {**split, "outside": wall - covered}

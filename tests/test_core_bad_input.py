@@ -14,7 +14,6 @@ from course_utils import (
     display,
     env,
     exercises,
-    hardware,
     models,
     notebook,
     plotting,
@@ -74,11 +73,10 @@ BAD_CALLS = [
     (lambda: display.ratio(None), "value"),
     (lambda: display.table([], []), "header"),
     (lambda: display.table(["a"], [("1", "2")]), "rows"),
-    # env, hardware, notebook
+    # env, notebook
     (lambda: env.available(None), "framework"),
     (lambda: env.available("mxnet"), "framework"),
     (lambda: env.seed_everything(-1), "seed"),
-    (lambda: hardware.last_level_cache_bytes(default=-5), "default"),
     (lambda: notebook.setup(seed=-1), "seed"),
     (lambda: notebook.setup(seed=1.5), "seed"),
     (lambda: notebook.needs(), "frameworks"),

@@ -208,3 +208,15 @@ def test_sizes_declares_a_notebooks_table_once(monkeypatch) -> None:
 def test_sizes_refuses_a_bad_table(bad, match) -> None:
     with pytest.raises((TypeError, ValueError), match=match):
         env.sizes(**bad)
+
+
+def test_simd_flags_are_known_names() -> None:
+    assert set(env.simd_flags()) <= set(env._SIMD_FLAGS)
+    assert isinstance(env.has_native_bf16(), bool)
+    assert env.cpu_model()
+
+
+def test_cache_sizes_are_positive_bytes_by_level() -> None:
+    sizes = env.cache_sizes()
+    assert all(name[:2] in ("L1", "L2", "L3", "L4") and value > 0 for name, value in sizes.items())
+    assert env.last_level_cache_bytes() == max(sizes.values(), default=32 * 2**20)
