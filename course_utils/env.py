@@ -1,8 +1,5 @@
-"""Where am I running? Framework report, accelerator detection, what the CPU offers, problem sizes, seeds.
-
-Every number in the course depends on the machine, so every notebook starts with ``report()`` and
-declares its problem sizes in one table with ``sizes()``.
-"""
+"""Where am I running? Framework report, accelerator detection, what the CPU offers, problem sizes, seeds: every
+number depends on the machine, so every notebook starts with ``report()`` and declares its sizes with ``sizes()``."""
 
 from __future__ import annotations
 
@@ -37,17 +34,10 @@ _FALLBACK = {"smoke": ("smoke", "ci", "cpu"), "ci": ("ci", "cpu"), "cpu": ("cpu"
 SMOKE_TIME_SCALE = 0.1
 
 
-def in_colab() -> bool:
-    """True inside a Google Colab runtime (the ``google.colab`` module is loaded there)."""
-    return "google.colab" in sys.modules
-
-
 @functools.cache
 def accelerator() -> str:
-    """Return "tpu", "gpu" or "cpu": the accelerator this machine offers, found without importing a framework.
-
-    ``COURSE_ACCELERATOR`` overrides the detection (useful to rehearse a GPU path's sizes on a laptop).
-    """
+    """Return "tpu", "gpu" or "cpu": the accelerator this machine offers, found without importing a framework;
+    ``COURSE_ACCELERATOR`` overrides the detection (useful to rehearse a GPU path's sizes on a laptop)."""
     forced = os.environ.get("COURSE_ACCELERATOR", "").strip().lower()
     if forced:
         if forced not in ACCELERATORS:
@@ -86,7 +76,9 @@ def cpu_model() -> str:
                 return line.split(":", 1)[1].strip()
     if platform.system() == "Darwin":
         try:
-            out = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True, timeout=5)
+            out = subprocess.run(
+                ["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True, timeout=5
+            )
             if out.stdout.strip():
                 return out.stdout.strip()
         except (OSError, subprocess.SubprocessError):
@@ -151,24 +143,16 @@ def size_name() -> str:
 
 def pick(*, ci: T | None = None, cpu: T | None = None, gpu: T | None = None, tpu: T | None = None,
          smoke: T | None = None) -> T:
-    """Return the value for the active size (see ``size_name``), falling back tpu -> gpu -> cpu and
-    smoke -> ci -> cpu.
-
-    Example: ``n = pick(ci=2**16, cpu=2**22, gpu=2**26)`` keeps CI fast and makes effects visible on a GPU.
-    """
+    """Return the value for the active size (see ``size_name``), falling back tpu -> gpu -> cpu and smoke -> ci ->
+    cpu: ``n = pick(ci=2**16, cpu=2**22, gpu=2**26)`` keeps CI fast and makes effects visible on a GPU."""
     options = {"smoke": smoke, "ci": ci, "cpu": cpu, "gpu": gpu, "tpu": tpu}
-    if all(v is None for v in options.values()):
-        raise ValueError("pick() needs at least one of ci=, cpu=, gpu=, tpu=")
     if cpu is None:
         raise ValueError("pick() needs cpu= (the fallback for every other size)")
-    for name in _FALLBACK[size_name()]:
-        if options[name] is not None:
-            return options[name]
-    raise AssertionError("unreachable: cpu= is always set")
+    return next(options[name] for name in _FALLBACK[size_name()] if options[name] is not None)
 
 
-@dataclass(frozen=True)
-class Sizes:
+@dataclass(frozen=True, repr=False)
+class Sizes(display.Tabled):
     """One notebook's problem sizes, chosen in one visible place: each name's value at every size and the active
     one. Read a value as an attribute (``sizes.rows``) and pass it down as an argument; shown as a table."""
 
@@ -188,13 +172,8 @@ class Sizes:
         return display.table(header, rows, title=f"Problem sizes: this run uses {self.active!r} "
                              "(COURSE_SIZE; a blank falls back: smoke to ci to cpu, tpu to gpu to cpu)")
 
-    def __repr__(self) -> str:
-        return repr(self.table())
 
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
-
-
+@declare.checked
 def sizes(**choices: dict[str, object]) -> Sizes:
     """Declare a notebook's problem sizes at the top, e.g.
     ``sizes = cu.env.sizes(rows=dict(ci=8192, cpu=16384, gpu=262144))``: every name needs ``cpu=`` (the fallback
@@ -202,9 +181,6 @@ def sizes(**choices: dict[str, object]) -> Sizes:
     if not choices:
         raise ValueError("sizes() needs at least one name=dict(ci=..., cpu=..., ...)")
     for name, options in choices.items():
-        if not isinstance(options, dict):
-            raise TypeError(f"sizes: {name} must be a dict such as dict(ci=..., cpu=...); got "
-                            f"{type(options).__name__} {options!r}")
         unknown = sorted(set(options) - set(SIZES))
         if unknown:
             raise ValueError(f"sizes: {name} names {unknown}; the sizes are {SIZES}")
@@ -316,13 +292,9 @@ class FrameworkInfo:
     version: str
     devices: tuple[str, ...] = ()
 
-    @property
-    def installed(self) -> bool:
-        return self.version != "not installed"
-
 
 @dataclass(frozen=True, repr=False)
-class EnvReport:
+class EnvReport(display.Tabled):
     """The machine and software that produced a notebook's numbers; a table in Jupyter, text in a terminal."""
 
     python: str
@@ -352,30 +324,14 @@ class EnvReport:
             rows.append((fw.name, value))
         return rows
 
-    def framework(self, name: str) -> FrameworkInfo:
-        """The entry for one framework ("torch", "jax" or "tensorflow")."""
-        name = validate.framework(name, "name")
-        for fw in self.frameworks:
-            if fw.name == name:
-                return fw
-        raise ValueError(f"framework must be one of {tuple(f.name for f in self.frameworks)}; got {name!r}")
-
     def table(self) -> display.Table:
         return display.table(["", "this machine"], self.rows(), title="Environment")
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 @declare.checked
 def report(devices: bool = True) -> EnvReport:
-    """Describe this machine and the installed frameworks; absent frameworks say "not installed".
-
-    ``devices=True`` imports each installed framework to list its devices (seconds for TensorFlow).
-    """
+    """Describe this machine and the installed frameworks; absent frameworks say "not installed". ``devices=True``
+    imports each installed framework to list its devices (seconds for TensorFlow)."""
     import psutil
 
     frameworks = tuple(_framework_info(name, devices) for name in FRAMEWORKS)
@@ -389,7 +345,7 @@ def report(devices: bool = True) -> EnvReport:
         ram_gib=psutil.virtual_memory().total / 2**30,
         accelerator=accelerator(),
         size=size_name(),
-        colab=in_colab(),
+        colab="google.colab" in sys.modules,
         frameworks=frameworks,
         load_average=os.getloadavg() if hasattr(os, "getloadavg") else None,
     )
@@ -401,11 +357,8 @@ def installed_frameworks() -> list[str]:
 
 
 def available(framework: str) -> bool:
-    """True when ``framework`` ('torch', 'jax', 'tensorflow'/'tf') can be imported here; nothing is imported.
-
-    A runtime without it (Colab TPU runtimes ship no TensorFlow) and the course's ``COURSE_BLOCK`` shim,
-    which rehearses such a runtime, both answer False.
-    """
+    """True when ``framework`` ('torch', 'jax', 'tensorflow'/'tf') can be imported here; nothing is imported (a
+    runtime without it, such as Colab's TPU runtimes or the course's ``COURSE_BLOCK`` shim, answers False)."""
     name = validate.framework(framework)
     try:
         return importlib.util.find_spec(name) is not None

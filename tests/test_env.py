@@ -42,8 +42,6 @@ def test_pick_falls_back_to_cpu_and_tpu_to_gpu(monkeypatch) -> None:
 def test_pick_rejects_bad_input(monkeypatch) -> None:
     with pytest.raises(ValueError, match="cpu="):
         env.pick(ci=1)
-    with pytest.raises(ValueError, match="at least one"):
-        env.pick()
     monkeypatch.setenv("COURSE_SIZE", "big")
     with pytest.raises(ValueError, match="COURSE_SIZE"):
         env.pick(cpu=1)
@@ -60,10 +58,6 @@ def test_accelerator_detection_and_override(monkeypatch) -> None:
         env.accelerator()
 
 
-def test_in_colab_is_false_here() -> None:
-    assert env.in_colab() is False
-
-
 def test_report_renders_as_text_and_html() -> None:
     report = env.report()
     text, html = str(report), report._repr_html_()
@@ -71,9 +65,7 @@ def test_report_renders_as_text_and_html() -> None:
         assert key in text and key in html
     assert report.cores_logical >= 1 and report.ram_gib > 0
     assert report.load_average is not None and "Load average" in text
-    assert report.framework("torch").installed and "cpu" in report.framework("torch").devices
-    with pytest.raises(ValueError, match="name must be one of"):
-        report.framework("mxnet")
+    assert "cpu" in {fw.name: fw for fw in report.frameworks}["torch"].devices
 
 
 def test_available_normalises_names_and_refuses_unknown_ones() -> None:
@@ -99,7 +91,7 @@ def test_blocked_framework_is_not_available_in_a_fresh_process() -> None:
 def test_missing_framework_says_not_installed(monkeypatch) -> None:
     monkeypatch.setattr(env, "available", lambda name: False)
     report = env.report()
-    assert all(fw.version == "not installed" and not fw.installed for fw in report.frameworks)
+    assert all(fw.version == "not installed" for fw in report.frameworks)
     assert env.installed_frameworks() == []
 
 
@@ -108,7 +100,7 @@ def test_broken_framework_is_reported_not_raised(monkeypatch) -> None:
         raise RuntimeError("driver mismatch")
 
     monkeypatch.setattr(env, "_devices", broken)
-    info = env.report().framework("jax")
+    info = {fw.name: fw for fw in env.report().frameworks}["jax"]
     assert info.devices and "driver mismatch" in info.devices[0]
 
 
