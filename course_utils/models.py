@@ -106,7 +106,7 @@ def jax_mlp_apply(params: Sequence[dict[str, Any]], x: Any) -> Any:
 def _layers(name: str, params: Any, count: int | None = None) -> None:
     """Refuse ``params`` unless it is a list of {"w", "b"} layers (``count`` of them when given), as
     ``jax_mlp_params`` and ``jax_cnn_params`` return."""
-    validate.sequence(name, params, min_length=1)
+    validate.non_empty(name, params)
     if count is not None and len(params) != count:
         raise ValueError(f"{name} must hold {count} layers; got {len(params)}")
     for i, layer in enumerate(params):

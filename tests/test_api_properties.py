@@ -128,7 +128,6 @@ GOOD_BY_TARGET = {
     "cu.validate.choice.choices": ("a", "b"),
     "cu.validate.count.value": 4,
     "cu.validate.count.high": 10,
-    "cu.validate.fraction.value": 0.5,
     "cu.validate.framework.value": "torch",
     "cu.validate.function.value": abs,
     "cu.validate.instance.value": 1,
@@ -138,7 +137,6 @@ GOOD_BY_TARGET = {
     "cu.validate.non_negative.value": 1,
     "cu.validate.number.value": 1,
     "cu.validate.positive.value": 1,
-    "cu.validate.sequence.value": [1],
     "cu.validate.text.value": "x",
     "cu.validate.folder.value": Lazy(lambda tmp_path: tmp_path),
 }
