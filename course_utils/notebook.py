@@ -68,10 +68,7 @@ def present(frameworks: Iterable[str] = validate.FRAMEWORKS) -> list[str]:
 # Colab
 
 
-def install_spec() -> str:
-    """The pip requirement that installs course_utils from the repository, at the pinned release tag."""
-    return f"course_utils @ git+{REPO_URL}@{RELEASE}"
-
+INSTALL_SPEC = f"course_utils @ git+{REPO_URL}@{RELEASE}"  # pip's requirement: the repository at the pinned tag
 
 #: the file ``make colab-bundle`` writes and a learner uploads to a Colab session (its Files pane saves into the
 #: notebook's folder, /content): the install cell takes it when present, so the course runs before publication
@@ -90,7 +87,7 @@ def install_cell() -> str:
         "\n"
         'if "google.colab" in sys.modules:\n'
         f'    uploaded = sorted(glob.glob("{WHEEL_PATTERN}"))\n'
-        f'    source = uploaded[-1] if uploaded else "{install_spec()}"\n'
+        f'    source = uploaded[-1] if uploaded else "{INSTALL_SPEC}"\n'
         '    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)'
     )
 
@@ -141,16 +138,10 @@ class SummaryTable(display.Tabled):
     notebook: Text
     rows: Annotated[tuple[Row, ...], NonEmpty]
 
-    verdicts: tuple[tuple[str, int], ...] = ()
+    verdicts: tuple[tuple[str, int], ...] = ()  # (status, count): display.verdict_counts()
 
     def __post_init__(self) -> None:
-        for i, pair in enumerate(validate.instance("verdicts", self.verdicts, (tuple, list))):
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise TypeError(f"verdicts[{i}] must be a (status, count) pair; got {pair!r}")
-            validate.choice(f"verdicts[{i}]", pair[0], display.STATUSES)
-            validate.non_negative(f"verdicts[{i}]", pair[1], integer=True)
         object.__setattr__(self, "rows", tuple(self.rows))
-        object.__setattr__(self, "verdicts", tuple(tuple(p) for p in self.verdicts))
 
     def table(self) -> display.Table:
         return display.table(["quantity", "measured", "unit", "note"],
@@ -173,12 +164,9 @@ class SummaryTable(display.Tabled):
         }
 
 
-def summary_table(notebook: str, rows: Iterable[Row | tuple]) -> SummaryTable:
+@declare.checked
+def summary_table(notebook: Text, rows: Iterable[Row | tuple]) -> SummaryTable:
     """Build the notebook's summary; also write it to ``$COURSE_SUMMARY_DIR/<notebook>.json`` when set."""
-    validate.text("notebook", notebook)
-    if isinstance(rows, (str, bytes)) or not isinstance(rows, Iterable):
-        raise TypeError(f"rows must be a list of Row or (quantity, value[, unit[, note]]) tuples; got "
-                        f"{type(rows).__name__} {rows!r}")
     built = tuple(_row(i, r) for i, r in enumerate(validate.non_empty("rows", list(rows))))
     summary = SummaryTable(notebook, built, tuple(display.verdict_counts().items()))
     target = os.environ.get("COURSE_SUMMARY_DIR")
