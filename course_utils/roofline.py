@@ -98,9 +98,11 @@ class Machine(display.Tabled):
         """FLOP per byte where the two roofs meet: below it a kernel is memory-bound, above compute-bound."""
         return self.peak_flops / self.bandwidth
 
-    def roofline_time(self, flops: float, bytes: float) -> float:
-        """Shortest possible time (s) for a kernel doing ``flops`` and moving ``bytes``."""
-        return roofline_time(flops, bytes, self)
+    @declare.checked
+    def roofline_time(self, flops: NonNegativeFloat, bytes: NonNegativeFloat) -> float:
+        """max(flops / peak FLOP/s, bytes / bandwidth): the time (s) below which no kernel doing ``flops`` and moving
+        ``bytes`` can run."""
+        return max(flops / self.peak_flops, bytes / self.bandwidth)
 
     def table(self) -> display.Table:
         """Every probe with its unit; the fresh-output rows say that they are not a bandwidth."""
@@ -138,12 +140,6 @@ class Point:
     @property
     def achieved_bandwidth(self) -> float:
         return self.bytes / self.seconds
-
-
-@declare.checked
-def roofline_time(flops: NonNegativeFloat, bytes: NonNegativeFloat, machine: Machine) -> float:
-    """max(flops / peak FLOP/s, bytes / bandwidth): the time below which no kernel can run."""
-    return max(flops / machine.peak_flops, bytes / machine.bandwidth)
 
 
 @declare.checked
