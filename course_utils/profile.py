@@ -135,11 +135,11 @@ class Trace(display.Tabled):
 # Loading
 
 
-def load(path: str | Path, framework: str = "trace") -> Trace:
+@declare.checked
+def load(path: str | Path, framework: declare.Text = "trace") -> Trace:
     """Read a Chrome/Perfetto JSON trace (``.json``, ``.json.gz``) or an XSpace protobuf (``.xplane.pb``); a malformed
     field raises ValueError naming the event and the field, instead of giving a wrong busy time."""
-    path = Path(validate.instance("path", path, (str, Path)))
-    validate.text("framework", framework)
+    path = Path(path)
     if not path.is_file():
         raise ValueError(f"path {str(path)!r} is not a file")
     if path.name.endswith(".xplane.pb"):
