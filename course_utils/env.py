@@ -1,4 +1,4 @@
-"""Where am I running? Framework report, accelerator detection, what the CPU offers, problem sizes, seeds: every
+"""Where am I running? Framework report, accelerator detection, what the CPU offers, problem sizes: every
 number depends on the machine, so every notebook starts with ``report()`` and declares its sizes with ``sizes()``."""
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ import importlib.metadata
 import importlib.util
 import os
 import platform
-import random
 import subprocess
 import sys
 import warnings
@@ -215,27 +214,6 @@ def build_dir(*parts: declare.Text) -> Path:
                          if (d / "pyproject.toml").is_file() and (d / "course_utils").is_dir()), None)
         root = (checkout or here) / "build"
     return root.joinpath(*parts)
-
-
-MAX_SEED = 2**32 - 1
-
-
-@declare.checked
-def seed_everything(seed: Annotated[int, declare.Range(0, MAX_SEED)] = 0) -> list[str]:  # NumPy takes 32 bits
-    """Seed ``random``, NumPy and torch / TensorFlow if already imported (seed after importing); returns the names
-    seeded. JAX has no global seed: its randomness is explicit (``jax.random.key(seed)``)."""
-    import numpy as np
-
-    random.seed(seed)
-    np.random.seed(seed)
-    seeded = ["random", "numpy"]
-    if sys.modules.get("torch") is not None:  # None in sys.modules means "not importable here"
-        sys.modules["torch"].manual_seed(seed)
-        seeded.append("torch")
-    if sys.modules.get("tensorflow") is not None:
-        sys.modules["tensorflow"].random.set_seed(seed)
-        seeded.append("tensorflow")
-    return seeded
 
 
 def quiet_tensorflow() -> None:

@@ -8,6 +8,8 @@ import json
 import math
 import numbers
 import os
+import random
+import sys
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -29,15 +31,36 @@ _INSTALL_HINT = {
 def setup(seed: int = 0) -> env.EnvReport:
     """The one call at the top of each notebook (device memory shares, quiet start, strict deprecations, plot style,
     seeds); returns the environment report, saying first when PyTorch, which every notebook needs, is missing."""
-    seed = validate.count("seed", seed, low=0, high=env.MAX_SEED)
+    seed = validate.count("seed", seed, low=0, high=MAX_SEED)
     devices.apply(devices.current())  # on one GPU: JAX's and TF's share, before their first operation
     if not env.available("torch"):
         print(f"PyTorch is not installed: this course needs it ({_INSTALL_HINT['torch']}).")
     env.quiet_tensorflow()
     env.fail_on_deprecations()
     plotting.use_style()
-    env.seed_everything(seed)
+    seed_everything(seed)
     return env.report()
+
+
+MAX_SEED = 2**32 - 1
+
+
+@declare.checked
+def seed_everything(seed: Annotated[int, declare.Range(0, MAX_SEED)] = 0) -> list[str]:  # NumPy takes 32 bits
+    """Seed ``random``, NumPy and torch / TensorFlow if already imported (seed after importing); returns the names
+    seeded. JAX has no global seed: its randomness is explicit (``jax.random.key(seed)``)."""
+    import numpy as np
+
+    random.seed(seed)
+    np.random.seed(seed)
+    seeded = ["random", "numpy"]
+    if sys.modules.get("torch") is not None:  # None in sys.modules means "not importable here"
+        sys.modules["torch"].manual_seed(seed)
+        seeded.append("torch")
+    if sys.modules.get("tensorflow") is not None:
+        sys.modules["tensorflow"].random.set_seed(seed)
+        seeded.append("tensorflow")
+    return seeded
 
 
 def needs(*frameworks: str) -> bool:

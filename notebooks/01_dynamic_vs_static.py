@@ -1057,8 +1057,8 @@ g = torch.compile(f)
 for n in (100, 200):
     g(torch.ones(n))
 """
-if cu.compiled.tlparse_available():
-    report = cu.compiled.torch_compile_report(traced_job, "01_print_and_lengths")
+if cu.compile_report.tlparse_available():
+    report = cu.compile_report.torch_compile_report(traced_job, "01_print_and_lengths")
     v_tlparse = cu.graphs.findings.TLPARSE.score(
         cu.findings.equal("graph breaks tlparse counted", report.graph_breaks, 1, unit=""),
         cu.findings.above("recompilations tlparse counted", report.recompiles, 0, unit="count"))

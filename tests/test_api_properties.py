@@ -77,8 +77,8 @@ def _xla_function(_: Any) -> Any:
 # By target (cu.<package>.<name>.<parameter>), where neither the kind nor the name says what a valid value is.
 GOOD_BY_TARGET = {
     "cu.calls.limit.fn": abs,
-    "cu.compiled.CompileReport.recompile_reasons": (),
-    "cu.compiled.CompileReport.break_reasons": (),
+    "cu.compile_report.CompileReport.recompile_reasons": (),
+    "cu.compile_report.CompileReport.break_reasons": (),
     "cu.compiled.tf_hlo.fn": Lazy(_xla_function),
     "cu.display.Table.header": ("a", "b"),
     "cu.display.Table.rows": (("1", "2"),),

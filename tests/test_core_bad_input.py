@@ -75,7 +75,7 @@ BAD_CALLS = [
     # env, notebook
     (lambda: env.available(None), "framework"),
     (lambda: env.available("mxnet"), "framework"),
-    (lambda: env.seed_everything(-1), "seed"),
+    (lambda: notebook.seed_everything(-1), "seed"),
     (lambda: notebook.setup(seed=-1), "seed"),
     (lambda: notebook.setup(seed=1.5), "seed"),
     (lambda: notebook.needs(), "frameworks"),

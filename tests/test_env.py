@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from course_utils import env
+from course_utils import env, notebook
 
 
 @pytest.fixture(autouse=True)
@@ -105,20 +105,20 @@ def test_broken_framework_is_reported_not_raised(monkeypatch) -> None:
 
 
 def test_seed_everything_makes_numpy_and_random_repeat() -> None:
-    env.seed_everything(3)
+    notebook.seed_everything(3)
     first = (random.random(), np.random.rand())
-    seeded = env.seed_everything(3)
+    seeded = notebook.seed_everything(3)
     assert (random.random(), np.random.rand()) == first
     assert seeded[:2] == ["random", "numpy"]
     with pytest.raises(ValueError, match="seed"):
-        env.seed_everything(-1)
+        notebook.seed_everything(-1)
 
 
 def test_seed_everything_seeds_imported_torch() -> None:
     torch = pytest.importorskip("torch")
-    env.seed_everything(5)
+    notebook.seed_everything(5)
     a = torch.rand(3)
-    assert "torch" in env.seed_everything(5)
+    assert "torch" in notebook.seed_everything(5)
     assert torch.equal(a, torch.rand(3))
 
 
@@ -171,9 +171,9 @@ def test_build_dir_stays_inside_the_build_folder(monkeypatch: pytest.MonkeyPatch
 
 
 def test_seeds_take_numpy_integers_and_stop_at_32_bits() -> None:
-    assert env.seed_everything(np.int64(3))[:2] == ["random", "numpy"]
+    assert notebook.seed_everything(np.int64(3))[:2] == ["random", "numpy"]
     with pytest.raises(ValueError, match="seed"):
-        env.seed_everything(2**32)  # NumPy's own error did not name the argument
+        notebook.seed_everything(2**32)  # NumPy's own error did not name the argument
     with pytest.raises(TypeError, match="module"):
         env.fail_on_deprecations(123)  # the warnings module raised a bare AssertionError
     with pytest.raises(ValueError, match="module"):
