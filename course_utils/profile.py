@@ -235,7 +235,6 @@ def capture(framework: str, fn: Callable[..., Any], *args: Any, steps: Annotated
     framework = validate.framework(framework)
     folder = env.build_dir("traces") if folder is None else validate.folder("folder", folder)
     folder.mkdir(parents=True, exist_ok=True)
-    run = {"torch": _capture_torch, "jax": _capture_jax, "tensorflow": _capture_tensorflow}[framework]
 
     def work() -> None:
         with calls.limit(fn, timeout):
@@ -243,7 +242,8 @@ def capture(framework: str, fn: Callable[..., Any], *args: Any, steps: Annotated
                 timing.sync(fn(*args))
 
     try:
-        return run(work, folder / f"{name}.{framework}")
+        stem = folder / f"{name}.{framework}"
+        return _capture_torch(work, stem) if framework == "torch" else _capture_xla(framework, work, stem)
     except ValueError as exc:
         if "holds no events" not in str(exc):
             raise
@@ -269,31 +269,26 @@ def _capture_torch(work: Callable[[], Any], stem: Path) -> Trace:
     return load(target, "torch")
 
 
-def _capture_jax(work: Callable[[], Any], stem: Path) -> Trace:
-    import jax
-
+def _capture_xla(framework: str, work: Callable[[], Any], stem: Path) -> Trace:
+    """JAX's and TensorFlow's profilers write into a folder: the trace they wrote there is kept beside ``stem``."""
     with tempfile.TemporaryDirectory() as tmp:
-        with jax.profiler.trace(tmp, create_perfetto_trace=True):
-            work()
-        found = sorted(Path(tmp).rglob("*.trace.json.gz")) or sorted(Path(tmp).rglob("perfetto_trace.json.gz"))
-        if not found:
-            raise RuntimeError(f"jax.profiler wrote no trace JSON under {tmp}")
-        target = stem.with_name(stem.name + ".json.gz")
-        shutil.copyfile(found[0], target)
-    return load(target, "jax")
+        if framework == "jax":
+            import jax
 
-
-def _capture_tensorflow(work: Callable[[], Any], stem: Path) -> Trace:
-    tf = env.import_tensorflow()
-    with tempfile.TemporaryDirectory() as tmp:
-        tf.profiler.experimental.start(tmp)
-        try:
-            work()
-        finally:
-            tf.profiler.experimental.stop()
-        found = sorted(Path(tmp).rglob("*.xplane.pb"))
+            with jax.profiler.trace(tmp, create_perfetto_trace=True):
+                work()
+            patterns, suffix = ("*.trace.json.gz", "perfetto_trace.json.gz"), ".json.gz"
+        else:
+            tf = env.import_tensorflow()
+            tf.profiler.experimental.start(tmp)
+            try:
+                work()
+            finally:
+                tf.profiler.experimental.stop()
+            patterns, suffix = ("*.xplane.pb",), ".xplane.pb"
+        found = [path for pattern in patterns for path in sorted(Path(tmp).rglob(pattern))]
         if not found:
-            raise RuntimeError(f"tf.profiler wrote no .xplane.pb under {tmp}")
-        target = stem.with_name(stem.name + ".xplane.pb")
+            raise RuntimeError(f"the {framework} profiler wrote no {' or '.join(patterns)} under {tmp}")
+        target = stem.with_name(stem.name + suffix)
         shutil.copyfile(found[0], target)
-    return load(target, "tensorflow")
+    return load(target, framework)
