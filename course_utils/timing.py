@@ -167,20 +167,15 @@ def quartiles(m: Measurement, fmt: Callable[[float], str]) -> str:
 def interleaved(calls: Annotated[Mapping[str, Callable[[], Any]], NonEmpty], *,
                 rounds: Annotated[int, Range(1, 100)] = 4,
                 min_time: Annotated[float, Range(0, 60, low_open=True)] = 0.2,
-                sync: Mapping[str, bool] | None = None,
                 timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT) -> dict[str, Measurement]:
     """Each callable timed in ``rounds`` alternating rounds (order rotated each round), one Measurement per name keeping
     its per-round medians for ``intervals.speedup``; a machine that changes speed then widens every workload alike."""
-    sync = dict(sync or {})
-    for name in sync:
-        validate.choice(f"sync[{name!r}]", name, list(calls))
     names = list(calls)
     found: dict[str, list[Measurement]] = {name: [] for name in names}
     for r in range(rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
             limit = functools.partial(_calls.limit, calls[name], timeout, f"calls[{name!r}]")
-            found[name].append(_benchmark(calls[name], (), 0, min_time / rounds, 200, 3, sync.get(name, True),
-                                          name, limit))
+            found[name].append(_benchmark(calls[name], (), 0, min_time / rounds, 200, 3, True, name, limit))
     return {name: Measurement(label=name, times=tuple(t for m in parts for t in m.times), number=parts[0].number,
                               first_call=parts[0].first_call, total=sum(m.total for m in parts),
                               synced=parts[0].synced, rounds=tuple(m.median for m in parts))

@@ -158,9 +158,8 @@ def test_block_sizes_follow_the_1_2_5_series() -> None:
 def test_interleaved_takes_turns_rotates_the_order_and_pools_rounds() -> None:
     order: list[str] = []
     found = timing.interleaved({"a": lambda: order.append("a"), "b": lambda: order.append("b")}, rounds=3,
-                               min_time=0.006, sync={"a": False})
+                               min_time=0.006)
     assert set(found) == {"a", "b"} and all(m.n >= 9 and m.first_call is not None for m in found.values())
-    assert not found["a"].synced and found["b"].synced
     assert order[0] == "a" and order[order.index("b") - 1] == "a"  # round 0 in the given order
     last_a = len(order) - 1 - order[::-1].index("a")
     assert order.index("b") < last_a  # b ran before a's last round: they took turns
