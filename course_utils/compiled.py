@@ -1,6 +1,5 @@
-"""The one reader of compiler output: Inductor's generated code and cache counts, XLA's optimized HLO (fusions, dots,
-collectives, library markers) and cost (torch.compile's own account: ``compile_report``). A reader refuses text unlike
-what it reads rather than count zero."""
+"""The one reader of compiler output: Inductor's generated code and cache counts, XLA's optimized HLO (fusions,
+collectives, library markers) and cost; a reader refuses text unlike what it reads rather than count zero."""
 
 from __future__ import annotations
 

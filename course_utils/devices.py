@@ -1,6 +1,5 @@
 """Where the course runs: a ``Device`` as data, the known devices' sourced peaks, and the ``Plan`` computed from one
-(never from a live query, so every profile can be planned and tested anywhere): memory per framework, the fast dtype,
-matmul tolerance, real or simulated devices for sharding, where PyTorch runs, what is skipped with which sentence."""
+(never a live query, so every profile plans anywhere): memory, dtype, tolerance, mesh, torch's device, the skips."""
 
 from __future__ import annotations
 
@@ -78,9 +77,8 @@ _Version = Annotated[int, Range(0, 99)]
 @declare.checked
 @dataclass(frozen=True)
 class Device:
-    """What a runtime offers, as plain data: the accelerator's kind and name, its memory (bytes, per device), how
-    many devices, the host's cores, a GPU's compute capability. ``rehearsed_on`` is set on a rehearsal
-    (``COURSE_DEVICE``): the kind of this machine, where the computations really run."""
+    """What a runtime offers, as plain data: kind, name, memory (bytes per device), device count, host cores, a GPU's
+    compute capability; ``rehearsed_on``: this machine's kind, on a ``COURSE_DEVICE`` rehearsal."""
 
     kind: _Kind
     name: Text
@@ -199,9 +197,8 @@ def apply(plan_: Plan) -> dict[str, str]:
 
 
 def describe() -> Device:
-    """This runtime as a ``Device``: the one function that asks the hardware (via ``env.accelerator``, then the
-    framework already imported or importable for a name and memory); where ``COURSE_DEVICE`` names a key of
-    ``KNOWN``, that device, rehearsed on this machine. Tests build ``Device``s instead."""
+    """This runtime as a ``Device``, from the one function that asks the hardware; where ``COURSE_DEVICE`` names a key
+    of ``KNOWN``, that device, rehearsed on this machine (tests build ``Device``s instead)."""
     kind = env.accelerator()
     name = os.environ.get(SIMULATE, "").strip()
     if name:

@@ -174,9 +174,8 @@ class Sizes(display.Tabled):
 
 @declare.checked
 def sizes(**choices: dict[str, object]) -> Sizes:
-    """Declare a notebook's problem sizes at the top, e.g.
-    ``sizes = cu.env.sizes(rows=dict(ci=8192, cpu=16384, gpu=262144))``: every name needs ``cpu=`` (the fallback
-    of every other size) and only the sizes in ``SIZES``; each value is resolved now, so a bad table fails here."""
+    """A notebook's problem sizes, declared at its top (``cu.env.sizes(rows=dict(ci=8192, cpu=16384, gpu=262144))``):
+    each name needs ``cpu=`` and only ``SIZES``; each value is resolved now, so a bad table fails here."""
     if not choices:
         raise ValueError("sizes() needs at least one name=dict(ci=..., cpu=..., ...)")
     for name, options in choices.items():
@@ -200,9 +199,8 @@ BUILD_ENV = "COURSE_BUILD_DIR"
 
 @declare.checked
 def build_dir(*parts: declare.Text) -> Path:
-    """Where generated files (traces, reports) go: ``$COURSE_BUILD_DIR`` if set; else ``build/`` at the root of
-    the course checkout the kernel runs in (a notebook's kernel starts in ``notebooks/``); else ``./build``.
-    ``parts`` are relative names inside it: an absolute path or a '..' would leave the build folder."""
+    """Where generated files go: ``$COURSE_BUILD_DIR``, else ``build/`` at the root of the course checkout the kernel
+    runs in, else ``./build``; ``parts`` are relative names inside it (no absolute path, no '..')."""
     for part in parts:
         if Path(part).is_absolute() or ".." in Path(part).parts:
             raise ValueError(f"parts must stay inside the build folder (no absolute path, no '..'); got {part!r}")

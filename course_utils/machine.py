@@ -146,8 +146,7 @@ def machine_key() -> str:
 def fault_cost(nbytes: Annotated[int, Range(2**25 + 2**12, 2**32)] = FAULT_PROBE_BYTES,
                repeats: Annotated[int, Range(1, 100)] = 7) -> tuple[float, float, str]:
     """(seconds per byte, faults per MiB, allocator): a fresh buffer's first fill minus its second, the median over
-    ``repeats`` buffers from the allocator the lessons use (torch's where present: NumPy's may get huge pages); at or
-    below glibc's largest mmap threshold (32 MiB) a buffer may reuse pages already faulted in: no fault to time."""
+    ``repeats`` buffers from the allocator the lessons use (torch's where present: NumPy's may get huge pages)."""
     validate.memory_fits("nbytes", nbytes)
     allocator = "torch" if env.available("torch") else "numpy"
     library = importlib.import_module(allocator)  # torch.empty and np.empty take the same arguments

@@ -1,6 +1,5 @@
-"""The machine's own limits, measured in this run (memory bandwidth, matmul FLOP/s), and the roofline they draw: no
-kernel finishes faster than ``max(flops / peak_flops, bytes / bandwidth)``. The probes write into memory they own
-(``out=``, donation, a TF Variable): page faults are not bandwidth ("triad, fresh output" has them)."""
+"""The machine's limits measured in this run (bandwidth, matmul FLOP/s) by probes that write into memory they own (page
+faults are no bandwidth), and the roofline they draw: no kernel beats ``max(flops / peak, bytes / bandwidth)``."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Timing that does not fool you, in PyTorch, JAX and TensorFlow alike (DESIGN.md section 5): the first call apart,
-warm-up, ``sync`` before reading the clock, repeats until a minimum time, the median with its spread; where a
-launch's wall time went (``time_split``)."""
+warm-up, ``sync`` before reading the clock, repeats until a minimum time, the median with its spread; ``time_split``."""
 
 from __future__ import annotations
 
