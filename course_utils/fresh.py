@@ -28,6 +28,7 @@ _SETUP_KEYS = ("python", "cpus", "torch", "threads", "device")
 def target_path(target: str | Callable[..., Any], name: str = "target") -> str:
     """``target`` as a 'package.module:function' path a fresh process can import (a function defined at the top of an
     importable module, or that string), checked by importing it here; the errors name ``name``."""
+    validate.text("name", name)
     if callable(target) and not isinstance(target, str):
         module, qualname = getattr(target, "__module__", None), getattr(target, "__qualname__", "")
         path = f"{module}:{qualname}"
@@ -50,6 +51,7 @@ def target_path(target: str | Callable[..., Any], name: str = "target") -> str:
 def function(name: str, path: str) -> Callable[..., Any]:
     """The callable at 'package.module:function'; errors name the argument and say whether the module or the name
     is missing."""
+    validate.text("name", name)
     if not _PATH.match(validate.text("path", path)):
         raise ValueError(f"path must be 'package.module:function'; got {path!r}")
     module_name, _, attribute = path.partition(":")

@@ -3,6 +3,7 @@ every framework" means the same code path."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -14,7 +15,12 @@ from course_utils import declare, env, validate
 def to_framework(framework: str, *arrays: Any, device: str | None = None) -> Any:
     """NumPy arrays (or numbers), copied, as the framework's arrays (one in, one out; several, a tuple): torch's on
     ``device`` (default CUDA where present), JAX's and TensorFlow's on their default device."""
-    name = validate.framework(framework)  # a torch ``device`` is checked by ``torch_device``; the others ignore it
+    name = validate.framework(framework)
+    if device is not None:
+        torch = sys.modules.get("torch")
+        if not (isinstance(device, str) and device.strip() or torch is not None and isinstance(device, torch.device)):
+            raise TypeError(f"device must be None or a torch device name such as 'cpu' or 'cuda:0'; got "
+                            f"{type(device).__name__} {device!r}")
     validate.non_empty("arrays", arrays)
     converted = tuple(_convert(name, f"arrays[{i}]", array, device) for i, array in enumerate(arrays))
     return converted[0] if len(converted) == 1 else converted

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from course_utils import declare, display, env, timing, validate
-from course_utils.declare import NonEmpty, NonNegative, NonNegativeFloat, PositiveFloat, PositiveInt, Range, Text
+from course_utils.declare import NonEmpty, NonNegative, NonNegativeFloat, PositiveFloat, PositiveInt, Text
 
 FP32 = 4  # bytes per element
 ARRAYS = 4  # the triad holds three arrays of the probe size, its fresh output a fourth
@@ -161,16 +161,16 @@ def share_of_roof(point: Point, machine: Machine) -> float:
 PROBE_SIZES = env.sizes(matmul_n=dict(ci=1024, cpu=2048, gpu=8192, tpu=8192))
 
 
-@declare.checked
-def measure_machine(framework: str = "torch", *,
-                    array_bytes: Annotated[int, Range(1024, validate.MAX_ELEMENTS * FP32)] | None = None,
-                    matmul_n: Annotated[int, Range(16, math.isqrt(validate.MAX_ELEMENTS))] | None = None,
-                    min_time: Annotated[float, Range(0, 60, low_open=True)] = 0.3) -> Machine:
+def measure_machine(framework: str = "torch", *, array_bytes: int | None = None, matmul_n: int | None = None,
+                    min_time: float = 0.3) -> Machine:
     """Bandwidth (copy/scale/triad over ``array_bytes``, default ``probe_size()``) and fp32 matmul FLOP/s
     (n = ``matmul_n``) with one framework on its default device; cached per process."""
-    framework = validate.framework(framework, numpy=True)  # by hand: it also takes 'pytorch', 'tf' and 'np'
-    array_bytes = probe_size().array_bytes if array_bytes is None else array_bytes
-    matmul_n = PROBE_SIZES.matmul_n if matmul_n is None else matmul_n
+    framework = validate.framework(framework, numpy=True)
+    array_bytes = validate.count("array_bytes", probe_size().array_bytes if array_bytes is None else array_bytes,
+                                 low=1024, high=validate.MAX_ELEMENTS * FP32)
+    matmul_n = validate.count("matmul_n", PROBE_SIZES.matmul_n if matmul_n is None else matmul_n, low=16,
+                              high=math.isqrt(validate.MAX_ELEMENTS))
+    min_time = validate.number("min_time", min_time, low=0, high=60, low_open=True)  # before the probes it times
     if on_host(framework):  # refused here, by name, rather than by the allocator
         validate.memory_fits("array_bytes", ARRAYS * array_bytes, share=0.75,
                              what=f"array_bytes={array_bytes:,} ({ARRAYS} probe arrays)")

@@ -89,6 +89,9 @@ def non_negative(name: str, value: Any, *, integer: bool = False) -> Any:
 
 def choice(name: str, value: Any, choices: Iterable[T]) -> T:
     """Return ``value`` if it is one of ``choices``; the error lists them."""
+    if isinstance(choices, (str, bytes)) or not isinstance(choices, Iterable):
+        raise TypeError(f"choices must be a list or tuple of the accepted values; got {type(choices).__name__} "
+                        f"{choices!r}")
     options = tuple(choices)
     try:
         ok = value in options
@@ -163,6 +166,7 @@ def memory_fits(name: str, nbytes: int, *, share: float = 0.5, what: str | None 
     """Return ``nbytes`` if allocating it takes at most ``share`` of the memory available now; else ValueError
     naming ``name``: a mistyped size is refused here instead of reaching the allocator (or the swap)."""
     nbytes = int(number(name, nbytes, low=0, integer=True))
+    share = number("share", share, low=0, high=1, low_open=True)
     available = psutil.virtual_memory().available
     if nbytes > share * available:
         raise ValueError(f"{what or name} needs {nbytes / 2**30:.3g} GiB, more than {share:.0%} of the "

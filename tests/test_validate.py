@@ -79,6 +79,10 @@ def test_bounds_themselves_are_checked() -> None:
         validate.count("steps", 3, low=10, high=2)
     with pytest.raises(ValueError, match="low bound of x"):
         validate.number("x", 1.0, low=float("nan"))
+    with pytest.raises(TypeError, match="choices"):
+        validate.choice("x", "a", "abc")  # a string is not a list of choices
+    with pytest.raises(ValueError, match="share"):
+        validate.memory_fits("n", 1, share=float("nan"))
 
 
 def test_an_output_folder_does_not_climb_out() -> None:
