@@ -16,7 +16,7 @@ from typing import Annotated
 
 import psutil
 
-from course_utils import declare, validate
+from course_utils import declare
 from course_utils.declare import NonEmpty, Range, Text
 
 GRACE_S = 3.0
@@ -116,10 +116,9 @@ def _exit_text(code: int) -> str:
     return f"exit code {code}"
 
 
-def tail(path: Path, lines: int = 25) -> str:
+@declare.checked
+def tail(path: Path | str, lines: Annotated[int, Range(1, 10_000)] = 25) -> str:
     """The last ``lines`` lines of a text file ('' if it cannot be read)."""
-    validate.instance("path", path, (str, Path))
-    lines = validate.count("lines", lines, high=10_000)
     try:
         return "\n".join(Path(path).read_text(errors="replace").rstrip().splitlines()[-lines:])
     except OSError:

@@ -48,15 +48,12 @@ class CompileReport(display.Tabled):
 
 def tlparse_available() -> bool:
     """True where the tlparse executable can be found (the course's lock installs it; Colab does not)."""
-    return Path(sys.executable).with_name("tlparse").exists() or shutil.which("tlparse") is not None
+    return _tlparse() is not None
 
 
-def tlparse_command() -> str:
-    """The tlparse executable of this Python environment (installed with the course's pins)."""
+def _tlparse() -> str | None:
     beside = Path(sys.executable).with_name("tlparse")
-    if (found := str(beside) if beside.exists() else shutil.which("tlparse")) is None:
-        raise RuntimeError("tlparse is not installed: pip install tlparse (the course pins it in requirements.txt)")
-    return found
+    return str(beside) if beside.exists() else shutil.which("tlparse")
 
 
 @declare.checked
@@ -66,6 +63,8 @@ def torch_compile_report(code: declare.Text, name: declare.FileName = "compile",
     """Run ``code`` as ``folder/name/job.py`` (default ``build/tlparse``) in a fresh process with ``TORCH_TRACE`` set,
     turn its logs into a tlparse report there (replacing only a report) and read the counts back."""
     limit = calls.Limit(timeout, f"code (run as {folder or 'build/tlparse'}/{name}/job.py)")
+    if (tlparse := _tlparse()) is None:
+        raise RuntimeError("tlparse is not installed: pip install tlparse (the course pins it in requirements.txt)")
     folder = env.build_dir("tlparse") if folder is None else validate.folder("folder", folder)
     out = folder / name
     logs = out / "logs"
@@ -86,7 +85,7 @@ def torch_compile_report(code: declare.Text, name: declare.FileName = "compile",
     if not log_files:
         raise RuntimeError("TORCH_TRACE wrote no log: did the code call a torch.compile'd function?")
     report = out / "report"
-    parsed = _run([tlparse_command(), str(log_files[-1]), "-o", str(report), "--no-browser", "--overwrite"], limit)
+    parsed = _run([tlparse, str(log_files[-1]), "-o", str(report), "--no-browser", "--overwrite"], limit)
     if parsed.returncode != 0:
         raise RuntimeError(f"tlparse failed:\n{parsed.stderr[-2000:]}")
     return read_report(report)

@@ -1,5 +1,5 @@
-"""The one reader of compiler output: Inductor's generated code and cache counts, XLA's optimized HLO (fusions, dots,
-collectives, library markers) and cost. A reader refuses text unlike what it reads rather than count zero."""
+"""The one reader of compiler output: Inductor's generated code and cache counts, XLA's optimized HLO (fusions,
+collectives, library markers) and cost; a reader refuses text unlike what it reads rather than count zero."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import contextlib
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from course_utils import calls, declare, validate
 
@@ -26,10 +26,9 @@ class InductorCode:
     source: str
 
     def __post_init__(self) -> None:
-        validate.instance("source", self.source, str)
-        if "def call(" not in self.source:
-            raise ValueError("source must be a module Inductor generated (it defines call(args)); got text without "
-                             f"one: {self.source[:60]!r}")
+        if not isinstance(self.source, str) or "def call(" not in self.source:
+            raise ValueError("source must be a module Inductor generated (it defines call(args)); got "
+                             f"{self.source!r:.60}")
 
     @property
     def kernels(self) -> list[str]:
@@ -99,14 +98,11 @@ def capture_inductor_code() -> Iterator[list[InductorCode]]:
         GraphLowering.save_output_code = previous  # type: ignore[assignment]
 
 
-def inductor_cache_counts(since: Mapping[str, int] | None = None) -> dict[str, int]:
+@declare.checked
+def inductor_cache_counts(since: Mapping[Literal["hits", "misses"], Annotated[int, declare.NonNegative]] | None = None,
+                          ) -> dict[str, int]:
     """Inductor's FX-graph cache ``{"hits": n, "misses": n}`` so far in this process, minus ``since`` (an earlier
     reading) where given: read before and after a compile to see what that compile found on disk."""
-    if since is not None:  # checked before torch is imported: a bad reading fails at once
-        validate.instance("since", since, Mapping)
-        for key in since:
-            validate.choice("since key", key, ("hits", "misses"))
-            validate.non_negative(f"since[{key!r}]", since[key], integer=True)
     import torch._dynamo.utils
 
     counters = torch._dynamo.utils.counters["inductor"]
@@ -157,11 +153,6 @@ class HloSummary:
         """Targets of custom-calls: host callbacks (``pure_callback``) and library calls."""
         return re.findall(r'custom-call\(.*?custom_call_target="([^"]+)"', self.text)
 
-    @property
-    def dots(self) -> int:
-        """Dot instructions in the ENTRY computation (those inside library fusions are not counted)."""
-        return len(re.findall(r"\bdot\(", self.entry()))
-
     def count(self, op: str) -> int:
         """How many instructions of ``op`` (e.g. 'dot', 'convert', 'convolution') the whole module holds."""
         validate.text("op", op)
@@ -195,12 +186,11 @@ class HloSummary:
         match = re.search(r"^ENTRY .*?^}", self.text, re.MULTILINE | re.DOTALL)
         return match.group(0) if match else ""
 
-    def excerpt(self, max_lines: int = 12, width: int = 150) -> str:
-        """The ENTRY computation with metadata stripped, lines cut at ``width``."""
+    def excerpt(self, max_lines: int = 12) -> str:
+        """The ENTRY computation with metadata stripped, lines cut at 150 characters."""
         validate.positive("max_lines", max_lines, integer=True)
-        validate.number("width", width, low=20, integer=True)
         lines = [_strip_hlo_attrs(line).rstrip() for line in self.entry().splitlines()]
-        lines = [line if len(line) <= width else line[: width - 3] + "..." for line in lines]
+        lines = [line if len(line) <= 150 else line[:147] + "..." for line in lines]
         return "\n".join(lines[:max_lines] + ([f"... ({len(lines) - max_lines} more lines)"]
                                               if len(lines) > max_lines else []))
 
@@ -236,7 +226,6 @@ def hlo_summary(text: str) -> HloSummary:
 def _compiled(fn: Any, args: tuple[Any, ...], jit_kwargs: dict[str, Any], timeout: float | None) -> Any:
     """``jax.jit(fn).lower(*args).compile()``: tracing runs ``fn``'s Python, so it and the compile must end within
     ``timeout`` seconds (else ``calls.LearnerTimeout`` names ``fn``)."""
-    validate.function("fn", fn)
     import jax
 
     jitted = fn if hasattr(fn, "lower") else jax.jit(fn, **jit_kwargs)
@@ -271,3 +260,4 @@ def tf_hlo(fn: Any, *args: Any, timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) 
         raise TypeError(f"fn must be a tf.function created with jit_compile=True; got {type(fn).__name__}")
     with calls.limit(fn, timeout):
         return fn.experimental_get_compiler_ir(*args)(stage="optimized_hlo")
+

@@ -1,12 +1,5 @@
-"""Where the course runs: a device described as data, the known devices' sourced peaks and capabilities, and the
-plan that turns one into what a notebook may do there (memory per framework, the fast dtype, matmul tolerance,
-real or simulated devices for sharding, where PyTorch runs, and what is skipped with which sentence).
-
-The plan is computed from a ``Device``, never from a live query, so every profile (a Colab T4, a TPU v5e-1, a
-laptop CPU) can be planned and tested on any machine: ``describe()`` is the only function that asks the hardware,
-and where ``COURSE_DEVICE`` names a known device it answers that device instead (a rehearsal: its choices, this
-machine's computations).
-"""
+"""Where the course runs: a ``Device`` as data, the known devices' sourced peaks, and the ``Plan`` computed from one
+(never a live query, so every profile plans anywhere): memory, dtype, tolerance, mesh, torch's device, the skips."""
 
 from __future__ import annotations
 
@@ -16,13 +9,12 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from course_utils import env, validate
+from course_utils import declare, env, validate
+from course_utils.declare import Range, Text
 
-KINDS = ("cpu", "gpu", "tpu")
 DTYPES = ("float32", "tfloat32", "float16", "bfloat16", "float8")
-GIB = 2**30
 TB = 1e12
 #: one GPU shared by three frameworks in one kernel: PyTorch's caching allocator grows as it needs, JAX and TF are
 #: told their share before their first operation (JAX would take 75% of the card at start, TF all of it)
@@ -77,40 +69,34 @@ KNOWN: dict[str, Spec] = {s.name: s for s in (
 )}
 
 
+_Kind = Literal["cpu", "gpu", "tpu"]
+_Many = Annotated[int, Range(1, 4096)]
+_Version = Annotated[int, Range(0, 99)]
+
+
+@declare.checked
 @dataclass(frozen=True)
 class Device:
-    """What a runtime offers, as plain data: the accelerator's kind and name, its memory (bytes, per device), how
-    many devices, the host's cores, a GPU's compute capability or a TPU's generation. ``rehearsed_on`` is set on
-    a rehearsal (``COURSE_DEVICE``): the kind of this machine, where the computations really run."""
+    """What a runtime offers, as plain data: kind, name, memory (bytes per device), device count, host cores, a GPU's
+    compute capability; ``rehearsed_on``: this machine's kind, on a ``COURSE_DEVICE`` rehearsal."""
 
-    kind: str
-    name: str
-    memory: int
-    count: int = 1
-    host_cores: int = 2
-    capability: tuple[int, int] | None = None
-    rehearsed_on: str | None = None
+    kind: _Kind
+    name: Text
+    memory: Annotated[int, Range(2**26, 2**44)]
+    count: _Many = 1
+    host_cores: _Many = 2
+    capability: tuple[_Version, _Version] | None = None
+    rehearsed_on: _Kind | None = None
 
     def __post_init__(self) -> None:
-        validate.choice("kind", self.kind, KINDS)
-        if self.rehearsed_on is not None:
-            validate.choice("rehearsed_on", self.rehearsed_on, KINDS)
-        validate.text("name", self.name)
-        validate.number("memory", self.memory, low=2**26, high=2**44, integer=True)
-        validate.count("count", self.count, high=4096)
-        validate.count("host_cores", self.host_cores, high=4096)
-        if self.capability is not None:
-            if (not isinstance(self.capability, tuple) or len(self.capability) != 2
-                    or not all(isinstance(c, int) and 0 <= c < 100 for c in self.capability)):
-                raise ValueError(f"capability must be a (major, minor) pair of small integers; got {self.capability!r}")
-            if self.kind != "gpu":
-                raise ValueError(f"capability is a GPU's compute capability; got one for a {self.kind}")
+        if self.capability is not None and self.kind != "gpu":
+            raise ValueError(f"capability is a GPU's compute capability; got one for a {self.kind}")
 
 
+@declare.checked
 def spec(device: Device) -> Spec | None:
     """The known device ``device`` is (matched by kind and the data sheet's name inside its name, memory breaking
     a tie), or None: then the plan relies on what the run measures, never on a guessed peak."""
-    validate.instance("device", device, Device)
     name = device.name.upper().replace("-", " ")
     found = [s for s in KNOWN.values() if s.kind == device.kind and re.search(s.pattern, name)
              and (s.kind != "tpu" or s.chips == device.count)]
@@ -135,15 +121,6 @@ class Plan:
     env: Mapping[str, str]
     skips: Mapping[str, str] = field(default_factory=dict)
 
-    def peak(self, dtype: str) -> float | None:
-        """The data sheet's dense peak for ``dtype`` (FLOP/s), or None where this device has no sourced figure."""
-        validate.choice("dtype", dtype, DTYPES)
-        return self.spec.peaks.get(dtype) if self.spec else None
-
-    def fits(self, framework: str, nbytes: float) -> bool:
-        """True when ``nbytes`` of one framework's arrays fit its budget on this device."""
-        return validate.non_negative("nbytes", nbytes) <= self.budgets[validate.framework(framework)]
-
     def skip(self, capability: str) -> str | None:
         """The sentence a section prints when this device lacks ``capability`` (None: it has it)."""
         return self.skips.get(validate.text("capability", capability))
@@ -152,13 +129,12 @@ class Plan:
 CAPABILITIES = ("cuda", "fp8", "bf16 units", "several devices", "tensorflow")
 
 
-def plan(device: Device, *, host_memory: int | None = None) -> Plan:
+@declare.checked
+def plan(device: Device, *, host_memory: Annotated[int, Range(2**26, 2**46)] | None = None) -> Plan:
     """The plan for ``device``: where each framework runs, its memory budget, the dtype the matrix units favour,
     the tolerance of a float32 matmul comparison, real or simulated devices for sharding, and the skips."""
-    validate.instance("device", device, Device)
     known = spec(device)
-    host = validate.number("host_memory", host_memory if host_memory is not None else _host_memory(),
-                           low=2**26, high=2**46, integer=True)
+    host = host_memory if host_memory is not None else _host_memory()
     skips: dict[str, str] = {}
     if device.kind != "gpu":
         skips["cuda"] = f"needs a CUDA GPU; this runtime has a {device.kind.upper()}"
@@ -211,19 +187,18 @@ def _host_memory() -> int:
     return int(psutil.virtual_memory().total)
 
 
+@declare.checked
 def apply(plan_: Plan) -> dict[str, str]:
     """Set the plan's environment variables that are not set yet (before JAX's and TensorFlow's first operation:
     they read them when their device starts); returns the ones set now."""
-    validate.instance("plan_", plan_, Plan)
     done = {k: v for k, v in plan_.env.items() if k not in os.environ}
     os.environ.update(done)
     return done
 
 
 def describe() -> Device:
-    """This runtime as a ``Device``: the one function that asks the hardware (via ``env.accelerator``, then the
-    framework already imported or importable for a name and memory); where ``COURSE_DEVICE`` names a key of
-    ``KNOWN``, that device, rehearsed on this machine. Tests build ``Device``s instead."""
+    """This runtime as a ``Device``, from the one function that asks the hardware; where ``COURSE_DEVICE`` names a key
+    of ``KNOWN``, that device, rehearsed on this machine (tests build ``Device``s instead)."""
     kind = env.accelerator()
     name = os.environ.get(SIMULATE, "").strip()
     if name:
@@ -239,18 +214,16 @@ def describe() -> Device:
 SIMULATE = "COURSE_DEVICE"  # names a KNOWN device: rehearse its plan's choices on this machine
 
 
-def simulated(name: str, cores: int | None = None) -> Device:
+def simulated(name: str) -> Device:
     """The known device ``name`` (a key of ``KNOWN``) as a ``Device``, as its runtime would describe itself."""
     known = KNOWN[validate.choice("name", name, tuple(KNOWN))]
-    cores = validate.count("cores", cores if cores is not None else os.cpu_count() or 1, high=4096)
-    return Device(known.kind, known.name, known.memory, known.chips, cores, known.capability)
+    return Device(known.kind, known.name, known.memory, known.chips, os.cpu_count() or 1, known.capability)
 
 
 @functools.cache
 def current() -> Plan:
-    """This runtime's plan, computed once: ``describe()``'s device, or the device ``COURSE_DEVICE`` names (a key
-    of ``KNOWN``), rehearsed: its dtypes, tolerances, mesh and skips chosen on this machine, for rehearsing a
-    Colab T4 or TPU notebook's choices on a laptop (its computations still run on this machine's devices)."""
+    """This runtime's plan, computed once from ``describe()``'s device (a rehearsal where ``COURSE_DEVICE`` names
+    one: its choices made on this machine, whose devices still run the computations)."""
     return plan(describe())
 
 

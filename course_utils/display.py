@@ -77,17 +77,8 @@ def table(header: Iterable[Any], rows: Iterable[Iterable[Any]], *, title: str | 
           note: str | None = None) -> Table:
     """Build a Table, each cell turned into text with ``str`` (format numbers first); ``header``, ``rows`` and each row
     are iterables but never a string (``rows="abc"`` would be three one-letter rows)."""
-    head = tuple(str(h) for h in validate.non_empty("header", list(_cells("header", header))))
-    body = tuple(tuple(str(c) for c in _cells(f"rows[{i}]", row)) for i, row in enumerate(_cells("rows", rows)))
-    return Table(head, body, title, note)
-
-
-def _cells(name: str, value: Any) -> Iterable[Any]:
-    """``value`` if it is an iterable of cells (or of rows); a string is one text, not a list of letters."""
-    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-        raise TypeError(f"{name} must be a list or tuple (a string is not a list of cells); got "
-                        f"{type(value).__name__} {value!r}")
-    return value
+    head = tuple(str(h) for h in validate.non_empty("header", list(header)))
+    return Table(head, tuple(tuple(str(c) for c in row) for row in rows), title, note)
 
 
 TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))

@@ -1,8 +1,5 @@
-"""Where am I running? Framework report, accelerator detection, problem sizes, seeds (CPU facts: ``hardware``).
-
-Every number in the course depends on the machine, so every notebook starts with ``report()`` and
-declares its problem sizes in one table with ``sizes()``.
-"""
+"""Where am I running? Framework report, accelerator detection, what the CPU offers, problem sizes: every
+number depends on the machine, so every notebook starts with ``report()`` and declares its sizes with ``sizes()``."""
 
 from __future__ import annotations
 
@@ -12,7 +9,7 @@ import importlib.metadata
 import importlib.util
 import os
 import platform
-import random
+import subprocess
 import sys
 import warnings
 from collections.abc import Iterator
@@ -22,13 +19,6 @@ from types import ModuleType
 from typing import Annotated, TypeVar
 
 from course_utils import declare, display, validate
-from course_utils.hardware import (  # noqa: F401  (re-exported: cu.env.has_native_bf16() etc.)
-    cache_sizes,
-    cpu_model,
-    has_native_bf16,
-    last_level_cache_bytes,
-    simd_flags,
-)
 from course_utils.validate import FRAMEWORKS
 
 T = TypeVar("T")
@@ -43,17 +33,10 @@ _FALLBACK = {"smoke": ("smoke", "ci", "cpu"), "ci": ("ci", "cpu"), "cpu": ("cpu"
 SMOKE_TIME_SCALE = 0.1
 
 
-def in_colab() -> bool:
-    """True inside a Google Colab runtime (the ``google.colab`` module is loaded there)."""
-    return "google.colab" in sys.modules
-
-
 @functools.cache
 def accelerator() -> str:
-    """Return "tpu", "gpu" or "cpu": the accelerator this machine offers, found without importing a framework.
-
-    ``COURSE_ACCELERATOR`` overrides the detection (useful to rehearse a GPU path's sizes on a laptop).
-    """
+    """Return "tpu", "gpu" or "cpu": the accelerator this machine offers, found without importing a framework;
+    ``COURSE_ACCELERATOR`` overrides the detection (useful to rehearse a GPU path's sizes on a laptop)."""
     forced = os.environ.get("COURSE_ACCELERATOR", "").strip().lower()
     if forced:
         if forced not in ACCELERATORS:
@@ -76,6 +59,77 @@ def _has_cuda_gpu() -> bool:
     return Path("/dev/nvidia0").exists() or Path("/dev/kfd").exists() or Path("/proc/driver/nvidia/gpus").is_dir()
 
 
+# ---------------------------------------------------------------------------------------------------------
+# What the CPU offers, read from the OS: machines differ between sessions, so notebooks decide from this detection
+
+_SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile", "neon", "asimd")
+
+
+@functools.cache
+def cpu_model() -> str:
+    """The CPU's marketing name, e.g. 'AMD EPYC 7B13' (falls back to platform.processor())."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            if line.lower().startswith(("model name", "hardware")):
+                return line.split(":", 1)[1].strip()
+    if platform.system() == "Darwin":
+        try:
+            out = subprocess.run(
+                ["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True, timeout=5
+            )
+            if out.stdout.strip():
+                return out.stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+@functools.cache
+def simd_flags() -> tuple[str, ...]:
+    """The vector-unit flags that decide fp32/bf16 speed on this CPU (avx2, avx512f, amx_bf16, neon, ...)."""
+    cpuinfo = Path("/proc/cpuinfo")
+    found: set[str] = set()
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            if line.lower().startswith(("flags", "features")):
+                found.update(line.split(":", 1)[1].split())
+                break
+    elif platform.machine() in ("arm64", "aarch64"):
+        found.add("neon")
+    return tuple(flag for flag in _SIMD_FLAGS if flag in found)
+
+
+def has_native_bf16() -> bool:
+    """True where the CPU has bf16 arithmetic units (AVX512-BF16 or AMX); on others bf16 is emulated and slow."""
+    return bool({"avx512_bf16", "amx_bf16"} & set(simd_flags()))
+
+
+@functools.cache
+def cache_sizes() -> dict[str, int]:
+    """Bytes per data cache level of CPU 0 as the OS reports them ({'L1d': ..., 'L2': ..., 'L3': ...}); empty where
+    /sys is not available (macOS)."""
+    sizes: dict[str, int] = {}
+    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index[0-9]*")):
+        try:
+            level = (index / "level").read_text().strip()
+            kind = (index / "type").read_text().strip()
+            size = (index / "size").read_text().strip()
+        except OSError:
+            continue
+        if kind == "Instruction":
+            continue
+        name = f"L{level}" + ("d" if kind == "Data" else "")
+        units = {"K": 2**10, "M": 2**20, "G": 2**30}
+        sizes[name] = int(size[:-1]) * units[size[-1]] if size[-1] in units else int(size)
+    return sizes
+
+
+def last_level_cache_bytes() -> int:
+    """The largest cache's size in bytes, or 32 MiB where the OS does not say."""
+    return max(cache_sizes().values(), default=32 * 2**20)
+
+
 def size_name() -> str:
     """Return the active size: ``COURSE_SIZE`` if set (smoke, ci, cpu, gpu, tpu), else the accelerator's name."""
     requested = os.environ.get("COURSE_SIZE", "").strip().lower()
@@ -88,24 +142,16 @@ def size_name() -> str:
 
 def pick(*, ci: T | None = None, cpu: T | None = None, gpu: T | None = None, tpu: T | None = None,
          smoke: T | None = None) -> T:
-    """Return the value for the active size (see ``size_name``), falling back tpu -> gpu -> cpu and
-    smoke -> ci -> cpu.
-
-    Example: ``n = pick(ci=2**16, cpu=2**22, gpu=2**26)`` keeps CI fast and makes effects visible on a GPU.
-    """
+    """Return the value for the active size (see ``size_name``), falling back tpu -> gpu -> cpu and smoke -> ci ->
+    cpu: ``n = pick(ci=2**16, cpu=2**22, gpu=2**26)`` keeps CI fast and makes effects visible on a GPU."""
     options = {"smoke": smoke, "ci": ci, "cpu": cpu, "gpu": gpu, "tpu": tpu}
-    if all(v is None for v in options.values()):
-        raise ValueError("pick() needs at least one of ci=, cpu=, gpu=, tpu=")
     if cpu is None:
         raise ValueError("pick() needs cpu= (the fallback for every other size)")
-    for name in _FALLBACK[size_name()]:
-        if options[name] is not None:
-            return options[name]
-    raise AssertionError("unreachable: cpu= is always set")
+    return next(options[name] for name in _FALLBACK[size_name()] if options[name] is not None)
 
 
-@dataclass(frozen=True)
-class Sizes:
+@dataclass(frozen=True, repr=False)
+class Sizes(display.Tabled):
     """One notebook's problem sizes, chosen in one visible place: each name's value at every size and the active
     one. Read a value as an attribute (``sizes.rows``) and pass it down as an argument; shown as a table."""
 
@@ -125,23 +171,14 @@ class Sizes:
         return display.table(header, rows, title=f"Problem sizes: this run uses {self.active!r} "
                              "(COURSE_SIZE; a blank falls back: smoke to ci to cpu, tpu to gpu to cpu)")
 
-    def __repr__(self) -> str:
-        return repr(self.table())
 
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
-
-
+@declare.checked
 def sizes(**choices: dict[str, object]) -> Sizes:
-    """Declare a notebook's problem sizes at the top, e.g.
-    ``sizes = cu.env.sizes(rows=dict(ci=8192, cpu=16384, gpu=262144))``: every name needs ``cpu=`` (the fallback
-    of every other size) and only the sizes in ``SIZES``; each value is resolved now, so a bad table fails here."""
+    """A notebook's problem sizes, declared at its top (``cu.env.sizes(rows=dict(ci=8192, cpu=16384, gpu=262144))``):
+    each name needs ``cpu=`` and only ``SIZES``; each value is resolved now, so a bad table fails here."""
     if not choices:
         raise ValueError("sizes() needs at least one name=dict(ci=..., cpu=..., ...)")
     for name, options in choices.items():
-        if not isinstance(options, dict):
-            raise TypeError(f"sizes: {name} must be a dict such as dict(ci=..., cpu=...); got "
-                            f"{type(options).__name__} {options!r}")
         unknown = sorted(set(options) - set(SIZES))
         if unknown:
             raise ValueError(f"sizes: {name} names {unknown}; the sizes are {SIZES}")
@@ -162,9 +199,8 @@ BUILD_ENV = "COURSE_BUILD_DIR"
 
 @declare.checked
 def build_dir(*parts: declare.Text) -> Path:
-    """Where generated files (traces, reports) go: ``$COURSE_BUILD_DIR`` if set; else ``build/`` at the root of
-    the course checkout the kernel runs in (a notebook's kernel starts in ``notebooks/``); else ``./build``.
-    ``parts`` are relative names inside it: an absolute path or a '..' would leave the build folder."""
+    """Where generated files go: ``$COURSE_BUILD_DIR``, else ``build/`` at the root of the course checkout the kernel
+    runs in, else ``./build``; ``parts`` are relative names inside it (no absolute path, no '..')."""
     for part in parts:
         if Path(part).is_absolute() or ".." in Path(part).parts:
             raise ValueError(f"parts must stay inside the build folder (no absolute path, no '..'); got {part!r}")
@@ -176,27 +212,6 @@ def build_dir(*parts: declare.Text) -> Path:
                          if (d / "pyproject.toml").is_file() and (d / "course_utils").is_dir()), None)
         root = (checkout or here) / "build"
     return root.joinpath(*parts)
-
-
-MAX_SEED = 2**32 - 1
-
-
-@declare.checked
-def seed_everything(seed: Annotated[int, declare.Range(0, MAX_SEED)] = 0) -> list[str]:  # NumPy takes 32 bits
-    """Seed ``random``, NumPy and torch / TensorFlow if already imported (seed after importing); returns the names
-    seeded. JAX has no global seed: its randomness is explicit (``jax.random.key(seed)``)."""
-    import numpy as np
-
-    random.seed(seed)
-    np.random.seed(seed)
-    seeded = ["random", "numpy"]
-    if sys.modules.get("torch") is not None:  # None in sys.modules means "not importable here"
-        sys.modules["torch"].manual_seed(seed)
-        seeded.append("torch")
-    if sys.modules.get("tensorflow") is not None:
-        sys.modules["tensorflow"].random.set_seed(seed)
-        seeded.append("tensorflow")
-    return seeded
 
 
 def quiet_tensorflow() -> None:
@@ -253,13 +268,9 @@ class FrameworkInfo:
     version: str
     devices: tuple[str, ...] = ()
 
-    @property
-    def installed(self) -> bool:
-        return self.version != "not installed"
-
 
 @dataclass(frozen=True, repr=False)
-class EnvReport:
+class EnvReport(display.Tabled):
     """The machine and software that produced a notebook's numbers; a table in Jupyter, text in a terminal."""
 
     python: str
@@ -289,30 +300,14 @@ class EnvReport:
             rows.append((fw.name, value))
         return rows
 
-    def framework(self, name: str) -> FrameworkInfo:
-        """The entry for one framework ("torch", "jax" or "tensorflow")."""
-        name = validate.framework(name, "name")
-        for fw in self.frameworks:
-            if fw.name == name:
-                return fw
-        raise ValueError(f"framework must be one of {tuple(f.name for f in self.frameworks)}; got {name!r}")
-
     def table(self) -> display.Table:
         return display.table(["", "this machine"], self.rows(), title="Environment")
-
-    def __repr__(self) -> str:
-        return repr(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 @declare.checked
 def report(devices: bool = True) -> EnvReport:
-    """Describe this machine and the installed frameworks; absent frameworks say "not installed".
-
-    ``devices=True`` imports each installed framework to list its devices (seconds for TensorFlow).
-    """
+    """Describe this machine and the installed frameworks; absent frameworks say "not installed". ``devices=True``
+    imports each installed framework to list its devices (seconds for TensorFlow)."""
     import psutil
 
     frameworks = tuple(_framework_info(name, devices) for name in FRAMEWORKS)
@@ -326,7 +321,7 @@ def report(devices: bool = True) -> EnvReport:
         ram_gib=psutil.virtual_memory().total / 2**30,
         accelerator=accelerator(),
         size=size_name(),
-        colab=in_colab(),
+        colab="google.colab" in sys.modules,
         frameworks=frameworks,
         load_average=os.getloadavg() if hasattr(os, "getloadavg") else None,
     )
@@ -338,11 +333,8 @@ def installed_frameworks() -> list[str]:
 
 
 def available(framework: str) -> bool:
-    """True when ``framework`` ('torch', 'jax', 'tensorflow'/'tf') can be imported here; nothing is imported.
-
-    A runtime without it (Colab TPU runtimes ship no TensorFlow) and the course's ``COURSE_BLOCK`` shim,
-    which rehearses such a runtime, both answer False.
-    """
+    """True when ``framework`` ('torch', 'jax', 'tensorflow'/'tf') can be imported here; nothing is imported (a
+    runtime without it, such as Colab's TPU runtimes or the course's ``COURSE_BLOCK`` shim, answers False)."""
     name = validate.framework(framework)
     try:
         return importlib.util.find_spec(name) is not None

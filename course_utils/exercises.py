@@ -7,7 +7,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from course_utils import calls, declare, validate
 
@@ -22,22 +22,17 @@ class _Entry:
 
 
 _REGISTRY: dict[str, _Entry] = {}
-STATUSES = ("correct", "not attempted", "not yet")
 MAX_TRIALS = 1000  # random inputs same_function may try: a handful decide, more is a typo
 
 
+@declare.checked
 @dataclass(frozen=True)
 class Result:
     """The outcome of one check: ``status`` is 'correct', 'not attempted' or 'not yet'."""
 
-    exercise_id: str
-    status: str
+    exercise_id: Annotated[str, declare.Matches(r"\d\d\.\d+", "like '02.1' (notebook.number)")]
+    status: Literal["correct", "not attempted", "not yet"]
     detail: str = ""
-
-    def __post_init__(self) -> None:
-        _check_id(self.exercise_id)
-        validate.choice("status", self.status, STATUSES)
-        validate.instance("detail", self.detail, str)
 
     @property
     def correct(self) -> bool:

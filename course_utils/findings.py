@@ -9,16 +9,18 @@ import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from html import escape
-from typing import Any
+from typing import Annotated, Any, Literal, get_args
 
 import numpy as np
 
-from course_utils import display, intervals, validate
+from course_utils import declare, display, intervals, validate
+from course_utils.declare import NonEmpty, NonNegativeFloat, Text
 
 HELD, ABOVE, BELOW, FAILED, UNDECIDED, NOT_TESTED = (
     "held", "failed above", "failed below", "failed", "not decided", "not tested")
 OUTCOMES = (HELD, ABOVE, BELOW, FAILED, UNDECIDED, NOT_TESTED)
-KINDS = ("above", "below", "within", "equal", "true")
+_Kind = Literal["above", "below", "within", "equal", "true"]
+KINDS = get_args(_Kind)
 #: the outcomes each kind of check can reach (an interval may also straddle its bound: not decided)
 REACHES = {"above": (HELD, BELOW, UNDECIDED), "below": (HELD, ABOVE, UNDECIDED),
            "within": (HELD, ABOVE, BELOW, UNDECIDED), "equal": (HELD, ABOVE, BELOW), "true": (HELD, FAILED)}
@@ -27,8 +29,6 @@ TEXT_OF = {HELD: "held", ABOVE: "above", BELOW: "below", FAILED: "failed", UNDEC
            NOT_TESTED: "untested"}
 #: placeholders every text may use, filled by the core from the checks
 AUTOMATIC = frozenset({"evidence", "failed", "undecided", "why"})
-UNITS = ("x", "%", "s", "B", "", "count")
-SOURCES = ("measured", "computed", "counted")
 _TEMPLATES: dict[str, Template] = {}
 
 
@@ -37,26 +37,22 @@ _FORMATS: dict[str, Callable[[float], str]] = {
     "s": display.format_time, "B": display.format_bytes, "count": lambda v: f"{v:,}", "": lambda v: f"{v:.3g}"}
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class Check:
     """One piece of evidence, an interval (``intervals.Speedup``) or a number, tested against ``bound``: "above",
     "below", "within" ``[bound, high]``, "equal" within ``tolerance``, or "true" (a boolean fact)."""
 
-    name: str
-    kind: str
+    name: Text
+    kind: _Kind
     value: Any
     bound: float | None = None
     high: float | None = None
-    unit: str = "x"
-    source: str = "measured"
-    tolerance: float = 0.0
+    unit: Literal["x", "%", "s", "B", "", "count"] = "x"
+    source: Literal["measured", "computed", "counted"] = "measured"
+    tolerance: NonNegativeFloat = 0.0
 
     def __post_init__(self) -> None:
-        validate.text("name", self.name)
-        validate.choice("kind", self.kind, KINDS)
-        validate.choice("unit", self.unit, UNITS)
-        validate.choice("source", self.source, SOURCES)
-        validate.number("tolerance", self.tolerance, low=0)
         if self.kind == "true":
             if not isinstance(self.value, (bool, np.bool_)):
                 raise TypeError(f"value of a 'true' check must be a bool computed from the run; got "
@@ -188,13 +184,14 @@ def _fields(text: str) -> set[str]:
     return {f.split(".")[0].split("[")[0] for _, f, _, _ in string.Formatter().parse(text) if f}
 
 
+@declare.checked
 @dataclass(frozen=True, repr=False)
 class Template:
     """A prediction's ``str.format`` sentences, one per outcome its ``kinds`` of check can reach (``untested`` where a
     runtime may lack it); the core fills ``AUTOMATIC`` fields, ``score``'s facts the rest. It holds no condition."""
 
-    key: str
-    kinds: tuple[str, ...]
+    key: Text
+    kinds: Annotated[tuple[_Kind, ...], NonEmpty]
     held: str
     above: str = ""
     below: str = ""
@@ -204,15 +201,11 @@ class Template:
     facts: tuple[str, ...] = field(default=(), init=False)
 
     def __post_init__(self) -> None:
-        validate.text("key", self.key)
-        kinds = tuple(validate.non_empty("kinds", validate.instance("kinds", self.kinds, (tuple, list))))
-        for i, kind in enumerate(kinds):
-            validate.choice(f"kinds[{i}]", kind, KINDS)
+        kinds = tuple(self.kinds)
         object.__setattr__(self, "kinds", kinds)
         names: set[str] = set()
         for outcome in self.outcomes:
             text = getattr(self, TEXT_OF[outcome])
-            validate.instance(TEXT_OF[outcome], text, str)
             if outcome != NOT_TESTED and not text.strip():
                 raise ValueError(f"template {self.key!r} needs a text for {outcome!r} ({TEXT_OF[outcome]}=...): its "
                                  f"checks ({', '.join(kinds)}) can reach that outcome")

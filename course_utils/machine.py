@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 
 from course_utils import declare, display, env, interop, roofline, timing, validate
-from course_utils.declare import NonEmpty, NonNegativeFloat, PositiveFloat, Text
+from course_utils.declare import NonEmpty, NonNegativeFloat, PositiveFloat, Range, Text
 
 FAULT_PROBE_BYTES = 64 * 2**20  # above glibc's largest mmap threshold (32 MiB): every allocation gets new pages
 CALL_PROBE_ELEMENTS = 16  # the compiled call probe works on almost nothing: its time is the fixed cost
@@ -116,10 +116,10 @@ def best_roof(machines: Annotated[Mapping[str, roofline.Machine], NonEmpty]) -> 
     )
 
 
+@declare.checked
 def figures(*, refresh: bool = False) -> MachineFigures:
     """This machine's figures: read from this run's file when one exists for this machine, boot, size and set of
     frameworks, else measured now (about 10-30 s) and written for the notebooks after this one."""
-    validate.instance("refresh", refresh, bool)
     key = machine_key()
     if not refresh and key in _FIGURES:
         return _FIGURES[key]
@@ -138,21 +138,15 @@ def machine_key() -> str:
     """A short hash of what makes figures comparable: CPU, cores, boot, accelerator, size, frameworks present."""
     boot = Path("/proc/sys/kernel/random/boot_id")
     parts = [env.cpu_model(), str(os.cpu_count()), boot.read_text().strip() if boot.exists() else "",
-             env.accelerator(), env.size_name(), ",".join(present())]
+             env.accelerator(), env.size_name(), ",".join(env.installed_frameworks())]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
-def present() -> list[str]:
-    """The frameworks whose roofs are measured: those importable here."""
-    return [fw for fw in validate.FRAMEWORKS if env.available(fw)]
-
-
-def fault_cost(nbytes: int = FAULT_PROBE_BYTES, repeats: int = 7) -> tuple[float, float, str]:
+@declare.checked
+def fault_cost(nbytes: Annotated[int, Range(2**25 + 2**12, 2**32)] = FAULT_PROBE_BYTES,
+               repeats: Annotated[int, Range(1, 100)] = 7) -> tuple[float, float, str]:
     """(seconds per byte, faults per MiB, allocator): a fresh buffer's first fill minus its second, the median over
     ``repeats`` buffers from the allocator the lessons use (torch's where present: NumPy's may get huge pages)."""
-    # at or below glibc's largest mmap threshold a buffer may reuse pages already faulted in: no fault to time
-    nbytes = validate.count("nbytes", nbytes, low=2**25 + 2**12, high=2**32)
-    repeats = validate.count("repeats", repeats, high=100)
     validate.memory_fits("nbytes", nbytes)
     allocator = "torch" if env.available("torch") else "numpy"
     library = importlib.import_module(allocator)  # torch.empty and np.empty take the same arguments
@@ -181,11 +175,11 @@ def _minor_faults() -> float:
     return float(resource.getrusage(resource.RUSAGE_SELF).ru_minflt)
 
 
-def call_cost(framework: str, *, min_time: float = 0.2) -> float:
+@declare.checked
+def call_cost(framework: str, *, min_time: Annotated[float, Range(0, 60, low_open=True)] = 0.2) -> float:
     """Seconds per call of ``x + 1`` on 16 float32 elements under ``framework``'s default compile: one tiny kernel,
     so its time is the fixed cost every compiled call pays."""
     name = validate.framework(framework)
-    min_time = validate.number("min_time", min_time, low=0, high=60, low_open=True)  # before the compile it times
     x = interop.to_framework(name, np.ones(CALL_PROBE_ELEMENTS, np.float32))
     compiled = interop.compile_default(name, _plus_one)
     return timing.benchmark(compiled, x, min_time=min_time, label=f"{name} compiled x + 1").median
@@ -196,7 +190,7 @@ def _plus_one(x: Any) -> Any:
 
 
 def _measure(key: str) -> MachineFigures:
-    frameworks = present()
+    frameworks = env.installed_frameworks()
     roofs = {fw: roofline.measure_machine(fw) for fw in frameworks}
     per_byte, per_mib, allocator = fault_cost()
     return MachineFigures(key, roofs, per_byte, {fw: call_cost(fw) for fw in frameworks},
@@ -244,7 +238,7 @@ def _read(path: Path, key: str) -> tuple[MachineFigures | None, str]:
         return None, f"{path.name} lacks {err} (written by an older probe)"
     except (OSError, ValueError, TypeError, AttributeError) as err:  # a partial or foreign file
         return None, f"{path.name} is not a record of figures ({type(err).__name__}: {str(err)[:120]})"
-    frameworks = sorted(present())
+    frameworks = sorted(env.installed_frameworks())
     if sorted(found.roofs) != frameworks or sorted(found.call_cost) != frameworks:
         return None, (f"{path.name} holds roofs for {sorted(found.roofs) or 'no framework'} and call costs for "
                       f"{sorted(found.call_cost) or 'no framework'}; the frameworks here are {frameworks}")

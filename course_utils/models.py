@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import numpy as np
 
 from course_utils import declare, env, interop, validate
-from course_utils.declare import MaxItems, MinItems, NonNegative, PositiveFloat, Range
+from course_utils.declare import MinItems, NonNegative, PositiveFloat, Range
 
 _Width = Annotated[int, Range(1, validate.MAX_ELEMENTS)]
 _Seed = Annotated[int, NonNegative]
@@ -106,7 +106,7 @@ def jax_mlp_apply(params: Sequence[dict[str, Any]], x: Any) -> Any:
 def _layers(name: str, params: Any, count: int | None = None) -> None:
     """Refuse ``params`` unless it is a list of {"w", "b"} layers (``count`` of them when given), as
     ``jax_mlp_params`` and ``jax_cnn_params`` return."""
-    validate.sequence(name, params, min_length=1)
+    validate.non_empty(name, params)
     if count is not None and len(params) != count:
         raise ValueError(f"{name} must hold {count} layers; got {len(params)}")
     for i, layer in enumerate(params):
@@ -135,18 +135,14 @@ _CNN_STRIDES = (1, 2, 2)
 
 
 @declare.checked
-def cnn_weights(in_channels: _Width = 3, classes: _Width = 2, *,
-                channels: Annotated[Sequence[_Width], MinItems(3), MaxItems(3)] = CNN_CHANNELS,
-                seed: _Seed = 0) -> list[tuple[np.ndarray, np.ndarray]]:
-    """He-uniform conv kernels in HWIO layout (3, 3, in, out) plus the head (in, classes); zero biases."""
-    channels = [int(w) for w in channels]
-    widths = [in_channels, *channels]
-    for name, elements in (("in_channels", 9 * in_channels * channels[0]), ("classes", channels[-1] * classes),
-                           ("channels", sum(9 * a * b for a, b in zip(widths[1:-1], widths[2:])))):
+def cnn_weights(in_channels: _Width = 3, classes: _Width = 2, *, seed: _Seed = 0) -> list[tuple[Any, Any]]:
+    """He-uniform conv kernels in HWIO layout (3, 3, in, out) of ``CNN_CHANNELS``, then the head (in, classes); zero
+    biases."""
+    for name, elements in (("in_channels", 9 * in_channels * CNN_CHANNELS[0]), ("classes", CNN_CHANNELS[-1] * classes)):
         validate.memory_fits(name, elements * _DRAWN_BYTES, what=f"{name} ({elements:,} weights)")
     rng = np.random.default_rng(seed)
     layers, fan_in = [], in_channels
-    for out in channels:
+    for out in CNN_CHANNELS:
         limit = math.sqrt(6.0 / (9 * fan_in))
         layers.append((rng.uniform(-limit, limit, (3, 3, fan_in, out)).astype(np.float32), np.zeros(out, np.float32)))
         fan_in = out

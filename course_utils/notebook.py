@@ -8,6 +8,8 @@ import json
 import math
 import numbers
 import os
+import random
+import sys
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -29,15 +31,36 @@ _INSTALL_HINT = {
 def setup(seed: int = 0) -> env.EnvReport:
     """The one call at the top of each notebook (device memory shares, quiet start, strict deprecations, plot style,
     seeds); returns the environment report, saying first when PyTorch, which every notebook needs, is missing."""
-    seed = validate.count("seed", seed, low=0, high=env.MAX_SEED)
+    seed = validate.count("seed", seed, low=0, high=MAX_SEED)
     devices.apply(devices.current())  # on one GPU: JAX's and TF's share, before their first operation
     if not env.available("torch"):
         print(f"PyTorch is not installed: this course needs it ({_INSTALL_HINT['torch']}).")
     env.quiet_tensorflow()
     env.fail_on_deprecations()
     plotting.use_style()
-    env.seed_everything(seed)
+    seed_everything(seed)
     return env.report()
+
+
+MAX_SEED = 2**32 - 1
+
+
+@declare.checked
+def seed_everything(seed: Annotated[int, declare.Range(0, MAX_SEED)] = 0) -> list[str]:  # NumPy takes 32 bits
+    """Seed ``random``, NumPy and torch / TensorFlow if already imported (seed after importing); returns the names
+    seeded. JAX has no global seed: its randomness is explicit (``jax.random.key(seed)``)."""
+    import numpy as np
+
+    random.seed(seed)
+    np.random.seed(seed)
+    seeded = ["random", "numpy"]
+    if sys.modules.get("torch") is not None:  # None in sys.modules means "not importable here"
+        sys.modules["torch"].manual_seed(seed)
+        seeded.append("torch")
+    if sys.modules.get("tensorflow") is not None:
+        sys.modules["tensorflow"].random.set_seed(seed)
+        seeded.append("tensorflow")
+    return seeded
 
 
 def needs(*frameworks: str) -> bool:
@@ -68,10 +91,7 @@ def present(frameworks: Iterable[str] = validate.FRAMEWORKS) -> list[str]:
 # Colab
 
 
-def install_spec() -> str:
-    """The pip requirement that installs course_utils from the repository, at the pinned release tag."""
-    return f"course_utils @ git+{REPO_URL}@{RELEASE}"
-
+INSTALL_SPEC = f"course_utils @ git+{REPO_URL}@{RELEASE}"  # pip's requirement: the repository at the pinned tag
 
 #: the file ``make colab-bundle`` writes and a learner uploads to a Colab session (its Files pane saves into the
 #: notebook's folder, /content): the install cell takes it when present, so the course runs before publication
@@ -90,7 +110,7 @@ def install_cell() -> str:
         "\n"
         'if "google.colab" in sys.modules:\n'
         f'    uploaded = sorted(glob.glob("{WHEEL_PATTERN}"))\n'
-        f'    source = uploaded[-1] if uploaded else "{install_spec()}"\n'
+        f'    source = uploaded[-1] if uploaded else "{INSTALL_SPEC}"\n'
         '    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)'
     )
 
@@ -141,16 +161,10 @@ class SummaryTable(display.Tabled):
     notebook: Text
     rows: Annotated[tuple[Row, ...], NonEmpty]
 
-    verdicts: tuple[tuple[str, int], ...] = ()
+    verdicts: tuple[tuple[str, int], ...] = ()  # (status, count): display.verdict_counts()
 
     def __post_init__(self) -> None:
-        for i, pair in enumerate(validate.instance("verdicts", self.verdicts, (tuple, list))):
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise TypeError(f"verdicts[{i}] must be a (status, count) pair; got {pair!r}")
-            validate.choice(f"verdicts[{i}]", pair[0], display.STATUSES)
-            validate.non_negative(f"verdicts[{i}]", pair[1], integer=True)
         object.__setattr__(self, "rows", tuple(self.rows))
-        object.__setattr__(self, "verdicts", tuple(tuple(p) for p in self.verdicts))
 
     def table(self) -> display.Table:
         return display.table(["quantity", "measured", "unit", "note"],
@@ -173,12 +187,9 @@ class SummaryTable(display.Tabled):
         }
 
 
-def summary_table(notebook: str, rows: Iterable[Row | tuple]) -> SummaryTable:
+@declare.checked
+def summary_table(notebook: Text, rows: Iterable[Row | tuple]) -> SummaryTable:
     """Build the notebook's summary; also write it to ``$COURSE_SUMMARY_DIR/<notebook>.json`` when set."""
-    validate.text("notebook", notebook)
-    if isinstance(rows, (str, bytes)) or not isinstance(rows, Iterable):
-        raise TypeError(f"rows must be a list of Row or (quantity, value[, unit[, note]]) tuples; got "
-                        f"{type(rows).__name__} {rows!r}")
     built = tuple(_row(i, r) for i, r in enumerate(validate.non_empty("rows", list(rows))))
     summary = SummaryTable(notebook, built, tuple(display.verdict_counts().items()))
     target = os.environ.get("COURSE_SUMMARY_DIR")

@@ -73,16 +73,14 @@ def color_for(label: str, index: Annotated[int, NonNegative] = 0) -> str:
 
 
 @declare.checked
-def figure(ncols: Annotated[int, Range(1, 12)] = 1, nrows: Annotated[int, Range(1, 12)] = 1, *,
-           width: Annotated[float, Range(0.5, 40)] = 6.4,
+def figure(ncols: Annotated[int, Range(1, 12)] = 1, *, width: Annotated[float, Range(0.5, 40)] = 6.4,
            height: Annotated[float, Range(0.5, 40)] = 3.6) -> tuple[Figure, list[Axes]]:
-    """A new Figure (not registered with pyplot, so a notebook shows it once) and its axes as a flat list."""
+    """A new Figure (not registered with pyplot, so a notebook shows it once) and its ``ncols`` axes in one row."""
     from matplotlib.figure import Figure
 
     use_style()
     fig = Figure(figsize=(width, height))
-    axes = fig.subplots(nrows, ncols, squeeze=False)
-    return fig, [ax for row in axes for ax in row]
+    return fig, list(fig.subplots(1, ncols, squeeze=False)[0])
 
 
 @declare.checked
@@ -119,12 +117,10 @@ def sweep_plot(
     sizes: Annotated[Sequence[PositiveFloat], NonEmpty],
     series: Annotated[Mapping[str, Sequence[timing.Measurement]], NonEmpty],
     *,
-    xlabel: str = "elements",
     title: str | None = None,
-    per_element: bool = False,
 ) -> Figure:
-    """Log-log time (or time per element) against size, one line per label with its quartile band; '... eager' and
-    '... op-by-op' series are dashed, so each eager/compiled pair reads apart."""
+    """Log-log time against size (elements), one line per label with its quartile band; '... eager' and '...
+    op-by-op' series are dashed, so each eager/compiled pair reads apart."""
     import numpy as np
 
     for label, ms in series.items():  # by hand: a length per mapping value
@@ -132,17 +128,16 @@ def sweep_plot(
             raise ValueError(f"series[{label!r}] has {len(ms)} measurements for {len(sizes)} sizes")
     fig, (ax,) = figure(width=6.4, height=4.0)
     x = np.asarray(sizes, dtype=float)
-    norm = x if per_element else np.ones_like(x)
     for i, (label, ms) in enumerate(series.items()):
         color = color_for(label, i)
         dashed = "eager" in label or "op-by-op" in label
-        ax.plot(x, [m.median for m in ms] / norm, marker="o", markersize=3, color=color, label=label,
+        ax.plot(x, [m.median for m in ms], marker="o", markersize=3, color=color, label=label,
                 linestyle="--" if dashed else "-")
-        ax.fill_between(x, [m.p25 for m in ms] / norm, [m.p75 for m in ms] / norm, color=color, alpha=0.2)
+        ax.fill_between(x, [m.p25 for m in ms], [m.p75 for m in ms], color=color, alpha=0.2)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("seconds per element" if per_element else "seconds per call")
+    ax.set_xlabel("elements")
+    ax.set_ylabel("seconds per call")
     ax.set_title(title or "Time against size")
     ax.legend(fontsize=8, ncols=min(3, len(series)), loc="upper left")
     return fig
@@ -218,9 +213,8 @@ def wrap_label(text: str, width: Annotated[int, Range(8, 400)] = 90) -> str:
     return "\n".join(textwrap.wrap(text, width)) or text
 
 
-@declare.checked
-def plain_log_ticks(ax: Axes, axis: Literal["x", "y"] = "y") -> None:
-    """Label a log ``axis`` of ``ax`` with plain numbers ('0.3', '60', '100'), not matplotlib's '6x10^1' or
+def plain_log_ticks(ax: Axes) -> None:
+    """Label the log y axis of ``ax`` with plain numbers ('0.3', '60', '100'), not matplotlib's '6x10^1' or
     '3e-01'; matplotlib still picks which minor ticks to label (those of an axis spanning under two decades)."""
     from matplotlib.axes import Axes as _Axes
     from matplotlib.ticker import LogFormatter
@@ -230,9 +224,8 @@ def plain_log_ticks(ax: Axes, axis: Literal["x", "y"] = "y") -> None:
             return f"{x:.4g}" if super().__call__(x, pos) else ""
 
     validate.instance("ax", ax, _Axes)
-    target = ax.yaxis if axis == "y" else ax.xaxis
-    target.set_major_formatter(Plain(labelOnlyBase=False))
-    target.set_minor_formatter(Plain(labelOnlyBase=False, minor_thresholds=(2, 0.6)))
+    ax.yaxis.set_major_formatter(Plain(labelOnlyBase=False))
+    ax.yaxis.set_minor_formatter(Plain(labelOnlyBase=False, minor_thresholds=(2, 0.6)))
 
 
 def _stack_labels_apart(fig: Figure, ax: Axes) -> None:
@@ -255,36 +248,26 @@ def _stack_labels_apart(fig: Figure, ax: Axes) -> None:
 
 
 @declare.checked
-def trace_timeline(trace: profile.Trace, *, threads: Annotated[Sequence[str], NonEmpty] | None = None,
-                   start: float | None = None, end: float | None = None,
-                   top_names: Annotated[int, Range(1, 1000)] = 6, title: str | None = None) -> Figure:
-    """A profiler trace drawn as a timeline: one row per thread, one bar per event, the most frequent event
-    names coloured (the rest grey), so gaps (idle time) and many small ops read at a glance."""
-    start = start if start is not None else trace.start
-    end = end if end is not None else trace.end + 1e-12
-    if start >= end:
-        raise ValueError(f"start must be before end; got start={start:g} s, end={end:g} s")
-    shown = trace.window(start, end)
-    rows = list(threads) if threads is not None else shown.threads()[:6]
-    validate.non_empty("threads", rows)
-    colours = {name: PALETTE[i % len(PALETTE)] for i, (name, _) in enumerate(shown.names(top_names))}
+def trace_timeline(trace: profile.Trace, *, title: str | None = None) -> Figure:
+    """A profiler trace drawn as a timeline: one row per thread (the six busiest), one bar per event, the six most
+    frequent event names coloured (the rest grey), so gaps (idle time) and many small ops read at a glance."""
+    rows = trace.threads()[:6]
+    colours = {name: PALETTE[i % len(PALETTE)] for i, (name, _) in enumerate(trace.names(6))}
     fig, (ax,) = figure(width=8.0, height=1.0 + 0.55 * len(rows))
-    origin = shown.start
+    origin = trace.start
     for y, thread in enumerate(rows):
-        events = [e for e in shown.events if e.thread == thread]
-        if not events:
-            raise ValueError(f"threads: {thread!r} has no event in this window; threads: {shown.threads()}")
+        events = [e for e in trace.events if e.thread == thread]
         ax.broken_barh([((e.start - origin) * 1e3, e.duration * 1e3) for e in events], (y - 0.4, 0.8),
                        facecolors=[colours.get(e.name, "#bbbbbb") for e in events], linewidth=0)
     ax.set_yticks(range(len(rows)), [r if len(r) <= 28 else r[:25] + "..." for r in rows])
     ax.invert_yaxis()
-    ax.set_xlabel("time since the window's first event (ms)")
-    ax.set_title(title or f"{trace.framework} trace: {len(shown.events)} events")
+    ax.set_xlabel("time since the first event (ms)")
+    ax.set_title(title or f"{trace.framework} trace: {len(trace.events)} events")
     from matplotlib.patches import Rectangle
 
     handles = [Rectangle((0, 0), 1, 1, color=c) for c in colours.values()]
     labels = [wrap_label(n, 34) for n in colours]  # wrapped whole, at the axes' font size: not cut at a tiny one
-    if any(e.name not in colours for e in shown.events):
+    if any(e.name not in colours for e in trace.events):
         handles.append(Rectangle((0, 0), 1, 1, color="#bbbbbb"))
         labels.append("every other event")
     fig.legend(handles, labels, loc="outside lower center", ncols=min(3, len(labels)), fontsize=8)

@@ -1,10 +1,11 @@
 """Timing that does not fool you, in PyTorch, JAX and TensorFlow alike (DESIGN.md section 5): the first call apart,
-warm-up, ``sync`` before reading the clock, repeats until a minimum time, the median with its spread."""
+warm-up, ``sync`` before reading the clock, repeats until a minimum time, the median with its spread; ``time_split``."""
 
 from __future__ import annotations
 
 import functools
 import math
+import numbers
 import statistics
 import sys
 import time
@@ -165,20 +166,15 @@ def quartiles(m: Measurement, fmt: Callable[[float], str]) -> str:
 def interleaved(calls: Annotated[Mapping[str, Callable[[], Any]], NonEmpty], *,
                 rounds: Annotated[int, Range(1, 100)] = 4,
                 min_time: Annotated[float, Range(0, 60, low_open=True)] = 0.2,
-                sync: Mapping[str, bool] | None = None,
                 timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT) -> dict[str, Measurement]:
     """Each callable timed in ``rounds`` alternating rounds (order rotated each round), one Measurement per name keeping
     its per-round medians for ``intervals.speedup``; a machine that changes speed then widens every workload alike."""
-    sync = dict(sync or {})
-    for name in sync:
-        validate.choice(f"sync[{name!r}]", name, list(calls))
     names = list(calls)
     found: dict[str, list[Measurement]] = {name: [] for name in names}
     for r in range(rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
             limit = functools.partial(_calls.limit, calls[name], timeout, f"calls[{name!r}]")
-            found[name].append(_benchmark(calls[name], (), 0, min_time / rounds, 200, 3, sync.get(name, True),
-                                          name, limit))
+            found[name].append(_benchmark(calls[name], (), 0, min_time / rounds, 200, 3, True, name, limit))
     return {name: Measurement(label=name, times=tuple(t for m in parts for t in m.times), number=parts[0].number,
                               first_call=parts[0].first_call, total=sum(m.total for m in parts),
                               synced=parts[0].synced, rounds=tuple(m.median for m in parts))
@@ -296,3 +292,17 @@ class Timer:
     def __repr__(self) -> str:
         shown = "running" if self.elapsed is None else format_time(self.elapsed)
         return f"<Timer {self.label}: {shown}>"
+
+
+def time_split(wall: float, parts: Mapping[str, float], *, inside: float | None = None) -> dict[str, float]:
+    """``{"wall": wall, **parts, "outside": wall - inside}`` (seconds), ``inside`` the parts' sum unless they overlap
+    (pass it); a NaN part (not reported) leaves "outside" NaN."""
+    wall = float(validate.non_negative("wall", wall))
+    validate.instance("parts", parts, Mapping)
+    split = {"wall": wall}
+    for name, seconds in parts.items():
+        if validate.text("parts key", name) in ("wall", "outside"):
+            raise ValueError(f"parts must not name {name!r}: time_split adds it")
+        split[name] = float(validate.instance(f"parts[{name!r}]", seconds, numbers.Real))
+    covered = sum(split[name] for name in parts) if inside is None else float(validate.number("inside", inside))
+    return {**split, "outside": wall - covered}

@@ -118,7 +118,7 @@ machine
 cu.plotting.roofline_plot(machine.best, title="This machine's roofline: the best probe of any framework")
 
 # %% slideshow={"slide_type": "skip"}
-probe = cu.probes.probe_size()  # what the bandwidth probes streamed, against the cache this CPU reports
+probe = cu.roofline.probe_size()  # what the bandwidth probes streamed, against the cache this CPU reports
 print(f"bandwidth probe arrays: {cu.display.format_bytes(probe.array_bytes)} each; last-level cache "
       f"{cu.display.format_bytes(probe.last_level_cache)}; capped by: {probe.capped_by or 'nothing'}")
 

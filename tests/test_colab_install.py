@@ -64,13 +64,13 @@ def _run_install_cell(monkeypatch: pytest.MonkeyPatch, on_colab: bool) -> list[l
 def test_install_cell_installs_only_course_utils_and_only_on_colab(monkeypatch, tmp_path) -> None:
     cell = notebook.install_cell()
     assert 'if "google.colab" in sys.modules:' in cell
-    assert notebook.install_spec() in cell and notebook.install_spec().startswith("course_utils @ git+")
+    assert notebook.INSTALL_SPEC in cell and notebook.INSTALL_SPEC.startswith("course_utils @ git+")
     for flag in ("--upgrade", " -U", "--force-reinstall", "--ignore-installed", "[all]", "[torch]", "[jax]", "[tf]"):
         assert flag not in cell, f"the install cell must not use {flag!r}"
     monkeypatch.chdir(tmp_path)
     assert _run_install_cell(monkeypatch, on_colab=False) == []  # outside Colab the cell does nothing
     calls = _run_install_cell(monkeypatch, on_colab=True)  # on Colab: exactly one pip install of course_utils
-    assert len(calls) == 1 and calls[0][-1] == notebook.install_spec()
+    assert len(calls) == 1 and calls[0][-1] == notebook.INSTALL_SPEC
     assert calls[0][1:4] == ["-m", "pip", "install"] and not [a for a in calls[0] if _is_framework(a.split()[0])]
 
 
@@ -78,7 +78,7 @@ def test_install_cell_takes_an_uploaded_wheel_before_the_release(monkeypatch, tm
     """Colab's Files pane saves an upload into the notebook's folder (/content): the cell installs that file."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "course_utils-0.1.0.tar.gz").write_bytes(b"")  # not a wheel: ignored
-    assert _run_install_cell(monkeypatch, on_colab=True)[0][-1] == notebook.install_spec()
+    assert _run_install_cell(monkeypatch, on_colab=True)[0][-1] == notebook.INSTALL_SPEC
     wheel = tmp_path / "course_utils-0.2.0-py3-none-any.whl"
     wheel.write_bytes(b"")
     calls = _run_install_cell(monkeypatch, on_colab=True)

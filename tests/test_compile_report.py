@@ -61,7 +61,7 @@ def test_tlparse_available_follows_the_executable(monkeypatch, tmp_path) -> None
     monkeypatch.setenv("PATH", str(tmp_path))
     assert not compile_report.tlparse_available()
     with pytest.raises(RuntimeError, match="pip install tlparse"):
-        compile_report.tlparse_command()
+        compile_report.torch_compile_report("pass", "x", folder=tmp_path)
 
 
 @pytest.mark.parametrize(("directory", "field"), [

@@ -129,7 +129,7 @@ NOTEBOOKS = sorted({s.notebook for s in SECTIONS})
 def peaks(device_name: str) -> list[tuple[str, str, str, float, int]]:
     """(notebook, section, framework, computed peak bytes with what earlier sections keep, budget) for a profile;
     a framework the plan skips there (TensorFlow on a TPU runtime) has no rows."""
-    device = devices.simulated(device_name, cores=2)
+    device = devices.simulated(device_name)
     plan = devices.plan(device, host_memory=HOST)
     frameworks = [fw for fw in ALL if not plan.skip(fw)]
     rows = []

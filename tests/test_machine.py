@@ -26,7 +26,7 @@ def test_best_roof_names_the_framework_that_reached_it() -> None:
 
 def test_figures_are_measured_once_then_read_back(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     monkeypatch.setenv("COURSE_BUILD_DIR", str(tmp_path))
-    monkeypatch.setattr(machine, "present", lambda: ["torch", "jax"])  # the frameworks of _figures()
+    monkeypatch.setattr(machine.env, "installed_frameworks", lambda: ["torch", "jax"])  # the frameworks of _figures()
     measured = []
     monkeypatch.setattr(machine, "_measure", lambda key: measured.append(key) or
                         machine.MachineFigures(key, *list(vars(_figures()).values())[1:]))
@@ -47,7 +47,7 @@ def test_a_damaged_file_is_measured_again(monkeypatch: pytest.MonkeyPatch, tmp_p
     monkeypatch.setenv("COURSE_BUILD_DIR", str(tmp_path))
     path = tmp_path / "machine" / f"{machine.machine_key()}.json"
     path.parent.mkdir()
-    monkeypatch.setattr(machine, "present", lambda: ["torch"])
+    monkeypatch.setattr(machine.env, "installed_frameworks", lambda: ["torch"])
     path.write_text("{not json")
     assert machine._read(path, "k")[0] is None and "is not a record of figures" in machine._read(path, "k")[1]
     # a whole JSON file whose fields are not figures: a list of roofs, a NaN fault cost, a zero call cost

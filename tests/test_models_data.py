@@ -68,8 +68,6 @@ def test_cnn_forward_agrees_in_all_frameworks() -> None:
     np.testing.assert_allclose(np.asarray(models.jax_cnn_apply(models.jax_cnn_params(), jnp.asarray(x))),
                                reference, atol=1e-5)
     np.testing.assert_allclose(np.asarray(models.keras_cnn(size=16)(x)), reference, atol=1e-5)
-    with pytest.raises(ValueError, match="channels"):
-        models.cnn_weights(channels=(8, 8))
 
 
 def test_the_three_sgd_steps_compute_the_same_update() -> None:

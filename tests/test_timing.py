@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import time
 
 import pytest
+from badinput import rejects
 
 from course_utils import timing
 
@@ -156,9 +158,8 @@ def test_block_sizes_follow_the_1_2_5_series() -> None:
 def test_interleaved_takes_turns_rotates_the_order_and_pools_rounds() -> None:
     order: list[str] = []
     found = timing.interleaved({"a": lambda: order.append("a"), "b": lambda: order.append("b")}, rounds=3,
-                               min_time=0.006, sync={"a": False})
+                               min_time=0.006)
     assert set(found) == {"a", "b"} and all(m.n >= 9 and m.first_call is not None for m in found.values())
-    assert not found["a"].synced and found["b"].synced
     assert order[0] == "a" and order[order.index("b") - 1] == "a"  # round 0 in the given order
     last_a = len(order) - 1 - order[::-1].index("a")
     assert order.index("b") < last_a  # b ran before a's last round: they took turns
@@ -181,3 +182,30 @@ def test_a_function_that_never_returns_stops_the_timing_and_is_named(run) -> Non
     with pytest.raises(calls.LearnerTimeout, match="_never_returns") as caught:
         run(0.3)
     assert time.perf_counter() - start < 3 and "timeout=0.3" in str(caught.value)
+
+
+# time_split: a launch's wall time split into the parts its processes measured and the rest
+def test_outside_is_the_wall_minus_the_parts() -> None:
+    assert timing.time_split(10.0, {"a": 2.0, "b": 3.0}) == {"wall": 10.0, "a": 2.0, "b": 3.0, "outside": 5.0}
+
+
+def test_nested_parts_say_what_they_cover() -> None:
+    split = timing.time_split(10, {"joined": 6.0, "work": 2.0, "import": 3.0}, inside=8.0)
+    assert split["outside"] == 2.0 and list(split) == ["wall", "joined", "work", "import", "outside"]
+
+
+def test_a_part_not_reported_leaves_outside_unknown() -> None:
+    assert math.isnan(timing.time_split(10.0, {"startup": float("nan"), "work": 1.0})["outside"])
+
+
+@pytest.mark.parametrize(("call", "argument"), [
+    (lambda: timing.time_split(-1.0, {}), "wall"),
+    (lambda: timing.time_split("10", {}), "wall"),
+    (lambda: timing.time_split(10.0, [1.0]), "parts"),
+    (lambda: timing.time_split(10.0, {"a": "1"}), "parts['a']"),
+    (lambda: timing.time_split(10.0, {"wall": 1.0}), "parts"),
+    (lambda: timing.time_split(10.0, {"": 1.0}), "parts key"),
+    (lambda: timing.time_split(10.0, {"a": 1.0}, inside=float("inf")), "inside"),
+])
+def test_bad_input_is_refused_naming_the_argument(call, argument: str) -> None:
+    rejects(call, argument)

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import data, declare, display, models, validate, walltime
+from course_utils import data, declare, display, models, timing, validate
 from course_utils.beyond import multinode
 from course_utils.distributed import launcher
 
@@ -81,7 +81,7 @@ def run(steps: Annotated[int, declare.Range(2, 10_000)] = 12, every: Annotated[i
     return ElasticRun(steps, every, crash_at, finished["started_at"],
                       {crashed["attempt"]: crashed["computed"], finished["attempt"]: finished["computed"]},
                       {r: per["weights"] for r, per in result.arrays["elastic"].items()}, result.seconds, result,
-                      walltime.time_split(result.seconds, {**startups(result), "training 0": crashed["seconds"],
+                      timing.time_split(result.seconds, {**startups(result), "training 0": crashed["seconds"],
                                                             "training 1": finished["seconds"]}))
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from course_utils import data, declare, display, models, validate, walltime
+from course_utils import data, declare, display, models, timing, validate
 from course_utils.distributed import failures, launcher
 
 PREFIX_TEMPLATE = "[${role_name}${rank}]:"  # torchrun's line prefix with the GLOBAL rank (default: local rank)
@@ -205,7 +205,7 @@ def facts(result: NodesResult) -> dict[str, Any]:
     ranks = {node: ", ".join(map(str, result.node_ranks.get(node, []))) or "none" for node in (0, 1)}
     phases = float(sum(result.record("phases", 0)["seconds"].values()))
     startup = max(float(result.record("startup", r)["seconds"]) for r in sorted(result.records))
-    split = walltime.time_split(result.seconds, {"phases": phases, "startup": startup}, inside=phases)
+    split = timing.time_split(result.seconds, {"phases": phases, "startup": startup}, inside=phases)
     return {"node0": ranks[0], "node1": ranks[1], "backend": backend(result),
             **{k: round(v, 1) for k, v in split.items()}}
 

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import declare, validate, walltime
+from course_utils import declare, timing, validate
 from course_utils.distributed import launcher
 
 QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2"}
@@ -62,4 +62,4 @@ def facts(result: launcher.LaunchResult) -> dict[str, float]:
     parts = {"import": max(f["import_seconds"] for f in found), "joined": max(f["joined_seconds"] for f in found),
              "work": max(f["work_seconds"] for f in found)}
     inside = max(f["joined_seconds"] + f["work_seconds"] for f in found)
-    return {k: round(v, 1) for k, v in walltime.time_split(result.seconds, parts, inside=inside).items()}
+    return {k: round(v, 1) for k, v in timing.time_split(result.seconds, parts, inside=inside).items()}

@@ -11,12 +11,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated
 
-from course_utils import declare, display, env, probes, timing, validate
+from course_utils import declare, display, env, roofline, timing, validate
 from course_utils.declare import NonEmpty, PositiveFloat, PositiveInt, Range, SameLength
 from course_utils.validate import MAX_WORKING_SET
 
 _FP32 = 4
-DRAM_MULTIPLE = probes.CACHE_MULTIPLE  # the reported cache's multiple that plans the sweep, and stands in for main
+DRAM_MULTIPLE = roofline.CACHE_MULTIPLE  # the reported cache's multiple that plans the sweep, and stands in for main
 # memory's start only where the sweep shows no cliff (the rule the roof probes are sized by)
 BEYOND = 2  # main-memory points a plateau needs; the sweep plans this many at or past DRAM_MULTIPLE x the cache
 DROP = 1.5  # a fall of at least this factor over consecutive falling points, staying down after, is a cliff
@@ -150,7 +150,7 @@ def default_working_sets(largest: Annotated[int, Range(2**15, MAX_WORKING_SET)] 
                          cap: Annotated[int, Range(2**15, MAX_WORKING_SET)] | None = None) -> list[int]:
     """Working sets from 16 KiB, times ``step``, up to ``largest``, then 4x, 8x, ... the last-level cache until
     ``beyond`` lie past ``DRAM_MULTIPLE`` x it, none over a quarter of the free ``memory`` or ``cap``: a plan only."""
-    largest = 2 * probes.probe_size().array_bytes if largest is None else largest
+    largest = 2 * roofline.probe_size().array_bytes if largest is None else largest
     llc = env.last_level_cache_bytes() if last_level_cache is None else last_level_cache
     if memory is None:
         import psutil
@@ -212,7 +212,7 @@ class DramRetime:
 def retime_dram(sweep: HierarchySweep, probe_bytes: WorkingSet, earlier: PositiveFloat, *,
                 rounds: Annotated[int, Range(2, 20)] = 4,
                 min_time: Annotated[float, Range(0, 10, low_open=True)] = 0.4) -> DramRetime:
-    """Time the roof's copy probe (``a.copy_(b)`` over ``probe_bytes``, as ``probes.torch_probes`` does) and a copy
+    """Time the roof's copy probe (``a.copy_(b)`` over ``probe_bytes``, as the roofline's torch probe does) and a copy
     at each of ``sweep``'s main-memory working sets in the same alternating rounds, so both see the same moments."""
     import torch
     arrays = {"probe": probe_bytes, **{f"sweep {s}": s for s, _ in sweep.dram_points()}}

@@ -135,7 +135,7 @@ def _checked(name: str, value: Any, where: str) -> Any:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise TypeError(f"{where} must be a finite number; got {type(value).__name__} {value!r}")
     if kind == "share":
-        return float(validate.fraction(where, value))
+        return float(validate.number(where, value, low=0, high=1))
     if name == "spend_growth":
         return float(validate.number(where, value, low=-1, high=10, low_open=True))
     if name == "learning_rate":

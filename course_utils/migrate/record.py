@@ -16,7 +16,7 @@ from typing import Any
 
 import psutil
 
-from course_utils import declare, hardware, intervals
+from course_utils import declare, env, intervals
 from course_utils.findings import BELOW, Finding, above
 from course_utils.migrate import decision, findings
 
@@ -31,7 +31,7 @@ def now() -> str:
 
 def host() -> dict[str, Any]:
     """The machine: CPU model, logical and physical cores, operating system."""
-    return {"cpu": hardware.cpu_model(), "logical_cores": os.cpu_count(), "platform": platform.platform(),
+    return {"cpu": env.cpu_model(), "logical_cores": os.cpu_count(), "platform": platform.platform(),
             "physical_cores": psutil.cpu_count(logical=False), "memory_bytes": psutil.virtual_memory().total}
 
 

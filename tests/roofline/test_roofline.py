@@ -1,10 +1,10 @@
-"""course_utils.roofline and course_utils.probes: the roofline arithmetic, the probe sizing, the measured machine."""
+"""course_utils.roofline: the roofline arithmetic, the probe sizing, the measured machine."""
 
 from __future__ import annotations
 
 import pytest
 
-from course_utils import probes, roofline
+from course_utils import roofline
 
 MACHINE = roofline.Machine("test", "cpu", {"copy": 10e9, "triad": 20e9}, {"matmul": 100e9},
                            {"triad, fresh output": 5e9}, 2**26)
@@ -37,26 +37,26 @@ def test_machine_table_labels_the_fresh_output_probe() -> None:
 
 
 def test_probe_size_leaves_the_last_level_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(probes.env, "last_level_cache_bytes", lambda: 480 * 2**20)
-    monkeypatch.setattr(probes.env, "accelerator", lambda: "cpu")
-    monkeypatch.setattr(probes, "_free_memory", lambda: 64 * 2**30)
+    monkeypatch.setattr(roofline.env, "last_level_cache_bytes", lambda: 480 * 2**20)
+    monkeypatch.setattr(roofline.env, "accelerator", lambda: "cpu")
+    monkeypatch.setattr(roofline, "_free_memory", lambda: 64 * 2**30)
     monkeypatch.setenv("COURSE_SIZE", "cpu")
-    size = probes.probe_size()
+    size = roofline.probe_size()
     assert size.array_bytes == 4 * 480 * 2**20 and size.capped_by == "" and size.cache_multiple == 4
     monkeypatch.setenv("COURSE_SIZE", "ci")
-    assert probes.probe_size().capped_by == "ci size" and probes.probe_size().array_bytes == probes.CI_CAP
+    assert roofline.probe_size().capped_by == "ci size" and roofline.probe_size().array_bytes == roofline.CI_CAP
     monkeypatch.setenv("COURSE_SIZE", "cpu")
-    monkeypatch.setattr(probes, "_free_memory", lambda: 6 * 2**30)
-    capped = probes.probe_size()
+    monkeypatch.setattr(roofline, "_free_memory", lambda: 6 * 2**30)
+    capped = roofline.probe_size()
     assert capped.capped_by == "memory" and capped.array_bytes == 768 * 2**20  # 4 arrays in half of 6 GiB
 
 
 def test_small_caches_still_get_64_mib(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(probes.env, "last_level_cache_bytes", lambda: 2 * 2**20)
-    monkeypatch.setattr(probes.env, "accelerator", lambda: "cpu")
-    monkeypatch.setattr(probes, "_free_memory", lambda: 64 * 2**30)
+    monkeypatch.setattr(roofline.env, "last_level_cache_bytes", lambda: 2 * 2**20)
+    monkeypatch.setattr(roofline.env, "accelerator", lambda: "cpu")
+    monkeypatch.setattr(roofline, "_free_memory", lambda: 64 * 2**30)
     monkeypatch.setenv("COURSE_SIZE", "cpu")
-    assert probes.probe_size().array_bytes == probes.MIN_ARRAY_BYTES
+    assert roofline.probe_size().array_bytes == roofline.MIN_ARRAY_BYTES
 
 
 @pytest.mark.parametrize("framework", ["numpy", "torch", "jax", "tf"])
