@@ -1,7 +1,5 @@
-"""Checkpoints that outlive a failure: ``torchrun --max-restarts=1`` with ``workers/elastic_train.py`` (``run``)
-against the same training without a crash (``reference``); the state ``workers/fsdp_checkpoint.py`` saved at one
-world size against what a launch at another loaded (``compare``), and the files DCP wrote.
-"""
+"""Checkpoints that outlive a failure: ``torchrun --max-restarts=1`` (``run``) against training without a crash
+(``reference``); an FSDP2 state saved at one world size against what another loaded (``compare``), and DCP's files."""
 
 from __future__ import annotations
 

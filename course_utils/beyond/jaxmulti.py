@@ -1,7 +1,5 @@
-"""Multi-process JAX from a notebook: two processes of ``workers/jax_multiprocess.py`` joined by
-``jax.distributed.initialize`` on 127.0.0.1 (``run``), checked against one device here (``reference``, ``compare``);
-``jax_sharding``: one step with replicated and FSDP-style sharded parameters, XLA's memory and collectives.
-"""
+"""Multi-process JAX from a notebook (``run``: ``workers/jax_multiprocess.py``) checked against one device here; and
+``jax_sharding``: one step with replicated and FSDP-style sharded parameters, XLA's memory and collectives."""
 
 from __future__ import annotations
 

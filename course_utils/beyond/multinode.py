@@ -1,7 +1,5 @@
-"""Several torchrun "nodes" on one machine, joined by a c10d rendezvous: ``run_nodes`` runs the learner's own lines
-(one per node) through ``cu.distributed``'s launcher, ``launch_nodes`` writes them for a worker (``node_command``);
-the proof's reference, and the lines for a real cluster (``cluster_commands``).
-"""
+"""Several torchrun "nodes" on one machine, joined by a c10d rendezvous: the learner's own lines (``run_nodes``) or
+those ``node_command`` writes (``launch_nodes``); the proof's reference, and the lines for a real cluster."""
 
 from __future__ import annotations
 

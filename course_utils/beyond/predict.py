@@ -1,7 +1,5 @@
-"""05's ring model prices this notebook's steps: each measured multi-process step (DDP, ZeRO-1, FSDP2, the two-node
-wide DDP step, the two-process JAX step) against its compute alone plus the ring cost of the collectives it issued;
-FSDP2's traffic and collectives over DDP's, as the ring prices them and as gloo runs them; the unexplained rest.
-"""
+"""05's ring model prices this notebook's measured multi-process steps (compute alone plus the ring cost of the
+collectives issued), FSDP2's traffic over DDP's as the ring prices it and as gloo runs it, and the unexplained rest."""
 
 from __future__ import annotations
 

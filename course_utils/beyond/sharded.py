@@ -1,6 +1,5 @@
-"""DDP vs ZeRO-1 vs FSDP2 on real ranks (``workers/fsdp_train.py``): the bytes each rank held against the ZeRO
-formula, the step times in rounds, the collectives of one step and alone, and the weights against DDP's.
-"""
+"""DDP vs ZeRO-1 vs FSDP2 on real ranks (``workers/fsdp_train.py``): bytes held against the ZeRO formula, step times
+in rounds, the collectives of one step and alone, and the weights against DDP's."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""TensorFlow multi-worker training from a notebook: ``MultiWorkerMirroredStrategy`` over ``TF_CONFIG``, two workers
-of ``workers/tf_multiworker.py`` through the course launcher, checked against each other and against one worker.
-"""
+"""TensorFlow multi-worker training from a notebook: ``MultiWorkerMirroredStrategy`` over ``TF_CONFIG``, two workers of
+``workers/tf_multiworker.py``, checked against each other and against one worker."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""What a data-parallel step's time is made of (numbers only; ``findings`` words them): the workers' timing records
-as Measurements that keep their per-round medians (``measurements``, ``from_rounds``, ``summed``), the chain from
-one process to the DDP step one suspect at a time, what ``no_sync`` saved, the step with one and every thread.
-"""
+"""What a data-parallel step's time is made of (numbers; ``findings`` words them): the workers' records as Measurements,
+the chain from one process to the DDP step one suspect at a time, what ``no_sync`` saved, the step per thread count."""
 
 from __future__ import annotations
 

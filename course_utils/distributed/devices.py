@@ -1,7 +1,5 @@
-"""Devices for the lessons: the JAX mesh by the device plan (real accelerators, or simulated host CPU devices where
-the runtime has one), TensorFlow's logical CPUs, and torch's threads (``time_threads``, in this kernel or a fresh
-process). JAX and TF fix their devices when their runtime starts: ask before the first computation.
-"""
+"""Devices for the lessons: the JAX mesh (real accelerators or simulated host CPU devices), TensorFlow's logical CPUs
+and torch's threads (``time_threads``); JAX and TF fix their devices at start-up: ask before the first computation."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""What torchrun printed, read for the learner: each rank's own lines; for a failing rank its number, its exit code
-or killing signal by name (``SIGSEGV``, not "exit code -11") and traceback (``LaunchError``); a timeout
-(``LaunchTimeout``); a loopback interface that is down (``LoopbackError``); ``rank_failure`` for 05 and 06.
-"""
+"""What torchrun printed, read for the learner: each rank's own lines; a failing rank's number, exit code or signal by
+name and traceback (``LaunchError``), a timeout, a loopback that is down; ``rank_failure`` for 05 and 06."""
 
 from __future__ import annotations
 

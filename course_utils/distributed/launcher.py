@@ -1,7 +1,5 @@
-"""The notebook side of a launch: the real ``torchrun`` on 127.0.0.1 under a reaper (``workers/launch_reaper.py``),
-one node or several (``run_jobs``), the ranks' lines streamed into the cell, what the workers recorded collected,
-and no process left behind whatever happens (error, timeout, Ctrl-C twice, the kernel killed).
-"""
+"""The notebook side of a launch: the real ``torchrun`` on 127.0.0.1 under a reaper, one node or several, the ranks'
+lines streamed into the cell, their records collected, no process left behind (error, timeout, Ctrl-C, dead kernel)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Ending a launch's processes from the notebook's side: the processes seen under a launch (``track_processes``),
-Ctrl-C held while a clean-up runs (``HeldInterrupts``), and the last-resort kill (``kill_tree``) for when the reaper
-(``workers/launch_reaper.py``, which does the clean-up itself) is gone or stuck.
-"""
+"""Ending a launch's processes from the notebook's side: the processes seen under it, Ctrl-C held during a clean-up,
+and the last-resort kill for when the reaper (``workers/launch_reaper.py``) is gone or stuck."""
 
 from __future__ import annotations
 

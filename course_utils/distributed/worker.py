@@ -1,7 +1,5 @@
-"""The worker scripts: where they are and their source as a notebook shows it (``show_worker``); what a script
-started by ``launch()`` calls to report back (``emit`` records, ``save`` arrays, ``progress``), the process-group
-timeout the launch chose, and the one timing loop of the workers (``timed_rounds``).
-"""
+"""The worker scripts as a notebook shows them (``show_worker``), and what a launched script calls: ``emit`` records,
+``save`` arrays, ``progress``, the process-group timeout the launch chose, the one timing loop (``timed_rounds``)."""
 
 from __future__ import annotations
 
