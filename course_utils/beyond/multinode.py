@@ -163,17 +163,16 @@ def launch_nodes(script: str | os.PathLike, nnodes: Annotated[int, declare.Range
 
 
 @declare.checked
-def ddp_reference(steps: Annotated[int, declare.Range(1, 10_000)] = 20,
-                  batch: Annotated[int, declare.Range(1, 2**14)] = 64,
-                  every: Annotated[int, declare.Range(1, 10_000)] = 5,
-                  lr: Annotated[float, declare.Range(1e-6, 10)] = 0.1) -> dict[str, Any]:
+def ddp_reference(steps: launcher.Steps = 20, batch: launcher.Batch = 64, every: launcher.Steps = 5,
+                  lr: Annotated[float, declare.Range(1e-6, 10)] = 0.1, *, seed: int = 0,
+                  momentum: Annotated[float, declare.Range(0, 1, high_open=True)] = 0.0) -> dict[str, Any]:
     """One process, whole batches: the weights ``ddp_train.py``'s proof phase must reproduce, per checkpoint."""
     import torch
 
     validate.number("every", every, high=steps)
-    x_all, y_all = data.classification(steps * batch, seed=0)
+    x_all, y_all = data.classification(steps * batch, seed=seed)
     model = models.torch_mlp()
-    step = models.torch_sgd_step(model, lr=lr)
+    step = models.torch_sgd_step(model, lr=lr, momentum=momentum)
     snapshots = {}
     for s in range(steps):
         step((torch.from_numpy(x_all[s * batch:(s + 1) * batch]), torch.from_numpy(y_all[s * batch:(s + 1) * batch])))

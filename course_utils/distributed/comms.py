@@ -220,10 +220,10 @@ _COSTS: dict[str, AllReduceCost] = {}
 
 
 @declare.checked
-def allreduce_cost(nprocs: Annotated[int, declare.Range(2, 64)] = 2, *,
-                   rounds: Annotated[int, declare.Range(2, 100)], repeats: Annotated[int, declare.Range(2, 10**4)],
+def allreduce_cost(nprocs: launcher.Ranks = 2, *, rounds: launcher.Rounds,
+                   repeats: Annotated[int, declare.Range(2, 10**4)],
                    max_bytes: Annotated[int, declare.Range(2**12, 2**30)], refresh: bool = False,
-                   timeout: Annotated[float, declare.Range(1, 3600)] = 240.0) -> AllReduceCost:
+                   timeout: launcher.JobTimeout = 240.0) -> AllReduceCost:
     """This machine's all-reduce cost model on ``nprocs`` ranks: read from this run's ``build/machine/`` when a notebook
     measured it (same machine, boot, size, frameworks), else measured now by ``ddp_train.py --phases allreduce`` (the
     notebook's sizes table gives ``rounds``, ``repeats``, ``max_bytes``) and stored there."""

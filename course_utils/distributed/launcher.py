@@ -81,6 +81,10 @@ class LaunchResult(display.Tabled):
 _Args = Sequence[str | int | float | os.PathLike]  # a worker's arguments, as torchrun passes them
 _Seconds = Annotated[float, declare.Range(0, _MAX_SECONDS, low_open=True)]
 OnLine = Callable[[int | None, str], None] | None  # the learner's callable, given each (rank, text) line
+# the sizes of a launched job, declared once for 05's and 06's launches
+Steps, Batch = Annotated[int, declare.Range(1, 10_000)], Annotated[int, declare.Range(1, 2**16)]
+Rounds, PerRound = Annotated[int, declare.Range(2, 100)], Annotated[int, declare.Range(1, 1000)]
+Ranks, JobTimeout = Annotated[int, declare.Range(2, 64)], Annotated[float, declare.Range(1, 3600)]
 
 
 def free_port() -> int:
