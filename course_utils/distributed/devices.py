@@ -10,7 +10,6 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated, Any
 
 from course_utils import calls, data, declare, devices, env, models, timing
@@ -137,8 +136,7 @@ def time_threads(fn: Callable[..., Any], *args: Any, threads: _Threads,
 
 
 def mlp_threads_report(workloads: dict[str, list], threads: list[int], min_time: float) -> dict[str, Any]:
-    """What ``workers/threads_probe.py`` runs in the fresh process of ``mlp_threads_fresh``: each MLP step under
-    ``time_threads``, as plain numbers."""
+    """What the fresh process of ``mlp_threads_fresh`` runs: each MLP step under ``time_threads``, as plain numbers."""
     import torch
 
     report = {}
@@ -164,8 +162,9 @@ def mlp_threads_fresh(workloads: Annotated[Mapping[str, tuple[_Layers, Annotated
     ``env`` added: for settings read once at start-up (``OMP_WAIT_POLICY``). Returns {name: {threads: ThreadRun}}."""
     request = {"workloads": {name: [list(sizes), batch] for name, (sizes, batch) in workloads.items()},
                "min_time": min_time, "threads": list(threads)}
-    probe = Path(__file__).resolve().parent.parent / "workers" / "threads_probe.py"
-    done = subprocess.run([sys.executable, str(probe)], input=json.dumps(request), capture_output=True, text=True,
+    probe = ("import json, sys; from course_utils.distributed.devices import mlp_threads_report as report; "
+             "print(json.dumps(report(**json.loads(sys.stdin.read()))))")
+    done = subprocess.run([sys.executable, "-c", probe], input=json.dumps(request), capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **(env or {})})
     if done.returncode != 0:
         raise RuntimeError(f"the fresh process failed (exit code {done.returncode}): {done.stderr.strip()[-800:]}")
