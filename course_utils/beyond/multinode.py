@@ -118,9 +118,8 @@ def run_nodes(commands: Annotated[Sequence[str | Sequence[str]], declare.NonEmpt
               timeout: Annotated[float, declare.Range(1, 24 * 3600)] = 120.0, *,
               env: Mapping[str, str] | None = None, echo: bool = True, progress: bool = True,
               on_line: launcher.OnLine = None) -> NodesResult:
-    """Run one torchrun line per node (as ``read_command`` reads them) side by side; return what all ranks recorded.
-    The lines agree on ``--nnodes`` (= the number of lines), ``--rdzv-endpoint`` (127.0.0.1 here), ``--rdzv-id`` and
-    the script; ``--max-restarts`` > 0 lets torchrun restart the whole group after a worker dies."""
+    """Run one torchrun line per node side by side (they agree on ``--nnodes``, the endpoint on 127.0.0.1, the id and
+    the script); return what all ranks recorded. ``--max-restarts`` > 0 restarts the group after a worker dies."""
     extra = dict(env or {})
     nodes = [read_command(c) for c in commands]
     first = nodes[0]

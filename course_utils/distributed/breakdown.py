@@ -59,9 +59,8 @@ def chain_table(timed: Annotated[Mapping[str, Mapping[str, timing.Measurement]],
 
 
 def accumulation_saving(record: Mapping[str, Any]) -> dict[str, Any]:
-    """What ``no_sync`` saved per optimizer step (``saved``, median over rounds of every - no_sync) against the K - 1
-    all-reduces it removed, back to back (``back_to_back``; ``one`` per call); one sync in the loop (``per_sync``:
-    (every - local) / K, computed); a synced micro-batch inside its all-reduce (``inside``, timing hook); ``table``."""
+    """What ``no_sync`` saved per optimizer step (``saved``) against the K - 1 all-reduces it removed, back to back
+    (``back_to_back``, ``one``); one sync in the loop (``per_sync``); inside one all-reduce (``inside``); ``table``."""
     validate.instance("record", record, Mapping)
     k = validate.number("k", record.get("k"), low=2, high=10**4, integer=True)
     parts = measurements(record)

@@ -132,9 +132,8 @@ def _t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[floa
 
 @dataclass(frozen=True, repr=False)
 class AllReduceCost(display.Tabled):
-    """This machine's all-reduce (``allreduce_cost``): the ring model fitted per round of a sweep (``per_round``),
-    their mean (``model``), 95% Student-t intervals over the rounds; ``sweep``: (bytes, median seconds); ``source``:
-    "measured" here or "read" from ``build/machine/``."""
+    """This machine's all-reduce: the ring model fitted per round of a sweep, their mean (``model``) with 95% Student-t
+    intervals over the rounds; ``sweep``: (bytes, median seconds); ``source``: "measured" or "read"."""
 
     model: AllReduceModel
     per_round: tuple[AllReduceModel, ...]
@@ -225,8 +224,7 @@ def allreduce_cost(nprocs: launcher.Ranks = 2, *, rounds: launcher.Rounds,
                    max_bytes: Annotated[int, declare.Range(2**12, 2**30)], refresh: bool = False,
                    timeout: launcher.JobTimeout = 240.0) -> AllReduceCost:
     """This machine's all-reduce cost model on ``nprocs`` ranks: read from this run's ``build/machine/`` when a notebook
-    measured it (same machine, boot, size, frameworks), else measured now by ``ddp_train.py --phases allreduce`` (the
-    notebook's sizes table gives ``rounds``, ``repeats``, ``max_bytes``) and stored there."""
+    measured it (same machine, boot, size), else measured by ``ddp_train.py --phases allreduce`` and stored there."""
     key = f"{machine.machine_key()}-n{nprocs}"
     if not refresh and key in _COSTS:
         return _COSTS[key]
@@ -270,9 +268,8 @@ _Stage = Annotated[int, declare.Range(0, 3)]  # ZeRO stage 0-3 (3 = FSDP)
 @declare.checked
 def memory_per_device(params: _Bytes, n: Annotated[int, declare.Range(1, None)], stage: _Stage = 0, *,
                       weight_bytes: _Bytes = 2, grad_bytes: _Bytes = 2, optimizer_bytes: _Bytes = 12) -> float:
-    """Bytes per device for weights + gradients + optimizer state under ZeRO ``stage`` 0-3 (3 = FSDP). Defaults:
-    mixed-precision Adam, 16 bytes per parameter; activations are left out (they depend on the batch, not the sharding).
-    """
+    """Bytes per device for weights + gradients + optimizer state under ZeRO ``stage`` 0-3 (3 = FSDP); defaults: mixed-
+    precision Adam, 16 bytes per parameter. Activations are left out (they depend on the batch, not the sharding)."""
     opt = optimizer_bytes / (n if stage >= 1 else 1)
     grad = grad_bytes / (n if stage >= 2 else 1)
     weight = weight_bytes / (n if stage >= 3 else 1)

@@ -108,9 +108,8 @@ def time_threads(fn: Callable[..., Any], *args: Any, threads: _Threads,
                  min_time: Annotated[float, declare.Range(1e-3, 60)] = 0.2,
                  rounds: Annotated[int, declare.Range(1, 100)] = 4,
                  timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> dict[int, ThreadRun]:
-    """``fn(*args)`` under ``torch.set_num_threads(n)`` per ``n`` of ``threads``, in turns over ``rounds`` rounds,
-    with the process's CPU seconds per wall second (``cores_busy``; spinning threads count) and the caller's alone.
-    The thread count is restored; past ``timeout`` (None: the size's default) ``fn`` is stopped by name."""
+    """``fn(*args)`` under ``torch.set_num_threads(n)`` per ``n`` of ``threads``, in turns over ``rounds`` rounds, with
+    the process's CPU seconds per wall second (``cores_busy``, spinning threads count) and the caller's alone."""
     counts = list(threads)
     import torch
 

@@ -159,12 +159,8 @@ def launch(script: str | os.PathLike, nprocs: Annotated[int, declare.Range(1, _M
            timeout: _Seconds = 120.0, args: _Args = (), *, env: Mapping[str, str] | None = None, echo: bool = True,
            progress: bool = True, on_line: OnLine = None,
            pg_timeout: Annotated[float, declare.Range(1, _MAX_SECONDS)] | None = None) -> LaunchResult:
-    """Run ``torchrun --nproc-per-node=nprocs script *args`` on 127.0.0.1 and return what the ranks recorded.
-
-    Rank r's lines are echoed as ``[rank r] ...``; the workers' ``progress`` drives a bar; ``on_line(rank, text)`` sees
-    every line. Each process gets ``OMP_NUM_THREADS = cores // nprocs`` unless ``env`` says otherwise, and a
-    process-group timeout (default half the launch's). Raises ``LaunchError``, ``LaunchTimeout`` or ``LoopbackError``.
-    """
+    """Run ``torchrun --nproc-per-node=nprocs script *args`` on 127.0.0.1, rank r's lines echoed as ``[rank r] ...``
+    and given to ``on_line(rank, text)``; return what the ranks recorded. Raises ``LaunchError`` or its subclasses."""
     path = worker_path(script)
     pg_timeout = pg_timeout_for(timeout) if pg_timeout is None else pg_timeout
     extra = {worker.PG_TIMEOUT_ENV: f"{pg_timeout:g}", **ranks_on_cpu(nprocs, env or {}), **(env or {})}
@@ -177,8 +173,7 @@ def run_jobs(commands: Callable[[Path], list[list[str]]], env: Mapping[str, str]
              timeout: float, *, echo: bool, progress: bool, on_line: OnLine,
              node_ranks: dict[int, set[int]] | None = None) -> tuple[LaunchResult, list[list[str]], list[list[str]]]:
     """Run the torchrun lines ``commands(out)`` (node ``n`` logs into ``out/logs{n}``) side by side, each under its
-    reaper; return the result, each node's lines and the lines run. ``node_ranks[n]`` collects the global ranks node
-    ``n`` started; a failing node raises, and every process ends whatever happens."""
+    reaper; return the result, each node's lines and the lines run (``node_ranks[n]``: node ``n``'s global ranks)."""
     check_loopback()
     launch_id = uuid.uuid4().hex
     with tempfile.TemporaryDirectory(prefix="course_launch_") as tmp:

@@ -100,9 +100,8 @@ def timed_rounds(device: Any, calls: Annotated[Mapping[str, Sequence[Any]], decl
                  n_rounds: Annotated[int, declare.Range(1, 1000)], repeats: Annotated[int, declare.Range(1, 10**6)],
                  together: bool = True, *, warmup: bool = True,
                  offset: Annotated[int, declare.Range(0, 10**6)] = 0) -> dict:
-    """Each call (name -> (fn, *args)) timed ``repeats`` times over ``n_rounds`` rounds, the names in turns from
-    ``offset``, after a warm-up call each, the ranks aligned at a barrier (``together``). Returns {name: [seconds],
-    "rounds": {name: [per-round median]}, "per_round": {name: [[seconds], ...]}}: the rounds replicate an interval."""
+    """Each call (name -> (fn, *args)) timed ``repeats`` times over ``n_rounds`` rounds, in turns from ``offset``, ranks
+    aligned at a barrier (``together``): {name: [seconds], "rounds": {name: [medians]}, "per_round": {name: [[s]]}}."""
     if together:
         import torch.distributed as dist
     names = list(calls)
