@@ -431,10 +431,9 @@ def test_an_on_line_that_never_returns_is_stopped_with_the_launch(tmp_path: Path
 
 
 def test_held_interrupts_record_a_press_and_restore_the_handler() -> None:
-    from course_utils.distributed import reaping
 
     before = signal.getsignal(signal.SIGINT)
-    with reaping.HeldInterrupts() as held:
+    with failures.HeldInterrupts() as held:
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(0.05)  # the handler runs at the next bytecode boundary
     assert held.pressed == 1 and signal.getsignal(signal.SIGINT) is before
