@@ -81,10 +81,12 @@ def save(name: str, **arrays: Any) -> None:
 
 
 @declare.checked
-def progress(step: Annotated[int, declare.Range(0, 10**6)], total: Annotated[int, declare.Range(1, 10**6)]) -> None:
-    """Advance the notebook's progress bar (call it from rank 0); the line never reaches the cell's output."""
+def progress(step: Annotated[int, declare.Range(0, 10**6)], total: Annotated[int, declare.Range(1, 10**6)],
+             text: str = "") -> None:
+    """On rank 0: advance the notebook's progress bar (a line never shown) and print ``text`` if any."""
     validate.number("step", step, high=total)
-    print(f"{PROGRESS_PREFIX} {step} {total}", flush=True)
+    if rank() == 0:
+        print(f"{PROGRESS_PREFIX} {step} {total}" + (f"\n{text}" if text else ""), flush=True)
 
 
 def sync_device(device: Any) -> None:

@@ -266,25 +266,18 @@ def main() -> None:
     total = len(kinds) + 2
     trained = {}
     for i, kind in enumerate(kinds):
-        if dist.get_rank() == 0:
-            worker.progress(i, total)
-            print(f"{kind} on {dist.get_world_size()} ranks ({dist.get_backend()}, {device})", flush=True)
+        worker.progress(i, total, f"{kind} on {dist.get_world_size()} ranks ({dist.get_backend()}, {device})")
         trained[kind] = Trained(kind, device, args)
-    if dist.get_rank() == 0:
-        worker.progress(len(kinds), total)
-        print(f"timing {', '.join(kinds)} and the compute alone in {args.rounds} rounds", flush=True)
+    worker.progress(len(kinds), total, f"timing {', '.join(kinds)} and the compute alone in {args.rounds} rounds")
     calls = {kind: t.timed_step for kind, t in trained.items()} | {"compute": compute_alone(device, args)}
     times = in_rounds(calls, args.rounds, args.per_round, device)
     for kind, t in trained.items():
         extra = {"default_bucket_bytes": default_ddp_buckets(device)} if kind == "ddp" else {}
         t.report(times[kind], extra)
     worker.emit(kind="compute", round_times=times["compute"])
-    if dist.get_rank() == 0:
-        worker.progress(len(kinds) + 1, total)
-        print("the collectives alone", flush=True)
+    worker.progress(len(kinds) + 1, total, "the collectives alone")
     time_collectives(device, args)
-    if dist.get_rank() == 0:
-        worker.progress(total, total)
+    worker.progress(total, total)
     dist.barrier()
     dist.destroy_process_group()
 
