@@ -14,19 +14,17 @@ from course_utils.pipeline.loop import (
     EpochsOf,
     Timeline,
     before_after_table,
-    capture_loop,
-    data_stalls,
     floor,
     later_startups,
     ms,
     run_loop,
     run_loops,
-    stalls_table,
     timelines_table,
     warm_steps,
 )
 from course_utils.pipeline.plots import samples_plot, timeline_plot, trace_plot, utilisation_plot, workers_plot
 from course_utils.pipeline.prefetch import InLoop, Prefetch, grain_available, prefetch_threads
+from course_utils.pipeline.stall import capture_loop, data_stalls, stalls_table
 from course_utils.pipeline.workers import (
     data_cores,
     limit_compute_threads,

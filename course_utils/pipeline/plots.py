@@ -9,7 +9,8 @@ import numpy as np
 
 from course_utils import declare, plotting, profile
 from course_utils.pipeline.dataset import MEAN, STD, SyntheticImages
-from course_utils.pipeline.loop import MAX_ROUNDS, STEP_MARK, BeforeAfter, Stalls, Timeline, Timelines, timeline_list
+from course_utils.pipeline.loop import MAX_ROUNDS, BeforeAfter, Timeline, Timelines, timeline_list
+from course_utils.pipeline.stall import STEP_MARK, Stalls
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -9,8 +9,7 @@ import pytest
 from badinput import rejects
 
 from course_utils import pipeline
-from course_utils.pipeline import dataset
-from course_utils.pipeline import loop as stall
+from course_utils.pipeline import dataset, stall
 
 DATA = pipeline.SyntheticImages(8, size=16, work=0)
 TIMELINE = pipeline.Timeline("t", (0.0, 0.1), (0.05, 0.01), (0.05, 0.05), (0, 0))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 
 from course_utils import pipeline
-from course_utils.pipeline import loop as stall
+from course_utils.pipeline import stall
 
 
 def _timeline(label: str, startup: float = 0.01) -> pipeline.Timeline:

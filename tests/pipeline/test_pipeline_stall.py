@@ -1,11 +1,11 @@
-"""course_utils.pipeline.loop's stall: the data stall read from a trace's marked steps (synthetic traces, no timing)."""
+"""course_utils.pipeline.stall: the data stall read from a trace's marked steps (synthetic traces, no timing)."""
 
 from __future__ import annotations
 
 import pytest
 
 from course_utils import display, pipeline, profile
-from course_utils.pipeline import loop as stall
+from course_utils.pipeline import stall
 
 
 def _trace(gaps: list[float], step: float = 0.01) -> profile.Trace:
