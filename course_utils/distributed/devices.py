@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from course_utils import calls, data, declare, devices, env, models, timing
+from course_utils.distributed.worker import WORKERS
 
 _MAX_DEVICES = 256
 
@@ -135,7 +136,8 @@ def time_threads(fn: Callable[..., Any], *args: Any, threads: _Threads,
 
 
 def mlp_threads_report(workloads: dict[str, list], threads: list[int], min_time: float) -> dict[str, Any]:
-    """What the fresh process of ``mlp_threads_fresh`` runs: each MLP step under ``time_threads``, as plain numbers."""
+    """What ``workers/threads_probe.py`` runs in the fresh process of ``mlp_threads_fresh``: each MLP step under
+    ``time_threads``, as plain numbers."""
     import torch
 
     report = {}
@@ -161,10 +163,8 @@ def mlp_threads_fresh(workloads: Annotated[Mapping[str, tuple[_Layers, Annotated
     ``env`` added: for settings read once at start-up (``OMP_WAIT_POLICY``). Returns {name: {threads: ThreadRun}}."""
     request = {"workloads": {name: [list(sizes), batch] for name, (sizes, batch) in workloads.items()},
                "min_time": min_time, "threads": list(threads)}
-    probe = ("import json, sys; from course_utils.distributed.devices import mlp_threads_report as report; "
-             "print(json.dumps(report(**json.loads(sys.stdin.read()))))")
-    done = subprocess.run([sys.executable, "-c", probe], input=json.dumps(request), capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+    done = subprocess.run([sys.executable, str(WORKERS / "threads_probe.py")], input=json.dumps(request), text=True,
+                          capture_output=True, timeout=timeout, env={**os.environ, **(env or {})})
     if done.returncode != 0:
         raise RuntimeError(f"the fresh process failed (exit code {done.returncode}): {done.stderr.strip()[-800:]}")
     report = json.loads(done.stdout.strip().splitlines()[-1])

@@ -13,6 +13,7 @@ import time
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated, Any
 
 from course_utils import calls, declare, env
@@ -21,9 +22,7 @@ PRELOAD = ("torch", "course_utils.pipeline")
 MAX_CORES = 1024
 Cores = Annotated[int, declare.Range(1, MAX_CORES)]
 Preload = Annotated[Sequence[declare.Text], declare.Unique, declare.MaxItems(64)]
-# a spawned worker's first act; AttributeError: a function defined in a notebook's ``__main__``
-UNPICKLE = ("import pickle, sys\ntry:\n    pickle.loads(sys.stdin.buffer.read())\nexcept Exception as error:\n"
-            "    print(type(error).__name__)\nelse:\n    print('ok')")
+UNPICKLE_CHECK = Path(__file__).resolve().parent.parent / "workers" / "unpickle_check.py"
 
 
 def _importable(name: str) -> bool:
@@ -72,7 +71,7 @@ def unpickles_in_fresh_process(obj: Any, timeout: calls.Timeout = None) -> str:
     except Exception as error:  # noqa: BLE001 - the answer is the kind of failure, as a worker would meet it
         return type(error).__name__
     try:
-        result = subprocess.run([sys.executable, "-c", UNPICKLE], input=payload, capture_output=True,
+        result = subprocess.run([sys.executable, str(UNPICKLE_CHECK)], input=payload, capture_output=True,
                                 timeout=calls.default_timeout() if timeout is None else timeout, cwd=os.getcwd())
     except subprocess.TimeoutExpired:
         return "TimeoutExpired"
