@@ -58,11 +58,9 @@ class CountCollectives(TorchDispatchMode):
 
 
 def comm_seconds(step, x, y, steps: int, layer_bytes: dict | None = None) -> dict:
-    """Where a step's time goes in collectives, from a profiler trace of ``steps`` steps on every rank: the
-    backend's own events (``gloo:all_reduce``, ``gloo:all_gather``, ...; NCCL kernels on GPUs) run on the
-    backend's threads from the collective's start to its end: no barrier, no forced wait. Per step:
-    "busy" (their union on the wall clock), "step" (the profiled step), "events" (count per event name);
-    with ``layer_bytes`` (FSDP2), "gathered": the most layers held unsharded at once (``gathered_peak``)."""
+    """Per step, from a profiler trace of ``steps`` steps: "busy", the union on the wall clock of the backend's own
+    collective events (``gloo:all_reduce``, ...; no barrier, no forced wait), "step", "events" (count per name), and
+    with ``layer_bytes`` (FSDP2) "gathered": the most layers held unsharded at once (``gathered_peak``)."""
 
     dist.barrier()
     with tempfile.TemporaryDirectory() as folder:
