@@ -19,7 +19,7 @@ from orphans import survivors
 from course_utils import distributed as dist
 from course_utils.distributed import failures
 
-SHORT_THEN_LONG = (8, 20)  # launch timeouts (s): torchrun and its ranks print within ~6 s on a quiet 2-core machine
+SHORT_THEN_LONG = (12, 20)  # launch timeouts (s): torchrun and its ranks print within ~6 s on a quiet 2-core machine
 
 
 def _write(tmp_path: Path, body: str) -> Path:
