@@ -1,7 +1,5 @@
 """course_utils.beyond: the helpers of notebook 06, "What changes when the job outgrows one machine?", built on 05's
-``course_utils.distributed``: torchrun "nodes" (``multinode``), multi-process JAX and TF, ZeRO-1 and FSDP2 measured
-(``sharded``), an elastic restart, a resharded checkpoint, and 05's ring model pricing each step (``predict``).
-"""
+``distributed``: torchrun "nodes", JAX and TF jobs, ZeRO-1 and FSDP2, elastic restarts, resharding, the ring model."""
 
 from course_utils.beyond import exercises as _exercises  # noqa: F401  (registers the exercise checkers)
 from course_utils.beyond import findings

@@ -1,7 +1,5 @@
-"""Checkpoints that outlive a failure: ``torchrun --max-restarts=1`` with ``workers/elastic_train.py`` (``run``)
-against the same training without a crash (``reference``); the state ``workers/fsdp_checkpoint.py`` saved at one
-world size against what a launch at another loaded (``compare``), and the files DCP wrote.
-"""
+"""Checkpoints that outlive a failure: ``torchrun --max-restarts=1`` (``run``) against training without a crash
+(``reference``); an FSDP2 state saved at one world size against what another loaded (``compare``), and DCP's files."""
 
 from __future__ import annotations
 
@@ -14,7 +12,7 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import data, declare, display, models, timing, validate
+from course_utils import declare, display, timing, validate
 from course_utils.beyond import multinode
 from course_utils.distributed import launcher
 
@@ -64,9 +62,8 @@ def facts(crash: ElasticRun) -> dict[str, float]:
 
 
 @declare.checked
-def run(steps: Annotated[int, declare.Range(2, 10_000)] = 12, every: Annotated[int, declare.Range(1, 10_000)] = 3,
-        crash_at: Annotated[int, declare.Range(1, 10_000)] = 8, nprocs: Annotated[int, declare.Range(2, 64)] = 2,
-        timeout: Annotated[float, declare.Range(1, 3600)] = 240.0, **launch_options: Any) -> ElasticRun:
+def run(steps: launcher.Steps = 12, every: launcher.Steps = 3, crash_at: launcher.Steps = 8, nprocs: launcher.Ranks = 2,
+        timeout: launcher.JobTimeout = 240.0, **launch_options: Any) -> ElasticRun:
     """Launch the elastic job (one node, ``nprocs`` ranks, ``--max-restarts=1``) with rank 1 dying at ``crash_at``."""
     validate.number("every", every, high=steps)
     validate.number("crash_at", crash_at, high=steps - 1)
@@ -95,17 +92,9 @@ def startups(result: launcher.LaunchResult) -> dict[str, float]:
 
 
 @declare.checked
-def reference(steps: Annotated[int, declare.Range(1, 10_000)] = 12,
-              batch: Annotated[int, declare.Range(1, 2**14)] = 64) -> np.ndarray:
+def reference(steps: launcher.Steps = 12, batch: launcher.Batch = 64) -> np.ndarray:
     """The uninterrupted training in this process: one process, whole batches, the same SGD with momentum."""
-    import torch
-
-    x_all, y_all = data.classification(steps * batch, seed=7)
-    model = models.torch_mlp()
-    step = models.torch_sgd_step(model, lr=LR, momentum=MOMENTUM)
-    for s in range(steps):
-        step((torch.from_numpy(x_all[s * batch:(s + 1) * batch]), torch.from_numpy(y_all[s * batch:(s + 1) * batch])))
-    return torch.cat([p.detach().flatten() for p in model.parameters()]).numpy()
+    return multinode.ddp_reference(steps, batch, steps, LR, seed=7, momentum=MOMENTUM)[f"step{steps}"]
 
 
 @declare.checked

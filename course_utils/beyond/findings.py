@@ -1,8 +1,5 @@
-"""Notebook 06's predictions, each declared once: one text per outcome its checks reach, the numbers as facts.
-
-A largest difference cannot fall below 0, nor a count of calls below 0: those directions' texts only restate what
-the checks found. Each template's prediction is worded in the Markdown above its verdict.
-"""
+"""Notebook 06's predictions, each declared once: one text per outcome its checks reach, the numbers as facts (a
+difference or a count below 0 only restates the checks); each prediction is worded in the Markdown above it."""
 
 from course_utils.findings import Template
 

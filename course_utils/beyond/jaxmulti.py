@@ -1,7 +1,5 @@
-"""Multi-process JAX from a notebook: two processes of ``workers/jax_multiprocess.py`` joined by
-``jax.distributed.initialize`` on 127.0.0.1 (``run``), checked against one device here (``reference``, ``compare``);
-``jax_sharding``: one step with replicated and FSDP-style sharded parameters, XLA's memory and collectives.
-"""
+"""Multi-process JAX from a notebook (``run``: ``workers/jax_multiprocess.py``) checked against one device here; and
+``jax_sharding``: one step with replicated and FSDP-style sharded parameters, XLA's memory and collectives."""
 
 from __future__ import annotations
 
@@ -19,11 +17,9 @@ LR = 0.1
 
 
 @declare.checked
-def run(steps: Annotated[int, declare.Range(1, 10_000)] = 10, batch: Annotated[int, declare.Range(1, 2**16)] = 64,
-        devices_per_process: Annotated[int, declare.Range(1, 64)] = 2,
-        processes: Annotated[int, declare.Range(1, 16)] = 2,
-        rounds: Annotated[int, declare.Range(2, 100)] = 6, per_round: Annotated[int, declare.Range(1, 1000)] = 3,
-        timeout: Annotated[float, declare.Range(1, 3600)] = 180.0, **launch_options: Any) -> Any:
+def run(steps: launcher.Steps = 10, batch: launcher.Batch = 64, processes: Annotated[int, declare.Range(1, 16)] = 2,
+        devices_per_process: Annotated[int, declare.Range(1, 64)] = 2, rounds: launcher.Rounds = 6,
+        per_round: launcher.PerRound = 3, timeout: launcher.JobTimeout = 180.0, **launch_options: Any) -> Any:
     """Launch the multi-process JAX worker; returns the ``LaunchResult`` (records "jax", arrays "jax")."""
     if batch % (processes * devices_per_process):
         raise ValueError(f"batch must be divisible by processes x devices_per_process = "
@@ -36,8 +32,7 @@ def run(steps: Annotated[int, declare.Range(1, 10_000)] = 10, batch: Annotated[i
 
 
 @declare.checked
-def reference(steps: Annotated[int, declare.Range(1, 10_000)] = 10,
-              batch: Annotated[int, declare.Range(1, 2**14)] = 64) -> list[np.ndarray]:
+def reference(steps: launcher.Steps = 10, batch: launcher.Batch = 64) -> list[np.ndarray]:
     """The same training in this process on one device, whole batches; leaves in ``jax.tree.leaves`` order."""
     import jax
     import jax.numpy as jnp

@@ -1,7 +1,5 @@
-"""Several torchrun "nodes" on one machine, joined by a c10d rendezvous: ``run_nodes`` runs the learner's own lines
-(one per node) through ``cu.distributed``'s launcher, ``launch_nodes`` writes them for a worker (``node_command``);
-the proof's reference, and the lines for a real cluster (``cluster_commands``).
-"""
+"""Several torchrun "nodes" on one machine, joined by a c10d rendezvous: the learner's own lines (``run_nodes``) or
+those ``node_command`` writes (``launch_nodes``); the proof's reference, and the lines for a real cluster."""
 
 from __future__ import annotations
 
@@ -120,9 +118,8 @@ def run_nodes(commands: Annotated[Sequence[str | Sequence[str]], declare.NonEmpt
               timeout: Annotated[float, declare.Range(1, 24 * 3600)] = 120.0, *,
               env: Mapping[str, str] | None = None, echo: bool = True, progress: bool = True,
               on_line: launcher.OnLine = None) -> NodesResult:
-    """Run one torchrun line per node (as ``read_command`` reads them) side by side; return what all ranks recorded.
-    The lines agree on ``--nnodes`` (= the number of lines), ``--rdzv-endpoint`` (127.0.0.1 here), ``--rdzv-id`` and
-    the script; ``--max-restarts`` > 0 lets torchrun restart the whole group after a worker dies."""
+    """Run one torchrun line per node side by side (they agree on ``--nnodes``, the endpoint on 127.0.0.1, the id and
+    the script); return what all ranks recorded. ``--max-restarts`` > 0 restarts the group after a worker dies."""
     extra = dict(env or {})
     nodes = [read_command(c) for c in commands]
     first = nodes[0]
@@ -165,17 +162,16 @@ def launch_nodes(script: str | os.PathLike, nnodes: Annotated[int, declare.Range
 
 
 @declare.checked
-def ddp_reference(steps: Annotated[int, declare.Range(1, 10_000)] = 20,
-                  batch: Annotated[int, declare.Range(1, 2**14)] = 64,
-                  every: Annotated[int, declare.Range(1, 10_000)] = 5,
-                  lr: Annotated[float, declare.Range(1e-6, 10)] = 0.1) -> dict[str, Any]:
+def ddp_reference(steps: launcher.Steps = 20, batch: launcher.Batch = 64, every: launcher.Steps = 5,
+                  lr: Annotated[float, declare.Range(1e-6, 10)] = 0.1, *, seed: int = 0,
+                  momentum: Annotated[float, declare.Range(0, 1, high_open=True)] = 0.0) -> dict[str, Any]:
     """One process, whole batches: the weights ``ddp_train.py``'s proof phase must reproduce, per checkpoint."""
     import torch
 
     validate.number("every", every, high=steps)
-    x_all, y_all = data.classification(steps * batch, seed=0)
+    x_all, y_all = data.classification(steps * batch, seed=seed)
     model = models.torch_mlp()
-    step = models.torch_sgd_step(model, lr=lr)
+    step = models.torch_sgd_step(model, lr=lr, momentum=momentum)
     snapshots = {}
     for s in range(steps):
         step((torch.from_numpy(x_all[s * batch:(s + 1) * batch]), torch.from_numpy(y_all[s * batch:(s + 1) * batch])))

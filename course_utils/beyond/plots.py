@@ -1,6 +1,5 @@
-"""The figures of notebook 06: model state per rank (measured vs formula), the elastic job's timeline, and
-05's cost model's predictions against the measured step times.
-"""
+"""The figures of notebook 06: model state per rank (measured vs formula), the elastic job's timeline, and 05's cost
+model's predictions against the measured steps."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""05's ring model prices this notebook's steps: each measured multi-process step (DDP, ZeRO-1, FSDP2, the two-node
-wide DDP step, the two-process JAX step) against its compute alone plus the ring cost of the collectives it issued;
-FSDP2's traffic and collectives over DDP's, as the ring prices them and as gloo runs them; the unexplained rest.
-"""
+"""05's ring model prices this notebook's measured multi-process steps (compute alone plus the ring cost of the
+collectives issued), FSDP2's traffic over DDP's as the ring prices it and as gloo runs it, and the unexplained rest."""
 
 from __future__ import annotations
 
@@ -48,10 +46,8 @@ def _row(compute: float, comm: float, measured: float, in_comm: float, optimizer
 def step_predictions(fit: AllReduceModel, result: launcher.LaunchResult, ddp_timing: Mapping[str, Any] | None = None,
                      jax_record: Mapping[str, Any] | None = None,
                      jax_ranks: Annotated[int, declare.Range(2, 10**6)] | None = None) -> dict[str, dict[str, float]]:
-    """Each measured multi-process step against compute alone + the ring model of its collectives (seconds): "compute",
-    "comm model" (computed), "predicted", "measured", "comm measured" (NaN if not recorded), "optimizer"; rows from
-    ``result`` (``fsdp_train.py``), ``ddp_timing`` (wide DDP step) and ``jax_record`` (over ``jax_ranks`` gloo ranks).
-    """
+    """Each measured multi-process step (``fsdp_train.py``'s, the wide DDP step, the JAX step) against compute alone +
+    the ring model of its collectives, seconds: "compute", "comm model", "predicted", "measured", "comm measured"."""
     n, medians = sharded.world(result), sharded.step_medians(result)
     busy, parts, calls = sharded.in_collectives(result), sharded.phase_medians(result), sharded.calls(result)
     rows = {}

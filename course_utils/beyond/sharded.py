@@ -1,6 +1,5 @@
-"""DDP vs ZeRO-1 vs FSDP2 on real ranks (``workers/fsdp_train.py``): the bytes each rank held against the ZeRO
-formula, the step times in rounds, the collectives of one step and alone, and the weights against DDP's.
-"""
+"""DDP vs ZeRO-1 vs FSDP2 on real ranks (``workers/fsdp_train.py``): bytes held against the ZeRO formula, step times
+in rounds, the collectives of one step and alone, and the weights against DDP's."""
 
 from __future__ import annotations
 
@@ -21,9 +20,8 @@ FP32_ADAM = {"weight_bytes": 4, "grad_bytes": 4, "optimizer_bytes": 8}  # 16 B/p
 
 
 @declare.checked
-def run(steps: Annotated[int, declare.Range(1, 1000)] = 5, batch: Annotated[int, declare.Range(1, 2**14)] = 64,
-        rounds: Annotated[int, declare.Range(2, 100)] = 6, per_round: Annotated[int, declare.Range(1, 1000)] = 3,
-        nprocs: Annotated[int, declare.Range(2, 64)] = 2, timeout: Annotated[float, declare.Range(1, 3600)] = 180.0,
+def run(steps: launcher.Steps = 5, batch: launcher.Batch = 64, rounds: launcher.Rounds = 6,
+        per_round: launcher.PerRound = 3, nprocs: launcher.Ranks = 2, timeout: launcher.JobTimeout = 180.0,
         **launch_options: Any) -> Any:
     """Launch DDP, ZeRO-1 and FSDP2 training on ``nprocs`` ranks (steps timed in ``rounds`` rounds of ``per_round``,
     the kinds in turns); returns the ``LaunchResult`` (no bar unless ``progress=True``)."""

@@ -1,6 +1,5 @@
-"""TensorFlow multi-worker training from a notebook: ``MultiWorkerMirroredStrategy`` over ``TF_CONFIG``, two workers
-of ``workers/tf_multiworker.py`` through the course launcher, checked against each other and against one worker.
-"""
+"""TensorFlow multi-worker training from a notebook: ``MultiWorkerMirroredStrategy`` over ``TF_CONFIG``, two workers of
+``workers/tf_multiworker.py``, checked against each other and against one worker."""
 
 from __future__ import annotations
 
@@ -29,9 +28,8 @@ def tf_config(hosts: Annotated[Sequence[_HostPort], declare.NonEmpty, declare.Ma
 
 
 @declare.checked
-def run(steps: Annotated[int, declare.Range(1, 10_000)] = 8, batch: Annotated[int, declare.Range(1, 2**16)] = 64,
-        workers: Annotated[int, declare.Range(1, 16)] = 2, timeout: Annotated[float, declare.Range(1, 3600)] = 240.0,
-        **launch_options: Any) -> Any:
+def run(steps: launcher.Steps = 8, batch: launcher.Batch = 64, workers: Annotated[int, declare.Range(1, 16)] = 2,
+        timeout: launcher.JobTimeout = 240.0, **launch_options: Any) -> Any:
     """Launch the multi-worker TF script; returns the ``LaunchResult`` (arrays "multiworker", "one_worker")."""
     if batch % workers:
         raise ValueError(f"batch must be divisible by workers = {workers}; got {batch}")

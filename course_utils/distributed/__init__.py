@@ -1,7 +1,5 @@
-"""course_utils.distributed: the helpers of notebook 05 (data parallelism), built on by 06's ``beyond``: the real
-torchrun launched with no process left behind (``launcher``, ``failures``), the workers' API (``worker``), their
-timings taken apart (``breakdown``), the ring all-reduce model (``comms``), devices, figures, ``findings``.
-"""
+"""course_utils.distributed: the helpers of notebook 05 (data parallelism), built on by 06's ``beyond``: torchrun
+launched with nothing left behind, the workers' API, their timings taken apart, the ring all-reduce model, figures."""
 
 from course_utils.distributed import exercises as _exercises  # noqa: F401  (registers the exercise checkers)
 from course_utils.distributed import findings

@@ -1,7 +1,5 @@
-"""What a data-parallel step's time is made of (numbers only; ``findings`` words them): the workers' timing records
-as Measurements that keep their per-round medians (``measurements``, ``from_rounds``, ``summed``), the chain from
-one process to the DDP step one suspect at a time, what ``no_sync`` saved, the step with one and every thread.
-"""
+"""What a data-parallel step's time is made of (numbers; ``findings`` words them): the workers' records as Measurements,
+the chain from one process to the DDP step one suspect at a time, what ``no_sync`` saved, the step per thread count."""
 
 from __future__ import annotations
 
@@ -61,9 +59,8 @@ def chain_table(timed: Annotated[Mapping[str, Mapping[str, timing.Measurement]],
 
 
 def accumulation_saving(record: Mapping[str, Any]) -> dict[str, Any]:
-    """What ``no_sync`` saved per optimizer step (``saved``, median over rounds of every - no_sync) against the K - 1
-    all-reduces it removed, back to back (``back_to_back``; ``one`` per call); one sync in the loop (``per_sync``:
-    (every - local) / K, computed); a synced micro-batch inside its all-reduce (``inside``, timing hook); ``table``."""
+    """What ``no_sync`` saved per optimizer step (``saved``) against the K - 1 all-reduces it removed, back to back
+    (``back_to_back``, ``one``); one sync in the loop (``per_sync``); inside one all-reduce (``inside``); ``table``."""
     validate.instance("record", record, Mapping)
     k = validate.number("k", record.get("k"), low=2, high=10**4, integer=True)
     parts = measurements(record)

@@ -1,7 +1,5 @@
-"""The ring all-reduce cost model, T(N) = 2(N-1)·latency + 2(N-1)/N · bytes / bandwidth: fitted per round of a
-measured sweep (``allreduce_cost``, *the* way the course measures this machine's all-reduce, kept in
-``build/machine/`` for the run's later notebooks), scored out of sample; ZeRO's traffic and model state (computed).
-"""
+"""The ring all-reduce model, T(N) = 2(N-1)·latency + 2(N-1)/N · bytes / bandwidth, fitted per round of a sweep
+(``allreduce_cost``, kept in ``build/machine/`` for later notebooks); ZeRO's traffic and model state (computed)."""
 
 from __future__ import annotations
 
@@ -17,33 +15,18 @@ import numpy as np
 from course_utils import declare, display, env, intervals, machine, validate
 from course_utils.distributed import launcher, worker
 
-
-def _array(name: str, value: Any, *, low: float, low_open: bool = False) -> np.ndarray:
-    """``value`` (a number or a sequence of numbers) as a float array, every element finite and >= low."""
-    if isinstance(value, (str, bytes, bool)) or value is None:
-        raise TypeError(f"{name} must be a number or a sequence of numbers; got {type(value).__name__} {value!r}")
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a number or a sequence of numbers; got {value!r}") from exc
-    if arr.ndim > 0 and arr.size == 0:
-        raise ValueError(f"{name} must not be empty")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite; got {value!r}")
-    if np.any(arr <= low if low_open else arr < low):
-        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low:g}; got {value!r}")
-    return arr
+_Bytes = Annotated[float, declare.NonNegative]
+_Numbers = _Bytes | Annotated[Sequence[_Bytes], declare.NonEmpty]  # a number, or a sequence or array of them
+_Count = Annotated[int, declare.Range(1, None)]
+_Seconds = Annotated[Sequence[declare.PositiveFloat], declare.NonEmpty]
 
 
 @declare.checked
-def ring_allreduce_time(nbytes: Any, n: Any, bandwidth: Annotated[float, declare.Positive],
-                        latency: Annotated[float, declare.NonNegative]) -> Any:
+def ring_allreduce_time(nbytes: _Numbers, n: _Count | Annotated[Sequence[_Count], declare.NonEmpty],
+                        bandwidth: Annotated[float, declare.Positive], latency: _Bytes) -> Any:
     """Seconds for a ring all-reduce of ``nbytes`` over ``n`` devices (numbers or arrays, broadcast; one device:
     0 s): 2(n-1)·latency + 2(n-1)/n·bytes/bandwidth."""
-    b = _array("nbytes", nbytes, low=0)
-    devices = _array("n", n, low=1)
-    if np.any(devices != np.round(devices)):
-        raise ValueError(f"n must be whole device counts; got {n!r}")
+    b, devices = np.asarray(nbytes, dtype=float), np.asarray(n, dtype=float)
     out = 2 * (devices - 1) * latency + 2 * (devices - 1) / devices * b / bandwidth
     return float(out) if out.ndim == 0 else out
 
@@ -66,12 +49,11 @@ class AllReduceModel:
                 f"fitted on {self.fitted_on} processes)")
 
 @declare.checked
-def fit_allreduce(nbytes: Sequence[float], seconds: Sequence[float], n: Annotated[int, declare.Range(2, 1 << 20)]
-                  ) -> AllReduceModel:
+def fit_allreduce(nbytes: Annotated[Sequence[_Bytes], declare.NonEmpty], seconds: _Seconds,
+                  n: Annotated[int, declare.Range(2, 1 << 20)]) -> AllReduceModel:
     """Least-squares fit (relative errors) of latency and bandwidth to one statistic per message size measured on
     ``n`` processes (``allreduce_sweep``); a negative latency is refitted as bandwidth alone."""
-    b = _array("nbytes", nbytes, low=0)
-    t = _array("seconds", seconds, low=0, low_open=True)
+    b, t = np.asarray(nbytes, dtype=float), np.asarray(seconds, dtype=float)
     if b.ndim != 1 or b.shape != t.shape or b.size < 2:
         raise ValueError(f"nbytes and seconds must have the same length >= 2; got {b.size} and {t.size}")
     if np.ptp(b) == 0:
@@ -98,16 +80,15 @@ def allreduce_sweep(records: Sequence[Any], q: Annotated[float, declare.Range(0,
     if not rows:
         raise ValueError("records hold no 'allreduce' record: launch ddp_train.py with the allreduce phase")
     return ([int(r["nbytes"]) for r in rows],
-            [float(np.percentile(_array("times", r["times"], low=0, low_open=True), q)) for r in rows])
+            [float(np.percentile(np.asarray(r["times"], dtype=float), q)) for r in rows])
 
 
 @declare.checked
-def score(model: AllReduceModel, nbytes: Sequence[float], seconds: Sequence[float],
+def score(model: AllReduceModel, nbytes: Annotated[Sequence[_Bytes], declare.NonEmpty], seconds: _Seconds,
           n: Annotated[int, declare.Range(2, 1 << 20)]) -> np.ndarray:
     """Measured over predicted time at each message size on ``n`` processes (1.0: exact); ``seconds`` the statistic
     the model was fitted on."""
-    b = _array("nbytes", nbytes, low=0)
-    t = _array("seconds", seconds, low=0, low_open=True)
+    b, t = np.asarray(nbytes, dtype=float), np.asarray(seconds, dtype=float)
     if b.shape != t.shape:
         raise ValueError(f"nbytes and seconds must have the same length; got {b.size} and {t.size}")
     return t / model.time(b, n)
@@ -151,9 +132,8 @@ def _t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[floa
 
 @dataclass(frozen=True, repr=False)
 class AllReduceCost(display.Tabled):
-    """This machine's all-reduce (``allreduce_cost``): the ring model fitted per round of a sweep (``per_round``),
-    their mean (``model``), 95% Student-t intervals over the rounds; ``sweep``: (bytes, median seconds); ``source``:
-    "measured" here or "read" from ``build/machine/``."""
+    """This machine's all-reduce: the ring model fitted per round of a sweep, their mean (``model``) with 95% Student-t
+    intervals over the rounds; ``sweep``: (bytes, median seconds); ``source``: "measured" or "read"."""
 
     model: AllReduceModel
     per_round: tuple[AllReduceModel, ...]
@@ -239,13 +219,12 @@ _COSTS: dict[str, AllReduceCost] = {}
 
 
 @declare.checked
-def allreduce_cost(nprocs: Annotated[int, declare.Range(2, 64)] = 2, *,
-                   rounds: Annotated[int, declare.Range(2, 100)], repeats: Annotated[int, declare.Range(2, 10**4)],
+def allreduce_cost(nprocs: launcher.Ranks = 2, *, rounds: launcher.Rounds,
+                   repeats: Annotated[int, declare.Range(2, 10**4)],
                    max_bytes: Annotated[int, declare.Range(2**12, 2**30)], refresh: bool = False,
-                   timeout: Annotated[float, declare.Range(1, 3600)] = 240.0) -> AllReduceCost:
+                   timeout: launcher.JobTimeout = 240.0) -> AllReduceCost:
     """This machine's all-reduce cost model on ``nprocs`` ranks: read from this run's ``build/machine/`` when a notebook
-    measured it (same machine, boot, size, frameworks), else measured now by ``ddp_train.py --phases allreduce`` (the
-    notebook's sizes table gives ``rounds``, ``repeats``, ``max_bytes``) and stored there."""
+    measured it (same machine, boot, size), else measured by ``ddp_train.py --phases allreduce`` and stored there."""
     key = f"{machine.machine_key()}-n{nprocs}"
     if not refresh and key in _COSTS:
         return _COSTS[key]
@@ -283,16 +262,14 @@ def _read(path: Any, key: str) -> AllReduceCost | None:
         return None
 
 
-_Bytes = Annotated[float, declare.NonNegative]
 _Stage = Annotated[int, declare.Range(0, 3)]  # ZeRO stage 0-3 (3 = FSDP)
 
 
 @declare.checked
 def memory_per_device(params: _Bytes, n: Annotated[int, declare.Range(1, None)], stage: _Stage = 0, *,
                       weight_bytes: _Bytes = 2, grad_bytes: _Bytes = 2, optimizer_bytes: _Bytes = 12) -> float:
-    """Bytes per device for weights + gradients + optimizer state under ZeRO ``stage`` 0-3 (3 = FSDP). Defaults:
-    mixed-precision Adam, 16 bytes per parameter; activations are left out (they depend on the batch, not the sharding).
-    """
+    """Bytes per device for weights + gradients + optimizer state under ZeRO ``stage`` 0-3 (3 = FSDP); defaults: mixed-
+    precision Adam, 16 bytes per parameter. Activations are left out (they depend on the batch, not the sharding)."""
     opt = optimizer_bytes / (n if stage >= 1 else 1)
     grad = grad_bytes / (n if stage >= 2 else 1)
     weight = weight_bytes / (n if stage >= 3 else 1)

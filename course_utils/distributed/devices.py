@@ -1,7 +1,5 @@
-"""Devices for the lessons: the JAX mesh by the device plan (real accelerators, or simulated host CPU devices where
-the runtime has one), TensorFlow's logical CPUs, and torch's threads (``time_threads``, in this kernel or a fresh
-process). JAX and TF fix their devices when their runtime starts: ask before the first computation.
-"""
+"""Devices for the lessons: the JAX mesh (real accelerators or simulated host CPU devices), TensorFlow's logical CPUs
+and torch's threads (``time_threads``); JAX and TF fix their devices at start-up: ask before the first computation."""
 
 from __future__ import annotations
 
@@ -12,10 +10,10 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated, Any
 
 from course_utils import calls, data, declare, devices, env, models, timing
+from course_utils.distributed.worker import WORKERS
 
 _MAX_DEVICES = 256
 
@@ -111,9 +109,8 @@ def time_threads(fn: Callable[..., Any], *args: Any, threads: _Threads,
                  min_time: Annotated[float, declare.Range(1e-3, 60)] = 0.2,
                  rounds: Annotated[int, declare.Range(1, 100)] = 4,
                  timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> dict[int, ThreadRun]:
-    """``fn(*args)`` under ``torch.set_num_threads(n)`` per ``n`` of ``threads``, in turns over ``rounds`` rounds,
-    with the process's CPU seconds per wall second (``cores_busy``; spinning threads count) and the caller's alone.
-    The thread count is restored; past ``timeout`` (None: the size's default) ``fn`` is stopped by name."""
+    """``fn(*args)`` under ``torch.set_num_threads(n)`` per ``n`` of ``threads``, in turns over ``rounds`` rounds, with
+    the process's CPU seconds per wall second (``cores_busy``, spinning threads count) and the caller's alone."""
     counts = list(threads)
     import torch
 
@@ -166,9 +163,8 @@ def mlp_threads_fresh(workloads: Annotated[Mapping[str, tuple[_Layers, Annotated
     ``env`` added: for settings read once at start-up (``OMP_WAIT_POLICY``). Returns {name: {threads: ThreadRun}}."""
     request = {"workloads": {name: [list(sizes), batch] for name, (sizes, batch) in workloads.items()},
                "min_time": min_time, "threads": list(threads)}
-    probe = Path(__file__).resolve().parent.parent / "workers" / "threads_probe.py"
-    done = subprocess.run([sys.executable, str(probe)], input=json.dumps(request), capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+    done = subprocess.run([sys.executable, str(WORKERS / "threads_probe.py")], input=json.dumps(request), text=True,
+                          capture_output=True, timeout=timeout, env={**os.environ, **(env or {})})
     if done.returncode != 0:
         raise RuntimeError(f"the fresh process failed (exit code {done.returncode}): {done.stderr.strip()[-800:]}")
     report = json.loads(done.stdout.strip().splitlines()[-1])

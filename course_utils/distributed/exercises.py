@@ -1,6 +1,5 @@
-"""The checkers of notebook 05's exercises: each computes the expected answer from this run's measurements
-(passed in as context) or from the course's formulas, and says what is still wrong.
-"""
+"""The checkers of notebook 05's exercises: the expected answer from this run's measurements (passed in as context)
+or the course's formulas, and what is still wrong."""
 
 from __future__ import annotations
 

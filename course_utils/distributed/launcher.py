@@ -1,7 +1,5 @@
-"""The notebook side of a launch: the real ``torchrun`` on 127.0.0.1 under a reaper (``workers/launch_reaper.py``),
-one node or several (``run_jobs``), the ranks' lines streamed into the cell, what the workers recorded collected,
-and no process left behind whatever happens (error, timeout, Ctrl-C twice, the kernel killed).
-"""
+"""The notebook side of a launch: the real ``torchrun`` on 127.0.0.1 under a reaper, one node or several, the ranks'
+lines streamed into the cell, their records collected, no process left behind (error, timeout, Ctrl-C, dead kernel)."""
 
 from __future__ import annotations
 
@@ -24,16 +22,7 @@ import numpy as np
 import psutil
 
 from course_utils import calls, declare, devices, display, validate
-from course_utils.distributed import reaping, worker
-from course_utils.distributed.failures import (
-    PROGRESS_LINE,
-    RANK_LINE,
-    LaunchError,
-    LaunchTimeout,
-    LoopbackError,
-    launch_failure,
-    learner_lines,
-)
+from course_utils.distributed import failures, worker
 from course_utils.distributed.worker import WORKERS, worker_path
 
 LOOPBACK = "127.0.0.1"
@@ -58,7 +47,7 @@ class LaunchResult(display.Tabled):
     @property
     def lines(self) -> list[tuple[int, str]]:
         """The ranks' own non-empty lines, without torchrun's prefixes and the progress-bar lines."""
-        return learner_lines(self.output)
+        return failures.learner_lines(self.output)
 
     def record(self, kind: str, rank: int = 0) -> dict[str, Any]:
         """The last record of rank ``rank`` whose "kind" is ``kind``."""
@@ -83,6 +72,10 @@ class LaunchResult(display.Tabled):
 _Args = Sequence[str | int | float | os.PathLike]  # a worker's arguments, as torchrun passes them
 _Seconds = Annotated[float, declare.Range(0, _MAX_SECONDS, low_open=True)]
 OnLine = Callable[[int | None, str], None] | None  # the learner's callable, given each (rank, text) line
+# the sizes of a launched job, declared once for 05's and 06's launches
+Steps, Batch = Annotated[int, declare.Range(1, 10_000)], Annotated[int, declare.Range(1, 2**16)]
+Rounds, PerRound = Annotated[int, declare.Range(2, 100)], Annotated[int, declare.Range(1, 1000)]
+Ranks, JobTimeout = Annotated[int, declare.Range(2, 64)], Annotated[float, declare.Range(1, 3600)]
 
 
 def free_port() -> int:
@@ -103,7 +96,7 @@ def check_loopback(timeout: Annotated[float, declare.Range(0, 60, low_open=True)
             with socket.create_connection(server.getsockname(), timeout=timeout):
                 pass
     except OSError as exc:
-        raise LoopbackError(
+        raise failures.LoopbackError(
             f"this machine's loopback address {LOOPBACK} does not accept connections ({exc}): the loopback "
             "interface looks down, and torchrun's rendezvous and gloo run over it, so nothing was started. "
             "Bring it up (as root: `ip link set lo up`) or run the notebook where it is up.") from exc
@@ -157,12 +150,8 @@ def launch(script: str | os.PathLike, nprocs: Annotated[int, declare.Range(1, _M
            timeout: _Seconds = 120.0, args: _Args = (), *, env: Mapping[str, str] | None = None, echo: bool = True,
            progress: bool = True, on_line: OnLine = None,
            pg_timeout: Annotated[float, declare.Range(1, _MAX_SECONDS)] | None = None) -> LaunchResult:
-    """Run ``torchrun --nproc-per-node=nprocs script *args`` on 127.0.0.1 and return what the ranks recorded.
-
-    Rank r's lines are echoed as ``[rank r] ...``; the workers' ``progress`` drives a bar; ``on_line(rank, text)`` sees
-    every line. Each process gets ``OMP_NUM_THREADS = cores // nprocs`` unless ``env`` says otherwise, and a
-    process-group timeout (default half the launch's). Raises ``LaunchError``, ``LaunchTimeout`` or ``LoopbackError``.
-    """
+    """Run ``torchrun --nproc-per-node=nprocs script *args`` on 127.0.0.1, rank r's lines echoed as ``[rank r] ...``
+    and given to ``on_line(rank, text)``; return what the ranks recorded. Raises ``LaunchError`` or its subclasses."""
     path = worker_path(script)
     pg_timeout = pg_timeout_for(timeout) if pg_timeout is None else pg_timeout
     extra = {worker.PG_TIMEOUT_ENV: f"{pg_timeout:g}", **ranks_on_cpu(nprocs, env or {}), **(env or {})}
@@ -175,8 +164,7 @@ def run_jobs(commands: Callable[[Path], list[list[str]]], env: Mapping[str, str]
              timeout: float, *, echo: bool, progress: bool, on_line: OnLine,
              node_ranks: dict[int, set[int]] | None = None) -> tuple[LaunchResult, list[list[str]], list[list[str]]]:
     """Run the torchrun lines ``commands(out)`` (node ``n`` logs into ``out/logs{n}``) side by side, each under its
-    reaper; return the result, each node's lines and the lines run. ``node_ranks[n]`` collects the global ranks node
-    ``n`` started; a failing node raises, and every process ends whatever happens."""
+    reaper; return the result, each node's lines and the lines run (``node_ranks[n]``: node ``n``'s global ranks)."""
     check_loopback()
     launch_id = uuid.uuid4().hex
     with tempfile.TemporaryDirectory(prefix="course_launch_") as tmp:
@@ -194,7 +182,7 @@ def run_jobs(commands: Callable[[Path], list[list[str]]], env: Mapping[str, str]
             return LaunchResult(name, nprocs, runnable[0], time.perf_counter() - jobs[0].start,
                                 [line for node in per_node for line in node], records, arrays,
                                 sorted({pid for job in jobs for pid in job.tracked})), per_node, runnable
-        except LaunchError as error:
+        except failures.LaunchError as error:
             error.processes = [p for job in jobs for p in job.tracked.values()]  # what the launch saw: ``leftover``
             raise
         finally:
@@ -219,7 +207,7 @@ class LaunchJob:
     def close(self) -> None:
         """End every process of the job and wait until they are gone. A Ctrl-C meanwhile is held, and raised
         once everything is gone (unless an exception, such as the first Ctrl-C, is already on its way out)."""
-        with reaping.HeldInterrupts() as held:
+        with failures.HeldInterrupts() as held:
             self._stop()
             self.pump.join(timeout=5)  # the pipe reaches EOF once every process holding it is gone
             if not self.pump.is_alive() and self.proc.stdout is not None:
@@ -239,7 +227,7 @@ class LaunchJob:
         except subprocess.TimeoutExpired:
             pass
         if self.proc.returncode is None or not sys.platform.startswith("linux"):
-            reaping.kill_tree(self.proc, self.tracked, self.launch_id)  # last resort, or no subreaper on this system
+            failures.kill_tree(self.proc, self.tracked, self.launch_id)  # last resort, or no subreaper on this system
 
 
 def _pump(stream: Any, lines_q: queue.Queue) -> None:
@@ -260,14 +248,15 @@ def _stream(jobs: list[LaunchJob], timeout: float, name: str, nprocs: int, echo:
             now = time.perf_counter()
             if now > next_scan:
                 for n, job in enumerate(jobs):
-                    reaping.track_processes(job.proc.pid, job.tracked)
+                    failures.track_processes(job.proc.pid, job.tracked)
                     if node_ranks is not None:
-                        node_ranks[n].update(reaping.ranks(job.tracked))
+                        node_ranks[n].update(failures.ranks(job.tracked))
                 next_scan = now + 0.2
             if now - start > timeout:
-                shown = [f"[rank {r}] {t}" for r, t in learner_lines(arrival)[-10:]] or ["(no rank printed anything)"]
-                raise LaunchTimeout(f"{name}{nodes} did not finish within {timeout:g} s; all its processes were "
-                                    "killed. Last lines of the ranks:\n" + "\n".join(shown), output=arrival)
+                shown = [f"[rank {r}] {t}" for r, t in failures.learner_lines(arrival)[-10:]]
+                raise failures.LaunchTimeout(f"{name}{nodes} did not finish within {timeout:g} s; all its processes "
+                                             "were killed. Last lines of the ranks:\n"
+                                             + "\n".join(shown or ["(no rank printed anything)"]), output=arrival)
             idle = True
             for n in sorted(running):
                 while not jobs[n].lines_q.empty():
@@ -277,7 +266,8 @@ def _stream(jobs: list[LaunchJob], timeout: float, name: str, nprocs: int, echo:
                         running.discard(n)
                         if jobs[n].proc.returncode != 0:
                             who = f"{name} (node {n} failed first)" if len(jobs) > 1 else name
-                            raise launch_failure(who, nprocs, jobs[n].proc.returncode, arrival, out / f"logs{n}")
+                            code = jobs[n].proc.returncode
+                            raise failures.launch_failure(who, nprocs, code, arrival, out / f"logs{n}")
                         break
                     per_node[n].append(line.rstrip("\n"))
                     arrival.append(line.rstrip("\n"))
@@ -296,9 +286,9 @@ def show_line(line: str, bar: Any, name: str, nprocs: int, *, echo: bool, progre
               on_line: Callable[[int | None, str], None] | None, seconds: float, where: str = "") -> Any:
     """One line of torchrun's output: a progress tick moves the bar (returned), any other line goes to ``on_line``
     (for at most ``seconds``, then the launch stops naming it) and is echoed."""
-    match = RANK_LINE.match(line)
+    match = failures.RANK_LINE.match(line)
     rank_, text = (int(match.group(1)), match.group(2)) if match else (None, line)
-    tick = PROGRESS_LINE.match(text)
+    tick = failures.PROGRESS_LINE.match(text)
     if tick and not progress:
         return None
     if tick:  # one bar per launch, created on the first report

@@ -141,7 +141,7 @@ def scaling_plot(nbytes: Annotated[float, declare.Positive],
     """Computed all-reduce time (left) and scaling efficiency (right, no overlap) against device count per link
     (label -> (bytes/s, latency s)); ``compute_seconds`` is an assumption about those devices, not this CPU's time."""
     fig, (left, right) = plotting.figure(2, width=10.0, height=3.8)
-    n = np.asarray(devices, dtype=float)
+    n = np.asarray(devices)
     for i, (label, (bw, lat)) in enumerate(links.items()):
         t = comms.ring_allreduce_time(nbytes, n, bw, lat)
         color = plotting.PALETTE[i % len(plotting.PALETTE)]

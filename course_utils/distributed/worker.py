@@ -1,7 +1,5 @@
-"""The worker scripts: where they are and their source as a notebook shows it (``show_worker``); what a script
-started by ``launch()`` calls to report back (``emit`` records, ``save`` arrays, ``progress``), the process-group
-timeout the launch chose, and the one timing loop of the workers (``timed_rounds``).
-"""
+"""The worker scripts as a notebook shows them (``show_worker``), and what a launched script calls: ``emit`` records,
+``save`` arrays, ``progress``, the process-group timeout the launch chose, the one timing loop (``timed_rounds``)."""
 
 from __future__ import annotations
 
@@ -83,10 +81,12 @@ def save(name: str, **arrays: Any) -> None:
 
 
 @declare.checked
-def progress(step: Annotated[int, declare.Range(0, 10**6)], total: Annotated[int, declare.Range(1, 10**6)]) -> None:
-    """Advance the notebook's progress bar (call it from rank 0); the line never reaches the cell's output."""
+def progress(step: Annotated[int, declare.Range(0, 10**6)], total: Annotated[int, declare.Range(1, 10**6)],
+             text: str = "") -> None:
+    """On rank 0: advance the notebook's progress bar (a line never shown) and print ``text`` if any."""
     validate.number("step", step, high=total)
-    print(f"{PROGRESS_PREFIX} {step} {total}", flush=True)
+    if rank() == 0:
+        print(f"{PROGRESS_PREFIX} {step} {total}" + (f"\n{text}" if text else ""), flush=True)
 
 
 def sync_device(device: Any) -> None:
@@ -102,9 +102,8 @@ def timed_rounds(device: Any, calls: Annotated[Mapping[str, Sequence[Any]], decl
                  n_rounds: Annotated[int, declare.Range(1, 1000)], repeats: Annotated[int, declare.Range(1, 10**6)],
                  together: bool = True, *, warmup: bool = True,
                  offset: Annotated[int, declare.Range(0, 10**6)] = 0) -> dict:
-    """Each call (name -> (fn, *args)) timed ``repeats`` times over ``n_rounds`` rounds, the names in turns from
-    ``offset``, after a warm-up call each, the ranks aligned at a barrier (``together``). Returns {name: [seconds],
-    "rounds": {name: [per-round median]}, "per_round": {name: [[seconds], ...]}}: the rounds replicate an interval."""
+    """Each call (name -> (fn, *args)) timed ``repeats`` times over ``n_rounds`` rounds, in turns from ``offset``, ranks
+    aligned at a barrier (``together``): {name: [seconds], "rounds": {name: [medians]}, "per_round": {name: [[s]]}}."""
     if together:
         import torch.distributed as dist
     names = list(calls)

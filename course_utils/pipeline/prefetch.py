@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import queue
 import threading
 import time
@@ -11,6 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Annotated, Any
 
 from course_utils import calls, declare, env
+from course_utils.pipeline.workers import _importable
 
 THREAD_NAME = "course-prefetch"
 MAX_SIZE = 1024  # batches held ahead
@@ -156,7 +156,4 @@ def prefetch_threads() -> int:
 @declare.checked
 def grain_available() -> bool:
     """True when Grain and the JAX it imports are installed (``COURSE_BLOCK=jax`` answers False); imports nothing."""
-    try:
-        return env.available("jax") and importlib.util.find_spec("grain") is not None
-    except (ImportError, ValueError):
-        return False
+    return env.available("jax") and _importable("grain")

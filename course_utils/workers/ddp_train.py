@@ -331,33 +331,24 @@ def main() -> None:
     rank, world, device = setup()
     joined = time.time()
     worker.emit(kind="startup", seconds=joined - psutil.Process().create_time())  # process start -> group joined
+    runs = {"proof": lambda: proof(rank, world, device, args.steps, args.batch, args.every),
+            "accum": lambda: accum(rank, world, device, args.accum, args.batch // world, args.rounds, args.repeats),
+            "timing": lambda: timing(rank, world, device, {"tiny": (TINY, args.batch), "wide": (WIDE, args.wide_batch)},
+                                     args.rounds, args.repeats),
+            "buckets": lambda: buckets(rank, world, device, [float(c) for c in args.caps.split(",")], args.wide_batch,
+                                       args.rounds, args.repeats),
+            "batchnorm": lambda: batchnorm(rank, world, device, args.batch),
+            "compiled": lambda: compiled(rank, world, device, args.wide_batch, args.backend, args.rounds, args.repeats),
+            "allreduce": lambda: comms.sweep_in_rank(comms.sweep_sizes(args.min_bytes, args.max_bytes), args.rounds,
+                                                     2 * args.repeats, device)}
     seconds = {}
     for i, phase in enumerate(phases):
-        if rank == 0:
-            worker.progress(i, len(phases))
-            print(f"phase {phase} on {world} ranks ({dist.get_backend()}, {device})")
+        worker.progress(i, len(phases), f"phase {phase} on {world} ranks ({dist.get_backend()}, {device})")
         start = time.time()
-        if phase == "proof":
-            proof(rank, world, device, args.steps, args.batch, args.every)
-        elif phase == "accum":
-            accum(rank, world, device, args.accum, args.batch // world, args.rounds, args.repeats)
-        elif phase == "timing":
-            timing(rank, world, device, {"tiny": (TINY, args.batch), "wide": (WIDE, args.wide_batch)}, args.rounds,
-                   args.repeats)
-        elif phase == "buckets":
-            buckets(rank, world, device, [float(c) for c in args.caps.split(",")], args.wide_batch, args.rounds,
-                    args.repeats)
-        elif phase == "batchnorm":
-            batchnorm(rank, world, device, args.batch)
-        elif phase == "compiled":
-            compiled(rank, world, device, args.wide_batch, args.backend, args.rounds, args.repeats)
-        elif phase == "allreduce":
-            comms.sweep_in_rank(comms.sweep_sizes(args.min_bytes, args.max_bytes), args.rounds, 2 * args.repeats,
-                                device)
+        runs[phase]()
         gc.collect()  # free this phase's DDP objects (they hold reference cycles) while the group still exists
         seconds[phase] = time.time() - start
-    if rank == 0:
-        worker.progress(len(phases), len(phases))
+    worker.progress(len(phases), len(phases))
     dist.barrier()
     dist.destroy_process_group()
     worker.emit(kind="phases", seconds=seconds, end=time.time())

@@ -58,11 +58,9 @@ class CountCollectives(TorchDispatchMode):
 
 
 def comm_seconds(step, x, y, steps: int, layer_bytes: dict | None = None) -> dict:
-    """Where a step's time goes in collectives, from a profiler trace of ``steps`` steps on every rank: the
-    backend's own events (``gloo:all_reduce``, ``gloo:all_gather``, ...; NCCL kernels on GPUs) run on the
-    backend's threads from the collective's start to its end: no barrier, no forced wait. Per step:
-    "busy" (their union on the wall clock), "step" (the profiled step), "events" (count per event name);
-    with ``layer_bytes`` (FSDP2), "gathered": the most layers held unsharded at once (``gathered_peak``)."""
+    """Per step, from a profiler trace of ``steps`` steps: "busy", the union on the wall clock of the backend's own
+    collective events (``gloo:all_reduce``, ...; no barrier, no forced wait), "step", "events" (count per name), and
+    with ``layer_bytes`` (FSDP2) "gathered": the most layers held unsharded at once (``gathered_peak``)."""
 
     dist.barrier()
     with tempfile.TemporaryDirectory() as folder:
@@ -266,25 +264,18 @@ def main() -> None:
     total = len(kinds) + 2
     trained = {}
     for i, kind in enumerate(kinds):
-        if dist.get_rank() == 0:
-            worker.progress(i, total)
-            print(f"{kind} on {dist.get_world_size()} ranks ({dist.get_backend()}, {device})", flush=True)
+        worker.progress(i, total, f"{kind} on {dist.get_world_size()} ranks ({dist.get_backend()}, {device})")
         trained[kind] = Trained(kind, device, args)
-    if dist.get_rank() == 0:
-        worker.progress(len(kinds), total)
-        print(f"timing {', '.join(kinds)} and the compute alone in {args.rounds} rounds", flush=True)
+    worker.progress(len(kinds), total, f"timing {', '.join(kinds)} and the compute alone in {args.rounds} rounds")
     calls = {kind: t.timed_step for kind, t in trained.items()} | {"compute": compute_alone(device, args)}
     times = in_rounds(calls, args.rounds, args.per_round, device)
     for kind, t in trained.items():
         extra = {"default_bucket_bytes": default_ddp_buckets(device)} if kind == "ddp" else {}
         t.report(times[kind], extra)
     worker.emit(kind="compute", round_times=times["compute"])
-    if dist.get_rank() == 0:
-        worker.progress(len(kinds) + 1, total)
-        print("the collectives alone", flush=True)
+    worker.progress(len(kinds) + 1, total, "the collectives alone")
     time_collectives(device, args)
-    if dist.get_rank() == 0:
-        worker.progress(total, total)
+    worker.progress(total, total)
     dist.barrier()
     dist.destroy_process_group()
 

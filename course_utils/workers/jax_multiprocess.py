@@ -84,10 +84,8 @@ def main() -> None:
     from jax.sharding import PartitionSpec as P
 
     me, nproc = jax.process_index(), jax.process_count()
-    if me == 0:
-        worker.progress(0, args.steps)
-        print(f"{nproc} processes, {jax.local_device_count()} local devices each, "
-              f"{jax.device_count()} in the global mesh", flush=True)
+    worker.progress(0, args.steps, f"{nproc} processes, {jax.local_device_count()} local devices each, "
+                                   f"{jax.device_count()} in the global mesh")
 
     def loss_fn(params, x, y):
         logits = models.jax_mlp_apply(params, x)
@@ -104,8 +102,7 @@ def main() -> None:
     x_all, y_all = data.classification(args.steps * args.batch, seed=6)
     for s in range(args.steps):
         params, loss = train_step(params, *local_rows(by_batch, x_all, y_all, s, args.batch))
-        if me == 0:
-            worker.progress(s + 1, args.steps)
+        worker.progress(s + 1, args.steps)
     x, y = local_rows(by_batch, x_all, y_all, 0, args.batch)
     hlo = compiled.hlo_summary(train_step.lower(params, x, y).compile().as_text())
     reduces = [line.strip() for line in hlo.text.splitlines() if " all-reduce(" in line or " all-reduce-start(" in line]

@@ -39,9 +39,7 @@ def main() -> None:
     tf.get_logger().setLevel("ERROR")
     strategy = join_cluster(tf, [f"127.0.0.1:{p}" for p in ports], index)  # on a cluster: real host names
     joined = time.time()
-    if index == 0:
-        worker.progress(0, args.steps)
-        print(f"{strategy.num_replicas_in_sync} replicas in sync over {len(ports)} workers", flush=True)
+    worker.progress(0, args.steps, f"{strategy.num_replicas_in_sync} replicas in sync over {len(ports)} workers")
     x, y = data.classification(args.steps * args.batch, seed=5)
 
     def dataset_fn(ctx: tf.distribute.InputContext) -> tf.data.Dataset:
@@ -72,8 +70,7 @@ def main() -> None:
         start = time.perf_counter()
         step(batch)
         times.append(time.perf_counter() - start)
-        if index == 0:
-            worker.progress(s + 1, args.steps)
+        worker.progress(s + 1, args.steps)
     weights = [v.numpy() for v in model.trainable_variables]
     worker.save("multiworker", **{f"w{i}": w for i, w in enumerate(weights)})
     worker.emit(kind="multiworker", replicas=strategy.num_replicas_in_sync, step_times=times[1:],
