@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from course_utils import declare, exercises, roofline, timing, validate
 from course_utils.declare import PositiveFloat
 from course_utils.measuring.speedups import amdahl
-from course_utils.measuring.workloads import torch_device
+from course_utils.measuring.workloads import torch_setup
 
 PREDICT_N = 512
 
@@ -18,7 +18,7 @@ def measured_matmul_seconds(n: Annotated[int, declare.Range(2, 8192)] = PREDICT_
     """Fastest block's time per call of torch.mm on two n x n fp32 matrices (load only ever slows a call down)."""
     import torch
 
-    a = torch.randn(n, n, device=torch_device())
+    a = torch.randn(n, n, device=torch_setup()[0])
     return min(timing.benchmark(torch.mm, a, a, min_time=0.1).times)
 
 

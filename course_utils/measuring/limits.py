@@ -12,13 +12,7 @@ from typing import Annotated, Any
 from course_utils import calls, declare, display, findings, intervals, machine, timing
 from course_utils.declare import NonNegativeFloat, Range
 from course_utils.measuring.speedups import EAGER, ChainRuns
-from course_utils.measuring.workloads import PAGE, array_ops, chain_faults, tensor_bytes
-
-
-def _thread_counts() -> list[int]:
-    import torch
-
-    return sorted({1, torch.get_num_threads()}) if torch.get_num_threads() > 1 else []
+from course_utils.measuring.workloads import PAGE, array_ops, outputs_worth, tensor_bytes
 
 
 def _on_threads(count: int, fn: Callable[..., Any], args: tuple) -> Any:
@@ -42,11 +36,6 @@ class EagerGap(display.Tabled):
     faults: Mapping[str, float]
     fault_seconds: NonNegativeFloat
     threads: Mapping[int, timing.Measurement] | None = None  # torch's eager chain per thread count, when torch is slow
-
-    def __post_init__(self) -> None:
-        for name in ("chain", "tanh", "faults"):
-            if set(getattr(self, name)) != {self.slow, self.fast}:
-                raise ValueError(f"{name} must hold {self.slow!r} and {self.fast!r}; got {sorted(getattr(self, name))}")
 
     @property
     def spread(self) -> intervals.Speedup:
@@ -117,31 +106,28 @@ def eager_gap(inputs: Mapping[str, tuple], runs: ChainRuns, eager: Mapping[str, 
               timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> EagerGap | None:
     """``EagerGap`` between the slowest and the fastest eager chain of ``runs`` (``eager``: the learner's chains,
     framework -> f(x, bias)); None with one framework. A slow torch is also timed on one thread, same rounds."""
-    spread = runs.eager_spread()
-    if spread is None:
+    if runs.eager_spread() is None:
         return None
     found = runs.runs[EAGER]
     slow, fast = max(found, key=lambda fw: found[fw].median), runs.best(EAGER)
-    for fw in (slow, fast):
-        if fw not in inputs or fw not in eager:
-            raise ValueError(f"inputs and eager must hold {fw!r}; got {sorted(inputs)} and {sorted(eager)}")
     tanhs = {fw: array_ops(fw).tanh for fw in (slow, fast)}
     timed_calls = {f"{fw} tanh": (lambda f=tanhs[fw], x=inputs[fw][0]: f(x)) for fw in (slow, fast)}
-    counts = _thread_counts() if slow == "torch" else []
-    for count in counts:
-        timed_calls[f"torch chain, {count} threads"] = (lambda c=count, f=eager["torch"], a=inputs["torch"]:
-                                                        _on_threads(c, f, a))
     import torch
 
     default = torch.get_num_threads()
+    counts = [1, default] if slow == "torch" and default > 1 else []
+    for count in counts:
+        timed_calls[f"torch chain, {count} threads"] = (lambda c=count, f=eager["torch"], a=inputs["torch"]:
+                                                        _on_threads(c, f, a))
     try:
         with calls.time_limit(timeout, f"eager[{slow!r}] ({calls.describe(eager[slow])})"):
             timed = timing.interleaved(timed_calls, rounds=rounds, min_time=min_time)
+            torch.set_num_threads(default)
+            faults = {fw: outputs_worth(eager[fw], *inputs[fw], output_bytes=tensor_bytes(inputs[fw][0]))
+                      for fw in (slow, fast)}
     finally:
         torch.set_num_threads(default)
     tanh = {fw: timed[f"{fw} tanh"] for fw in (slow, fast)}
     threads = {count: timed[f"torch chain, {count} threads"] for count in counts} or None
-    faults = chain_faults({fw: inputs[fw] for fw in (slow, fast)}, {fw: eager[fw] for fw in (slow, fast)},
-                          timeout=timeout)
     per_output = figures.fault_seconds(PAGE * math.ceil(tensor_bytes(inputs[slow][0]) / PAGE))
     return EagerGap(slow, fast, {fw: found[fw] for fw in (slow, fast)}, tanh, faults, per_output, threads)

@@ -73,12 +73,6 @@ def torch_setup() -> tuple[str, int]:
     return plan.torch_device, plan.torch_threads
 
 
-@declare.checked
-def torch_device() -> str:
-    """The device torch runs on, from the device plan."""
-    return torch_setup()[0]
-
-
 def _clock_pair(name: str, fn: Callable[[], Any]) -> tuple[float, float]:
     got = fn()
     if (isinstance(got, (str, bytes)) or not isinstance(got, Sequence) or len(got) != 2
@@ -136,7 +130,7 @@ def chain_inputs(frameworks: Frameworks, size: Size,
     validate.memory_fits("size", 4 * int(size) * (2 + len(frameworks)))  # NumPy's copy, each framework's, an output
     x_np = rng.standard_normal(int(size), dtype=np.float32)
     bias = np.float32(0.1)
-    inputs = {fw: interop.to_framework(fw, x_np, bias, device=torch_device()) for fw in frameworks}
+    inputs = {fw: interop.to_framework(fw, x_np, bias, device=torch_setup()[0]) for fw in frameworks}
     return x_np, bias, inputs
 
 
@@ -148,8 +142,6 @@ def time_chains(inputs: Annotated[Mapping[Framework, tuple], NonEmpty],
                 timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> ChainRuns:
     """Every function of ``variants`` (variant -> {framework: f(x, bias)}) timed on its ``inputs`` in one interleaved
     call, so any two pair into an interval; a compiled function's first call (its compile) reported apart."""
-    if not {"eager", "compiled"} <= set(variants):
-        raise ValueError(f"variants must hold 'eager' and 'compiled' (and may hold more); got {sorted(variants)}")
     timed: dict[str, Callable[[], Any]] = {}
     for variant, fns in variants.items():
         for name, fn in fns.items():
@@ -162,25 +154,12 @@ def time_chains(inputs: Annotated[Mapping[Framework, tuple], NonEmpty],
     return ChainRuns({variant: {fw: found[f"{fw} {variant}"] for fw in fns} for variant, fns in variants.items()})
 
 
-@declare.checked
-def chain_faults(inputs: Annotated[Mapping[Framework, tuple], NonEmpty],
-                 fns: Annotated[Mapping[Framework, Callable[..., Any]], NonEmpty], *,
-                 timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> dict[str, float]:
-    """Page faults per call of ``fns[fw](*inputs[fw])`` in outputs' worth: the fresh memory its outputs got."""
-    found = {}
-    for name, fn in fns.items():
-        args = inputs[name]
-        with calls.time_limit(timeout, f"fns[{name!r}] ({calls.describe(fn)})"):
-            found[name] = outputs_worth(fn, *args, output_bytes=tensor_bytes(args[0]))
-    return found
-
-
 def _add_one(framework: str, compiled: bool) -> Callable[[int], tuple[Callable[..., Any], tuple]]:
     ops, spec = array_ops(framework), {}
     if framework == "tensorflow":  # one trace for every size (XLA still compiles per shape)
         spec = {"input_signature": [env.import_tensorflow().TensorSpec([None], "float32")]}
     fn = interop.compile_default(framework, lambda a: a + 1, **spec) if compiled else (lambda a: ops.add(a, 1))
-    return lambda s: (fn, (interop.to_framework(framework, np.ones(s, np.float32), device=torch_device()),))
+    return lambda s: (fn, (interop.to_framework(framework, np.ones(s, np.float32), device=torch_setup()[0]),))
 
 
 @declare.checked
@@ -258,32 +237,28 @@ class Bend:
 
 
 @declare.checked
-def bend(sizes: Annotated[Sequence[PositiveInt], MinItems(3)],
-         measurements: Annotated[Sequence[timing.Measurement], SameLength("sizes")],
-         label: declare.Text = "series") -> Bend:
-    """The floor, bend and top slope of one sweep (sizes strictly ascending, one measurement per size)."""
+def bends(sizes: Annotated[Sequence[PositiveInt], MinItems(3)],
+          series: Annotated[Mapping[str, Annotated[Sequence[timing.Measurement], SameLength("sizes")]], NonEmpty],
+          ) -> dict[str, Bend]:
+    """Per series of a sweep (sizes strictly ascending): the floor, the bend, the top slope, where faults begin."""
     xs = list(sizes)
     if any(b <= a for a, b in zip(xs, xs[1:])):
         raise ValueError("sizes must be strictly increasing")
-    times = [max(m.median, 1e-12) for m in measurements]
-    floor, size = times[0], None
-    for i in range(1, len(xs)):
-        if times[i] >= 2 * floor:
-            t0, t1 = math.log(max(times[i - 1], floor)), math.log(times[i])
-            share = 1.0 if t1 <= t0 else (math.log(2 * floor) - t0) / (t1 - t0)
-            size = math.exp(math.log(xs[i - 1]) + min(max(share, 0.0), 1.0) * math.log(xs[i] / xs[i - 1]))
-            break
-    slope = math.log(times[-1] / times[-2]) / math.log(xs[-1] / xs[-2])
-    faults = [m.metadata.get("faults") for m in measurements]
-    faulted = next((int(x) for x, f in zip(xs, faults) if f is not None and f >= FAULTED), None)
-    return Bend(label, floor, size, slope, faulted)
-
-
-@declare.checked
-def bends(sizes: Annotated[Sequence[PositiveInt], MinItems(3)],
-          series: Annotated[Mapping[str, Sequence[timing.Measurement]], NonEmpty]) -> dict[str, Bend]:
-    """``bend`` for every series of a sweep."""
-    return {label: bend(sizes, ms, label) for label, ms in series.items()}
+    found = {}
+    for label, measurements in series.items():
+        times = [max(m.median, 1e-12) for m in measurements]
+        floor, size = times[0], None
+        for i in range(1, len(xs)):
+            if times[i] >= 2 * floor:
+                t0, t1 = math.log(max(times[i - 1], floor)), math.log(times[i])
+                share = 1.0 if t1 <= t0 else (math.log(2 * floor) - t0) / (t1 - t0)
+                size = math.exp(math.log(xs[i - 1]) + min(max(share, 0.0), 1.0) * math.log(xs[i] / xs[i - 1]))
+                break
+        slope = math.log(times[-1] / times[-2]) / math.log(xs[-1] / xs[-2])
+        faults = [m.metadata.get("faults") for m in measurements]
+        faulted = next((int(x) for x, f in zip(xs, faults) if f is not None and f >= FAULTED), None)
+        found[label] = Bend(label, floor, size, slope, faulted)
+    return found
 
 
 @declare.checked
