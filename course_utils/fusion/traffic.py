@@ -70,21 +70,17 @@ class Traffic(display.Tabled):
 def _meta_tensor(spec: Any, index: int) -> Any:
     import torch
 
-    name = f"inputs[{index}]"
     if isinstance(spec, torch.Tensor):
         return torch.empty(spec.shape, dtype=spec.dtype, device="meta")
-    if not (isinstance(spec, tuple) and len(spec) == 2):
-        raise TypeError(f"{name} must be a torch.Tensor or a (shape, dtype) pair; got {type(spec).__name__} {spec!r}")
-    shape, dtype = spec
-    if not isinstance(shape, (tuple, list)):
-        raise TypeError(f"{name} shape must be a tuple of ints; got {shape!r}")
-    for size in shape:
-        validate.non_negative(f"{name} shape entry", size, integer=True)
-    if not isinstance(dtype, torch.dtype):  # 'float32', or NumPy's np.float32
-        dtype = getattr(torch, dtype if isinstance(dtype, str) else getattr(dtype, "__name__", str(dtype)), None)
-    if not isinstance(dtype, torch.dtype):
-        raise ValueError(f"{name} dtype must name a torch dtype such as 'float32'; got {spec[1]!r}")
-    return torch.empty(tuple(shape), dtype=dtype, device="meta")
+    try:
+        shape, dtype = spec
+        if not isinstance(dtype, torch.dtype):  # 'float32', or NumPy's np.float32
+            dtype = getattr(torch, getattr(dtype, "__name__", str(dtype)))
+        return torch.empty(tuple(int(validate.non_negative("size", n, integer=True)) for n in shape), dtype=dtype,
+                           device="meta")
+    except (TypeError, ValueError, AttributeError) as error:
+        raise TypeError(f"inputs[{index}] must be a torch.Tensor or a (shape, dtype) pair such as ((8,), 'float32'); "
+                        f"got {spec!r}") from error
 
 
 @declare.checked
@@ -213,10 +209,6 @@ class AttentionBytes(display.Tabled):
     blocked: PositiveInt
     visited: Annotated[int, Range(0)]
     blocks: PositiveInt
-
-    def __post_init__(self) -> None:
-        if self.visited > self.blocks:
-            raise ValueError(f"visited must be at most blocks ({self.blocks}); got {self.visited}")
 
     @property
     def visited_share(self) -> float:
