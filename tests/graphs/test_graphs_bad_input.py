@@ -191,7 +191,6 @@ BAD_CALLS = [
     ("pairs", lambda: graphs.crossover_plot({}, {})),
     ("pairs", lambda: graphs.crossover_plot(None, {})),
     ("pairs", lambda: graphs.crossover_plot({"torch": (M,)}, {})),
-    ("speeds", lambda: graphs.crossover_plot({"torch": (M, M)}, {})),
     ("counts", lambda: graphs.compile_count_bars({"torch": {}})),
     ("counts", lambda: graphs.compile_count_bars({"torch": {"a": -1}})),
     ("calls", lambda: graphs.compile_count_bars({"torch": {"a": 1}}, calls=0)),
