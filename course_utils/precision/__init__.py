@@ -59,8 +59,7 @@ from course_utils.precision.speed import (
     stream_point,
     torch_choices,
 )
-from course_utils.precision.steptime import FP32_STEP, amp_step_label, step_medians
-from course_utils.precision.training import SeedSpread, train, unscale_norms
+from course_utils.precision.training import FP32_STEP, SeedSpread, amp_step_label, step_medians, train, unscale_norms
 
 __all__ = [
     "A100_PUBLISHED", "CLAIM_BAND", "FP32_STEP", "STREAM_OPS", "SeedSpread", "TRAINING_SCHEMES",

@@ -65,10 +65,9 @@ class UnderflowStats:
 def underflow_stats(reference: Any, low: Any) -> UnderflowStats:
     """Compare gradients computed in high precision (``reference``) with the same computed in low precision."""
     ref, lo = _as_float64("reference", reference).ravel(), _as_float64("low", low).ravel()
-    if ref.shape != lo.shape:
-        raise ValueError(f"reference and low must have the same size; got {ref.size} and {lo.size}")
-    if ref.size == 0:
-        raise ValueError("reference must not be empty")
+    if ref.shape != lo.shape or ref.size == 0:
+        raise ValueError(f"reference and low must hold the same number of values, at least one; got {ref.size} and "
+                         f"{lo.size}")
     nonzero = ref != 0
     return UnderflowStats(int(nonzero.sum()), int((nonzero & (lo == 0)).sum()), int((~np.isfinite(lo)).sum()))
 
@@ -195,13 +194,11 @@ class ScaleTrace:
 @declare.checked
 def scale_trace(scales: Annotated[Sequence[PositiveFloat], declare.NonEmpty],
                 skipped: Annotated[Sequence[bool], SameLength("scales")],
-                grad_max: Any, name: Format = "float16") -> ScaleTrace:
+                grad_max: Annotated[Any, SameLength("scales")], name: Format = "float16") -> ScaleTrace:
     """Summarise a run's ``scales``, ``skipped`` flags and largest gradients against format ``name``'s max."""
     scales = np.asarray(scales, dtype=np.float64)
     flags = np.asarray(skipped, dtype=bool)
     gmax = _as_float64("grad_max", grad_max).ravel()
-    if len(gmax) != len(scales):
-        raise ValueError(f"grad_max and scales must be the same length; got {len(gmax)} and {len(scales)}")
     if flags.all():
         raise ValueError("every step was skipped: the scale never fitted, there is nothing settled to summarise")
     logs = np.log2(scales)
