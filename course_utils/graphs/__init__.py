@@ -27,7 +27,6 @@ from course_utils.graphs.compile_time import (
     compile_cache_times,
     first_call_seconds,
     forward_step,
-    same_outputs,
     stack,
 )
 from course_utils.graphs.fallback import compile_or_fallback, decisions_table, eagerly, max_abs_diff, ran_compiled
@@ -56,8 +55,6 @@ from course_utils.graphs.traced import trace_calls, trace_step, traced_table
 from course_utils.graphs.training import (
     COMPILED_STEP,
     EAGER_STEP,
-    batch_for,
-    loss_tolerance,
     parts_table,
     run_losses,
     step_medians,
@@ -67,13 +64,13 @@ from course_utils.graphs.training import (
 )
 
 __all__ = [
-    "against_baseline", "batch_for", "BUCKET", "cache_worker", "call_times", "capture", "capture_tf",
+    "against_baseline", "BUCKET", "cache_worker", "call_times", "capture", "capture_tf",
     "compare_harnesses", "compile_cache_times", "compile_count_bars", "compile_or_fallback", "COMPILED_STEP",
     "count_compiles", "crossover_plot", "cumulative_time", "decisions_table", "DYNAMIC", "dynamic_costs",
     "dynamic_table", "eager_op_cost", "eager_op_costs", "EAGER_STEP", "eagerly", "factor_table", "findings",
     "first_call_seconds", "forward_step", "fresh_function", "GENERIC", "harness_factors", "harness_gap",
-    "harness_table", "loss_difference_plot", "loss_tolerance", "MARKED", "max_abs_diff", "OTHER", "overhead_model",
-    "overhead_plot", "overhead_table", "parts_table", "ran_compiled", "REUSED", "run_losses", "same_outputs",
+    "harness_table", "loss_difference_plot", "MARKED", "max_abs_diff", "OTHER", "overhead_model",
+    "overhead_plot", "overhead_table", "parts_table", "ran_compiled", "REUSED", "run_losses",
     "side_by_side", "size_sweep", "stack", "STATIC", "step_medians", "step_parts", "step_table", "step_times",
     "strategy_counts", "SWEEP", "tf_retracing_warnings", "timed_pair", "torch_compile_log", "torch_graph_breaks",
     "torch_graph_count", "trace_calls", "trace_step", "traced_table",

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from course_utils import calls, data, declare, devices, display, interop, intervals, models, timing
+from course_utils import calls, data, declare, display, interop, intervals, models, timing
 from course_utils.declare import MinItems, NonEmpty, NonNegativeFloat, Range, SameLength
 from course_utils.graphs.breakeven import timed_pair
 from course_utils.measuring.workloads import Framework, MinTime, Pair, Rounds
@@ -22,19 +22,6 @@ from course_utils.measuring.workloads import Framework, MinTime, Pair, Rounds
 StepPair = Annotated[tuple[Callable[..., Any], Callable[..., Any]], MinItems(2)]
 MAX_STEPS = 10_000
 EAGER_STEP, COMPILED_STEP = "torch eager step", "torch.compile step"
-
-
-@declare.checked
-def loss_tolerance() -> float:
-    """The largest loss difference a compiled step may show against eager: the device plan's float32 matmul tolerance
-    (``devices.current()``, ``COURSE_DEVICE`` honoured: a TPU's bf16 passes and TF32 round more than float32)."""
-    return devices.current().matmul_tolerance
-
-
-@declare.checked
-def batch_for(framework: Framework, x: np.ndarray, y: Annotated[np.ndarray, SameLength("x")]) -> tuple[Any, Any]:
-    """``(x, y)`` NumPy arrays as the framework's tensors."""
-    return interop.to_framework(framework, x, y)
 
 
 @declare.checked
@@ -91,16 +78,9 @@ def step_times(steps: Annotated[Mapping[str, StepPair], NonEmpty], batches: Mapp
     """Per framework, (eager, compiled) step times on its batch, timed in ``rounds`` alternating rounds."""
     found = {}
     for fw, (eager, compiled) in steps.items():
-        if fw not in batches:
-            raise ValueError(f"batches has no batch for {fw!r}")
         found[fw] = timed_pair(eager, compiled, (batches[fw],), label=fw, min_time=min_time, rounds=rounds,
                                timeout=timeout)
     return found
-
-
-def _pair(eager: Callable[[], Any], compiled: Callable[[], Any], rounds: int, min_time: float) -> Pair:
-    timed = timing.interleaved({"eager": eager, "compiled": compiled}, rounds=rounds, min_time=min_time)
-    return timed["eager"], timed["compiled"]
 
 
 @declare.checked
@@ -117,11 +97,11 @@ def step_medians(batch: Annotated[int, Range(1, 2**16)], *, lr: Annotated[float,
     eager = models.torch_sgd_step(models.torch_mlp(), lr=lr)
     compiled = models.torch_sgd_step(torch.compile(models.torch_mlp()), lr=lr)
     compiled.optimizer.step = torch.compile(compiled.optimizer.step)  # type: ignore[attr-defined]
-    pair = batch_for("torch", *data.classification(batch))
+    pair = interop.to_framework("torch", *data.classification(batch))
     with _quiet_record_function():
         for _ in range(warmup):
             timing.sync(eager(pair)), timing.sync(compiled(pair))
-    e, c = _pair(lambda: eager(pair), lambda: compiled(pair), rounds, min_time)
+    e, c = timed_pair(eager, compiled, (pair,), label="step", rounds=rounds, min_time=min_time)
     return {EAGER_STEP: e.median, COMPILED_STEP: c.median}
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from course_utils import graphs, profile, timing
+from course_utils import graphs, interop, profile, timing
 
 US = 1e-6
 
@@ -61,7 +61,7 @@ def test_trace_step_profiles_the_learners_torch_steps() -> None:
     x, y = data.classification(32)
     steps = (models.torch_sgd_step(models.torch_mlp(), lr=0.1),
              models.torch_sgd_step(torch.compile(models.torch_mlp()), lr=0.1))
-    st = graphs.trace_step("torch", *steps, graphs.batch_for("torch", x, y), steps=2)
+    st = graphs.trace_step("torch", *steps, interop.to_framework("torch", x, y), steps=2)
     assert st.eager_ops > 10 and st.graph_calls >= 2 and st.graph_time > 0
 
 
