@@ -20,7 +20,19 @@ from course_utils.graphs.breakeven import (
     timed_pair,
     torch_graph_count,
 )
-from course_utils.graphs.capture import capture, capture_tf, fresh_function, side_by_side
+from course_utils.graphs.capture import (
+    BUCKET,
+    GraphBreaks,  # noqa: F401  (migrate.checklist's annotations)
+    capture,
+    capture_tf,
+    count_compiles,
+    fresh_function,
+    side_by_side,
+    strategy_counts,
+    tf_retracing_warnings,
+    torch_compile_log,
+    torch_graph_breaks,
+)
 from course_utils.graphs.compile_time import (
     cache_worker,
     call_times,
@@ -31,15 +43,6 @@ from course_utils.graphs.compile_time import (
 )
 from course_utils.graphs.fallback import compile_or_fallback, decisions_table, eagerly, max_abs_diff, ran_compiled
 from course_utils.graphs.plots import compile_count_bars, crossover_plot, loss_difference_plot, overhead_plot
-from course_utils.graphs.recompiles import (
-    BUCKET,
-    GraphBreaks,  # noqa: F401  (migrate.checklist's annotations)
-    count_compiles,
-    strategy_counts,
-    tf_retracing_warnings,
-    torch_compile_log,
-    torch_graph_breaks,
-)
 from course_utils.graphs.sweep import (
     GENERIC,
     OTHER,
@@ -51,7 +54,6 @@ from course_utils.graphs.sweep import (
     harness_table,
     size_sweep,
 )
-from course_utils.graphs.traced import trace_calls, trace_step, traced_table
 from course_utils.graphs.training import (
     COMPILED_STEP,
     EAGER_STEP,
@@ -61,6 +63,9 @@ from course_utils.graphs.training import (
     step_parts,
     step_table,
     step_times,
+    trace_calls,
+    trace_step,
+    traced_table,
 )
 
 __all__ = [

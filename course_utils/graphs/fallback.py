@@ -13,7 +13,7 @@ import numpy as np
 
 from course_utils import calls, declare, display, env, interop
 from course_utils.declare import NonEmpty, Range
-from course_utils.graphs.recompiles import first_line
+from course_utils.graphs.capture import first_line
 from course_utils.measuring.workloads import Framework
 
 Tolerance = Annotated[float, Range(0, 1e6)]

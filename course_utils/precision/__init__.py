@@ -3,7 +3,19 @@ one file per job; ``findings`` holds its predictions, ``exercises`` its checkers
 
 from course_utils.precision import exercises as _exercises  # noqa: F401  (registers the exercise checkers)
 from course_utils.precision import findings
-from course_utils.precision.formats import accumulation_error, format_table, round_to
+from course_utils.precision.formats import (
+    accumulation_error,
+    adam_eps_share,
+    format_table,
+    overflow_exponent,
+    round_to,
+    scale_trace,
+    simulate_cast,
+    torch_activation_grads,
+    torch_fp16_overflows,
+    torch_weight_grads,
+    underflow_stats,
+)
 from course_utils.precision.fp8 import (
     amax_history,
     cast_errors,
@@ -34,16 +46,6 @@ from course_utils.precision.remat import (
     torch_grouped_saved,
     torch_remat,
     training_memory,
-)
-from course_utils.precision.scaling import (
-    adam_eps_share,
-    overflow_exponent,
-    scale_trace,
-    simulate_cast,
-    torch_activation_grads,
-    torch_fp16_overflows,
-    torch_weight_grads,
-    underflow_stats,
 )
 from course_utils.precision.speed import (
     A100_PUBLISHED,

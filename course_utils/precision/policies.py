@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from course_utils import calls, declare, env
 from course_utils.declare import NonEmpty
-from course_utils.precision.scaling import Module, Tensor
+from course_utils.precision.formats import Module, Tensor
 
 DtypeReport = dict[str, set[str]]
 REPORT_KEYS = ("weights", "activations", "loss", "gradients")

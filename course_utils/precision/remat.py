@@ -12,7 +12,7 @@ import numpy as np
 from course_utils import calls, declare, display, env, intervals, timing
 from course_utils.declare import NonEmpty, PositiveInt, Range
 from course_utils.memory import compiled_stats, jax_compiled_stats, saved_activation_bytes, torch_peak_bytes
-from course_utils.precision.scaling import Tensor
+from course_utils.precision.formats import Tensor
 
 # Bytes per parameter of each piece of training state, the standard accounting (ZeRO, Rajbhandari et al. 2020).
 TRAINING_SCHEMES: dict[str, dict[str, int]] = {

@@ -12,7 +12,7 @@ import numpy as np
 
 from course_utils import calls, declare, display, models, timing, validate
 from course_utils.declare import MinItems, NonEmpty, Range, Text
-from course_utils.precision.scaling import Module, Tensor, torch_type
+from course_utils.precision.formats import Module, Tensor, torch_type
 
 MAX_STEPS = 100_000
 FINAL_WINDOW = 20  # the final loss is the mean of the last 20 steps: one step's loss is too noisy to compare
