@@ -132,6 +132,8 @@ def compare_harnesses(chain: Callable[..., Any], compiled: Mapping[str, Callable
                       timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> dict[str, Harness]:
     """``compiled`` maps ``SWEEP``, ``GENERIC``, ``OTHER`` to the learner's fresh compiled chains (static, dynamic,
     static), ``sweep_args`` hold a ``bias`` array, ``other_args`` 00's scalar: six calls timed in the same rounds."""
+    if set(HARNESSES) - set(compiled):
+        raise ValueError(f"compiled must map each of {HARNESSES} to a compiled chain; got {sorted(compiled)}")
     args = {SWEEP: sweep_args, GENERIC: sweep_args, OTHER: other_args}
     warm_allocator()
     timed_calls = {}

@@ -150,6 +150,8 @@ def time_chains(inputs: Annotated[Mapping[Framework, tuple], NonEmpty],
                 timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> ChainRuns:
     """Every function of ``variants`` (variant -> {framework: f(x, bias)}) timed on its ``inputs`` in one interleaved
     call, so any two pair into an interval; a compiled function's first call (its compile) reported apart."""
+    if not {"eager", "compiled"} <= set(variants):
+        raise ValueError(f"variants must hold 'eager' and 'compiled' (and may hold more); got {sorted(variants)}")
     timed: dict[str, Callable[[], Any]] = {}
     for variant, fns in variants.items():
         for name, fn in fns.items():
@@ -319,8 +321,7 @@ class EagerGap(display.Tabled):
         faster), timed in the same rounds; None when torch is not the slow runtime or runs one thread."""
         if not self.threads or len(self.threads) < 2:
             return None
-        many = max(self.threads)
-        return intervals.speedup(self.threads[many], self.threads[min(self.threads)])
+        return intervals.speedup(self.threads[max(self.threads)], self.threads[min(self.threads)])
 
     @property
     def gap(self) -> float:

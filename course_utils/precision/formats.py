@@ -185,11 +185,7 @@ def _dtype(dtype: Any) -> Any:
     """torch's dtype for a name ('float16') or a torch dtype (torch.float16 as the notebook writes it)."""
     import torch
 
-    if dtype is None or isinstance(dtype, torch.dtype):
-        if dtype not in (None, torch.float16, torch.bfloat16, torch.float32):
-            raise ValueError(f"dtype must be torch.float16, torch.bfloat16, torch.float32 or None; got {dtype}")
-        return dtype
-    return getattr(torch, dtype)
+    return getattr(torch, dtype) if isinstance(dtype, str) else dtype
 
 
 @dataclass(frozen=True)
@@ -338,11 +334,13 @@ class ScaleTrace:
 @declare.checked
 def scale_trace(scales: Annotated[Sequence[PositiveFloat], declare.NonEmpty],
                 skipped: Annotated[Sequence[bool], SameLength("scales")],
-                grad_max: Annotated[Any, SameLength("scales")], name: Format = "float16") -> ScaleTrace:
+                grad_max: Any, name: Format = "float16") -> ScaleTrace:
     """Summarise a run's ``scales``, ``skipped`` flags and largest gradients against format ``name``'s max."""
     scales = np.asarray(scales, dtype=np.float64)
     flags = np.asarray(skipped, dtype=bool)
     gmax = _as_float64("grad_max", grad_max).ravel()
+    if len(gmax) != len(scales):
+        raise ValueError(f"grad_max and scales must be the same length; got {len(gmax)} and {len(scales)}")
     if flags.all():
         raise ValueError("every step was skipped: the scale never fitted, there is nothing settled to summarise")
     logs = np.log2(scales)
