@@ -77,7 +77,8 @@ if "jax" in here:
     import jax.numpy as jnp
 if "tensorflow" in here:
     tf = cu.env.import_tensorflow()  # import tensorflow as tf, its start-up log lines silenced
-device, threads = cu.measuring.torch_setup()  # from the device plan: on a TPU runtime torch runs on the host CPU
+plan = cu.devices.current()  # the device plan: on a TPU runtime torch runs on the host CPU
+device, threads = plan.torch_device, plan.torch_threads
 torch.set_num_threads(threads)
 print(f"torch runs on {device} with {threads} threads (the device plan, cu.devices)")
 

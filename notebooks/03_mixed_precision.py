@@ -523,7 +523,7 @@ v_halving.prose()
 # A fresh process cannot
 # import a function defined in a notebook, so it runs `cu.precision.step_medians`: the same recipe as
 # `train_step` above (without its multiplier and clip, left at 1 and off here), with the same widths, batch, dtype,
-# optimizer and threads, from `course_utils/precision/steptime.py`. Each process times the two steps in 2
+# optimizer and threads, from `course_utils/precision/training.py`. Each process times the two steps in 2
 # alternating rounds and reports one median per step: the two medians of one process form one pair.
 
 # %%
@@ -541,7 +541,7 @@ step_speed = cu.intervals.speedup(step_times["fp32 step"], step_times[AMP_STEP])
 print(f"{AMP_STEP} over the fp32 step, in this process ({torch.get_num_threads()} threads): {step_speed}")
 
 # %%
-# the same step in fresh processes: the recipe above, imported from course_utils/precision/steptime.py
+# the same step in fresh processes: the recipe above, imported from course_utils/precision/training.py
 fresh_steps = cu.fresh.replicate(cu.precision.step_medians, n=sizes.fresh_processes, kwargs={
     "widths": list(WIDE), "batch": STEP_BATCH, "dtype": AMP_NAME, "device": DEVICE.type, "rounds": 2,
     "min_time": 2 * QUICK, "threads": torch.get_num_threads()})

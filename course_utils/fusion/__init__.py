@@ -5,8 +5,15 @@ compiled variants itself; this package counts bytes (``traffic``), reads traces 
 from course_utils.fusion import exercises as _exercises  # noqa: F401  (registers the exercise checkers)
 from course_utils.fusion import findings
 from course_utils.fusion.plots import prediction_plot, roof_bars, roofline_with_vector_roof, speedup_vs_size_plot
-from course_utils.fusion.readers import compile_error, kernel_busy_share, trace_kernels
-from course_utils.fusion.traffic import attention_bytes, compare_to_prediction, torch_counted_flops, trace_traffic
+from course_utils.fusion.traffic import (
+    attention_bytes,
+    compare_to_prediction,
+    compile_error,
+    kernel_busy_share,
+    torch_counted_flops,
+    trace_kernels,
+    trace_traffic,
+)
 from course_utils.fusion.variants import (
     EAGER,
     FUSED,

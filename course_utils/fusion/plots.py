@@ -29,9 +29,8 @@ def prediction_plot(table: PredictionTable, *, title: Text | None = None) -> Fig
     for y, r in enumerate(rows):
         ax.text(r.seconds / scale, y, f" {display.percent(r.fraction_of_bandwidth)} of roof", va="center", fontsize=8)
     ax.invert_yaxis()
-    ax.set_xscale("log")
-    ax.set_xlabel(f"time per call ({unit}, log scale)")
-    ax.set_title(title or "Predicted from bytes moved vs measured")
+    ax.set(xscale="log", xlabel=f"time per call ({unit}, log scale)",
+           title=title or "Predicted from bytes moved vs measured")
     ax.legend(loc="lower right", fontsize=8)
     return fig
 
@@ -48,9 +47,8 @@ def roof_bars(fractions: Annotated[Mapping[Text, NonNegativeFloat], NonEmpty], *
         ax.text(100 * v, y, f" {display.percent(v)}", va="center", fontsize=8)
     ax.axvline(100, color="#222222", linewidth=1)
     ax.invert_yaxis()
-    ax.set_xlim(0, max(110, 115 * max(values.values())))
-    ax.set_xlabel(xlabel or "% of the memory roof (measured bandwidth)")
-    ax.set_title(title or "How close each variant gets to its roof")
+    ax.set(xlim=(0, max(110, 115 * max(values.values()))), xlabel=xlabel or "% of the memory roof (measured bandwidth)",
+           title=title or "How close each variant gets to its roof")
     return fig
 
 
@@ -72,10 +70,9 @@ def speedup_vs_size_plot(sizes_bytes: Annotated[Sequence[PositiveFloat], NonEmpt
     if predicted is not None:
         ax.axhline(predicted, color="#888888", linewidth=1, linestyle=":",
                    label=f"bytes ratio {predicted:.1f}x (computed)")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
     low, high = min(sizes_bytes) / 2, max(sizes_bytes) * 2
-    ax.set_xlim(low, high)
+    ax.set_xscale("log", base=2)
+    ax.set(yscale="log", xlim=(low, high))
     for name, size in caches.items():
         text = f"{name} {display.format_bytes(size)}"
         if size > high:
@@ -84,9 +81,8 @@ def speedup_vs_size_plot(sizes_bytes: Annotated[Sequence[PositiveFloat], NonEmpt
         elif size >= low:
             ax.axvline(size, color="#bbbbbb", linewidth=1)
             ax.annotate(text, (size, 1.0), textcoords="offset points", xytext=(3, 6), fontsize=8, color="#666666")
-    ax.set_xlabel("size of one tensor (bytes, log scale)")
-    ax.set_ylabel("speed-up of fused over op-by-op (log scale)")
-    ax.set_title(title or "Fusion speed-up against tensor size")
+    ax.set(xlabel="size of one tensor (bytes, log scale)", ylabel="speed-up of fused over op-by-op (log scale)",
+           title=title or "Fusion speed-up against tensor size")
     ax.legend(fontsize=8)
     return fig
 

@@ -1,14 +1,17 @@
 """The traffic model: the bytes an elementwise chain moves op by op and fused (counted on shape-only "meta" tensors, so
-any size is free), its FLOPs, the roofline time they predict beside measured times; and attention's bytes, one score
-matrix against what a blocked kernel (FlexAttention) moves."""
+any size is free), its FLOPs, the roofline time they predict beside measured times; attention's bytes, one score
+matrix against what a blocked kernel (FlexAttention) moves; the fusions counted in a profiler trace, and a
+compiler's refusal shown without a traceback (what the compilers wrote is read by the core's ``compiled``)."""
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from course_utils import calls, declare, display, roofline, validate
+from course_utils import calls, declare, display, env, profile, roofline, validate
 from course_utils.declare import PositiveInt, Range, Text
 
 # ops that hand back their input under another shape without moving a byte, although their schema is not a view
@@ -70,21 +73,17 @@ class Traffic(display.Tabled):
 def _meta_tensor(spec: Any, index: int) -> Any:
     import torch
 
-    name = f"inputs[{index}]"
     if isinstance(spec, torch.Tensor):
         return torch.empty(spec.shape, dtype=spec.dtype, device="meta")
-    if not (isinstance(spec, tuple) and len(spec) == 2):
-        raise TypeError(f"{name} must be a torch.Tensor or a (shape, dtype) pair; got {type(spec).__name__} {spec!r}")
-    shape, dtype = spec
-    if not isinstance(shape, (tuple, list)):
-        raise TypeError(f"{name} shape must be a tuple of ints; got {shape!r}")
-    for size in shape:
-        validate.non_negative(f"{name} shape entry", size, integer=True)
-    if not isinstance(dtype, torch.dtype):  # 'float32', or NumPy's np.float32
-        dtype = getattr(torch, dtype if isinstance(dtype, str) else getattr(dtype, "__name__", str(dtype)), None)
-    if not isinstance(dtype, torch.dtype):
-        raise ValueError(f"{name} dtype must name a torch dtype such as 'float32'; got {spec[1]!r}")
-    return torch.empty(tuple(shape), dtype=dtype, device="meta")
+    try:
+        shape, dtype = spec
+        if not isinstance(dtype, torch.dtype):  # 'float32', or NumPy's np.float32
+            dtype = getattr(torch, getattr(dtype, "__name__", str(dtype)))
+        return torch.empty(tuple(int(validate.non_negative("size", n, integer=True)) for n in shape), dtype=dtype,
+                           device="meta")
+    except (TypeError, ValueError, AttributeError) as error:
+        raise TypeError(f"inputs[{index}] must be a torch.Tensor or a (shape, dtype) pair such as ((8,), 'float32'); "
+                        f"got {spec!r}") from error
 
 
 @declare.checked
@@ -214,10 +213,6 @@ class AttentionBytes(display.Tabled):
     visited: Annotated[int, Range(0)]
     blocks: PositiveInt
 
-    def __post_init__(self) -> None:
-        if self.visited > self.blocks:
-            raise ValueError(f"visited must be at most blocks ({self.blocks}); got {self.visited}")
-
     @property
     def visited_share(self) -> float:
         """Share of the (query block, key block) pairs the kernel computes; the rest the mask skips."""
@@ -269,3 +264,75 @@ def attention_bytes(q: Any, k: Any, v: Any, block_mask: Any = None) -> Attention
     tile = kv_block * (e + ev) * fp32  # one key block and one value block
     blocked = q_bytes + out + visited * tile
     return AttentionBytes(scores, ideal, blocked, visited, blocks)
+
+
+@declare.checked
+def compile_error(fn: Callable[..., Any], *args: Any, timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> str | None:
+    """The type name of the exception a compiler raised in ``fn(*args)`` (its C++ log dropped), or None when it ran.
+    An error raised in the learner's own code, or past ``timeout`` seconds (None: the size's default), propagates."""
+    with env.silenced_stderr(), calls.time_limit(timeout, calls.describe(fn)):
+        try:
+            fn(*args)
+        except Exception as error:  # the point is to report it, not to raise it
+            if not _from_compiler(error):
+                raise
+            return type(error).__name__
+    return None
+
+
+_COMPILER_MODULES = ("tensorflow", "jax", "jaxlib", "torch", "keras")
+
+
+def _from_compiler(error: BaseException) -> bool:
+    """True when ``error`` was raised inside a framework (the compiler refused), not in the learner's own code."""
+    if isinstance(error, TimeoutError):
+        return False
+    frames = []
+    tb = error.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame.f_globals.get("__name__", ""))
+        tb = tb.tb_next
+    last = frames[-1] if frames else ""
+    return last.split(".")[0] in _COMPILER_MODULES
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Kernels seen in a profiler trace (course_utils.profile), to compare with the compiler's own output
+
+_INDUCTOR_EVENT = re.compile(r"^(?:graph_\d+_)?((?:cpp|triton)_\w+)$")
+
+
+@declare.checked
+def trace_kernels(trace: profile.Trace, framework: str) -> dict[str, int]:
+    """{name: events} of a trace's generated kernels: Inductor's (``cpp_fused_...``, ``triton_...``) or XLA's thunks
+    (closed by ``end: X``; XLA may split one fusion into several tasks: compare names, not events per call)."""
+    return dict(Counter(name for name, _ in _kernel_events(trace, framework)))
+
+
+def _kernel_events(trace: profile.Trace, framework: str) -> list[tuple[str, Any]]:
+    """(kernel name, event) for every generated-kernel event of ``trace`` (see ``trace_kernels``)."""
+    framework = validate.framework(framework)
+    events = trace.events
+    if not events:
+        raise ValueError("trace holds no events at all: nothing was recorded, so no kernel can be counted")
+    if framework == "torch":
+        return [(m.group(1), e) for e in events if (m := _INDUCTOR_EVENT.match(e.name))]
+    closed = {e.name[len("end: "):] for e in events if e.name.startswith("end: ")}
+    return [(e.name, e) for e in events if e.name in closed]
+
+
+@declare.checked
+def kernel_busy_share(trace: profile.Trace, framework: str) -> float:
+    """Busy time as ``nvidia-smi`` counts it, from a CPU trace: the share of the span from the first generated
+    kernel's start to the last one's end in which one of them ran (overlaps counted once)."""
+    spans = sorted((e.start, e.end) for _, e in _kernel_events(trace, framework))
+    if not spans:
+        raise ValueError(f"the trace holds no generated kernel of {framework}: nothing to measure busy time on")
+    busy, (low, high) = 0.0, spans[0]
+    for start, end in spans[1:]:
+        if start > high:
+            busy, low = busy + high - low, start
+        high = max(high, end)
+    busy += high - low
+    window = max(end for _, end in spans) - spans[0][0]
+    return busy / window if window > 0 else 1.0

@@ -38,19 +38,15 @@ class VectorRoof:
         return (flops + tanh) / self.chain_seconds(1, flops=flops, tanh=tanh)
 
 
-def _in_cache_kernel(framework: str, fn: Callable[[Any], Any], x: Any) -> Callable[[], Any]:
-    """``fn(x)`` compiled into a buffer it keeps (``into_buffer``): no fresh output's page faults enter a rate."""
-    into = into_buffer(framework, lambda v, _unused: fn(v), x)
-    return lambda: into(x, x)
-
-
 def _per_element(framework: str, fn: Callable[[Any], Any], xs: tuple[Any, Any], min_time: float,
                  ) -> tuple[float, float]:
     """Seconds per element of ``fn`` and the intercept, from its best time at two sizes: the slope of time
-    against elements is the kernel's rate with what a call costs besides its work taken out."""
+    against elements is the kernel's rate with what a call costs besides its work taken out; ``fn`` writes into a
+    buffer it keeps (``into_buffer``), so no fresh output's page faults enter a rate."""
     times = []
     for x in xs:
-        times.append(timing.benchmark(_in_cache_kernel(framework, fn, x), min_time=min_time, min_repeats=5).min)
+        into = into_buffer(framework, lambda v, _unused: fn(v), x)
+        times.append(timing.benchmark(into, x, x, min_time=min_time, min_repeats=5).min)
     n_small, n_large = (int(x.shape[0]) for x in xs)
     slope = (times[1] - times[0]) / (n_large - n_small)
     slope = max(slope, 0.5 * times[1] / n_large)  # noise can shrink the difference: at most twice the plain rate

@@ -20,27 +20,29 @@ from course_utils.graphs.breakeven import (
     timed_pair,
     torch_graph_count,
 )
-from course_utils.graphs.capture import capture, capture_tf, fresh_function, side_by_side
+from course_utils.graphs.capture import (
+    BUCKET,
+    GraphBreaks,  # noqa: F401  (migrate.checklist's annotations)
+    capture,
+    capture_tf,
+    count_compiles,
+    fresh_function,
+    side_by_side,
+    strategy_counts,
+    tf_retracing_warnings,
+    torch_compile_log,
+    torch_graph_breaks,
+)
 from course_utils.graphs.compile_time import (
     cache_worker,
     call_times,
     compile_cache_times,
     first_call_seconds,
     forward_step,
-    same_outputs,
     stack,
 )
 from course_utils.graphs.fallback import compile_or_fallback, decisions_table, eagerly, max_abs_diff, ran_compiled
 from course_utils.graphs.plots import compile_count_bars, crossover_plot, loss_difference_plot, overhead_plot
-from course_utils.graphs.recompiles import (
-    BUCKET,
-    GraphBreaks,  # noqa: F401  (migrate.checklist's annotations)
-    count_compiles,
-    strategy_counts,
-    tf_retracing_warnings,
-    torch_compile_log,
-    torch_graph_breaks,
-)
 from course_utils.graphs.sweep import (
     GENERIC,
     OTHER,
@@ -52,28 +54,28 @@ from course_utils.graphs.sweep import (
     harness_table,
     size_sweep,
 )
-from course_utils.graphs.traced import trace_calls, trace_step, traced_table
 from course_utils.graphs.training import (
     COMPILED_STEP,
     EAGER_STEP,
-    batch_for,
-    loss_tolerance,
     parts_table,
     run_losses,
     step_medians,
     step_parts,
     step_table,
     step_times,
+    trace_calls,
+    trace_step,
+    traced_table,
 )
 
 __all__ = [
-    "against_baseline", "batch_for", "BUCKET", "cache_worker", "call_times", "capture", "capture_tf",
+    "against_baseline", "BUCKET", "cache_worker", "call_times", "capture", "capture_tf",
     "compare_harnesses", "compile_cache_times", "compile_count_bars", "compile_or_fallback", "COMPILED_STEP",
     "count_compiles", "crossover_plot", "cumulative_time", "decisions_table", "DYNAMIC", "dynamic_costs",
     "dynamic_table", "eager_op_cost", "eager_op_costs", "EAGER_STEP", "eagerly", "factor_table", "findings",
     "first_call_seconds", "forward_step", "fresh_function", "GENERIC", "harness_factors", "harness_gap",
-    "harness_table", "loss_difference_plot", "loss_tolerance", "MARKED", "max_abs_diff", "OTHER", "overhead_model",
-    "overhead_plot", "overhead_table", "parts_table", "ran_compiled", "REUSED", "run_losses", "same_outputs",
+    "harness_table", "loss_difference_plot", "MARKED", "max_abs_diff", "OTHER", "overhead_model",
+    "overhead_plot", "overhead_table", "parts_table", "ran_compiled", "REUSED", "run_losses",
     "side_by_side", "size_sweep", "stack", "STATIC", "step_medians", "step_parts", "step_table", "step_times",
     "strategy_counts", "SWEEP", "tf_retracing_warnings", "timed_pair", "torch_compile_log", "torch_graph_breaks",
     "torch_graph_count", "trace_calls", "trace_step", "traced_table",

@@ -1,15 +1,21 @@
 """Graph capture: the same Python function as an FX graph (Dynamo), a jaxpr and a tf.Graph, with its compute
-ops counted, shown side by side; and ``fresh_function``, which the whole lesson uses to start Dynamo afresh."""
+ops counted, shown side by side; ``fresh_function``, which the whole lesson uses to start Dynamo afresh; and
+recompilation and graph breaks: how often each framework traced a function, what Dynamo's guards check
+(``TORCH_LOGS=guards,recompiles``, captured), TensorFlow's retracing warning, and the one ``GraphBreaks``."""
 
 from __future__ import annotations
 
+import io
 import itertools
+import logging
+import re
 import types
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from html import escape
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from course_utils import declare, display, env, validate
 from course_utils.declare import NonEmpty
@@ -61,11 +67,8 @@ class GraphRecorder:
 
     def ops(self, index: int = -1) -> tuple[str, ...]:
         """Compute ops of the ``index``-th recorded graph, as readable names ('add', 'mul', 'tanh')."""
-        validate.number("index", index, integer=True)
         if not self.graphs:
             raise ValueError("no graph recorded yet: call the compiled function first")
-        if not -self.count <= index < self.count:
-            raise ValueError(f"index must be in [{-self.count}, {self.count - 1}]; got {index}")
         return tuple(_fx_op_name(n) for n in self.graphs[index].graph.nodes
                      if n.op in ("call_function", "call_method", "call_module"))
 
@@ -165,3 +168,206 @@ def side_by_side(captures: Annotated[Sequence[Capture], NonEmpty]) -> SideBySide
     """Display captures next to each other in a notebook."""
     return SideBySide(tuple(captures))
 
+
+Inputs = Annotated[Sequence[tuple], NonEmpty, declare.MaxItems(10_000)]  # argument tuples, e.g. [(x1,), (x2,)]
+
+
+@declare.checked
+def count_compiles(framework: declare.Text, fn: Callable[..., Any], inputs: Inputs,
+                   **compile_kwargs: Any) -> int:
+    """How many times ``fn``, compiled afresh (``compile_kwargs`` pass on), was traced over the calls in ``inputs``:
+    graphs a recording backend got (torch), runs of the Python function (jax), the tracing count (tensorflow)."""
+    name = validate.framework(framework)  # by hand: it also takes "pytorch" and "tf", in any case
+    if name == "torch":
+        import torch
+
+        recorder = GraphRecorder()
+        compiled = torch.compile(fresh_if_function(fn), backend=recorder, **compile_kwargs)
+        for args in inputs:
+            compiled(*args)
+        return recorder.count
+    if name == "jax":
+        import jax
+
+        traces = 0
+
+        def counted(*args: Any) -> Any:
+            nonlocal traces
+            traces += 1  # runs only while tracing
+            return fn(*args)
+
+        jitted = jax.jit(counted, **compile_kwargs)
+        for args in inputs:
+            jitted(*args)
+        return traces
+    tf = env.import_tensorflow()
+    traced = tf.function(fn, **compile_kwargs)
+    with _tf_warnings(tf, keep=False):
+        for args in inputs:
+            traced(*args)
+    return int(traced.experimental_get_tracing_count())
+
+
+@declare.checked
+def tf_retracing_warnings(fn: Callable[..., Any], inputs: Inputs, **compile_kwargs: Any) -> list[str]:
+    """The retracing warnings TensorFlow logs (returned, not printed) while ``tf.function(fn)`` is called on each of
+    ``inputs``: TF warns after 5 traces in its recent calls, at most twice per function, so ``fn`` is wrapped afresh."""
+    tf = env.import_tensorflow()
+    # TF counts traces per Python function and warns at most twice per function: a fresh wrapper starts clean
+    traced = tf.function(fresh_function(lambda *args: fn(*args)), **compile_kwargs)
+    with _tf_warnings(tf, keep=True) as seen:
+        for args in inputs:
+            traced(*args)
+    return [m for m in seen if "retracing" in m]
+
+
+@contextmanager
+def _tf_warnings(tf: Any, *, keep: bool) -> Iterator[list[str]]:
+    """Collect TF's Python warnings (``keep``) or drop them; either way nothing reaches stderr."""
+    seen: list[str] = []
+
+    class _Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record.getMessage())
+
+    logger = tf.get_logger()
+    level, propagate, handlers = logger.level, logger.propagate, logger.handlers[:]
+    logger.handlers = [_Collect()] if keep else []
+    logger.setLevel(logging.WARNING if keep else logging.ERROR)
+    logger.propagate = False
+    try:
+        yield seen
+    finally:
+        logger.handlers, logger.propagate = handlers, propagate
+        logger.setLevel(level)
+
+
+@declare.checked
+@dataclass(frozen=True, repr=False)
+class GraphBreaks(display.Tabled):
+    """What ``torch._dynamo.explain`` found: graphs, breaks and the first line of each break's reason."""
+
+    graph_count: Annotated[int, declare.Range(0)]
+    break_count: Annotated[int, declare.Range(0)]
+    reasons: tuple[str, ...]
+
+    def table(self) -> display.Table:
+        rows = [(str(i + 1), r) for i, r in enumerate(self.reasons)] or [("-", "none")]
+        return display.table(["break", "reason (first line)"], rows,
+                             title=f"{self.graph_count} graph(s), {self.break_count} graph break(s)")
+
+
+@declare.checked
+def torch_graph_breaks(fn: Callable[..., Any], *args: Any) -> GraphBreaks:
+    """``torch._dynamo.explain`` of ``fn(*args)`` (run eagerly first: its own error passes unchanged)."""
+    import torch
+    fn(*args)
+    explained = torch._dynamo.explain(fresh_if_function(fn))(*args)
+    reasons = tuple(first_line(str(getattr(b, "reason", b))) for b in explained.break_reasons)
+    return GraphBreaks(explained.graph_count, explained.graph_break_count, reasons)
+
+
+@declare.checked
+def first_line(text: str, limit: int = 160) -> str:
+    """The first non-blank line of ``text``, cut to ``limit`` characters."""
+    line = next((s.strip() for s in text.splitlines() if s.strip()), "")
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+# ---------------------------------------------------------------------------------------------------------
+# TORCH_LOGS, captured
+
+
+@declare.checked
+@dataclass(frozen=True, repr=False)
+class CompileLog(display.Tabled):
+    """What ``TORCH_LOGS=guards,recompiles`` printed while a function compiled and recompiled."""
+
+    lines: tuple[str, ...]
+
+    def guards(self) -> list[str]:
+        """The guards of the first compiled graph that check a tensor or a dimension (the ones a call can fail)."""
+        keep = ("TENSOR_MATCH", "LAMBDA_GUARD: 2 <=", "TYPE_MATCH", "EQUALS_MATCH")
+        out = []
+        for line in self.lines:
+            if line.startswith("GUARDS") and out:
+                break
+            if any(k in line for k in keep):
+                out.append(_short_guard(line))
+        return out
+
+    def recompiles(self) -> list[str]:
+        """The 'Recompiling function ...' messages with the guard that failed."""
+        return [line.strip() for line in self.lines if "Recompiling function" in line or "guard failure" in line
+                or re.match(r"^- \d+/\d+:", line.strip())]
+
+    def table(self) -> display.Table:
+        rows = [("guard", g) for g in self.guards()] + [("recompile", r) for r in self.recompiles()]
+        return display.table(["kind", "log line (shortened)"], rows, title="TORCH_LOGS=guards,recompiles")
+
+
+def _short_guard(line: str) -> str:
+    line = line.split("  #", 1)[0].strip().lstrip("|+- ").strip()
+    line = re.sub(r"DispatchKeySet\([^)]*\), ", "", line)
+    return line if len(line) <= 150 else line[:147] + "..."
+
+
+@declare.checked
+def torch_compile_log(fn: Callable[..., Any], inputs: Inputs, **compile_kwargs: Any) -> CompileLog:
+    """What ``TORCH_LOGS=guards,recompiles`` printed (kept) while ``fn``, compiled afresh, ran ``inputs``."""
+    import torch
+    import torch._dynamo  # noqa: F401  (creates the loggers that set_logs configures)
+    import torch._logging
+
+    buffer = io.StringIO()
+    torch._logging.set_logs(guards=True, recompiles=True)
+    handlers = list({id(h): h for name in ("torch", "torch._dynamo") for h in logging.getLogger(name).handlers
+                     if type(h) is logging.StreamHandler}.values())
+    streams = [h.stream for h in handlers]
+    for h in handlers:
+        h.stream = buffer
+    try:
+        compiled = torch.compile(fresh_if_function(fn), backend="eager", **compile_kwargs)
+        for args in inputs:
+            compiled(*args)
+    finally:
+        for h, stream in zip(handlers, streams):
+            h.stream = stream
+        torch._logging.set_logs()
+    prefix = re.compile(r"^[A-Z]\d{4} [\d:.]+ \d+ \S+\] (\[[^\]]*\] )*")
+    return CompileLog(tuple(prefix.sub("", line).rstrip() for line in buffer.getvalue().splitlines()))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Strategies against recompilation, per framework
+
+BUCKET = 256  # JAX remedy: pad lengths up to a multiple of this
+
+
+@declare.checked
+def strategy_counts(framework: Literal["torch", "jax", "tensorflow"], fn: Callable[..., Any],
+                    xs: Annotated[Sequence[Any], NonEmpty, declare.MaxItems(1000)]) -> dict[str, int]:
+    """Compilations of ``fn`` for 1-D inputs ``xs`` of different lengths, per strategy of ``framework`` (torch:
+    static, default, ``mark_dynamic``; jax: as is, padded to ``BUCKET``; tensorflow: as is, reduce_retracing, None)."""
+    name = framework
+    calls = [(x,) for x in xs]
+    if name == "torch":
+        import torch
+
+        marked = [torch.clone(x) for x in xs]
+        for x in marked:
+            torch._dynamo.mark_dynamic(x, 0)
+        return {"dynamic=False": count_compiles(name, fn, calls, dynamic=False),
+                "default (automatic dynamic)": count_compiles(name, fn, calls),
+                "mark_dynamic(x, 0)": count_compiles(name, fn, [(x,) for x in marked])}
+    if name == "jax":
+        import jax.numpy as jnp
+
+        padded = [(jnp.pad(x, (0, -len(x) % BUCKET)),) for x in xs]
+        return {"jax.jit": count_compiles(name, fn, calls),
+                f"padded to multiples of {BUCKET}": count_compiles(name, fn, padded)}
+    tf = env.import_tensorflow()
+    return {"tf.function": count_compiles(name, fn, calls),
+            "reduce_retracing=True": count_compiles(name, fn, calls, reduce_retracing=True),
+            "input_signature [None]": count_compiles(name, fn, calls,
+                                                     input_signature=[tf.TensorSpec([None], tf.float32)])}

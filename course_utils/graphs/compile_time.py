@@ -11,14 +11,13 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 from course_utils import calls, declare, display, timing
 from course_utils.declare import NonEmpty, NonNegativeFloat, Range
-from course_utils.graphs.fallback import max_abs_diff
 
 MAX_DEPTH, MAX_WIDTH = 64, 4096
 
@@ -99,14 +98,6 @@ def call_times(steps: Annotated[dict[str, Callable[[Any], Any]], NonEmpty], x: A
     with calls.time_limit(timeout, calls.describe(next(iter(steps.values())))):
         return timing.interleaved({name: (lambda s=step: s(x)) for name, step in steps.items()}, rounds=rounds,
                                   min_time=min_time)
-
-
-@declare.checked
-def same_outputs(reference: Callable[[Any], Any], others: Annotated[Sequence[Callable[[Any], Any]], NonEmpty],
-                 x: Any) -> float:
-    """The largest absolute difference between ``reference(x)`` and each of ``others(x)``."""
-    expected = reference(x)
-    return max(max_abs_diff(expected, other(x)) for other in others)
 
 
 WORKER = Path(__file__).resolve().parent.parent / "workers" / "compile_cache.py"

@@ -8,7 +8,7 @@ from typing import Any
 
 from course_utils import declare, env, exercises, timing
 from course_utils.graphs.breakeven import cumulative_time
-from course_utils.graphs.recompiles import count_compiles
+from course_utils.graphs.capture import count_compiles
 
 LENGTHS = (100, 200, 300, 400, 500)
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from course_utils import calls, declare, display, env, interop
 from course_utils.declare import NonEmpty, Range
-from course_utils.graphs.recompiles import first_line
+from course_utils.graphs.capture import first_line
 from course_utils.measuring.workloads import Framework
 
 Tolerance = Annotated[float, Range(0, 1e6)]
@@ -125,9 +125,6 @@ def decisions_table(decisions: Annotated[Mapping[tuple[str, str], CompileDecisio
 @declare.checked
 def max_abs_diff(expected: Any, got: Any) -> float:
     """Largest absolute difference between two results of any framework (nested containers of arrays)."""
-    if expected is None or got is None:
-        raise TypeError(f"expected and got must be arrays or nested containers of arrays; got "
-                        f"{type(expected).__name__} and {type(got).__name__}")
     diff = _max_abs_diff(_to_numpy(expected), _to_numpy(got))
     if diff is None:
         raise ValueError("expected and got differ in structure or shape")

@@ -132,9 +132,8 @@ def compare_harnesses(chain: Callable[..., Any], compiled: Mapping[str, Callable
                       timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> dict[str, Harness]:
     """``compiled`` maps ``SWEEP``, ``GENERIC``, ``OTHER`` to the learner's fresh compiled chains (static, dynamic,
     static), ``sweep_args`` hold a ``bias`` array, ``other_args`` 00's scalar: six calls timed in the same rounds."""
-    missing = [h for h in HARNESSES if h not in compiled]
-    if missing:
-        raise ValueError(f"compiled must map each of {HARNESSES} to a compiled chain; missing {missing}")
+    if set(HARNESSES) - set(compiled):
+        raise ValueError(f"compiled must map each of {HARNESSES} to a compiled chain; got {sorted(compiled)}")
     args = {SWEEP: sweep_args, GENERIC: sweep_args, OTHER: other_args}
     warm_allocator()
     timed_calls = {}
@@ -163,8 +162,6 @@ def harness_factors(found: Mapping[str, Harness]) -> dict[str, intervals.Speedup
 @declare.checked
 def harness_gap(found: Mapping[str, Harness]) -> intervals.Speedup:
     """Notebook 00's speed-up over this sweep's, round by round (same rounds), with its interval."""
-    if OTHER not in found or SWEEP not in found:
-        raise ValueError(f"found must hold {OTHER!r} and {SWEEP!r} (compare_harnesses); got {sorted(found)}")
     each = [[e / c for e, c in zip(h.eager.rounds, h.compiled.rounds)] for h in (found[OTHER], found[SWEEP])]
     s = intervals.speedup(*each)  # paired sequences: the rounds of one interleaved call
     return replace(s, baseline="notebook 00's speed-up", candidate="this sweep's", unit=intervals.ROUNDS)

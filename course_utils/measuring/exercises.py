@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from course_utils import declare, exercises, roofline, timing, validate
+from course_utils import declare, devices, exercises, roofline, timing, validate
 from course_utils.declare import PositiveFloat
 from course_utils.measuring.speedups import amdahl
-from course_utils.measuring.workloads import torch_device
 
 PREDICT_N = 512
 
@@ -18,7 +17,7 @@ def measured_matmul_seconds(n: Annotated[int, declare.Range(2, 8192)] = PREDICT_
     """Fastest block's time per call of torch.mm on two n x n fp32 matrices (load only ever slows a call down)."""
     import torch
 
-    a = torch.randn(n, n, device=torch_device())
+    a = torch.randn(n, n, device=devices.current().torch_device)
     return min(timing.benchmark(torch.mm, a, a, min_time=0.1).times)
 
 

@@ -34,10 +34,6 @@ class Cliff:
     after: PositiveInt
     drop: Annotated[float, Range(1)]
 
-    def __post_init__(self) -> None:
-        if self.after <= self.before:
-            raise ValueError(f"after must be larger than before ({self.before}); got {self.after}")
-
     def __str__(self) -> str:
         return (f"between {display.format_bytes(self.before)} and {display.format_bytes(self.after)}, "
                 f"a {self.drop:.2g}x fall")
@@ -45,9 +41,8 @@ class Cliff:
 
 @declare.checked
 def find_cliffs(working_sets: Annotated[Sequence[PositiveInt], NonEmpty],
-                bandwidths: Annotated[Sequence[PositiveFloat], SameLength("working_sets")], *,
-                drop: Annotated[float, Range(1, 100, low_open=True)] = DROP) -> tuple[Cliff, ...]:
-    """The cliffs of a sweep, smallest first: runs of falls (each over ``EDGE``) adding up to ``drop`` times, after
+                bandwidths: Annotated[Sequence[PositiveFloat], SameLength("working_sets")]) -> tuple[Cliff, ...]:
+    """The cliffs of a sweep, smallest first: runs of falls (each over ``EDGE``) adding up to ``DROP`` times, after
     which the rate stays down (the median up to the next cliff too), so one slow point is not read as an edge."""
     points = sorted(zip(working_sets, bandwidths))
     sizes, rates = [int(s) for s, _ in points], [float(r) for _, r in points]
@@ -56,13 +51,13 @@ def find_cliffs(working_sets: Annotated[Sequence[PositiveInt], NonEmpty],
         j = i
         while j + 1 < len(rates) and rates[j + 1] * EDGE < rates[j]:
             j += 1  # each step of the run falls by more than EDGE: a flat step ends it
-        if j > i and rates[i] / rates[j] >= drop:
+        if j > i and rates[i] / rates[j] >= DROP:
             runs.append((i, j))
         i = max(j, i + 1)
     cliffs = []
     for k, (start, end) in enumerate(runs):
         stop = runs[k + 1][0] if k + 1 < len(runs) else len(rates) - 1
-        if rates[start] / statistics.median(rates[end:stop + 1]) >= drop:  # it stays down: a level's edge
+        if rates[start] / statistics.median(rates[end:stop + 1]) >= DROP:  # it stays down: a level's edge
             cliffs.append(Cliff(sizes[start], sizes[end], rates[start] / rates[end]))
     return tuple(cliffs)
 
@@ -144,12 +139,12 @@ class HierarchySweep(display.Tabled):
 
 @declare.checked
 def default_working_sets(largest: Annotated[int, Range(2**15, MAX_WORKING_SET)] | None = None, *,
-                         step: Annotated[int, Range(2, 16)] = 4, beyond: Annotated[int, Range(0, 8)] = BEYOND,
+                         step: Annotated[int, Range(2, 16)] = 4,
                          last_level_cache: Annotated[int, Range(1, MAX_WORKING_SET)] | None = None,
                          memory: Annotated[int, Range(1, 2**50)] | None = None,
                          cap: Annotated[int, Range(2**15, MAX_WORKING_SET)] | None = None) -> list[int]:
     """Working sets from 16 KiB, times ``step``, up to ``largest``, then 4x, 8x, ... the last-level cache until
-    ``beyond`` lie past ``DRAM_MULTIPLE`` x it, none over a quarter of the free ``memory`` or ``cap``: a plan only."""
+    ``BEYOND`` lie past ``DRAM_MULTIPLE`` x it, none over a quarter of the free ``memory`` or ``cap``: a plan only."""
     largest = 2 * roofline.probe_size().array_bytes if largest is None else largest
     llc = env.last_level_cache_bytes() if last_level_cache is None else last_level_cache
     if memory is None:
@@ -162,7 +157,7 @@ def default_working_sets(largest: Annotated[int, Range(2**15, MAX_WORKING_SET)] 
         sizes.add(size)
         size *= step
     multiple = DRAM_MULTIPLE
-    while sum(s >= DRAM_MULTIPLE * llc for s in sizes) < beyond and multiple * llc <= limit:
+    while sum(s >= DRAM_MULTIPLE * llc for s in sizes) < BEYOND and multiple * llc <= limit:
         sizes.add(int(multiple * llc))
         multiple *= 2
     return sorted(sizes)

@@ -42,11 +42,10 @@ def hierarchy_plot(sweep: HierarchySweep, *, roof: PositiveFloat | None = None,
         ax.axhline(roof / 1e9, color="#222222", linewidth=1, linestyle=":",
                    label=f"memory roof (machine figure): {roof / 1e9:.1f} GB/s")
     _bytes_axis(ax, [*sweep.working_sets, start or 0, *sweep.caches.values()])
-    ax.set_yscale("log")
+    ax.set(yscale="log", xlabel="working set: source + destination (both axes log scale)",
+           ylabel="copy bandwidth (GB/s, read + write)",
+           title=title or "Memory hierarchy: bandwidth against working-set size")
     plotting.plain_log_ticks(ax)  # 20, 60, 100: not 6x10^1
-    ax.set_xlabel("working set: source + destination (both axes log scale)")
-    ax.set_ylabel("copy bandwidth (GB/s, read + write)")
-    ax.set_title(title or "Memory hierarchy: bandwidth against working-set size")
     fig.legend(fontsize=8, loc="outside lower center", ncols=2)
     return fig
 
@@ -100,11 +99,8 @@ def overhead_sweep_plot(sizes: Annotated[Sequence[PositiveInt], NonEmpty],
             keep = top * x / x[-1] >= bottom / 2  # the reference line stays inside the data's range
             ax.plot(x[keep], top * x[keep] / x[-1], color="#444444", linestyle=":", linewidth=1,
                     label="slope 1 (time ∝ size)")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("elements (log scale)")
-        ax.set_ylabel(f"time per call ({unit}, median)")
-        ax.set_title(f"{group}: x marks the bend" + (" (dashed: fixed cost of a compiled call)"
+        ax.set(xscale="log", yscale="log", xlabel="elements (log scale)", ylabel=f"time per call ({unit}, median)",
+               title=f"{group}: x marks the bend" + (" (dashed: fixed cost of a compiled call)"
                                                      if group == "compiled" and costs else ""))
         ax.legend(fontsize=8, loc="upper left")
     fig.suptitle(title or "x + 1: the overhead floor, then the bandwidth slope")

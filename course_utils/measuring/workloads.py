@@ -1,7 +1,9 @@
 """Notebook 00's measurements of the learner's own functions (the clock pair of one call, the chains in alternating
 rounds, ``x + 1`` over sizes and its bends: the floor, where a call takes twice it, the top slope), each under a time
-limit; and the C allocator's state: glibc returns a freed block over its mmap threshold and raises the threshold to its
-size (up to 32 MiB), after which such blocks come back fault-free."""
+limit; the C allocator's state: glibc returns a freed block over its mmap threshold and raises the threshold to its
+size (up to 32 MiB), after which such blocks come back fault-free; and why one eager runtime is slower than another on
+the chain: its two suspects (each library's ``tanh``, the fresh memory each output gets, costed with the machine's
+page-fault figure) measured apart, what they leave of the gap named as unexplained, not guessed."""
 
 from __future__ import annotations
 
@@ -14,9 +16,23 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 
-from course_utils import calls, declare, devices, display, env, interop, memory, models, timing, validate
-from course_utils.declare import MinItems, NonEmpty, PositiveFloat, PositiveInt, Range, SameLength
-from course_utils.measuring.speedups import ChainRuns, variant_name
+from course_utils import (
+    calls,
+    declare,
+    devices,
+    display,
+    env,
+    findings,
+    interop,
+    intervals,
+    machine,
+    memory,
+    models,
+    timing,
+    validate,
+)
+from course_utils.declare import MinItems, NonEmpty, NonNegativeFloat, PositiveFloat, PositiveInt, Range, SameLength
+from course_utils.measuring.speedups import EAGER, ChainRuns, variant_name
 from course_utils.validate import MAX_ELEMENTS
 
 MAX_SWEEP_POINTS = 40
@@ -63,20 +79,6 @@ def array_ops(framework: str) -> Any:
 
         return jnp
     return env.import_tensorflow().math
-
-
-@declare.checked
-def torch_setup() -> tuple[str, int]:
-    """(device, threads) torch runs with, from the device plan (``devices.current()``, ``COURSE_DEVICE`` honoured):
-    on a TPU runtime torch runs on the host CPU with the host's cores, on a CUDA GPU on "cuda"."""
-    plan = devices.current()
-    return plan.torch_device, plan.torch_threads
-
-
-@declare.checked
-def torch_device() -> str:
-    """The device torch runs on, from the device plan."""
-    return torch_setup()[0]
 
 
 def _clock_pair(name: str, fn: Callable[[], Any]) -> tuple[float, float]:
@@ -136,7 +138,7 @@ def chain_inputs(frameworks: Frameworks, size: Size,
     validate.memory_fits("size", 4 * int(size) * (2 + len(frameworks)))  # NumPy's copy, each framework's, an output
     x_np = rng.standard_normal(int(size), dtype=np.float32)
     bias = np.float32(0.1)
-    inputs = {fw: interop.to_framework(fw, x_np, bias, device=torch_device()) for fw in frameworks}
+    inputs = {fw: interop.to_framework(fw, x_np, bias, device=devices.current().torch_device) for fw in frameworks}
     return x_np, bias, inputs
 
 
@@ -162,25 +164,13 @@ def time_chains(inputs: Annotated[Mapping[Framework, tuple], NonEmpty],
     return ChainRuns({variant: {fw: found[f"{fw} {variant}"] for fw in fns} for variant, fns in variants.items()})
 
 
-@declare.checked
-def chain_faults(inputs: Annotated[Mapping[Framework, tuple], NonEmpty],
-                 fns: Annotated[Mapping[Framework, Callable[..., Any]], NonEmpty], *,
-                 timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> dict[str, float]:
-    """Page faults per call of ``fns[fw](*inputs[fw])`` in outputs' worth: the fresh memory its outputs got."""
-    found = {}
-    for name, fn in fns.items():
-        args = inputs[name]
-        with calls.time_limit(timeout, f"fns[{name!r}] ({calls.describe(fn)})"):
-            found[name] = outputs_worth(fn, *args, output_bytes=tensor_bytes(args[0]))
-    return found
-
-
 def _add_one(framework: str, compiled: bool) -> Callable[[int], tuple[Callable[..., Any], tuple]]:
     ops, spec = array_ops(framework), {}
     if framework == "tensorflow":  # one trace for every size (XLA still compiles per shape)
         spec = {"input_signature": [env.import_tensorflow().TensorSpec([None], "float32")]}
     fn = interop.compile_default(framework, lambda a: a + 1, **spec) if compiled else (lambda a: ops.add(a, 1))
-    return lambda s: (fn, (interop.to_framework(framework, np.ones(s, np.float32), device=torch_device()),))
+    device = devices.current().torch_device
+    return lambda s: (fn, (interop.to_framework(framework, np.ones(s, np.float32), device=device),))
 
 
 @declare.checked
@@ -258,32 +248,28 @@ class Bend:
 
 
 @declare.checked
-def bend(sizes: Annotated[Sequence[PositiveInt], MinItems(3)],
-         measurements: Annotated[Sequence[timing.Measurement], SameLength("sizes")],
-         label: declare.Text = "series") -> Bend:
-    """The floor, bend and top slope of one sweep (sizes strictly ascending, one measurement per size)."""
+def bends(sizes: Annotated[Sequence[PositiveInt], MinItems(3)],
+          series: Annotated[Mapping[str, Annotated[Sequence[timing.Measurement], SameLength("sizes")]], NonEmpty],
+          ) -> dict[str, Bend]:
+    """Per series of a sweep (sizes strictly ascending): the floor, the bend, the top slope, where faults begin."""
     xs = list(sizes)
     if any(b <= a for a, b in zip(xs, xs[1:])):
         raise ValueError("sizes must be strictly increasing")
-    times = [max(m.median, 1e-12) for m in measurements]
-    floor, size = times[0], None
-    for i in range(1, len(xs)):
-        if times[i] >= 2 * floor:
-            t0, t1 = math.log(max(times[i - 1], floor)), math.log(times[i])
-            share = 1.0 if t1 <= t0 else (math.log(2 * floor) - t0) / (t1 - t0)
-            size = math.exp(math.log(xs[i - 1]) + min(max(share, 0.0), 1.0) * math.log(xs[i] / xs[i - 1]))
-            break
-    slope = math.log(times[-1] / times[-2]) / math.log(xs[-1] / xs[-2])
-    faults = [m.metadata.get("faults") for m in measurements]
-    faulted = next((int(x) for x, f in zip(xs, faults) if f is not None and f >= FAULTED), None)
-    return Bend(label, floor, size, slope, faulted)
-
-
-@declare.checked
-def bends(sizes: Annotated[Sequence[PositiveInt], MinItems(3)],
-          series: Annotated[Mapping[str, Sequence[timing.Measurement]], NonEmpty]) -> dict[str, Bend]:
-    """``bend`` for every series of a sweep."""
-    return {label: bend(sizes, ms, label) for label, ms in series.items()}
+    found = {}
+    for label, measurements in series.items():
+        times = [max(m.median, 1e-12) for m in measurements]
+        floor, size = times[0], None
+        for i in range(1, len(xs)):
+            if times[i] >= 2 * floor:
+                t0, t1 = math.log(max(times[i - 1], floor)), math.log(times[i])
+                share = 1.0 if t1 <= t0 else (math.log(2 * floor) - t0) / (t1 - t0)
+                size = math.exp(math.log(xs[i - 1]) + min(max(share, 0.0), 1.0) * math.log(xs[i] / xs[i - 1]))
+                break
+        slope = math.log(times[-1] / times[-2]) / math.log(xs[-1] / xs[-2])
+        faults = [m.metadata.get("faults") for m in measurements]
+        faulted = next((int(x) for x, f in zip(xs, faults) if f is not None and f >= FAULTED), None)
+        found[label] = Bend(label, floor, size, slope, faulted)
+    return found
 
 
 @declare.checked
@@ -295,3 +281,120 @@ def bends_table(found: Annotated[Mapping[str, Bend], NonEmpty]) -> display.Table
                          title="Read off the sweep: the overhead floor, where it ends, and the top",
                          note="bend interpolated on log-log axes between the two points around it; page faults: the "
                               f"smallest size whose calls faulted {FAULTED} outputs' worth or more (fresh memory)")
+
+
+def _on_threads(count: int, fn: Callable[..., Any], args: tuple) -> Any:
+    import torch
+
+    if torch.get_num_threads() != count:
+        torch.set_num_threads(count)
+    return fn(*args)
+
+
+@declare.checked
+@dataclass(frozen=True, repr=False)
+class EagerGap(display.Tabled):
+    """The slowest eager runtime's chain against the fastest's (one interleaved call), each one's ``tanh`` alone,
+    page faults per call in outputs' worth, the machine's cost of one output's worth, torch's threads when slow."""
+
+    slow: declare.Text
+    fast: declare.Text
+    chain: Mapping[str, timing.Measurement]
+    tanh: Mapping[str, timing.Measurement]
+    faults: Mapping[str, float]
+    fault_seconds: NonNegativeFloat
+    threads: Mapping[int, timing.Measurement] | None = None  # torch's eager chain per thread count, when torch is slow
+
+    @property
+    def spread(self) -> intervals.Speedup:
+        """The slow chain's time over the fast one's (baseline: the slow runtime), with its interval."""
+        return intervals.speedup(self.chain[self.slow], self.chain[self.fast])
+
+    @property
+    def tanh_spread(self) -> intervals.Speedup:
+        """The slow runtime's tanh time over the fast one's, with its interval."""
+        return intervals.speedup(self.tanh[self.slow], self.tanh[self.fast])
+
+    @property
+    def one_thread(self) -> intervals.Speedup | None:
+        """torch's eager chain on its default threads over the same chain on one thread (above 1: one thread is
+        faster), timed in the same rounds; None when torch is not the slow runtime or runs one thread."""
+        if not self.threads or len(self.threads) < 2:
+            return None
+        return intervals.speedup(self.threads[max(self.threads)], self.threads[min(self.threads)])
+
+    @property
+    def gap(self) -> float:
+        """Seconds per call between the two eager chains (medians)."""
+        return self.chain[self.slow].median - self.chain[self.fast].median
+
+    @property
+    def parts(self) -> dict[str, float]:
+        """Seconds of the gap each suspect accounts for (computed): the tanh difference, and the extra page faults
+        at the machine's cost per output's worth (0 when the slow chain faulted no more)."""
+        extra = self.faults[self.slow] - self.faults[self.fast]
+        faults = extra * self.fault_seconds if math.isfinite(extra) and extra > 0 else 0.0
+        return {"tanh": max(self.tanh[self.slow].median - self.tanh[self.fast].median, 0.0), "page faults": faults}
+
+    @property
+    def left(self) -> float:
+        """Seconds of the gap the suspects leave (negative when they add up to more than the gap)."""
+        return self.gap - sum(self.parts.values())
+
+    def table(self) -> display.Table:
+        """The two eager chains, the suspects measured apart, and the gap's budget (computed), one row each."""
+        fmt, slow, fast = display.format_time, self.slow, self.fast
+        share = (lambda t: f"{t / self.gap:.0%} of the gap") if self.gap > 0 else (lambda t: "no gap to share")
+        rows = [("eager chain", fmt(self.chain[slow].median), fmt(self.chain[fast].median),
+                 str(findings.faster(f"{fast} over {slow}", self.spread))),
+                ("tanh alone", fmt(self.tanh[slow].median), fmt(self.tanh[fast].median),
+                 str(findings.faster(f"{fast} over {slow}", self.tanh_spread))),
+                ("page faults per call, outputs' worth", f"{self.faults[slow]:.1f}", f"{self.faults[fast]:.1f}",
+                 f"{fmt(self.fault_seconds)} per output's worth (machine figure)")]
+        rows += [(f"gap's part: {name} (computed)", fmt(t), "", share(t)) for name, t in self.parts.items()]
+        rows.append(("gap left unexplained (computed)", ("-" if self.left < 0 else "") + fmt(abs(self.left)), "",
+                     share(self.left)))
+        if self.one_thread is not None and self.threads is not None:
+            many = max(self.threads)
+            rows.append((f"torch eager chain on 1 thread, then {many}", fmt(self.threads[1].median),
+                         fmt(self.threads[many].median),
+                         str(findings.faster(f"1 thread over {many} threads", self.one_thread))))
+        return display.table(["measured", slow, fast, "compared"], rows,
+                             title=f"{slow}'s eager chain (the longer median) against {fast}'s: the suspects "
+                                   "measured apart",
+                             note="the two chains, the two tanh and the threads each timed in alternating rounds; "
+                                  "a negative remainder: the parts, timed apart from the chain, overlap")
+
+
+@declare.checked
+def eager_gap(inputs: Mapping[str, tuple], runs: ChainRuns, eager: Mapping[str, Callable[..., Any]],
+              figures: machine.MachineFigures, *, rounds: Annotated[int, Range(2, 20)] = 6,
+              min_time: Annotated[float, Range(0, 10, low_open=True)] = 0.4,
+              timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> EagerGap | None:
+    """``EagerGap`` between the slowest and the fastest eager chain of ``runs`` (``eager``: the learner's chains,
+    framework -> f(x, bias)); None with one framework. A slow torch is also timed on one thread, same rounds."""
+    if runs.eager_spread() is None:
+        return None
+    found = runs.runs[EAGER]
+    slow, fast = max(found, key=lambda fw: found[fw].median), runs.best(EAGER)
+    tanhs = {fw: array_ops(fw).tanh for fw in (slow, fast)}
+    timed_calls = {f"{fw} tanh": (lambda f=tanhs[fw], x=inputs[fw][0]: f(x)) for fw in (slow, fast)}
+    import torch
+
+    default = torch.get_num_threads()
+    counts = [1, default] if slow == "torch" and default > 1 else []
+    for count in counts:
+        timed_calls[f"torch chain, {count} threads"] = (lambda c=count, f=eager["torch"], a=inputs["torch"]:
+                                                        _on_threads(c, f, a))
+    try:
+        with calls.time_limit(timeout, f"eager[{slow!r}] ({calls.describe(eager[slow])})"):
+            timed = timing.interleaved(timed_calls, rounds=rounds, min_time=min_time)
+            torch.set_num_threads(default)
+            faults = {fw: outputs_worth(eager[fw], *inputs[fw], output_bytes=tensor_bytes(inputs[fw][0]))
+                      for fw in (slow, fast)}
+    finally:
+        torch.set_num_threads(default)
+    tanh = {fw: timed[f"{fw} tanh"] for fw in (slow, fast)}
+    threads = {count: timed[f"torch chain, {count} threads"] for count in counts} or None
+    per_output = figures.fault_seconds(PAGE * math.ceil(tensor_bytes(inputs[slow][0]) / PAGE))
+    return EagerGap(slow, fast, {fw: found[fw] for fw in (slow, fast)}, tanh, faults, per_output, threads)

@@ -3,7 +3,19 @@ one file per job; ``findings`` holds its predictions, ``exercises`` its checkers
 
 from course_utils.precision import exercises as _exercises  # noqa: F401  (registers the exercise checkers)
 from course_utils.precision import findings
-from course_utils.precision.formats import accumulation_error, format_table, round_to
+from course_utils.precision.formats import (
+    accumulation_error,
+    adam_eps_share,
+    format_table,
+    overflow_exponent,
+    round_to,
+    scale_trace,
+    simulate_cast,
+    torch_activation_grads,
+    torch_fp16_overflows,
+    torch_weight_grads,
+    underflow_stats,
+)
 from course_utils.precision.fp8 import (
     amax_history,
     cast_errors,
@@ -35,16 +47,6 @@ from course_utils.precision.remat import (
     torch_remat,
     training_memory,
 )
-from course_utils.precision.scaling import (
-    adam_eps_share,
-    overflow_exponent,
-    scale_trace,
-    simulate_cast,
-    torch_activation_grads,
-    torch_fp16_overflows,
-    torch_weight_grads,
-    underflow_stats,
-)
 from course_utils.precision.speed import (
     A100_PUBLISHED,
     CLAIM_BAND,
@@ -59,8 +61,7 @@ from course_utils.precision.speed import (
     stream_point,
     torch_choices,
 )
-from course_utils.precision.steptime import FP32_STEP, amp_step_label, step_medians
-from course_utils.precision.training import SeedSpread, train, unscale_norms
+from course_utils.precision.training import FP32_STEP, SeedSpread, amp_step_label, step_medians, train, unscale_norms
 
 __all__ = [
     "A100_PUBLISHED", "CLAIM_BAND", "FP32_STEP", "STREAM_OPS", "SeedSpread", "TRAINING_SCHEMES",

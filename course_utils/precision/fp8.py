@@ -14,7 +14,7 @@ import numpy as np
 
 from course_utils import calls, declare, devices, display, intervals, timing, validate
 from course_utils.declare import NonEmpty, PositiveFloat, Range
-from course_utils.precision.scaling import Module, Tensor, _linear_outputs
+from course_utils.precision.formats import Module, Tensor, _linear_outputs
 
 KINDS = ("activations", "gradients")
 MAX_WINDOW = 100_000

@@ -36,8 +36,7 @@ def bit_layout_plot(names: Names = FORMATS) -> Figure:
             left += width
     ax.set_yticks(range(len(formats)), [f.short for f in formats])
     ax.invert_yaxis()
-    ax.set_xlabel("bits (exponent bits set the range, mantissa bits the precision)")
-    ax.set_title("Bit layout")
+    ax.set(xlabel="bits (exponent bits set the range, mantissa bits the precision)", title="Bit layout")
     ax.legend(ncol=3, loc="lower right", fontsize=8)
     ax.grid(False)
     return fig
@@ -57,12 +56,9 @@ def rounding_error_plot(names: Names = FORMATS, *, low: PositiveFloat = 1e-46, h
         over = np.flatnonzero(~np.isfinite(err))
         if over.size:
             ax.axvline(magnitudes[over[0]], color=line.get_color(), linestyle=":", linewidth=1)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_ylim(1e-9, 2)
-    ax.set_xlabel("magnitude of the value")
-    ax.set_ylabel("largest relative error")
-    ax.set_title("Rounding error across magnitudes (1 = flushed to zero; dotted = overflow)")
+    ax.set(xscale="log", yscale="log", ylim=(1e-9, 2), xlabel="magnitude of the value",
+           ylabel="largest relative error",
+           title="Rounding error across magnitudes (1 = flushed to zero; dotted = overflow)")
     ax.legend(ncol=3, fontsize=8, loc="center left")
     return fig
 
@@ -86,10 +82,7 @@ def gradient_histogram_plot(values: Any, *, scale: PositiveFloat = 1.0, name: Fo
     ax.axvspan(bins[0], flush, color="#D55E00", alpha=0.15, label=f"flushed to 0 in {f.short}")
     ax.axvspan(flush, math.log2(f.min_normal), color="#E69F00", alpha=0.15, label=f"{f.short} subnormal (few bits)")
     ax.axvline(math.log2(f.max), color="#D55E00", linestyle="--", linewidth=1, label=f"{f.short} max")
-    ax.set_yscale("log")
-    ax.set_xlabel("log2 |gradient|")
-    ax.set_ylabel("count")
-    ax.set_title(f"Which gradients survive in {f.short}")
+    ax.set(yscale="log", xlabel="log2 |gradient|", ylabel="count", title=f"Which gradients survive in {f.short}")
     ax.legend(fontsize=8, loc="upper left")
     return fig
 
@@ -108,9 +101,7 @@ def scale_trace_plot(scales: Annotated[Sequence[PositiveFloat], NonEmpty],
     bad = np.flatnonzero(np.asarray(skipped, dtype=bool))
     ax.scatter(bad, np.log2(np.asarray(scales)[bad]), marker="x", color="#D55E00", zorder=3, s=40,
                label="inf/nan in gradients: step skipped, scale halved")
-    ax.set_xlabel("step")
-    ax.set_ylabel("log2(scale)")
-    ax.set_title("torch.amp.GradScaler: growth and back-off")
+    ax.set(xlabel="step", ylabel="log2(scale)", title="torch.amp.GradScaler: growth and back-off")
     ax.legend(fontsize=8)
     return fig
 
@@ -143,11 +134,8 @@ def throughput_plot(measured: Annotated[Mapping[Text, PositiveFloat], NonEmpty],
         ax.barh(names, rates, color=[plotting.color_for(n, i) for i, n in enumerate(names)])
         for y, r in enumerate(rates):
             ax.text(r, y, f" {r:,.0f}", va="center", fontsize=8)
-        ax.set_xscale("log")
-        ax.set_xlim(min(rates) / 2, max(rates) * 8)
+        ax.set(xscale="log", xlim=(min(rates) / 2, max(rates) * 8), xlabel="GFLOP/s (log scale)", title=title)
         ax.invert_yaxis()
-        ax.set_xlabel("GFLOP/s (log scale)")
-        ax.set_title(title)
     return fig
 
 
@@ -167,9 +155,8 @@ def memory_stack_plot(breakdowns: Annotated[Mapping[str, Mapping[str, declare.No
     for x, total in enumerate(bottoms):
         ax.text(x, total, f"{total:g}", ha="center", va="bottom")
     ax.set_xticks(range(len(breakdowns)), [plotting.wrap_label(name, 18) for name in breakdowns])
-    ax.set_ylim(0, bottoms.max() * 1.2 or 1)
-    ax.set_ylabel(unit)
-    ax.set_title("Training state per parameter, computed (activations not included)")
+    ax.set(ylim=(0, bottoms.max() * 1.2 or 1), ylabel=unit,
+           title="Training state per parameter, computed (activations not included)")
     fig.legend(fontsize=8, loc="outside lower center", ncols=3)
     return fig
 
@@ -183,13 +170,8 @@ def lines_plot(x: Annotated[Sequence[float], declare.NonEmpty],
     for i, (label, ys) in enumerate(series.items()):
         ax.plot(x, ys, label=label, color=plotting.PALETTE[i % len(plotting.PALETTE)], marker="o" if len(x) < 20
                 else None, markersize=3)
-    if logx:
-        ax.set_xscale("log")
-    if logy:
-        ax.set_yscale("log")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
+    ax.set(xscale="log" if logx else "linear", yscale="log" if logy else "linear", xlabel=xlabel, ylabel=ylabel,
+           title=title)
     ax.legend(fontsize=8)
     return fig
 
@@ -208,10 +190,8 @@ def loss_curves_plot(runs: Annotated[Mapping[str, Annotated[Sequence[Any], NonEm
         ax.plot(steps, curves.mean(axis=0), color=color, label=f"{label} ({len(curves)} seeds)")
         if len(curves) > 1:
             ax.fill_between(steps, curves.min(axis=0), curves.max(axis=0), color=color, alpha=0.2, linewidth=0)
-    ax.set_yscale("log")
-    ax.set_xlabel("step")
-    ax.set_ylabel(f"training loss ({window}-step mean)")
-    ax.set_title(title + (" (band: range over seeds)" if max(len(seeds) for seeds in runs.values()) > 1 else ""))
+    ax.set(yscale="log", xlabel="step", ylabel=f"training loss ({window}-step mean)",
+           title=title + (" (band: range over seeds)" if max(len(seeds) for seeds in runs.values()) > 1 else ""))
     ax.legend(fontsize=8)
     return fig
 
@@ -226,8 +206,7 @@ def amax_plot(history: AmaxHistory, *, layer: Annotated[int, Range(0, 10_000)] =
             raise ValueError(f"layer must be below the {series.shape[1]} layers recorded; got {layer}")
         ax.plot(series[:, layer], color=plotting.PALETTE[i], label=f"{kind} of Linear {layer}")
     ax.set_yscale("log", base=2)
-    ax.set_xlabel("training step")
-    ax.set_ylabel("amax (largest |value|)")
-    ax.set_title("The amax a per-tensor fp8 scale follows, one layer, fp32 training")
+    ax.set(xlabel="training step", ylabel="amax (largest |value|)",
+           title="The amax a per-tensor fp8 scale follows, one layer, fp32 training")
     ax.legend(fontsize=8)
     return fig

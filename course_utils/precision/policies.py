@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from course_utils import calls, declare, env
 from course_utils.declare import NonEmpty
-from course_utils.precision.scaling import Module, Tensor
+from course_utils.precision.formats import Module, Tensor
 
 DtypeReport = dict[str, set[str]]
 REPORT_KEYS = ("weights", "activations", "loss", "gradients")
@@ -129,7 +129,6 @@ def jax_dtypes(apply: Callable[[Any, Any], Any], params: Any, x: Any, y: Any, *,
 @declare.checked
 def dtype_summary(report: dict[str, set[str]]) -> DtypeReport:
     """``report`` without the loss value (the part a notebook compares with the expected dtypes)."""
-    missing = [k for k in REPORT_KEYS if k not in report]
-    if missing:
-        raise ValueError(f"report must hold {', '.join(REPORT_KEYS)}; missing {missing}")
+    if not set(REPORT_KEYS) <= set(report):
+        raise ValueError(f"report must hold {', '.join(REPORT_KEYS)}; got {sorted(report)}")
     return {k: v for k, v in report.items() if k != "loss value"}

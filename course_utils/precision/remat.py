@@ -12,7 +12,7 @@ import numpy as np
 from course_utils import calls, declare, display, env, intervals, timing
 from course_utils.declare import NonEmpty, PositiveInt, Range
 from course_utils.memory import compiled_stats, jax_compiled_stats, saved_activation_bytes, torch_peak_bytes
-from course_utils.precision.scaling import Tensor
+from course_utils.precision.formats import Tensor
 
 # Bytes per parameter of each piece of training state, the standard accounting (ZeRO, Rajbhandari et al. 2020).
 TRAINING_SCHEMES: dict[str, dict[str, int]] = {
@@ -220,8 +220,6 @@ def torch_grouped_saved(weights: Weights, batch: Annotated[int, Range(1, 2**24)]
     import torch.nn.functional as F
     from torch.utils.checkpoint import checkpoint
 
-    if group > len(weights):
-        raise ValueError(f"group must be at most the number of blocks ({len(weights)}); got {group}")
     tw = [(torch.tensor(a, device=device, requires_grad=True), torch.tensor(b, device=device, requires_grad=True))
           for a, b in weights]
     x = torch.ones(batch, weights[0][0].shape[0], device=device)

@@ -1,4 +1,4 @@
-"""course_utils.graphs.recompiles: compile counts, strategies, graph breaks, captured TORCH_LOGS, TF warnings."""
+"""course_utils.graphs.capture: compile counts, strategies, graph breaks, captured TORCH_LOGS, TF warnings."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""course_utils.graphs.traced: a training step's time accounted from an eager and a compiled trace."""
+"""course_utils.graphs.training: a training step's time accounted from an eager and a compiled trace."""
 
 from __future__ import annotations
 
 import pytest
 
-from course_utils import graphs, profile, timing
+from course_utils import graphs, interop, profile, timing
 
 US = 1e-6
 
@@ -13,7 +13,7 @@ def _ev(name: str, start: float, duration: float, category: str = "cpu_op") -> p
     return profile.Event(name, category, "main", start * US, duration * US)
 
 
-def _traces() -> graphs.traced.StepTrace:
+def _traces() -> graphs.training.StepTrace:
     """One step each: eager dispatches 4 ops (one nested op and one annotation's op inside); compiled calls 2 graphs
     (forward region, backward function), with 1 op outside them."""
     eager = profile.Trace("torch", None, (
@@ -29,7 +29,7 @@ def _traces() -> graphs.traced.StepTrace:
         _ev("autograd::engine::evaluate_function: CompiledFunctionBackward", 90, 50),
         _ev("## Call CompiledFxGraph def ##", 100, 30), _ev("aten::mm", 105, 20),
     ))
-    return graphs.traced.StepTrace(eager, compiled, 1)
+    return graphs.training.StepTrace(eager, compiled, 1)
 
 
 def test_step_trace_counts_dispatches_graphs_and_wrappers() -> None:
@@ -61,7 +61,7 @@ def test_trace_step_profiles_the_learners_torch_steps() -> None:
     x, y = data.classification(32)
     steps = (models.torch_sgd_step(models.torch_mlp(), lr=0.1),
              models.torch_sgd_step(torch.compile(models.torch_mlp()), lr=0.1))
-    st = graphs.trace_step("torch", *steps, graphs.batch_for("torch", x, y), steps=2)
+    st = graphs.trace_step("torch", *steps, interop.to_framework("torch", x, y), steps=2)
     assert st.eager_ops > 10 and st.graph_calls >= 2 and st.graph_time > 0
 
 

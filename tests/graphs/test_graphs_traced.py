@@ -1,4 +1,4 @@
-"""course_utils.graphs.traced: dispatches per call counted from profiler traces."""
+"""course_utils.graphs.training: dispatches per call counted from profiler traces."""
 
 from __future__ import annotations
 
@@ -23,5 +23,5 @@ def test_torch_eager_chain_dispatches_eleven_ops_and_compiled_one() -> None:
 def test_trace_events_per_call_are_rounded() -> None:
     events = tuple(profile.Event("ExecuteHelperOnSingleDevice", "op", "t", i * 1e-6, 1e-7) for i in range(83))
     trace = profile.Trace("jax", None, events)
-    row = graphs.traced.TracedCalls("jax", 3, trace, profile.Trace("jax", None, events[:9])).table_row()
+    row = graphs.training.TracedCalls("jax", 3, trace, profile.Trace("jax", None, events[:9])).table_row()
     assert row[3] == "27.7" and row[4] == "3"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from course_utils import data, env, graphs, models, timing
+from course_utils import data, env, graphs, interop, models, timing
 
 
 def _steps(framework: str) -> tuple:
@@ -31,7 +31,7 @@ def test_same_losses_eager_and_compiled(framework: str) -> None:
     if not env.available(framework):
         pytest.skip(f"{framework} not installed")
     x, y = data.classification(32)
-    batch = graphs.batch_for(framework, x, y)
+    batch = interop.to_framework(framework, x, y)
     modules, steps = _steps(framework)
     run = graphs.run_losses(framework, *steps, batch, 3)
     assert len(run.eager) == len(run.compiled) == 3 and run.max_abs_diff < 1e-4

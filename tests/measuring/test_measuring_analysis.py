@@ -8,7 +8,7 @@ import time
 import pytest
 
 from course_utils import calls, intervals, measuring, timing
-from course_utils.measuring import hierarchy, speedups, workloads
+from course_utils.measuring import hierarchy, speedups
 
 CACHES = {"L1d": 48 * 2**10, "L2": 2 * 2**20, "L3": 32 * 2**20}
 
@@ -55,10 +55,10 @@ def test_bend_is_read_off_the_curve_not_from_the_faulting_top() -> None:
     # flat to 16k, twice the floor between 16k and 131k, then a top paid for by page faults
     times = [2e-6, 2e-6, 2.1e-6, 2.3e-6, 3e-6, 8e-6, 60e-6, 9e-3]
     faults = [0, 0, 0, 0, 0, 0, 0, 1.0]
-    found = workloads.bend(sizes, [_m(t, faults=f) for t, f in zip(times, faults)], "torch eager")
+    found = measuring.bends(sizes, {"torch eager": [_m(t, faults=f) for t, f in zip(times, faults)]})["torch eager"]
     assert found.floor == pytest.approx(2e-6) and 16384 < found.size < 131072
     assert found.faulted_from == 8388608 and found.slope == pytest.approx(2.41, abs=0.01) and found.within
-    flat = workloads.bend(sizes[:3], [_m(1e-6), _m(1.1e-6), _m(1.2e-6)])
+    flat = measuring.bends(sizes[:3], {"flat": [_m(1e-6), _m(1.1e-6), _m(1.2e-6)]})["flat"]
     assert flat.size is None and not flat.within and flat.faulted_from is None
     table = repr(measuring.bends_table({"torch eager": found, "flat": flat}))
     assert "past the sweep" in table and "8,388,608" in table

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from course_utils import display, findings, intervals, timing
 from course_utils.measuring import findings as f00
-from course_utils.measuring.limits import EagerGap
+from course_utils.measuring.workloads import EagerGap
 
 MAX = display.MAX_PARAGRAPH_WORDS
 

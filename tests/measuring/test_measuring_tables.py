@@ -3,13 +3,10 @@ medians, or the table names the estimate it prints (issue 36 rule 1); torch's de
 
 from __future__ import annotations
 
-import os
-
-import pytest
 from printed import divides_or_names
 
-from course_utils import devices, timing
-from course_utils.measuring import speedups, workloads
+from course_utils import timing
+from course_utils.measuring import speedups
 
 
 def _m(median: float, rounds: tuple[float, ...]) -> timing.Measurement:
@@ -24,14 +21,3 @@ def test_chain_table_names_the_estimate_its_speed_ups_are() -> None:
     assert table.column("speed-up (geometric mean)")[0].startswith("3.17x")
     assert "geometric mean of the 3 per-round ratios" in table.note and "not the ratio" in table.note
     divides_or_names(table, "baseline time (median)", "compiled time (median)", "speed-up (geometric mean)")
-
-
-@pytest.mark.parametrize(("name", "device"), [("T4", "cpu"), ("TPU v5e-1", "cpu")])
-def test_torch_setup_reads_the_device_plan(monkeypatch: pytest.MonkeyPatch, name: str, device: str) -> None:
-    monkeypatch.setenv(devices.SIMULATE, name)  # COURSE_DEVICE: the plan of a known device, not this machine's
-    devices.current.cache_clear()
-    try:
-        # a TPU runtime's torch runs on the host CPU, with its cores; a rehearsed T4 keeps torch on this machine
-        assert workloads.torch_setup() == (device, os.cpu_count() or 1)
-    finally:
-        devices.current.cache_clear()

@@ -36,7 +36,7 @@ def test_templates_are_declared_once_and_exported() -> None:
     assert "findings" in P.__all__ and P.findings is F
 
 
-def _scale(trace: P.scaling.ScaleTrace) -> findings.Finding:
+def _scale(trace: P.formats.ScaleTrace) -> findings.Finding:
     return F.LOSS_SCALE.score(
         findings.true("the first step overflowed and was skipped", trace.first_skipped),
         findings.within("the ceiling's median minus the settled scale's top", trace.gap, -0.5, 1.5, unit=""),

@@ -1,4 +1,4 @@
-"""course_utils.precision.scaling: flushed and overflowed counts, the overflow exponent, torch fp16 gradients."""
+"""course_utils.precision.formats: flushed and overflowed counts, the overflow exponent, torch fp16 gradients."""
 
 from __future__ import annotations
 

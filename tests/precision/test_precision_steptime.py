@@ -1,5 +1,5 @@
-"""precision.steptime: the notebook's step from a module, timed in one process and in fresh processes; no speed
-is asserted."""
+"""precision.training.step_medians: the notebook's step from a module, timed in one process and in fresh processes;
+no speed is asserted."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def test_the_fp32_step_is_a_plain_sgd_step() -> None:
     x, y = torch.randn(6, 8), torch.randint(0, 4, (6,))
     ours, plain = models.torch_mlp(SIZES, seed=1), models.torch_mlp(SIZES, seed=1)
     opt, plain_opt = (torch.optim.SGD(m.parameters(), lr=0.1) for m in (ours, plain))
-    P.steptime.train_step(ours, opt, torch.amp.GradScaler("cpu", enabled=False), x, y, dtype=torch.float32)
+    P.training.train_step(ours, opt, torch.amp.GradScaler("cpu", enabled=False), x, y, dtype=torch.float32)
     torch.nn.functional.cross_entropy(plain(x), y).backward()
     plain_opt.step()
     assert all(torch.equal(a, b) for a, b in zip(ours.parameters(), plain.parameters()))
@@ -28,7 +28,7 @@ def test_the_bf16_step_runs_its_matmuls_in_bf16_and_keeps_fp32_weights() -> None
     seen = []
     model[0].register_forward_hook(lambda _m, _i, out: seen.append(out.dtype))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    P.steptime.train_step(model, opt, torch.amp.GradScaler("cpu", enabled=False), torch.randn(4, 8),
+    P.training.train_step(model, opt, torch.amp.GradScaler("cpu", enabled=False), torch.randn(4, 8),
                           torch.randint(0, 4, (4,)), dtype=torch.bfloat16)
     assert seen == [torch.bfloat16] and all(p.dtype == torch.float32 for p in model.parameters())
 
@@ -43,7 +43,7 @@ def test_step_medians_names_both_steps_as_the_notebook_does() -> None:
 def test_the_claim_is_scored_across_fresh_processes_with_the_in_process_figure_beside_it() -> None:
     found = fresh.replicate(P.step_medians, n=2, kwargs={"widths": list(SIZES), "batch": 8, "rounds": 2,
                                                          "min_time": 0.02, "threads": 1})
-    assert found.target == "course_utils.precision.steptime:step_medians"
+    assert found.target == "course_utils.precision.training:step_medians"
     assert found.setups[0]["torch"] == torch.__version__ and found.setups[0]["threads"] == 1
     assert found.setups[0]["device"] == "cpu"
     across = found.speedup(P.FP32_STEP, P.amp_step_label("bfloat16"))
