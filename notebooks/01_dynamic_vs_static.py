@@ -207,6 +207,8 @@ cache
 print("the cold process missed Inductor's FX-graph cache, both warm ones hit it:",
       cache.runs["cold"].misses > 0 and all(cache.runs[k].hits > 0 and cache.runs[k].misses == 0
                                             for k in ("portable", "local")))
+assert cache.runs["portable"].libraries_before == 0 and cache.runs["portable"].load_seconds > 0, cache.runs["portable"]
+assert cache.artifact_bytes > 0 and min(cache.cold, cache.portable, cache.local) > 0, cache
 
 # %%
 warm_share = {"portable": cache.portable / cache.cold, "local": cache.local / cache.cold}

@@ -76,7 +76,7 @@ report
 # %% tags=["device"]
 sizes = cu.env.sizes(
     quick=dict(ci=0.1, cpu=0.2),  # seconds per timed workload and round
-    fp32_steps=dict(ci=400, cpu=400),  # section 2's fp32 run (and section 6's runs where 16-bit has units)
+    fp32_steps=dict(smoke=60, ci=400, cpu=400),  # section 2's fp32 run (and section 6's runs where 16-bit has units)
     fp16_steps=dict(ci=120, cpu=200),  # section 2's GradScaler run
     matmul_n=dict(ci=512, cpu=1024, gpu=4096, tpu=1024),  # section 5's square matmul, where 16-bit has units
     matmul_n_emulated=dict(ci=128, cpu=256, gpu=4096, tpu=256),  # the same where 16-bit is emulated
