@@ -55,7 +55,7 @@ cu.notebook.setup()
 
 # %% tags=["device"]
 sizes = cu.env.sizes(
-    min_time=dict(ci=0.05, cpu=0.075, gpu=0.1),  # seconds of timed calls per measurement (multiples of it for longer ones)
+    min_time=dict(ci=0.05, cpu=0.075, gpu=0.1),  # seconds of timed calls per measurement (or multiples of it)
     chain=dict(ci=2**16, cpu=2**20, gpu=2**24),  # floats in section 2's gelu chain
     depth=dict(smoke=2, ci=4, cpu=4, gpu=8),  # blocks in section 3's stack (smoke: 2, its compiles are cold by design)
     chain_00=dict(ci=2**20, cpu=2**22, gpu=2**26, tpu=2**26),  # notebook 00's chain size (its sizes table)
