@@ -61,7 +61,7 @@ sizes = cu.env.sizes(
     chain_00=dict(ci=2**20, cpu=2**22, gpu=2**26, tpu=2**26),  # notebook 00's chain size (its sizes table)
     sweep=dict(ci=[2**4, 2**8, 2**12, 2**16], cpu=[2**k for k in range(4, 21, 4)]),  # section 4's chain sizes
     batch=dict(ci=256, cpu=1024),  # rows per batch of section 8's training step
-    processes=dict(smoke=2, ci=3, cpu=2, gpu=3),  # fresh processes that time the seed's claim again
+    processes=dict(smoke=2, ci=3, cpu=3),  # fresh processes that time the seed's claim again
 )
 sizes
 
@@ -797,11 +797,10 @@ if "tensorflow" in FW:
 # **Prediction** (the seed's claim, on this model): `torch.compile` saves at least 30% of the step (interval above 1.43x).
 #
 # The claim is about any run, not this process: the step is timed again in fresh Python processes, one after another
-# (3 at ci and accelerator sizes, 2 at laptop and smoke size), each process's two medians paired into one ratio, so
-# its interval is "across N fresh processes"; section 8's interval stays beside it, "in this process". A fresh
-# process cannot import a notebook's function, so it runs `cu.graphs.step_medians` from
-# `course_utils/graphs/training.py`: section 8's torch recipe (`torch.compile(model)` plus a compiled
-# `optimizer.step`, same MLP, batch, learning rate, threads).
+# (3 at ci and laptop size, 2 at smoke size), each process's two medians paired into one ratio, so its interval is
+# "across N fresh processes"; section 8's interval stays beside it, "in this process". A fresh process cannot import
+# a notebook's function, so it runs `cu.graphs.step_medians` from `course_utils/graphs/training.py`: section 8's
+# torch recipe (`torch.compile(model)` plus a compiled `optimizer.step`, same MLP, batch, learning rate, threads).
 
 # %%
 fresh_steps = cu.fresh.replicate(cu.graphs.step_medians, n=sizes.processes, kwargs={

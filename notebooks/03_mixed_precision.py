@@ -85,7 +85,7 @@ sizes = cu.env.sizes(
     step_widths=dict(ci=(256, 1024, 1024, 10), cpu=(256, 2048, 2048, 10), gpu=(1024, 8192, 8192, 10),
                      tpu=(256, 2048, 2048, 10)),  # section 5's MLP step, where 16-bit has units
     step_batch=dict(ci=256, cpu=512, gpu=4096, tpu=512),  # its batch
-    fresh_processes=dict(smoke=2, ci=3, cpu=2, gpu=3),  # fresh processes that time the step again
+    fresh_processes=dict(smoke=2, ci=3, cpu=3),  # fresh processes that time the step again
     remat=dict(ci=(128, 6, 2048), cpu=(128, 8, 4096), gpu=(1024, 8, 4096),
                tpu=(128, 8, 8192)),  # section 7's checkpointed blocks: width, blocks, batch
 )
@@ -517,8 +517,8 @@ v_halving.prose()
 #
 # Rounds in one process share that process's memory placement, allocator state, code layout and thread pool, so
 # their interval holds "in this process" only. The seed's claim is about any run, so it is scored on the same step
-# timed again in fresh Python processes, one after another (3 at ci and accelerator sizes, 2 at laptop and smoke
-# size), each process's two medians paired into one ratio: the interval "across N fresh processes".
+# timed again in fresh Python processes, one after another (3 at ci and laptop size, 2 at smoke size), each
+# process's two medians paired into one ratio: the interval "across N fresh processes".
 #
 # A fresh process cannot
 # import a function defined in a notebook, so it runs `cu.precision.step_medians`: the same recipe as
