@@ -57,8 +57,8 @@ cu.notebook.setup()
 # %% tags=["device"]
 sizes = cu.env.sizes(
     matmul=dict(ci=768, cpu=1536, gpu=8192, tpu=8192),  # n of section 2's n x n matmul
-    chain=dict(ci=2**20, cpu=2**23, gpu=2**26, tpu=2**26),  # floats in section 3's gelu chain (notebook 01 reads it)
-    sweep_top=dict(ci=23, cpu=26, gpu=27, tpu=27),  # the overhead sweep's largest size, as a power of two
+    chain=dict(ci=2**20, cpu=2**22, gpu=2**26, tpu=2**26),  # floats in section 3's gelu chain (notebook 01 reads it)
+    sweep_top=dict(ci=23, cpu=25, gpu=27, tpu=27),  # the overhead sweep's largest size, as a power of two
     sweep_cap=dict(ci=2 * cu.roofline.CI_CAP, cpu=2**36),  # bytes: the hierarchy sweep's largest working set
     library_n=dict(ci=1024, cpu=2048, gpu=8192, tpu=8192),  # n of the matmul each library runs (the roofs' probe)
     processes=dict(smoke=2, ci=3, cpu=3),  # fresh processes that time the headline speed-up again

@@ -57,10 +57,10 @@ cu.notebook.setup()
 
 # %% tags=["device"]
 sizes = cu.env.sizes(
-    rows=dict(ci=8192, cpu=16384, gpu=131072, tpu=65536),  # rows of x (x is rows x 1024 float32), sections 2-5
+    rows=dict(ci=8192, cpu=12288, gpu=131072, tpu=65536),  # rows of x (x is rows x 1024 float32), sections 2-5
     matmul_n=dict(ci=1024, cpu=2048, gpu=8192, tpu=4096),  # n of section 6's matmul with its epilogue
     legacy_rows=dict(ci=1024, cpu=1024, gpu=16384, tpu=2048),  # rows through section 7's slow NumPy op
-    attention=dict(ci=(1, 4, 1024, 64), cpu=(1, 8, 2048, 64), gpu=(1, 16, 4096, 64),
+    attention=dict(ci=(1, 4, 1024, 64), cpu=(1, 4, 2048, 64), gpu=(1, 16, 4096, 64),
                    tpu=(1, 4, 1024, 64)),  # section 8's batch, heads, length, head dim
     sweep_rows=dict(ci=[4, 64, 1024], cpu=[4, 64, 1024, 4096], gpu=[16, 256, 4096, 65536],
                     tpu=[16, 256, 4096]),  # Going further: the rows of each size in the speed-up sweep

@@ -76,17 +76,17 @@ report
 # %% tags=["device"]
 sizes = cu.env.sizes(
     quick=dict(ci=0.1, cpu=0.2),  # seconds per timed workload and round
-    fp32_steps=dict(ci=400, cpu=500),  # section 2's fp32 run (and section 6's runs where 16-bit has units)
+    fp32_steps=dict(smoke=60, ci=400, cpu=400, gpu=500),  # section 2's fp32 run (section 6's where 16-bit has units)
     fp16_steps=dict(ci=120, cpu=200),  # section 2's GradScaler run
     matmul_n=dict(ci=512, cpu=1024, gpu=4096, tpu=1024),  # section 5's square matmul, where 16-bit has units
     matmul_n_emulated=dict(ci=128, cpu=256, gpu=4096, tpu=256),  # the same where 16-bit is emulated
-    stream_bytes=dict(ci=64 * 2**20, cpu=256 * 2**20, gpu=2**30, tpu=256 * 2**20),  # a STREAM fp32 array, at least
+    stream_bytes=dict(ci=64 * 2**20, cpu=128 * 2**20, gpu=2**30, tpu=256 * 2**20),  # a STREAM fp32 array, at least
     stream_cap=dict(ci=256 * 2**20, cpu=2**30, gpu=2**32, tpu=2**30),  # ... and at most (it is 4x the cache)
     step_widths=dict(ci=(256, 1024, 1024, 10), cpu=(256, 2048, 2048, 10), gpu=(1024, 8192, 8192, 10),
                      tpu=(256, 2048, 2048, 10)),  # section 5's MLP step, where 16-bit has units
     step_batch=dict(ci=256, cpu=512, gpu=4096, tpu=512),  # its batch
     fresh_processes=dict(smoke=2, ci=3, cpu=3),  # fresh processes that time the step again
-    remat=dict(ci=(128, 6, 2048), cpu=(128, 8, 8192), gpu=(1024, 8, 4096),
+    remat=dict(ci=(128, 6, 2048), cpu=(128, 8, 4096), gpu=(1024, 8, 4096),
                tpu=(128, 8, 8192)),  # section 7's checkpointed blocks: width, blocks, batch
 )
 QUICK = sizes.quick

@@ -75,16 +75,6 @@ def test_cache_times_table_and_seconds() -> None:
                              "before": 0}
 
 
-@pytest.mark.integration
-def test_compile_cache_times_runs_three_fresh_processes() -> None:
-    pytest.importorskip("torch")
-    times = graphs.compile_cache_times(1, 8)
-    assert set(times.runs) == {"cold", "portable", "local"} and times.artifact_bytes > 0
-    assert times.runs["cold"].misses >= 1 and times.runs["local"].hits >= 1 and times.runs["local"].misses == 0
-    assert times.runs["portable"].libraries_before == 0 and times.runs["portable"].load_seconds > 0
-    assert all(isinstance(s, float) and s > 0 for s in (times.cold, times.portable, times.local))
-
-
 def test_cache_worker_shows_the_file() -> None:
     assert "save_cache_artifacts" in graphs.cache_worker().data
 
