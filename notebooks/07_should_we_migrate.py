@@ -74,13 +74,13 @@ sizes = cu.env.sizes(
     rounds=dict(smoke=2, cpu=4),  # the ladder's paired rounds (an epoch per rung each, in turns): every set-up,
     final_rounds=dict(smoke=3, cpu=6),  # and the fastest set-up eager beside compiled
     processes=dict(smoke=2, ci=3, cpu=3),  # fresh processes per assess
-    steps=dict(smoke=2, ci=10, cpu=10),  # timed steps per variant in each fresh process (the replicates: processes)
+    steps=dict(smoke=2, ci=10, cpu=10, gpu=20),  # timed steps per variant in each fresh process (replicates: processes)
     vocab=dict(ci=256, cpu=256, gpu=4096),  # transformer block: vocabulary
     dim=dict(ci=64, cpu=128, gpu=512),  # transformer block: width
     heads=dict(ci=4, cpu=4, gpu=8),  # transformer block: attention heads
     length=dict(ci=64, cpu=128, gpu=512),  # transformer block: tokens per sequence
     sequences=dict(ci=16, cpu=16, gpu=32),  # transformer block: sequences per batch
-    min_time=dict(smoke=0.05, ci=0.2, cpu=0.2),  # framework table: seconds per timed round
+    min_time=dict(smoke=0.05, ci=0.2, cpu=0.2, gpu=0.3),  # framework table: seconds per timed round
 )
 sizes
 
