@@ -23,6 +23,9 @@ from conftest import COURSE_NOTEBOOKS, ROOT
 
 KERNEL = "eager-to-compiled"
 TITLES = {"tensorflow": "TensorFlow", "jax": "JAX"}
+# a cell past this is taken for a hang (smoke cells take seconds): the kernel's stacks are printed before pytest's
+# own 900 s timeout would end the test without them
+CELL_TIMEOUT_S = 420
 BLOCKED = ["tensorflow,jax"] if os.environ.get("COURSE_EDITIONS", "both") != "each" else ["tensorflow", "jax"]
 _TITLE = "|".join(TITLES.values())
 _MISSING = re.compile(rf"((?:{_TITLE})(?: and (?:{_TITLE}))*) (?:is|are) not installed")
@@ -46,10 +49,10 @@ def missing_named(executed: str) -> set[str]:
 def run_without(blocked: str, ipynb, tmp_path) -> None:
     env = {**os.environ, "COURSE_SIZE": "smoke", "COURSE_BLOCK": blocked}
     out = subprocess.run([sys.executable, "tools/learner_edition.py", "--out", str(tmp_path), "--execute",
-                          "--kernel", KERNEL, str(ipynb)], cwd=ROOT, env=env, capture_output=True, text=True,
-                         timeout=900)
+                          "--kernel", KERNEL, "--timeout", str(CELL_TIMEOUT_S), str(ipynb)], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, f"learner edition of {ipynb.stem} without {blocked}:\n{out.stdout[-3000:]}\n" \
-                                f"{out.stderr[-3000:]}"
+                                f"{out.stderr[-8000:]}"
     said = missing_named((tmp_path / ipynb.name).read_text())
     for framework in blocked.split(","):
         assert framework in said, f"{ipynb.stem} never said that {TITLES[framework]} is missing (it named {said})"

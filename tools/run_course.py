@@ -36,17 +36,26 @@ def course_notebooks() -> list[Path]:
 
 class KernelWatch:
     """Keeps the kernel's process and samples its memory (with its children) every half second while a notebook
-    runs, so that a kernel that dies is reported with its exit status, the signal that ended it and its peak."""
+    runs, so that a kernel that dies is reported with its exit status, the signal that ended it and its peak. A
+    cell that runs past ``hang_after`` seconds is taken for a hang: its process tree is listed and each process is
+    sent SIGABRT, which the faulthandler (PYTHONFAULTHANDLER, set by ``execute``) turns into every thread's Python
+    stack on the kernel's stderr, so a hang in CI names the line it waited on."""
 
-    def __init__(self) -> None:
+    def __init__(self, hang_after: float | None = None) -> None:
         self.process: Any = None
         self.peak = 0
+        self.hang_after = hang_after
+        self.hung = ""
+        self._cell: tuple[int, float] | None = None
         self._stop = threading.Event()
 
     def start(self, client: NotebookClient) -> None:
         self.process = getattr(client.km.provisioner, "process", None)
         if self.process is not None:
             threading.Thread(target=self._sample, daemon=True).start()
+
+    def cell_started(self, cell_index: int, **_: Any) -> None:
+        self._cell = cell_index, time.monotonic()
 
     def stop(self) -> None:
         self._stop.set()
@@ -55,10 +64,26 @@ class KernelWatch:
         while not self._stop.wait(0.5):
             try:
                 kernel = psutil.Process(self.process.pid)
-                rss = sum(p.memory_info().rss for p in (kernel, *kernel.children(recursive=True)))
+                tree = [kernel, *kernel.children(recursive=True)]
+                rss = sum(p.memory_info().rss for p in tree)
             except (psutil.Error, OSError):
                 return
             self.peak = max(self.peak, rss)
+            if self.hang_after and self._cell and not self.hung and time.monotonic() - self._cell[1] > self.hang_after:
+                self.hung = self._abort(tree)
+
+    def _abort(self, tree: list[psutil.Process]) -> str:
+        """List ``tree`` (pid, state, CPU seconds, command) and send each process SIGABRT; the listing."""
+        rows = []
+        for p in tree:
+            try:
+                cpu = sum(p.cpu_times()[:2])
+                rows.append(f"{p.pid} {p.status()} {cpu:.1f} cpu-s {' '.join(p.cmdline())[:120]}")
+                p.send_signal(signal.SIGABRT)
+            except psutil.Error:
+                continue
+        return (f"cell {self._cell[0]} ran past {self.hang_after:.0f} s: taken for a hang; its processes (each sent "
+                "SIGABRT, their Python stacks are on stderr):\n  " + "\n  ".join(rows))
 
     def why(self) -> str:
         """What ended the kernel: its exit status (a negative one names the signal) and its sampled peak memory."""
@@ -69,24 +94,27 @@ class KernelWatch:
                  if code < 0 else f"the kernel exited with status {code}")
         available = psutil.virtual_memory().available
         return (f"{ended}; peak memory of the kernel and its children {self.peak / 2**30:.2f} GiB (sampled every "
-                f"0.5 s), {available / 2**30:.1f} GiB available on the machine now")
+                f"0.5 s), {available / 2**30:.1f} GiB available on the machine now" + (f"; {self.hung}" if self.hung
+                                                                                        else ""))
 
 
 def execute(path: Path, kernel: str, timeout: int) -> tuple[nbformat.NotebookNode, float, str | None]:
     """Run one notebook top to bottom in its own folder; return it, the seconds it took and any error (a kernel
-    that died says how: exit status or signal, and peak memory)."""
+    that died says how: exit status or signal, and peak memory; a cell that hangs, where it waited)."""
+    os.environ.setdefault("PYTHONFAULTHANDLER", "1")  # the kernel and its children print their stacks on SIGABRT
     nb = nbformat.read(path, as_version=4)
-    watch = KernelWatch()
+    watch = KernelWatch(hang_after=max(1.0, timeout - 30.0))
     client = NotebookClient(nb, kernel_name=kernel, timeout=timeout, resources={"metadata": {"path": str(path.parent)}})
     client.on_notebook_start = lambda notebook: watch.start(client)
+    client.on_cell_start = watch.cell_started
     start = time.perf_counter()
     error = None
     try:
         client.execute()
     except CellExecutionError as exc:
         error = str(exc).strip().splitlines()[-1] if str(exc).strip() else repr(exc)
-    except DeadKernelError:
-        error = f"DeadKernelError: {watch.why()}"
+    except (DeadKernelError, TimeoutError):
+        error = f"the kernel stopped: {watch.why()}"
     finally:
         watch.stop()
     return nb, time.perf_counter() - start, error
