@@ -72,13 +72,14 @@ def run_child(command: Annotated[Sequence[Text], NonEmpty], *, log: Path | str,
               timeout: Annotated[float, Range(0, MAX_TIMEOUT_S, low_open=True)], env: Mapping[Text, str] | None = None,
               on_line: Callable[[str], None] | None = None, on_start: Callable[[int], None] | None = None) -> None:
     """Run ``command`` in its own process group, stdout lines to ``on_line``, stderr to ``log``; ``ChildFailed`` (the
-    log's tail) on a non-zero exit, TimeoutError past ``timeout``; on any exit nothing it started is left running."""
+    log's tail) on a non-zero exit, TimeoutError past ``timeout``; on any exit nothing it started is left running.
+    Its stdout is read in raw chunks, never a blocking readline: a process it started may keep the pipe open after
+    it exits (a loader's forkserver, a compile worker), and a line half written must not stall the deadline."""
     command, log = list(command), Path(log)
     known: dict[int, psutil.Process] = {}
     with open(log, "w") as err:
         try:
-            proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, text=True, env=env,
-                                    start_new_session=True, bufsize=1)
+            proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, env=env, start_new_session=True)
         except OSError as exc:  # no such program, or not one that may run
             raise ValueError(f"command[0] {command[0]!r} cannot be started: {exc}") from None
     try:
@@ -86,20 +87,29 @@ def run_child(command: Annotated[Sequence[Text], NonEmpty], *, log: Path | str,
             on_start(proc.pid)
         deadline = time.monotonic() + timeout
         assert proc.stdout is not None
+        fd, pending = proc.stdout.fileno(), b""
         while True:
             for p in _tree(proc.pid):
                 known.setdefault(p.pid, p)
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the measuring process ran past timeout={timeout:g} s and was stopped")
-            ready, _, _ = select.select([proc.stdout], [], [], 0.5)
+            ready, _, _ = select.select([fd], [], [], 0.5)
             if not ready:
+                if proc.poll() is not None:
+                    break  # it exited and its pipe is drained; what still holds the pipe open, stop() ends
                 continue
-            line = proc.stdout.readline()
-            if not line:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
                 break
-            if on_line is not None:
-                on_line(line.rstrip("\n"))
-        code = proc.wait()
+            *lines, pending = (pending + chunk).split(b"\n")
+            for line in lines if on_line is not None else ():
+                on_line(line.decode(errors="replace"))
+        if pending and on_line is not None:
+            on_line(pending.decode(errors="replace"))
+        try:
+            code = proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            raise TimeoutError(f"the measuring process ran past timeout={timeout:g} s and was stopped") from None
         if code != 0:
             raise ChildFailed(f"the measuring process failed ({_exit_text(code)}); the end of its log {log}:\n"
                               + tail(log))

@@ -220,6 +220,22 @@ def test_a_child_that_fails_shows_its_log_and_one_past_its_timeout_is_stopped(tm
                            log=tmp_path / "c.log", timeout=60)
 
 
+def test_a_child_whose_own_child_keeps_the_pipe_returns_when_it_exits_and_a_half_line_keeps_the_deadline(
+        tmp_path) -> None:
+    """CI's 07 edition hung at stop 44: a pipe held open after the measuring process exits (a process it started
+    inherits its stdout) must not wait for the deadline, and a line written without its newline must not block."""
+    keeper = ("import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', "
+              "'assess-test-keeper']); print('one'); print('two', end=''); sys.stdout.flush()")
+    lines, started = [], time.monotonic()
+    children.run_child([sys.executable, "-c", keeper], log=tmp_path / "a.log", timeout=30, on_line=lines.append)
+    assert lines == ["one", "two"] and time.monotonic() - started < 15 and not survivors("assess-test-keeper")
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match="timeout=2"):
+        children.run_child([sys.executable, "-c", "import sys, time; print('half', end=''); sys.stdout.flush(); "
+                            "time.sleep(60)"], log=tmp_path / "b.log", timeout=2)
+    assert time.monotonic() - started < 10
+
+
 def test_end_to_end_steps_draw_from_a_dataloader_with_workers_and_time_the_wait_apart(dropout_run, drifts_run) -> None:
     _, found, out = dropout_run
     assert found.batch_inputs == "end-to-end" and found.eager_wait_s is not None and found.deciding.wait_s is not None
