@@ -231,10 +231,9 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True, help="folder for answer_key.md")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    from build_slides import source_for  # the decks' rule: build/notebooks after `make course`, else stored
 
     target = args.out / "answer_key.md"
-    target.write_text(markdown(*entries({name: source_for(name) for name in course_file.notebooks()})))
+    target.write_text(markdown(*entries({name: course_file.source_for(name) for name in course_file.notebooks()})))
     print(f"wrote {target}")
     return 0
 

@@ -97,12 +97,6 @@ def deck_order(config: dict, names: list[str]) -> list[str]:
     return listed + sorted(name for name in names if name not in listed)
 
 
-def source_for(name: str) -> Path:
-    """The executed notebook in build/notebooks/ when there is one, else the stored one in notebooks/."""
-    executed = ROOT / "build" / "notebooks" / f"{name}.ipynb"
-    return executed if executed.exists() else ROOT / "notebooks" / f"{name}.ipynb"
-
-
 def slide_type(cell: dict) -> str:
     """The cell's slideshow slide_type ('-' when it has none)."""
     return (cell.get("metadata", {}).get("slideshow") or {}).get("slide_type", "-") or "-"
@@ -626,7 +620,7 @@ def render_deck(name: str, config: dict, part: int, parts: int, exporter=None, s
     """Render one notebook's deck; return {'html', 'math', 'expected_slides', ...} (html not written)."""
     from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
-    source = source or source_for(name)
+    source = source or course_file.source_for(name)
     nb = nbformat.read(source, as_version=4)
     deck = config.get("deck", {})
     solutions = deck.get("solutions", "notes")
@@ -728,7 +722,7 @@ def _inputs(names: list[str]) -> list[Path]:
     fixed = [CONFIG, GUIDE, HELPERS, SLIDES / "package-lock.json", Path(__file__).resolve()]
     fixed += [p for p in TEMPLATES.rglob("*") if p.is_file()] + [p for p in (SLIDES / "assets").glob("*")]
     fixed += [ROOT / "tools" / "answer_key.py", *answer_key.CHECKERS]
-    return [p for p in fixed if p.exists()] + [source_for(name) for name in names]
+    return [p for p in fixed if p.exists()] + [course_file.source_for(name) for name in names]
 
 
 def build(out: Path = OUT, names: list[str] | None = None, quiet: bool = False) -> dict:
@@ -739,7 +733,7 @@ def build(out: Path = OUT, names: list[str] | None = None, quiet: bool = False) 
     order = deck_order(config, existing)
     course_order = deck_order(config, sorted(set(existing) | set(planned(config))))  # "part N of M"
     names = order if names is None else [n for n in order if n in names] + [n for n in names if n not in order]
-    missing = [n for n in names if not source_for(n).exists()]
+    missing = [n for n in names if not course_file.source_for(n).exists()]
     if missing:
         raise FileNotFoundError(f"no notebook for {missing}; course notebooks: {existing}")
     if not names:
@@ -763,7 +757,7 @@ def build(out: Path = OUT, names: list[str] | None = None, quiet: bool = False) 
     (out / "index.html").write_text(_index_html(config, decks))
     (out / "instructor_guide.html").write_text(_guide_html(config))
     (out / "helpers.html").write_text(_page_html("Helpers' page", HELPERS.read_text()))
-    key = answer_key.markdown(*answer_key.entries({name: source_for(name) for name in names}))
+    key = answer_key.markdown(*answer_key.entries({name: course_file.source_for(name) for name in names}))
     (out / "answer_key.md").write_text(key)
     (out / answer_key.PAGE).write_text(_page_html("Answer key", key))
     manifest = {
@@ -784,7 +778,7 @@ def ensure_built(out: Path = OUT) -> dict:
         manifest = json.loads(manifest_file.read_text())
         built = manifest_file.stat().st_mtime
         same = [d["name"] for d in manifest["decks"]] == names and all(
-            d["source"] == str(source_for(d["name"]).relative_to(ROOT)) for d in manifest["decks"]
+            d["source"] == str(course_file.source_for(d["name"]).relative_to(ROOT)) for d in manifest["decks"]
         )
         fresh = all(p.stat().st_mtime <= built for p in _inputs(names))
         decks_there = all((out / d["file"]).exists() for d in manifest["decks"])

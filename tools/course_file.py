@@ -35,3 +35,10 @@ def notebooks() -> list[str]:
 def packages() -> list[str]:
     """The lessons' package names, in course order."""
     return [lesson["package"] for lesson in lessons()]
+
+
+def source_for(name: str) -> Path:
+    """The executed notebook in build/notebooks/ when there is one (after `make course`), else the stored one in
+    notebooks/: what the decks, the guide and the answer key are built from."""
+    executed = ROOT / "build" / "notebooks" / f"{name}.ipynb"
+    return executed if executed.exists() else ROOT / "notebooks" / f"{name}.ipynb"
