@@ -28,6 +28,18 @@ def test_a_dead_kernel_says_which_signal_and_how_much_memory(tmp_path) -> None:
     assert peak >= 0.19, error  # the 200 MiB it held was sampled
 
 
+def test_a_hung_cell_is_aborted_before_its_timeout_and_names_its_processes(tmp_path) -> None:
+    """A cell past its timeout less 30 s is taken for a hang: its processes are listed and sent SIGABRT, so the
+    faulthandler prints every thread's stack (CI's 07 edition once hung until pytest's timeout, without a trace)."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import time\ntime.sleep(120)")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    path = tmp_path / "hangs.ipynb"
+    nbformat.write(nb, path)
+    _, seconds, error = run_course.execute(path, "python3", timeout=32)
+    assert error.startswith("DeadKernelError: the kernel exited with SIGABRT"), error
+    assert "cell 0 ran past 2 s: taken for a hang" in error and "ipykernel" in error and seconds < 30, error
+
+
 def test_the_slowest_cells_come_from_the_runs_timing_metadata() -> None:
     def cell(source: str, start: str | None, end: str) -> nbformat.NotebookNode:
         made = nbformat.v4.new_code_cell(source)

@@ -113,8 +113,10 @@ def execute(path: Path, kernel: str, timeout: int) -> tuple[nbformat.NotebookNod
         client.execute()
     except CellExecutionError as exc:
         error = str(exc).strip().splitlines()[-1] if str(exc).strip() else repr(exc)
-    except (DeadKernelError, TimeoutError):
-        error = f"the kernel stopped: {watch.why()}"
+    except DeadKernelError:
+        error = f"DeadKernelError: {watch.why()}"
+    except TimeoutError:  # nbclient's CellTimeoutError; the watch aborts a hung kernel first, so this is rare
+        error = f"a cell ran past timeout={timeout} s: {watch.why()}"
     finally:
         watch.stop()
     return nb, time.perf_counter() - start, error
