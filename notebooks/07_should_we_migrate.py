@@ -28,7 +28,7 @@
 # on your own model in fresh processes with `python -m course_utils.migrate assess`; price it with every input's
 # source named; and decide by an interval against the **break-even speed-up**, the smallest gain that pays back.
 #
-# **Time:** the guide's agendas give this session's minutes, computed from the material; the notebook runs in under 6 minutes on a 2-core laptop.
+# **Time:** the guide's agendas give this session's minutes, computed from the material; run time budgeted at 6 minutes on a 2-core laptop, 3 at ci size.
 # **Accelerators:** everything runs on a CPU (the model on one core, notebook 04's stand-in accelerator, the
 # loader on the others); a CUDA GPU adds the pinned-memory rung. The decision on the last page is measured on the
 # machine that runs this notebook, and the page names it: a CPU stand-in decides nothing for a GPU fleet.
