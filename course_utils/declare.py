@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import numbers
@@ -268,16 +269,14 @@ def rule(hint: Any) -> Rule:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is Annotated:
         inner = rule(args[0])
-        return Rule(inner.kind, inner.optional, inner.marks + tuple(hint.__metadata__), inner.items, inner.cls,
-                    inner.choices)
+        return dataclasses.replace(inner, marks=inner.marks + tuple(hint.__metadata__))
     if origin in (typing.Union, types.UnionType):
         members = [a for a in args if a is not type(None)]
         optional = len(members) < len(args)
         kinds = [rule(m) for m in members]
         plain = {k.kind for k in kinds if not k.marks and not k.items}
         if len(kinds) == 1:
-            only = kinds[0]
-            return Rule(only.kind, optional, only.marks, only.items, only.cls, only.choices)
+            return dataclasses.replace(kinds[0], optional=optional)
         if plain == {"int", "float"} and len(kinds) == 2:
             return Rule("float", optional)
         if len(kinds) == len(plain) and plain <= {"str", "path"}:

@@ -47,12 +47,7 @@ def use_style() -> None:
 
     mpl.rcParams.update(_STYLE)
     mpl.rcParams["axes.prop_cycle"] = cycler(color=PALETTE)
-    _show_figures_in_notebook()
-
-
-def _show_figures_in_notebook() -> None:
-    """Let IPython render a returned Figure as PNG (our figures are not pyplot's, so it would not by default)."""
-    try:
+    try:  # IPython renders a returned Figure as PNG (ours are not pyplot's, so it would not by default)
         from IPython import get_ipython
         from IPython.core.pylabtools import select_figure_formats
     except ImportError:

@@ -60,11 +60,6 @@ def _free_memory() -> int:
     return int(psutil.virtual_memory().available)
 
 
-def on_host(framework: str) -> bool:
-    """True where ``framework``'s probe arrays live in this machine's memory (NumPy, or no accelerator here)."""
-    return framework == "numpy" or env.accelerator() == "cpu"
-
-
 _CACHE: dict[tuple[str, int, int], Machine] = {}
 _Probe = dict[str, tuple[Callable[[], Any], float]]  # name: (a zero-argument call, the bytes or FLOPs one call does)
 
@@ -171,7 +166,7 @@ def measure_machine(framework: str = "torch", *, array_bytes: int | None = None,
     matmul_n = validate.count("matmul_n", PROBE_SIZES.matmul_n if matmul_n is None else matmul_n, low=16,
                               high=math.isqrt(validate.MAX_ELEMENTS))
     min_time = validate.number("min_time", min_time, low=0, high=60, low_open=True)  # before the probes it times
-    if on_host(framework):  # refused here, by name, rather than by the allocator
+    if framework == "numpy" or env.accelerator() == "cpu":  # arrays in host memory: refused by name, not by malloc
         validate.memory_fits("array_bytes", ARRAYS * array_bytes, share=0.75,
                              what=f"array_bytes={array_bytes:,} ({ARRAYS} probe arrays)")
         validate.memory_fits("matmul_n", 3 * matmul_n**2 * FP32, share=0.75,

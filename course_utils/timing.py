@@ -79,7 +79,7 @@ def _leaves(value: Any, inside: frozenset[int] = frozenset()) -> Iterable[Any]:
 
 @declare.checked
 @dataclass(frozen=True)
-class Measurement:
+class Measurement(display.Tabled):
     """Per-call times of one workload: ``times`` holds one value per block of ``number`` calls (seconds)."""
 
     label: str
@@ -152,9 +152,6 @@ class Measurement:
             ("min", format_time(self.min)), ("repeats", f"{self.n} blocks x {self.number} calls"),
             ("first call", first), ("synchronised", "yes" if self.synced else "no")])
 
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
-
 
 @declare.checked
 def quartiles(m: Measurement, fmt: Callable[[float], str]) -> str:
@@ -210,13 +207,10 @@ def _benchmark(fn: Callable[..., Any], args: tuple[Any, ...], warmup: int, min_t
                min_repeats: int, sync: bool | str, label: str, limit: Callable[[], Any]) -> Measurement:
     """``benchmark`` with checked arguments; ``limit()`` is a fresh time limit for each call or block of calls."""
     min_time *= env.time_scale()  # a tenth at smoke size, which only checks that a notebook runs to the end
-    wait = _wait_for if sync else _no_sync
+    wait = _wait_for if sync else (lambda value: value)
     clock = time.perf_counter
 
-    with limit():
-        start = clock()
-        wait(fn(*args))
-        first_call = clock() - start
+    first_call = _block(fn, args, wait, 1, limit)
     for _ in range(warmup):
         with limit():
             wait(fn(*args))
@@ -225,37 +219,32 @@ def _benchmark(fn: Callable[..., Any], args: tuple[Any, ...], warmup: int, min_t
     number, times = _calibrate(fn, args, wait, target, limit)
     started = clock()
     while len(times) < max_repeats and (len(times) < min_repeats or clock() - started < min_time):
-        with limit():
-            block_start = clock()
-            for _ in range(number - 1):
-                fn(*args)  # results are dropped at once, as in a training loop; the last one is waited for
-            wait(fn(*args))
-            times.append((clock() - block_start) / number)
+        times.append(_block(fn, args, wait, number, limit))
     return Measurement(label=label, times=tuple(times), number=number, first_call=first_call,
                        total=clock() - started, synced=bool(sync))
 
 
-def _no_sync(value: Any) -> Any:
-    return value
+def _block(fn: Callable[..., Any], args: tuple[Any, ...], wait: Callable[[Any], Any], number: int,
+           limit: Callable[[], Any]) -> float:
+    """Seconds per call of one block of ``number`` calls: results dropped at once, as in a training loop; the last
+    one waited for."""
+    with limit():
+        start = time.perf_counter()
+        for _ in range(number - 1):
+            fn(*args)
+        wait(fn(*args))
+        return (time.perf_counter() - start) / number
 
 
-def _calibrate(
-    fn: Callable[..., Any], args: tuple[Any, ...], wait: Callable[[Any], Any], target: float,
-    limit: Callable[[], Any],
-) -> tuple[int, list[float]]:
+def _calibrate(fn: Callable[..., Any], args: tuple[Any, ...], wait: Callable[[Any], Any], target: float,
+               limit: Callable[[], Any]) -> tuple[int, list[float]]:
     """Calls per block (1, 2, 5, 10, ... as in timeit) so a block lasts ``target`` s; the block that reaches half of it
     is kept as the first measurement, so a slow workload pays no extra call."""
     number = 1
     while True:
-        with limit():
-            start = time.perf_counter()
-            for _ in range(number - 1):
-                fn(*args)
-            wait(fn(*args))
-            elapsed = time.perf_counter() - start
-        if elapsed >= target / 2 or number >= _MAX_CALLS_PER_BLOCK:
-            return number, [elapsed / number]
-        per_call = elapsed / number
+        per_call = _block(fn, args, wait, number, limit)
+        if per_call * number >= target / 2 or number >= _MAX_CALLS_PER_BLOCK:
+            return number, [per_call]
         wanted = target / per_call if per_call > 0 else number * 10
         number = min(_round_up_125(min(max(wanted, number * 2), _MAX_CALLS_PER_BLOCK)), _MAX_CALLS_PER_BLOCK)
 
