@@ -62,10 +62,6 @@ class Speedup:
     def slower(self) -> bool:
         return self.outcome == SLOWER
 
-    @property
-    def within_noise(self) -> bool:
-        return self.outcome == WITHIN_NOISE
-
     def above(self, threshold: float) -> bool:
         """True when the whole interval lies above ``threshold`` (e.g. a break-even speed-up)."""
         return self.low > validate.positive("threshold", threshold)
@@ -84,8 +80,7 @@ class Speedup:
     @property
     def estimate(self) -> str:
         """What the point estimate is: the geometric mean of the paired ratios, not a ratio of pooled medians."""
-        return "geometric mean of the per-round ratios" if self.unit == ROUNDS else \
-            "geometric mean of the per-process ratios"
+        return f"geometric mean of the per-{'round' if self.unit == ROUNDS else 'process'} ratios"
 
     @property
     def interval(self) -> str:

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 
-from course_utils import declare, display, env, interop, roofline, timing, validate
+from course_utils import declare, display, env, interop, memory, roofline, timing, validate
 from course_utils.declare import NonEmpty, NonNegativeFloat, PositiveFloat, Range, Text
 
 FAULT_PROBE_BYTES = 64 * 2**20  # above glibc's largest mmap threshold (32 MiB): every allocation gets new pages
@@ -154,25 +154,16 @@ def fault_cost(nbytes: Annotated[int, Range(2**25 + 2**12, 2**32)] = FAULT_PROBE
     for _ in range(repeats):
         fresh = library.empty(nbytes // 4, dtype=library.float32)
         fill = fresh.fill_ if allocator == "torch" else fresh.fill
-        before = _minor_faults()
+        before = memory.minor_faults()
         start = time.perf_counter()
         fill(1.0)
         first = time.perf_counter()
-        faults.append(_minor_faults() - before)
+        faults.append(memory.minor_faults() - before)
         fill(2.0)
         second = time.perf_counter()
         extra.append(max((first - start) - (second - first), 0.0))
         del fresh  # unmapped here: the next buffer faults in new pages
     return float(np.median(extra)) / nbytes, float(np.median(faults)) * 2**20 / nbytes, allocator
-
-
-def _minor_faults() -> float:
-    """Minor page faults of this process so far (nan where the OS has no ``resource`` module)."""
-    try:
-        import resource
-    except ImportError:  # Windows
-        return math.nan
-    return float(resource.getrusage(resource.RUSAGE_SELF).ru_minflt)
 
 
 @declare.checked
@@ -181,12 +172,8 @@ def call_cost(framework: str, *, min_time: Annotated[float, Range(0, 60, low_ope
     so its time is the fixed cost every compiled call pays."""
     name = validate.framework(framework)
     x = interop.to_framework(name, np.ones(CALL_PROBE_ELEMENTS, np.float32))
-    compiled = interop.compile_default(name, _plus_one)
+    compiled = interop.compile_default(name, lambda x: x + 1)
     return timing.benchmark(compiled, x, min_time=min_time, label=f"{name} compiled x + 1").median
-
-
-def _plus_one(x: Any) -> Any:
-    return x + 1
 
 
 def _measure(key: str) -> MachineFigures:

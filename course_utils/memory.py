@@ -216,13 +216,18 @@ def page_faults(fn: Callable[..., Any], *args: Any, calls: Annotated[int, Range(
                 timeout: _calls.Timeout = _calls.DEFAULT_TIMEOUT) -> float:
     """Minor page faults per call of ``fn(*args)`` after one untimed call, over the whole process (``getrusage``): a
     fresh 32 MiB output costs 8192, a reused buffer none; nan where the OS has no ``resource``."""
+    with _calls.limit(fn, timeout):
+        timing.sync(fn(*args))
+        before = minor_faults()
+        for _ in range(calls):
+            timing.sync(fn(*args))
+        return (minor_faults() - before) / calls
+
+
+def minor_faults() -> float:
+    """Minor page faults of this process so far (nan where the OS has no ``resource`` module)."""
     try:
         import resource
     except ImportError:  # Windows
         return math.nan
-    with _calls.limit(fn, timeout):
-        timing.sync(fn(*args))
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-        for _ in range(calls):
-            timing.sync(fn(*args))
-        return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls
+    return float(resource.getrusage(resource.RUSAGE_SELF).ru_minflt)

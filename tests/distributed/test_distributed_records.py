@@ -44,7 +44,7 @@ def test_chain_finds_the_link_that_adds_time() -> None:
     assert list(links) == [what for _, what in dist.breakdown.CHAIN[1:]]
     partner = links["the partner rank computing beside it (no_sync)"]
     assert partner.slower and partner.ratio == pytest.approx(0.5)  # twice the time: the row before over this one
-    assert links["DDP's bookkeeping, no partner (no_sync)"].within_noise
+    assert links["DDP's bookkeeping, no partner (no_sync)"].outcome == "within the noise"
     table = dist.chain_table({"tiny": parts}, {"tiny": links})
     factor = "tiny: x the step above, geometric mean of per-round ratios (95% interval)"
     assert table.column(factor)[3].startswith("2.00x")
