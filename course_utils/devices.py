@@ -204,11 +204,8 @@ def describe() -> Device:
     if name:
         return dataclasses.replace(simulated(name), rehearsed_on=kind)
     cores = os.cpu_count() or 1
-    if kind == "gpu":
-        return _gpu(cores)
-    if kind == "tpu":
-        return _tpu(cores)
-    return Device("cpu", env.cpu_model() or "CPU", _host_memory(), 1, cores)
+    found = _gpu(cores) if kind == "gpu" else _tpu(cores) if kind == "tpu" else None
+    return found or Device("cpu", env.cpu_model() or "CPU", _host_memory(), 1, cores)
 
 
 SIMULATE = "COURSE_DEVICE"  # names a KNOWN device: rehearse its plan's choices on this machine
@@ -227,11 +224,11 @@ def current() -> Plan:
     return plan(describe())
 
 
-def _gpu(cores: int) -> Device:
+def _gpu(cores: int) -> Device | None:
     import torch
 
     if not torch.cuda.is_available():
-        return Device("cpu", env.cpu_model() or "CPU", _host_memory(), 1, cores)
+        return None  # describe() falls back to the host CPU
     props: Any = torch.cuda.get_device_properties(0)
     return Device("gpu", props.name, int(props.total_memory), torch.cuda.device_count(), cores,
                   (int(props.major), int(props.minor)))

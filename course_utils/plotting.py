@@ -102,8 +102,7 @@ def time_bars(
     ax.invert_yaxis()
     if log:
         ax.set_xscale("log")
-    ax.set_xlabel(f"time per call ({unit})")
-    ax.set_title(title or "Time per call")
+    ax.set(xlabel=f"time per call ({unit})", title=title or "Time per call")
     return fig
 
 
@@ -129,11 +128,7 @@ def sweep_plot(
         ax.plot(x, [m.median for m in ms], marker="o", markersize=3, color=color, label=label,
                 linestyle="--" if dashed else "-")
         ax.fill_between(x, [m.p25 for m in ms], [m.p75 for m in ms], color=color, alpha=0.2)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("elements")
-    ax.set_ylabel("seconds per call")
-    ax.set_title(title or "Time against size")
+    ax.set(xscale="log", yscale="log", xlabel="elements", ylabel="seconds per call", title=title or "Time against size")
     ax.legend(fontsize=8, ncols=min(3, len(series)), loc="upper left")
     return fig
 
@@ -157,9 +152,7 @@ def waterfall(steps: Sequence[tuple[str, PositiveFloat]], *, unit: Literal["s", 
         ax.text(i, high, f"{values[i]:.3g}\n({values[i] / values[i - 1] - 1:+.0%})", ha="center", va="bottom",
                 fontsize=8)
     ax.set_xticks(range(len(steps)), [label for label, _ in steps], rotation=20, ha="right")
-    ax.set_ylabel(f"step time ({unit})")
-    ax.set_ylim(0, max(values) * 1.25)
-    ax.set_title(title or "Step time, one change at a time")
+    ax.set(ylabel=f"step time ({unit})", ylim=(0, max(values) * 1.25), title=title or "Step time, one change at a time")
     return fig
 
 
@@ -190,11 +183,8 @@ def roofline_plot(machine: Machine, points: Iterable[Point] = (), *, title: str 
         ax.scatter([p.intensity], [p.achieved_flops / 1e9], color=color, s=40, zorder=3)
         ax.annotate(p.label, (p.intensity, p.achieved_flops / 1e9), textcoords="offset points", xytext=(5, 4),
                     fontsize=8, color=color)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (FLOP / byte)")
-    ax.set_ylabel("GFLOP/s")
-    ax.set_title(title or f"Roofline of this machine ({machine.framework}, {machine.device})")
+    ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP / byte)", ylabel="GFLOP/s",
+           title=title or f"Roofline of this machine ({machine.framework}, {machine.device})")
     fig.legend(loc="outside lower center", fontsize=8)  # one column of wrapped entries: never wider than the axes
     _stack_labels_apart(fig, ax)
     return fig

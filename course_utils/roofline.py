@@ -241,18 +241,16 @@ def _jax_probes(n: int, m: int) -> tuple[str, _Probe, _Probe, _Probe]:
     b, c = jnp.full(n, 2.0, jnp.float32), jnp.full(n, 3.0, jnp.float32)
     x = jax.random.normal(jax.random.key(0), (m, m), jnp.float32)
 
-    def run_scale() -> Any:
-        state["a"] = scale(state["a"], b)
-        return state["a"]
-
-    def run_triad() -> Any:
-        state["a"] = triad(state["a"], b, c)
-        return state["a"]
+    def donated(fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
+        def run() -> Any:  # the output replaces the donated buffer, which the next call donates again
+            state["a"] = fn(state["a"], *args)
+            return state["a"]
+        return run
 
     device = jax.devices()[0]
     return (
         f"{device.platform}:{device.id} {getattr(device, 'device_kind', '')}".strip(),
-        {"scale": (run_scale, 2 * n * FP32), "triad": (run_triad, 3 * n * FP32)},
+        {"scale": (donated(scale, b), 2 * n * FP32), "triad": (donated(triad, b, c), 3 * n * FP32)},
         {"triad, fresh output": (lambda: fresh(b, c), 3 * n * FP32)},
         {f"matmul fp32 n={m}": (lambda: matmul(x, x), 2 * m**3)},
     )
