@@ -67,11 +67,9 @@ def time_limit(timeout: Timeout, what: Annotated[str, declare.NonEmpty]) -> Iter
     ``timeout`` seconds (None: the size's default); nested limits keep the shorter one."""
     limit = Limit(timeout, what)
     seconds = limit.seconds
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
-        yield limit
-        return
-    outer_left, _ = signal.getitimer(signal.ITIMER_REAL)
-    if outer_left and outer_left <= seconds:  # an enclosing limit ends first: let it
+    timer = threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGALRM")
+    outer_left = signal.getitimer(signal.ITIMER_REAL)[0] if timer else 0.0
+    if not timer or (outer_left and outer_left <= seconds):  # no timer off the main thread; an enclosing limit first
         yield limit
         return
 

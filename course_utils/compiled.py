@@ -181,15 +181,11 @@ class HloSummary:
             found |= {types.get(name.strip().lstrip("%"), "?") for name in args.split(",")}
         return tuple(sorted(found))
 
-    def entry(self) -> str:
-        """The ENTRY computation: what runs, one instruction per line."""
-        match = re.search(r"^ENTRY .*?^}", self.text, re.MULTILINE | re.DOTALL)
-        return match.group(0) if match else ""
-
     def excerpt(self, max_lines: int = 12) -> str:
-        """The ENTRY computation with metadata stripped, lines cut at 150 characters."""
+        """The ENTRY computation (what runs) with metadata stripped, lines cut at 150 characters."""
         validate.positive("max_lines", max_lines, integer=True)
-        lines = [_strip_hlo_attrs(line).rstrip() for line in self.entry().splitlines()]
+        entry = re.search(r"^ENTRY .*?^}", self.text, re.MULTILINE | re.DOTALL)
+        lines = [_strip_hlo_attrs(line).rstrip() for line in (entry.group(0) if entry else "").splitlines()]
         lines = [line if len(line) <= 150 else line[:147] + "..." for line in lines]
         return "\n".join(lines[:max_lines] + ([f"... ({len(lines) - max_lines} more lines)"]
                                               if len(lines) > max_lines else []))

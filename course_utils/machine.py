@@ -185,13 +185,8 @@ def _measure(key: str) -> MachineFigures:
 
 
 def _to_json(found: MachineFigures) -> dict[str, Any]:
-    return {"key": found.key, "measured_at": found.measured_at, "fault_seconds_per_byte": found.fault_seconds_per_byte,
-            "faults_per_mib": found.faults_per_mib if math.isfinite(found.faults_per_mib) else None,
-            "fault_allocator": found.fault_allocator,
-            "call_cost": dict(found.call_cost),
-            "roofs": {fw: {**asdict(m), "bandwidth_probes": dict(m.bandwidth_probes),
-                           "flops_probes": dict(m.flops_probes), "fresh_output_probes": dict(m.fresh_output_probes)}
-                      for fw, m in found.roofs.items()}}
+    record = {k: v for k, v in asdict(found).items() if k not in ("source", "remeasured_because")}
+    return {**record, "faults_per_mib": found.faults_per_mib if math.isfinite(found.faults_per_mib) else None}
 
 
 def store(path: Path, record: Mapping[str, Any]) -> None:

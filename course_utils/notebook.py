@@ -167,16 +167,14 @@ class SummaryTable(display.Tabled):
         object.__setattr__(self, "rows", tuple(self.rows))
 
     def table(self) -> display.Table:
+        """The rows, and the predictions' line: 'Predictions scored in this run: 9 held, 2 failed, ...'."""
+        counts = dict(self.verdicts)
+        scored = (f"Predictions scored in this run: {counts.get(display.HELD, 0)} held, "
+                  f"{counts.get(display.FAILED, 0)} failed, {counts.get(display.NOT_DECIDED, 0)} not decided, "
+                  f"{counts.get(display.NOT_TESTED, 0)} not tested here.")
         return display.table(["quantity", "measured", "unit", "note"],
                              [(r.quantity, r.formatted(), r.unit, r.note) for r in self.rows],
-                             title=f"Measured in this run ({self.notebook})", note=self.verdict_line())
-
-    def verdict_line(self) -> str:
-        """'Predictions scored in this run: 9 held, 2 failed, 1 not tested here.'"""
-        counts = dict(self.verdicts)
-        return (f"Predictions scored in this run: {counts.get(display.HELD, 0)} held, "
-                f"{counts.get(display.FAILED, 0)} failed, {counts.get(display.NOT_DECIDED, 0)} not decided, "
-                f"{counts.get(display.NOT_TESTED, 0)} not tested here.")
+                             title=f"Measured in this run ({self.notebook})", note=scored)
 
     def to_dict(self) -> dict[str, object]:
         return {
