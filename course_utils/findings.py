@@ -344,23 +344,3 @@ def templates() -> dict[str, Template]:
     """Every template declared so far (import the lesson's findings module first), by key."""
     return dict(_TEMPLATES)
 
-
-class _Named(str):
-    """A stand-in fact that prints its own name whatever format spec the template gives it ('{busy:.0%}')."""
-
-    def __format__(self, spec: str) -> str:
-        return str(self)
-
-
-def render_all(template: Template, make_check: Callable[[str, str], Check]) -> dict[str, str]:
-    """Each reachable outcome's sentence of ``template``, with checks from ``make_check(kind, outcome)`` and every
-    fact filled with its own name: what the property test and the guide read."""
-    facts = {name: _Named(f"<{name}>") for name in template.facts}
-    out = {}
-    for outcome in template.outcomes:
-        if outcome == NOT_TESTED:
-            out[outcome] = Finding(template, (), facts, why="a reason").sentence
-            continue
-        kind = next(k for k in template.kinds if outcome in REACHES[k])
-        out[outcome] = Finding(template, (make_check(kind, outcome),), facts).sentence
-    return out

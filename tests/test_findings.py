@@ -11,6 +11,7 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rendered import render_all
 
 import course_utils
 from course_utils import display, findings, intervals
@@ -111,7 +112,7 @@ def test_every_template_tells_every_outcome_without_contradicting_it(key, bound,
     template = findings.templates()[key]
     def make(kind: str, outcome: str) -> findings.Check:
         return _check(kind, outcome, bound, gap, spread, interval or outcome == findings.UNDECIDED)
-    rendered = findings.render_all(template, make)
+    rendered = render_all(template, make)
     assert set(rendered) == set(template.outcomes)
     for outcome, sentence in rendered.items():
         assert sentence.strip(), (key, outcome)
@@ -125,7 +126,7 @@ def test_every_template_tells_every_outcome_without_contradicting_it(key, bound,
 def test_an_inverted_template_fails_the_rules() -> None:
     inverted = findings.Template("test.inverted", ("above",), held="{failed} failed: not faster.",
                                  below="The prediction held: {evidence}.", undecided="Held, roughly.")
-    rendered = findings.render_all(inverted, lambda kind, outcome: _check(kind, outcome, 1.0, 2.0, 1.2, True))
+    rendered = render_all(inverted, lambda kind, outcome: _check(kind, outcome, 1.0, 2.0, 1.2, True))
     broken = [o for o, s in rendered.items() if any(TELLS[t].search(s) for t in FORBIDDEN[o])]
     assert broken == [findings.HELD, findings.BELOW, findings.UNDECIDED]
     del findings._TEMPLATES["test.inverted"]
@@ -183,7 +184,7 @@ def test_not_tested_needs_only_the_facts_its_own_text_quotes() -> None:
     t = findings.Template("test.untested", ("true",), held="ok at {busy:.0%}", failed="not at {busy:.0%}",
                           untested="{why}, so nothing at {size}")
     assert t.not_tested("no GPU here", size="4 KiB").sentence == "no GPU here, so nothing at 4 KiB"
-    assert findings.render_all(t, lambda kind, outcome: findings.true("x", outcome == findings.HELD))[
+    assert render_all(t, lambda kind, outcome: findings.true("x", outcome == findings.HELD))[
         findings.HELD] == "ok at <busy>"  # a format spec on a stand-in fact prints its name
     del findings._TEMPLATES["test.untested"]
 

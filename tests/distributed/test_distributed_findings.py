@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from rendered import render_all
 
 from course_utils import display, findings, intervals
 from course_utils.distributed import findings as f05
@@ -39,7 +40,7 @@ def test_every_outcome_is_told_in_short_paragraphs(name: str) -> None:
         return findings.within("a ratio", value, 1.0, 2.0) if kind == "within" else \
             getattr(findings, kind)("a ratio", value, 1.0)
 
-    for outcome, sentence in findings.render_all(template, make).items():
+    for outcome, sentence in render_all(template, make).items():
         assert display.prose(sentence).longest_paragraph <= display.MAX_PARAGRAPH_WORDS, (name, outcome)
 
 

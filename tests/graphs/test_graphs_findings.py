@@ -4,6 +4,7 @@ paragraphs of at most 120 words, the known wrong sentences gone (a faster ``mark
 from __future__ import annotations
 
 import pytest
+from rendered import render_all
 
 from course_utils import display, findings, graphs, intervals
 from course_utils.graphs import findings as g
@@ -41,7 +42,7 @@ def test_the_lesson_declares_its_eighteen_predictions() -> None:
 
 @pytest.mark.parametrize("template", TEMPLATES, ids=lambda t: t.key)
 def test_every_outcome_is_told_in_short_paragraphs(template: findings.Template) -> None:
-    for outcome, sentence in findings.render_all(template, _check).items():
+    for outcome, sentence in render_all(template, _check).items():
         text = display.prose(sentence.replace("<", "a ").replace(">", " b"), *FIXED)
         assert text.longest_paragraph <= display.MAX_PARAGRAPH_WORDS, (template.key, outcome, text.longest_paragraph)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from pipeline_runs import BASE, DOUBLE, WANDER, rounds_run
+from rendered import render_all
 
 from course_utils import display, findings, intervals, pipeline
 from course_utils.pipeline import findings as found
@@ -29,7 +30,7 @@ def _check(kind: str, outcome: str) -> findings.Check:
 @pytest.mark.parametrize("template", [t for k, t in findings.templates().items() if k.startswith("pipeline.")],
                          ids=lambda t: t.key)
 def test_every_outcome_fits_the_paragraph_limit(template: findings.Template) -> None:
-    for outcome, sentence in findings.render_all(template, _check).items():
+    for outcome, sentence in render_all(template, _check).items():
         assert display.prose(sentence).longest_paragraph <= display.MAX_PARAGRAPH_WORDS, (outcome, sentence)
 
 

@@ -5,6 +5,7 @@ by tests/test_findings.py)."""
 from __future__ import annotations
 
 import pytest
+from rendered import render_all
 
 from course_utils import display, findings, intervals
 from course_utils import precision as P
@@ -27,7 +28,7 @@ def test_every_sentence_is_one_short_paragraph_per_outcome(template: findings.Te
             return findings.within("ratio", value, 1.0, 2.0)
         return getattr(findings, kind)("ratio", value, {"above": 1.0, "below": 2.0, "equal": 1.5}[kind])
 
-    for outcome, sentence in findings.render_all(template, make).items():
+    for outcome, sentence in render_all(template, make).items():
         assert len(sentence.split()) <= display.MAX_PARAGRAPH_WORDS, (template.key, outcome)
 
 
