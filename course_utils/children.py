@@ -72,9 +72,7 @@ def run_child(command: Annotated[Sequence[Text], NonEmpty], *, log: Path | str,
               timeout: Annotated[float, Range(0, MAX_TIMEOUT_S, low_open=True)], env: Mapping[Text, str] | None = None,
               on_line: Callable[[str], None] | None = None, on_start: Callable[[int], None] | None = None) -> None:
     """Run ``command`` in its own process group, stdout lines to ``on_line``, stderr to ``log``; ``ChildFailed`` (the
-    log's tail) on a non-zero exit, TimeoutError past ``timeout``; on any exit nothing it started is left running.
-    Its stdout is read in raw chunks, never a blocking readline: a process it started may keep the pipe open after
-    it exits (a loader's forkserver, a compile worker), and a line half written must not stall the deadline."""
+    log's tail) on a non-zero exit, TimeoutError past ``timeout``; on any exit nothing it started is left running."""
     command, log = list(command), Path(log)
     known: dict[int, psutil.Process] = {}
     with open(log, "w") as err:
@@ -98,7 +96,7 @@ def run_child(command: Annotated[Sequence[Text], NonEmpty], *, log: Path | str,
                 if proc.poll() is not None:
                     break  # it exited and its pipe is drained; what still holds the pipe open, stop() ends
                 continue
-            chunk = os.read(fd, 1 << 16)
+            chunk = os.read(fd, 1 << 16)  # never readline: a grandchild holding the pipe must not stall the deadline
             if not chunk:
                 break
             *lines, pending = (pending + chunk).split(b"\n")

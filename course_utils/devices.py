@@ -161,11 +161,9 @@ def plan(device: Device, *, host_memory: Annotated[int, Range(2**26, 2**46)] | N
     budgets, variables = _memory(device, host)
     # a rehearsal of a GPU on a machine without one keeps torch on this machine's CPU (its choices stay the GPU's)
     torch_device = "cuda" if device.kind == "gpu" and device.rehearsed_on in (None, "gpu") else "cpu"
-    threads = device.host_cores
     real = device.count if device.kind != "cpu" else 1
-    simulated = real < 2
-    return Plan(device, known, torch_device, threads, fast, tolerance, SIMULATED_DEVICES if simulated else real,
-                simulated, budgets, variables, skips)
+    return Plan(device, known, torch_device, device.host_cores, fast, tolerance,
+                real if real > 1 else SIMULATED_DEVICES, real < 2, budgets, variables, skips)
 
 
 def _memory(device: Device, host: int) -> tuple[dict[str, int], dict[str, str]]:

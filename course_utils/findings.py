@@ -100,8 +100,7 @@ class Check:
         outcome = self.outcome
         if self.kind == "true":
             return "true" if self.value else "false"
-        speed = self.interval and self.kind in ("above", "below") and self.bound == 1
-        if speed:
+        if self.interval and self.kind in ("above", "below") and self.bound == 1:  # a speed-up against 1x
             return {HELD: "faster beyond the noise" if self.kind == "above" else "slower beyond the noise",
                     ABOVE: "faster beyond the noise", BELOW: "slower beyond the noise",
                     UNDECIDED: "within the noise of 1x: not decided"}[outcome]

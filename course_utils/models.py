@@ -3,6 +3,7 @@ same weights drawn once with NumPy), and one SGD train step per framework."""
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any
@@ -35,18 +36,8 @@ def gelu_chain(x: Any, bias: Any, tanh: Callable[[Any], Any]) -> Any:
 def chain_for(framework: str) -> Callable[[Any, Any], Any]:
     """``gelu_chain`` bound to the framework's tanh: ``f(x, bias)``."""
     framework = validate.framework(framework, numpy=True)
-    if framework == "torch":
-        import torch
-
-        tanh = torch.tanh
-    elif framework == "jax":
-        import jax.numpy as jnp
-
-        tanh = jnp.tanh
-    elif framework == "tensorflow":
-        tanh = env.import_tensorflow().tanh
-    else:
-        tanh = np.tanh
+    module = {"torch": "torch", "jax": "jax.numpy", "numpy": "numpy"}.get(framework)  # tensorflow: imported quietly
+    tanh = importlib.import_module(module).tanh if module else env.import_tensorflow().tanh
 
     def chain(x: Any, bias: Any) -> Any:
         return gelu_chain(x, bias, tanh)
