@@ -43,16 +43,15 @@ class Spec:
 
 
 _NVIDIA = "NVIDIA {} data sheet (dense figures; the sheet's 'with sparsity' figures are twice these)"
+_A100 = {"float32": 19.5 * TB, "tfloat32": 156 * TB, "float16": 312 * TB, "bfloat16": 312 * TB}  # both memory sizes
 KNOWN: dict[str, Spec] = {s.name: s for s in (
     Spec("T4", "gpu", 16 * 10**9, {"float32": 8.1 * TB, "float16": 65 * TB}, _NVIDIA.format("T4"), (7, 5),
          pattern=r"\bT4\b"),
     Spec("L4", "gpu", 24 * 10**9, {"float32": 30.3 * TB, "tfloat32": 60 * TB, "float16": 121 * TB,
                                    "bfloat16": 121 * TB, "float8": 242.5 * TB}, _NVIDIA.format("L4"), (8, 9),
          pattern=r"\bL4\b"),
-    Spec("A100 40GB", "gpu", 40 * 10**9, {"float32": 19.5 * TB, "tfloat32": 156 * TB, "float16": 312 * TB,
-                                          "bfloat16": 312 * TB}, _NVIDIA.format("A100"), (8, 0), pattern=r"\bA100\b"),
-    Spec("A100 80GB", "gpu", 80 * 10**9, {"float32": 19.5 * TB, "tfloat32": 156 * TB, "float16": 312 * TB,
-                                          "bfloat16": 312 * TB}, _NVIDIA.format("A100"), (8, 0), pattern=r"\bA100\b"),
+    Spec("A100 40GB", "gpu", 40 * 10**9, _A100, _NVIDIA.format("A100"), (8, 0), pattern=r"\bA100\b"),
+    Spec("A100 80GB", "gpu", 80 * 10**9, _A100, _NVIDIA.format("A100"), (8, 0), pattern=r"\bA100\b"),
     Spec("H100 PCIe", "gpu", 80 * 10**9, {"float32": 51 * TB, "tfloat32": 378 * TB, "float16": 756 * TB,
                                           "bfloat16": 756 * TB, "float8": 1513 * TB}, _NVIDIA.format("H100"), (9, 0),
          pattern=r"\bH100\b.*\bPCIE\b"),

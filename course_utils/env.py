@@ -42,21 +42,12 @@ def accelerator() -> str:
         if forced not in ACCELERATORS:
             raise ValueError(f"COURSE_ACCELERATOR must be one of {ACCELERATORS}; got {forced!r}")
         return forced
-    if _has_tpu():
+    if (os.environ.get("COLAB_TPU_ADDR") or os.environ.get("TPU_ACCELERATOR_TYPE") or os.environ.get("TPU_NAME")
+            or any(Path("/dev").glob("accel[0-9]*")) or any(Path("/dev").glob("vfio/[0-9]*"))):  # a TPU's devices
         return "tpu"
-    if _has_cuda_gpu():
+    if Path("/dev/nvidia0").exists() or Path("/dev/kfd").exists() or Path("/proc/driver/nvidia/gpus").is_dir():
         return "gpu"
     return "cpu"
-
-
-def _has_tpu() -> bool:
-    if os.environ.get("COLAB_TPU_ADDR") or os.environ.get("TPU_ACCELERATOR_TYPE") or os.environ.get("TPU_NAME"):
-        return True
-    return any(Path("/dev").glob("accel[0-9]*")) or any(Path("/dev").glob("vfio/[0-9]*"))
-
-
-def _has_cuda_gpu() -> bool:
-    return Path("/dev/nvidia0").exists() or Path("/dev/kfd").exists() or Path("/proc/driver/nvidia/gpus").is_dir()
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -91,7 +91,12 @@ class Speedup:
     def printed(self) -> tuple[str, str, str]:
         """(ratio, low, high) as printed: decimals from the interval's width (a wide interval gets fewer), the
         bounds rounded outward, so the printed ratio always lies inside the printed interval."""
-        return _printed(self.ratio, self.low, self.high)
+        decimals = _decimals(self.low, self.high)
+        low = _bound(self.low, _needed(self.low, decimals), -1)
+        point = _needed(self.ratio, decimals)
+        if float(f"{self.ratio:.{point}f}") < float(low.rstrip("x")):  # never print the ratio below its own interval
+            point = _needed(self.low, decimals)
+        return f"{self.ratio:.{point}f}x", low, _bound(self.high, decimals, +1)
 
     def __str__(self) -> str:
         """'1.42x (geometric mean; 95% interval 1.2x to 1.6x over 6 paired rounds in this process)'."""
@@ -133,15 +138,6 @@ def _needed(value: float, decimals: int) -> int:
     if 0 < value < 1:
         return max(decimals, min(12, 1 - math.floor(math.log10(value))))
     return decimals
-
-
-def _printed(ratio: float, low: float, high: float) -> tuple[str, str, str]:
-    decimals = _decimals(low, high)
-    low_text = _bound(low, _needed(low, decimals), -1)
-    point = _needed(ratio, decimals)
-    if float(f"{ratio:.{point}f}") < float(low_text.rstrip("x")):  # never print the ratio below its own interval
-        point = _needed(low, decimals)
-    return f"{ratio:.{point}f}x", low_text, _bound(high, decimals, +1)
 
 
 def speedup(baseline: Any, candidate: Any, *, confidence: float = 0.95) -> Speedup:
