@@ -56,14 +56,18 @@ def accelerator() -> str:
 _SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile", "neon", "asimd")
 
 
+def _cpuinfo(*keys: str) -> str | None:
+    """The value of the first line of /proc/cpuinfo that starts with one of ``keys``; None where there is none."""
+    cpuinfo = Path("/proc/cpuinfo")
+    lines = cpuinfo.read_text(errors="replace").splitlines() if cpuinfo.exists() else []
+    return next((line.split(":", 1)[1].strip() for line in lines if line.lower().startswith(keys)), None)
+
+
 @functools.cache
 def cpu_model() -> str:
     """The CPU's marketing name, e.g. 'AMD EPYC 7B13' (falls back to platform.processor())."""
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text(errors="replace").splitlines():
-            if line.lower().startswith(("model name", "hardware")):
-                return line.split(":", 1)[1].strip()
+    if named := _cpuinfo("model name", "hardware"):
+        return named
     if platform.system() == "Darwin":
         try:
             out = subprocess.run(
@@ -79,15 +83,9 @@ def cpu_model() -> str:
 @functools.cache
 def simd_flags() -> tuple[str, ...]:
     """The vector-unit flags that decide fp32/bf16 speed on this CPU (avx2, avx512f, amx_bf16, neon, ...)."""
-    cpuinfo = Path("/proc/cpuinfo")
-    found: set[str] = set()
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text(errors="replace").splitlines():
-            if line.lower().startswith(("flags", "features")):
-                found.update(line.split(":", 1)[1].split())
-                break
-    elif platform.machine() in ("arm64", "aarch64"):
-        found.add("neon")
+    listed = _cpuinfo("flags", "features")
+    arm = platform.machine() in ("arm64", "aarch64")  # macOS lists no flags; its arm64 CPUs have neon
+    found = set(listed.split()) if listed is not None else {"neon"} if arm else set()
     return tuple(flag for flag in _SIMD_FLAGS if flag in found)
 
 
