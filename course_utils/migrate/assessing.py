@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from course_utils import children, declare, display, env, intervals, validate
+from course_utils import children, declare, display, env, fresh, intervals, validate
 from course_utils.declare import NonEmpty, Range, Text
 from course_utils.migrate import assessment, ddp, examples, parity, record, report
 from course_utils.migrate.inputs import Inputs, read_config
@@ -185,10 +185,10 @@ def assess(model: Any, batches: Any, *, out: str | Path, model_args: Args | None
     base = None if baseline is None else record.baseline(baseline)
     import torch
 
-    model_path = examples.resolve("model", model)
-    batches_path = examples.resolve("batches", batches)
-    loss_path = None if loss is None else examples.resolve("loss", loss)
-    compile_path = None if compiler is None else examples.resolve("compiler", compiler)
+    model_path = fresh.target_path(model, "model")
+    batches_path = fresh.target_path(batches, "batches")
+    loss_path = None if loss is None else fresh.target_path(loss, "loss")
+    compile_path = None if compiler is None else fresh.target_path(compiler, "compiler")
     if fullgraph and not _modes(modes, compile_path):
         raise ValueError("fullgraph: it sets torch.compile's fullgraph=True for --modes; your compile function sets "
                          "its own (name a mode too, or leave out --fullgraph)")

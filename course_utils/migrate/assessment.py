@@ -13,7 +13,7 @@ from typing import Any
 
 from course_utils import declare, devices, display, intervals, timing, validate
 from course_utils.migrate import cost, decision, parity, readings, record
-from course_utils.migrate.inputs import MEASURED, SEED, SEED_JOB_HOURS, Inputs
+from course_utils.migrate.inputs import MEASURED, SEED, Inputs
 from course_utils.migrate.ladder import MigrationGain
 from course_utils.migrate.parity import Fallback, Parity
 
@@ -170,8 +170,8 @@ def price(inputs: Inputs, speedup: intervals.Speedup, *, eager_step_s: float, co
     if steps:
         job_hours = steps * eager_step_s / 3600
     else:
-        job_hours = SEED_JOB_HOURS
-        inputs = inputs.with_value("steps_per_job", max(1, round(SEED_JOB_HOURS * 3600 / eager_step_s)),
+        job_hours = cost.SEED_JOB_HOURS
+        inputs = inputs.with_value("steps_per_job", max(1, round(cost.SEED_JOB_HOURS * 3600 / eager_step_s)),
                                    f"{SEED}: a 72 h job at the {MEASURED} eager step")
     warm = inputs.value("compile_cache_persists") and compile_warm_s is not None
     compile_s = compile_warm_s if warm else compile_cold_s

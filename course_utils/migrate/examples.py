@@ -158,11 +158,6 @@ def blocks(model: Any) -> tuple[str, Any]:
     return max(found, key=lambda x: len(x[1]))
 
 
-def resolve(name: str, value: Any) -> str:
-    """``value`` as a 'package.module:function' path a fresh process can import (``fresh.target_path``)."""
-    return fresh.target_path(value, name)
-
-
 def call_factory(name: str, path: str, args: dict[str, Any] | None = None) -> Any:
     """Call the user's factory with ``args``; an exception in it is reported with its own message."""
     try:
@@ -221,16 +216,6 @@ def first_batch(path: str, args: dict[str, Any] | None = None) -> Any:
     return batch
 
 
-def probe(model_path: str, batches_path: str, loss_path: str | None, device: Any, *, timeout: float = 600.0,
-          model_args: dict[str, Any] | None = None, batches_args: dict[str, Any] | None = None,
-          regional: bool = False) -> Probe:
-    """Build the model, read the first batch and take one eager training step on ``device`` under
-    ``FlopCounterMode`` (forward and backward FLOPs; the optimizer's update is not counted), within ``timeout``;
-    ``regional``: the model must hold repeated blocks (``blocks``)."""
-    with calls.time_limit(timeout, f"model/batches/loss: {model_path}(), {batches_path}() and one eager training step"):
-        return _probe(model_path, batches_path, loss_path, device, model_args, batches_args, regional)
-
-
 def cpu_attention_flops() -> dict[Any, Any]:
     """FLOP formulas for the CPU's attention kernels, which torch's counter does not know (it counted 0 FLOPs for
     ``scaled_dot_product_attention`` on a CPU): the formulas it applies to the GPU's attention kernels."""
@@ -249,38 +234,43 @@ def cpu_attention_flops() -> dict[Any, Any]:
             aten._scaled_dot_product_flash_attention_for_cpu_backward: backward}
 
 
-def _probe(model_path: str, batches_path: str, loss_path: str | None, device: Any, model_args: Any,
-           batches_args: Any, regional: bool) -> Probe:
+def probe(model_path: str, batches_path: str, loss_path: str | None, device: Any, *, timeout: float = 600.0,
+          model_args: dict[str, Any] | None = None, batches_args: dict[str, Any] | None = None,
+          regional: bool = False) -> Probe:
+    """Build the model, read the first batch and take one eager training step on ``device`` under
+    ``FlopCounterMode`` (forward and backward FLOPs; the optimizer's update is not counted), within ``timeout``;
+    ``regional``: the model must hold repeated blocks (``blocks``)."""
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    model = call_factory("model", model_path, model_args)
-    if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"model: {model_path}() returned {type(model).__name__}, not a torch.nn.Module")
-    if not any(p.requires_grad for p in model.parameters()):
-        raise ValueError(f"model: {model_path}() returned a module with no trainable parameters")
-    where = blocks(model) if regional else None
-    batch = first_batch(batches_path, batches_args)
-    loss_fn = default_loss if loss_path is None else fresh.function("loss", loss_path)
-    model = model.to(device)
-    inputs, targets = (to_device(v, device) for v in batch)
-    try:
-        with FlopCounterMode(display=False, custom_mapping=cpu_attention_flops()) as counter:
-            loss = loss_fn(call(model, inputs), targets)
-            loss.backward()
-    except TimeoutError:
-        raise
-    except Exception as exc:  # the user's model or loss on the user's batch
-        raise ValueError(f"model/batches/loss: one eager training step on the first batch {_shapes(batch)} raised "
-                         f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from exc
-    if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
-        raise ValueError(f"loss: must return a scalar tensor; got {_shapes(loss)}")
-    value = float(loss.detach())
-    if not math.isfinite(value):
-        raise ValueError(f"loss: the first step's loss is {value}; the model, batches or loss give no finite loss")
-    params = sum(p.numel() for p in model.parameters())
-    return Probe(float(counter.get_total_flops()), int(params), _shapes(batch), value,
-                 "" if where is None else f"{where[0] or 'the model'} ({len(where[1])} blocks)")
+    with calls.time_limit(timeout, f"model/batches/loss: {model_path}(), {batches_path}() and one eager training step"):
+        model = call_factory("model", model_path, model_args)
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(f"model: {model_path}() returned {type(model).__name__}, not a torch.nn.Module")
+        if not any(p.requires_grad for p in model.parameters()):
+            raise ValueError(f"model: {model_path}() returned a module with no trainable parameters")
+        where = blocks(model) if regional else None
+        batch = first_batch(batches_path, batches_args)
+        loss_fn = default_loss if loss_path is None else fresh.function("loss", loss_path)
+        model = model.to(device)
+        inputs, targets = (to_device(v, device) for v in batch)
+        try:
+            with FlopCounterMode(display=False, custom_mapping=cpu_attention_flops()) as counter:
+                loss = loss_fn(call(model, inputs), targets)
+                loss.backward()
+        except TimeoutError:
+            raise
+        except Exception as exc:  # the user's model or loss on the user's batch
+            raise ValueError(f"model/batches/loss: one eager training step on the first batch {_shapes(batch)} raised "
+                             f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from exc
+        if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+            raise ValueError(f"loss: must return a scalar tensor; got {_shapes(loss)}")
+        value = float(loss.detach())
+        if not math.isfinite(value):
+            raise ValueError(f"loss: the first step's loss is {value}; the model, batches or loss give no finite loss")
+        params = sum(p.numel() for p in model.parameters())
+        return Probe(float(counter.get_total_flops()), int(params), _shapes(batch), value,
+                     "" if where is None else f"{where[0] or 'the model'} ({len(where[1])} blocks)")
 
 
 def check_out(name: str, value: Any) -> Any:

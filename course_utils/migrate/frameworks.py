@@ -49,16 +49,6 @@ class FrameworkRow:
     device: str = "cpu"  # where both of the row's steps ran
 
 
-def _jax_device() -> str:
-    import jax
-
-    return jax.devices()[0].platform
-
-
-def _tensorflow_device() -> str:
-    return "gpu" if env.import_tensorflow().config.list_physical_devices("GPU") else "cpu"
-
-
 @declare.checked
 @dataclass(frozen=True, repr=False)
 class FrameworkTable(display.Tabled):
@@ -180,11 +170,12 @@ def framework_table(x_nchw: np.ndarray, y: np.ndarray, *, torch_compiler: Callab
             batch = (jax.numpy.asarray(x_nhwc), jax.numpy.asarray(y))
             eager, compiled = (models.jax_sgd_step(models.jax_cnn_params(classes=classes), models.jax_cnn_apply,
                                                    lr=_LR, jit=jit) for jit in (False, True))
-            breaks, ran_on = None, _jax_device()
+            breaks, ran_on = None, jax.devices()[0].platform
         else:
             tf = env.import_tensorflow()
             batch = (tf.constant(x_nhwc), tf.constant(y))
-            (eager, compiled), breaks, ran_on = _tensorflow_steps(classes, x_nchw.shape[-1]), None, _tensorflow_device()
+            (eager, compiled), breaks = _tensorflow_steps(classes, x_nchw.shape[-1]), None
+            ran_on = "gpu" if tf.config.list_physical_devices("GPU") else "cpu"
         calls = {"eager": lambda e=eager, b=batch: e(b), "compiled": lambda c=compiled, b=batch: c(b)}
         timed = timing.interleaved(calls, rounds=rounds, min_time=2 * min_time)  # alternating rounds: the same moments
         peak = memory.torch_peak_bytes(lambda c=compiled, b=batch: timing.sync(c(b)), "cpu")

@@ -36,7 +36,6 @@ FIELDS: dict[str, tuple[Any, str, str, str]] = {
     "optimizer": ("sgd", "default: plain SGD, the course's optimizer", "text", "sgd, adam or adamw"),
     "learning_rate": (0.01, "default", "number", "the optimizer's learning rate"),
 }
-SEED_JOB_HOURS = 72.0
 # fields that were read and never used, so removed: a config naming one is told why
 REMOVED = {"jobs_per_month": "the saving is a share of the training bill, whatever the number of jobs; each job's "
                              "compile is counted through steps_per_job",
