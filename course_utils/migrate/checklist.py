@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from course_utils import declare, display, graphs
 from course_utils.declare import Positive, Range
 from course_utils.migrate.ladder import MigrationGain
-from course_utils.migrate.parity import FALLBACK_RTOL, relative
+from course_utils.migrate.parity import FALLBACK_RTOL, _failing_backend, relative
 
 _DYNAMIC_HINTS = ("generic_jump", "data-dependent", "data dependent", "concretization", "dynamic control flow")
 
@@ -52,10 +52,6 @@ class Checklist(display.Tabled):
     def table(self) -> display.Table:
         return display.table(["", "check", "evidence"], [(c.mark, c.name, c.evidence) for c in self.checks],
                              title=f"Launch checklist: {'ready' if self.passed else 'NOT ready'}")
-
-
-def _failing_backend(gm: Any, example_inputs: Any) -> Any:
-    raise RuntimeError("simulated compiler failure (forced by the rollback check)")
 
 
 def _losses(step: Callable[[Any], Any], batch: Any, steps: int) -> list[float]:

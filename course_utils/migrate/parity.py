@@ -69,6 +69,11 @@ def of(results: Sequence[Mapping[str, Any]], mode: str, amp: str | None) -> Pari
     return Parity(steps, largest, final, tolerance(amp), method)
 
 
+def _failing_backend(gm: Any, example_inputs: Any) -> Any:
+    """The backend of the forced compile failure (checklist and assess); reports name it, so the name stays."""
+    raise RuntimeError("simulated compiler failure (forced by the rollback check)")
+
+
 @dataclass(frozen=True)
 class Fallback:
     """The forced compile failure: its error (None: it did not fail), and the fallback's losses against eager's and

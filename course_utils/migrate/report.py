@@ -65,8 +65,8 @@ def write(found: Assessment, folder: Path) -> dict[str, Path]:
     return paths
 
 
-def _time(seconds: float | None) -> str:
-    return "n/a" if seconds is None else display.format_time(seconds)
+def _or_na(value: float | None, shown: Any = display.format_time) -> str:
+    return "n/a" if value is None else shown(value)
 
 
 def _steps(value: float) -> str:
@@ -115,13 +115,9 @@ def decided(rule: Decision, inputs: Inputs, gain: str) -> Finding:
 
 
 @declare.checked
-def money_sentence(a: Assessment) -> str:
-    """Break-even months with their interval, and the break-even speed-up (computed)."""
-    return pricing_sentence(a.pricing)
-
-
-def pricing_sentence(pricing: Pricing) -> str:
-    """Break-even months with their interval, and the break-even speed-up of one pricing (computed)."""
+def money_sentence(a: Assessment | Pricing) -> str:
+    """Break-even months with their interval, and the break-even speed-up, of an assessment or a pricing (computed)."""
+    pricing = a.pricing if isinstance(a, Assessment) else a
     est = pricing.estimate
     soon, late = pricing.months_span
     over = "the gain's interval and your inputs' ranges" if pricing.span else "the gain's interval"
@@ -150,7 +146,7 @@ def report_markdown(a: Assessment, figures: dict[str, str] | None = None) -> str
               f"process only and do not decide anything. {_inputs(a)}", ""]
     lines += ["| compile call | gain across processes | step | compile cold | compile warm |", "|---|---|---|---|---|"]
     lines += [f"| {x.call} | {x.speedup} | {display.format_time(x.step_s)} | {display.format_time(x.compile_cold_s)} "
-              f"| {_time(x.compile_warm_s)} |" for x in a.modes]
+              f"| {_or_na(x.compile_warm_s)} |" for x in a.modes]
     lines += [f"| {mode} | skipped: {why} | | | |" for mode, why in a.skipped.items()]
     lines += [] if a.amp_alone is None else [
         f"| eager + AMP over eager fp32 (no migration: autocast is in eager PyTorch) | {a.amp_alone} | "
@@ -166,7 +162,7 @@ def report_markdown(a: Assessment, figures: dict[str, str] | None = None) -> str
               "forward-and-backward benchmark dashboards.",
               "", "## Compile cost, graph breaks, memory", "",
               f"Compile per job: cold {display.format_time(m.compile_cold_s)} (empty cache), warm "
-              f"{_time(m.compile_warm_s)} (the cache the first process left on disk). {found['compiled'].sentence} "
+              f"{_or_na(m.compile_warm_s)} (the cache the first process left on disk). {found['compiled'].sentence} "
               + ("" if m.compiled_share is None else f"Compiled graphs ran {m.compiled_share:.0%} of the step's host "
                  "time (the profiler, 3 steps of the first process); the rest is eager code, optimizer and data. ")
               + f"The compiler logged {len(m.graph_breaks)} graph break(s) and {len(m.recompiles)} recompile(s) "
@@ -175,7 +171,8 @@ def report_markdown(a: Assessment, figures: dict[str, str] | None = None) -> str
     lines += [f"- graph break: {b}".replace("\n", "\n  ") for b in m.graph_breaks[:10]]
     lines += [f"- recompile: {r}" for r in m.recompiles[:10]] + [""]
     memory = " (process peak RSS growth on a CPU)" if a.device == "cpu" else " (CUDA allocator peak)"
-    lines += [f"Peak memory of one steady step: eager {_bytes(a.eager_peak_bytes)}, compiled {_bytes(m.peak_bytes)}"
+    eager_peak, peak = (_or_na(b, display.format_bytes) for b in (a.eager_peak_bytes, m.peak_bytes))
+    lines += [f"Peak memory of one steady step: eager {eager_peak}, compiled {peak}"
               f"{memory}. {_layout(a)}", "", "## Parity and rollback", "",
               found["parity"].sentence + " " + found["fallback"].sentence, "", "## Money", "", money_sentence(a), ""]
     lines += [figures["payback"], ""] if "payback" in figures else []
@@ -197,9 +194,9 @@ def _inputs(a: Assessment) -> str:
     if a.eager_wait_s is None:
         return ("Inputs cached (--inputs=cached): each round's batches were fetched once and reused, so these times "
                 "are compute only; a loader's wait is not in them.")
-    waits = ", ".join(f"{x.call} {_time(x.wait_s)}" for x in a.modes)
+    waits = ", ".join(f"{x.call} {_or_na(x.wait_s)}" for x in a.modes)
     return (f"End to end: each step drew its batch from make_batches() as a training loop does; of each step, the "
-            f"wait for data was eager {_time(a.eager_wait_s)}, {waits}, the rest compute.")
+            f"wait for data was eager {_or_na(a.eager_wait_s)}, {waits}, the rest compute.")
 
 
 def _layout(a: Assessment) -> str:
@@ -215,10 +212,6 @@ def _layout(a: Assessment) -> str:
             f"since {plan['why']}.")
 
 
-def _bytes(value: int | None) -> str:
-    return "n/a" if value is None else display.format_bytes(value)
-
-
 @declare.checked
 def compare_table(named: Named) -> display.Table:
     """Several assessed models side by side: what compile bought across processes and what it cost."""
@@ -228,7 +221,7 @@ def compare_table(named: Named) -> display.Table:
         m = a.deciding
         mfu = " -> ".join(mfu_text(v) for v in (a.mfu(a.eager_step_s), a.mfu(m.step_s)))
         rows.append((name, str(m.speedup), f"{display.format_time(a.eager_step_s)} -> {display.format_time(m.step_s)}",
-                     f"{display.format_time(m.compile_cold_s)} / {_time(m.compile_warm_s)}",
+                     f"{display.format_time(m.compile_cold_s)} / {_or_na(m.compile_warm_s)}",
                      f"{len(m.graph_breaks)} / {len(m.recompiles)}",
                      f"{'ok' if m.parity.passed else 'FAILED'} ({m.parity.largest:.0e})", mfu,
                      a.decision.outcome + (f"; computed: {a.decision.next_step}" if a.decision.outcome == NOT_DECIDED
@@ -322,7 +315,7 @@ def lead_page(priced: Annotated[Named, MinItems(2), MaxItems(2)], block: Assessm
             f"| break-even, CNN, {lead_name} | {months_text(lead.pricing.estimate.break_even_months)} | "
             "about 2 months |",
             f"| cold / warm compile per job, CNN | {display.format_time(lead.deciding.compile_cold_s)} / "
-            f"{_time(lead.deciding.compile_warm_s)} | \"debugging is harder\" |",
+            f"{_or_na(lead.deciding.compile_warm_s)} | \"debugging is harder\" |",
             f"| launch checklist, CNN | {'ready' if ready.passed else 'not ready: ' + ', '.join(ready.failed)} | |"]
     return display.prose(where, "\n".join(rows), f"**Decisions on this machine, at the lead's inputs:** CNN: "
                          f"{lead.decision.outcome}; transformer block: {block.decision.outcome}. Measured in this run, "
@@ -396,4 +389,4 @@ def repriced(saved: dict[str, Any], pricing: Pricing) -> str:
         return f"Decision: {rule.text}."
     gain = f"The speed-up of {saved['modes'][0]['call']} over eager on a training step of {saved['model']}"
     return decided(rule, pricing.inputs, gain).sentence.replace("**", "") + " " + \
-        pricing_sentence(pricing)
+        money_sentence(pricing)

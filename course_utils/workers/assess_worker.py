@@ -103,10 +103,6 @@ class CompileLog(logging.Handler):
         return handler
 
 
-def _failing_backend(gm: Any, example_inputs: Any) -> Any:
-    raise RuntimeError("compile failure forced by the fallback check")
-
-
 def compiler(spec: dict[str, Any], name: str) -> Callable[[Any], Any]:
     """The compile call of variant ``name``: the user's function ('module:fn') or ``torch.compile(mode=name)``
     (``fullgraph`` as asked), applied to the whole model or, ``regional``, to each block of its largest ModuleList."""
@@ -314,7 +310,7 @@ def fallback(spec: dict[str, Any], kept: list[Any], runs: dict[str, Run]) -> dic
     """Force a compile failure on a fresh model, roll back to eager with one line, train the first steps again."""
     import torch
 
-    run = Run(spec, lambda m: torch.compile(m, backend=_failing_backend))
+    run = Run(spec, lambda m: torch.compile(m, backend=parity._failing_backend))
     try:
         run.step(kept[0], keep=False)
         error = None
