@@ -1,8 +1,6 @@
 """``assess``: the migration decision measured on the user's own model, device and bill (notebook 07, README; the
-command line in ``__main__``). Everything is checked before anything is measured (``out`` writable first, then the
-user's functions, one eager step, the config); then fresh processes run ``workers/assess_worker.py`` one after the
-other, each in its own process group; the report is moved into place only when whole. A measuring process that fails
-leaves its log in ``<out>.failed-logs/``."""
+command line in ``__main__``). Everything is checked before anything is measured; then fresh processes run
+``workers/assess_worker.py`` one after the other; the report is moved into place only when whole."""
 
 from __future__ import annotations
 
@@ -40,10 +38,8 @@ Ranks = Annotated[int, Range(1, 64)]  # ranks per fresh process (torchrun's --np
 Nodes = Annotated[int, Range(1, 1024)]  # torchrun's --nnodes: every node runs the same assess command
 Endpoint = Annotated[str, declare.Matches(r"[^\s:]+:\d{1,5}", "HOST:PORT")]
 SEPARATE_SHARE = 0.6
-"""Above this share of the device's memory (the host's on a CPU), the fresh processes after the first run each
-variant in a process of its own. The estimate (``layout``) counts the eager step's peak and the optimizer's state only:
-not the allocator's cache, the compiler's workspace, nor the fallback model the first process adds, so 40% is left
-for what it leaves out."""
+"""Above this share of the device's memory (the host's on a CPU), the processes after the first run each variant
+alone; 40% is left for what ``layout``'s estimate leaves out (allocator cache, compiler workspace, fallback model)."""
 Modes = Annotated[Sequence[Literal[MODES]], NonEmpty] | Text
 
 
@@ -165,20 +161,12 @@ def assess(model: Any, batches: Any, *, out: str | Path, model_args: Args | None
            regional: bool = False, inputs: Literal[INPUTS] = "end-to-end",
            nproc_per_node: Ranks = 1, compile_optimizer: bool = False, separate: bool = False, nnodes: Nodes = 1,
            node_rank: int = 0, rdzv_endpoint: Endpoint | None = None) -> assessment.Assessment | None:
-    """Measure eager against ``torch.compile`` on ``model(**model_args)`` (a 'package.module:function' path, or a
-    function in an importable module) over ``batches(**batches_args)`` in ``processes`` fresh processes of ``steps``
-    timed steps each, price the gain with ``config`` (a TOML path, ``Inputs``, or None: the seed's figures) and write
-    ``out``/report.json, .md and .html. ``timeout`` bounds each process and the user's code run here first (default:
-    sized from the steps); ``threads``: the processes' intra-op threads (default torch's); ``baseline``: a saved
-    report.json for the regression gate; ``compiler``: the user's compile function ('module:fn' or such a function,
-    taking the model and returning the compiled one), measured first (it decides), beside ``modes``; ``fullgraph``
-    and ``regional`` (each block of the largest ModuleList compiled) change the calls; ``inputs``: "end-to-end"
-    (each step draws from make_batches() as training does, data wait timed apart) or "cached" (compute only);
-    ``nproc_per_node`` > 1: each fresh process is a torchrun job of that many ranks, eager DDP against compiled DDP
-    (``migrate.ddp``); ``compile_optimizer``: the compiled variants' optimizer step compiled too; ``separate``: the
-    processes after the first run each variant alone (else only when memory asks: ``layout``); ``nnodes`` > 1:
-    every node runs this same call with its ``node_rank``, the jobs meeting at ``rdzv_endpoint`` (torchrun's c10d
-    rendezvous); node 0 writes the report and returns it, the others return None."""
+    """Measure eager against ``torch.compile`` on ``model(**model_args)`` over ``batches(**batches_args)`` in
+    ``processes`` fresh processes, price the gain with ``config`` (a TOML path, ``Inputs``, or None: the seed's
+    figures) and write ``out``/report.json, .md and .html. The arguments are the command line's (``python -m
+    course_utils.migrate assess --help``); ``model``, ``batches``, ``loss`` and ``compiler`` may also be functions of
+    an importable module; ``timeout`` also bounds the user's code run here first. Node 0 returns the assessment, the
+    other nodes None."""
     start, started = time.perf_counter(), record.now()
     target = examples.check_out("out", out)  # first: a folder that cannot be written is refused before anything
     ddp.check_nodes(nnodes, node_rank, rdzv_endpoint)

@@ -1,13 +1,7 @@
-"""``assess --nproc-per-node N``: the job at its own scale, eager DDP against compiled DDP through the real launcher.
-
-The parent starts each fresh process as ``torchrun --nproc-per-node N`` on 127.0.0.1 (the course's launcher command);
-each rank joins the process group (NCCL with a GPU per rank, else gloo on the CPU, which stands in and says so),
-wraps every variant in ``DistributedDataParallel`` (compiled variants as ``torch.compile(DDP(model))``, where
-Dynamo's DDPOptimizer splits the graph at DDP's buckets), and local rank 0 of node 0 writes the result. A third DDP
-variant runs its backward under ``no_sync()`` (no all-reduce): the communication share is ``1 - its step / the eager
-step``. Several nodes (``--nnodes``): every node runs the same ``assess``; its fresh process i is one node of torchrun
-job i, the nodes meeting at ``--rdzv-endpoint`` (c10d rendezvous, id ``i``), and node 0 reports.
-"""
+"""``assess --nproc-per-node N``: each fresh process is a torchrun job (``command``), every rank wrapping each variant
+in DDP (compiled: ``torch.compile(DDP(model))``, split at DDP's buckets); a variant under ``no_sync()`` gives the
+all-reduce's share (``comm_share``). With ``--nnodes`` every node runs the same ``assess``, meeting at
+``--rdzv-endpoint``; node 0 reports."""
 
 from __future__ import annotations
 

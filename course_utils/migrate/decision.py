@@ -5,7 +5,7 @@ processes that would likely settle an undecided case, and the run length from wh
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Annotated, Any, Literal
 
 from course_utils import declare, findings, intervals, validate
@@ -168,8 +168,7 @@ class RunLength:
         return self.steps * self.eager_step_s
 
     def to_dict(self) -> dict[str, float]:
-        return {"compile_s": self.compile_s, "eager_step_s": self.eager_step_s, "steps": self.steps,
-                "steps_low": self.steps_low, "steps_high": self.steps_high}
+        return asdict(self)
 
 
 @declare.checked

@@ -1,9 +1,6 @@
-"""The user's side of ``assess``. Two models written as a user writes theirs (``make_model``/``make_batches``, sizes
-as arguments): ``cnn``/``cnn_batches``, the course CNN on ``pipeline.SyntheticImages`` patches; ``transformer``/
-``token_batches``, one pre-norm transformer block trained to predict the next token. ``recipe``: a cell's function
-made importable by the fresh processes. Then the user's functions, named 'package.module:function', checked and
-probed (one eager step, FLOPs counted) before anything is measured, and the training step's pieces the probe and the
-fresh processes share. Errors name the argument and show the user's own message where their code raised."""
+"""The user's side of ``assess``: two models written as a user writes theirs (``cnn``/``cnn_batches``,
+``transformer``/``token_batches``), ``recipe`` (a cell's function importable by the fresh processes), and the checks
+and probe of the user's 'package.module:function' paths; errors name the argument and quote the user's own message."""
 
 from __future__ import annotations
 
@@ -274,7 +271,10 @@ def probe(model_path: str, batches_path: str, loss_path: str | None, device: Any
 
 
 def check_out(name: str, value: Any) -> Any:
-    """The output folder: a path whose parent can hold it; refused where it holds files of something else."""
+    """The output folder: refused where it holds files of something else, or where its parent (or nearest existing
+    ancestor) takes no new file: the report is written beside ``out`` and moved into place, so this is checked first."""
+    import os
+    import tempfile
     from pathlib import Path
 
     path = Path(validate.instance(name, value, (str, Path))).expanduser().resolve()
@@ -283,18 +283,7 @@ def check_out(name: str, value: Any) -> Any:
     if path.exists() and any(path.iterdir()) and not (path / "report.json").exists():
         raise ValueError(f"{name}: {str(path)!r} holds other files; give an empty or new folder (a previous report "
                          "folder is replaced)")
-    writable(name, path.parent)
-    return path
-
-
-def writable(name: str, folder: Any) -> None:
-    """Refuse ``folder`` (or, where it does not exist yet, its nearest existing parent) unless a file can be created
-    and removed there: the report is written beside ``out`` and moved into place, so this is checked first."""
-    import os
-    import tempfile
-    from pathlib import Path
-
-    here = Path(folder)
+    here = path.parent
     while not here.exists() and here != here.parent:
         here = here.parent
     if not here.is_dir():
@@ -306,3 +295,4 @@ def writable(name: str, folder: Any) -> None:
     except OSError as exc:
         raise ValueError(f"{name}: cannot write in {str(here)!r} ({exc.strerror or exc}); give a folder you can "
                          "write") from None
+    return path

@@ -1,9 +1,6 @@
-"""``assess``'s report and notebook 07's tables: the findings the report tells (scored by the core, not counted as
-the notebook's predictions), report.json (the numbers), report.md and report.html (one offline page: the decision
-and the figure that decided it first, plots embedded as base64 PNG), a saved report priced again without measuring
-(``assess price report.json --config costs.toml``: the optimizer and learning rate change the measurement, so they
-must not change), the tables comparing assessments, the page for the lead and the summary rows. Sentences here
-quote numbers; what they decide comes from findings."""
+"""``assess``'s report and notebook 07's tables: the findings the report tells, report.json, report.md and
+report.html (one offline page, plots embedded), a saved report priced again without measuring (``reprice``), the
+tables comparing assessments, the page for the lead and the summary rows. Sentences quote numbers; findings decide."""
 
 from __future__ import annotations
 
@@ -77,7 +74,6 @@ def _steps(value: float) -> str:
 def findings_of(a: Assessment) -> dict[str, Finding]:
     """The decision, parity, the fallback and the run length, each scored on the assessment's numbers."""
     m, f, r, i = a.deciding, a.fallback, a.pricing.run_length, a.pricing.inputs
-    gain = f"The speed-up of {m.call} over eager on a training step of {a.model} ({a.setup})"
     steps = i.value("steps_per_job")
     explore = "any length (at the median gain a compiled step saves no time)" if math.isinf(r.steps) else \
         display.format_time(r.seconds())
@@ -89,9 +85,9 @@ def findings_of(a: Assessment) -> dict[str, Finding]:
     guard = assessment.described(a.loads, a.host["logical_cores"])
     quiet = findings.QUIET.read(true("every measuring process stayed within the rule", a.busy is None),
                                 seen=guard, reason=a.busy or "")
-    told = {NOTHING: compiled, BUSY: quiet}
+    rule, told = a.decision, {NOTHING: compiled, BUSY: quiet}
     return {
-        "decision": told[a.decision.outcome] if a.decision.outcome in told else decided(a.decision, i, gain),
+        "decision": told[rule.outcome] if rule.outcome in told else decided(rule, i, m.call, a.model, a.setup),
         "compiled": compiled,
         "quiet": quiet,
         "parity": findings.PARITY.read(*parity, precision=f"AMP {a.amp}" if a.amp else "fp32"),
@@ -108,8 +104,9 @@ def findings_of(a: Assessment) -> dict[str, Finding]:
                      seconds=explore)}
 
 
-def decided(rule: Decision, inputs: Inputs, gain: str) -> Finding:
-    """The decision's finding, for a rule that priced a speed-up (not 'nothing to migrate'); ``gain`` names it."""
+def decided(rule: Decision, inputs: Inputs, call: str, model: str, setup: str = "") -> Finding:
+    """The decision's finding, for a rule that priced a speed-up (not 'nothing to migrate') of ``call`` on ``model``."""
+    gain = f"The speed-up of {call} over eager on a training step of {model}" + (f" ({setup})" if setup else "")
     return findings.DECISION.read(rule.check(gain), horizon=inputs.value("horizon_months"),
                                   break_even=speed_text(rule.break_even), next_step=rule.next_step)
 
@@ -387,6 +384,5 @@ def repriced(saved: dict[str, Any], pricing: Pricing) -> str:
     rule = pricing.decision
     if rule.outcome in (NOTHING, BUSY):
         return f"Decision: {rule.text}."
-    gain = f"The speed-up of {saved['modes'][0]['call']} over eager on a training step of {saved['model']}"
-    return decided(rule, pricing.inputs, gain).sentence.replace("**", "") + " " + \
+    return decided(rule, pricing.inputs, saved["modes"][0]["call"], saved["model"]).sentence.replace("**", "") + " " + \
         money_sentence(pricing)

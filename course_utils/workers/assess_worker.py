@@ -1,16 +1,9 @@
-"""One fresh process of ``python -m course_utils.migrate assess`` (``assess_worker.py SPEC.json RESULT.json``).
-
-In order, every variant from the same seed: a calibration matmul and the CPU steal (the quiet-machine guard); the
-model built per variant (eager; each compile call, ``compiler``; eager without AMP where AMP runs), the first
-process on an empty Inductor cache (cold), the later ones on what it left (warm); three untimed steps (the first,
-timed, is the compile), then rounds with the variants' order rotated. End to end (default) each variant iterates
-its own ``make_batches()`` object as a training loop does, each epoch's order seeded alike, the wait for each batch
-timed apart; ``cached``: each round's batches fetched once, compute only. Then graph breaks, recompiles, graphs and
-peak memory per variant; in the first process, parity with the random state matched (dropout), the matmul roof on
-a CPU and a forced compile failure rolled back; the calibration matmul again. Progress: ``@@progress DONE TOTAL``.
-Under torchrun (``--nproc-per-node``) every rank joins the job and wraps each variant in DDP (``migrate.ddp``), one
-more variant runs without the all-reduce, and local rank 0 of node 0 writes the result. ``only``: this process
-runs that one variant (``assess --separate``, or when memory asks: ``assessing.layout``)."""
+"""One fresh process of ``python -m course_utils.migrate assess`` (``assess_worker.py SPEC.json RESULT.json``):
+every variant from the same seed (``assessing.variants``), three untimed steps (the first, timed, is the compile),
+then rounds with the variants' order rotated, the calibration matmul and CPU steal around them (the quiet-machine
+guard); the first process also judges parity, the matmul roof and a forced compile failure. Progress: ``@@progress
+DONE TOTAL``; under torchrun (``migrate.ddp``) local rank 0 of node 0 writes the result; ``only``: that variant alone
+(``assessing.layout``)."""
 
 from __future__ import annotations
 
@@ -63,6 +56,8 @@ class Batches:
                                    "a list or a DataLoader, which can be read more than once") from None
         self.seen += 1
         return batch
+
+
 class CompileLog(logging.Handler):
     """Graph breaks (each reason whole, hints included) and recompiles, as the compiler logs them, and the graphs
     Dynamo captured (its ``unique_graphs`` counter), each filed under the variant that was running."""
