@@ -91,10 +91,10 @@ def variants(spec: Mapping[str, Any]) -> list[str]:
 
 def layout(first: Mapping[str, Any], *, parameters: int, memory_bytes: int | None, separate: bool, nodes: int = 1,
            ranks: int = 1) -> dict[str, Any]:
-    """Whether the processes after the first run each variant alone (``separate``: forced), and why: the bytes all
-    variants of ``first`` (the first process's result) need together (computed: the eager step's peak plus 16 bytes
-    a parameter, for weights, gradients and two fp32 optimizer states at most, per variant, times the ``ranks``
-    sharing the memory) over ``memory_bytes``, against ``SEPARATE_SHARE``."""
+    """Whether the processes after the first run each variant alone (``separate``: forced), and why: the bytes every
+    variant of ``first`` (the first process's result) needs, computed as the eager step's peak plus 16 bytes a parameter
+    (weights, gradients, two fp32 optimizer states) per variant, times the ``ranks`` sharing the memory, over
+    ``memory_bytes``, against ``SEPARATE_SHARE``."""
     count = len(first["variants"]) if first else None
     needed = count and ranks * count * ((first["variants"]["eager"]["peak_bytes"] or 0) + 16 * parameters)
     share = None if needed is None or not memory_bytes else needed / memory_bytes
@@ -256,10 +256,9 @@ def _keep_log(log: Path, kept: Path, exc: Exception) -> Exception:
 
 def _run_processes(work: Path, kept: Path, processes: int, spec: dict[str, Any], timeout: float,
                    progress: bool, plan: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Run the worker ``processes`` times, one after the other; the first with an empty compile cache, holding every
-    variant; after it, ``plan(its result)`` (``layout``) says whether each later process runs each variant in a
-    process of its own (same seed, same batches; merged by process index). A process that fails or runs past
-    ``timeout`` leaves its log in ``kept``, which the error names. Returns the results and the layout."""
+    """Run the worker ``processes`` times, one after the other, the first on an empty compile cache with every variant;
+    ``plan(its result)`` (``layout``) says whether each later one runs each variant alone (merged by process index). A
+    failed process's log is kept in ``kept``. Returns the results and the layout."""
     names = variants(spec)
     per = 3 + sum(spec["per_round"])
     units = len(names) * per

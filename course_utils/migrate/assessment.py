@@ -1,7 +1,6 @@
-"""What ``assess`` found, from the fresh processes' results: the gain per compile mode with its interval across
-processes (``cu.intervals.speedup`` over per-process medians: the one that decides; each process's own interval over
-its rounds is kept apart), compile cost, graph breaks, memory, parity, the fallback, MFU, and the money; and
-whether the machine was quiet (``RULE``, over what each process recorded: load, CPU steal, a calibration matmul)."""
+"""What ``assess`` found from the fresh processes' results: each compile mode's gain with its interval across processes
+(the one that decides; each process's own interval kept apart), compile cost, graph breaks, memory, parity, the
+fallback, MFU, the money, and whether the machine was quiet (``RULE``)."""
 
 from __future__ import annotations
 
@@ -161,10 +160,9 @@ class Pricing:
 
 def price(inputs: Inputs, speedup: intervals.Speedup, *, eager_step_s: float, compile_cold_s: float,
           compile_warm_s: float | None, label: str, nothing: str | None = None, busy: str | None = None) -> Pricing:
-    """Feed the measured ``speedup`` to the cost model at ``inputs``: the job length from ``steps_per_job`` (or
-    the seed's 72 h job) at the measured eager step, the compile each job pays (cold, or warm where the config
-    says the cache persists and a warm figure exists). ``nothing`` (why nothing was compiled) makes the decision
-    "nothing to migrate", whatever the timings say; else ``busy`` (why the machine was busy) "not decided"."""
+    """Feed the measured ``speedup`` to the cost model at ``inputs``: the job from ``steps_per_job`` (or the seed's 72 h
+    job) at the eager step, each job's compile cold (warm where the config says the cache persists). ``nothing`` (why
+    nothing compiled) decides "nothing to migrate"; else ``busy`` "not decided"."""
     validate.instance("inputs", inputs, Inputs)
     steps = inputs.value("steps_per_job")
     if steps:

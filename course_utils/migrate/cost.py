@@ -1,6 +1,5 @@
-"""Does the migration pay? Break-even and net from what the migration *alone* buys (a ``MigrationGain``, never a
-plain ratio, so a no-migration win cannot inflate the return), with its interval, from the inputs a lead knows.
-"""
+"""Does the migration pay? Break-even and net from what the migration *alone* buys (a ``MigrationGain``, never a plain
+ratio, so a no-migration win cannot inflate the return), with its interval, from the inputs a lead knows."""
 
 from __future__ import annotations
 

@@ -30,9 +30,6 @@ class Ranks:
     local: int = 0
 
 
-SINGLE = Ranks(0, 1, None, "cpu")  # outside torchrun (the device is the spec's)
-
-
 def join(device: str) -> Ranks:
     """Join torchrun's process group when ``WORLD_SIZE`` > 1 (a GPU per rank: NCCL; else gloo on the CPU)."""
     world = int(os.environ.get("WORLD_SIZE", "1"))

@@ -161,11 +161,9 @@ def call_factory(name: str, path: str, args: dict[str, Any] | None = None) -> An
         return fresh.function(name, path)(**(args or {}))
     except TimeoutError:
         raise
-    except (TypeError, ValueError) as exc:
-        if str(exc).startswith(f"{name}:"):
+    except Exception as exc:  # the user's code: show its own message (ours already names the argument)
+        if isinstance(exc, (TypeError, ValueError)) and str(exc).startswith(f"{name}:"):
             raise
-        raise ValueError(f"{name}: {path}() raised {type(exc).__name__}: {exc}") from exc
-    except Exception as exc:  # the user's code: show its own message
         raise ValueError(f"{name}: {path}() raised {type(exc).__name__}: {exc}") from exc
 
 

@@ -1,7 +1,6 @@
-"""Every input of the migration's cost model, each with where it came from ("your config", "seed article",
-"measured" or "default: <why>"): none is anonymous, a typed value carries the label it is given (``typed(...)``),
-and ``read_config`` refuses unknown fields, negative numbers and shares above 1, naming file and field, before
-anything is measured."""
+"""Every input of the migration's cost model with where it came from ("your config", "seed article", "measured" or
+"default: <why>"): none is anonymous, and ``read_config`` refuses bad fields, naming file and field, before anything is
+measured."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""The optimisation ladder: one training set-up measured rung by rung, each rung tagged **no migration** (loader
-workers, pinned memory, autocast, a larger batch: in eager code today) or **migration** (torch.compile). Only
-``Ladder.migration_gain`` makes a measured ``MigrationGain`` for the cost model, and it refuses a no-migration rung.
-Step times include the wait for the loader; speed-ups compare time *per sample* (rungs may differ in batch)."""
+"""The optimisation ladder: one training set-up measured rung by rung, each tagged **no migration** (loader workers,
+pinned memory, autocast, a larger batch: eager code today) or **migration** (torch.compile); only
+``Ladder.migration_gain`` feeds the cost model, and it refuses a no-migration rung. Speed-ups compare time *per sample*,
+loader wait included."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""What the compiled variant did, for ``assess``: the graphs it compiled (Dynamo's ``unique_graphs`` counter; none:
-nothing to migrate) and each graph break's whole reason as ``TORCH_LOGS`` logs it; do its losses follow eager's,
-and does a forced compile failure fall back to eager's? A model with dropout is judged on steps retrained with the
-random state matched (``MATCHED``), one without on its timed steps in every process (the worst reported)."""
+"""What the compiled variant did, for ``assess``: the graphs it compiled (none: nothing to migrate), each graph break's
+whole reason as ``TORCH_LOGS`` logs it, its losses against eager's (the random state matched where the model draws
+random numbers, ``MATCHED``) and the forced compile failure's fallback."""
 
 from __future__ import annotations
 

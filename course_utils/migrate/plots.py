@@ -95,9 +95,7 @@ def explore(gain: MigrationGain, **inputs: Any) -> Any:
         est = _cost.estimate(values.pop("monthly_spend"), gain, **{**inputs, **values})
         output.clear_output(wait=True)
         with output:
-            from IPython.display import display
-
-            display(est, payback(est, labels=[f"measured {gain.median:.2f}x"]))
+            show(est, payback(est, labels=[f"measured {gain.median:.2f}x"]))
 
     for control in controls.values():
         control.observe(redraw, names="value")

@@ -1,8 +1,6 @@
-"""The PyTorch ladder of notebook 07: the rungs the notebook writes (its DataLoader, its training step under
-autocast, its ``torch.compile``), measured in two interleaved groups. The fastest no-migration set-up is kept; a
-rung slower than the set-up before it is shown as tried and not kept. Then the compiled model at the kept set-up,
-beside its eager twin (compile last), and on the baseline (compile first). Rungs are measured as a training loop's
-steady steps, interleaved epoch by epoch across rungs, so that a drift in the machine's load hits every rung alike."""
+"""The PyTorch ladder of notebook 07: the rungs the notebook writes, measured as a training loop's steady steps
+interleaved epoch by epoch (a drift in load hits every rung alike) in two groups: every set-up eager and compile first,
+then the fastest set-up eager beside compiled (compile last); a slower rung is tried, not kept."""
 
 from __future__ import annotations
 
@@ -83,13 +81,10 @@ def torch_ladder(setups: Annotated[Mapping[Text, Mapping[str, Any]], MinItems(1)
                  loader: Callable[..., Any], step: Callable[..., Any], make_model: Callable[[], Any], *,
                  compiler: Callable[..., Any], skipped: Sequence[Text] = (), rounds: Rounds = 4,
                  final_rounds: Rounds = 6) -> tuple[_ladder.Ladder, Any]:
-    """Measure the rungs it is given; returns the ladder and the compiled model of the last rung.
-
-    ``setups``: label -> set-up, the first the baseline, each later one the rung before with one change;
-    ``loader(setup)`` and ``step(model, setup)`` build a rung's DataLoader and training step; ``compiler`` wraps
-    the models of the two migration rungs and nothing else. First group (``rounds``): every set-up eager, and the
-    compiled model on the baseline; second (``final_rounds``): the fastest set-up per sample, eager beside compiled.
-    """
+    """Measure the rungs of ``setups`` (label -> set-up, the first the baseline, each later one the rung before with one
+    change; ``loader(setup)`` and ``step(model, setup)`` build a rung); return the ladder and the compiled model of the
+    last rung. ``compiler`` wraps the two migration rungs' models only; ``rounds``, ``final_rounds``: each group's
+    rounds."""
     import torch
 
     labels, chain_setups = list(setups), list(setups.values())

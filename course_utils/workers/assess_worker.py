@@ -161,7 +161,7 @@ def sync(device: Any) -> None:
         torch.cuda.synchronize(device)
 
 
-def measure(spec: dict[str, Any], ranks: ddp.Ranks = ddp.SINGLE) -> dict[str, Any]:
+def measure(spec: dict[str, Any], ranks: ddp.Ranks) -> dict[str, Any]:
     import torch
     from torch._dynamo.utils import counters
 
