@@ -91,8 +91,7 @@ def _interrupt_once(signum: int, frame: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command; exit codes: 0 done, 1 a measuring process failed, 2 bad input, 3 the regression gate
-    failed, 130 Ctrl-C (any number)."""
+    """Run the command; exits 0 done, 1 a measuring process failed, 2 bad input, 3 the gate failed, 130 Ctrl-C."""
     if threading.current_thread() is not threading.main_thread():
         return _main(argv)
     previous = signal.signal(signal.SIGINT, _interrupt_once)

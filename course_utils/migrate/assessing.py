@@ -44,8 +44,7 @@ Modes = Annotated[Sequence[Literal[MODES]], NonEmpty] | Text
 
 
 def _modes(modes: Any, compiler: str | None = None) -> list[str]:
-    """The compile modes, once each: a list of names, or a comma-separated string (the command line's); None:
-    'default', or none beside the user's ``compiler``."""
+    """The compile modes once each, from names or a comma-separated string; None: 'default' (none beside a compiler)."""
     if modes is None:
         return [] if compiler else ["default"]
     if isinstance(modes, str):
@@ -54,8 +53,7 @@ def _modes(modes: Any, compiler: str | None = None) -> list[str]:
 
 
 def calls(names: Sequence[str], *, fullgraph: bool, blocks: str, optimizer: bool = False) -> dict[str, str]:
-    """The compile call each variant measures, as the report names it (``blocks``: a regional compile's blocks;
-    ``optimizer``: the optimizer's step compiled too)."""
+    """Each variant's compile call, as the report names it (``blocks``: regional; ``optimizer``: step too)."""
     target = "block" if blocks else "model"
     out = {n: f"{n}({target})" if ":" in n else
            f"torch.compile({target}, mode={n!r}{', fullgraph=True' if fullgraph else ''})" for n in names}
@@ -132,8 +130,7 @@ def command_line(model: Text, batches: Text, *, model_args: Args | None = None, 
                  fullgraph: bool = False, regional: bool = False, inputs: Literal[INPUTS] = "end-to-end",
                  nproc_per_node: Ranks = 1, compile_optimizer: bool = False, nnodes: Nodes = 1,
                  node_rank: int = 0, rdzv_endpoint: Endpoint | None = None, separate: bool = False) -> str:
-    """The command line of ``assess`` for these arguments (what a lead runs on their own model), checked as
-    ``assess`` checks them."""
+    """The ``assess`` command line a lead runs on their own model, its arguments checked as ``assess`` checks them."""
     parts = ["python", "-m", "course_utils.migrate", "assess", "--model", model, "--batches", batches]
     parts += [a for k, v in (model_args or {}).items() for a in ("--model-arg", f"{k}={v}")]
     parts += [a for k, v in (batches_args or {}).items() for a in ("--batches-arg", f"{k}={v}")]
@@ -243,8 +240,7 @@ def failed_logs(target: Path) -> Path:
 
 
 def _keep_log(log: Path, kept: Path, exc: Exception) -> Exception:
-    """Copy the failed process's ``log`` into ``kept`` (the working folder is removed) and return ``exc`` again
-    with its message pointing to the kept copy."""
+    """Copy the failed process's ``log`` into ``kept`` and return ``exc`` again, its message naming the copy."""
     kept.mkdir(parents=True, exist_ok=True)
     copy = kept / log.name
     shutil.copyfile(log, copy)

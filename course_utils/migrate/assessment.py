@@ -75,8 +75,7 @@ class ModeResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"mode": self.mode, "call": self.call, "wait_s": self.wait_s,
-                "speedup": {"median": self.speedup.ratio, "low": self.speedup.low,
-                                               "high": self.speedup.high, **self.speedup.to_dict()},
+                "speedup": {"median": self.speedup.ratio, **self.speedup.to_dict()},  # to_dict holds low and high
                 "in_process": [s.to_dict() for s in self.in_process], "step_s": self.step_s,
                 "compile_seconds": {"cold": self.compile_cold_s, "warm": self.compile_warm_s},
                 "graph_breaks": list(self.graph_breaks), "recompiles": list(self.recompiles),

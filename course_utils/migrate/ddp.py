@@ -73,8 +73,7 @@ def buckets(model: Any) -> int | None:
 
 
 def check_nodes(nnodes: int, node_rank: int, endpoint: str | None) -> None:
-    """Refuse a node rank outside ``range(nnodes)``, several nodes without a rendezvous endpoint, or an endpoint for
-    one node (which runs on 127.0.0.1)."""
+    """Refuse a node rank outside ``range(nnodes)``, several nodes without an endpoint, or an endpoint for one node."""
     validate.number("node_rank", node_rank, low=0, high=nnodes - 1, integer=True)
     if nnodes > 1 and not endpoint:
         raise ValueError(f"rdzv_endpoint: {nnodes} nodes meet at a rendezvous endpoint HOST:PORT that every node "

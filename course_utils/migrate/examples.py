@@ -144,8 +144,7 @@ def optimizer_for(params: Any, name: str, lr: float) -> Any:
 
 
 def blocks(model: Any) -> tuple[str, Any]:
-    """(name, module) of the model's largest ``torch.nn.ModuleList`` (its repeated blocks, what a regional compile
-    compiles one by one); ValueError where it holds none."""
+    """(name, module) of the model's largest ``torch.nn.ModuleList``: a regional compile's blocks; else ValueError."""
     import torch
 
     found = [(n, m) for n, m in model.named_modules() if isinstance(m, torch.nn.ModuleList) and len(m)]

@@ -15,7 +15,6 @@ from course_utils import declare, devices, display, env, graphs, intervals, memo
 from course_utils.declare import NonEmpty, Range, Unique
 from course_utils.migrate import torch_rungs
 
-_LR = 0.05
 _EAGER = {"torch": "eager", "jax": "op-by-op (not how JAX is used)", "tensorflow": "eager"}
 _COMPILED = {"torch": "torch.compile", "jax": "jax.jit", "tensorflow": "tf.function(jit_compile=True)"}
 
@@ -25,8 +24,8 @@ Classes = Annotated[int, Range(2, 10_000)]
 
 def _tensorflow_steps(classes: int, size: int) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
     tf = env.import_tensorflow()
-    eager_inner = models.keras_sgd_step(models.keras_cnn(classes=classes, size=size), lr=_LR)
-    compiled = models.keras_sgd_step(models.keras_cnn(classes=classes, size=size), lr=_LR, jit_compile=True)
+    eager_inner = models.keras_sgd_step(models.keras_cnn(classes=classes, size=size), lr=torch_rungs.LR)
+    compiled = models.keras_sgd_step(models.keras_cnn(classes=classes, size=size), lr=torch_rungs.LR, jit_compile=True)
 
     def eager(batch: Any) -> Any:
         tf.config.run_functions_eagerly(True)  # the same step, op by op, as TF 2 runs code by default
@@ -169,7 +168,7 @@ def framework_table(x_nchw: np.ndarray, y: np.ndarray, *, torch_compiler: Callab
 
             batch = (jax.numpy.asarray(x_nhwc), jax.numpy.asarray(y))
             eager, compiled = (models.jax_sgd_step(models.jax_cnn_params(classes=classes), models.jax_cnn_apply,
-                                                   lr=_LR, jit=jit) for jit in (False, True))
+                                                   lr=torch_rungs.LR, jit=jit) for jit in (False, True))
             breaks, ran_on = None, jax.devices()[0].platform
         else:
             tf = env.import_tensorflow()
@@ -201,8 +200,7 @@ class Agreement:
 
 @declare.checked
 def outputs_agree(x_nchw: np.ndarray, *, plan: devices.Plan, classes: Classes = 10) -> Agreement:
-    """The same weights in every installed framework, their outputs on ``x_nchw`` against PyTorch's (on the CPU),
-    within ``plan.matmul_tolerance``."""
+    """Each installed framework's outputs on ``x_nchw`` against PyTorch's, same weights, within the plan's tolerance."""
     import torch
 
     validate.instance("x_nchw", x_nchw, np.ndarray)

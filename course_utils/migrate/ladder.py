@@ -134,8 +134,7 @@ def per_sample_ratio(before: Rung, after: Rung, part: Part = "step") -> float:
 
 @declare.checked
 def paired_interval(before: Rung, after: Rung, part: Part = "step") -> intervals.Speedup:
-    """Per-sample speed-up of ``after`` over ``before`` with its 95% interval over their paired rounds (both from
-    one interleaved group)."""
+    """Per-sample speed-up of ``after`` over ``before``, 95% interval over their paired rounds (one group)."""
     (_, rx), (_, ry) = _per_sample(before, part), _per_sample(after, part)
     if not (before.group and before.group == after.group and len(rx) == len(ry) >= 2):
         raise ValueError(f"rungs {before.label!r} and {after.label!r} were not measured in one interleaved group of "
@@ -171,14 +170,12 @@ class Ladder(display.Tabled):
 
     @declare.checked
     def interval(self, label: Text, part: Part = "step") -> intervals.Speedup:
-        """Per-sample speed-up of rung ``label`` over the rung it is measured against, with its 95% interval over
-        their paired rounds; ``part="compute"``: the compute parts alone."""
+        """Per-sample speed-up of ``label`` over ``before(label)``, 95% interval over paired rounds (or of ``part``)."""
         return paired_interval(self.before(label), self[label], part)
 
     @declare.checked
     def migration_gain(self, label: Text | None = None) -> MigrationGain:
-        """What migration rung ``label`` (default: the last of the main order) buys over the rung it is measured
-        against; ValueError for a no-migration rung."""
+        """What migration rung ``label`` (default: the main order's last) buys over ``before(label)``."""
         migrations = [r.label for r in self.rungs if r.kind == MIGRATION]
         if label is None and not migrations:
             raise ValueError("label: this ladder has no migration rung (nothing the migration buys)")
@@ -200,8 +197,7 @@ class Ladder(display.Tabled):
 
     @declare.checked
     def before(self, label: Text) -> Rung:
-        """The rung ``label`` is measured against: the one it names (``over``), else the one before it in the main
-        order, or the baseline for an extra rung."""
+        """The rung ``label`` is measured against: its ``over``, else the one before it (extra rungs: the baseline)."""
         rung = self[label]
         if rung.over:
             return self[rung.over]

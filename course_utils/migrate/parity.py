@@ -33,8 +33,7 @@ def tolerance(amp: str | None) -> float:
 
 @dataclass(frozen=True)
 class Parity:
-    """Losses of the compiled model against eager's, step by step from the same seed and batches; ``method`` says
-    how randomness was handled."""
+    """Compiled losses against eager's, step by step, same seed and batches; ``method``: how randomness was handled."""
 
     steps: int
     largest: float
@@ -125,8 +124,7 @@ def break_text(message: str) -> str:
 
 
 def short_reason(text: str) -> str:
-    """The first line of a break's reason that says what happened (past Dynamo's 'falling back' preamble), with
-    its explanation where it gives one."""
+    """A break reason's first line saying what happened (past Dynamo's preamble), with its explanation where given."""
     lines = [line.strip() for line in text.split(": ", 1)[-1].splitlines() if line.strip()]
     said = [line for line in lines if not line.endswith("Graph break encountered:")]
     head = said[0] if said else (lines[0] if lines else "no reason logged")

@@ -354,8 +354,7 @@ MEASURED_INPUTS = ("optimizer", "learning_rate")  # they change what is measured
 
 
 def reprice(report: str | Path, config: str | Path | None) -> tuple[dict[str, Any], Pricing]:
-    """Price the saved ``report`` (a report.json path) at ``config`` (a costs TOML, None: the seed's figures);
-    rewrite it and return (the new record, the pricing)."""
+    """Price the saved report.json ``report`` at ``config`` (None: the seed's); rewrite it, return (record, pricing)."""
     saved = record.read("report", report)
     inputs = read_config(config)
     for name in MEASURED_INPUTS:

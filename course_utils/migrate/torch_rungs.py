@@ -16,7 +16,7 @@ from course_utils.declare import MaxItems, MinItems, NonEmpty, Range, Text
 from course_utils.migrate import ladder as _ladder
 from course_utils.migrate.ladder import KINDS, Rung
 
-_LR = 0.05
+LR = 0.05  # the lesson's learning rate, in every framework
 Rounds = Annotated[int, Range(2, 100)]
 
 
@@ -39,7 +39,7 @@ def autocast_dtype(device: Any) -> Any:
 
 def train_step(model: Any, amp_dtype: Any = None) -> Callable[[Any], Any]:
     """The course's one PyTorch SGD step (``models.torch_sgd_step``), at this lesson's learning rate."""
-    return models.torch_sgd_step(model, lr=_LR, amp_dtype=amp_dtype)
+    return models.torch_sgd_step(model, lr=LR, amp_dtype=amp_dtype)
 
 
 def step_factory(make_model: Callable[[], Any], amp_dtype: Any = None) -> Callable[[Callable[[Any], Any]], Any]:
@@ -122,8 +122,7 @@ def torch_ladder(setups: Annotated[Mapping[Text, Mapping[str, Any]], MinItems(1)
 @declare.checked
 def step_agreement(make_model: Callable[[], Any], batch: Any, *, compiler: Callable[..., Any],
                    amp_dtype: Any = None, steps: Annotated[int, Range(1, 100)] = 3) -> dict[str, float]:
-    """Largest relative difference of the losses of ``steps`` training steps, eager against compiled by
-    ``compiler``, each from fresh identical weights; and of the final weights."""
+    """Largest relative difference of ``steps`` losses and final weights, eager against ``compiler``, same init."""
     runs = []
     for wrap in (lambda m: m, compiler):
         model = make_model()
