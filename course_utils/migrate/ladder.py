@@ -117,25 +117,17 @@ class MigrationGain:
         return f"{self.median:.2f}x ({self.low:.2f}x to {self.high:.2f}x, {self.source})"
 
 
-def _per_sample(rung: Rung, part: str) -> tuple[float, tuple[float, ...]]:
-    """(median, round medians) of ``rung``'s time per sample, of the whole step or its compute part."""
+def _per_sample(rung: Rung, part: str) -> tuple[float, ...]:
+    """``rung``'s round medians per sample, of the whole step or its compute part."""
     if part == "compute" and rung.computes is None:
         raise ValueError(f"part: rung {rung.label!r} holds no compute times")
-    median = (rung.steps if part == "step" else rung.computes).median
-    rounds = rung.round_medians if part == "step" else rung.round_computes
-    return median / rung.batch_size, tuple(t / rung.batch_size for t in rounds)
-
-
-@declare.checked
-def per_sample_ratio(before: Rung, after: Rung, part: Part = "step") -> float:
-    """Per-sample speed-up of ``after`` over ``before``: the ratio of their median times per sample."""
-    return _per_sample(before, part)[0] / _per_sample(after, part)[0]
+    return tuple(t / rung.batch_size for t in (rung.round_medians if part == "step" else rung.round_computes))
 
 
 @declare.checked
 def paired_interval(before: Rung, after: Rung, part: Part = "step") -> intervals.Speedup:
     """Per-sample speed-up of ``after`` over ``before``, 95% interval over their paired rounds (one group)."""
-    (_, rx), (_, ry) = _per_sample(before, part), _per_sample(after, part)
+    rx, ry = _per_sample(before, part), _per_sample(after, part)
     if not (before.group and before.group == after.group and len(rx) == len(ry) >= 2):
         raise ValueError(f"rungs {before.label!r} and {after.label!r} were not measured in one interleaved group of "
                          "at least 2 rounds, so their rounds are not paired: measure them together")
@@ -166,7 +158,7 @@ class Ladder(display.Tabled):
     @declare.checked
     def speedup(self, label: Text) -> float:
         """Per-sample speed-up of rung ``label`` over the baseline (a plain float: NOT accepted by ``cost``)."""
-        return per_sample_ratio(self.baseline, self[label])
+        return self.baseline.sample_time / self[label].sample_time
 
     @declare.checked
     def interval(self, label: Text, part: Part = "step") -> intervals.Speedup:
@@ -223,7 +215,7 @@ class Ladder(display.Tabled):
 
     def no_migration_gain(self) -> float:
         """Per-sample speed-up of the kept no-migration set-up over the baseline (ratio of medians)."""
-        return per_sample_ratio(self.baseline, self.kept)
+        return self.speedup(self.kept.label)
 
     @declare.checked
     def find(self, prefix: Text) -> str | None:

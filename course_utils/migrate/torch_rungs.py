@@ -9,6 +9,7 @@ import os
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Annotated, Any, Literal
 
 from course_utils import declare, env, memory, models, pipeline, timing, validate
@@ -91,9 +92,7 @@ def torch_ladder(setups: Annotated[Mapping[Text, Mapping[str, Any]], MinItems(1)
     device = next(make_model().parameters()).device
     ran = {"threads": torch.get_num_threads(), "device": str(device)}  # recorded beside each rung's set-up
 
-    def peak(fn: Callable[[], Any]) -> int | None:
-        return memory.torch_peak_bytes(fn, device)
-
+    peak = partial(memory.torch_peak_bytes, device=device)
     def eager(setup: Mapping[str, Any]) -> Callable[[Any], Any]:
         return step(make_model(), setup)
 
