@@ -1,6 +1,5 @@
-"""``assess``: the migration decision measured on the user's own model, device and bill (notebook 07, README; the
-command line in ``__main__``). Everything is checked before anything is measured; then fresh processes run
-``workers/assess_worker.py`` one after the other; the report is moved into place only when whole."""
+"""``assess``: the migration decision measured on the user's own model, device and bill. Everything is checked first;
+then fresh processes run the worker one after the other; the report lands only whole."""
 
 from __future__ import annotations
 

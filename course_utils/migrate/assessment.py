@@ -1,6 +1,5 @@
-"""What ``assess`` found from the fresh processes' results: each compile mode's gain with its interval across processes
-(the one that decides; each process's own interval kept apart), compile cost, graph breaks, memory, parity, the
-fallback, MFU, the money, and whether the machine was quiet (``RULE``)."""
+"""What ``assess`` found from the fresh processes' results: each mode's gain with its interval across processes (it
+decides), compile cost, graph breaks, memory, parity, MFU, money, and a quiet machine (``RULE``)."""
 
 from __future__ import annotations
 

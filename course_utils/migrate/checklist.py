@@ -1,6 +1,5 @@
-"""The seed's launch checklist run as code on a whole PyTorch training step, each check pass or fail with its
-evidence: speed and equality, graph breaks, a *forced* compile failure rolled back with ``set_stance("force_eager")``,
-compile time, data-dependent control flow. ``make_step(compiler)`` builds a fresh step from the same weights."""
+"""The seed's launch checklist run as code on a whole training step, each check pass or fail with its evidence: speed
+and equality, graph breaks, a *forced* compile failure rolled back, compile time, control flow."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""``assess --nproc-per-node N``: each fresh process is a torchrun job (``command``), every rank wrapping each variant
-in DDP (compiled: ``torch.compile(DDP(model))``, split at DDP's buckets); a variant under ``no_sync()`` gives the
-all-reduce's share (``comm_share``). With ``--nnodes`` every node runs the same ``assess``, meeting at
-``--rdzv-endpoint``; node 0 reports."""
+"""``assess --nproc-per-node N`` (and ``--nnodes``): each fresh process a torchrun job, every variant in DDP, and a
+variant under ``no_sync()`` for the all-reduce's share (``comm_share``); node 0 reports."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The migration decision as arithmetic (computed, never measured): the break-even speed-up (by bisection on the
-cost model), the rule (migrate when the whole 95% interval lies above it, do not below, else measure more), the
-processes that would likely settle an undecided case, and the run length from which compiling pays in time."""
+"""The migration decision as arithmetic (computed, never measured): the break-even speed-up, the rule on the 95%
+interval, the processes that would likely settle an undecided case, the run length that pays."""
 
 from __future__ import annotations
 

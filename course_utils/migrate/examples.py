@@ -1,6 +1,5 @@
-"""The user's side of ``assess``: two models written as a user writes theirs (``cnn``/``cnn_batches``,
-``transformer``/``token_batches``), ``recipe`` (a cell's function importable by the fresh processes), and the checks
-and probe of the user's 'package.module:function' paths; errors name the argument and quote the user's own message."""
+"""The user's side of ``assess``: two models written as a user writes theirs, ``recipe``, and the checks and probe of
+the user's 'package.module:function' paths (errors quote the user's own message)."""
 
 from __future__ import annotations
 

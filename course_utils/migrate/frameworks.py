@@ -1,6 +1,5 @@
-"""The seed's framework table, rebuilt on a common baseline: the same CNN, the same batch, one SGD step, each
-framework's compiled step beside PyTorch eager (what the team runs today) and beside its own eager mode, each row
-naming the device it ran on. Frameworks not installed are skipped with one sentence in the table's note."""
+"""The seed's framework table on a common baseline: the same CNN, batch and SGD step, each framework's compiled step
+beside PyTorch eager and its own eager mode, on the device each row names."""
 
 from __future__ import annotations
 

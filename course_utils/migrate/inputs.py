@@ -1,6 +1,5 @@
-"""Every input of the migration's cost model with where it came from ("your config", "seed article", "measured" or
-"default: <why>"): none is anonymous, and ``read_config`` refuses bad fields, naming file and field, before anything is
-measured."""
+"""Every input of the migration's cost model with where it came from (your config, the seed, measured, a default and
+why): none is anonymous; ``read_config`` refuses bad fields before anything runs."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The optimisation ladder: one training set-up measured rung by rung, each tagged **no migration** (loader workers,
-pinned memory, autocast, a larger batch: eager code today) or **migration** (torch.compile); only
-``Ladder.migration_gain`` feeds the cost model, and it refuses a no-migration rung. Speed-ups compare time *per sample*,
-loader wait included."""
+"""The optimisation ladder: rungs tagged **no migration** (eager code today) or **migration** (torch.compile),
+speed-ups per sample; only ``Ladder.migration_gain`` feeds the cost model, never a no-migration rung."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""What the compiled variant did, for ``assess``: the graphs it compiled (none: nothing to migrate), each graph break's
-whole reason as ``TORCH_LOGS`` logs it, its losses against eager's (the random state matched where the model draws
-random numbers, ``MATCHED``) and the forced compile failure's fallback."""
+"""What the compiled variant did, for ``assess``: the graphs it compiled (none: nothing to migrate), each graph
+break's reason, its losses against eager's (``MATCHED``) and the forced failure's fallback."""
 
 from __future__ import annotations
 

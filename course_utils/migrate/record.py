@@ -1,6 +1,5 @@
-"""report.json, the record one ``assess`` run leaves: versioned, stamped with time and host, numbers only (a non-finite
-value is ``null`` beside a flag that ``read`` restores), to be priced again (``report.reprice``) or to be the regression
-gate's baseline (``--baseline``, ``Gate``)."""
+"""report.json, the record one ``assess`` run leaves: versioned, stamped, numbers only (non-finite values flagged,
+restored by ``read``), to be priced again or be the regression gate's baseline (``Gate``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""``assess``'s report and notebook 07's tables: the findings the report tells, report.json, report.md and
-report.html (one offline page, plots embedded), a saved report priced again without measuring (``reprice``), the
-tables comparing assessments, the page for the lead and the summary rows. Sentences quote numbers; findings decide."""
+"""``assess``'s report (report.json, .md, .html with plots embedded; ``reprice``) and notebook 07's tables: the
+comparisons, the lead's page, the summary rows. Sentences quote numbers; findings decide."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The PyTorch ladder of notebook 07: the rungs the notebook writes, measured as a training loop's steady steps
-interleaved epoch by epoch (a drift in load hits every rung alike) in two groups: every set-up eager and compile first,
-then the fastest set-up eager beside compiled (compile last); a slower rung is tried, not kept."""
+"""The PyTorch ladder of notebook 07: the notebook's rungs measured as steady steps interleaved epoch by epoch (load
+drift hits all alike): every set-up and compile first, then the fastest beside compile last."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""One fresh process of ``python -m course_utils.migrate assess`` (``assess_worker.py SPEC.json RESULT.json``):
-every variant from the same seed (``assessing.variants``), three untimed steps (the first, timed, is the compile),
-then rounds with the variants' order rotated, the calibration matmul and CPU steal around them (the quiet-machine
-guard); the first process also judges parity, the matmul roof and a forced compile failure. Progress: ``@@progress
-DONE TOTAL``; under torchrun (``migrate.ddp``) local rank 0 of node 0 writes the result; ``only``: that variant alone
-(``assessing.layout``)."""
+"""One fresh process of ``assess`` (``assess_worker.py SPEC.json RESULT.json``): every variant from one seed, three
+untimed steps, then rotated rounds; in the first process also parity, the roof and a forced compile failure. Prints
+``@@progress DONE TOTAL``; ``only``: that one variant (``assessing.layout``); under torchrun rank 0 writes."""
 
 from __future__ import annotations
 
