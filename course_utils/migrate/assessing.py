@@ -88,10 +88,9 @@ def variants(spec: Mapping[str, Any]) -> list[str]:
 
 def layout(first: Mapping[str, Any], *, parameters: int, memory_bytes: int | None, separate: bool, nodes: int = 1,
            ranks: int = 1) -> dict[str, Any]:
-    """Whether the processes after the first run each variant alone (``separate``: forced), and why: the bytes every
-    variant of ``first`` (the first process's result) needs, computed as the eager step's peak plus 16 bytes a parameter
-    (weights, gradients, two fp32 optimizer states) per variant, times the ``ranks`` sharing the memory, over
-    ``memory_bytes``, against ``SEPARATE_SHARE``."""
+    """Whether the processes after the first run each variant alone (``separate``: forced), and why: every variant's
+    need (the eager step's peak plus 16 bytes a parameter, times ``ranks``) over ``memory_bytes``, against
+    ``SEPARATE_SHARE``."""
     count = len(first["variants"]) if first else None
     needed = count and ranks * count * ((first["variants"]["eager"]["peak_bytes"] or 0) + 16 * parameters)
     share = None if needed is None or not memory_bytes else needed / memory_bytes
@@ -107,12 +106,6 @@ def layout(first: Mapping[str, Any], *, parameters: int, memory_bytes: int | Non
                if share is not None else "the eager step's peak or the memory is unknown")
     return {"separate": separate, "why": why, "need_bytes": needed, "memory_bytes": memory_bytes,
             "threshold": SEPARATE_SHARE, "variants": count}
-
-
-def default_timeout(steps: int) -> float:
-    """Seconds allowed per measuring process: a cold compile and the imports (300 s) plus 2 s a step per variant
-    (four variants at most), ten times what the course's models take here."""
-    return 300.0 + 8.0 * steps
 
 
 def split_steps(steps: int) -> list[int]:
@@ -157,12 +150,10 @@ def assess(model: Any, batches: Any, *, out: str | Path, model_args: Args | None
            regional: bool = False, inputs: Literal[INPUTS] = "end-to-end",
            nproc_per_node: Ranks = 1, compile_optimizer: bool = False, separate: bool = False, nnodes: Nodes = 1,
            node_rank: int = 0, rdzv_endpoint: Endpoint | None = None) -> assessment.Assessment | None:
-    """Measure eager against ``torch.compile`` on ``model(**model_args)`` over ``batches(**batches_args)`` in
-    ``processes`` fresh processes, price the gain with ``config`` (a TOML path, ``Inputs``, or None: the seed's
-    figures) and write ``out``/report.json, .md and .html. The arguments are the command line's (``python -m
-    course_utils.migrate assess --help``); ``model``, ``batches``, ``loss`` and ``compiler`` may also be functions of
-    an importable module; ``timeout`` also bounds the user's code run here first. Node 0 returns the assessment, the
-    other nodes None."""
+    """Measure eager against ``torch.compile`` on ``model`` over ``batches`` in ``processes`` fresh processes, price
+    the gain at ``config`` (TOML path, ``Inputs`` or None: the seed's) and write ``out``/report.json, .md, .html. The
+    arguments are the command line's (``--help``); functions may stand for the paths; ``timeout`` also bounds the
+    probe. Node 0 returns the assessment, others None."""
     start, started = time.perf_counter(), record.now()
     target = examples.check_out("out", out)  # first: a folder that cannot be written is refused before anything
     ddp.check_nodes(nnodes, node_rank, rdzv_endpoint)
@@ -178,7 +169,8 @@ def assess(model: Any, batches: Any, *, out: str | Path, model_args: Args | None
                          "its own (name a mode too, or leave out --fullgraph)")
     model_args, batches_args = dict(model_args or {}), dict(batches_args or {})
     costs = config if isinstance(config, Inputs) else read_config(config)
-    timeout = default_timeout(steps) if timeout is None else timeout
+    if timeout is None:  # a cold compile and the imports, 300 s, and 2 s a step for 4 variants: 10x the course's
+        timeout = 300.0 + 8.0 * steps
     dev = _device(device)
     mode_list = [*([compile_path] if compile_path else []), *_modes(modes, compile_path)]
     amp_name = _amp(amp, dev)
@@ -200,7 +192,7 @@ def assess(model: Any, batches: Any, *, out: str | Path, model_args: Args | None
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{target.name}-assess-", dir=target.parent))
     try:
-        results, plan = _run_processes(work, failed_logs(target), processes, {
+        results, plan = _run_processes(work, target.with_name(f"{target.name}.failed-logs"), processes, {
             "model": model_path, "batches": batches_path, "model_args": model_args, "batches_args": batches_args,
             "loss": loss_path, "device": dev, "amp": amp_name,
             "modes": measured_modes, "rounds": len(per_round), "per_round": per_round, "seed": seed,
@@ -231,11 +223,6 @@ def assess(model: Any, batches: Any, *, out: str | Path, model_args: Args | None
     finally:
         with children.sigint_held():  # nor can a second Ctrl-C leave the working folder behind
             shutil.rmtree(work, ignore_errors=True)
-
-
-def failed_logs(target: Path) -> Path:
-    """Where the log of a measuring process that failed is kept: ``<out>.failed-logs/`` beside ``out``."""
-    return target.with_name(f"{target.name}.failed-logs")
 
 
 def _keep_log(log: Path, kept: Path, exc: Exception) -> Exception:

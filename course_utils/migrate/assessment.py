@@ -9,10 +9,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from course_utils import declare, devices, display, intervals, timing, validate
+from course_utils import declare, devices, display, intervals, validate
 from course_utils.migrate import cost, decision, parity, readings, record
 from course_utils.migrate.inputs import MEASURED, SEED, Inputs
-from course_utils.migrate.ladder import MigrationGain
+from course_utils.migrate.ladder import MigrationGain, paired
 from course_utils.migrate.parity import Fallback, Parity
 
 CACHE_METHOD = ("on-disk caches: every process uses one TORCHINDUCTOR_CACHE_DIR, empty for the first process (cold "
@@ -94,12 +94,6 @@ def median_bytes(values: Sequence[int | None]) -> int | None:
     return None if found is None else round(found)
 
 
-def _in_process(label: str, rounds_eager: Sequence[float], rounds_compiled: Sequence[float]) -> intervals.Speedup:
-    eager = timing.Measurement("eager", tuple(rounds_eager), rounds=tuple(rounds_eager))
-    compiled = timing.Measurement(label, tuple(rounds_compiled), rounds=tuple(rounds_compiled))
-    return intervals.speedup(eager, compiled)
-
-
 def wait(runs: Sequence[Mapping[str, Any]]) -> float | None:
     """The median over processes of a variant's per-step wait for data (None where the inputs were cached)."""
     return median_or_none([median_or_none(v.get("round_wait_s") or [None]) for v in runs])
@@ -115,11 +109,10 @@ def mode_results(results: Sequence[Mapping[str, Any]], modes: Sequence[str], amp
     for mode in modes:
         runs = [r["variants"][mode] for r in results]
         medians = [statistics.median(v["round_step_s"]) for v in runs]
-        gain = intervals.speedup(eager_medians, medians)
-        gain = replace(gain, baseline="eager", candidate=calls[mode])
+        gain = replace(intervals.speedup(eager_medians, medians), baseline="eager", candidate=calls[mode])
         compile_s = [max(0.0, v["first_s"] - m) for v, m in zip(runs, medians)]
         out.append(ModeResult(
-            mode, gain, tuple(_in_process(mode, e["round_step_s"], v["round_step_s"])
+            mode, gain, tuple(paired("eager", e["round_step_s"], mode, v["round_step_s"])
                               for e, v, r in zip(eager, runs, results) if not r.get("separate")),
             statistics.median(medians), compile_s[0], median_or_none(compile_s[1:]),
             tuple(sorted({b for v in runs for b in v["graph_breaks"]})),

@@ -174,9 +174,8 @@ def estimate(monthly_spend: Money, speedup: MigrationGain, migration_cost: Money
              compile_s_per_job: Annotated[float, Range(0, 1e9)] = 0.0,
              eager_upkeep: Money = 0.0, reserved: bool = False, horizon_months: Annotated[int, Range(1, 120)] = 12,
              migration_months: Annotated[float, Range(0, _SEARCH_MONTHS)] | None = None) -> CostEstimate:
-    """The migration's saving, break-even (with an interval from the gain's) and net. The one-off cost is
-    ``migration_cost``, else engineers x weeks x ``engineer_week_cost``; savings start after ``migration_months``
-    (default: ``weeks`` on the calendar)."""
+    """The migration's saving, break-even (interval from the gain's) and net; the one-off cost is ``migration_cost``,
+    else engineers x weeks x ``engineer_week_cost``, savings from ``migration_months`` (default: ``weeks``)."""
     given = migration_cost is not None
     return CostEstimate(
         speedup=speedup, monthly_spend=float(monthly_spend), spend_growth=float(spend_growth),

@@ -82,9 +82,8 @@ def check_nodes(nnodes: int, node_rank: int, endpoint: str | None) -> None:
 
 def command(worker: Path, args: Sequence[str], nproc: int, log_dir: Path, *, nnodes: int = 1, node_rank: int = 0,
             endpoint: str | None = None, run_id: str = "0") -> tuple[list[str], dict[str, str]]:
-    """The torchrun command of one fresh process of ``nproc`` ranks, and the environment it adds: on 127.0.0.1, or
-    node ``node_rank`` of ``nnodes`` meeting at ``endpoint`` (c10d rendezvous ``run_id``: one per fresh process, so
-    every node's job i meets job i; the loopback kept only where the endpoint is 127.0.0.1)."""
+    """The torchrun command of one fresh process of ``nproc`` ranks and the environment it adds: on 127.0.0.1, or
+    node ``node_rank`` of ``nnodes`` at ``endpoint`` (rendezvous ``run_id``: every node's job i meets job i)."""
     local = nnodes == 1 or endpoint.rsplit(":", 1)[0] in (launcher.LOOPBACK, "localhost")
     env = {**(launcher.loopback_env() if local else {}), **launcher.ranks_on_cpu(nproc, os.environ),
            "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // nproc))}

@@ -230,9 +230,8 @@ def cpu_attention_flops() -> dict[Any, Any]:
 def probe(model_path: str, batches_path: str, loss_path: str | None, device: Any, *, timeout: float = 600.0,
           model_args: dict[str, Any] | None = None, batches_args: dict[str, Any] | None = None,
           regional: bool = False) -> Probe:
-    """Build the model, read the first batch and take one eager training step on ``device`` under
-    ``FlopCounterMode`` (forward and backward FLOPs; the optimizer's update is not counted), within ``timeout``;
-    ``regional``: the model must hold repeated blocks (``blocks``)."""
+    """One eager training step on the first batch on ``device`` within ``timeout``, FLOPs counted (forward and
+    backward, not the optimizer); ``regional``: the model must hold repeated blocks (``blocks``)."""
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 

@@ -22,9 +22,8 @@ _MADE_HERE = object()  # only this module's constructors hold it: see MigrationG
 @declare.checked
 @dataclass(frozen=True)
 class Rung:
-    """One measured rung: ``steps`` whole steps (loader wait + compute), ``computes`` their compute parts, one median
-    per interleaved round (``round_medians``/``round_computes``, an interval's pairs), ``over`` the rung it is
-    measured against where not the one before, ``note`` why it stands off the main order, ``setup`` what it ran."""
+    """One measured rung: whole ``steps`` and their ``computes``, one median per interleaved round (an interval's
+    pairs), ``over`` the rung it is measured against, ``note`` why it is off the main order, ``setup``."""
 
     label: Text
     kind: Literal[KINDS]
@@ -66,9 +65,8 @@ class Rung:
 
 @dataclass(frozen=True)
 class MigrationGain:
-    """What the migration buys: a speed-up (old time / new time per sample) with its 95% interval. Only
-    ``Ladder.migration_gain``, ``across_processes`` (assess) and ``claimed`` make one: a no-migration number
-    cannot reach the cost model."""
+    """What the migration buys: a speed-up per sample with its 95% interval, made only by ``Ladder.migration_gain``,
+    ``across_processes`` (assess) and ``claimed``: a no-migration number cannot reach the cost model."""
 
     label: str
     median: float
@@ -129,8 +127,13 @@ def paired_interval(before: Rung, after: Rung, part: Part = "step") -> intervals
     if not (before.group and before.group == after.group and len(rx) == len(ry) >= 2):
         raise ValueError(f"rungs {before.label!r} and {after.label!r} were not measured in one interleaved group of "
                          "at least 2 rounds, so their rounds are not paired: measure them together")
-    return intervals.speedup(timing.Measurement(before.label, rx, rounds=rx), timing.Measurement(after.label, ry,
-                                                                                                rounds=ry))
+    return paired(before.label, rx, after.label, ry)
+
+
+def paired(before: str, rx: Sequence[float], after: str, ry: Sequence[float]) -> intervals.Speedup:
+    """``after``'s speed-up over ``before`` with the 95% interval over their paired per-round times ``rx``, ``ry``."""
+    return intervals.speedup(timing.Measurement(before, tuple(rx), rounds=tuple(rx)),
+                             timing.Measurement(after, tuple(ry), rounds=tuple(ry)))
 
 
 @declare.checked

@@ -81,10 +81,9 @@ def torch_ladder(setups: Annotated[Mapping[Text, Mapping[str, Any]], MinItems(1)
                  loader: Callable[..., Any], step: Callable[..., Any], make_model: Callable[[], Any], *,
                  compiler: Callable[..., Any], skipped: Sequence[Text] = (), rounds: Rounds = 4,
                  final_rounds: Rounds = 6) -> tuple[_ladder.Ladder, Any]:
-    """Measure the rungs of ``setups`` (label -> set-up, the first the baseline, each later one the rung before with one
-    change; ``loader(setup)`` and ``step(model, setup)`` build a rung); return the ladder and the compiled model of the
-    last rung. ``compiler`` wraps the two migration rungs' models only; ``rounds``, ``final_rounds``: each group's
-    rounds."""
+    """Measure ``setups`` (label -> set-up, the first the baseline, each later one change; ``loader`` and ``step``
+    build a rung) in two groups; return the ladder and the last rung's compiled model (``compiler`` wraps only
+    those)."""
     import torch
 
     labels, chain_setups = list(setups), list(setups.values())
@@ -140,9 +139,8 @@ AMP_UPDATE_RTOL = 5e-2
 @declare.checked
 def amp_agreement(make_model: Callable[[], Any], batch: Any, dtype: Any, *, steps: Annotated[int, Range(2, 100)] = 6,
                   master_weights: bool = True) -> dict[str, Any]:
-    """An fp32 and a mixed-precision copy trained ``steps`` steps from the same weights: their losses' and weight
-    updates' relative differences, ``close`` when both are within tolerance (``master_weights=False``: the whole
-    model cast to ``dtype``, the wrong cast the check must catch)."""
+    """fp32 against mixed precision over ``steps`` steps from the same weights: losses' and updates' relative
+    differences, ``close`` within tolerance (``master_weights=False``: the wrong whole-model cast)."""
     import torch
 
     runs = []
