@@ -84,8 +84,7 @@ def _args(name: str, pairs: list[str]) -> dict[str, int | float | str]:
 
 
 def _interrupt_once(signum: int, frame: object) -> None:
-    """The first Ctrl-C stops the run (``KeyboardInterrupt``: its children are stopped, its working folder removed);
-    later ones are ignored, so they can neither cut that cleanup short nor change the exit code from 130."""
+    """The first Ctrl-C stops the run; later ones are ignored, so they cut no cleanup short and the exit stays 130."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     raise KeyboardInterrupt
 

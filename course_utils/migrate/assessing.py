@@ -278,8 +278,7 @@ def _run_processes(work: Path, kept: Path, processes: int, spec: dict[str, Any],
 
 
 def _merge(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    """One fresh process's result from its variants' own processes: the variants together, the rest from eager's
-    process, the cache counters summed, the quiet-machine record of the one whose calibration drifted most."""
+    """One process's result from its variants' own: variants joined, eager's rest, caches summed, the worst guard."""
     load = max((p["load"] for p in parts), key=assessment.drift)
     return {**parts[0], "variants": {k: v for p in parts for k, v in p["variants"].items()}, "separate": True,
             "cache": {k: sum(p["cache"][k] for p in parts) for k in parts[0]["cache"]},

@@ -101,8 +101,7 @@ def wait(runs: Sequence[Mapping[str, Any]]) -> float | None:
 
 def mode_results(results: Sequence[Mapping[str, Any]], modes: Sequence[str], amp: str | None,
                  calls: Mapping[str, str]) -> tuple[ModeResult, ...]:
-    """Each mode's result from the processes' JSON results (``results[0]`` is the cold process); the interval in
-    each process only where that process held every variant (its rounds interleaved)."""
+    """Each mode's result from the processes' results (``results[0]`` cold); in-process intervals where all ran."""
     eager = [r["variants"]["eager"] for r in results]
     eager_medians = [statistics.median(v["round_step_s"]) for v in eager]
     out = []
@@ -125,8 +124,7 @@ def mode_results(results: Sequence[Mapping[str, Any]], modes: Sequence[str], amp
 
 @dataclass(frozen=True)
 class Pricing:
-    """The money: inputs with their sources, the estimate fed the measured gain, the break-even speed-up, the rule's
-    decision and the run length from which compiling pays in wall-clock time."""
+    """The money: inputs, the estimate at the measured gain, break-even speed-up, decision, the run length that pays."""
 
     inputs: Inputs
     estimate: cost.CostEstimate

@@ -25,6 +25,7 @@ SEED_JOB_HOURS = 72.0
 SEED_COMPETITOR_HOURS = 3.0
 SEED_UTILISATION = (0.4, 0.8)
 SEED_GPU_HOURS_EXAMPLE = ((10, 10.0), (5, 5.0))  # (GPUs, hours) before and after
+SEED_SPEND, SEED_SAVING = 100_000.0, 0.30  # its worked example: a month's bill, the share compile saves
 
 
 def months_text(value: float) -> str:
@@ -186,10 +187,6 @@ def estimate(monthly_spend: Money, speedup: MigrationGain, migration_cost: Money
         eager_upkeep=float(eager_upkeep), reserved=reserved, horizon_months=horizon_months,
         engineers=None if given else float(engineers), weeks=None if given else float(weeks),
         migration_months=float(weeks * 12 / 52 if migration_months is None else migration_months))
-
-
-SEED_SPEND = 100_000.0
-SEED_SAVING = 0.30
 
 
 @declare.checked

@@ -96,8 +96,7 @@ def command(worker: Path, args: Sequence[str], nproc: int, log_dir: Path, *, nno
 
 
 def summary(results: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """What the report says of a DDP run: ranks, backend, DDP's buckets, the compiled variants' graphs after
-    Dynamo's split, and the all-reduce's share of the eager step across the fresh processes; None for one rank."""
+    """What the report says of a DDP run (ranks, backend, buckets, graphs, the all-reduce's share); None: one rank."""
     job = results[0].get("ddp")
     if not job:
         return None
@@ -109,8 +108,7 @@ def summary(results: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
 
 
 def comm_share(eager: Sequence[float], no_sync: Sequence[float]) -> dict[str, float]:
-    """The all-reduce's share of the eager DDP step with its interval across fresh processes (one median step time
-    per process each): ``1 - no_sync / eager``, from the interval on their ratio."""
+    """The all-reduce's share of the eager DDP step, ``1 - no_sync / eager``, its interval across fresh processes."""
     ratio = intervals.speedup(list(eager), list(no_sync))
     share = [1 - 1 / r if r > 0 else -math.inf for r in (ratio.ratio, ratio.low, ratio.high)]
     return {"share": share[0], "low": share[1], "high": share[2], "processes": ratio.n}

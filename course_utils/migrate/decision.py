@@ -153,8 +153,7 @@ def processes_needed(speedup: intervals.Speedup, break_even: Annotated[float, Po
 
 @dataclass(frozen=True)
 class RunLength:
-    """Steps from which compiling pays for itself: the cold compile over the time one step saves, at the median and
-    the interval's ends (``inf`` where that end saves nothing)."""
+    """Steps from which compiling pays: the cold compile over the time a step saves, at the median and interval ends."""
 
     compile_s: float
     eager_step_s: float

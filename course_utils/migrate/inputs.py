@@ -162,8 +162,7 @@ def typed(**given: tuple[Any, str]) -> Inputs:
 
 
 def read_config(path: str | Path | None) -> Inputs:
-    """The inputs of a TOML file (flat ``name = value`` lines, every field optional), labelled "your config"; the
-    fields it leaves out keep their defaults and say so. ``None``: every field at its default."""
+    """A flat TOML file's inputs, labelled "your config"; fields left out keep their defaults (None: all defaults)."""
     if path is None:
         return defaults()
     file = Path(validate.instance("config path", path, (str, Path)))

@@ -139,8 +139,7 @@ def paired(before: str, rx: Sequence[float], after: str, ry: Sequence[float]) ->
 @declare.checked
 @dataclass(frozen=True, repr=False)
 class Ladder(display.Tabled):
-    """Rungs in order (the first is the baseline), the rungs ``skipped`` here and why, and ``extra`` rungs measured
-    off the main order (compile first, the rungs tried and not kept, the eager twin of compile last)."""
+    """Rungs in order (first: the baseline), the rungs ``skipped`` and why, and ``extra`` rungs off the main order."""
 
     rungs: tuple[Rung, ...]
     skipped: tuple[str, ...] = ()
@@ -224,8 +223,7 @@ class Ladder(display.Tabled):
         return next((r.label for r in (*self.rungs, *self.dropped) if r.label.startswith(prefix)), None)
 
     def waterfall_steps(self) -> list[tuple[str, float]]:
-        """(label, seconds per sample) in ladder order; a migration rung beside an eager twin is drawn at the rung
-        before it divided by ``migration_gain``, so the waterfall shows compile last's own figure."""
+        """(label, seconds per sample) in order; compile last drawn at its own gain over its eager twin."""
         steps: list[tuple[str, float]] = []
         for r in self.rungs:
             twin = self.before(r.label) if r is not self.baseline else None

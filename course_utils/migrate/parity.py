@@ -73,8 +73,7 @@ def _failing_backend(gm: Any, example_inputs: Any) -> Any:
 
 @dataclass(frozen=True)
 class Fallback:
-    """The forced compile failure: its error (None: it did not fail), and the fallback's losses against eager's and
-    the compiled path's over the same first steps."""
+    """The forced compile failure's error (None: none) and the fallback's losses against eager's and compiled's."""
 
     error: str | None
     steps: int

@@ -37,17 +37,10 @@ def mfu_text(value: float | None) -> str:
     return f"{value:.1%}" if value <= 1 else f"refused ({value:.0%} is above 100%: the peak is not what ran)"
 
 
-def to_html(markdown: str, title: str) -> str:
-    """One self-contained page from the report's Markdown (markdown-it-py, which the course's stack installs)."""
+def write(found: Assessment, folder: Path) -> dict[str, Path]:
+    """Write the three files into ``folder`` (created; the HTML one self-contained, by markdown-it-py); their paths."""
     from markdown_it import MarkdownIt
 
-    body = MarkdownIt("commonmark").enable("table").render(markdown)
-    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{STYLE}</style></head><body>{body}</body></html>\n")
-
-
-def write(found: Assessment, folder: Path) -> dict[str, Path]:
-    """Write the three files into ``folder`` (created); returns their paths."""
     folder.mkdir(parents=True, exist_ok=True)
     speed = plots.png_base64(plots.assess_figure(found))
     payback = plots.png_base64(plots.payback(found.pricing.estimate,
@@ -57,7 +50,10 @@ def write(found: Assessment, folder: Path) -> dict[str, Path]:
     paths = {"json": folder / "report.json", "md": folder / "report.md", "html": folder / "report.html"}
     record.write(paths["json"], found.to_dict())
     paths["md"].write_text(report_markdown(found))
-    paths["html"].write_text(to_html(report_markdown(found, figures), f"assess: {found.model}"))
+    body = MarkdownIt("commonmark").enable("table").render(report_markdown(found, figures))
+    paths["html"].write_text(f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>"
+                             f"{html.escape(f'assess: {found.model}')}</title><style>{STYLE}</style></head><body>"
+                             f"{body}</body></html>\n")
     return paths
 
 
