@@ -287,12 +287,11 @@ def _merge(parts: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _assemble(results: list[dict[str, Any]], *, mode_list: list[str], skipped: dict[str, str], amp: str | None,
-              inputs: Inputs, probe: examples.Probe, device: str, calls: Mapping[str, str] | None = None,
+              inputs: Inputs, probe: examples.Probe, device: str, calls: Mapping[str, str],
               device_name: str, processes: int, steps: int, rounds: int, names: tuple[str, str, str | None],
               seconds: float, command: str, started: str) -> assessment.Assessment:
     import torch
 
-    calls = calls or {m: f"torch.compile(model, mode={m!r})" for m in mode_list}
     modes, host = assessment.mode_results(results, mode_list, amp, calls), record.host()
     if device == "cuda" and torch.cuda.is_available():
         host["device_memory_bytes"] = torch.cuda.get_device_properties(0).total_memory

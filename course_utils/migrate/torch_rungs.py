@@ -15,6 +15,7 @@ from course_utils import declare, env, memory, models, pipeline, timing, validat
 from course_utils.declare import MaxItems, MinItems, NonEmpty, Range, Text
 from course_utils.migrate import ladder as _ladder
 from course_utils.migrate.ladder import KINDS, Rung
+from course_utils.migrate.parity import relative
 
 LR = 0.05  # the lesson's learning rate, in every framework
 Rounds = Annotated[int, Range(2, 100)]
@@ -126,7 +127,7 @@ def step_agreement(make_model: Callable[[], Any], batch: Any, *, compiler: Calla
         step = train_step(wrap(model), amp_dtype)
         runs.append(([float(step(batch)) for _ in range(steps)], [p.detach().clone() for p in model.parameters()]))
     (loss_a, w_a), (loss_b, w_b) = runs
-    loss = max(abs(a - b) / max(abs(a), 1e-12) for a, b in zip(loss_a, loss_b))
+    loss = relative(loss_a, loss_b)[0]
     weights = max(float((a - b).abs().max() / a.abs().max().clamp_min(1e-12)) for a, b in zip(w_a, w_b))
     return {"loss": loss, "weights": weights, "final_loss": loss_a[-1]}
 
@@ -155,7 +156,7 @@ def amp_agreement(make_model: Callable[[], Any], batch: Any, dtype: Any, *, step
         update = torch.cat([(p.detach().float() - s).flatten() for p, s in zip(model.parameters(), start)])
         runs.append((losses, update))
     (loss_a, up_a), (loss_b, up_b) = runs
-    loss = max(abs(a - b) / max(abs(a), 1e-12) for a, b in zip(loss_a, loss_b))
+    loss = relative(loss_a, loss_b)[0]
     update = float((up_b - up_a).norm() / up_a.norm().clamp_min(1e-12))
     return {"loss": loss, "update": update, "steps": steps,
             "close": loss <= AMP_LOSS_RTOL and update <= AMP_UPDATE_RTOL}
