@@ -1,10 +1,5 @@
-"""Notebook 07, "Should we migrate?": the ladder (no-migration wins, then what compile buys), ``assess`` (the gain
-on your own model in fresh processes, priced against the break-even speed-up), the cost model, the launch
-checklist run as code, and the framework table on a common baseline. Modules: ``ladder``/``torch_rungs``
-(the ladder), ``assessing``/``assessment``/``parity``/``record`` (assess), ``inputs``/
-``cost``/``decision`` (the money and the rule), ``checklist``, ``frameworks``, ``findings``, ``story``, ``report``,
-``plots``, ``exercises`` (07.x checkers), ``examples`` (two models to assess, and the checks of yours).
-"""
+"""Notebook 07, "Should we migrate?": the ladder, ``assess`` (the gain on your own model in fresh processes, priced
+against the break-even speed-up), the cost model, the launch checklist and the framework table."""
 
 from course_utils.migrate import examples, exercises, findings  # noqa: F401  (exercises registers the 07.x checkers)
 from course_utils.migrate.assessing import assess, command_line

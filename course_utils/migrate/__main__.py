@@ -84,15 +84,13 @@ def _args(name: str, pairs: list[str]) -> dict[str, int | float | str]:
 
 
 def _interrupt_once(signum: int, frame: object) -> None:
-    """The first Ctrl-C stops the run (``KeyboardInterrupt``: its children are stopped, its working folder removed);
-    later ones are ignored, so they can neither cut that cleanup short nor change the exit code from 130."""
+    """The first Ctrl-C stops the run; later ones are ignored, so they cut no cleanup short and the exit stays 130."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command; exit codes: 0 done, 1 a measuring process failed, 2 bad input, 3 the regression gate
-    failed, 130 Ctrl-C (any number)."""
+    """Run the command; exits 0 done, 1 a measuring process failed, 2 bad input, 3 the gate failed, 130 Ctrl-C."""
     if threading.current_thread() is not threading.main_thread():
         return _main(argv)
     previous = signal.signal(signal.SIGINT, _interrupt_once)

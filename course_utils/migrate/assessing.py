@@ -1,8 +1,5 @@
-"""``assess``: the migration decision measured on the user's own model, device and bill (notebook 07, README; the
-command line in ``__main__``). Everything is checked before anything is measured (``out`` writable first, then the
-user's functions, one eager step, the config); then fresh processes run ``workers/assess_worker.py`` one after the
-other, each in its own process group; the report is moved into place only when whole. A measuring process that fails
-leaves its log in ``<out>.failed-logs/``."""
+"""``assess``: the migration decision measured on the user's own model, device and bill. Everything is checked first;
+then fresh processes run the worker one after the other; the report lands only whole."""
 
 from __future__ import annotations
 
@@ -19,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from course_utils import children, declare, display, env, intervals, validate
+from course_utils import children, declare, display, env, fresh, intervals, validate
 from course_utils.declare import NonEmpty, Range, Text
 from course_utils.migrate import assessment, ddp, examples, parity, record, report
 from course_utils.migrate.inputs import Inputs, read_config
@@ -40,16 +37,13 @@ Ranks = Annotated[int, Range(1, 64)]  # ranks per fresh process (torchrun's --np
 Nodes = Annotated[int, Range(1, 1024)]  # torchrun's --nnodes: every node runs the same assess command
 Endpoint = Annotated[str, declare.Matches(r"[^\s:]+:\d{1,5}", "HOST:PORT")]
 SEPARATE_SHARE = 0.6
-"""Above this share of the device's memory (the host's on a CPU), the fresh processes after the first run each
-variant in a process of its own. The estimate (``layout``) counts the eager step's peak and the optimizer's state only:
-not the allocator's cache, the compiler's workspace, nor the fallback model the first process adds, so 40% is left
-for what it leaves out."""
+"""Above this share of the device's memory (the host's on a CPU), the processes after the first run each variant
+alone; 40% is left for what ``layout``'s estimate leaves out (allocator cache, compiler workspace, fallback model)."""
 Modes = Annotated[Sequence[Literal[MODES]], NonEmpty] | Text
 
 
 def _modes(modes: Any, compiler: str | None = None) -> list[str]:
-    """The compile modes, once each: a list of names, or a comma-separated string (the command line's); None:
-    'default', or none beside the user's ``compiler``."""
+    """The compile modes once each, from names or a comma-separated string; None: 'default' (none beside a compiler)."""
     if modes is None:
         return [] if compiler else ["default"]
     if isinstance(modes, str):
@@ -58,32 +52,12 @@ def _modes(modes: Any, compiler: str | None = None) -> list[str]:
 
 
 def calls(names: Sequence[str], *, fullgraph: bool, blocks: str, optimizer: bool = False) -> dict[str, str]:
-    """The compile call each variant measures, as the report names it (``blocks``: a regional compile's blocks;
-    ``optimizer``: the optimizer's step compiled too)."""
+    """Each variant's compile call, as the report names it (``blocks``: regional; ``optimizer``: step too)."""
     target = "block" if blocks else "model"
     out = {n: f"{n}({target})" if ":" in n else
            f"torch.compile({target}, mode={n!r}{', fullgraph=True' if fullgraph else ''})" for n in names}
     out = {n: f"{c} on each block of {blocks}" if blocks else c for n, c in out.items()}
     return {n: f"{c} + torch.compile(optimizer.step)" if optimizer else c for n, c in out.items()}
-
-
-def _device(device: str) -> str:
-    import torch
-
-    validate.choice("device", device, DEVICES)
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device is 'cuda' but this machine has no CUDA GPU that torch can use; use cpu or auto")
-    return device
-
-
-def _amp(amp: str, device: str) -> str | None:
-    validate.choice("amp", amp, AMPS)
-    if amp == "auto":
-        dtype = autocast_dtype(device)
-        return None if dtype is None else str(dtype).removeprefix("torch.")
-    return {"off": None, "bf16": "bfloat16", "fp16": "float16"}[amp]
 
 
 def variants(spec: Mapping[str, Any]) -> list[str]:
@@ -95,10 +69,9 @@ def variants(spec: Mapping[str, Any]) -> list[str]:
 
 def layout(first: Mapping[str, Any], *, parameters: int, memory_bytes: int | None, separate: bool, nodes: int = 1,
            ranks: int = 1) -> dict[str, Any]:
-    """Whether the processes after the first run each variant alone (``separate``: forced), and why: the bytes all
-    variants of ``first`` (the first process's result) need together (computed: the eager step's peak plus 16 bytes
-    a parameter, for weights, gradients and two fp32 optimizer states at most, per variant, times the ``ranks``
-    sharing the memory) over ``memory_bytes``, against ``SEPARATE_SHARE``."""
+    """Whether the processes after the first run each variant alone (``separate``: forced), and why: every variant's
+    need (the eager step's peak plus 16 bytes a parameter, times ``ranks``) over ``memory_bytes``, against
+    ``SEPARATE_SHARE``."""
     count = len(first["variants"]) if first else None
     needed = count and ranks * count * ((first["variants"]["eager"]["peak_bytes"] or 0) + 16 * parameters)
     share = None if needed is None or not memory_bytes else needed / memory_bytes
@@ -116,18 +89,6 @@ def layout(first: Mapping[str, Any], *, parameters: int, memory_bytes: int | Non
             "threshold": SEPARATE_SHARE, "variants": count}
 
 
-def default_timeout(steps: int) -> float:
-    """Seconds allowed per measuring process: a cold compile and the imports (300 s) plus 2 s a step per variant
-    (four variants at most), ten times what the course's models take here."""
-    return 300.0 + 8.0 * steps
-
-
-def split_steps(steps: int) -> list[int]:
-    """``steps`` timed steps split into at most 5 rounds of nearly equal length."""
-    rounds = min(MAX_ROUNDS, steps)
-    return [steps // rounds + (1 if i < steps % rounds else 0) for i in range(rounds)]
-
-
 @declare.checked
 def command_line(model: Text, batches: Text, *, model_args: Args | None = None, batches_args: Args | None = None,
                  loss: Text | None = None, config: Text | None = None, processes: Processes = 5, steps: Steps = 50,
@@ -136,8 +97,7 @@ def command_line(model: Text, batches: Text, *, model_args: Args | None = None, 
                  fullgraph: bool = False, regional: bool = False, inputs: Literal[INPUTS] = "end-to-end",
                  nproc_per_node: Ranks = 1, compile_optimizer: bool = False, nnodes: Nodes = 1,
                  node_rank: int = 0, rdzv_endpoint: Endpoint | None = None, separate: bool = False) -> str:
-    """The command line of ``assess`` for these arguments (what a lead runs on their own model), checked as
-    ``assess`` checks them."""
+    """The ``assess`` command line a lead runs on their own model, its arguments checked as ``assess`` checks them."""
     parts = ["python", "-m", "course_utils.migrate", "assess", "--model", model, "--batches", batches]
     parts += [a for k, v in (model_args or {}).items() for a in ("--model-arg", f"{k}={v}")]
     parts += [a for k, v in (batches_args or {}).items() for a in ("--batches-arg", f"{k}={v}")]
@@ -165,39 +125,37 @@ def assess(model: Any, batches: Any, *, out: str | Path, model_args: Args | None
            regional: bool = False, inputs: Literal[INPUTS] = "end-to-end",
            nproc_per_node: Ranks = 1, compile_optimizer: bool = False, separate: bool = False, nnodes: Nodes = 1,
            node_rank: int = 0, rdzv_endpoint: Endpoint | None = None) -> assessment.Assessment | None:
-    """Measure eager against ``torch.compile`` on ``model(**model_args)`` (a 'package.module:function' path, or a
-    function in an importable module) over ``batches(**batches_args)`` in ``processes`` fresh processes of ``steps``
-    timed steps each, price the gain with ``config`` (a TOML path, ``Inputs``, or None: the seed's figures) and write
-    ``out``/report.json, .md and .html. ``timeout`` bounds each process and the user's code run here first (default:
-    sized from the steps); ``threads``: the processes' intra-op threads (default torch's); ``baseline``: a saved
-    report.json for the regression gate; ``compiler``: the user's compile function ('module:fn' or such a function,
-    taking the model and returning the compiled one), measured first (it decides), beside ``modes``; ``fullgraph``
-    and ``regional`` (each block of the largest ModuleList compiled) change the calls; ``inputs``: "end-to-end"
-    (each step draws from make_batches() as training does, data wait timed apart) or "cached" (compute only);
-    ``nproc_per_node`` > 1: each fresh process is a torchrun job of that many ranks, eager DDP against compiled DDP
-    (``migrate.ddp``); ``compile_optimizer``: the compiled variants' optimizer step compiled too; ``separate``: the
-    processes after the first run each variant alone (else only when memory asks: ``layout``); ``nnodes`` > 1:
-    every node runs this same call with its ``node_rank``, the jobs meeting at ``rdzv_endpoint`` (torchrun's c10d
-    rendezvous); node 0 writes the report and returns it, the others return None."""
+    """Measure eager against ``torch.compile`` on ``model`` over ``batches`` in ``processes`` fresh processes, price
+    the gain at ``config`` (TOML path, ``Inputs`` or None: the seed's) and write ``out``/report.json, .md, .html. The
+    arguments are the command line's (``--help``); functions may stand for the paths; ``timeout`` also bounds the
+    probe. Node 0 returns the assessment, others None."""
     start, started = time.perf_counter(), record.now()
     target = examples.check_out("out", out)  # first: a folder that cannot be written is refused before anything
     ddp.check_nodes(nnodes, node_rank, rdzv_endpoint)
     base = None if baseline is None else record.baseline(baseline)
     import torch
 
-    model_path = examples.resolve("model", model)
-    batches_path = examples.resolve("batches", batches)
-    loss_path = None if loss is None else examples.resolve("loss", loss)
-    compile_path = None if compiler is None else examples.resolve("compiler", compiler)
+    model_path = fresh.target_path(model, "model")
+    batches_path = fresh.target_path(batches, "batches")
+    loss_path = None if loss is None else fresh.target_path(loss, "loss")
+    compile_path = None if compiler is None else fresh.target_path(compiler, "compiler")
     if fullgraph and not _modes(modes, compile_path):
         raise ValueError("fullgraph: it sets torch.compile's fullgraph=True for --modes; your compile function sets "
                          "its own (name a mode too, or leave out --fullgraph)")
     model_args, batches_args = dict(model_args or {}), dict(batches_args or {})
     costs = config if isinstance(config, Inputs) else read_config(config)
-    timeout = default_timeout(steps) if timeout is None else timeout
-    dev = _device(device)
+    if timeout is None:  # a cold compile and the imports, 300 s, and 2 s a step for 4 variants: 10x the course's
+        timeout = 300.0 + 8.0 * steps
+    dev = validate.choice("device", device, DEVICES)
+    if dev == "auto":
+        dev = "cuda" if torch.cuda.is_available() else "cpu"
+    if dev == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device is 'cuda' but this machine has no CUDA GPU that torch can use; use cpu or auto")
     mode_list = [*([compile_path] if compile_path else []), *_modes(modes, compile_path)]
-    amp_name = _amp(amp, dev)
+    if validate.choice("amp", amp, AMPS) == "auto":
+        amp_name = None if (auto := autocast_dtype(dev)) is None else str(auto).removeprefix("torch.")
+    else:
+        amp_name = {"off": None, "bf16": "bfloat16", "fp16": "float16"}[amp]
     skipped = {m: "CUDA graphs need a CUDA device; skipped here" for m in mode_list
                if m == "reduce-overhead" and dev != "cuda"}
     measured_modes = [m for m in mode_list if m not in skipped]
@@ -206,7 +164,8 @@ def assess(model: Any, batches: Any, *, out: str | Path, model_args: Args | None
     probe = examples.probe(model_path, batches_path, loss_path, torch.device(dev), timeout=timeout,
                             model_args=model_args, batches_args=batches_args, regional=regional)
     device_name = torch.cuda.get_device_name(0) if dev == "cuda" else env.cpu_model()
-    per_round = split_steps(steps)
+    rounds = min(MAX_ROUNDS, steps)  # the timed steps in at most 5 rounds of nearly equal length
+    per_round = [steps // rounds + (1 if i < steps % rounds else 0) for i in range(rounds)]
     command = command_line(model_path, batches_path, model_args=model_args, batches_args=batches_args, loss=loss_path,
                            config=costs.path, processes=processes, steps=steps, device=device, modes=modes,
                            amp=amp, threads=threads, out=target, compiler=compile_path, fullgraph=fullgraph,
@@ -216,7 +175,7 @@ def assess(model: Any, batches: Any, *, out: str | Path, model_args: Args | None
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{target.name}-assess-", dir=target.parent))
     try:
-        results, plan = _run_processes(work, failed_logs(target), processes, {
+        results, plan = _run_processes(work, target.with_name(f"{target.name}.failed-logs"), processes, {
             "model": model_path, "batches": batches_path, "model_args": model_args, "batches_args": batches_args,
             "loss": loss_path, "device": dev, "amp": amp_name,
             "modes": measured_modes, "rounds": len(per_round), "per_round": per_round, "seed": seed,
@@ -249,14 +208,8 @@ def assess(model: Any, batches: Any, *, out: str | Path, model_args: Args | None
             shutil.rmtree(work, ignore_errors=True)
 
 
-def failed_logs(target: Path) -> Path:
-    """Where the log of a measuring process that failed is kept: ``<out>.failed-logs/`` beside ``out``."""
-    return target.with_name(f"{target.name}.failed-logs")
-
-
 def _keep_log(log: Path, kept: Path, exc: Exception) -> Exception:
-    """Copy the failed process's ``log`` into ``kept`` (the working folder is removed) and return ``exc`` again
-    with its message pointing to the kept copy."""
+    """Copy the failed process's ``log`` into ``kept`` and return ``exc`` again, its message naming the copy."""
     kept.mkdir(parents=True, exist_ok=True)
     copy = kept / log.name
     shutil.copyfile(log, copy)
@@ -268,10 +221,9 @@ def _keep_log(log: Path, kept: Path, exc: Exception) -> Exception:
 
 def _run_processes(work: Path, kept: Path, processes: int, spec: dict[str, Any], timeout: float,
                    progress: bool, plan: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Run the worker ``processes`` times, one after the other; the first with an empty compile cache, holding every
-    variant; after it, ``plan(its result)`` (``layout``) says whether each later process runs each variant in a
-    process of its own (same seed, same batches; merged by process index). A process that fails or runs past
-    ``timeout`` leaves its log in ``kept``, which the error names. Returns the results and the layout."""
+    """Run the worker ``processes`` times, one after the other, the first on an empty compile cache with every variant;
+    ``plan(its result)`` (``layout``) says whether each later one runs each variant alone (merged by process index). A
+    failed process's log is kept in ``kept``. Returns the results and the layout."""
     names = variants(spec)
     per = 3 + sum(spec["per_round"])
     units = len(names) * per
@@ -326,8 +278,7 @@ def _run_processes(work: Path, kept: Path, processes: int, spec: dict[str, Any],
 
 
 def _merge(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    """One fresh process's result from its variants' own processes: the variants together, the rest from eager's
-    process, the cache counters summed, the quiet-machine record of the one whose calibration drifted most."""
+    """One process's result from its variants' own: variants joined, eager's rest, caches summed, the worst guard."""
     load = max((p["load"] for p in parts), key=assessment.drift)
     return {**parts[0], "variants": {k: v for p in parts for k, v in p["variants"].items()}, "separate": True,
             "cache": {k: sum(p["cache"][k] for p in parts) for k in parts[0]["cache"]},
@@ -336,12 +287,11 @@ def _merge(parts: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _assemble(results: list[dict[str, Any]], *, mode_list: list[str], skipped: dict[str, str], amp: str | None,
-              inputs: Inputs, probe: examples.Probe, device: str, calls: Mapping[str, str] | None = None,
+              inputs: Inputs, probe: examples.Probe, device: str, calls: Mapping[str, str],
               device_name: str, processes: int, steps: int, rounds: int, names: tuple[str, str, str | None],
               seconds: float, command: str, started: str) -> assessment.Assessment:
     import torch
 
-    calls = calls or {m: f"torch.compile(model, mode={m!r})" for m in mode_list}
     modes, host = assessment.mode_results(results, mode_list, amp, calls), record.host()
     if device == "cuda" and torch.cuda.is_available():
         host["device_memory_bytes"] = torch.cuda.get_device_properties(0).total_memory

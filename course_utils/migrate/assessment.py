@@ -1,7 +1,5 @@
-"""What ``assess`` found, from the fresh processes' results: the gain per compile mode with its interval across
-processes (``cu.intervals.speedup`` over per-process medians: the one that decides; each process's own interval over
-its rounds is kept apart), compile cost, graph breaks, memory, parity, the fallback, MFU, and the money; and
-whether the machine was quiet (``RULE``, over what each process recorded: load, CPU steal, a calibration matmul)."""
+"""What ``assess`` found from the fresh processes' results: each mode's gain with its interval across processes (it
+decides), compile cost, graph breaks, memory, parity, MFU, money, and a quiet machine (``RULE``)."""
 
 from __future__ import annotations
 
@@ -11,10 +9,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from course_utils import declare, devices, display, intervals, timing, validate
+from course_utils import declare, devices, display, intervals, validate
 from course_utils.migrate import cost, decision, parity, readings, record
-from course_utils.migrate.inputs import MEASURED, SEED, SEED_JOB_HOURS, Inputs
-from course_utils.migrate.ladder import MigrationGain
+from course_utils.migrate.inputs import MEASURED, SEED, Inputs
+from course_utils.migrate.ladder import MigrationGain, paired
 from course_utils.migrate.parity import Fallback, Parity
 
 CACHE_METHOD = ("on-disk caches: every process uses one TORCHINDUCTOR_CACHE_DIR, empty for the first process (cold "
@@ -76,8 +74,7 @@ class ModeResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"mode": self.mode, "call": self.call, "wait_s": self.wait_s,
-                "speedup": {"median": self.speedup.ratio, "low": self.speedup.low,
-                                               "high": self.speedup.high, **self.speedup.to_dict()},
+                "speedup": {"median": self.speedup.ratio, **self.speedup.to_dict()},  # to_dict holds low and high
                 "in_process": [s.to_dict() for s in self.in_process], "step_s": self.step_s,
                 "compile_seconds": {"cold": self.compile_cold_s, "warm": self.compile_warm_s},
                 "graph_breaks": list(self.graph_breaks), "recompiles": list(self.recompiles),
@@ -97,12 +94,6 @@ def median_bytes(values: Sequence[int | None]) -> int | None:
     return None if found is None else round(found)
 
 
-def _in_process(label: str, rounds_eager: Sequence[float], rounds_compiled: Sequence[float]) -> intervals.Speedup:
-    eager = timing.Measurement("eager", tuple(rounds_eager), rounds=tuple(rounds_eager))
-    compiled = timing.Measurement(label, tuple(rounds_compiled), rounds=tuple(rounds_compiled))
-    return intervals.speedup(eager, compiled)
-
-
 def wait(runs: Sequence[Mapping[str, Any]]) -> float | None:
     """The median over processes of a variant's per-step wait for data (None where the inputs were cached)."""
     return median_or_none([median_or_none(v.get("round_wait_s") or [None]) for v in runs])
@@ -110,19 +101,17 @@ def wait(runs: Sequence[Mapping[str, Any]]) -> float | None:
 
 def mode_results(results: Sequence[Mapping[str, Any]], modes: Sequence[str], amp: str | None,
                  calls: Mapping[str, str]) -> tuple[ModeResult, ...]:
-    """Each mode's result from the processes' JSON results (``results[0]`` is the cold process); the interval in
-    each process only where that process held every variant (its rounds interleaved)."""
+    """Each mode's result from the processes' results (``results[0]`` cold); in-process intervals where all ran."""
     eager = [r["variants"]["eager"] for r in results]
     eager_medians = [statistics.median(v["round_step_s"]) for v in eager]
     out = []
     for mode in modes:
         runs = [r["variants"][mode] for r in results]
         medians = [statistics.median(v["round_step_s"]) for v in runs]
-        gain = intervals.speedup(eager_medians, medians)
-        gain = replace(gain, baseline="eager", candidate=calls[mode])
+        gain = replace(intervals.speedup(eager_medians, medians), baseline="eager", candidate=calls[mode])
         compile_s = [max(0.0, v["first_s"] - m) for v, m in zip(runs, medians)]
         out.append(ModeResult(
-            mode, gain, tuple(_in_process(mode, e["round_step_s"], v["round_step_s"])
+            mode, gain, tuple(paired("eager", e["round_step_s"], mode, v["round_step_s"])
                               for e, v, r in zip(eager, runs, results) if not r.get("separate")),
             statistics.median(medians), compile_s[0], median_or_none(compile_s[1:]),
             tuple(sorted({b for v in runs for b in v["graph_breaks"]})),
@@ -135,8 +124,7 @@ def mode_results(results: Sequence[Mapping[str, Any]], modes: Sequence[str], amp
 
 @dataclass(frozen=True)
 class Pricing:
-    """The money: inputs with their sources, the estimate fed the measured gain, the break-even speed-up, the rule's
-    decision and the run length from which compiling pays in wall-clock time."""
+    """The money: inputs, the estimate at the measured gain, break-even speed-up, decision, the run length that pays."""
 
     inputs: Inputs
     estimate: cost.CostEstimate
@@ -161,17 +149,16 @@ class Pricing:
 
 def price(inputs: Inputs, speedup: intervals.Speedup, *, eager_step_s: float, compile_cold_s: float,
           compile_warm_s: float | None, label: str, nothing: str | None = None, busy: str | None = None) -> Pricing:
-    """Feed the measured ``speedup`` to the cost model at ``inputs``: the job length from ``steps_per_job`` (or
-    the seed's 72 h job) at the measured eager step, the compile each job pays (cold, or warm where the config
-    says the cache persists and a warm figure exists). ``nothing`` (why nothing was compiled) makes the decision
-    "nothing to migrate", whatever the timings say; else ``busy`` (why the machine was busy) "not decided"."""
+    """Feed the measured ``speedup`` to the cost model at ``inputs``: the job from ``steps_per_job`` (or the seed's 72 h
+    job) at the eager step, each job's compile cold (warm where the config says the cache persists). ``nothing`` (why
+    nothing compiled) decides "nothing to migrate"; else ``busy`` "not decided"."""
     validate.instance("inputs", inputs, Inputs)
     steps = inputs.value("steps_per_job")
     if steps:
         job_hours = steps * eager_step_s / 3600
     else:
-        job_hours = SEED_JOB_HOURS
-        inputs = inputs.with_value("steps_per_job", max(1, round(SEED_JOB_HOURS * 3600 / eager_step_s)),
+        job_hours = cost.SEED_JOB_HOURS
+        inputs = inputs.with_value("steps_per_job", max(1, round(cost.SEED_JOB_HOURS * 3600 / eager_step_s)),
                                    f"{SEED}: a 72 h job at the {MEASURED} eager step")
     warm = inputs.value("compile_cache_persists") and compile_warm_s is not None
     compile_s = compile_warm_s if warm else compile_cold_s

@@ -1,6 +1,5 @@
-"""The seed's launch checklist run as code on a whole PyTorch training step, each check pass or fail with its
-evidence: speed and equality, graph breaks, a *forced* compile failure rolled back with ``set_stance("force_eager")``,
-compile time, data-dependent control flow. ``make_step(compiler)`` builds a fresh step from the same weights."""
+"""The seed's launch checklist run as code on a whole training step, each check pass or fail with its evidence: speed
+and equality, graph breaks, a *forced* compile failure rolled back, compile time, control flow."""
 
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ from typing import Annotated, Any
 from course_utils import declare, display, graphs
 from course_utils.declare import Positive, Range
 from course_utils.migrate.ladder import MigrationGain
-from course_utils.migrate.parity import FALLBACK_RTOL, relative
+from course_utils.migrate.parity import FALLBACK_RTOL, _failing_backend, relative
 
 _DYNAMIC_HINTS = ("generic_jump", "data-dependent", "data dependent", "concretization", "dynamic control flow")
 
@@ -52,10 +51,6 @@ class Checklist(display.Tabled):
     def table(self) -> display.Table:
         return display.table(["", "check", "evidence"], [(c.mark, c.name, c.evidence) for c in self.checks],
                              title=f"Launch checklist: {'ready' if self.passed else 'NOT ready'}")
-
-
-def _failing_backend(gm: Any, example_inputs: Any) -> Any:
-    raise RuntimeError("simulated compiler failure (forced by the rollback check)")
 
 
 def _losses(step: Callable[[Any], Any], batch: Any, steps: int) -> list[float]:

@@ -1,6 +1,5 @@
-"""Does the migration pay? Break-even and net from what the migration *alone* buys (a ``MigrationGain``, never a
-plain ratio, so a no-migration win cannot inflate the return), with its interval, from the inputs a lead knows.
-"""
+"""Does the migration pay? Break-even and net from what the migration *alone* buys (a ``MigrationGain``, never a plain
+ratio, so a no-migration win cannot inflate the return), with its interval, from the inputs a lead knows."""
 
 from __future__ import annotations
 
@@ -26,6 +25,7 @@ SEED_JOB_HOURS = 72.0
 SEED_COMPETITOR_HOURS = 3.0
 SEED_UTILISATION = (0.4, 0.8)
 SEED_GPU_HOURS_EXAMPLE = ((10, 10.0), (5, 5.0))  # (GPUs, hours) before and after
+SEED_SPEND, SEED_SAVING = 100_000.0, 0.30  # its worked example: a month's bill, the share compile saves
 
 
 def months_text(value: float) -> str:
@@ -175,9 +175,8 @@ def estimate(monthly_spend: Money, speedup: MigrationGain, migration_cost: Money
              compile_s_per_job: Annotated[float, Range(0, 1e9)] = 0.0,
              eager_upkeep: Money = 0.0, reserved: bool = False, horizon_months: Annotated[int, Range(1, 120)] = 12,
              migration_months: Annotated[float, Range(0, _SEARCH_MONTHS)] | None = None) -> CostEstimate:
-    """The migration's saving, break-even (with an interval from the gain's) and net. The one-off cost is
-    ``migration_cost``, else engineers x weeks x ``engineer_week_cost``; savings start after ``migration_months``
-    (default: ``weeks`` on the calendar)."""
+    """The migration's saving, break-even (interval from the gain's) and net; the one-off cost is ``migration_cost``,
+    else engineers x weeks x ``engineer_week_cost``, savings from ``migration_months`` (default: ``weeks``)."""
     given = migration_cost is not None
     return CostEstimate(
         speedup=speedup, monthly_spend=float(monthly_spend), spend_growth=float(spend_growth),
@@ -188,10 +187,6 @@ def estimate(monthly_spend: Money, speedup: MigrationGain, migration_cost: Money
         eager_upkeep=float(eager_upkeep), reserved=reserved, horizon_months=horizon_months,
         engineers=None if given else float(engineers), weeks=None if given else float(weeks),
         migration_months=float(weeks * 12 / 52 if migration_months is None else migration_months))
-
-
-SEED_SPEND = 100_000.0
-SEED_SAVING = 0.30
 
 
 @declare.checked

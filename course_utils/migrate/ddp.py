@@ -1,13 +1,5 @@
-"""``assess --nproc-per-node N``: the job at its own scale, eager DDP against compiled DDP through the real launcher.
-
-The parent starts each fresh process as ``torchrun --nproc-per-node N`` on 127.0.0.1 (the course's launcher command);
-each rank joins the process group (NCCL with a GPU per rank, else gloo on the CPU, which stands in and says so),
-wraps every variant in ``DistributedDataParallel`` (compiled variants as ``torch.compile(DDP(model))``, where
-Dynamo's DDPOptimizer splits the graph at DDP's buckets), and local rank 0 of node 0 writes the result. A third DDP
-variant runs its backward under ``no_sync()`` (no all-reduce): the communication share is ``1 - its step / the eager
-step``. Several nodes (``--nnodes``): every node runs the same ``assess``; its fresh process i is one node of torchrun
-job i, the nodes meeting at ``--rdzv-endpoint`` (c10d rendezvous, id ``i``), and node 0 reports.
-"""
+"""``assess --nproc-per-node N`` (and ``--nnodes``): each fresh process a torchrun job, every variant in DDP, and a
+variant under ``no_sync()`` for the all-reduce's share (``comm_share``); node 0 reports."""
 
 from __future__ import annotations
 
@@ -34,9 +26,6 @@ class Ranks:
     backend: str | None
     device: str
     local: int = 0
-
-
-SINGLE = Ranks(0, 1, None, "cpu")  # outside torchrun (the device is the spec's)
 
 
 def join(device: str) -> Ranks:
@@ -82,8 +71,7 @@ def buckets(model: Any) -> int | None:
 
 
 def check_nodes(nnodes: int, node_rank: int, endpoint: str | None) -> None:
-    """Refuse a node rank outside ``range(nnodes)``, several nodes without a rendezvous endpoint, or an endpoint for
-    one node (which runs on 127.0.0.1)."""
+    """Refuse a node rank outside ``range(nnodes)``, several nodes without an endpoint, or an endpoint for one node."""
     validate.number("node_rank", node_rank, low=0, high=nnodes - 1, integer=True)
     if nnodes > 1 and not endpoint:
         raise ValueError(f"rdzv_endpoint: {nnodes} nodes meet at a rendezvous endpoint HOST:PORT that every node "
@@ -94,9 +82,8 @@ def check_nodes(nnodes: int, node_rank: int, endpoint: str | None) -> None:
 
 def command(worker: Path, args: Sequence[str], nproc: int, log_dir: Path, *, nnodes: int = 1, node_rank: int = 0,
             endpoint: str | None = None, run_id: str = "0") -> tuple[list[str], dict[str, str]]:
-    """The torchrun command of one fresh process of ``nproc`` ranks, and the environment it adds: on 127.0.0.1, or
-    node ``node_rank`` of ``nnodes`` meeting at ``endpoint`` (c10d rendezvous ``run_id``: one per fresh process, so
-    every node's job i meets job i; the loopback kept only where the endpoint is 127.0.0.1)."""
+    """The torchrun command of one fresh process of ``nproc`` ranks and the environment it adds: on 127.0.0.1, or
+    node ``node_rank`` of ``nnodes`` at ``endpoint`` (rendezvous ``run_id``: every node's job i meets job i)."""
     local = nnodes == 1 or endpoint.rsplit(":", 1)[0] in (launcher.LOOPBACK, "localhost")
     env = {**(launcher.loopback_env() if local else {}), **launcher.ranks_on_cpu(nproc, os.environ),
            "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // nproc))}
@@ -109,8 +96,7 @@ def command(worker: Path, args: Sequence[str], nproc: int, log_dir: Path, *, nno
 
 
 def summary(results: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """What the report says of a DDP run: ranks, backend, DDP's buckets, the compiled variants' graphs after
-    Dynamo's split, and the all-reduce's share of the eager step across the fresh processes; None for one rank."""
+    """What the report says of a DDP run (ranks, backend, buckets, graphs, the all-reduce's share); None: one rank."""
     job = results[0].get("ddp")
     if not job:
         return None
@@ -122,8 +108,7 @@ def summary(results: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
 
 
 def comm_share(eager: Sequence[float], no_sync: Sequence[float]) -> dict[str, float]:
-    """The all-reduce's share of the eager DDP step with its interval across fresh processes (one median step time
-    per process each): ``1 - no_sync / eager``, from the interval on their ratio."""
+    """The all-reduce's share of the eager DDP step, ``1 - no_sync / eager``, its interval across fresh processes."""
     ratio = intervals.speedup(list(eager), list(no_sync))
     share = [1 - 1 / r if r > 0 else -math.inf for r in (ratio.ratio, ratio.low, ratio.high)]
     return {"share": share[0], "low": share[1], "high": share[2], "processes": ratio.n}

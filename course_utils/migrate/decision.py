@@ -1,11 +1,10 @@
-"""The migration decision as arithmetic (computed, never measured): the break-even speed-up (by bisection on the
-cost model), the rule (migrate when the whole 95% interval lies above it, do not below, else measure more), the
-processes that would likely settle an undecided case, and the run length from which compiling pays in time."""
+"""The migration decision as arithmetic (computed, never measured): the break-even speed-up, the rule on the 95%
+interval, the processes that would likely settle an undecided case, the run length that pays."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Annotated, Any, Literal
 
 from course_utils import declare, findings, intervals, validate
@@ -154,8 +153,7 @@ def processes_needed(speedup: intervals.Speedup, break_even: Annotated[float, Po
 
 @dataclass(frozen=True)
 class RunLength:
-    """Steps from which compiling pays for itself: the cold compile over the time one step saves, at the median and
-    the interval's ends (``inf`` where that end saves nothing)."""
+    """Steps from which compiling pays: the cold compile over the time a step saves, at the median and interval ends."""
 
     compile_s: float
     eager_step_s: float
@@ -168,8 +166,7 @@ class RunLength:
         return self.steps * self.eager_step_s
 
     def to_dict(self) -> dict[str, float]:
-        return {"compile_s": self.compile_s, "eager_step_s": self.eager_step_s, "steps": self.steps,
-                "steps_low": self.steps_low, "steps_high": self.steps_high}
+        return asdict(self)
 
 
 @declare.checked

@@ -1,9 +1,5 @@
-"""The user's side of ``assess``. Two models written as a user writes theirs (``make_model``/``make_batches``, sizes
-as arguments): ``cnn``/``cnn_batches``, the course CNN on ``pipeline.SyntheticImages`` patches; ``transformer``/
-``token_batches``, one pre-norm transformer block trained to predict the next token. ``recipe``: a cell's function
-made importable by the fresh processes. Then the user's functions, named 'package.module:function', checked and
-probed (one eager step, FLOPs counted) before anything is measured, and the training step's pieces the probe and the
-fresh processes share. Errors name the argument and show the user's own message where their code raised."""
+"""The user's side of ``assess``: two models written as a user writes theirs, ``recipe``, and the checks and probe of
+the user's 'package.module:function' paths (errors quote the user's own message)."""
 
 from __future__ import annotations
 
@@ -147,8 +143,7 @@ def optimizer_for(params: Any, name: str, lr: float) -> Any:
 
 
 def blocks(model: Any) -> tuple[str, Any]:
-    """(name, module) of the model's largest ``torch.nn.ModuleList`` (its repeated blocks, what a regional compile
-    compiles one by one); ValueError where it holds none."""
+    """(name, module) of the model's largest ``torch.nn.ModuleList``: a regional compile's blocks; else ValueError."""
     import torch
 
     found = [(n, m) for n, m in model.named_modules() if isinstance(m, torch.nn.ModuleList) and len(m)]
@@ -158,22 +153,15 @@ def blocks(model: Any) -> tuple[str, Any]:
     return max(found, key=lambda x: len(x[1]))
 
 
-def resolve(name: str, value: Any) -> str:
-    """``value`` as a 'package.module:function' path a fresh process can import (``fresh.target_path``)."""
-    return fresh.target_path(value, name)
-
-
 def call_factory(name: str, path: str, args: dict[str, Any] | None = None) -> Any:
     """Call the user's factory with ``args``; an exception in it is reported with its own message."""
     try:
         return fresh.function(name, path)(**(args or {}))
     except TimeoutError:
         raise
-    except (TypeError, ValueError) as exc:
-        if str(exc).startswith(f"{name}:"):
+    except Exception as exc:  # the user's code: show its own message (ours already names the argument)
+        if isinstance(exc, (TypeError, ValueError)) and str(exc).startswith(f"{name}:"):
             raise
-        raise ValueError(f"{name}: {path}() raised {type(exc).__name__}: {exc}") from exc
-    except Exception as exc:  # the user's code: show its own message
         raise ValueError(f"{name}: {path}() raised {type(exc).__name__}: {exc}") from exc
 
 
@@ -201,36 +189,6 @@ def _shapes(value: Any) -> str:
     return type(value).__name__
 
 
-def first_batch(path: str, args: dict[str, Any] | None = None) -> Any:
-    """The first (inputs, targets) pair of ``make_batches(**args)``."""
-    batches = call_factory("batches", path, args)
-    if isinstance(batches, (str, bytes, dict)) or not hasattr(batches, "__iter__"):
-        raise TypeError(f"batches: {path}() must return an iterable of (inputs, targets) such as a list or a "
-                        f"DataLoader; got {type(batches).__name__}")
-    try:
-        batch = next(iter(batches))
-    except StopIteration:
-        raise ValueError(f"batches: {path}() yielded no batch") from None
-    except TimeoutError:
-        raise
-    except Exception as exc:
-        raise ValueError(f"batches: reading the first batch of {path}() raised {type(exc).__name__}: {exc}") from exc
-    if isinstance(batch, (str, bytes)) or not isinstance(batch, (list, tuple)) or len(batch) != 2:
-        raise TypeError(f"batches: each batch must be an (inputs, targets) pair; the first is {type(batch).__name__} "
-                        f"{_shapes(batch)}")
-    return batch
-
-
-def probe(model_path: str, batches_path: str, loss_path: str | None, device: Any, *, timeout: float = 600.0,
-          model_args: dict[str, Any] | None = None, batches_args: dict[str, Any] | None = None,
-          regional: bool = False) -> Probe:
-    """Build the model, read the first batch and take one eager training step on ``device`` under
-    ``FlopCounterMode`` (forward and backward FLOPs; the optimizer's update is not counted), within ``timeout``;
-    ``regional``: the model must hold repeated blocks (``blocks``)."""
-    with calls.time_limit(timeout, f"model/batches/loss: {model_path}(), {batches_path}() and one eager training step"):
-        return _probe(model_path, batches_path, loss_path, device, model_args, batches_args, regional)
-
-
 def cpu_attention_flops() -> dict[Any, Any]:
     """FLOP formulas for the CPU's attention kernels, which torch's counter does not know (it counted 0 FLOPs for
     ``scaled_dot_product_attention`` on a CPU): the formulas it applies to the GPU's attention kernels."""
@@ -249,42 +207,64 @@ def cpu_attention_flops() -> dict[Any, Any]:
             aten._scaled_dot_product_flash_attention_for_cpu_backward: backward}
 
 
-def _probe(model_path: str, batches_path: str, loss_path: str | None, device: Any, model_args: Any,
-           batches_args: Any, regional: bool) -> Probe:
+def probe(model_path: str, batches_path: str, loss_path: str | None, device: Any, *, timeout: float = 600.0,
+          model_args: dict[str, Any] | None = None, batches_args: dict[str, Any] | None = None,
+          regional: bool = False) -> Probe:
+    """One eager training step on the first batch on ``device`` within ``timeout``, FLOPs counted (forward and
+    backward, not the optimizer); ``regional``: the model must hold repeated blocks (``blocks``)."""
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    model = call_factory("model", model_path, model_args)
-    if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"model: {model_path}() returned {type(model).__name__}, not a torch.nn.Module")
-    if not any(p.requires_grad for p in model.parameters()):
-        raise ValueError(f"model: {model_path}() returned a module with no trainable parameters")
-    where = blocks(model) if regional else None
-    batch = first_batch(batches_path, batches_args)
-    loss_fn = default_loss if loss_path is None else fresh.function("loss", loss_path)
-    model = model.to(device)
-    inputs, targets = (to_device(v, device) for v in batch)
-    try:
-        with FlopCounterMode(display=False, custom_mapping=cpu_attention_flops()) as counter:
-            loss = loss_fn(call(model, inputs), targets)
-            loss.backward()
-    except TimeoutError:
-        raise
-    except Exception as exc:  # the user's model or loss on the user's batch
-        raise ValueError(f"model/batches/loss: one eager training step on the first batch {_shapes(batch)} raised "
-                         f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from exc
-    if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
-        raise ValueError(f"loss: must return a scalar tensor; got {_shapes(loss)}")
-    value = float(loss.detach())
-    if not math.isfinite(value):
-        raise ValueError(f"loss: the first step's loss is {value}; the model, batches or loss give no finite loss")
-    params = sum(p.numel() for p in model.parameters())
-    return Probe(float(counter.get_total_flops()), int(params), _shapes(batch), value,
-                 "" if where is None else f"{where[0] or 'the model'} ({len(where[1])} blocks)")
+    with calls.time_limit(timeout, f"model/batches/loss: {model_path}(), {batches_path}() and one eager training step"):
+        model = call_factory("model", model_path, model_args)
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(f"model: {model_path}() returned {type(model).__name__}, not a torch.nn.Module")
+        if not any(p.requires_grad for p in model.parameters()):
+            raise ValueError(f"model: {model_path}() returned a module with no trainable parameters")
+        where = blocks(model) if regional else None
+        batches = call_factory("batches", batches_path, batches_args)  # then its first (inputs, targets) pair
+        if isinstance(batches, (str, bytes, dict)) or not hasattr(batches, "__iter__"):
+            raise TypeError(f"batches: {batches_path}() must return an iterable of (inputs, targets) such as a list or "
+                            f"a DataLoader; got {type(batches).__name__}")
+        try:
+            batch = next(iter(batches))
+        except StopIteration:
+            raise ValueError(f"batches: {batches_path}() yielded no batch") from None
+        except TimeoutError:
+            raise
+        except Exception as exc:
+            raise ValueError(f"batches: reading the first batch of {batches_path}() raised {type(exc).__name__}: "
+                             f"{exc}") from exc
+        if isinstance(batch, (str, bytes)) or not isinstance(batch, (list, tuple)) or len(batch) != 2:
+            raise TypeError(f"batches: each batch must be an (inputs, targets) pair; the first is "
+                            f"{type(batch).__name__} {_shapes(batch)}")
+        loss_fn = default_loss if loss_path is None else fresh.function("loss", loss_path)
+        model = model.to(device)
+        inputs, targets = (to_device(v, device) for v in batch)
+        try:
+            with FlopCounterMode(display=False, custom_mapping=cpu_attention_flops()) as counter:
+                loss = loss_fn(call(model, inputs), targets)
+                loss.backward()
+        except TimeoutError:
+            raise
+        except Exception as exc:  # the user's model or loss on the user's batch
+            raise ValueError(f"model/batches/loss: one eager training step on the first batch {_shapes(batch)} raised "
+                             f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from exc
+        if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+            raise ValueError(f"loss: must return a scalar tensor; got {_shapes(loss)}")
+        value = float(loss.detach())
+        if not math.isfinite(value):
+            raise ValueError(f"loss: the first step's loss is {value}; the model, batches or loss give no finite loss")
+        params = sum(p.numel() for p in model.parameters())
+        return Probe(float(counter.get_total_flops()), int(params), _shapes(batch), value,
+                     "" if where is None else f"{where[0] or 'the model'} ({len(where[1])} blocks)")
 
 
 def check_out(name: str, value: Any) -> Any:
-    """The output folder: a path whose parent can hold it; refused where it holds files of something else."""
+    """The output folder: refused where it holds files of something else, or where its parent (or nearest existing
+    ancestor) takes no new file: the report is written beside ``out`` and moved into place, so this is checked first."""
+    import os
+    import tempfile
     from pathlib import Path
 
     path = Path(validate.instance(name, value, (str, Path))).expanduser().resolve()
@@ -293,18 +273,7 @@ def check_out(name: str, value: Any) -> Any:
     if path.exists() and any(path.iterdir()) and not (path / "report.json").exists():
         raise ValueError(f"{name}: {str(path)!r} holds other files; give an empty or new folder (a previous report "
                          "folder is replaced)")
-    writable(name, path.parent)
-    return path
-
-
-def writable(name: str, folder: Any) -> None:
-    """Refuse ``folder`` (or, where it does not exist yet, its nearest existing parent) unless a file can be created
-    and removed there: the report is written beside ``out`` and moved into place, so this is checked first."""
-    import os
-    import tempfile
-    from pathlib import Path
-
-    here = Path(folder)
+    here = path.parent
     while not here.exists() and here != here.parent:
         here = here.parent
     if not here.is_dir():
@@ -316,3 +285,4 @@ def writable(name: str, folder: Any) -> None:
     except OSError as exc:
         raise ValueError(f"{name}: cannot write in {str(here)!r} ({exc.strerror or exc}); give a folder you can "
                          "write") from None
+    return path

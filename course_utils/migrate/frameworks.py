@@ -1,6 +1,5 @@
-"""The seed's framework table, rebuilt on a common baseline: the same CNN, the same batch, one SGD step, each
-framework's compiled step beside PyTorch eager (what the team runs today) and beside its own eager mode, each row
-naming the device it ran on. Frameworks not installed are skipped with one sentence in the table's note."""
+"""The seed's framework table on a common baseline: the same CNN, batch and SGD step, each framework's compiled step
+beside PyTorch eager and its own eager mode, on the device each row names."""
 
 from __future__ import annotations
 
@@ -15,7 +14,6 @@ from course_utils import declare, devices, display, env, graphs, intervals, memo
 from course_utils.declare import NonEmpty, Range, Unique
 from course_utils.migrate import torch_rungs
 
-_LR = 0.05
 _EAGER = {"torch": "eager", "jax": "op-by-op (not how JAX is used)", "tensorflow": "eager"}
 _COMPILED = {"torch": "torch.compile", "jax": "jax.jit", "tensorflow": "tf.function(jit_compile=True)"}
 
@@ -25,8 +23,8 @@ Classes = Annotated[int, Range(2, 10_000)]
 
 def _tensorflow_steps(classes: int, size: int) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
     tf = env.import_tensorflow()
-    eager_inner = models.keras_sgd_step(models.keras_cnn(classes=classes, size=size), lr=_LR)
-    compiled = models.keras_sgd_step(models.keras_cnn(classes=classes, size=size), lr=_LR, jit_compile=True)
+    eager_inner = models.keras_sgd_step(models.keras_cnn(classes=classes, size=size), lr=torch_rungs.LR)
+    compiled = models.keras_sgd_step(models.keras_cnn(classes=classes, size=size), lr=torch_rungs.LR, jit_compile=True)
 
     def eager(batch: Any) -> Any:
         tf.config.run_functions_eagerly(True)  # the same step, op by op, as TF 2 runs code by default
@@ -47,16 +45,6 @@ class FrameworkRow:
     peak_bytes: int | None
     graph_breaks: int | None
     device: str = "cpu"  # where both of the row's steps ran
-
-
-def _jax_device() -> str:
-    import jax
-
-    return jax.devices()[0].platform
-
-
-def _tensorflow_device() -> str:
-    return "gpu" if env.import_tensorflow().config.list_physical_devices("GPU") else "cpu"
 
 
 @declare.checked
@@ -179,12 +167,13 @@ def framework_table(x_nchw: np.ndarray, y: np.ndarray, *, torch_compiler: Callab
 
             batch = (jax.numpy.asarray(x_nhwc), jax.numpy.asarray(y))
             eager, compiled = (models.jax_sgd_step(models.jax_cnn_params(classes=classes), models.jax_cnn_apply,
-                                                   lr=_LR, jit=jit) for jit in (False, True))
-            breaks, ran_on = None, _jax_device()
+                                                   lr=torch_rungs.LR, jit=jit) for jit in (False, True))
+            breaks, ran_on = None, jax.devices()[0].platform
         else:
             tf = env.import_tensorflow()
             batch = (tf.constant(x_nhwc), tf.constant(y))
-            (eager, compiled), breaks, ran_on = _tensorflow_steps(classes, x_nchw.shape[-1]), None, _tensorflow_device()
+            (eager, compiled), breaks = _tensorflow_steps(classes, x_nchw.shape[-1]), None
+            ran_on = "gpu" if tf.config.list_physical_devices("GPU") else "cpu"
         calls = {"eager": lambda e=eager, b=batch: e(b), "compiled": lambda c=compiled, b=batch: c(b)}
         timed = timing.interleaved(calls, rounds=rounds, min_time=2 * min_time)  # alternating rounds: the same moments
         peak = memory.torch_peak_bytes(lambda c=compiled, b=batch: timing.sync(c(b)), "cpu")
@@ -210,8 +199,7 @@ class Agreement:
 
 @declare.checked
 def outputs_agree(x_nchw: np.ndarray, *, plan: devices.Plan, classes: Classes = 10) -> Agreement:
-    """The same weights in every installed framework, their outputs on ``x_nchw`` against PyTorch's (on the CPU),
-    within ``plan.matmul_tolerance``."""
+    """Each installed framework's outputs on ``x_nchw`` against PyTorch's, same weights, within the plan's tolerance."""
     import torch
 
     validate.instance("x_nchw", x_nchw, np.ndarray)

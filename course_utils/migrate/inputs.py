@@ -1,7 +1,5 @@
-"""Every input of the migration's cost model, each with where it came from ("your config", "seed article",
-"measured" or "default: <why>"): none is anonymous, a typed value carries the label it is given (``typed(...)``),
-and ``read_config`` refuses unknown fields, negative numbers and shares above 1, naming file and field, before
-anything is measured."""
+"""Every input of the migration's cost model with where it came from (your config, the seed, measured, a default and
+why): none is anonymous; ``read_config`` refuses bad fields before anything runs."""
 
 from __future__ import annotations
 
@@ -36,7 +34,6 @@ FIELDS: dict[str, tuple[Any, str, str, str]] = {
     "optimizer": ("sgd", "default: plain SGD, the course's optimizer", "text", "sgd, adam or adamw"),
     "learning_rate": (0.01, "default", "number", "the optimizer's learning rate"),
 }
-SEED_JOB_HOURS = 72.0
 # fields that were read and never used, so removed: a config naming one is told why
 REMOVED = {"jobs_per_month": "the saving is a share of the training bill, whatever the number of jobs; each job's "
                              "compile is counted through steps_per_job",
@@ -165,8 +162,7 @@ def typed(**given: tuple[Any, str]) -> Inputs:
 
 
 def read_config(path: str | Path | None) -> Inputs:
-    """The inputs of a TOML file (flat ``name = value`` lines, every field optional), labelled "your config"; the
-    fields it leaves out keep their defaults and say so. ``None``: every field at its default."""
+    """A flat TOML file's inputs, labelled "your config"; fields left out keep their defaults (None: all defaults)."""
     if path is None:
         return defaults()
     file = Path(validate.instance("config path", path, (str, Path)))

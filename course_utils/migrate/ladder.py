@@ -1,7 +1,5 @@
-"""The optimisation ladder: one training set-up measured rung by rung, each rung tagged **no migration** (loader
-workers, pinned memory, autocast, a larger batch: in eager code today) or **migration** (torch.compile). Only
-``Ladder.migration_gain`` makes a measured ``MigrationGain`` for the cost model, and it refuses a no-migration rung.
-Step times include the wait for the loader; speed-ups compare time *per sample* (rungs may differ in batch)."""
+"""The optimisation ladder: rungs tagged **no migration** (eager code today) or **migration** (torch.compile),
+speed-ups per sample; only ``Ladder.migration_gain`` feeds the cost model, never a no-migration rung."""
 
 from __future__ import annotations
 
@@ -24,9 +22,8 @@ _MADE_HERE = object()  # only this module's constructors hold it: see MigrationG
 @declare.checked
 @dataclass(frozen=True)
 class Rung:
-    """One measured rung: ``steps`` whole steps (loader wait + compute), ``computes`` their compute parts, one median
-    per interleaved round (``round_medians``/``round_computes``, an interval's pairs), ``over`` the rung it is
-    measured against where not the one before, ``note`` why it stands off the main order, ``setup`` what it ran."""
+    """One measured rung: whole ``steps`` and their ``computes``, one median per interleaved round (an interval's
+    pairs), ``over`` the rung it is measured against, ``note`` why it is off the main order, ``setup``."""
 
     label: Text
     kind: Literal[KINDS]
@@ -68,9 +65,8 @@ class Rung:
 
 @dataclass(frozen=True)
 class MigrationGain:
-    """What the migration buys: a speed-up (old time / new time per sample) with its 95% interval. Only
-    ``Ladder.migration_gain``, ``across_processes`` (assess) and ``claimed`` make one: a no-migration number
-    cannot reach the cost model."""
+    """What the migration buys: a speed-up per sample with its 95% interval, made only by ``Ladder.migration_gain``,
+    ``across_processes`` (assess) and ``claimed``: a no-migration number cannot reach the cost model."""
 
     label: str
     median: float
@@ -117,38 +113,33 @@ class MigrationGain:
         return f"{self.median:.2f}x ({self.low:.2f}x to {self.high:.2f}x, {self.source})"
 
 
-def _per_sample(rung: Rung, part: str) -> tuple[float, tuple[float, ...]]:
-    """(median, round medians) of ``rung``'s time per sample, of the whole step or its compute part."""
+def _per_sample(rung: Rung, part: str) -> tuple[float, ...]:
+    """``rung``'s round medians per sample, of the whole step or its compute part."""
     if part == "compute" and rung.computes is None:
         raise ValueError(f"part: rung {rung.label!r} holds no compute times")
-    median = (rung.steps if part == "step" else rung.computes).median
-    rounds = rung.round_medians if part == "step" else rung.round_computes
-    return median / rung.batch_size, tuple(t / rung.batch_size for t in rounds)
-
-
-@declare.checked
-def per_sample_ratio(before: Rung, after: Rung, part: Part = "step") -> float:
-    """Per-sample speed-up of ``after`` over ``before``: the ratio of their median times per sample."""
-    return _per_sample(before, part)[0] / _per_sample(after, part)[0]
+    return tuple(t / rung.batch_size for t in (rung.round_medians if part == "step" else rung.round_computes))
 
 
 @declare.checked
 def paired_interval(before: Rung, after: Rung, part: Part = "step") -> intervals.Speedup:
-    """Per-sample speed-up of ``after`` over ``before`` with its 95% interval over their paired rounds (both from
-    one interleaved group)."""
-    (_, rx), (_, ry) = _per_sample(before, part), _per_sample(after, part)
+    """Per-sample speed-up of ``after`` over ``before``, 95% interval over their paired rounds (one group)."""
+    rx, ry = _per_sample(before, part), _per_sample(after, part)
     if not (before.group and before.group == after.group and len(rx) == len(ry) >= 2):
         raise ValueError(f"rungs {before.label!r} and {after.label!r} were not measured in one interleaved group of "
                          "at least 2 rounds, so their rounds are not paired: measure them together")
-    return intervals.speedup(timing.Measurement(before.label, rx, rounds=rx), timing.Measurement(after.label, ry,
-                                                                                                rounds=ry))
+    return paired(before.label, rx, after.label, ry)
+
+
+def paired(before: str, rx: Sequence[float], after: str, ry: Sequence[float]) -> intervals.Speedup:
+    """``after``'s speed-up over ``before`` with the 95% interval over their paired per-round times ``rx``, ``ry``."""
+    return intervals.speedup(timing.Measurement(before, tuple(rx), rounds=tuple(rx)),
+                             timing.Measurement(after, tuple(ry), rounds=tuple(ry)))
 
 
 @declare.checked
 @dataclass(frozen=True, repr=False)
 class Ladder(display.Tabled):
-    """Rungs in order (the first is the baseline), the rungs ``skipped`` here and why, and ``extra`` rungs measured
-    off the main order (compile first, the rungs tried and not kept, the eager twin of compile last)."""
+    """Rungs in order (first: the baseline), the rungs ``skipped`` and why, and ``extra`` rungs off the main order."""
 
     rungs: tuple[Rung, ...]
     skipped: tuple[str, ...] = ()
@@ -167,18 +158,16 @@ class Ladder(display.Tabled):
     @declare.checked
     def speedup(self, label: Text) -> float:
         """Per-sample speed-up of rung ``label`` over the baseline (a plain float: NOT accepted by ``cost``)."""
-        return per_sample_ratio(self.baseline, self[label])
+        return self.baseline.sample_time / self[label].sample_time
 
     @declare.checked
     def interval(self, label: Text, part: Part = "step") -> intervals.Speedup:
-        """Per-sample speed-up of rung ``label`` over the rung it is measured against, with its 95% interval over
-        their paired rounds; ``part="compute"``: the compute parts alone."""
+        """Per-sample speed-up of ``label`` over ``before(label)``, 95% interval over paired rounds (or of ``part``)."""
         return paired_interval(self.before(label), self[label], part)
 
     @declare.checked
     def migration_gain(self, label: Text | None = None) -> MigrationGain:
-        """What migration rung ``label`` (default: the last of the main order) buys over the rung it is measured
-        against; ValueError for a no-migration rung."""
+        """What migration rung ``label`` (default: the main order's last) buys over ``before(label)``."""
         migrations = [r.label for r in self.rungs if r.kind == MIGRATION]
         if label is None and not migrations:
             raise ValueError("label: this ladder has no migration rung (nothing the migration buys)")
@@ -200,8 +189,7 @@ class Ladder(display.Tabled):
 
     @declare.checked
     def before(self, label: Text) -> Rung:
-        """The rung ``label`` is measured against: the one it names (``over``), else the one before it in the main
-        order, or the baseline for an extra rung."""
+        """The rung ``label`` is measured against: its ``over``, else the one before it (extra rungs: the baseline)."""
         rung = self[label]
         if rung.over:
             return self[rung.over]
@@ -227,7 +215,7 @@ class Ladder(display.Tabled):
 
     def no_migration_gain(self) -> float:
         """Per-sample speed-up of the kept no-migration set-up over the baseline (ratio of medians)."""
-        return per_sample_ratio(self.baseline, self.kept)
+        return self.speedup(self.kept.label)
 
     @declare.checked
     def find(self, prefix: Text) -> str | None:
@@ -235,8 +223,7 @@ class Ladder(display.Tabled):
         return next((r.label for r in (*self.rungs, *self.dropped) if r.label.startswith(prefix)), None)
 
     def waterfall_steps(self) -> list[tuple[str, float]]:
-        """(label, seconds per sample) in ladder order; a migration rung beside an eager twin is drawn at the rung
-        before it divided by ``migration_gain``, so the waterfall shows compile last's own figure."""
+        """(label, seconds per sample) in order; compile last drawn at its own gain over its eager twin."""
         steps: list[tuple[str, float]] = []
         for r in self.rungs:
             twin = self.before(r.label) if r is not self.baseline else None

@@ -1,7 +1,5 @@
-"""What the compiled variant did, for ``assess``: the graphs it compiled (Dynamo's ``unique_graphs`` counter; none:
-nothing to migrate) and each graph break's whole reason as ``TORCH_LOGS`` logs it; do its losses follow eager's,
-and does a forced compile failure fall back to eager's? A model with dropout is judged on steps retrained with the
-random state matched (``MATCHED``), one without on its timed steps in every process (the worst reported)."""
+"""What the compiled variant did, for ``assess``: the graphs it compiled (none: nothing to migrate), each graph
+break's reason, its losses against eager's (``MATCHED``) and the forced failure's fallback."""
 
 from __future__ import annotations
 
@@ -34,8 +32,7 @@ def tolerance(amp: str | None) -> float:
 
 @dataclass(frozen=True)
 class Parity:
-    """Losses of the compiled model against eager's, step by step from the same seed and batches; ``method`` says
-    how randomness was handled."""
+    """Compiled losses against eager's, step by step, same seed and batches; ``method``: how randomness was handled."""
 
     steps: int
     largest: float
@@ -69,10 +66,14 @@ def of(results: Sequence[Mapping[str, Any]], mode: str, amp: str | None) -> Pari
     return Parity(steps, largest, final, tolerance(amp), method)
 
 
+def _failing_backend(gm: Any, example_inputs: Any) -> Any:
+    """The backend of the forced compile failure (checklist and assess); reports name it, so the name stays."""
+    raise RuntimeError("simulated compiler failure (forced by the rollback check)")
+
+
 @dataclass(frozen=True)
 class Fallback:
-    """The forced compile failure: its error (None: it did not fail), and the fallback's losses against eager's and
-    the compiled path's over the same first steps."""
+    """The forced compile failure's error (None: none) and the fallback's losses against eager's and compiled's."""
 
     error: str | None
     steps: int
@@ -121,8 +122,7 @@ def break_text(message: str) -> str:
 
 
 def short_reason(text: str) -> str:
-    """The first line of a break's reason that says what happened (past Dynamo's 'falling back' preamble), with
-    its explanation where it gives one."""
+    """A break reason's first line saying what happened (past Dynamo's preamble), with its explanation where given."""
     lines = [line.strip() for line in text.split(": ", 1)[-1].splitlines() if line.strip()]
     said = [line for line in lines if not line.endswith("Graph break encountered:")]
     head = said[0] if said else (lines[0] if lines else "no reason logged")

@@ -59,9 +59,8 @@ def payback(*estimates: _cost.CostEstimate, labels: Labels = None) -> Figure:
 
 
 def explore(gain: MigrationGain, **inputs: Any) -> Any:
-    """Sliders over ``cost.estimate`` for the measured ``gain`` (JupyterLab, Colab). In a kernel it first displays
-    the estimate at ``inputs`` as a static table (what slides and static viewers show: they keep no widget
-    state), then returns the widget; elsewhere it returns that estimate."""
+    """Sliders over ``cost.estimate`` for the measured ``gain``: in a kernel the estimate at ``inputs`` shown first
+    as a static table (slides keep no widget state), then the widget; elsewhere that estimate."""
     first = _cost.estimate(inputs.pop("monthly_spend", 100_000), gain, **inputs)
     try:
         import ipywidgets as widgets
@@ -95,9 +94,7 @@ def explore(gain: MigrationGain, **inputs: Any) -> Any:
         est = _cost.estimate(values.pop("monthly_spend"), gain, **{**inputs, **values})
         output.clear_output(wait=True)
         with output:
-            from IPython.display import display
-
-            display(est, payback(est, labels=[f"measured {gain.median:.2f}x"]))
+            show(est, payback(est, labels=[f"measured {gain.median:.2f}x"]))
 
     for control in controls.values():
         control.observe(redraw, names="value")

@@ -49,8 +49,7 @@ def machine(start: dict[str, Any]) -> dict[str, Any]:
 
 
 def matmul_roof(spec: dict[str, Any]) -> dict[str, Any]:
-    """The best matmul FLOP/s of this process for the dtype that ran (autocast's, else fp32): MFU's peak on a CPU,
-    measured here rather than read from another run's cache."""
+    """This process's best matmul FLOP/s for the dtype that ran: MFU's peak on a CPU, measured, not from a cache."""
     import torch
 
     dtype = getattr(torch, spec["amp"]) if spec["amp"] else torch.float32

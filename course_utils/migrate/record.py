@@ -1,7 +1,5 @@
-"""report.json, the record one ``assess`` run leaves: versioned, stamped with time and host, numbers only (an
-infinite value is ``null`` beside a ``"<key>_infinite": true`` flag, which ``read`` restores), so a saved report can
-be priced again (``report.reprice``) or be the regression gate's baseline (``--baseline``: exit 3 when the ratio of
-the two gains, ``decision.gap``, lies wholly below 1x; the same compile mode decides both)."""
+"""report.json, the record one ``assess`` run leaves: versioned, stamped, numbers only (non-finite values flagged,
+restored by ``read``), to be priced again or be the regression gate's baseline (``Gate``)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""``assess``'s report and notebook 07's tables: the findings the report tells (scored by the core, not counted as
-the notebook's predictions), report.json (the numbers), report.md and report.html (one offline page: the decision
-and the figure that decided it first, plots embedded as base64 PNG), a saved report priced again without measuring
-(``assess price report.json --config costs.toml``: the optimizer and learning rate change the measurement, so they
-must not change), the tables comparing assessments, the page for the lead and the summary rows. Sentences here
-quote numbers; what they decide comes from findings."""
+"""``assess``'s report (report.json, .md, .html with plots embedded; ``reprice``) and notebook 07's tables: the
+comparisons, the lead's page, the summary rows. Sentences quote numbers; findings decide."""
 
 from __future__ import annotations
 
@@ -41,17 +37,10 @@ def mfu_text(value: float | None) -> str:
     return f"{value:.1%}" if value <= 1 else f"refused ({value:.0%} is above 100%: the peak is not what ran)"
 
 
-def to_html(markdown: str, title: str) -> str:
-    """One self-contained page from the report's Markdown (markdown-it-py, which the course's stack installs)."""
+def write(found: Assessment, folder: Path) -> dict[str, Path]:
+    """Write the three files into ``folder`` (created; the HTML one self-contained, by markdown-it-py); their paths."""
     from markdown_it import MarkdownIt
 
-    body = MarkdownIt("commonmark").enable("table").render(markdown)
-    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{STYLE}</style></head><body>{body}</body></html>\n")
-
-
-def write(found: Assessment, folder: Path) -> dict[str, Path]:
-    """Write the three files into ``folder`` (created); returns their paths."""
     folder.mkdir(parents=True, exist_ok=True)
     speed = plots.png_base64(plots.assess_figure(found))
     payback = plots.png_base64(plots.payback(found.pricing.estimate,
@@ -61,12 +50,15 @@ def write(found: Assessment, folder: Path) -> dict[str, Path]:
     paths = {"json": folder / "report.json", "md": folder / "report.md", "html": folder / "report.html"}
     record.write(paths["json"], found.to_dict())
     paths["md"].write_text(report_markdown(found))
-    paths["html"].write_text(to_html(report_markdown(found, figures), f"assess: {found.model}"))
+    body = MarkdownIt("commonmark").enable("table").render(report_markdown(found, figures))
+    paths["html"].write_text(f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>"
+                             f"{html.escape(f'assess: {found.model}')}</title><style>{STYLE}</style></head><body>"
+                             f"{body}</body></html>\n")
     return paths
 
 
-def _time(seconds: float | None) -> str:
-    return "n/a" if seconds is None else display.format_time(seconds)
+def _or_na(value: float | None, shown: Any = display.format_time) -> str:
+    return "n/a" if value is None else shown(value)
 
 
 def _steps(value: float) -> str:
@@ -77,7 +69,6 @@ def _steps(value: float) -> str:
 def findings_of(a: Assessment) -> dict[str, Finding]:
     """The decision, parity, the fallback and the run length, each scored on the assessment's numbers."""
     m, f, r, i = a.deciding, a.fallback, a.pricing.run_length, a.pricing.inputs
-    gain = f"The speed-up of {m.call} over eager on a training step of {a.model} ({a.setup})"
     steps = i.value("steps_per_job")
     explore = "any length (at the median gain a compiled step saves no time)" if math.isinf(r.steps) else \
         display.format_time(r.seconds())
@@ -89,9 +80,9 @@ def findings_of(a: Assessment) -> dict[str, Finding]:
     guard = assessment.described(a.loads, a.host["logical_cores"])
     quiet = findings.QUIET.read(true("every measuring process stayed within the rule", a.busy is None),
                                 seen=guard, reason=a.busy or "")
-    told = {NOTHING: compiled, BUSY: quiet}
+    rule, told = a.decision, {NOTHING: compiled, BUSY: quiet}
     return {
-        "decision": told[a.decision.outcome] if a.decision.outcome in told else decided(a.decision, i, gain),
+        "decision": told[rule.outcome] if rule.outcome in told else decided(rule, i, m.call, a.model, a.setup),
         "compiled": compiled,
         "quiet": quiet,
         "parity": findings.PARITY.read(*parity, precision=f"AMP {a.amp}" if a.amp else "fp32"),
@@ -108,20 +99,17 @@ def findings_of(a: Assessment) -> dict[str, Finding]:
                      seconds=explore)}
 
 
-def decided(rule: Decision, inputs: Inputs, gain: str) -> Finding:
-    """The decision's finding, for a rule that priced a speed-up (not 'nothing to migrate'); ``gain`` names it."""
+def decided(rule: Decision, inputs: Inputs, call: str, model: str, setup: str = "") -> Finding:
+    """The decision's finding, for a rule that priced a speed-up (not 'nothing to migrate') of ``call`` on ``model``."""
+    gain = f"The speed-up of {call} over eager on a training step of {model}" + (f" ({setup})" if setup else "")
     return findings.DECISION.read(rule.check(gain), horizon=inputs.value("horizon_months"),
                                   break_even=speed_text(rule.break_even), next_step=rule.next_step)
 
 
 @declare.checked
-def money_sentence(a: Assessment) -> str:
-    """Break-even months with their interval, and the break-even speed-up (computed)."""
-    return pricing_sentence(a.pricing)
-
-
-def pricing_sentence(pricing: Pricing) -> str:
-    """Break-even months with their interval, and the break-even speed-up of one pricing (computed)."""
+def money_sentence(a: Assessment | Pricing) -> str:
+    """Break-even months with their interval, and the break-even speed-up, of an assessment or a pricing (computed)."""
+    pricing = a.pricing if isinstance(a, Assessment) else a
     est = pricing.estimate
     soon, late = pricing.months_span
     over = "the gain's interval and your inputs' ranges" if pricing.span else "the gain's interval"
@@ -150,7 +138,7 @@ def report_markdown(a: Assessment, figures: dict[str, str] | None = None) -> str
               f"process only and do not decide anything. {_inputs(a)}", ""]
     lines += ["| compile call | gain across processes | step | compile cold | compile warm |", "|---|---|---|---|---|"]
     lines += [f"| {x.call} | {x.speedup} | {display.format_time(x.step_s)} | {display.format_time(x.compile_cold_s)} "
-              f"| {_time(x.compile_warm_s)} |" for x in a.modes]
+              f"| {_or_na(x.compile_warm_s)} |" for x in a.modes]
     lines += [f"| {mode} | skipped: {why} | | | |" for mode, why in a.skipped.items()]
     lines += [] if a.amp_alone is None else [
         f"| eager + AMP over eager fp32 (no migration: autocast is in eager PyTorch) | {a.amp_alone} | "
@@ -166,7 +154,7 @@ def report_markdown(a: Assessment, figures: dict[str, str] | None = None) -> str
               "forward-and-backward benchmark dashboards.",
               "", "## Compile cost, graph breaks, memory", "",
               f"Compile per job: cold {display.format_time(m.compile_cold_s)} (empty cache), warm "
-              f"{_time(m.compile_warm_s)} (the cache the first process left on disk). {found['compiled'].sentence} "
+              f"{_or_na(m.compile_warm_s)} (the cache the first process left on disk). {found['compiled'].sentence} "
               + ("" if m.compiled_share is None else f"Compiled graphs ran {m.compiled_share:.0%} of the step's host "
                  "time (the profiler, 3 steps of the first process); the rest is eager code, optimizer and data. ")
               + f"The compiler logged {len(m.graph_breaks)} graph break(s) and {len(m.recompiles)} recompile(s) "
@@ -175,7 +163,8 @@ def report_markdown(a: Assessment, figures: dict[str, str] | None = None) -> str
     lines += [f"- graph break: {b}".replace("\n", "\n  ") for b in m.graph_breaks[:10]]
     lines += [f"- recompile: {r}" for r in m.recompiles[:10]] + [""]
     memory = " (process peak RSS growth on a CPU)" if a.device == "cpu" else " (CUDA allocator peak)"
-    lines += [f"Peak memory of one steady step: eager {_bytes(a.eager_peak_bytes)}, compiled {_bytes(m.peak_bytes)}"
+    eager_peak, peak = (_or_na(b, display.format_bytes) for b in (a.eager_peak_bytes, m.peak_bytes))
+    lines += [f"Peak memory of one steady step: eager {eager_peak}, compiled {peak}"
               f"{memory}. {_layout(a)}", "", "## Parity and rollback", "",
               found["parity"].sentence + " " + found["fallback"].sentence, "", "## Money", "", money_sentence(a), ""]
     lines += [figures["payback"], ""] if "payback" in figures else []
@@ -197,9 +186,9 @@ def _inputs(a: Assessment) -> str:
     if a.eager_wait_s is None:
         return ("Inputs cached (--inputs=cached): each round's batches were fetched once and reused, so these times "
                 "are compute only; a loader's wait is not in them.")
-    waits = ", ".join(f"{x.call} {_time(x.wait_s)}" for x in a.modes)
+    waits = ", ".join(f"{x.call} {_or_na(x.wait_s)}" for x in a.modes)
     return (f"End to end: each step drew its batch from make_batches() as a training loop does; of each step, the "
-            f"wait for data was eager {_time(a.eager_wait_s)}, {waits}, the rest compute.")
+            f"wait for data was eager {_or_na(a.eager_wait_s)}, {waits}, the rest compute.")
 
 
 def _layout(a: Assessment) -> str:
@@ -215,10 +204,6 @@ def _layout(a: Assessment) -> str:
             f"since {plan['why']}.")
 
 
-def _bytes(value: int | None) -> str:
-    return "n/a" if value is None else display.format_bytes(value)
-
-
 @declare.checked
 def compare_table(named: Named) -> display.Table:
     """Several assessed models side by side: what compile bought across processes and what it cost."""
@@ -228,7 +213,7 @@ def compare_table(named: Named) -> display.Table:
         m = a.deciding
         mfu = " -> ".join(mfu_text(v) for v in (a.mfu(a.eager_step_s), a.mfu(m.step_s)))
         rows.append((name, str(m.speedup), f"{display.format_time(a.eager_step_s)} -> {display.format_time(m.step_s)}",
-                     f"{display.format_time(m.compile_cold_s)} / {_time(m.compile_warm_s)}",
+                     f"{display.format_time(m.compile_cold_s)} / {_or_na(m.compile_warm_s)}",
                      f"{len(m.graph_breaks)} / {len(m.recompiles)}",
                      f"{'ok' if m.parity.passed else 'FAILED'} ({m.parity.largest:.0e})", mfu,
                      a.decision.outcome + (f"; computed: {a.decision.next_step}" if a.decision.outcome == NOT_DECIDED
@@ -322,7 +307,7 @@ def lead_page(priced: Annotated[Named, MinItems(2), MaxItems(2)], block: Assessm
             f"| break-even, CNN, {lead_name} | {months_text(lead.pricing.estimate.break_even_months)} | "
             "about 2 months |",
             f"| cold / warm compile per job, CNN | {display.format_time(lead.deciding.compile_cold_s)} / "
-            f"{_time(lead.deciding.compile_warm_s)} | \"debugging is harder\" |",
+            f"{_or_na(lead.deciding.compile_warm_s)} | \"debugging is harder\" |",
             f"| launch checklist, CNN | {'ready' if ready.passed else 'not ready: ' + ', '.join(ready.failed)} | |"]
     return display.prose(where, "\n".join(rows), f"**Decisions on this machine, at the lead's inputs:** CNN: "
                          f"{lead.decision.outcome}; transformer block: {block.decision.outcome}. Measured in this run, "
@@ -364,8 +349,7 @@ MEASURED_INPUTS = ("optimizer", "learning_rate")  # they change what is measured
 
 
 def reprice(report: str | Path, config: str | Path | None) -> tuple[dict[str, Any], Pricing]:
-    """Price the saved ``report`` (a report.json path) at ``config`` (a costs TOML, None: the seed's figures);
-    rewrite it and return (the new record, the pricing)."""
+    """Price the saved report.json ``report`` at ``config`` (None: the seed's); rewrite it, return (record, pricing)."""
     saved = record.read("report", report)
     inputs = read_config(config)
     for name in MEASURED_INPUTS:
@@ -394,6 +378,5 @@ def repriced(saved: dict[str, Any], pricing: Pricing) -> str:
     rule = pricing.decision
     if rule.outcome in (NOTHING, BUSY):
         return f"Decision: {rule.text}."
-    gain = f"The speed-up of {saved['modes'][0]['call']} over eager on a training step of {saved['model']}"
-    return decided(rule, pricing.inputs, gain).sentence.replace("**", "") + " " + \
-        pricing_sentence(pricing)
+    return decided(rule, pricing.inputs, saved["modes"][0]["call"], saved["model"]).sentence.replace("**", "") + " " + \
+        money_sentence(pricing)

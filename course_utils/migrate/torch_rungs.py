@@ -1,8 +1,5 @@
-"""The PyTorch ladder of notebook 07: the rungs the notebook writes (its DataLoader, its training step under
-autocast, its ``torch.compile``), measured in two interleaved groups. The fastest no-migration set-up is kept; a
-rung slower than the set-up before it is shown as tried and not kept. Then the compiled model at the kept set-up,
-beside its eager twin (compile last), and on the baseline (compile first). Rungs are measured as a training loop's
-steady steps, interleaved epoch by epoch across rungs, so that a drift in the machine's load hits every rung alike."""
+"""The PyTorch ladder of notebook 07: the notebook's rungs measured as steady steps interleaved epoch by epoch (load
+drift hits all alike): every set-up and compile first, then the fastest beside compile last."""
 
 from __future__ import annotations
 
@@ -11,14 +8,16 @@ import os
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Annotated, Any, Literal
 
 from course_utils import declare, env, memory, models, pipeline, timing, validate
 from course_utils.declare import MaxItems, MinItems, NonEmpty, Range, Text
 from course_utils.migrate import ladder as _ladder
 from course_utils.migrate.ladder import KINDS, Rung
+from course_utils.migrate.parity import relative
 
-_LR = 0.05
+LR = 0.05  # the lesson's learning rate, in every framework
 Rounds = Annotated[int, Range(2, 100)]
 
 
@@ -41,7 +40,7 @@ def autocast_dtype(device: Any) -> Any:
 
 def train_step(model: Any, amp_dtype: Any = None) -> Callable[[Any], Any]:
     """The course's one PyTorch SGD step (``models.torch_sgd_step``), at this lesson's learning rate."""
-    return models.torch_sgd_step(model, lr=_LR, amp_dtype=amp_dtype)
+    return models.torch_sgd_step(model, lr=LR, amp_dtype=amp_dtype)
 
 
 def step_factory(make_model: Callable[[], Any], amp_dtype: Any = None) -> Callable[[Callable[[Any], Any]], Any]:
@@ -83,22 +82,16 @@ def torch_ladder(setups: Annotated[Mapping[Text, Mapping[str, Any]], MinItems(1)
                  loader: Callable[..., Any], step: Callable[..., Any], make_model: Callable[[], Any], *,
                  compiler: Callable[..., Any], skipped: Sequence[Text] = (), rounds: Rounds = 4,
                  final_rounds: Rounds = 6) -> tuple[_ladder.Ladder, Any]:
-    """Measure the rungs it is given; returns the ladder and the compiled model of the last rung.
-
-    ``setups``: label -> set-up, the first the baseline, each later one the rung before with one change;
-    ``loader(setup)`` and ``step(model, setup)`` build a rung's DataLoader and training step; ``compiler`` wraps
-    the models of the two migration rungs and nothing else. First group (``rounds``): every set-up eager, and the
-    compiled model on the baseline; second (``final_rounds``): the fastest set-up per sample, eager beside compiled.
-    """
+    """Measure ``setups`` (label -> set-up, the first the baseline, each later one change; ``loader`` and ``step``
+    build a rung) in two groups; return the ladder and the last rung's compiled model (``compiler`` wraps only
+    those)."""
     import torch
 
     labels, chain_setups = list(setups), list(setups.values())
     device = next(make_model().parameters()).device
     ran = {"threads": torch.get_num_threads(), "device": str(device)}  # recorded beside each rung's set-up
 
-    def peak(fn: Callable[[], Any]) -> int | None:
-        return memory.torch_peak_bytes(fn, device)
-
+    peak = partial(memory.torch_peak_bytes, device=device)
     def eager(setup: Mapping[str, Any]) -> Callable[[Any], Any]:
         return step(make_model(), setup)
 
@@ -127,15 +120,14 @@ def torch_ladder(setups: Annotated[Mapping[Text, Mapping[str, Any]], MinItems(1)
 @declare.checked
 def step_agreement(make_model: Callable[[], Any], batch: Any, *, compiler: Callable[..., Any],
                    amp_dtype: Any = None, steps: Annotated[int, Range(1, 100)] = 3) -> dict[str, float]:
-    """Largest relative difference of the losses of ``steps`` training steps, eager against compiled by
-    ``compiler``, each from fresh identical weights; and of the final weights."""
+    """Largest relative difference of ``steps`` losses and final weights, eager against ``compiler``, same init."""
     runs = []
     for wrap in (lambda m: m, compiler):
         model = make_model()
         step = train_step(wrap(model), amp_dtype)
         runs.append(([float(step(batch)) for _ in range(steps)], [p.detach().clone() for p in model.parameters()]))
     (loss_a, w_a), (loss_b, w_b) = runs
-    loss = max(abs(a - b) / max(abs(a), 1e-12) for a, b in zip(loss_a, loss_b))
+    loss = relative(loss_a, loss_b)[0]
     weights = max(float((a - b).abs().max() / a.abs().max().clamp_min(1e-12)) for a, b in zip(w_a, w_b))
     return {"loss": loss, "weights": weights, "final_loss": loss_a[-1]}
 
@@ -148,9 +140,8 @@ AMP_UPDATE_RTOL = 5e-2
 @declare.checked
 def amp_agreement(make_model: Callable[[], Any], batch: Any, dtype: Any, *, steps: Annotated[int, Range(2, 100)] = 6,
                   master_weights: bool = True) -> dict[str, Any]:
-    """An fp32 and a mixed-precision copy trained ``steps`` steps from the same weights: their losses' and weight
-    updates' relative differences, ``close`` when both are within tolerance (``master_weights=False``: the whole
-    model cast to ``dtype``, the wrong cast the check must catch)."""
+    """fp32 against mixed precision over ``steps`` steps from the same weights: losses' and updates' relative
+    differences, ``close`` within tolerance (``master_weights=False``: the wrong whole-model cast)."""
     import torch
 
     runs = []
@@ -165,7 +156,7 @@ def amp_agreement(make_model: Callable[[], Any], batch: Any, dtype: Any, *, step
         update = torch.cat([(p.detach().float() - s).flatten() for p, s in zip(model.parameters(), start)])
         runs.append((losses, update))
     (loss_a, up_a), (loss_b, up_b) = runs
-    loss = max(abs(a - b) / max(abs(a), 1e-12) for a, b in zip(loss_a, loss_b))
+    loss = relative(loss_a, loss_b)[0]
     update = float((up_b - up_a).norm() / up_a.norm().clamp_min(1e-12))
     return {"loss": loss, "update": update, "steps": steps,
             "close": loss <= AMP_LOSS_RTOL and update <= AMP_UPDATE_RTOL}

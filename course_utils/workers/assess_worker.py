@@ -1,16 +1,6 @@
-"""One fresh process of ``python -m course_utils.migrate assess`` (``assess_worker.py SPEC.json RESULT.json``).
-
-In order, every variant from the same seed: a calibration matmul and the CPU steal (the quiet-machine guard); the
-model built per variant (eager; each compile call, ``compiler``; eager without AMP where AMP runs), the first
-process on an empty Inductor cache (cold), the later ones on what it left (warm); three untimed steps (the first,
-timed, is the compile), then rounds with the variants' order rotated. End to end (default) each variant iterates
-its own ``make_batches()`` object as a training loop does, each epoch's order seeded alike, the wait for each batch
-timed apart; ``cached``: each round's batches fetched once, compute only. Then graph breaks, recompiles, graphs and
-peak memory per variant; in the first process, parity with the random state matched (dropout), the matmul roof on
-a CPU and a forced compile failure rolled back; the calibration matmul again. Progress: ``@@progress DONE TOTAL``.
-Under torchrun (``--nproc-per-node``) every rank joins the job and wraps each variant in DDP (``migrate.ddp``), one
-more variant runs without the all-reduce, and local rank 0 of node 0 writes the result. ``only``: this process
-runs that one variant (``assess --separate``, or when memory asks: ``assessing.layout``)."""
+"""One fresh process of ``assess`` (``assess_worker.py SPEC.json RESULT.json``): every variant from one seed, three
+untimed steps, then rotated rounds; in the first process also parity, the roof and a forced compile failure. Prints
+``@@progress DONE TOTAL``; ``only``: that one variant (``assessing.layout``); under torchrun rank 0 writes."""
 
 from __future__ import annotations
 
@@ -63,6 +53,8 @@ class Batches:
                                    "a list or a DataLoader, which can be read more than once") from None
         self.seen += 1
         return batch
+
+
 class CompileLog(logging.Handler):
     """Graph breaks (each reason whole, hints included) and recompiles, as the compiler logs them, and the graphs
     Dynamo captured (its ``unique_graphs`` counter), each filed under the variant that was running."""
@@ -101,10 +93,6 @@ class CompileLog(logging.Handler):
         for name in ("torch._dynamo.symbolic_convert.__graph_breaks", "torch._dynamo.guards.__recompiles"):
             logging.getLogger(name).addHandler(handler)
         return handler
-
-
-def _failing_backend(gm: Any, example_inputs: Any) -> Any:
-    raise RuntimeError("compile failure forced by the fallback check")
 
 
 def compiler(spec: dict[str, Any], name: str) -> Callable[[Any], Any]:
@@ -170,7 +158,7 @@ def sync(device: Any) -> None:
         torch.cuda.synchronize(device)
 
 
-def measure(spec: dict[str, Any], ranks: ddp.Ranks = ddp.SINGLE) -> dict[str, Any]:
+def measure(spec: dict[str, Any], ranks: ddp.Ranks) -> dict[str, Any]:
     import torch
     from torch._dynamo.utils import counters
 
@@ -314,7 +302,7 @@ def fallback(spec: dict[str, Any], kept: list[Any], runs: dict[str, Run]) -> dic
     """Force a compile failure on a fresh model, roll back to eager with one line, train the first steps again."""
     import torch
 
-    run = Run(spec, lambda m: torch.compile(m, backend=_failing_backend))
+    run = Run(spec, lambda m: torch.compile(m, backend=parity._failing_backend))
     try:
         run.step(kept[0], keep=False)
         error = None

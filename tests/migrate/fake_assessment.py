@@ -40,6 +40,7 @@ def fake(speedups=(1.30, 1.32, 1.28), *, inputs=None, device="cpu", device_name=
     results[0]["roof"] = {"flops": peak, "dtype": "float32", "n": 1024, "repeats": 8, "threads": 2}
     return assessing._assemble(
         results, mode_list=["default"], skipped={}, amp=None, inputs=inputs or migrate.read_config(None),
+        calls=assessing.calls(["default"], fullgraph=False, blocks=""),
         probe=examples.Probe(flops, 1234, "((4, 8) float32, (4,) int64)", 2.3), device=device,
         device_name=device_name, processes=len(speedups), steps=10, rounds=5,
         names=("mypkg.models:make_model", "mypkg.data:make_batches", None), seconds=42.0,
