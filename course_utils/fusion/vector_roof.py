@@ -58,10 +58,8 @@ def measure_vector_roof(framework: str = "torch", *, elements: Annotated[int, Ra
                         steps: Annotated[int, Range(1, 64)] = 8, chains: Annotated[int, Range(1, 16)] = 4,
                         tanhs: Annotated[int, Range(1, 64)] = 8,
                         min_time: Annotated[float, Range(1e-3, 10)] = 0.1) -> VectorRoof:
-    """One framework's compiled elementwise throughput in cache: ``chains`` independent Horner chains of ``steps``
-    multiply-adds, and ``tanhs`` tanhs summed, per element (a fused kernel overlaps neighbouring elements), each timed
-    at ``elements`` (default: an eighth of the last-level cache) and an eighth as many: slope the rate, intercept the
-    rest of a call."""
+    """One framework's compiled elementwise throughput in cache: ``chains`` Horner chains of ``steps`` multiply-adds
+    and ``tanhs`` tanhs per element, timed at ``elements`` (default: LLC / 8) and an eighth as many (slope: rate)."""
     framework = validate.framework(framework)
     if elements is None:
         elements = min(max(2**16, (env.last_level_cache_bytes() or 2**23) // 32), 2**20)

@@ -1,7 +1,5 @@
-"""Graph capture: the same Python function as an FX graph (Dynamo), a jaxpr and a tf.Graph, with its compute
-ops counted, shown side by side; ``fresh_function``, which the whole lesson uses to start Dynamo afresh; and
-recompilation and graph breaks: how often each framework traced a function, what Dynamo's guards check
-(``TORCH_LOGS=guards,recompiles``, captured), TensorFlow's retracing warning, and the one ``GraphBreaks``."""
+"""Graph capture: one Python function as an FX graph, a jaxpr and a tf.Graph, compute ops counted, side by side;
+``fresh_function``; how often each framework traced a function, Dynamo's guards, TF's retracing, ``GraphBreaks``."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""A whole training step, compiled, against the *same program* run eagerly, in all three frameworks: the notebook
-builds both steps from the course's own (``models.torch_sgd_step``, ``jax_sgd_step``, ``keras_sgd_step``); these
-helpers run, time and compare the steps they are given (``step_medians`` is the one a fresh process runs), and read
-them in the profiler: the host's dispatches per call of the chain (the op counts the overhead model assumes), and
-where PyTorch's training step spends its time: ops, graph calls, graphs' code, wrappers."""
+"""A whole training step, compiled, against the same program run eagerly, in all three frameworks (steps built by
+the notebook): run, timed and compared, and read in the profiler (dispatches per call, where torch's step goes)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Floating-point formats read from ``finfo`` (TF32, which has no NumPy type, is fp32's exponent with fp16's
-mantissa, rounded by bit masking), rounding, long sums; fp16 underflow and loss scaling: which gradients a format
-flushes to zero, and what scaling the loss rescues. Also the declarations of torch arguments (``Tensor``,
-``Module``) the package's other files use."""
+"""Floating-point formats from ``finfo`` (TF32: fp32's exponent, fp16's mantissa, by bit masking), rounding, long
+sums; fp16 underflow and loss scaling; and the torch argument declarations (``Tensor``, ``Module``) the package uses."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""DDP vs ZeRO-1 vs FSDP2 on 2+ ranks, same model, data and Adam (``cu.beyond.sharded.run``). Each rank records
-the bytes it holds (a shard counts its local part), one step's collectives (counted by a ``TorchDispatchMode``,
-timed from the backend's profiler events), the step in rounds beside the compute alone, DDP's default bucket bytes,
-the collectives alone, and its full weights after ``--steps`` steps. On GPUs the same script runs with NCCL.
-"""
+"""DDP vs ZeRO-1 vs FSDP2, same model, data and Adam (``cu.beyond.sharded.run``): per rank the bytes held, one step's
+collectives (counted and profiled), the step in rounds beside the compute alone, the collectives alone, the weights."""
 
 import argparse
 import re
