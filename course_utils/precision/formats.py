@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -235,25 +236,32 @@ def _loss(model: Any, x: Any, y: Any, dtype: Any) -> Any:
         return torch.nn.functional.cross_entropy(model(x), y)
 
 
+@contextmanager
+def linear_hooks(model: Any, hook: Callable[[Any, Any, Any], Any]) -> Iterator[None]:
+    """``hook`` as a forward hook of every ``nn.Linear`` of ``model`` while the block runs (ValueError: none)."""
+    import torch
+
+    hooks = [m.register_forward_hook(hook) for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    if not hooks:
+        raise ValueError("model must contain at least one torch.nn.Linear")
+    try:
+        yield
+    finally:
+        for h in hooks:
+            h.remove()
+
+
 def _linear_outputs(model: Any, x: Any, y: Any, dtype: Any = None, scale: float = 1.0) -> list[Any]:
     """Every ``nn.Linear`` output of ``model`` on (x, y), its gradient kept, after a backward pass of the loss
     times ``scale`` (forward under autocast in ``dtype``)."""
-    import torch
-
     outputs: list[Any] = []
 
     def keep(module: Any, inputs: Any, output: Any) -> None:
         output.retain_grad()
         outputs.append(output)
 
-    hooks = [m.register_forward_hook(keep) for m in model.modules() if isinstance(m, torch.nn.Linear)]
-    if not hooks:
-        raise ValueError("model must contain at least one torch.nn.Linear")
-    try:
+    with linear_hooks(model, keep):
         (_loss(model, x, y, dtype).float() * scale).backward()
-    finally:
-        for h in hooks:
-            h.remove()
     model.zero_grad(set_to_none=True)
     return outputs
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from course_utils import calls, declare, display, models, timing, validate
 from course_utils.declare import MinItems, NonEmpty, Range, Text
-from course_utils.precision.formats import Module, Tensor, torch_type
+from course_utils.precision.formats import Module, Tensor, _loss, torch_type
 
 MAX_STEPS = 100_000
 FINAL_WINDOW = 20  # the final loss is the mean of the last 20 steps: one step's loss is too noisy to compare
@@ -123,7 +123,6 @@ class SeedSpread(display.Tabled):
 def unscale_norms(model: Module, x: Tensor, y: Tensor, scaler: Scaler) -> dict[str, float]:
     """Gradient norm of one fp16 step before and after ``scaler.unscale_``, and in fp32."""
     import torch
-    import torch.nn.functional as F
 
     if not scaler.is_enabled():
         raise ValueError("scaler must be enabled (a GradScaler(..., enabled=False) scales nothing)")
@@ -134,12 +133,10 @@ def unscale_norms(model: Module, x: Tensor, y: Tensor, scaler: Scaler) -> dict[s
         return float(torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params])))
 
     model.zero_grad(set_to_none=True)
-    F.cross_entropy(model(x), y).backward()
+    _loss(model, x, y, None).backward()
     fp32 = norm()
     model.zero_grad(set_to_none=True)
-    with torch.autocast(x.device.type, dtype=torch.float16):
-        loss = F.cross_entropy(model(x), y)
-    scaler.scale(loss).backward()
+    scaler.scale(_loss(model, x, y, torch.float16)).backward()
     before = norm()
     scale = float(scaler.get_scale())
     scaler.unscale_(opt)
