@@ -151,8 +151,7 @@ def launch(script: str | os.PathLike, nprocs: Annotated[int, declare.Range(1, _M
            progress: bool = False, on_line: OnLine = None,
            pg_timeout: Annotated[float, declare.Range(1, _MAX_SECONDS)] | None = None) -> LaunchResult:
     """Run ``torchrun --nproc-per-node=nprocs script *args`` on 127.0.0.1, rank r's lines echoed as ``[rank r] ...``
-    and given to ``on_line(rank, text)``; return what the ranks recorded. Raises ``LaunchError`` or its subclasses.
-    ``progress``: a live bar (off by default: a stored notebook would keep it frozen at its start)."""
+    and given to ``on_line(rank, text)``; return what the ranks recorded. Raises ``LaunchError`` or its subclasses."""
     path = worker_path(script)
     pg_timeout = pg_timeout_for(timeout) if pg_timeout is None else pg_timeout
     extra = {worker.PG_TIMEOUT_ENV: f"{pg_timeout:g}", **ranks_on_cpu(nprocs, env or {}), **(env or {})}

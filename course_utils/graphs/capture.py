@@ -116,9 +116,8 @@ def capture_tf(fn: Callable[..., Any], *args: Any) -> Capture:
 
 @declare.checked
 def capture(framework: declare.Text, fn: Callable[..., Any], *args: Any) -> Capture:
-    """The graph a framework's compiler sees in ``fn(*args)`` ('torch', 'jax', 'tensorflow'/'tf'): Dynamo's FX graph
-    (whole graph required; nothing compiled; ``fn`` runs eagerly first, so its own error reaches the caller), the
-    jaxpr (one equation per primitive), or ``capture_tf``'s tf.Graph."""
+    """The graph a framework's compiler sees in ``fn(*args)`` ('torch', 'jax', 'tensorflow'/'tf'): Dynamo's whole
+    FX graph (nothing compiled; ``fn`` runs eagerly first: its own error reaches the caller), jaxpr or tf.Graph."""
     name = validate.framework(framework)  # by hand: it also takes "pytorch" and "tf", in any case
     if name == "tensorflow":
         return capture_tf(fn, *args)

@@ -1,6 +1,5 @@
-"""The theoretical FP32 peak of this CPU, computed (never measured): cores x SIMD lanes x FMA units x 2 x clock,
-each factor with its source; and which library runs each framework's fp32 matmul, found rather than assumed (PyTorch's
-and NumPy's build configuration, the optimised HLO that XLA compiled for JAX and TensorFlow)."""
+"""The theoretical FP32 peak of this CPU, computed (cores x SIMD lanes x FMA units x 2 x clock, each with its source),
+and which library runs each framework's fp32 matmul, found (build configurations, the optimised HLO) not assumed."""
 
 from __future__ import annotations
 

@@ -46,9 +46,8 @@ def train(step: Callable[..., Any], model: Module, opt: torch_type("optim.Optimi
           x_test: Tensor | None = None, y_test: Tensor | None = None,
           threads: Annotated[int, Range(1, 1024)] | None = 1, timeout: calls.Timeout = calls.DEFAULT_TIMEOUT,
           **step_kwargs: Any) -> TrainRun:
-    """Call the learner's ``step(model, opt, scaler, xb, yb, **step_kwargs)`` on ``steps`` seeded batches,
-    recording per step the loss, the scale before it, whether it was skipped and the largest |gradient|.
-    ``threads``: torch's CPU threads during the run (a model this small runs fastest on one)."""
+    """Call the learner's ``step(model, opt, scaler, xb, yb, **step_kwargs)`` on ``steps`` seeded batches, recording
+    loss, scale before, skipped flag and largest |gradient|; ``threads``: torch's CPU threads (one suits this model)."""
     import torch
 
     if batch > len(x):
