@@ -346,25 +346,24 @@ def strategy_counts(framework: Literal["torch", "jax", "tensorflow"], fn: Callab
                     xs: Annotated[Sequence[Any], NonEmpty, declare.MaxItems(1000)]) -> dict[str, int]:
     """Compilations of ``fn`` for 1-D inputs ``xs`` of different lengths, per strategy of ``framework`` (torch:
     static, default, ``mark_dynamic``; jax: as is, padded to ``BUCKET``; tensorflow: as is, reduce_retracing, None)."""
-    name = framework
     calls = [(x,) for x in xs]
-    if name == "torch":
+    if framework == "torch":
         import torch
 
         marked = [torch.clone(x) for x in xs]
         for x in marked:
             torch._dynamo.mark_dynamic(x, 0)
-        return {"dynamic=False": count_compiles(name, fn, calls, dynamic=False),
-                "default (automatic dynamic)": count_compiles(name, fn, calls),
-                "mark_dynamic(x, 0)": count_compiles(name, fn, [(x,) for x in marked])}
-    if name == "jax":
+        return {"dynamic=False": count_compiles(framework, fn, calls, dynamic=False),
+                "default (automatic dynamic)": count_compiles(framework, fn, calls),
+                "mark_dynamic(x, 0)": count_compiles(framework, fn, [(x,) for x in marked])}
+    if framework == "jax":
         import jax.numpy as jnp
 
         padded = [(jnp.pad(x, (0, -len(x) % BUCKET)),) for x in xs]
-        return {"jax.jit": count_compiles(name, fn, calls),
-                f"padded to multiples of {BUCKET}": count_compiles(name, fn, padded)}
+        return {"jax.jit": count_compiles(framework, fn, calls),
+                f"padded to multiples of {BUCKET}": count_compiles(framework, fn, padded)}
     tf = env.import_tensorflow()
-    return {"tf.function": count_compiles(name, fn, calls),
-            "reduce_retracing=True": count_compiles(name, fn, calls, reduce_retracing=True),
-            "input_signature [None]": count_compiles(name, fn, calls,
+    return {"tf.function": count_compiles(framework, fn, calls),
+            "reduce_retracing=True": count_compiles(framework, fn, calls, reduce_retracing=True),
+            "input_signature [None]": count_compiles(framework, fn, calls,
                                                      input_signature=[tf.TensorSpec([None], tf.float32)])}

@@ -57,7 +57,6 @@ class CountCollectives(TorchDispatchMode):
 def comm_seconds(step, x, y, steps: int, layer_bytes: dict | None = None) -> dict:
     """Per step, from a profiler trace: "busy" (the wall-clock union of the backend's own collective events), "step",
     "events" (count per name) and, with ``layer_bytes`` (FSDP2), "gathered" (``gathered_peak``)."""
-
     dist.barrier()
     with tempfile.TemporaryDirectory() as folder:
         trace = profile.capture("torch", step, x, y, steps=steps, name=f"step_rank{dist.get_rank()}", folder=folder)
