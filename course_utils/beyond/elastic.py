@@ -67,7 +67,6 @@ def run(steps: launcher.Steps = 12, every: launcher.Steps = 3, crash_at: launche
     """Launch the elastic job (one node, ``nprocs`` ranks, ``--max-restarts=1``) with rank 1 dying at ``crash_at``."""
     validate.number("every", every, high=steps)
     validate.number("crash_at", crash_at, high=steps - 1)
-    launch_options.setdefault("progress", False)  # a stored notebook would keep the bar frozen at its start
     with tempfile.TemporaryDirectory(prefix="course_ckpt_") as folder:
         result = multinode.launch_nodes(
             "elastic_train.py", nnodes=1, nproc_per_node=nprocs, timeout=timeout, max_restarts=1,

@@ -27,7 +27,6 @@ def run(steps: launcher.Steps = 10, batch: launcher.Batch = 64, processes: Annot
     args = ["--port", launcher.free_port(), "--devices", devices_per_process, "--steps", steps, "--batch", batch,
             "--lr", LR, "--rounds", rounds, "--per-round", per_round]
     env = {"XLA_FLAGS": "", **launch_options.pop("env", {})}  # the notebook's simulated-device flag stays here
-    launch_options.setdefault("progress", False)  # a stored notebook would keep the bar frozen at its start
     return launcher.launch("jax_multiprocess.py", processes, timeout=timeout, args=args, env=env, **launch_options)
 
 

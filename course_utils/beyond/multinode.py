@@ -21,14 +21,11 @@ HOST_MEANING = "a host name or IP address (letters, digits, '.' and '-'; IPv6 in
 _PLUMBING = ("--tee", "--log-dir", "--local-addr", "--monitor-interval", "--redirects")  # set by run_nodes
 
 
-_Args = Sequence[str | int | float | os.PathLike]  # a worker's arguments, as torchrun passes them
-
-
 @declare.checked
 def node_command(script: str | os.PathLike, *, nnodes: Annotated[int, declare.Range(1, _MAX_NODES)],
                  node_rank: Annotated[int, declare.Range(0, _MAX_NODES - 1)],
                  nproc_per_node: Annotated[int, declare.Range(1, 64)], port: Annotated[int, declare.Range(1, 65535)],
-                 args: _Args = (), job_id: declare.Text = "course",
+                 args: launcher._Args = (), job_id: declare.Text = "course",
                  max_restarts: Annotated[int, declare.Range(0, 10)] = 0,
                  host: Annotated[str, declare.Matches(HOST, HOST_MEANING)] = launcher.LOOPBACK) -> list[str]:
     """The torchrun command one node runs, as a learner types it: c10d rendezvous at ``host:port``."""
@@ -116,7 +113,7 @@ class NodesResult(launcher.LaunchResult):
 @declare.checked
 def run_nodes(commands: Annotated[Sequence[str | Sequence[str]], declare.NonEmpty, declare.MaxItems(_MAX_NODES)],
               timeout: Annotated[float, declare.Range(1, 24 * 3600)] = 120.0, *,
-              env: Mapping[str, str] | None = None, echo: bool = True, progress: bool = True,
+              env: Mapping[str, str] | None = None, echo: bool = True, progress: bool = False,
               on_line: launcher.OnLine = None) -> NodesResult:
     """Run one torchrun line per node side by side (they agree on ``--nnodes``, the endpoint on 127.0.0.1, the id and
     the script); return what all ranks recorded. ``--max-restarts`` > 0 restarts the group after a worker dies."""
@@ -147,9 +144,9 @@ def run_nodes(commands: Annotated[Sequence[str | Sequence[str]], declare.NonEmpt
 @declare.checked
 def launch_nodes(script: str | os.PathLike, nnodes: Annotated[int, declare.Range(1, _MAX_NODES)] = 2,
                  nproc_per_node: Annotated[int, declare.Range(1, 64)] = 1,
-                 timeout: Annotated[float, declare.Range(1, 24 * 3600)] = 120.0, args: _Args = (), *,
+                 timeout: Annotated[float, declare.Range(1, 24 * 3600)] = 120.0, args: launcher._Args = (), *,
                  max_restarts: Annotated[int, declare.Range(0, 10)] = 0, env: Mapping[str, str] | None = None,
-                 echo: bool = True, progress: bool = True, on_line: launcher.OnLine = None) -> NodesResult:
+                 echo: bool = True, progress: bool = False, on_line: launcher.OnLine = None) -> NodesResult:
     """``run_nodes`` with the lines ``node_command`` writes for ``script``: ``nnodes`` nodes on a free port."""
     port, job_id = launcher.free_port(), uuid.uuid4().hex[:8]
     commands = [node_command(script, nnodes=nnodes, node_rank=n, nproc_per_node=nproc_per_node, port=port,

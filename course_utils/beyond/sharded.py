@@ -27,7 +27,6 @@ def run(steps: launcher.Steps = 5, batch: launcher.Batch = 64, rounds: launcher.
     the kinds in turns); returns the ``LaunchResult`` (no bar unless ``progress=True``)."""
     if batch % nprocs:
         raise ValueError(f"batch must be divisible by nprocs = {nprocs}; got {batch}")
-    launch_options.setdefault("progress", False)  # a stored notebook would keep the bar frozen at its start
     return launcher.launch("fsdp_train.py", nprocs, timeout=timeout, args=[
         "--steps", steps, "--batch", batch, "--rounds", rounds, "--per-round", per_round], **launch_options)
 

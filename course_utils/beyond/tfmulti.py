@@ -35,7 +35,6 @@ def run(steps: launcher.Steps = 8, batch: launcher.Batch = 64, workers: Annotate
         raise ValueError(f"batch must be divisible by workers = {workers}; got {batch}")
     ports = ",".join(str(launcher.free_port()) for _ in range(workers))
     env = {**QUIET, **CPU_ONLY, **launch_options.pop("env", {})}
-    launch_options.setdefault("progress", False)  # a stored notebook would keep the bar frozen at its start
     return launcher.launch("tf_multiworker.py", workers, timeout=timeout,
                           args=["--ports", ports, "--steps", steps, "--batch", batch], env=env, **launch_options)
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import psutil
 
-from course_utils import calls, declare, validate
+from course_utils import calls, children, declare, validate
 from course_utils.distributed import worker
 
 RANK_LINE = re.compile(r"^\[[A-Za-z_]*?(\d+)\]:(?:\[rank\d+\]: ?)?(.*)$")  # "[default0]:", torch adds "[rank0]: "
@@ -205,34 +205,16 @@ def ranks(tracked: dict[int, Any]) -> set[int]:
 
 
 def kill_tree(proc: subprocess.Popen, tracked: dict[int, Any], launch_id: str) -> None:
-    """Last resort, when the reaper did not end the job: terminate every process seen under it and anything that
-    carries this launch's id; KILL what remains."""
+    """Last resort, when the reaper did not end the job: ``children.stop`` of its group, every process seen under it
+    and anything (with its children) that carries this launch's id."""
     track_processes(proc.pid, tracked)
-    victims = {p for p in tracked.values() if alive(p)}
     for p in psutil.process_iter():
         try:
             if p.pid != os.getpid() and p.environ().get(worker.ID_ENV) == launch_id:
-                victims.add(p)
+                tracked.update({c.pid: c for c in [p, *p.children(recursive=True)]})
         except psutil.Error:
             continue
-    for p in list(victims):
-        try:
-            victims.update(p.children(recursive=True))
-        except psutil.Error:
-            pass
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for p in victims:
-            try:
-                p.send_signal(sig)
-            except psutil.Error:
-                pass
-        _, victims = psutil.wait_procs(victims, timeout=3)
-        if not victims:
-            break
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        pass
+    children.stop(proc, tracked)
 
 
 def alive(p: Any) -> bool:

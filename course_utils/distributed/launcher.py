@@ -148,7 +148,7 @@ def ranks_on_cpu(nprocs: int, env: Mapping[str, str]) -> dict[str, str]:
 @declare.checked
 def launch(script: str | os.PathLike, nprocs: Annotated[int, declare.Range(1, _MAX_PROCS)] = 2,
            timeout: _Seconds = 120.0, args: _Args = (), *, env: Mapping[str, str] | None = None, echo: bool = True,
-           progress: bool = True, on_line: OnLine = None,
+           progress: bool = False, on_line: OnLine = None,
            pg_timeout: Annotated[float, declare.Range(1, _MAX_SECONDS)] | None = None) -> LaunchResult:
     """Run ``torchrun --nproc-per-node=nprocs script *args`` on 127.0.0.1, rank r's lines echoed as ``[rank r] ...``
     and given to ``on_line(rank, text)``; return what the ranks recorded. Raises ``LaunchError`` or its subclasses."""

@@ -1,6 +1,5 @@
 """Notebook 02 (operator fusion): why a fused kernel is faster, and by how much it should be. The notebook writes the
-compiled variants itself; this package counts bytes (``traffic``), reads traces (``readers``), supplies the chain
-(``variants``), measures the vector roof, declares the predictions, draws and checks the exercises."""
+compiled variants; this package counts bytes, supplies the chain, measures the vector roof, predicts, draws, checks."""
 
 from course_utils.fusion import exercises as _exercises  # noqa: F401  (registers the exercise checkers)
 from course_utils.fusion import findings

@@ -1,7 +1,5 @@
-"""The traffic model: the bytes an elementwise chain moves op by op and fused (counted on shape-only "meta" tensors, so
-any size is free), its FLOPs, the roofline time they predict beside measured times; attention's bytes, one score
-matrix against what a blocked kernel (FlexAttention) moves; the fusions counted in a profiler trace, and a
-compiler's refusal shown without a traceback (what the compilers wrote is read by the core's ``compiled``)."""
+"""The traffic model: an elementwise chain's bytes op by op and fused (counted on "meta" tensors: any size is free),
+its FLOPs and roofline time; attention's bytes against a blocked kernel's; fusions counted in a trace; refusals."""
 
 from __future__ import annotations
 

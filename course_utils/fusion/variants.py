@@ -1,6 +1,5 @@
-"""The chain in each framework (and its polynomial twin without tanh), notebook 02's names for its variants, the
-reused-buffer recipe (``into_buffer``), a float32 matmul's tolerance here, and a legacy NumPy operator compilers cannot
-see into (tanh by table lookup) with its wrappers."""
+"""The chain in each framework (and its polynomial twin without tanh), notebook 02's variant names, the reused-buffer
+recipe (``into_buffer``), a float32 matmul's tolerance, and a NumPy tanh by table lookup (opaque to compilers)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The vector units' roof of each framework: what its compiled elementwise code does per second on data that stays
-in cache (multiply-adds, its own tanh: Inductor calls SLEEF's, XLA inlines a rational approximation), and the table
-that sets a chain's arithmetic against its bytes."""
+"""The vector units' roof of each framework: its compiled elementwise rate on data in cache (multiply-adds, its own
+tanh), and the table that sets a chain's arithmetic against its bytes."""
 
 from __future__ import annotations
 
@@ -40,9 +39,8 @@ class VectorRoof:
 
 def _per_element(framework: str, fn: Callable[[Any], Any], xs: tuple[Any, Any], min_time: float,
                  ) -> tuple[float, float]:
-    """Seconds per element of ``fn`` and the intercept, from its best time at two sizes: the slope of time
-    against elements is the kernel's rate with what a call costs besides its work taken out; ``fn`` writes into a
-    buffer it keeps (``into_buffer``), so no fresh output's page faults enter a rate."""
+    """Seconds per element of ``fn`` and the intercept, from its best time at two sizes (the slope takes out what a
+    call costs besides its work); ``fn`` writes into a buffer it keeps, so no fresh output's page faults enter."""
     times = []
     for x in xs:
         into = into_buffer(framework, lambda v, _unused: fn(v), x)
@@ -58,10 +56,8 @@ def measure_vector_roof(framework: str = "torch", *, elements: Annotated[int, Ra
                         steps: Annotated[int, Range(1, 64)] = 8, chains: Annotated[int, Range(1, 16)] = 4,
                         tanhs: Annotated[int, Range(1, 64)] = 8,
                         min_time: Annotated[float, Range(1e-3, 10)] = 0.1) -> VectorRoof:
-    """One framework's compiled elementwise throughput in cache: ``chains`` independent Horner chains of ``steps``
-    multiply-adds, and ``tanhs`` tanhs summed, per element (a fused kernel overlaps neighbouring elements), each timed
-    at ``elements`` (default: an eighth of the last-level cache) and an eighth as many: slope the rate, intercept the
-    rest of a call."""
+    """One framework's compiled elementwise throughput in cache: ``chains`` Horner chains of ``steps`` multiply-adds
+    and ``tanhs`` tanhs per element, timed at ``elements`` (default: LLC / 8) and an eighth as many (slope: rate)."""
     framework = validate.framework(framework)
     if elements is None:
         elements = min(max(2**16, (env.last_level_cache_bytes() or 2**23) // 32), 2**20)

@@ -1,6 +1,5 @@
 """Lesson package of notebook 01 (``01_dynamic_vs_static``): what a compiler sees that eager execution cannot. The
-notebook writes the compile calls; these helpers take what it compiled, then measure, plot and explain it, one module
-per job, the predictions in ``findings``, the figures in ``plots``, the exercises' checkers in ``exercises``."""
+notebook writes the compile calls; these helpers measure, plot and explain what it compiled, one module per job."""
 
 from course_utils.graphs import exercises as _exercises  # noqa: F401  (registers the exercise checkers)
 from course_utils.graphs import findings

@@ -1,6 +1,5 @@
-"""What compiling costs and saves: the break-even call count, eager against compiled in turns, the overhead model of
-small tensors (n_ops x eager per-op cost / the run's compiled call cost), and a shape-generic graph's cost per call
-against a static one's, each variant compiled by the learner, called once (graphs counted), then timed in turns."""
+"""What compiling costs and saves: the break-even call count, eager against compiled in turns, the small-tensor
+overhead model, and a shape-generic graph's cost per call against a static one's (each variant the learner's)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Graph capture: the same Python function as an FX graph (Dynamo), a jaxpr and a tf.Graph, with its compute
-ops counted, shown side by side; ``fresh_function``, which the whole lesson uses to start Dynamo afresh; and
-recompilation and graph breaks: how often each framework traced a function, what Dynamo's guards check
-(``TORCH_LOGS=guards,recompiles``, captured), TensorFlow's retracing warning, and the one ``GraphBreaks``."""
+"""Graph capture: one Python function as an FX graph, a jaxpr and a tf.Graph, compute ops counted, side by side;
+``fresh_function``; how often each framework traced a function, Dynamo's guards, TF's retracing, ``GraphBreaks``."""
 
 from __future__ import annotations
 
@@ -118,9 +116,8 @@ def capture_tf(fn: Callable[..., Any], *args: Any) -> Capture:
 
 @declare.checked
 def capture(framework: declare.Text, fn: Callable[..., Any], *args: Any) -> Capture:
-    """The graph a framework's compiler sees in ``fn(*args)`` ('torch', 'jax', 'tensorflow'/'tf'): Dynamo's FX graph
-    (whole graph required; nothing compiled; ``fn`` runs eagerly first, so its own error reaches the caller), the
-    jaxpr (one equation per primitive), or ``capture_tf``'s tf.Graph."""
+    """The graph a framework's compiler sees in ``fn(*args)`` ('torch', 'jax', 'tensorflow'/'tf'): Dynamo's whole
+    FX graph (nothing compiled; ``fn`` runs eagerly first: its own error reaches the caller), jaxpr or tf.Graph."""
     name = validate.framework(framework)  # by hand: it also takes "pytorch" and "tf", in any case
     if name == "tensorflow":
         return capture_tf(fn, *args)
@@ -349,25 +346,24 @@ def strategy_counts(framework: Literal["torch", "jax", "tensorflow"], fn: Callab
                     xs: Annotated[Sequence[Any], NonEmpty, declare.MaxItems(1000)]) -> dict[str, int]:
     """Compilations of ``fn`` for 1-D inputs ``xs`` of different lengths, per strategy of ``framework`` (torch:
     static, default, ``mark_dynamic``; jax: as is, padded to ``BUCKET``; tensorflow: as is, reduce_retracing, None)."""
-    name = framework
     calls = [(x,) for x in xs]
-    if name == "torch":
+    if framework == "torch":
         import torch
 
         marked = [torch.clone(x) for x in xs]
         for x in marked:
             torch._dynamo.mark_dynamic(x, 0)
-        return {"dynamic=False": count_compiles(name, fn, calls, dynamic=False),
-                "default (automatic dynamic)": count_compiles(name, fn, calls),
-                "mark_dynamic(x, 0)": count_compiles(name, fn, [(x,) for x in marked])}
-    if name == "jax":
+        return {"dynamic=False": count_compiles(framework, fn, calls, dynamic=False),
+                "default (automatic dynamic)": count_compiles(framework, fn, calls),
+                "mark_dynamic(x, 0)": count_compiles(framework, fn, [(x,) for x in marked])}
+    if framework == "jax":
         import jax.numpy as jnp
 
         padded = [(jnp.pad(x, (0, -len(x) % BUCKET)),) for x in xs]
-        return {"jax.jit": count_compiles(name, fn, calls),
-                f"padded to multiples of {BUCKET}": count_compiles(name, fn, padded)}
+        return {"jax.jit": count_compiles(framework, fn, calls),
+                f"padded to multiples of {BUCKET}": count_compiles(framework, fn, padded)}
     tf = env.import_tensorflow()
-    return {"tf.function": count_compiles(name, fn, calls),
-            "reduce_retracing=True": count_compiles(name, fn, calls, reduce_retracing=True),
-            "input_signature [None]": count_compiles(name, fn, calls,
+    return {"tf.function": count_compiles(framework, fn, calls),
+            "reduce_retracing=True": count_compiles(framework, fn, calls, reduce_retracing=True),
+            "input_signature [None]": count_compiles(framework, fn, calls,
                                                      input_signature=[tf.TensorSpec([None], tf.float32)])}

@@ -1,6 +1,5 @@
-"""Compile time as a cost you can cut: ``stack(depth, width)``, a residual MLP of identical blocks, compiled whole, by
-region and with a ``nested_compile_region``, each first call timed with Inductor's caches off; and one job's compile
-in three fresh processes (``workers/compile_cache.py``): cold, portable artifacts loaded, the cold run's own folder."""
+"""Compile time as a cost you can cut: ``stack(depth, width)`` compiled whole, by region and with a
+``nested_compile_region`` (caches off); one job's compile in three fresh processes: cold, artifacts loaded, warm."""
 
 from __future__ import annotations
 

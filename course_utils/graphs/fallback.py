@@ -1,6 +1,5 @@
 """The rollback plan: compile, check against eager, or fall back to eager with a one-line reason; the real
-switches that turn compilation off (``eager_mode``), and comparisons of results across frameworks.
-"""
+switches that turn compilation off (``eager_mode``), and comparisons of results across frameworks."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Eager against compiled across sizes (notebooks 01 and 02), each size compiled afresh (one ``torch.compile`` object
-would turn shape-generic at the second shape), graphs counted; and one speed-up under several harnesses (the sweep's
-``bias`` array, 00's scalar, a shape-generic graph), each factor timed apart in one set of rounds."""
+"""Eager against compiled across sizes (notebooks 01 and 02), each size compiled afresh, graphs counted; and one
+speed-up under several harnesses (the sweep's ``bias`` array, 00's scalar, a shape-generic graph), timed apart."""
 
 from __future__ import annotations
 

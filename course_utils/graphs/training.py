@@ -1,8 +1,5 @@
-"""A whole training step, compiled, against the *same program* run eagerly, in all three frameworks: the notebook
-builds both steps from the course's own (``models.torch_sgd_step``, ``jax_sgd_step``, ``keras_sgd_step``); these
-helpers run, time and compare the steps they are given (``step_medians`` is the one a fresh process runs), and read
-them in the profiler: the host's dispatches per call of the chain (the op counts the overhead model assumes), and
-where PyTorch's training step spends its time: ops, graph calls, graphs' code, wrappers."""
+"""A whole training step, compiled, against the same program run eagerly, in all three frameworks (steps built by
+the notebook): run, timed and compared, and read in the profiler (dispatches per call, where torch's step goes)."""
 
 from __future__ import annotations
 
@@ -206,13 +203,12 @@ def trace_calls(framework: Literal["torch", "jax", "tensorflow"], eager: Callabl
                 timeout: calls.Timeout = calls.DEFAULT_TIMEOUT) -> TracedCalls:
     """Profile ``repeats`` calls of ``eager(*args)`` and of ``compiled(*args)`` (both run once before, so no
     compilation is traced); traces are saved under ``build/traces/``."""
-    name = framework
     with calls.time_limit(timeout, calls.describe(compiled)):
         eager(*args)
         compiled(*args)
-        traces = [profile.capture(name, fn, *args, steps=repeats, name=f"01_chain_{kind}")
+        traces = [profile.capture(framework, fn, *args, steps=repeats, name=f"01_chain_{kind}")
                   for kind, fn in (("eager", eager), ("compiled", compiled))]
-    return TracedCalls(name, repeats, *traces)
+    return TracedCalls(framework, repeats, *traces)
 
 
 @declare.checked
@@ -287,7 +283,6 @@ class StepTrace:
         """Seconds from the first to the last event, per step, ``kind`` "eager" or "compiled"."""
         validate.choice("kind", kind, ("eager", "compiled"))
         return getattr(self, kind).span / self.steps
-
 
     @declare.checked
     def table(self, step: tuple[timing.Measurement, timing.Measurement], *, eager_per_op: PositiveFloat,

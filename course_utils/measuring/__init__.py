@@ -1,6 +1,5 @@
-"""Notebook 00 (measuring without fooling yourself): the clock pair of one call, the chains in alternating rounds
-(``ChainRuns``), the overhead sweep and the memory hierarchy read off their own curves, the computed peak, the matmul's
-library, Amdahl, the predictions and the exercises' checkers; the machine's roofs are core (``cu.machine``)."""
+"""Notebook 00 (measuring without fooling yourself): the clock pair, the chains in rounds, the overhead sweep, the
+memory hierarchy, the computed peak, the matmul's library, Amdahl, the predictions and the exercises' checkers."""
 
 from course_utils.measuring import exercises as _exercises  # noqa: F401  (registers the exercise checkers)
 from course_utils.measuring import findings

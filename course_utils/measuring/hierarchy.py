@@ -1,7 +1,5 @@
-"""The memory hierarchy as one sweep: copy bandwidth against working-set size, its levels read off its own cliffs
-(where the rate falls and stays down), whatever the OS reports (a VM may report its host's cache); main memory is past
-the last cliff, and only a sweep with none falls back on ``DRAM_MULTIPLE``x the reported last-level cache, which
-otherwise only plans the sweep and is quoted as a second fact."""
+"""The memory hierarchy as one sweep: copy bandwidth against working-set size, its levels read off its own cliffs;
+only a sweep with none falls back on ``DRAM_MULTIPLE``x the reported last-level cache (a VM may report its host's)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The theoretical FP32 peak of this CPU, computed (never measured): cores x SIMD lanes x FMA units x 2 x clock,
-each factor with its source; and which library runs each framework's fp32 matmul, found rather than assumed (PyTorch's
-and NumPy's build configuration, the optimised HLO that XLA compiled for JAX and TensorFlow)."""
+"""The theoretical FP32 peak of this CPU, computed (cores x SIMD lanes x FMA units x 2 x clock, each with its source),
+and which library runs each framework's fp32 matmul, found (build configurations, the optimised HLO) not assumed."""
 
 from __future__ import annotations
 
@@ -113,10 +112,6 @@ class KernelLibrary:
     evidence: str
 
 
-def _from_hlo(framework: str, hlo: str) -> KernelLibrary:
-    return KernelLibrary(framework, *compiled.hlo_summary(hlo).library())
-
-
 def _torch_library() -> KernelLibrary:
     """PyTorch: the BLAS it was built with (BLAS_INFO), and its versions, from ``torch.__config__.show()``."""
     import torch
@@ -151,7 +146,7 @@ def _jax_library(n: int) -> KernelLibrary:
     import jax.numpy as jnp
 
     x = jnp.ones((n, n), jnp.float32)
-    return _from_hlo("jax", jax.jit(jnp.matmul).lower(x, x).compile().as_text())
+    return KernelLibrary("jax", *compiled.hlo_summary(jax.jit(jnp.matmul).lower(x, x).compile().as_text()).library())
 
 
 def _tensorflow_library(n: int) -> KernelLibrary:
@@ -159,7 +154,8 @@ def _tensorflow_library(n: int) -> KernelLibrary:
     tf = env.import_tensorflow()
     x = tf.ones((n, n))
     matmul = tf.function(lambda a, b: tf.linalg.matmul(a, b), jit_compile=True)
-    return _from_hlo("tensorflow", matmul.experimental_get_compiler_ir(x, x)(stage="optimized_hlo"))
+    hlo = matmul.experimental_get_compiler_ir(x, x)(stage="optimized_hlo")
+    return KernelLibrary("tensorflow", *compiled.hlo_summary(hlo).library())
 
 
 @declare.checked

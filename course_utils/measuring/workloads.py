@@ -1,9 +1,6 @@
-"""Notebook 00's measurements of the learner's own functions (the clock pair of one call, the chains in alternating
-rounds, ``x + 1`` over sizes and its bends: the floor, where a call takes twice it, the top slope), each under a time
-limit; the C allocator's state: glibc returns a freed block over its mmap threshold and raises the threshold to its
-size (up to 32 MiB), after which such blocks come back fault-free; and why one eager runtime is slower than another on
-the chain: its two suspects (each library's ``tanh``, the fresh memory each output gets, costed with the machine's
-page-fault figure) measured apart, what they leave of the gap named as unexplained, not guessed."""
+"""Notebook 00's measurements of the learner's own functions (clock pair, chains in rounds, ``x + 1`` over sizes and
+its bends), each under a time limit; the C allocator's mmap threshold (glibc raises it to a freed block's size, up to
+32 MiB, after which such blocks come back fault-free); and the eager-runtime gap's suspects measured apart."""
 
 from __future__ import annotations
 

@@ -1,13 +1,12 @@
-"""Floating-point formats read from ``finfo`` (TF32, which has no NumPy type, is fp32's exponent with fp16's
-mantissa, rounded by bit masking), rounding, long sums; fp16 underflow and loss scaling: which gradients a format
-flushes to zero, and what scaling the loss rescues. Also the declarations of torch arguments (``Tensor``,
-``Module``) the package's other files use."""
+"""Floating-point formats from ``finfo`` (TF32: fp32's exponent, fp16's mantissa, by bit masking), rounding, long
+sums; fp16 underflow and loss scaling; and the torch argument declarations (``Tensor``, ``Module``) the package uses."""
 
 from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -237,25 +236,32 @@ def _loss(model: Any, x: Any, y: Any, dtype: Any) -> Any:
         return torch.nn.functional.cross_entropy(model(x), y)
 
 
+@contextmanager
+def linear_hooks(model: Any, hook: Callable[[Any, Any, Any], Any]) -> Iterator[None]:
+    """``hook`` as a forward hook of every ``nn.Linear`` of ``model`` while the block runs (ValueError: none)."""
+    import torch
+
+    hooks = [m.register_forward_hook(hook) for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    if not hooks:
+        raise ValueError("model must contain at least one torch.nn.Linear")
+    try:
+        yield
+    finally:
+        for h in hooks:
+            h.remove()
+
+
 def _linear_outputs(model: Any, x: Any, y: Any, dtype: Any = None, scale: float = 1.0) -> list[Any]:
     """Every ``nn.Linear`` output of ``model`` on (x, y), its gradient kept, after a backward pass of the loss
     times ``scale`` (forward under autocast in ``dtype``)."""
-    import torch
-
     outputs: list[Any] = []
 
     def keep(module: Any, inputs: Any, output: Any) -> None:
         output.retain_grad()
         outputs.append(output)
 
-    hooks = [m.register_forward_hook(keep) for m in model.modules() if isinstance(m, torch.nn.Linear)]
-    if not hooks:
-        raise ValueError("model must contain at least one torch.nn.Linear")
-    try:
+    with linear_hooks(model, keep):
         (_loss(model, x, y, dtype).float() * scale).backward()
-    finally:
-        for h in hooks:
-            h.remove()
     model.zero_grad(set_to_none=True)
     return outputs
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from course_utils import calls, declare, devices, display, intervals, timing, validate
 from course_utils.declare import NonEmpty, PositiveFloat, Range
-from course_utils.precision.formats import Module, Tensor, _linear_outputs
+from course_utils.precision.formats import Module, Tensor, _linear_outputs, linear_hooks
 
 KINDS = ("activations", "gradients")
 MAX_WINDOW = 100_000
@@ -128,12 +128,8 @@ def amax_history(model: Module) -> Iterator[AmaxHistory]:
         slot = len(grads) - 1
         output.register_hook(lambda g: grads.__setitem__(slot, float(g.detach().abs().max())))
 
-    hooks = [m.register_forward_hook(record) for m in linears]
-    try:
+    with linear_hooks(model, record):
         yield history
-    finally:
-        for h in hooks:
-            h.remove()
 
 
 @dataclass(frozen=True)

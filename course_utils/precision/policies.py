@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from course_utils import calls, declare, env
 from course_utils.declare import NonEmpty
-from course_utils.precision.formats import Module, Tensor
+from course_utils.precision.formats import Module, Tensor, linear_hooks
 
 DtypeReport = dict[str, set[str]]
 REPORT_KEYS = ("weights", "activations", "loss", "gradients")
@@ -49,18 +49,9 @@ class DtypeWatch:
 @contextmanager
 def watch_dtypes(model: Module) -> Iterator[DtypeWatch]:
     """Watch the dtype of every ``nn.Linear`` output of ``model`` while the block runs."""
-    import torch
-
     watch = DtypeWatch(model)
-    hooks = [m.register_forward_hook(lambda m, i, o: watch.activations.add(_name(o.dtype)))
-             for m in model.modules() if isinstance(m, torch.nn.Linear)]
-    if not hooks:
-        raise ValueError("model must contain at least one torch.nn.Linear")
-    try:
+    with linear_hooks(model, lambda m, i, o: watch.activations.add(_name(o.dtype))):
         yield watch
-    finally:
-        for h in hooks:
-            h.remove()
 
 
 @declare.checked

@@ -11,6 +11,7 @@ import numpy as np
 
 from course_utils import calls, declare, display, env, intervals, timing
 from course_utils.declare import NonEmpty, PositiveInt, Range
+from course_utils.measuring.workloads import MinTime, Rounds
 from course_utils.memory import compiled_stats, jax_compiled_stats, saved_activation_bytes, torch_peak_bytes
 from course_utils.precision.formats import Tensor
 
@@ -22,8 +23,6 @@ TRAINING_SCHEMES: dict[str, dict[str, int]] = {
     "pure bf16 + Adam": {"16-bit weights": 2, "16-bit gradients": 2, "Adam moments (bf16)": 4},
 }
 MAX_WEIGHT_BYTES = 2**30  # the blocks' weights a lesson may ask for: 1 GiB
-Rounds = Annotated[int, Range(2, 100)]
-MinTime = Annotated[float, Range(0, 60, low_open=True)]
 
 
 @declare.checked

@@ -1,6 +1,5 @@
-"""Speed per format: where torch runs and in which fast 16-bit format (the device plan's), the bf16 units' bound and
-its check, a STREAM op as a roofline point, a training step's matmul FLOPs and dilution checks; and which library
-kernel ran (the CPU vendor, what MKL and oneDNN print for a torch matmul in ``workers/blas_verbose.py``)."""
+"""Speed per format: where torch runs and in which 16-bit format, the bf16 units' bound and its check, a STREAM op as
+a roofline point, a step's matmul FLOPs and dilution checks; which library kernel ran (``workers/blas_verbose.py``)."""
 
 from __future__ import annotations
 

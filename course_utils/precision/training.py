@@ -12,7 +12,7 @@ import numpy as np
 
 from course_utils import calls, declare, display, models, timing, validate
 from course_utils.declare import MinItems, NonEmpty, Range, Text
-from course_utils.precision.formats import Module, Tensor, torch_type
+from course_utils.precision.formats import Module, Tensor, _loss, torch_type
 
 MAX_STEPS = 100_000
 FINAL_WINDOW = 20  # the final loss is the mean of the last 20 steps: one step's loss is too noisy to compare
@@ -46,9 +46,8 @@ def train(step: Callable[..., Any], model: Module, opt: torch_type("optim.Optimi
           x_test: Tensor | None = None, y_test: Tensor | None = None,
           threads: Annotated[int, Range(1, 1024)] | None = 1, timeout: calls.Timeout = calls.DEFAULT_TIMEOUT,
           **step_kwargs: Any) -> TrainRun:
-    """Call the learner's ``step(model, opt, scaler, xb, yb, **step_kwargs)`` on ``steps`` seeded batches,
-    recording per step the loss, the scale before it, whether it was skipped and the largest |gradient|.
-    ``threads``: torch's CPU threads during the run (a model this small runs fastest on one)."""
+    """Call the learner's ``step(model, opt, scaler, xb, yb, **step_kwargs)`` on ``steps`` seeded batches, recording
+    loss, scale before, skipped flag and largest |gradient|; ``threads``: torch's CPU threads (one suits this model)."""
     import torch
 
     if batch > len(x):
@@ -123,7 +122,6 @@ class SeedSpread(display.Tabled):
 def unscale_norms(model: Module, x: Tensor, y: Tensor, scaler: Scaler) -> dict[str, float]:
     """Gradient norm of one fp16 step before and after ``scaler.unscale_``, and in fp32."""
     import torch
-    import torch.nn.functional as F
 
     if not scaler.is_enabled():
         raise ValueError("scaler must be enabled (a GradScaler(..., enabled=False) scales nothing)")
@@ -134,12 +132,10 @@ def unscale_norms(model: Module, x: Tensor, y: Tensor, scaler: Scaler) -> dict[s
         return float(torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params])))
 
     model.zero_grad(set_to_none=True)
-    F.cross_entropy(model(x), y).backward()
+    _loss(model, x, y, None).backward()
     fp32 = norm()
     model.zero_grad(set_to_none=True)
-    with torch.autocast(x.device.type, dtype=torch.float16):
-        loss = F.cross_entropy(model(x), y)
-    scaler.scale(loss).backward()
+    scaler.scale(_loss(model, x, y, torch.float16)).backward()
     before = norm()
     scale = float(scaler.get_scale())
     scaler.unscale_(opt)

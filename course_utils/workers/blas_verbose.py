@@ -1,6 +1,5 @@
 """One torch matmul in fp32 and one in bf16 (``python blas_verbose.py N``), run by notebook 03 with MKL_VERBOSE=1 and
-ONEDNN_VERBOSE=1 so that the libraries say which code path and kernels ran.
-"""
+ONEDNN_VERBOSE=1 so that the libraries say which code path and kernels ran."""
 
 import sys
 

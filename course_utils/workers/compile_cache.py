@@ -1,8 +1,5 @@
-"""One job's compile, cold and then warm from a portable cache (``torch.compiler.save_cache_artifacts`` in one process,
-``load_cache_artifacts`` in another): ``python compile_cache.py save|load|local ARTIFACTS [--depth 4 --width 32]``,
-each run with its own ``TORCHINDUCTOR_CACHE_DIR``. Prints one JSON line: the first call's seconds, the load's, the
-artifacts' size, Inductor's FX-graph cache hits and misses, and the compiled libraries before and after.
-"""
+"""One job's compile, cold then warm from portable artifacts (``python compile_cache.py save|load|local ARTIFACTS``),
+each run with its own ``TORCHINDUCTOR_CACHE_DIR``; prints one JSON line (times, sizes, FX-graph cache hits)."""
 
 import argparse
 import json

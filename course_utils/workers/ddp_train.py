@@ -1,9 +1,5 @@
-"""Data-parallel training with PyTorch DDP, one process per rank, started by torchrun (``cu.distributed.launch``, or
-by hand with ``--out DIR``). Phases (``--phases``): proof (20 SGD steps, weights saved per checkpoint), accum
-(``no_sync`` against syncing every micro-batch), timing (DDP step, compute, all-reduce alone, one process), buckets
-(``bucket_cap_mb``), batchnorm (plain and ``SyncBatchNorm``), compiled (``torch.compile`` of DDP), allreduce (the
-cost model's sweep). Every rank makes the same collective calls in every phase.
-"""
+"""DDP training, one process per rank under torchrun (``cu.distributed.launch``, or by hand with ``--out DIR``), in
+``--phases`` (see ``PHASES``); every rank makes the same collective calls in every phase."""
 
 import argparse
 import gc

@@ -1,8 +1,5 @@
-"""DDP training that checkpoints atomically (a temporary file, then ``os.replace``) and resumes where it left off,
-under ``torchrun --max-restarts=1`` (``cu.beyond.elastic.run``): rank ``--crash-rank`` raises once at ``--crash-at``
-on the first attempt; every attempt loads the newest checkpoint if one exists (on a cluster, in a folder every node
-sees). Data are indexed by step, so a resumed run sees the batches the uninterrupted run would have seen.
-"""
+"""DDP training that checkpoints atomically and resumes under ``torchrun --max-restarts=1`` (``cu.beyond.elastic.run``):
+rank ``--crash-rank`` raises once at ``--crash-at``; data indexed by step: a resumed run sees the same batches."""
 
 import argparse
 import os
@@ -24,12 +21,8 @@ CHECKPOINT = "checkpoint.pt"
 
 
 def setup(attempt: int) -> torch.device:
-    """Join the group of this attempt: NCCL and GPU ``LOCAL_RANK`` when every local rank has a GPU, else gloo.
-
-    torchrun's agent keeps ONE key-value store for all attempts (MASTER_ADDR:MASTER_PORT), so the keys the
-    crashed attempt left there (the dead workers' addresses) would be read again: seen with torch 2.13 + gloo,
-    a restarted group then hangs connecting to a dead peer. A per-attempt key prefix keeps attempts apart.
-    """
+    """Join this attempt's group (NCCL when every local rank has a GPU, else gloo) under a per-attempt key prefix:
+    torchrun keeps one store for all attempts, and a crashed attempt's keys made a restarted gloo group hang."""
     gpus_enough = torch.cuda.device_count() >= int(os.environ.get("LOCAL_WORLD_SIZE", "1"))  # one GPU per rank
     device = torch.device("cuda", worker.local_rank()) if gpus_enough else torch.device("cpu")
     if device.type == "cuda":

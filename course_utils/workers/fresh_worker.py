@@ -1,6 +1,5 @@
 """One fresh process of ``cu.fresh.replicate``: ``python fresh_worker.py package.module:function '{json kwargs}'`` calls
-the target once; its prints go to stderr, stdout carries ``@@fresh {"seconds": ..., "setup": ...}``.
-"""
+the target once; its prints go to stderr, stdout carries ``@@fresh {"seconds": ..., "setup": ...}``."""
 
 from __future__ import annotations
 

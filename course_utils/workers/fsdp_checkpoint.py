@@ -1,8 +1,5 @@
-"""FSDP2 state saved with ``torch.distributed.checkpoint`` (DCP) at one world size and loaded at another (notebook
-06: 2 ranks, then 1, then 2). ``dcp.save`` writes one file of shards per rank plus a ``.metadata`` map; ``dcp.load``
-reads the slices the current sharding needs, so every rank must see every file. Rank 0 records the full state right
-after a load ("loaded") and right before a save ("saved").
-"""
+"""FSDP2 state saved with ``torch.distributed.checkpoint`` at one world size and loaded at another (06: 2, 1, 2 ranks;
+every rank must see every file); rank 0 records the full state right after a load and right before a save."""
 
 import argparse
 

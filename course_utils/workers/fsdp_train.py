@@ -1,8 +1,5 @@
-"""DDP vs ZeRO-1 vs FSDP2 on 2+ ranks, same model, data and Adam (``cu.beyond.sharded.run``). Each rank records
-the bytes it holds (a shard counts its local part), one step's collectives (counted by a ``TorchDispatchMode``,
-timed from the backend's profiler events), the step in rounds beside the compute alone, DDP's default bucket bytes,
-the collectives alone, and its full weights after ``--steps`` steps. On GPUs the same script runs with NCCL.
-"""
+"""DDP vs ZeRO-1 vs FSDP2, same model, data and Adam (``cu.beyond.sharded.run``): per rank the bytes held, one step's
+collectives (counted and profiled), the step in rounds beside the compute alone, the collectives alone, the weights."""
 
 import argparse
 import re
@@ -58,10 +55,8 @@ class CountCollectives(TorchDispatchMode):
 
 
 def comm_seconds(step, x, y, steps: int, layer_bytes: dict | None = None) -> dict:
-    """Per step, from a profiler trace of ``steps`` steps: "busy", the union on the wall clock of the backend's own
-    collective events (``gloo:all_reduce``, ...; no barrier, no forced wait), "step", "events" (count per name), and
-    with ``layer_bytes`` (FSDP2) "gathered": the most layers held unsharded at once (``gathered_peak``)."""
-
+    """Per step, from a profiler trace: "busy" (the wall-clock union of the backend's own collective events), "step",
+    "events" (count per name) and, with ``layer_bytes`` (FSDP2), "gathered" (``gathered_peak``)."""
     dist.barrier()
     with tempfile.TemporaryDirectory() as folder:
         trace = profile.capture("torch", step, x, y, steps=steps, name=f"step_rank{dist.get_rank()}", folder=folder)
@@ -82,9 +77,8 @@ RESHARD = re.compile(r"FSDP::(?:post_forward|post_backward_reshard) \((.+)\)$")
 
 
 def gathered_peak(events, layer_bytes: dict) -> dict | None:
-    """The most layers whose full weights FSDP2 held at once, from its profiler labels: a layer counts from the
-    start of its ``FSDP::all_gather`` to the end of the reshard that frees it (after forward, after backward).
-    Returns {"layers", "bytes" (their full parameter bytes), "names"}; None when the trace has no such labels."""
+    """The most layers FSDP2 held whole at once, each from the start of its ``FSDP::all_gather`` to the end of the
+    reshard that frees it: {"layers", "bytes", "names"}; None when the trace has no such labels."""
     held, spans = {}, []
     for e in sorted(events, key=lambda e: e.start):
         if (m := GATHER.match(e.name)) and m.group(1) in layer_bytes:

@@ -1,8 +1,5 @@
-"""Multi-process JAX (``cu.beyond.jaxmulti.run``): ``jax.distributed.initialize`` joins the processes (torchrun only
-starts them), one global mesh spans every process's ``--devices`` CPU devices, each process loads only its rows of
-every global batch, and XLA inserts the gradients' all-reduce across processes. Each saves its parameters, records
-the step's all-reduces, and times in rounds the step, its compute alone and all-reduces alone.
-"""
+"""Multi-process JAX (``cu.beyond.jaxmulti.run``): one global mesh over every process's CPU devices, each process
+loading its rows; saves its parameters, records the step's all-reduces, times the step, its compute and all-reduces."""
 
 import argparse
 import re

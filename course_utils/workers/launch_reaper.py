@@ -1,8 +1,5 @@
-"""The launcher's reaper: runs torchrun as its child and ends everything it started when the command exits or the
-notebook writes ``stop`` (or goes away). As a Linux *child subreaper* it inherits orphaned processes of the job, and
-it collects them until ``waitpid`` reports no child left (SIGTERM, SIGKILL after ``--grace``); it ignores SIGINT, so
-no Ctrl-C interrupts the clean-up. It exits with the command's status.
-"""
+"""The launcher's reaper: runs torchrun as its child and, as a Linux child subreaper ignoring SIGINT, ends everything
+the job started when it exits or the notebook writes ``stop`` (or goes away); exits with the command's status."""
 
 import argparse
 import ctypes

@@ -1,8 +1,5 @@
-"""TensorFlow multi-worker data parallelism: ``MultiWorkerMirroredStrategy`` configured by ``TF_CONFIG``, launched by
-``cu.beyond.tfmulti.run`` (torchrun only starts the processes). Each worker trains the course MLP on its half of
-every global batch in a custom loop (keras-team/keras#20585 reports the multi-worker ``model.fit`` tutorial failing
-with Keras 3, untested here); worker 0 then trains without a strategy, as the one-worker reference.
-"""
+"""TensorFlow ``MultiWorkerMirroredStrategy`` from ``TF_CONFIG`` (``cu.beyond.tfmulti.run``), a custom loop (Keras 3's
+multi-worker ``fit`` is reported broken: keras-team/keras#20585); worker 0 then trains alone, as the reference."""
 
 import argparse
 import os

@@ -1,6 +1,5 @@
 """The course MLP's SGD step timed per thread count in a fresh process (``cu.distributed.mlp_threads_fresh``), for
-settings read once at start-up (``OMP_WAIT_POLICY``): a JSON request on stdin, the JSON report as stdout's last line.
-"""
+settings read once at start-up (``OMP_WAIT_POLICY``): a JSON request on stdin, the JSON report as stdout's last line."""
 
 import json
 import sys

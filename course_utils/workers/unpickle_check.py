@@ -1,6 +1,5 @@
 """Unpickle stdin as a spawned DataLoader worker does and print "ok" or the exception's name (notebook 04:
-``cu.pipeline.unpickles_in_fresh_process``; AttributeError: a function defined in a notebook's ``__main__``).
-"""
+``cu.pipeline.unpickles_in_fresh_process``; AttributeError: a function defined in a notebook's ``__main__``)."""
 
 import pickle
 import sys

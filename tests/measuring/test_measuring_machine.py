@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from matplotlib.figure import Figure
 
-from course_utils import measuring, timing
+from course_utils import compiled, measuring, timing
 from course_utils.measuring import hierarchy, peak
 
 
@@ -39,7 +39,7 @@ def test_clock_has_a_source() -> None:
     ("ROOT %add = f32[8] add(%a, %b)", "unknown"),
 ])
 def test_libraries_are_read_from_the_hlo(hlo: str, library: str) -> None:
-    assert peak._from_hlo("jax", f"HloModule m\n\nENTRY %main {{\n  {hlo}\n}}\n").library == library
+    assert compiled.hlo_summary(f"HloModule m\n\nENTRY %main {{\n  {hlo}\n}}\n").library()[0] == library
 
 
 def test_torch_and_numpy_libraries_are_found() -> None:
