@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
+import subprocess
+import sys
 import tomllib
 import types
 
@@ -95,3 +98,13 @@ def test_every_course_utils_name_a_benchmark_calls_exists() -> None:
                 chain, node = [node.attr, *chain], node.value
             if chain and isinstance(node, ast.Name) and node.id in bound:
                 assert _resolves(bound[node.id], chain), f"{path.name}: {node.id}.{'.'.join(chain)} does not exist"
+
+
+def test_every_python_one_liner_in_the_readme_runs() -> None:
+    """README's `python -c "..."` commands, run as a reader pastes them (one printed cu.migrate.example_toml, which
+    the package never exported)."""
+    commands = re.findall(r'`python -c "([^"`]+)"`', (ROOT / "README.md").read_text())
+    assert commands, "README shows no python -c command"
+    for code in commands:
+        done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and done.stdout.strip(), f"{code}\n{done.stderr[-1500:]}"
