@@ -106,7 +106,7 @@ def _mvp(gain: MigrationGain | None, bar: float, eager: list[float], compiled: l
         return Check(name, False if not same else None, text + "; speed not measured")
     fast = gain.low > bar
     speed = (f"speed {'ok' if fast else 'FAILED'}: the migration buys {gain}; its interval's low end "
-             f"{gain.low:.3g}x {'>' if fast else '<='} the {bar:.3g}x bar")
+             f"{gain.low_text()} {'>' if fast else '<='} the {bar:.3g}x bar")
     return Check(name, same and fast, f"{speed}; {text}")
 
 

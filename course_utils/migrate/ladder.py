@@ -75,6 +75,7 @@ class MigrationGain:
     source: str
     _made_by: object = field(default=None, repr=False, compare=False)
     interval: str = ""  # for a gain measured across processes: the interval's own description
+    printed_low: str = ""  # and its low end as that description prints it (rounded outward)
 
     def __post_init__(self) -> None:
         validate.text("label", self.label)
@@ -103,7 +104,11 @@ class MigrationGain:
     def across_processes(cls, speedup: intervals.Speedup, label: Text) -> MigrationGain:
         """The gain ``assess`` measured in fresh processes: its geometric mean and 95% interval."""
         return cls(label, speedup.ratio, speedup.low, speedup.high, f"measured in {speedup.n} fresh processes",
-                   _MADE_HERE, f"{speedup.interval}, {intervals.METHOD}")
+                   _MADE_HERE, f"{speedup.interval}, {intervals.METHOD}", speedup.printed()[1])
+
+    def low_text(self) -> str:
+        """The interval's low end as ``str(self)`` prints it."""
+        return self.printed_low or f"{self.low:.2f}x"
 
     def __str__(self) -> str:
         if self.source == "claimed":

@@ -106,3 +106,13 @@ def test_the_mvp_evidence_says_which_half_failed() -> None:
     evidence = slow["MVP: whole training step, speed and equality"].evidence
     assert "speed FAILED" in evidence and "equality ok" in evidence and "0.97x <= the 1.05x bar" in evidence
     assert slow.failed == ["MVP: whole training step, speed and equality"]
+
+
+def test_the_mvp_low_end_is_the_one_its_interval_prints() -> None:
+    """07 printed '95% interval 1.38x to 1.58x' and then 'its interval's low end 1.39x': the bounds are rounded
+    outward, so the sentence reads the printed bound, not the raw one."""
+    assert measured_gain(1.48, 1.3851, 1.58).low_text() == "1.38x"
+    gain = measured_gain(1.48, 1.3851, 1.58)
+    evidence = checklist._mvp(gain, 1.08, [1.0, 0.9], [1.0, 0.9], None, 1e-4).evidence
+    low = gain.low_text()
+    assert f"interval {low} to" in evidence and f"low end {low} > the 1.08x bar" in evidence, evidence
