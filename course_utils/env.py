@@ -42,12 +42,19 @@ def accelerator() -> str:
         if forced not in ACCELERATORS:
             raise ValueError(f"COURSE_ACCELERATOR must be one of {ACCELERATORS}; got {forced!r}")
         return forced
-    if (os.environ.get("COLAB_TPU_ADDR") or os.environ.get("TPU_ACCELERATOR_TYPE") or os.environ.get("TPU_NAME")
-            or any(Path("/dev").glob("accel[0-9]*")) or any(Path("/dev").glob("vfio/[0-9]*"))):  # a TPU's devices
-        return "tpu"
-    if Path("/dev/nvidia0").exists() or Path("/dev/kfd").exists() or Path("/proc/driver/nvidia/gpus").is_dir():
-        return "gpu"
-    return "cpu"
+    return "tpu" if _tpu_present() else "gpu" if _gpu_present() else "cpu"
+
+
+def _tpu_present() -> bool:
+    """A TPU runtime's variables (Colab, Cloud TPU VMs) or a TPU's device files."""
+    return bool(os.environ.get("COLAB_TPU_ADDR") or os.environ.get("TPU_ACCELERATOR_TYPE")
+                or os.environ.get("TPU_NAME") or any(Path("/dev").glob("accel[0-9]*"))
+                or any(Path("/dev").glob("vfio/[0-9]*")))
+
+
+def _gpu_present() -> bool:
+    """An NVIDIA driver's device or an AMD GPU's compute device (ROCm's /dev/kfd)."""
+    return Path("/dev/nvidia0").exists() or Path("/dev/kfd").exists() or Path("/proc/driver/nvidia/gpus").is_dir()
 
 
 # ---------------------------------------------------------------------------------------------------------

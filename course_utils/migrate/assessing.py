@@ -60,6 +60,25 @@ def calls(names: Sequence[str], *, fullgraph: bool, blocks: str, optimizer: bool
     return {n: f"{c} + torch.compile(optimizer.step)" if optimizer else c for n, c in out.items()}
 
 
+def _device(device: str) -> str:
+    import torch
+
+    validate.choice("device", device, DEVICES)
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device is 'cuda' but this machine has no CUDA GPU that torch can use; use cpu or auto")
+    return device
+
+
+def _amp(amp: str, device: str) -> str | None:
+    validate.choice("amp", amp, AMPS)
+    if amp == "auto":
+        dtype = autocast_dtype(device)
+        return None if dtype is None else str(dtype).removeprefix("torch.")
+    return {"off": None, "bf16": "bfloat16", "fp16": "float16"}[amp]
+
+
 def variants(spec: Mapping[str, Any]) -> list[str]:
     """The worker's variants, in order: eager; eager fp32 where AMP runs; each compile call; the deciding call
     without AMP; eager DDP without its all-reduce where the job has several ranks."""
@@ -87,6 +106,12 @@ def layout(first: Mapping[str, Any], *, parameters: int, memory_bytes: int | Non
                if share is not None else "the eager step's peak or the memory is unknown")
     return {"separate": separate, "why": why, "need_bytes": needed, "memory_bytes": memory_bytes,
             "threshold": SEPARATE_SHARE, "variants": count}
+
+
+def split_steps(steps: int) -> list[int]:
+    """``steps`` timed steps split into at most 5 rounds of nearly equal length."""
+    rounds = min(MAX_ROUNDS, steps)
+    return [steps // rounds + (1 if i < steps % rounds else 0) for i in range(rounds)]
 
 
 @declare.checked
@@ -146,16 +171,9 @@ def assess(model: Any, batches: Any, *, out: str | Path, model_args: Args | None
     costs = config if isinstance(config, Inputs) else read_config(config)
     if timeout is None:  # a cold compile and the imports, 300 s, and 2 s a step for 4 variants: 10x the course's
         timeout = 300.0 + 8.0 * steps
-    dev = validate.choice("device", device, DEVICES)
-    if dev == "auto":
-        dev = "cuda" if torch.cuda.is_available() else "cpu"
-    if dev == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device is 'cuda' but this machine has no CUDA GPU that torch can use; use cpu or auto")
+    dev = _device(device)
     mode_list = [*([compile_path] if compile_path else []), *_modes(modes, compile_path)]
-    if validate.choice("amp", amp, AMPS) == "auto":
-        amp_name = None if (auto := autocast_dtype(dev)) is None else str(auto).removeprefix("torch.")
-    else:
-        amp_name = {"off": None, "bf16": "bfloat16", "fp16": "float16"}[amp]
+    amp_name = _amp(amp, dev)
     skipped = {m: "CUDA graphs need a CUDA device; skipped here" for m in mode_list
                if m == "reduce-overhead" and dev != "cuda"}
     measured_modes = [m for m in mode_list if m not in skipped]
@@ -164,8 +182,7 @@ def assess(model: Any, batches: Any, *, out: str | Path, model_args: Args | None
     probe = examples.probe(model_path, batches_path, loss_path, torch.device(dev), timeout=timeout,
                             model_args=model_args, batches_args=batches_args, regional=regional)
     device_name = torch.cuda.get_device_name(0) if dev == "cuda" else env.cpu_model()
-    rounds = min(MAX_ROUNDS, steps)  # the timed steps in at most 5 rounds of nearly equal length
-    per_round = [steps // rounds + (1 if i < steps % rounds else 0) for i in range(rounds)]
+    per_round = split_steps(steps)
     command = command_line(model_path, batches_path, model_args=model_args, batches_args=batches_args, loss=loss_path,
                            config=costs.path, processes=processes, steps=steps, device=device, modes=modes,
                            amp=amp, threads=threads, out=target, compiler=compile_path, fullgraph=fullgraph,

@@ -189,6 +189,38 @@ def _shapes(value: Any) -> str:
     return type(value).__name__
 
 
+def user_model(path: str, args: dict[str, Any] | None = None) -> Any:
+    """``make_model(**args)``, refused unless it is a ``torch.nn.Module`` with trainable parameters."""
+    import torch
+
+    model = call_factory("model", path, args)
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model: {path}() returned {type(model).__name__}, not a torch.nn.Module")
+    if not any(p.requires_grad for p in model.parameters()):
+        raise ValueError(f"model: {path}() returned a module with no trainable parameters")
+    return model
+
+
+def first_batch(path: str, args: dict[str, Any] | None = None) -> Any:
+    """The first (inputs, targets) pair of ``make_batches(**args)``."""
+    batches = call_factory("batches", path, args)
+    if isinstance(batches, (str, bytes, dict)) or not hasattr(batches, "__iter__"):
+        raise TypeError(f"batches: {path}() must return an iterable of (inputs, targets) such as a list or a "
+                        f"DataLoader; got {type(batches).__name__}")
+    try:
+        batch = next(iter(batches))
+    except StopIteration:
+        raise ValueError(f"batches: {path}() yielded no batch") from None
+    except TimeoutError:
+        raise
+    except Exception as exc:
+        raise ValueError(f"batches: reading the first batch of {path}() raised {type(exc).__name__}: {exc}") from exc
+    if isinstance(batch, (str, bytes)) or not isinstance(batch, (list, tuple)) or len(batch) != 2:
+        raise TypeError(f"batches: each batch must be an (inputs, targets) pair; the first is {type(batch).__name__} "
+                        f"{_shapes(batch)}")
+    return batch
+
+
 def cpu_attention_flops() -> dict[Any, Any]:
     """FLOP formulas for the CPU's attention kernels, which torch's counter does not know (it counted 0 FLOPs for
     ``scaled_dot_product_attention`` on a CPU): the formulas it applies to the GPU's attention kernels."""
@@ -216,28 +248,9 @@ def probe(model_path: str, batches_path: str, loss_path: str | None, device: Any
     from torch.utils.flop_counter import FlopCounterMode
 
     with calls.time_limit(timeout, f"model/batches/loss: {model_path}(), {batches_path}() and one eager training step"):
-        model = call_factory("model", model_path, model_args)
-        if not isinstance(model, torch.nn.Module):
-            raise TypeError(f"model: {model_path}() returned {type(model).__name__}, not a torch.nn.Module")
-        if not any(p.requires_grad for p in model.parameters()):
-            raise ValueError(f"model: {model_path}() returned a module with no trainable parameters")
+        model = user_model(model_path, model_args)
         where = blocks(model) if regional else None
-        batches = call_factory("batches", batches_path, batches_args)  # then its first (inputs, targets) pair
-        if isinstance(batches, (str, bytes, dict)) or not hasattr(batches, "__iter__"):
-            raise TypeError(f"batches: {batches_path}() must return an iterable of (inputs, targets) such as a list or "
-                            f"a DataLoader; got {type(batches).__name__}")
-        try:
-            batch = next(iter(batches))
-        except StopIteration:
-            raise ValueError(f"batches: {batches_path}() yielded no batch") from None
-        except TimeoutError:
-            raise
-        except Exception as exc:
-            raise ValueError(f"batches: reading the first batch of {batches_path}() raised {type(exc).__name__}: "
-                             f"{exc}") from exc
-        if isinstance(batch, (str, bytes)) or not isinstance(batch, (list, tuple)) or len(batch) != 2:
-            raise TypeError(f"batches: each batch must be an (inputs, targets) pair; the first is "
-                            f"{type(batch).__name__} {_shapes(batch)}")
+        batch = first_batch(batches_path, batches_args)
         loss_fn = default_loss if loss_path is None else fresh.function("loss", loss_path)
         model = model.to(device)
         inputs, targets = (to_device(v, device) for v in batch)

@@ -135,6 +135,7 @@ def paired_interval(before: Rung, after: Rung, part: Part = "step") -> intervals
     return paired(before.label, rx, after.label, ry)
 
 
+@declare.checked
 def paired(before: str, rx: Sequence[float], after: str, ry: Sequence[float]) -> intervals.Speedup:
     """``after``'s speed-up over ``before`` with the 95% interval over their paired per-round times ``rx``, ``ry``."""
     return intervals.speedup(timing.Measurement(before, tuple(rx), rounds=tuple(rx)),

@@ -51,10 +51,14 @@ def write(found: Assessment, folder: Path) -> dict[str, Path]:
     record.write(paths["json"], found.to_dict())
     paths["md"].write_text(report_markdown(found))
     body = MarkdownIt("commonmark").enable("table").render(report_markdown(found, figures))
-    paths["html"].write_text(f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>"
-                             f"{html.escape(f'assess: {found.model}')}</title><style>{STYLE}</style></head><body>"
-                             f"{body}</body></html>\n")
+    paths["html"].write_text(html_page(f"assess: {found.model}", body))
     return paths
+
+
+def html_page(title: str, body: str) -> str:
+    """A self-contained HTML page: ``title`` escaped, the report's style sheet, the rendered ``body``."""
+    return (f"<!doctype html>\n<html lang='en'>\n<head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{STYLE}</style></head>\n<body>\n{body}</body>\n</html>\n")
 
 
 def _or_na(value: float | None, shown: Any = display.format_time) -> str:
