@@ -45,6 +45,19 @@ def _tree(cell: dict) -> ast.Module | None:
         return None
 
 
+def test_course_utils_stays_within_issue_35s_limit_plus_what_later_features_added() -> None:
+    later = share.later_features()
+    if later is None:
+        pytest.skip("a copy without git history: the later issues' commits cannot be counted")
+    lines = share.package_measures()["course_utils lines"]
+    assert lines <= share.LINE_LIMIT + sum(later.values()), f"course_utils {lines:,} lines; later features {later}"
+
+
+def test_net_python_lines_counts_python_files_only() -> None:
+    numstat = "10\t2\tcourse_utils/a.py\n-\t-\tcourse_utils/b.png\n5\t0\tcourse_utils/c.toml\n1\t4\tcourse_utils/d.py\n"
+    assert share.net_python_lines(numstat) == 5
+
+
 @pytest.mark.parametrize("ipynb", COURSE_NOTEBOOKS, ids=_ids(COURSE_NOTEBOOKS))
 def test_lesson_code_dominates_and_the_prose_is_short(ipynb: Path) -> None:
     found = share.measure(ipynb)
