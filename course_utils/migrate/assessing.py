@@ -61,6 +61,7 @@ def calls(names: Sequence[str], *, fullgraph: bool, blocks: str, optimizer: bool
 
 
 def _device(device: str) -> str:
+    """'auto' as 'cuda' where torch sees a GPU, else 'cpu'; 'cuda' refused where torch sees none."""
     import torch
 
     validate.choice("device", device, DEVICES)
@@ -72,6 +73,7 @@ def _device(device: str) -> str:
 
 
 def _amp(amp: str, device: str) -> str | None:
+    """The autocast dtype's name for ``amp`` ('auto': the device's own, ``autocast_dtype``); None where AMP is off."""
     validate.choice("amp", amp, AMPS)
     if amp == "auto":
         dtype = autocast_dtype(device)
